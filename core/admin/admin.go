@@ -1,0 +1,215 @@
+// Package admin holds the operator use cases behind the admin API (PROTOCOL §6): users,
+// tokens, friendships, groups, shards and routes of one tenant.
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"imd/core/apperr"
+	"imd/core/auth"
+	"imd/core/membership"
+	"imd/core/month"
+	"imd/core/route"
+	"imd/core/shard"
+	"imd/core/shardmanager"
+	"imd/core/social"
+	"imd/core/topic"
+	"imd/ports"
+)
+
+// Token lifetimes.
+const (
+	DefaultTokenTTL = 7 * 24 * time.Hour
+	MaxTokenTTL     = 365 * 24 * time.Hour
+	maxGroupMembers = 100_000
+)
+
+// Deps are the ports admin uses.
+type Deps struct {
+	Directory ports.Directory
+	Tokens    ports.Tokens
+	IDs       ports.IDGenerator
+	Store     ports.MessageStore
+	Routes    ports.RouteCache
+	Shards    ports.ShardStore
+	Manager   *shardmanager.Manager
+	Members   *membership.Cache
+	// Tenants reports whether a tenant is served by this process.
+	Tenants func(name string) bool
+}
+
+// Service is the admin use cases.
+type Service struct{ d Deps }
+
+// New returns the admin service.
+func New(d Deps) *Service { return &Service{d: d} }
+
+// CheckTenant refuses unknown tenants, so no request reaches another tenant's data.
+func (s *Service) CheckTenant(tenant string) error {
+	if !s.d.Tenants(tenant) {
+		return apperr.New(apperr.NotFound, "unknown tenant")
+	}
+	return nil
+}
+
+// CreateUser registers a user; creating an existing user again is harmless.
+func (s *Service) CreateUser(ctx context.Context, tenant string, u social.User) error {
+	if u.ID <= 0 {
+		return apperr.New(apperr.InvalidArgument, "user_id must be positive")
+	}
+	if len(u.Nickname) > 64 {
+		return apperr.New(apperr.InvalidArgument, "nickname too long")
+	}
+	return busy("create user", s.d.Directory.CreateUser(ctx, tenant, u))
+}
+
+// IssueToken mints a client token for an existing user.
+func (s *Service) IssueToken(ctx context.Context, tenant string, userID int64, ttl time.Duration) (string, error) {
+	if ttl == 0 {
+		ttl = DefaultTokenTTL
+	}
+	if ttl < 0 || ttl > MaxTokenTTL {
+		return "", apperr.New(apperr.InvalidArgument, "ttl_seconds out of range")
+	}
+	if err := s.requireUsers(ctx, tenant, userID); err != nil {
+		return "", err
+	}
+	tok, err := s.d.Tokens.Issue(auth.Identity{Tenant: tenant, UserID: userID}, ttl)
+	if err != nil {
+		return "", apperr.Wrap(apperr.Internal, "token issue failed", err)
+	}
+	return tok, nil
+}
+
+// AddFriendship makes two existing users friends, so they may talk P2P.
+func (s *Service) AddFriendship(ctx context.Context, tenant string, a, b int64) error {
+	if a == b {
+		return apperr.New(apperr.InvalidArgument, "a user cannot befriend themself")
+	}
+	if err := s.requireUsers(ctx, tenant, a, b); err != nil {
+		return err
+	}
+	return busy("add friendship", s.d.Directory.AddFriendship(ctx, tenant, a, b))
+}
+
+// CreateGroup creates a group whose members include the owner.
+func (s *Service) CreateGroup(ctx context.Context, tenant string, groupID, owner int64, members []int64) (social.Conversation, error) {
+	if groupID <= 0 {
+		return social.Conversation{}, apperr.New(apperr.InvalidArgument, "group_id must be positive")
+	}
+	all := uniqueIDs(append([]int64{owner}, members...))
+	if len(all) > maxGroupMembers {
+		return social.Conversation{}, apperr.New(apperr.InvalidArgument, "too many members")
+	}
+	if err := s.requireUsers(ctx, tenant, all...); err != nil {
+		return social.Conversation{}, err
+	}
+	if _, err := s.d.Directory.Conversation(ctx, tenant, topic.ForGroup(groupID)); err == nil {
+		return social.Conversation{}, apperr.New(apperr.Conflict, "group already exists")
+	} else if !errors.Is(err, social.ErrNotFound) {
+		return social.Conversation{}, busy("look up group", err)
+	}
+	convID, err := s.d.IDs.NextID()
+	if err != nil {
+		return social.Conversation{}, apperr.Wrap(apperr.Busy, "id generation failed", err)
+	}
+	c, err := s.d.Directory.CreateGroup(ctx, tenant, social.Group{ID: groupID, Owner: owner}, convID, all)
+	if err != nil {
+		return social.Conversation{}, busy("create group", err)
+	}
+	s.d.Members.Invalidate(tenant, c.Topic)
+	return c, nil
+}
+
+// AddMembers adds existing users to a group.
+func (s *Service) AddMembers(ctx context.Context, tenant string, groupID int64, users []int64) error {
+	users = uniqueIDs(users)
+	if groupID <= 0 || len(users) == 0 || len(users) > maxGroupMembers {
+		return apperr.New(apperr.InvalidArgument, "group_id and 1-100000 user_ids are required")
+	}
+	name := topic.ForGroup(groupID)
+	if _, err := s.d.Directory.Conversation(ctx, tenant, name); errors.Is(err, social.ErrNotFound) {
+		return apperr.New(apperr.NotFound, "group not found")
+	} else if err != nil {
+		return busy("look up group", err)
+	}
+	if err := s.requireUsers(ctx, tenant, users...); err != nil {
+		return err
+	}
+	if err := s.d.Directory.AddMembers(ctx, tenant, name, users); err != nil {
+		return busy("add members", err)
+	}
+	s.d.Members.Invalidate(tenant, name)
+	return nil
+}
+
+// Shards lists the catalog of month tables.
+func (s *Service) Shards(ctx context.Context, tenant string) ([]shard.Info, error) {
+	infos, err := s.d.Shards.Catalog(ctx, tenant)
+	if err != nil {
+		return nil, busy("read catalog", err)
+	}
+	return infos, nil
+}
+
+// AdvanceMonth prepares a month and moves the active month forward to it.
+func (s *Service) AdvanceMonth(ctx context.Context, tenant, raw string) (month.Month, error) {
+	m, err := month.Parse(raw)
+	if err != nil {
+		return 0, apperr.New(apperr.InvalidArgument, "month must be YYYYMM")
+	}
+	return s.d.Manager.Advance(ctx, tenant, m)
+}
+
+// RebuildRoute rewrites a topic's Redis route from the MySQL mirror (seed 000 §12.16).
+func (s *Service) RebuildRoute(ctx context.Context, tenant, name string) (route.Route, error) {
+	if _, err := topic.Parse(name); err != nil {
+		return nil, apperr.New(apperr.InvalidArgument, "invalid topic")
+	}
+	rt, err := s.d.Store.Segments(ctx, tenant, name)
+	if err != nil {
+		return nil, busy("read route mirror", err)
+	}
+	if err := s.d.Routes.Replace(ctx, tenant, name, rt); err != nil {
+		return nil, busy("write route", err)
+	}
+	return rt, nil
+}
+
+func (s *Service) requireUsers(ctx context.Context, tenant string, ids ...int64) error {
+	for _, id := range ids {
+		if id <= 0 {
+			return apperr.New(apperr.InvalidArgument, "user ids must be positive")
+		}
+		ok, err := s.d.Directory.UserExists(ctx, tenant, id)
+		if err != nil {
+			return busy("look up user", err)
+		}
+		if !ok {
+			return apperr.New(apperr.NotFound, fmt.Sprintf("user %d not found", id))
+		}
+	}
+	return nil
+}
+
+func uniqueIDs(ids []int64) []int64 {
+	out := slices.Clone(ids)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// busy maps a dependency failure to 50301, keeping contract errors as they are.
+func busy(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var ae *apperr.Error
+	if errors.As(err, &ae) {
+		return err
+	}
+	return apperr.Wrap(apperr.Busy, what+" failed", err)
+}

@@ -1,0 +1,49 @@
+package core
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestImportBoundary keeps the hexagon honest: core and ports may import only the standard
+// library, imd/ports and imd/core — never an adapter, a driver or a framework.
+func TestImportBoundary(t *testing.T) {
+	for _, dir := range []string{".", filepath.Join("..", "ports")} {
+		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") {
+				return err
+			}
+			f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+			if err != nil {
+				return err
+			}
+			for _, imp := range f.Imports {
+				p, _ := strconv.Unquote(imp.Path.Value)
+				if !allowed(p, strings.HasSuffix(path, "_test.go")) {
+					t.Errorf("%s imports %q: core and ports may import only the standard library, imd/core and imd/ports", path, p)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func allowed(p string, inTest bool) bool {
+	if p == "imd/ports" || strings.HasPrefix(p, "imd/ports/") || p == "imd/core" || strings.HasPrefix(p, "imd/core/") {
+		return true
+	}
+	// Core tests may use the in-memory fakes; production core code may not.
+	if inTest && strings.HasPrefix(p, "imd/adapters/memory") {
+		return true
+	}
+	first, _, _ := strings.Cut(p, "/")
+	return !strings.Contains(first, ".") && first != "imd"
+}

@@ -1,0 +1,57 @@
+package message
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"imd/core/apperr"
+)
+
+func TestValidate(t *testing.T) {
+	big := `{"text":"` + strings.Repeat("x", MaxContentSize) + `"}`
+	tests := []struct {
+		name string
+		d    Draft
+		code apperr.Code
+	}{
+		{"text ok", Draft{ClientMsgID: "c1", Type: "text", Content: json.RawMessage(`{"text":"hi"}`)}, apperr.OK},
+		{"64 char id ok", Draft{ClientMsgID: strings.Repeat("a", 64), Type: "text", Content: json.RawMessage(`{}`)}, apperr.OK},
+		{"empty client id", Draft{Type: "text", Content: json.RawMessage(`{}`)}, apperr.InvalidArgument},
+		{"65 char id", Draft{ClientMsgID: strings.Repeat("a", 65), Type: "text", Content: json.RawMessage(`{}`)}, apperr.InvalidArgument},
+		{"unknown type", Draft{ClientMsgID: "c", Type: "html", Content: json.RawMessage(`{}`)}, apperr.InvalidArgument},
+		{"content not object", Draft{ClientMsgID: "c", Type: "text", Content: json.RawMessage(`"hi"`)}, apperr.InvalidArgument},
+		{"content null", Draft{ClientMsgID: "c", Type: "text", Content: json.RawMessage(`null`)}, apperr.InvalidArgument},
+		{"content too large", Draft{ClientMsgID: "c", Type: "text", Content: json.RawMessage(big)}, apperr.TooLarge},
+		{"image by key", Draft{ClientMsgID: "c", Type: "image", Content: json.RawMessage(`{"key":"img/1.png","w":3}`)}, apperr.OK},
+		{"image without key", Draft{ClientMsgID: "c", Type: "image", Content: json.RawMessage(`{"w":3}`)}, apperr.InvalidArgument},
+		{"image with bytes", Draft{ClientMsgID: "c", Type: "file", Content: json.RawMessage(`{"key":"k","data":"AAAA"}`)}, apperr.InvalidArgument},
+		{"negative reply", Draft{ClientMsgID: "c", Type: "text", Content: json.RawMessage(`{}`), ReplySeq: -1}, apperr.InvalidArgument},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := apperr.CodeOf(tt.d.Validate()); got != tt.code {
+				t.Fatalf("code %d, want %d", got, tt.code)
+			}
+		})
+	}
+}
+
+func TestHashTellsRetriesFromReuse(t *testing.T) {
+	a := Draft{ClientMsgID: "c", Type: "text", Content: json.RawMessage(`{"text": "hi"}`)}
+	b := a
+	b.Content = json.RawMessage(`{"text":"hi"}`) // same JSON, other spacing: still a retry
+	c := a
+	c.Content = json.RawMessage(`{"text":"ho"}`)
+	d := a
+	d.MentionAll = true
+	if a.Hash() != b.Hash() {
+		t.Fatal("whitespace must not change the hash")
+	}
+	if a.Hash() == c.Hash() || a.Hash() == d.Hash() {
+		t.Fatal("different payloads must hash differently")
+	}
+	if len(a.Hash()) != 32 {
+		t.Fatalf("hash must fit CHAR(32): %q", a.Hash())
+	}
+}

@@ -1,0 +1,221 @@
+// Package send is the send path of DESIGN §4: validate, authorize, allocate seq and month
+// atomically, commit to the month table, enqueue for delivery, and only then acknowledge.
+package send
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"imd/core/apperr"
+	"imd/core/conversation"
+	"imd/core/delivery"
+	"imd/core/message"
+	"imd/core/route"
+	"imd/core/seq"
+	"imd/core/shard"
+	"imd/ports"
+)
+
+// Request is one SEND_MESSAGE.
+type Request struct {
+	Tenant     string
+	From       int64
+	FromDevice uint64
+	Address    conversation.Address
+	MsgID      int64 // optional client pre-generated id (003 §9.2)
+	Draft      message.Draft
+}
+
+// Result is what SEND_ACK reports.
+type Result struct {
+	Message    message.Message
+	ServerTime time.Time
+}
+
+// Deps are the ports the send path uses.
+type Deps struct {
+	Seq      ports.SeqAllocator
+	Store    ports.MessageStore
+	Queue    ports.DeliverQueue
+	Routes   ports.RouteCache
+	IDs      ports.IDGenerator
+	Clock    ports.Clock
+	Metrics  ports.Metrics
+	Resolver *conversation.Resolver
+	Log      *slog.Logger
+	// EnsureMonths prepares the month tables and active month of a tenant; called when the seq
+	// script finds no writable month (e.g. Redis lost its month keys) instead of waiting for
+	// the shard manager's next pass.
+	EnsureMonths func(ctx context.Context, tenant string) error
+	// MsgIDWindow bounds how far a client pre-generated id may be from now (003 §19 msgid_expire_ms).
+	MsgIDWindow time.Duration
+}
+
+// Service runs the send path.
+type Service struct{ d Deps }
+
+// New returns the send service.
+func New(d Deps) *Service { return &Service{d: d} }
+
+// maxReallocations bounds re-seeding after a stale counter; more means something else is wrong.
+const maxReallocations = 3
+
+// Send runs DESIGN §4 end to end. Every failure leaves nothing acknowledged; a retry with the
+// same client_msg_id converges on the same msg_id and seq.
+func (s *Service) Send(ctx context.Context, r Request) (Result, error) {
+	if err := r.Draft.Validate(); err != nil {
+		return Result{}, err
+	}
+	conv, err := s.d.Resolver.ForWrite(ctx, r.Tenant, r.From, r.Address)
+	if err != nil {
+		return Result{}, err
+	}
+	msgID, err := s.msgID(r.MsgID)
+	if err != nil {
+		return Result{}, err
+	}
+	hash := r.Draft.Hash()
+	req := seq.Request{Topic: conv.Topic, From: r.From, ClientMsgID: r.Draft.ClientMsgID, MsgID: msgID, Hash: hash}
+
+	for range maxReallocations {
+		alloc, err := s.allocate(ctx, r.Tenant, req)
+		if err != nil {
+			return Result{}, err
+		}
+		if alloc.Existing {
+			s.d.Metrics.Inc("group_message_dedup_hit_total")
+			if alloc.Hash != hash {
+				return Result{}, apperr.New(apperr.Conflict, "client_msg_id was used for a different message")
+			}
+		}
+		m := message.Message{
+			Topic: conv.Topic, GroupID: conv.GroupID, ConversationID: conv.ID,
+			Seq: alloc.Seq, MsgID: alloc.MsgID, From: r.From,
+			ClientMsgID: r.Draft.ClientMsgID, Type: r.Draft.Type, Content: r.Draft.Content,
+			Mentions: r.Draft.Mentions, MentionAll: r.Draft.MentionAll, ReplySeq: r.Draft.ReplySeq,
+			Status: message.StatusNormal, Version: 1, CreatedAt: s.d.Clock.Now().UTC().Truncate(time.Millisecond),
+			Month: alloc.Month,
+		}
+		started := s.d.Clock.Now()
+		res, err := s.d.Store.Append(ctx, r.Tenant, m, hash)
+		switch {
+		case errors.Is(err, seq.ErrTaken):
+			if err := s.reseed(ctx, r.Tenant, conv.Topic); err != nil {
+				return Result{}, err
+			}
+			req.Reallocate = true
+			continue
+		case errors.Is(err, shard.ErrMonthNotWritable), errors.Is(err, shard.ErrMonthMissing):
+			s.d.Metrics.Inc("group_message_persist_total", m.Month.String(), "failed")
+			s.d.Metrics.Inc("group_message_shard_missing_total")
+			return Result{}, apperr.Wrap(apperr.Busy, "message storage unavailable, retry", err)
+		case err != nil:
+			s.d.Metrics.Inc("group_message_persist_total", m.Month.String(), "failed")
+			return Result{}, apperr.Wrap(apperr.Busy, "message storage unavailable, retry", err)
+		}
+		s.d.Metrics.Observe("group_message_persist_latency", s.d.Clock.Now().Sub(started).Seconds())
+		s.d.Metrics.Inc("group_message_persist_total", m.Month.String(), "ok")
+
+		switch res.Outcome {
+		case ports.AlreadyStored:
+			m = res.Existing
+		case ports.DuplicateClientMsgID:
+			s.d.Metrics.Inc("group_message_dedup_hit_total")
+			if res.Hash != hash {
+				return Result{}, apperr.New(apperr.Conflict, "client_msg_id was used for a different message")
+			}
+			m = res.Existing
+		}
+		if err := s.enqueue(ctx, r, m); err != nil {
+			return Result{}, err
+		}
+		if res.Outcome == ports.Stored {
+			s.updateRoute(ctx, r.Tenant, m)
+		}
+		if err := s.d.Seq.MarkAcked(ctx, r.Tenant, m.Topic, m.From, m.ClientMsgID); err != nil {
+			s.d.Log.WarnContext(ctx, "mark acked failed", "topic", m.Topic, "msg_id", m.MsgID, "err", err)
+		}
+		return Result{Message: m, ServerTime: s.d.Clock.Now()}, nil
+	}
+	return Result{}, apperr.New(apperr.Busy, "seq allocation kept colliding, retry")
+}
+
+// msgID accepts a client pre-generated id within the window, else issues a new one (003 §9.2).
+func (s *Service) msgID(clientID int64) (int64, error) {
+	if clientID > 0 {
+		at := s.d.IDs.TimeOf(clientID)
+		if d := s.d.Clock.Now().Sub(at); d <= s.d.MsgIDWindow && d >= -s.d.MsgIDWindow {
+			return clientID, nil
+		}
+	}
+	id, err := s.d.IDs.NextID()
+	if err != nil {
+		return 0, apperr.Wrap(apperr.Busy, "id generation failed", err)
+	}
+	return id, nil
+}
+
+// allocate runs the seq script, re-seeding a lost counter from MySQL (DESIGN §1) and preparing
+// the months when Redis lost them, each at most once.
+func (s *Service) allocate(ctx context.Context, tenant string, req seq.Request) (seq.Allocation, error) {
+	reseeded, ensured := false, false
+	for {
+		alloc, err := s.d.Seq.Allocate(ctx, tenant, req)
+		switch {
+		case err == nil:
+			return alloc, nil
+		case errors.Is(err, seq.ErrCounterMissing) && !reseeded:
+			reseeded = true
+			if err := s.reseed(ctx, tenant, req.Topic); err != nil {
+				return seq.Allocation{}, err
+			}
+		case errors.Is(err, seq.ErrNoActiveMonth) && !ensured:
+			ensured = true
+			if ensureErr := s.d.EnsureMonths(ctx, tenant); ensureErr != nil {
+				s.d.Log.ErrorContext(ctx, "no writable month and preparing one failed", "tenant", tenant, "err", ensureErr)
+			}
+		case errors.Is(err, seq.ErrNoActiveMonth):
+			return seq.Allocation{}, apperr.Wrap(apperr.Busy, "no writable month, retry", err)
+		default:
+			return seq.Allocation{}, apperr.Wrap(apperr.Busy, "seq allocation unavailable, retry", err)
+		}
+	}
+}
+
+func (s *Service) reseed(ctx context.Context, tenant, topic string) error {
+	floor, err := s.d.Store.MaxSeq(ctx, tenant, topic)
+	if err != nil {
+		return apperr.Wrap(apperr.Busy, "seq re-seed unavailable, retry", fmt.Errorf("max seq of %s: %w", topic, err))
+	}
+	if err := s.d.Seq.Reseed(ctx, tenant, topic, floor); err != nil {
+		return apperr.Wrap(apperr.Busy, "seq re-seed unavailable, retry", err)
+	}
+	return nil
+}
+
+// enqueue is the last step before SEND_ACK (seed 003 C5): without it there is no ACK.
+func (s *Service) enqueue(ctx context.Context, r Request, m message.Message) error {
+	job := delivery.Job{
+		Tenant: r.Tenant, Kind: delivery.KindMessage, MsgID: m.MsgID, Topic: m.Topic,
+		ConversationID: m.ConversationID, From: m.From, ExcludeDevice: r.FromDevice, Message: &m,
+	}
+	if err := s.d.Queue.Push(ctx, job); err != nil {
+		return apperr.Wrap(apperr.Busy, "deliver queue unavailable, retry", err)
+	}
+	return nil
+}
+
+// updateRoute refreshes the Redis route after COMMIT; a failure never rolls back the message
+// (seed 000 §3.4 rule 2): readers fall back to the MySQL mirror.
+func (s *Service) updateRoute(ctx context.Context, tenant string, m message.Message) {
+	u := ports.RouteUpdate{Topic: m.Topic, Segment: route.Segment{
+		Month: m.Month, MinSeq: m.Seq, MaxSeq: m.Seq, Count: 1, MinCreatedAt: m.CreatedAt, MaxCreatedAt: m.CreatedAt,
+	}}
+	if err := s.d.Routes.Apply(ctx, tenant, []ports.RouteUpdate{u}); err != nil {
+		s.d.Metrics.Inc("group_message_route_repair_total")
+		s.d.Log.WarnContext(ctx, "route update failed", "topic", m.Topic, "seq", m.Seq, "err", err)
+	}
+}

@@ -1,0 +1,285 @@
+package send_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"imd/adapters/memory"
+	"imd/core/apperr"
+	"imd/core/conversation"
+	"imd/core/delivery"
+	"imd/core/membership"
+	"imd/core/message"
+	"imd/core/month"
+	"imd/core/send"
+	"imd/core/shardmanager"
+	"imd/core/social"
+	"imd/core/topic"
+	"imd/ports"
+)
+
+const tenant = "t1"
+
+type fixture struct {
+	clock   *memory.Clock
+	shards  *memory.ShardStore
+	store   *memory.MessageStore
+	months  *memory.MonthState
+	seqs    *memory.SeqAllocator
+	queue   *flakyQueue
+	dir     *memory.Directory
+	metrics *memory.Metrics
+	manager *shardmanager.Manager
+	svc     *send.Service
+	group   string
+}
+
+// flakyQueue fails Push while down is set, like a Redis outage after COMMIT.
+type flakyQueue struct {
+	*memory.DeliverQueue
+	mu   sync.Mutex
+	down bool
+}
+
+func (q *flakyQueue) Push(ctx context.Context, job delivery.Job) error {
+	q.mu.Lock()
+	down := q.down
+	q.mu.Unlock()
+	if down {
+		return errors.New("redis down")
+	}
+	return q.DeliverQueue.Push(ctx, job)
+}
+
+func (q *flakyQueue) setDown(v bool) { q.mu.Lock(); q.down = v; q.mu.Unlock() }
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	f := &fixture{clock: memory.NewClock(time.Date(2026, 9, 30, 23, 59, 0, 0, time.UTC))}
+	f.shards = memory.NewShardStore()
+	f.store = memory.NewMessageStore(f.shards)
+	f.months = memory.NewMonthState(f.clock.Now)
+	f.seqs = memory.NewSeqAllocator(f.months, f.clock.Now)
+	f.queue = &flakyQueue{DeliverQueue: memory.NewDeliverQueue(f.clock.Now)}
+	f.dir = memory.NewDirectory()
+	f.metrics = memory.NewMetrics()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ids := memory.NewIDs(f.clock)
+	f.manager = shardmanager.New(shardmanager.Config{SealingDays: 7}, shardmanager.Deps{
+		Store: f.shards, Months: f.months, Metrics: f.metrics, Log: log,
+	})
+	if err := f.manager.Ensure(ctx, tenant); err != nil {
+		t.Fatal(err)
+	}
+	members := membership.New(f.dir, f.clock, time.Second)
+	f.svc = send.New(send.Deps{
+		Seq: f.seqs, Store: f.store, Queue: f.queue, Routes: memory.NewRouteCache(), IDs: ids, Clock: f.clock,
+		Metrics: f.metrics, Resolver: conversation.NewResolver(f.dir, ids, members), Log: log,
+		EnsureMonths: f.manager.Ensure, MsgIDWindow: 5 * time.Minute,
+	})
+	for _, u := range []int64{1, 2, 3} {
+		if err := f.dir.CreateUser(ctx, tenant, social.User{ID: u}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := f.dir.CreateGroup(ctx, tenant, social.Group{ID: 10, Owner: 1}, 5000, []int64{1, 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.group = c.Topic
+	return f
+}
+
+func (f *fixture) send(from int64, addr conversation.Address, clientID, text string) (send.Result, error) {
+	content, _ := json.Marshal(map[string]string{"text": text})
+	return f.svc.Send(context.Background(), send.Request{
+		Tenant: tenant, From: from, FromDevice: 1, Address: addr,
+		Draft: message.Draft{ClientMsgID: clientID, Type: "text", Content: content},
+	})
+}
+
+func TestSendAssignsContinuousSeqsAndEnqueues(t *testing.T) {
+	f := newFixture(t)
+	for i := 1; i <= 5; i++ {
+		res, err := f.send(1, conversation.Address{Topic: f.group}, fmt.Sprint("c", i), "hi")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Message.Seq != int64(i) || res.Message.ConversationID != 5000 || res.Message.Month != 202609 {
+			t.Fatalf("send %d: %+v", i, res.Message)
+		}
+	}
+	for i := 1; i <= 5; i++ {
+		job, ok, err := f.queue.Take(context.Background(), tenant, 0)
+		if err != nil || !ok || job.Message.Seq != int64(i) || job.ExcludeDevice != 1 {
+			t.Fatalf("job %d: %+v ok=%v err=%v", i, job, ok, err)
+		}
+	}
+}
+
+func TestSendRetryIsIdempotent(t *testing.T) {
+	f := newFixture(t)
+	first, err := f.send(1, conversation.Address{Topic: f.group}, "same", "hi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := f.send(1, conversation.Address{Topic: f.group}, "same", "hi")
+	if err != nil || again.Message.Seq != first.Message.Seq || again.Message.MsgID != first.Message.MsgID {
+		t.Fatalf("retry: %+v, %v", again.Message, err)
+	}
+	if _, err := f.send(1, conversation.Address{Topic: f.group}, "same", "other text"); apperr.CodeOf(err) != apperr.Conflict {
+		t.Fatalf("reuse with other content: %v", err)
+	}
+	next, err := f.send(1, conversation.Address{Topic: f.group}, "next", "hi")
+	if err != nil || next.Message.Seq != 2 {
+		t.Fatalf("a retry must not consume a seq: %+v %v", next.Message, err)
+	}
+}
+
+func TestSendRetryAcrossMonthBoundaryKeepsItsMonth(t *testing.T) {
+	f := newFixture(t)
+	first, err := f.send(1, conversation.Address{Topic: f.group}, "edge", "hi")
+	if err != nil || first.Message.Month != 202609 {
+		t.Fatalf("%+v %v", first.Message, err)
+	}
+	f.clock.Set(time.Date(2026, 10, 1, 0, 0, 1, 0, time.UTC))
+	if err := f.manager.Ensure(context.Background(), tenant); err != nil {
+		t.Fatal(err)
+	}
+	again, err := f.send(1, conversation.Address{Topic: f.group}, "edge", "hi")
+	if err != nil || again.Message.Month != 202609 || again.Message.Seq != first.Message.Seq {
+		t.Fatalf("retry after the boundary: %+v %v", again.Message, err)
+	}
+	next, err := f.send(1, conversation.Address{Topic: f.group}, "new", "hi")
+	if err != nil || next.Message.Month != 202610 || next.Message.Seq != 2 {
+		t.Fatalf("new message after the boundary: %+v %v", next.Message, err)
+	}
+}
+
+func TestQueueDownMeansNoAckAndRetryConverges(t *testing.T) {
+	f := newFixture(t)
+	f.queue.setDown(true)
+	_, err := f.send(1, conversation.Address{Topic: f.group}, "q", "hi")
+	if apperr.CodeOf(err) != apperr.Busy {
+		t.Fatalf("enqueue failure must be 50301, got %v", err)
+	}
+	f.queue.setDown(false)
+	res, err := f.send(1, conversation.Address{Topic: f.group}, "q", "hi")
+	if err != nil || res.Message.Seq != 1 {
+		t.Fatalf("retry after outage: %+v %v", res.Message, err)
+	}
+	msgs, err := f.store.Page(context.Background(), tenant, 202609, message.PageQuery{Topic: f.group, Limit: 10, IncludeDeleted: true})
+	if err != nil || len(msgs) != 1 {
+		t.Fatalf("exactly one stored message expected, got %d (%v)", len(msgs), err)
+	}
+}
+
+func TestLostCounterIsReseededFromStore(t *testing.T) {
+	f := newFixture(t)
+	for i := range 3 {
+		if _, err := f.send(1, conversation.Address{Topic: f.group}, fmt.Sprint("c", i), "hi"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.seqs.Forget(tenant) // Redis FLUSHALL
+	f.months.Forget(tenant)
+	res, err := f.send(1, conversation.Address{Topic: f.group}, "after-flush", "hi")
+	if err != nil || res.Message.Seq != 4 {
+		t.Fatalf("seq after losing Redis must continue at 4: %+v %v", res.Message, err)
+	}
+	// The old client_msg_id is no longer known to Redis, but the store's dedup keeps one message.
+	res, err = f.send(1, conversation.Address{Topic: f.group}, "c0", "hi")
+	if err != nil || res.Message.Seq != 1 {
+		t.Fatalf("retry of an old message after the flush must return seq 1: %+v %v", res.Message, err)
+	}
+}
+
+func TestStaleCounterIsDetectedAndReseeded(t *testing.T) {
+	f := newFixture(t)
+	for i := range 3 {
+		if _, err := f.send(1, conversation.Address{Topic: f.group}, fmt.Sprint("c", i), "hi"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// An AOF restore from a second ago: the counter is back at 1 while MySQL has 1..3.
+	if err := f.seqs.ForceCounter(tenant, f.group, 1); err != nil {
+		t.Fatal(err)
+	}
+	res, err := f.send(1, conversation.Address{Topic: f.group}, "after-restore", "hi")
+	if err != nil || res.Message.Seq != 4 {
+		t.Fatalf("seq must never go back: %+v %v", res.Message, err)
+	}
+}
+
+func TestPermissions(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	tests := []struct {
+		name string
+		from int64
+		addr conversation.Address
+		code apperr.Code
+	}{
+		{"member sends", 2, conversation.Address{Topic: f.group}, apperr.OK},
+		{"non-member", 3, conversation.Address{Topic: f.group}, apperr.Forbidden},
+		{"unknown group", 1, conversation.Address{Topic: "grp_999"}, apperr.Forbidden},
+		{"malformed topic", 1, conversation.Address{Topic: "grp_x"}, apperr.InvalidArgument},
+		{"p2p without friendship", 1, conversation.Address{ToUser: 3}, apperr.Forbidden},
+		{"p2p to self", 1, conversation.Address{ToUser: 1}, apperr.InvalidArgument},
+		{"p2p topic of others", 1, conversation.Address{Topic: topic.ForPair(2, 3)}, apperr.Forbidden},
+		{"by conversation id", 1, conversation.Address{ConversationID: 5000}, apperr.OK},
+		{"unknown conversation id", 1, conversation.Address{ConversationID: 777}, apperr.NotFound},
+		{"no address", 1, conversation.Address{}, apperr.InvalidArgument},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := f.send(tt.from, tt.addr, fmt.Sprint("p", i), "hi")
+			if got := apperr.CodeOf(err); got != tt.code {
+				t.Fatalf("code %d, want %d (%v)", got, tt.code, err)
+			}
+		})
+	}
+	if err := f.dir.AddFriendship(ctx, tenant, 1, 3); err != nil {
+		t.Fatal(err)
+	}
+	a, err := f.send(1, conversation.Address{ToUser: 3}, "pa", "hi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := f.send(3, conversation.Address{ToUser: 1}, "pb", "hi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Message.Topic != b.Message.Topic || a.Message.ConversationID != b.Message.ConversationID || b.Message.Seq != 2 {
+		t.Fatalf("both directions must share one conversation: %+v / %+v", a.Message, b.Message)
+	}
+}
+
+func TestNothingIsWrittenOnRejectedInput(t *testing.T) {
+	f := newFixture(t)
+	_, err := f.svc.Send(context.Background(), send.Request{
+		Tenant: tenant, From: 1, Address: conversation.Address{Topic: f.group},
+		Draft: message.Draft{ClientMsgID: "bad", Type: "image", Content: json.RawMessage(`{"data":"AAAA"}`)},
+	})
+	if apperr.CodeOf(err) != apperr.InvalidArgument {
+		t.Fatalf("got %v", err)
+	}
+	if _, ok, _ := f.queue.Take(context.Background(), tenant, 0); ok {
+		t.Fatal("a rejected message must not be enqueued")
+	}
+	max, _ := f.store.MaxSeq(context.Background(), tenant, f.group)
+	if max != 0 {
+		t.Fatalf("nothing may be stored, max seq %d", max)
+	}
+}
+
+var _ ports.DeliverQueue = (*flakyQueue)(nil)
+var _ = month.Month(0)

@@ -1,0 +1,168 @@
+// Package ports declares what the core needs from the outside world. Adapters implement these
+// interfaces; the core never imports an adapter. Every call takes the tenant explicitly, since
+// each tenant has its own database and Redis hash tag.
+package ports
+
+import (
+	"context"
+	"time"
+
+	"imd/core/auth"
+	"imd/core/delivery"
+	"imd/core/message"
+	"imd/core/month"
+	"imd/core/route"
+	"imd/core/seq"
+	"imd/core/shard"
+	"imd/core/social"
+)
+
+// Clock tells the server time. Month decisions never use it (they use Redis TIME).
+type Clock interface {
+	Now() time.Time
+}
+
+// IDGenerator issues msg_ids (sonyflake, DESIGN §1).
+type IDGenerator interface {
+	NextID() (int64, error)
+	// TimeOf returns when id was generated, to validate client pre-generated ids.
+	TimeOf(id int64) time.Time
+}
+
+// SeqAllocator is the atomic Redis script of DESIGN §4 step 4.
+type SeqAllocator interface {
+	// Allocate returns seq.ErrCounterMissing when the topic counter is absent and
+	// seq.ErrNoActiveMonth when no month is ready.
+	Allocate(ctx context.Context, tenant string, req seq.Request) (seq.Allocation, error)
+	// Reseed raises the topic counter to at least floor (never lowers it).
+	Reseed(ctx context.Context, tenant, topic string, floor int64) error
+	// MarkAcked records that the allocation was stored and enqueued, so retries answer at once.
+	MarkAcked(ctx context.Context, tenant, topic string, from int64, clientMsgID string) error
+}
+
+// AppendOutcome says what a store append did.
+type AppendOutcome int
+
+const (
+	// Stored: the message is now committed.
+	Stored AppendOutcome = iota + 1
+	// AlreadyStored: the same msg_id was committed before (a retry after a lost ACK).
+	AlreadyStored
+	// DuplicateClientMsgID: another message holds (topic, from, client_msg_id); Existing
+	// describes it. The seq allocated for the new attempt was closed with a tombstone.
+	DuplicateClientMsgID
+)
+
+// AppendResult is the outcome of one append.
+type AppendResult struct {
+	Outcome  AppendOutcome
+	Existing message.Message // for DuplicateClientMsgID and AlreadyStored
+	Hash     string          // payload hash of Existing
+}
+
+// MessageStore is the durable message storage: month tables, dedup records and the route
+// mirror of one tenant database (seed 000 §3).
+type MessageStore interface {
+	// Append commits the message, its dedup record and the route-mirror upsert in one
+	// transaction (concurrent appends may share it). It fails with seq.ErrTaken when another
+	// message holds (topic, seq) and with shard.ErrMonthNotWritable when the month cannot
+	// take the write.
+	Append(ctx context.Context, tenant string, m message.Message, hash string) (AppendResult, error)
+	// MaxSeq is the highest seq ever stored for the topic (re-seeding after Redis loss).
+	MaxSeq(ctx context.Context, tenant, topic string) (int64, error)
+	// Segments reads the topic's route mirror.
+	Segments(ctx context.Context, tenant, topic string) (route.Route, error)
+	// Get reads one message of one month; message.ErrNotFound when absent.
+	Get(ctx context.Context, tenant string, m month.Month, topic string, seq int64) (message.Message, error)
+	// Page reads one month in seq order; see message.PageQuery.
+	Page(ctx context.Context, tenant string, m month.Month, q message.PageQuery) ([]message.Message, error)
+}
+
+// RouteCache is the Redis copy of the route (route:{topic} ZSET + route_meta:{topic} HASH).
+type RouteCache interface {
+	// Segments returns found=false when the topic has no route in Redis.
+	Segments(ctx context.Context, tenant, topic string) (r route.Route, found bool, err error)
+	// Apply merges committed ranges into the routes of their topics.
+	Apply(ctx context.Context, tenant string, updates []RouteUpdate) error
+	// Replace overwrites a topic's route (rebuild from the MySQL mirror).
+	Replace(ctx context.Context, tenant, topic string, r route.Route) error
+}
+
+// RouteUpdate is one committed range of one topic in one month.
+type RouteUpdate struct {
+	Topic   string
+	Segment route.Segment
+}
+
+// DeliverQueue is the reliable Redis list pair deliver:queue / deliver:processing.
+type DeliverQueue interface {
+	Push(ctx context.Context, job delivery.Job) error
+	// Take moves the oldest job to processing (BLMOVE), waiting up to timeout; ok=false on timeout.
+	Take(ctx context.Context, tenant string, timeout time.Duration) (job delivery.Job, ok bool, err error)
+	// Ack removes a taken job from processing.
+	Ack(ctx context.Context, job delivery.Job) error
+	// Retry puts a taken job back on the queue with Attempts+1, or on the dead-letter list
+	// when it has failed maxAttempts times (dead=true).
+	Retry(ctx context.Context, job delivery.Job, maxAttempts int) (dead bool, err error)
+	// RequeueStale moves everything left in processing back to the queue (boot after a crash).
+	RequeueStale(ctx context.Context, tenant string) (int, error)
+	// MarkDone sets deliver:done:{key} once; first=false means the job already acted.
+	MarkDone(ctx context.Context, tenant, key string, ttl time.Duration) (first bool, err error)
+}
+
+// Pusher writes to connected devices (the session registry of the transport).
+type Pusher interface {
+	Push(ctx context.Context, tenant string, t delivery.Target, p delivery.Push) delivery.Report
+}
+
+// Directory is the social graph a send is checked against.
+type Directory interface {
+	CreateUser(ctx context.Context, tenant string, u social.User) error
+	UserExists(ctx context.Context, tenant string, userID int64) (bool, error)
+	AddFriendship(ctx context.Context, tenant string, a, b int64) error
+	AreFriends(ctx context.Context, tenant string, a, b int64) (bool, error)
+	// CreateGroup creates the group, its conversation and its members (owner included).
+	CreateGroup(ctx context.Context, tenant string, g social.Group, conversationID int64, members []int64) (social.Conversation, error)
+	AddMembers(ctx context.Context, tenant string, topic string, users []int64) error
+	Members(ctx context.Context, tenant, topic string) ([]int64, error)
+	IsMember(ctx context.Context, tenant, topic string, user int64) (bool, error)
+	// Conversation looks a conversation up by topic; social.ErrNotFound when absent.
+	Conversation(ctx context.Context, tenant, topic string) (social.Conversation, error)
+	ConversationByID(ctx context.Context, tenant string, id int64) (social.Conversation, error)
+	// EnsureP2P returns the one conversation of a user pair, creating it with id on first use.
+	EnsureP2P(ctx context.Context, tenant string, a, b int64, id int64) (social.Conversation, error)
+}
+
+// Tokens issues and verifies client tokens.
+type Tokens interface {
+	Issue(id auth.Identity, ttl time.Duration) (string, error)
+	// Verify fails with an apperr.Unauthenticated error for bad or expired tokens.
+	Verify(token string) (auth.Identity, error)
+}
+
+// ShardStore is the MySQL side of the shard manager: DDL and the catalog (seed 000 §3.2, §4).
+type ShardStore interface {
+	// EnsureTable creates the month table from the template if missing and registers it in the
+	// catalog as prepared (existing rows keep their state). DDL runs outside any write transaction.
+	EnsureTable(ctx context.Context, tenant string, m month.Month) error
+	Catalog(ctx context.Context, tenant string) ([]shard.Info, error)
+	SetState(ctx context.Context, tenant string, m month.Month, from, to shard.State) error
+}
+
+// MonthState is the Redis side of month switching: which months are ready and which is active.
+type MonthState interface {
+	// MarkReady lets the seq script move active_month to m.
+	MarkReady(ctx context.Context, tenant string, m month.Month) error
+	Active(ctx context.Context, tenant string) (m month.Month, found bool, err error)
+	// Advance moves active_month forward to m if m is ready; never backward.
+	Advance(ctx context.Context, tenant string, m month.Month) (month.Month, error)
+	// Now is Redis TIME, the only clock month decisions use.
+	Now(ctx context.Context) (time.Time, error)
+}
+
+// Metrics records the seed metrics (000 §11, 003 §17) by name.
+type Metrics interface {
+	Inc(name string, labels ...string)
+	Observe(name string, value float64, labels ...string)
+	Set(name string, value float64, labels ...string)
+}
