@@ -1,0 +1,399 @@
+#!/usr/bin/env bash
+# Local real services for imd development and tests: MariaDB and Redis on
+# loopback, private instances under a state directory, installed from Debian
+# packages when missing. No Docker needed.
+#
+#   services.sh up      install (if missing) and start MariaDB + Redis, wait until they answer
+#   services.sh down    stop them (graceful, then KILL after a timeout); data is kept
+#   services.sh status  print what runs
+#   services.sh env     print the `export` lines tests read
+#
+# Environment:
+#   IMD_STATE_DIR   state directory (default: <repo>/.run)
+#   IMD_MYSQL_PORT  MariaDB TCP port (default: 13306)
+#   IMD_REDIS_PORT  Redis TCP port   (default: 16379)
+#
+# Nginx (nginx + libnginx-mod-stream) is only installed here, not started.
+set -euo pipefail
+
+SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO_ROOT="$(cd "$SCRIPT_DIR/../.." && pwd)"
+
+STATE_DIR="${IMD_STATE_DIR:-$REPO_ROOT/.run}"
+MYSQL_PORT="${IMD_MYSQL_PORT:-13306}"
+REDIS_PORT="${IMD_REDIS_PORT:-16379}"
+
+MYSQL_DIR="$STATE_DIR/mariadb"
+MYSQL_DATA="$MYSQL_DIR/data"
+MYSQL_CNF="$MYSQL_DIR/my.cnf"
+MYSQL_SOCK="$MYSQL_DIR/mariadb.sock"
+MYSQL_PID="$MYSQL_DIR/mariadb.pid"
+MYSQL_LOG="$MYSQL_DIR/mariadb.log"
+
+REDIS_DIR="$STATE_DIR/redis"
+REDIS_CNF="$REDIS_DIR/redis.conf"
+REDIS_PID="$REDIS_DIR/redis.pid"
+REDIS_LOG="$REDIS_DIR/redis.log"
+
+PACKAGES=(mariadb-server redis-server nginx libnginx-mod-stream)
+START_TIMEOUT=30   # seconds a server may take to answer after start
+STOP_TIMEOUT=30    # seconds before a graceful stop turns into SIGKILL
+
+log() { printf 'services: %s\n' "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+# ---------------------------------------------------------------- processes
+
+# alive PID: true when PID is a live process (not a zombie: a zombie passes kill -0).
+alive() {
+	local pid="$1" state
+	[[ "$pid" =~ ^[0-9]+$ ]] || return 1
+	kill -0 "$pid" 2>/dev/null || return 1
+	if [[ -r "/proc/$pid/stat" ]]; then
+		# field 3 of /proc/PID/stat, after the parenthesised command name
+		state="$(sed -E 's/^[0-9]+ \(.*\) ([A-Za-z]).*/\1/' "/proc/$pid/stat" 2>/dev/null || true)"
+		[[ "$state" == Z || "$state" == X ]] && return 1
+	fi
+	return 0
+}
+
+# pid_of FILE: print the pid in FILE if that process is alive and is the server
+# the file belongs to (a stale pid file may name a reused pid).
+pid_of() {
+	local f="$1" pid comm want
+	[[ -s "$f" ]] || return 1
+	pid="$(tr -dc '0-9' <"$f")"
+	alive "$pid" || return 1
+	case "$f" in
+	"$MYSQL_PID") want=mariadbd ;;
+	"$REDIS_PID") want=redis-server ;;
+	*) want="" ;;
+	esac
+	if [[ -n "$want" && -r "/proc/$pid/comm" ]]; then
+		comm="$(cat "/proc/$pid/comm" 2>/dev/null || true)"
+		[[ "$comm" == "$want"* ]] || return 1
+	fi
+	printf '%s\n' "$pid"
+}
+
+# stop_pidfile NAME FILE: TERM, wait, then KILL.
+stop_pidfile() {
+	local name="$1" f="$2" pid i
+	if ! pid="$(pid_of "$f")"; then
+		rm -f "$f"
+		log "$name: not running"
+		return 0
+	fi
+	log "$name: stopping pid $pid"
+	kill -TERM "$pid" 2>/dev/null || true
+	for ((i = 0; i < STOP_TIMEOUT * 10; i++)); do
+		alive "$pid" || break
+		sleep 0.1
+	done
+	if alive "$pid"; then
+		log "$name: still alive after ${STOP_TIMEOUT}s, sending KILL"
+		kill -KILL "$pid" 2>/dev/null || true
+		for ((i = 0; i < 50; i++)); do
+			alive "$pid" || break
+			sleep 0.1
+		done
+	fi
+	rm -f "$f"
+	log "$name: stopped"
+}
+
+# spawn bg|fg LOGFILE CMD...: run CMD in a new session with stdin from
+# /dev/null, stdout/stderr appended to LOGFILE and every other inherited fd
+# closed (our lock, and pipes of whoever called us: a daemon holding a CI pipe
+# open would keep the CI step from ever finishing). The subshell execs, so no
+# bash stays behind holding those fds.
+spawn() {
+	local mode="$1" logf="$2"
+	shift 2
+	if [[ "$mode" == bg ]]; then
+		(close_fds; ulimit -n 65536 2>/dev/null || true; exec setsid "$@") </dev/null >>"$logf" 2>&1 &
+	else
+		(close_fds; ulimit -n 65536 2>/dev/null || true; exec setsid "$@") </dev/null >>"$logf" 2>&1
+	fi
+}
+
+close_fds() {
+	local fd
+	# fd names are plain numbers; a glob would list the fd of its own directory handle.
+	# shellcheck disable=SC2045
+	for fd in $(ls "/proc/$BASHPID/fd"); do
+		if ((fd > 2)); then { eval "exec $fd>&-"; } 2>/dev/null || true; fi
+	done
+}
+
+# ---------------------------------------------------------------- packages
+
+pkg_installed() {
+	[[ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null || true)" == "install ok installed" ]]
+}
+
+ensure_packages() {
+	local missing=() p
+	for p in "${PACKAGES[@]}"; do
+		pkg_installed "$p" || missing+=("$p")
+	done
+	((${#missing[@]} == 0)) && return 0
+
+	[[ "$(id -u)" == 0 ]] || die "packages missing (${missing[*]}) and not root: install them with apt-get"
+	log "installing ${missing[*]}"
+
+	# Keep Debian from starting the system services: policy-rc.d exiting 101
+	# forbids invoke-rc.d actions. Restore whatever was there before.
+	local policy=/usr/sbin/policy-rc.d backup=""
+	if [[ -e "$policy" ]]; then
+		backup="$(mktemp /usr/sbin/policy-rc.d.imd-backup.XXXXXX)"
+		cp -p "$policy" "$backup"
+	fi
+	# shellcheck disable=SC2064 # expand now: restore exactly this backup
+	trap "restore_policy '$backup'" EXIT
+	printf '#!/bin/sh\n# temporary, written by imd deploy/local/services.sh\nexit 101\n' >"$policy"
+	chmod 0755 "$policy"
+
+	export DEBIAN_FRONTEND=noninteractive
+	local apt_opts=(-o DPkg::Lock::Timeout=300 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold)
+	apt-get "${apt_opts[@]}" update -qq
+	apt-get "${apt_opts[@]}" install -y -qq --no-install-recommends "${missing[@]}" </dev/null
+
+	restore_policy "$backup"
+	trap - EXIT
+
+	for p in "${missing[@]}"; do
+		pkg_installed "$p" || die "package $p did not install"
+	done
+}
+
+restore_policy() {
+	local backup="$1" policy=/usr/sbin/policy-rc.d
+	if [[ -n "$backup" && -e "$backup" ]]; then
+		mv -f "$backup" "$policy"
+	else
+		rm -f "$policy"
+	fi
+}
+
+# ---------------------------------------------------------------- mariadb
+
+mysql_admin() { mariadb-admin --defaults-file="$MYSQL_CNF" "$@"; }
+mysql_cli() { mariadb --defaults-file="$MYSQL_CNF" "$@"; }
+mysql_ping() { mysql_admin --connect-timeout=2 ping >/dev/null 2>&1; }
+
+write_mysql_cnf() {
+	mkdir -p "$MYSQL_DIR"
+	local tmp="$MYSQL_CNF.tmp"
+	cat >"$tmp" <<EOF
+# Written by deploy/local/services.sh; regenerated on every start.
+[mariadbd]
+user                           = root
+datadir                        = $MYSQL_DATA
+socket                         = $MYSQL_SOCK
+pid-file                       = $MYSQL_PID
+log-error                      = $MYSQL_LOG
+port                           = $MYSQL_PORT
+bind-address                   = 127.0.0.1
+skip-name-resolve
+character-set-server           = utf8mb4
+collation-server               = utf8mb4_unicode_ci
+max_connections                = 1000
+innodb_flush_log_at_trx_commit = 1
+innodb_buffer_pool_size        = 512M
+innodb_log_file_size           = 256M
+innodb_file_per_table          = 1
+
+[client]
+user                           = root
+socket                         = $MYSQL_SOCK
+default-character-set          = utf8mb4
+EOF
+	if ! cmp -s "$tmp" "$MYSQL_CNF" 2>/dev/null; then mv -f "$tmp" "$MYSQL_CNF"; else rm -f "$tmp"; fi
+}
+
+init_mysql_datadir() {
+	[[ -f "$MYSQL_DATA/.imd-initialized" ]] && return 0
+	log "mariadb: initialising datadir $MYSQL_DATA"
+	rm -rf "$MYSQL_DATA"
+	mkdir -p "$MYSQL_DATA"
+	if ! mariadb-install-db --defaults-file="$MYSQL_CNF" --user=root --datadir="$MYSQL_DATA" \
+		--auth-root-authentication-method=normal --skip-test-db >"$MYSQL_DIR/install-db.log" 2>&1; then
+		tail -n 40 "$MYSQL_DIR/install-db.log" >&2 || true
+		die "mariadb-install-db failed (log: $MYSQL_DIR/install-db.log)"
+	fi
+	touch "$MYSQL_DATA/.imd-initialized"
+}
+
+start_mysql() {
+	write_mysql_cnf
+	if pid_of "$MYSQL_PID" >/dev/null; then
+		if mysql_ping; then return 0; fi
+		# running but not answering yet (just started by someone else?): wait below
+	else
+		rm -f "$MYSQL_PID"
+		init_mysql_datadir
+		log "mariadb: starting on 127.0.0.1:$MYSQL_PORT"
+		spawn bg "$MYSQL_LOG" mariadbd --defaults-file="$MYSQL_CNF"
+		local launched=$!
+		echo "$launched" >"$MYSQL_PID.launch"
+	fi
+	wait_ready mariadb mysql_ping "$MYSQL_PID" "$MYSQL_LOG"
+	rm -f "$MYSQL_PID.launch"
+}
+
+ensure_mysql_user() {
+	local h sql=""
+	for h in 127.0.0.1 localhost %; do
+		sql+="CREATE USER IF NOT EXISTS 'imd'@'$h' IDENTIFIED BY 'imd';"
+		sql+="ALTER USER 'imd'@'$h' IDENTIFIED BY 'imd';"
+		sql+="GRANT ALL PRIVILEGES ON *.* TO 'imd'@'$h' WITH GRANT OPTION;"
+	done
+	# anonymous users would shadow imd@% for local connections; root@<hostname>
+	# only makes skip-name-resolve warn on every connection.
+	sql+="DELETE FROM mysql.global_priv WHERE User='';"
+	sql+="DELETE FROM mysql.global_priv WHERE User='root' AND Host NOT IN ('localhost','127.0.0.1','::1');"
+	sql+="DELETE FROM mysql.proxies_priv WHERE Host NOT IN ('localhost','127.0.0.1','::1','%');"
+	sql+="FLUSH PRIVILEGES;"
+	mysql_cli -e "$sql" || die "mariadb: creating user imd failed"
+}
+
+# ---------------------------------------------------------------- redis
+
+redis_ping() { [[ "$(redis-cli -h 127.0.0.1 -p "$REDIS_PORT" ping 2>/dev/null || true)" == PONG ]]; }
+
+write_redis_conf() {
+	mkdir -p "$REDIS_DIR/data"
+	local tmp="$REDIS_CNF.tmp"
+	cat >"$tmp" <<EOF
+# Written by deploy/local/services.sh; regenerated on every start.
+port $REDIS_PORT
+bind 127.0.0.1
+protected-mode yes
+daemonize yes
+pidfile $REDIS_PID
+logfile $REDIS_LOG
+dir $REDIS_DIR/data
+appendonly yes
+appendfsync everysec
+save 3600 1 300 100 60 10000
+databases 16
+tcp-backlog 511
+maxclients 10000
+EOF
+	if ! cmp -s "$tmp" "$REDIS_CNF" 2>/dev/null; then mv -f "$tmp" "$REDIS_CNF"; else rm -f "$tmp"; fi
+}
+
+start_redis() {
+	write_redis_conf
+	if pid_of "$REDIS_PID" >/dev/null; then
+		if redis_ping; then return 0; fi
+	else
+		rm -f "$REDIS_PID"
+		log "redis: starting on 127.0.0.1:$REDIS_PORT"
+		# daemonize yes: redis forks and writes its pid file itself.
+		if ! spawn fg "$REDIS_LOG" redis-server "$REDIS_CNF"; then
+			tail -n 40 "$REDIS_LOG" >&2 || true
+			die "redis-server failed to start (log: $REDIS_LOG)"
+		fi
+	fi
+	wait_ready redis redis_ping "$REDIS_PID" "$REDIS_LOG"
+}
+
+# ---------------------------------------------------------------- common
+
+# wait_ready NAME PINGFN PIDFILE LOGFILE
+wait_ready() {
+	local name="$1" ping="$2" pidfile="$3" logf="$4" i launch=""
+	[[ -s "$pidfile.launch" ]] && launch="$(tr -dc '0-9' <"$pidfile.launch")"
+	for ((i = 0; i < START_TIMEOUT * 10; i++)); do
+		if "$ping"; then
+			pid_of "$pidfile" >/dev/null || die "$name answers on its port but not from our pid file $pidfile: is another instance using the port?"
+			return 0
+		fi
+		# died during start: stop waiting early
+		if ((i > 5)) && ! pid_of "$pidfile" >/dev/null && { [[ -z "$launch" ]] || ! alive "$launch"; }; then
+			break
+		fi
+		sleep 0.1
+	done
+	if ((i >= START_TIMEOUT * 10)); then
+		log "$name did not answer within ${START_TIMEOUT}s; last lines of $logf:"
+	else
+		log "$name exited during start; last lines of $logf:"
+	fi
+	tail -n 40 "$logf" >&2 || true
+	die "$name failed to start"
+}
+
+lock_state() {
+	mkdir -p "$STATE_DIR"
+	exec 9>"$STATE_DIR/.lock"
+	if ! flock -w 300 9; then die "could not lock $STATE_DIR/.lock"; fi
+}
+
+cmd_up() {
+	lock_state
+	ensure_packages
+	start_mysql
+	ensure_mysql_user
+	start_redis
+	log "up: mariadb 127.0.0.1:$MYSQL_PORT, redis 127.0.0.1:$REDIS_PORT (state $STATE_DIR)"
+}
+
+cmd_down() {
+	lock_state
+	stop_pidfile redis "$REDIS_PID"
+	stop_pidfile mariadb "$MYSQL_PID"
+	rm -f "$MYSQL_PID.launch"
+}
+
+cmd_status() {
+	local rc=0 pid
+	echo "state dir: $STATE_DIR"
+	if pid="$(pid_of "$MYSQL_PID")"; then
+		if [[ -f "$MYSQL_CNF" ]] && mysql_ping; then
+			echo "mariadb:   running   pid $pid  127.0.0.1:$MYSQL_PORT  socket $MYSQL_SOCK"
+		else
+			echo "mariadb:   starting/unresponsive  pid $pid  127.0.0.1:$MYSQL_PORT"; rc=1
+		fi
+	else
+		echo "mariadb:   stopped"; rc=1
+	fi
+	if pid="$(pid_of "$REDIS_PID")"; then
+		if redis_ping; then
+			echo "redis:     running   pid $pid  127.0.0.1:$REDIS_PORT"
+		else
+			echo "redis:     starting/unresponsive  pid $pid  127.0.0.1:$REDIS_PORT"; rc=1
+		fi
+	else
+		echo "redis:     stopped"; rc=1
+	fi
+	if pkg_installed nginx && pkg_installed libnginx-mod-stream; then
+		echo "nginx:     installed (not started by this script)"
+	else
+		echo "nginx:     not installed (run: services.sh up)"
+	fi
+	return "$rc"
+}
+
+cmd_env() {
+	cat <<EOF
+export IMD_TEST_MYSQL_DSN='imd:imd@tcp(127.0.0.1:$MYSQL_PORT)/?parseTime=true&multiStatements=true'
+export IMD_TEST_REDIS_ADDR=127.0.0.1:$REDIS_PORT
+export IMD_REQUIRE_SERVICES=1
+EOF
+}
+
+usage() {
+	sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+	exit 2
+}
+
+case "${1:-}" in
+up) cmd_up ;;
+down) cmd_down ;;
+status) cmd_status ;;
+env) cmd_env ;;
+*) usage ;;
+esac
