@@ -1,0 +1,223 @@
+package wire
+
+import "encoding/json"
+
+// Times are Unix milliseconds. IDs are JSON numbers.
+
+// AuthRequest is the body of AUTH.
+type AuthRequest struct {
+	Token    string `json:"token"`
+	DeviceID uint64 `json:"device_id"`
+	Platform string `json:"platform,omitempty"`
+}
+
+// AuthResponse is the data of a successful AUTH.
+type AuthResponse struct {
+	UserID     int64  `json:"user_id"`
+	TenantID   string `json:"tenant_id"`
+	DeviceID   uint64 `json:"device_id"`
+	ServerTime int64  `json:"server_time"`
+}
+
+// HeartbeatResponse is the data of HEARTBEAT.
+type HeartbeatResponse struct {
+	ServerTime int64 `json:"server_time"`
+}
+
+// GenerateMsgIDResponse is the data of GENERATE_MSG_ID.
+type GenerateMsgIDResponse struct {
+	MsgID int64 `json:"msg_id"`
+}
+
+// Message types (PROTOCOL.md §4).
+const (
+	TypeText     = "text"
+	TypeImage    = "image"
+	TypeVoice    = "voice"
+	TypeVideo    = "video"
+	TypeSticker  = "sticker"
+	TypeGIF      = "gif"
+	TypeFile     = "file"
+	TypeLocation = "location"
+	TypeSystem   = "system"
+)
+
+// SendMessageRequest is the body of SEND_MESSAGE. Exactly one of Topic,
+// ConversationID and ToUser addresses the conversation.
+type SendMessageRequest struct {
+	Topic          string          `json:"topic,omitempty"`
+	ConversationID int64           `json:"conversation_id,omitempty"`
+	ToUser         int64           `json:"to_user,omitempty"`
+	ClientMsgID    string          `json:"client_msg_id"`
+	MsgID          int64           `json:"msg_id,omitempty"` // pre-generated with GENERATE_MSG_ID
+	Type           string          `json:"type"`
+	Content        json.RawMessage `json:"content"`
+	Mentions       []int64         `json:"mentions,omitempty"`
+	MentionAll     bool            `json:"mention_all,omitempty"`
+	ReplySeq       int64           `json:"reply_seq,omitempty"`
+}
+
+// SendAck is the data of SEND_ACK.
+type SendAck struct {
+	MsgID          int64  `json:"msg_id"`
+	Seq            int64  `json:"seq"`
+	Topic          string `json:"topic"`
+	ConversationID int64  `json:"conversation_id"`
+	ClientMsgID    string `json:"client_msg_id"`
+	ServerTime     int64  `json:"server_time"`
+}
+
+// Message statuses.
+const (
+	StatusNormal   = "normal"
+	StatusRecalled = "recalled"
+	StatusDeleted  = "deleted"
+)
+
+// Message is the message object of PROTOCOL.md §4: the data of a MESSAGE push,
+// of RECALL_MESSAGE and EDIT_MESSAGE, and the items of message lists.
+type Message struct {
+	Topic          string          `json:"topic"`
+	ConversationID int64           `json:"conversation_id"`
+	Seq            int64           `json:"seq"`
+	MsgID          int64           `json:"msg_id"`
+	From           int64           `json:"from"`
+	ClientMsgID    string          `json:"client_msg_id"`
+	Type           string          `json:"type"`
+	Content        json.RawMessage `json:"content"`
+	Mentions       []int64         `json:"mentions"`
+	MentionAll     bool            `json:"mention_all"`
+	ReplySeq       int64           `json:"reply_seq"`
+	Status         string          `json:"status"`
+	Version        int64           `json:"version"`
+	CreatedAt      int64           `json:"created_at"`
+	EditedAt       *int64          `json:"edited_at,omitempty"`
+}
+
+// ReadRequest is the body of READ_MESSAGE in one of its forms: {topic, seq},
+// {conversation_id, msg_id} or {conversation_id, last_msg_id, peer_id?}.
+type ReadRequest struct {
+	Topic          string `json:"topic,omitempty"`
+	Seq            int64  `json:"seq,omitempty"`
+	ConversationID int64  `json:"conversation_id,omitempty"`
+	MsgID          int64  `json:"msg_id,omitempty"`
+	LastMsgID      int64  `json:"last_msg_id,omitempty"`
+	PeerID         int64  `json:"peer_id,omitempty"`
+}
+
+// ReadResponse is the stored read watermark: the data of READ_MESSAGE, both as
+// a response and as the push to the user's other devices.
+type ReadResponse struct {
+	Topic          string `json:"topic"`
+	ConversationID int64  `json:"conversation_id"`
+	Seq            int64  `json:"seq"`
+	MsgID          int64  `json:"msg_id"`
+}
+
+// RecallRequest is the body of RECALL_MESSAGE.
+type RecallRequest struct {
+	Topic string `json:"topic"`
+	Seq   int64  `json:"seq"`
+}
+
+// EditRequest is the body of EDIT_MESSAGE; Version is the version the client
+// last saw (a stale one is 40901).
+type EditRequest struct {
+	Topic   string          `json:"topic"`
+	Seq     int64           `json:"seq"`
+	Content json.RawMessage `json:"content"`
+	Version int64           `json:"version"`
+}
+
+// DeleteRequest is the body of DELETE_MESSAGES: seqs [Low, Hi) of Topic,
+// hidden for the requesting user only.
+type DeleteRequest struct {
+	Topic string `json:"topic"`
+	Low   int64  `json:"low"`
+	Hi    int64  `json:"hi"`
+}
+
+// SyncInboxRequest is the body of SYNC_INBOX: the cursors of the previous
+// SYNC_INBOX_FINISH (zero on first sync).
+type SyncInboxRequest struct {
+	MailboxSeq  int64 `json:"mailbox_seq"`
+	DialogScore int64 `json:"dialog_score"`
+	Limit       int   `json:"limit,omitempty"`
+}
+
+// SyncInboxPage is the data of one SYNC_INBOX page.
+type SyncInboxPage struct {
+	Dialogs []Dialog `json:"dialogs"`
+	Events  []Event  `json:"events"`
+}
+
+// Dialog is one conversation of the inbox that changed since the request's
+// dialog_score. PROTOCOL.md leaves its shape open; this is the shape imd uses.
+type Dialog struct {
+	Topic          string `json:"topic"`
+	ConversationID int64  `json:"conversation_id"`
+	Score          int64  `json:"score"` // the dialog ZSET score: last message time
+	LastSeq        int64  `json:"last_seq"`
+	ReadSeq        int64  `json:"read_seq"`
+	Unread         int64  `json:"unread"`
+	// Preview is a short preview of the last message, as the server stores it.
+	Preview json.RawMessage `json:"preview,omitempty"`
+	Muted   bool            `json:"muted,omitempty"`
+	Pinned  bool            `json:"pinned,omitempty"`
+}
+
+// SyncInboxFinish is the data of SYNC_INBOX_FINISH: the cursors for the next
+// SYNC_INBOX.
+type SyncInboxFinish struct {
+	MailboxSeq  int64 `json:"mailbox_seq"`
+	DialogScore int64 `json:"dialog_score"`
+	HasMore     bool  `json:"has_more"`
+}
+
+// MaxSyncLimit is the largest limit SYNC_MESSAGES accepts.
+const MaxSyncLimit = 200
+
+// SyncMessagesRequest is the body of SYNC_MESSAGES: messages after SinceSeq.
+type SyncMessagesRequest struct {
+	Topic    string `json:"topic"`
+	SinceSeq int64  `json:"since_seq"`
+	Limit    int    `json:"limit,omitempty"`
+}
+
+// SyncMessagesPage is the data of one SYNC_MESSAGES page, ascending seq.
+type SyncMessagesPage struct {
+	Messages []Message `json:"messages"`
+}
+
+// SyncMessagesFinish is the data of SYNC_MESSAGES_FINISH.
+type SyncMessagesFinish struct {
+	Topic   string `json:"topic"`
+	LastSeq int64  `json:"last_seq"`
+	HasMore bool   `json:"has_more"`
+}
+
+// KickReasonReplaced is the reason of the KICK sent to a connection replaced
+// by a newer AUTH of the same (user, device).
+const KickReasonReplaced = "replaced"
+
+// Kick is the data of KICK; the server closes the connection after it.
+type Kick struct {
+	Reason string `json:"reason"`
+}
+
+// Event is the data of an EVENT push and an item of SyncInboxPage.Events:
+// {"mailbox_seq"?, "type", "topic"?, …}. The fields beyond those depend on the
+// type, so it stays a map of raw values that keeps 64-bit ids exact.
+type Event map[string]json.RawMessage
+
+// GetHistoryRequest is the body of GET_HISTORY; BeforeSeq 0 means the newest.
+type GetHistoryRequest struct {
+	Topic     string `json:"topic"`
+	BeforeSeq int64  `json:"before_seq,omitempty"`
+	Limit     int    `json:"limit,omitempty"`
+}
+
+// GetHistoryResponse is the data of GET_HISTORY, descending seq.
+type GetHistoryResponse struct {
+	Messages []Message `json:"messages"`
+}
