@@ -1,0 +1,115 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"imd/core/month"
+	"imd/core/tenant"
+	"imd/ports"
+)
+
+// MonthState is an in-memory ports.MonthState with the rules of the Redis one: active_month
+// only moves forward and only into a ready month. Its clock stands in for Redis TIME.
+type MonthState struct {
+	clock func() time.Time
+
+	mu      sync.Mutex
+	tenants map[string]*tenantMonths
+}
+
+var _ ports.MonthState = (*MonthState)(nil)
+
+type tenantMonths struct {
+	active month.Month // 0 while none is active
+	ready  map[month.Month]bool
+}
+
+// NewMonthState returns an empty month state whose Now is clock.
+func NewMonthState(clock func() time.Time) *MonthState {
+	return &MonthState{clock: clock, tenants: map[string]*tenantMonths{}}
+}
+
+// MarkReady lets active_month move to m.
+func (s *MonthState) MarkReady(_ context.Context, name string, m month.Month) error {
+	if err := validTenantMonth(name, m); err != nil {
+		return fmt.Errorf("mark month ready: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.of(name).ready[m] = true
+	return nil
+}
+
+// Active reads the active month; found=false when none was ever activated.
+func (s *MonthState) Active(_ context.Context, name string) (month.Month, bool, error) {
+	if !tenant.Valid(name) {
+		return 0, false, fmt.Errorf("active month: invalid tenant %q", name)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	active := s.of(name).active
+	return active, active != 0, nil
+}
+
+// Advance moves active_month forward to m if m is ready and returns the resulting active month
+// (zero when none).
+func (s *MonthState) Advance(_ context.Context, name string, m month.Month) (month.Month, error) {
+	if err := validTenantMonth(name, m); err != nil {
+		return 0, fmt.Errorf("advance month: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.advanceLocked(name, m), nil
+}
+
+// Now is the injected clock, in UTC like Redis TIME.
+func (s *MonthState) Now(context.Context) (time.Time, error) { return s.clock().UTC(), nil }
+
+// activeFor applies the advance rule to the month of the clock (or override when valid) and
+// returns the resulting active month, as the seq script does.
+func (s *MonthState) activeFor(name string, override month.Month) month.Month {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	target := month.Of(s.clock())
+	if override.Valid() {
+		target = override
+	}
+	return s.advanceLocked(name, target)
+}
+
+func (s *MonthState) advanceLocked(name string, target month.Month) month.Month {
+	t := s.of(name)
+	if target > t.active && t.ready[target] {
+		t.active = target
+	}
+	return t.active
+}
+
+func (s *MonthState) of(name string) *tenantMonths {
+	t, ok := s.tenants[name]
+	if !ok {
+		t = &tenantMonths{ready: map[month.Month]bool{}}
+		s.tenants[name] = t
+	}
+	return t
+}
+
+func validTenantMonth(name string, m month.Month) error {
+	if !tenant.Valid(name) {
+		return fmt.Errorf("invalid tenant %q", name)
+	}
+	if !m.Valid() {
+		return fmt.Errorf("%w: %d", month.ErrInvalid, m)
+	}
+	return nil
+}
+
+// Forget drops the active and ready months of a tenant, as a Redis FLUSHALL would.
+func (s *MonthState) Forget(name string) {
+	s.mu.Lock()
+	delete(s.tenants, name)
+	s.mu.Unlock()
+}

@@ -1,0 +1,13 @@
+package memory
+
+import (
+	"testing"
+
+	"imd/ports/contract"
+)
+
+func TestRouteCacheContract(t *testing.T) {
+	contract.RouteCache(t, func(*testing.T) contract.RouteFixture {
+		return contract.RouteFixture{Tenant: contractTenant, Routes: NewRouteCache()}
+	})
+}

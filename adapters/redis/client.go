@@ -1,0 +1,40 @@
+// Package redis implements the Redis-backed ports with rueidis: the atomic seq script, the
+// month state, the topic route cache and the reliable deliver queue (DESIGN §3–§5). Every key
+// comes from Keys, so all keys of a tenant share its hash tag and Lua scripts stay in one slot.
+//
+// It needs Redis ≥ 6.2 (ZADD LT, BLMOVE, LMOVE).
+package redis
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/redis/rueidis"
+)
+
+// Option adjusts the rueidis client options before the client is built (auth, TLS, pool sizes).
+type Option func(*rueidis.ClientOption)
+
+// Open connects to Redis at addr (a comma-separated list of seed addresses; rueidis detects a
+// cluster by itself) and checks it answers. Auto-pipelining stays on: it is what lets thousands
+// of concurrent senders share a few connections.
+func Open(ctx context.Context, addr string, opts ...Option) (rueidis.Client, error) {
+	o := rueidis.ClientOption{
+		InitAddress: strings.Split(addr, ","),
+		// No client-side caching is used, so skip CLIENT TRACKING on every connection.
+		DisableCache: true,
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	c, err := rueidis.NewClient(o)
+	if err != nil {
+		return nil, fmt.Errorf("connect redis %s: %w", addr, err)
+	}
+	if err := c.Do(ctx, c.B().Ping().Build()).Error(); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("ping redis %s: %w", addr, err)
+	}
+	return c, nil
+}

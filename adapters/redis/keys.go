@@ -1,0 +1,71 @@
+package redis
+
+import (
+	"fmt"
+	"strconv"
+
+	"imd/core/tenant"
+	"imd/core/topic"
+)
+
+// Keys builds every Redis key of one tenant (DESIGN §3). All of them carry the hash tag
+// {tenant}, so Redis Cluster keeps a tenant in one slot and multi-key scripts stay legal.
+type Keys struct {
+	prefix string // "im:{tenant}:"
+}
+
+// KeysOf returns the key builder of a tenant. The name is validated because it is spliced
+// into the hash tag: a brace in it would move keys to another slot.
+func KeysOf(name string) (Keys, error) {
+	if !tenant.Valid(name) {
+		return Keys{}, fmt.Errorf("invalid tenant %q", name)
+	}
+	return Keys{prefix: "im:{" + name + "}:"}, nil
+}
+
+// keysForTopic validates both tenant and topic. Topics are checked so a stray ':' can never
+// make two idempotency keys collide.
+func keysForTopic(tenantName, topicName string) (Keys, error) {
+	k, err := KeysOf(tenantName)
+	if err != nil {
+		return Keys{}, err
+	}
+	if _, err := topic.Parse(topicName); err != nil {
+		return Keys{}, err
+	}
+	return k, nil
+}
+
+// ActiveMonth is the STRING YYYYMM every node writes new messages to.
+func (k Keys) ActiveMonth() string { return k.prefix + "groupmsg:active_month" }
+
+// ReadyMonths is the SET of YYYYMM whose month table exists; the seq script only advances
+// active_month into it.
+func (k Keys) ReadyMonths() string { return k.prefix + "groupmsg:ready_months" }
+
+// Seq is the per-topic counter; never reset, no TTL.
+func (k Keys) Seq(topic string) string { return k.prefix + "groupmsg:seq:" + topic }
+
+// Idem is the send idempotency HASH of (topic, from, client_msg_id). The client id goes last,
+// so whatever characters it holds cannot collide with another key.
+func (k Keys) Idem(topic string, from int64, clientMsgID string) string {
+	return k.prefix + "groupmsg:idem:" + topic + ":" + strconv.FormatInt(from, 10) + ":" + clientMsgID
+}
+
+// Route is the topic's month ZSET: member YYYYMM, score the month's min seq.
+func (k Keys) Route(topic string) string { return k.prefix + "groupmsg:route:" + topic }
+
+// RouteMeta is the topic's HASH field YYYYMM → "min_seq,max_seq,count,min_created_ms,max_created_ms".
+func (k Keys) RouteMeta(topic string) string { return k.prefix + "groupmsg:route_meta:" + topic }
+
+// DeliverQueue is the LIST of jobs waiting for a worker.
+func (k Keys) DeliverQueue() string { return k.prefix + "deliver:queue" }
+
+// DeliverProcessing is the LIST of jobs taken by a worker and not yet acknowledged.
+func (k Keys) DeliverProcessing() string { return k.prefix + "deliver:processing" }
+
+// DeliverDead is the LIST of jobs that failed too often.
+func (k Keys) DeliverDead() string { return k.prefix + "deliver:dead" }
+
+// DeliverDone marks a job identity as acted upon (short TTL).
+func (k Keys) DeliverDone(key string) string { return k.prefix + "deliver:done:" + key }

@@ -1,0 +1,47 @@
+package redis
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestKeysLayout(t *testing.T) {
+	k, err := KeysOf("acme")
+	if err != nil {
+		t.Fatalf("KeysOf: %v", err)
+	}
+	cases := []struct{ got, want string }{
+		{k.ActiveMonth(), "im:{acme}:groupmsg:active_month"},
+		{k.ReadyMonths(), "im:{acme}:groupmsg:ready_months"},
+		{k.Seq("grp_1"), "im:{acme}:groupmsg:seq:grp_1"},
+		{k.Idem("p2p_1_2", 1, "a:b{c}"), "im:{acme}:groupmsg:idem:p2p_1_2:1:a:b{c}"},
+		{k.Route("grp_1"), "im:{acme}:groupmsg:route:grp_1"},
+		{k.RouteMeta("grp_1"), "im:{acme}:groupmsg:route_meta:grp_1"},
+		{k.DeliverQueue(), "im:{acme}:deliver:queue"},
+		{k.DeliverProcessing(), "im:{acme}:deliver:processing"},
+		{k.DeliverDead(), "im:{acme}:deliver:dead"},
+		{k.DeliverDone("m42"), "im:{acme}:deliver:done:m42"},
+	}
+	for _, c := range cases {
+		if c.got != c.want {
+			t.Errorf("key %q; want %q", c.got, c.want)
+		}
+		// Redis Cluster hashes the first {...}: it must be the tenant tag for every key.
+		if open, end := strings.IndexByte(c.got, '{'), strings.IndexByte(c.got, '}'); c.got[open+1:end] != "acme" {
+			t.Errorf("key %q: hash tag %q; want acme", c.got, c.got[open+1:end])
+		}
+	}
+}
+
+func TestKeysRejectBadNames(t *testing.T) {
+	for _, name := range []string{"", "Acme", "a{b}", "a}b", "a:b", "1abc", strings.Repeat("a", 32)} {
+		if _, err := KeysOf(name); err == nil {
+			t.Errorf("KeysOf(%q) succeeded", name)
+		}
+	}
+	for _, topic := range []string{"", "grp_", "grp_1:2", "grp_01", "p2p_2_1", "x"} {
+		if _, err := keysForTopic("acme", topic); err == nil {
+			t.Errorf("keysForTopic(acme, %q) succeeded", topic)
+		}
+	}
+}

@@ -1,0 +1,109 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"imd/core/month"
+	"imd/ports"
+)
+
+// MonthState is ports.MonthState: ready_months SET and active_month STRING of each tenant.
+type MonthState struct {
+	c rueidis.Client
+}
+
+var _ ports.MonthState = (*MonthState)(nil)
+
+// NewMonthState returns the month state on c.
+func NewMonthState(c rueidis.Client) *MonthState { return &MonthState{c: c} }
+
+// MarkReady adds m to ready_months, which lets the seq script switch to it.
+func (s *MonthState) MarkReady(ctx context.Context, tenant string, m month.Month) error {
+	k, err := keysOfMonth(tenant, m)
+	if err != nil {
+		return fmt.Errorf("mark month ready: %w", err)
+	}
+	if err := s.c.Do(ctx, s.c.B().Sadd().Key(k.ReadyMonths()).Member(m.String()).Build()).Error(); err != nil {
+		return fmt.Errorf("mark %s ready in %s: %w", m, tenant, err)
+	}
+	return nil
+}
+
+// Active reads active_month; found=false when no month was ever activated.
+func (s *MonthState) Active(ctx context.Context, tenant string) (month.Month, bool, error) {
+	k, err := KeysOf(tenant)
+	if err != nil {
+		return 0, false, fmt.Errorf("active month: %w", err)
+	}
+	v, err := s.c.Do(ctx, s.c.B().Get().Key(k.ActiveMonth()).Build()).ToString()
+	if rueidis.IsRedisNil(err) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("active month of %s: %w", tenant, err)
+	}
+	m, err := month.Parse(v)
+	if err != nil {
+		return 0, false, fmt.Errorf("active month of %s: %w", tenant, err)
+	}
+	return m, true, nil
+}
+
+// advanceScript returns the active month after the advance rule, or an empty string when none is active.
+// KEYS: active_month, ready_months. ARGV: target month.
+var advanceScript = rueidis.NewLuaScript(luaAdvance + `
+return advance(KEYS[1], KEYS[2], ARGV[1]) or ''
+`)
+
+// Advance moves active_month forward to m if m is ready; never backward. It returns the
+// resulting active month, the zero Month when still none is active.
+func (s *MonthState) Advance(ctx context.Context, tenant string, m month.Month) (month.Month, error) {
+	k, err := keysOfMonth(tenant, m)
+	if err != nil {
+		return 0, fmt.Errorf("advance month: %w", err)
+	}
+	v, err := advanceScript.Exec(ctx, s.c, []string{k.ActiveMonth(), k.ReadyMonths()}, []string{m.String()}).ToString()
+	if err != nil {
+		return 0, fmt.Errorf("advance %s to %s: %w", tenant, m, err)
+	}
+	if v == "" {
+		return 0, nil
+	}
+	active, err := month.Parse(v)
+	if err != nil {
+		return 0, fmt.Errorf("advance %s to %s: %w", tenant, m, err)
+	}
+	return active, nil
+}
+
+// Now is Redis TIME: one clock for every node, so nodes with skewed clocks agree on the month.
+func (s *MonthState) Now(ctx context.Context) (time.Time, error) {
+	v, err := s.c.Do(ctx, s.c.B().Time().Build()).AsStrSlice()
+	if err != nil {
+		return time.Time{}, fmt.Errorf("redis time: %w", err)
+	}
+	if len(v) != 2 {
+		return time.Time{}, fmt.Errorf("redis time: %d fields, want 2", len(v))
+	}
+	sec, err := strconv.ParseInt(v[0], 10, 64)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("redis time seconds %q: %w", v[0], err)
+	}
+	usec, err := strconv.ParseInt(v[1], 10, 64)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("redis time microseconds %q: %w", v[1], err)
+	}
+	return time.Unix(sec, usec*int64(time.Microsecond)).UTC(), nil
+}
+
+func keysOfMonth(tenant string, m month.Month) (Keys, error) {
+	if !m.Valid() {
+		return Keys{}, fmt.Errorf("%w: %d", month.ErrInvalid, m)
+	}
+	return KeysOf(tenant)
+}

@@ -1,0 +1,185 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"imd/core/month"
+	"imd/core/seq"
+	"imd/ports"
+)
+
+// DefaultIdemTTL is how long a send idempotency record lives when no TTL is configured.
+const DefaultIdemTTL = 24 * time.Hour
+
+// SeqAllocator is ports.SeqAllocator: the idempotency record, the topic counter and the
+// active month are read and written by one Lua script, so concurrent senders on any node
+// agree on every (seq, month) pair (DESIGN §4 step 4, seed 000 §3.3).
+type SeqAllocator struct {
+	c       rueidis.Client
+	idemTTL time.Duration
+}
+
+var _ ports.SeqAllocator = (*SeqAllocator)(nil)
+
+// NewSeqAllocator returns the allocator; idemTTL ≤ 0 means DefaultIdemTTL.
+func NewSeqAllocator(c rueidis.Client, idemTTL time.Duration) *SeqAllocator {
+	if idemTTL <= 0 {
+		idemTTL = DefaultIdemTTL
+	}
+	return &SeqAllocator{c: c, idemTTL: idemTTL}
+}
+
+// allocateScript returns {'ok', seq, month, msg_id, hash, existing '0'|'1', acked '0'|'1'},
+// {'noseq'} when the topic counter is missing, or {'nomonth'} when no month is active.
+// Nothing is written unless it returns 'ok', so a failed call consumes no seq.
+//
+// KEYS: idem, seq counter, active_month, ready_months.
+// ARGV: msg_id, hash, idem TTL ms, reallocate '0'|'1', month override (empty: use Redis TIME).
+var allocateScript = rueidis.NewLuaScript(luaAdvance + luaUTCMonth + `
+local rec = redis.call('HMGET', KEYS[1], 'seq', 'month', 'msg_id', 'hash', 'state')
+local msg_id, hash = ARGV[1], ARGV[2]
+if rec[1] then
+  if ARGV[4] ~= '1' then
+    return {'ok', rec[1], rec[2], rec[3], rec[4], '1', rec[5] == 'acked' and '1' or '0'}
+  end
+  -- A reallocation only replaces the seq: the msg_id and hash of the first attempt stay.
+  msg_id, hash = rec[3], rec[4]
+end
+if redis.call('EXISTS', KEYS[2]) == 0 then
+  return {'noseq'}
+end
+local now = ARGV[5]
+if now == '' then
+  now = utc_month(tonumber(redis.call('TIME')[1]))
+end
+local active = advance(KEYS[3], KEYS[4], now)
+if not active then
+  return {'nomonth'}
+end
+redis.call('INCR', KEYS[2])
+-- GET, not INCR's reply: INCR comes back as a Lua double.
+local s = redis.call('GET', KEYS[2])
+redis.call('HSET', KEYS[1], 'seq', s, 'month', active, 'msg_id', msg_id, 'hash', hash, 'state', 'allocated')
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return {'ok', s, active, msg_id, hash, '0', '0'}
+`)
+
+// Allocate runs the allocation script; see ports.SeqAllocator.
+func (s *SeqAllocator) Allocate(ctx context.Context, tenant string, req seq.Request) (seq.Allocation, error) {
+	k, err := keysForTopic(tenant, req.Topic)
+	if err != nil {
+		return seq.Allocation{}, fmt.Errorf("allocate seq: %w", err)
+	}
+	if req.ClientMsgID == "" || req.MsgID <= 0 {
+		return seq.Allocation{}, fmt.Errorf("allocate seq for %s: client_msg_id and msg_id are required", req.Topic)
+	}
+	override := ""
+	if req.MonthOverride != 0 {
+		if !req.MonthOverride.Valid() {
+			return seq.Allocation{}, fmt.Errorf("allocate seq for %s: %w: override %d", req.Topic, month.ErrInvalid, req.MonthOverride)
+		}
+		override = req.MonthOverride.String()
+	}
+	reallocate := "0"
+	if req.Reallocate {
+		reallocate = "1"
+	}
+	keys := []string{k.Idem(req.Topic, req.From, req.ClientMsgID), k.Seq(req.Topic), k.ActiveMonth(), k.ReadyMonths()}
+	args := []string{strconv.FormatInt(req.MsgID, 10), req.Hash, strconv.FormatInt(s.idemTTL.Milliseconds(), 10), reallocate, override}
+	reply, err := allocateScript.Exec(ctx, s.c, keys, args).AsStrSlice()
+	if err != nil {
+		return seq.Allocation{}, fmt.Errorf("allocate seq for %s in %s: %w", req.Topic, tenant, err)
+	}
+	alloc, err := parseAllocation(reply)
+	if err != nil {
+		return seq.Allocation{}, fmt.Errorf("allocate seq for %s in %s: %w", req.Topic, tenant, err)
+	}
+	return alloc, nil
+}
+
+// parseAllocation reads the reply of allocateScript.
+func parseAllocation(reply []string) (seq.Allocation, error) {
+	if len(reply) == 0 {
+		return seq.Allocation{}, errors.New("empty script reply")
+	}
+	switch reply[0] {
+	case "noseq":
+		return seq.Allocation{}, seq.ErrCounterMissing
+	case "nomonth":
+		return seq.Allocation{}, seq.ErrNoActiveMonth
+	case "ok":
+	default:
+		return seq.Allocation{}, fmt.Errorf("unexpected script status %q", reply[0])
+	}
+	if len(reply) != 7 {
+		return seq.Allocation{}, fmt.Errorf("script reply has %d fields, want 7", len(reply))
+	}
+	n, err := strconv.ParseInt(reply[1], 10, 64)
+	if err != nil {
+		return seq.Allocation{}, fmt.Errorf("seq %q: %w", reply[1], err)
+	}
+	m, err := month.Parse(reply[2])
+	if err != nil {
+		return seq.Allocation{}, fmt.Errorf("month: %w", err)
+	}
+	msgID, err := strconv.ParseInt(reply[3], 10, 64)
+	if err != nil {
+		return seq.Allocation{}, fmt.Errorf("msg_id %q: %w", reply[3], err)
+	}
+	return seq.Allocation{
+		Seq: n, Month: m, MsgID: msgID, Hash: reply[4],
+		Existing: reply[5] == "1", Acked: reply[6] == "1",
+	}, nil
+}
+
+// reseedScript raises the counter to ARGV[1] when it is missing or lower; it never lowers it.
+var reseedScript = rueidis.NewLuaScript(luaDecLess + `
+local cur = redis.call('GET', KEYS[1])
+if not cur or dec_less(cur, ARGV[1]) then
+  redis.call('SET', KEYS[1], ARGV[1])
+end
+return redis.status_reply('OK')
+`)
+
+// Reseed raises the topic counter to at least floor (the highest seq MySQL holds).
+func (s *SeqAllocator) Reseed(ctx context.Context, tenant, topic string, floor int64) error {
+	k, err := keysForTopic(tenant, topic)
+	if err != nil {
+		return fmt.Errorf("reseed: %w", err)
+	}
+	if floor < 0 {
+		return fmt.Errorf("reseed %s: negative floor %d", topic, floor)
+	}
+	err = reseedScript.Exec(ctx, s.c, []string{k.Seq(topic)}, []string{strconv.FormatInt(floor, 10)}).Error()
+	if err != nil {
+		return fmt.Errorf("reseed %s in %s to %d: %w", topic, tenant, floor, err)
+	}
+	return nil
+}
+
+// markAckedScript flags an existing record; an expired record is not recreated, because
+// without its seq it would be a lie.
+var markAckedScript = rueidis.NewLuaScript(`
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  redis.call('HSET', KEYS[1], 'state', 'acked')
+end
+return redis.status_reply('OK')
+`)
+
+// MarkAcked records that the allocation was stored and enqueued.
+func (s *SeqAllocator) MarkAcked(ctx context.Context, tenant, topic string, from int64, clientMsgID string) error {
+	k, err := keysForTopic(tenant, topic)
+	if err != nil {
+		return fmt.Errorf("mark acked: %w", err)
+	}
+	if err := markAckedScript.Exec(ctx, s.c, []string{k.Idem(topic, from, clientMsgID)}, nil).Error(); err != nil {
+		return fmt.Errorf("mark acked %s/%d/%s in %s: %w", topic, from, clientMsgID, tenant, err)
+	}
+	return nil
+}

@@ -1,0 +1,151 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"imd/core/month"
+	"imd/core/seq"
+)
+
+// TestLuaUTCMonth checks the script's civil-from-days arithmetic against Go's calendar on
+// both sides of every month boundary from 1970 to 2199 (leap years and centuries included).
+func TestLuaUTCMonth(t *testing.T) {
+	c := testClient(t)
+	var secs []string
+	var want []month.Month
+	for m := month.Month(197001); m < 220001; m = m.Next() {
+		for _, at := range []time.Time{m.Start(), m.End().Add(-time.Second), m.Start().Add(15 * 24 * time.Hour)} {
+			secs = append(secs, strconv.FormatInt(at.Unix(), 10))
+			want = append(want, m)
+		}
+	}
+	script := rueidis.NewLuaScript(luaUTCMonth + `
+local out = {}
+for i, s in ipairs(ARGV) do out[i] = utc_month(tonumber(s)) end
+return out
+`)
+	got, err := script.Exec(t.Context(), c, nil, secs).AsStrSlice()
+	if err != nil {
+		t.Fatalf("script: %v", err)
+	}
+	for i := range want {
+		if got[i] != want[i].String() {
+			t.Fatalf("utc_month(%s) = %s; want %s", secs[i], got[i], want[i])
+		}
+	}
+}
+
+func TestSeqKeysLifetime(t *testing.T) {
+	c := testClient(t)
+	tenant := testTenant(t, c)
+	k, _ := KeysOf(tenant)
+	const ttl = time.Hour
+	s, ms := NewSeqAllocator(c, ttl), NewMonthState(c)
+	m := month.Month(203106)
+	if err := ms.MarkReady(t.Context(), tenant, m); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Reseed(t.Context(), tenant, "grp_1", 0); err != nil {
+		t.Fatal(err)
+	}
+	req := seq.Request{Topic: "grp_1", From: 3, ClientMsgID: "c", MsgID: 9, Hash: "h", MonthOverride: m}
+	if _, err := s.Allocate(t.Context(), tenant, req); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		key    string
+		lo, hi time.Duration // PTTL bounds; -1 means no TTL
+	}{
+		{k.Idem("grp_1", 3, "c"), ttl - time.Minute, ttl},
+		{k.Seq("grp_1"), -1, -1},
+		{k.ActiveMonth(), -1, -1},
+		{k.ReadyMonths(), -1, -1},
+	}
+	for _, cs := range cases {
+		got := pttl(t, c, cs.key)
+		if got < cs.lo || got > cs.hi {
+			t.Errorf("PTTL %s = %v; want in [%v, %v]", cs.key, got, cs.lo, cs.hi)
+		}
+	}
+	if err := s.MarkAcked(t.Context(), tenant, "grp_1", 3, "c"); err != nil {
+		t.Fatal(err)
+	}
+	state, err := c.Do(t.Context(), c.B().Hget().Key(k.Idem("grp_1", 3, "c")).Field("state").Build()).ToString()
+	if err != nil || state != "acked" {
+		t.Fatalf("state = %q, %v; want acked", state, err)
+	}
+	if got := pttl(t, c, k.Idem("grp_1", 3, "c")); got < ttl-time.Minute {
+		t.Errorf("MarkAcked dropped the TTL: PTTL %v", got)
+	}
+}
+
+func TestMonthStateNowIsRedisTime(t *testing.T) {
+	c := testClient(t)
+	now, err := NewMonthState(c).Now(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Redis runs on this machine, so both clocks agree closely.
+	if d := time.Since(now); d < -5*time.Second || d > 5*time.Second {
+		t.Fatalf("Redis TIME %v is %v away from the local clock", now, d)
+	}
+}
+
+// pttl returns the key's remaining lifetime, -1 for no TTL.
+func pttl(t *testing.T, c rueidis.Client, key string) time.Duration {
+	t.Helper()
+	n, err := c.Do(t.Context(), c.B().Pttl().Key(key).Build()).AsInt64()
+	if err != nil {
+		t.Fatalf("PTTL %s: %v", key, err)
+	}
+	if n < 0 {
+		return time.Duration(n)
+	}
+	return time.Duration(n) * time.Millisecond
+}
+
+// BenchmarkAllocate measures allocations from many concurrent senders over 64 topics of one
+// tenant: one Lua call each, auto-pipelined by rueidis over a few connections.
+func BenchmarkAllocate(b *testing.B) {
+	c := testClient(b)
+	tenant := testTenant(b, c)
+	ctx := context.Background()
+	s, ms := NewSeqAllocator(c, time.Minute), NewMonthState(c)
+	now, err := ms.Now(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := ms.MarkReady(ctx, tenant, month.Of(now)); err != nil {
+		b.Fatal(err)
+	}
+	const topics = 64
+	for i := range topics {
+		if err := s.Reseed(ctx, tenant, fmt.Sprintf("grp_%d", i+1), 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var workers atomic.Int64
+	b.SetParallelism(32) // senders per CPU: the send path runs many at once
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		w := workers.Add(1)
+		for i := 0; pb.Next(); i++ {
+			req := seq.Request{
+				Topic: fmt.Sprintf("grp_%d", (int(w)+i)%topics+1), From: w,
+				ClientMsgID: strconv.Itoa(i), MsgID: int64(i + 1), Hash: "h",
+			}
+			if _, err := s.Allocate(ctx, tenant, req); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}

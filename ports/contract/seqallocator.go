@@ -1,0 +1,318 @@
+package contract
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"testing"
+
+	"imd/core/month"
+	"imd/core/seq"
+	"imd/ports"
+)
+
+// SeqFixture is a seq allocator and the month state it reads, bound to one fresh tenant.
+type SeqFixture struct {
+	Tenant string
+	Seq    ports.SeqAllocator
+	Months ports.MonthState
+}
+
+// seqMonth is the month most cases allocate in, via MonthOverride, so they never depend on
+// the clock.
+const seqMonth = month.Month(203106)
+
+// SeqAllocator checks ports.SeqAllocator (DESIGN §4 step 4, §1 "Seq after Redis loss").
+// fresh must return a new tenant on every call.
+func SeqAllocator(t *testing.T, fresh func(t *testing.T) SeqFixture) {
+	// ready returns a fixture whose topic counter exists and whose seqMonth is ready.
+	ready := func(t *testing.T, topics ...string) SeqFixture {
+		f := fresh(t)
+		if err := f.Months.MarkReady(t.Context(), f.Tenant, seqMonth); err != nil {
+			t.Fatalf("MarkReady: %v", err)
+		}
+		for _, tp := range topics {
+			if err := f.Seq.Reseed(t.Context(), f.Tenant, tp, 0); err != nil {
+				t.Fatalf("Reseed(%s, 0): %v", tp, err)
+			}
+		}
+		return f
+	}
+
+	t.Run("seqs run 1..N per topic", func(t *testing.T) {
+		t.Parallel()
+		f := ready(t, "grp_1", "grp_2")
+		for i := 1; i <= 20; i++ {
+			for _, tp := range []string{"grp_1", "grp_2"} {
+				req := seqReq(tp, i)
+				a := seqAllocate(t, f, req)
+				want := seq.Allocation{Seq: int64(i), Month: seqMonth, MsgID: req.MsgID, Hash: req.Hash}
+				if a != want {
+					t.Fatalf("%s #%d = %+v; want %+v", tp, i, a, want)
+				}
+			}
+		}
+	})
+
+	t.Run("a retry returns the first allocation", func(t *testing.T) {
+		t.Parallel()
+		f := ready(t, "grp_1")
+		first := seqAllocate(t, f, seqReq("grp_1", 1))
+		seqAllocate(t, f, seqReq("grp_1", 2))
+		retry := seqReq("grp_1", 1)
+		retry.MsgID, retry.Hash = 999, "other payload"
+		want := first
+		want.Existing = true
+		if got := seqAllocate(t, f, retry); got != want {
+			t.Fatalf("retry = %+v; want %+v", got, want)
+		}
+		if err := f.Seq.MarkAcked(t.Context(), f.Tenant, "grp_1", retry.From, retry.ClientMsgID); err != nil {
+			t.Fatalf("MarkAcked: %v", err)
+		}
+		want.Acked = true
+		if got := seqAllocate(t, f, retry); got != want {
+			t.Fatalf("retry after ack = %+v; want %+v", got, want)
+		}
+	})
+
+	t.Run("the same client id of another sender is another message", func(t *testing.T) {
+		t.Parallel()
+		f := ready(t, "grp_1")
+		a := seqAllocate(t, f, seqReq("grp_1", 1))
+		other := seqReq("grp_1", 1)
+		other.From++
+		if b := seqAllocate(t, f, other); b.Existing || b.Seq != a.Seq+1 {
+			t.Fatalf("other sender = %+v; want a new seq %d", b, a.Seq+1)
+		}
+	})
+
+	t.Run("mark acked never creates a record", func(t *testing.T) {
+		t.Parallel()
+		f := ready(t, "grp_1")
+		req := seqReq("grp_1", 1)
+		if err := f.Seq.MarkAcked(t.Context(), f.Tenant, "grp_1", req.From, req.ClientMsgID); err != nil {
+			t.Fatalf("MarkAcked: %v", err)
+		}
+		if a := seqAllocate(t, f, req); a.Existing || a.Acked || a.Seq != 1 {
+			t.Fatalf("after MarkAcked of nothing: %+v; want a fresh seq 1", a)
+		}
+	})
+
+	t.Run("reallocate gives a fresh seq and keeps msg id and hash", func(t *testing.T) {
+		t.Parallel()
+		f := ready(t, "grp_1")
+		first := seqAllocate(t, f, seqReq("grp_1", 1))
+		again := seqReq("grp_1", 1)
+		again.MsgID, again.Reallocate = 555, true
+		re := seqAllocate(t, f, again)
+		want := seq.Allocation{Seq: first.Seq + 1, Month: seqMonth, MsgID: first.MsgID, Hash: first.Hash}
+		if re != want {
+			t.Fatalf("reallocated = %+v; want %+v", re, want)
+		}
+		want.Existing = true
+		if got := seqAllocate(t, f, seqReq("grp_1", 1)); got != want {
+			t.Fatalf("retry after reallocation = %+v; want %+v", got, want)
+		}
+	})
+
+	t.Run("missing counter, then reseed continues above the floor and never lowers", func(t *testing.T) {
+		t.Parallel()
+		f := ready(t)
+		if _, err := f.Seq.Allocate(t.Context(), f.Tenant, seqReq("grp_1", 1)); !errors.Is(err, seq.ErrCounterMissing) {
+			t.Fatalf("Allocate without counter: %v; want ErrCounterMissing", err)
+		}
+		steps := []struct {
+			floor int64
+			want  int64
+		}{{100, 101}, {50, 102}, {102, 103}, {200, 201}}
+		for i, st := range steps {
+			if err := f.Seq.Reseed(t.Context(), f.Tenant, "grp_1", st.floor); err != nil {
+				t.Fatalf("Reseed(%d): %v", st.floor, err)
+			}
+			if a := seqAllocate(t, f, seqReq("grp_1", i+1)); a.Seq != st.want {
+				t.Fatalf("after Reseed(%d): seq %d; want %d", st.floor, a.Seq, st.want)
+			}
+		}
+		if err := f.Seq.Reseed(t.Context(), f.Tenant, "grp_1", -1); err == nil {
+			t.Fatal("Reseed(-1) succeeded")
+		}
+	})
+
+	t.Run("no ready month fails without consuming a seq", func(t *testing.T) {
+		t.Parallel()
+		f := fresh(t)
+		if err := f.Seq.Reseed(t.Context(), f.Tenant, "grp_1", 0); err != nil {
+			t.Fatalf("Reseed: %v", err)
+		}
+		req := seqReq("grp_1", 1)
+		req.MonthOverride = seqMonth
+		if _, err := f.Seq.Allocate(t.Context(), f.Tenant, req); !errors.Is(err, seq.ErrNoActiveMonth) {
+			t.Fatalf("Allocate without ready month: %v; want ErrNoActiveMonth", err)
+		}
+		if err := f.Months.MarkReady(t.Context(), f.Tenant, seqMonth.Next()); err != nil {
+			t.Fatalf("MarkReady: %v", err)
+		}
+		if _, err := f.Seq.Allocate(t.Context(), f.Tenant, req); !errors.Is(err, seq.ErrNoActiveMonth) {
+			t.Fatalf("Allocate with only another month ready: %v; want ErrNoActiveMonth", err)
+		}
+		if err := f.Months.MarkReady(t.Context(), f.Tenant, seqMonth); err != nil {
+			t.Fatalf("MarkReady: %v", err)
+		}
+		if a := seqAllocate(t, f, req); a.Existing || a.Seq != 1 || a.Month != seqMonth {
+			t.Fatalf("after MarkReady = %+v; want seq 1 in %s, not existing", a, seqMonth)
+		}
+	})
+
+	t.Run("active month moves forward into ready months only", func(t *testing.T) {
+		t.Parallel()
+		f := ready(t, "grp_1")
+		jun, jul, aug := seqMonth, seqMonth.Next(), seqMonth.Add(2)
+		steps := []struct {
+			name     string
+			ready    month.Month // marked ready before the step; 0 for none
+			override month.Month
+			want     month.Month
+		}{
+			{name: "current ready", override: jun, want: jun},
+			{name: "next month not ready stays", override: jul, want: jun},
+			{name: "next month ready", ready: jul, override: jul, want: jul},
+			{name: "older clock never goes back", override: jun, want: jul},
+			{name: "jumps to a ready month", ready: aug, override: aug, want: aug},
+		}
+		for i, st := range steps {
+			if st.ready != 0 {
+				if err := f.Months.MarkReady(t.Context(), f.Tenant, st.ready); err != nil {
+					t.Fatalf("%s: MarkReady: %v", st.name, err)
+				}
+			}
+			req := seqReq("grp_1", i+1)
+			req.MonthOverride = st.override
+			if a := seqAllocate(t, f, req); a.Month != st.want || a.Seq != int64(i+1) {
+				t.Fatalf("%s: %+v; want seq %d in %s", st.name, a, i+1, st.want)
+			}
+			if active, _, err := f.Months.Active(t.Context(), f.Tenant); err != nil || active != st.want {
+				t.Fatalf("%s: Active = %v, %v; want %s", st.name, active, err, st.want)
+			}
+		}
+	})
+
+	t.Run("without override the month comes from the month state clock", func(t *testing.T) {
+		t.Parallel()
+		f := fresh(t)
+		before, err := f.Months.Now(t.Context())
+		if err != nil {
+			t.Fatalf("Now: %v", err)
+		}
+		cur := month.Of(before)
+		for _, m := range []month.Month{cur, cur.Next()} {
+			if err := f.Months.MarkReady(t.Context(), f.Tenant, m); err != nil {
+				t.Fatalf("MarkReady: %v", err)
+			}
+		}
+		if err := f.Seq.Reseed(t.Context(), f.Tenant, "grp_1", 0); err != nil {
+			t.Fatalf("Reseed: %v", err)
+		}
+		req := seqReq("grp_1", 1)
+		req.MonthOverride = 0
+		a := seqAllocate(t, f, req)
+		after, err := f.Months.Now(t.Context())
+		if err != nil {
+			t.Fatalf("Now: %v", err)
+		}
+		if a.Month != cur && a.Month != month.Of(after) {
+			t.Fatalf("month %s; want the clock's month %s", a.Month, cur)
+		}
+	})
+
+	t.Run("int64 values survive exactly", func(t *testing.T) {
+		t.Parallel()
+		f := ready(t)
+		const floor = int64(1)<<62 + 1 // far past 2^53, where a double would round
+		if err := f.Seq.Reseed(t.Context(), f.Tenant, "grp_1", floor); err != nil {
+			t.Fatalf("Reseed: %v", err)
+		}
+		req := seqReq("grp_1", 1)
+		req.MsgID = math.MaxInt64 - 2
+		if a := seqAllocate(t, f, req); a.Seq != floor+1 || a.MsgID != req.MsgID {
+			t.Fatalf("= %+v; want seq %d msg_id %d", a, floor+1, req.MsgID)
+		}
+		if err := f.Seq.Reseed(t.Context(), f.Tenant, "grp_1", floor); err != nil {
+			t.Fatalf("Reseed below counter: %v", err)
+		}
+		if a := seqAllocate(t, f, seqReq("grp_1", 2)); a.Seq != floor+2 {
+			t.Fatalf("after lower reseed: seq %d; want %d", a.Seq, floor+2)
+		}
+	})
+
+	t.Run("bad requests are rejected", func(t *testing.T) {
+		t.Parallel()
+		f := ready(t, "grp_1")
+		cases := map[string]func(*seq.Request){
+			"bad topic":     func(r *seq.Request) { r.Topic = "grp_1:x" },
+			"no client id":  func(r *seq.Request) { r.ClientMsgID = "" },
+			"no msg id":     func(r *seq.Request) { r.MsgID = 0 },
+			"invalid month": func(r *seq.Request) { r.MonthOverride = 203113 },
+		}
+		for name, mutate := range cases {
+			req := seqReq("grp_1", 1)
+			mutate(&req)
+			if _, err := f.Seq.Allocate(t.Context(), f.Tenant, req); err == nil {
+				t.Errorf("%s: Allocate succeeded", name)
+			}
+		}
+		if _, err := f.Seq.Allocate(t.Context(), "Bad{tenant}", seqReq("grp_1", 1)); err == nil {
+			t.Error("bad tenant: Allocate succeeded")
+		}
+	})
+
+	t.Run("concurrent allocations are unique and continuous", func(t *testing.T) {
+		t.Parallel()
+		const workers, each = 50, 100
+		f := ready(t, "grp_1")
+		seqs := make([][]int64, workers)
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Go(func() {
+				for i := range each {
+					req := seqReq("grp_1", w*each+i+1)
+					a, err := f.Seq.Allocate(t.Context(), f.Tenant, req)
+					if err != nil {
+						t.Errorf("worker %d: %v", w, err)
+						return
+					}
+					seqs[w] = append(seqs[w], a.Seq)
+				}
+			})
+		}
+		wg.Wait()
+		all := slices.Concat(seqs...)
+		slices.Sort(all)
+		if len(all) != workers*each {
+			t.Fatalf("%d allocations; want %d", len(all), workers*each)
+		}
+		for i, s := range all {
+			if s != int64(i+1) {
+				t.Fatalf("sorted seqs[%d] = %d; want %d (duplicate or gap)", i, s, i+1)
+			}
+		}
+	})
+}
+
+// seqReq is the n-th distinct request of one sender to topic, in seqMonth.
+func seqReq(topic string, n int) seq.Request {
+	return seq.Request{
+		Topic: topic, From: 7, ClientMsgID: fmt.Sprintf("c-%d", n),
+		MsgID: int64(1_000_000 + n), Hash: fmt.Sprintf("h-%d", n), MonthOverride: seqMonth,
+	}
+}
+
+func seqAllocate(t *testing.T, f SeqFixture, req seq.Request) seq.Allocation {
+	t.Helper()
+	a, err := f.Seq.Allocate(t.Context(), f.Tenant, req)
+	if err != nil {
+		t.Fatalf("Allocate(%s, %s): %v", req.Topic, req.ClientMsgID, err)
+	}
+	return a
+}
