@@ -1,0 +1,288 @@
+// Package config loads the YAML configuration of imd (seed 003 §19, extended with tenants and
+// listener modes) and applies environment overrides: IMD_ + the upper-cased key path joined
+// by '_', e.g. IMD_MYSQL_DSN or IMD_TCP_ADDR.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml"
+
+	"imd/core/tenant"
+)
+
+// Config is the whole server configuration.
+type Config struct {
+	Env         string     `yaml:"env"`
+	NodeID      int        `yaml:"node_id"`
+	AdminKey    string     `yaml:"admin_key"`
+	TokenSecret string     `yaml:"token_secret"`
+	HTTP        HTTP       `yaml:"http"`
+	TCP         TCP        `yaml:"tcp"`
+	MySQL       MySQL      `yaml:"mysql"`
+	Redis       Redis      `yaml:"redis"`
+	Tenants     []Tenant   `yaml:"tenants"`
+	TaskPool    TaskPool   `yaml:"taskpool"`
+	Deliver     Deliver    `yaml:"deliver"`
+	Message     Message    `yaml:"message"`
+	RateLimit   RateLimit  `yaml:"rate_limit"`
+	Shard       Shard      `yaml:"shard"`
+	Shutdown    Shutdown   `yaml:"shutdown"`
+	Log         LogOptions `yaml:"log"`
+}
+
+type HTTP struct {
+	Addr string `yaml:"addr"`
+}
+
+type TCP struct {
+	Addr            string        `yaml:"addr"`
+	ProxyProtocol   bool          `yaml:"proxy_protocol"`
+	TLS             string        `yaml:"tls"` // off | native
+	CertFile        string        `yaml:"cert_file"`
+	KeyFile         string        `yaml:"key_file"`
+	MaxFrameSize    int           `yaml:"max_frame_size"`
+	IdleTimeout     time.Duration `yaml:"idle_timeout"`
+	KeepAlive       time.Duration `yaml:"keepalive"`
+	Multicore       bool          `yaml:"multicore"`
+	CompressMinSize int           `yaml:"compress_min_size"`
+	RequestTimeout  time.Duration `yaml:"request_timeout"`
+	OutboundLimit   int           `yaml:"outbound_limit"`
+}
+
+type MySQL struct {
+	DSN          string `yaml:"dsn"`
+	MaxOpenConns int    `yaml:"max_open_conns"`
+}
+
+type Redis struct {
+	Addr string `yaml:"addr"`
+}
+
+// Tenant maps a tenant name to its database (DESIGN §1: one database per tenant).
+type Tenant struct {
+	Name     string `yaml:"name"`
+	Database string `yaml:"database"`
+}
+
+type TaskPool struct {
+	Workers int `yaml:"workers"`
+	Queue   int `yaml:"queue"`
+}
+
+type Deliver struct {
+	Workers     int           `yaml:"workers"`
+	TakeTimeout time.Duration `yaml:"take_timeout"`
+	DoneTTL     time.Duration `yaml:"done_ttl"`
+	MaxAttempts int           `yaml:"max_attempts"`
+}
+
+type Message struct {
+	MaxContentSize int   `yaml:"max_content_size"`
+	SyncLimit      int   `yaml:"sync_limit"`
+	MsgIDExpireMS  int64 `yaml:"msgid_expire_ms"`
+}
+
+type RateLimit struct {
+	MessagePerSecond      int `yaml:"message_per_second"`
+	AuthPerSecond         int `yaml:"auth_per_second"`
+	SyncInboxPerMinute    int `yaml:"sync_inbox_per_minute"`
+	SyncMessagesPerMinute int `yaml:"sync_messages_per_minute"`
+	HistoryPerMinute      int `yaml:"history_per_minute"`
+}
+
+type Shard struct {
+	CheckInterval time.Duration `yaml:"check_interval"`
+	SealingDays   int           `yaml:"sealing_days"`
+}
+
+type Shutdown struct {
+	Timeout time.Duration `yaml:"timeout"`
+}
+
+type LogOptions struct {
+	Level string `yaml:"level"` // debug | info | warn | error
+}
+
+// Default returns the configuration used for keys a file leaves out.
+func Default() Config {
+	return Config{
+		Env:       "prod",
+		NodeID:    1,
+		HTTP:      HTTP{Addr: "127.0.0.1:8080"},
+		TCP:       TCP{Addr: "127.0.0.1:9000", TLS: "off", MaxFrameSize: 65536, IdleTimeout: 120 * time.Second, KeepAlive: 30 * time.Second, Multicore: true, CompressMinSize: 512, RequestTimeout: 10 * time.Second, OutboundLimit: 4096},
+		MySQL:     MySQL{MaxOpenConns: 64},
+		Redis:     Redis{Addr: "127.0.0.1:6379"},
+		TaskPool:  TaskPool{Workers: 256, Queue: 4096},
+		Deliver:   Deliver{Workers: 8, TakeTimeout: 5 * time.Second, DoneTTL: 10 * time.Minute, MaxAttempts: 5},
+		Message:   Message{MaxContentSize: 65536, SyncLimit: 200, MsgIDExpireMS: 300_000},
+		RateLimit: RateLimit{MessagePerSecond: 20, AuthPerSecond: 5, SyncInboxPerMinute: 60, SyncMessagesPerMinute: 120, HistoryPerMinute: 200},
+		Shard:     Shard{CheckInterval: time.Minute, SealingDays: 7},
+		Shutdown:  Shutdown{Timeout: 20 * time.Second},
+		Log:       LogOptions{Level: "info"},
+	}
+}
+
+// Load reads path (if not empty) over the defaults, applies environment overrides from
+// environ (os.Environ() form) and validates the result.
+func Load(path string, environ []string) (Config, error) {
+	cfg := Default()
+	if path != "" {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			return Config{}, fmt.Errorf("read config: %w", err)
+		}
+		if err := yaml.UnmarshalWithOptions(raw, &cfg, yaml.Strict()); err != nil {
+			return Config{}, fmt.Errorf("parse config %s: %w", path, err)
+		}
+	}
+	env := make(map[string]string)
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, "IMD_") {
+			env[k] = v
+		}
+	}
+	if err := override(reflect.ValueOf(&cfg).Elem(), "IMD", env); err != nil {
+		return Config{}, err
+	}
+	return cfg, cfg.Validate()
+}
+
+// override sets scalar fields from env keys named after their yaml path.
+func override(v reflect.Value, prefix string, env map[string]string) error {
+	t := v.Type()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		key := prefix + "_" + strings.ToUpper(name)
+		fv := v.Field(i)
+		if fv.Kind() == reflect.Struct {
+			if err := override(fv, key, env); err != nil {
+				return err
+			}
+			continue
+		}
+		raw, ok := env[key]
+		if !ok {
+			continue
+		}
+		if err := setScalar(fv, raw); err != nil {
+			return fmt.Errorf("env %s: %w", key, err)
+		}
+	}
+	return nil
+}
+
+func setScalar(fv reflect.Value, raw string) error {
+	switch fv.Interface().(type) {
+	case time.Duration:
+		d, err := time.ParseDuration(raw)
+		if err != nil {
+			return err
+		}
+		fv.SetInt(int64(d))
+		return nil
+	}
+	switch fv.Kind() {
+	case reflect.String:
+		fv.SetString(raw)
+	case reflect.Bool:
+		b, err := strconv.ParseBool(raw)
+		if err != nil {
+			return err
+		}
+		fv.SetBool(b)
+	case reflect.Int, reflect.Int64:
+		n, err := strconv.ParseInt(raw, 10, 64)
+		if err != nil {
+			return err
+		}
+		fv.SetInt(n)
+	case reflect.Slice:
+		if fv.Type().Elem() != reflect.TypeFor[Tenant]() {
+			return errors.New("unsupported list")
+		}
+		// IMD_TENANTS=name:database,name2:database2
+		var ts []Tenant
+		for _, item := range strings.Split(raw, ",") {
+			name, db, _ := strings.Cut(strings.TrimSpace(item), ":")
+			ts = append(ts, Tenant{Name: name, Database: db})
+		}
+		fv.Set(reflect.ValueOf(ts))
+	default:
+		return fmt.Errorf("unsupported kind %s", fv.Kind())
+	}
+	return nil
+}
+
+// Validate rejects configurations imd cannot serve safely.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Env != "dev" && c.Env != "prod" {
+		errs = append(errs, errors.New("env must be dev or prod"))
+	}
+	if c.NodeID < 0 || c.NodeID > 1023 {
+		errs = append(errs, errors.New("node_id must be 0-1023"))
+	}
+	if len(c.AdminKey) < 8 {
+		errs = append(errs, errors.New("admin_key must be at least 8 characters"))
+	}
+	if len(c.TokenSecret) < 16 {
+		errs = append(errs, errors.New("token_secret must be at least 16 characters"))
+	}
+	if c.MySQL.DSN == "" {
+		errs = append(errs, errors.New("mysql.dsn is required"))
+	}
+	if c.TCP.TLS != "off" && c.TCP.TLS != "native" {
+		errs = append(errs, errors.New("tcp.tls must be off or native"))
+	}
+	if c.TCP.TLS == "native" && (c.TCP.CertFile == "" || c.TCP.KeyFile == "") {
+		errs = append(errs, errors.New("tcp.tls native needs cert_file and key_file"))
+	}
+	if c.TCP.MaxFrameSize <= 0 || c.TCP.MaxFrameSize > 65536 {
+		errs = append(errs, errors.New("tcp.max_frame_size must be 1-65536"))
+	}
+	if len(c.Tenants) == 0 {
+		errs = append(errs, errors.New("at least one tenant is required"))
+	}
+	seen := map[string]bool{}
+	for _, t := range c.Tenants {
+		if !tenant.Valid(t.Name) {
+			errs = append(errs, fmt.Errorf("tenant name %q is invalid", t.Name))
+		}
+		if seen[t.Name] {
+			errs = append(errs, fmt.Errorf("tenant %q listed twice", t.Name))
+		}
+		seen[t.Name] = true
+	}
+	if c.TaskPool.Workers <= 0 || c.TaskPool.Queue <= 0 {
+		errs = append(errs, errors.New("taskpool workers and queue must be positive"))
+	}
+	if c.Deliver.Workers <= 0 || c.Deliver.TakeTimeout <= 0 || c.Deliver.MaxAttempts <= 0 {
+		errs = append(errs, errors.New("deliver workers, take_timeout and max_attempts must be positive"))
+	}
+	return errors.Join(errs...)
+}
+
+// TenantNames lists the configured tenants.
+func (c Config) TenantNames() []string {
+	out := make([]string, len(c.Tenants))
+	for i, t := range c.Tenants {
+		out[i] = t.Name
+	}
+	return out
+}
+
+// DatabaseName is the tenant's database, imd_<name> unless configured.
+func (t Tenant) DatabaseName() string {
+	if t.Database != "" {
+		return t.Database
+	}
+	return "imd_" + t.Name
+}

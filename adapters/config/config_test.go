@@ -1,0 +1,96 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLoadDevConfig(t *testing.T) {
+	cfg, err := Load(filepath.Join("..", "..", "deploy", "config", "imd.dev.yaml"), nil)
+	if err != nil {
+		t.Fatalf("dev config must load: %v", err)
+	}
+	if cfg.Env != "dev" || len(cfg.Tenants) == 0 || cfg.Tenants[0].Name != "default" {
+		t.Fatalf("unexpected dev config: %+v", cfg)
+	}
+}
+
+func TestEnvOverrides(t *testing.T) {
+	path := writeConfig(t, validYAML)
+	cfg, err := Load(path, []string{
+		"IMD_MYSQL_DSN=u:p@tcp(h:1)/", "IMD_TCP_ADDR=unix:/tmp/x.sock", "IMD_TCP_PROXY_PROTOCOL=true",
+		"IMD_DELIVER_TAKE_TIMEOUT=2s", "IMD_NODE_ID=7", "IMD_TENANTS=a:db_a,b:db_b", "PATH=/bin",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		got  any
+		want any
+	}{
+		{"dsn", cfg.MySQL.DSN, "u:p@tcp(h:1)/"},
+		{"tcp addr", cfg.TCP.Addr, "unix:/tmp/x.sock"},
+		{"proxy", cfg.TCP.ProxyProtocol, true},
+		{"duration", cfg.Deliver.TakeTimeout, 2 * time.Second},
+		{"int", cfg.NodeID, 7},
+		{"tenants", len(cfg.Tenants), 2},
+		{"tenant db", cfg.Tenants[1].DatabaseName(), "db_b"},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("%s: got %v, want %v", tt.name, tt.got, tt.want)
+		}
+	}
+}
+
+func TestValidateRejects(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     []string
+		wantErr string
+	}{
+		{"bad tls mode", []string{"IMD_TCP_TLS=maybe"}, "tcp.tls"},
+		{"native without cert", []string{"IMD_TCP_TLS=native"}, "cert_file"},
+		{"bad tenant", []string{"IMD_TENANTS=Bad-Name:x"}, "tenant name"},
+		{"short admin key", []string{"IMD_ADMIN_KEY=x"}, "admin_key"},
+		{"node id", []string{"IMD_NODE_ID=5000"}, "node_id"},
+		{"bad duration", []string{"IMD_DELIVER_TAKE_TIMEOUT=soon"}, "IMD_DELIVER_TAKE_TIMEOUT"},
+	}
+	path := writeConfig(t, validYAML)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Load(path, tt.env)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("got %v, want error mentioning %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestUnknownKeyRejected(t *testing.T) {
+	if _, err := Load(writeConfig(t, validYAML+"bogus: 1\n"), nil); err == nil {
+		t.Fatal("a misspelled key must not be ignored silently")
+	}
+}
+
+const validYAML = `env: prod
+admin_key: admin-key-123
+token_secret: 0123456789abcdef0123
+mysql:
+  dsn: "x:y@tcp(127.0.0.1:3306)/"
+tenants:
+  - name: default
+`
+
+func writeConfig(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "imd.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
