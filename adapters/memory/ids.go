@@ -5,8 +5,8 @@ import (
 	"time"
 )
 
-// IDs issues increasing ids whose time is the clock's time: id = unix ms << 22 | counter, the
-// same layout the snowflake adapter uses, so TimeOf round-trips.
+// IDs issues increasing ids whose time is the clock's time: id = unix ms << 22 | counter, so
+// TimeOf round-trips. Its epoch is Unix's, not the snowflake adapter's.
 type IDs struct {
 	clock interface{ Now() time.Time }
 

@@ -14,6 +14,7 @@ import (
 	"imd/core/message"
 	"imd/core/month"
 	"imd/core/route"
+	"imd/core/topic"
 	"imd/ports"
 )
 
@@ -188,11 +189,15 @@ func (s *Service) Get(ctx context.Context, tenant string, user int64, topic stri
 	return msg, nil
 }
 
-func (s *Service) authorize(ctx context.Context, tenant string, user int64, topic string) error {
+// authorize checks the topic name always, and membership for user reads (user 0 is an admin).
+func (s *Service) authorize(ctx context.Context, tenant string, user int64, name string) error {
+	if _, err := topic.Parse(name); err != nil {
+		return apperr.New(apperr.InvalidArgument, "invalid topic")
+	}
 	if user == 0 {
 		return nil
 	}
-	_, err := s.d.Resolver.ForRead(ctx, tenant, user, conversation.Address{Topic: topic})
+	_, err := s.d.Resolver.ForRead(ctx, tenant, user, conversation.Address{Topic: name})
 	return err
 }
 

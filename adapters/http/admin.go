@@ -1,0 +1,292 @@
+package http
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"imd/core/admin"
+	"imd/core/apperr"
+	"imd/core/history"
+	"imd/core/route"
+	"imd/core/shard"
+	"imd/core/social"
+	"imd/core/topic"
+)
+
+// empty is the body of successful calls that return nothing.
+var empty = struct{}{}
+
+type createUserRequest struct {
+	UserID   int64  `json:"user_id"`
+	Nickname string `json:"nickname"`
+}
+
+func (s *Server) createUser(c echo.Context) error {
+	var req createUserRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	u := social.User{ID: req.UserID, Nickname: req.Nickname}
+	if err := s.d.Admin.CreateUser(c.Request().Context(), c.Param("tenant"), u); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]int64{"user_id": req.UserID})
+}
+
+type issueTokenRequest struct {
+	UserID     int64 `json:"user_id"`
+	TTLSeconds int64 `json:"ttl_seconds"`
+}
+
+func (s *Server) issueToken(c echo.Context) error {
+	var req issueTokenRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	// Bounded before the conversion, which would overflow for huge values.
+	if req.TTLSeconds < 0 || req.TTLSeconds > int64(admin.MaxTokenTTL/time.Second) {
+		return apperr.New(apperr.InvalidArgument, "ttl_seconds out of range")
+	}
+	tok, err := s.d.Admin.IssueToken(c.Request().Context(), c.Param("tenant"), req.UserID, time.Duration(req.TTLSeconds)*time.Second)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]string{"token": tok})
+}
+
+type friendshipRequest struct {
+	UserA int64 `json:"user_a"`
+	UserB int64 `json:"user_b"`
+}
+
+func (s *Server) addFriendship(c echo.Context) error {
+	var req friendshipRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	if err := s.d.Admin.AddFriendship(c.Request().Context(), c.Param("tenant"), req.UserA, req.UserB); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, empty)
+}
+
+type createGroupRequest struct {
+	GroupID int64   `json:"group_id"`
+	Owner   int64   `json:"owner"`
+	Members []int64 `json:"members"`
+}
+
+type groupResponse struct {
+	GroupID        int64  `json:"group_id"`
+	Topic          string `json:"topic"`
+	ConversationID int64  `json:"conversation_id"`
+}
+
+func (s *Server) createGroup(c echo.Context) error {
+	var req createGroupRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	conv, err := s.d.Admin.CreateGroup(c.Request().Context(), c.Param("tenant"), req.GroupID, req.Owner, req.Members)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, groupResponse{GroupID: req.GroupID, Topic: conv.Topic, ConversationID: conv.ID})
+}
+
+type addMembersRequest struct {
+	UserIDs []int64 `json:"user_ids"`
+}
+
+func (s *Server) addMembers(c echo.Context) error {
+	groupID, err := pathInt(c, "group_id")
+	if err != nil {
+		return err
+	}
+	var req addMembersRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	if err := s.d.Admin.AddMembers(c.Request().Context(), c.Param("tenant"), groupID, req.UserIDs); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, empty)
+}
+
+func (s *Server) getMessage(c echo.Context) error {
+	name, err := pathTopic(c)
+	if err != nil {
+		return err
+	}
+	seq, err := pathInt(c, "seq")
+	if err != nil {
+		return err
+	}
+	// User 0: an operator reads without membership checks or per-user deletions.
+	m, err := s.d.History.Get(c.Request().Context(), c.Param("tenant"), 0, name, seq)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, newMessageObject(m))
+}
+
+type messagesResponse struct {
+	Messages []messageObject `json:"messages"`
+	// Forward pages (since=) also say where to continue and whether more is there.
+	LastSeq *int64 `json:"last_seq,omitempty"`
+	HasMore *bool  `json:"has_more,omitempty"`
+}
+
+// listMessages pages a topic: since= forward (ascending, tombstones included, as clients
+// sync), otherwise backward from before= or the newest (descending, as GET_HISTORY).
+func (s *Server) listMessages(c echo.Context) error {
+	name, err := pathTopic(c)
+	if err != nil {
+		return err
+	}
+	before, hasBefore, err := queryInt(c, "before")
+	if err != nil {
+		return err
+	}
+	since, hasSince, err := queryInt(c, "since")
+	if err != nil {
+		return err
+	}
+	limit, _, err := queryInt(c, "limit")
+	if err != nil {
+		return err
+	}
+	if hasBefore && hasSince {
+		return apperr.New(apperr.InvalidArgument, "before and since cannot be combined")
+	}
+	if limit > history.MaxLimit { // checked here too, so the int conversion below cannot overflow
+		return apperr.New(apperr.InvalidArgument, "limit must be 1-200")
+	}
+	ctx, tenant := c.Request().Context(), c.Param("tenant")
+	if hasSince {
+		res, err := s.d.History.Sync(ctx, history.SyncRequest{Tenant: tenant, Topic: name, Since: since, Limit: int(limit)})
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, messagesResponse{
+			Messages: newMessageObjects(res.Messages), LastSeq: &res.LastSeq, HasMore: &res.HasMore,
+		})
+	}
+	ms, err := s.d.History.History(ctx, history.HistoryRequest{Tenant: tenant, Topic: name, Before: before, Limit: int(limit)})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, messagesResponse{Messages: newMessageObjects(ms)})
+}
+
+type shardRow struct {
+	ShardMonth   string      `json:"shard_month"`
+	TableName    string      `json:"table_name"`
+	Status       shard.State `json:"status"`
+	RowCount     int64       `json:"row_count"`
+	MinCreatedAt int64       `json:"min_created_at"` // Unix ms, 0 for an empty table
+	MaxCreatedAt int64       `json:"max_created_at"`
+	UpdatedAt    int64       `json:"updated_at"`
+}
+
+func (s *Server) listShards(c echo.Context) error {
+	infos, err := s.d.Admin.Shards(c.Request().Context(), c.Param("tenant"))
+	if err != nil {
+		return err
+	}
+	rows := make([]shardRow, len(infos))
+	for i, in := range infos {
+		rows[i] = shardRow{
+			ShardMonth:   in.Month.String(),
+			TableName:    in.Table,
+			Status:       in.State,
+			RowCount:     in.RowCount,
+			MinCreatedAt: unixMilli(in.MinCreatedAt),
+			MaxCreatedAt: unixMilli(in.MaxCreatedAt),
+			UpdatedAt:    unixMilli(in.UpdatedAt),
+		}
+	}
+	return c.JSON(http.StatusOK, map[string][]shardRow{"shards": rows})
+}
+
+type segmentJSON struct {
+	Month  string `json:"month"`
+	MinSeq int64  `json:"min_seq"`
+	MaxSeq int64  `json:"max_seq"`
+	Count  int64  `json:"count"`
+}
+
+type routeResponse struct {
+	Topic    string        `json:"topic"`
+	Segments []segmentJSON `json:"segments"`
+}
+
+func (s *Server) rebuildRoute(c echo.Context) error {
+	name, err := pathTopic(c)
+	if err != nil {
+		return err
+	}
+	rt, err := s.d.Admin.RebuildRoute(c.Request().Context(), c.Param("tenant"), name)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, routeResponse{Topic: name, Segments: segmentsJSON(rt)})
+}
+
+func segmentsJSON(rt route.Route) []segmentJSON {
+	out := make([]segmentJSON, len(rt))
+	for i, seg := range rt {
+		out[i] = segmentJSON{Month: seg.Month.String(), MinSeq: seg.MinSeq, MaxSeq: seg.MaxSeq, Count: seg.Count}
+	}
+	return out
+}
+
+type advanceRequest struct {
+	Month string `json:"month"`
+}
+
+func (s *Server) advanceMonth(c echo.Context) error {
+	var req advanceRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	active, err := s.d.Admin.AdvanceMonth(c.Request().Context(), c.Param("tenant"), req.Month)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]string{"active_month": active.String()})
+}
+
+// pathTopic validates the topic path parameter, so only canonical topic names reach storage.
+func pathTopic(c echo.Context) (string, error) {
+	name := c.Param("topic")
+	if _, err := topic.Parse(name); err != nil {
+		return "", apperr.Wrap(apperr.InvalidArgument, "invalid topic", err)
+	}
+	return name, nil
+}
+
+// pathInt parses a positive decimal id from the path.
+func pathInt(c echo.Context, name string) (int64, error) {
+	v, err := strconv.ParseInt(c.Param(name), 10, 64)
+	if err != nil || v <= 0 {
+		return 0, apperr.New(apperr.InvalidArgument, name+" must be a positive integer")
+	}
+	return v, nil
+}
+
+// queryInt parses an optional non-negative integer query parameter; empty means absent.
+func queryInt(c echo.Context, name string) (v int64, present bool, err error) {
+	raw := c.QueryParam(name)
+	if raw == "" {
+		return 0, false, nil
+	}
+	v, err = strconv.ParseInt(raw, 10, 64)
+	if err != nil || v < 0 {
+		return 0, false, apperr.New(apperr.InvalidArgument, name+" must be a non-negative integer")
+	}
+	return v, true, nil
+}

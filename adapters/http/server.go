@@ -1,0 +1,164 @@
+// Package http serves the Echo HTTP listener: the admin API of PROTOCOL §6 under /admin/v1,
+// and the /healthz, /readyz and /metrics probes.
+package http
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"imd/core/admin"
+	"imd/core/apperr"
+	"imd/core/history"
+)
+
+// Server timeouts: generous enough for a month-table DDL behind /shards/advance, short
+// enough that a slow or idle client cannot hold a connection forever.
+const (
+	readHeaderTimeout = 5 * time.Second
+	readTimeout       = 30 * time.Second
+	writeTimeout      = 60 * time.Second
+	idleTimeout       = 120 * time.Second
+	maxHeaderBytes    = 64 << 10
+	readyProbeTimeout = 2 * time.Second
+)
+
+// Config of the HTTP listener.
+type Config struct {
+	Addr string
+	// AdminKey is the bearer token of the admin API; an empty key refuses every admin call.
+	AdminKey string
+}
+
+// Deps are what the handlers serve.
+type Deps struct {
+	Admin   *admin.Service
+	History *history.Service
+	// Metrics serves GET /metrics; nil leaves the route out.
+	Metrics http.Handler
+	// Ready checks the dependencies (e.g. pings) for /readyz; nil means nothing to check.
+	Ready func(ctx context.Context) error
+}
+
+// Server is the HTTP listener. Start and Stop are called once each, from one goroutine.
+type Server struct {
+	cfg   Config
+	d     Deps
+	log   *slog.Logger
+	echo  *echo.Echo
+	srv   *http.Server
+	ln    net.Listener
+	ready atomic.Bool
+}
+
+// New builds the server and its routes; nothing listens until Start.
+func New(cfg Config, d Deps, log *slog.Logger) *Server {
+	s := &Server{cfg: cfg, d: d, log: log}
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = s.handleError
+	// X-Real-IP is believed only from the loopback hop, i.e. the local Nginx; any other peer
+	// could forge it, so its own address is used.
+	e.IPExtractor = echo.ExtractIPFromRealIPHeader(echo.TrustLinkLocal(false), echo.TrustPrivateNet(false))
+	e.Use(s.logRequests, s.recoverPanics)
+	s.routes(e)
+	s.echo = e
+	return s
+}
+
+func (s *Server) routes(e *echo.Echo) {
+	e.GET("/healthz", s.healthz)
+	e.GET("/readyz", s.readyz)
+	if s.d.Metrics != nil {
+		e.GET("/metrics", echo.WrapHandler(s.d.Metrics))
+	}
+	t := e.Group("/admin/v1", s.requireAdminKey).Group("/tenants/:tenant", s.requireTenant)
+	t.POST("/users", s.createUser)
+	t.POST("/tokens", s.issueToken)
+	t.POST("/friendships", s.addFriendship)
+	t.POST("/groups", s.createGroup)
+	t.POST("/groups/:group_id/members", s.addMembers)
+	t.GET("/topics/:topic/messages/:seq", s.getMessage)
+	t.GET("/topics/:topic/messages", s.listMessages)
+	t.POST("/topics/:topic/route/rebuild", s.rebuildRoute)
+	t.GET("/shards", s.listShards)
+	t.POST("/shards/advance", s.advanceMonth)
+}
+
+// Start binds the listener, so the port is taken when Start returns, then serves in the
+// background until Stop.
+func (s *Server) Start(ctx context.Context) error {
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("http: listen %s: %w", s.cfg.Addr, err)
+	}
+	s.ln = ln
+	s.srv = &http.Server{
+		Handler:           s.echo,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	go func() {
+		if err := s.srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("http server stopped", "addr", ln.Addr().String(), "err", err)
+		}
+	}()
+	s.log.Info("http listening", "addr", ln.Addr().String())
+	return nil
+}
+
+// Stop reports not-ready, stops accepting, and waits for requests in flight until ctx ends.
+func (s *Server) Stop(ctx context.Context) error {
+	s.ready.Store(false)
+	if s.srv == nil {
+		return nil
+	}
+	if err := s.srv.Shutdown(ctx); err != nil {
+		return fmt.Errorf("http: shutdown: %w", err)
+	}
+	return nil
+}
+
+// Addr is the bound address after Start (useful with port 0), else the configured one.
+func (s *Server) Addr() string {
+	if s.ln != nil {
+		return s.ln.Addr().String()
+	}
+	return s.cfg.Addr
+}
+
+// SetReady flips /readyz: true once the process has finished starting, false when draining.
+func (s *Server) SetReady(ready bool) { s.ready.Store(ready) }
+
+// healthz answers while the process serves at all (liveness).
+func (s *Server) healthz(c echo.Context) error {
+	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// readyz answers 200 only when started and every dependency answers (readiness).
+func (s *Server) readyz(c echo.Context) error {
+	if !s.ready.Load() {
+		return c.JSON(http.StatusServiceUnavailable, errorBody{Code: apperr.Busy, Msg: "not ready"})
+	}
+	if s.d.Ready != nil {
+		ctx, cancel := context.WithTimeout(c.Request().Context(), readyProbeTimeout)
+		defer cancel()
+		if err := s.d.Ready(ctx); err != nil {
+			s.log.Warn("readiness check failed", "err", err)
+			return c.JSON(http.StatusServiceUnavailable, errorBody{Code: apperr.Busy, Msg: "dependency unavailable"})
+		}
+	}
+	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
+}

@@ -1,0 +1,81 @@
+package prometheus
+
+// kind is how a metric aggregates.
+type kind int
+
+const (
+	counter kind = iota + 1
+	histogram
+	gauge
+)
+
+func (k kind) String() string {
+	switch k {
+	case counter:
+		return "counter"
+	case histogram:
+		return "histogram"
+	case gauge:
+		return "gauge"
+	}
+	return "unknown"
+}
+
+// spec declares one metric the product records (seed 000 §11, seed 003 §17). Label values
+// are passed to Inc/Observe/Set positionally, in the order of labels.
+type spec struct {
+	name    string
+	kind    kind
+	help    string
+	labels  []string
+	buckets []float64 // histograms only
+}
+
+// Bucket layouts, in seconds for latencies.
+var (
+	latencyBuckets   = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}
+	eventLoopBuckets = []float64{.00001, .000025, .00005, .0001, .00025, .0005, .001, .0025, .005, .01, .05}
+	tableBuckets     = []float64{1, 2, 3, 4, 6, 8, 12}
+)
+
+// catalog is every metric name the product uses. An unknown name is a programming error the
+// adapter logs once instead of panicking in a request path.
+func catalog() []spec {
+	return []spec{
+		// Group-message storage (seed 000 §11).
+		{name: "group_message_persist_total", kind: counter, help: "Messages persisted, by shard month and outcome (ok|failed).", labels: []string{"month", "status"}},
+		{name: "group_message_shard_missing_total", kind: counter, help: "Writes or preparations that found a month table missing."},
+		{name: "group_message_dedup_hit_total", kind: counter, help: "Sends answered from an existing (topic, from, client_msg_id) record."},
+		{name: "group_message_route_miss_total", kind: counter, help: "Queries whose Redis route was missing or unreadable."},
+		{name: "group_message_route_rebuild_total", kind: counter, help: "Redis routes rebuilt from the MySQL mirror, by outcome (ok|failed).", labels: []string{"status"}},
+		{name: "group_message_route_repair_total", kind: counter, help: "Redis route updates repaired after a failed write-back."},
+		{name: "group_message_dead_letter_total", kind: counter, help: "Deliver jobs moved to the dead-letter list."},
+		{name: "group_message_persist_latency", kind: histogram, help: "Seconds from accepting a send to its MySQL commit.", buckets: latencyBuckets},
+		{name: "group_message_query_latency", kind: histogram, help: "Seconds per message query, by route source.", labels: []string{"source"}, buckets: latencyBuckets},
+		{name: "group_message_query_tables", kind: histogram, help: "Month tables touched per message query.", buckets: tableBuckets},
+		{name: "group_message_route_repair_backlog", kind: gauge, help: "Route updates waiting to be repaired."},
+
+		// Delivery and sync (seed 003 §17).
+		{name: "deliver_idempotent_skip_total", kind: counter, help: "Deliver jobs skipped because they already acted."},
+		{name: "deliver_job_latency", kind: histogram, help: "Seconds to process one deliver job.", buckets: latencyBuckets},
+		{name: "deliver_queue_depth", kind: gauge, help: "Jobs waiting in deliver:queue."},
+		{name: "deliver_processing_depth", kind: gauge, help: "Jobs taken but not acknowledged (deliver:processing)."},
+		{name: "outbound_drop_total", kind: counter, help: "Frames dropped because a connection's outbound buffer was full."},
+		{name: "push_ack_timeout_total", kind: counter, help: "Pushes whose PUSH_ACK did not arrive in time."},
+		{name: "inbox_sync_total", kind: counter, help: "SYNC_INBOX requests served."},
+		{name: "message_sync_total", kind: counter, help: "SYNC_MESSAGES requests served."},
+		{name: "message_send_total", kind: counter, help: "SEND_MESSAGE requests, by outcome.", labels: []string{"status"}},
+		{name: "send_ack_latency", kind: histogram, help: "Seconds from SEND_MESSAGE received to SEND_ACK written.", buckets: latencyBuckets},
+		{name: "enqueue_latency", kind: histogram, help: "Seconds to push a deliver job.", buckets: latencyBuckets},
+		{name: "persist_latency", kind: histogram, help: "Seconds per group-commit transaction.", buckets: latencyBuckets},
+
+		// Transport.
+		{name: "taskpool_rejected_total", kind: counter, help: "Tasks refused because the worker pool was full."},
+		{name: "taskpool_depth", kind: gauge, help: "Tasks waiting in the worker pool."},
+		{name: "realip_missing_total", kind: counter, help: "Connections without a usable PROXY header client address."},
+		{name: "tcp_frames_in_total", kind: counter, help: "Frames received from clients."},
+		{name: "tcp_frames_out_total", kind: counter, help: "Frames written to clients."},
+		{name: "tcp_connections", kind: gauge, help: "Open client connections."},
+		{name: "eventloop_react_seconds", kind: histogram, help: "Seconds an event-loop callback ran.", buckets: eventLoopBuckets},
+	}
+}

@@ -1,0 +1,136 @@
+// Package prometheus records the product metrics (ports.Metrics) in a private registry and
+// serves them for scraping. Every name is declared up front in catalog, so a scrape always
+// shows the full set and a typo cannot silently create a new series.
+package prometheus
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics is a ports.Metrics over its own registry.
+type Metrics struct {
+	reg        *prometheus.Registry
+	counters   map[string]*prometheus.CounterVec
+	histograms map[string]*prometheus.HistogramVec
+	gauges     map[string]*prometheus.GaugeVec
+	log        *slog.Logger
+	warned     sync.Map // misuse key → struct{}: each misuse is logged once, not on every call
+}
+
+// New registers every catalog metric plus the Go runtime and process collectors. log (nil
+// for none) receives one warning per misused metric name.
+func New(log *slog.Logger) *Metrics {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	m := &Metrics{
+		reg:        prometheus.NewRegistry(),
+		counters:   make(map[string]*prometheus.CounterVec),
+		histograms: make(map[string]*prometheus.HistogramVec),
+		gauges:     make(map[string]*prometheus.GaugeVec),
+		log:        log,
+	}
+	m.reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	// A metric without labels has exactly one series; creating it now makes the scrape show 0
+	// before the first event, so rate() and alerts work from the start.
+	for _, s := range catalog() {
+		switch s.kind {
+		case counter:
+			v := prometheus.NewCounterVec(prometheus.CounterOpts{Name: s.name, Help: s.help}, s.labels)
+			m.reg.MustRegister(v)
+			m.counters[s.name] = v
+			if len(s.labels) == 0 {
+				v.WithLabelValues()
+			}
+		case histogram:
+			v := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: s.name, Help: s.help, Buckets: s.buckets}, s.labels)
+			m.reg.MustRegister(v)
+			m.histograms[s.name] = v
+			if len(s.labels) == 0 {
+				v.WithLabelValues()
+			}
+		case gauge:
+			v := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: s.name, Help: s.help}, s.labels)
+			m.reg.MustRegister(v)
+			m.gauges[s.name] = v
+			if len(s.labels) == 0 {
+				v.WithLabelValues()
+			}
+		}
+	}
+	return m
+}
+
+// Inc adds one to a counter.
+func (m *Metrics) Inc(name string, labels ...string) {
+	v, ok := m.counters[name]
+	if !ok {
+		m.warnOnce("Inc", name, fmt.Errorf("not a declared %s", counter))
+		return
+	}
+	c, err := v.GetMetricWithLabelValues(labels...)
+	if err != nil {
+		m.warnOnce("Inc", name, err)
+		return
+	}
+	c.Inc()
+}
+
+// Observe records one histogram sample.
+func (m *Metrics) Observe(name string, value float64, labels ...string) {
+	v, ok := m.histograms[name]
+	if !ok {
+		m.warnOnce("Observe", name, fmt.Errorf("not a declared %s", histogram))
+		return
+	}
+	h, err := v.GetMetricWithLabelValues(labels...)
+	if err != nil {
+		m.warnOnce("Observe", name, err)
+		return
+	}
+	h.Observe(value)
+}
+
+// Set sets a gauge.
+func (m *Metrics) Set(name string, value float64, labels ...string) {
+	v, ok := m.gauges[name]
+	if !ok {
+		m.warnOnce("Set", name, fmt.Errorf("not a declared %s", gauge))
+		return
+	}
+	g, err := v.GetMetricWithLabelValues(labels...)
+	if err != nil {
+		m.warnOnce("Set", name, err)
+		return
+	}
+	g.Set(value)
+}
+
+// Handler serves the registry in the Prometheus exposition format. A collector failing
+// leaves its metrics out rather than failing the whole scrape.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
+		ErrorLog:      slog.NewLogLogger(m.log.Handler(), slog.LevelError),
+		ErrorHandling: promhttp.ContinueOnError,
+		Registry:      m.reg,
+	})
+}
+
+// warnOnce logs a misuse (unknown name, wrong kind, wrong label count) the first time only:
+// a metric call is on hot paths and must neither panic nor flood the log.
+func (m *Metrics) warnOnce(call, name string, err error) {
+	if _, seen := m.warned.LoadOrStore(call+" "+name, struct{}{}); seen {
+		return
+	}
+	m.log.Warn("metric call ignored", "call", call, "metric", name, "err", err)
+}
