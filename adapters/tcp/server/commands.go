@@ -1,0 +1,172 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"imd/adapters/tcp/frame"
+	"imd/adapters/tcp/server/session"
+	"imd/adapters/tcp/server/wiremsg"
+	"imd/adapters/tcp/wire"
+	"imd/core/apperr"
+	"imd/core/conversation"
+	"imd/core/history"
+	"imd/core/message"
+	"imd/core/send"
+)
+
+// auth verifies the token once per connection and binds the device (PROTOCOL §3). An older
+// connection of the same device is kicked by the registry.
+func (s *Server) auth(_ context.Context, r *request) (data any, err error) {
+	c := r.conn
+	defer func() {
+		if err != nil {
+			c.advance(phaseAuthenticating, phaseConnected) // the client may try again
+		}
+	}()
+	var req wire.AuthRequest
+	if err := decodeBody(r.frame.Body, &req); err != nil {
+		return nil, err
+	}
+	if req.DeviceID == 0 {
+		return nil, apperr.New(apperr.InvalidArgument, "device_id is required")
+	}
+	who, err := s.deps.Tokens.Verify(req.Token)
+	if err != nil {
+		return nil, err
+	}
+	r.identity = session.Identity{Tenant: who.Tenant, User: who.UserID, Device: req.DeviceID}
+	if s.sessions.Bind(c.out, r.identity) {
+		s.log.InfoContext(c.ctx, "device connection replaced", "user_id", who.UserID, "device_id", req.DeviceID,
+			"connection_id", c.id, "real_ip", c.realIP.String())
+	}
+	if !c.advance(phaseAuthenticating, phaseAuthenticated) {
+		// The connection closed while the token was checked; OnClose may have run before Bind.
+		s.sessions.Unbind(c.out)
+		return nil, apperr.New(apperr.Unauthenticated, "connection closed")
+	}
+	return wire.AuthResponse{
+		UserID:     who.UserID,
+		TenantID:   who.Tenant,
+		DeviceID:   req.DeviceID,
+		ServerTime: s.deps.Clock.Now().UnixMilli(),
+	}, nil
+}
+
+func (s *Server) generateMsgID(context.Context, *request) (any, error) {
+	id, err := s.deps.IDs.NextID()
+	if err != nil {
+		return nil, apperr.Wrap(apperr.Busy, "id generation failed, retry", err)
+	}
+	return wire.GenerateMsgIDResponse{MsgID: id}, nil
+}
+
+// sendMessage runs the send path; SEND_ACK means stored and enqueued (DESIGN §4).
+func (s *Server) sendMessage(ctx context.Context, r *request) (any, error) {
+	var req wire.SendMessageRequest
+	if err := decodeBody(r.frame.Body, &req); err != nil {
+		return nil, err
+	}
+	r.topic, r.conversationID, r.msgID = req.Topic, req.ConversationID, req.MsgID
+	res, err := s.deps.Send.Send(ctx, send.Request{
+		Tenant:     r.identity.Tenant,
+		From:       r.identity.User,
+		FromDevice: r.identity.Device,
+		Address:    conversation.Address{Topic: req.Topic, ConversationID: req.ConversationID, ToUser: req.ToUser},
+		MsgID:      req.MsgID,
+		Draft: message.Draft{
+			ClientMsgID: req.ClientMsgID,
+			Type:        req.Type,
+			Content:     req.Content,
+			Mentions:    req.Mentions,
+			MentionAll:  req.MentionAll,
+			ReplySeq:    req.ReplySeq,
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	m := res.Message
+	r.topic, r.conversationID, r.msgID = m.Topic, m.ConversationID, m.MsgID
+	return wire.SendAck{
+		MsgID:          m.MsgID,
+		Seq:            m.Seq,
+		Topic:          m.Topic,
+		ConversationID: m.ConversationID,
+		ClientMsgID:    m.ClientMsgID,
+		ServerTime:     res.ServerTime.UnixMilli(),
+	}, nil
+}
+
+// syncMessages answers SYNC_MESSAGES with message pages (cmd 12) and then the FINISH frame.
+func (s *Server) syncMessages(ctx context.Context, r *request) (any, error) {
+	var req wire.SyncMessagesRequest
+	if err := decodeBody(r.frame.Body, &req); err != nil {
+		return nil, err
+	}
+	r.topic = req.Topic
+	res, err := s.deps.History.Sync(ctx, history.SyncRequest{
+		Tenant: r.identity.Tenant, User: r.identity.User, Topic: req.Topic, Since: req.SinceSeq, Limit: req.Limit,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.sendPages(r, wiremsg.List(res.Messages)); err != nil {
+		return nil, err
+	}
+	return wire.SyncMessagesFinish{Topic: req.Topic, LastSeq: res.LastSeq, HasMore: res.HasMore}, nil
+}
+
+// sendPages writes msgs as SYNC_MESSAGES pages, halving a page until its frame fits MaxBody.
+// No page is written for no messages (PROTOCOL: zero or more pages).
+func (s *Server) sendPages(r *request, msgs []wire.Message) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	body, err := wire.OK(r.frame.RequestID, wire.SyncMessagesPage{Messages: msgs})
+	if err != nil {
+		return apperr.Wrap(apperr.Internal, "internal error", err)
+	}
+	f, err := frame.Append(nil, wire.CmdSyncMessages, r.frame.RequestID, r.frame.SequenceID, body, s.cfg.CompressMin)
+	if errors.Is(err, frame.ErrTooLarge) && len(msgs) > 1 {
+		half := len(msgs) / 2
+		if err := s.sendPages(r, msgs[:half]); err != nil {
+			return err
+		}
+		return s.sendPages(r, msgs[half:])
+	}
+	if err != nil {
+		return apperr.Wrap(apperr.Internal, "message does not fit in a frame",
+			fmt.Errorf("seq %d of %s: %w", msgs[0].Seq, msgs[0].Topic, err))
+	}
+	if err := r.conn.out.Send(f); err != nil {
+		return apperr.Wrap(apperr.Internal, "connection closed", err)
+	}
+	return nil
+}
+
+// historyPage is the data of GET_HISTORY, newest first; it shrinks from the oldest end.
+type historyPage wire.GetHistoryResponse
+
+func (p historyPage) shrink() (any, bool) {
+	if len(p.Messages) <= 1 {
+		return nil, false
+	}
+	return historyPage{Messages: p.Messages[:len(p.Messages)/2]}, true
+}
+
+func (s *Server) getHistory(ctx context.Context, r *request) (any, error) {
+	var req wire.GetHistoryRequest
+	if err := decodeBody(r.frame.Body, &req); err != nil {
+		return nil, err
+	}
+	r.topic = req.Topic
+	msgs, err := s.deps.History.History(ctx, history.HistoryRequest{
+		Tenant: r.identity.Tenant, User: r.identity.User, Topic: req.Topic, Before: req.BeforeSeq, Limit: req.Limit,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return historyPage{Messages: wiremsg.List(msgs)}, nil
+}

@@ -1,0 +1,202 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"imd/adapters/tcp/frame"
+	"imd/adapters/tcp/server/session"
+	"imd/adapters/tcp/server/taskpool"
+	"imd/adapters/tcp/wire"
+	"imd/core/apperr"
+)
+
+// handler serves one command in the task pool. It returns the data of the final response (the
+// ResponseCommand frame) or the error that response reports; a streaming command writes its
+// pages itself before returning.
+type handler func(ctx context.Context, r *request) (any, error)
+
+// request is one client frame on its way through the server, with what its log line needs.
+type request struct {
+	conn     *connection
+	frame    frame.Frame
+	identity session.Identity // zero before AUTH
+	traceID  string
+	started  time.Time
+
+	// Filled in by handlers for the log line (seed 003 §17).
+	topic          string
+	conversationID int64
+	msgID          int64
+}
+
+func (s *Server) newRequest(c *connection, f frame.Frame) *request {
+	r := &request{conn: c, frame: f, traceID: strconv.FormatUint(rand.Uint64(), 16), started: time.Now()}
+	if c.load() == phaseAuthenticated {
+		r.identity = c.out.Identity()
+	}
+	return r
+}
+
+// dispatch routes one frame on the event loop. HEARTBEAT and PUSH_ACK are served right here;
+// so are refusals, which need no I/O. Everything else goes to the task pool.
+func (s *Server) dispatch(c *connection, f frame.Frame) {
+	r := s.newRequest(c, f)
+	switch {
+	case f.Command == wire.CmdHeartbeat:
+		s.respond(r, wire.HeartbeatResponse{ServerTime: s.deps.Clock.Now().UnixMilli()}, nil)
+		return
+	case f.Command == wire.CmdPushAck && c.load() == phaseAuthenticated:
+		return // transport-level only (seed 003 §14): nothing to store, nothing to answer
+	case s.stopping.Load():
+		s.respond(r, nil, apperr.New(apperr.Busy, "server is shutting down, reconnect"))
+		return
+	case f.Command == wire.CmdAuth:
+		if !c.advance(phaseConnected, phaseAuthenticating) {
+			s.respond(r, nil, apperr.New(apperr.InvalidArgument, "already authenticated on this connection"))
+			return
+		}
+	case c.load() != phaseAuthenticated:
+		s.respond(r, nil, apperr.New(apperr.Unauthenticated, "authenticate first"))
+		return
+	}
+	h, ok := s.handlers[f.Command]
+	if !ok {
+		s.respond(r, nil, apperr.New(apperr.InvalidArgument, "unknown command "+strconv.Itoa(int(f.Command))))
+		return
+	}
+	if err := s.pool.Submit(func() { s.run(h, r) }); err != nil {
+		if f.Command == wire.CmdAuth {
+			c.advance(phaseAuthenticating, phaseConnected)
+		}
+		msg := "server busy, retry"
+		if errors.Is(err, taskpool.ErrClosed) {
+			msg = "server is shutting down, reconnect"
+		}
+		s.respond(r, nil, apperr.Wrap(apperr.Busy, msg, err))
+	}
+}
+
+// run executes a handler in the task pool under the request deadline, which also ends when
+// the connection closes.
+func (s *Server) run(h handler, r *request) {
+	ctx, cancel := context.WithTimeout(r.conn.ctx, s.cfg.RequestTimeout)
+	defer cancel()
+	data, err := call(ctx, h, r)
+	s.respond(r, data, err)
+}
+
+// call runs h, turning a panic into an internal error so one bad request neither kills the
+// worker nor leaves the client without an answer.
+func call(ctx context.Context, h handler, r *request) (data any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			data, err = nil, apperr.Wrap(apperr.Internal, "internal error", fmt.Errorf("panic: %v", p))
+		}
+	}()
+	return h(ctx, r)
+}
+
+// shrinkable data can give up items to fit one frame (a GET_HISTORY page may return fewer
+// messages than asked; the client pages on from the last one it got).
+type shrinkable interface {
+	shrink() (smaller any, ok bool)
+}
+
+// respond writes the final response of r: data on success, else the error's contract code
+// and client-facing message, with the command that ends r (PROTOCOL §2).
+func (s *Server) respond(r *request, data any, err error) {
+	f, err := s.encodeResponse(r, data, err)
+	if f != nil {
+		if sendErr := r.conn.out.Send(f); sendErr != nil {
+			s.logRequest(r, apperr.CodeOf(err), errors.Join(err, sendErr))
+			return
+		}
+	}
+	s.logRequest(r, apperr.CodeOf(err), err)
+}
+
+// encodeResponse returns the response frame and the error it reports (nil on success).
+func (s *Server) encodeResponse(r *request, data any, err error) ([]byte, error) {
+	cmd := wire.ResponseCommand(r.frame.Command)
+	id, seq := r.frame.RequestID, r.frame.SequenceID
+	for err == nil {
+		body, mErr := wire.OK(id, data)
+		if mErr != nil {
+			err = apperr.Wrap(apperr.Internal, "internal error", mErr)
+			break
+		}
+		f, fErr := frame.Append(nil, cmd, id, seq, body, s.cfg.CompressMin)
+		if fErr == nil {
+			return f, nil
+		}
+		if sh, ok := data.(shrinkable); ok && errors.Is(fErr, frame.ErrTooLarge) {
+			if data, ok = sh.shrink(); ok {
+				continue
+			}
+		}
+		err = apperr.Wrap(apperr.Internal, "response does not fit in a frame", fErr)
+	}
+	body := wire.Err(id, int(apperr.CodeOf(err)), apperr.MessageOf(err))
+	f, fErr := frame.Append(nil, cmd, id, seq, body, s.cfg.CompressMin)
+	if fErr != nil {
+		return nil, errors.Join(err, fErr)
+	}
+	return f, err
+}
+
+// logRequest writes the request's log line with the fields of seed 003 §17. Successes and
+// client mistakes are debug noise at volume; server-side failures carry their cause.
+func (s *Server) logRequest(r *request, code apperr.Code, err error) {
+	level := slog.LevelDebug
+	switch {
+	case code == apperr.Internal:
+		level = slog.LevelError
+	case code == apperr.Busy:
+		level = slog.LevelWarn
+	}
+	ctx := r.conn.ctx
+	if !s.log.Enabled(ctx, level) {
+		return
+	}
+	attrs := []slog.Attr{
+		slog.String("trace_id", r.traceID),
+		slog.Int64("user_id", r.identity.User),
+		slog.Uint64("device_id", r.identity.Device),
+		slog.String("real_ip", r.conn.realIP.String()),
+		slog.Uint64("connection_id", r.conn.id),
+		slog.Int("command", int(r.frame.Command)),
+		slog.Int("code", int(code)),
+		slog.Duration("elapsed", time.Since(r.started)),
+	}
+	if r.topic != "" {
+		attrs = append(attrs, slog.String("topic", r.topic))
+	}
+	if r.conversationID != 0 {
+		attrs = append(attrs, slog.Int64("conversation_id", r.conversationID))
+	}
+	if r.msgID != 0 {
+		attrs = append(attrs, slog.Int64("msg_id", r.msgID))
+	}
+	if err != nil {
+		attrs = append(attrs, slog.String("err", err.Error()))
+	}
+	s.log.LogAttrs(ctx, level, "tcp request", attrs...)
+}
+
+// decodeBody reads a client body. Commands whose body is {} may send none at all.
+func decodeBody(body []byte, v any) error {
+	if len(body) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return apperr.Wrap(apperr.InvalidArgument, "invalid JSON body", err)
+	}
+	return nil
+}

@@ -1,0 +1,317 @@
+// Package server is the client TCP listener of PROTOCOL.md on gnet: PROXY header, frames,
+// sessions and the task pool that keeps MySQL and Redis off the event loop (seed 003 §2.3,
+// §6–§8). Native TLS is not handled here; this listener serves the `tls: off` mode, where
+// Nginx terminates TLS and forwards plaintext after the PROXY header.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/panjf2000/gnet/v2"
+
+	"imd/adapters/tcp/server/session"
+	"imd/adapters/tcp/server/taskpool"
+	"imd/adapters/tcp/wire"
+	"imd/core/delivery"
+	"imd/core/history"
+	"imd/core/send"
+	"imd/ports"
+)
+
+// Config is the listener's configuration; zero fields take the defaults of seed 003 §2.4/§19.
+type Config struct {
+	// Addr is "host:port" for TCP or "unix:/path" for a unix socket.
+	Addr string
+	// ProxyProtocol requires a PROXY v1/v2 header before the first frame (PROTOCOL §1).
+	ProxyProtocol bool
+	// ProxyTimeout bounds the wait for the PROXY header. Default 3s.
+	ProxyTimeout time.Duration
+	// IdleTimeout closes a connection that sent nothing for this long. Default 120s
+	// (clients heartbeat every 30s).
+	IdleTimeout time.Duration
+	// KeepAlive is the TCP keep-alive period; it keeps Nginx's stream alive. Default 30s.
+	KeepAlive time.Duration
+	// Multicore runs one event loop per CPU instead of one.
+	Multicore bool
+	// ReusePort sets SO_REUSEPORT. Off by default: it also lets a second process bind the same
+	// port without an error.
+	ReusePort bool
+	// SocketRecvBuffer and SocketSendBuffer size the kernel buffers; 0 keeps the OS default.
+	SocketRecvBuffer int
+	SocketSendBuffer int
+	// CompressMin is the body size from which responses and pushes are compressed. Default 512;
+	// negative disables compression.
+	CompressMin int
+	// OutboundBytes and OutboundFrames bound what may wait unsent on one connection; pushes
+	// beyond them are dropped (outbound_drop_total). Defaults 4 MiB and 1024 frames.
+	OutboundBytes  int
+	OutboundFrames int
+	// Workers and Queue size the task pool. Defaults 256 and 1024.
+	Workers int
+	Queue   int
+	// RequestTimeout is the deadline of every request. Default 10s.
+	RequestTimeout time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	setDuration := func(d *time.Duration, def time.Duration) {
+		if *d <= 0 {
+			*d = def
+		}
+	}
+	setInt := func(n *int, def int) {
+		if *n <= 0 {
+			*n = def
+		}
+	}
+	setDuration(&c.ProxyTimeout, 3*time.Second)
+	setDuration(&c.IdleTimeout, 120*time.Second)
+	setDuration(&c.KeepAlive, 30*time.Second)
+	setDuration(&c.RequestTimeout, 10*time.Second)
+	if c.CompressMin == 0 {
+		c.CompressMin = 512
+	}
+	setInt(&c.OutboundBytes, 4<<20)
+	setInt(&c.OutboundFrames, 1024)
+	setInt(&c.Workers, 256)
+	setInt(&c.Queue, 1024)
+	return c
+}
+
+// listenURL turns Addr into gnet's scheme://address form.
+func (c Config) listenURL() (string, error) {
+	if path, ok := strings.CutPrefix(c.Addr, "unix:"); ok {
+		if path == "" {
+			return "", errors.New("tcp server: unix address without a path")
+		}
+		return "unix://" + path, nil
+	}
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		return "", fmt.Errorf("tcp server: address %q: %w", c.Addr, err)
+	}
+	return "tcp://" + c.Addr, nil
+}
+
+// tickInterval is how often timeouts are checked: fine enough that a connection outlives its
+// timeout by at most a tenth, coarse enough to cost nothing.
+func (c Config) tickInterval() time.Duration {
+	d := min(c.IdleTimeout, c.ProxyTimeout) / 10
+	return min(max(d, 10*time.Millisecond), time.Second)
+}
+
+// Deps are the use cases and ports the commands call.
+type Deps struct {
+	Tokens  ports.Tokens
+	Send    *send.Service
+	History *history.Service
+	IDs     ports.IDGenerator
+	Clock   ports.Clock
+	Metrics ports.Metrics
+}
+
+// Server is the client TCP listener. It is also the ports.Pusher of this node.
+type Server struct {
+	cfg      Config
+	deps     Deps
+	log      *slog.Logger
+	sessions *session.Registry
+	handlers map[uint16]handler
+
+	pool *taskpool.Pool
+	// base is the parent of every connection's context; it outlives Start's ctx and is
+	// cancelled by Stop.
+	base       context.Context
+	cancelBase context.CancelFunc
+
+	nextConnID atomic.Uint64
+	conns      sync.Map // connection id → *connection, for the timeout sweep
+	open       atomic.Int64
+	stopping   atomic.Bool
+
+	bootMu  sync.Mutex
+	engine  gnet.Engine
+	booted  bool
+	aborted bool
+	addr    net.Addr
+	bootCh  chan struct{}
+	done    chan struct{} // closed when gnet.Run returns
+	runErr  error         // gnet.Run's result, readable after done
+}
+
+// New builds a server; nothing listens until Start.
+func New(cfg Config, deps Deps, log *slog.Logger) *Server {
+	cfg = cfg.withDefaults()
+	s := &Server{
+		cfg:      cfg,
+		deps:     deps,
+		log:      log,
+		sessions: session.NewRegistry(deps.Metrics, log, cfg.CompressMin),
+		bootCh:   make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	s.handlers = map[uint16]handler{
+		wire.CmdAuth:          s.auth,
+		wire.CmdGenerateMsgID: s.generateMsgID,
+		wire.CmdSendMessage:   s.sendMessage,
+		wire.CmdSyncMessages:  s.syncMessages,
+		wire.CmdGetHistory:    s.getHistory,
+	}
+	return s
+}
+
+// Start listens and returns once the listener is up, or with the reason it could not be.
+// Connections do not inherit ctx's cancellation; Stop ends them.
+func (s *Server) Start(ctx context.Context) error {
+	url, err := s.cfg.listenURL()
+	if err != nil {
+		return err
+	}
+	s.base, s.cancelBase = context.WithCancel(context.WithoutCancel(ctx))
+	s.pool = taskpool.New(s.cfg.Workers, s.cfg.Queue, s.deps.Metrics)
+	go func() {
+		s.runErr = gnet.Run(&events{s: s}, url, s.options()...)
+		close(s.done)
+	}()
+	select {
+	case <-s.bootCh:
+		s.log.InfoContext(ctx, "tcp listener up", "addr", s.Addr().String(), "proxy_protocol", s.cfg.ProxyProtocol)
+		return nil
+	case <-s.done:
+		s.release(ctx)
+		err := s.runErr
+		if err == nil {
+			err = errors.New("engine stopped before it was ready")
+		}
+		return fmt.Errorf("tcp server: listen on %s: %w", s.cfg.Addr, err)
+	case <-ctx.Done():
+		s.bootMu.Lock()
+		s.aborted = true // an engine booting from now on shuts itself down
+		booted := s.booted
+		s.bootMu.Unlock()
+		if booted {
+			_ = s.stopEngine(context.WithoutCancel(ctx))
+		}
+		s.release(ctx)
+		return fmt.Errorf("tcp server: start: %w", ctx.Err())
+	}
+}
+
+// release frees what Start set up when the listener never came up.
+func (s *Server) release(ctx context.Context) {
+	_ = s.pool.Close(ctx)
+	s.cancelBase()
+}
+
+func (s *Server) options() []gnet.Option {
+	opts := []gnet.Option{
+		gnet.WithMulticore(s.cfg.Multicore),
+		gnet.WithReusePort(s.cfg.ReusePort),
+		gnet.WithTCPKeepAlive(s.cfg.KeepAlive),
+		gnet.WithTicker(true),
+		gnet.WithLogger(gnetLogger{s.log}),
+	}
+	if s.cfg.SocketRecvBuffer > 0 {
+		opts = append(opts, gnet.WithSocketRecvBuffer(s.cfg.SocketRecvBuffer))
+	}
+	if s.cfg.SocketSendBuffer > 0 {
+		opts = append(opts, gnet.WithSocketSendBuffer(s.cfg.SocketSendBuffer))
+	}
+	return opts
+}
+
+// Stop shuts down gracefully (seed 003 §18): no new connections or requests, no more pushes,
+// the task pool drains so accepted requests still get their answers, then the engine closes
+// every connection. The deliver worker is stopped by its owner.
+func (s *Server) Stop(ctx context.Context) error {
+	if !s.stopping.CompareAndSwap(false, true) {
+		return nil
+	}
+	s.sessions.Stop()
+	var errs []error
+	if s.pool != nil {
+		if err := s.pool.Close(ctx); err != nil {
+			errs = append(errs, err)
+		}
+		s.cancelBase()
+	}
+	s.bootMu.Lock()
+	booted := s.booted
+	s.bootMu.Unlock()
+	if booted {
+		if err := s.stopEngine(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// stopEngine stops gnet and waits for Run to return. gnet's Engine.Stop polls every 500 ms;
+// watching Run's own return ends the wait as soon as the engine is down.
+func (s *Server) stopEngine(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	err := s.engine.Stop(ctx)
+	select {
+	case <-s.done:
+		return nil
+	default:
+		return fmt.Errorf("tcp server: stop engine: %w", err)
+	}
+}
+
+// Addr is the bound address (the real port when Addr asked for port 0); nil before Start.
+func (s *Server) Addr() net.Addr {
+	s.bootMu.Lock()
+	defer s.bootMu.Unlock()
+	return s.addr
+}
+
+// Push implements ports.Pusher over the session registry.
+func (s *Server) Push(ctx context.Context, tenant string, t delivery.Target, p delivery.Push) delivery.Report {
+	return s.sessions.Push(ctx, tenant, t, p)
+}
+
+// Kick sends KICK {reason} to a device and closes its connection; device 0 means every device
+// of the user. It returns how many connections were kicked.
+func (s *Server) Kick(tenant string, user int64, device uint64, reason string) int {
+	return s.sessions.Kick(tenant, user, device, reason)
+}
+
+// boundAddr reads the listener's real address; gnet does not expose it.
+func boundAddr(eng gnet.Engine, listenURL string) (net.Addr, error) {
+	if path, ok := strings.CutPrefix(listenURL, "unix://"); ok {
+		return &net.UnixAddr{Name: path, Net: "unix"}, nil
+	}
+	fd, err := eng.Dup()
+	if err != nil {
+		return nil, fmt.Errorf("dup listener: %w", err)
+	}
+	defer syscall.Close(fd)
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		return nil, fmt.Errorf("getsockname: %w", err)
+	}
+	switch a := sa.(type) {
+	case *syscall.SockaddrInet4:
+		return &net.TCPAddr{IP: net.IP(a.Addr[:]), Port: a.Port}, nil
+	case *syscall.SockaddrInet6:
+		return &net.TCPAddr{IP: net.IP(a.Addr[:]), Port: a.Port}, nil
+	}
+	return nil, fmt.Errorf("unexpected listener address %T", sa)
+}

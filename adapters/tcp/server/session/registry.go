@@ -1,0 +1,225 @@
+package session
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"imd/adapters/tcp/frame"
+	"imd/adapters/tcp/server/wiremsg"
+	"imd/adapters/tcp/wire"
+	"imd/core/delivery"
+	"imd/ports"
+)
+
+// seqOffset is where sequence_id sits in a frame header (PROTOCOL §2: magic u16, version u8,
+// command u16, flags u16, request_id u64). A push body is encoded once and every connection
+// gets a copy of the header with its own sequence id.
+const seqOffset = 2 + 1 + 2 + 2 + 8
+
+// shardCount spreads the registry lock so concurrent fan-outs rarely meet.
+const shardCount = 64
+
+type userKey struct {
+	tenant string
+	user   int64
+}
+
+type shard struct {
+	mu    sync.RWMutex
+	users map[userKey][]*Conn // one entry per device
+}
+
+// Registry maps authenticated (tenant, user, device) to connections. It is the single-node
+// ports.Pusher; a device has at most one connection.
+type Registry struct {
+	metrics     ports.Metrics
+	log         *slog.Logger
+	compressMin int
+	stopped     atomic.Bool
+	shards      [shardCount]shard
+}
+
+// NewRegistry returns an empty registry; compressMin is the body size from which pushes are
+// compressed (0 disables compression).
+func NewRegistry(metrics ports.Metrics, log *slog.Logger, compressMin int) *Registry {
+	r := &Registry{metrics: metrics, log: log, compressMin: compressMin}
+	for i := range r.shards {
+		r.shards[i].users = make(map[userKey][]*Conn)
+	}
+	return r
+}
+
+func (r *Registry) shard(user int64) *shard {
+	// Fibonacci hashing: sequential user ids land on different shards.
+	return &r.shards[(uint64(user)*0x9E3779B97F4A7C15)>>(64-6)]
+}
+
+// Bind publishes c as the connection of id. An older connection of the same device is kicked
+// with reason "replaced" (PROTOCOL §3); replaced reports whether that happened.
+func (r *Registry) Bind(c *Conn, id Identity) (replaced bool) {
+	c.identity.Store(&id)
+	k := userKey{id.Tenant, id.User}
+	sh := r.shard(id.User)
+	var old *Conn
+	sh.mu.Lock()
+	conns := sh.users[k]
+	for i, other := range conns {
+		if other.Identity().Device == id.Device {
+			old, conns[i] = other, c
+			break
+		}
+	}
+	if old == nil {
+		sh.users[k] = append(conns, c)
+	}
+	sh.mu.Unlock()
+	if old == nil || old == c {
+		return false
+	}
+	old.kick(wire.KickReasonReplaced)
+	return true
+}
+
+// Unbind removes c if it is still the connection of its device; a connection that was
+// replaced or never bound is ignored.
+func (r *Registry) Unbind(c *Conn) {
+	id := c.Identity()
+	if id.Device == 0 {
+		return
+	}
+	k := userKey{id.Tenant, id.User}
+	sh := r.shard(id.User)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	conns := sh.users[k]
+	for i, other := range conns {
+		if other == c {
+			conns[i] = conns[len(conns)-1]
+			conns[len(conns)-1] = nil
+			conns = conns[:len(conns)-1]
+			break
+		}
+	}
+	if len(conns) == 0 {
+		delete(sh.users, k)
+	} else {
+		sh.users[k] = conns
+	}
+}
+
+// Kick sends KICK {reason} to the device's connection and closes it; device 0 kicks every
+// device of the user. It returns how many connections were kicked.
+func (r *Registry) Kick(tenant string, user int64, device uint64, reason string) int {
+	k := userKey{tenant, user}
+	sh := r.shard(user)
+	var kicked []*Conn
+	sh.mu.Lock()
+	conns := sh.users[k]
+	kept := conns[:0]
+	for _, c := range conns {
+		if device == 0 || c.Identity().Device == device {
+			kicked = append(kicked, c)
+		} else {
+			kept = append(kept, c)
+		}
+	}
+	clear(conns[len(kept):])
+	if len(kept) == 0 {
+		delete(sh.users, k)
+	} else {
+		sh.users[k] = kept
+	}
+	sh.mu.Unlock()
+	for _, c := range kicked {
+		c.kick(reason)
+	}
+	return len(kicked)
+}
+
+// Stop makes every later Push report its connected devices as failed: during shutdown
+// nothing more is sent, and the deliver worker falls back to the mailbox.
+func (r *Registry) Stop() { r.stopped.Store(true) }
+
+// Push writes p to every connected device of the recipients except the sender's sending
+// device. It never blocks: a device over its outbound limit loses the frame (counted in
+// outbound_drop_total and reported as Failed) and keeps its connection.
+func (r *Registry) Push(ctx context.Context, tenant string, t delivery.Target, p delivery.Push) delivery.Report {
+	var (
+		rep     delivery.Report
+		encoded []byte // header+body with sequence_id 0, built on the first online device
+		encErr  error
+	)
+	for _, user := range t.Recipients {
+		sh := r.shard(user)
+		sh.mu.RLock()
+		conns := sh.users[userKey{tenant, user}]
+		if len(conns) == 0 {
+			rep.Offline++
+		}
+		for _, c := range conns {
+			if user == t.Sender && c.Identity().Device == t.ExcludeDevice {
+				continue
+			}
+			if r.stopped.Load() {
+				rep.Failed++
+				continue
+			}
+			if encoded == nil && encErr == nil {
+				encoded, encErr = r.encode(p)
+			}
+			if encErr != nil {
+				rep.Failed++
+				continue
+			}
+			header := make([]byte, frame.HeaderLen)
+			copy(header, encoded[:frame.HeaderLen])
+			binary.BigEndian.PutUint32(header[seqOffset:], c.nextPushSeq())
+			if c.offer(header, encoded[frame.HeaderLen:]) {
+				rep.Delivered++
+			} else {
+				rep.Failed++
+				r.metrics.Inc("outbound_drop_total")
+			}
+		}
+		sh.mu.RUnlock()
+	}
+	if encErr != nil {
+		r.log.ErrorContext(ctx, "push not encodable", "kind", p.Kind, "err", encErr)
+	}
+	return rep
+}
+
+// encode builds the push frame once per fan-out, with sequence_id 0.
+func (r *Registry) encode(p delivery.Push) ([]byte, error) {
+	var (
+		cmd  uint16
+		data any
+	)
+	switch p.Kind {
+	case delivery.KindMessage:
+		if p.Message == nil {
+			return nil, errors.New("session: message push without a message")
+		}
+		cmd, data = wire.CmdMessage, wiremsg.From(*p.Message)
+	case delivery.KindRead:
+		cmd, data = wire.CmdReadMessage, p.Data
+	case delivery.KindEvent:
+		cmd, data = wire.CmdEvent, p.Data
+	default:
+		return nil, fmt.Errorf("session: unknown push kind %q", p.Kind)
+	}
+	body, err := wire.OK(0, data)
+	if err != nil {
+		return nil, fmt.Errorf("session: encode %s push: %w", p.Kind, err)
+	}
+	f, err := frame.Append(nil, cmd, 0, 0, body, r.compressMin)
+	if err != nil {
+		return nil, fmt.Errorf("session: frame %s push: %w", p.Kind, err)
+	}
+	return f, nil
+}

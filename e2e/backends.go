@@ -1,0 +1,111 @@
+package e2e
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/redis/rueidis"
+)
+
+// TenantDB opens the server's tenant database directly, for assertions on what is stored.
+func (s *Server) TenantDB() *sql.DB {
+	s.t.Helper()
+	cfg, err := mysql.ParseDSN(RequireServices(s.t).MySQLDSN)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	cfg.DBName = "imd_" + s.Tenant
+	db, err := sql.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// Redis opens a client on the server's Redis, for fault injection (deleting keys).
+func (s *Server) Redis() rueidis.Client {
+	s.t.Helper()
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{RequireServices(s.t).RedisAddr}, DisableCache: true})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.t.Cleanup(c.Close)
+	return c
+}
+
+// SeqsInTable lists the seqs of a topic stored in one month table, ascending.
+func (s *Server) SeqsInTable(db *sql.DB, month, topic string) []int64 {
+	s.t.Helper()
+	rows, err := db.Query(fmt.Sprintf("SELECT seqid FROM im_group_messages_%s WHERE topic = ? ORDER BY seqid", month), topic)
+	if err != nil {
+		s.t.Fatalf("read %s: %v", month, err)
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var v int64
+		if err := rows.Scan(&v); err != nil {
+			s.t.Fatal(err)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// Segment is one row of the route mirror.
+type Segment struct {
+	Month          string
+	MinSeq, MaxSeq int64
+	Count          int64
+}
+
+// Mirror reads the topic's route mirror rows.
+func (s *Server) Mirror(db *sql.DB, topic string) []Segment {
+	s.t.Helper()
+	rows, err := db.Query("SELECT shard_month, min_seq, max_seq, message_count FROM im_group_message_topic_shards WHERE topic = ? ORDER BY shard_month", topic)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []Segment
+	for rows.Next() {
+		var g Segment
+		if err := rows.Scan(&g.Month, &g.MinSeq, &g.MaxSeq, &g.Count); err != nil {
+			s.t.Fatal(err)
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
+// Advance moves the active month forward through the admin API and returns it.
+func (s *Server) Advance(month string) string {
+	s.t.Helper()
+	var out struct {
+		ActiveMonth string `json:"active_month"`
+	}
+	s.MustAdmin("POST", "/shards/advance", map[string]string{"month": month}, &out)
+	return out.ActiveMonth
+}
+
+// ActiveMonth reads the tenant's active month from Redis.
+func (s *Server) ActiveMonth(c rueidis.Client) string {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	v, err := c.Do(ctx, c.B().Get().Key("im:{"+s.Tenant+"}:groupmsg:active_month").Build()).ToString()
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return v
+}
+
+// Month returns the UTC month n months from now as YYYYMM.
+func Month(n int) string {
+	now := time.Now().UTC()
+	return time.Date(now.Year(), now.Month()+time.Month(n), 1, 0, 0, 0, 0, time.UTC).Format("200601")
+}

@@ -1,0 +1,325 @@
+// Package e2e drives a real imd binary, built from this checkout, against the real MariaDB and
+// Redis started by deploy/local/services.sh, from the outside: TCP frames and the admin API.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"imd/adapters/tcp/client"
+
+	_ "github.com/go-sql-driver/mysql"
+)
+
+// Services are the real dependencies the suite runs against.
+type Services struct {
+	MySQLDSN  string
+	RedisAddr string
+}
+
+// RequireServices returns the services from the environment, skipping the test when they are
+// absent unless IMD_REQUIRE_SERVICES=1 (what `go tool task test` sets).
+func RequireServices(t testing.TB) Services {
+	t.Helper()
+	s := Services{MySQLDSN: os.Getenv("IMD_TEST_MYSQL_DSN"), RedisAddr: os.Getenv("IMD_TEST_REDIS_ADDR")}
+	if s.MySQLDSN == "" || s.RedisAddr == "" {
+		if os.Getenv("IMD_REQUIRE_SERVICES") == "1" {
+			t.Fatal("IMD_TEST_MYSQL_DSN and IMD_TEST_REDIS_ADDR are required")
+		}
+		t.Skip("real services not configured; run `go tool task test`")
+	}
+	return s
+}
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// Binary builds cmd/imd once per test process.
+func Binary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "imd-e2e-bin")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "imd")
+		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/imd")
+		cmd.Dir = repoRoot()
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build ./cmd/imd: %w\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Dir(filepath.Dir(file))
+}
+
+// Server is one running imd process with its own tenant database.
+type Server struct {
+	Tenant   string
+	TCPAddr  string
+	HTTPAddr string
+	AdminKey string
+	cmd      *exec.Cmd
+	logs     *lockedBuffer
+	t        testing.TB
+}
+
+// Options tweak a server's config.
+type Options struct {
+	Env map[string]string // extra IMD_* overrides
+	// Tenant joins an existing tenant (a second node of the same deployment) instead of
+	// creating a fresh one; its database is then left to the first node's cleanup.
+	Tenant string
+}
+
+// Start runs imd for one test with a fresh tenant, and stops it at cleanup.
+func Start(t testing.TB, o Options) *Server {
+	t.Helper()
+	svc := RequireServices(t)
+	Binary(t)
+	tenant, owner := o.Tenant, o.Tenant == ""
+	if owner {
+		tenant = "e2e_" + randomHex(6)
+	}
+	s := &Server{
+		Tenant: tenant, TCPAddr: freeAddr(t), HTTPAddr: freeAddr(t), AdminKey: "e2e-admin-key",
+		logs: &lockedBuffer{}, t: t,
+	}
+	env := map[string]string{
+		"IMD_ENV": "prod", "IMD_ADMIN_KEY": s.AdminKey, "IMD_TOKEN_SECRET": "e2e-token-secret-0123456789",
+		"IMD_MYSQL_DSN": svc.MySQLDSN, "IMD_REDIS_ADDR": svc.RedisAddr,
+		"IMD_TENANTS": tenant + ":imd_" + tenant, "IMD_HTTP_ADDR": s.HTTPAddr, "IMD_TCP_ADDR": s.TCPAddr,
+		"IMD_DELIVER_TAKE_TIMEOUT": "1s", "IMD_SHUTDOWN_TIMEOUT": "10s",
+	}
+	for k, v := range o.Env {
+		env[k] = v
+	}
+	s.start(env)
+	t.Cleanup(func() {
+		s.Stop()
+		if owner {
+			dropDatabase(svc.MySQLDSN, "imd_"+tenant)
+		}
+		if t.Failed() {
+			t.Logf("imd log tail:\n%s", s.logs.tail(8000))
+		}
+	})
+	return s
+}
+
+func (s *Server) start(env map[string]string) {
+	s.t.Helper()
+	cmd := exec.Command(Binary(s.t))
+	cmd.Env = os.Environ()
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Stdout, cmd.Stderr = s.logs, s.logs
+	if err := cmd.Start(); err != nil {
+		s.t.Fatalf("start imd: %v", err)
+	}
+	s.cmd = cmd
+	s.waitReady(30 * time.Second)
+}
+
+// Stop ends the process with SIGTERM (graceful), waiting for it.
+func (s *Server) Stop() {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(os.Interrupt)
+	done := make(chan struct{})
+	go func() { _ = s.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-done
+	}
+	s.cmd = nil
+}
+
+// Kill ends the process abruptly (crash), without any shutdown work.
+func (s *Server) Kill() {
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Kill()
+	_ = s.cmd.Wait()
+	s.cmd = nil
+}
+
+func (s *Server) waitReady(limit time.Duration) {
+	s.t.Helper()
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		if s.cmd.ProcessState != nil {
+			break
+		}
+		resp, err := http.Get("http://" + s.HTTPAddr + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	s.t.Fatalf("imd not ready within %v; log:\n%s", limit, s.logs.tail(8000))
+}
+
+// Admin calls the admin API and decodes the JSON answer into out (if not nil); it returns the
+// HTTP status.
+func (s *Server) Admin(method, path string, body, out any) int {
+	s.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, "http://"+s.HTTPAddr+"/admin/v1/tenants/"+s.Tenant+path, rd)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+s.AdminKey)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if out != nil && len(raw) > 0 {
+		if err := json.Unmarshal(raw, out); err != nil {
+			s.t.Fatalf("%s %s: decode %q: %v", method, path, raw, err)
+		}
+	}
+	return resp.StatusCode
+}
+
+// MustAdmin is Admin that fails the test on a non-2xx status.
+func (s *Server) MustAdmin(method, path string, body, out any) {
+	s.t.Helper()
+	if code := s.Admin(method, path, body, out); code/100 != 2 {
+		s.t.Fatalf("%s %s: HTTP %d", method, path, code)
+	}
+}
+
+// User creates a user and returns a token for it.
+func (s *Server) User(id int64) string {
+	s.t.Helper()
+	s.MustAdmin("POST", "/users", map[string]any{"user_id": id}, nil)
+	var tok struct {
+		Token string `json:"token"`
+	}
+	s.MustAdmin("POST", "/tokens", map[string]any{"user_id": id}, &tok)
+	return tok.Token
+}
+
+// Group creates a group and returns its topic.
+func (s *Server) Group(id, owner int64, members ...int64) string {
+	s.t.Helper()
+	var g struct {
+		Topic string `json:"topic"`
+	}
+	s.MustAdmin("POST", "/groups", map[string]any{"group_id": id, "owner": owner, "members": members}, &g)
+	return g.Topic
+}
+
+// Connect dials the TCP listener and authenticates.
+func (s *Server) Connect(ctx context.Context, token string, device uint64) *client.Conn {
+	s.t.Helper()
+	c := s.Dial(ctx)
+	if _, err := c.Auth(ctx, token, device); err != nil {
+		s.t.Fatalf("auth: %v", err)
+	}
+	return c
+}
+
+// Dial opens a TCP connection without authenticating.
+func (s *Server) Dial(ctx context.Context) *client.Conn {
+	s.t.Helper()
+	c, err := client.Dial(ctx, client.Options{Addr: s.TCPAddr, RequestTimeout: 15 * time.Second})
+	if err != nil {
+		s.t.Fatalf("dial: %v", err)
+	}
+	s.t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) tail(n int) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.buf.String()
+	if len(s) > n {
+		s = "…" + s[len(s)-n:]
+	}
+	return strings.TrimSpace(s)
+}
+
+func dropDatabase(dsn, db string) {
+	conn, err := sql.Open("mysql", dsn)
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	_, _ = conn.Exec("DROP DATABASE IF EXISTS `" + db + "`")
+}

@@ -1,0 +1,471 @@
+package e2e
+
+// The acceptance list of the month-sharding plan (seed 000 §12), each item a test named after
+// it, against the real binary, MariaDB and Redis. Items that belong to later capabilities
+// (reply context, recall/edit references, dellog, hot cache, migration) live with them.
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"imd/adapters/redis"
+	"imd/adapters/snowflake"
+	"imd/adapters/tcp/client"
+	"imd/adapters/tcp/wire"
+	"imd/core/message"
+	"imd/core/seq"
+)
+
+// chat is a group with connected members.
+type chat struct {
+	topic string
+	conns []*client.Conn
+}
+
+func newChat(t *testing.T, srv *Server, ctx context.Context, groupID int64, users int, online int) chat {
+	t.Helper()
+	ids := make([]int64, users)
+	tokens := make([]string, users)
+	for i := range users {
+		ids[i] = groupID*10_000 + int64(i) + 1
+		tokens[i] = srv.User(ids[i])
+	}
+	c := chat{topic: srv.Group(groupID, ids[0], ids[1:]...)}
+	for i := range online {
+		c.conns = append(c.conns, srv.Connect(ctx, tokens[i], 1))
+	}
+	return c
+}
+
+func sendN(t *testing.T, ctx context.Context, c *client.Conn, topic, prefix string, n int) []wire.SendAck {
+	t.Helper()
+	acks := make([]wire.SendAck, n)
+	for i := range n {
+		ack, err := c.Send(ctx, textMessage(topic, fmt.Sprintf("%s-%d", prefix, i), fmt.Sprintf("%s %d", prefix, i)))
+		if err != nil {
+			t.Fatalf("send %s-%d: %v", prefix, i, err)
+		}
+		acks[i] = ack
+	}
+	return acks
+}
+
+func seqRange(from, to int64) []int64 {
+	var out []int64
+	for s := from; s <= to; s++ {
+		out = append(out, s)
+	}
+	return out
+}
+
+func TestShard01MonthEndAndStartLandInTheirTablesWithContinuousSeq(t *testing.T) {
+	srv := Start(t, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := newChat(t, srv, ctx, 1, 2, 1)
+	sendN(t, ctx, c.conns[0], c.topic, "before", 5)
+	if got := srv.Advance(Month(1)); got != Month(1) {
+		t.Fatalf("active month %s after advance", got)
+	}
+	sendN(t, ctx, c.conns[0], c.topic, "after", 5)
+	db := srv.TenantDB()
+	if got := srv.SeqsInTable(db, Month(0), c.topic); !slices.Equal(got, seqRange(1, 5)) {
+		t.Fatalf("current month holds %v", got)
+	}
+	if got := srv.SeqsInTable(db, Month(1), c.topic); !slices.Equal(got, seqRange(6, 10)) {
+		t.Fatalf("next month holds %v", got)
+	}
+}
+
+func TestShard02LateWriteKeepsItsFixedMonth(t *testing.T) {
+	srv := Start(t, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := newChat(t, srv, ctx, 2, 2, 1)
+	first := sendN(t, ctx, c.conns[0], c.topic, "x", 1)[0]
+
+	// Allocate the next message's seq and month the way a send does, then lose the rest of that
+	// send: its routing is fixed in Redis before the month turns, its write happens after.
+	rc := srv.Redis()
+	alloc := redis.NewSeqAllocator(rc, 0)
+	ids, err := snowflake.New(900)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgID, _ := ids.NextID()
+	req := textMessage(c.topic, "late", "late")
+	hash := message.Draft{ClientMsgID: req.ClientMsgID, Type: req.Type, Content: req.Content}.Hash()
+	fixed, err := alloc.Allocate(ctx, srv.Tenant, seq.Request{Topic: c.topic, From: 20_001, ClientMsgID: "late", MsgID: msgID, Hash: hash})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fixed.Seq != first.Seq+1 || fixed.Month.String() != Month(0) {
+		t.Fatalf("allocation %+v", fixed)
+	}
+	srv.Advance(Month(1))
+	sendN(t, ctx, c.conns[0], c.topic, "new", 1)
+
+	ack, err := c.conns[0].Send(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ack.Seq != fixed.Seq || ack.MsgID != msgID {
+		t.Fatalf("late write got seq %d msg %d, allocation was %d %d", ack.Seq, ack.MsgID, fixed.Seq, msgID)
+	}
+	db := srv.TenantDB()
+	if got := srv.SeqsInTable(db, Month(0), c.topic); !slices.Equal(got, []int64{1, 2}) {
+		t.Fatalf("fixed month must hold the late write: %v", got)
+	}
+	if got := srv.SeqsInTable(db, Month(1), c.topic); !slices.Equal(got, []int64{3}) {
+		t.Fatalf("next month: %v", got)
+	}
+}
+
+func TestShard03SameClientMsgIDAcrossMonthsKeepsOne(t *testing.T) {
+	srv := Start(t, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := newChat(t, srv, ctx, 3, 2, 1)
+	first := sendN(t, ctx, c.conns[0], c.topic, "dup", 1)[0]
+	srv.Advance(Month(1))
+	// Lose Redis' idempotency record too, so only the MySQL dedup table can recognise the retry.
+	rc := srv.Redis()
+	keys, err := rc.Do(ctx, rc.B().Keys().Pattern("im:{"+srv.Tenant+"}:groupmsg:idem:*").Build()).AsStrSlice()
+	if err != nil || len(keys) == 0 {
+		t.Fatalf("idem keys %v %v", keys, err)
+	}
+	if err := rc.Do(ctx, rc.B().Del().Key(keys...).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	again := sendN(t, ctx, c.conns[0], c.topic, "dup", 1)[0]
+	if again.Seq != first.Seq || again.MsgID != first.MsgID {
+		t.Fatalf("retry across months: %+v vs %+v", again, first)
+	}
+	db := srv.TenantDB()
+	var live int
+	for _, m := range []string{Month(0), Month(1)} {
+		var n int
+		q := fmt.Sprintf("SELECT COUNT(*) FROM im_group_messages_%s WHERE topic = ? AND client_msg_id = 'dup-0' AND status = 'normal'", m)
+		if err := db.QueryRow(q, c.topic).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		live += n
+	}
+	if live != 1 {
+		t.Fatalf("%d live rows for one client_msg_id", live)
+	}
+	// The seq the lost record made the retry allocate is closed, so the next message is not a gap.
+	next := sendN(t, ctx, c.conns[0], c.topic, "next", 1)[0]
+	msgs, _, err := c.conns[0].SyncMessages(ctx, c.topic, 0, 200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range msgs {
+		if m.Seq != int64(i+1) {
+			t.Fatalf("sync shows a gap at %d: %v", i+1, m.Seq)
+		}
+	}
+	if msgs[len(msgs)-1].Seq != next.Seq {
+		t.Fatalf("last synced %d, last sent %d", msgs[len(msgs)-1].Seq, next.Seq)
+	}
+}
+
+// twoMonthTopic sends 30 messages, turns the month, and sends 30 more.
+func twoMonthTopic(t *testing.T, srv *Server, ctx context.Context, groupID int64) chat {
+	t.Helper()
+	c := newChat(t, srv, ctx, groupID, 2, 2)
+	sendN(t, ctx, c.conns[0], c.topic, "m0", 30)
+	srv.Advance(Month(1))
+	sendN(t, ctx, c.conns[0], c.topic, "m1", 30)
+	return c
+}
+
+func seqsOf(msgs []wire.Message) []int64 {
+	out := make([]int64, len(msgs))
+	for i, m := range msgs {
+		out[i] = m.Seq
+	}
+	return out
+}
+
+func TestShard04Latest50AcrossTwoMonths(t *testing.T) {
+	srv := Start(t, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := twoMonthTopic(t, srv, ctx, 4)
+	reader := c.conns[1]
+	page, err := reader.History(ctx, c.topic, 0, 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := seqRange(11, 60)
+	slices.Reverse(want)
+	if !slices.Equal(seqsOf(page), want) {
+		t.Fatalf("latest 50: %v", seqsOf(page))
+	}
+	next, err := reader.History(ctx, c.topic, page[len(page)-1].Seq, 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = seqRange(1, 10)
+	slices.Reverse(want)
+	if !slices.Equal(seqsOf(next), want) {
+		t.Fatalf("next page by cursor %d: %v", page[len(page)-1].Seq, seqsOf(next))
+	}
+}
+
+func TestShard05SinceAcrossMonthsNoGapNoDuplicate(t *testing.T) {
+	srv := Start(t, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := twoMonthTopic(t, srv, ctx, 5)
+	var all []int64
+	since := int64(0)
+	for range 10 {
+		msgs, fin, err := c.conns[1].SyncMessages(ctx, c.topic, since, 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, seqsOf(msgs)...)
+		since = fin.LastSeq
+		if !fin.HasMore {
+			break
+		}
+	}
+	if !slices.Equal(all, seqRange(1, 60)) {
+		t.Fatalf("since paging across months: %v", all)
+	}
+	msgs, _, err := c.conns[1].SyncMessages(ctx, c.topic, 28, 5)
+	if err != nil || !slices.Equal(seqsOf(msgs), seqRange(29, 33)) {
+		t.Fatalf("page straddling the boundary: %v %v", seqsOf(msgs), err)
+	}
+}
+
+func TestShard06TopicSeqLocatesHistoricalMessage(t *testing.T) {
+	srv := Start(t, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := twoMonthTopic(t, srv, ctx, 6)
+	for _, s := range []int64{1, 30, 31, 60} {
+		var m wire.Message
+		srv.MustAdmin("GET", fmt.Sprintf("/topics/%s/messages/%d", c.topic, s), nil, &m)
+		if m.Seq != s {
+			t.Fatalf("lookup %d returned %d", s, m.Seq)
+		}
+	}
+	if code := srv.Admin("GET", "/topics/"+c.topic+"/messages/61", nil, nil); code != http.StatusNotFound {
+		t.Fatalf("seq beyond the end: HTTP %d", code)
+	}
+}
+
+func TestShard11MissingMonthTableIsRetriedNeverWrittenElsewhere(t *testing.T) {
+	srv := Start(t, Options{Env: map[string]string{"IMD_SHARD_CHECK_INTERVAL": "1s"}})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := newChat(t, srv, ctx, 11, 2, 1)
+	sendN(t, ctx, c.conns[0], c.topic, "a", 2)
+	srv.Advance(Month(1))
+	db := srv.TenantDB()
+	if _, err := db.Exec("DROP TABLE im_group_messages_" + Month(1)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := c.conns[0].Send(ctx, textMessage(c.topic, "lost-table", "x"))
+	if !isCode(err, wire.CodeBusy) {
+		t.Fatalf("send into a missing table: %v, want 50301", err)
+	}
+	if got := srv.SeqsInTable(db, Month(0), c.topic); !slices.Equal(got, []int64{1, 2}) {
+		t.Fatalf("nothing may be written to another month: %v", got)
+	}
+	if !strings.Contains(srv.Metrics(), "group_message_shard_missing_total") {
+		t.Fatal("missing table must be counted for the alert")
+	}
+	// The shard manager recreates the table; the client's retry then lands with its fixed seq.
+	var ack wire.SendAck
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ack, err = c.conns[0].Send(ctx, textMessage(c.topic, "lost-table", "x"))
+		if err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if err != nil || ack.Seq != 3 {
+		t.Fatalf("retry after the table came back: %+v %v", ack, err)
+	}
+	if got := srv.SeqsInTable(db, Month(1), c.topic); !slices.Equal(got, []int64{3}) {
+		t.Fatalf("retried write: %v", got)
+	}
+}
+
+func TestShard13BigGroupConcurrentSendsKeepSeqUnique(t *testing.T) {
+	srv := Start(t, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const members, senders, each = 300, 20, 25
+	c := newChat(t, srv, ctx, 13, members, senders)
+	var mu sync.Mutex
+	var seqs []int64
+	var wg sync.WaitGroup
+	for i, conn := range c.conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range each {
+				ack, err := conn.Send(ctx, textMessage(c.topic, fmt.Sprintf("s%d-%d", i, j), "load"))
+				if err != nil {
+					t.Errorf("sender %d: %v", i, err)
+					return
+				}
+				mu.Lock()
+				seqs = append(seqs, ack.Seq)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	slices.Sort(seqs)
+	if !slices.Equal(seqs, seqRange(1, senders*each)) {
+		t.Fatalf("seqs not exactly 1..%d: %d values", senders*each, len(seqs))
+	}
+	mirror := srv.Mirror(srv.TenantDB(), c.topic)
+	if len(mirror) != 1 || mirror[0].Count != senders*each || mirror[0].MaxSeq != senders*each {
+		t.Fatalf("mirror %+v", mirror)
+	}
+}
+
+func TestShard14IllegalMonthsAndTableNamesAreRejected(t *testing.T) {
+	srv := Start(t, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, m := range []string{"202613", "202600", "20261", "2026111", "abcdef", "2026-1", "", "199912", Month(-1), Month(24)} {
+		if code := srv.Admin("POST", "/shards/advance", map[string]string{"month": m}, nil); code != http.StatusBadRequest {
+			t.Errorf("advance to %q: HTTP %d, want 400", m, code)
+		}
+	}
+	for _, topic := range []string{"im_group_messages_" + Month(0), "grp_1%3BDROP%20TABLE%20x", "grp_01", "p2p_2_1"} {
+		if code := srv.Admin("GET", "/topics/"+topic+"/messages?limit=5", nil, nil); code != http.StatusBadRequest {
+			t.Errorf("topic %q: HTTP %d, want 400", topic, code)
+		}
+	}
+	c := srv.Connect(ctx, srv.User(1), 1)
+	if _, _, err := c.SyncMessages(ctx, "im_group_messages_"+Month(0), 0, 10); !isCode(err, wire.CodeInvalidArgument) {
+		t.Errorf("sync of a table name: %v", err)
+	}
+}
+
+func TestShard15ConcurrentNodesAcrossMonthSwitchShareOneActiveMonth(t *testing.T) {
+	first := Start(t, Options{})
+	second := Start(t, Options{Tenant: first.Tenant, Env: map[string]string{"IMD_NODE_ID": "2"}})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const perNode, each = 6, 30
+	ids := make([]int64, 2*perNode)
+	tokens := make([]string, len(ids))
+	for i := range ids {
+		ids[i] = int64(i + 1)
+		tokens[i] = first.User(ids[i])
+	}
+	topic := first.Group(15, ids[0], ids[1:]...)
+	var conns []*client.Conn
+	for i := range ids {
+		node := first
+		if i >= perNode {
+			node = second
+		}
+		conns = append(conns, node.Connect(ctx, tokens[i], 1))
+	}
+	var mu sync.Mutex
+	var seqs []int64
+	var wg sync.WaitGroup
+	for i, conn := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range each {
+				if i == 0 && j == each/2 {
+					first.Advance(Month(1))
+				}
+				ack, err := conn.Send(ctx, textMessage(topic, fmt.Sprintf("n%d-%d", i, j), "x"))
+				if err != nil {
+					t.Errorf("sender %d: %v", i, err)
+					return
+				}
+				mu.Lock()
+				seqs = append(seqs, ack.Seq)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	slices.Sort(seqs)
+	if !slices.Equal(seqs, seqRange(1, int64(len(conns)*each))) {
+		t.Fatalf("seqs reused or skipped across nodes: %d values", len(seqs))
+	}
+	if got := first.ActiveMonth(first.Redis()); got != Month(1) {
+		t.Fatalf("active month %s", got)
+	}
+	mirror := first.Mirror(first.TenantDB(), topic)
+	for i := 1; i < len(mirror); i++ {
+		if mirror[i].MinSeq <= mirror[i-1].MaxSeq {
+			t.Fatalf("month segments overlap: %+v", mirror)
+		}
+	}
+	var total int64
+	for _, g := range mirror {
+		total += g.Count
+	}
+	if total != int64(len(seqs)) {
+		t.Fatalf("mirror counts %d rows, %d acked", total, len(seqs))
+	}
+}
+
+func TestShard16DeletedRouteIsRebuiltFromMirror(t *testing.T) {
+	srv := Start(t, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := twoMonthTopic(t, srv, ctx, 16)
+	before, err := c.conns[1].History(ctx, c.topic, 0, 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := srv.Redis()
+	routeKey := "im:{" + srv.Tenant + "}:groupmsg:route:" + c.topic
+	metaKey := "im:{" + srv.Tenant + "}:groupmsg:route_meta:" + c.topic
+	if err := rc.Do(ctx, rc.B().Del().Key(routeKey, metaKey).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	after, err := c.conns[1].History(ctx, c.topic, 0, 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(seqsOf(before), seqsOf(after)) {
+		t.Fatalf("results changed after losing the route: %v vs %v", seqsOf(before), seqsOf(after))
+	}
+	n, err := rc.Do(ctx, rc.B().Zcard().Key(routeKey).Build()).AsInt64()
+	if err != nil || n != 2 {
+		t.Fatalf("route rebuilt with %d months (%v)", n, err)
+	}
+	all, _, err := c.conns[1].SyncMessages(ctx, c.topic, 0, 200)
+	if err != nil || !slices.Equal(seqsOf(all), seqRange(1, 60)) {
+		t.Fatalf("sync after rebuild: %v %v", seqsOf(all), err)
+	}
+}
+
+// Metrics scrapes /metrics.
+func (s *Server) Metrics() string {
+	s.t.Helper()
+	resp, err := http.Get("http://" + s.HTTPAddr + "/metrics")
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
