@@ -119,6 +119,7 @@ func (s *Service) Send(ctx context.Context, r Request) (Result, error) {
 		s.d.Metrics.Observe("group_message_persist_latency", s.d.Clock.Now().Sub(started).Seconds())
 		s.d.Metrics.Inc("group_message_persist_total", m.Month.String(), "ok")
 
+		attempt := m
 		switch res.Outcome {
 		case ports.AlreadyStored:
 			m = res.Existing
@@ -132,8 +133,9 @@ func (s *Service) Send(ctx context.Context, r Request) (Result, error) {
 		if err := s.enqueue(ctx, r, m); err != nil {
 			return Result{}, err
 		}
-		if res.Outcome == ports.Stored {
-			s.updateRoute(ctx, r.Tenant, m)
+		if res.Outcome != ports.AlreadyStored {
+			// A duplicate's attempt left a tombstone at its seq: the route covers it too.
+			s.updateRoute(ctx, r.Tenant, attempt)
 		}
 		if err := s.d.Seq.MarkAcked(ctx, r.Tenant, m.Topic, m.From, m.ClientMsgID); err != nil {
 			s.d.Log.WarnContext(ctx, "mark acked failed", "topic", m.Topic, "msg_id", m.MsgID, "err", err)

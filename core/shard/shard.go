@@ -21,10 +21,11 @@ const (
 )
 
 var (
-	// ErrMonthNotWritable: the month's table is missing or no longer takes writes; retriable
-	// for missing tables, compensation for sealed ones (seed 000 §5.3).
+	// ErrMonthNotWritable: the month's table no longer takes writes (sealed or archived); such
+	// late writes go to compensation (seed 000 §5.3).
 	ErrMonthNotWritable = errors.New("month table not writable")
-	ErrMonthMissing     = errors.New("month table missing")
+	// ErrMonthMissing: the month's table does not exist (yet); retriable (seed 000 §5.3).
+	ErrMonthMissing = errors.New("month table missing")
 )
 
 // Info is one catalog row.

@@ -1,0 +1,227 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"imd/core/apperr"
+	"imd/core/social"
+	"imd/core/topic"
+	"imd/ports"
+)
+
+// Directory is the in-memory social graph.
+type Directory struct {
+	mu      sync.Mutex
+	tenants map[string]*socialGraph
+}
+
+type socialGraph struct {
+	users   map[int64]social.User
+	friends map[[2]int64]bool // smaller id first
+	groups  map[int64]social.Group
+	convs   map[int64]social.Conversation
+	topics  map[string]int64         // topic → conversation id
+	pairs   map[[2]int64]int64       // P2P pair → conversation id
+	members map[int64]map[int64]bool // conversation id → users
+}
+
+var _ ports.Directory = (*Directory)(nil)
+
+// NewDirectory returns an empty directory; tenants appear on first use.
+func NewDirectory() *Directory { return &Directory{tenants: make(map[string]*socialGraph)} }
+
+// graph returns the tenant's graph; the caller holds d.mu.
+func (d *Directory) graph(tenant string) *socialGraph {
+	g, ok := d.tenants[tenant]
+	if !ok {
+		g = &socialGraph{
+			users: make(map[int64]social.User), friends: make(map[[2]int64]bool),
+			groups: make(map[int64]social.Group), convs: make(map[int64]social.Conversation),
+			topics: make(map[string]int64), pairs: make(map[[2]int64]int64),
+			members: make(map[int64]map[int64]bool),
+		}
+		d.tenants[tenant] = g
+	}
+	return g
+}
+
+// CreateUser registers a user; registering a known user again updates the nickname.
+func (d *Directory) CreateUser(_ context.Context, tenant string, u social.User) error {
+	if u.ID <= 0 {
+		return apperr.New(apperr.InvalidArgument, "user id must be positive")
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.graph(tenant).users[u.ID] = u
+	return nil
+}
+
+func (d *Directory) UserExists(_ context.Context, tenant string, userID int64) (bool, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	_, ok := d.graph(tenant).users[userID]
+	return ok, nil
+}
+
+// AddFriendship records the pair once; adding it again is a no-op.
+func (d *Directory) AddFriendship(_ context.Context, tenant string, a, b int64) error {
+	if a <= 0 || b <= 0 || a == b {
+		return apperr.New(apperr.InvalidArgument, "a friendship needs two distinct users")
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.graph(tenant).friends[[2]int64{min(a, b), max(a, b)}] = true
+	return nil
+}
+
+func (d *Directory) AreFriends(_ context.Context, tenant string, a, b int64) (bool, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.graph(tenant).friends[[2]int64{min(a, b), max(a, b)}], nil
+}
+
+// CreateGroup creates the group, its conversation and its members (owner included), or nothing.
+func (d *Directory) CreateGroup(_ context.Context, tenant string, g social.Group, conversationID int64, members []int64) (social.Conversation, error) {
+	if g.ID <= 0 || g.Owner <= 0 || conversationID <= 0 {
+		return social.Conversation{}, apperr.New(apperr.InvalidArgument, "group, owner and conversation ids must be positive")
+	}
+	if slices.ContainsFunc(members, func(u int64) bool { return u <= 0 }) {
+		return social.Conversation{}, apperr.New(apperr.InvalidArgument, "member ids must be positive")
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	sg := d.graph(tenant)
+	conv := social.Conversation{ID: conversationID, Topic: topic.ForGroup(g.ID), Kind: social.KindGroup, GroupID: g.ID, CreatedAt: millisNow()}
+	_, groupTaken := sg.groups[g.ID]
+	_, convTaken := sg.convs[conversationID]
+	_, topicTaken := sg.topics[conv.Topic]
+	if groupTaken || convTaken || topicTaken {
+		return social.Conversation{}, apperr.New(apperr.Conflict, "group or conversation already exists")
+	}
+	sg.groups[g.ID] = g
+	sg.addConversation(conv)
+	sg.addMembers(conversationID, append([]int64{g.Owner}, members...))
+	return conv, nil
+}
+
+func (sg *socialGraph) addConversation(c social.Conversation) {
+	sg.convs[c.ID] = c
+	sg.topics[c.Topic] = c.ID
+	sg.members[c.ID] = make(map[int64]bool)
+}
+
+func (sg *socialGraph) addMembers(conversationID int64, users []int64) {
+	for _, u := range users {
+		sg.members[conversationID][u] = true
+	}
+}
+
+// AddMembers adds users to a group conversation; P2P membership is the pair itself.
+func (d *Directory) AddMembers(_ context.Context, tenant string, topicName string, users []int64) error {
+	p, err := topic.Parse(topicName)
+	if err != nil {
+		return apperr.Wrap(apperr.InvalidArgument, "invalid topic", err)
+	}
+	if p.Kind != topic.Group {
+		return apperr.New(apperr.InvalidArgument, "members of a P2P conversation cannot change")
+	}
+	if slices.ContainsFunc(users, func(u int64) bool { return u <= 0 }) {
+		return apperr.New(apperr.InvalidArgument, "member ids must be positive")
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	sg := d.graph(tenant)
+	id, ok := sg.topics[topicName]
+	if !ok {
+		return fmt.Errorf("conversation %s: %w", topicName, social.ErrNotFound)
+	}
+	sg.addMembers(id, users)
+	return nil
+}
+
+// Members lists a topic's members in ascending order; an unknown group has none.
+func (d *Directory) Members(_ context.Context, tenant, topicName string) ([]int64, error) {
+	p, err := topic.Parse(topicName)
+	if err != nil {
+		return nil, apperr.Wrap(apperr.InvalidArgument, "invalid topic", err)
+	}
+	if p.Kind == topic.P2P {
+		return []int64{p.UserA, p.UserB}, nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	sg := d.graph(tenant)
+	id, ok := sg.topics[topicName]
+	if !ok {
+		return nil, nil
+	}
+	var out []int64
+	for u := range sg.members[id] {
+		out = append(out, u)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+func (d *Directory) IsMember(_ context.Context, tenant, topicName string, user int64) (bool, error) {
+	p, err := topic.Parse(topicName)
+	if err != nil {
+		return false, apperr.Wrap(apperr.InvalidArgument, "invalid topic", err)
+	}
+	if p.Kind == topic.P2P {
+		return p.Has(user), nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	sg := d.graph(tenant)
+	id, ok := sg.topics[topicName]
+	return ok && sg.members[id][user], nil
+}
+
+// Conversation looks a conversation up by topic.
+func (d *Directory) Conversation(_ context.Context, tenant, topicName string) (social.Conversation, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	sg := d.graph(tenant)
+	id, ok := sg.topics[topicName]
+	if !ok {
+		return social.Conversation{}, fmt.Errorf("conversation %s: %w", topicName, social.ErrNotFound)
+	}
+	return sg.convs[id], nil
+}
+
+// ConversationByID looks a conversation up by its numeric alias.
+func (d *Directory) ConversationByID(_ context.Context, tenant string, id int64) (social.Conversation, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	c, ok := d.graph(tenant).convs[id]
+	if !ok {
+		return social.Conversation{}, fmt.Errorf("conversation %d: %w", id, social.ErrNotFound)
+	}
+	return c, nil
+}
+
+// EnsureP2P returns the one conversation of a user pair; the first caller's id wins.
+func (d *Directory) EnsureP2P(_ context.Context, tenant string, a, b int64, id int64) (social.Conversation, error) {
+	if a <= 0 || b <= 0 || a == b || id <= 0 {
+		return social.Conversation{}, apperr.New(apperr.InvalidArgument, "a P2P conversation needs two distinct users and an id")
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	sg := d.graph(tenant)
+	pair := [2]int64{min(a, b), max(a, b)}
+	if known, ok := sg.pairs[pair]; ok {
+		return sg.convs[known], nil
+	}
+	if _, taken := sg.convs[id]; taken {
+		return social.Conversation{}, apperr.New(apperr.Conflict, fmt.Sprintf("conversation id %d is taken", id))
+	}
+	conv := social.Conversation{ID: id, Topic: topic.ForPair(a, b), Kind: social.KindP2P, CreatedAt: millisNow()}
+	sg.pairs[pair] = id
+	sg.addConversation(conv)
+	sg.addMembers(id, pair[:])
+	return conv, nil
+}

@@ -1,0 +1,243 @@
+package memory
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"imd/core/message"
+	"imd/core/month"
+	"imd/core/route"
+	"imd/core/seq"
+	"imd/core/shard"
+	"imd/core/topic"
+	"imd/ports"
+)
+
+// MessageStore is the in-memory message store. It keeps the rules of the MySQL store: catalog
+// states, dedup records with payload hashes, tombstones for duplicate attempts, seq.ErrTaken
+// for taken seqs and for month ranges that would overlap. It has no dellog writer, so
+// PageQuery.Viewer hides nothing.
+type MessageStore struct {
+	shards *ShardStore
+}
+
+var _ ports.MessageStore = (*MessageStore)(nil)
+
+// NewMessageStore returns a message store over the tenant data of shards.
+func NewMessageStore(shards *ShardStore) *MessageStore { return &MessageStore{shards: shards} }
+
+// Append stores the message and its dedup record and grows its route segment, all at once.
+func (s *MessageStore) Append(_ context.Context, tenant string, m message.Message, hash string) (ports.AppendResult, error) {
+	if err := validateAppend(m); err != nil {
+		return ports.AppendResult{}, err
+	}
+	m = cloneMessage(m)
+	m.CreatedAt = m.CreatedAt.UTC().Truncate(time.Millisecond)
+	if !m.EditedAt.IsZero() {
+		m.EditedAt = m.EditedAt.UTC().Truncate(time.Millisecond)
+	}
+	s.shards.mu.Lock()
+	defer s.shards.mu.Unlock()
+	d := s.shards.db(tenant)
+	e, ok := d.catalog[m.Month]
+	if !ok {
+		return ports.AppendResult{}, fmt.Errorf("append %s seq %d: %w: %s", m.Topic, m.Seq, shard.ErrMonthMissing, m.Month)
+	}
+	if !e.state.AcceptsWrites() {
+		return ports.AppendResult{}, fmt.Errorf("append %s seq %d: %w: %s is %s", m.Topic, m.Seq, shard.ErrMonthNotWritable, m.Month, e.state)
+	}
+
+	key := messageDedupKey{topic: m.Topic, from: m.From, clientMsgID: m.ClientMsgID}
+	rec, known := d.dedup[key]
+	var res ports.AppendResult
+	row := m
+	if known {
+		existing := cloneMessage(d.tables[rec.month][topicSeqKey{m.Topic, rec.seq}])
+		if rec.msgID == m.MsgID {
+			return ports.AppendResult{Outcome: ports.AlreadyStored, Existing: existing, Hash: rec.hash}, nil
+		}
+		res = ports.AppendResult{Outcome: ports.DuplicateClientMsgID, Existing: existing, Hash: rec.hash}
+		row = tombstone(m)
+	} else {
+		res = ports.AppendResult{Outcome: ports.Stored}
+	}
+
+	if err := d.checkOverlap(row); err != nil {
+		return ports.AppendResult{}, err
+	}
+	table := d.tables[m.Month]
+	if _, taken := table[topicSeqKey{m.Topic, m.Seq}]; taken {
+		return ports.AppendResult{}, fmt.Errorf("%w: %s seq %d in %s", seq.ErrTaken, m.Topic, m.Seq, m.Month)
+	}
+	for _, other := range table {
+		if other.MsgID == m.MsgID {
+			return ports.AppendResult{}, fmt.Errorf("append %s seq %d: msg_id %d already stored in %s", m.Topic, m.Seq, m.MsgID, m.Month)
+		}
+	}
+	table[topicSeqKey{m.Topic, m.Seq}] = row
+	if !known {
+		d.dedup[key] = messageDedupRecord{seq: m.Seq, month: m.Month, msgID: m.MsgID, hash: hash}
+	}
+	d.grow(row)
+	return res, nil
+}
+
+func validateAppend(m message.Message) error {
+	switch {
+	case m.Topic == "" || len(m.Topic) > topic.MaxLen:
+		return fmt.Errorf("append: invalid topic %q", m.Topic)
+	case m.Seq <= 0 || m.MsgID <= 0:
+		return fmt.Errorf("append %s: seq %d and msg_id %d must be positive", m.Topic, m.Seq, m.MsgID)
+	case len(m.ClientMsgID) > message.MaxClientMsgIDLen:
+		return fmt.Errorf("append %s: client_msg_id longer than %d", m.Topic, message.MaxClientMsgIDLen)
+	case !m.Month.Valid():
+		return fmt.Errorf("append %s: %w: %d", m.Topic, month.ErrInvalid, int32(m.Month))
+	}
+	return nil
+}
+
+// tombstone closes the seq of a duplicate attempt: no content, no client_msg_id.
+func tombstone(m message.Message) message.Message {
+	return message.Message{
+		Topic: m.Topic, GroupID: m.GroupID, ConversationID: m.ConversationID, Seq: m.Seq,
+		MsgID: m.MsgID, From: m.From, Type: m.Type, Status: message.StatusDeleted, Version: 1,
+		CreatedAt: m.CreatedAt, Month: m.Month,
+	}
+}
+
+// checkOverlap fails when the topic's range in the row's month, grown by the row, would
+// intersect its range in another month.
+func (d *tenantMessages) checkOverlap(row message.Message) error {
+	months := d.mirror[row.Topic]
+	lo, hi := row.Seq, row.Seq
+	if own, ok := months[row.Month]; ok {
+		lo, hi = min(lo, own.MinSeq), max(hi, own.MaxSeq)
+	}
+	for m, seg := range months {
+		if m != row.Month && seg.MinSeq <= hi && lo <= seg.MaxSeq {
+			return fmt.Errorf("%w: %s seqs %d-%d in %s overlap %d-%d in %s",
+				seq.ErrTaken, row.Topic, lo, hi, row.Month, seg.MinSeq, seg.MaxSeq, m)
+		}
+	}
+	return nil
+}
+
+// grow is the route-mirror upsert of seed 000 §5.2.
+func (d *tenantMessages) grow(row message.Message) {
+	months, ok := d.mirror[row.Topic]
+	if !ok {
+		months = make(map[month.Month]route.Segment)
+		d.mirror[row.Topic] = months
+	}
+	seg, ok := months[row.Month]
+	if !ok {
+		months[row.Month] = route.Segment{
+			Month: row.Month, MinSeq: row.Seq, MaxSeq: row.Seq, Count: 1,
+			MinCreatedAt: row.CreatedAt, MaxCreatedAt: row.CreatedAt,
+		}
+		return
+	}
+	seg.MinSeq, seg.MaxSeq, seg.Count = min(seg.MinSeq, row.Seq), max(seg.MaxSeq, row.Seq), seg.Count+1
+	if row.CreatedAt.Before(seg.MinCreatedAt) {
+		seg.MinCreatedAt = row.CreatedAt
+	}
+	if row.CreatedAt.After(seg.MaxCreatedAt) {
+		seg.MaxCreatedAt = row.CreatedAt
+	}
+	months[row.Month] = seg
+}
+
+// MaxSeq is the highest seq of the topic in the route mirror.
+func (s *MessageStore) MaxSeq(_ context.Context, tenant, topicName string) (int64, error) {
+	s.shards.mu.Lock()
+	defer s.shards.mu.Unlock()
+	var n int64
+	for _, seg := range s.shards.db(tenant).mirror[topicName] {
+		n = max(n, seg.MaxSeq)
+	}
+	return n, nil
+}
+
+// Segments reads the topic's route mirror.
+func (s *MessageStore) Segments(_ context.Context, tenant, topicName string) (route.Route, error) {
+	s.shards.mu.Lock()
+	defer s.shards.mu.Unlock()
+	months := s.shards.db(tenant).mirror[topicName]
+	segs := make([]route.Segment, 0, len(months))
+	for _, seg := range months {
+		segs = append(segs, seg)
+	}
+	return route.Normalize(segs), nil
+}
+
+// Get reads one message of one month.
+func (s *MessageStore) Get(_ context.Context, tenant string, m month.Month, topicName string, sq int64) (message.Message, error) {
+	s.shards.mu.Lock()
+	defer s.shards.mu.Unlock()
+	table, err := s.shards.db(tenant).table(m)
+	if err != nil {
+		return message.Message{}, fmt.Errorf("get %s seq %d: %w", topicName, sq, err)
+	}
+	msg, ok := table[topicSeqKey{topicName, sq}]
+	if !ok {
+		return message.Message{}, fmt.Errorf("get %s seq %d in %s: %w", topicName, sq, m, message.ErrNotFound)
+	}
+	return cloneMessage(msg), nil
+}
+
+// Page reads one month of a topic in seq order.
+func (s *MessageStore) Page(_ context.Context, tenant string, m month.Month, q message.PageQuery) ([]message.Message, error) {
+	s.shards.mu.Lock()
+	defer s.shards.mu.Unlock()
+	table, err := s.shards.db(tenant).table(m)
+	if err != nil {
+		return nil, fmt.Errorf("page %s: %w", q.Topic, err)
+	}
+	if q.Limit <= 0 {
+		return nil, nil
+	}
+	before := q.Before
+	if before <= 0 {
+		before = math.MaxInt64
+	}
+	var out []message.Message
+	for k, msg := range table {
+		if k.topic == q.Topic && k.seq > q.After && k.seq < before && (q.IncludeDeleted || msg.Status != message.StatusDeleted) {
+			out = append(out, msg)
+		}
+	}
+	slices.SortFunc(out, func(a, b message.Message) int {
+		if q.Desc {
+			return cmp.Compare(b.Seq, a.Seq)
+		}
+		return cmp.Compare(a.Seq, b.Seq)
+	})
+	out = out[:min(len(out), q.Limit)]
+	for i := range out {
+		out[i] = cloneMessage(out[i])
+	}
+	return out, nil
+}
+
+// table returns a registered month table, like the MySQL month-table wrapper.
+func (d *tenantMessages) table(m month.Month) (map[topicSeqKey]message.Message, error) {
+	name, err := m.Table()
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := d.catalog[m]; !ok {
+		return nil, fmt.Errorf("%w: %s not in catalog", shard.ErrMonthMissing, name)
+	}
+	return d.tables[m], nil
+}
+
+// cloneMessage copies the slices, so callers never share memory with the store.
+func cloneMessage(m message.Message) message.Message {
+	m.Content = slices.Clone(m.Content)
+	m.Mentions = slices.Clone(m.Mentions)
+	return m
+}

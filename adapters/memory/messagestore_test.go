@@ -1,0 +1,15 @@
+package memory
+
+import (
+	"testing"
+
+	"imd/ports"
+	"imd/ports/contract"
+)
+
+func TestMessageStoreContract(t *testing.T) {
+	contract.MessageStore(t, func(*testing.T) (ports.MessageStore, ports.ShardStore, string) {
+		shards := NewShardStore()
+		return NewMessageStore(shards), shards, "acme"
+	})
+}

@@ -1,0 +1,150 @@
+package memory
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"imd/core/message"
+	"imd/core/month"
+	"imd/core/route"
+	"imd/core/shard"
+	"imd/ports"
+)
+
+// ErrStateChanged: SetState found the month in another state than expected.
+var ErrStateChanged = errors.New("month state changed")
+
+// ShardStore is the in-memory catalog of month tables. It also holds the tenants' message
+// data, so a MessageStore made over it shares one "database" with it, as the MySQL stores do.
+type ShardStore struct {
+	mu      sync.Mutex
+	tenants map[string]*tenantMessages
+}
+
+// tenantMessages is one tenant's message data: catalog, month tables, route mirror, dedup records.
+type tenantMessages struct {
+	catalog map[month.Month]*monthCatalogEntry
+	tables  map[month.Month]map[topicSeqKey]message.Message
+	mirror  map[string]map[month.Month]route.Segment // topic → month → range
+	dedup   map[messageDedupKey]messageDedupRecord
+}
+
+type monthCatalogEntry struct {
+	state   shard.State
+	updated time.Time
+}
+
+type topicSeqKey struct {
+	topic string
+	seq   int64
+}
+
+type messageDedupKey struct {
+	topic       string
+	from        int64
+	clientMsgID string
+}
+
+type messageDedupRecord struct {
+	seq   int64
+	month month.Month
+	msgID int64
+	hash  string
+}
+
+var _ ports.ShardStore = (*ShardStore)(nil)
+
+// NewShardStore returns an empty shard store; tenants appear on first use.
+func NewShardStore() *ShardStore { return &ShardStore{tenants: make(map[string]*tenantMessages)} }
+
+// db returns the tenant's data; the caller holds s.mu.
+func (s *ShardStore) db(tenant string) *tenantMessages {
+	d, ok := s.tenants[tenant]
+	if !ok {
+		d = &tenantMessages{
+			catalog: make(map[month.Month]*monthCatalogEntry),
+			tables:  make(map[month.Month]map[topicSeqKey]message.Message),
+			mirror:  make(map[string]map[month.Month]route.Segment),
+			dedup:   make(map[messageDedupKey]messageDedupRecord),
+		}
+		s.tenants[tenant] = d
+	}
+	return d
+}
+
+// EnsureTable creates m's table and registers it as prepared; a registered month keeps its state.
+func (s *ShardStore) EnsureTable(_ context.Context, tenant string, m month.Month) error {
+	name, err := m.Table()
+	if err != nil {
+		return fmt.Errorf("ensure month table: %w", err)
+	}
+	if _, err := month.ParseTable(name); err != nil {
+		return fmt.Errorf("ensure month table: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := s.db(tenant)
+	if _, ok := d.tables[m]; !ok {
+		d.tables[m] = make(map[topicSeqKey]message.Message)
+	}
+	if _, ok := d.catalog[m]; !ok {
+		d.catalog[m] = &monthCatalogEntry{state: shard.Prepared, updated: millisNow()}
+	}
+	return nil
+}
+
+// Catalog lists the registered months in order; row counts come from the route mirror.
+func (s *ShardStore) Catalog(_ context.Context, tenant string) ([]shard.Info, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := s.db(tenant)
+	out := make([]shard.Info, 0, len(d.catalog))
+	for m, e := range d.catalog {
+		table, _ := m.Table()
+		info := shard.Info{Month: m, Table: table, State: e.state, UpdatedAt: e.updated}
+		for _, months := range d.mirror {
+			seg, ok := months[m]
+			if !ok {
+				continue
+			}
+			info.RowCount += seg.Count
+			if info.MinCreatedAt.IsZero() || seg.MinCreatedAt.Before(info.MinCreatedAt) {
+				info.MinCreatedAt = seg.MinCreatedAt
+			}
+			if seg.MaxCreatedAt.After(info.MaxCreatedAt) {
+				info.MaxCreatedAt = seg.MaxCreatedAt
+			}
+		}
+		out = append(out, info)
+	}
+	slices.SortFunc(out, func(a, b shard.Info) int { return cmp.Compare(a.Month, b.Month) })
+	return out, nil
+}
+
+// SetState moves m from one state to another, only if it is in from (compare-and-set).
+func (s *ShardStore) SetState(_ context.Context, tenant string, m month.Month, from, to shard.State) error {
+	switch to {
+	case shard.Prepared, shard.Writable, shard.Sealing, shard.Sealed, shard.Archived:
+	default:
+		return fmt.Errorf("set state of %s: unknown state %q", m, to)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.db(tenant).catalog[m]
+	if !ok {
+		return fmt.Errorf("set state of %s: %w", m, shard.ErrMonthMissing)
+	}
+	if e.state != from {
+		return fmt.Errorf("set state of %s: %w: it is %s, not %s", m, ErrStateChanged, e.state, from)
+	}
+	e.state, e.updated = to, millisNow()
+	return nil
+}
+
+// now has the precision of the DATETIME(3) columns the real store keeps.
+func millisNow() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }

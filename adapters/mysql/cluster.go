@@ -1,0 +1,180 @@
+// Package mysql is the MySQL/MariaDB adapter: one database per tenant on one server, the
+// sqlc-generated queries, the month-table wrapper, the group-commit writer of the message store,
+// the directory and the shard manager's DDL (DESIGN §2, §3).
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"imd/adapters/mysql/sqlcdb"
+	"imd/core/tenant"
+)
+
+// ErrUnknownTenant: the tenant was never provisioned in this process.
+var ErrUnknownTenant = errors.New("tenant not provisioned")
+
+// databaseRE is the whitelist for database names: they are spliced into CREATE DATABASE.
+var databaseRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+
+// defaultMaxOpenConns bounds each tenant pool when the config leaves it unset.
+const defaultMaxOpenConns = 32
+
+// Cluster owns one connection pool per tenant database, all on one server.
+type Cluster struct {
+	server       mysql.Config // parsed server DSN; DBName is set per tenant
+	maxOpenConns int
+
+	provisioning sync.Mutex // one Provision at a time: it is rare and runs DDL
+
+	mu      sync.RWMutex
+	tenants map[string]*tenantDB
+}
+
+// tenantDB is one tenant's database: its pool and its cache of registered month tables.
+type tenantDB struct {
+	name   string
+	db     *sql.DB
+	q      *sqlcdb.Queries
+	months *monthCatalog
+}
+
+// Open prepares a cluster on the server named by dsn (a go-sql-driver DSN; its database part,
+// if any, is ignored). maxOpenConns bounds each tenant's pool (0 = default). Nothing connects
+// until Provision.
+func Open(dsn string, maxOpenConns int) (*Cluster, error) {
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("parse mysql dsn: %w", err)
+	}
+	if maxOpenConns <= 0 {
+		maxOpenConns = defaultMaxOpenConns
+	}
+	return &Cluster{server: *cfg, maxOpenConns: maxOpenConns, tenants: make(map[string]*tenantDB)}, nil
+}
+
+// Provision makes the tenant usable: it creates its database if missing, migrates the schema up
+// and opens the pool. Idempotent, and safe to run on every start and on several nodes at once
+// (migrations hold a database lock).
+func (c *Cluster) Provision(ctx context.Context, tenantName, database string) error {
+	if !tenant.Valid(tenantName) {
+		return fmt.Errorf("provision: invalid tenant name %q", tenantName)
+	}
+	if !databaseRE.MatchString(database) {
+		return fmt.Errorf("provision %s: invalid database name %q", tenantName, database)
+	}
+	c.provisioning.Lock()
+	defer c.provisioning.Unlock()
+
+	c.mu.RLock()
+	known, ok := c.tenants[tenantName]
+	c.mu.RUnlock()
+	if ok {
+		if known.name != database {
+			return fmt.Errorf("provision %s: already uses database %s, not %s", tenantName, known.name, database)
+		}
+		return nil
+	}
+
+	if err := c.createDatabase(ctx, database); err != nil {
+		return fmt.Errorf("provision %s: %w", tenantName, err)
+	}
+	if err := migrateUp(ctx, c.dsn(database, true), database); err != nil {
+		return fmt.Errorf("provision %s: %w", tenantName, err)
+	}
+	t, err := c.openTenant(ctx, database)
+	if err != nil {
+		return fmt.Errorf("provision %s: %w", tenantName, err)
+	}
+	c.mu.Lock()
+	c.tenants[tenantName] = t
+	c.mu.Unlock()
+	return nil
+}
+
+func (c *Cluster) createDatabase(ctx context.Context, database string) error {
+	db, err := sql.Open("mysql", c.dsn("", false))
+	if err != nil {
+		return fmt.Errorf("open server: %w", err)
+	}
+	defer db.Close()
+	// The name passed databaseRE, so splicing it is safe; identifiers cannot be bound.
+	stmt := "CREATE DATABASE IF NOT EXISTS `" + database + "` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci"
+	if _, err := db.ExecContext(ctx, stmt); err != nil {
+		return fmt.Errorf("create database %s: %w", database, err)
+	}
+	return nil
+}
+
+func (c *Cluster) openTenant(ctx context.Context, database string) (*tenantDB, error) {
+	db, err := sql.Open("mysql", c.dsn(database, false))
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", database, err)
+	}
+	db.SetMaxOpenConns(c.maxOpenConns)
+	db.SetMaxIdleConns(c.maxOpenConns)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("ping %s: %w", database, err)
+	}
+	q := sqlcdb.New(db)
+	t := &tenantDB{name: database, db: db, q: q, months: newMonthCatalog(q.RegisteredMonths)}
+	if err := t.months.refresh(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("load catalog of %s: %w", database, err)
+	}
+	return t, nil
+}
+
+// dsn derives a connection string for one database from the server DSN. Times are UTC both
+// ways, and arguments are interpolated client-side, which saves a prepare round trip per
+// statement. Only migrations get multi-statements.
+func (c *Cluster) dsn(database string, multiStatements bool) string {
+	cfg := c.server.Clone()
+	cfg.DBName = database
+	cfg.ParseTime = true
+	cfg.Loc = time.UTC
+	cfg.InterpolateParams = true
+	cfg.MultiStatements = multiStatements
+	// The collation of the tables, so string parameters compare without conversion.
+	cfg.Collation = "utf8mb4_unicode_ci"
+	if cfg.Params == nil {
+		cfg.Params = make(map[string]string)
+	}
+	// DEFAULT CURRENT_TIMESTAMP columns must be UTC like the values the adapter writes.
+	cfg.Params["time_zone"] = "'+00:00'"
+	return cfg.FormatDSN()
+}
+
+// tenant returns the provisioned database of a tenant.
+func (c *Cluster) tenant(name string) (*tenantDB, error) {
+	c.mu.RLock()
+	t, ok := c.tenants[name]
+	c.mu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownTenant, name)
+	}
+	return t, nil
+}
+
+// Close closes every tenant pool. Close the message store first so its writers drain.
+func (c *Cluster) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var errs []error
+	for name, t := range c.tenants {
+		if err := t.db.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close %s: %w", name, err))
+		}
+		delete(c.tenants, name)
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,40 @@
+package mysql
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// Server error numbers the adapter reacts to.
+const (
+	errDupEntry = 1062
+	errLockWait = 1205
+	errDeadlock = 1213
+	keyTopicSeq = "uk_topic_seq"
+)
+
+func mysqlErrno(err error) uint16 {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return me.Number
+	}
+	return 0
+}
+
+// isDuplicate reports a unique-key violation on the named key ("" = any key). MySQL 8 says
+// "for key 'table.key'", MariaDB "for key 'key'": matching the key name covers both.
+func isDuplicate(err error, key string) bool {
+	var me *mysql.MySQLError
+	if !errors.As(err, &me) || me.Number != errDupEntry {
+		return false
+	}
+	return key == "" || strings.Contains(me.Message, "'"+key+"'") || strings.Contains(me.Message, "."+key+"'")
+}
+
+// isTransient reports a failure that a new transaction may not meet again.
+func isTransient(err error) bool {
+	n := mysqlErrno(err)
+	return n == errDeadlock || n == errLockWait
+}

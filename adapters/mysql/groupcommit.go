@@ -1,0 +1,452 @@
+package mysql
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"imd/adapters/mysql/sqlcdb"
+	"imd/core/message"
+	"imd/core/month"
+	"imd/core/seq"
+	"imd/core/shard"
+	"imd/ports"
+)
+
+// dedupTTL is how long a dedup record outlives its message's retries (seed 000 §3.5: 7–30 days).
+const dedupTTL = 30 * 24 * time.Hour
+
+// singleAttempts bounds the retries of one request alone after its batch failed.
+const singleAttempts = 3
+
+type appendReq struct {
+	ctx  context.Context
+	msg  message.Message
+	hash string
+	done chan appendResp // buffered: the writer never blocks on a caller that left
+}
+
+type appendResp struct {
+	res ports.AppendResult
+	err error
+}
+
+func (r *appendReq) answer(res ports.AppendResult, err error) {
+	r.done <- appendResp{res: res, err: err}
+}
+
+func (r *appendReq) dedupKey() dedupKey {
+	return dedupKey{topic: r.msg.Topic, from: r.msg.From, clientMsgID: r.msg.ClientMsgID}
+}
+
+type dedupKey struct {
+	topic       string
+	from        int64
+	clientMsgID string
+}
+
+type topicSeq struct {
+	topic string
+	seq   int64
+}
+
+// writer is the group-commit writer of one tenant and month. Batching is opportunistic: while a
+// transaction runs, new requests queue; the next transaction takes all of them (up to the
+// limits). A lone request is written at once, never held back to wait for company.
+type writer struct {
+	opts  MessageStoreOptions
+	stats *writerStats
+	t     *tenantDB
+	month month.Month
+	reqs  chan *appendReq // closed by MessageStore.Close
+}
+
+func (w *writer) run() {
+	var pending []*appendReq // requests left out of the last batch
+	open := true
+	for open || len(pending) > 0 {
+		if len(pending) == 0 {
+			r, ok := <-w.reqs
+			if !ok {
+				return
+			}
+			pending = append(pending, r)
+		}
+		var batch []*appendReq
+		batch, pending, open = w.collect(pending, open)
+		if len(batch) > 0 {
+			w.commit(batch)
+		}
+	}
+}
+
+// collect builds the next batch from the left-over requests, then from the queue without
+// waiting. A request that shares a dedup key, a (topic, seq) or a msg_id with one already in
+// the batch waits for the next batch, where it sees the first one committed.
+func (w *writer) collect(pending []*appendReq, open bool) (batch, rest []*appendReq, stillOpen bool) {
+	keys := make(map[dedupKey]bool)
+	seqs := make(map[topicSeq]bool)
+	ids := make(map[int64]bool)
+	bytes := 0
+	full := func() bool { return len(batch) >= w.opts.MaxBatch || bytes >= w.opts.MaxBatchBytes }
+	take := func(r *appendReq) {
+		if err := r.ctx.Err(); err != nil {
+			r.answer(ports.AppendResult{}, err) // the caller left before anything was written
+			return
+		}
+		k, ts := r.dedupKey(), topicSeq{r.msg.Topic, r.msg.Seq}
+		if full() || keys[k] || seqs[ts] || ids[r.msg.MsgID] {
+			rest = append(rest, r)
+			return
+		}
+		keys[k], seqs[ts], ids[r.msg.MsgID] = true, true, true
+		bytes += len(r.msg.Content)
+		batch = append(batch, r)
+	}
+	for _, r := range pending {
+		take(r)
+	}
+	for open && !full() {
+		select {
+		case r, ok := <-w.reqs:
+			if !ok {
+				open = false
+				continue
+			}
+			take(r)
+		default:
+			return batch, rest, open
+		}
+	}
+	return batch, rest, open
+}
+
+// commit writes a batch in one transaction and answers every request. When the batch fails
+// for a reason that may belong to one request only (a seq taken, a duplicate key, a
+// deadlock), each request is retried in a transaction of its own, so innocent ones succeed.
+func (w *writer) commit(batch []*appendReq) {
+	if len(batch) == 1 {
+		batch[0].answer(w.writeAlone(batch[0]))
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), w.opts.TxTimeout)
+	answers, err := w.write(ctx, batch)
+	cancel()
+	if err == nil {
+		for i, r := range batch {
+			r.done <- answers[i]
+		}
+		return
+	}
+	if mayBelongToOne(err) {
+		for _, r := range batch {
+			r.answer(w.writeAlone(r))
+		}
+		return
+	}
+	for _, r := range batch {
+		r.answer(ports.AppendResult{}, err)
+	}
+}
+
+func mayBelongToOne(err error) bool {
+	return errors.Is(err, seq.ErrTaken) || isDuplicate(err, "") || isTransient(err)
+}
+
+func (w *writer) writeAlone(r *appendReq) (ports.AppendResult, error) {
+	var err error
+	for range singleAttempts {
+		ctx, cancel := context.WithTimeout(context.Background(), w.opts.TxTimeout)
+		var answers []appendResp
+		answers, err = w.write(ctx, []*appendReq{r})
+		cancel()
+		switch {
+		case err == nil:
+			return answers[0].res, answers[0].err
+		case isDuplicate(err, keyTopicSeq):
+			return ports.AppendResult{}, fmt.Errorf("%w: %s seq %d in %s: %v", seq.ErrTaken, r.msg.Topic, r.msg.Seq, w.month, err)
+		case isTransient(err), isDuplicate(err, ""):
+			// A deadlock, or another node's dedup record that appeared after our read: the next
+			// attempt reads it.
+			continue
+		}
+		return ports.AppendResult{}, err
+	}
+	return ports.AppendResult{}, err
+}
+
+// write runs one batch transaction (DESIGN §4 step 5). It fails as a whole, or answers each
+// request, in request order.
+func (w *writer) write(ctx context.Context, reqs []*appendReq) (answers []appendResp, err error) {
+	// READ COMMITTED: the locking reads below then lock only rows that exist, not gaps, which
+	// would make concurrent batches deadlock on inserts.
+	tx, err := w.t.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	if err != nil {
+		return nil, fmt.Errorf("begin batch in %s: %w", w.month, err)
+	}
+	defer func() {
+		if err != nil {
+			tx.Rollback()
+		}
+	}()
+	q := sqlcdb.New(tx)
+	if err := w.checkWritable(ctx, q); err != nil {
+		return nil, err
+	}
+	table, err := w.t.months.on(ctx, tx, w.month)
+	if err != nil {
+		return nil, err
+	}
+	b, err := w.plan(ctx, tx, q, reqs)
+	if err != nil {
+		return nil, err
+	}
+	if len(b.rows) > 0 {
+		if err := w.checkOverlap(ctx, q, b.ranges); err != nil {
+			return nil, err
+		}
+		if err := b.apply(ctx, tx, table, w.month); err != nil {
+			return nil, err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("commit batch in %s: %w", w.month, err)
+	}
+	w.stats.transactions.Add(1)
+	w.stats.appends.Add(int64(len(reqs)))
+	return b.answers, nil
+}
+
+// checkWritable reads the catalog state under a shared lock, so a state change waits for the
+// batch (seed 000 §5.3: sealing takes late writes, sealed does not).
+func (w *writer) checkWritable(ctx context.Context, q *sqlcdb.Queries) error {
+	state, err := q.MonthStateForWrite(ctx, w.month.String())
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("%w: %s", shard.ErrMonthMissing, w.month)
+	}
+	if err != nil {
+		return fmt.Errorf("catalog state of %s: %w", w.month, err)
+	}
+	if !shard.State(state).AcceptsWrites() {
+		return fmt.Errorf("%w: %s is %s", shard.ErrMonthNotWritable, w.month, state)
+	}
+	return nil
+}
+
+// batchWrite is what a batch will insert, and the answers it will give.
+type batchWrite struct {
+	answers []appendResp
+	rows    []sqlcdb.InsertMessagesParams // new messages and tombstones
+	dedup   []sqlcdb.InsertDedupParams
+	ranges  map[string]*seqRange // per topic, over rows
+	latest  map[int64]sqlcdb.AdvanceConversationsParams
+}
+
+type seqRange struct {
+	min, max, count int64
+	first, last     time.Time
+}
+
+// plan reads the dedup records of the batch under lock and sorts every request into a new
+// message, a retry of a stored one, or a reused client_msg_id whose seq becomes a tombstone.
+func (w *writer) plan(ctx context.Context, tx *sql.Tx, q *sqlcdb.Queries, reqs []*appendReq) (*batchWrite, error) {
+	known, err := w.lockDedup(ctx, tx, reqs)
+	if err != nil {
+		return nil, err
+	}
+	b := &batchWrite{
+		answers: make([]appendResp, len(reqs)),
+		ranges:  make(map[string]*seqRange),
+		latest:  make(map[int64]sqlcdb.AdvanceConversationsParams),
+	}
+	expires := time.Now().UTC().Add(dedupTTL).Truncate(time.Millisecond)
+	for i, r := range reqs {
+		m := r.msg
+		if d, ok := known[r.dedupKey()]; ok {
+			existing, err := w.readRecorded(ctx, tx, d)
+			if err != nil {
+				// Only this request is stuck (say, its record points to a dropped month); a
+				// failed statement does not abort the transaction, so the others go on.
+				b.answers[i].err = err
+				continue
+			}
+			if d.MessageID.Valid && d.MessageID.Int64 == m.MsgID {
+				b.answers[i].res = ports.AppendResult{Outcome: ports.AlreadyStored, Existing: existing, Hash: d.PayloadHash}
+				continue
+			}
+			b.answers[i].res = ports.AppendResult{Outcome: ports.DuplicateClientMsgID, Existing: existing, Hash: d.PayloadHash}
+			b.addRow(tombstoneRow(m))
+			continue
+		}
+		row, err := messageRow(m)
+		if err != nil {
+			return nil, err
+		}
+		b.answers[i].res = ports.AppendResult{Outcome: ports.Stored}
+		b.addRow(row)
+		b.dedup = append(b.dedup, sqlcdb.InsertDedupParams{
+			Topic: m.Topic, FromUser: m.From, ClientMsgID: m.ClientMsgID, Seqid: m.Seq,
+			ShardMonth: w.month.String(), MessageID: sql.NullInt64{Int64: m.MsgID, Valid: true},
+			PayloadHash: r.hash, Status: "stored", ExpiresAt: expires,
+		})
+		if m.ConversationID != 0 {
+			if cur, ok := b.latest[m.ConversationID]; !ok || m.Seq > cur.LastSeq {
+				b.latest[m.ConversationID] = sqlcdb.AdvanceConversationsParams{
+					ID: m.ConversationID, LastSeq: m.Seq, LastMsgID: m.MsgID, LastMsgAt: m.CreatedAt,
+				}
+			}
+		}
+	}
+	return b, nil
+}
+
+func (b *batchWrite) addRow(row sqlcdb.InsertMessagesParams) {
+	b.rows = append(b.rows, row)
+	r, ok := b.ranges[row.Topic]
+	if !ok {
+		b.ranges[row.Topic] = &seqRange{min: row.Seqid, max: row.Seqid, count: 1, first: row.CreatedAt, last: row.CreatedAt}
+		return
+	}
+	r.min, r.max, r.count = min(r.min, row.Seqid), max(r.max, row.Seqid), r.count+1
+	if row.CreatedAt.Before(r.first) {
+		r.first = row.CreatedAt
+	}
+	if row.CreatedAt.After(r.last) {
+		r.last = row.CreatedAt
+	}
+}
+
+// lockDedup reads the batch's dedup records with one locking read.
+func (w *writer) lockDedup(ctx context.Context, tx *sql.Tx, reqs []*appendReq) (map[dedupKey]sqlcdb.LockDedupRow, error) {
+	lookup := rowBatch{sep: sepUnion}
+	for _, r := range reqs {
+		p := sqlcdb.LockDedupParams{Topic: r.msg.Topic, FromUser: r.msg.From, ClientMsgID: r.msg.ClientMsgID}
+		if err := lookup.add(func(q *sqlcdb.Queries) error { _, err := q.LockDedup(ctx, p); return err }); err != nil {
+			return nil, err
+		}
+	}
+	q, err := lookup.replay(tx)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := q.LockDedup(ctx, sqlcdb.LockDedupParams{})
+	if err != nil {
+		return nil, fmt.Errorf("read dedup records: %w", err)
+	}
+	known := make(map[dedupKey]sqlcdb.LockDedupRow, len(rows))
+	for _, d := range rows {
+		known[dedupKey{topic: d.Topic, from: d.FromUser, clientMsgID: d.ClientMsgID}] = d
+	}
+	return known, nil
+}
+
+// readRecorded reads the message a dedup record points to, in whatever month it landed.
+func (w *writer) readRecorded(ctx context.Context, tx *sql.Tx, d sqlcdb.LockDedupRow) (message.Message, error) {
+	m, err := month.Parse(d.ShardMonth)
+	if err != nil {
+		return message.Message{}, fmt.Errorf("dedup record of %s seq %d: %w", d.Topic, d.Seqid, err)
+	}
+	table, err := w.t.months.on(ctx, tx, m)
+	if err != nil {
+		return message.Message{}, fmt.Errorf("dedup record of %s seq %d: %w", d.Topic, d.Seqid, err)
+	}
+	return getMessage(ctx, table, m, d.Topic, d.Seqid)
+}
+
+// checkOverlap fails with seq.ErrTaken when a topic's range in this month, grown by the batch,
+// would intersect its range in another month: month segments never overlap (seed 000 §12.15),
+// so an intersecting seq belongs to someone else. The read locks the topics' mirror rows, so
+// another month's writer of the same topic is seen committed, not missed.
+func (w *writer) checkOverlap(ctx context.Context, q *sqlcdb.Queries, ranges map[string]*seqRange) error {
+	topics := make([]string, 0, len(ranges))
+	for t := range ranges {
+		topics = append(topics, t)
+	}
+	slices.Sort(topics)
+	segs, err := q.LockTopicShards(ctx, topics)
+	if err != nil {
+		return fmt.Errorf("read route mirror: %w", err)
+	}
+	grown := make(map[string][2]int64, len(ranges))
+	for t, r := range ranges {
+		grown[t] = [2]int64{r.min, r.max}
+	}
+	own := w.month.String()
+	for _, s := range segs {
+		if s.ShardMonth == own {
+			g := grown[s.Topic]
+			grown[s.Topic] = [2]int64{min(g[0], s.MinSeq), max(g[1], s.MaxSeq)}
+		}
+	}
+	for _, s := range segs {
+		g := grown[s.Topic]
+		if s.ShardMonth != own && s.MinSeq <= g[1] && g[0] <= s.MaxSeq {
+			return fmt.Errorf("%w: %s seqs %d-%d in %s overlap %d-%d in %s",
+				seq.ErrTaken, s.Topic, g[0], g[1], own, s.MinSeq, s.MaxSeq, s.ShardMonth)
+		}
+	}
+	return nil
+}
+
+// apply sends the batch: dedup records, month-table rows, one mirror upsert row per topic and
+// one conversation update row per conversation — four statements whatever the batch size.
+// Rows go in key order so concurrent transactions lock in the same order.
+func (b *batchWrite) apply(ctx context.Context, tx *sql.Tx, table sqlcdb.DBTX, m month.Month) error {
+	if len(b.dedup) > 0 {
+		ins := rowBatch{sep: sepValues}
+		for _, p := range b.dedup {
+			if err := ins.add(func(q *sqlcdb.Queries) error { return q.InsertDedup(ctx, p) }); err != nil {
+				return err
+			}
+		}
+		if err := ins.exec(ctx, tx); err != nil {
+			return fmt.Errorf("insert dedup records: %w", err)
+		}
+	}
+
+	msgs := rowBatch{sep: sepValues}
+	for _, p := range b.rows {
+		if err := msgs.add(func(q *sqlcdb.Queries) error { return q.InsertMessages(ctx, p) }); err != nil {
+			return err
+		}
+	}
+	if err := msgs.exec(ctx, table); err != nil {
+		return fmt.Errorf("insert messages into %s: %w", m, err)
+	}
+
+	mirror := rowBatch{sep: sepValues}
+	for _, t := range slices.Sorted(maps.Keys(b.ranges)) {
+		r := b.ranges[t]
+		p := sqlcdb.UpsertTopicShardsParams{
+			Topic: t, ShardMonth: m.String(), MinSeq: r.min, MaxSeq: r.max, MessageCount: r.count,
+			MinCreatedAt: r.first, MaxCreatedAt: r.last,
+		}
+		if err := mirror.add(func(q *sqlcdb.Queries) error { return q.UpsertTopicShards(ctx, p) }); err != nil {
+			return err
+		}
+	}
+	if err := mirror.exec(ctx, tx); err != nil {
+		return fmt.Errorf("upsert route mirror: %w", err)
+	}
+
+	if len(b.latest) == 0 {
+		return nil
+	}
+	convs := rowBatch{sep: sepUnion}
+	for _, p := range slices.SortedFunc(maps.Values(b.latest), func(a, b sqlcdb.AdvanceConversationsParams) int {
+		return cmp.Compare(a.ID, b.ID)
+	}) {
+		if err := convs.add(func(q *sqlcdb.Queries) error { return q.AdvanceConversations(ctx, p) }); err != nil {
+			return err
+		}
+	}
+	if err := convs.exec(ctx, tx); err != nil {
+		return fmt.Errorf("advance conversations: %w", err)
+	}
+	return nil
+}
