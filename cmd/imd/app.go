@@ -56,14 +56,16 @@ func Adapters(cfg config.Config) fx.Option {
 			func() (*mysql.Cluster, error) { return mysql.Open(cfg.MySQL.DSN, cfg.MySQL.MaxOpenConns) },
 			func(c *mysql.Cluster) *mysql.MessageStore { return mysql.NewMessageStore(c, mysql.MessageStoreOptions{}) },
 			fx.Annotate(mysql.NewDirectory, fx.As(new(ports.Directory))),
-			fx.Annotate(mysql.NewShardStore, fx.As(new(ports.ShardStore))),
+			mysql.NewShardStore,
+			func(s *mysql.ShardStore) ports.ShardStore { return s },
 			func(s *mysql.MessageStore) ports.MessageStore { return s },
 			openRedis,
 			func(c rueidis.Client) ports.SeqAllocator { return redisadapter.NewSeqAllocator(c, 0) },
 			func(c rueidis.Client) ports.MonthState { return redisadapter.NewMonthState(c) },
 			func(c rueidis.Client) ports.RouteCache { return redisadapter.NewRouteCache(c) },
 			func(c rueidis.Client) ports.DeliverQueue { return redisadapter.NewDeliverQueue(c) },
-			func() (ports.IDGenerator, error) { return snowflake.New(cfg.NodeID) },
+			func() (*snowflake.Generator, error) { return snowflake.New(cfg.NodeID) },
+			func(g *snowflake.Generator) ports.IDGenerator { return g },
 			func() ports.Tokens { return jwt.New([]byte(cfg.TokenSecret)) },
 			prometheus.New,
 			func(m *prometheus.Metrics) ports.Metrics { return m },
@@ -88,12 +90,21 @@ func openRedis(lc fx.Lifecycle, cfg config.Config) (rueidis.Client, error) {
 
 // manageStorage provisions every tenant database (schema migrations) at start and closes the
 // writers, then the pools, at stop.
-func manageStorage(lc fx.Lifecycle, cfg config.Config, cluster *mysql.Cluster, store *mysql.MessageStore, log *slog.Logger) {
+func manageStorage(lc fx.Lifecycle, cfg config.Config, cluster *mysql.Cluster, store *mysql.MessageStore,
+	shards *mysql.ShardStore, ids *snowflake.Generator, log *slog.Logger) {
 	lc.Append(fx.Hook{
 		OnStart: func(ctx context.Context) error {
 			for _, t := range cfg.Tenants {
 				if err := cluster.Provision(ctx, t.Name, t.DatabaseName()); err != nil {
 					return fmt.Errorf("provision tenant %s: %w", t.Name, err)
+				}
+				// Refuse to issue ids that would sort before stored ones (DESIGN §1).
+				last, err := shards.MaxMessageID(ctx, t.Name)
+				if err != nil {
+					return fmt.Errorf("newest msg_id of %s: %w", t.Name, err)
+				}
+				if err := ids.CheckClock(last); err != nil {
+					return fmt.Errorf("tenant %s: %w", t.Name, err)
 				}
 				log.Info("tenant ready", "tenant", t.Name, "database", t.DatabaseName())
 			}
