@@ -1,0 +1,180 @@
+// Package bench is imctl's load generator: the standard workloads W1–W5 of
+// DESIGN.md §10, run against a live imd from outside, verifying delivery
+// guarantees while measuring.
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"imd/adapters/tcp/client"
+	"imd/cmd/imctl/adminapi"
+	"imd/cmd/imctl/bench/procstat"
+)
+
+// Workload names.
+const (
+	W1 = "w1" // p2p pairs, closed loop
+	W2 = "w2" // small groups, closed loop
+	W3 = "w3" // one big group, one paced sender
+	W4 = "w4" // idle connections with heartbeats
+	W5 = "w5" // history pages over two months
+)
+
+// Bounds that keep a run finite whatever the flags say.
+const (
+	maxDuration = 24 * time.Hour
+	maxWarmup   = time.Hour
+	maxPageSize = 200
+)
+
+// Config is one run.
+type Config struct {
+	Workload string
+
+	// Users is, per workload: w1/w2 the online users; w4 the users the
+	// connections belong to (each gets Conns/Users devices); w5 the reader
+	// devices paging history.
+	Users     int
+	GroupSize int           // w2
+	Members   int           // w3: members of the big group, all online
+	Rate      float64       // w3: messages per second from the one sender
+	Conns     int           // w4
+	Heartbeat time.Duration // w4
+	Messages  int           // w5: messages sent in each of the two months
+	PageSize  int           // w5
+
+	Duration time.Duration // measured window
+	Warmup   time.Duration // before the window; verified, not measured
+
+	// SourceIPs are local addresses the connections are spread over, so a
+	// run is not capped by one address's ephemeral ports.
+	SourceIPs []string
+	// Parallel bounds concurrent admin calls and dials during setup.
+	Parallel int
+	// SyncMax bounds how many ACKed messages are read back through
+	// SYNC_MESSAGES at the end; whole topics are sampled up to it.
+	SyncMax int
+
+	Dial    client.Options // address, TLS and PROXY settings; LocalAddr is set per connection
+	Admin   *adminapi.Client
+	Targets []procstat.Target
+
+	// Status receives progress; Live makes it a redrawn line (a terminal)
+	// instead of a line every few seconds (a log).
+	Status io.Writer
+	Live   bool
+
+	// drainStall overrides how long the end of a run waits for deliveries
+	// that stopped coming (tests shorten it).
+	drainStall time.Duration
+}
+
+// Validate rejects settings a run cannot honour.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if c.Duration <= 0 || c.Duration > maxDuration {
+		bad("--duration must be in (0, %s]", maxDuration)
+	}
+	if c.Warmup < 0 || c.Warmup > maxWarmup {
+		bad("--warmup must be in [0, %s]", maxWarmup)
+	}
+	if c.Parallel < 1 {
+		bad("--parallel must be at least 1")
+	}
+	if c.SyncMax < 0 {
+		bad("--sync-max must not be negative")
+	}
+	for _, ip := range c.SourceIPs {
+		if _, err := netip.ParseAddr(ip); err != nil {
+			bad("--source-ips: %q is not an IP address", ip)
+		}
+	}
+	switch c.Workload {
+	case W1:
+		if c.Users < 2 || c.Users%2 != 0 {
+			bad("w1: --users must be even and at least 2")
+		}
+	case W2:
+		if c.GroupSize < 2 || c.Users < c.GroupSize || c.Users%c.GroupSize != 0 {
+			bad("w2: --users must be a multiple of --group-size (at least 2)")
+		}
+	case W3:
+		if c.Members < 2 {
+			bad("w3: --members must be at least 2")
+		}
+		if c.Rate <= 0 {
+			bad("w3: --rate must be positive")
+		}
+	case W4:
+		if c.Conns < 1 || c.Users < 1 {
+			bad("w4: --conns and --users must be at least 1")
+		}
+		if c.Heartbeat <= 0 {
+			bad("w4: --heartbeat must be positive")
+		}
+	case W5:
+		if c.Messages < 1 || c.Users < 1 {
+			bad("w5: --messages and --users must be at least 1")
+		}
+		if c.PageSize < 1 || c.PageSize > maxPageSize {
+			bad("w5: --page-size must be in [1, %d]", maxPageSize)
+		}
+	default:
+		bad("unknown workload %q", c.Workload)
+	}
+	if c.Admin == nil {
+		bad("no admin API client")
+	}
+	return errors.Join(errs...)
+}
+
+// ParseSourceIPs splits a comma-separated list, dropping blanks.
+func ParseSourceIPs(s string) []string {
+	var out []string
+	for ip := range strings.SplitSeq(s, ",") {
+		if ip = strings.TrimSpace(ip); ip != "" {
+			out = append(out, ip)
+		}
+	}
+	return out
+}
+
+// params are the settings a report shows: the ones the workload uses.
+func (c Config) params() map[string]string {
+	p := map[string]string{
+		"tcp":        c.Dial.Addr,
+		"tenant":     c.Admin.Tenant(),
+		"tls":        strconv.FormatBool(c.Dial.TLS != nil),
+		"proxy":      strconv.Itoa(c.Dial.ProxyHeader),
+		"source_ips": strings.Join(c.SourceIPs, " "),
+	}
+	if len(c.SourceIPs) == 0 {
+		p["source_ips"] = "default"
+	}
+	switch c.Workload {
+	case W1:
+		p["users"] = strconv.Itoa(c.Users)
+	case W2:
+		p["users"] = strconv.Itoa(c.Users)
+		p["group_size"] = strconv.Itoa(c.GroupSize)
+	case W3:
+		p["members"] = strconv.Itoa(c.Members)
+		p["rate"] = strconv.FormatFloat(c.Rate, 'f', -1, 64)
+	case W4:
+		p["conns"] = strconv.Itoa(c.Conns)
+		p["users"] = strconv.Itoa(min(c.Users, c.Conns))
+		p["heartbeat"] = c.Heartbeat.String()
+	case W5:
+		p["readers"] = strconv.Itoa(c.Users)
+		p["messages_per_month"] = strconv.Itoa(c.Messages)
+		p["page_size"] = strconv.Itoa(c.PageSize)
+	}
+	return p
+}

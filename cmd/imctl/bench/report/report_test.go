@@ -1,0 +1,191 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"imd/cmd/imctl/bench/hist"
+	"imd/cmd/imctl/bench/procstat"
+	"imd/cmd/imctl/bench/verify"
+)
+
+func sample() Report {
+	return Report{
+		Workload:    "w1",
+		Description: "p2p: 4 users in 2 friend pairs, closed loop",
+		Params:      map[string]string{"users": "4", "source_ips": "127.0.0.1"},
+		Started:     time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC),
+		WarmupS:     2,
+		DurationS:   10,
+		Machine:     procstat.Machine{Cores: 2, CPUModel: "Test CPU", Kernel: "6.1", MemTotalMB: 24000, GoVersion: "go1.26.8"},
+		Connections: Connections{Wanted: 4, Established: 4},
+		Sent:        12346, Acked: 12345, Delivered: 12345,
+		AckedPerSec: 1234.5, DeliveredPerSec: 1234.4,
+		Latencies: []Latency{
+			{Name: "send_ack", Summary: hist.Summary{Count: 12345, MeanMs: 1.5, P50Ms: 1.25, P95Ms: 3, P99Ms: 12.5, P999Ms: 40, MaxMs: 150}},
+		},
+		Errors:       map[string]int64{"50301": 3, "timeout": 1},
+		Verification: verify.Tally{Acked: 14000, Expected: 14000, Delivered: 14000, Sync: verify.SyncTally{Reads: 2, Checked: 14000}},
+		Processes:    []procstat.Usage{{Target: procstat.Target{Name: "imd", PID: 42}, CPUSeconds: 9.5, CPUCores: 0.79, RSSMB: 80.25, PeakRSSMB: 90}, {Target: procstat.Target{Name: "redis", PID: 43}, Err: "pid 43: gone"}},
+		MachineCPU:   0.97,
+	}
+}
+
+func TestJudge(t *testing.T) {
+	tests := []struct {
+		name     string
+		change   func(*Report)
+		pass     bool
+		problems []string
+	}{
+		{"clean run", func(*Report) {}, true, nil},
+		{"missing delivery", func(r *Report) { r.Verification.Missing = 2 }, false, []string{"2 ACKed deliveries missing"}},
+		{"duplicate and lost connection", func(r *Report) { r.Verification.Duplicated = 1; r.Connections.Lost = 3 },
+			false, []string{"1 duplicate deliveries", "3 connections lost"}},
+		{"too few connections", func(r *Report) { r.Connections.Established = 3 }, false, []string{"3 of 4 connections established"}},
+		{"interrupted", func(r *Report) { r.Interrupted = true }, false, []string{"interrupted before the end-of-run checks"}},
+		{"read back failed", func(r *Report) { r.ReadBackErrors = 2 }, false, []string{"2 topics could not be read back"}},
+		{"slow but correct still passes", func(r *Report) { r.AckedPerSec = 1 }, true, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := sample()
+			tt.change(&r)
+			r.Judge()
+			if r.Pass != tt.pass || strings.Join(r.Problems, ";") != strings.Join(tt.problems, ";") {
+				t.Fatalf("Pass %v Problems %q, want %v %q", r.Pass, r.Problems, tt.pass, tt.problems)
+			}
+		})
+	}
+}
+
+func TestWriteMarkdown(t *testing.T) {
+	r := sample()
+	r.Judge()
+	var b bytes.Buffer
+	if err := WriteMarkdown(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	md := b.String()
+	for _, want := range []string{
+		"## imd bench w1 — p2p: 4 users in 2 friend pairs, closed loop\n",
+		"2026-11-29T10:00:00Z · 2 cores · Test CPU · kernel 6.1 · 24000 MB · go1.26.8 · warm-up 2 s, measured 10 s",
+		"Parameters: source_ips=127.0.0.1, users=4\n",
+		"| metric | value |\n| --- | --- |\n| result | PASS |\n",
+		"| ACKed msg/s | 1,235 |",
+		"| sent / ACKed / delivered (window) | 12,346 / 12,345 / 12,345 |",
+		"| machine CPU busy (all processes) | 97% |",
+		"| operation | count | mean | p50 | p95 | p99 | p99.9 | max |",
+		"| send_ack | 12,345 | 1.50 | 1.25 | 3.00 | 12.5 | 40.0 | 150 |",
+		"| missing | 0 |",
+		"| read back: reads / messages checked | 2 / 14,000 |",
+		"| 50301 | 3 |\n| timeout | 1 |",
+		"| imd | 42 | 9.50 | 0.79 | 80.2 | 90.0 |  |",
+		"| redis | 43 | — | — | — | — | pid 43: gone |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q\n%s", want, md)
+		}
+	}
+	for _, line := range strings.Split(strings.TrimSpace(md), "\n") {
+		if strings.HasPrefix(line, "|") && !strings.HasSuffix(line, "|") {
+			t.Errorf("broken table row %q", line)
+		}
+	}
+}
+
+func TestWriteMarkdownShowsWhatTheWorkloadDid(t *testing.T) {
+	tests := []struct {
+		name      string
+		sent, ops int64
+		want      []string
+		notWant   []string
+	}{
+		{"sends only", 10, 0, []string{"| ACKed msg/s |"}, []string{"requests/s"}},
+		{"requests only", 0, 10, []string{"| requests/s (see latency) | 1 |"}, []string{"ACKed msg/s"}},
+		{"both", 10, 10, []string{"| ACKed msg/s |", "| requests/s (see latency) |"}, nil},
+		{"nothing", 0, 0, []string{"| ACKed msg/s |"}, []string{"requests/s"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := sample()
+			r.Sent, r.Ops, r.OpsPerSec = tt.sent, tt.ops, float64(tt.ops)/10
+			var b bytes.Buffer
+			if err := WriteMarkdown(&b, r); err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(b.String(), w) {
+					t.Errorf("lacks %q", w)
+				}
+			}
+			for _, w := range tt.notWant {
+				if strings.Contains(b.String(), w) {
+					t.Errorf("has %q", w)
+				}
+			}
+		})
+	}
+}
+
+func TestWriteMarkdownFailure(t *testing.T) {
+	r := sample()
+	r.Verification.Missing = 1
+	r.Verification.Samples = []string{"p2p_1_2 seq 7 (msg 9) never reached recipient 1"}
+	r.Judge()
+	var b bytes.Buffer
+	if err := WriteMarkdown(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| result | FAIL: 1 ACKed deliveries missing |", "- p2p_1_2 seq 7 (msg 9) never reached recipient 1\n"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("markdown lacks %q\n%s", want, b.String())
+		}
+	}
+}
+
+func TestWriteJSONRoundTrips(t *testing.T) {
+	r := sample()
+	r.Judge()
+	var b bytes.Buffer
+	if err := WriteJSON(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	if err := json.Unmarshal(b.Bytes(), &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Latencies[0].P99Ms != 12.5 || back.Errors["50301"] != 3 || !back.Pass || back.Processes[0].PID != 42 {
+		t.Fatalf("round trip lost data: %+v", back)
+	}
+	for _, key := range []string{`"acked_per_s": 1234.5`, `"p99_ms": 12.5`, `"name": "send_ack"`, `"missing": 0`} {
+		if !strings.Contains(b.String(), key) {
+			t.Errorf("JSON lacks %s", key)
+		}
+	}
+}
+
+func TestThousands(t *testing.T) {
+	tests := map[int64]string{0: "0", 12: "12", 999: "999", 1000: "1,000", 1234567: "1,234,567", -1234: "-1,234"}
+	for n, want := range tests {
+		if got := Thousands(n); got != want {
+			t.Errorf("Thousands(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+type failWriter struct{}
+
+func (failWriter) Write([]byte) (int, error) { return 0, bytes.ErrTooLarge }
+
+func TestWriteErrors(t *testing.T) {
+	if err := WriteJSON(failWriter{}, sample()); err == nil {
+		t.Error("WriteJSON hid a write error")
+	}
+	if err := WriteMarkdown(failWriter{}, sample()); err == nil {
+		t.Error("WriteMarkdown hid a write error")
+	}
+}

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"crypto/rand"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"imd/adapters/tcp/client"
+	"imd/cmd/imctl/chat"
+	"imd/core/topic"
+)
+
+func newChatCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "chat (--token T | --user ID) (--topic grp_1 | --to USER)",
+		Short: "Chat interactively over the frame protocol",
+		Long: `Connects over TCP, authenticates, prints incoming messages as "[seq] user: text"
+and sends each typed line as a text message. Try it in two terminals:
+
+  imctl user create 1; imctl user create 2; imctl friend 1 2
+  imctl chat --user 1 --to 2      # terminal 1
+  imctl chat --user 2 --to 1      # terminal 2
+
+--user mints a token through the admin API; --token uses one you have.
+
+` + chat.Help,
+		Args: cobra.NoArgs,
+	}
+	token := cmd.Flags().String("token", "", "client token (see `imctl token`)")
+	userID := cmd.Flags().Int64("user", 0, "mint a token for this user through the admin API")
+	device := cmd.Flags().Uint64("device", 1, "device id; a second AUTH of the same user and device replaces the first")
+	topicName := cmd.Flags().String("topic", "", "conversation topic, e.g. grp_1")
+	to := cmd.Flags().Int64("to", 0, "talk P2P with this user (you must be friends)")
+	cmd.MarkFlagsMutuallyExclusive("token", "user")
+	cmd.MarkFlagsOneRequired("token", "user")
+	cmd.MarkFlagsMutuallyExclusive("topic", "to")
+	cmd.MarkFlagsOneRequired("topic", "to")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		ctx := cmd.Context()
+		tok := *token
+		if *userID != 0 {
+			var err error
+			if tok, err = g.admin().Token(ctx, *userID, 0); err != nil {
+				return err
+			}
+		}
+		conn, err := client.Dial(ctx, g.dialOptions())
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		me, err := conn.Auth(ctx, tok, *device)
+		if err != nil {
+			return fmt.Errorf("auth: %w", err)
+		}
+		name := *topicName
+		if *to != 0 {
+			name = topic.ForPair(me.UserID, *to)
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "user %d (tenant %s, device %d) in %s — /help for commands\n", me.UserID, me.TenantID, me.DeviceID, name)
+		return chat.NewSession(conn, name, cmd.OutOrStdout(), rand.Text).Run(ctx, cmd.InOrStdin())
+	}
+	return cmd
+}

@@ -1,0 +1,36 @@
+// Command imctl is the admin and client CLI of imd and its load generator.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"imd/cmd/imctl/bench"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := newRootCmd(deps{
+		lookupEnv: os.LookupEnv,
+		stdin:     os.Stdin,
+		stdout:    os.Stdout,
+		stderr:    os.Stderr,
+		terminal:  isTerminal(os.Stderr),
+		runBench:  bench.Run,
+	}).ExecuteContext(ctx)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "imctl:", err)
+		os.Exit(1)
+	}
+}
+
+// isTerminal reports whether f is a character device, so progress can be
+// redrawn in place rather than logged line by line.
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

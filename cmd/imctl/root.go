@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"imd/adapters/tcp/client"
+	"imd/cmd/imctl/adminapi"
+	"imd/cmd/imctl/bench"
+	"imd/cmd/imctl/bench/report"
+)
+
+// deps are what the commands take from the process, so tests can supply
+// their own.
+type deps struct {
+	lookupEnv func(string) (string, bool)
+	stdin     io.Reader
+	stdout    io.Writer
+	stderr    io.Writer
+	terminal  bool // stderr is a terminal: redraw progress in place
+	runBench  func(context.Context, bench.Config) (report.Report, error)
+}
+
+// globals are the connection settings every command shares.
+type globals struct {
+	httpURL  string
+	adminKey string
+	tenant   string
+	tcpAddr  string
+	tls      bool
+	sni      string
+	insecure bool
+	proxy    int
+}
+
+// envPrefix names the environment fallbacks: --admin-key ← IMCTL_ADMIN_KEY.
+const envPrefix = "IMCTL_"
+
+func envName(flag string) string {
+	return envPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+func (g *globals) bind(fs *pflag.FlagSet) {
+	fs.StringVar(&g.httpURL, "http", "http://127.0.0.1:8080", "base URL of imd's HTTP listener (admin API) ["+envName("http")+"]")
+	fs.StringVar(&g.adminKey, "admin-key", "dev-admin-key", "admin API key ["+envName("admin-key")+"]")
+	fs.StringVar(&g.tenant, "tenant", "default", "tenant ["+envName("tenant")+"]")
+	fs.StringVar(&g.tcpAddr, "tcp", "127.0.0.1:9000", "frame listener, host:port or unix:/path ["+envName("tcp")+"]")
+	fs.BoolVar(&g.tls, "tls", false, "speak TLS on the frame connection ["+envName("tls")+"]")
+	fs.StringVar(&g.sni, "sni", "", "TLS server name (default: the --tcp host) ["+envName("sni")+"]")
+	fs.BoolVar(&g.insecure, "insecure", false, "skip TLS certificate checks, frames and HTTPS alike ["+envName("insecure")+"]")
+	fs.IntVar(&g.proxy, "proxy", 0, "send a PROXY header first, as Nginx does: 0 none, 1 v1, 2 v2 ["+envName("proxy")+"]")
+}
+
+// resolve fills the flags of fs (the ones bind defined) that the command
+// line did not set from the environment, and checks the result.
+func (g *globals) resolve(fs *pflag.FlagSet, lookupEnv func(string) (string, bool)) error {
+	var errs []error
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Changed {
+			return
+		}
+		if v, ok := lookupEnv(envName(f.Name)); ok {
+			if err := fs.Set(f.Name, v); err != nil {
+				errs = append(errs, fmt.Errorf("%s=%q: %w", envName(f.Name), v, err))
+			}
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if g.proxy < 0 || g.proxy > 2 {
+		return fmt.Errorf("--proxy must be 0, 1 or 2, not %d", g.proxy)
+	}
+	return nil
+}
+
+func (g *globals) admin() *adminapi.Client {
+	var hc *http.Client
+	if g.insecure {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true}
+		tr.MaxIdleConnsPerHost = 64
+		hc = &http.Client{Timeout: 30 * time.Second, Transport: tr}
+	}
+	return adminapi.New(g.httpURL, g.adminKey, g.tenant, hc)
+}
+
+func (g *globals) dialOptions() client.Options {
+	o := client.Options{Addr: g.tcpAddr, ProxyHeader: g.proxy}
+	if g.tls {
+		o.TLS = &tls.Config{ServerName: g.sni, InsecureSkipVerify: g.insecure, MinVersion: tls.VersionTLS12}
+	}
+	return o
+}
+
+func newRootCmd(d deps) *cobra.Command {
+	g := &globals{}
+	root := &cobra.Command{
+		Use:   "imctl",
+		Short: "Admin and client CLI of imd, and its load generator",
+		Long: `imctl talks to a running imd: the admin HTTP API (users, tokens, friendships,
+groups, shards, routes, messages), the frame protocol (an interactive chat),
+and the standard benchmark workloads W1–W5.
+
+Every global flag falls back to an IMCTL_* environment variable when not given.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	g.bind(root.PersistentFlags())
+	// Only the root has this hook: cobra runs the nearest one alone.
+	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+		return g.resolve(root.PersistentFlags(), d.lookupEnv)
+	}
+	root.SetIn(d.stdin)
+	root.SetOut(d.stdout)
+	root.SetErr(d.stderr)
+	root.AddCommand(
+		newUserCmd(g), newTokenCmd(g), newFriendCmd(g), newGroupCmd(g),
+		newShardsCmd(g), newRouteCmd(g), newMessagesCmd(g), newMessageCmd(g),
+		newChatCmd(g),
+		newBenchCmd(g, d),
+	)
+	return root
+}
