@@ -5,8 +5,8 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"crypto/rand"
+	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -88,6 +88,7 @@ type Server struct {
 	HTTPAddr string
 	AdminKey string
 	cmd      *exec.Cmd
+	exited   chan struct{} // closed when cmd has exited
 	logs     *lockedBuffer
 	t        testing.TB
 }
@@ -122,7 +123,6 @@ func Start(t testing.TB, o Options) *Server {
 	for k, v := range o.Env {
 		env[k] = v
 	}
-	s.start(env)
 	t.Cleanup(func() {
 		s.Stop()
 		if owner {
@@ -132,6 +132,7 @@ func Start(t testing.TB, o Options) *Server {
 			t.Logf("imd log tail:\n%s", s.logs.tail(8000))
 		}
 	})
+	s.start(env)
 	return s
 }
 
@@ -147,22 +148,22 @@ func (s *Server) start(env map[string]string) {
 		s.t.Fatalf("start imd: %v", err)
 	}
 	s.cmd = cmd
+	s.exited = make(chan struct{})
+	go func(exited chan struct{}) { _ = cmd.Wait(); close(exited) }(s.exited)
 	s.waitReady(30 * time.Second)
 }
 
 // Stop ends the process with SIGTERM (graceful), waiting for it.
 func (s *Server) Stop() {
-	if s.cmd == nil || s.cmd.Process == nil {
+	if s.cmd == nil {
 		return
 	}
 	_ = s.cmd.Process.Signal(os.Interrupt)
-	done := make(chan struct{})
-	go func() { _ = s.cmd.Wait(); close(done) }()
 	select {
-	case <-done:
+	case <-s.exited:
 	case <-time.After(20 * time.Second):
 		_ = s.cmd.Process.Kill()
-		<-done
+		<-s.exited
 	}
 	s.cmd = nil
 }
@@ -173,7 +174,7 @@ func (s *Server) Kill() {
 		return
 	}
 	_ = s.cmd.Process.Kill()
-	_ = s.cmd.Wait()
+	<-s.exited
 	s.cmd = nil
 }
 
@@ -181,8 +182,10 @@ func (s *Server) waitReady(limit time.Duration) {
 	s.t.Helper()
 	deadline := time.Now().Add(limit)
 	for time.Now().Before(deadline) {
-		if s.cmd.ProcessState != nil {
-			break
+		select {
+		case <-s.exited:
+			s.t.Fatalf("imd exited during start; log:\n%s", s.logs.tail(8000))
+		default:
 		}
 		resp, err := http.Get("http://" + s.HTTPAddr + "/readyz")
 		if err == nil {

@@ -63,4 +63,3 @@ func (l fxLogger) LogEvent(e fxevent.Event) {
 		}
 	}
 }
-
