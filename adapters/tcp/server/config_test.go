@@ -33,7 +33,8 @@ func TestConfigDefaults(t *testing.T) {
 	want := Config{
 		ProxyTimeout: 3 * time.Second, IdleTimeout: 120 * time.Second, KeepAlive: 30 * time.Second,
 		RequestTimeout: 10 * time.Second, CompressMin: 512, OutboundBytes: 4 << 20, OutboundFrames: 1024,
-		Workers: 256, Queue: 1024,
+		Workers: 256, Queue: 1024, HandshakeTimeout: 10 * time.Second, PushAckTimeout: 30 * time.Second,
+		PushAckWindow: 1024, RateLimits: RateLimits{IPKeys: 1 << 16},
 	}
 	if got != want {
 		t.Fatalf("defaults %+v, want %+v", got, want)

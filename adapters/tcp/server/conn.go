@@ -9,7 +9,9 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 
+	"imd/adapters/ratelimit"
 	"imd/adapters/tcp/server/session"
+	"imd/adapters/tcp/server/tlsconn"
 )
 
 // phase is where a connection is in its life (seed 003 §8). A kicked connection is CLOSING:
@@ -18,6 +20,7 @@ type phase int32
 
 const (
 	phaseProxy          phase = iota // waiting for the PROXY header
+	phaseHandshake                   // TLS handshake running (tls: native)
 	phaseConnected                   // frames flow; only AUTH and HEARTBEAT are served
 	phaseAuthenticating              // an AUTH is in the task pool
 	phaseAuthenticated
@@ -29,11 +32,18 @@ type connection struct {
 	id     uint64
 	gc     gnet.Conn
 	out    *session.Conn
-	peer   netip.Addr // the TCP peer: Nginx when PROXY is in use
+	tls    *tlsconn.Conn // nil in tls: off mode
+	peer   netip.Addr    // the TCP peer: Nginx when PROXY is in use
 	opened time.Time
 
-	// realIP is written on the event loop before phaseConnected and read after it.
-	realIP netip.Addr
+	// realIP and limitKey are written on the event loop before phaseHandshake/phaseConnected
+	// and read after it.
+	realIP   netip.Addr
+	limitKey netip.Addr // realIP as the IP rate limits key it
+
+	// Event loop only.
+	budgets [budgetCount]ratelimit.Bucket // device rate limits
+	partial []byte                        // decrypted bytes of an incomplete frame (TLS)
 
 	phase          atomic.Int32
 	lastActive     atomic.Int64 // UnixNano of the last traffic, for the idle timeout
@@ -50,6 +60,11 @@ func (c *connection) store(p phase) { c.phase.Store(int32(p)) }
 
 func (c *connection) advance(from, to phase) bool {
 	return c.phase.CompareAndSwap(int32(from), int32(to))
+}
+
+// setRealIP records the client's address for logs and rate limits.
+func (c *connection) setRealIP(ip netip.Addr) {
+	c.realIP, c.limitKey = ip, limitKey(ip)
 }
 
 func (c *connection) touch(now time.Time) { c.lastActive.Store(now.UnixNano()) }

@@ -45,7 +45,8 @@ func (s *Server) newRequest(c *connection, f frame.Frame) *request {
 }
 
 // dispatch routes one frame on the event loop. HEARTBEAT and PUSH_ACK are served right here;
-// so are refusals, which need no I/O. Everything else goes to the task pool.
+// so are refusals, rate limits included, which need no I/O. Everything else goes to the task
+// pool.
 func (s *Server) dispatch(c *connection, f frame.Frame) {
 	r := s.newRequest(c, f)
 	switch {
@@ -53,17 +54,32 @@ func (s *Server) dispatch(c *connection, f frame.Frame) {
 		s.respond(r, wire.HeartbeatResponse{ServerTime: s.deps.Clock.Now().UnixMilli()}, nil)
 		return
 	case f.Command == wire.CmdPushAck && c.load() == phaseAuthenticated:
-		return // transport-level only (seed 003 §14): nothing to store, nothing to answer
+		// Transport-level only (seed 003 §14): it settles the push, nothing is stored or answered.
+		c.out.Ack(f.SequenceID)
+		return
 	case s.stopping.Load():
 		s.respond(r, nil, apperr.New(apperr.Busy, "server is shutting down, reconnect"))
 		return
 	case f.Command == wire.CmdAuth:
-		if !c.advance(phaseConnected, phaseAuthenticating) {
+		// Checked before the rate limit, so a repeated AUTH costs no budget. Only the event
+		// loop leaves phaseConnected, so the state cannot change before the advance below.
+		if c.load() != phaseConnected {
 			s.respond(r, nil, apperr.New(apperr.InvalidArgument, "already authenticated on this connection"))
 			return
 		}
 	case c.load() != phaseAuthenticated:
 		s.respond(r, nil, apperr.New(apperr.Unauthenticated, "authenticate first"))
+		return
+	}
+	if b := budgetOf(f.Command); b != budgetNone {
+		if scope := s.limits.allow(c, b, r.started); scope != "" {
+			s.deps.Metrics.Inc("tcp_rate_limited_total", scope, b.String())
+			s.respond(r, nil, apperr.New(apperr.RateLimited, "rate limited, slow down"))
+			return
+		}
+	}
+	if f.Command == wire.CmdAuth && !c.advance(phaseConnected, phaseAuthenticating) {
+		s.respond(r, nil, apperr.New(apperr.InvalidArgument, "already authenticated on this connection"))
 		return
 	}
 	h, ok := s.handlers[f.Command]

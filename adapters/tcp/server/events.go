@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"time"
 
@@ -55,20 +56,65 @@ func (e *events) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 		peer:   peerAddr(gc.RemoteAddr()),
 		opened: now,
 	}
-	c.out = session.NewConn(c.id, gc, session.Limits{Bytes: s.cfg.OutboundBytes, Frames: s.cfg.OutboundFrames}, s.deps.Metrics)
+	var link session.Link = gc
+	if s.tls != nil {
+		c.tls = s.tls.Server(gc)
+		link = c.tls
+	}
+	c.out = session.NewConn(c.id, link, session.Limits{Bytes: s.cfg.OutboundBytes, Frames: s.cfg.OutboundFrames}, s.deps.Metrics)
 	c.ctx, c.cancel = context.WithCancel(s.base)
 	c.touch(now)
-	if s.cfg.ProxyProtocol {
-		c.store(phaseProxy)
-	} else {
-		c.realIP = c.peer
-		c.store(phaseConnected)
-		s.logAccepted(c)
-	}
 	gc.SetContext(c)
 	s.conns.Store(c.id, c)
 	s.deps.Metrics.Set("tcp_connections", float64(s.open.Add(1)))
+	// A new connection starts in phaseProxy, the zero phase.
+	if !s.cfg.ProxyProtocol {
+		c.setRealIP(c.peer)
+		s.secure(c, phaseProxy)
+	}
 	return nil, gnet.None
+}
+
+// secure moves a connection whose client address is known on to frames: through a TLS
+// handshake in native mode, at once otherwise. from is the phase it leaves.
+func (s *Server) secure(c *connection, from phase) bool {
+	if c.tls == nil {
+		if !c.advance(from, phaseConnected) {
+			return false
+		}
+		s.logAccepted(c)
+		return true
+	}
+	if !c.advance(from, phaseHandshake) {
+		return false
+	}
+	go s.handshake(c)
+	return true
+}
+
+// handshake runs c's TLS handshake on its own goroutine, fed by OnTraffic, then wakes the
+// event loop: the client's first frames may have arrived with its Finished and wait
+// undecrypted in the TLS pipe.
+func (s *Server) handshake(c *connection) {
+	ctx, cancel := context.WithTimeout(c.ctx, s.cfg.HandshakeTimeout)
+	defer cancel()
+	if err := c.tls.Handshake(ctx); err != nil {
+		if c.load() != phaseClosed {
+			s.deps.Metrics.Inc("tcp_tls_handshake_failures_total")
+			// Debug: scanners and dropped mobile connections fail handshakes all day; the
+			// counter is what an operator watches.
+			s.log.Debug("TLS handshake failed, closing", "connection_id", c.id, "real_ip", c.realIP.String(), "err", err)
+		}
+		_ = c.gc.Close()
+		return
+	}
+	if !c.advance(phaseHandshake, phaseConnected) {
+		return // closed meanwhile
+	}
+	s.logAccepted(c)
+	if err := c.gc.Wake(nil); err != nil {
+		_ = c.gc.Close()
+	}
 }
 
 func (e *events) OnClose(gc gnet.Conn, err error) gnet.Action {
@@ -79,6 +125,10 @@ func (e *events) OnClose(gc gnet.Conn, err error) gnet.Action {
 	}
 	c.store(phaseClosed)
 	c.cancel()
+	if c.tls != nil {
+		c.tls.Release()
+	}
+	c.partial = nil
 	s.sessions.Unbind(c.out)
 	s.conns.Delete(c.id)
 	s.deps.Metrics.Set("tcp_connections", float64(s.open.Add(-1)))
@@ -110,34 +160,17 @@ func (e *events) OnTraffic(gc gnet.Conn) gnet.Action {
 			return action
 		}
 	}
-	for {
-		buffered := gc.InboundBuffered()
-		head, err := gc.Peek(min(buffered, frame.HeaderLen))
-		if err != nil {
-			return gnet.None
-		}
-		h, err := frame.ParseHeader(head)
-		if errors.Is(err, frame.ErrIncomplete) {
-			break
-		}
-		if err != nil {
-			return s.reject(c, err)
-		}
-		size := frame.HeaderLen + int(h.BodyLen)
-		if buffered < size {
-			break
-		}
-		buf, err := gc.Peek(size)
-		if err != nil {
-			return gnet.None
-		}
-		f, _, err := frame.Decode(buf)
-		if err != nil {
-			return s.reject(c, err)
-		}
-		_, _ = gc.Discard(size)
-		s.deps.Metrics.Inc("tcp_frames_in_total")
-		s.dispatch(c, f)
+	var action gnet.Action
+	switch {
+	case c.load() == phaseHandshake:
+		return s.feedHandshake(c, gc)
+	case c.tls != nil:
+		action = s.readTLS(c, gc)
+	default:
+		action = s.readFrames(c, gc)
+	}
+	if action != gnet.None {
+		return action
 	}
 	if unread := gc.OutboundBuffered(); unread > unreadFactor*s.cfg.OutboundBytes {
 		s.log.Warn("closing connection that does not read its responses", "connection_id", c.id,
@@ -145,6 +178,130 @@ func (e *events) OnTraffic(gc gnet.Conn) gnet.Action {
 		return gnet.Close
 	}
 	return gnet.None
+}
+
+// inbound is where plaintext frames wait: gnet's own buffer in plaintext mode, decrypted
+// bytes in TLS mode.
+type inbound interface {
+	InboundBuffered() int
+	Peek(n int) ([]byte, error)
+	Discard(n int) (int, error)
+}
+
+// readFrames decodes every whole frame buffered in in and dispatches it. A frame the decoder
+// rejects cannot be skipped (the stream has no resync point), so the connection closes. Only
+// whole frames are peeked: a large frame arriving in pieces is not copied again per piece.
+func (s *Server) readFrames(c *connection, in inbound) gnet.Action {
+	for {
+		buffered := in.InboundBuffered()
+		head, err := in.Peek(min(buffered, frame.HeaderLen))
+		if err != nil {
+			return gnet.None
+		}
+		h, err := frame.ParseHeader(head)
+		if errors.Is(err, frame.ErrIncomplete) {
+			return gnet.None
+		}
+		if err != nil {
+			return s.reject(c, err)
+		}
+		size := frame.HeaderLen + int(h.BodyLen)
+		if buffered < size {
+			return gnet.None
+		}
+		buf, err := in.Peek(size)
+		if err != nil {
+			return gnet.None
+		}
+		f, _, err := frame.Decode(buf)
+		if err != nil {
+			return s.reject(c, err)
+		}
+		_, _ = in.Discard(size)
+		s.deps.Metrics.Inc("tcp_frames_in_total")
+		s.dispatch(c, f)
+	}
+}
+
+// maxHandshakeBytes bounds what a client may send before its handshake completes: a
+// ClientHello with every extension fits many times over.
+const maxHandshakeBytes = 64 << 10
+
+// feedHandshake hands what arrived to the handshake goroutine.
+func (s *Server) feedHandshake(c *connection, gc gnet.Conn) gnet.Action {
+	buf, err := gc.Peek(-1)
+	if err != nil || len(buf) == 0 {
+		return gnet.None
+	}
+	pending := c.tls.Feed(buf)
+	_, _ = gc.Discard(len(buf))
+	if pending > maxHandshakeBytes {
+		s.log.Warn("TLS client sent too much before its handshake completed, closing", "connection_id", c.id,
+			"real_ip", c.realIP.String(), "bytes", pending)
+		return gnet.Close
+	}
+	return gnet.None
+}
+
+// maxLentPlain bounds the decryption buffers kept for reuse.
+const maxLentPlain = 256 << 10
+
+// readTLS decrypts what arrived and handles the frames in it. Decryption goes into a buffer
+// lent for the call; only the bytes of an incomplete frame stay with the connection, so idle
+// TLS connections hold no plaintext buffer.
+func (s *Server) readTLS(c *connection, gc gnet.Conn) gnet.Action {
+	ciphertext, err := gc.Peek(-1)
+	if err != nil {
+		return gnet.None
+	}
+	lent := c.partial == nil
+	var held *[]byte
+	buf := c.partial
+	if lent {
+		held = s.plain.Get().(*[]byte)
+		buf = (*held)[:0]
+	}
+	buf, err = c.tls.Read(buf, ciphertext)
+	_, _ = gc.Discard(len(ciphertext))
+
+	action := gnet.Close
+	in := &plainInput{buf: buf}
+	if err == nil {
+		action = s.readFrames(c, in)
+	} else if !errors.Is(err, io.EOF) {
+		s.log.Debug("TLS read failed, closing", "connection_id", c.id, "real_ip", c.realIP.String(), "err", err)
+	}
+	switch rest := in.buf; {
+	case len(rest) == 0 || action != gnet.None:
+		c.partial = nil
+	case lent:
+		c.partial = append([]byte(nil), rest...)
+	default:
+		c.partial = append(buf[:0], rest...) // compact in place, keeping the grown buffer
+	}
+	if lent && cap(buf) <= maxLentPlain {
+		*held = buf[:0]
+		s.plain.Put(held)
+	}
+	return action
+}
+
+// plainInput is decrypted bytes seen as an inbound buffer.
+type plainInput struct{ buf []byte }
+
+func (p *plainInput) InboundBuffered() int { return len(p.buf) }
+
+func (p *plainInput) Peek(n int) ([]byte, error) {
+	if n > len(p.buf) {
+		return nil, io.ErrShortBuffer
+	}
+	return p.buf[:n], nil
+}
+
+func (p *plainInput) Discard(n int) (int, error) {
+	n = min(n, len(p.buf))
+	p.buf = p.buf[n:]
+	return n, nil
 }
 
 // readProxy consumes the PROXY header. done=false means stop here and return action: wait
@@ -165,14 +322,13 @@ func (s *Server) readProxy(c *connection, gc gnet.Conn) (done bool, action gnet.
 	}
 	_, _ = gc.Discard(n)
 	if src.IsValid() {
-		c.realIP = src.Addr()
+		c.setRealIP(src.Addr())
 	} else {
-		c.realIP = c.peer // LOCAL/UNKNOWN: the proxy's own connection, e.g. a health check
+		c.setRealIP(c.peer) // LOCAL/UNKNOWN: the proxy's own connection, e.g. a health check
 	}
-	if !c.advance(phaseProxy, phaseConnected) {
+	if !s.secure(c, phaseProxy) {
 		return false, gnet.Close // the PROXY timeout fired meanwhile
 	}
-	s.logAccepted(c)
 	return true, gnet.None
 }
 
@@ -185,11 +341,21 @@ func (s *Server) reject(c *connection, err error) gnet.Action {
 	return gnet.Close
 }
 
-// OnTick enforces ProxyTimeout and IdleTimeout. It runs on gnet's ticker goroutine, so it
-// touches connections only through what is safe off the loop: atomics and Close.
+// limitSweepEvery is how often the IP rate-limit table forgets refilled addresses.
+const limitSweepEvery = 10 * time.Second
+
+// OnTick enforces ProxyTimeout and IdleTimeout, gives up overdue PUSH_ACKs and trims the IP
+// rate-limit table. It runs on gnet's ticker goroutine, so it touches connections only
+// through what is safe off the loop: atomics, locks and Close. (The TLS handshake enforces
+// its own timeout.)
 func (e *events) OnTick() (time.Duration, gnet.Action) {
 	s := e.s
 	now := time.Now()
+	s.sessions.ExpireAcks(now)
+	if last := s.lastSweep.Load(); now.Sub(time.Unix(0, last)) >= limitSweepEvery {
+		s.lastSweep.Store(now.UnixNano())
+		s.limits.sweep(now)
+	}
 	s.conns.Range(func(_, v any) bool {
 		c := v.(*connection)
 		switch {

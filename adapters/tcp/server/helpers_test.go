@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"io"
@@ -139,11 +140,29 @@ type harness struct {
 	metrics *fakeMetrics
 	logs    *logCapture
 	tokens  *fakeTokens
+	// clientTLS makes dial speak TLS (native mode without PROXY).
+	clientTLS *tls.Config
+}
+
+// listenerModes runs a test against both listener modes.
+func listenerModes(t *testing.T, run func(t *testing.T, start func(t *testing.T, cfg Config, deps Deps) *harness)) {
+	t.Run("tls off", func(t *testing.T) {
+		run(t, func(t *testing.T, cfg Config, deps Deps) *harness { return start(t, cfg, deps) })
+	})
+	t.Run("tls native", func(t *testing.T) {
+		pki := newTestPKI(t)
+		run(t, func(t *testing.T, cfg Config, deps Deps) *harness {
+			cfg.TLS = pki.server
+			h := start(t, cfg, deps)
+			h.clientTLS = pki.client
+			return h
+		})
+	})
 }
 
 // start runs a server on a loopback port; the deps not given get test fakes. setup runs
 // between New and Start.
-func start(t *testing.T, cfg Config, deps Deps, setup ...func(*Server)) *harness {
+func start(t testing.TB, cfg Config, deps Deps, setup ...func(*Server)) *harness {
 	t.Helper()
 	h := &harness{metrics: newFakeMetrics(), logs: &logCapture{}}
 	if cfg.Addr == "" {
@@ -206,6 +225,13 @@ func (h *harness) dial(t *testing.T) *rawClient {
 		t.Fatalf("dial: %v", err)
 	}
 	t.Cleanup(func() { _ = nc.Close() })
+	if h.clientTLS != nil {
+		tc := tls.Client(nc, h.clientTLS)
+		if err := tc.HandshakeContext(t.Context()); err != nil {
+			t.Fatalf("TLS handshake: %v", err)
+		}
+		nc = tc
+	}
 	return &rawClient{t: t, nc: nc}
 }
 

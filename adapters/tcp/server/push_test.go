@@ -98,6 +98,10 @@ func TestPushReadAndEvent(t *testing.T) {
 // a client that keeps reading gets every frame and Push never waits. Dropping never closes
 // the slow client: once it reads again it gets exactly what was queued, and new pushes.
 func TestSlowReaderDoesNotBlockPushes(t *testing.T) {
+	listenerModes(t, testSlowReaderDoesNotBlockPushes)
+}
+
+func testSlowReaderDoesNotBlockPushes(t *testing.T, start func(*testing.T, Config, Deps) *harness) {
 	const pushes = 200
 	h := start(t, Config{OutboundBytes: 64 << 10, SocketSendBuffer: 8 << 10, CompressMin: -1}, Deps{})
 	slow, fast := h.dial(t), h.dial(t)

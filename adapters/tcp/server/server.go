@@ -1,11 +1,13 @@
-// Package server is the client TCP listener of PROTOCOL.md on gnet: PROXY header, frames,
-// sessions and the task pool that keeps MySQL and Redis off the event loop (seed 003 §2.3,
-// §6–§8). Native TLS is not handled here; this listener serves the `tls: off` mode, where
-// Nginx terminates TLS and forwards plaintext after the PROXY header.
+// Package server is the client TCP listener of PROTOCOL.md on gnet: PROXY header, TLS,
+// frames, sessions, rate limits and the task pool that keeps MySQL and Redis off the event
+// loop (seed 003 §2.3, §6–§8, §13). It serves both listener modes: `tls: native`, where it
+// terminates TLS itself after the PROXY header (package tlsconn), and `tls: off`, where Nginx
+// terminated TLS and forwards plaintext frames.
 package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -20,9 +22,13 @@ import (
 
 	"imd/adapters/tcp/server/session"
 	"imd/adapters/tcp/server/taskpool"
+	"imd/adapters/tcp/server/tlsconn"
 	"imd/adapters/tcp/wire"
 	"imd/core/delivery"
 	"imd/core/history"
+	"imd/core/inbox"
+	"imd/core/modify"
+	"imd/core/read"
 	"imd/core/send"
 	"imd/ports"
 )
@@ -60,6 +66,20 @@ type Config struct {
 	Queue   int
 	// RequestTimeout is the deadline of every request. Default 10s.
 	RequestTimeout time.Duration
+
+	// TLS, when set, is the `tls: native` mode: the server terminates TLS (1.2 at least) after
+	// the PROXY header. Nil is `tls: off`: frames arrive in plaintext.
+	TLS *tls.Config
+	// HandshakeTimeout bounds a TLS handshake. Default 10s.
+	HandshakeTimeout time.Duration
+
+	// PushAckTimeout is how long a MESSAGE push waits for its PUSH_ACK. Default 30s.
+	PushAckTimeout time.Duration
+	// PushAckWindow bounds the MESSAGE pushes awaiting PUSH_ACK on one connection. Default 1024.
+	PushAckWindow int
+
+	// RateLimits are off where zero.
+	RateLimits RateLimits
 }
 
 func (c Config) withDefaults() Config {
@@ -77,6 +97,10 @@ func (c Config) withDefaults() Config {
 	setDuration(&c.IdleTimeout, 120*time.Second)
 	setDuration(&c.KeepAlive, 30*time.Second)
 	setDuration(&c.RequestTimeout, 10*time.Second)
+	setDuration(&c.HandshakeTimeout, 10*time.Second)
+	setDuration(&c.PushAckTimeout, 30*time.Second)
+	setInt(&c.PushAckWindow, 1024)
+	setInt(&c.RateLimits.IPKeys, 1<<16)
 	if c.CompressMin == 0 {
 		c.CompressMin = 512
 	}
@@ -113,6 +137,9 @@ type Deps struct {
 	Tokens  ports.Tokens
 	Send    *send.Service
 	History *history.Service
+	Modify  *modify.Service
+	Inbox   *inbox.Service
+	Read    *read.Service
 	IDs     ports.IDGenerator
 	Clock   ports.Clock
 	Metrics ports.Metrics
@@ -125,6 +152,12 @@ type Server struct {
 	log      *slog.Logger
 	sessions *session.Registry
 	handlers map[uint16]handler
+	limits   *limiter
+	tls      *tlsconn.Terminator // nil in tls: off mode
+	// plain lends TLS connections a buffer to decrypt into; a connection keeps its own only
+	// while it holds part of a frame.
+	plain     sync.Pool
+	lastSweep atomic.Int64 // UnixNano of the last rate-limit table sweep
 
 	pool *taskpool.Pool
 	// base is the parent of every connection's context; it outlives Start's ctx and is
@@ -151,12 +184,19 @@ type Server struct {
 func New(cfg Config, deps Deps, log *slog.Logger) *Server {
 	cfg = cfg.withDefaults()
 	s := &Server{
-		cfg:      cfg,
-		deps:     deps,
-		log:      log,
-		sessions: session.NewRegistry(deps.Metrics, log, cfg.CompressMin),
-		bootCh:   make(chan struct{}),
-		done:     make(chan struct{}),
+		cfg:  cfg,
+		deps: deps,
+		log:  log,
+		sessions: session.NewRegistry(session.Options{
+			CompressMin: cfg.CompressMin, AckTimeout: cfg.PushAckTimeout, AckWindow: cfg.PushAckWindow,
+		}, deps.Metrics, log),
+		limits: newLimiter(cfg.RateLimits),
+		plain:  sync.Pool{New: func() any { return new([]byte) }},
+		bootCh: make(chan struct{}),
+		done:   make(chan struct{}),
+	}
+	if cfg.TLS != nil {
+		s.tls = tlsconn.NewTerminator(cfg.TLS)
 	}
 	s.handlers = map[uint16]handler{
 		wire.CmdAuth:          s.auth,
@@ -165,6 +205,8 @@ func New(cfg Config, deps Deps, log *slog.Logger) *Server {
 		wire.CmdSyncMessages:  s.syncMessages,
 		wire.CmdGetHistory:    s.getHistory,
 	}
+	s.addModifyCommands()
+	s.addInboxCommands()
 	return s
 }
 
@@ -183,7 +225,8 @@ func (s *Server) Start(ctx context.Context) error {
 	}()
 	select {
 	case <-s.bootCh:
-		s.log.InfoContext(ctx, "tcp listener up", "addr", s.Addr().String(), "proxy_protocol", s.cfg.ProxyProtocol)
+		s.log.InfoContext(ctx, "tcp listener up", "addr", s.Addr().String(), "proxy_protocol", s.cfg.ProxyProtocol,
+			"tls", s.tlsMode())
 		return nil
 	case <-s.done:
 		s.release(ctx)
@@ -228,9 +271,24 @@ func (s *Server) options() []gnet.Option {
 	return opts
 }
 
-// Stop shuts down gracefully (seed 003 §18): no new connections or requests, no more pushes,
-// the task pool drains so accepted requests still get their answers, then the engine closes
-// every connection. The deliver worker is stopped by its owner.
+func (s *Server) tlsMode() string {
+	if s.tls != nil {
+		return "native"
+	}
+	return "off"
+}
+
+// SetPushUnacked sets what happens to MESSAGE pushes a device did not acknowledge in time or
+// before its connection closed (seed 003 §8: degrade to the mailbox or push notifier, never
+// close the connection). By default they are only counted (push_ack_timeout_total). f runs on
+// a deliver worker, an event loop or the timeout sweep and must not block.
+func (s *Server) SetPushUnacked(f func(session.Unacked)) { s.sessions.OnUnacked(f) }
+
+// Stop shuts down gracefully (seed 003 §18), after readiness was withdrawn: new connections
+// are closed as soon as gnet accepts them (gnet cannot pause its listener), requests get
+// 50301 and pushes fail over to the mailbox; the task pool drains so accepted requests still
+// get their answers; every client is told to reconnect elsewhere with KICK {"reason":
+// "shutdown"} and closed; then the engine stops. The deliver worker is stopped by its owner.
 func (s *Server) Stop(ctx context.Context) error {
 	if !s.stopping.CompareAndSwap(false, true) {
 		return nil
@@ -247,11 +305,45 @@ func (s *Server) Stop(ctx context.Context) error {
 	booted := s.booted
 	s.bootMu.Unlock()
 	if booted {
+		s.kickAll(ctx)
 		if err := s.stopEngine(ctx); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// kickReasonShutdown tells a client the server is going away and it should reconnect.
+const kickReasonShutdown = "shutdown"
+
+// shutdownKickGrace bounds the wait for kicked connections to close. A KICK closes its
+// connection right after gnet takes the frame, so this is only reached when event loops lag.
+const shutdownKickGrace = 3 * time.Second
+
+// kickAll sends KICK shutdown to every connection that speaks frames, closes the others (PROXY
+// header or TLS handshake still pending) and waits until they are gone or ctx ends.
+func (s *Server) kickAll(ctx context.Context) {
+	s.conns.Range(func(_, v any) bool {
+		c := v.(*connection)
+		if p := c.load(); p == phaseProxy || p == phaseHandshake || p == phaseClosed {
+			_ = c.gc.Close()
+		} else {
+			c.out.Kick(kickReasonShutdown)
+		}
+		return true
+	})
+	ctx, cancel := context.WithTimeout(ctx, shutdownKickGrace)
+	defer cancel()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for s.open.Load() > 0 {
+		select {
+		case <-ctx.Done():
+			s.log.Warn("connections still open after the shutdown KICK", "open", s.open.Load())
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 // stopEngine stops gnet and waits for Run to return. gnet's Engine.Stop polls every 500 ms;

@@ -29,11 +29,21 @@ type Limits struct {
 	Frames int
 }
 
+// Link is the socket under a Conn: the gnet connection itself when frames travel in
+// plaintext, the TLS bridge when the server terminates TLS. Both encrypt-or-not and queue a
+// buffer for the connection's event loop, which runs the callbacks.
+type Link interface {
+	AsyncWrite(buf []byte, cb gnet.AsyncCallback) error
+	AsyncWritev(bufs [][]byte, cb gnet.AsyncCallback) error
+	Wake(cb gnet.AsyncCallback) error
+	Close() error
+}
+
 // Conn is the write side of one client connection. Responses are always queued (the client
 // asked for them and waits); pushes are dropped once the connection is over its Limits.
 type Conn struct {
 	id      uint64
-	gc      gnet.Conn
+	link    Link
 	limits  Limits
 	metrics ports.Metrics
 
@@ -50,11 +60,13 @@ type Conn struct {
 	refreshing atomic.Bool
 	pushSeq    atomic.Uint32
 	closing    atomic.Bool
+
+	acks acks // MESSAGE pushes waiting for PUSH_ACK
 }
 
-// NewConn wraps gc. id is the connection id used in logs.
-func NewConn(id uint64, gc gnet.Conn, limits Limits, metrics ports.Metrics) *Conn {
-	return &Conn{id: id, gc: gc, limits: limits, metrics: metrics}
+// NewConn wraps link. id is the connection id used in logs.
+func NewConn(id uint64, link Link, limits Limits, metrics ports.Metrics) *Conn {
+	return &Conn{id: id, link: link, limits: limits, metrics: metrics}
 }
 
 // ID is the connection id.
@@ -79,7 +91,7 @@ func (c *Conn) Observe(outboundBuffered int) { c.buffered.Store(int64(outboundBu
 func (c *Conn) Send(f []byte) error {
 	n := int64(len(f))
 	c.reserve(n)
-	if err := c.gc.AsyncWrite(f, c.written(n)); err != nil {
+	if err := c.link.AsyncWrite(f, c.written(n)); err != nil {
 		c.release(n)
 		return fmt.Errorf("session: queue frame on connection %d: %w", c.id, err)
 	}
@@ -97,7 +109,7 @@ func (c *Conn) offer(header, body []byte) bool {
 		c.refresh()
 		return false
 	}
-	if err := c.gc.AsyncWritev([][]byte{header, body}, c.written(n)); err != nil {
+	if err := c.link.AsyncWritev([][]byte{header, body}, c.written(n)); err != nil {
 		c.release(n)
 		return false
 	}
@@ -105,9 +117,10 @@ func (c *Conn) offer(header, body []byte) bool {
 	return true
 }
 
-// kick sends KICK {reason} and closes the connection once the frame is handed to the socket.
-// It acts once; later calls do nothing.
-func (c *Conn) kick(reason string) {
+// Kick sends KICK {reason} and closes the connection once the frame is handed to the socket.
+// It acts once; later calls do nothing. Registry.Kick also unbinds the device; this alone
+// does not (the connection's close does).
+func (c *Conn) Kick(reason string) {
 	if !c.closing.CompareAndSwap(false, true) {
 		return
 	}
@@ -117,23 +130,27 @@ func (c *Conn) kick(reason string) {
 		f, err = frame.Append(nil, wire.CmdKick, 0, c.nextPushSeq(), body, 0)
 	}
 	if err != nil {
-		_ = c.gc.Close()
+		_ = c.link.Close()
 		return
 	}
 	n := int64(len(f))
 	c.reserve(n)
-	err = c.gc.AsyncWrite(f, func(gc gnet.Conn, err error) error {
+	err = c.link.AsyncWrite(f, func(gc gnet.Conn, err error) error {
 		c.release(n)
 		// Close runs on the loop after this write, and gnet flushes what it can before closing.
 		return gc.Close()
 	})
 	if err != nil {
 		c.release(n)
-		_ = c.gc.Close()
+		_ = c.link.Close()
 		return
 	}
 	c.metrics.Inc("tcp_frames_out_total")
 }
+
+// Ack settles the MESSAGE push with sequence id seq (PUSH_ACK) and reports whether one was
+// outstanding. Any goroutine.
+func (c *Conn) Ack(seq uint32) bool { return c.acks.ack(seq) }
 
 // nextPushSeq numbers server-initiated frames of this connection (PROTOCOL §2: pushes use
 // their own sequence ids; the client echoes one in PUSH_ACK).
@@ -168,7 +185,7 @@ func (c *Conn) refresh() {
 	if !c.refreshing.CompareAndSwap(false, true) {
 		return
 	}
-	err := c.gc.Wake(func(gnet.Conn, error) error {
+	err := c.link.Wake(func(gnet.Conn, error) error {
 		c.refreshing.Store(false)
 		return nil
 	})

@@ -8,11 +8,13 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"imd/adapters/tcp/frame"
 	"imd/adapters/tcp/server/wiremsg"
 	"imd/adapters/tcp/wire"
 	"imd/core/delivery"
+	"imd/core/message"
 	"imd/ports"
 )
 
@@ -34,24 +36,91 @@ type shard struct {
 	users map[userKey][]*Conn // one entry per device
 }
 
+// Options configure a Registry.
+type Options struct {
+	// CompressMin is the body size from which pushes are compressed; 0 disables compression.
+	CompressMin int
+	// AckTimeout is how long a MESSAGE push waits for its PUSH_ACK before it counts as
+	// unacknowledged (push_ack_timeout_total).
+	AckTimeout time.Duration
+	// AckWindow bounds the MESSAGE pushes tracked per connection; beyond it the oldest counts
+	// as unacknowledged at once, so a client that never acks cannot grow the server's memory.
+	AckWindow int
+}
+
 // Registry maps authenticated (tenant, user, device) to connections. It is the single-node
 // ports.Pusher; a device has at most one connection.
 type Registry struct {
-	metrics     ports.Metrics
-	log         *slog.Logger
-	compressMin int
-	stopped     atomic.Bool
-	shards      [shardCount]shard
+	opts      Options
+	metrics   ports.Metrics
+	log       *slog.Logger
+	stopped   atomic.Bool
+	onUnacked atomic.Pointer[func(Unacked)]
+	shards    [shardCount]shard
 }
 
-// NewRegistry returns an empty registry; compressMin is the body size from which pushes are
-// compressed (0 disables compression).
-func NewRegistry(metrics ports.Metrics, log *slog.Logger, compressMin int) *Registry {
-	r := &Registry{metrics: metrics, log: log, compressMin: compressMin}
+// NewRegistry returns an empty registry.
+func NewRegistry(opts Options, metrics ports.Metrics, log *slog.Logger) *Registry {
+	r := &Registry{opts: opts, metrics: metrics, log: log}
 	for i := range r.shards {
 		r.shards[i].users = make(map[userKey][]*Conn)
 	}
 	return r
+}
+
+// OnUnacked sets what happens to MESSAGE pushes a device did not acknowledge; nil (the
+// default) only counts the timeouts. f runs on the goroutine that noticed: a deliver worker,
+// an event loop or the timeout sweep, so it must hand slow work (a mailbox write) elsewhere.
+func (r *Registry) OnUnacked(f func(Unacked)) {
+	if f == nil {
+		r.onUnacked.Store(nil)
+		return
+	}
+	r.onUnacked.Store(&f)
+}
+
+// unacked reports pushes given up for id: timeouts are counted, every one goes to the
+// OnUnacked handler.
+func (r *Registry) unacked(id Identity, msgs []*message.Message, closed bool) {
+	if len(msgs) == 0 {
+		return
+	}
+	if !closed {
+		for range msgs {
+			r.metrics.Inc("push_ack_timeout_total")
+		}
+	}
+	f := r.onUnacked.Load()
+	if f == nil {
+		return
+	}
+	for _, m := range msgs {
+		(*f)(Unacked{Identity: id, Message: m, Closed: closed})
+	}
+}
+
+// ExpireAcks gives up the pushes whose PUSH_ACK is overdue at now. Call it periodically.
+func (r *Registry) ExpireAcks(now time.Time) {
+	type late struct {
+		id   Identity
+		msgs []*message.Message
+	}
+	var found []late
+	for i := range r.shards {
+		sh := &r.shards[i]
+		sh.mu.RLock()
+		for _, conns := range sh.users {
+			for _, c := range conns {
+				if msgs := c.acks.expire(now); len(msgs) > 0 {
+					found = append(found, late{c.Identity(), msgs})
+				}
+			}
+		}
+		sh.mu.RUnlock()
+	}
+	for _, l := range found {
+		r.unacked(l.id, l.msgs, false)
+	}
 }
 
 func (r *Registry) shard(user int64) *shard {
@@ -81,17 +150,19 @@ func (r *Registry) Bind(c *Conn, id Identity) (replaced bool) {
 	if old == nil || old == c {
 		return false
 	}
-	old.kick(wire.KickReasonReplaced)
+	old.Kick(wire.KickReasonReplaced)
 	return true
 }
 
 // Unbind removes c if it is still the connection of its device; a connection that was
-// replaced or never bound is ignored.
+// replaced or never bound is ignored. Call it when c has closed: the MESSAGE pushes it never
+// acknowledged are given up.
 func (r *Registry) Unbind(c *Conn) {
 	id := c.Identity()
 	if id.Device == 0 {
 		return
 	}
+	r.unacked(id, c.acks.drain(), true)
 	k := userKey{id.Tenant, id.User}
 	sh := r.shard(id.User)
 	sh.mu.Lock()
@@ -136,7 +207,7 @@ func (r *Registry) Kick(tenant string, user int64, device uint64, reason string)
 	}
 	sh.mu.Unlock()
 	for _, c := range kicked {
-		c.kick(reason)
+		c.Kick(reason)
 	}
 	return len(kicked)
 }
@@ -149,10 +220,17 @@ func (r *Registry) Stop() { r.stopped.Store(true) }
 // device. It never blocks: a device over its outbound limit loses the frame (counted in
 // outbound_drop_total and reported as Failed) and keeps its connection.
 func (r *Registry) Push(ctx context.Context, tenant string, t delivery.Target, p delivery.Push) delivery.Report {
+	return r.push(ctx, tenant, t, p, nil)
+}
+
+// push is Push; miss, when not nil, also collects who was not reached (see PushReach).
+func (r *Registry) push(ctx context.Context, tenant string, t delivery.Target, p delivery.Push, miss *reach) delivery.Report {
 	var (
-		rep     delivery.Report
-		encoded []byte // header+body with sequence_id 0, built on the first online device
-		encErr  error
+		rep      delivery.Report
+		encoded  []byte // header+body with sequence_id 0, built on the first online device
+		encErr   error
+		overflow []Unacked // reported once no lock is held
+		ackDue   = time.Now().Add(r.opts.AckTimeout)
 	)
 	for _, user := range t.Recipients {
 		sh := r.shard(user)
@@ -160,6 +238,7 @@ func (r *Registry) Push(ctx context.Context, tenant string, t delivery.Target, p
 		conns := sh.users[userKey{tenant, user}]
 		if len(conns) == 0 {
 			rep.Offline++
+			miss.offline(user)
 		}
 		for _, c := range conns {
 			if user == t.Sender && c.Identity().Device == t.ExcludeDevice {
@@ -167,6 +246,7 @@ func (r *Registry) Push(ctx context.Context, tenant string, t delivery.Target, p
 			}
 			if r.stopped.Load() {
 				rep.Failed++
+				miss.failed(user, c)
 				continue
 			}
 			if encoded == nil && encErr == nil {
@@ -174,24 +254,44 @@ func (r *Registry) Push(ctx context.Context, tenant string, t delivery.Target, p
 			}
 			if encErr != nil {
 				rep.Failed++
+				miss.failed(user, c)
 				continue
+			}
+			seq, dropped := r.numberPush(c, p, ackDue)
+			if dropped != nil {
+				overflow = append(overflow, Unacked{Identity: c.Identity(), Message: dropped})
 			}
 			header := make([]byte, frame.HeaderLen)
 			copy(header, encoded[:frame.HeaderLen])
-			binary.BigEndian.PutUint32(header[seqOffset:], c.nextPushSeq())
+			binary.BigEndian.PutUint32(header[seqOffset:], seq)
 			if c.offer(header, encoded[frame.HeaderLen:]) {
 				rep.Delivered++
 			} else {
+				// Reported as failed here, so it is not also an ack timeout later.
+				c.acks.ack(seq)
 				rep.Failed++
+				miss.failed(user, c)
 				r.metrics.Inc("outbound_drop_total")
 			}
 		}
 		sh.mu.RUnlock()
 	}
+	for _, u := range overflow {
+		r.unacked(u.Identity, []*message.Message{u.Message}, false)
+	}
 	if encErr != nil {
 		r.log.ErrorContext(ctx, "push not encodable", "kind", p.Kind, "err", encErr)
 	}
 	return rep
+}
+
+// numberPush gives p its sequence id on c; a MESSAGE is tracked until its PUSH_ACK. It
+// returns the oldest tracked message when c's window was full and it was given up for this one.
+func (r *Registry) numberPush(c *Conn, p delivery.Push, ackDue time.Time) (seq uint32, dropped *message.Message) {
+	if p.Kind != delivery.KindMessage {
+		return c.nextPushSeq(), nil
+	}
+	return c.acks.track(c.nextPushSeq, p.Message, ackDue, r.opts.AckWindow)
 }
 
 // encode builds the push frame once per fan-out, with sequence_id 0.
@@ -217,7 +317,7 @@ func (r *Registry) encode(p delivery.Push) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("session: encode %s push: %w", p.Kind, err)
 	}
-	f, err := frame.Append(nil, cmd, 0, 0, body, r.compressMin)
+	f, err := frame.Append(nil, cmd, 0, 0, body, r.opts.CompressMin)
 	if err != nil {
 		return nil, fmt.Errorf("session: frame %s push: %w", p.Kind, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/panjf2000/gnet/v2"
 
@@ -125,8 +126,12 @@ type fixture struct {
 }
 
 func newFixture() *fixture {
+	return newFixtureWith(Options{AckTimeout: time.Minute, AckWindow: 100})
+}
+
+func newFixtureWith(opts Options) *fixture {
 	m := &counter{counts: map[string]int{}}
-	return &fixture{reg: NewRegistry(m, slog.New(slog.NewTextHandler(io.Discard, nil)), 0), metrics: m}
+	return &fixture{reg: NewRegistry(opts, m, slog.New(slog.NewTextHandler(io.Discard, nil))), metrics: m}
 }
 
 func (fx *fixture) bind(t *testing.T, limits Limits, id Identity) (*Conn, *fakeConn) {

@@ -1,0 +1,150 @@
+package server
+
+import (
+	"context"
+	"net/netip"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"imd/adapters/tcp/frame"
+	"imd/adapters/tcp/proxyhdr"
+	"imd/adapters/tcp/server/session"
+	"imd/adapters/tcp/wire"
+	"imd/core/delivery"
+)
+
+// expectKick reads frames until a KICK and checks its reason, then expects the close.
+func (c *rawClient) expectKick(reason string) {
+	c.t.Helper()
+	for {
+		f := c.read()
+		if f.Command != wire.CmdKick {
+			continue // a response or push sent before the KICK
+		}
+		var k wire.Kick
+		decodeData(c.t, envelope(c.t, f), &k)
+		if k.Reason != reason {
+			c.t.Fatalf("KICK reason %q, want %q", k.Reason, reason)
+		}
+		c.expectClosed()
+		return
+	}
+}
+
+func TestStopKicksClients(t *testing.T) {
+	listenerModes(t, func(t *testing.T, start func(*testing.T, Config, Deps) *harness) {
+		h := start(t, Config{}, Deps{})
+		authed, anonymous := h.dial(t), h.dial(t)
+		authed.auth(1, 1)
+		if _, env := anonymous.call(wire.CmdHeartbeat, struct{}{}); env.Code != wire.CodeOK {
+			t.Fatalf("heartbeat code %d", env.Code)
+		}
+		stopped := make(chan error, 1)
+		go func() { stopped <- h.srv.Stop(context.WithoutCancel(t.Context())) }()
+		authed.expectKick(kickReasonShutdown)
+		anonymous.expectKick(kickReasonShutdown)
+		select {
+		case err := <-stopped:
+			if err != nil {
+				t.Fatalf("stop: %v", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("Stop did not return")
+		}
+	})
+}
+
+// A connection that never got to frames is closed without a KICK it could not parse.
+func TestStopClosesConnectionsBeforeFrames(t *testing.T) {
+	h := start(t, Config{ProxyProtocol: true, ProxyTimeout: time.Minute}, Deps{})
+	ready, waiting := h.dial(t), h.dial(t)
+	ready.write(proxyhdr.AppendV2(nil, netip.MustParseAddrPort("192.0.2.4:1"), netip.MustParseAddrPort("127.0.0.1:9000")))
+	ready.auth(1, 1)
+	waiting.write([]byte("PROXY TCP4 "))
+	eventually(t, "both connections open", func() bool { return h.metrics.gauge("tcp_connections") == 2 })
+
+	if err := h.srv.Stop(context.WithoutCancel(t.Context())); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	ready.expectKick(kickReasonShutdown)
+	if f, err := waiting.next(3 * time.Second); err == nil {
+		t.Fatalf("connection without PROXY header got frame %+v", f.Header)
+	}
+}
+
+// unackedRecorder collects what the server gives up.
+type unackedRecorder struct {
+	mu  sync.Mutex
+	got []session.Unacked
+}
+
+func (r *unackedRecorder) record(u session.Unacked) {
+	r.mu.Lock()
+	r.got = append(r.got, u)
+	r.mu.Unlock()
+}
+
+func (r *unackedRecorder) seqs(closed bool) []int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []int64
+	for _, u := range r.got {
+		if u.Closed == closed {
+			out = append(out, u.Message.Seq)
+		}
+	}
+	return out
+}
+
+// A MESSAGE push without PUSH_ACK is counted and handed to the hook once its timeout passes;
+// the connection stays open. Pushes still outstanding when the connection closes go to the
+// hook too.
+func TestPushAckTimeout(t *testing.T) {
+	listenerModes(t, func(t *testing.T, start func(*testing.T, Config, Deps) *harness) {
+		h := start(t, Config{PushAckTimeout: 200 * time.Millisecond}, Deps{})
+		var rec unackedRecorder
+		h.srv.SetPushUnacked(rec.record)
+		c := h.dial(t)
+		c.auth(1, 1)
+		push := func(seq int64) uint32 {
+			rep := h.srv.Push(t.Context(), "default", delivery.Target{Recipients: []int64{1}},
+				delivery.Push{Kind: delivery.KindMessage, Message: testMessage(seq, "hi")})
+			if rep.Delivered != 1 {
+				t.Fatalf("push %d: %+v", seq, rep)
+			}
+			pushSeq, m := readPush(t, c)
+			if m.Seq != seq {
+				t.Fatalf("pushed seq %d, want %d", m.Seq, seq)
+			}
+			return pushSeq
+		}
+		push(1) // never acknowledged
+		acked := push(2)
+		ack, err := frame.Append(nil, wire.CmdPushAck, 0, acked, []byte(`{}`), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.write(ack)
+
+		eventually(t, "the unacknowledged push to time out", func() bool { return len(rec.seqs(false)) > 0 })
+		time.Sleep(300 * time.Millisecond) // the acknowledged one's timeout passes too
+		if got := rec.seqs(false); !slices.Equal(got, []int64{1}) {
+			t.Fatalf("timed out %v, want [1]", got)
+		}
+		if got := h.metrics.count("push_ack_timeout_total"); got != 1 {
+			t.Fatalf("push_ack_timeout_total %v, want 1", got)
+		}
+		if _, env := c.call(wire.CmdHeartbeat, struct{}{}); env.Code != wire.CodeOK {
+			t.Fatal("connection unusable after an ack timeout")
+		}
+
+		push(3)
+		_ = c.nc.Close()
+		eventually(t, "the outstanding push handed over at close", func() bool { return slices.Equal(rec.seqs(true), []int64{3}) })
+		if got := h.metrics.count("push_ack_timeout_total"); got != 1 {
+			t.Fatalf("push_ack_timeout_total %v after close, want still 1", got)
+		}
+	})
+}
