@@ -120,6 +120,13 @@ func Start(t testing.TB, o Options) *Server {
 		"IMD_TENANTS": tenant + ":imd_" + tenant, "IMD_HTTP_ADDR": s.HTTPAddr, "IMD_TCP_ADDR": s.TCPAddr,
 		"IMD_DELIVER_TAKE_TIMEOUT": "1s", "IMD_SHUTDOWN_TIMEOUT": "10s",
 	}
+	// Tests drive many requests from one loopback address; the rate-limit tests set their own
+	// budgets, everyone else runs unlimited (0).
+	for _, scope := range []string{"IMD_RATE_LIMIT_", "IMD_RATE_LIMIT_PER_IP_"} {
+		for _, budget := range []string{"MESSAGE_PER_SECOND", "AUTH_PER_SECOND", "SYNC_INBOX_PER_MINUTE", "SYNC_MESSAGES_PER_MINUTE", "HISTORY_PER_MINUTE"} {
+			env[scope+budget] = "0"
+		}
+	}
 	for k, v := range o.Env {
 		env[k] = v
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -28,8 +29,11 @@ type Config struct {
 	MySQL       MySQL      `yaml:"mysql"`
 	Redis       Redis      `yaml:"redis"`
 	Tenants     []Tenant   `yaml:"tenants"`
+	Registry    Registry   `yaml:"tenant_registry"`
+	Uploads     Uploads    `yaml:"uploads"`
 	TaskPool    TaskPool   `yaml:"taskpool"`
 	Deliver     Deliver    `yaml:"deliver"`
+	Push        Push       `yaml:"push"`
 	Message     Message    `yaml:"message"`
 	RateLimit   RateLimit  `yaml:"rate_limit"`
 	Shard       Shard      `yaml:"shard"`
@@ -54,6 +58,11 @@ type TCP struct {
 	CompressMinSize int           `yaml:"compress_min_size"`
 	RequestTimeout  time.Duration `yaml:"request_timeout"`
 	OutboundLimit   int           `yaml:"outbound_limit"`
+	// HandshakeTimeout bounds a TLS handshake in tls: native mode.
+	HandshakeTimeout time.Duration `yaml:"handshake_timeout"`
+	// PushAckTimeout is how long a MESSAGE push waits for its PUSH_ACK before it counts as
+	// unacknowledged; the connection is never closed for it.
+	PushAckTimeout time.Duration `yaml:"push_ack_timeout"`
 }
 
 type MySQL struct {
@@ -83,13 +92,56 @@ type Deliver struct {
 	MaxAttempts int           `yaml:"max_attempts"`
 }
 
+// Push is the system push service the deliver worker hands missed messages to (seed 003
+// §12.2); without a webhook URL notifications are dropped.
+type Push struct {
+	Webhook string        `yaml:"webhook"`
+	Timeout time.Duration `yaml:"timeout"`
+	Queue   int           `yaml:"queue"`
+}
+
 type Message struct {
 	MaxContentSize int   `yaml:"max_content_size"`
 	SyncLimit      int   `yaml:"sync_limit"`
 	MsgIDExpireMS  int64 `yaml:"msgid_expire_ms"`
+	// RecallWindow is how long after sending its sender may recall a message.
+	RecallWindow time.Duration `yaml:"recall_window"`
+	// SystemAccounts may send to any user and group and alone send type system (seed 003
+	// §9.4); env IMD_MESSAGE_SYSTEM_ACCOUNTS=1,2.
+	SystemAccounts []int64 `yaml:"system_accounts"`
 }
 
+// Registry is where provisioned tenants are recorded: a database of its own on the MySQL
+// server, shared by every node, which each node rereads every refresh_interval.
+type Registry struct {
+	Database        string        `yaml:"database"`
+	RefreshInterval time.Duration `yaml:"refresh_interval"`
+}
+
+// Uploads configures the local-filesystem object store behind upload credentials: files
+// under dir, served by the HTTP listener under /files/ at base_url (default http://<http.addr>).
+// The URL signing secret defaults to one derived from token_secret.
+type Uploads struct {
+	Dir     string        `yaml:"dir"`
+	BaseURL string        `yaml:"base_url"`
+	Secret  string        `yaml:"secret"`
+	MaxSize int64         `yaml:"max_size"`
+	URLTTL  time.Duration `yaml:"url_ttl"`
+}
+
+// RateLimit budgets are per device (seed 003 §13, §19); PerIP budgets are shared by every
+// connection of one real client IP. Each allows its whole budget as a burst; 0 is unlimited.
 type RateLimit struct {
+	MessagePerSecond      int         `yaml:"message_per_second"`
+	AuthPerSecond         int         `yaml:"auth_per_second"`
+	SyncInboxPerMinute    int         `yaml:"sync_inbox_per_minute"`
+	SyncMessagesPerMinute int         `yaml:"sync_messages_per_minute"`
+	HistoryPerMinute      int         `yaml:"history_per_minute"`
+	PerIP                 IPRateLimit `yaml:"per_ip"`
+}
+
+// IPRateLimit is RateLimit's budgets for one client IP (IPv6: one /64).
+type IPRateLimit struct {
 	MessagePerSecond      int `yaml:"message_per_second"`
 	AuthPerSecond         int `yaml:"auth_per_second"`
 	SyncInboxPerMinute    int `yaml:"sync_inbox_per_minute"`
@@ -100,6 +152,25 @@ type RateLimit struct {
 type Shard struct {
 	CheckInterval time.Duration `yaml:"check_interval"`
 	SealingDays   int           `yaml:"sealing_days"`
+	// LockTTL bounds the month-switch lock one node holds (seed 000 §4.3).
+	LockTTL time.Duration `yaml:"lock_ttl"`
+	// DedupRetentionDays is how long dedup records live, 7–30 (seed 000 §3.5).
+	DedupRetentionDays int `yaml:"dedup_retention_days"`
+	// DedupPurgeBatch is how many expired dedup records one DELETE removes.
+	DedupPurgeBatch int         `yaml:"dedup_purge_batch"`
+	RouteRepair     RouteRepair `yaml:"route_repair"`
+}
+
+// RouteRepair tunes the route repair loop and the sampled reconciliation (seed 000 §3.4).
+type RouteRepair struct {
+	Interval          time.Duration `yaml:"interval"`
+	Batch             int           `yaml:"batch"`
+	FallbackLimit     int           `yaml:"fallback_limit"`
+	RebuildBatch      int           `yaml:"rebuild_batch"`
+	ReconcileInterval time.Duration `yaml:"reconcile_interval"`
+	ReconcileSample   int           `yaml:"reconcile_sample"`
+	ReconcileDeep     int           `yaml:"reconcile_deep"`
+	ReconcileMonths   int           `yaml:"reconcile_months"`
 }
 
 type Shutdown struct {
@@ -113,19 +184,32 @@ type LogOptions struct {
 // Default returns the configuration used for keys a file leaves out.
 func Default() Config {
 	return Config{
-		Env:       "prod",
-		NodeID:    1,
-		HTTP:      HTTP{Addr: "127.0.0.1:8080"},
-		TCP:       TCP{Addr: "127.0.0.1:9000", TLS: "off", MaxFrameSize: 65536, IdleTimeout: 120 * time.Second, KeepAlive: 30 * time.Second, Multicore: true, CompressMinSize: 512, RequestTimeout: 10 * time.Second, OutboundLimit: 4096},
-		MySQL:     MySQL{MaxOpenConns: 64},
-		Redis:     Redis{Addr: "127.0.0.1:6379"},
-		TaskPool:  TaskPool{Workers: 256, Queue: 4096},
-		Deliver:   Deliver{Workers: 8, TakeTimeout: 5 * time.Second, DoneTTL: 10 * time.Minute, MaxAttempts: 5},
-		Message:   Message{MaxContentSize: 65536, SyncLimit: 200, MsgIDExpireMS: 300_000},
-		RateLimit: RateLimit{MessagePerSecond: 20, AuthPerSecond: 5, SyncInboxPerMinute: 60, SyncMessagesPerMinute: 120, HistoryPerMinute: 200},
-		Shard:     Shard{CheckInterval: time.Minute, SealingDays: 7},
-		Shutdown:  Shutdown{Timeout: 20 * time.Second},
-		Log:       LogOptions{Level: "info"},
+		Env:      "prod",
+		NodeID:   1,
+		HTTP:     HTTP{Addr: "127.0.0.1:8080"},
+		TCP:      TCP{Addr: "127.0.0.1:9000", TLS: "off", MaxFrameSize: 65536, IdleTimeout: 120 * time.Second, KeepAlive: 30 * time.Second, Multicore: true, CompressMinSize: 512, RequestTimeout: 10 * time.Second, OutboundLimit: 4096, HandshakeTimeout: 10 * time.Second, PushAckTimeout: 30 * time.Second},
+		MySQL:    MySQL{MaxOpenConns: 64},
+		Redis:    Redis{Addr: "127.0.0.1:6379"},
+		TaskPool: TaskPool{Workers: 256, Queue: 4096},
+		Deliver:  Deliver{Workers: 8, TakeTimeout: 5 * time.Second, DoneTTL: 10 * time.Minute, MaxAttempts: 5},
+		Push:     Push{Timeout: 2 * time.Second, Queue: 10_000},
+		Registry: Registry{Database: "imd_registry", RefreshInterval: 30 * time.Second},
+		Uploads:  Uploads{Dir: filepath.Join(os.TempDir(), "imd-uploads"), MaxSize: 100 << 20, URLTTL: 15 * time.Minute},
+		Message:  Message{MaxContentSize: 65536, SyncLimit: 200, MsgIDExpireMS: 300_000, RecallWindow: 2 * time.Minute},
+		RateLimit: RateLimit{MessagePerSecond: 20, AuthPerSecond: 5, SyncInboxPerMinute: 60, SyncMessagesPerMinute: 120, HistoryPerMinute: 200,
+			// Ten devices' worth per address: room for a household or an office behind NAT.
+			PerIP: IPRateLimit{MessagePerSecond: 200, AuthPerSecond: 50, SyncInboxPerMinute: 600, SyncMessagesPerMinute: 1200, HistoryPerMinute: 2000}},
+		Shard:    Shard{CheckInterval: time.Minute, SealingDays: 7, LockTTL: 30 * time.Second, DedupRetentionDays: 30, DedupPurgeBatch: 1000, RouteRepair: defaultRouteRepair()},
+		Shutdown: Shutdown{Timeout: 20 * time.Second},
+		Log:      LogOptions{Level: "info"},
+	}
+}
+
+// defaultRouteRepair is the route repair part of Default.
+func defaultRouteRepair() RouteRepair {
+	return RouteRepair{
+		Interval: time.Second, Batch: 100, FallbackLimit: 10_000, RebuildBatch: 500,
+		ReconcileInterval: 5 * time.Minute, ReconcileSample: 100, ReconcileDeep: 5, ReconcileMonths: 2,
 	}
 }
 
@@ -205,6 +289,22 @@ func setScalar(fv reflect.Value, raw string) error {
 		}
 		fv.SetInt(n)
 	case reflect.Slice:
+		if fv.Type().Elem() == reflect.TypeFor[int64]() {
+			// IMD_MESSAGE_SYSTEM_ACCOUNTS=1,2
+			var ids []int64
+			for item := range strings.SplitSeq(raw, ",") {
+				if item = strings.TrimSpace(item); item == "" {
+					continue
+				}
+				id, err := strconv.ParseInt(item, 10, 64)
+				if err != nil {
+					return err
+				}
+				ids = append(ids, id)
+			}
+			fv.Set(reflect.ValueOf(ids))
+			return nil
+		}
 		if fv.Type().Elem() != reflect.TypeFor[Tenant]() {
 			return errors.New("unsupported list")
 		}
@@ -248,6 +348,13 @@ func (c Config) Validate() error {
 	if c.TCP.MaxFrameSize <= 0 || c.TCP.MaxFrameSize > 65536 {
 		errs = append(errs, errors.New("tcp.max_frame_size must be 1-65536"))
 	}
+	if c.TCP.HandshakeTimeout <= 0 || c.TCP.PushAckTimeout <= 0 {
+		errs = append(errs, errors.New("tcp.handshake_timeout and tcp.push_ack_timeout must be positive"))
+	}
+	if r, ip := c.RateLimit, c.RateLimit.PerIP; min(r.MessagePerSecond, r.AuthPerSecond, r.SyncInboxPerMinute, r.SyncMessagesPerMinute, r.HistoryPerMinute,
+		ip.MessagePerSecond, ip.AuthPerSecond, ip.SyncInboxPerMinute, ip.SyncMessagesPerMinute, ip.HistoryPerMinute) < 0 {
+		errs = append(errs, errors.New("rate_limit budgets must not be negative (0 is unlimited)"))
+	}
 	if len(c.Tenants) == 0 {
 		errs = append(errs, errors.New("at least one tenant is required"))
 	}
@@ -266,6 +373,36 @@ func (c Config) Validate() error {
 	}
 	if c.Deliver.Workers <= 0 || c.Deliver.TakeTimeout <= 0 || c.Deliver.MaxAttempts <= 0 {
 		errs = append(errs, errors.New("deliver workers, take_timeout and max_attempts must be positive"))
+	}
+	if c.Message.RecallWindow <= 0 {
+		errs = append(errs, errors.New("message.recall_window must be positive"))
+	}
+	for _, id := range c.Message.SystemAccounts {
+		if id <= 0 {
+			errs = append(errs, errors.New("message.system_accounts must be positive user ids"))
+			break
+		}
+	}
+	if c.Registry.Database == "" || c.Registry.RefreshInterval <= 0 {
+		errs = append(errs, errors.New("tenant_registry.database and refresh_interval are required"))
+	}
+	for _, t := range c.Tenants {
+		if t.DatabaseName() == c.Registry.Database {
+			errs = append(errs, fmt.Errorf("tenant %q uses the tenant registry's database", t.Name))
+		}
+	}
+	if c.Uploads.Dir == "" || c.Uploads.MaxSize <= 0 || c.Uploads.URLTTL <= 0 {
+		errs = append(errs, errors.New("uploads.dir, max_size and url_ttl are required"))
+	}
+	if c.Shard.CheckInterval <= 0 || c.Shard.SealingDays < 0 || c.Shard.LockTTL <= 0 || c.Shard.DedupPurgeBatch <= 0 {
+		errs = append(errs, errors.New("shard check_interval, lock_ttl and dedup_purge_batch must be positive, sealing_days not negative"))
+	}
+	if c.Shard.DedupRetentionDays < 7 || c.Shard.DedupRetentionDays > 30 {
+		errs = append(errs, errors.New("shard.dedup_retention_days must be 7-30"))
+	}
+	if r := c.Shard.RouteRepair; r.Interval <= 0 || r.ReconcileInterval <= 0 || r.Batch <= 0 || r.FallbackLimit <= 0 ||
+		r.RebuildBatch <= 0 || r.ReconcileSample <= 0 || r.ReconcileDeep < 0 || r.ReconcileMonths <= 0 {
+		errs = append(errs, errors.New("shard.route_repair intervals and sizes must be positive, reconcile_deep not negative"))
 	}
 	return errors.Join(errs...)
 }

@@ -23,6 +23,7 @@ func TestEnvOverrides(t *testing.T) {
 	cfg, err := Load(path, []string{
 		"IMD_MYSQL_DSN=u:p@tcp(h:1)/", "IMD_TCP_ADDR=unix:/tmp/x.sock", "IMD_TCP_PROXY_PROTOCOL=true",
 		"IMD_DELIVER_TAKE_TIMEOUT=2s", "IMD_NODE_ID=7", "IMD_TENANTS=a:db_a,b:db_b", "PATH=/bin",
+		"IMD_MESSAGE_RECALL_WINDOW=5m", "IMD_RATE_LIMIT_PER_IP_AUTH_PER_SECOND=9", "IMD_TCP_PUSH_ACK_TIMEOUT=45s",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -39,6 +40,10 @@ func TestEnvOverrides(t *testing.T) {
 		{"int", cfg.NodeID, 7},
 		{"tenants", len(cfg.Tenants), 2},
 		{"tenant db", cfg.Tenants[1].DatabaseName(), "db_b"},
+		{"recall window", cfg.Message.RecallWindow, 5 * time.Minute},
+		{"nested per-IP rate limit", cfg.RateLimit.PerIP.AuthPerSecond, 9},
+		{"push ack timeout", cfg.TCP.PushAckTimeout, 45 * time.Second},
+		{"handshake timeout default", cfg.TCP.HandshakeTimeout, 10 * time.Second},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {
@@ -59,6 +64,9 @@ func TestValidateRejects(t *testing.T) {
 		{"short admin key", []string{"IMD_ADMIN_KEY=x"}, "admin_key"},
 		{"node id", []string{"IMD_NODE_ID=5000"}, "node_id"},
 		{"bad duration", []string{"IMD_DELIVER_TAKE_TIMEOUT=soon"}, "IMD_DELIVER_TAKE_TIMEOUT"},
+		{"no recall window", []string{"IMD_MESSAGE_RECALL_WINDOW=0s"}, "recall_window"},
+		{"negative rate limit", []string{"IMD_RATE_LIMIT_PER_IP_MESSAGE_PER_SECOND=-1"}, "rate_limit"},
+		{"no handshake timeout", []string{"IMD_TCP_HANDSHAKE_TIMEOUT=0s"}, "handshake_timeout"},
 	}
 	path := writeConfig(t, validYAML)
 	for _, tt := range tests {

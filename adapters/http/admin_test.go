@@ -18,6 +18,7 @@ import (
 	"imd/core/apperr"
 	"imd/core/auth"
 	"imd/core/conversation"
+	"imd/core/directory"
 	"imd/core/history"
 	"imd/core/membership"
 	"imd/core/message"
@@ -64,13 +65,16 @@ func newStackWith(t *testing.T, shardsOf func(*memory.ShardStore) ports.ShardSto
 	if err := manager.Ensure(context.Background(), "default"); err != nil {
 		t.Logf("shard manager: %v", err) // a failing shard store is the point of some tests
 	}
+	resolver := conversation.NewResolver(dir, ids, members, conversation.WithClock(clock))
+	social := directory.New(directory.Deps{
+		Directory: dir, Profiles: dir, Friends: dir, Blocks: dir, Groups: dir, Resolver: resolver, IDs: ids, Clock: clock, Log: log,
+	})
 	adminSvc := admin.New(admin.Deps{
-		Directory: dir, Tokens: tokens, IDs: ids, Store: store, Routes: routes, Shards: shards,
-		Manager: manager, Members: members, Tenants: func(name string) bool { return name == "default" },
+		Directory: dir, Tokens: tokens, Store: store, Routes: routes, Shards: shards,
+		Manager: manager, Social: social, Tenants: func(name string) bool { return name == "default" },
 	})
 	hist := history.New(history.Deps{
-		Store: store, Routes: routes, Months: months, Metrics: metrics,
-		Resolver: conversation.NewResolver(dir, ids, members), Log: log,
+		Store: store, Routes: routes, Months: months, Metrics: metrics, Resolver: resolver, Log: log,
 	})
 	h := newHarness(t, Config{AdminKey: adminKey}, Deps{Admin: adminSvc, History: hist})
 	return &stack{harness: h, store: store, tokens: tokens, now: now}

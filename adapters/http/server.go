@@ -1,5 +1,6 @@
 // Package http serves the Echo HTTP listener: the admin API of PROTOCOL §6 under /admin/v1,
-// and the /healthz, /readyz and /metrics probes.
+// the client API under /api/v1 (client*.go), signed object URLs under /files/, the OpenAPI
+// document of both APIs at /openapi.yaml, and the /healthz, /readyz and /metrics probes.
 package http
 
 import (
@@ -45,6 +46,13 @@ type Deps struct {
 	Metrics http.Handler
 	// Ready checks the dependencies (e.g. pings) for /readyz; nil means nothing to check.
 	Ready func(ctx context.Context) error
+	// Shards serves the shard lifecycle routes of admin_shards.go.
+	Shards ShardOps
+	// Inbox serves the conversation-list routes of admin_inbox.go; nil leaves them out.
+	Inbox InboxOps
+	// Social serves the client API and the admin additions of client*.go, admin_social.go
+	// and admin_tenants.go.
+	Social SocialDeps
 }
 
 // Server is the HTTP listener. Start and Stop are called once each, from one goroutine.
@@ -90,6 +98,11 @@ func (s *Server) routes(e *echo.Echo) {
 	t.POST("/topics/:topic/route/rebuild", s.rebuildRoute)
 	t.GET("/shards", s.listShards)
 	t.POST("/shards/advance", s.advanceMonth)
+	s.shardRoutes(t)
+	s.queryRoutes(t)
+	s.inboxRoutes(t)
+	s.adminSocialRoutes(t)
+	s.clientRoutes(e)
 }
 
 // Start binds the listener, so the port is taken when Start returns, then serves in the

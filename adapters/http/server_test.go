@@ -15,6 +15,7 @@ import (
 
 	"imd/core/admin"
 	"imd/core/apperr"
+	"imd/core/directory"
 )
 
 const adminKey = "test-admin-key-0123456789"
@@ -31,7 +32,8 @@ func newHarness(t *testing.T, cfg Config, d Deps) *harness {
 	logs := &bytes.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	if d.Admin == nil {
-		d.Admin = admin.New(admin.Deps{Tenants: func(name string) bool { return name == "default" }})
+		// Validation runs before any port is used, so a directory without ports will do.
+		d.Admin = admin.New(admin.Deps{Social: directory.New(directory.Deps{}), Tenants: func(name string) bool { return name == "default" }})
 	}
 	return &harness{t: t, srv: New(cfg, d, log), logs: logs}
 }

@@ -26,6 +26,7 @@ type socialGraph struct {
 	topics  map[string]int64         // topic → conversation id
 	pairs   map[[2]int64]int64       // P2P pair → conversation id
 	members map[int64]map[int64]bool // conversation id → users
+	extras  socialExtras             // directory_social.go
 }
 
 var _ ports.Directory = (*Directory)(nil)
@@ -41,7 +42,7 @@ func (d *Directory) graph(tenant string) *socialGraph {
 			users: make(map[int64]social.User), friends: make(map[[2]int64]bool),
 			groups: make(map[int64]social.Group), convs: make(map[int64]social.Conversation),
 			topics: make(map[string]int64), pairs: make(map[[2]int64]int64),
-			members: make(map[int64]map[int64]bool),
+			members: make(map[int64]map[int64]bool), extras: newSocialExtras(),
 		}
 		d.tenants[tenant] = g
 	}

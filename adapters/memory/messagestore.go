@@ -19,8 +19,8 @@ import (
 
 // MessageStore is the in-memory message store. It keeps the rules of the MySQL store: catalog
 // states, dedup records with payload hashes, tombstones for duplicate attempts, seq.ErrTaken
-// for taken seqs and for month ranges that would overlap. It has no dellog writer, so
-// PageQuery.Viewer hides nothing.
+// for taken seqs and for month ranges that would overlap. Page hides the ranges the DeleteLog
+// over the same ShardStore recorded for PageQuery.Viewer.
 type MessageStore struct {
 	shards *ShardStore
 }
@@ -80,7 +80,7 @@ func (s *MessageStore) Append(_ context.Context, tenant string, m message.Messag
 	}
 	table[topicSeqKey{m.Topic, m.Seq}] = row
 	if !known {
-		d.dedup[key] = messageDedupRecord{seq: m.Seq, month: m.Month, msgID: m.MsgID, hash: hash}
+		d.dedup[key] = messageDedupRecord{seq: m.Seq, month: m.Month, msgID: m.MsgID, hash: hash, expires: millisNow().Add(DedupTTL)}
 	}
 	d.grow(row)
 	return res, nil
@@ -204,9 +204,11 @@ func (s *MessageStore) Page(_ context.Context, tenant string, m month.Month, q m
 	if before <= 0 {
 		before = math.MaxInt64
 	}
+	d := s.shards.db(tenant)
 	var out []message.Message
 	for k, msg := range table {
-		if k.topic == q.Topic && k.seq > q.After && k.seq < before && (q.IncludeDeleted || msg.Status != message.StatusDeleted) {
+		if k.topic == q.Topic && k.seq > q.After && k.seq < before && (q.IncludeDeleted || msg.Status != message.StatusDeleted) &&
+			!d.hidden(q.Topic, q.Viewer, k.seq) {
 			out = append(out, msg)
 		}
 	}

@@ -26,12 +26,15 @@ type ShardStore struct {
 	tenants map[string]*tenantMessages
 }
 
-// tenantMessages is one tenant's message data: catalog, month tables, route mirror, dedup records.
+// tenantMessages is one tenant's message data: catalog, month tables, route mirror, dedup
+// records, and what the message editor and delete log write (messageeditor.go, dellog.go).
 type tenantMessages struct {
-	catalog map[month.Month]*monthCatalogEntry
-	tables  map[month.Month]map[topicSeqKey]message.Message
-	mirror  map[string]map[month.Month]route.Segment // topic → month → range
-	dedup   map[messageDedupKey]messageDedupRecord
+	catalog   map[month.Month]*monthCatalogEntry
+	tables    map[month.Month]map[topicSeqKey]message.Message
+	mirror    map[string]map[month.Month]route.Segment // topic → month → range
+	dedup     map[messageDedupKey]messageDedupRecord
+	revisions []Revision
+	dellog    map[dellogKey][]seqRange // nil until the first range
 }
 
 type monthCatalogEntry struct {
@@ -51,10 +54,11 @@ type messageDedupKey struct {
 }
 
 type messageDedupRecord struct {
-	seq   int64
-	month month.Month
-	msgID int64
-	hash  string
+	seq     int64
+	month   month.Month
+	msgID   int64
+	hash    string
+	expires time.Time // see Housekeeping.PurgeExpiredDedup
 }
 
 var _ ports.ShardStore = (*ShardStore)(nil)

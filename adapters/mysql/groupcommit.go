@@ -18,8 +18,9 @@ import (
 	"imd/ports"
 )
 
-// dedupTTL is how long a dedup record outlives its message's retries (seed 000 §3.5: 7–30 days).
-const dedupTTL = 30 * 24 * time.Hour
+// DefaultDedupTTL is how long a dedup record outlives its message's retries when
+// MessageStoreOptions leaves it unset (seed 000 §3.5: 7–30 days).
+const DefaultDedupTTL = 30 * 24 * time.Hour
 
 // singleAttempts bounds the retries of one request alone after its batch failed.
 const singleAttempts = 3
@@ -264,7 +265,7 @@ func (w *writer) plan(ctx context.Context, tx *sql.Tx, q *sqlcdb.Queries, reqs [
 		ranges:  make(map[string]*seqRange),
 		latest:  make(map[int64]sqlcdb.AdvanceConversationsParams),
 	}
-	expires := time.Now().UTC().Add(dedupTTL).Truncate(time.Millisecond)
+	expires := time.Now().UTC().Add(w.opts.DedupTTL).Truncate(time.Millisecond)
 	for i, r := range reqs {
 		m := r.msg
 		if d, ok := known[r.dedupKey()]; ok {

@@ -38,6 +38,9 @@ type MessageStoreOptions struct {
 	MaxBatchBytes int
 	// TxTimeout bounds one batch transaction.
 	TxTimeout time.Duration
+	// DedupTTL is how long a dedup record outlives its message (seed 000 §3.5: 7–30 days); the
+	// shard manager deletes records past it.
+	DedupTTL time.Duration
 }
 
 // MessageStore implements ports.MessageStore: month tables, dedup records and the route mirror
@@ -92,6 +95,9 @@ func NewMessageStore(c *Cluster, opts MessageStoreOptions) *MessageStore {
 	}
 	if opts.TxTimeout <= 0 {
 		opts.TxTimeout = DefaultTxTimeout
+	}
+	if opts.DedupTTL <= 0 {
+		opts.DedupTTL = DefaultDedupTTL
 	}
 	return &MessageStore{cluster: c, opts: opts, writers: make(map[writerKey]*writer)}
 }

@@ -49,11 +49,15 @@ func catalog() []spec {
 		{name: "group_message_route_miss_total", kind: counter, help: "Queries whose Redis route was missing or unreadable."},
 		{name: "group_message_route_rebuild_total", kind: counter, help: "Redis routes rebuilt from the MySQL mirror, by outcome (ok|failed).", labels: []string{"status"}},
 		{name: "group_message_route_repair_total", kind: counter, help: "Redis route updates repaired after a failed write-back."},
-		{name: "group_message_dead_letter_total", kind: counter, help: "Deliver jobs moved to the dead-letter list."},
+		{name: "group_message_dead_letter_total", kind: counter, help: "Deliver jobs moved to the dead-letter list, and late writes into sealed months moved to the compensation list."},
 		{name: "group_message_persist_latency", kind: histogram, help: "Seconds from accepting a send to its MySQL commit.", buckets: latencyBuckets},
 		{name: "group_message_query_latency", kind: histogram, help: "Seconds per message query, by route source.", labels: []string{"source"}, buckets: latencyBuckets},
 		{name: "group_message_query_tables", kind: histogram, help: "Month tables touched per message query.", buckets: tableBuckets},
-		{name: "group_message_route_repair_backlog", kind: gauge, help: "Route updates waiting to be repaired."},
+		{name: "group_message_route_repair_backlog", kind: gauge, help: "Topics whose Redis route waits to be rebuilt from the mirror.", labels: []string{"tenant"}},
+		{name: "group_message_route_reconcile_total", kind: counter, help: "Topics compared by the route reconciliation, by result (ok|missing|stale|mismatch|failed), plus mirror segments recounted from month tables (recounted).", labels: []string{"result"}},
+		{name: "group_message_shard_ready", kind: gauge, help: "1 when the month table takes writes: the active month (set and writable), the current calendar month (writable) or the next one (ready to switch to).", labels: []string{"tenant", "month"}},
+		{name: "group_message_compensation_backlog", kind: gauge, help: "Late writes into sealed months waiting on the compensation list.", labels: []string{"tenant"}},
+		{name: "group_message_hot_cache_write_failed_total", kind: counter, help: "Committed messages the Redis hot cache failed to take (readers fall back to MySQL)."},
 
 		// Delivery and sync (seed 003 §17).
 		{name: "deliver_idempotent_skip_total", kind: counter, help: "Deliver jobs skipped because they already acted."},
@@ -63,11 +67,16 @@ func catalog() []spec {
 		{name: "outbound_drop_total", kind: counter, help: "Frames dropped because a connection's outbound buffer was full."},
 		{name: "push_ack_timeout_total", kind: counter, help: "Pushes whose PUSH_ACK did not arrive in time."},
 		{name: "inbox_sync_total", kind: counter, help: "SYNC_INBOX requests served."},
+		{name: "inbox_rebuild_total", kind: counter, help: "Conversation lists rebuilt from MySQL, by trigger (sync: lost from Redis|admin).", labels: []string{"trigger"}},
+		{name: "deliver_mailbox_total", kind: counter, help: "MISSED_MESSAGE rows for connected devices a push did not reach or that never acknowledged it, by outcome (ok|failed|dropped).", labels: []string{"status"}},
+		{name: "deliver_notify_total", kind: counter, help: "System-push notifications deliver jobs handed to the notifier, by outcome (ok|failed).", labels: []string{"status"}},
+		{name: "push_notify_total", kind: counter, help: "System-push webhook posts, by outcome (ok|failed|dropped).", labels: []string{"status"}},
 		{name: "message_sync_total", kind: counter, help: "SYNC_MESSAGES requests served."},
 		{name: "message_send_total", kind: counter, help: "SEND_MESSAGE requests, by outcome.", labels: []string{"status"}},
 		{name: "send_ack_latency", kind: histogram, help: "Seconds from SEND_MESSAGE received to SEND_ACK written.", buckets: latencyBuckets},
 		{name: "enqueue_latency", kind: histogram, help: "Seconds to push a deliver job.", buckets: latencyBuckets},
 		{name: "persist_latency", kind: histogram, help: "Seconds per group-commit transaction.", buckets: latencyBuckets},
+		{name: "message_modify_total", kind: counter, help: "Recall, edit and delete requests, by action (recall|edit|delete|delete_self) and outcome (ok|refused|failed).", labels: []string{"action", "status"}},
 
 		// Transport.
 		{name: "taskpool_rejected_total", kind: counter, help: "Tasks refused because the worker pool was full."},
@@ -76,6 +85,8 @@ func catalog() []spec {
 		{name: "tcp_frames_in_total", kind: counter, help: "Frames received from clients."},
 		{name: "tcp_frames_out_total", kind: counter, help: "Frames written to clients."},
 		{name: "tcp_connections", kind: gauge, help: "Open client connections."},
+		{name: "tcp_tls_handshake_failures_total", kind: counter, help: "Native TLS handshakes that failed or timed out."},
+		{name: "tcp_rate_limited_total", kind: counter, help: "Requests refused with 42901, by scope (device|ip) and budget.", labels: []string{"scope", "budget"}},
 		{name: "eventloop_react_seconds", kind: histogram, help: "Seconds an event-loop callback ran.", buckets: eventLoopBuckets},
 	}
 }

@@ -2,9 +2,9 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
-	"slices"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -15,16 +15,23 @@ import (
 	"imd/adapters/jwt"
 	"imd/adapters/mysql"
 	"imd/adapters/prometheus"
+	"imd/adapters/ratelimit"
 	redisadapter "imd/adapters/redis"
 	"imd/adapters/snowflake"
 	tcpserver "imd/adapters/tcp/server"
 	"imd/core/admin"
 	"imd/core/conversation"
 	"imd/core/deliver"
+	"imd/core/directory"
 	"imd/core/history"
+	"imd/core/inbox"
 	"imd/core/membership"
+	"imd/core/modify"
+	"imd/core/read"
+	"imd/core/routerepair"
 	"imd/core/send"
 	"imd/core/shardmanager"
+	"imd/core/tenants"
 	"imd/ports"
 )
 
@@ -38,8 +45,10 @@ func Options(cfg config.Config, log *slog.Logger) fx.Option {
 	return fx.Options(
 		fx.Supply(cfg, log),
 		Adapters(cfg),
+		Social(),
 		Core(),
 		Transports(),
+		fx.Invoke(runTenants),
 	)
 }
 
@@ -54,8 +63,13 @@ func Adapters(cfg config.Config) fx.Option {
 	return fx.Options(
 		fx.Provide(
 			func() (*mysql.Cluster, error) { return mysql.Open(cfg.MySQL.DSN, cfg.MySQL.MaxOpenConns) },
-			func(c *mysql.Cluster) *mysql.MessageStore { return mysql.NewMessageStore(c, mysql.MessageStoreOptions{}) },
+			func(c *mysql.Cluster) *mysql.MessageStore {
+				return mysql.NewMessageStore(c, mysql.MessageStoreOptions{DedupTTL: time.Duration(cfg.Shard.DedupRetentionDays) * 24 * time.Hour})
+			},
 			fx.Annotate(mysql.NewDirectory, fx.As(new(ports.Directory))),
+			func(c *mysql.Cluster) ports.GroupOwners { return mysql.NewDirectory(c) },
+			func(c *mysql.Cluster) ports.MessageEditor { return mysql.NewMessageEditor(c) },
+			func(c *mysql.Cluster) ports.DeleteLog { return mysql.NewDeleteLog(c) },
 			mysql.NewShardStore,
 			func(s *mysql.ShardStore) ports.ShardStore { return s },
 			func(s *mysql.MessageStore) ports.MessageStore { return s },
@@ -63,7 +77,23 @@ func Adapters(cfg config.Config) fx.Option {
 			func(c rueidis.Client) ports.SeqAllocator { return redisadapter.NewSeqAllocator(c, 0) },
 			func(c rueidis.Client) ports.MonthState { return redisadapter.NewMonthState(c) },
 			func(c rueidis.Client) ports.RouteCache { return redisadapter.NewRouteCache(c) },
+			func(c rueidis.Client) ports.RouteFiller { return redisadapter.NewRouteCache(c) },
+			func(c rueidis.Client) ports.HotCache {
+				return redisadapter.NewHotCache(c, redisadapter.HotCacheOptions{})
+			},
+			func(s *mysql.MessageStore) ports.MessageSearch { return s },
+			func(c *mysql.Cluster) ports.HiddenRanges { return mysql.NewDeleteLog(c) },
 			func(c rueidis.Client) ports.DeliverQueue { return redisadapter.NewDeliverQueue(c) },
+			func(c rueidis.Client) ports.DialogStore { return redisadapter.NewDialogStore(c) },
+			func(c *mysql.Cluster) ports.ReadStore { return mysql.NewReadStore(c) },
+			func(c *mysql.Cluster) ports.Mailbox { return mysql.NewMailbox(c) },
+			func(s *mysql.MessageStore) ports.MessageFinder { return s },
+			newPushNotifier,
+			func(c rueidis.Client) ports.RouteRepairQueue { return redisadapter.NewRepairQueue(c) },
+			func(c rueidis.Client) ports.CompensationList { return redisadapter.NewCompensationList(c) },
+			func(c rueidis.Client) ports.Locks { return redisadapter.NewLocks(c) },
+			func(c *mysql.Cluster) ports.RouteMirror { return mysql.NewRouteMirror(c) },
+			func(c *mysql.Cluster) ports.ShardHousekeeping { return mysql.NewHousekeeping(c) },
 			func() (*snowflake.Generator, error) { return snowflake.New(cfg.NodeID) },
 			func(g *snowflake.Generator) ports.IDGenerator { return g },
 			func() ports.Tokens { return jwt.New([]byte(cfg.TokenSecret)) },
@@ -131,17 +161,64 @@ func Core() fx.Option {
 	return fx.Options(
 		fx.Provide(
 			func(d ports.Directory, c ports.Clock) *membership.Cache { return membership.New(d, c, memberCacheTTL) },
-			conversation.NewResolver,
-			func(cfg config.Config, s ports.ShardStore, m ports.MonthState, met ports.Metrics, log *slog.Logger) *shardmanager.Manager {
-				return shardmanager.New(shardmanager.Config{SealingDays: cfg.Shard.SealingDays}, shardmanager.Deps{Store: s, Months: m, Metrics: met, Log: log})
-			},
+			newShardManager,
+			newRouteRepair,
+			func(s *routerepair.Service) ports.RouteRepairs { return s },
 			newSend,
-			func(st ports.MessageStore, r ports.RouteCache, m ports.MonthState, met ports.Metrics, res *conversation.Resolver, log *slog.Logger) *history.Service {
-				return history.New(history.Deps{Store: st, Routes: r, Months: m, Metrics: met, Resolver: res, Log: log})
-			},
+			newHistory,
 			newAdmin,
+			newModify,
+			newInbox,
+			newMailer,
+			newRead,
+			newMissed,
 		),
 	)
+}
+
+type shardManagerParams struct {
+	fx.In
+	Cfg          config.Config
+	Store        ports.ShardStore
+	Months       ports.MonthState
+	Locks        ports.Locks
+	Repair       *routerepair.Service
+	Compensation ports.CompensationList
+	Housekeeping ports.ShardHousekeeping
+	Metrics      ports.Metrics
+	Log          *slog.Logger
+}
+
+func newShardManager(p shardManagerParams) *shardmanager.Manager {
+	c := p.Cfg.Shard
+	return shardmanager.New(shardmanager.Config{SealingDays: c.SealingDays, LockTTL: c.LockTTL, DedupPurgeBatch: c.DedupPurgeBatch},
+		shardmanager.Deps{
+			Store: p.Store, Months: p.Months, Locks: p.Locks, Repairs: p.Repair, Compensation: p.Compensation,
+			Housekeeping: p.Housekeeping, Metrics: p.Metrics, Log: p.Log,
+		})
+}
+
+type routeRepairParams struct {
+	fx.In
+	Cfg     config.Config
+	Queue   ports.RouteRepairQueue
+	Store   ports.MessageStore
+	Mirror  ports.RouteMirror
+	Routes  ports.RouteCache
+	Months  ports.MonthState
+	Metrics ports.Metrics
+	Log     *slog.Logger
+}
+
+func newRouteRepair(p routeRepairParams) *routerepair.Service {
+	c := p.Cfg.Shard.RouteRepair
+	return routerepair.New(routerepair.Config{
+		Interval: c.Interval, Batch: c.Batch, FallbackLimit: c.FallbackLimit, RebuildBatch: c.RebuildBatch,
+		ReconcileInterval: c.ReconcileInterval, ReconcileSample: c.ReconcileSample, ReconcileDeep: c.ReconcileDeep,
+		ReconcileMonths: c.ReconcileMonths,
+	}, routerepair.Deps{
+		Queue: p.Queue, Store: p.Store, Mirror: p.Mirror, Routes: p.Routes, Months: p.Months, Metrics: p.Metrics, Log: p.Log,
+	})
 }
 
 type sendParams struct {
@@ -157,6 +234,9 @@ type sendParams struct {
 	Resolver *conversation.Resolver
 	Manager  *shardmanager.Manager
 	Log      *slog.Logger
+	Hot      ports.HotCache
+	Repairs  ports.RouteRepairs
+	Comp     ports.CompensationList
 }
 
 func newSend(p sendParams) *send.Service {
@@ -164,28 +244,71 @@ func newSend(p sendParams) *send.Service {
 		Seq: p.Seq, Store: p.Store, Queue: p.Queue, Routes: p.Routes, IDs: p.IDs, Clock: p.Clock,
 		Metrics: p.Metrics, Resolver: p.Resolver, Log: p.Log, EnsureMonths: p.Manager.Ensure,
 		MsgIDWindow: time.Duration(p.Cfg.Message.MsgIDExpireMS) * time.Millisecond,
+		Hot:         p.Hot, Repairs: p.Repairs, Compensation: p.Comp,
+	})
+}
+
+type historyParams struct {
+	fx.In
+	Store    ports.MessageStore
+	Routes   ports.RouteFiller
+	Months   ports.MonthState
+	Metrics  ports.Metrics
+	Resolver *conversation.Resolver
+	Log      *slog.Logger
+	Hot      ports.HotCache
+	Hidden   ports.HiddenRanges
+	Search   ports.MessageSearch
+	Repairs  ports.RouteRepairs `optional:"true"`
+}
+
+func newHistory(p historyParams) *history.Service {
+	return history.New(history.Deps{
+		Store: p.Store, Routes: p.Routes, Months: p.Months, Metrics: p.Metrics, Resolver: p.Resolver, Log: p.Log,
+		Hot: p.Hot, Hidden: p.Hidden, Search: p.Search, Repairs: p.Repairs,
 	})
 }
 
 type adminParams struct {
 	fx.In
-	Cfg       config.Config
 	Directory ports.Directory
 	Tokens    ports.Tokens
-	IDs       ports.IDGenerator
 	Store     ports.MessageStore
 	Routes    ports.RouteCache
 	Shards    ports.ShardStore
 	Manager   *shardmanager.Manager
-	Members   *membership.Cache
+	Social    *directory.Service
+	Summaries ports.Summaries
+	Tenants   *tenants.Registry
 }
 
 func newAdmin(p adminParams) *admin.Service {
-	names := p.Cfg.TenantNames()
 	return admin.New(admin.Deps{
-		Directory: p.Directory, Tokens: p.Tokens, IDs: p.IDs, Store: p.Store, Routes: p.Routes,
-		Shards: p.Shards, Manager: p.Manager, Members: p.Members,
-		Tenants: func(name string) bool { return slices.Contains(names, name) },
+		Directory: p.Directory, Tokens: p.Tokens, Store: p.Store, Routes: p.Routes,
+		Shards: p.Shards, Manager: p.Manager, Social: p.Social, Summaries: p.Summaries, Tenants: p.Tenants.Known,
+	})
+}
+
+type modifyParams struct {
+	fx.In
+	Cfg       config.Config
+	Editor    ports.MessageEditor
+	DeleteLog ports.DeleteLog
+	Store     ports.MessageStore
+	Owners    ports.GroupOwners
+	HotCache  ports.HotCache `optional:"true"`
+	History   *history.Service
+	Send      *send.Service
+	Resolver  *conversation.Resolver
+	Clock     ports.Clock
+	Metrics   ports.Metrics
+	Log       *slog.Logger
+}
+
+func newModify(p modifyParams) *modify.Service {
+	return modify.New(modify.Config{RecallWindow: p.Cfg.Message.RecallWindow}, modify.Deps{
+		Editor: p.Editor, DeleteLog: p.DeleteLog, Store: p.Store, Owners: p.Owners, HotCache: p.HotCache,
+		Locator: p.History, Events: p.Send, Resolver: p.Resolver, Clock: p.Clock, Metrics: p.Metrics, Log: p.Log,
 	})
 }
 
@@ -197,10 +320,11 @@ func Transports() fx.Option {
 		fx.Provide(
 			newTCP,
 			func(s *tcpserver.Server) ports.Pusher { return s },
+			func(s *tcpserver.Server) ports.DevicePusher { return s },
 			newDeliver,
 			newHTTP,
 		),
-		fx.Invoke(runServer),
+		fx.Invoke(recordUnacked, runServer),
 	)
 }
 
@@ -210,32 +334,56 @@ type tcpParams struct {
 	Tokens  ports.Tokens
 	Send    *send.Service
 	History *history.Service
+	Modify  *modify.Service
+	Inbox   *inbox.Service
+	Read    *read.Service
 	IDs     ports.IDGenerator
 	Clock   ports.Clock
 	Metrics ports.Metrics
 	Log     *slog.Logger
 }
 
-func newTCP(p tcpParams) *tcpserver.Server {
+func newTCP(p tcpParams) (*tcpserver.Server, error) {
 	c := p.Cfg.TCP
+	var certs *tls.Config
+	if c.TLS == "native" {
+		var err error
+		if certs, err = tcpserver.LoadTLS(c.CertFile, c.KeyFile); err != nil {
+			return nil, err
+		}
+	}
 	return tcpserver.New(tcpserver.Config{
 		Addr: c.Addr, ProxyProtocol: c.ProxyProtocol, IdleTimeout: c.IdleTimeout, KeepAlive: c.KeepAlive,
 		Multicore: c.Multicore, CompressMin: c.CompressMinSize, OutboundFrames: c.OutboundLimit,
 		Workers: p.Cfg.TaskPool.Workers, Queue: p.Cfg.TaskPool.Queue, RequestTimeout: c.RequestTimeout,
+		TLS: certs, HandshakeTimeout: c.HandshakeTimeout, PushAckTimeout: c.PushAckTimeout,
+		RateLimits: tcpRateLimits(p.Cfg.RateLimit),
 	}, tcpserver.Deps{
-		Tokens: p.Tokens, Send: p.Send, History: p.History, IDs: p.IDs, Clock: p.Clock, Metrics: p.Metrics,
-	}, p.Log)
+		Tokens: p.Tokens, Send: p.Send, History: p.History, Modify: p.Modify, Inbox: p.Inbox, Read: p.Read, IDs: p.IDs, Clock: p.Clock, Metrics: p.Metrics,
+	}, p.Log), nil
 }
 
-func newDeliver(cfg config.Config, q ports.DeliverQueue, p ports.Pusher, m *membership.Cache, met ports.Metrics, c ports.Clock, log *slog.Logger) *deliver.Workers {
-	d := cfg.Deliver
-	return deliver.New(deliver.Config{Workers: d.Workers, TakeTimeout: d.TakeTimeout, DoneTTL: d.DoneTTL, MaxAttempts: d.MaxAttempts},
-		deliver.Deps{Queue: q, Pusher: p, Members: m, Metrics: met, Clock: c, Log: log})
+// tcpRateLimits turns the rate_limit section into the listener's budgets.
+func tcpRateLimits(r config.RateLimit) tcpserver.RateLimits {
+	budgets := func(msgPerSec, authPerSec, inboxPerMin, syncPerMin, historyPerMin int) tcpserver.Budgets {
+		return tcpserver.Budgets{
+			Send:         ratelimit.Rate{Count: msgPerSec, Per: time.Second},
+			Auth:         ratelimit.Rate{Count: authPerSec, Per: time.Second},
+			SyncInbox:    ratelimit.Rate{Count: inboxPerMin, Per: time.Minute},
+			SyncMessages: ratelimit.Rate{Count: syncPerMin, Per: time.Minute},
+			History:      ratelimit.Rate{Count: historyPerMin, Per: time.Minute},
+		}
+	}
+	ip := r.PerIP
+	return tcpserver.RateLimits{
+		Device: budgets(r.MessagePerSecond, r.AuthPerSecond, r.SyncInboxPerMinute, r.SyncMessagesPerMinute, r.HistoryPerMinute),
+		IP:     budgets(ip.MessagePerSecond, ip.AuthPerSecond, ip.SyncInboxPerMinute, ip.SyncMessagesPerMinute, ip.HistoryPerMinute),
+	}
 }
 
-func newHTTP(cfg config.Config, a *admin.Service, h *history.Service, m *prometheus.Metrics, ready readyCheck, log *slog.Logger) *httpapi.Server {
+func newHTTP(cfg config.Config, a *admin.Service, h *history.Service, in *inbox.Service, sm *shardmanager.Manager, rr *routerepair.Service, m *prometheus.Metrics, ready readyCheck, sd httpapi.SocialDeps, log *slog.Logger) *httpapi.Server {
 	return httpapi.New(httpapi.Config{Addr: cfg.HTTP.Addr, AdminKey: cfg.AdminKey},
-		httpapi.Deps{Admin: a, History: h, Metrics: m.Handler(), Ready: ready}, log)
+		httpapi.Deps{Admin: a, History: h, Inbox: in, Metrics: m.Handler(), Ready: ready, Shards: httpapi.ShardOps{Manager: sm, Repair: rr}, Social: sd}, log)
 }
 
 type serverParams struct {
@@ -243,18 +391,22 @@ type serverParams struct {
 	LC      fx.Lifecycle
 	Cfg     config.Config
 	Manager *shardmanager.Manager
+	Repair  *routerepair.Service
 	Workers *deliver.Workers
 	HTTP    *httpapi.Server
 	TCP     *tcpserver.Server
+	Tenants *tenants.Registry
 	Log     *slog.Logger
 }
 
 func runServer(p serverParams) {
-	tenants := p.Cfg.TenantNames()
+	// The registry's tenants: the provisioned ones are loaded at start, so read them then.
+	var tenants []string
 	var stopShards context.CancelFunc
-	shardsDone := make(chan struct{})
+	shardsDone, repairDone := make(chan struct{}), make(chan struct{})
 	p.LC.Append(fx.Hook{
 		OnStart: func(ctx context.Context) error {
+			tenants = p.Tenants.Names()
 			for _, t := range tenants {
 				if err := p.Manager.Ensure(ctx, t); err != nil {
 					return fmt.Errorf("month tables of %s: %w", t, err)
@@ -266,11 +418,17 @@ func runServer(p serverParams) {
 				defer close(shardsDone)
 				p.Manager.Run(runCtx, tenants, p.Cfg.Shard.CheckInterval)
 			}()
+			// Route repairs, the tenant-wide rebuild when Redis lost the routes, reconciliation.
+			go func() {
+				defer close(repairDone)
+				p.Repair.Run(runCtx, tenants)
+			}()
 			return nil
 		},
 		OnStop: func(context.Context) error {
 			stopShards()
 			<-shardsDone
+			<-repairDone
 			return nil
 		},
 	})

@@ -40,8 +40,12 @@ type Job struct {
 
 // DoneKey is the identity under which a job acts at most once (deliver:done:{msg_id}).
 func (j Job) DoneKey() string {
-	if j.Kind == KindMessage {
+	switch j.Kind {
+	case KindMessage:
 		return "m" + itoa(j.MsgID)
+	case KindRead:
+		// Every member may read the same message: each reader's watermark acts once.
+		return "read" + itoa(j.From) + ":" + itoa(j.MsgID)
 	}
 	return string(j.Kind) + itoa(j.MsgID)
 }

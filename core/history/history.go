@@ -1,19 +1,22 @@
 // Package history reads a topic across month tables (seed 000 §6): forward catch-up by seq,
-// reverse paging, and exact lookup. The month tables come from the topic's route; a missing
-// Redis route is rebuilt from the MySQL mirror, never found by scanning every table.
+// reverse paging, exact lookup, context around a seq and short-term search. Pages come from
+// the Redis hot cache when it covers them whole, else from the month tables the topic's route
+// names; a missing Redis route is rebuilt from the MySQL mirror, and a topic neither knows is
+// read from a few recent months only, never by scanning every table.
 package history
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 
 	"imd/core/apperr"
 	"imd/core/conversation"
 	"imd/core/message"
 	"imd/core/month"
 	"imd/core/route"
+	"imd/core/shard"
 	"imd/core/topic"
 	"imd/ports"
 )
@@ -24,21 +27,42 @@ const (
 	MaxLimit     = 200
 )
 
+// DefaultRecentMonths is how many months, the active one included, a query reads for a topic
+// that has neither a Redis route nor a mirror row (seed 000 §6.4).
+const DefaultRecentMonths = 3
+
 // Deps are the ports history reads through.
 type Deps struct {
 	Store    ports.MessageStore
-	Routes   ports.RouteCache
+	Routes   ports.RouteFiller
 	Months   ports.MonthState
 	Metrics  ports.Metrics
 	Resolver *conversation.Resolver
 	Log      *slog.Logger
+	// Hot is the Redis hot-message cache; nil reads the month tables only.
+	Hot ports.HotCache
+	// Hidden lets cached pages hide a viewer's deleted ranges; nil keeps user reads off the
+	// cache (admin reads hide nothing and still use it).
+	Hidden ports.HiddenRanges
+	// Search reads month tables for Search; nil makes Search answer 50301.
+	Search ports.MessageSearch
+	// Repairs queues a route rebuild for a topic that has neither a Redis route nor a mirror
+	// row; nil queues nothing.
+	Repairs ports.RouteRepairs
+	// RecentMonths overrides DefaultRecentMonths when positive.
+	RecentMonths int
 }
 
 // Service answers message queries.
 type Service struct{ d Deps }
 
 // New returns the history service.
-func New(d Deps) *Service { return &Service{d: d} }
+func New(d Deps) *Service {
+	if d.RecentMonths <= 0 {
+		d.RecentMonths = DefaultRecentMonths
+	}
+	return &Service{d: d}
+}
 
 // SyncRequest is SYNC_MESSAGES: messages with seq > Since, ascending.
 type SyncRequest struct {
@@ -88,26 +112,18 @@ func (s *Service) Sync(ctx context.Context, r SyncRequest) (SyncResult, error) {
 	if err := s.authorize(ctx, r.Tenant, r.User, r.Topic); err != nil {
 		return SyncResult{}, err
 	}
+	st := newStats()
+	defer s.observe(st)
 	rt, err := s.route(ctx, r.Tenant, r.Topic)
 	if err != nil {
 		return SyncResult{}, err
 	}
-	var out []message.Message
-	tables := 0
-	for _, m := range s.withUnrouted(ctx, r.Tenant, rt, rt.Since(r.Since), false) {
-		tables++
-		page, err := s.d.Store.Page(ctx, r.Tenant, m, message.PageQuery{
-			Topic: r.Topic, After: r.Since, Limit: limit + 1 - len(out), Viewer: r.User, IncludeDeleted: true,
-		})
-		if err != nil {
-			return SyncResult{}, apperr.Wrap(apperr.Busy, "message storage unavailable", fmt.Errorf("page %s of %s: %w", m, r.Topic, err))
-		}
-		out = mergeAsc(out, page)
-		if len(out) > limit {
-			break
-		}
+	// One more than the page tells whether more follows.
+	p := page{tenant: r.Tenant, topic: r.Topic, viewer: r.User, cursor: r.Since, need: limit + 1, tombstones: true}
+	out, err := s.read(ctx, p, rt, st)
+	if err != nil {
+		return SyncResult{}, err
 	}
-	s.d.Metrics.Observe("group_message_query_tables", float64(tables))
 	res := SyncResult{LastSeq: r.Since}
 	if len(out) > limit {
 		out, res.HasMore = out[:limit], true
@@ -132,30 +148,14 @@ func (s *Service) History(ctx context.Context, r HistoryRequest) ([]message.Mess
 	if err := s.authorize(ctx, r.Tenant, r.User, r.Topic); err != nil {
 		return nil, err
 	}
+	st := newStats()
+	defer s.observe(st)
 	rt, err := s.route(ctx, r.Tenant, r.Topic)
 	if err != nil {
 		return nil, err
 	}
-	var out []message.Message
-	tables := 0
-	for _, m := range s.withUnrouted(ctx, r.Tenant, rt, rt.Before(r.Before), true) {
-		tables++
-		page, err := s.d.Store.Page(ctx, r.Tenant, m, message.PageQuery{
-			Topic: r.Topic, Before: r.Before, Limit: limit - len(out), Desc: true, Viewer: r.User,
-		})
-		if err != nil {
-			return nil, apperr.Wrap(apperr.Busy, "message storage unavailable", fmt.Errorf("page %s of %s: %w", m, r.Topic, err))
-		}
-		out = mergeDesc(out, page)
-		if len(out) >= limit {
-			break
-		}
-	}
-	s.d.Metrics.Observe("group_message_query_tables", float64(tables))
-	if len(out) > limit {
-		out = out[:limit]
-	}
-	return out, nil
+	p := page{tenant: r.Tenant, topic: r.Topic, viewer: r.User, cursor: r.Before, need: limit, desc: true}
+	return s.read(ctx, p, rt, st)
 }
 
 // Get locates one message by topic+seq (seed 000 §6.4).
@@ -166,19 +166,13 @@ func (s *Service) Get(ctx context.Context, tenant string, user int64, topic stri
 	if err := s.authorize(ctx, tenant, user, topic); err != nil {
 		return message.Message{}, err
 	}
-	rt, err := s.route(ctx, tenant, topic)
+	st := newStats()
+	defer s.observe(st)
+	m, err := s.locate(ctx, tenant, topic, seq, st)
 	if err != nil {
 		return message.Message{}, err
 	}
-	m, ok := rt.Locate(seq)
-	if !ok {
-		// A stale Redis route may not know the newest month yet.
-		months := s.withUnrouted(ctx, tenant, rt, nil, true)
-		if len(months) == 0 {
-			return message.Message{}, message.ErrNotFound
-		}
-		m = months[0]
-	}
+	st.touch(m)
 	msg, err := s.d.Store.Get(ctx, tenant, m, topic, seq)
 	if err != nil {
 		if apperr.CodeOf(err) == apperr.NotFound {
@@ -187,6 +181,42 @@ func (s *Service) Get(ctx context.Context, tenant string, user int64, topic stri
 		return message.Message{}, apperr.Wrap(apperr.Busy, "message storage unavailable", err)
 	}
 	return msg, nil
+}
+
+// Locate returns the month whose table holds seq of topic, by the route (seed 000 §6.4); it
+// checks no permission. message.ErrNotFound when no month can hold it.
+func (s *Service) Locate(ctx context.Context, tenant, topic string, seq int64) (month.Month, error) {
+	return s.locate(ctx, tenant, topic, seq, newStats())
+}
+
+func (s *Service) locate(ctx context.Context, tenant, topic string, seq int64, st *stats) (month.Month, error) {
+	rt, err := s.route(ctx, tenant, topic)
+	if err != nil {
+		return 0, err
+	}
+	if m, ok := rt.Locate(seq); ok {
+		return m, nil
+	}
+	// A stale Redis route may not know the newest month yet, and an unrouted topic may be in
+	// any recent month: look the seq up in each month that may hold it, newest first.
+	pl, err := s.plan(ctx, tenant, rt, nil, true, true)
+	if err != nil {
+		return 0, err
+	}
+	for _, m := range pl.months {
+		_, err := s.d.Store.Get(ctx, tenant, m, topic, seq)
+		switch {
+		case err == nil:
+			return m, nil
+		case pl.speculative[m] && errors.Is(err, shard.ErrMonthMissing):
+			continue
+		}
+		st.touch(m)
+		if apperr.CodeOf(err) != apperr.NotFound {
+			return 0, apperr.Wrap(apperr.Busy, "message storage unavailable", fmt.Errorf("locate %s seq %d in %s: %w", topic, seq, m, err))
+		}
+	}
+	return 0, message.ErrNotFound
 }
 
 // authorize checks the topic name always, and membership for user reads (user 0 is an admin).
@@ -202,7 +232,8 @@ func (s *Service) authorize(ctx context.Context, tenant string, user int64, name
 }
 
 // route returns the topic's month segments: Redis first, else the MySQL mirror, which is then
-// written back to Redis (seed 000 §3.4 rule 3).
+// written back to Redis unless a route appeared there meanwhile (seed 000 §3.4 rule 3). A topic
+// the mirror does not know either gets an empty route and a repair request.
 func (s *Service) route(ctx context.Context, tenant, topic string) (route.Route, error) {
 	rt, found, err := s.d.Routes.Segments(ctx, tenant, topic)
 	if err == nil && found {
@@ -217,69 +248,29 @@ func (s *Service) route(ctx context.Context, tenant, topic string) (route.Route,
 		s.d.Metrics.Inc("group_message_route_rebuild_total", "failed")
 		return nil, apperr.Wrap(apperr.Busy, "message route unavailable", err)
 	}
-	if len(rt) > 0 {
-		if err := s.d.Routes.Replace(ctx, tenant, topic, rt); err != nil {
-			s.d.Metrics.Inc("group_message_route_rebuild_total", "failed")
-		} else {
-			s.d.Metrics.Inc("group_message_route_rebuild_total", "ok")
-		}
+	if len(rt) == 0 {
+		s.requestRepair(ctx, tenant, topic)
+		return nil, nil
+	}
+	// A plain overwrite could put back a mirror snapshot older than a route another reader
+	// rebuilt and later sends extended.
+	written, err := s.d.Routes.ReplaceIfMissing(ctx, tenant, topic, rt)
+	switch {
+	case err != nil:
+		s.d.Metrics.Inc("group_message_route_rebuild_total", "failed")
+	case written:
+		s.d.Metrics.Inc("group_message_route_rebuild_total", "ok")
 	}
 	return rt, nil
 }
 
-// withUnrouted adds the months after the route's newest segment up to the active month, since
-// a route update that failed after COMMIT must not hide the newest messages; the range is
-// bounded by the active month, never a scan of all tables.
-func (s *Service) withUnrouted(ctx context.Context, tenant string, rt route.Route, months []month.Month, newestFirst bool) []month.Month {
-	active, found, err := s.d.Months.Active(ctx, tenant)
-	if err != nil || !found {
-		return months
+// requestRepair queues a route rebuild; losing the request costs only a later rebuild, so a
+// failure is logged, never returned.
+func (s *Service) requestRepair(ctx context.Context, tenant, topic string) {
+	if s.d.Repairs == nil {
+		return
 	}
-	var newest month.Month
-	for _, seg := range rt {
-		newest = max(newest, seg.Month)
+	if err := s.d.Repairs.Enqueue(ctx, tenant, topic); err != nil {
+		s.d.Log.WarnContext(ctx, "route repair request failed", "topic", topic, "err", err)
 	}
-	var extra []month.Month
-	if newest == 0 {
-		extra = append(extra, active)
-	} else if newest < active {
-		for m := newest; m < active && len(extra) < 3; {
-			m = m.Next()
-			extra = append(extra, m)
-		}
-	}
-	if len(rt) > 0 && !slices.Contains(months, newest) {
-		extra = append(extra, newest)
-	}
-	all := append(slices.Clone(months), extra...)
-	slices.Sort(all)
-	all = slices.Compact(all)
-	if newestFirst {
-		slices.Reverse(all)
-	}
-	return all
-}
-
-// mergeAsc merges two ascending pages by seq, dropping duplicates.
-func mergeAsc(a, b []message.Message) []message.Message {
-	out := append(a, b...)
-	slices.SortFunc(out, func(x, y message.Message) int { return cmpSeq(x.Seq, y.Seq) })
-	return slices.CompactFunc(out, func(x, y message.Message) bool { return x.Seq == y.Seq })
-}
-
-// mergeDesc merges two descending pages by seq, dropping duplicates.
-func mergeDesc(a, b []message.Message) []message.Message {
-	out := append(a, b...)
-	slices.SortFunc(out, func(x, y message.Message) int { return cmpSeq(y.Seq, x.Seq) })
-	return slices.CompactFunc(out, func(x, y message.Message) bool { return x.Seq == y.Seq })
-}
-
-func cmpSeq(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

@@ -4,6 +4,7 @@ package send
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,6 +17,7 @@ import (
 	"imd/core/route"
 	"imd/core/seq"
 	"imd/core/shard"
+	"imd/core/social"
 	"imd/ports"
 )
 
@@ -52,6 +54,12 @@ type Deps struct {
 	EnsureMonths func(ctx context.Context, tenant string) error
 	// MsgIDWindow bounds how far a client pre-generated id may be from now (003 §19 msgid_expire_ms).
 	MsgIDWindow time.Duration
+	// Repairs takes topics whose route update failed after COMMIT (seed 000 §3.4 rule 2).
+	Repairs ports.RouteRepairs
+	// Compensation keeps writes whose fixed month is sealed (seed 000 §5.3).
+	Compensation ports.CompensationList
+	// Hot is the Redis hot-message cache written after COMMIT (seed 000 §6.1); nil: none.
+	Hot ports.HotCache
 }
 
 // Service runs the send path.
@@ -69,10 +77,40 @@ func (s *Service) Send(ctx context.Context, r Request) (Result, error) {
 	if err := r.Draft.Validate(); err != nil {
 		return Result{}, err
 	}
-	conv, err := s.d.Resolver.ForWrite(ctx, r.Tenant, r.From, r.Address)
+	conv, err := s.d.Resolver.ForSend(ctx, r.Tenant, r.From, r.Address, r.Draft.Type)
 	if err != nil {
 		return Result{}, err
 	}
+	return s.post(ctx, r, conv)
+}
+
+// Event is a message the server writes into a topic on a user's behalf: a topic-wide control
+// event such as a recall, written once and synced like any message (DESIGN §1).
+type Event struct {
+	Tenant       string
+	Conversation social.Conversation // already authorized by the caller
+	Actor        int64               // the event's sender
+	ActorDevice  uint64              // has the caller's response, so no push
+	// ClientMsgID is derived from what the event is about, so a retry converges on one event.
+	ClientMsgID string
+	Content     json.RawMessage
+}
+
+// Publish appends an event as a `system` message through the same seq, storage and delivery
+// steps as Send.
+func (s *Service) Publish(ctx context.Context, e Event) (Result, error) {
+	r := Request{
+		Tenant: e.Tenant, From: e.Actor, FromDevice: e.ActorDevice,
+		Draft: message.Draft{ClientMsgID: e.ClientMsgID, Type: "system", Content: e.Content},
+	}
+	if err := r.Draft.Validate(); err != nil {
+		return Result{}, fmt.Errorf("event %s in %s: %w", e.ClientMsgID, e.Conversation.Topic, err)
+	}
+	return s.post(ctx, r, e.Conversation)
+}
+
+// post runs DESIGN §4 from step 3 for a validated draft in an authorized conversation.
+func (s *Service) post(ctx context.Context, r Request, conv social.Conversation) (Result, error) {
 	msgID, err := s.msgID(r.MsgID)
 	if err != nil {
 		return Result{}, err
@@ -108,7 +146,11 @@ func (s *Service) Send(ctx context.Context, r Request) (Result, error) {
 			}
 			req.Reallocate = true
 			continue
-		case errors.Is(err, shard.ErrMonthNotWritable), errors.Is(err, shard.ErrMonthMissing):
+		case errors.Is(err, shard.ErrMonthNotWritable):
+			s.d.Metrics.Inc("group_message_persist_total", m.Month.String(), "failed")
+			s.compensate(ctx, r.Tenant, m, hash, err)
+			return Result{}, apperr.Wrap(apperr.Busy, "message month no longer takes writes, kept for compensation", err)
+		case errors.Is(err, shard.ErrMonthMissing):
 			s.d.Metrics.Inc("group_message_persist_total", m.Month.String(), "failed")
 			s.d.Metrics.Inc("group_message_shard_missing_total")
 			return Result{}, apperr.Wrap(apperr.Busy, "message storage unavailable, retry", err)
@@ -136,6 +178,10 @@ func (s *Service) Send(ctx context.Context, r Request) (Result, error) {
 		if res.Outcome != ports.AlreadyStored {
 			// A duplicate's attempt left a tombstone at its seq: the route covers it too.
 			s.updateRoute(ctx, r.Tenant, attempt)
+		}
+		if res.Outcome != ports.DuplicateClientMsgID {
+			// A retry caches too: it heals a write lost with the first attempt.
+			s.cacheHot(ctx, r.Tenant, m)
 		}
 		if err := s.d.Seq.MarkAcked(ctx, r.Tenant, m.Topic, m.From, m.ClientMsgID); err != nil {
 			s.d.Log.WarnContext(ctx, "mark acked failed", "topic", m.Topic, "msg_id", m.MsgID, "err", err)
@@ -217,7 +263,41 @@ func (s *Service) updateRoute(ctx context.Context, tenant string, m message.Mess
 		Month: m.Month, MinSeq: m.Seq, MaxSeq: m.Seq, Count: 1, MinCreatedAt: m.CreatedAt, MaxCreatedAt: m.CreatedAt,
 	}}
 	if err := s.d.Routes.Apply(ctx, tenant, []ports.RouteUpdate{u}); err != nil {
-		s.d.Metrics.Inc("group_message_route_repair_total")
-		s.d.Log.WarnContext(ctx, "route update failed", "topic", m.Topic, "seq", m.Seq, "err", err)
+		s.d.Log.WarnContext(ctx, "route update failed, queued for repair", "topic", m.Topic, "seq", m.Seq, "err", err)
+		if err := s.d.Repairs.Enqueue(ctx, tenant, m.Topic); err != nil {
+			s.d.Log.ErrorContext(ctx, "route repair not queued", "topic", m.Topic, "seq", m.Seq, "err", err)
+		}
+	}
+}
+
+// cacheHot adds a committed message to the hot cache. Readers use the cache only where it
+// covers a page whole, so a failed write costs a MySQL read, never a wrong answer.
+func (s *Service) cacheHot(ctx context.Context, tenant string, m message.Message) {
+	if s.d.Hot == nil {
+		return
+	}
+	if err := s.d.Hot.Put(ctx, tenant, m); err != nil {
+		s.d.Metrics.Inc("group_message_hot_cache_write_failed_total")
+		s.d.Log.WarnContext(ctx, "hot cache write failed", "topic", m.Topic, "seq", m.Seq, "err", err)
+	}
+}
+
+// compensate keeps a write whose fixed month was sealed: the month's table no longer takes it,
+// and writing it to another month would break the topic's month segments, so it waits on the
+// compensation list for an operator (seed 000 §5.3). The sender gets 50301 and keeps the
+// message; its retries find it listed already.
+func (s *Service) compensate(ctx context.Context, tenant string, m message.Message, hash string, cause error) {
+	added, err := s.d.Compensation.Push(ctx, tenant, ports.Compensation{
+		Message: m, Hash: hash, Reason: cause.Error(), At: s.d.Clock.Now().UTC(),
+	})
+	if err != nil {
+		s.d.Log.ErrorContext(ctx, "late write into a sealed month not listed for compensation",
+			"topic", m.Topic, "seq", m.Seq, "month", m.Month.String(), "msg_id", m.MsgID, "err", err)
+		return
+	}
+	if added {
+		s.d.Metrics.Inc("group_message_dead_letter_total")
+		s.d.Log.ErrorContext(ctx, "late write into a sealed month listed for compensation",
+			"topic", m.Topic, "seq", m.Seq, "month", m.Month.String(), "msg_id", m.MsgID)
 	}
 }

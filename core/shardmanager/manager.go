@@ -11,7 +11,6 @@ import (
 
 	"imd/core/apperr"
 	"imd/core/month"
-	"imd/core/shard"
 	"imd/ports"
 )
 
@@ -21,14 +20,42 @@ type Config struct {
 	SealingDays int
 	// AheadMonths is how many future months get tables (seed 000 §4.1: two).
 	AheadMonths int
+	// LockTTL bounds how long one node holds the month-switch lock; a node that dies holding it
+	// delays the next switch by at most this much.
+	LockTTL time.Duration
+	// DedupPurgeBatch is how many expired dedup records one DELETE removes (seed 000 §3.5).
+	DedupPurgeBatch int
+	// DedupPurgeBatches caps the DELETEs of one pass, so a large backlog drains over several
+	// passes instead of holding the lock.
+	DedupPurgeBatches int
 }
 
-// Deps are the ports the manager uses.
+// Defaults of Config.
+const (
+	DefaultAheadMonths       = 2
+	DefaultLockTTL           = 30 * time.Second
+	DefaultDedupPurgeBatch   = 1000
+	DefaultDedupPurgeBatches = 10
+)
+
+// Backlog reports whether work that may still concern month m of a tenant is pending; a
+// sealing month is sealed only when none is (seed 000 §4.6).
+type Backlog interface {
+	Pending(ctx context.Context, tenant string, m month.Month) (bool, error)
+}
+
+// Deps are the ports the manager uses. Locks, Repairs, Compensation and Housekeeping may be
+// nil where a test or a single process has no use for them: no lock is taken, no backlog
+// holds sealing back, no upkeep runs.
 type Deps struct {
-	Store   ports.ShardStore
-	Months  ports.MonthState
-	Metrics ports.Metrics
-	Log     *slog.Logger
+	Store        ports.ShardStore
+	Months       ports.MonthState
+	Locks        ports.Locks
+	Repairs      Backlog
+	Compensation ports.CompensationList
+	Housekeeping ports.ShardHousekeeping
+	Metrics      ports.Metrics
+	Log          *slog.Logger
 }
 
 // Manager runs the shard lifecycle.
@@ -40,14 +67,28 @@ type Manager struct {
 // New returns a manager.
 func New(cfg Config, d Deps) *Manager {
 	if cfg.AheadMonths <= 0 {
-		cfg.AheadMonths = 2
+		cfg.AheadMonths = DefaultAheadMonths
+	}
+	if cfg.LockTTL <= 0 {
+		cfg.LockTTL = DefaultLockTTL
+	}
+	if cfg.DedupPurgeBatch <= 0 {
+		cfg.DedupPurgeBatch = DefaultDedupPurgeBatch
+	}
+	if cfg.DedupPurgeBatches <= 0 {
+		cfg.DedupPurgeBatches = DefaultDedupPurgeBatches
 	}
 	return &Manager{cfg: cfg, d: d}
 }
 
+// switchLock is the lock name of the month switch and the state changes and upkeep after it.
+const switchLock = "shard_switch"
+
 // Ensure prepares last, current and the next months, switches the active month when the
-// calendar month turned (only to a ready table), and advances states. It is safe to run on
-// every node at any time.
+// calendar month turned (only to a ready table), advances states and does the upkeep. It is
+// safe to run on every node at any time: the table DDL is idempotent and runs everywhere, so
+// each node learns the tables; the switch and what follows run under a Redis lock on one node
+// at a time (seed 000 §4.3), and a node that finds the lock taken leaves them to its holder.
 func (m *Manager) Ensure(ctx context.Context, tenant string) error {
 	now, err := m.d.Months.Now(ctx)
 	if err != nil {
@@ -65,11 +106,40 @@ func (m *Manager) Ensure(ctx context.Context, tenant string) error {
 		m.d.Metrics.Inc("group_message_shard_missing_total")
 		m.d.Log.ErrorContext(ctx, "preparing month tables failed", "tenant", tenant, "err", failed)
 	}
-	active, err := m.d.Months.Advance(ctx, tenant, cur)
-	if err != nil {
-		return fmt.Errorf("advance active month of %s: %w", tenant, err)
+	err = m.exclusively(ctx, tenant, func(ctx context.Context) error {
+		active, err := m.d.Months.Advance(ctx, tenant, cur)
+		if err != nil {
+			return fmt.Errorf("advance active month of %s: %w", tenant, err)
+		}
+		return errors.Join(m.settle(ctx, tenant, active, now), m.upkeep(ctx, tenant, now))
+	})
+	m.report(ctx, tenant, cur)
+	return errors.Join(failed, err)
+}
+
+// exclusively runs fn under the tenant's switch lock, or skips it when another node holds the
+// lock. fn's work is idempotent (forward-only advance, compare-and-set states), so a lease that
+// expires mid-way costs duplicate work at worst, never a wrong state.
+func (m *Manager) exclusively(ctx context.Context, tenant string, fn func(context.Context) error) error {
+	if m.d.Locks == nil {
+		return fn(ctx)
 	}
-	return errors.Join(failed, m.settle(ctx, tenant, active, now))
+	token, ok, err := m.d.Locks.Acquire(ctx, tenant, switchLock, m.cfg.LockTTL)
+	if err != nil {
+		return fmt.Errorf("month switch lock of %s: %w", tenant, err)
+	}
+	if !ok {
+		return nil
+	}
+	defer func() {
+		// Released even when ctx ended, so the next pass need not wait for the lease to expire.
+		if err := m.d.Locks.Release(context.WithoutCancel(ctx), tenant, switchLock, token); err != nil {
+			m.d.Log.WarnContext(ctx, "releasing the month switch lock failed", "tenant", tenant, "err", err)
+		}
+	}()
+	lockedCtx, cancel := context.WithTimeout(ctx, m.cfg.LockTTL)
+	defer cancel()
+	return fn(lockedCtx)
 }
 
 // Advance moves the active month forward to target early (admin, PROTOCOL §6). It refuses
@@ -114,36 +184,6 @@ func (m *Manager) prepare(ctx context.Context, tenant string, mo month.Month) er
 		return fmt.Errorf("mark %s ready: %w", mo, err)
 	}
 	return nil
-}
-
-// settle moves catalog states: the active month is writable; earlier writable months are
-// sealing; sealing months are sealed once the late-write window has passed.
-func (m *Manager) settle(ctx context.Context, tenant string, active month.Month, now time.Time) error {
-	infos, err := m.d.Store.Catalog(ctx, tenant)
-	if err != nil {
-		return fmt.Errorf("catalog of %s: %w", tenant, err)
-	}
-	var errs error
-	for _, in := range infos {
-		var to shard.State
-		switch {
-		case in.Month == active && in.State == shard.Prepared:
-			to = shard.Writable
-		case in.Month < active && (in.State == shard.Writable || in.State == shard.Prepared):
-			to = shard.Sealing
-		case in.Month < active && in.State == shard.Sealing &&
-			now.After(in.Month.End().AddDate(0, 0, m.cfg.SealingDays)):
-			to = shard.Sealed
-		default:
-			continue
-		}
-		if err := m.d.Store.SetState(ctx, tenant, in.Month, in.State, to); err != nil {
-			errs = errors.Join(errs, fmt.Errorf("%s %s→%s: %w", in.Month, in.State, to, err))
-			continue
-		}
-		m.d.Log.InfoContext(ctx, "shard state changed", "tenant", tenant, "month", in.Month.String(), "from", in.State, "to", to)
-	}
-	return errs
 }
 
 // Run calls Ensure for every tenant every interval until ctx ends; the caller runs the first

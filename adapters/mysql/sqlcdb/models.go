@@ -154,6 +154,13 @@ type TDeviceSyncCursor struct {
 	UpdatedAt   time.Time
 }
 
+type TFriendRequest struct {
+	FromUser  int64
+	ToUser    int64
+	Message   string
+	CreatedAt time.Time
+}
+
 type TFriendship struct {
 	UserSmall int64
 	UserBig   int64
@@ -191,6 +198,19 @@ type TP2pConversation struct {
 	ConversationID int64
 }
 
+type TReport struct {
+	// sonyflake id
+	ID       int64
+	Reporter int64
+	Topic    string
+	Seqid    int64
+	Reason   string
+	// open/resolved/dismissed
+	Status    string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
 type TUser struct {
 	UserID   int64
 	Nickname string
@@ -198,4 +218,5 @@ type TUser struct {
 	Status    int8
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	Avatar    string
 }

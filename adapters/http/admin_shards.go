@@ -1,0 +1,90 @@
+package http
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"imd/core/apperr"
+	"imd/core/month"
+	"imd/core/routerepair"
+	"imd/core/shardmanager"
+)
+
+// ShardOps are the shard lifecycle use cases behind the routes of this file (seed 000 §3.4,
+// §5.3, §10).
+type ShardOps struct {
+	Manager *shardmanager.Manager
+	Repair  *routerepair.Service
+}
+
+// Compensation listing bounds.
+const (
+	defaultCompensationLimit = 100
+	maxCompensationLimit     = 1000
+)
+
+func (s *Server) shardRoutes(t *echo.Group) {
+	t.POST("/routes/rebuild", s.rebuildTenantRoutes)
+	t.POST("/shards/:month/archive", s.archiveMonth)
+	t.GET("/compensation", s.listCompensation)
+}
+
+// rebuildTenantRoutes rewrites every topic's Redis route from the MySQL mirror.
+func (s *Server) rebuildTenantRoutes(c echo.Context) error {
+	n, err := s.d.Shards.Repair.RebuildAll(c.Request().Context(), c.Param("tenant"))
+	if err != nil {
+		return apperr.Wrap(apperr.Busy, "rebuilding routes failed", err)
+	}
+	return c.JSON(http.StatusOK, map[string]int{"topics": n})
+}
+
+// archiveMonth moves a sealed month to archived (a state only).
+func (s *Server) archiveMonth(c echo.Context) error {
+	m, err := month.Parse(c.Param("month"))
+	if err != nil {
+		return apperr.New(apperr.InvalidArgument, "month must be YYYYMM")
+	}
+	if err := s.d.Shards.Manager.Archive(c.Request().Context(), c.Param("tenant"), m); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]string{"shard_month": m.String(), "status": "archived"})
+}
+
+type compensationEntry struct {
+	ShardMonth string        `json:"shard_month"`
+	Reason     string        `json:"reason"`
+	At         int64         `json:"at"` // Unix ms the write was first refused
+	Message    messageObject `json:"message"`
+}
+
+type compensationResponse struct {
+	Total   int64               `json:"total"`
+	Entries []compensationEntry `json:"entries"`
+}
+
+// listCompensation lists the oldest late writes refused by sealed months.
+func (s *Server) listCompensation(c echo.Context) error {
+	limit, given, err := queryInt(c, "limit")
+	if err != nil {
+		return err
+	}
+	if !given {
+		limit = defaultCompensationLimit
+	}
+	if limit < 1 || limit > maxCompensationLimit {
+		return apperr.New(apperr.InvalidArgument, "limit must be 1-1000")
+	}
+	entries, total, err := s.d.Shards.Manager.Compensation(c.Request().Context(), c.Param("tenant"), int(limit))
+	if err != nil {
+		return err
+	}
+	out := compensationResponse{Total: total, Entries: make([]compensationEntry, len(entries))}
+	for i, e := range entries {
+		out.Entries[i] = compensationEntry{
+			ShardMonth: e.Message.Month.String(), Reason: e.Reason, At: unixMilli(e.At),
+			Message: newMessageObject(e.Message),
+		}
+	}
+	return c.JSON(http.StatusOK, out)
+}

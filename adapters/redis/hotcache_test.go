@@ -1,0 +1,43 @@
+package redis
+
+import (
+	"testing"
+	"time"
+
+	"imd/core/message"
+	"imd/ports/contract"
+)
+
+func TestHotCacheContract(t *testing.T) {
+	contract.HotCache(t, func(t *testing.T, window time.Duration, maxPerTopic int) contract.HotFixture {
+		c := testClient(t)
+		return contract.HotFixture{Tenant: testTenant(t, c), Cache: NewHotCache(c, HotCacheOptions{Window: window, MaxPerTopic: maxPerTopic})}
+	})
+}
+
+func TestRouteFillContract(t *testing.T) {
+	contract.RouteFill(t, func(t *testing.T) contract.RouteFillFixture {
+		c := testClient(t)
+		return contract.RouteFillFixture{Tenant: testTenant(t, c), Routes: NewRouteCache(c)}
+	})
+}
+
+// TestHotCacheKeyExpires: an idle topic's ZSET lives one window after its last write, and the
+// key sits under the tenant's hash tag.
+func TestHotCacheKeyExpires(t *testing.T) {
+	c := testClient(t)
+	tenant := testTenant(t, c)
+	h := NewHotCache(c, HotCacheOptions{Window: time.Hour})
+	m := message.Message{Topic: "grp_1", Seq: 1, MsgID: 1, Status: message.StatusNormal, CreatedAt: time.Now()}
+	if err := h.Put(t.Context(), tenant, m); err != nil {
+		t.Fatal(err)
+	}
+	k, _ := KeysOf(tenant)
+	key := k.HotMessages("grp_1")
+	if want := "im:{" + tenant + "}:groupmsg:hot:grp_1"; key != want {
+		t.Fatalf("key %q, want %q", key, want)
+	}
+	if got := pttl(t, c, key); got <= 59*time.Minute || got > time.Hour {
+		t.Fatalf("PTTL %v, want about an hour", got)
+	}
+}

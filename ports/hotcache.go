@@ -1,0 +1,52 @@
+package ports
+
+import (
+	"context"
+
+	"imd/core/message"
+	"imd/core/route"
+)
+
+// HotCache is the Redis copy of each topic's newest messages (seed 000 §1.7, §6.1): a ZSET per
+// topic, score seq, trimmed to a time window (24 h) and a count cap. MySQL stays the source of
+// truth; readers use a cached page only when it covers the page whole, so the cache may lose
+// entries at any time (trim, eviction, a failed write) without making a read wrong.
+type HotCache interface {
+	// Put caches a committed message, replacing any entry with the same seq, then trims the
+	// topic to the window before this message and to the count cap (oldest seqs first, so what
+	// stays is contiguous) and restarts the topic's expiry. Seqs past 2^53 are not cached: a ZSET
+	// score could not hold them exactly.
+	Put(ctx context.Context, tenant string, m message.Message) error
+	// After returns up to limit cached messages of topic with seq > after, ascending.
+	After(ctx context.Context, tenant, topic string, after int64, limit int) ([]message.Message, error)
+	// Before returns up to limit cached messages of topic with seq < before (0: from the newest),
+	// descending.
+	Before(ctx context.Context, tenant, topic string, before int64, limit int) ([]message.Message, error)
+	// Invalidate drops the cached entry of (topic, seq), e.g. after a recall or an edit, so
+	// readers go to MySQL for it until the entry ages out.
+	Invalidate(ctx context.Context, tenant, topic string, seq int64) error
+}
+
+// SeqRange is the seq interval [Low, Hi).
+type SeqRange struct {
+	Low, Hi int64
+}
+
+// HiddenRanges reads back what DeleteLog recorded, so a page served from the hot cache hides
+// the same seqs from a viewer as MessageStore.Page does.
+type HiddenRanges interface {
+	// HiddenRanges returns the ranges of topic that user deleted for themself and that
+	// intersect seqs [from, to], in no particular order.
+	HiddenRanges(ctx context.Context, tenant, topic string, user, from, to int64) ([]SeqRange, error)
+}
+
+// RouteFiller is a RouteCache that can fill in a missing route without overwriting one written
+// meanwhile. A query that rebuilds a route from the MySQL mirror uses it: a plain Replace could
+// put back a mirror snapshot older than a route that a concurrent rebuild and later send
+// updates already extended.
+type RouteFiller interface {
+	RouteCache
+	// ReplaceIfMissing writes r as the topic's route only if Redis holds none; written reports
+	// whether it did. An empty r writes nothing.
+	ReplaceIfMissing(ctx context.Context, tenant, topic string, r route.Route) (written bool, err error)
+}
