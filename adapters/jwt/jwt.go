@@ -80,6 +80,12 @@ func (t *Tokens) Issue(id auth.Identity, ttl time.Duration) (string, error) {
 
 // Verify checks signature, algorithm, expiry and claims; every failure is Unauthenticated.
 func (t *Tokens) Verify(token string) (auth.Identity, error) {
+	tok, err := t.Inspect(token)
+	return tok.Identity, err
+}
+
+// Inspect is Verify that also returns the token's id and times, for revocation.
+func (t *Tokens) Inspect(token string) (auth.Token, error) {
 	var c claims
 	_, err := t.parser.ParseWithClaims(token, &c, func(*jwtlib.Token) (any, error) {
 		if len(t.secret) == 0 {
@@ -89,18 +95,22 @@ func (t *Tokens) Verify(token string) (auth.Identity, error) {
 	})
 	switch {
 	case errors.Is(err, jwtlib.ErrTokenExpired):
-		return auth.Identity{}, apperr.Wrap(apperr.Unauthenticated, "token expired", err)
+		return auth.Token{}, apperr.Wrap(apperr.Unauthenticated, "token expired", err)
 	case err != nil:
-		return auth.Identity{}, apperr.Wrap(apperr.Unauthenticated, "invalid token", err)
+		return auth.Token{}, apperr.Wrap(apperr.Unauthenticated, "invalid token", err)
 	}
 	user, err := strconv.ParseInt(c.Subject, 10, 64)
 	switch {
 	case err != nil || user <= 0:
-		return auth.Identity{}, apperr.New(apperr.Unauthenticated, "invalid token: bad sub")
+		return auth.Token{}, apperr.New(apperr.Unauthenticated, "invalid token: bad sub")
 	case !tenant.Valid(c.Tenant):
-		return auth.Identity{}, apperr.New(apperr.Unauthenticated, "invalid token: bad tid")
+		return auth.Token{}, apperr.New(apperr.Unauthenticated, "invalid token: bad tid")
 	case c.IssuedAt == nil || c.ID == "":
-		return auth.Identity{}, apperr.New(apperr.Unauthenticated, "invalid token: missing iat or jti")
+		return auth.Token{}, apperr.New(apperr.Unauthenticated, "invalid token: missing iat or jti")
 	}
-	return auth.Identity{Tenant: c.Tenant, UserID: user}, nil
+	// WithExpirationRequired guarantees exp.
+	return auth.Token{
+		Identity: auth.Identity{Tenant: c.Tenant, UserID: user},
+		ID:       c.ID, IssuedAt: c.IssuedAt.Time, ExpiresAt: c.ExpiresAt.Time,
+	}, nil
 }

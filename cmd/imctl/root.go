@@ -107,9 +107,9 @@ func newRootCmd(d deps) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "imctl",
 		Short: "Admin and client CLI of imd, and its load generator",
-		Long: `imctl talks to a running imd: the admin HTTP API (users, tokens, friendships,
-groups, shards, routes, messages), the frame protocol (an interactive chat),
-and the standard benchmark workloads W1–W5.
+		Long: `imctl talks to a running imd: the admin HTTP API (tenants, users, tokens,
+friendships, blocks, groups, mutes, token revocation, shards, routes, messages), the frame
+protocol (an interactive chat), and the standard benchmark workloads W1–W5.
 
 Every global flag falls back to an IMCTL_* environment variable when not given.`,
 		SilenceUsage:  true,
@@ -126,6 +126,7 @@ Every global flag falls back to an IMCTL_* environment variable when not given.`
 	root.AddCommand(
 		newUserCmd(g), newTokenCmd(g), newFriendCmd(g), newGroupCmd(g),
 		newShardsCmd(g), newRouteCmd(g), newMessagesCmd(g), newMessageCmd(g),
+		newTenantsCmd(g), newBlocksCmd(g), newMuteCmd(g), newRevokeCmd(g),
 		newChatCmd(g),
 		newBenchCmd(g, d),
 	)

@@ -331,7 +331,7 @@ func Transports() fx.Option {
 type tcpParams struct {
 	fx.In
 	Cfg     config.Config
-	Tokens  ports.Tokens
+	Auth    ports.Authenticator
 	Send    *send.Service
 	History *history.Service
 	Modify  *modify.Service
@@ -359,7 +359,7 @@ func newTCP(p tcpParams) (*tcpserver.Server, error) {
 		TLS: certs, HandshakeTimeout: c.HandshakeTimeout, PushAckTimeout: c.PushAckTimeout,
 		RateLimits: tcpRateLimits(p.Cfg.RateLimit),
 	}, tcpserver.Deps{
-		Tokens: p.Tokens, Send: p.Send, History: p.History, Modify: p.Modify, Inbox: p.Inbox, Read: p.Read, IDs: p.IDs, Clock: p.Clock, Metrics: p.Metrics,
+		Auth: p.Auth, Send: p.Send, History: p.History, Modify: p.Modify, Inbox: p.Inbox, Read: p.Read, IDs: p.IDs, Clock: p.Clock, Metrics: p.Metrics,
 	}, p.Log), nil
 }
 

@@ -1,17 +1,16 @@
 // Package admin holds the operator use cases behind the admin API (PROTOCOL §6): users,
-// tokens, friendships, groups, shards and routes of one tenant.
+// tokens, friendships, groups, shards, routes and statistics of one tenant.
 package admin
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"imd/core/apperr"
 	"imd/core/auth"
-	"imd/core/membership"
+	"imd/core/directory"
 	"imd/core/month"
 	"imd/core/route"
 	"imd/core/shard"
@@ -25,19 +24,20 @@ import (
 const (
 	DefaultTokenTTL = 7 * 24 * time.Hour
 	MaxTokenTTL     = 365 * 24 * time.Hour
-	maxGroupMembers = 100_000
 )
 
 // Deps are the ports admin uses.
 type Deps struct {
 	Directory ports.Directory
 	Tokens    ports.Tokens
-	IDs       ports.IDGenerator
 	Store     ports.MessageStore
 	Routes    ports.RouteCache
 	Shards    ports.ShardStore
 	Manager   *shardmanager.Manager
-	Members   *membership.Cache
+	// Social makes friendships and groups the way users do, so caches and mailboxes follow.
+	Social *directory.Service
+	// Summaries feeds Stats from the route mirror, never from counting month tables.
+	Summaries ports.Summaries
 	// Tenants reports whether a tenant is served by this process.
 	Tenants func(name string) bool
 }
@@ -87,64 +87,17 @@ func (s *Service) IssueToken(ctx context.Context, tenant string, userID int64, t
 
 // AddFriendship makes two existing users friends, so they may talk P2P.
 func (s *Service) AddFriendship(ctx context.Context, tenant string, a, b int64) error {
-	if a == b {
-		return apperr.New(apperr.InvalidArgument, "a user cannot befriend themself")
-	}
-	if err := s.requireUsers(ctx, tenant, a, b); err != nil {
-		return err
-	}
-	return busy("add friendship", s.d.Directory.AddFriendship(ctx, tenant, a, b))
+	return s.d.Social.AddFriendship(ctx, tenant, a, b)
 }
 
 // CreateGroup creates a group whose members include the owner.
 func (s *Service) CreateGroup(ctx context.Context, tenant string, groupID, owner int64, members []int64) (social.Conversation, error) {
-	if groupID <= 0 {
-		return social.Conversation{}, apperr.New(apperr.InvalidArgument, "group_id must be positive")
-	}
-	all := uniqueIDs(append([]int64{owner}, members...))
-	if len(all) > maxGroupMembers {
-		return social.Conversation{}, apperr.New(apperr.InvalidArgument, "too many members")
-	}
-	if err := s.requireUsers(ctx, tenant, all...); err != nil {
-		return social.Conversation{}, err
-	}
-	if _, err := s.d.Directory.Conversation(ctx, tenant, topic.ForGroup(groupID)); err == nil {
-		return social.Conversation{}, apperr.New(apperr.Conflict, "group already exists")
-	} else if !errors.Is(err, social.ErrNotFound) {
-		return social.Conversation{}, busy("look up group", err)
-	}
-	convID, err := s.d.IDs.NextID()
-	if err != nil {
-		return social.Conversation{}, apperr.Wrap(apperr.Busy, "id generation failed", err)
-	}
-	c, err := s.d.Directory.CreateGroup(ctx, tenant, social.Group{ID: groupID, Owner: owner}, convID, all)
-	if err != nil {
-		return social.Conversation{}, busy("create group", err)
-	}
-	s.d.Members.Invalidate(tenant, c.Topic)
-	return c, nil
+	return s.d.Social.CreateGroup(ctx, tenant, directory.Operator, directory.NewGroup{ID: groupID, Owner: owner, Members: members})
 }
 
 // AddMembers adds existing users to a group.
 func (s *Service) AddMembers(ctx context.Context, tenant string, groupID int64, users []int64) error {
-	users = uniqueIDs(users)
-	if groupID <= 0 || len(users) == 0 || len(users) > maxGroupMembers {
-		return apperr.New(apperr.InvalidArgument, "group_id and 1-100000 user_ids are required")
-	}
-	name := topic.ForGroup(groupID)
-	if _, err := s.d.Directory.Conversation(ctx, tenant, name); errors.Is(err, social.ErrNotFound) {
-		return apperr.New(apperr.NotFound, "group not found")
-	} else if err != nil {
-		return busy("look up group", err)
-	}
-	if err := s.requireUsers(ctx, tenant, users...); err != nil {
-		return err
-	}
-	if err := s.d.Directory.AddMembers(ctx, tenant, name, users); err != nil {
-		return busy("add members", err)
-	}
-	s.d.Members.Invalidate(tenant, name)
-	return nil
+	return s.d.Social.AddMembers(ctx, tenant, directory.Operator, groupID, users)
 }
 
 // Shards lists the catalog of month tables.
@@ -194,12 +147,6 @@ func (s *Service) requireUsers(ctx context.Context, tenant string, ids ...int64)
 		}
 	}
 	return nil
-}
-
-func uniqueIDs(ids []int64) []int64 {
-	out := slices.Clone(ids)
-	slices.Sort(out)
-	return slices.Compact(out)
 }
 
 // busy maps a dependency failure to 50301, keeping contract errors as they are.

@@ -18,7 +18,7 @@ import (
 
 // auth verifies the token once per connection and binds the device (PROTOCOL §3). An older
 // connection of the same device is kicked by the registry.
-func (s *Server) auth(_ context.Context, r *request) (data any, err error) {
+func (s *Server) auth(ctx context.Context, r *request) (data any, err error) {
 	c := r.conn
 	defer func() {
 		if err != nil {
@@ -32,7 +32,7 @@ func (s *Server) auth(_ context.Context, r *request) (data any, err error) {
 	if req.DeviceID == 0 {
 		return nil, apperr.New(apperr.InvalidArgument, "device_id is required")
 	}
-	who, err := s.deps.Tokens.Verify(req.Token)
+	who, err := s.deps.Auth.Authenticate(ctx, req.Token)
 	if err != nil {
 		return nil, err
 	}

@@ -34,11 +34,7 @@ type fakeTokens struct {
 	gate    chan struct{}
 }
 
-func (f *fakeTokens) Issue(auth.Identity, time.Duration) (string, error) {
-	return "", errors.New("not used")
-}
-
-func (f *fakeTokens) Verify(token string) (auth.Identity, error) {
+func (f *fakeTokens) Authenticate(_ context.Context, token string) (auth.Identity, error) {
 	if f.gate != nil {
 		f.entered <- struct{}{}
 		<-f.gate
@@ -168,9 +164,9 @@ func start(t testing.TB, cfg Config, deps Deps, setup ...func(*Server)) *harness
 	if cfg.Addr == "" {
 		cfg.Addr = "127.0.0.1:0"
 	}
-	if deps.Tokens == nil {
+	if deps.Auth == nil {
 		h.tokens = &fakeTokens{}
-		deps.Tokens = h.tokens
+		deps.Auth = h.tokens
 	}
 	if deps.Clock == nil {
 		deps.Clock = fixedClock{testTime}

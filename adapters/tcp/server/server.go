@@ -134,7 +134,8 @@ func (c Config) tickInterval() time.Duration {
 
 // Deps are the use cases and ports the commands call.
 type Deps struct {
-	Tokens  ports.Tokens
+	// Auth checks AUTH tokens: signature, expiry, a served tenant, not revoked.
+	Auth    ports.Authenticator
 	Send    *send.Service
 	History *history.Service
 	Modify  *modify.Service

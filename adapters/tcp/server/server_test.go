@@ -261,7 +261,7 @@ func TestProxyHeaderRefused(t *testing.T) {
 
 func TestTaskPoolFull(t *testing.T) {
 	tokens := &fakeTokens{entered: make(chan struct{}, 4), gate: make(chan struct{})}
-	h := start(t, Config{Workers: 1, Queue: 1}, Deps{Tokens: tokens})
+	h := start(t, Config{Workers: 1, Queue: 1}, Deps{Auth: tokens})
 	busy, queued, refused := h.dial(t), h.dial(t), h.dial(t)
 
 	busy.send(wire.CmdAuth, wire.AuthRequest{Token: token(1), DeviceID: 1})
@@ -354,7 +354,7 @@ func TestIdleTimeout(t *testing.T) {
 
 func TestStopDrainsAcceptedRequests(t *testing.T) {
 	tokens := &fakeTokens{entered: make(chan struct{}, 1), gate: make(chan struct{})}
-	h := start(t, Config{}, Deps{Tokens: tokens})
+	h := start(t, Config{}, Deps{Auth: tokens})
 	c := h.dial(t)
 	c.send(wire.CmdAuth, wire.AuthRequest{Token: token(1), DeviceID: 1})
 	<-tokens.entered

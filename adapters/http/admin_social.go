@@ -1,0 +1,282 @@
+package http
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"imd/core/apperr"
+	"imd/core/directory"
+	"imd/core/month"
+	"imd/core/reports"
+	"imd/core/social"
+)
+
+// adminSocialRoutes adds user and group management, token revocation, statistics and reports
+// under /admin/v1/tenants/:tenant (issue 6, beyond PROTOCOL §6). The operator acts as
+// directory.Operator: no role checks, and events name no acting user.
+func (s *Server) adminSocialRoutes(t *echo.Group) {
+	t.GET("/users/:user_id", s.adminGetUser)
+	t.GET("/users/:user_id/groups", s.adminUserGroups)
+	t.GET("/users/:user_id/friends", s.adminUserFriends)
+	t.GET("/users/:user_id/blocks", s.adminUserBlocks)
+	t.DELETE("/friendships/:user_a/:user_b", s.adminRemoveFriendship)
+	t.POST("/blocks", s.adminBlock)
+	t.DELETE("/blocks/:user_id/:blocked_user_id", s.adminUnblock)
+	t.GET("/groups/:group_id", s.adminGetGroup)
+	t.GET("/groups/:group_id/members", s.adminListMembers)
+	t.DELETE("/groups/:group_id/members/:user_id", s.adminRemoveMember)
+	t.PUT("/groups/:group_id/members/:user_id/role", s.adminSetRole)
+	t.PUT("/groups/:group_id/members/:user_id/mute", s.adminMuteMember)
+	t.PUT("/groups/:group_id/mute_all", s.adminSetMuteAll)
+	t.POST("/tokens/revoke", s.revokeTokens)
+	t.GET("/stats", s.stats)
+	t.GET("/reports", s.listReports)
+	t.PUT("/reports/:report_id", s.setReportStatus)
+}
+
+func (s *Server) adminGetUser(c echo.Context) error {
+	id, err := pathInt(c, "user_id")
+	if err != nil {
+		return err
+	}
+	return s.writeProfile(c, c.Param("tenant"), id)
+}
+
+func (s *Server) adminUserGroups(c echo.Context) error {
+	id, err := pathInt(c, "user_id")
+	if err != nil {
+		return err
+	}
+	return s.writeUserGroups(c, c.Param("tenant"), id)
+}
+
+func (s *Server) adminUserFriends(c echo.Context) error {
+	id, err := pathInt(c, "user_id")
+	if err != nil {
+		return err
+	}
+	return s.writeFriends(c, c.Param("tenant"), id)
+}
+
+func (s *Server) adminUserBlocks(c echo.Context) error {
+	id, err := pathInt(c, "user_id")
+	if err != nil {
+		return err
+	}
+	ids, err := s.d.Social.Directory.Blocked(c.Request().Context(), c.Param("tenant"), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, idsJSON(ids))
+}
+
+func (s *Server) adminRemoveFriendship(c echo.Context) error {
+	a, err := pathInt(c, "user_a")
+	if err != nil {
+		return err
+	}
+	b, err := pathInt(c, "user_b")
+	if err != nil {
+		return err
+	}
+	if err := s.d.Social.Directory.RemoveFriend(c.Request().Context(), c.Param("tenant"), a, b); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, empty)
+}
+
+type blockRequest struct {
+	UserID        int64 `json:"user_id"`
+	BlockedUserID int64 `json:"blocked_user_id"`
+}
+
+func (s *Server) adminBlock(c echo.Context) error {
+	var req blockRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	if req.UserID <= 0 || req.BlockedUserID <= 0 {
+		return apperr.New(apperr.InvalidArgument, "user_id and blocked_user_id must be positive integers")
+	}
+	ctx, tenant := c.Request().Context(), c.Param("tenant")
+	// The blocking user must exist too; users block only as themselves, so only here.
+	if _, err := s.d.Social.Directory.Profile(ctx, tenant, req.UserID); err != nil {
+		return err
+	}
+	if err := s.d.Social.Directory.Block(ctx, tenant, req.UserID, req.BlockedUserID); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, empty)
+}
+
+func (s *Server) adminUnblock(c echo.Context) error {
+	user, err := pathInt(c, "user_id")
+	if err != nil {
+		return err
+	}
+	blocked, err := pathInt(c, "blocked_user_id")
+	if err != nil {
+		return err
+	}
+	if err := s.d.Social.Directory.Unblock(c.Request().Context(), c.Param("tenant"), user, blocked); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, empty)
+}
+
+func (s *Server) adminGetGroup(c echo.Context) error {
+	return s.writeGroup(c, c.Param("tenant"), directory.Operator)
+}
+
+func (s *Server) adminListMembers(c echo.Context) error {
+	return s.writeMembers(c, c.Param("tenant"), directory.Operator)
+}
+
+func (s *Server) adminRemoveMember(c echo.Context) error {
+	return s.doRemoveMember(c, c.Param("tenant"), directory.Operator)
+}
+
+func (s *Server) adminSetRole(c echo.Context) error {
+	return s.doSetRole(c, c.Param("tenant"), directory.Operator)
+}
+
+func (s *Server) adminMuteMember(c echo.Context) error {
+	return s.doMuteMember(c, c.Param("tenant"), directory.Operator)
+}
+
+func (s *Server) adminSetMuteAll(c echo.Context) error {
+	return s.doSetMuteAll(c, c.Param("tenant"), directory.Operator)
+}
+
+// revokeRequest names one token, or a user whose every token issued so far is revoked.
+type revokeRequest struct {
+	Token  string `json:"token"`
+	UserID int64  `json:"user_id"`
+}
+
+func (s *Server) revokeTokens(c echo.Context) error {
+	var req revokeRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	ctx, tenant := c.Request().Context(), c.Param("tenant")
+	switch {
+	case (req.Token == "") == (req.UserID == 0):
+		return apperr.New(apperr.InvalidArgument, "exactly one of token and user_id is required")
+	case req.Token != "":
+		if err := s.d.Social.Auth.RevokeToken(ctx, tenant, req.Token); err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, map[string]string{"revoked": "token"})
+	}
+	at, err := s.d.Social.Auth.RevokeUser(ctx, tenant, req.UserID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"revoked": "user", "user_id": req.UserID, "issued_before": at.UnixMilli()})
+}
+
+type monthStatsJSON struct {
+	Month       string `json:"month"`
+	Table       string `json:"table_name"`
+	Status      string `json:"status"`
+	Messages    int64  `json:"messages"`
+	Topics      int64  `json:"topics"`
+	GroupTopics int64  `json:"group_topics"`
+	P2PTopics   int64  `json:"p2p_topics"`
+	FirstAt     int64  `json:"first_at"` // Unix ms, 0 for an empty month
+	LastAt      int64  `json:"last_at"`
+}
+
+type statsJSON struct {
+	Users  int64            `json:"users"`
+	Groups int64            `json:"groups"`
+	Months []monthStatsJSON `json:"months"`
+}
+
+// stats answers ?from=YYYYMM&to=YYYYMM (both optional).
+func (s *Server) stats(c echo.Context) error {
+	from, err := queryMonth(c, "from")
+	if err != nil {
+		return err
+	}
+	to, err := queryMonth(c, "to")
+	if err != nil {
+		return err
+	}
+	st, err := s.d.Admin.Stats(c.Request().Context(), c.Param("tenant"), from, to)
+	if err != nil {
+		return err
+	}
+	out := statsJSON{Users: st.Totals.Users, Groups: st.Totals.Groups, Months: make([]monthStatsJSON, len(st.Months))}
+	for i, m := range st.Months {
+		out.Months[i] = monthStatsJSON{
+			Month: m.Month.String(), Table: m.Table, Status: string(m.State), Messages: m.Messages,
+			Topics: m.Topics, GroupTopics: m.GroupTopics, P2PTopics: m.P2PTopics,
+			FirstAt: unixMilli(m.FirstAt), LastAt: unixMilli(m.LastAt),
+		}
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func queryMonth(c echo.Context, name string) (month.Month, error) {
+	raw := c.QueryParam(name)
+	if raw == "" {
+		return 0, nil
+	}
+	m, err := month.Parse(raw)
+	if err != nil {
+		return 0, apperr.New(apperr.InvalidArgument, name+" must be YYYYMM")
+	}
+	return m, nil
+}
+
+// listReports answers ?status=&before=<report id>&limit=, newest first, with evidence.
+func (s *Server) listReports(c echo.Context) error {
+	before, _, err := queryInt(c, "before")
+	if err != nil {
+		return err
+	}
+	limit, err := queryLimit(c, reports.MaxPage)
+	if err != nil {
+		return err
+	}
+	rs, err := s.d.Social.Reports.List(c.Request().Context(), c.Param("tenant"), social.ReportQuery{
+		Status: social.ReportStatus(c.QueryParam("status")), Before: before, Limit: limit,
+	})
+	if err != nil {
+		return err
+	}
+	out := make([]reportJSON, len(rs))
+	for i, r := range rs {
+		out[i] = reportJSON{
+			ReportID: r.ID, Reporter: r.Reporter, Topic: r.Topic, Seq: r.Seq, Reason: r.Reason, Status: string(r.Status),
+			CreatedAt: unixMilli(r.CreatedAt), UpdatedAt: unixMilli(r.UpdatedAt),
+		}
+		if r.Evidence != nil {
+			m := newMessageObject(*r.Evidence)
+			out[i].Evidence = &m
+		}
+	}
+	return c.JSON(http.StatusOK, map[string][]reportJSON{"reports": out})
+}
+
+type reportStatusRequest struct {
+	Status string `json:"status"`
+}
+
+func (s *Server) setReportStatus(c echo.Context) error {
+	id, err := pathInt(c, "report_id")
+	if err != nil {
+		return err
+	}
+	var req reportStatusRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	if err := s.d.Social.Reports.SetStatus(c.Request().Context(), c.Param("tenant"), id, social.ReportStatus(req.Status)); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"report_id": id, "status": req.Status})
+}

@@ -1,0 +1,27 @@
+package memory
+
+import (
+	"testing"
+
+	"imd/ports"
+	"imd/ports/contract"
+)
+
+func TestReportsContract(t *testing.T) {
+	contract.Reports(t, func(*testing.T) (ports.Reports, string) { return NewReports(), "acme" })
+}
+
+func TestTenantStoreContract(t *testing.T) {
+	contract.TenantStore(t, func(*testing.T) ports.TenantStore { return NewTenantStore() })
+}
+
+func TestRevocationsContract(t *testing.T) {
+	contract.Revocations(t, func(*testing.T) (ports.TokenRevocations, string) { return NewRevocations(), "acme" })
+}
+
+func TestSummariesContract(t *testing.T) {
+	contract.Summaries(t, func(*testing.T) (ports.Summaries, ports.MessageStore, ports.ShardStore, ports.Directory, string) {
+		shards, dir := NewShardStore(), NewDirectory()
+		return NewSummaries(shards, dir), NewMessageStore(shards), shards, dir, "acme"
+	})
+}

@@ -1,0 +1,56 @@
+package mysql
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"testing"
+
+	"imd/ports"
+	"imd/ports/contract"
+)
+
+func TestReportsContract(t *testing.T) {
+	contract.Reports(t, func(t *testing.T) (ports.Reports, string) {
+		c, tenant := newTestCluster(t)
+		return NewReports(c), tenant
+	})
+}
+
+func TestSummariesContract(t *testing.T) {
+	contract.Summaries(t, func(t *testing.T) (ports.Summaries, ports.MessageStore, ports.ShardStore, ports.Directory, string) {
+		c, tenant := newTestCluster(t)
+		s := NewMessageStore(c, MessageStoreOptions{})
+		t.Cleanup(func() { s.Close() })
+		return NewSummaries(c), s, NewShardStore(c), NewDirectory(c), tenant
+	})
+}
+
+func TestTenantStoreContract(t *testing.T) {
+	contract.TenantStore(t, func(t *testing.T) ports.TenantStore {
+		dsn := testDSN(t)
+		c, err := Open(dsn, 0)
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		database := "imdtest_registry_" + randomSuffix(t)
+		r := NewTenantRegistry(c, database)
+		if err := r.Open(context.Background()); err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		t.Cleanup(func() {
+			r.Close()
+			c.Close()
+			dropDatabase(t, dsn, database)
+		})
+		return r
+	})
+}
+
+func randomSuffix(tb testing.TB) string {
+	var raw [6]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		tb.Fatal(err)
+	}
+	return hex.EncodeToString(raw[:])
+}

@@ -1,0 +1,14 @@
+package mysql
+
+import (
+	"testing"
+
+	"imd/ports/contract"
+)
+
+func TestSocialContract(t *testing.T) {
+	contract.Social(t, func(t *testing.T) (contract.SocialGraph, string) {
+		c, tenant := newTestCluster(t)
+		return NewDirectory(c), tenant
+	})
+}

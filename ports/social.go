@@ -1,0 +1,156 @@
+package ports
+
+import (
+	"context"
+	"time"
+
+	"imd/core/auth"
+	"imd/core/mailbox"
+	"imd/core/social"
+	"imd/core/stats"
+	"imd/core/tenant"
+)
+
+// The social graph beyond Directory (seed 003 §9.4, issue 6): profiles, friend requests,
+// blocks, group roles and mutes. Methods that name a group take its id; its topic is always
+// grp_<id>. A user or group that does not exist is social.ErrNotFound unless a method says
+// otherwise.
+
+// Profiles reads and changes what users show to others.
+type Profiles interface {
+	Profile(ctx context.Context, tenant string, user int64) (social.Profile, error)
+	// UpdateProfile changes nickname and avatar of an existing user.
+	UpdateProfile(ctx context.Context, tenant string, p social.Profile) error
+}
+
+// Friends lists and ends friendships and keeps friend requests (t_friend_requests). Directory
+// makes friendships directly (admin) and answers AreFriends.
+type Friends interface {
+	// Friends lists a user's friends above after, ascending, at most limit.
+	Friends(ctx context.Context, tenant string, user, after int64, limit int) ([]int64, error)
+	// RemoveFriendship ends a friendship; ending none is no error.
+	RemoveFriendship(ctx context.Context, tenant string, a, b int64) error
+	// RequestFriend records a pending request; asking again replaces its message and time.
+	RequestFriend(ctx context.Context, tenant string, r social.FriendRequest) error
+	// FriendRequests lists pending requests to the user (incoming) or from it, newest first.
+	FriendRequests(ctx context.Context, tenant string, user int64, incoming bool, limit int) ([]social.FriendRequest, error)
+	// AcceptFriendRequest removes the pending request from → to and records the friendship, in
+	// one transaction; social.ErrNotFound when no such request is pending.
+	AcceptFriendRequest(ctx context.Context, tenant string, from, to int64) error
+	// DeleteFriendRequest removes the pending request from → to and reports whether one was.
+	DeleteFriendRequest(ctx context.Context, tenant string, from, to int64) (bool, error)
+}
+
+// Blocks is t_blocks: a user refusing P2P messages from another.
+type Blocks interface {
+	// Block is idempotent.
+	Block(ctx context.Context, tenant string, user, blocked int64) error
+	// Unblock is idempotent.
+	Unblock(ctx context.Context, tenant string, user, blocked int64) error
+	// Blocked lists whom the user blocked, ascending.
+	Blocked(ctx context.Context, tenant string, user int64) ([]int64, error)
+}
+
+// SendRules is what a send is checked against besides membership, in one round trip each, so
+// the resolver can cache the answers like the member list.
+type SendRules interface {
+	// Relation of two distinct users: friendship and a block in either direction.
+	Relation(ctx context.Context, tenant string, a, b int64) (social.Relation, error)
+	// GroupPolicy is the group's mute-all switch and its special members, mutes still running
+	// at now.
+	GroupPolicy(ctx context.Context, tenant string, groupID int64, now time.Time) (social.GroupPolicy, error)
+}
+
+// Groups reads and changes group rosters beyond Directory.CreateGroup/AddMembers.
+type Groups interface {
+	Group(ctx context.Context, tenant string, groupID int64) (social.GroupInfo, error)
+	// GroupMembers pages the members above user id after, ascending.
+	GroupMembers(ctx context.Context, tenant string, groupID, after int64, limit int) ([]social.Member, error)
+	// GroupMember is one member; social.ErrNotFound when the user is not a member.
+	GroupMember(ctx context.Context, tenant string, groupID, user int64) (social.Member, error)
+	// RemoveMembers removes users from the group; non-members are skipped.
+	RemoveMembers(ctx context.Context, tenant string, groupID int64, users []int64) error
+	// SetRole changes a member's role; social.ErrNotFound when the user is not a member.
+	SetRole(ctx context.Context, tenant string, groupID, user int64, role social.Role) error
+	// MuteMember mutes a member until the given time; the zero time unmutes. social.ErrNotFound
+	// when the user is not a member.
+	MuteMember(ctx context.Context, tenant string, groupID, user int64, until time.Time) error
+	SetMuteAll(ctx context.Context, tenant string, groupID int64, on bool) error
+	// UserConversations pages the conversations a user is a member of, by conversation id
+	// above after, ascending; kind 0 lists both kinds.
+	UserConversations(ctx context.Context, tenant string, user int64, kind social.ConversationKind, after int64, limit int) ([]social.Conversation, error)
+}
+
+// Reports keeps users' reports of messages for moderation.
+type Reports interface {
+	// AddReport stores r (ID and times set by the caller). A second report of the same message
+	// by the same user returns the first one and stores nothing.
+	AddReport(ctx context.Context, tenant string, r social.Report) (social.Report, error)
+	Reports(ctx context.Context, tenant string, q social.ReportQuery) ([]social.Report, error)
+	// SetReportStatus fails with social.ErrNotFound for an unknown report.
+	SetReportStatus(ctx context.Context, tenant string, id int64, status social.ReportStatus, at time.Time) error
+}
+
+// Summaries reads the statistics the write path keeps, never counting month tables.
+type Summaries interface {
+	// MirrorMonths sums the route mirror per month, ascending.
+	MirrorMonths(ctx context.Context, tenant string) ([]stats.MirrorMonth, error)
+	// Totals counts users and groups.
+	Totals(ctx context.Context, tenant string) (stats.Totals, error)
+}
+
+// TenantStore is the registry of provisioned tenants shared by every node (the imd_registry
+// database): configured tenants are not in it.
+type TenantStore interface {
+	Tenants(ctx context.Context) ([]tenant.Info, error)
+	// AddTenant records a provisioned tenant. A name or database already recorded is an
+	// apperr.Conflict unless the same pair is added again, which is a no-op.
+	AddTenant(ctx context.Context, t tenant.Info) error
+}
+
+// TenantStorage makes a tenant's database usable on this node: created if missing, migrated,
+// pooled. Idempotent.
+type TenantStorage interface {
+	Provision(ctx context.Context, tenant, database string) error
+}
+
+// TokenInspector verifies a client token like Tokens.Verify and also returns what revocation
+// needs: its id, issue and expiry times.
+type TokenInspector interface {
+	Inspect(token string) (auth.Token, error)
+}
+
+// TokenRevocations is the deny-list of revoked tokens. Entries expire when the tokens they
+// deny would have expired anyway, so the list never grows without bound.
+type TokenRevocations interface {
+	// RevokeToken denies one token (by jti) until it expires.
+	RevokeToken(ctx context.Context, tenant, tokenID string, expires time.Time) error
+	// RevokeUser denies every token of the user issued before at; the entry lives ttl (the
+	// longest token lifetime).
+	RevokeUser(ctx context.Context, tenant string, user int64, at time.Time, ttl time.Duration) error
+	// Revocation reports whether the token id is denied and since when the user's tokens are
+	// (zero time: never).
+	Revocation(ctx context.Context, tenant, tokenID string, user int64) (tokenRevoked bool, userCutoff time.Time, err error)
+}
+
+// Authenticator turns a client token into an identity: verified, of a tenant this deployment
+// serves, not revoked. Both transports call it once per connection or request.
+type Authenticator interface {
+	Authenticate(ctx context.Context, token string) (auth.Identity, error)
+}
+
+// ObjectStore signs short-lived upload and download URLs for media objects, so media bytes
+// never pass through the message path (seed 003 §9.4: media only by reference).
+type ObjectStore interface {
+	// PresignPut returns a URL accepting one PUT of at most maxSize bytes of contentType at key
+	// until expires.
+	PresignPut(ctx context.Context, key, contentType string, maxSize int64, expires time.Time) (string, error)
+	// PresignGet returns a URL reading key until expires.
+	PresignGet(ctx context.Context, key string, expires time.Time) (string, error)
+}
+
+// ControlEvents posts per-user control events (mailbox rows plus a live EVENT push), e.g.
+// friend and membership changes. The inbox's Mailer implements it.
+type ControlEvents interface {
+	Post(ctx context.Context, tenant string, events []mailbox.Event) ([]mailbox.Event, error)
+}

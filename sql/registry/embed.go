@@ -1,0 +1,10 @@
+// Package registry embeds the schema of the tenant registry database, so a node creates it
+// without files on disk.
+package registry
+
+import _ "embed"
+
+// Schema creates the registry tables if missing; it is one statement.
+//
+//go:embed schema.sql
+var Schema string
