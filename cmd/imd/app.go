@@ -320,11 +320,12 @@ func Transports() fx.Option {
 		fx.Provide(
 			newTCP,
 			func(s *tcpserver.Server) ports.Pusher { return s },
-			func(s *tcpserver.Server) ports.DevicePusher { return s },
+			func() *latePusher { return &latePusher{} },
+			func(l *latePusher) ports.DevicePusher { return l },
 			newDeliver,
 			newHTTP,
 		),
-		fx.Invoke(recordUnacked, runServer),
+		fx.Invoke(bindPusher, recordUnacked, runServer),
 	)
 }
 

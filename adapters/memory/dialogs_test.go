@@ -1,0 +1,14 @@
+package memory
+
+import (
+	"testing"
+	"time"
+
+	"imd/ports/contract"
+)
+
+func TestDialogStoreContract(t *testing.T) {
+	contract.DialogStore(t, func(*testing.T) contract.DialogFixture {
+		return contract.DialogFixture{Tenant: contractTenant, Dialogs: NewDialogStore(time.Now)}
+	})
+}

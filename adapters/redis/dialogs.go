@@ -1,0 +1,394 @@
+package redis
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"imd/core/dialog"
+	"imd/ports"
+)
+
+// DialogStore is ports.DialogStore on the keys of seed 003 §11 (see keys_dialogs.go). Every
+// change that must not be split is one Lua script; scores are milliseconds, far below 2^53, so
+// Lua's doubles hold them exactly.
+type DialogStore struct {
+	c rueidis.Client
+}
+
+var _ ports.DialogStore = (*DialogStore)(nil)
+
+// NewDialogStore returns the list store on c.
+func NewDialogStore(c rueidis.Client) *DialogStore { return &DialogStore{c: c} }
+
+// applyBatchScript applies one message to one batch of recipients, once: the batch marker and
+// the list changes commit together, so a crash can never leave a count without its marker.
+// A dialog keeps the higher of its old and new score, so a late older message never moves it
+// back. It returns {first (0/1), muted users}; muted users are reported even on a repeat. The
+// common case, a dialog already in unread, costs four calls; a big group runs this for every
+// member, so every call counts.
+// KEYS: marker, then unread, read, unreadcnt, muted per user.
+// ARGV: batch index, marker ttl ms, conversation, score, sender, silent (0/1), then one user
+// id per user.
+var applyBatchScript = rueidis.NewLuaScript(`
+local first = redis.call('HSETNX', KEYS[1], ARGV[1], '1') == 1
+if first then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+local conv, score, sender, silent = ARGV[3], ARGV[4], ARGV[5], ARGV[6] == '1'
+
+-- moved takes the dialog out of from, returning the score it should keep there or elsewhere.
+local function moved(from)
+  local prev = redis.call('ZSCORE', from, conv)
+  if not prev then return score end
+  redis.call('ZREM', from, conv)
+  if tonumber(prev) > tonumber(score) then return prev end
+  return score
+end
+local muted = {}
+for i = 0, (#KEYS - 1) / 4 - 1 do
+  local unread, read, cnt, mset = KEYS[2 + 4 * i], KEYS[3 + 4 * i], KEYS[4 + 4 * i], KEYS[5 + 4 * i]
+  local user = ARGV[7 + i]
+  local is_muted = redis.call('SISMEMBER', mset, conv) == 1
+  if is_muted then muted[#muted + 1] = user end
+  if first then
+    if user == sender or silent then
+      if redis.call('ZSCORE', unread, conv) then
+        redis.call('ZADD', unread, 'GT', score, conv)
+      else
+        redis.call('ZADD', read, 'GT', score, conv)
+      end
+    elseif is_muted then
+      redis.call('ZADD', read, 'GT', moved(unread), conv)
+    else
+      redis.call('ZADD', unread, 'GT', moved(read), conv)
+      redis.call('HINCRBY', cnt, conv, 1)
+    end
+  end
+end
+return {first and 1 or 0, muted}
+`)
+
+// previewScript sets a conversation's preview unless the stored one is of the same or a later
+// seq. KEYS: preview. ARGV: seq, preview JSON.
+var previewScript = rueidis.NewLuaScript(`
+local cur = redis.call('GET', KEYS[1])
+if cur then
+  local seq = string.match(cur, '"seq":(%d+)')
+  if seq and tonumber(seq) >= tonumber(ARGV[1]) then return 0 end
+end
+redis.call('SET', KEYS[1], ARGV[2])
+return 1
+`)
+
+// Apply updates the preview and every batch, pipelined: one round trip for the batches.
+func (s *DialogStore) Apply(ctx context.Context, tenant string, u dialog.Update) ([]dialog.Applied, error) {
+	k, err := KeysOf(tenant)
+	if err != nil {
+		return nil, fmt.Errorf("apply dialogs: %w", err)
+	}
+	if u.Once == "" || u.OnceTTL < time.Millisecond {
+		return nil, fmt.Errorf("apply dialogs of conversation %d: need a marker and a ttl ≥ 1ms", u.ConversationID)
+	}
+	preview, err := json.Marshal(u.Preview)
+	if err != nil {
+		return nil, fmt.Errorf("encode preview of conversation %d: %w", u.ConversationID, err)
+	}
+	if err := previewScript.Exec(ctx, s.c, []string{k.DialogPreview(u.ConversationID)}, []string{itoa(u.Preview.Seq), string(preview)}).Error(); err != nil {
+		return nil, fmt.Errorf("set preview of conversation %d in %s: %w", u.ConversationID, tenant, err)
+	}
+	if len(u.Batches) == 0 {
+		return nil, nil
+	}
+	conv, score, sender, silent := itoa(u.ConversationID), itoa(u.Score), itoa(u.Sender), flag(u.Silent)
+	ttl := strconv.FormatInt(u.OnceTTL.Milliseconds(), 10)
+	execs := make([]rueidis.LuaExec, len(u.Batches))
+	for i, b := range u.Batches {
+		keys := make([]string, 0, 1+4*len(b.Users))
+		args := make([]string, 0, 6+len(b.Users))
+		keys = append(keys, k.DeliverLists(u.Once))
+		args = append(args, strconv.Itoa(b.Index), ttl, conv, score, sender, silent)
+		for _, user := range b.Users {
+			keys = append(keys, k.DialogUnread(user), k.DialogRead(user), k.DialogUnreadCount(user), k.DialogMuted(user))
+			args = append(args, itoa(user))
+		}
+		execs[i] = rueidis.LuaExec{Keys: keys, Args: args}
+	}
+	results := applyBatchScript.ExecMulti(ctx, s.c, execs...)
+	out := make([]dialog.Applied, len(results))
+	for i, r := range results {
+		a, err := decodeApplied(r)
+		if err != nil {
+			return nil, fmt.Errorf("apply dialogs of conversation %d batch %d in %s: %w", u.ConversationID, u.Batches[i].Index, tenant, err)
+		}
+		out[i] = a
+	}
+	return out, nil
+}
+
+func decodeApplied(r rueidis.RedisResult) (dialog.Applied, error) {
+	vals, err := r.ToArray()
+	if err != nil {
+		return dialog.Applied{}, err
+	}
+	if len(vals) != 2 {
+		return dialog.Applied{}, fmt.Errorf("script returned %d values, want 2", len(vals))
+	}
+	first, err := vals[0].AsInt64()
+	if err != nil {
+		return dialog.Applied{}, err
+	}
+	users, err := vals[1].AsStrSlice()
+	if err != nil {
+		return dialog.Applied{}, err
+	}
+	a := dialog.Applied{First: first == 1}
+	for _, u := range users {
+		id, err := strconv.ParseInt(u, 10, 64)
+		if err != nil {
+			return dialog.Applied{}, fmt.Errorf("muted user %q: %w", u, err)
+		}
+		a.Muted = append(a.Muted, id)
+	}
+	return a, nil
+}
+
+// markReadScript clears the count and moves the dialog from unread to read with its score.
+// KEYS: unread, read, unreadcnt. ARGV: conversation.
+var markReadScript = rueidis.NewLuaScript(`
+redis.call('HDEL', KEYS[3], ARGV[1])
+local s = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if s then
+  redis.call('ZREM', KEYS[1], ARGV[1])
+  redis.call('ZADD', KEYS[2], 'GT', s, ARGV[1])
+end
+return 1
+`)
+
+// MarkRead clears the unread count of one dialog (seed 003 §14).
+func (s *DialogStore) MarkRead(ctx context.Context, tenant string, user, conversationID int64) error {
+	k, err := KeysOf(tenant)
+	if err != nil {
+		return fmt.Errorf("mark dialog read: %w", err)
+	}
+	keys := []string{k.DialogUnread(user), k.DialogRead(user), k.DialogUnreadCount(user)}
+	if err := markReadScript.Exec(ctx, s.c, keys, []string{itoa(conversationID)}).Error(); err != nil {
+		return fmt.Errorf("mark conversation %d read for %d in %s: %w", conversationID, user, tenant, err)
+	}
+	return nil
+}
+
+// Changed reads both ZSETs above after, merges them, and then the details of the page, in two
+// pipelined round trips.
+func (s *DialogStore) Changed(ctx context.Context, tenant string, user, after int64, limit int) ([]dialog.Entry, error) {
+	k, err := KeysOf(tenant)
+	if err != nil {
+		return nil, fmt.Errorf("changed dialogs: %w", err)
+	}
+	if limit <= 0 {
+		return nil, nil
+	}
+	above := "(" + itoa(after)
+	ranges := s.c.DoMulti(ctx,
+		s.c.B().Zrange().Key(k.DialogUnread(user)).Min(above).Max("+inf").Byscore().Limit(0, int64(limit)).Withscores().Build(),
+		s.c.B().Zrange().Key(k.DialogRead(user)).Min(above).Max("+inf").Byscore().Limit(0, int64(limit)).Withscores().Build(),
+	)
+	var entries []dialog.Entry
+	for _, r := range ranges {
+		scored, err := r.AsZScores()
+		if err != nil {
+			return nil, fmt.Errorf("dialogs of %d in %s: %w", user, tenant, err)
+		}
+		for _, z := range scored {
+			id, err := strconv.ParseInt(z.Member, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("dialog member %q of %d: %w", z.Member, user, err)
+			}
+			entries = append(entries, dialog.Entry{ConversationID: id, Score: int64(z.Score)})
+		}
+	}
+	slices.SortFunc(entries, func(a, b dialog.Entry) int {
+		return cmp.Or(cmp.Compare(a.Score, b.Score), cmp.Compare(a.ConversationID, b.ConversationID))
+	})
+	entries = entries[:min(len(entries), limit)]
+	if len(entries) == 0 {
+		return entries, nil
+	}
+	if err := s.details(ctx, k, user, entries); err != nil {
+		return nil, fmt.Errorf("dialog details of %d in %s: %w", user, tenant, err)
+	}
+	return entries, nil
+}
+
+// details fills counts, flags and previews of entries.
+func (s *DialogStore) details(ctx context.Context, k Keys, user int64, entries []dialog.Entry) error {
+	members := make([]string, len(entries))
+	previews := make([]string, len(entries))
+	for i, e := range entries {
+		members[i] = itoa(e.ConversationID)
+		previews[i] = k.DialogPreview(e.ConversationID)
+	}
+	res := s.c.DoMulti(ctx,
+		s.c.B().Hmget().Key(k.DialogUnreadCount(user)).Field(members...).Build(),
+		s.c.B().Smismember().Key(k.DialogMuted(user)).Member(members...).Build(),
+		s.c.B().Zmscore().Key(k.DialogPinned(user)).Member(members...).Build(),
+		s.c.B().Mget().Key(previews...).Build(),
+	)
+	counts, err := res[0].ToArray()
+	if err != nil {
+		return err
+	}
+	muted, err := res[1].AsIntSlice()
+	if err != nil {
+		return err
+	}
+	pinned, err := res[2].ToArray()
+	if err != nil {
+		return err
+	}
+	texts, err := res[3].ToArray()
+	if err != nil {
+		return err
+	}
+	if len(counts) != len(entries) || len(muted) != len(entries) || len(pinned) != len(entries) || len(texts) != len(entries) {
+		return errors.New("detail replies do not match the dialogs")
+	}
+	for i := range entries {
+		e := &entries[i]
+		if n, err := counts[i].AsInt64(); err == nil {
+			e.Unread = n
+		} else if !rueidis.IsRedisNil(err) {
+			return err
+		}
+		e.Muted = muted[i] == 1
+		e.Pinned = !pinned[i].IsNil()
+		raw, err := texts[i].ToString()
+		if rueidis.IsRedisNil(err) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal([]byte(raw), &e.Preview); err != nil {
+			return fmt.Errorf("preview of conversation %d: %w", e.ConversationID, err)
+		}
+	}
+	return nil
+}
+
+// Built reports whether the user's list marker exists.
+func (s *DialogStore) Built(ctx context.Context, tenant string, user int64) (bool, error) {
+	k, err := KeysOf(tenant)
+	if err != nil {
+		return false, fmt.Errorf("dialogs built: %w", err)
+	}
+	n, err := s.c.Do(ctx, s.c.B().Exists().Key(k.DialogBuilt(user)).Build()).AsInt64()
+	if err != nil {
+		return false, fmt.Errorf("dialogs built for %d in %s: %w", user, tenant, err)
+	}
+	return n == 1, nil
+}
+
+// rebuildChunk bounds the conversations one rebuild script writes, so a user with thousands of
+// conversations never blocks Redis for long.
+const rebuildChunk = 200
+
+// rebuildScript writes one chunk of a user's list from MySQL state. A dialog already listed
+// keeps its ZSET and count, its score only goes up; a new one goes to unread with its count or
+// to read. The muted SET follows MySQL. Previews already stored win. ARGV[1] = '1' drops the
+// user's lists, counts and muted set first; ARGV[2] = '1' marks the list built.
+// KEYS: unread, read, unreadcnt, muted, built, then one preview per conversation.
+// ARGV: replace, mark, then conversation, score, unread, muted (0/1), preview per conversation.
+var rebuildScript = rueidis.NewLuaScript(`
+local unread, read, cnt, mset, built = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+if ARGV[1] == '1' then redis.call('DEL', unread, read, cnt, mset) end
+for i = 0, (#ARGV - 2) / 5 - 1 do
+  local a = 3 + 5 * i
+  local conv, score, count, is_muted, preview = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]
+  if is_muted == '1' then redis.call('SADD', mset, conv) else redis.call('SREM', mset, conv) end
+  if redis.call('ZSCORE', unread, conv) then
+    redis.call('ZADD', unread, 'GT', score, conv)
+  elseif redis.call('ZSCORE', read, conv) then
+    redis.call('ZADD', read, 'GT', score, conv)
+  elseif tonumber(count) > 0 then
+    redis.call('ZADD', unread, score, conv)
+    redis.call('HSETNX', cnt, conv, count)
+  else
+    redis.call('ZADD', read, score, conv)
+  end
+  redis.call('SET', KEYS[6 + i], preview, 'NX')
+end
+if ARGV[2] == '1' then redis.call('SET', built, '1') end
+return 1
+`)
+
+// Rebuild writes the list chunk by chunk and marks it built with the last chunk, so a rebuild
+// cut short is redone by the next sync.
+func (s *DialogStore) Rebuild(ctx context.Context, tenant string, user int64, states []dialog.State, replace bool) error {
+	k, err := KeysOf(tenant)
+	if err != nil {
+		return fmt.Errorf("rebuild dialogs: %w", err)
+	}
+	base := []string{k.DialogUnread(user), k.DialogRead(user), k.DialogUnreadCount(user), k.DialogMuted(user), k.DialogBuilt(user)}
+	for start := 0; start == 0 || start < len(states); start += rebuildChunk {
+		chunk := states[start:min(start+rebuildChunk, len(states))]
+		keys := slices.Clone(base)
+		args := []string{flag(replace && start == 0), flag(start+rebuildChunk >= len(states))}
+		for _, st := range chunk {
+			preview, err := json.Marshal(st.Preview())
+			if err != nil {
+				return fmt.Errorf("encode preview of conversation %d: %w", st.ConversationID, err)
+			}
+			keys = append(keys, k.DialogPreview(st.ConversationID))
+			args = append(args, itoa(st.ConversationID), itoa(dialog.ScoreOf(st.LastMsgAt)), itoa(st.Unread()), flag(st.Muted), string(preview))
+		}
+		if err := rebuildScript.Exec(ctx, s.c, keys, args).Error(); err != nil {
+			return fmt.Errorf("rebuild dialogs of %d in %s: %w", user, tenant, err)
+		}
+	}
+	return nil
+}
+
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+// SetMuted adds to or removes from the user's muted SET.
+func (s *DialogStore) SetMuted(ctx context.Context, tenant string, user, conversationID int64, muted bool) error {
+	k, err := KeysOf(tenant)
+	if err != nil {
+		return fmt.Errorf("set muted: %w", err)
+	}
+	cmd := s.c.B().Srem().Key(k.DialogMuted(user)).Member(itoa(conversationID)).Build()
+	if muted {
+		cmd = s.c.B().Sadd().Key(k.DialogMuted(user)).Member(itoa(conversationID)).Build()
+	}
+	if err := s.c.Do(ctx, cmd).Error(); err != nil {
+		return fmt.Errorf("set muted of conversation %d for %d in %s: %w", conversationID, user, tenant, err)
+	}
+	return nil
+}
+
+// SetPinned pins at pinnedAt or, for 0, unpins.
+func (s *DialogStore) SetPinned(ctx context.Context, tenant string, user, conversationID, pinnedAt int64) error {
+	k, err := KeysOf(tenant)
+	if err != nil {
+		return fmt.Errorf("set pinned: %w", err)
+	}
+	cmd := s.c.B().Zrem().Key(k.DialogPinned(user)).Member(itoa(conversationID)).Build()
+	if pinnedAt > 0 {
+		cmd = s.c.B().Zadd().Key(k.DialogPinned(user)).ScoreMember().ScoreMember(float64(pinnedAt), itoa(conversationID)).Build()
+	}
+	if err := s.c.Do(ctx, cmd).Error(); err != nil {
+		return fmt.Errorf("set pinned of conversation %d for %d in %s: %w", conversationID, user, tenant, err)
+	}
+	return nil
+}

@@ -1,0 +1,14 @@
+package redis
+
+import (
+	"testing"
+
+	"imd/ports/contract"
+)
+
+func TestDialogStoreContract(t *testing.T) {
+	contract.DialogStore(t, func(t *testing.T) contract.DialogFixture {
+		c := testClient(t)
+		return contract.DialogFixture{Tenant: testTenant(t, c), Dialogs: NewDialogStore(c)}
+	})
+}

@@ -1,0 +1,166 @@
+package session
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/panjf2000/gnet/v2"
+
+	"imd/adapters/memory"
+	redisadapter "imd/adapters/redis"
+	"imd/core/deliver"
+	"imd/core/delivery"
+	"imd/core/fanout"
+	"imd/core/inbox"
+	"imd/core/membership"
+	"imd/core/message"
+	"imd/core/social"
+	"imd/ports"
+)
+
+// discardConn is a gnet connection whose event loop writes at once and whose client
+// acknowledges every MESSAGE right away: the benchmark measures the server side only.
+type discardConn struct {
+	gnet.Conn
+	owner *Conn
+}
+
+func (d *discardConn) AsyncWritev(bs [][]byte, cb gnet.AsyncCallback) error {
+	_ = cb(d, nil)
+	d.owner.Ack(binary.BigEndian.Uint32(bs[0][seqOffset:]))
+	return nil
+}
+
+func (d *discardConn) OutboundBuffered() int { return 0 }
+
+type noMetrics struct{}
+
+func (noMetrics) Inc(string, ...string)              {}
+func (noMetrics) Observe(string, float64, ...string) {}
+func (noMetrics) Set(string, float64, ...string)     {}
+
+// countingPusher counts the fan-outs and frames of the benchmark.
+type countingPusher struct {
+	*Registry
+	want   int64
+	jobs   atomic.Int64
+	frames atomic.Int64
+	done   chan struct{}
+}
+
+func (p *countingPusher) PushReach(ctx context.Context, tenant string, t delivery.Target, push delivery.Push) fanout.Outcome {
+	out := p.Registry.PushReach(ctx, tenant, t, push)
+	p.frames.Add(int64(out.Delivered))
+	if p.jobs.Add(1) == p.want {
+		close(p.done)
+	}
+	return out
+}
+
+// BenchmarkFanOut1000 measures delivered MESSAGE frames per second for a 1,000-member group
+// with every member online: the deliver workers update the 1,000 conversation lists (in Redis
+// when IMD_TEST_REDIS_ADDR is set, else in memory) and push through the session registry to
+// connections that write and acknowledge at once. One op is one message.
+func BenchmarkFanOut1000(b *testing.B) {
+	b.Run("lists=memory", func(b *testing.B) { benchFanOut(b, 1000, memory.NewDialogStore(time.Now), "bench") })
+	addr := os.Getenv("IMD_TEST_REDIS_ADDR")
+	if addr == "" {
+		return
+	}
+	b.Run("lists=redis", func(b *testing.B) {
+		c, err := redisadapter.Open(context.Background(), addr)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		tenant := fmt.Sprintf("bench%d", time.Now().UnixNano())
+		defer func() { // drop the benchmark's keys
+			ctx := context.Background()
+			var cursor uint64
+			for {
+				e, err := c.Do(ctx, c.B().Scan().Cursor(cursor).Match("im:{"+tenant+"}:*").Count(1000).Build()).AsScanEntry()
+				if err != nil {
+					return
+				}
+				if len(e.Elements) > 0 {
+					c.Do(ctx, c.B().Del().Key(e.Elements...).Build())
+				}
+				if cursor = e.Cursor; cursor == 0 {
+					return
+				}
+			}
+		}()
+		benchFanOut(b, 1000, redisadapter.NewDialogStore(c), tenant)
+	})
+}
+
+func benchFanOut(b *testing.B, members int, dialogs ports.DialogStore, tenant string) {
+	ctx := context.Background()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	dir := memory.NewDirectory()
+	users := make([]int64, members)
+	for i := range users {
+		users[i] = int64(i + 1)
+		if err := dir.CreateUser(ctx, tenant, social.User{ID: users[i]}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if _, err := dir.CreateGroup(ctx, tenant, social.Group{ID: 1, Owner: 1}, 100, users[1:]); err != nil {
+		b.Fatal(err)
+	}
+	reg := NewRegistry(Options{CompressMin: 512, AckTimeout: time.Minute, AckWindow: 1024}, noMetrics{}, log)
+	for i, u := range users {
+		d := &discardConn{}
+		c := NewConn(uint64(i+1), d, Limits{Bytes: 4 << 20, Frames: 1024}, noMetrics{})
+		d.owner = c
+		reg.Bind(c, Identity{Tenant: tenant, User: u, Device: 1})
+	}
+	clock := memory.NewClock(time.Now())
+	queue := memory.NewDeliverQueue(clock.Now)
+	pusher := &countingPusher{Registry: reg, want: int64(b.N), done: make(chan struct{})}
+	workers := deliver.New(deliver.Config{Workers: 4, TakeTimeout: 100 * time.Millisecond, DoneTTL: time.Minute, MaxAttempts: 3}, deliver.Deps{
+		Queue: queue, Pusher: pusher, Dialogs: dialogs, Notifier: noNotifier{},
+		Mailer:  inbox.NewMailer(inbox.MailerDeps{Mailbox: memory.NewMailbox(), Pusher: pusher, IDs: memory.NewIDs(clock), Clock: clock, Log: log}),
+		Members: membership.New(dir, clock, time.Hour), Metrics: noMetrics{}, Clock: clock, Log: log,
+	})
+	for i := range b.N {
+		m := message.Message{
+			Topic: "grp_1", GroupID: 1, ConversationID: 100, Seq: int64(i + 1), MsgID: int64(1_000_000 + i), From: 1,
+			ClientMsgID: fmt.Sprint("c", i), Type: "text", Content: json.RawMessage(`{"text":"hello, a thousand people"}`),
+			Status: message.StatusNormal, Version: 1, CreatedAt: clock.Now(),
+		}
+		err := queue.Push(ctx, delivery.Job{
+			Tenant: tenant, Kind: delivery.KindMessage, MsgID: m.MsgID, Topic: m.Topic, ConversationID: 100, From: 1, ExcludeDevice: 1, Message: &m,
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	start := time.Now()
+	if err := workers.Start(ctx, []string{tenant}); err != nil {
+		b.Fatal(err)
+	}
+	<-pusher.done
+	elapsed := time.Since(start)
+	b.StopTimer()
+	if err := workers.Stop(ctx); err != nil {
+		b.Fatal(err)
+	}
+	if want := int64(b.N) * int64(members-1); pusher.frames.Load() != want {
+		b.Fatalf("delivered %d frames, want %d", pusher.frames.Load(), want)
+	}
+	b.ReportMetric(float64(pusher.frames.Load())/elapsed.Seconds(), "frames/s")
+}
+
+type noNotifier struct{}
+
+func (noNotifier) Notify(context.Context, string, fanout.Notification) error { return nil }

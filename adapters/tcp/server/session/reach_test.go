@@ -1,0 +1,64 @@
+package session
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+
+	"imd/adapters/tcp/wire"
+	"imd/core/delivery"
+	"imd/core/fanout"
+)
+
+func TestPushReachNamesWhoWasNotReached(t *testing.T) {
+	fx := newFixture()
+	fx.bind(t, roomy, Identity{"t", 1, 1})
+	fx.bind(t, roomy, Identity{"t", 1, 2})
+	full, _ := fx.bind(t, Limits{Bytes: 1 << 20, Frames: 1}, Identity{"t", 2, 7})
+	full.Observe(0)
+	// Fill user 2's only device so the next frame is refused.
+	fx.reg.Push(t.Context(), "t", delivery.Target{Recipients: []int64{2}}, msgPush(1))
+
+	out := fx.reg.PushReach(t.Context(), "t", delivery.Target{Recipients: []int64{1, 2, 3}, Sender: 1, ExcludeDevice: 1}, msgPush(2))
+	if out.Report != (delivery.Report{Delivered: 1, Failed: 1, Offline: 1}) {
+		t.Fatalf("report %+v", out.Report)
+	}
+	if !slices.Equal(out.FailedDevices, []fanout.Device{{User: 2, Device: 7}}) || !slices.Equal(out.OfflineUsers, []int64{3}) {
+		t.Fatalf("failed %v, offline %v; want device 7 of user 2 and user 3", out.FailedDevices, out.OfflineUsers)
+	}
+
+	fx.reg.Stop()
+	out = fx.reg.PushReach(t.Context(), "t", delivery.Target{Recipients: []int64{1}}, msgPush(3))
+	if len(out.FailedDevices) != 2 {
+		t.Fatalf("after Stop: failed %v, want both devices of user 1", out.FailedDevices)
+	}
+}
+
+func TestPushDevice(t *testing.T) {
+	fx := newFixture()
+	_, phone := fx.bind(t, roomy, Identity{"t", 1, 1})
+	_, desk := fx.bind(t, roomy, Identity{"t", 1, 2})
+	event := delivery.Push{Kind: delivery.KindEvent, Data: json.RawMessage(`{"mailbox_seq":3,"type":"kick"}`)}
+
+	if n := fx.reg.PushDevice(t.Context(), "t", 1, 2, event); n != 1 {
+		t.Fatalf("one device took %d", n)
+	}
+	if n := fx.reg.PushDevice(t.Context(), "t", 1, 0, event); n != 2 {
+		t.Fatalf("all devices took %d", n)
+	}
+	if n := fx.reg.PushDevice(t.Context(), "t", 1, 9, event); n != 0 {
+		t.Fatalf("an unknown device took %d", n)
+	}
+	if len(phone.frames(t)) != 1 || len(desk.frames(t)) != 2 {
+		t.Fatalf("phone %d frames, desk %d; want 1 and 2", len(phone.frames(t)), len(desk.frames(t)))
+	}
+	f := desk.frames(t)[0]
+	var env wire.Envelope
+	if err := json.Unmarshal(f.Body, &env); err != nil || f.Command != wire.CmdEvent || string(env.Data) != `{"mailbox_seq":3,"type":"kick"}` {
+		t.Fatalf("EVENT frame %+v %s (%v)", f.Header, f.Body, err)
+	}
+	fx.reg.Stop()
+	if n := fx.reg.PushDevice(t.Context(), "t", 1, 0, event); n != 0 {
+		t.Fatalf("after Stop %d devices took it", n)
+	}
+}

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+
+	"go.uber.org/fx"
+
+	"imd/adapters/config"
+	"imd/adapters/push"
+	tcpserver "imd/adapters/tcp/server"
+	"imd/adapters/tcp/server/session"
+	"imd/core/conversation"
+	"imd/core/deliver"
+	"imd/core/delivery"
+	"imd/core/fanout"
+	"imd/core/history"
+	"imd/core/inbox"
+	"imd/core/membership"
+	"imd/core/read"
+	"imd/ports"
+)
+
+// newPushNotifier is the webhook when one is configured, else Noop. The webhook's queue is
+// flushed at stop, after the deliver workers (which feed it) have stopped.
+func newPushNotifier(lc fx.Lifecycle, cfg config.Config, met ports.Metrics, log *slog.Logger) (ports.PushNotifier, error) {
+	if cfg.Push.Webhook == "" {
+		return push.Noop{}, nil
+	}
+	w, err := push.NewWebhook(push.WebhookConfig{URL: cfg.Push.Webhook, Timeout: cfg.Push.Timeout, Queue: cfg.Push.Queue}, met, log)
+	if err != nil {
+		return nil, err
+	}
+	lc.Append(fx.StopHook(w.Close))
+	return w, nil
+}
+
+type inboxParams struct {
+	fx.In
+	Dialogs ports.DialogStore
+	Reads   ports.ReadStore
+	Mailbox ports.Mailbox
+	Clock   ports.Clock
+	Metrics ports.Metrics
+	Log     *slog.Logger
+}
+
+func newInbox(p inboxParams) *inbox.Service {
+	return inbox.New(inbox.Deps{Dialogs: p.Dialogs, Reads: p.Reads, Mailbox: p.Mailbox, Clock: p.Clock, Metrics: p.Metrics, Log: p.Log})
+}
+
+func newMailer(m ports.Mailbox, p ports.DevicePusher, ids ports.IDGenerator, c ports.Clock, log *slog.Logger) *inbox.Mailer {
+	return inbox.NewMailer(inbox.MailerDeps{Mailbox: m, Pusher: p, IDs: ids, Clock: c, Log: log})
+}
+
+type readParams struct {
+	fx.In
+	Resolver *conversation.Resolver
+	History  *history.Service
+	Finder   ports.MessageFinder
+	IDs      ports.IDGenerator
+	Reads    ports.ReadStore
+	Dialogs  ports.DialogStore
+	Queue    ports.DeliverQueue
+	Log      *slog.Logger
+}
+
+func newRead(p readParams) *read.Service {
+	return read.New(read.Deps{
+		Resolver: p.Resolver, History: p.History, Finder: p.Finder, IDs: p.IDs, Reads: p.Reads,
+		Dialogs: p.Dialogs, Queue: p.Queue, Log: p.Log,
+	})
+}
+
+type deliverParams struct {
+	fx.In
+	Cfg      config.Config
+	Queue    ports.DeliverQueue
+	Pusher   ports.DevicePusher
+	Dialogs  ports.DialogStore
+	Mailer   *inbox.Mailer
+	Notifier ports.PushNotifier
+	Members  *membership.Cache
+	Metrics  ports.Metrics
+	Clock    ports.Clock
+	Log      *slog.Logger
+}
+
+func newDeliver(p deliverParams) *deliver.Workers {
+	d := p.Cfg.Deliver
+	return deliver.New(deliver.Config{Workers: d.Workers, TakeTimeout: d.TakeTimeout, DoneTTL: d.DoneTTL, MaxAttempts: d.MaxAttempts},
+		deliver.Deps{
+			Queue: p.Queue, Pusher: p.Pusher, Dialogs: p.Dialogs, Mailer: p.Mailer, Notifier: p.Notifier,
+			Members: p.Members, Metrics: p.Metrics, Clock: p.Clock, Log: p.Log,
+		})
+}
+
+// missedCapacity bounds the unacknowledged pushes waiting to become mailbox rows.
+const missedCapacity = 10_000
+
+func newMissed(m *inbox.Mailer, met ports.Metrics, log *slog.Logger) *deliver.Missed {
+	return deliver.NewMissed(m, met, log, missedCapacity)
+}
+
+// recordUnacked turns MESSAGE pushes a device never acknowledged into MISSED_MESSAGE rows. It
+// must be invoked before runServer: the recorder then starts before the TCP listener and stops
+// after it, whose shutdown gives up every push still in flight.
+func recordUnacked(lc fx.Lifecycle, tcp *tcpserver.Server, missed *deliver.Missed) {
+	tcp.SetPushUnacked(func(u session.Unacked) {
+		if u.Message != nil {
+			missed.Record(u.Tenant, u.User, u.Device, *u.Message)
+		}
+	})
+	var cancel context.CancelFunc
+	done := make(chan struct{})
+	lc.Append(fx.Hook{
+		OnStart: func(context.Context) error {
+			var ctx context.Context
+			ctx, cancel = context.WithCancel(context.Background())
+			go func() { defer close(done); missed.Run(ctx) }()
+			return nil
+		},
+		OnStop: func(ctx context.Context) error {
+			cancel()
+			select {
+			case <-done:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		},
+	})
+}
+
+// latePusher is the DevicePusher the deliver side is built with. The TCP listener that
+// implements it authenticates through the tenant registry, which builds deliver workers for
+// tenants added at run time, so the deliver side cannot be built after the listener. The
+// listener is bound by bindPusher while the application is assembled; nothing pushes before
+// the application starts.
+type latePusher struct{ target ports.DevicePusher }
+
+func (l *latePusher) Push(ctx context.Context, tenant string, t delivery.Target, p delivery.Push) delivery.Report {
+	return l.target.Push(ctx, tenant, t, p)
+}
+
+func (l *latePusher) PushReach(ctx context.Context, tenant string, t delivery.Target, p delivery.Push) fanout.Outcome {
+	return l.target.PushReach(ctx, tenant, t, p)
+}
+
+func (l *latePusher) PushDevice(ctx context.Context, tenant string, user int64, device uint64, p delivery.Push) int {
+	return l.target.PushDevice(ctx, tenant, user, device, p)
+}
+
+func bindPusher(l *latePusher, s *tcpserver.Server) { l.target = s }

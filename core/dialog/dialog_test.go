@@ -1,0 +1,52 @@
+package dialog
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"imd/core/message"
+)
+
+func TestCountsAsUnread(t *testing.T) {
+	cases := []struct {
+		typ, content string
+		want         bool
+	}{
+		{"text", `{"text":"hi"}`, true},
+		{"text", `{"event":"recall","seq":3}`, true},
+		{"system", `{"text":"Ann joined"}`, true},
+		{"system", `{"event":"recall","seq":3,"version":2}`, false},
+		{"system", `{"event":"edit","seq":3,"version":2}`, false},
+		{"system", `{"event":"delete","seq":3}`, false},
+		{"system", `{"event":"party"}`, true},
+		{"system", `not json`, true},
+	}
+	for _, c := range cases {
+		m := message.Message{Type: c.typ, Content: json.RawMessage(c.content)}
+		if got := CountsAsUnread(m); got != c.want {
+			t.Errorf("%s %s: %v, want %v", c.typ, c.content, got, c.want)
+		}
+	}
+}
+
+func TestPreviewOf(t *testing.T) {
+	at := time.Date(2026, 5, 14, 10, 0, 0, 0, time.UTC)
+	long := strings.Repeat("é", MaxPreviewRunes+10)
+	cases := []struct {
+		typ, content, want string
+	}{
+		{"text", `{"text":"hello"}`, "hello"},
+		{"text", `{"text":"` + long + `"}`, strings.Repeat("é", MaxPreviewRunes)},
+		{"image", `{"key":"obj/1"}`, ""},
+		{"text", `[]`, ""},
+	}
+	for _, c := range cases {
+		m := message.Message{Topic: "grp_1", ConversationID: 9, MsgID: 5, Seq: 2, From: 3, Type: c.typ, Content: json.RawMessage(c.content), CreatedAt: at}
+		p := PreviewOf(m)
+		if p.Text != c.want || p.Type != c.typ || p.Seq != 2 || p.MsgID != 5 || p.From != 3 || p.CreatedAt != at.UnixMilli() || p.Topic != "grp_1" {
+			t.Errorf("%s %s: %+v", c.typ, c.content, p)
+		}
+	}
+}

@@ -1,0 +1,318 @@
+package contract
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"imd/core/dialog"
+	"imd/ports"
+)
+
+// DialogFixture is a list store and one fresh tenant.
+type DialogFixture struct {
+	Tenant  string
+	Dialogs ports.DialogStore
+}
+
+const dialogConv = 500
+
+// DialogStore checks ports.DialogStore, the conversation lists of seed 003 §11. fresh must
+// return a new tenant on every call.
+func DialogStore(t *testing.T, fresh func(t *testing.T) DialogFixture) {
+	cases := []struct {
+		name string
+		run  func(t *testing.T, f DialogFixture)
+	}{
+		{"recipients count, the sender does not", recipientsCount},
+		{"a batch acts once per marker", batchActsOnce},
+		{"muted conversations go to read uncounted", mutedGoesToRead},
+		{"a silent update re-scores where the dialog is", silentUpdate},
+		{"scores never go down and previews move forward", scoresOnlyUp},
+		{"mark read clears the count and keeps the score", markRead},
+		{"changed pages both lists by score", changedPages},
+		{"rebuild merges, replace resets", rebuilds},
+		{"pins", pins},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			c.run(t, fresh(t))
+		})
+	}
+}
+
+func dialogUpdate(once string, msgSeq, score, sender int64, batches ...dialog.Batch) dialog.Update {
+	return dialog.Update{
+		ConversationID: dialogConv, Score: score, Sender: sender,
+		Preview: dialog.Preview{Topic: "grp_5", ConversationID: dialogConv, MsgID: 9000 + msgSeq, Seq: msgSeq, Type: "text", Text: "hi", From: sender, CreatedAt: score},
+		Once:    once, OnceTTL: time.Minute, Batches: batches,
+	}
+}
+
+func apply(t *testing.T, f DialogFixture, u dialog.Update) []dialog.Applied {
+	t.Helper()
+	got, err := f.Dialogs.Apply(context.Background(), f.Tenant, u)
+	if err != nil {
+		t.Fatalf("Apply %s: %v", u.Once, err)
+	}
+	if len(got) != len(u.Batches) {
+		t.Fatalf("Apply %s: %d results for %d batches", u.Once, len(got), len(u.Batches))
+	}
+	return got
+}
+
+func changed(t *testing.T, f DialogFixture, user, after int64, limit int) []dialog.Entry {
+	t.Helper()
+	got, err := f.Dialogs.Changed(context.Background(), f.Tenant, user, after, limit)
+	if err != nil {
+		t.Fatalf("Changed(%d, %d, %d): %v", user, after, limit, err)
+	}
+	return got
+}
+
+// entryOf returns the user's entry of the test conversation.
+func entryOf(t *testing.T, f DialogFixture, user int64) dialog.Entry {
+	t.Helper()
+	for _, e := range changed(t, f, user, 0, 1000) {
+		if e.ConversationID == dialogConv {
+			return e
+		}
+	}
+	t.Fatalf("user %d has no dialog %d", user, dialogConv)
+	return dialog.Entry{}
+}
+
+func recipientsCount(t *testing.T, f DialogFixture) {
+	got := apply(t, f, dialogUpdate("m1", 1, 1000, 1, dialog.Batch{Index: 1, Users: []int64{1, 2}}, dialog.Batch{Index: 3, Users: []int64{3}}))
+	for i, a := range got {
+		if !a.First || len(a.Muted) != 0 {
+			t.Fatalf("batch %d: %+v, want first and nobody muted", i, a)
+		}
+	}
+	for _, user := range []int64{2, 3} {
+		if e := entryOf(t, f, user); e.Unread != 1 || e.Score != 1000 || e.Preview.Seq != 1 || e.Preview.Text != "hi" {
+			t.Fatalf("recipient %d: %+v", user, e)
+		}
+	}
+	if e := entryOf(t, f, 1); e.Unread != 0 || e.Score != 1000 {
+		t.Fatalf("sender: %+v, want score 1000 and nothing unread", e)
+	}
+	apply(t, f, dialogUpdate("m2", 2, 2000, 2, dialog.Batch{Index: 1, Users: []int64{1, 2}}))
+	if e := entryOf(t, f, 2); e.Unread != 1 || e.Score != 2000 {
+		t.Fatalf("sender with an unread dialog: %+v, want its count kept and the score moved", e)
+	}
+	if e := entryOf(t, f, 1); e.Unread != 1 {
+		t.Fatalf("first sender receiving: %+v, want 1 unread", e)
+	}
+}
+
+func batchActsOnce(t *testing.T, f DialogFixture) {
+	b := dialog.Batch{Index: 7, Users: []int64{2}}
+	apply(t, f, dialogUpdate("m1", 1, 1000, 1, b))
+	for range 2 {
+		if got := apply(t, f, dialogUpdate("m1", 1, 1000, 1, b)); got[0].First {
+			t.Fatal("a repeated batch acted again")
+		}
+	}
+	if e := entryOf(t, f, 2); e.Unread != 1 {
+		t.Fatalf("after repeats: %+v, want 1 unread", e)
+	}
+	apply(t, f, dialogUpdate("m1", 1, 1000, 1, dialog.Batch{Index: 8, Users: []int64{3}}))
+	apply(t, f, dialogUpdate("m2", 2, 2000, 1, b))
+	if e := entryOf(t, f, 2); e.Unread != 2 {
+		t.Fatalf("another message: %+v, want 2 unread", e)
+	}
+	if e := entryOf(t, f, 3); e.Unread != 1 {
+		t.Fatalf("another batch of the same message: %+v, want 1 unread", e)
+	}
+}
+
+func mutedGoesToRead(t *testing.T, f DialogFixture) {
+	ctx := context.Background()
+	apply(t, f, dialogUpdate("m1", 1, 1000, 1, dialog.Batch{Index: 0, Users: []int64{2, 3}}))
+	if err := f.Dialogs.SetMuted(ctx, f.Tenant, 2, dialogConv, true); err != nil {
+		t.Fatal(err)
+	}
+	got := apply(t, f, dialogUpdate("m2", 2, 2000, 1, dialog.Batch{Index: 0, Users: []int64{2, 3}}))
+	if !slices.Equal(got[0].Muted, []int64{2}) {
+		t.Fatalf("muted = %v, want [2]", got[0].Muted)
+	}
+	if again := apply(t, f, dialogUpdate("m2", 2, 2000, 1, dialog.Batch{Index: 0, Users: []int64{2, 3}})); !slices.Equal(again[0].Muted, []int64{2}) {
+		t.Fatalf("muted on a repeat = %v, want [2]", again[0].Muted)
+	}
+	if e := entryOf(t, f, 2); e.Unread != 1 || e.Score != 2000 || !e.Muted {
+		t.Fatalf("muted user: %+v, want the old count, the new score, muted", e)
+	}
+	if e := entryOf(t, f, 3); e.Unread != 2 || e.Muted {
+		t.Fatalf("other user: %+v, want 2 unread", e)
+	}
+	if err := f.Dialogs.MarkRead(ctx, f.Tenant, 2, dialogConv); err != nil {
+		t.Fatal(err)
+	}
+	apply(t, f, dialogUpdate("m3", 3, 3000, 1, dialog.Batch{Index: 0, Users: []int64{2}}))
+	if e := entryOf(t, f, 2); e.Unread != 0 || e.Score != 3000 {
+		t.Fatalf("muted user after a read: %+v, want nothing counted, re-scored", e)
+	}
+	if err := f.Dialogs.SetMuted(ctx, f.Tenant, 2, dialogConv, false); err != nil {
+		t.Fatal(err)
+	}
+	apply(t, f, dialogUpdate("m4", 4, 4000, 1, dialog.Batch{Index: 0, Users: []int64{2}}))
+	if e := entryOf(t, f, 2); e.Unread != 1 || e.Muted {
+		t.Fatalf("unmuted user: %+v, want 1 unread", e)
+	}
+}
+
+func silentUpdate(t *testing.T, f DialogFixture) {
+	apply(t, f, dialogUpdate("m1", 1, 1000, 1, dialog.Batch{Index: 0, Users: []int64{2, 3}}))
+	if err := f.Dialogs.MarkRead(context.Background(), f.Tenant, 3, dialogConv); err != nil {
+		t.Fatal(err)
+	}
+	u := dialogUpdate("m2", 2, 2000, 1, dialog.Batch{Index: 0, Users: []int64{2, 3, 4}})
+	u.Silent = true
+	apply(t, f, u)
+	for user, want := range map[int64]int64{2: 1, 3: 0, 4: 0} {
+		if e := entryOf(t, f, user); e.Unread != want || e.Score != 2000 {
+			t.Fatalf("user %d after a silent update: %+v, want %d unread at score 2000", user, e, want)
+		}
+	}
+}
+
+func scoresOnlyUp(t *testing.T, f DialogFixture) {
+	apply(t, f, dialogUpdate("m2", 2, 2000, 1, dialog.Batch{Index: 0, Users: []int64{2}}))
+	apply(t, f, dialogUpdate("m1", 1, 1000, 1, dialog.Batch{Index: 0, Users: []int64{2}}))
+	if e := entryOf(t, f, 2); e.Score != 2000 || e.Unread != 2 || e.Preview.Seq != 2 {
+		t.Fatalf("after a late older message: %+v, want score 2000, 2 unread, preview of seq 2", e)
+	}
+}
+
+func markRead(t *testing.T, f DialogFixture) {
+	apply(t, f, dialogUpdate("m1", 1, 1000, 1, dialog.Batch{Index: 0, Users: []int64{2}}))
+	apply(t, f, dialogUpdate("m2", 2, 2000, 1, dialog.Batch{Index: 0, Users: []int64{2}}))
+	for range 2 { // reading twice is harmless
+		if err := f.Dialogs.MarkRead(context.Background(), f.Tenant, 2, dialogConv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if e := entryOf(t, f, 2); e.Unread != 0 || e.Score != 2000 {
+		t.Fatalf("after read: %+v, want 0 unread, score 2000", e)
+	}
+	if err := f.Dialogs.MarkRead(context.Background(), f.Tenant, 2, 999); err != nil {
+		t.Fatalf("MarkRead of an unlisted conversation: %v", err)
+	}
+}
+
+func changedPages(t *testing.T, f DialogFixture) {
+	ctx := context.Background()
+	// Conversations 1..6 at scores 100..600; even ones read.
+	for conv := int64(1); conv <= 6; conv++ {
+		u := dialogUpdate(fmt.Sprintf("c%d", conv), 1, conv*100, 1, dialog.Batch{Index: 0, Users: []int64{2}})
+		u.ConversationID, u.Preview.ConversationID = conv, conv
+		apply(t, f, u)
+		if conv%2 == 0 {
+			if err := f.Dialogs.MarkRead(ctx, f.Tenant, 2, conv); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	ids := func(es []dialog.Entry) []int64 {
+		var out []int64
+		for _, e := range es {
+			out = append(out, e.ConversationID)
+		}
+		return out
+	}
+	if got := ids(changed(t, f, 2, 0, 4)); !slices.Equal(got, []int64{1, 2, 3, 4}) {
+		t.Fatalf("first page = %v", got)
+	}
+	if got := ids(changed(t, f, 2, 400, 4)); !slices.Equal(got, []int64{5, 6}) {
+		t.Fatalf("page after 400 = %v", got)
+	}
+	if got := changed(t, f, 2, 600, 4); len(got) != 0 {
+		t.Fatalf("page after the last = %v", ids(got))
+	}
+	if got := changed(t, f, 3, 0, 4); len(got) != 0 {
+		t.Fatalf("another user's list = %v", ids(got))
+	}
+	page := changed(t, f, 2, 200, 2)
+	if page[0].ConversationID != 3 || page[0].Unread != 1 || page[0].Preview.ConversationID != 3 || page[1].Unread != 0 {
+		t.Fatalf("details = %+v", page)
+	}
+}
+
+func rebuilds(t *testing.T, f DialogFixture) {
+	ctx := context.Background()
+	if built, err := f.Dialogs.Built(ctx, f.Tenant, 2); err != nil || built {
+		t.Fatalf("Built before any rebuild = %v, %v", built, err)
+	}
+	// The worker counted one message of dialogConv before the rebuild.
+	apply(t, f, dialogUpdate("m1", 7, 7000, 1, dialog.Batch{Index: 0, Users: []int64{2}}))
+	at := func(ms int64) time.Time { return time.UnixMilli(ms) }
+	states := []dialog.State{
+		{ConversationID: dialogConv, Topic: "grp_5", LastSeq: 9, LastMsgID: 9009, LastMsgAt: at(9000), ReadSeq: 2},
+		{ConversationID: 600, Topic: "grp_6", LastSeq: 5, LastMsgID: 6005, LastMsgAt: at(5000), ReadSeq: 2},
+		{ConversationID: 700, Topic: "grp_7", LastSeq: 4, LastMsgID: 7004, LastMsgAt: at(4000), ReadSeq: 4},
+		{ConversationID: 800, Topic: "grp_8", LastSeq: 8, LastMsgID: 8008, LastMsgAt: at(3000), Muted: true},
+	}
+	if err := f.Dialogs.Rebuild(ctx, f.Tenant, 2, states, false); err != nil {
+		t.Fatal(err)
+	}
+	if built, err := f.Dialogs.Built(ctx, f.Tenant, 2); err != nil || !built {
+		t.Fatalf("Built after a rebuild = %v, %v", built, err)
+	}
+	want := map[int64]dialog.Entry{
+		dialogConv: {Score: 9000, Unread: 1},              // the live count wins, the score moves up
+		600:        {Score: 5000, Unread: 3},              // 5 - 2
+		700:        {Score: 4000, Unread: 0},              // all read
+		800:        {Score: 3000, Unread: 0, Muted: true}, // muted counts nothing
+	}
+	check := func(when string, want map[int64]dialog.Entry) {
+		t.Helper()
+		got := changed(t, f, 2, 0, 100)
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d dialogs, want %d: %+v", when, len(got), len(want), got)
+		}
+		for _, e := range got {
+			w := want[e.ConversationID]
+			if e.Score != w.Score || e.Unread != w.Unread || e.Muted != w.Muted {
+				t.Fatalf("%s: dialog %d = %+v, want %+v", when, e.ConversationID, e, w)
+			}
+		}
+	}
+	check("merge", want)
+	if e := entryOf(t, f, 2); e.Preview.Seq != 7 || e.Preview.Text != "hi" {
+		t.Fatalf("merge replaced the stored preview: %+v", e.Preview)
+	}
+	if got := changed(t, f, 2, 4500, 1); got[0].ConversationID != 600 || got[0].Preview.MsgID != 6005 || got[0].Preview.Topic != "grp_6" {
+		t.Fatalf("rebuilt preview = %+v", got[0])
+	}
+	if err := f.Dialogs.Rebuild(ctx, f.Tenant, 2, states[:2], true); err != nil {
+		t.Fatal(err)
+	}
+	check("replace", map[int64]dialog.Entry{dialogConv: {Score: 9000, Unread: 7}, 600: {Score: 5000, Unread: 3}})
+	if err := f.Dialogs.Rebuild(ctx, f.Tenant, 3, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	if built, err := f.Dialogs.Built(ctx, f.Tenant, 3); err != nil || !built {
+		t.Fatalf("Built after an empty rebuild = %v, %v", built, err)
+	}
+}
+
+func pins(t *testing.T, f DialogFixture) {
+	ctx := context.Background()
+	apply(t, f, dialogUpdate("m1", 1, 1000, 1, dialog.Batch{Index: 0, Users: []int64{2}}))
+	if err := f.Dialogs.SetPinned(ctx, f.Tenant, 2, dialogConv, 5000); err != nil {
+		t.Fatal(err)
+	}
+	if e := entryOf(t, f, 2); !e.Pinned {
+		t.Fatalf("after pin: %+v", e)
+	}
+	if err := f.Dialogs.SetPinned(ctx, f.Tenant, 2, dialogConv, 0); err != nil {
+		t.Fatal(err)
+	}
+	if e := entryOf(t, f, 2); e.Pinned {
+		t.Fatalf("after unpin: %+v", e)
+	}
+}

@@ -1,0 +1,59 @@
+package ports
+
+import (
+	"context"
+
+	"imd/core/dialog"
+	"imd/core/message"
+	"imd/core/month"
+)
+
+// DialogStore is the Redis side of the conversation lists (seed 003 §11): per user an unread
+// and a read ZSET (score = last message time in ms), an unread-count HASH, a muted SET and a
+// pinned ZSET, and per conversation a preview. Redis is the truth for counts and previews
+// while it lives; after a loss the lists are rebuilt from MySQL (ReadStore.States).
+type DialogStore interface {
+	// Apply updates every recipient's list for one message: the sender's dialog (every dialog
+	// of a Silent update) is re-scored where it is, a muted dialog moves to the read ZSET, any
+	// other dialog moves to the unread ZSET with its count +1. Scores never go down. Each batch acts at most once, atomically with its marker;
+	// the preview moves forward by seq only. Results are in batch order.
+	Apply(ctx context.Context, tenant string, u dialog.Update) ([]dialog.Applied, error)
+	// MarkRead clears the unread count and moves the dialog to the read ZSET, keeping its score.
+	MarkRead(ctx context.Context, tenant string, user, conversationID int64) error
+	// Changed returns up to limit dialogs of the user with a score above after, ascending by
+	// score (both ZSETs merged; ties by conversation id).
+	Changed(ctx context.Context, tenant string, user, after int64, limit int) ([]dialog.Entry, error)
+	// Built reports whether the user's list was built (or rebuilt) since Redis last lost it.
+	Built(ctx context.Context, tenant string, user int64) (bool, error)
+	// Rebuild writes the user's list from MySQL state and marks it built. replace=false merges:
+	// counts and previews already in Redis win, scores only go up. replace=true drops the
+	// user's lists, counts and muted set first (pins stay: MySQL has none).
+	Rebuild(ctx context.Context, tenant string, user int64, states []dialog.State, replace bool) error
+	// SetMuted adds the conversation to or removes it from the user's muted SET.
+	SetMuted(ctx context.Context, tenant string, user, conversationID int64, muted bool) error
+	// SetPinned pins the conversation at pinnedAt (Unix ms, for ordering pins); 0 unpins.
+	SetPinned(ctx context.Context, tenant string, user, conversationID, pinnedAt int64) error
+}
+
+// ReadStore is the MySQL side of read state and conversation lists: t_conversation_members
+// (read watermark, mute) joined with t_conversations (last message).
+type ReadStore interface {
+	// Advance moves the user's watermark to (seq, msgID) when seq is past the stored one and
+	// returns the stored watermark (Topic unset) and whether it moved. A user without a member
+	// row fails with social.ErrNotFound.
+	Advance(ctx context.Context, tenant string, user, conversationID, seq, msgID int64) (w dialog.Watermark, advanced bool, err error)
+	// States returns the user's member rows among conversationIDs, in no particular order;
+	// conversations the user is not a member of are left out.
+	States(ctx context.Context, tenant string, user int64, conversationIDs []int64) ([]dialog.State, error)
+	// AllStates returns every conversation of the user that has a message, for a rebuild.
+	AllStates(ctx context.Context, tenant string, user int64) ([]dialog.State, error)
+	// SetMuted sets the user's mute flag of a conversation; social.ErrNotFound without a member row.
+	SetMuted(ctx context.Context, tenant string, user, conversationID int64, muted bool) error
+}
+
+// MessageFinder finds a message by msg_id in one month table (READ by msg_id, seed 003 §14).
+type MessageFinder interface {
+	// FindByID fails with message.ErrNotFound when the month holds no such message and with
+	// shard.ErrMonthMissing when the month has no registered table.
+	FindByID(ctx context.Context, tenant string, m month.Month, msgID int64) (message.Message, error)
+}
