@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"github.com/redis/rueidis"
 	"io"
 	"log/slog"
 	"os"
@@ -65,41 +66,48 @@ func (p *countingPusher) PushReach(ctx context.Context, tenant string, t deliver
 	return out
 }
 
-// BenchmarkFanOut1000 measures delivered MESSAGE frames per second for a 1,000-member group
-// with every member online: the deliver workers update the 1,000 conversation lists (in Redis
-// when IMD_TEST_REDIS_ADDR is set, else in memory) and push through the session registry to
-// connections that write and acknowledge at once. One op is one message.
-func BenchmarkFanOut1000(b *testing.B) {
-	b.Run("lists=memory", func(b *testing.B) { benchFanOut(b, 1000, memory.NewDialogStore(time.Now), "bench") })
-	addr := os.Getenv("IMD_TEST_REDIS_ADDR")
-	if addr == "" {
-		return
-	}
-	b.Run("lists=redis", func(b *testing.B) {
-		c, err := redisadapter.Open(context.Background(), addr)
-		if err != nil {
-			b.Fatal(err)
+// BenchmarkFanOut measures delivered MESSAGE frames per second for a group of 1,000 and of
+// 10,000 members with every member online: the deliver workers update every member's
+// conversation list (in Redis when IMD_TEST_REDIS_ADDR is set, else in memory) and push through
+// the session registry to connections that write and acknowledge at once. One op is one message.
+func BenchmarkFanOut(b *testing.B) {
+	for _, members := range []int{1000, 10_000} {
+		b.Run(fmt.Sprintf("members=%d/lists=memory", members), func(b *testing.B) {
+			benchFanOut(b, members, memory.NewDialogStore(time.Now), "bench")
+		})
+		addr := os.Getenv("IMD_TEST_REDIS_ADDR")
+		if addr == "" {
+			continue
 		}
-		defer c.Close()
-		tenant := fmt.Sprintf("bench%d", time.Now().UnixNano())
-		defer func() { // drop the benchmark's keys
-			ctx := context.Background()
-			var cursor uint64
-			for {
-				e, err := c.Do(ctx, c.B().Scan().Cursor(cursor).Match("im:{"+tenant+"}:*").Count(1000).Build()).AsScanEntry()
-				if err != nil {
-					return
-				}
-				if len(e.Elements) > 0 {
-					c.Do(ctx, c.B().Del().Key(e.Elements...).Build())
-				}
-				if cursor = e.Cursor; cursor == 0 {
-					return
-				}
+		b.Run(fmt.Sprintf("members=%d/lists=redis", members), func(b *testing.B) {
+			c, err := redisadapter.Open(context.Background(), addr)
+			if err != nil {
+				b.Fatal(err)
 			}
-		}()
-		benchFanOut(b, 1000, redisadapter.NewDialogStore(c), tenant)
-	})
+			defer c.Close()
+			tenant := fmt.Sprintf("bench%d", time.Now().UnixNano())
+			defer dropTenantKeys(c, tenant)
+			benchFanOut(b, members, redisadapter.NewDialogStore(c), tenant)
+		})
+	}
+}
+
+// dropTenantKeys deletes the benchmark tenant's Redis keys.
+func dropTenantKeys(c rueidis.Client, tenant string) {
+	ctx := context.Background()
+	var cursor uint64
+	for {
+		e, err := c.Do(ctx, c.B().Scan().Cursor(cursor).Match("im:{"+tenant+"}:*").Count(1000).Build()).AsScanEntry()
+		if err != nil {
+			return
+		}
+		if len(e.Elements) > 0 {
+			c.Do(ctx, c.B().Del().Key(e.Elements...).Build())
+		}
+		if cursor = e.Cursor; cursor == 0 {
+			return
+		}
+	}
 }
 
 func benchFanOut(b *testing.B, members int, dialogs ports.DialogStore, tenant string) {
@@ -126,7 +134,7 @@ func benchFanOut(b *testing.B, members int, dialogs ports.DialogStore, tenant st
 	clock := memory.NewClock(time.Now())
 	queue := memory.NewDeliverQueue(clock.Now)
 	pusher := &countingPusher{Registry: reg, want: int64(b.N), done: make(chan struct{})}
-	workers := deliver.New(deliver.Config{Workers: 4, TakeTimeout: 100 * time.Millisecond, DoneTTL: time.Minute, MaxAttempts: 3}, deliver.Deps{
+	workers := deliver.New(deliver.Config{TakeTimeout: 100 * time.Millisecond, DoneTTL: time.Minute, MaxAttempts: 3}, deliver.Deps{
 		Queue: queue, Pusher: pusher, Dialogs: dialogs, Notifier: noNotifier{},
 		Mailer:  inbox.NewMailer(inbox.MailerDeps{Mailbox: memory.NewMailbox(), Pusher: pusher, IDs: memory.NewIDs(clock), Clock: clock, Log: log}),
 		Members: membership.New(dir, clock, time.Hour), Metrics: noMetrics{}, Clock: clock, Log: log,
