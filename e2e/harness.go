@@ -119,11 +119,13 @@ func Start(t testing.TB, o Options) *Server {
 		"IMD_MYSQL_DSN": svc.MySQLDSN, "IMD_REDIS_ADDR": svc.RedisAddr,
 		"IMD_TENANTS": tenant + ":imd_" + tenant, "IMD_HTTP_ADDR": s.HTTPAddr, "IMD_TCP_ADDR": s.TCPAddr,
 		"IMD_DELIVER_TAKE_TIMEOUT": "1s", "IMD_SHUTDOWN_TIMEOUT": "10s",
+		// Archive files and search indexes of this process only, removed with the test.
+		"IMD_ARCHIVE_DIR": t.TempDir(), "IMD_SEARCH_DIR": t.TempDir(),
 	}
 	// Tests drive many requests from one loopback address; the rate-limit tests set their own
 	// budgets, everyone else runs unlimited (0).
 	for _, scope := range []string{"IMD_RATE_LIMIT_", "IMD_RATE_LIMIT_PER_IP_"} {
-		for _, budget := range []string{"MESSAGE_PER_SECOND", "AUTH_PER_SECOND", "SYNC_INBOX_PER_MINUTE", "SYNC_MESSAGES_PER_MINUTE", "HISTORY_PER_MINUTE"} {
+		for _, budget := range []string{"MESSAGE_PER_SECOND", "AUTH_PER_SECOND", "SYNC_INBOX_PER_MINUTE", "SYNC_MESSAGES_PER_MINUTE", "HISTORY_PER_MINUTE", "HTTP_PER_SECOND"} {
 			env[scope+budget] = "0"
 		}
 	}

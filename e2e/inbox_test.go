@@ -357,7 +357,7 @@ func TestInboxReadReachesTheOtherDevice(t *testing.T) {
 }
 
 func TestInboxKillAfterAckBeforeDeliveryDeliversOnce(t *testing.T) {
-	env := map[string]string{"IMD_DELIVER_WORKERS": "1", "IMD_DELIVER_TAKE_TIMEOUT": "1s"}
+	env := map[string]string{"IMD_DELIVER_PARTITIONS": "1", "IMD_DELIVER_TAKE_TIMEOUT": "1s"}
 	srv := Start(t, Options{Env: env})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -400,7 +400,7 @@ func TestInboxKillAfterAckBeforeDeliveryDeliversOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	again := Start(t, Options{Tenant: srv.Tenant, Env: map[string]string{"IMD_DELIVER_WORKERS": "1", "IMD_NODE_ID": "2"}})
+	again := Start(t, Options{Tenant: srv.Tenant, Env: map[string]string{"IMD_DELIVER_PARTITIONS": "1", "IMD_NODE_ID": "2"}})
 	b := again.Connect(ctx, tokB, 1)
 	eventually(t, 15*time.Second, "the requeued job to act", func() bool {
 		n, err := rc.Do(ctx, rc.B().Llen().Key(processing).Build()).AsInt64()

@@ -4,16 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"net/netip"
@@ -26,6 +21,7 @@ import (
 
 	"imd/adapters/tcp/client"
 	"imd/adapters/tcp/proxyhdr"
+	"imd/adapters/tcp/tlstest"
 	"imd/adapters/tcp/wire"
 )
 
@@ -411,13 +407,13 @@ func loadRoots(t *testing.T, path string) *x509.CertPool {
 func TestNginxNativePassthrough(t *testing.T) {
 	RequireNginx(t)
 	domain := NginxDomain()
-	cert, roots := selfSigned(t, "im."+domain)
+	server, roots := tlstest.SelfSigned(t, "im."+domain)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	go serveProxiedTLS(ln, cert)
+	go serveProxiedTLS(ln, server)
 	ngx := StartNginx(t, NginxOptions{Mode: "native", Domain: domain, IMDTCP: ln.Addr().String(), IMDHTTP: freeAddr(t)})
 
 	d := &net.Dialer{Timeout: 5 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(clientIP)}}
@@ -445,7 +441,7 @@ func TestNginxNativePassthrough(t *testing.T) {
 
 // serveProxiedTLS is imd's native listener in miniature: PROXY header, TLS, then it writes
 // what it learned and closes.
-func serveProxiedTLS(ln net.Listener, cert tls.Certificate) {
+func serveProxiedTLS(ln net.Listener, server *tls.Config) {
 	for {
 		c, err := ln.Accept()
 		if err != nil {
@@ -469,8 +465,7 @@ func serveProxiedTLS(ln net.Listener, cert tls.Certificate) {
 				if err != nil {
 					return
 				}
-				tc := tls.Server(&prefixConn{Conn: c, r: io.MultiReader(bytes.NewReader(buf[n:]), c)},
-					&tls.Config{Certificates: []tls.Certificate{cert}})
+				tc := tls.Server(&prefixConn{Conn: c, r: io.MultiReader(bytes.NewReader(buf[n:]), c)}, server)
 				if tc.Handshake() != nil {
 					return
 				}
@@ -487,35 +482,3 @@ type prefixConn struct {
 }
 
 func (p *prefixConn) Read(b []byte) (int, error) { return p.r.Read(b) }
-
-// selfSigned makes a certificate for host that is its own root.
-func selfSigned(t *testing.T, host string) (tls.Certificate, *x509.CertPool) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()),
-		Subject:      pkix.Name{CommonName: host},
-		DNSNames:     []string{host},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IsCA:         true,
-
-		BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(leaf)
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, pool
-}

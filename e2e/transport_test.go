@@ -3,23 +3,15 @@ package e2e
 import (
 	"bufio"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,6 +21,7 @@ import (
 
 	"imd/adapters/tcp/client"
 	"imd/adapters/tcp/frame"
+	"imd/adapters/tcp/tlstest"
 	"imd/adapters/tcp/wire"
 )
 
@@ -63,43 +56,20 @@ func withDefaultRateLimits(env map[string]string) map[string]string {
 // configuration that trusts it.
 func transportTLS(t *testing.T) (env map[string]string, clientTLS *tls.Config) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()),
-		Subject:      pkix.Name{CommonName: transportServerName},
-		DNSNames:     []string{transportServerName},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	certFile, keyFile := filepath.Join(dir, "im.crt"), filepath.Join(dir, "im.key")
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	leaf, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	roots := x509.NewCertPool()
-	roots.AddCert(leaf)
+	server, roots := tlstest.SelfSigned(t, transportServerName)
+	certFile, keyFile := tlstest.WriteFiles(t, server)
 	env = map[string]string{"IMD_TCP_TLS": "native", "IMD_TCP_CERT_FILE": certFile, "IMD_TCP_KEY_FILE": keyFile}
 	return env, &tls.Config{ServerName: transportServerName, RootCAs: roots, MinVersion: tls.VersionTLS12}
+}
+
+// transportTLSMode is transportTLS in tls mode "native" and plaintext (no env, no client
+// TLS) in mode "off".
+func transportTLSMode(t *testing.T, mode string) (env map[string]string, clientTLS *tls.Config) {
+	t.Helper()
+	if mode != "native" {
+		return nil, nil
+	}
+	return transportTLS(t)
 }
 
 // transportLogContains reports whether imd's output so far contains s.
@@ -251,13 +221,7 @@ func TestTransportThousandTLSConnections(t *testing.T) {
 func TestTransportSecondAuthKicksFirst(t *testing.T) {
 	for _, mode := range []string{"off", "native"} {
 		t.Run("tls "+mode, func(t *testing.T) {
-			var (
-				env       map[string]string
-				clientTLS *tls.Config
-			)
-			if mode == "native" {
-				env, clientTLS = transportTLS(t)
-			}
+			env, clientTLS := transportTLSMode(t, mode)
 			srv := Start(t, Options{Env: env})
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
@@ -349,13 +313,7 @@ func TestTransportSendRateLimit(t *testing.T) {
 func TestTransportShutdownKicks(t *testing.T) {
 	for _, mode := range []string{"off", "native"} {
 		t.Run("tls "+mode, func(t *testing.T) {
-			var (
-				env       map[string]string
-				clientTLS *tls.Config
-			)
-			if mode == "native" {
-				env, clientTLS = transportTLS(t)
-			}
+			env, clientTLS := transportTLSMode(t, mode)
 			srv := Start(t, Options{Env: env})
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()

@@ -13,11 +13,15 @@ import (
 // pinned ZSET, and per conversation a preview. Redis is the truth for counts and previews
 // while it lives; after a loss the lists are rebuilt from MySQL (ReadStore.States).
 type DialogStore interface {
-	// Apply updates every recipient's list for one message: the sender's dialog (every dialog
-	// of a Silent update) is re-scored where it is, a muted dialog moves to the read ZSET, any
-	// other dialog moves to the unread ZSET with its count +1. Scores never go down. Each batch acts at most once, atomically with its marker;
-	// the preview moves forward by seq only. Results are in batch order.
-	Apply(ctx context.Context, tenant string, u dialog.Update) ([]dialog.Applied, error)
+	// Apply updates every recipient's list for each message, in order: the sender's dialog
+	// (every dialog of a Silent update) is re-scored where it is, a muted dialog moves to the
+	// read ZSET, any other dialog moves to the unread ZSET with its count +1. Scores never go
+	// down. Each batch of each update acts at most once, atomically with its marker; the
+	// preview moves forward by seq only. Results: one per update and batch, in that order.
+	Apply(ctx context.Context, tenant string, us ...dialog.Update) ([]dialog.Applied, error)
+	// AppliedSeq is the seq of the conversation's preview: the newest message applied to its
+	// lists (or the last one MySQL knew at a rebuild); 0 when there is none.
+	AppliedSeq(ctx context.Context, tenant string, conversationID int64) (int64, error)
 	// MarkRead clears the unread count and moves the dialog to the read ZSET, keeping its score.
 	MarkRead(ctx context.Context, tenant string, user, conversationID int64) error
 	// Changed returns up to limit dialogs of the user with a score above after, ascending by
@@ -56,4 +60,13 @@ type MessageFinder interface {
 	// FindByID fails with message.ErrNotFound when the month holds no such message and with
 	// shard.ErrMonthMissing when the month has no registered table.
 	FindByID(ctx context.Context, tenant string, m month.Month, msgID int64) (message.Message, error)
+}
+
+// DialogRemover takes a conversation off a user's lists when the user leaves it, so SYNC_INBOX
+// and the conversation list stop showing it; rebuilds from MySQL leave it off already.
+type DialogRemover interface {
+	// RemoveDialog drops the conversation from the user's unread and read ZSETs, unread-count
+	// HASH, muted SET and pinned ZSET at once; removing an absent dialog is no error. The
+	// conversation's preview stays: it is shared by the remaining members.
+	RemoveDialog(ctx context.Context, tenant string, user, conversationID int64) error
 }

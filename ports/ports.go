@@ -94,20 +94,30 @@ type RouteUpdate struct {
 	Segment route.Segment
 }
 
-// DeliverQueue is the reliable Redis list pair deliver:queue / deliver:processing.
+// DeliverQueue is the reliable Redis list pair deliver:queue / deliver:processing, split into
+// partitions by topic (delivery.PartitionOf): each partition is FIFO and has its own
+// processing list, so one consumer per partition sees every topic's jobs in push order.
 type DeliverQueue interface {
+	// Partitions is how many partitions each tenant's queue has.
+	Partitions() int
+	// Push appends the job to the partition of its topic.
 	Push(ctx context.Context, job delivery.Job) error
-	// Take moves the oldest job to processing (BLMOVE), waiting up to timeout; ok=false on timeout.
-	Take(ctx context.Context, tenant string, timeout time.Duration) (job delivery.Job, ok bool, err error)
-	// Ack removes a taken job from processing.
-	Ack(ctx context.Context, job delivery.Job) error
-	// Retry puts a taken job back on the queue with Attempts+1, or on the dead-letter list
+	// Take moves the oldest job of a partition to its processing list (BLMOVE), waiting up to
+	// timeout (≤ 0: no wait); ok=false on timeout.
+	Take(ctx context.Context, tenant string, partition int, timeout time.Duration) (job delivery.Job, ok bool, err error)
+	// Ack removes taken jobs from processing.
+	Ack(ctx context.Context, jobs ...delivery.Job) error
+	// Retry puts a taken job back on its partition with Attempts+1, or on the dead-letter list
 	// when it has failed maxAttempts times (dead=true).
 	Retry(ctx context.Context, job delivery.Job, maxAttempts int) (dead bool, err error)
-	// RequeueStale moves everything left in processing back to the queue (boot after a crash).
+	// RequeueStale moves everything left in the processing lists back to the head of their
+	// partitions (boot after a crash), and the jobs still queued under another partition count
+	// (the configuration changed) into the partitions of the current one, each topic's in order,
+	// and returns how many jobs it put back or moved. Call it at boot, before any Take.
 	RequeueStale(ctx context.Context, tenant string) (int, error)
-	// MarkDone sets deliver:done:{key} once; first=false means the job already acted.
-	MarkDone(ctx context.Context, tenant, key string, ttl time.Duration) (first bool, err error)
+	// MarkDone sets deliver:done:{key} of each key once, for ttl; first[i]=false means the job
+	// of keys[i] already acted.
+	MarkDone(ctx context.Context, tenant string, ttl time.Duration, keys ...string) (first []bool, err error)
 }
 
 // Pusher writes to connected devices (the session registry of the transport).

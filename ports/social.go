@@ -76,6 +76,10 @@ type Groups interface {
 	// when the user is not a member.
 	MuteMember(ctx context.Context, tenant string, groupID, user int64, until time.Time) error
 	SetMuteAll(ctx context.Context, tenant string, groupID int64, on bool) error
+	// TransferOwnership makes member to the owner (t_groups.owner_id and its role) and the
+	// owner from an admin, in one transaction. It fails with social.ErrNotOwner when from is
+	// not the owner (any more) and with social.ErrNotFound when to is not a member.
+	TransferOwnership(ctx context.Context, tenant string, groupID, from, to int64) error
 	// UserConversations pages the conversations a user is a member of, by conversation id
 	// above after, ascending; kind 0 lists both kinds.
 	UserConversations(ctx context.Context, tenant string, user int64, kind social.ConversationKind, after int64, limit int) ([]social.Conversation, error)
@@ -97,6 +101,17 @@ type Summaries interface {
 	MirrorMonths(ctx context.Context, tenant string) ([]stats.MirrorMonth, error)
 	// Totals counts users and groups.
 	Totals(ctx context.Context, tenant string) (stats.Totals, error)
+	// Days reads the daily summary of the days from–to (inclusive, UTC midnights), ascending:
+	// at most limit days, the newest ones when there are more.
+	Days(ctx context.Context, tenant string, from, to time.Time, limit int) ([]stats.Day, error)
+}
+
+// DailyCounter adds to the daily summary. Callers aggregate first: one call per tenant and day
+// every few seconds, never one per message (a per-message upsert would make the day's row
+// the hottest row of the tenant).
+type DailyCounter interface {
+	// AddDay adds d's counts to its day's row, creating it, in one statement.
+	AddDay(ctx context.Context, tenant string, d stats.Day) error
 }
 
 // TenantStore is the registry of provisioned tenants shared by every node (the imd_registry

@@ -39,6 +39,9 @@ type Config struct {
 	Shard       Shard      `yaml:"shard"`
 	Shutdown    Shutdown   `yaml:"shutdown"`
 	Log         LogOptions `yaml:"log"`
+	Archive     Archive    `yaml:"archive"`
+	Search      Search     `yaml:"search"`
+	Migration   Migration  `yaml:"migration"`
 }
 
 type HTTP struct {
@@ -85,8 +88,14 @@ type TaskPool struct {
 	Queue   int `yaml:"queue"`
 }
 
+// Deliver tunes the deliver queue and its consumers: one per tenant and partition on each node.
+// A topic's jobs share a partition, so its recipients get its messages in seq order; every
+// node must use the same partition count (a changed count is moved over at boot).
 type Deliver struct {
-	Workers     int           `yaml:"workers"`
+	Partitions int `yaml:"partitions"`
+	// ReorderWait bounds how long a message waits for the seqs before it (a send that failed
+	// after its seq was allocated leaves a hole for good).
+	ReorderWait time.Duration `yaml:"reorder_wait"`
 	TakeTimeout time.Duration `yaml:"take_timeout"`
 	DoneTTL     time.Duration `yaml:"done_ttl"`
 	MaxAttempts int           `yaml:"max_attempts"`
@@ -137,6 +146,7 @@ type RateLimit struct {
 	SyncInboxPerMinute    int         `yaml:"sync_inbox_per_minute"`
 	SyncMessagesPerMinute int         `yaml:"sync_messages_per_minute"`
 	HistoryPerMinute      int         `yaml:"history_per_minute"`
+	HTTPPerSecond         int         `yaml:"http_per_second"` // client HTTP API, per user
 	PerIP                 IPRateLimit `yaml:"per_ip"`
 }
 
@@ -147,6 +157,7 @@ type IPRateLimit struct {
 	SyncInboxPerMinute    int `yaml:"sync_inbox_per_minute"`
 	SyncMessagesPerMinute int `yaml:"sync_messages_per_minute"`
 	HistoryPerMinute      int `yaml:"history_per_minute"`
+	HTTPPerSecond         int `yaml:"http_per_second"`
 }
 
 type Shard struct {
@@ -173,6 +184,50 @@ type RouteRepair struct {
 	ReconcileMonths   int           `yaml:"reconcile_months"`
 }
 
+// Archive is where archived months go and how they are read and retained (seed 000 §10).
+type Archive struct {
+	Store string `yaml:"store"` // fs | s3
+	// Dir is the local-filesystem blob store's root (store: fs).
+	Dir string    `yaml:"dir"`
+	S3  ArchiveS3 `yaml:"s3"`
+	// ChunkRows is how many rows of a topic one archive file holds.
+	ChunkRows int `yaml:"chunk_rows"`
+	// ManifestCache and ChunkCache size the reader's caches (manifests, decoded chunks).
+	ManifestCache int `yaml:"manifest_cache"`
+	ChunkCache    int `yaml:"chunk_cache"`
+	// StateTTL bounds how long a node reads a month from MySQL after another node archived it.
+	StateTTL time.Duration `yaml:"state_ttl"`
+	// RetentionInterval is how often the retention policies run; 0 runs them only on command.
+	RetentionInterval time.Duration `yaml:"retention_interval"`
+	// Retention is every tenant's policy unless TenantRetention names the tenant.
+	Retention       Retention            `yaml:"retention"`
+	TenantRetention map[string]Retention `yaml:"tenant_retention"`
+}
+
+// ArchiveS3 locates an S3-compatible bucket.
+type ArchiveS3 struct {
+	Endpoint  string `yaml:"endpoint"` // empty: AWS
+	Region    string `yaml:"region"`
+	Bucket    string `yaml:"bucket"`
+	AccessKey string `yaml:"access_key"`
+	SecretKey string `yaml:"secret_key"`
+	Prefix    string `yaml:"prefix"`
+	PathStyle bool   `yaml:"path_style"`
+}
+
+// Retention is one tenant's policy; 0 switches a step off.
+type Retention struct {
+	KeepOnlineMonths int `yaml:"keep_online_months"`
+	PurgeAfterMonths int `yaml:"purge_after_months"`
+}
+
+// Search is the long-term search index (seed 000 §6.6): one Bleve index per tenant under dir.
+type Search struct {
+	Dir string `yaml:"dir"`
+	// Queue bounds the index updates waiting after COMMIT; more are dropped (reindex repairs).
+	Queue int `yaml:"queue"`
+}
+
 type Shutdown struct {
 	Timeout time.Duration `yaml:"timeout"`
 }
@@ -191,17 +246,21 @@ func Default() Config {
 		MySQL:    MySQL{MaxOpenConns: 64},
 		Redis:    Redis{Addr: "127.0.0.1:6379"},
 		TaskPool: TaskPool{Workers: 256, Queue: 4096},
-		Deliver:  Deliver{Workers: 8, TakeTimeout: 5 * time.Second, DoneTTL: 10 * time.Minute, MaxAttempts: 5},
+		Deliver:  Deliver{Partitions: 16, ReorderWait: 200 * time.Millisecond, TakeTimeout: 5 * time.Second, DoneTTL: 10 * time.Minute, MaxAttempts: 5},
 		Push:     Push{Timeout: 2 * time.Second, Queue: 10_000},
 		Registry: Registry{Database: "imd_registry", RefreshInterval: 30 * time.Second},
 		Uploads:  Uploads{Dir: filepath.Join(os.TempDir(), "imd-uploads"), MaxSize: 100 << 20, URLTTL: 15 * time.Minute},
 		Message:  Message{MaxContentSize: 65536, SyncLimit: 200, MsgIDExpireMS: 300_000, RecallWindow: 2 * time.Minute},
-		RateLimit: RateLimit{MessagePerSecond: 20, AuthPerSecond: 5, SyncInboxPerMinute: 60, SyncMessagesPerMinute: 120, HistoryPerMinute: 200,
+		RateLimit: RateLimit{MessagePerSecond: 20, AuthPerSecond: 5, SyncInboxPerMinute: 60, SyncMessagesPerMinute: 120, HistoryPerMinute: 200, HTTPPerSecond: 20,
 			// Ten devices' worth per address: room for a household or an office behind NAT.
-			PerIP: IPRateLimit{MessagePerSecond: 200, AuthPerSecond: 50, SyncInboxPerMinute: 600, SyncMessagesPerMinute: 1200, HistoryPerMinute: 2000}},
+			PerIP: IPRateLimit{MessagePerSecond: 200, AuthPerSecond: 50, SyncInboxPerMinute: 600, SyncMessagesPerMinute: 1200, HistoryPerMinute: 2000, HTTPPerSecond: 200}},
 		Shard:    Shard{CheckInterval: time.Minute, SealingDays: 7, LockTTL: 30 * time.Second, DedupRetentionDays: 30, DedupPurgeBatch: 1000, RouteRepair: defaultRouteRepair()},
 		Shutdown: Shutdown{Timeout: 20 * time.Second},
 		Log:      LogOptions{Level: "info"},
+		Archive: Archive{Store: "fs", Dir: filepath.Join(os.TempDir(), "imd-archive"), ChunkRows: 1000,
+			ManifestCache: 64, ChunkCache: 256, StateTTL: 10 * time.Second},
+		Search:    Search{Dir: filepath.Join(os.TempDir(), "imd-search"), Queue: 10_000},
+		Migration: defaultMigration(),
 	}
 }
 
@@ -351,8 +410,8 @@ func (c Config) Validate() error {
 	if c.TCP.HandshakeTimeout <= 0 || c.TCP.PushAckTimeout <= 0 {
 		errs = append(errs, errors.New("tcp.handshake_timeout and tcp.push_ack_timeout must be positive"))
 	}
-	if r, ip := c.RateLimit, c.RateLimit.PerIP; min(r.MessagePerSecond, r.AuthPerSecond, r.SyncInboxPerMinute, r.SyncMessagesPerMinute, r.HistoryPerMinute,
-		ip.MessagePerSecond, ip.AuthPerSecond, ip.SyncInboxPerMinute, ip.SyncMessagesPerMinute, ip.HistoryPerMinute) < 0 {
+	if r, ip := c.RateLimit, c.RateLimit.PerIP; min(r.MessagePerSecond, r.AuthPerSecond, r.SyncInboxPerMinute, r.SyncMessagesPerMinute, r.HistoryPerMinute, r.HTTPPerSecond,
+		ip.MessagePerSecond, ip.AuthPerSecond, ip.SyncInboxPerMinute, ip.SyncMessagesPerMinute, ip.HistoryPerMinute, ip.HTTPPerSecond) < 0 {
 		errs = append(errs, errors.New("rate_limit budgets must not be negative (0 is unlimited)"))
 	}
 	if len(c.Tenants) == 0 {
@@ -371,8 +430,8 @@ func (c Config) Validate() error {
 	if c.TaskPool.Workers <= 0 || c.TaskPool.Queue <= 0 {
 		errs = append(errs, errors.New("taskpool workers and queue must be positive"))
 	}
-	if c.Deliver.Workers <= 0 || c.Deliver.TakeTimeout <= 0 || c.Deliver.MaxAttempts <= 0 {
-		errs = append(errs, errors.New("deliver workers, take_timeout and max_attempts must be positive"))
+	if c.Deliver.Partitions <= 0 || c.Deliver.ReorderWait <= 0 || c.Deliver.TakeTimeout <= 0 || c.Deliver.MaxAttempts <= 0 {
+		errs = append(errs, errors.New("deliver partitions, reorder_wait, take_timeout and max_attempts must be positive"))
 	}
 	if c.Message.RecallWindow <= 0 {
 		errs = append(errs, errors.New("message.recall_window must be positive"))
@@ -404,7 +463,35 @@ func (c Config) Validate() error {
 		r.RebuildBatch <= 0 || r.ReconcileSample <= 0 || r.ReconcileDeep < 0 || r.ReconcileMonths <= 0 {
 		errs = append(errs, errors.New("shard.route_repair intervals and sizes must be positive, reconcile_deep not negative"))
 	}
+	errs = append(errs, c.Archive.validate(), c.Search.validate(), c.Migration.validate())
 	return errors.Join(errs...)
+}
+
+func (a Archive) validate() error {
+	var errs []error
+	switch a.Store {
+	case "fs":
+		if a.Dir == "" {
+			errs = append(errs, errors.New("archive.dir is required with store fs"))
+		}
+	case "s3":
+		if a.S3.Bucket == "" || a.S3.Region == "" || a.S3.AccessKey == "" || a.S3.SecretKey == "" {
+			errs = append(errs, errors.New("archive.s3 bucket, region, access_key and secret_key are required with store s3"))
+		}
+	default:
+		errs = append(errs, errors.New("archive.store must be fs or s3"))
+	}
+	if a.ChunkRows <= 0 || a.ManifestCache <= 0 || a.ChunkCache <= 0 || a.StateTTL <= 0 || a.RetentionInterval < 0 {
+		errs = append(errs, errors.New("archive chunk_rows, caches and state_ttl must be positive, retention_interval not negative"))
+	}
+	return errors.Join(errs...)
+}
+
+func (s Search) validate() error {
+	if s.Dir == "" || s.Queue <= 0 {
+		return errors.New("search.dir and a positive search.queue are required")
+	}
+	return nil
 }
 
 // TenantNames lists the configured tenants.

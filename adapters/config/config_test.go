@@ -18,6 +18,19 @@ func TestLoadDevConfig(t *testing.T) {
 	}
 }
 
+func TestLoadBenchConfig(t *testing.T) {
+	// deploy/local/bench.sh names a fresh tenant per run.
+	cfg, err := Load(filepath.Join("..", "..", "deploy", "config", "imd.bench.yaml"), []string{"IMD_TENANTS=bench_1:imd_bench_1"})
+	if err != nil {
+		t.Fatalf("bench config must load: %v", err)
+	}
+	r := cfg.RateLimit
+	if cfg.Env != "prod" || cfg.Log.Level != "warn" || r.MessagePerSecond != 0 || r.AuthPerSecond != 0 || r.PerIP.MessagePerSecond != 0 ||
+		r.PerIP.AuthPerSecond != 0 || r.SyncMessagesPerMinute != 0 || r.HistoryPerMinute != 0 {
+		t.Fatalf("bench config: env %q, log %q, rate limits %+v; want prod, warn, none", cfg.Env, cfg.Log.Level, r)
+	}
+}
+
 func TestEnvOverrides(t *testing.T) {
 	path := writeConfig(t, validYAML)
 	cfg, err := Load(path, []string{

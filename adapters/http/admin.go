@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"imd/adapters/tcp/wire"
 	"imd/core/admin"
 	"imd/core/apperr"
 	"imd/core/history"
@@ -130,11 +131,11 @@ func (s *Server) getMessage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, newMessageObject(m))
+	return c.JSON(http.StatusOK, wire.FromMessage(m))
 }
 
 type messagesResponse struct {
-	Messages []messageObject `json:"messages"`
+	Messages []wire.Message `json:"messages"`
 	// Forward pages (since=) also say where to continue and whether more is there.
 	LastSeq *int64 `json:"last_seq,omitempty"`
 	HasMore *bool  `json:"has_more,omitempty"`
@@ -172,14 +173,14 @@ func (s *Server) listMessages(c echo.Context) error {
 			return err
 		}
 		return c.JSON(http.StatusOK, messagesResponse{
-			Messages: newMessageObjects(res.Messages), LastSeq: &res.LastSeq, HasMore: &res.HasMore,
+			Messages: wire.FromMessages(res.Messages), LastSeq: &res.LastSeq, HasMore: &res.HasMore,
 		})
 	}
 	ms, err := s.d.History.History(ctx, history.HistoryRequest{Tenant: tenant, Topic: name, Before: before, Limit: int(limit)})
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, messagesResponse{Messages: newMessageObjects(ms)})
+	return c.JSON(http.StatusOK, messagesResponse{Messages: wire.FromMessages(ms)})
 }
 
 type shardRow struct {

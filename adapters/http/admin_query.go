@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"imd/adapters/tcp/wire"
 	"imd/core/apperr"
 	"imd/core/history"
 )
@@ -42,7 +43,7 @@ func (s *Server) messageContext(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, messagesResponse{Messages: newMessageObjects(ms)})
+	return c.JSON(http.StatusOK, messagesResponse{Messages: wire.FromMessages(ms)})
 }
 
 // searchMessages answers GET …/search?from=&to=&q=&topic=&limit=, newest first.
@@ -69,7 +70,7 @@ func (s *Server) searchMessages(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, messagesResponse{Messages: newMessageObjects(ms)})
+	return c.JSON(http.StatusOK, messagesResponse{Messages: wire.FromMessages(ms)})
 }
 
 // queryTime parses a required time parameter: RFC 3339 or Unix milliseconds.

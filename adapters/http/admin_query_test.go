@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"imd/adapters/tcp/wire"
 	"imd/core/apperr"
 	"imd/core/message"
 	"imd/core/month"
@@ -33,7 +34,7 @@ func TestMessageContext(t *testing.T) {
 	}
 	for _, tc := range cases {
 		var body struct {
-			Messages []messageObject `json:"messages"`
+			Messages []wire.Message `json:"messages"`
 		}
 		s.ok("GET", tc.path, "", &body)
 		seqs := make([]int64, len(body.Messages))

@@ -5,6 +5,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"imd/adapters/tcp/wire"
 	"imd/core/apperr"
 	"imd/core/month"
 	"imd/core/routerepair"
@@ -39,11 +40,15 @@ func (s *Server) rebuildTenantRoutes(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]int{"topics": n})
 }
 
-// archiveMonth moves a sealed month to archived (a state only).
+// archiveMonth archives a sealed month: with an archiver, its rows go to the blob store first
+// (admin_archive.go); without one, the month is marked archived as a state only.
 func (s *Server) archiveMonth(c echo.Context) error {
 	m, err := month.Parse(c.Param("month"))
 	if err != nil {
 		return apperr.New(apperr.InvalidArgument, "month must be YYYYMM")
+	}
+	if s.d.Archive.Archiver != nil && s.d.Archive.Jobs != nil {
+		return s.archiveMonthJob(c, m)
 	}
 	if err := s.d.Shards.Manager.Archive(c.Request().Context(), c.Param("tenant"), m); err != nil {
 		return err
@@ -52,10 +57,10 @@ func (s *Server) archiveMonth(c echo.Context) error {
 }
 
 type compensationEntry struct {
-	ShardMonth string        `json:"shard_month"`
-	Reason     string        `json:"reason"`
-	At         int64         `json:"at"` // Unix ms the write was first refused
-	Message    messageObject `json:"message"`
+	ShardMonth string       `json:"shard_month"`
+	Reason     string       `json:"reason"`
+	At         int64        `json:"at"` // Unix ms the write was first refused
+	Message    wire.Message `json:"message"`
 }
 
 type compensationResponse struct {
@@ -83,7 +88,7 @@ func (s *Server) listCompensation(c echo.Context) error {
 	for i, e := range entries {
 		out.Entries[i] = compensationEntry{
 			ShardMonth: e.Message.Month.String(), Reason: e.Reason, At: unixMilli(e.At),
-			Message: newMessageObject(e.Message),
+			Message: wire.FromMessage(e.Message),
 		}
 	}
 	return c.JSON(http.StatusOK, out)

@@ -2,9 +2,11 @@ package http
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"imd/adapters/tcp/wire"
 	"imd/core/apperr"
 	"imd/core/directory"
 	"imd/core/month"
@@ -29,6 +31,7 @@ func (s *Server) adminSocialRoutes(t *echo.Group) {
 	t.PUT("/groups/:group_id/members/:user_id/role", s.adminSetRole)
 	t.PUT("/groups/:group_id/members/:user_id/mute", s.adminMuteMember)
 	t.PUT("/groups/:group_id/mute_all", s.adminSetMuteAll)
+	t.PUT("/groups/:group_id/owner", s.adminTransferOwnership)
 	t.POST("/tokens/revoke", s.revokeTokens)
 	t.GET("/stats", s.stats)
 	t.GET("/reports", s.listReports)
@@ -149,6 +152,10 @@ func (s *Server) adminSetMuteAll(c echo.Context) error {
 	return s.doSetMuteAll(c, c.Param("tenant"), directory.Operator)
 }
 
+func (s *Server) adminTransferOwnership(c echo.Context) error {
+	return s.doTransferOwnership(c, c.Param("tenant"), directory.Operator)
+}
+
 // revokeRequest names one token, or a user whose every token issued so far is revoked.
 type revokeRequest struct {
 	Token  string `json:"token"`
@@ -189,19 +196,28 @@ type monthStatsJSON struct {
 	LastAt      int64  `json:"last_at"`
 }
 
+type dayStatsJSON struct {
+	Day           string `json:"day"` // YYYY-MM-DD, UTC
+	Messages      int64  `json:"messages"`
+	GroupMessages int64  `json:"group_messages"`
+	P2PMessages   int64  `json:"p2p_messages"`
+}
+
 type statsJSON struct {
 	Users  int64            `json:"users"`
 	Groups int64            `json:"groups"`
 	Months []monthStatsJSON `json:"months"`
+	Days   []dayStatsJSON   `json:"days"`
 }
 
-// stats answers ?from=YYYYMM&to=YYYYMM (both optional).
+// stats answers ?from=&to=, each optional, a date YYYY-MM-DD (UTC) or a month YYYYMM, which
+// stands for its first day as from and its last day as to.
 func (s *Server) stats(c echo.Context) error {
-	from, err := queryMonth(c, "from")
+	from, err := queryDay(c, "from", false)
 	if err != nil {
 		return err
 	}
-	to, err := queryMonth(c, "to")
+	to, err := queryDay(c, "to", true)
 	if err != nil {
 		return err
 	}
@@ -209,7 +225,10 @@ func (s *Server) stats(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := statsJSON{Users: st.Totals.Users, Groups: st.Totals.Groups, Months: make([]monthStatsJSON, len(st.Months))}
+	out := statsJSON{
+		Users: st.Totals.Users, Groups: st.Totals.Groups,
+		Months: make([]monthStatsJSON, len(st.Months)), Days: make([]dayStatsJSON, len(st.Days)),
+	}
 	for i, m := range st.Months {
 		out.Months[i] = monthStatsJSON{
 			Month: m.Month.String(), Table: m.Table, Status: string(m.State), Messages: m.Messages,
@@ -217,19 +236,32 @@ func (s *Server) stats(c echo.Context) error {
 			FirstAt: unixMilli(m.FirstAt), LastAt: unixMilli(m.LastAt),
 		}
 	}
+	for i, d := range st.Days {
+		out.Days[i] = dayStatsJSON{
+			Day: d.Day.Format(time.DateOnly), Messages: d.Messages, GroupMessages: d.GroupMessages, P2PMessages: d.P2PMessages,
+		}
+	}
 	return c.JSON(http.StatusOK, out)
 }
 
-func queryMonth(c echo.Context, name string) (month.Month, error) {
+// queryDay reads an optional date YYYY-MM-DD or month YYYYMM; a month is its first day, or
+// its last one when last is set. Absent is the zero time.
+func queryDay(c echo.Context, name string, last bool) (time.Time, error) {
 	raw := c.QueryParam(name)
 	if raw == "" {
-		return 0, nil
+		return time.Time{}, nil
+	}
+	if d, err := time.Parse(time.DateOnly, raw); err == nil {
+		return d, nil
 	}
 	m, err := month.Parse(raw)
 	if err != nil {
-		return 0, apperr.New(apperr.InvalidArgument, name+" must be YYYYMM")
+		return time.Time{}, apperr.New(apperr.InvalidArgument, name+" must be a date YYYY-MM-DD or a month YYYYMM")
 	}
-	return m, nil
+	if last {
+		return m.End().AddDate(0, 0, -1), nil
+	}
+	return m.Start(), nil
 }
 
 // listReports answers ?status=&before=<report id>&limit=, newest first, with evidence.
@@ -255,7 +287,7 @@ func (s *Server) listReports(c echo.Context) error {
 			CreatedAt: unixMilli(r.CreatedAt), UpdatedAt: unixMilli(r.UpdatedAt),
 		}
 		if r.Evidence != nil {
-			m := newMessageObject(*r.Evidence)
+			m := wire.FromMessage(*r.Evidence)
 			out[i].Evidence = &m
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	"imd/adapters/jwt"
 	"imd/adapters/memory"
+	"imd/adapters/tcp/wire"
 	"imd/core/admin"
 	"imd/core/apperr"
 	"imd/core/auth"
@@ -229,15 +231,16 @@ func TestGetMessage(t *testing.T) {
 		t.Errorf("created_at = %s, want ms", plain["created_at"])
 	}
 
-	var full messageObject
+	var full wire.Message
 	s.ok("GET", "/topics/grp_5/messages/2", "", &full)
-	want := messageObject{
+	editedAt := edited.UnixMilli()
+	want := wire.Message{
 		Topic: "grp_5", Seq: 2, MsgID: 2000, From: 2, ClientMsgID: "c2", Type: "image",
 		Content: json.RawMessage(`{"key":"k/1.png","w":3}`), Mentions: []int64{1, 3}, MentionAll: true,
-		ReplySeq: 1, Status: message.StatusNormal, Version: 2,
-		CreatedAt: s.now.Add(2 * time.Second).UnixMilli(), EditedAt: edited.UnixMilli(),
+		ReplySeq: 1, Status: wire.StatusNormal, Version: 2,
+		CreatedAt: s.now.Add(2 * time.Second).UnixMilli(), EditedAt: &editedAt,
 	}
-	if fmt.Sprint(full) != fmt.Sprint(want) {
+	if !reflect.DeepEqual(full, want) {
 		t.Errorf("message = %+v\nwant      %+v", full, want)
 	}
 
@@ -283,9 +286,9 @@ func TestListMessagesAcrossMonths(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.query, func(t *testing.T) {
 			var got struct {
-				Messages []messageObject `json:"messages"`
-				LastSeq  *int64          `json:"last_seq"`
-				HasMore  *bool           `json:"has_more"`
+				Messages []wire.Message `json:"messages"`
+				LastSeq  *int64         `json:"last_seq"`
+				HasMore  *bool          `json:"has_more"`
 			}
 			rec := s.do("GET", "/admin/v1/tenants/default/topics/grp_5/messages"+tt.query, "")
 			if rec.Code != http.StatusOK {

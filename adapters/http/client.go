@@ -77,9 +77,14 @@ func (s *Server) clientRoutes(e *echo.Echo) {
 }
 
 // requireUser authenticates "Authorization: Bearer <user token>": a valid token of a served
-// tenant, not revoked. Every handler behind it acts for that user in that tenant only.
+// tenant, not revoked. Every handler behind it acts for that user in that tenant only. It also
+// spends the request from the client address's and then the user's budget (ratelimit.go).
 func (s *Server) requireUser(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
+		addr := clientAddr(c)
+		if !s.limits.allowAddr(addr) {
+			return rateLimited(c)
+		}
 		tok, ok := bearer(c.Request().Header.Get(echo.HeaderAuthorization))
 		if !ok {
 			c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="imd"`)
@@ -91,6 +96,9 @@ func (s *Server) requireUser(next echo.HandlerFunc) echo.HandlerFunc {
 				c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="imd", error="invalid_token"`)
 			}
 			return err
+		}
+		if !s.limits.allowUser(who, addr) {
+			return rateLimited(c)
 		}
 		c.Set(identityKey, who)
 		return next(c)

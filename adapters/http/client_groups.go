@@ -22,6 +22,7 @@ func (s *Server) groupRoutes(api *echo.Group) {
 	api.PUT("/groups/:group_id/members/:user_id/role", s.setMemberRole)
 	api.PUT("/groups/:group_id/members/:user_id/mute", s.muteMember)
 	api.PUT("/groups/:group_id/mute_all", s.setMuteAll)
+	api.PUT("/groups/:group_id/owner", s.transferOwnership)
 }
 
 type userGroupRequest struct {
@@ -271,6 +272,31 @@ func (s *Server) doSetMuteAll(c echo.Context, tenant string, actor int64) error 
 		return err
 	}
 	return c.JSON(http.StatusOK, map[string]bool{"mute_all": *req.MuteAll})
+}
+
+// ownerRequest names the member who takes the group over.
+type ownerRequest struct {
+	UserID int64 `json:"user_id"`
+}
+
+// transferOwnership hands the caller's group to another member; the caller becomes an admin.
+func (s *Server) transferOwnership(c echo.Context) error {
+	return s.doTransferOwnership(c, caller(c).Tenant, caller(c).UserID)
+}
+
+func (s *Server) doTransferOwnership(c echo.Context, tenant string, actor int64) error {
+	id, err := pathInt(c, "group_id")
+	if err != nil {
+		return err
+	}
+	var req ownerRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	if err := s.d.Social.Directory.TransferOwnership(c.Request().Context(), tenant, actor, id, req.UserID); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]int64{"group_id": id, "owner": req.UserID})
 }
 
 func groupAndUser(c echo.Context) (groupID, user int64, err error) {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"imd/adapters/tcp/wire"
 	"imd/core/apperr"
 	"imd/core/conversation"
 	"imd/core/dialog"
@@ -198,13 +199,13 @@ func (s *Server) userMessages(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		return c.JSON(http.StatusOK, messagesResponse{Messages: newMessageObjects(res.Messages), LastSeq: &res.LastSeq, HasMore: &res.HasMore})
+		return c.JSON(http.StatusOK, messagesResponse{Messages: wire.FromMessages(res.Messages), LastSeq: &res.LastSeq, HasMore: &res.HasMore})
 	}
 	ms, err := s.d.History.History(ctx, history.HistoryRequest{Tenant: who.Tenant, User: who.UserID, Topic: name, Before: before, Limit: limit})
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, messagesResponse{Messages: newMessageObjects(ms)})
+	return c.JSON(http.StatusOK, messagesResponse{Messages: wire.FromMessages(ms)})
 }
 
 func (s *Server) userMessage(c echo.Context) error {
@@ -221,7 +222,7 @@ func (s *Server) userMessage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, newMessageObject(m))
+	return c.JSON(http.StatusOK, wire.FromMessage(m))
 }
 
 // sendRequest is SEND_MESSAGE's body (PROTOCOL §4) plus the optional sending device.
@@ -237,16 +238,6 @@ type sendRequest struct {
 	MentionAll     bool            `json:"mention_all"`
 	ReplySeq       int64           `json:"reply_seq"`
 	DeviceID       uint64          `json:"device_id"` // optional: this device gets no copy
-}
-
-// sendAckJSON is SEND_ACK's data.
-type sendAckJSON struct {
-	MsgID          int64  `json:"msg_id"`
-	Seq            int64  `json:"seq"`
-	Topic          string `json:"topic"`
-	ConversationID int64  `json:"conversation_id"`
-	ClientMsgID    string `json:"client_msg_id"`
-	ServerTime     int64  `json:"server_time"`
 }
 
 // sendUserMessage runs the same send path as SEND_MESSAGE: permission checks, seq, storage
@@ -279,7 +270,7 @@ func (s *Server) sendUserMessage(c echo.Context) error {
 		return err
 	}
 	m := res.Message
-	return c.JSON(http.StatusOK, sendAckJSON{
+	return c.JSON(http.StatusOK, wire.SendAck{
 		MsgID: m.MsgID, Seq: m.Seq, Topic: m.Topic, ConversationID: m.ConversationID,
 		ClientMsgID: m.ClientMsgID, ServerTime: res.ServerTime.UnixMilli(),
 	})
@@ -301,7 +292,7 @@ type reportJSON struct {
 	CreatedAt int64  `json:"created_at"` // Unix ms
 	UpdatedAt int64  `json:"updated_at"` // Unix ms
 	// Evidence is the reported message (admin listings only); null when it is gone.
-	Evidence *messageObject `json:"evidence,omitempty"`
+	Evidence *wire.Message `json:"evidence,omitempty"`
 }
 
 // fileReport reports a message the caller can read.

@@ -180,7 +180,7 @@ func TestClientSendEntersTheDeliverQueue(t *testing.T) {
 	if ack["topic"] != "p2p_1_2" || ack["seq"] != 1.0 || ack["msg_id"].(float64) <= 0 {
 		t.Fatalf("ack = %v", ack)
 	}
-	job, ok, err := s.queue.Take(context.Background(), "default", 0)
+	job, ok, err := s.queue.Take(context.Background(), "default", 0, 0)
 	if err != nil || !ok || job.Kind != delivery.KindMessage || job.Topic != "p2p_1_2" || job.ExcludeDevice != 7 {
 		t.Fatalf("deliver job = %+v, %v, %v", job, ok, err)
 	}

@@ -1,6 +1,7 @@
 // Package http serves the Echo HTTP listener: the admin API of PROTOCOL §6 under /admin/v1,
 // the client API under /api/v1 (client*.go), signed object URLs under /files/, the OpenAPI
-// document of both APIs at /openapi.yaml, and the /healthz, /readyz and /metrics probes.
+// document of both APIs at /openapi.yaml, the /healthz, /readyz and /metrics probes, and Go's
+// runtime profiles under /debug/pprof/ (admin key).
 package http
 
 import (
@@ -18,6 +19,7 @@ import (
 	"imd/core/admin"
 	"imd/core/apperr"
 	"imd/core/history"
+	"imd/core/migration"
 )
 
 // Server timeouts: generous enough for a month-table DDL behind /shards/advance, short
@@ -36,6 +38,8 @@ type Config struct {
 	Addr string
 	// AdminKey is the bearer token of the admin API; an empty key refuses every admin call.
 	AdminKey string
+	// RateLimits bound the client API (ratelimit.go); zero rates are unlimited.
+	RateLimits ClientRateLimits
 }
 
 // Deps are what the handlers serve.
@@ -53,6 +57,12 @@ type Deps struct {
 	// Social serves the client API and the admin additions of client*.go, admin_social.go
 	// and admin_tenants.go.
 	Social SocialDeps
+	// Archive serves the archive, retention and long-term search routes of admin_archive.go.
+	Archive ArchiveOps
+	// References serves the reference routes of client_references.go.
+	References ReferenceOps
+	// Migration serves the legacy migration routes of admin_migration.go; nil answers 50301.
+	Migration *migration.Service
 }
 
 // Server is the HTTP listener. Start and Stop are called once each, from one goroutine.
@@ -64,11 +74,13 @@ type Server struct {
 	srv   *http.Server
 	ln    net.Listener
 	ready atomic.Bool
+	// limits are the client API's request budgets.
+	limits *clientLimiter
 }
 
 // New builds the server and its routes; nothing listens until Start.
 func New(cfg Config, d Deps, log *slog.Logger) *Server {
-	s := &Server{cfg: cfg, d: d, log: log}
+	s := &Server{cfg: cfg, d: d, log: log, limits: newClientLimiter(cfg.RateLimits)}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
@@ -87,6 +99,7 @@ func (s *Server) routes(e *echo.Echo) {
 	if s.d.Metrics != nil {
 		e.GET("/metrics", echo.WrapHandler(s.d.Metrics))
 	}
+	s.pprofRoutes(e)
 	t := e.Group("/admin/v1", s.requireAdminKey).Group("/tenants/:tenant", s.requireTenant)
 	t.POST("/users", s.createUser)
 	t.POST("/tokens", s.issueToken)
@@ -102,7 +115,10 @@ func (s *Server) routes(e *echo.Echo) {
 	s.queryRoutes(t)
 	s.inboxRoutes(t)
 	s.adminSocialRoutes(t)
+	s.archiveRoutes(t)
+	s.migrationRoutes(t)
 	s.clientRoutes(e)
+	s.referenceRoutes(e)
 }
 
 // Start binds the listener, so the port is taken when Start returns, then serves in the

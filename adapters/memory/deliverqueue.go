@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -15,54 +16,86 @@ import (
 
 // DeliverQueue is an in-memory ports.DeliverQueue. Like the Redis adapter it stores jobs as
 // JSON and uses the stored string as the receipt, so what does not survive encoding (Receipt)
-// does not survive here either.
+// does not survive here either; and it keeps the lists of every partition count apart, so a
+// queue of another count on the same state (WithPartitions) behaves like a node restarted with
+// another configuration.
 type DeliverQueue struct {
-	clock func() time.Time
+	clock      func() time.Time
+	partitions int
+	s          *deliverState
+}
 
+var _ ports.DeliverQueue = (*DeliverQueue)(nil)
+
+type deliverState struct {
 	mu      sync.Mutex
 	tenants map[string]*jobLists
 	pushed  chan struct{} // closed and replaced on every push, to wake waiting Takes
 }
 
-var _ ports.DeliverQueue = (*DeliverQueue)(nil)
-
 type jobLists struct {
-	queue, processing, dead []string
-	done                    map[string]time.Time // key → expiry
+	queues     map[partitionKey][]string
+	processing map[partitionKey][]string
+	counts     map[int]bool // partition counts recorded by RequeueStale
+	dead       []string
+	done       map[string]time.Time // key → expiry
 }
 
-// NewDeliverQueue returns an empty queue; clock expires MarkDone keys.
+type partitionKey struct{ index, count int }
+
+// NewDeliverQueue returns an empty queue with one partition; clock stamps pushed jobs and
+// expires MarkDone keys.
 func NewDeliverQueue(clock func() time.Time) *DeliverQueue {
-	return &DeliverQueue{clock: clock, tenants: map[string]*jobLists{}, pushed: make(chan struct{})}
+	return &DeliverQueue{clock: clock, partitions: 1, s: &deliverState{tenants: map[string]*jobLists{}, pushed: make(chan struct{})}}
 }
 
-// Push appends the job to its tenant's queue.
+// WithPartitions returns a queue on the same jobs split into n partitions (n ≥ 1).
+func (q *DeliverQueue) WithPartitions(n int) (*DeliverQueue, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("deliver queue: %d partitions, want at least 1", n)
+	}
+	return &DeliverQueue{clock: q.clock, partitions: n, s: q.s}, nil
+}
+
+// Partitions is the number of partitions of every tenant's queue.
+func (q *DeliverQueue) Partitions() int { return q.partitions }
+
+func (q *DeliverQueue) partitionOf(job delivery.Job) partitionKey {
+	return partitionKey{delivery.PartitionOf(job.Topic, q.partitions), q.partitions}
+}
+
+// Push stamps the job with the clock's time and appends it to its topic's partition.
 func (q *DeliverQueue) Push(_ context.Context, job delivery.Job) error {
 	if !tenant.Valid(job.Tenant) {
 		return fmt.Errorf("push deliver job: invalid tenant %q", job.Tenant)
 	}
+	job.QueuedAt = q.clock().UnixMilli()
 	raw, err := json.Marshal(job)
 	if err != nil {
 		return fmt.Errorf("encode deliver job %d: %w", job.MsgID, err)
 	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	l := q.of(job.Tenant)
-	l.queue = append(l.queue, string(raw))
-	close(q.pushed)
-	q.pushed = make(chan struct{})
+	q.s.mu.Lock()
+	defer q.s.mu.Unlock()
+	l := q.s.of(job.Tenant)
+	p := q.partitionOf(job)
+	l.queues[p] = append(l.queues[p], string(raw))
+	q.s.wake()
 	return nil
 }
 
-// Take moves the oldest job to processing, waiting up to timeout (≤ 0: no wait).
-func (q *DeliverQueue) Take(ctx context.Context, name string, timeout time.Duration) (delivery.Job, bool, error) {
+// Take moves the oldest job of a partition to its processing list, waiting up to timeout (≤ 0:
+// no wait).
+func (q *DeliverQueue) Take(ctx context.Context, name string, partition int, timeout time.Duration) (delivery.Job, bool, error) {
 	if !tenant.Valid(name) {
 		return delivery.Job{}, false, fmt.Errorf("take deliver job: invalid tenant %q", name)
+	}
+	if partition < 0 || partition >= q.partitions {
+		return delivery.Job{}, false, fmt.Errorf("take deliver job in %s: partition %d of %d", name, partition, q.partitions)
 	}
 	deadline := time.NewTimer(max(timeout, 0))
 	defer deadline.Stop()
 	for {
-		raw, ok, wake := q.tryTake(name)
+		raw, ok, wake := q.tryTake(name, partitionKey{partition, q.partitions})
 		if ok {
 			var job delivery.Job
 			if err := json.Unmarshal([]byte(raw), &job); err != nil {
@@ -84,29 +117,35 @@ func (q *DeliverQueue) Take(ctx context.Context, name string, timeout time.Durat
 	}
 }
 
-// tryTake moves the head of the queue to processing, or returns the channel the next push closes.
-func (q *DeliverQueue) tryTake(name string) (string, bool, <-chan struct{}) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	l := q.of(name)
-	if len(l.queue) == 0 {
-		return "", false, q.pushed
+// tryTake moves the head of a partition to processing, or returns the channel the next push
+// closes.
+func (q *DeliverQueue) tryTake(name string, p partitionKey) (string, bool, <-chan struct{}) {
+	q.s.mu.Lock()
+	defer q.s.mu.Unlock()
+	l := q.s.of(name)
+	if len(l.queues[p]) == 0 {
+		return "", false, q.s.pushed
 	}
-	raw := l.queue[0]
-	l.queue = l.queue[1:]
-	l.processing = append(l.processing, raw)
+	raw := l.queues[p][0]
+	l.queues[p] = l.queues[p][1:]
+	l.processing[p] = append(l.processing[p], raw)
 	return raw, true, nil
 }
 
-// Ack removes a taken job from processing.
-func (q *DeliverQueue) Ack(_ context.Context, job delivery.Job) error {
-	if err := validTakenJob(job); err != nil {
-		return fmt.Errorf("ack deliver job: %w", err)
+// Ack removes taken jobs from processing.
+func (q *DeliverQueue) Ack(_ context.Context, jobs ...delivery.Job) error {
+	for _, job := range jobs {
+		if err := validTakenJob(job); err != nil {
+			return fmt.Errorf("ack deliver job: %w", err)
+		}
 	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	l := q.of(job.Tenant)
-	l.processing, _ = lremFirst(l.processing, job.Receipt)
+	q.s.mu.Lock()
+	defer q.s.mu.Unlock()
+	for _, job := range jobs {
+		l := q.s.of(job.Tenant)
+		p := q.partitionOf(job)
+		l.processing[p], _ = lremFirst(l.processing[p], job.Receipt)
+	}
 	return nil
 }
 
@@ -122,67 +161,109 @@ func (q *DeliverQueue) Retry(_ context.Context, job delivery.Job, maxAttempts in
 	if err != nil {
 		return false, fmt.Errorf("encode deliver job %d: %w", job.MsgID, err)
 	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	l := q.of(job.Tenant)
+	q.s.mu.Lock()
+	defer q.s.mu.Unlock()
+	l := q.s.of(job.Tenant)
+	p := q.partitionOf(job)
 	var found bool
-	if l.processing, found = lremFirst(l.processing, job.Receipt); !found {
+	if l.processing[p], found = lremFirst(l.processing[p], job.Receipt); !found {
 		return false, nil
 	}
 	if next.Attempts >= maxAttempts {
 		l.dead = append(l.dead, string(raw))
 		return true, nil
 	}
-	l.queue = append(l.queue, string(raw))
-	close(q.pushed)
-	q.pushed = make(chan struct{})
+	l.queues[p] = append(l.queues[p], string(raw))
+	q.s.wake()
 	return false, nil
 }
 
-// RequeueStale moves processing back to the head of the queue, keeping its order.
+// RequeueStale moves every processing list back to the head of its partition, keeping its
+// order, then the jobs queued under another partition count into this one's partitions.
 func (q *DeliverQueue) RequeueStale(_ context.Context, name string) (int, error) {
 	if !tenant.Valid(name) {
 		return 0, fmt.Errorf("requeue stale deliver jobs: invalid tenant %q", name)
 	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	l := q.of(name)
-	n := len(l.processing)
-	l.queue = append(l.processing, l.queue...)
-	l.processing = nil
+	q.s.mu.Lock()
+	defer q.s.mu.Unlock()
+	l := q.s.of(name)
+	l.counts[q.partitions] = true
+	n := 0
+	for _, p := range slices.SortedFunc(maps.Keys(l.processing), comparePartitions) {
+		n += len(l.processing[p])
+		l.queues[p] = append(l.processing[p], l.queues[p]...)
+		delete(l.processing, p)
+	}
+	for _, p := range slices.SortedFunc(maps.Keys(l.queues), comparePartitions) {
+		if p.count == q.partitions {
+			continue
+		}
+		for _, raw := range l.queues[p] {
+			var job delivery.Job
+			if err := json.Unmarshal([]byte(raw), &job); err != nil {
+				l.dead = append(l.dead, raw)
+				continue
+			}
+			to := q.partitionOf(job)
+			l.queues[to] = append(l.queues[to], raw)
+			n++
+		}
+		delete(l.queues, p)
+		delete(l.counts, p.count)
+	}
 	if n > 0 {
-		close(q.pushed)
-		q.pushed = make(chan struct{})
+		q.s.wake()
 	}
 	return n, nil
 }
 
-// MarkDone sets key once per ttl; first=false means it is set already.
-func (q *DeliverQueue) MarkDone(_ context.Context, name, key string, ttl time.Duration) (bool, error) {
-	if !tenant.Valid(name) {
-		return false, fmt.Errorf("mark deliver job done: invalid tenant %q", name)
+func comparePartitions(a, b partitionKey) int {
+	if a.count != b.count {
+		return a.count - b.count
 	}
-	if key == "" || ttl < time.Millisecond {
-		return false, fmt.Errorf("mark deliver job done in %s: need a key and a ttl ≥ 1ms, got %q, %v", name, key, ttl)
-	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	l := q.of(name)
-	now := q.clock()
-	if exp, ok := l.done[key]; ok && now.Before(exp) {
-		return false, nil
-	}
-	l.done[key] = now.Add(ttl)
-	return true, nil
+	return a.index - b.index
 }
 
-func (q *DeliverQueue) of(name string) *jobLists {
-	l, ok := q.tenants[name]
+// MarkDone sets each key once per ttl; first[i]=false means keys[i] is set already.
+func (q *DeliverQueue) MarkDone(_ context.Context, name string, ttl time.Duration, keys ...string) ([]bool, error) {
+	if !tenant.Valid(name) {
+		return nil, fmt.Errorf("mark deliver jobs done: invalid tenant %q", name)
+	}
+	if ttl < time.Millisecond || slices.Contains(keys, "") {
+		return nil, fmt.Errorf("mark deliver jobs done in %s: need keys and a ttl ≥ 1ms, got %q, %v", name, keys, ttl)
+	}
+	q.s.mu.Lock()
+	defer q.s.mu.Unlock()
+	l := q.s.of(name)
+	now := q.clock()
+	first := make([]bool, len(keys))
+	for i, key := range keys {
+		if exp, ok := l.done[key]; ok && now.Before(exp) {
+			continue
+		}
+		l.done[key] = now.Add(ttl)
+		first[i] = true
+	}
+	return first, nil
+}
+
+// of returns a tenant's lists; the caller holds s.mu.
+func (s *deliverState) of(name string) *jobLists {
+	l, ok := s.tenants[name]
 	if !ok {
-		l = &jobLists{done: map[string]time.Time{}}
-		q.tenants[name] = l
+		l = &jobLists{
+			queues: map[partitionKey][]string{}, processing: map[partitionKey][]string{},
+			counts: map[int]bool{}, done: map[string]time.Time{},
+		}
+		s.tenants[name] = l
 	}
 	return l
+}
+
+// wake releases every waiting Take; the caller holds s.mu.
+func (s *deliverState) wake() {
+	close(s.pushed)
+	s.pushed = make(chan struct{})
 }
 
 func validTakenJob(job delivery.Job) error {

@@ -4,11 +4,19 @@ import (
 	"testing"
 	"time"
 
+	"imd/ports"
 	"imd/ports/contract"
 )
 
 func TestDeliverQueueContract(t *testing.T) {
 	contract.DeliverQueue(t, func(*testing.T) contract.DeliverFixture {
-		return contract.DeliverFixture{Tenant: contractTenant, Queue: NewDeliverQueue(time.Now)}
+		q := NewDeliverQueue(time.Now)
+		return contract.DeliverFixture{Tenant: contractTenant, Queue: q, Split: func(t *testing.T, n int) ports.DeliverQueue {
+			split, err := q.WithPartitions(n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return split
+		}}
 	})
 }

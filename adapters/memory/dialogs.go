@@ -75,10 +75,12 @@ func (t *userLists) user(id int64) *lists {
 	return l
 }
 
-// Apply updates the preview and each batch once.
-func (s *DialogStore) Apply(_ context.Context, name string, u dialog.Update) ([]dialog.Applied, error) {
-	if u.Once == "" || u.OnceTTL < time.Millisecond {
-		return nil, fmt.Errorf("apply dialogs of conversation %d: need a marker and a ttl ≥ 1ms", u.ConversationID)
+// Apply updates the preview and each batch of each update once, one update after another.
+func (s *DialogStore) Apply(_ context.Context, name string, us ...dialog.Update) ([]dialog.Applied, error) {
+	for _, u := range us {
+		if u.Once == "" || u.OnceTTL < time.Millisecond {
+			return nil, fmt.Errorf("apply dialogs of conversation %d: need a marker and a ttl ≥ 1ms", u.ConversationID)
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -86,6 +88,15 @@ func (s *DialogStore) Apply(_ context.Context, name string, u dialog.Update) ([]
 	if err != nil {
 		return nil, err
 	}
+	var out []dialog.Applied
+	for _, u := range us {
+		out = append(out, s.applyOne(name, t, u)...)
+	}
+	return out, nil
+}
+
+// applyOne applies one update; the caller holds s.mu.
+func (s *DialogStore) applyOne(name string, t *userLists, u dialog.Update) []dialog.Applied {
 	if cur, ok := s.previews[name][u.ConversationID]; !ok || cur.Seq < u.Preview.Seq {
 		s.previews[name][u.ConversationID] = u.Preview
 	}
@@ -115,7 +126,7 @@ func (s *DialogStore) Apply(_ context.Context, name string, u dialog.Update) ([]
 		out = append(out, a)
 	}
 	t.markers[u.Once] = m
-	return out, nil
+	return out
 }
 
 // apply is one recipient's change for one message (see ports.DialogStore.Apply); keep re-scores
@@ -136,6 +147,16 @@ func (l *lists) apply(conv, score int64, keep, muted bool) {
 		l.unread[conv] = score
 		l.counts[conv]++
 	}
+}
+
+// AppliedSeq is the seq of the conversation's preview, 0 without one.
+func (s *DialogStore) AppliedSeq(_ context.Context, name string, conversationID int64) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := s.of(name); err != nil {
+		return 0, err
+	}
+	return s.previews[name][conversationID].Seq, nil
 }
 
 // MarkRead clears the count and moves the dialog to read with its score.

@@ -380,3 +380,25 @@ func (d *Directory) UserConversations(_ context.Context, tenant string, user int
 	slices.SortFunc(out, func(a, b social.Conversation) int { return cmp.Compare(a.ID, b.ID) })
 	return out[:min(len(out), limit)], nil
 }
+
+// TransferOwnership swaps the roles of the owner and the new owner and records the new owner.
+func (d *Directory) TransferOwnership(_ context.Context, tenant string, groupID, from, to int64) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	sg := d.graph(tenant)
+	g, conv, err := sg.groupConversation(groupID)
+	if err != nil {
+		return err
+	}
+	if g.Owner != from {
+		return fmt.Errorf("transfer group %d from %d: %w", groupID, from, social.ErrNotOwner)
+	}
+	if !sg.members[conv][to] {
+		return fmt.Errorf("member %d of group %d: %w", to, groupID, social.ErrNotFound)
+	}
+	g.Owner = to
+	sg.groups[groupID] = g
+	setNested(sg.extras.roles, conv, to, social.RoleOwner)
+	setNested(sg.extras.roles, conv, from, social.RoleAdmin)
+	return nil
+}

@@ -13,7 +13,6 @@ import (
 	"imd/core/route"
 	"imd/core/seq"
 	"imd/core/shard"
-	"imd/core/topic"
 	"imd/ports"
 )
 
@@ -32,7 +31,7 @@ func NewMessageStore(shards *ShardStore) *MessageStore { return &MessageStore{sh
 
 // Append stores the message and its dedup record and grows its route segment, all at once.
 func (s *MessageStore) Append(_ context.Context, tenant string, m message.Message, hash string) (ports.AppendResult, error) {
-	if err := validateAppend(m); err != nil {
+	if err := m.ValidateAppend(); err != nil {
 		return ports.AppendResult{}, err
 	}
 	m = cloneMessage(m)
@@ -84,20 +83,6 @@ func (s *MessageStore) Append(_ context.Context, tenant string, m message.Messag
 	}
 	d.grow(row)
 	return res, nil
-}
-
-func validateAppend(m message.Message) error {
-	switch {
-	case m.Topic == "" || len(m.Topic) > topic.MaxLen:
-		return fmt.Errorf("append: invalid topic %q", m.Topic)
-	case m.Seq <= 0 || m.MsgID <= 0:
-		return fmt.Errorf("append %s: seq %d and msg_id %d must be positive", m.Topic, m.Seq, m.MsgID)
-	case len(m.ClientMsgID) > message.MaxClientMsgIDLen:
-		return fmt.Errorf("append %s: client_msg_id longer than %d", m.Topic, message.MaxClientMsgIDLen)
-	case !m.Month.Valid():
-		return fmt.Errorf("append %s: %w: %d", m.Topic, month.ErrInvalid, int32(m.Month))
-	}
-	return nil
 }
 
 // tombstone closes the seq of a duplicate attempt: no content, no client_msg_id.

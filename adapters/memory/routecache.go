@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"imd/core/month"
 	"imd/core/route"
 	"imd/core/tenant"
 	"imd/ports"
@@ -49,7 +48,7 @@ func (c *RouteCache) Apply(_ context.Context, name string, updates []ports.Route
 		if _, err := validTenantTopic(name, u.Topic); err != nil {
 			return fmt.Errorf("apply route: %w", err)
 		}
-		if err := validRouteSegment(u.Segment); err != nil {
+		if err := u.Segment.Validate(); err != nil {
 			return fmt.Errorf("apply route of %s: %w", u.Topic, err)
 		}
 	}
@@ -70,16 +69,11 @@ func (c *RouteCache) Replace(_ context.Context, name, topicName string, r route.
 	if err != nil {
 		return fmt.Errorf("replace route: %w", err)
 	}
-	seen := make(map[month.Month]bool, len(r))
+	if err := r.Validate(); err != nil {
+		return fmt.Errorf("replace route of %s: %w", topicName, err)
+	}
 	segs := make([]route.Segment, 0, len(r))
 	for _, s := range r {
-		if err := validRouteSegment(s); err != nil {
-			return fmt.Errorf("replace route of %s: %w", topicName, err)
-		}
-		if seen[s.Month] {
-			return fmt.Errorf("replace route of %s: month %s appears twice", topicName, s.Month)
-		}
-		seen[s.Month] = true
 		segs = append(segs, truncateTimes(s))
 	}
 	c.mu.Lock()
@@ -89,19 +83,6 @@ func (c *RouteCache) Replace(_ context.Context, name, topicName string, r route.
 		return nil
 	}
 	c.routes[tk] = route.Normalize(segs)
-	return nil
-}
-
-// validRouteSegment rejects segments that would corrupt a route, like the Redis adapter.
-func validRouteSegment(s route.Segment) error {
-	switch {
-	case !s.Month.Valid():
-		return fmt.Errorf("%w: %d", month.ErrInvalid, s.Month)
-	case s.MinSeq < 1 || s.MaxSeq < s.MinSeq:
-		return fmt.Errorf("bad seq range [%d, %d] in %s", s.MinSeq, s.MaxSeq, s.Month)
-	case s.Count < 0:
-		return fmt.Errorf("negative count %d in %s", s.Count, s.Month)
-	}
 	return nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"imd/core/month"
 	"imd/core/route"
 	"imd/ports"
 )
@@ -21,16 +20,11 @@ func (c *RouteCache) ReplaceIfMissing(_ context.Context, name, topicName string,
 	if len(r) == 0 {
 		return false, nil
 	}
-	seen := make(map[month.Month]bool, len(r))
+	if err := r.Validate(); err != nil {
+		return false, fmt.Errorf("fill route of %s: %w", topicName, err)
+	}
 	segs := make([]route.Segment, 0, len(r))
 	for _, s := range r {
-		if err := validRouteSegment(s); err != nil {
-			return false, fmt.Errorf("fill route of %s: %w", topicName, err)
-		}
-		if seen[s.Month] {
-			return false, fmt.Errorf("fill route of %s: month %s appears twice", topicName, s.Month)
-		}
-		seen[s.Month] = true
 		segs = append(segs, truncateTimes(s))
 	}
 	c.mu.Lock()

@@ -25,3 +25,10 @@ func TestSummariesContract(t *testing.T) {
 		return NewSummaries(shards, dir), NewMessageStore(shards), shards, dir, "acme"
 	})
 }
+
+func TestDailySummariesContract(t *testing.T) {
+	contract.DailySummaries(t, func(*testing.T) (ports.Summaries, ports.DailyCounter, string) {
+		s := NewSummaries(NewShardStore(), NewDirectory())
+		return s, s, "acme"
+	})
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	"imd/adapters/mysql/sqlcdb"
@@ -56,9 +57,19 @@ type topicSeq struct {
 	seq   int64
 }
 
-// writer is the group-commit writer of one tenant and month. Batching is opportunistic: while a
-// transaction runs, new requests queue; the next transaction takes all of them (up to the
-// limits). A lone request is written at once, never held back to wait for company.
+// batchesInFlight is how many batch transactions one writer runs at once. With two, the next
+// batch reads and writes while the last one waits for its COMMIT, and the COMMIT of a batch
+// (the redo log flush) no longer holds up everything queued behind it. Batches that share a
+// topic take turns on its mirror row, which every batch locks in topic order, so they queue
+// rather than deadlock; a request that two batches carry at once (a client's retry racing
+// its first attempt) fails one of them, which then writes each of its requests alone, as
+// after any batch failure.
+const batchesInFlight = 2
+
+// writer is the group-commit writer of one tenant and month. Batching is opportunistic: while
+// transactions run, new requests queue; the next transaction takes all of them (up to the
+// limits) as soon as one of the batchesInFlight slots is free. A lone request is written at
+// once, never held back to wait for company.
 type writer struct {
 	opts  MessageStoreOptions
 	stats *writerStats
@@ -67,7 +78,12 @@ type writer struct {
 	reqs  chan *appendReq // closed by MessageStore.Close
 }
 
+// run collects and commits batches until reqs is closed and drained, then waits for the
+// batches still committing.
 func (w *writer) run() {
+	slots := make(chan struct{}, batchesInFlight)
+	var committing sync.WaitGroup
+	defer committing.Wait()
 	var pending []*appendReq // requests left out of the last batch
 	open := true
 	for open || len(pending) > 0 {
@@ -78,11 +94,18 @@ func (w *writer) run() {
 			}
 			pending = append(pending, r)
 		}
+		// The slot first: what queues while every slot is busy joins this batch.
+		slots <- struct{}{}
 		var batch []*appendReq
 		batch, pending, open = w.collect(pending, open)
-		if len(batch) > 0 {
-			w.commit(batch)
+		if len(batch) == 0 {
+			<-slots
+			continue
 		}
+		committing.Go(func() {
+			defer func() { <-slots }()
+			w.commit(batch)
+		})
 	}
 }
 

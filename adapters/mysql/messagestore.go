@@ -15,7 +15,6 @@ import (
 	"imd/core/message"
 	"imd/core/month"
 	"imd/core/route"
-	"imd/core/topic"
 	"imd/ports"
 )
 
@@ -106,7 +105,7 @@ func NewMessageStore(c *Cluster, opts MessageStoreOptions) *MessageStore {
 // transaction that carries it (DESIGN §4 step 5). If ctx ends first the message may still
 // commit; a retry then finds it (AlreadyStored).
 func (s *MessageStore) Append(ctx context.Context, tenant string, m message.Message, hash string) (ports.AppendResult, error) {
-	if err := validateAppend(m); err != nil {
+	if err := m.ValidateAppend(); err != nil {
 		return ports.AppendResult{}, err
 	}
 	t, err := s.cluster.tenant(tenant)
@@ -127,20 +126,6 @@ func (s *MessageStore) Append(ctx context.Context, tenant string, m message.Mess
 	case <-ctx.Done():
 		return ports.AppendResult{}, ctx.Err()
 	}
-}
-
-func validateAppend(m message.Message) error {
-	switch {
-	case m.Topic == "" || len(m.Topic) > topic.MaxLen:
-		return fmt.Errorf("append: invalid topic %q", m.Topic)
-	case m.Seq <= 0 || m.MsgID <= 0:
-		return fmt.Errorf("append %s: seq %d and msg_id %d must be positive", m.Topic, m.Seq, m.MsgID)
-	case len(m.ClientMsgID) > message.MaxClientMsgIDLen:
-		return fmt.Errorf("append %s: client_msg_id longer than %d", m.Topic, message.MaxClientMsgIDLen)
-	case !m.Month.Valid():
-		return fmt.Errorf("append %s: %w: %d", m.Topic, month.ErrInvalid, int32(m.Month))
-	}
-	return nil
 }
 
 // normalize gives times the precision and zone of DATETIME(3) columns, so the caller's copy

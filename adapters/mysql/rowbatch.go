@@ -35,8 +35,13 @@ type rowBatch struct {
 
 // add records what call sends for one row, without sending it.
 func (b *rowBatch) add(call func(*sqlcdb.Queries) error) error {
+	return b.addWith(func(rec *recorder) error { return call(sqlcdb.New(rec)) })
+}
+
+// addWith is add for any generated package: call runs one of its methods against rec.
+func (b *rowBatch) addWith(call func(rec *recorder) error) error {
 	var rec recorder
-	if err := call(sqlcdb.New(&rec)); err != nil && !errors.Is(err, errRecorded) {
+	if err := call(&rec); err != nil && !errors.Is(err, errRecorded) {
 		return err
 	}
 	if b.rows > 0 && rec.query != b.query {

@@ -465,3 +465,39 @@ func (d *Directory) UserConversations(ctx context.Context, tenant string, user i
 	}
 	return out, nil
 }
+
+// TransferOwnership locks the group row, checks the owner, then swaps the two roles and the
+// owner column in the same transaction, so a group never has two owners or none.
+func (d *Directory) TransferOwnership(ctx context.Context, tenant string, groupID, from, to int64) error {
+	t, err := d.cluster.tenant(tenant)
+	if err != nil {
+		return err
+	}
+	err = inTx(ctx, t.db, func(q *sqlcdb.Queries) error {
+		g, err := q.LockGroupOwner(ctx, groupID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return social.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if g.OwnerID != from {
+			return social.ErrNotOwner
+		}
+		n, err := q.SetMemberRole(ctx, sqlcdb.SetMemberRoleParams{Role: string(social.RoleOwner), ConversationID: g.ConversationID, UserID: to})
+		if err != nil {
+			return err
+		}
+		if n == 0 { // the owner's role never equals the new one, so no row means no member
+			return social.ErrNotFound
+		}
+		if _, err := q.SetMemberRole(ctx, sqlcdb.SetMemberRoleParams{Role: string(social.RoleAdmin), ConversationID: g.ConversationID, UserID: from}); err != nil {
+			return err
+		}
+		return q.SetGroupOwner(ctx, sqlcdb.SetGroupOwnerParams{OwnerID: to, UpdatedAt: d.now(), GroupID: groupID})
+	})
+	if err != nil {
+		return fmt.Errorf("transfer group %d from %d to %d: %w", groupID, from, to, err)
+	}
+	return nil
+}

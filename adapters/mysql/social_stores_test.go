@@ -26,6 +26,14 @@ func TestSummariesContract(t *testing.T) {
 	})
 }
 
+func TestDailySummariesContract(t *testing.T) {
+	contract.DailySummaries(t, func(t *testing.T) (ports.Summaries, ports.DailyCounter, string) {
+		c, tenant := newTestCluster(t)
+		s := NewSummaries(c)
+		return s, s, tenant
+	})
+}
+
 func TestTenantStoreContract(t *testing.T) {
 	contract.TenantStore(t, func(t *testing.T) ports.TenantStore {
 		dsn := testDSN(t)

@@ -59,6 +59,12 @@ func catalog() []spec {
 		{name: "group_message_compensation_backlog", kind: gauge, help: "Late writes into sealed months waiting on the compensation list.", labels: []string{"tenant"}},
 		{name: "group_message_hot_cache_write_failed_total", kind: counter, help: "Committed messages the Redis hot cache failed to take (readers fall back to MySQL)."},
 
+		// Legacy single-table migration (seed 000 §9).
+		{name: "migration_rows_total", kind: counter, help: "Legacy rows handled by the migration's copy batches, by outcome (copied|skipped|failed).", labels: []string{"status"}},
+		{name: "migration_batch_latency", kind: histogram, help: "Seconds per migration copy batch transaction.", buckets: latencyBuckets},
+		{name: "migration_state", kind: gauge, help: "1 for the tenant's migration phase (none|copying|paused|verifying|verified|failed|finished), 0 for the others.", labels: []string{"tenant", "phase"}},
+		{name: "migration_verify_mismatches_total", kind: counter, help: "Seq ranges in which verification found the legacy table and the month tables differing."},
+
 		// Delivery and sync (seed 003 §17).
 		{name: "deliver_idempotent_skip_total", kind: counter, help: "Deliver jobs skipped because they already acted."},
 		{name: "deliver_job_latency", kind: histogram, help: "Seconds to process one deliver job.", buckets: latencyBuckets},
@@ -88,5 +94,12 @@ func catalog() []spec {
 		{name: "tcp_tls_handshake_failures_total", kind: counter, help: "Native TLS handshakes that failed or timed out."},
 		{name: "tcp_rate_limited_total", kind: counter, help: "Requests refused with 42901, by scope (device|ip) and budget.", labels: []string{"scope", "budget"}},
 		{name: "eventloop_react_seconds", kind: histogram, help: "Seconds an event-loop callback ran.", buckets: eventLoopBuckets},
+
+		// Archive, references and long-term search (seed 000 §6.6, §10).
+		{name: "group_message_archive_ops_total", kind: counter, help: "Month operations, by op (archive|drop|restore|purge) and outcome (ok|failed).", labels: []string{"op", "status"}},
+		{name: "group_message_archive_read_total", kind: counter, help: "Reads served from archived months, by op (get|page|search).", labels: []string{"op"}},
+		{name: "group_message_archive_chunk_cache_total", kind: counter, help: "Archive chunk lookups, by result (hit|miss).", labels: []string{"result"}},
+		{name: "group_file_index_total", kind: counter, help: "Group file index updates after COMMIT, by outcome (ok|failed).", labels: []string{"status"}},
+		{name: "message_search_index_total", kind: counter, help: "Search index updates after COMMIT, by outcome (indexed|removed|failed|dropped).", labels: []string{"status"}},
 	}
 }

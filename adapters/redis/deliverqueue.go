@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -18,59 +19,85 @@ import (
 // blocks Redis for long.
 const requeueBatch = 1000
 
-// DeliverQueue is ports.DeliverQueue on the list trio deliver:queue / deliver:processing /
-// deliver:dead of each tenant (seed 003 §12). Jobs are stored as JSON; the exact string a
-// worker took is its receipt, so Ack and Retry remove exactly that entry.
+// MaxDeliverPartitions bounds the partitions of a queue: each costs a consumer per node and a
+// blocking connection.
+const MaxDeliverPartitions = 1024
+
+// DeliverQueue is ports.DeliverQueue on the lists deliver:queue / deliver:processing of each
+// partition and deliver:dead of each tenant (seed 003 §12). Jobs are stored as JSON; the exact
+// string a worker took is its receipt, so Ack and Retry remove exactly that entry.
 type DeliverQueue struct {
-	c rueidis.Client
+	c          rueidis.Client
+	partitions int
 }
 
 var _ ports.DeliverQueue = (*DeliverQueue)(nil)
 
-// NewDeliverQueue returns the queue on c.
-func NewDeliverQueue(c rueidis.Client) *DeliverQueue { return &DeliverQueue{c: c} }
+// NewDeliverQueue returns the queue on c with one partition.
+func NewDeliverQueue(c rueidis.Client) *DeliverQueue { return &DeliverQueue{c: c, partitions: 1} }
 
-// Push appends the job to its tenant's queue.
+// WithPartitions returns the queue split into n partitions (1 ≤ n ≤ MaxDeliverPartitions).
+// Every node of a deployment must use the same n: jobs are pushed by it and taken by it. A
+// changed n is safe across a restart, because RequeueStale moves the jobs of the old split.
+func (q *DeliverQueue) WithPartitions(n int) (*DeliverQueue, error) {
+	if n < 1 || n > MaxDeliverPartitions {
+		return nil, fmt.Errorf("deliver queue: %d partitions, want 1 to %d", n, MaxDeliverPartitions)
+	}
+	return &DeliverQueue{c: q.c, partitions: n}, nil
+}
+
+// Partitions is the number of partitions of every tenant's queue.
+func (q *DeliverQueue) Partitions() int { return q.partitions }
+
+// Push stamps the job with the node's time and appends it to its topic's partition.
 func (q *DeliverQueue) Push(ctx context.Context, job delivery.Job) error {
 	k, err := KeysOf(job.Tenant)
 	if err != nil {
 		return fmt.Errorf("push deliver job: %w", err)
 	}
+	job.QueuedAt = time.Now().UnixMilli()
 	raw, err := json.Marshal(job)
 	if err != nil {
 		return fmt.Errorf("encode deliver job %d: %w", job.MsgID, err)
 	}
-	if err := q.c.Do(ctx, q.c.B().Rpush().Key(k.DeliverQueue()).Element(string(raw)).Build()).Error(); err != nil {
+	key := k.DeliverQueueOf(delivery.PartitionOf(job.Topic, q.partitions), q.partitions)
+	if err := q.c.Do(ctx, q.c.B().Rpush().Key(key).Element(string(raw)).Build()).Error(); err != nil {
 		return fmt.Errorf("push deliver job %d in %s: %w", job.MsgID, job.Tenant, err)
 	}
 	return nil
 }
 
-// Take moves the oldest job to processing, waiting up to timeout (BLMOVE; rueidis runs
-// blocking commands on its own connection pool, so the pipelined connections never stall).
-// timeout ≤ 0 does not wait. A job that is not valid JSON is moved to the dead-letter list,
-// since no retry can ever decode it.
-func (q *DeliverQueue) Take(ctx context.Context, tenant string, timeout time.Duration) (delivery.Job, bool, error) {
+// Take moves the oldest job of a partition to its processing list, waiting up to timeout
+// (BLMOVE; rueidis runs blocking commands on its own connection pool, so the pipelined
+// connections never stall). timeout ≤ 0 does not wait. A job that is not valid JSON is moved to
+// the dead-letter list, since no retry can ever decode it.
+func (q *DeliverQueue) Take(ctx context.Context, tenant string, partition int, timeout time.Duration) (delivery.Job, bool, error) {
 	k, err := KeysOf(tenant)
 	if err != nil {
 		return delivery.Job{}, false, fmt.Errorf("take deliver job: %w", err)
 	}
+	if partition < 0 || partition >= q.partitions {
+		return delivery.Job{}, false, fmt.Errorf("take deliver job in %s: partition %d of %d", tenant, partition, q.partitions)
+	}
+	queue, processing := k.DeliverQueueOf(partition, q.partitions), k.DeliverProcessingOf(partition, q.partitions)
 	var cmd rueidis.Completed
 	if timeout > 0 {
-		cmd = q.c.B().Blmove().Source(k.DeliverQueue()).Destination(k.DeliverProcessing()).Left().Right().Timeout(timeout.Seconds()).Build()
+		// BLMOVE's timeout is in seconds; one that rounds to 0 would block for ever.
+		wait := max(timeout, time.Millisecond).Seconds()
+		cmd = q.c.B().Blmove().Source(queue).Destination(processing).Left().Right().Timeout(wait).Build()
 	} else {
-		cmd = q.c.B().Lmove().Source(k.DeliverQueue()).Destination(k.DeliverProcessing()).Left().Right().Build()
+		cmd = q.c.B().Lmove().Source(queue).Destination(processing).Left().Right().Build()
 	}
 	raw, err := q.c.Do(ctx, cmd).ToString()
 	if rueidis.IsRedisNil(err) {
 		return delivery.Job{}, false, nil
 	}
 	if err != nil {
-		return delivery.Job{}, false, fmt.Errorf("take deliver job in %s: %w", tenant, err)
+		return delivery.Job{}, false, fmt.Errorf("take deliver job in %s partition %d: %w", tenant, partition, err)
 	}
 	var job delivery.Job
 	if err := json.Unmarshal([]byte(raw), &job); err != nil {
-		if _, buryErr := q.move(ctx, k.DeliverProcessing(), k.DeliverDead(), raw, raw); buryErr != nil {
+		if _, buryErr := q.move(ctx, processing, k.DeliverDead(), raw, raw); buryErr != nil {
 			return delivery.Job{}, false, fmt.Errorf("undecodable deliver job in %s left in processing: %w", tenant, errors.Join(err, buryErr))
 		}
 		return delivery.Job{}, false, fmt.Errorf("undecodable deliver job in %s moved to dead letters: %w", tenant, err)
@@ -79,14 +106,21 @@ func (q *DeliverQueue) Take(ctx context.Context, tenant string, timeout time.Dur
 	return job, true, nil
 }
 
-// Ack removes a taken job from processing. Acking twice is harmless.
-func (q *DeliverQueue) Ack(ctx context.Context, job delivery.Job) error {
-	k, err := takenKeys(job)
-	if err != nil {
-		return fmt.Errorf("ack deliver job: %w", err)
+// Ack removes taken jobs from processing, in one round trip. Acking twice is harmless.
+func (q *DeliverQueue) Ack(ctx context.Context, jobs ...delivery.Job) error {
+	cmds := make(rueidis.Commands, len(jobs))
+	for i, job := range jobs {
+		k, err := takenKeys(job)
+		if err != nil {
+			return fmt.Errorf("ack deliver job: %w", err)
+		}
+		processing := k.DeliverProcessingOf(delivery.PartitionOf(job.Topic, q.partitions), q.partitions)
+		cmds[i] = q.c.B().Lrem().Key(processing).Count(1).Element(job.Receipt).Build()
 	}
-	if err := q.c.Do(ctx, q.c.B().Lrem().Key(k.DeliverProcessing()).Count(1).Element(job.Receipt).Build()).Error(); err != nil {
-		return fmt.Errorf("ack deliver job %d in %s: %w", job.MsgID, job.Tenant, err)
+	for i, r := range q.c.DoMulti(ctx, cmds...) {
+		if err := r.Error(); err != nil {
+			return fmt.Errorf("ack deliver job %d in %s: %w", jobs[i].MsgID, jobs[i].Tenant, err)
+		}
 	}
 	return nil
 }
@@ -102,7 +136,7 @@ redis.call('RPUSH', KEYS[2], ARGV[2])
 return 1
 `)
 
-// Retry puts a taken job back at the queue's tail with Attempts+1, or on the dead-letter list
+// Retry puts a taken job back at its partition's tail with Attempts+1, or on the dead-letter list
 // once it has failed maxAttempts times. A job no longer in processing (requeued after a
 // restart) is left where it is: dead=false, nothing pushed.
 func (q *DeliverQueue) Retry(ctx context.Context, job delivery.Job, maxAttempts int) (bool, error) {
@@ -117,11 +151,12 @@ func (q *DeliverQueue) Retry(ctx context.Context, job delivery.Job, maxAttempts 
 		return false, fmt.Errorf("encode deliver job %d: %w", job.MsgID, err)
 	}
 	dead := next.Attempts >= maxAttempts
-	target := k.DeliverQueue()
+	p := delivery.PartitionOf(job.Topic, q.partitions)
+	target := k.DeliverQueueOf(p, q.partitions)
 	if dead {
 		target = k.DeliverDead()
 	}
-	moved, err := q.move(ctx, k.DeliverProcessing(), target, job.Receipt, string(raw))
+	moved, err := q.move(ctx, k.DeliverProcessingOf(p, q.partitions), target, job.Receipt, string(raw))
 	if err != nil {
 		return false, fmt.Errorf("retry deliver job %d in %s: %w", job.MsgID, job.Tenant, err)
 	}
@@ -131,6 +166,69 @@ func (q *DeliverQueue) Retry(ctx context.Context, job delivery.Job, maxAttempts 
 func (q *DeliverQueue) move(ctx context.Context, from, to, old, next string) (bool, error) {
 	n, err := moveScript.Exec(ctx, q.c, []string{from, to}, []string{old, next}).AsInt64()
 	return n == 1, err
+}
+
+// RequeueStale moves what every partition's processing list holds back to the head of its
+// partition, then the jobs of every other partition count still listed (the configuration
+// changed, or the lists predate the split) into the partitions of the current count, and
+// returns how many jobs moved. The current count is recorded first, so a crash half-way leaves
+// every list that may hold jobs listed for the next boot.
+func (q *DeliverQueue) RequeueStale(ctx context.Context, tenant string) (int, error) {
+	k, err := KeysOf(tenant)
+	if err != nil {
+		return 0, fmt.Errorf("requeue stale deliver jobs: %w", err)
+	}
+	if err := q.c.Do(ctx, q.c.B().Sadd().Key(k.DeliverPartitions()).Member(strconv.Itoa(q.partitions)).Build()).Error(); err != nil {
+		return 0, fmt.Errorf("record deliver partitions of %s: %w", tenant, err)
+	}
+	counts, err := q.counts(ctx, k)
+	if err != nil {
+		return 0, fmt.Errorf("requeue stale deliver jobs in %s: %w", tenant, err)
+	}
+	total := 0
+	for _, n := range counts {
+		for i := range n {
+			moved, err := q.requeue(ctx, k.DeliverProcessingOf(i, n), k.DeliverQueueOf(i, n))
+			total += moved
+			if err != nil {
+				return total, fmt.Errorf("requeue stale deliver jobs in %s: %w", tenant, err)
+			}
+		}
+		if n == q.partitions {
+			continue
+		}
+		for i := range n {
+			moved, err := q.repartition(ctx, k, k.DeliverQueueOf(i, n))
+			total += moved
+			if err != nil {
+				return total, fmt.Errorf("move deliver jobs of %d partitions in %s: %w", n, tenant, err)
+			}
+		}
+		if err := q.c.Do(ctx, q.c.B().Srem().Key(k.DeliverPartitions()).Member(strconv.Itoa(n)).Build()).Error(); err != nil {
+			return total, fmt.Errorf("forget %d deliver partitions of %s: %w", n, tenant, err)
+		}
+	}
+	return total, nil
+}
+
+// counts lists the partition counts whose lists may hold jobs, ascending: the recorded ones,
+// the current one, and 1, whose lists are those of the versions before the split, which
+// recorded nothing.
+func (q *DeliverQueue) counts(ctx context.Context, k Keys) ([]int, error) {
+	members, err := q.c.Do(ctx, q.c.B().Smembers().Key(k.DeliverPartitions()).Build()).AsStrSlice()
+	if err != nil {
+		return nil, fmt.Errorf("read deliver partitions: %w", err)
+	}
+	counts := []int{1, q.partitions}
+	for _, m := range members {
+		n, err := strconv.Atoi(m)
+		if err != nil || n < 1 || n > MaxDeliverPartitions {
+			return nil, fmt.Errorf("deliver partitions: bad count %q", m)
+		}
+		counts = append(counts, n)
+	}
+	slices.Sort(counts)
+	return slices.Compact(counts), nil
 }
 
 // requeueScript moves up to ARGV[1] jobs from processing's tail to the queue's head, which
@@ -143,18 +241,12 @@ end
 return n
 `)
 
-// RequeueStale moves everything left in processing back to the head of the queue (boot after
-// a crash) and returns how many jobs moved.
-func (q *DeliverQueue) RequeueStale(ctx context.Context, tenant string) (int, error) {
-	k, err := KeysOf(tenant)
-	if err != nil {
-		return 0, fmt.Errorf("requeue stale deliver jobs: %w", err)
-	}
+func (q *DeliverQueue) requeue(ctx context.Context, processing, queue string) (int, error) {
 	total := 0
 	for {
-		n, err := requeueScript.Exec(ctx, q.c, []string{k.DeliverProcessing(), k.DeliverQueue()}, []string{strconv.Itoa(requeueBatch)}).AsInt64()
+		n, err := requeueScript.Exec(ctx, q.c, []string{processing, queue}, []string{strconv.Itoa(requeueBatch)}).AsInt64()
 		if err != nil {
-			return total, fmt.Errorf("requeue stale deliver jobs in %s: %w", tenant, err)
+			return total, err
 		}
 		total += int(n)
 		if n < requeueBatch {
@@ -163,23 +255,84 @@ func (q *DeliverQueue) RequeueStale(ctx context.Context, tenant string) (int, er
 	}
 }
 
-// MarkDone sets deliver:done:{key} if absent (SET NX PX); first=false means it was set before.
-func (q *DeliverQueue) MarkDone(ctx context.Context, tenant, key string, ttl time.Duration) (bool, error) {
+// repartitionScript moves jobs from the head of KEYS[1] to their partitions, in order: ARGV
+// holds pairs of a job and its target, an index into KEYS (2 is the dead-letter list). It stops
+// at the first job that is no longer at the head (the list changed since it was read) and
+// returns how many it moved. KEYS: source, dead letters, then every partition of the current
+// count.
+var repartitionScript = rueidis.NewLuaScript(`
+local moved = 0
+for i = 1, #ARGV, 2 do
+  if redis.call('LINDEX', KEYS[1], 0) ~= ARGV[i] then return moved end
+  redis.call('LPOP', KEYS[1])
+  redis.call('RPUSH', KEYS[tonumber(ARGV[i + 1])], ARGV[i])
+  moved = moved + 1
+end
+return moved
+`)
+
+// repartition empties list into the partitions of the current count, keeping the order of the
+// jobs of each topic: they all sit in one old list, and go one by one to one new list's tail.
+func (q *DeliverQueue) repartition(ctx context.Context, k Keys, list string) (int, error) {
+	keys := []string{list, k.DeliverDead()}
+	for i := range q.partitions {
+		keys = append(keys, k.DeliverQueueOf(i, q.partitions))
+	}
+	total := 0
+	for {
+		raws, err := q.c.Do(ctx, q.c.B().Lrange().Key(list).Start(0).Stop(requeueBatch-1).Build()).AsStrSlice()
+		if err != nil {
+			return total, err
+		}
+		if len(raws) == 0 {
+			return total, nil
+		}
+		args := make([]string, 0, 2*len(raws))
+		for _, raw := range raws {
+			target := 2 // undecodable: no retry can ever decode it
+			var job delivery.Job
+			if json.Unmarshal([]byte(raw), &job) == nil {
+				target = 3 + delivery.PartitionOf(job.Topic, q.partitions)
+			}
+			args = append(args, raw, strconv.Itoa(target))
+		}
+		n, err := repartitionScript.Exec(ctx, q.c, keys, args).AsInt64()
+		if err != nil {
+			return total, err
+		}
+		total += int(n)
+	}
+}
+
+// MarkDone sets deliver:done:{key} of each key if absent (SET NX PX), all in one round trip;
+// first[i]=false means keys[i] was set before.
+func (q *DeliverQueue) MarkDone(ctx context.Context, tenant string, ttl time.Duration, keys ...string) ([]bool, error) {
 	k, err := KeysOf(tenant)
 	if err != nil {
-		return false, fmt.Errorf("mark deliver job done: %w", err)
+		return nil, fmt.Errorf("mark deliver jobs done: %w", err)
 	}
-	if key == "" || ttl < time.Millisecond {
-		return false, fmt.Errorf("mark deliver job done in %s: need a key and a ttl ≥ 1ms, got %q, %v", tenant, key, ttl)
+	if ttl < time.Millisecond {
+		return nil, fmt.Errorf("mark deliver jobs done in %s: need a ttl ≥ 1ms, got %v", tenant, ttl)
 	}
-	err = q.c.Do(ctx, q.c.B().Set().Key(k.DeliverDone(key)).Value("1").Nx().Px(ttl).Build()).Error()
-	if rueidis.IsRedisNil(err) {
-		return false, nil
+	cmds := make(rueidis.Commands, len(keys))
+	for i, key := range keys {
+		if key == "" {
+			return nil, fmt.Errorf("mark deliver jobs done in %s: empty key", tenant)
+		}
+		cmds[i] = q.c.B().Set().Key(k.DeliverDone(key)).Value("1").Nx().Px(ttl).Build()
 	}
-	if err != nil {
-		return false, fmt.Errorf("mark deliver job %s done in %s: %w", key, tenant, err)
+	first := make([]bool, len(keys))
+	for i, r := range q.c.DoMulti(ctx, cmds...) {
+		err := r.Error()
+		switch {
+		case rueidis.IsRedisNil(err):
+		case err != nil:
+			return nil, fmt.Errorf("mark deliver job %s done in %s: %w", keys[i], tenant, err)
+		default:
+			first[i] = true
+		}
 	}
-	return true, nil
+	return first, nil
 }
 
 // takenKeys checks a job came from Take before its receipt is used.

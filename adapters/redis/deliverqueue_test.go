@@ -19,7 +19,7 @@ func TestDeliverUndecodableJobGoesToDeadLetters(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := NewDeliverQueue(c)
-	if _, ok, err := q.Take(t.Context(), tenant, time.Second); err == nil || ok {
+	if _, ok, err := q.Take(t.Context(), tenant, 0, time.Second); err == nil || ok {
 		t.Fatalf("Take of garbage = %v, %v; want an error", ok, err)
 	}
 	if got := lrange(t, c, k.DeliverDead()); len(got) != 1 || got[0] != "{not json" {
@@ -38,7 +38,7 @@ func TestDeliverDeadLetterKeepsTheJob(t *testing.T) {
 	if err := q.Push(t.Context(), delivery.Job{Tenant: tenant, Kind: delivery.KindRead, MsgID: 5, Topic: "grp_1"}); err != nil {
 		t.Fatal(err)
 	}
-	job, ok, err := q.Take(t.Context(), tenant, time.Second)
+	job, ok, err := q.Take(t.Context(), tenant, 0, time.Second)
 	if err != nil || !ok {
 		t.Fatalf("Take = %v, %v", ok, err)
 	}
@@ -91,17 +91,17 @@ func TestDeliverMarkDoneExpires(t *testing.T) {
 	tenant := testTenant(t, c)
 	k, _ := KeysOf(tenant)
 	q := NewDeliverQueue(c)
-	if first, err := q.MarkDone(t.Context(), tenant, "m1", time.Hour); err != nil || !first {
+	if first, err := q.MarkDone(t.Context(), tenant, time.Hour, "m1"); err != nil || !first[0] {
 		t.Fatalf("MarkDone = %v, %v", first, err)
 	}
 	if got := pttl(t, c, k.DeliverDone("m1")); got < 59*time.Minute || got > time.Hour {
 		t.Fatalf("PTTL = %v; want about an hour", got)
 	}
-	if first, err := q.MarkDone(t.Context(), tenant, "m2", 20*time.Millisecond); err != nil || !first {
+	if first, err := q.MarkDone(t.Context(), tenant, 20*time.Millisecond, "m2"); err != nil || !first[0] {
 		t.Fatalf("MarkDone = %v, %v", first, err)
 	}
 	time.Sleep(50 * time.Millisecond)
-	if first, err := q.MarkDone(t.Context(), tenant, "m2", time.Minute); err != nil || !first {
+	if first, err := q.MarkDone(t.Context(), tenant, time.Minute, "m2"); err != nil || !first[0] {
 		t.Fatalf("MarkDone after expiry = %v, %v; want first again", first, err)
 	}
 }
@@ -112,7 +112,7 @@ func TestDeliverTakeHonoursCancel(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	if _, ok, err := NewDeliverQueue(c).Take(ctx, tenant, 10*time.Second); err == nil || ok {
+	if _, ok, err := NewDeliverQueue(c).Take(ctx, tenant, 0, 10*time.Second); err == nil || ok {
 		t.Fatalf("Take = %v, %v; want the context error", ok, err)
 	}
 	if waited := time.Since(start); waited > 2*time.Second {

@@ -28,19 +28,34 @@ var _ ports.DialogStore = (*DialogStore)(nil)
 // NewDialogStore returns the list store on c.
 func NewDialogStore(c rueidis.Client) *DialogStore { return &DialogStore{c: c} }
 
-// applyBatchScript applies one message to one batch of recipients, once: the batch marker and
-// the list changes commit together, so a crash can never leave a count without its marker.
-// A dialog keeps the higher of its old and new score, so a late older message never moves it
-// back. It returns {first (0/1), muted users}; muted users are reported even on a repeat. The
-// common case, a dialog already in unread, costs four calls; a big group runs this for every
-// member, so every call counts.
-// KEYS: marker, then unread, read, unreadcnt, muted per user.
-// ARGV: batch index, marker ttl ms, conversation, score, sender, silent (0/1), then one user
-// id per user.
+// applyBatchScript applies messages of one conversation to one batch of recipients, each
+// message once: a message's batch marker and the list changes commit together, so a crash can
+// never leave a count without its marker. The messages act together, as they would one after
+// another: a user's count grows by the new ones not sent by the user and not silent; with none
+// of those the dialog is only re-scored where it is. A dialog keeps the higher of its old and
+// new score, so a late older message never moves it back. It returns {first (0/1) per message,
+// muted users}; muted users are reported even on a repeat. The common case, a dialog already
+// in unread, costs four calls per user whatever the number of messages; a big group runs this
+// for every member, so every call counts.
+// KEYS: a marker per message, then unread, read, unreadcnt, muted per user.
+// ARGV: batch index, marker ttl ms, conversation, message count m, then score, sender and
+// silent (0/1) per message, then one user id per user.
 var applyBatchScript = rueidis.NewLuaScript(`
-local first = redis.call('HSETNX', KEYS[1], ARGV[1], '1') == 1
-if first then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-local conv, score, sender, silent = ARGV[3], ARGV[4], ARGV[5], ARGV[6] == '1'
+local idx, ttl, conv, m = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+local firsts, score, counted, own = {}, nil, 0, {}
+for j = 1, m do
+  local first = redis.call('HSETNX', KEYS[j], idx, '1') == 1
+  firsts[j] = first and 1 or 0
+  if first then
+    redis.call('PEXPIRE', KEYS[j], ttl)
+    local s, sender, silent = ARGV[2 + 3 * j], ARGV[3 + 3 * j], ARGV[4 + 3 * j] == '1'
+    if not score or tonumber(s) > tonumber(score) then score = s end
+    if not silent then
+      counted = counted + 1
+      own[sender] = (own[sender] or 0) + 1
+    end
+  end
+end
 
 -- moved takes the dialog out of from, returning the score it should keep there or elsewhere.
 local function moved(from)
@@ -51,13 +66,15 @@ local function moved(from)
   return score
 end
 local muted = {}
-for i = 0, (#KEYS - 1) / 4 - 1 do
-  local unread, read, cnt, mset = KEYS[2 + 4 * i], KEYS[3 + 4 * i], KEYS[4 + 4 * i], KEYS[5 + 4 * i]
-  local user = ARGV[7 + i]
+local users = 4 + 3 * m
+for i = 0, (#KEYS - m) / 4 - 1 do
+  local unread, read, cnt, mset = KEYS[m + 1 + 4 * i], KEYS[m + 2 + 4 * i], KEYS[m + 3 + 4 * i], KEYS[m + 4 + 4 * i]
+  local user = ARGV[users + 1 + i]
   local is_muted = redis.call('SISMEMBER', mset, conv) == 1
   if is_muted then muted[#muted + 1] = user end
-  if first then
-    if user == sender or silent then
+  if score then
+    local n = counted - (own[user] or 0)
+    if n == 0 then
       if redis.call('ZSCORE', unread, conv) then
         redis.call('ZADD', unread, 'GT', score, conv)
       else
@@ -67,11 +84,11 @@ for i = 0, (#KEYS - 1) / 4 - 1 do
       redis.call('ZADD', read, 'GT', moved(unread), conv)
     else
       redis.call('ZADD', unread, 'GT', moved(read), conv)
-      redis.call('HINCRBY', cnt, conv, 1)
+      redis.call('HINCRBY', cnt, conv, n)
     end
   end
 end
-return {first and 1 or 0, muted}
+return {firsts, muted}
 `)
 
 // previewScript sets a conversation's preview unless the stored one is of the same or a later
@@ -86,76 +103,140 @@ redis.call('SET', KEYS[1], ARGV[2])
 return 1
 `)
 
-// Apply updates the preview and every batch, pipelined: one round trip for the batches.
-func (s *DialogStore) Apply(ctx context.Context, tenant string, u dialog.Update) ([]dialog.Applied, error) {
+// Apply updates the previews and every batch of the updates in two pipelined round trips: one
+// for the previews, one for the batches. Consecutive updates of one conversation with the same
+// recipient batches run together, one script per batch, which is what makes a backlog of a
+// big group cheap to catch up on.
+func (s *DialogStore) Apply(ctx context.Context, tenant string, us ...dialog.Update) ([]dialog.Applied, error) {
 	k, err := KeysOf(tenant)
 	if err != nil {
 		return nil, fmt.Errorf("apply dialogs: %w", err)
 	}
-	if u.Once == "" || u.OnceTTL < time.Millisecond {
-		return nil, fmt.Errorf("apply dialogs of conversation %d: need a marker and a ttl ≥ 1ms", u.ConversationID)
+	for _, u := range us {
+		if u.Once == "" || u.OnceTTL < time.Millisecond {
+			return nil, fmt.Errorf("apply dialogs of conversation %d: need a marker and a ttl ≥ 1ms", u.ConversationID)
+		}
 	}
-	preview, err := json.Marshal(u.Preview)
-	if err != nil {
-		return nil, fmt.Errorf("encode preview of conversation %d: %w", u.ConversationID, err)
+	runs := dialog.Runs(us)
+	previews := make([]rueidis.LuaExec, len(runs))
+	for i, run := range runs {
+		newest := run[0]
+		for _, u := range run[1:] {
+			if u.Preview.Seq > newest.Preview.Seq {
+				newest = u
+			}
+		}
+		preview, err := json.Marshal(newest.Preview)
+		if err != nil {
+			return nil, fmt.Errorf("encode preview of conversation %d: %w", newest.ConversationID, err)
+		}
+		previews[i] = rueidis.LuaExec{Keys: []string{k.DialogPreview(newest.ConversationID)}, Args: []string{itoa(newest.Preview.Seq), string(preview)}}
 	}
-	if err := previewScript.Exec(ctx, s.c, []string{k.DialogPreview(u.ConversationID)}, []string{itoa(u.Preview.Seq), string(preview)}).Error(); err != nil {
-		return nil, fmt.Errorf("set preview of conversation %d in %s: %w", u.ConversationID, tenant, err)
+	for i, r := range previewScript.ExecMulti(ctx, s.c, previews...) {
+		if err := r.Error(); err != nil {
+			return nil, fmt.Errorf("set preview of conversation %d in %s: %w", runs[i][0].ConversationID, tenant, err)
+		}
 	}
-	if len(u.Batches) == 0 {
+	var execs []rueidis.LuaExec
+	for _, run := range runs {
+		for _, b := range run[0].Batches {
+			execs = append(execs, batchExec(k, run, b))
+		}
+	}
+	if len(execs) == 0 {
 		return nil, nil
 	}
-	conv, score, sender, silent := itoa(u.ConversationID), itoa(u.Score), itoa(u.Sender), flag(u.Silent)
-	ttl := strconv.FormatInt(u.OnceTTL.Milliseconds(), 10)
-	execs := make([]rueidis.LuaExec, len(u.Batches))
-	for i, b := range u.Batches {
-		keys := make([]string, 0, 1+4*len(b.Users))
-		args := make([]string, 0, 6+len(b.Users))
-		keys = append(keys, k.DeliverLists(u.Once))
-		args = append(args, strconv.Itoa(b.Index), ttl, conv, score, sender, silent)
-		for _, user := range b.Users {
-			keys = append(keys, k.DialogUnread(user), k.DialogRead(user), k.DialogUnreadCount(user), k.DialogMuted(user))
-			args = append(args, itoa(user))
-		}
-		execs[i] = rueidis.LuaExec{Keys: keys, Args: args}
-	}
 	results := applyBatchScript.ExecMulti(ctx, s.c, execs...)
-	out := make([]dialog.Applied, len(results))
-	for i, r := range results {
-		a, err := decodeApplied(r)
-		if err != nil {
-			return nil, fmt.Errorf("apply dialogs of conversation %d batch %d in %s: %w", u.ConversationID, u.Batches[i].Index, tenant, err)
+	// Answers go per update, then batch, as the updates came.
+	out := make([]dialog.Applied, 0, len(execs))
+	next := 0
+	for _, run := range runs {
+		perRun := make([][]dialog.Applied, len(run))
+		for _, b := range run[0].Batches {
+			firsts, muted, err := decodeApplied(results[next], len(run))
+			if err != nil {
+				return nil, fmt.Errorf("apply dialogs of conversation %d batch %d in %s: %w", run[0].ConversationID, b.Index, tenant, err)
+			}
+			next++
+			for j := range run {
+				perRun[j] = append(perRun[j], dialog.Applied{First: firsts[j], Muted: muted})
+			}
 		}
-		out[i] = a
+		for _, applied := range perRun {
+			out = append(out, applied...)
+		}
 	}
 	return out, nil
 }
 
-func decodeApplied(r rueidis.RedisResult) (dialog.Applied, error) {
+// batchExec is the script call that applies a run of updates to one batch of recipients.
+func batchExec(k Keys, run []dialog.Update, b dialog.Batch) rueidis.LuaExec {
+	u := run[0]
+	keys := make([]string, 0, len(run)+4*len(b.Users))
+	args := make([]string, 0, 4+3*len(run)+len(b.Users))
+	args = append(args, strconv.Itoa(b.Index), strconv.FormatInt(u.OnceTTL.Milliseconds(), 10), itoa(u.ConversationID), strconv.Itoa(len(run)))
+	for _, m := range run {
+		keys = append(keys, k.DeliverLists(m.Once))
+		args = append(args, itoa(m.Score), itoa(m.Sender), flag(m.Silent))
+	}
+	for _, user := range b.Users {
+		keys = append(keys, k.DialogUnread(user), k.DialogRead(user), k.DialogUnreadCount(user), k.DialogMuted(user))
+		args = append(args, itoa(user))
+	}
+	return rueidis.LuaExec{Keys: keys, Args: args}
+}
+
+// AppliedSeq reads the seq of the conversation's preview, 0 without one.
+func (s *DialogStore) AppliedSeq(ctx context.Context, tenant string, conversationID int64) (int64, error) {
+	k, err := KeysOf(tenant)
+	if err != nil {
+		return 0, fmt.Errorf("applied seq: %w", err)
+	}
+	raw, err := s.c.Do(ctx, s.c.B().Get().Key(k.DialogPreview(conversationID)).Build()).AsBytes()
+	if rueidis.IsRedisNil(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("preview of conversation %d in %s: %w", conversationID, tenant, err)
+	}
+	var p dialog.Preview
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return 0, fmt.Errorf("preview of conversation %d in %s: %w", conversationID, tenant, err)
+	}
+	return p.Seq, nil
+}
+
+// decodeApplied reads {first per message, muted users} of applyBatchScript for m messages.
+func decodeApplied(r rueidis.RedisResult, m int) (firsts []bool, muted []int64, err error) {
 	vals, err := r.ToArray()
 	if err != nil {
-		return dialog.Applied{}, err
+		return nil, nil, err
 	}
 	if len(vals) != 2 {
-		return dialog.Applied{}, fmt.Errorf("script returned %d values, want 2", len(vals))
+		return nil, nil, fmt.Errorf("script returned %d values, want 2", len(vals))
 	}
-	first, err := vals[0].AsInt64()
+	flags, err := vals[0].AsIntSlice()
 	if err != nil {
-		return dialog.Applied{}, err
+		return nil, nil, err
+	}
+	if len(flags) != m {
+		return nil, nil, fmt.Errorf("script returned %d first flags for %d messages", len(flags), m)
+	}
+	for _, f := range flags {
+		firsts = append(firsts, f == 1)
 	}
 	users, err := vals[1].AsStrSlice()
 	if err != nil {
-		return dialog.Applied{}, err
+		return nil, nil, err
 	}
-	a := dialog.Applied{First: first == 1}
 	for _, u := range users {
 		id, err := strconv.ParseInt(u, 10, 64)
 		if err != nil {
-			return dialog.Applied{}, fmt.Errorf("muted user %q: %w", u, err)
+			return nil, nil, fmt.Errorf("muted user %q: %w", u, err)
 		}
-		a.Muted = append(a.Muted, id)
+		muted = append(muted, id)
 	}
-	return a, nil
+	return firsts, muted, nil
 }
 
 // markReadScript clears the count and moves the dialog from unread to read with its score.

@@ -67,7 +67,9 @@ if over > 0 then
   redis.call('ZREMRANGEBYRANK', key, 0, over - 1)
 end
 local cutoff = tonumber(ARGV[3]) - tonumber(ARGV[4])
-while true do
+-- Most puts find nothing stale: look at the oldest entry before reading 64 of them.
+local first = redis.call('ZRANGE', key, 0, 0)[1]
+while first and tonumber(string.match(first, '^(%d+):')) < cutoff do
   local oldest = redis.call('ZRANGE', key, 0, 63)
   local stale = 0
   for _, member in ipairs(oldest) do
@@ -78,6 +80,7 @@ while true do
     redis.call('ZREMRANGEBYRANK', key, 0, stale - 1)
   end
   if stale < 64 then break end
+  first = redis.call('ZRANGE', key, 0, 0)[1]
 end
 redis.call('PEXPIRE', key, ARGV[4])
 return redis.status_reply('OK')

@@ -58,11 +58,34 @@ func (k Keys) Route(topic string) string { return k.prefix + "groupmsg:route:" +
 // RouteMeta is the topic's HASH field YYYYMM → "min_seq,max_seq,count,min_created_ms,max_created_ms".
 func (k Keys) RouteMeta(topic string) string { return k.prefix + "groupmsg:route_meta:" + topic }
 
-// DeliverQueue is the LIST of jobs waiting for a worker.
+// DeliverQueue is the LIST of jobs waiting for a worker when the queue has one partition (as
+// every queue had before it was split).
 func (k Keys) DeliverQueue() string { return k.prefix + "deliver:queue" }
 
-// DeliverProcessing is the LIST of jobs taken by a worker and not yet acknowledged.
+// DeliverProcessing is the LIST of jobs taken by a worker and not yet acknowledged when the
+// queue has one partition.
 func (k Keys) DeliverProcessing() string { return k.prefix + "deliver:processing" }
+
+// DeliverQueueOf is partition i of a queue split into n. The count is part of the name, so
+// lists of another split never mix with these; n ≤ 1 is DeliverQueue.
+func (k Keys) DeliverQueueOf(i, n int) string {
+	if n <= 1 {
+		return k.DeliverQueue()
+	}
+	return k.DeliverQueue() + ":" + strconv.Itoa(n) + ":" + strconv.Itoa(i)
+}
+
+// DeliverProcessingOf is the processing LIST of partition i of n; n ≤ 1 is DeliverProcessing.
+func (k Keys) DeliverProcessingOf(i, n int) string {
+	if n <= 1 {
+		return k.DeliverProcessing()
+	}
+	return k.DeliverProcessing() + ":" + strconv.Itoa(n) + ":" + strconv.Itoa(i)
+}
+
+// DeliverPartitions is the SET of partition counts whose lists may still hold jobs: the
+// configured count, and an earlier one until a boot has moved its jobs over.
+func (k Keys) DeliverPartitions() string { return k.prefix + "deliver:partitions" }
 
 // DeliverDead is the LIST of jobs that failed too often.
 func (k Keys) DeliverDead() string { return k.prefix + "deliver:dead" }

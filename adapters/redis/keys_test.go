@@ -19,6 +19,11 @@ func TestKeysLayout(t *testing.T) {
 		{k.RouteMeta("grp_1"), "im:{acme}:groupmsg:route_meta:grp_1"},
 		{k.DeliverQueue(), "im:{acme}:deliver:queue"},
 		{k.DeliverProcessing(), "im:{acme}:deliver:processing"},
+		{k.DeliverQueueOf(0, 1), "im:{acme}:deliver:queue"},
+		{k.DeliverProcessingOf(0, 1), "im:{acme}:deliver:processing"},
+		{k.DeliverQueueOf(3, 16), "im:{acme}:deliver:queue:16:3"},
+		{k.DeliverProcessingOf(3, 16), "im:{acme}:deliver:processing:16:3"},
+		{k.DeliverPartitions(), "im:{acme}:deliver:partitions"},
 		{k.DeliverDead(), "im:{acme}:deliver:dead"},
 		{k.DeliverDone("m42"), "im:{acme}:deliver:done:m42"},
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"imd/ports"
 	"imd/ports/contract"
 )
 
@@ -103,6 +104,13 @@ func TestRouteCacheContract(t *testing.T) {
 func TestDeliverQueueContract(t *testing.T) {
 	contract.DeliverQueue(t, func(t *testing.T) contract.DeliverFixture {
 		c := testClient(t)
-		return contract.DeliverFixture{Tenant: testTenant(t, c), Queue: NewDeliverQueue(c)}
+		q := NewDeliverQueue(c)
+		return contract.DeliverFixture{Tenant: testTenant(t, c), Queue: q, Split: func(t *testing.T, n int) ports.DeliverQueue {
+			split, err := q.WithPartitions(n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return split
+		}}
 	})
 }

@@ -110,7 +110,7 @@ func (c *RouteCache) Apply(ctx context.Context, tenant string, updates []ports.R
 		if err != nil {
 			return fmt.Errorf("apply route: %w", err)
 		}
-		if err := checkSegment(u.Segment); err != nil {
+		if err := u.Segment.Validate(); err != nil {
 			return fmt.Errorf("apply route of %s: %w", u.Topic, err)
 		}
 		s := u.Segment
@@ -141,33 +141,15 @@ func (c *RouteCache) Replace(ctx context.Context, tenant, topic string, r route.
 	if err != nil {
 		return fmt.Errorf("replace route: %w", err)
 	}
+	if err := r.Validate(); err != nil {
+		return fmt.Errorf("replace route of %s: %w", topic, err)
+	}
 	args := make([]string, 0, 3*len(r))
-	seen := make(map[month.Month]bool, len(r))
 	for _, s := range r {
-		if err := checkSegment(s); err != nil {
-			return fmt.Errorf("replace route of %s: %w", topic, err)
-		}
-		if seen[s.Month] {
-			return fmt.Errorf("replace route of %s: month %s appears twice", topic, s.Month)
-		}
-		seen[s.Month] = true
 		args = append(args, s.Month.String(), itoa(s.MinSeq), encodeMeta(s))
 	}
 	if err := replaceScript.Exec(ctx, c.c, []string{k.Route(topic), k.RouteMeta(topic)}, args).Error(); err != nil {
 		return fmt.Errorf("replace route of %s in %s: %w", topic, tenant, err)
-	}
-	return nil
-}
-
-// checkSegment rejects segments that would corrupt a route.
-func checkSegment(s route.Segment) error {
-	switch {
-	case !s.Month.Valid():
-		return fmt.Errorf("%w: %d", month.ErrInvalid, s.Month)
-	case s.MinSeq < 1 || s.MaxSeq < s.MinSeq:
-		return fmt.Errorf("bad seq range [%d, %d] in %s", s.MinSeq, s.MaxSeq, s.Month)
-	case s.Count < 0:
-		return fmt.Errorf("negative count %d in %s", s.Count, s.Month)
 	}
 	return nil
 }

@@ -6,7 +6,6 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"imd/core/month"
 	"imd/core/route"
 	"imd/ports"
 )
@@ -43,16 +42,11 @@ func (c *RouteCache) ReplaceIfMissing(ctx context.Context, tenant, topic string,
 	if len(r) == 0 {
 		return false, nil
 	}
+	if err := r.Validate(); err != nil {
+		return false, fmt.Errorf("fill route of %s: %w", topic, err)
+	}
 	args := make([]string, 0, 3*len(r))
-	seen := make(map[month.Month]bool, len(r))
 	for _, s := range r {
-		if err := checkSegment(s); err != nil {
-			return false, fmt.Errorf("fill route of %s: %w", topic, err)
-		}
-		if seen[s.Month] {
-			return false, fmt.Errorf("fill route of %s: month %s appears twice", topic, s.Month)
-		}
-		seen[s.Month] = true
 		args = append(args, s.Month.String(), itoa(s.MinSeq), encodeMeta(s))
 	}
 	n, err := fillScript.Exec(ctx, c.c, []string{k.Route(topic), k.RouteMeta(topic)}, args).AsInt64()

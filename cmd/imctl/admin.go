@@ -146,7 +146,7 @@ func newGroupCmd(g *globals) *cobra.Command {
 			fmt.Fprintf(w, "added %d members to group %d\n", len(ids), id)
 		})
 	}
-	cmd.AddCommand(create, add)
+	cmd.AddCommand(create, add, newGroupTransferCmd(g))
 	return cmd
 }
 

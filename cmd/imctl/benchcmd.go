@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -51,7 +52,49 @@ written with --json FILE / --md FILE.`,
 			fs.IntVar(&c.Messages, "messages", 500, "messages sent in each of the two months")
 			fs.IntVar(&c.PageSize, "page-size", 50, "messages per GET_HISTORY page")
 		}),
+		newSummaryCmd(),
 	)
+	return cmd
+}
+
+// newSummaryCmd builds `imctl bench summary`: the headline figures of several JSON reports
+// (one `task bench`) in one markdown table.
+func newSummaryCmd() *cobra.Command {
+	var mdFile string
+	cmd := &cobra.Command{
+		Use:   "summary REPORT.json...",
+		Short: "Print the headline figures of JSON reports (--json of earlier runs) as one markdown table",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, paths []string) error {
+			runs := make([]report.Report, 0, len(paths))
+			for _, path := range paths {
+				raw, err := os.ReadFile(path)
+				if err != nil {
+					return fmt.Errorf("summary: %w", err)
+				}
+				var r report.Report
+				if err := json.Unmarshal(raw, &r); err != nil {
+					return fmt.Errorf("summary: %s: %w", path, err)
+				}
+				runs = append(runs, r)
+			}
+			if mdFile != "" {
+				f, err := os.Create(mdFile)
+				if err != nil {
+					return fmt.Errorf("summary: %w", err)
+				}
+				err = report.WriteSummary(f, runs)
+				if cerr := f.Close(); err == nil && cerr != nil {
+					err = fmt.Errorf("summary: %w", cerr)
+				}
+				if err != nil {
+					return err
+				}
+			}
+			return report.WriteSummary(cmd.OutOrStdout(), runs)
+		},
+	}
+	cmd.Flags().StringVar(&mdFile, "md", "", "also write the table to this file")
 	return cmd
 }
 

@@ -108,8 +108,9 @@ func newRootCmd(d deps) *cobra.Command {
 		Use:   "imctl",
 		Short: "Admin and client CLI of imd, and its load generator",
 		Long: `imctl talks to a running imd: the admin HTTP API (tenants, users, tokens,
-friendships, blocks, groups, mutes, token revocation, shards, routes, messages), the frame
-protocol (an interactive chat), and the standard benchmark workloads W1–W5.
+friendships, blocks, groups, mutes, token revocation, statistics, shards, routes,
+messages), the frame protocol (an interactive chat), and the standard benchmark workloads
+W1–W5.
 
 Every global flag falls back to an IMCTL_* environment variable when not given.`,
 		SilenceUsage:  true,
@@ -126,9 +127,11 @@ Every global flag falls back to an IMCTL_* environment variable when not given.`
 	root.AddCommand(
 		newUserCmd(g), newTokenCmd(g), newFriendCmd(g), newGroupCmd(g),
 		newShardsCmd(g), newRouteCmd(g), newMessagesCmd(g), newMessageCmd(g),
-		newTenantsCmd(g), newBlocksCmd(g), newMuteCmd(g), newRevokeCmd(g),
+		newTenantsCmd(g), newBlocksCmd(g), newMuteCmd(g), newRevokeCmd(g), newStatsCmd(g),
 		newChatCmd(g),
+		newArchiveCmd(g), newRestoreCmd(g), newRetentionCmd(g), newSearchCmd(g),
 		newBenchCmd(g, d),
+		newMigrateCmd(g, d),
 	)
 	return root
 }

@@ -299,6 +299,38 @@ func TestBenchReportsAndExitStatus(t *testing.T) {
 	}
 }
 
+func TestBenchSummary(t *testing.T) {
+	dir := t.TempDir()
+	var paths []string
+	for _, r := range []report.Report{{Workload: "w1", Pass: true, AckedPerSec: 1234}, {Workload: "w3", Problems: []string{"2 duplicate deliveries"}}} {
+		b, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, r.Workload+".json")
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, path)
+	}
+	mdPath := filepath.Join(dir, "summary.md")
+	out, _, err := (cli{}).run(append([]string{"bench", "summary", "--md", mdPath}, paths...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| w1 |  | PASS | 1,234 |", "| w3 |  | FAIL: 2 duplicate deliveries |"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+	if b, err := os.ReadFile(mdPath); err != nil || string(b) != out {
+		t.Errorf("--md file = %q, %v; want what was printed", b, err)
+	}
+	if _, _, err := (cli{}).run("bench", "summary", filepath.Join(dir, "none.json")); err == nil {
+		t.Error("a missing report went unnoticed")
+	}
+}
+
 func TestChatFlags(t *testing.T) {
 	tests := []struct {
 		args []string

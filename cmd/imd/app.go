@@ -20,12 +20,14 @@ import (
 	"imd/adapters/snowflake"
 	tcpserver "imd/adapters/tcp/server"
 	"imd/core/admin"
+	"imd/core/archivereader"
 	"imd/core/conversation"
 	"imd/core/deliver"
 	"imd/core/directory"
 	"imd/core/history"
 	"imd/core/inbox"
 	"imd/core/membership"
+	"imd/core/migration"
 	"imd/core/modify"
 	"imd/core/read"
 	"imd/core/routerepair"
@@ -47,6 +49,8 @@ func Options(cfg config.Config, log *slog.Logger) fx.Option {
 		Adapters(cfg),
 		Social(),
 		Core(),
+		Archive(),
+		Migration(cfg),
 		Transports(),
 		fx.Invoke(runTenants),
 	)
@@ -68,7 +72,7 @@ func Adapters(cfg config.Config) fx.Option {
 			},
 			fx.Annotate(mysql.NewDirectory, fx.As(new(ports.Directory))),
 			func(c *mysql.Cluster) ports.GroupOwners { return mysql.NewDirectory(c) },
-			func(c *mysql.Cluster) ports.MessageEditor { return mysql.NewMessageEditor(c) },
+			newMessageEditor, // migration.go: copy-on-change of legacy messages under dual read
 			func(c *mysql.Cluster) ports.DeleteLog { return mysql.NewDeleteLog(c) },
 			mysql.NewShardStore,
 			func(s *mysql.ShardStore) ports.ShardStore { return s },
@@ -83,7 +87,9 @@ func Adapters(cfg config.Config) fx.Option {
 			},
 			func(s *mysql.MessageStore) ports.MessageSearch { return s },
 			func(c *mysql.Cluster) ports.HiddenRanges { return mysql.NewDeleteLog(c) },
-			func(c rueidis.Client) ports.DeliverQueue { return redisadapter.NewDeliverQueue(c) },
+			func(c rueidis.Client) (ports.DeliverQueue, error) {
+				return redisadapter.NewDeliverQueue(c).WithPartitions(cfg.Deliver.Partitions)
+			},
 			func(c rueidis.Client) ports.DialogStore { return redisadapter.NewDialogStore(c) },
 			func(c *mysql.Cluster) ports.ReadStore { return mysql.NewReadStore(c) },
 			func(c *mysql.Cluster) ports.Mailbox { return mysql.NewMailbox(c) },
@@ -237,6 +243,8 @@ type sendParams struct {
 	Hot      ports.HotCache
 	Repairs  ports.RouteRepairs
 	Comp     ports.CompensationList
+	// Listeners hear of stored messages after COMMIT (archive.go: search and file indexes).
+	Listeners []ports.CommitListener `group:"commit_listeners"`
 }
 
 func newSend(p sendParams) *send.Service {
@@ -244,7 +252,7 @@ func newSend(p sendParams) *send.Service {
 		Seq: p.Seq, Store: p.Store, Queue: p.Queue, Routes: p.Routes, IDs: p.IDs, Clock: p.Clock,
 		Metrics: p.Metrics, Resolver: p.Resolver, Log: p.Log, EnsureMonths: p.Manager.Ensure,
 		MsgIDWindow: time.Duration(p.Cfg.Message.MsgIDExpireMS) * time.Millisecond,
-		Hot:         p.Hot, Repairs: p.Repairs, Compensation: p.Comp,
+		Hot:         p.Hot, Repairs: p.Repairs, Compensation: p.Comp, Listeners: p.Listeners,
 	})
 }
 
@@ -260,12 +268,18 @@ type historyParams struct {
 	Hidden   ports.HiddenRanges
 	Search   ports.MessageSearch
 	Repairs  ports.RouteRepairs `optional:"true"`
+	// Archived reads archived months from the archive (archive.go).
+	Archived *archivereader.Store `optional:"true"`
 }
 
 func newHistory(p historyParams) *history.Service {
+	store, search := p.Store, p.Search
+	if p.Archived != nil {
+		store, search = p.Archived, p.Archived
+	}
 	return history.New(history.Deps{
-		Store: p.Store, Routes: p.Routes, Months: p.Months, Metrics: p.Metrics, Resolver: p.Resolver, Log: p.Log,
-		Hot: p.Hot, Hidden: p.Hidden, Search: p.Search, Repairs: p.Repairs,
+		Store: store, Routes: p.Routes, Months: p.Months, Metrics: p.Metrics, Resolver: p.Resolver, Log: p.Log,
+		Hot: p.Hot, Hidden: p.Hidden, Search: search, Repairs: p.Repairs,
 	})
 }
 
@@ -382,9 +396,10 @@ func tcpRateLimits(r config.RateLimit) tcpserver.RateLimits {
 	}
 }
 
-func newHTTP(cfg config.Config, a *admin.Service, h *history.Service, in *inbox.Service, sm *shardmanager.Manager, rr *routerepair.Service, m *prometheus.Metrics, ready readyCheck, sd httpapi.SocialDeps, log *slog.Logger) *httpapi.Server {
-	return httpapi.New(httpapi.Config{Addr: cfg.HTTP.Addr, AdminKey: cfg.AdminKey},
-		httpapi.Deps{Admin: a, History: h, Inbox: in, Metrics: m.Handler(), Ready: ready, Shards: httpapi.ShardOps{Manager: sm, Repair: rr}, Social: sd}, log)
+func newHTTP(cfg config.Config, a *admin.Service, h *history.Service, in *inbox.Service, sm *shardmanager.Manager, rr *routerepair.Service, m *prometheus.Metrics, ready readyCheck, sd httpapi.SocialDeps, ah archiveHTTP, mig *migration.Service, log *slog.Logger) *httpapi.Server {
+	return httpapi.New(httpapi.Config{Addr: cfg.HTTP.Addr, AdminKey: cfg.AdminKey, RateLimits: httpRateLimits(cfg.RateLimit)},
+		httpapi.Deps{Admin: a, History: h, Inbox: in, Metrics: m.Handler(), Ready: ready, Shards: httpapi.ShardOps{Manager: sm, Repair: rr}, Social: sd,
+			Archive: ah.Archive, References: ah.References, Migration: mig}, log)
 }
 
 type serverParams struct {

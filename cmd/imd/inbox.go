@@ -88,7 +88,7 @@ type deliverParams struct {
 
 func newDeliver(p deliverParams) *deliver.Workers {
 	d := p.Cfg.Deliver
-	return deliver.New(deliver.Config{Workers: d.Workers, TakeTimeout: d.TakeTimeout, DoneTTL: d.DoneTTL, MaxAttempts: d.MaxAttempts},
+	return deliver.New(deliver.Config{TakeTimeout: d.TakeTimeout, DoneTTL: d.DoneTTL, MaxAttempts: d.MaxAttempts, ReorderWait: d.ReorderWait},
 		deliver.Deps{
 			Queue: p.Queue, Pusher: p.Pusher, Dialogs: p.Dialogs, Mailer: p.Mailer, Notifier: p.Notifier,
 			Members: p.Members, Metrics: p.Metrics, Clock: p.Clock, Log: p.Log,

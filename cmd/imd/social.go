@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/redis/rueidis"
 	"go.uber.org/fx"
@@ -16,11 +17,13 @@ import (
 	"imd/adapters/jwt"
 	"imd/adapters/localfs"
 	"imd/adapters/mysql"
+	"imd/adapters/ratelimit"
 	redisadapter "imd/adapters/redis"
 	"imd/adapters/snowflake"
 	"imd/core/admin"
 	"imd/core/authn"
 	"imd/core/conversation"
+	"imd/core/dailystats"
 	"imd/core/deliver"
 	"imd/core/directory"
 	"imd/core/history"
@@ -49,7 +52,11 @@ func Social() fx.Option {
 			func(c *mysql.Cluster) ports.Groups { return mysql.NewDirectory(c) },
 			func(c *mysql.Cluster) ports.SendRules { return mysql.NewDirectory(c) },
 			func(c *mysql.Cluster) ports.Reports { return mysql.NewReports(c) },
-			func(c *mysql.Cluster) ports.Summaries { return mysql.NewSummaries(c) },
+			func(c *mysql.Cluster) *mysql.Summaries { return mysql.NewSummaries(c) },
+			func(s *mysql.Summaries) ports.Summaries { return s },
+			func(c rueidis.Client) ports.DialogRemover { return redisadapter.NewDialogStore(c) },
+			newDailyStats,
+			fx.Annotate(func(c *dailystats.Counter) ports.CommitListener { return c }, fx.ResultTags(`group:"commit_listeners"`)),
 			func(c *mysql.Cluster, cfg config.Config) *mysql.TenantRegistry {
 				return mysql.NewTenantRegistry(c, cfg.Registry.Database)
 			},
@@ -66,8 +73,47 @@ func Social() fx.Option {
 			newReports,
 			newSocialHTTP,
 		),
-		fx.Invoke(loadTenants),
+		fx.Invoke(loadTenants, runDailyStats),
 	)
+}
+
+// dailyStatsFlush is how often the daily summary receives the counts summed since the last
+// flush: what a crash may lose, and how far the summary trails.
+const dailyStatsFlush = 5 * time.Second
+
+func newDailyStats(s *mysql.Summaries, log *slog.Logger) *dailystats.Counter {
+	return dailystats.New(s, log)
+}
+
+// runDailyStats flushes the daily counts on a ticker and once more at stop. It is invoked
+// before the transports, so it stops after them: no send is counted after the last flush.
+func runDailyStats(lc fx.Lifecycle, c *dailystats.Counter) {
+	var cancel context.CancelFunc
+	done := make(chan struct{})
+	lc.Append(fx.Hook{
+		OnStart: func(context.Context) error {
+			var ctx context.Context
+			ctx, cancel = context.WithCancel(context.Background())
+			go func() {
+				defer close(done)
+				c.Run(ctx, dailyStatsFlush)
+			}()
+			return nil
+		},
+		OnStop: func(ctx context.Context) error {
+			cancel()
+			<-done
+			return c.Flush(ctx)
+		},
+	})
+}
+
+// httpRateLimits turns the rate_limit section into the client API's budgets.
+func httpRateLimits(r config.RateLimit) httpapi.ClientRateLimits {
+	return httpapi.ClientRateLimits{
+		User: ratelimit.Rate{Count: r.HTTPPerSecond, Per: time.Second},
+		IP:   ratelimit.Rate{Count: r.PerIP.HTTPPerSecond, Per: time.Second},
+	}
 }
 
 func newResolver(cfg config.Config, d ports.Directory, r ports.SendRules, ids ports.IDGenerator, m *membership.Cache, c ports.Clock) *conversation.Resolver {
@@ -92,13 +138,16 @@ type directoryParams struct {
 	Clock     ports.Clock
 	// The inbox's mailer stores and pushes the friend and member events.
 	Mailer *inbox.Mailer `optional:"true"`
-	Log    *slog.Logger
+	// The send path writes group events (mute-all) into group topics.
+	Send    *send.Service
+	Dialogs ports.DialogRemover
+	Log     *slog.Logger
 }
 
 func newDirectory(p directoryParams) *directory.Service {
 	d := directory.Deps{
 		Directory: p.Directory, Profiles: p.Profiles, Friends: p.Friends, Blocks: p.Blocks, Groups: p.Groups,
-		Resolver: p.Resolver, IDs: p.IDs, Clock: p.Clock, Log: p.Log,
+		Resolver: p.Resolver, IDs: p.IDs, Clock: p.Clock, Topics: p.Send, Dialogs: p.Dialogs, Log: p.Log,
 	}
 	if p.Mailer != nil {
 		d.Events = p.Mailer

@@ -5,7 +5,6 @@ package admin
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"imd/core/apperr"
@@ -75,7 +74,7 @@ func (s *Service) IssueToken(ctx context.Context, tenant string, userID int64, t
 	if ttl < 0 || ttl > MaxTokenTTL {
 		return "", apperr.New(apperr.InvalidArgument, "ttl_seconds out of range")
 	}
-	if err := s.requireUsers(ctx, tenant, userID); err != nil {
+	if err := directory.RequireUsers(ctx, s.d.Directory, tenant, userID); err != nil {
 		return "", err
 	}
 	tok, err := s.d.Tokens.Issue(auth.Identity{Tenant: tenant, UserID: userID}, ttl)
@@ -131,22 +130,6 @@ func (s *Service) RebuildRoute(ctx context.Context, tenant, name string) (route.
 		return nil, busy("write route", err)
 	}
 	return rt, nil
-}
-
-func (s *Service) requireUsers(ctx context.Context, tenant string, ids ...int64) error {
-	for _, id := range ids {
-		if id <= 0 {
-			return apperr.New(apperr.InvalidArgument, "user ids must be positive")
-		}
-		ok, err := s.d.Directory.UserExists(ctx, tenant, id)
-		if err != nil {
-			return busy("look up user", err)
-		}
-		if !ok {
-			return apperr.New(apperr.NotFound, fmt.Sprintf("user %d not found", id))
-		}
-	}
-	return nil
 }
 
 // busy maps a dependency failure to 50301, keeping contract errors as they are.

@@ -14,6 +14,7 @@ import (
 	"imd/core/month"
 	"imd/core/shard"
 	"imd/core/social"
+	"imd/core/stats"
 	"imd/ports"
 )
 
@@ -53,14 +54,28 @@ func TestStatsFromCatalogAndMirror(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	svc := admin.New(admin.Deps{Shards: shards, Summaries: memory.NewSummaries(shards, dir)})
+	sums := memory.NewSummaries(shards, dir)
+	day := func(m month.Month, d int) time.Time { return m.Start().AddDate(0, 0, d-1) }
+	for _, d := range []stats.Day{
+		{Day: day(jan, 2), Messages: 3, GroupMessages: 2, P2PMessages: 1},
+		{Day: day(feb, 1), Messages: 1, GroupMessages: 1},
+		{Day: day(feb, 28), Messages: 5, P2PMessages: 5},
+	} {
+		if err := sums.AddDay(ctx, tenant, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	svc := admin.New(admin.Deps{Shards: shards, Summaries: sums})
 
-	st, err := svc.Stats(ctx, tenant, 0, 0)
+	st, err := svc.Stats(ctx, tenant, time.Time{}, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Totals.Users != 2 || st.Totals.Groups != 0 || len(st.Months) != 3 {
+	if st.Totals.Users != 2 || st.Totals.Groups != 0 || len(st.Months) != 3 || len(st.Days) != 3 {
 		t.Fatalf("stats = %+v", st)
+	}
+	if d := st.Days[0]; !d.Day.Equal(day(jan, 2)) || d.Messages != 3 || d.GroupMessages != 2 || d.P2PMessages != 1 {
+		t.Fatalf("January 2nd = %+v", d)
 	}
 	j := st.Months[0]
 	if j.Month != jan || j.Messages != 3 || j.Topics != 2 || j.GroupTopics != 1 || j.P2PTopics != 1 || j.State != shard.Writable {
@@ -71,23 +86,45 @@ func TestStatsFromCatalogAndMirror(t *testing.T) {
 	}
 
 	tests := []struct {
-		name     string
-		from, to month.Month
-		months   int
-		want     apperr.Code
+		name         string
+		from, to     time.Time
+		months, days int
+		want         apperr.Code
 	}{
-		{"from February", feb, 0, 2, apperr.OK},
-		{"until January", 0, jan, 1, apperr.OK},
-		{"one month", feb, feb, 1, apperr.OK},
-		{"reversed", mar, jan, 0, apperr.InvalidArgument},
-		{"invalid month", month.Month(203013), 0, 0, apperr.InvalidArgument},
+		{"from February", feb.Start(), time.Time{}, 2, 2, apperr.OK},
+		{"until January", time.Time{}, day(jan, 31), 1, 1, apperr.OK},
+		{"one month", feb.Start(), day(feb, 28), 1, 2, apperr.OK},
+		{"one day, at any time of it", day(feb, 28).Add(23 * time.Hour), day(feb, 28).Add(time.Hour), 1, 1, apperr.OK},
+		{"days without messages", day(jan, 3), day(jan, 31), 1, 0, apperr.OK},
+		{"reversed", mar.Start(), day(jan, 1), 0, 0, apperr.InvalidArgument},
+		{"a year out of bounds", time.Date(1999, 12, 31, 0, 0, 0, 0, time.UTC), time.Time{}, 0, 0, apperr.InvalidArgument},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			st, err := svc.Stats(ctx, tenant, tt.from, tt.to)
-			if apperr.CodeOf(err) != tt.want || len(st.Months) != tt.months {
-				t.Fatalf("Stats = %d months, %v; want %d, code %d", len(st.Months), err, tt.months, tt.want)
+			if apperr.CodeOf(err) != tt.want || len(st.Months) != tt.months || len(st.Days) != tt.days {
+				t.Fatalf("Stats = %d months, %d days, %v; want %d, %d, code %d", len(st.Months), len(st.Days), err, tt.months, tt.days, tt.want)
 			}
 		})
+	}
+}
+
+func TestStatsDaysAreBounded(t *testing.T) {
+	ctx := context.Background()
+	const tenant = "acme"
+	shards := memory.NewShardStore()
+	sums := memory.NewSummaries(shards, memory.NewDirectory())
+	first := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range admin.MaxStatsDays + 10 {
+		if err := sums.AddDay(ctx, tenant, stats.Day{Day: first.AddDate(0, 0, i), Messages: 1, GroupMessages: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := admin.New(admin.Deps{Shards: shards, Summaries: sums}).Stats(ctx, tenant, time.Time{}, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(st.Days); n != admin.MaxStatsDays || !st.Days[n-1].Day.Equal(first.AddDate(0, 0, admin.MaxStatsDays+9)) {
+		t.Fatalf("%d days ending %v; want the newest %d", n, st.Days[n-1].Day, admin.MaxStatsDays)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"imd/core/apperr"
+	"imd/core/flight"
 	"imd/core/membership"
 	"imd/core/social"
 	"imd/core/topic"
@@ -55,6 +56,11 @@ type Resolver struct {
 	byName    map[string]social.Conversation // tenant\x00topic; conversations never change once created
 	policies  map[string]cachedPolicy        // tenant\x00topic
 	relations map[string]cachedRelation      // tenant\x00small\x00big
+
+	// One read per key at a time: when an entry expires under load, one request reads it
+	// and the others wait for that answer.
+	policyLoads   flight.Group[cachedPolicy]
+	relationLoads flight.Group[social.Relation]
 }
 
 type cachedPolicy struct {
@@ -262,24 +268,26 @@ func (r *Resolver) policy(ctx context.Context, tenant string, p topic.Parsed) (c
 	if ok && now.Before(c.expires) {
 		return c, nil
 	}
-	pol, err := r.dir.GroupPolicy(ctx, tenant, p.GroupID, now)
-	if errors.Is(err, social.ErrNotFound) {
-		return cachedPolicy{}, apperr.New(apperr.Forbidden, "not a member of this conversation")
-	}
-	if err != nil {
-		return cachedPolicy{}, apperr.Wrap(apperr.Busy, "group rules unavailable", err)
-	}
-	c = cachedPolicy{muteAll: pol.MuteAll, special: make(map[int64]social.Member, len(pol.Special)), expires: now.Add(r.ttl)}
-	for _, m := range pol.Special {
-		c.special[m.UserID] = m
-	}
-	r.mu.Lock()
-	if len(r.policies) >= maxCached {
-		clear(r.policies)
-	}
-	r.policies[key] = c
-	r.mu.Unlock()
-	return c, nil
+	return r.policyLoads.Do(ctx, key, func(ctx context.Context) (cachedPolicy, error) {
+		pol, err := r.dir.GroupPolicy(ctx, tenant, p.GroupID, now)
+		if errors.Is(err, social.ErrNotFound) {
+			return cachedPolicy{}, apperr.New(apperr.Forbidden, "not a member of this conversation")
+		}
+		if err != nil {
+			return cachedPolicy{}, apperr.Wrap(apperr.Busy, "group rules unavailable", err)
+		}
+		c := cachedPolicy{muteAll: pol.MuteAll, special: make(map[int64]social.Member, len(pol.Special)), expires: now.Add(r.ttl)}
+		for _, m := range pol.Special {
+			c.special[m.UserID] = m
+		}
+		r.mu.Lock()
+		if len(r.policies) >= maxCached {
+			clear(r.policies)
+		}
+		r.policies[key] = c
+		r.mu.Unlock()
+		return c, nil
+	})
 }
 
 func pairKey(tenant string, a, b int64) string {
@@ -297,22 +305,24 @@ func (r *Resolver) Relation(ctx context.Context, tenant string, a, b int64) (soc
 	if ok && now.Before(c.expires) {
 		return c.rel, nil
 	}
-	rel, err := r.dir.Relation(ctx, tenant, a, b)
-	if err != nil {
-		return social.Relation{}, apperr.Wrap(apperr.Busy, "friendship unavailable", err)
-	}
-	if !rel.Friends || rel.Blocked {
-		// Only answers that allow a send are cached: pairs that chat stay off MySQL, while a new
-		// friendship or a lifted block works at once on every node, however it was made.
+	return r.relationLoads.Do(ctx, key, func(ctx context.Context) (social.Relation, error) {
+		rel, err := r.dir.Relation(ctx, tenant, a, b)
+		if err != nil {
+			return social.Relation{}, apperr.Wrap(apperr.Busy, "friendship unavailable", err)
+		}
+		if !rel.Friends || rel.Blocked {
+			// Only answers that allow a send are cached: pairs that chat stay off MySQL, while a
+			// new friendship or a lifted block works at once on every node, however it was made.
+			return rel, nil
+		}
+		r.mu.Lock()
+		if len(r.relations) >= maxCached {
+			clear(r.relations)
+		}
+		r.relations[key] = cachedRelation{rel: rel, expires: now.Add(r.ttl)}
+		r.mu.Unlock()
 		return rel, nil
-	}
-	r.mu.Lock()
-	if len(r.relations) >= maxCached {
-		clear(r.relations)
-	}
-	r.relations[key] = cachedRelation{rel: rel, expires: now.Add(r.ttl)}
-	r.mu.Unlock()
-	return rel, nil
+	})
 }
 
 func (r *Resolver) topicOf(ctx context.Context, tenant string, user int64, a Address) (string, error) {

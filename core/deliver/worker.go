@@ -6,6 +6,7 @@ package deliver
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -20,13 +21,25 @@ import (
 	"imd/ports"
 )
 
-// Config sizes the worker pool (seed 003 §19 deliver).
+// Config tunes the consumers (seed 003 §19 deliver). Each tenant gets one consumer per queue
+// partition: a partition's jobs are handled one after another, which is what keeps each topic
+// in seq order.
 type Config struct {
-	Workers     int           // per tenant
-	TakeTimeout time.Duration // BLMOVE wait, bounds how long Stop waits for an idle worker
+	TakeTimeout time.Duration // BLMOVE wait, bounds how long Stop waits for an idle consumer
 	DoneTTL     time.Duration // lifetime of deliver:done:{msg_id} and of the list batch markers
 	MaxAttempts int           // then the job goes to the dead-letter list
+	// ReorderWait bounds how long a MESSAGE job waits for the seqs before it (see sequencer).
+	ReorderWait time.Duration
 }
+
+// Bounds of a consumer's sequencer.
+const (
+	// maxHeldPerTopic caps the jobs one topic holds back; a gap that long is given up.
+	maxHeldPerTopic = 4096
+	// idleTopicAfter is how long a topic without jobs keeps its place in the sequencer; after
+	// that its next job reads the baseline again (one Redis read).
+	idleTopicAfter = time.Minute
+)
 
 // Deps are the ports the workers use.
 type Deps struct {
@@ -57,11 +70,15 @@ func New(cfg Config, d Deps) *Workers {
 	if cfg.DoneTTL <= 0 {
 		cfg.DoneTTL = 10 * time.Minute
 	}
+	if cfg.ReorderWait <= 0 {
+		cfg.ReorderWait = 200 * time.Millisecond
+	}
 	return &Workers{cfg: cfg, d: d}
 }
 
-// Start requeues what a previous process left in processing, then starts the workers. Jobs are
-// never lost by a crash: they stay in processing until this boot moves them back.
+// Start requeues what a previous process left in processing (and the jobs of an earlier
+// partition count), then starts one consumer per tenant and partition. Jobs are never lost by
+// a crash: they stay in processing until this boot moves them back.
 func (w *Workers) Start(ctx context.Context, tenants []string) error {
 	for _, t := range tenants {
 		n, err := w.d.Queue.RequeueStale(ctx, t)
@@ -75,9 +92,9 @@ func (w *Workers) Start(ctx context.Context, tenants []string) error {
 	runCtx, cancel := context.WithCancel(context.Background())
 	w.cancel = cancel
 	for _, t := range tenants {
-		for range max(1, w.cfg.Workers) {
+		for p := range w.d.Queue.Partitions() {
 			w.wg.Add(1)
-			go w.loop(runCtx, t)
+			go w.consume(runCtx, t, p)
 		}
 	}
 	return nil
@@ -99,67 +116,167 @@ func (w *Workers) Stop(ctx context.Context) error {
 	}
 }
 
-func (w *Workers) loop(ctx context.Context, tenant string) {
+// maxBatch bounds the jobs a consumer takes before it handles them. What is ready in one pass
+// is handled together: the list updates of all its MESSAGE jobs in one call (a big group's
+// backlog then costs one script per recipient batch, not one per message), the done marks and
+// the acks in one round trip each.
+const maxBatch = 64
+
+// consume is the one consumer of a partition on this node. MESSAGE jobs pass through the
+// sequencer, so each topic reaches its recipients in seq order; other jobs go straight through.
+// A taken job is finished even while stopping, so it does not wait for the next boot; held
+// jobs are handled at stop, late rather than never.
+func (w *Workers) consume(ctx context.Context, tenant string, partition int) {
 	defer w.wg.Done()
+	work := context.WithoutCancel(ctx)
+	order := newSequencer(w.cfg.ReorderWait, maxHeldPerTopic)
+	lastForget := w.d.Clock.Now()
+	var caughtUp time.Time // every job queued before it was taken
 	for ctx.Err() == nil {
-		job, ok, err := w.d.Queue.Take(ctx, tenant, w.cfg.TakeTimeout)
-		if err != nil {
-			if ctx.Err() == nil {
-				w.d.Log.WarnContext(ctx, "deliver take failed", "tenant", tenant, "err", err)
-				sleep(ctx, time.Second)
+		timeout := w.cfg.TakeTimeout
+		if due, ok := order.nextDue(); ok {
+			timeout = min(timeout, due.Sub(w.d.Clock.Now())) // ≤ 0: look without waiting
+		}
+		var ready []delivery.Job
+		for taken := 0; taken < maxBatch; taken++ {
+			job, ok, err := w.d.Queue.Take(ctx, tenant, partition, timeout)
+			if err != nil {
+				if ctx.Err() == nil {
+					w.d.Log.WarnContext(ctx, "deliver take failed", "tenant", tenant, "partition", partition, "err", err)
+					sleep(ctx, time.Second)
+				}
+				break
 			}
+			if !ok { // the partition is empty: everything queued until now was taken
+				caughtUp = later(caughtUp, w.d.Clock.Now())
+				break
+			}
+			caughtUp = later(caughtUp, time.UnixMilli(job.QueuedAt))
+			ready = append(ready, w.sequence(work, order, job)...)
+			timeout = 0 // more only while they are there
+		}
+		w.handle(work, append(ready, order.expire(caughtUp)...)...)
+		if now := w.d.Clock.Now(); now.Sub(lastForget) >= idleTopicAfter {
+			order.forget(now.Add(-idleTopicAfter))
+			lastForget = now
+		}
+	}
+	w.handle(work, order.drain()...)
+}
+
+// sequence passes a taken job through the sequencer and returns the jobs to handle now.
+func (w *Workers) sequence(ctx context.Context, order *sequencer, job delivery.Job) []delivery.Job {
+	if job.Kind != delivery.KindMessage || job.Message == nil {
+		return []delivery.Job{job}
+	}
+	now := w.d.Clock.Now()
+	if !order.known(job.Topic) {
+		order.start(job.Topic, w.baseline(ctx, job), now)
+	}
+	return order.add(job, now)
+}
+
+// baseline is the newest seq of the job's topic handled before it: the seq of its
+// conversation's preview, which every handled MESSAGE job moves forward and which outlives this
+// process. Without it (Redis unreachable) the job itself is the baseline: it goes out at once.
+func (w *Workers) baseline(ctx context.Context, job delivery.Job) int64 {
+	last, err := w.d.Dialogs.AppliedSeq(ctx, job.Tenant, job.ConversationID)
+	if err != nil {
+		w.d.Log.WarnContext(ctx, "deliver order baseline unknown", "tenant", job.Tenant, "topic", job.Topic, "err", err)
+		return job.Message.Seq - 1
+	}
+	return last
+}
+
+// target is a job with its recipients.
+type target struct {
+	job        delivery.Job
+	recipients []int64
+	batches    []dialog.Batch // list batches of a MESSAGE job
+}
+
+// handle runs jobs of one tenant, in order. The list updates come first and act once per job
+// and recipient batch, whatever happens later; the push acts once per job (deliver:done). A
+// crash anywhere leaves the jobs in processing, and their rerun skips what already acted, so
+// unread never counts a message twice. A step that fails retries the jobs it was for; the
+// others go on.
+func (w *Workers) handle(ctx context.Context, jobs ...delivery.Job) {
+	if len(jobs) == 0 {
+		return
+	}
+	started := w.d.Clock.Now()
+	targets := w.targets(ctx, jobs)
+	muted, targets := w.updateLists(ctx, targets)
+	if len(targets) == 0 {
+		return
+	}
+	keys := make([]string, len(targets))
+	for i, t := range targets {
+		keys[i] = t.job.DoneKey()
+	}
+	first, err := w.d.Queue.MarkDone(ctx, targets[0].job.Tenant, w.cfg.DoneTTL, keys...)
+	if err != nil {
+		for _, t := range targets {
+			w.retry(ctx, t.job, err)
+		}
+		return
+	}
+	taken := make([]delivery.Job, len(targets))
+	for i, t := range targets {
+		taken[i] = t.job
+		if !first[i] {
+			w.d.Metrics.Inc("deliver_idempotent_skip_total")
 			continue
 		}
-		if !ok {
-			continue
+		job := t.job
+		out := w.d.Pusher.PushReach(ctx, job.Tenant, delivery.Target{
+			Recipients: t.recipients, Sender: job.From, ExcludeDevice: job.ExcludeDevice,
+		}, delivery.Push{Kind: job.Kind, Message: job.Message, Data: job.Event})
+		if isMessage(job) {
+			w.recordMissed(ctx, job, out.FailedDevices)
+			w.notify(ctx, job, out, muted[job.ConversationID])
 		}
-		// A taken job is finished even while stopping, so it does not wait for the next boot.
-		w.handle(context.WithoutCancel(ctx), job)
+	}
+	if err := w.d.Queue.Ack(ctx, taken...); err != nil {
+		w.d.Log.WarnContext(ctx, "deliver ack failed", "tenant", taken[0].Tenant, "jobs", len(taken), "err", err)
+	}
+	latency := w.d.Clock.Now().Sub(started).Seconds()
+	for range taken {
+		w.d.Metrics.Observe("deliver_job_latency", latency)
 	}
 }
 
-// handle runs one job. The list updates come first and act once per recipient batch, whatever
-// happens later; the push acts once per job (deliver:done). A crash anywhere leaves the job in
-// processing, and its rerun skips what already acted, so unread never counts a message twice.
-func (w *Workers) handle(ctx context.Context, job delivery.Job) {
-	started := w.d.Clock.Now()
-	recipients := job.Recipients
-	if recipients == nil {
-		var err error
-		recipients, err = w.d.Members.Members(ctx, job.Tenant, job.Topic)
-		if err != nil {
-			w.retry(ctx, job, err)
-			return
+func isMessage(job delivery.Job) bool { return job.Kind == delivery.KindMessage && job.Message != nil }
+
+// targets finds the recipients of each job, once per topic; a job whose members cannot be read
+// is retried.
+func (w *Workers) targets(ctx context.Context, jobs []delivery.Job) []target {
+	type members struct {
+		users   []int64
+		batches []dialog.Batch
+	}
+	byTopic := map[string]members{}
+	out := make([]target, 0, len(jobs))
+	for _, job := range jobs {
+		t := target{job: job, recipients: job.Recipients}
+		if t.recipients == nil {
+			m, ok := byTopic[job.Topic]
+			if !ok {
+				users, err := w.d.Members.Members(ctx, job.Tenant, job.Topic)
+				if err != nil {
+					w.retry(ctx, job, err)
+					continue
+				}
+				m = members{users: users, batches: batchesOf(users)}
+				byTopic[job.Topic] = m
+			}
+			t.recipients, t.batches = m.users, m.batches
+		} else if isMessage(job) {
+			t.batches = batchesOf(t.recipients)
 		}
+		out = append(out, t)
 	}
-	var muted map[int64]bool
-	if job.Kind == delivery.KindMessage && job.Message != nil {
-		var err error
-		if muted, err = w.updateLists(ctx, job, recipients); err != nil {
-			w.retry(ctx, job, err)
-			return
-		}
-	}
-	first, err := w.d.Queue.MarkDone(ctx, job.Tenant, job.DoneKey(), w.cfg.DoneTTL)
-	if err != nil {
-		w.retry(ctx, job, err)
-		return
-	}
-	if first {
-		out := w.d.Pusher.PushReach(ctx, job.Tenant, delivery.Target{
-			Recipients: recipients, Sender: job.From, ExcludeDevice: job.ExcludeDevice,
-		}, delivery.Push{Kind: job.Kind, Message: job.Message, Data: job.Event})
-		if job.Kind == delivery.KindMessage && job.Message != nil {
-			w.recordMissed(ctx, job, out.FailedDevices)
-			w.notify(ctx, job, out, muted)
-		}
-	} else {
-		w.d.Metrics.Inc("deliver_idempotent_skip_total")
-	}
-	if err := w.d.Queue.Ack(ctx, job); err != nil {
-		w.d.Log.WarnContext(ctx, "deliver ack failed", "tenant", job.Tenant, "msg_id", job.MsgID, "err", err)
-	}
-	w.d.Metrics.Observe("deliver_job_latency", w.d.Clock.Now().Sub(started).Seconds())
+	return out
 }
 
 // listBatches is how many batches the recipients of one message are split into, by user id.
@@ -168,25 +285,61 @@ func (w *Workers) handle(ctx context.Context, job delivery.Job) {
 // finds each user in the batch that already counted them.
 const listBatches = 64
 
-// updateLists applies the message to every recipient's conversation list (seed 003 §11) and
-// returns who muted the conversation.
-func (w *Workers) updateLists(ctx context.Context, job delivery.Job, recipients []int64) (map[int64]bool, error) {
-	m := job.Message
-	applied, err := w.d.Dialogs.Apply(ctx, job.Tenant, dialog.Update{
-		ConversationID: m.ConversationID, Score: dialog.ScoreOf(m.CreatedAt), Sender: m.From,
-		Silent: !dialog.CountsAsUnread(*m), Preview: dialog.PreviewOf(*m), Once: job.DoneKey(), OnceTTL: w.cfg.DoneTTL,
-		Batches: batchesOf(recipients),
-	})
-	if err != nil {
-		return nil, err
-	}
-	muted := make(map[int64]bool)
-	for _, a := range applied {
-		for _, u := range a.Muted {
-			muted[u] = true
+// updateLists applies the MESSAGE jobs to every recipient's conversation list (seed 003 §11),
+// all in one call, and returns who muted each conversation, and the targets left to push: when
+// the lists fail, the MESSAGE jobs are retried and only the others go on.
+func (w *Workers) updateLists(ctx context.Context, targets []target) (map[int64]map[int64]bool, []target) {
+	var updates []dialog.Update
+	for _, t := range targets {
+		if !isMessage(t.job) {
+			continue
 		}
+		m := t.job.Message
+		updates = append(updates, dialog.Update{
+			ConversationID: m.ConversationID, Score: dialog.ScoreOf(m.CreatedAt), Sender: m.From,
+			Silent: !dialog.CountsAsUnread(*m), Preview: dialog.PreviewOf(*m), Once: t.job.DoneKey(), OnceTTL: w.cfg.DoneTTL,
+			Batches: t.batches,
+		})
 	}
-	return muted, nil
+	if len(updates) == 0 {
+		return nil, targets
+	}
+	applied, err := w.d.Dialogs.Apply(ctx, targets[0].job.Tenant, updates...)
+	if want := batchCount(updates); err == nil && len(applied) != want {
+		err = fmt.Errorf("list store answered %d batches of %d", len(applied), want)
+	}
+	if err != nil {
+		rest := targets[:0:0]
+		for _, t := range targets {
+			if isMessage(t.job) {
+				w.retry(ctx, t.job, err)
+			} else {
+				rest = append(rest, t)
+			}
+		}
+		return nil, rest
+	}
+	muted := make(map[int64]map[int64]bool)
+	for _, u := range updates {
+		if muted[u.ConversationID] == nil {
+			muted[u.ConversationID] = make(map[int64]bool)
+		}
+		for _, a := range applied[:len(u.Batches)] {
+			for _, user := range a.Muted {
+				muted[u.ConversationID][user] = true
+			}
+		}
+		applied = applied[len(u.Batches):]
+	}
+	return muted, targets
+}
+
+func batchCount(us []dialog.Update) int {
+	n := 0
+	for _, u := range us {
+		n += len(u.Batches)
+	}
+	return n
 }
 
 func batchesOf(users []int64) []dialog.Batch {
@@ -269,6 +422,13 @@ func (w *Workers) retry(ctx context.Context, job delivery.Job, cause error) {
 	default:
 		w.d.Log.WarnContext(ctx, "deliver job retried", "tenant", job.Tenant, "msg_id", job.MsgID, "cause", cause)
 	}
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 func sleep(ctx context.Context, d time.Duration) {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -29,7 +31,8 @@ const tenant = "t1"
 type pushed struct {
 	device fanout.Device
 	kind   delivery.Kind
-	seq    int64 // MESSAGE pushes
+	topic  string // MESSAGE pushes
+	seq    int64  // MESSAGE pushes
 }
 
 // fakePusher plays the session registry: online devices per user, some of which refuse frames.
@@ -65,7 +68,7 @@ func (p *fakePusher) PushReach(_ context.Context, _ string, t delivery.Target, p
 				out.Delivered++
 				got := pushed{device: dev, kind: push.Kind}
 				if push.Message != nil {
-					got.seq = push.Message.Seq
+					got.topic, got.seq = push.Message.Topic, push.Message.Seq
 				}
 				p.got = append(p.got, got)
 			}
@@ -109,22 +112,25 @@ type flakyQueue struct {
 	failMarks int
 }
 
-func (q *flakyQueue) MarkDone(ctx context.Context, tenant, key string, ttl time.Duration) (bool, error) {
+func (q *flakyQueue) MarkDone(ctx context.Context, tenant string, ttl time.Duration, keys ...string) ([]bool, error) {
 	if q.failMarks > 0 {
 		q.failMarks--
-		return false, errors.New("redis went away")
+		return nil, errors.New("redis went away")
 	}
-	return q.DeliverQueue.MarkDone(ctx, tenant, key, ttl)
+	return q.DeliverQueue.MarkDone(ctx, tenant, ttl, keys...)
 }
 
 // failingDialogs refuses every list update.
 type failingDialogs struct{ ports.DialogStore }
 
-func (failingDialogs) Apply(context.Context, string, dialog.Update) ([]dialog.Applied, error) {
+func (failingDialogs) Apply(context.Context, string, ...dialog.Update) ([]dialog.Applied, error) {
 	return nil, errors.New("redis down")
 }
 
 type fixture struct {
+	clock    *memory.Clock
+	members  *membership.Cache
+	log      *slog.Logger
 	queue    *flakyQueue
 	pusher   *fakePusher
 	notifier *fakeNotifier
@@ -135,7 +141,8 @@ type fixture struct {
 	msg      message.Message
 }
 
-// newFixture: group 10 (conversation 5000) of users 1-4; user 1 sends seq 1 from device 1.
+// newFixture: groups 10 and 11 (conversations 5000 and 5001) of users 1-4; user 1 sends seq 1
+// to group 10 from device 1.
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	ctx := context.Background()
@@ -146,10 +153,16 @@ func newFixture(t *testing.T) *fixture {
 			t.Fatal(err)
 		}
 	}
-	if _, err := dir.CreateGroup(ctx, tenant, social.Group{ID: 10, Owner: 1}, 5000, []int64{2, 3, 4}); err != nil {
-		t.Fatal(err)
+	for i := int64(0); i < 2; i++ {
+		if _, err := dir.CreateGroup(ctx, tenant, social.Group{ID: 10 + i, Owner: 1}, 5000+i, []int64{2, 3, 4}); err != nil {
+			t.Fatal(err)
+		}
 	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	f := &fixture{
+		clock:    clock,
+		members:  membership.New(dir, clock, time.Minute),
+		log:      log,
 		queue:    &flakyQueue{DeliverQueue: memory.NewDeliverQueue(clock.Now)},
 		pusher:   &fakePusher{online: map[int64][]uint64{}, failing: map[fanout.Device]bool{}},
 		notifier: &fakeNotifier{},
@@ -162,13 +175,16 @@ func newFixture(t *testing.T) *fixture {
 			CreatedAt: clock.Now(), Month: 202605,
 		},
 	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	f.workers = New(Config{MaxAttempts: 3, DoneTTL: time.Minute}, Deps{
-		Queue: f.queue, Pusher: f.pusher, Dialogs: f.dialogs, Notifier: f.notifier,
-		Mailer:  inbox.NewMailer(inbox.MailerDeps{Mailbox: f.mailbox, Pusher: f.pusher, IDs: memory.NewIDs(clock), Clock: clock, Log: log}),
-		Members: membership.New(dir, clock, time.Minute), Metrics: f.metrics, Clock: clock, Log: log,
-	})
+	f.workers = f.newWorkers(Config{MaxAttempts: 3, DoneTTL: time.Minute}, f.queue)
 	return f
+}
+
+func (f *fixture) newWorkers(cfg Config, queue ports.DeliverQueue) *Workers {
+	return New(cfg, Deps{
+		Queue: queue, Pusher: f.pusher, Dialogs: f.dialogs, Notifier: f.notifier,
+		Mailer:  inbox.NewMailer(inbox.MailerDeps{Mailbox: f.mailbox, Pusher: f.pusher, IDs: memory.NewIDs(f.clock), Clock: f.clock, Log: f.log}),
+		Members: f.members, Metrics: f.metrics, Clock: f.clock, Log: f.log,
+	})
 }
 
 func (f *fixture) messageJob() delivery.Job {
@@ -187,7 +203,7 @@ func (f *fixture) run(t *testing.T, job delivery.Job) {
 		t.Fatal(err)
 	}
 	for {
-		taken, ok, err := f.queue.Take(ctx, tenant, 0)
+		taken, ok, err := f.queue.Take(ctx, tenant, 0, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -441,5 +457,299 @@ func TestJobsFailingListUpdatesEndAsDeadLetters(t *testing.T) {
 	}
 	if got := f.pusher.received(); len(got) != 0 {
 		t.Fatalf("a job whose lists failed pushed %v", got)
+	}
+}
+
+// Consumer tests run the real consumers on a queue of consumerPartitions partitions; the
+// fixture's clock stands still unless a test moves it, so no hold ever ends by itself.
+const (
+	consumerPartitions = 4
+	consumerWait       = 200 * time.Millisecond
+)
+
+// consume starts the consumers of a queue of consumerPartitions and returns the queue; they
+// stop at cleanup.
+func (f *fixture) consume(t *testing.T) ports.DeliverQueue {
+	t.Helper()
+	queue := f.partitioned(t, consumerPartitions)
+	f.startConsumers(t, queue)
+	return queue
+}
+
+// partitioned is the fixture's queue split into n partitions.
+func (f *fixture) partitioned(t *testing.T, n int) ports.DeliverQueue {
+	t.Helper()
+	queue, err := f.queue.WithPartitions(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return queue
+}
+
+// startConsumers starts the consumers of queue; they stop at cleanup.
+func (f *fixture) startConsumers(t *testing.T, queue ports.DeliverQueue) *Workers {
+	t.Helper()
+	w := f.newWorkers(Config{MaxAttempts: 3, DoneTTL: time.Minute, TakeTimeout: 20 * time.Millisecond, ReorderWait: consumerWait}, queue)
+	if err := w.Start(context.Background(), []string{tenant}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := w.Stop(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	return w
+}
+
+// messageIn is the MESSAGE job of seq in group 10 or 11.
+func (f *fixture) messageIn(group, seq int64) delivery.Job {
+	job := f.messageJob()
+	m := *job.Message
+	m.Topic, m.GroupID, m.ConversationID = fmt.Sprintf("grp_%d", group), group, 5000+group-10
+	m.Seq, m.MsgID, m.ClientMsgID = seq, 1000*group+seq, fmt.Sprintf("c%d", seq)
+	job.Topic, job.ConversationID, job.MsgID, job.Message = m.Topic, m.ConversationID, m.MsgID, &m
+	return job
+}
+
+func pushAll(t *testing.T, q ports.DeliverQueue, jobs ...delivery.Job) {
+	t.Helper()
+	for _, j := range jobs {
+		if err := q.Push(context.Background(), j); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// messagesOf lists "topic/seq" of the MESSAGE pushes so far, in push order.
+func (f *fixture) messagesOf() []string {
+	var out []string
+	for _, p := range f.pusher.received() {
+		if p.kind == delivery.KindMessage {
+			out = append(out, fmt.Sprintf("%s/%d", p.topic, p.seq))
+		}
+	}
+	return out
+}
+
+// waitMessages waits until n MESSAGE pushes were made and returns them.
+func (f *fixture) waitMessages(t *testing.T, n int) []string {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got := f.messagesOf()
+		if len(got) >= n {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("MESSAGE pushes %v; want %d", got, n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// ofTopic keeps the pushes of one topic.
+func ofTopic(pushes []string, topic string) []string {
+	var out []string
+	for _, p := range pushes {
+		if strings.HasPrefix(p, topic+"/") {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func TestConsumersDeliverEachTopicInSeqOrder(t *testing.T) {
+	f := newFixture(t)
+	f.pusher.online = map[int64][]uint64{2: {5}}
+	q := f.consume(t)
+	order := []struct{ group, seq int64 }{{10, 3}, {11, 2}, {10, 1}, {10, 2}, {11, 1}, {10, 6}, {10, 4}, {11, 3}, {10, 5}}
+	for _, o := range order {
+		pushAll(t, q, f.messageIn(o.group, o.seq))
+	}
+	got := f.waitMessages(t, len(order))
+	for topic, want := range map[string][]string{
+		"grp_10": {"grp_10/1", "grp_10/2", "grp_10/3", "grp_10/4", "grp_10/5", "grp_10/6"},
+		"grp_11": {"grp_11/1", "grp_11/2", "grp_11/3"},
+	} {
+		if seqs := ofTopic(got, topic); !slices.Equal(seqs, want) {
+			t.Errorf("%s pushed %v; want %v", topic, seqs, want)
+		}
+	}
+}
+
+func TestConsumerGivesUpAGapAfterTheWait(t *testing.T) {
+	f := newFixture(t)
+	f.pusher.online = map[int64][]uint64{2: {5}}
+	q := f.consume(t)
+	pushAll(t, q, f.messageIn(10, 2), f.messageIn(10, 3))
+	// However long it really takes, the hold lasts consumerWait on the consumers' clock.
+	time.Sleep(300 * time.Millisecond)
+	if got := f.messagesOf(); len(got) != 0 {
+		t.Fatalf("pushed %v while seq 1 was missing and the wait had not passed", got)
+	}
+	f.clock.Advance(consumerWait)
+	if got := f.waitMessages(t, 2); !slices.Equal(got, []string{"grp_10/2", "grp_10/3"}) {
+		t.Fatalf("pushed %v after the wait; want seqs 2 and 3", got)
+	}
+	// The missing seq turns up after all: late, but delivered.
+	pushAll(t, q, f.messageIn(10, 1))
+	if got := f.waitMessages(t, 3); got[2] != "grp_10/1" {
+		t.Fatalf("pushed %v; want the late seq 1 last", got)
+	}
+}
+
+func TestConsumerStartsFromTheAppliedSeq(t *testing.T) {
+	f := newFixture(t)
+	f.pusher.online = map[int64][]uint64{2: {5}}
+	// Seq 4 was handled before this process started: its preview says so.
+	before := f.messageIn(10, 4)
+	if _, err := f.dialogs.Apply(context.Background(), tenant, dialog.Update{
+		ConversationID: 5000, Score: 1, Sender: 1, Preview: dialog.PreviewOf(*before.Message), Once: "m4", OnceTTL: time.Minute,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	q := f.consume(t)
+	pushAll(t, q, f.messageIn(10, 6), f.messageIn(10, 5))
+	if got := f.waitMessages(t, 2); !slices.Equal(got, []string{"grp_10/5", "grp_10/6"}) {
+		t.Fatalf("pushed %v; want 5 then 6 (6 waits for 5, not for 1-4)", got)
+	}
+}
+
+func TestConsumerPassesOtherJobsWhileATopicWaits(t *testing.T) {
+	f := newFixture(t)
+	f.pusher.online = map[int64][]uint64{2: {5, 6}}
+	q := f.consume(t)
+	pushAll(t, q, f.messageIn(10, 2), delivery.Job{
+		Tenant: tenant, Kind: delivery.KindRead, MsgID: 777, Topic: "grp_10", ConversationID: 5000, From: 2,
+		ExcludeDevice: 5, NotPush: true, NotMailbox: true, Recipients: []int64{2}, Event: json.RawMessage(`{"seq":1}`),
+	})
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got := f.pusher.received()
+		if len(got) == 1 && got[0].kind == delivery.KindRead {
+			break
+		}
+		if len(got) > 1 || time.Now().After(deadline) {
+			t.Fatalf("pushes %+v; want the read receipt alone while seq 2 waits for 1", got)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestConsumerHoldsThroughABacklog(t *testing.T) {
+	f := newFixture(t)
+	f.pusher.online = map[int64][]uint64{2: {5}}
+	queue := f.partitioned(t, 1)
+	// Seq 2 of group 10 is queued first, seq 1 behind a backlog of group 11, all at once.
+	pushAll(t, queue, f.messageIn(10, 2))
+	for seq := int64(1); seq <= 20; seq++ {
+		pushAll(t, queue, f.messageIn(11, seq))
+	}
+	pushAll(t, queue, f.messageIn(10, 1))
+	// The consumer starts long after: by the clock every hold is over, yet seq 1 is queued.
+	f.clock.Advance(10 * consumerWait)
+	f.startConsumers(t, queue)
+	got := f.waitMessages(t, 22)
+	if seqs := ofTopic(got, "grp_10"); !slices.Equal(seqs, []string{"grp_10/1", "grp_10/2"}) {
+		t.Fatalf("group 10 pushed %v; want seq 1 then 2", seqs)
+	}
+}
+
+func TestConsumerHandlesHeldJobsAtStop(t *testing.T) {
+	f := newFixture(t)
+	f.pusher.online = map[int64][]uint64{2: {5}}
+	queue := f.partitioned(t, consumerPartitions)
+	w := f.newWorkers(Config{MaxAttempts: 3, DoneTTL: time.Minute, TakeTimeout: 20 * time.Millisecond, ReorderWait: consumerWait}, queue)
+	if err := w.Start(context.Background(), []string{tenant}); err != nil {
+		t.Fatal(err)
+	}
+	pushAll(t, queue, f.messageIn(10, 3), f.messageIn(10, 2))
+	time.Sleep(100 * time.Millisecond)
+	if err := w.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.messagesOf(); !slices.Equal(got, []string{"grp_10/2", "grp_10/3"}) {
+		t.Fatalf("pushed %v at stop; want the held seqs in order", got)
+	}
+	if n, err := queue.RequeueStale(context.Background(), tenant); err != nil || n != 0 {
+		t.Fatalf("RequeueStale after stop = %d, %v; want nothing left in processing", n, err)
+	}
+}
+
+// takeAll takes every job the fixture's queue holds.
+func (f *fixture) takeAll(t *testing.T) []delivery.Job {
+	t.Helper()
+	var jobs []delivery.Job
+	for {
+		job, ok, err := f.queue.Take(context.Background(), tenant, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			return jobs
+		}
+		jobs = append(jobs, job)
+	}
+}
+
+func TestJobsHandledTogetherActLikeOneAfterAnother(t *testing.T) {
+	f := newFixture(t)
+	f.pusher.online = map[int64][]uint64{2: {5}, 3: {8}}
+	senders := []struct {
+		user   int64
+		device uint64
+	}{{1, 1}, {3, 8}, {4, 1}}
+	for i, from := range senders {
+		job := f.messageIn(10, int64(i+1))
+		job.From, job.Message.From, job.ExcludeDevice = from.user, from.user, from.device
+		pushAll(t, f.queue, job)
+	}
+	pushAll(t, f.queue, delivery.Job{
+		Tenant: tenant, Kind: delivery.KindRead, MsgID: 1001, Topic: "grp_10", ConversationID: 5000, From: 3,
+		ExcludeDevice: 9, NotPush: true, NotMailbox: true, Recipients: []int64{3}, Event: json.RawMessage(`{"seq":1}`),
+	})
+	jobs := f.takeAll(t)
+	f.workers.handle(context.Background(), jobs...)
+	f.workers.handle(context.Background(), jobs...) // a rerun after a crash acts no more
+
+	for user, want := range map[int64]int64{1: 2, 2: 3, 3: 2, 4: 2} {
+		if got, _ := f.unread(t, user); got != want {
+			t.Errorf("user %d: unread %d, want %d", user, got, want)
+		}
+	}
+	// Message by message, in seq order; user 3 does not get back what its device sent.
+	if got := ofTopic(f.messagesOf(), "grp_10"); !slices.Equal(got, []string{"grp_10/1", "grp_10/1", "grp_10/2", "grp_10/3", "grp_10/3"}) {
+		t.Errorf("MESSAGE pushes %v; want seq 1 to users 2 and 3, 2 to user 2, 3 to both", got)
+	}
+	reads := 0
+	for _, p := range f.pusher.received() {
+		if p.kind == delivery.KindRead {
+			reads++
+		}
+	}
+	if reads != 1 {
+		t.Errorf("%d read pushes; want 1", reads)
+	}
+	if n, err := f.queue.RequeueStale(context.Background(), tenant); err != nil || n != 0 {
+		t.Fatalf("RequeueStale = %d, %v; want every job acked", n, err)
+	}
+}
+
+func TestFailedListsHoldBackOnlyMessageJobs(t *testing.T) {
+	f := newFixture(t)
+	f.workers.d.Dialogs = failingDialogs{f.dialogs}
+	f.pusher.online = map[int64][]uint64{2: {5, 6}}
+	pushAll(t, f.queue, f.messageJob(), delivery.Job{
+		Tenant: tenant, Kind: delivery.KindRead, MsgID: 777, Topic: "grp_10", ConversationID: 5000, From: 2,
+		ExcludeDevice: 5, NotPush: true, NotMailbox: true, Recipients: []int64{2}, Event: json.RawMessage(`{"seq":1}`),
+	})
+	for jobs := f.takeAll(t); len(jobs) > 0; jobs = f.takeAll(t) {
+		f.workers.handle(context.Background(), jobs...)
+	}
+	if got := f.pusher.received(); len(got) != 1 || got[0].kind != delivery.KindRead {
+		t.Fatalf("pushes %+v; want only the read receipt", got)
+	}
+	if got := f.metrics.Count("group_message_dead_letter_total"); got != 1 {
+		t.Fatalf("dead letters = %v; want the message job", got)
 	}
 }

@@ -33,6 +33,9 @@ type Job struct {
 	Message        *message.Message `json:"message,omitempty"`
 	Event          json.RawMessage  `json:"event,omitempty"`
 	Attempts       int              `json:"attempts,omitempty"`
+	// QueuedAt is when Push queued the job (Unix ms; a retry keeps it). A partition is FIFO, so
+	// a consumer that took a job queued at T took (about) everything queued before T.
+	QueuedAt int64 `json:"queued_at,omitempty"`
 	// Receipt is the queue's handle of a taken job (set by the queue adapter, never serialized
 	// by callers) so Ack removes exactly this job.
 	Receipt string `json:"-"`
@@ -51,6 +54,20 @@ func (j Job) DoneKey() string {
 }
 
 func itoa(v int64) string { return strconv.FormatInt(v, 10) }
+
+// PartitionOf is the queue partition of a topic's jobs among n: every job of a topic goes to
+// one partition, whose single consumer can then deliver the topic in seq order. The hash is
+// fixed (FNV-1a), so every node and every boot agree on it.
+func PartitionOf(topic string, n int) int {
+	if n <= 1 {
+		return 0
+	}
+	h := uint32(2166136261)
+	for i := range len(topic) {
+		h = (h ^ uint32(topic[i])) * 16777619
+	}
+	return int(h % uint32(n))
+}
 
 // Push is what goes to online devices.
 type Push struct {

@@ -5,6 +5,7 @@ package dialog
 
 import (
 	"encoding/json"
+	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -93,6 +94,28 @@ type Update struct {
 	Once    string        // the job's identity
 	OnceTTL time.Duration // how long the batch markers live
 	Batches []Batch
+}
+
+// Runs splits updates into runs of consecutive updates of one conversation to the same
+// batches. A list store may apply a run together: its effect is that of its updates one after
+// another.
+func Runs(us []Update) [][]Update {
+	var runs [][]Update
+	for i, u := range us {
+		if i > 0 {
+			prev := us[i-1]
+			if u.ConversationID == prev.ConversationID && sameBatches(u.Batches, prev.Batches) {
+				runs[len(runs)-1] = append(runs[len(runs)-1], u)
+				continue
+			}
+		}
+		runs = append(runs, []Update{u})
+	}
+	return runs
+}
+
+func sameBatches(a, b []Batch) bool {
+	return slices.EqualFunc(a, b, func(x, y Batch) bool { return x.Index == y.Index && slices.Equal(x.Users, y.Users) })
 }
 
 // Batch is a set of recipients whose lists change together.

@@ -2,6 +2,7 @@ package dialog
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -48,5 +49,40 @@ func TestPreviewOf(t *testing.T) {
 		if p.Text != c.want || p.Type != c.typ || p.Seq != 2 || p.MsgID != 5 || p.From != 3 || p.CreatedAt != at.UnixMilli() || p.Topic != "grp_1" {
 			t.Errorf("%s %s: %+v", c.typ, c.content, p)
 		}
+	}
+}
+
+func TestRuns(t *testing.T) {
+	a := []Batch{{Index: 1, Users: []int64{1, 2}}}
+	b := []Batch{{Index: 1, Users: []int64{1, 3}}}
+	up := func(conv int64, once string, batches []Batch) Update {
+		return Update{ConversationID: conv, Once: once, Batches: batches}
+	}
+	tests := []struct {
+		name string
+		in   []Update
+		want [][]string // Once of each update, per run
+	}{
+		{"none", nil, nil},
+		{"one", []Update{up(1, "m1", a)}, [][]string{{"m1"}}},
+		{"one conversation, same batches", []Update{up(1, "m1", a), up(1, "m2", a), up(1, "m3", a)}, [][]string{{"m1", "m2", "m3"}}},
+		{"conversations alternate", []Update{up(1, "m1", a), up(2, "m2", a), up(1, "m3", a)}, [][]string{{"m1"}, {"m2"}, {"m3"}}},
+		{"batches differ", []Update{up(1, "m1", a), up(1, "m2", b), up(1, "m3", b)}, [][]string{{"m1"}, {"m2", "m3"}}},
+		{"no batches", []Update{up(1, "m1", nil), up(1, "m2", nil)}, [][]string{{"m1", "m2"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got [][]string
+			for _, run := range Runs(tt.in) {
+				var onces []string
+				for _, u := range run {
+					onces = append(onces, u.Once)
+				}
+				got = append(got, onces)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("Runs = %v; want %v", got, tt.want)
+			}
+		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"imd/core/apperr"
 	"imd/core/conversation"
+	"imd/core/send"
 	"imd/core/social"
 	"imd/core/uploads"
 	"imd/ports"
@@ -42,7 +43,18 @@ type Deps struct {
 	// Events posts friend and membership events to the mailboxes of the users concerned; nil
 	// posts none (the change still takes effect).
 	Events ports.ControlEvents
-	Log    *slog.Logger
+	// Topics writes group-wide events (mute-all) into the group's topic, once for all members
+	// (DESIGN §1); nil writes none.
+	Topics TopicPublisher
+	// Dialogs takes a group off a removed member's conversation lists; nil leaves the lists to
+	// the next rebuild.
+	Dialogs ports.DialogRemover
+	Log     *slog.Logger
+}
+
+// TopicPublisher writes an event into a topic through the send path (core/send.Service).
+type TopicPublisher interface {
+	Publish(ctx context.Context, e send.Event) (send.Result, error)
 }
 
 // Service is the social graph use cases.
@@ -75,13 +87,14 @@ func (s *Service) UpdateProfile(ctx context.Context, tenant string, p social.Pro
 	return busy("update profile", err)
 }
 
-// requireUsers fails with 40401 naming the first unknown user.
-func (s *Service) requireUsers(ctx context.Context, tenant string, ids ...int64) error {
+// RequireUsers fails with 40001 for an id that is not positive and with 40401 naming the
+// first unknown user. The admin use cases check users the same way.
+func RequireUsers(ctx context.Context, users ports.Directory, tenant string, ids ...int64) error {
 	for _, id := range ids {
 		if id <= 0 {
 			return apperr.New(apperr.InvalidArgument, "user ids must be positive")
 		}
-		ok, err := s.d.Directory.UserExists(ctx, tenant, id)
+		ok, err := users.UserExists(ctx, tenant, id)
 		if err != nil {
 			return busy("look up user", err)
 		}

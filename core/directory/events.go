@@ -3,8 +3,11 @@ package directory
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	"imd/core/mailbox"
+	"imd/core/send"
+	"imd/core/social"
 )
 
 // eventBatch bounds one mailbox append, so adding a big group's members writes in steps.
@@ -68,4 +71,41 @@ func (s *Service) post(ctx context.Context, tenant string, notices []notice) {
 
 func friendNotice(to int64, action string, other int64) notice {
 	return notice{user: to, kind: mailbox.Friend, payload: friendEvent{Action: action, UserID: other}}
+}
+
+// eventMuteAll names the group event of a mute-all change.
+const eventMuteAll = "mute_all"
+
+// groupEvent is the content of a group-wide event: a `system` message in the group's topic,
+// which every member syncs, instead of a mailbox row per member.
+type groupEvent struct {
+	Event   string `json:"event"`
+	MuteAll bool   `json:"mute_all"`
+	By      int64  `json:"by,omitempty"` // the acting user; absent for operators
+}
+
+// announce writes a group event into the topic after the change committed. Like post, a lost
+// event costs a live update only: the change stands and the group's info shows it, and a
+// retry of the request would find nothing left to change, so a failure is logged, never
+// returned. Each change is an event of its own: its client_msg_id carries a fresh id.
+func (s *Service) announce(ctx context.Context, tenant string, actor int64, c social.Conversation, ev groupEvent) {
+	if s.d.Topics == nil {
+		return
+	}
+	content, err := json.Marshal(ev)
+	if err != nil {
+		s.d.Log.ErrorContext(ctx, "group event not encodable", "tenant", tenant, "topic", c.Topic, "err", err)
+		return
+	}
+	id, err := s.d.IDs.NextID()
+	if err != nil {
+		s.d.Log.ErrorContext(ctx, "group event not written", "tenant", tenant, "topic", c.Topic, "event", ev.Event, "err", err)
+		return
+	}
+	_, err = s.d.Topics.Publish(ctx, send.Event{
+		Tenant: tenant, Conversation: c, Actor: actor, ClientMsgID: fmt.Sprintf("%s:%d", ev.Event, id), Content: content,
+	})
+	if err != nil {
+		s.d.Log.ErrorContext(ctx, "group event not written", "tenant", tenant, "topic", c.Topic, "event", ev.Event, "err", err)
+	}
 }

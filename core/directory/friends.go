@@ -38,7 +38,7 @@ func (s *Service) RequestFriend(ctx context.Context, tenant string, from, to int
 	if utf8.RuneCountInString(message) > social.MaxRequestMessage || !utf8.ValidString(message) {
 		return false, apperr.New(apperr.InvalidArgument, "message must be valid UTF-8 of at most 255 characters")
 	}
-	if err := s.requireUsers(ctx, tenant, from, to); err != nil {
+	if err := RequireUsers(ctx, s.d.Directory, tenant, from, to); err != nil {
 		return false, err
 	}
 	rel, err := s.d.Resolver.Relation(ctx, tenant, from, to)
@@ -101,7 +101,7 @@ func (s *Service) AddFriendship(ctx context.Context, tenant string, a, b int64) 
 	if a == b {
 		return apperr.New(apperr.InvalidArgument, "a user cannot befriend themself")
 	}
-	if err := s.requireUsers(ctx, tenant, a, b); err != nil {
+	if err := RequireUsers(ctx, s.d.Directory, tenant, a, b); err != nil {
 		return err
 	}
 	if err := s.d.Directory.AddFriendship(ctx, tenant, a, b); err != nil {
@@ -136,7 +136,7 @@ func (s *Service) Block(ctx context.Context, tenant string, user, other int64) e
 	if user == other {
 		return apperr.New(apperr.InvalidArgument, "a user cannot block themself")
 	}
-	if err := s.requireUsers(ctx, tenant, other); err != nil {
+	if err := RequireUsers(ctx, s.d.Directory, tenant, other); err != nil {
 		return err
 	}
 	if err := s.d.Blocks.Block(ctx, tenant, user, other); err != nil {

@@ -43,7 +43,7 @@ func (s *Service) CreateGroup(ctx context.Context, tenant string, actor int64, g
 	if len(all) > MaxGroupMembers {
 		return social.Conversation{}, apperr.New(apperr.InvalidArgument, "too many members")
 	}
-	if err := s.requireUsers(ctx, tenant, all...); err != nil {
+	if err := RequireUsers(ctx, s.d.Directory, tenant, all...); err != nil {
 		return social.Conversation{}, err
 	}
 	if g.ID == 0 {
@@ -119,7 +119,7 @@ func (s *Service) AddMembers(ctx context.Context, tenant string, actor, groupID 
 	if err := s.requireManager(ctx, tenant, actor, groupID); err != nil {
 		return err
 	}
-	if err := s.requireUsers(ctx, tenant, users...); err != nil {
+	if err := RequireUsers(ctx, s.d.Directory, tenant, users...); err != nil {
 		return err
 	}
 	if err := s.d.Directory.AddMembers(ctx, tenant, c.Topic, users); err != nil {
@@ -136,7 +136,7 @@ func (s *Service) AddMembers(ctx context.Context, tenant string, actor, groupID 
 
 // RemoveMember removes user from a group: a member leaving, or a manager removing someone it
 // outranks (the owner anyone, an admin plain members). The owner never leaves: a group keeps
-// its owner.
+// its owner, who hands it over first (TransferOwnership).
 func (s *Service) RemoveMember(ctx context.Context, tenant string, actor, groupID, user int64) error {
 	c, err := s.groupConversation(ctx, tenant, groupID)
 	if err != nil {
@@ -147,7 +147,7 @@ func (s *Service) RemoveMember(ctx context.Context, tenant string, actor, groupI
 		return err
 	}
 	if target.Role == social.RoleOwner {
-		return apperr.New(apperr.Forbidden, "the owner cannot leave or be removed")
+		return apperr.New(apperr.Forbidden, "the owner cannot leave or be removed; transfer the ownership first")
 	}
 	if actor != user {
 		if err := s.requireOutrank(ctx, tenant, actor, groupID, target); err != nil {
@@ -159,7 +159,73 @@ func (s *Service) RemoveMember(ctx context.Context, tenant string, actor, groupI
 	}
 	// From here the removed user can neither send nor sync on this node.
 	s.d.Resolver.InvalidateGroup(tenant, c.Topic)
+	s.forgetDialog(ctx, tenant, user, c)
 	s.post(ctx, tenant, []notice{memberNotice(user, c, memberEvent{Action: "removed", By: actor})})
+	return nil
+}
+
+// forgetDialog takes the group off the removed user's conversation lists. Like the events, it
+// runs after the change committed and a failure is only logged: a retry of the removal would
+// find no member left, and a list rebuild from MySQL leaves the group out anyway. A message
+// fanned out just before the removal can still bring the dialog back; its messages stay
+// unreadable to the user, whose syncs the membership check refuses.
+func (s *Service) forgetDialog(ctx context.Context, tenant string, user int64, c social.Conversation) {
+	if s.d.Dialogs == nil {
+		return
+	}
+	if err := s.d.Dialogs.RemoveDialog(ctx, tenant, user, c.ID); err != nil {
+		s.d.Log.ErrorContext(ctx, "removed member's dialog not dropped", "tenant", tenant, "user_id", user, "topic", c.Topic, "err", err)
+	}
+}
+
+// TransferOwnership hands a group to another member: it becomes the owner and the old owner
+// an admin, who may then leave like anyone else. Only the owner may; operators hand over
+// whoever owns the group.
+func (s *Service) TransferOwnership(ctx context.Context, tenant string, actor, groupID, to int64) error {
+	if to <= 0 {
+		return apperr.New(apperr.InvalidArgument, "user_id must be positive")
+	}
+	c, err := s.groupConversation(ctx, tenant, groupID)
+	if err != nil {
+		return err
+	}
+	from := actor
+	if actor == Operator {
+		g, err := s.d.Groups.Group(ctx, tenant, groupID)
+		if errors.Is(err, social.ErrNotFound) {
+			return apperr.New(apperr.NotFound, "group not found")
+		}
+		if err != nil {
+			return busy("read group", err)
+		}
+		from = g.Owner
+	} else {
+		a, err := s.actorMember(ctx, tenant, actor, groupID)
+		if err != nil {
+			return err
+		}
+		if a.Role != social.RoleOwner {
+			return apperr.New(apperr.Forbidden, "only the owner hands the group over")
+		}
+	}
+	if to == from {
+		return apperr.New(apperr.InvalidArgument, "the user already owns the group")
+	}
+	if _, err := s.member(ctx, tenant, groupID, to); err != nil {
+		return err
+	}
+	err = s.d.Groups.TransferOwnership(ctx, tenant, groupID, from, to)
+	if errors.Is(err, social.ErrNotFound) {
+		return apperr.New(apperr.NotFound, "not a member of this group") // removed meanwhile
+	}
+	if err != nil {
+		return busy("transfer ownership", err)
+	}
+	s.d.Resolver.InvalidateGroup(tenant, c.Topic)
+	s.post(ctx, tenant, []notice{
+		memberNotice(to, c, memberEvent{Action: "role", By: actor, Role: string(social.RoleOwner)}),
+		memberNotice(from, c, memberEvent{Action: "role", By: actor, Role: string(social.RoleAdmin)}),
+	})
 	return nil
 }
 
@@ -205,10 +271,18 @@ func (s *Service) SetMuteAll(ctx context.Context, tenant string, actor, groupID 
 	if err := s.requireManager(ctx, tenant, actor, groupID); err != nil {
 		return err
 	}
+	g, err := s.d.Groups.Group(ctx, tenant, groupID)
+	if err != nil {
+		return busy("read group", err)
+	}
+	if g.MuteAll == on {
+		return nil // nothing changes, nothing to announce
+	}
 	if err := s.d.Groups.SetMuteAll(ctx, tenant, groupID, on); err != nil {
 		return busy("set mute all", err)
 	}
 	s.d.Resolver.InvalidateGroup(tenant, c.Topic)
+	s.announce(ctx, tenant, actor, c, groupEvent{Event: eventMuteAll, MuteAll: on, By: actor})
 	return nil
 }
 

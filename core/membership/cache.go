@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"imd/core/flight"
 	"imd/ports"
 )
 
@@ -24,6 +25,7 @@ type Cache struct {
 
 	mu      sync.Mutex
 	entries map[string]entry
+	loads   flight.Group[[]int64] // one member read per topic at a time
 }
 
 // New returns a cache whose entries live ttl.
@@ -43,19 +45,21 @@ func (c *Cache) Members(ctx context.Context, tenant, topic string) ([]int64, err
 	if ok && now.Before(e.expires) {
 		return e.members, nil
 	}
-	members, err := c.dir.Members(ctx, tenant, topic)
-	if err != nil {
-		return nil, err
-	}
-	members = slices.Clone(members)
-	slices.Sort(members)
-	c.mu.Lock()
-	if len(c.entries) > 100_000 {
-		c.evictExpired(now)
-	}
-	c.entries[k] = entry{members: members, expires: now.Add(c.ttl)}
-	c.mu.Unlock()
-	return members, nil
+	return c.loads.Do(ctx, k, func(ctx context.Context) ([]int64, error) {
+		members, err := c.dir.Members(ctx, tenant, topic)
+		if err != nil {
+			return nil, err
+		}
+		members = slices.Clone(members)
+		slices.Sort(members)
+		c.mu.Lock()
+		if len(c.entries) > 100_000 {
+			c.evictExpired(now)
+		}
+		c.entries[k] = entry{members: members, expires: now.Add(c.ttl)}
+		c.mu.Unlock()
+		return members, nil
+	})
 }
 
 // IsMember answers from the cached member list.

@@ -8,10 +8,12 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"imd/core/apperr"
 	"imd/core/month"
+	"imd/core/topic"
 )
 
 // Status of a stored message.
@@ -56,6 +58,23 @@ type Message struct {
 	CreatedAt      time.Time       `json:"created_at"`
 	EditedAt       time.Time       `json:"edited_at,omitzero"` // zero when never edited
 	Month          month.Month     `json:"month"`
+}
+
+// ValidateAppend rejects a message no message store may write: an empty or over-long topic,
+// a seq or msg_id that is not positive, an over-long client_msg_id, an invalid month. Every
+// store checks it before writing, so the in-memory one fails where MySQL would.
+func (m Message) ValidateAppend() error {
+	switch {
+	case m.Topic == "" || len(m.Topic) > topic.MaxLen:
+		return fmt.Errorf("append: invalid topic %q", m.Topic)
+	case m.Seq <= 0 || m.MsgID <= 0:
+		return fmt.Errorf("append %s: seq %d and msg_id %d must be positive", m.Topic, m.Seq, m.MsgID)
+	case len(m.ClientMsgID) > MaxClientMsgIDLen:
+		return fmt.Errorf("append %s: client_msg_id longer than %d", m.Topic, MaxClientMsgIDLen)
+	case !m.Month.Valid():
+		return fmt.Errorf("append %s: %w: %d", m.Topic, month.ErrInvalid, int32(m.Month))
+	}
+	return nil
 }
 
 // Draft is what a sender submits, before ids and seq exist.

@@ -37,6 +37,39 @@ func TestValidate(t *testing.T) {
 	}
 }
 
+func TestValidateAppend(t *testing.T) {
+	ok := Message{Topic: "grp_1", Seq: 1, MsgID: 7, ClientMsgID: "c", Month: 202609}
+	tests := []struct {
+		name    string
+		edit    func(*Message)
+		wantErr string
+	}{
+		{"ok", func(*Message) {}, ""},
+		{"no topic", func(m *Message) { m.Topic = "" }, `append: invalid topic ""`},
+		{"long topic", func(m *Message) { m.Topic = strings.Repeat("t", 65) }, "append: invalid topic"},
+		{"seq 0", func(m *Message) { m.Seq = 0 }, "append grp_1: seq 0 and msg_id 7 must be positive"},
+		{"msg_id 0", func(m *Message) { m.MsgID = 0 }, "append grp_1: seq 1 and msg_id 0 must be positive"},
+		{"long client_msg_id", func(m *Message) { m.ClientMsgID = strings.Repeat("c", 65) }, "append grp_1: client_msg_id longer than 64"},
+		{"no month", func(m *Message) { m.Month = 0 }, "append grp_1: invalid month"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := ok
+			tt.edit(&m)
+			err := m.ValidateAppend()
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("ValidateAppend: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("ValidateAppend = %v, want an error containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
 func TestHashTellsRetriesFromReuse(t *testing.T) {
 	a := Draft{ClientMsgID: "c", Type: "text", Content: json.RawMessage(`{"text": "hi"}`)}
 	b := a

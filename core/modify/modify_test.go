@@ -293,13 +293,13 @@ func drain(t *testing.T, q *switchableQueue, n int) []delivery.Job {
 	t.Helper()
 	var out []delivery.Job
 	for range n {
-		job, ok, err := q.Take(context.Background(), tenant, 0)
+		job, ok, err := q.Take(context.Background(), tenant, 0, 0)
 		if err != nil || !ok {
 			t.Fatalf("take: ok=%v err=%v", ok, err)
 		}
 		out = append(out, job)
 	}
-	if _, ok, _ := q.Take(context.Background(), tenant, 0); ok {
+	if _, ok, _ := q.Take(context.Background(), tenant, 0, 0); ok {
 		t.Fatal("more deliver jobs than expected")
 	}
 	return out

@@ -148,7 +148,7 @@ func TestReadForms(t *testing.T) {
 				t.Fatalf("code = %d (%v), want %d", code, err, c.want.code)
 			}
 			if err != nil {
-				if _, queued, _ := f.queue.Take(context.Background(), tenant, 0); queued {
+				if _, queued, _ := f.queue.Take(context.Background(), tenant, 0, 0); queued {
 					t.Fatal("a refused read enqueued a job")
 				}
 				return
@@ -187,7 +187,7 @@ func TestReadWatermarkNeverMovesBackAndNotifiesOtherDevices(t *testing.T) {
 		if w.Seq != r.wantSeq || w.MsgID != f.group[r.wantSeq-1].MsgID {
 			t.Fatalf("read %d: watermark %+v, want seq %d", r.seq, w, r.wantSeq)
 		}
-		job, queued, err := f.queue.Take(ctx, tenant, 0)
+		job, queued, err := f.queue.Take(ctx, tenant, 0, 0)
 		if err != nil || queued != r.advanced {
 			t.Fatalf("read %d: job queued = %v (%v), want %v", r.seq, queued, err, r.advanced)
 		}

@@ -3,6 +3,7 @@
 package route
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -19,8 +20,38 @@ type Segment struct {
 	MaxCreatedAt time.Time
 }
 
+// Validate rejects a segment that would corrupt a route: an invalid month, an empty or
+// inverted seq range, a negative count.
+func (s Segment) Validate() error {
+	switch {
+	case !s.Month.Valid():
+		return fmt.Errorf("%w: %d", month.ErrInvalid, s.Month)
+	case s.MinSeq < 1 || s.MaxSeq < s.MinSeq:
+		return fmt.Errorf("bad seq range [%d, %d] in %s", s.MinSeq, s.MaxSeq, s.Month)
+	case s.Count < 0:
+		return fmt.Errorf("negative count %d in %s", s.Count, s.Month)
+	}
+	return nil
+}
+
 // Route is a topic's segments in ascending MinSeq order.
 type Route []Segment
+
+// Validate rejects a route a cache must not store: a segment Segment.Validate rejects, or
+// two segments of one month.
+func (r Route) Validate() error {
+	seen := make(map[month.Month]bool, len(r))
+	for _, s := range r {
+		if err := s.Validate(); err != nil {
+			return err
+		}
+		if seen[s.Month] {
+			return fmt.Errorf("month %s appears twice", s.Month)
+		}
+		seen[s.Month] = true
+	}
+	return nil
+}
 
 // Normalize sorts the segments by MinSeq, so callers may build a Route in any order.
 func Normalize(segs []Segment) Route {

@@ -2,6 +2,7 @@ package route
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"imd/core/month"
@@ -100,5 +101,38 @@ func TestOverlappingAndMerge(t *testing.T) {
 	}
 	if len(twoMonths) != 2 || twoMonths[1].MaxSeq != 12000 {
 		t.Fatal("Merge must not modify its receiver")
+	}
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name    string
+		r       Route
+		wantErr string
+	}{
+		{"seed example", twoMonths, ""},
+		{"empty", nil, ""},
+		{"invalid month", Route{{Month: 202613, MinSeq: 1, MaxSeq: 1}}, "invalid month"},
+		{"seq 0", Route{{Month: 202609, MinSeq: 0, MaxSeq: 1}}, "bad seq range [0, 1] in 202609"},
+		{"inverted range", Route{{Month: 202609, MinSeq: 5, MaxSeq: 4}}, "bad seq range [5, 4] in 202609"},
+		{"negative count", Route{{Month: 202609, MinSeq: 1, MaxSeq: 1, Count: -1}}, "negative count -1 in 202609"},
+		{"month twice", Route{{Month: 202609, MinSeq: 1, MaxSeq: 1}, {Month: 202609, MinSeq: 2, MaxSeq: 2}}, "month 202609 appears twice"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.r.Validate()
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("Validate: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("Validate = %v, want an error containing %q", err, tt.wantErr)
+			}
+		})
+	}
+	if err := (Segment{Month: 202609, MinSeq: 1, MaxSeq: 1}).Validate(); err != nil {
+		t.Fatalf("valid segment: %v", err)
 	}
 }

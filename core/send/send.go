@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"imd/core/apperr"
@@ -60,6 +61,9 @@ type Deps struct {
 	Compensation ports.CompensationList
 	// Hot is the Redis hot-message cache written after COMMIT (seed 000 §6.1); nil: none.
 	Hot ports.HotCache
+	// Listeners hear of each stored message after COMMIT (search index, file index); they
+	// never fail or hold up the send.
+	Listeners []ports.CommitListener
 }
 
 // Service runs the send path.
@@ -172,19 +176,30 @@ func (s *Service) post(ctx context.Context, r Request, conv social.Conversation)
 			}
 			m = res.Existing
 		}
-		if err := s.enqueue(ctx, r, m); err != nil {
-			return Result{}, err
-		}
+		// The route and the hot cache describe what MySQL holds, so they follow the COMMIT
+		// whatever happens to the enqueue; they run while the job is queued, and the send waits
+		// for two Redis round trips instead of four.
+		var after sync.WaitGroup
 		if res.Outcome != ports.AlreadyStored {
 			// A duplicate's attempt left a tombstone at its seq: the route covers it too.
-			s.updateRoute(ctx, r.Tenant, attempt)
+			after.Go(func() { s.updateRoute(ctx, r.Tenant, attempt) })
 		}
 		if res.Outcome != ports.DuplicateClientMsgID {
 			// A retry caches too: it heals a write lost with the first attempt.
-			s.cacheHot(ctx, r.Tenant, m)
+			after.Go(func() { s.cacheHot(ctx, r.Tenant, m) })
 		}
-		if err := s.d.Seq.MarkAcked(ctx, r.Tenant, m.Topic, m.From, m.ClientMsgID); err != nil {
-			s.d.Log.WarnContext(ctx, "mark acked failed", "topic", m.Topic, "msg_id", m.MsgID, "err", err)
+		err = s.enqueue(ctx, r, m)
+		if err == nil {
+			after.Go(func() { s.markAcked(ctx, r.Tenant, m) })
+		}
+		after.Wait()
+		if err != nil {
+			return Result{}, err
+		}
+		if res.Outcome != ports.DuplicateClientMsgID {
+			for _, l := range s.d.Listeners {
+				l.Committed(ctx, r.Tenant, m)
+			}
 		}
 		return Result{Message: m, ServerTime: s.d.Clock.Now()}, nil
 	}
@@ -254,6 +269,14 @@ func (s *Service) enqueue(ctx context.Context, r Request, m message.Message) err
 		return apperr.Wrap(apperr.Busy, "deliver queue unavailable, retry", err)
 	}
 	return nil
+}
+
+// markAcked records in the idempotency record that the allocation was stored and enqueued; a
+// failure is only logged: the record answers retries with the same seq either way.
+func (s *Service) markAcked(ctx context.Context, tenant string, m message.Message) {
+	if err := s.d.Seq.MarkAcked(ctx, tenant, m.Topic, m.From, m.ClientMsgID); err != nil {
+		s.d.Log.WarnContext(ctx, "mark acked failed", "topic", m.Topic, "msg_id", m.MsgID, "err", err)
+	}
 }
 
 // updateRoute refreshes the Redis route after COMMIT; a failure never rolls back the message

@@ -118,7 +118,7 @@ func TestSendAssignsContinuousSeqsAndEnqueues(t *testing.T) {
 		}
 	}
 	for i := 1; i <= 5; i++ {
-		job, ok, err := f.queue.Take(context.Background(), tenant, 0)
+		job, ok, err := f.queue.Take(context.Background(), tenant, 0, 0)
 		if err != nil || !ok || job.Message.Seq != int64(i) || job.ExcludeDevice != 1 {
 			t.Fatalf("job %d: %+v ok=%v err=%v", i, job, ok, err)
 		}
@@ -272,7 +272,7 @@ func TestNothingIsWrittenOnRejectedInput(t *testing.T) {
 	if apperr.CodeOf(err) != apperr.InvalidArgument {
 		t.Fatalf("got %v", err)
 	}
-	if _, ok, _ := f.queue.Take(context.Background(), tenant, 0); ok {
+	if _, ok, _ := f.queue.Take(context.Background(), tenant, 0, 0); ok {
 		t.Fatal("a rejected message must not be enqueued")
 	}
 	max, _ := f.store.MaxSeq(context.Background(), tenant, f.group)

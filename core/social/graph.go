@@ -1,6 +1,10 @@
 package social
 
-import "time"
+import (
+	"time"
+
+	"imd/core/apperr"
+)
 
 // Role is a member's standing in a group (t_conversation_members.role).
 type Role string
@@ -29,6 +33,10 @@ func (r Role) Outranks(other Role) bool {
 	}
 	return false
 }
+
+// ErrNotOwner: the acting user is no longer the group's owner, e.g. it handed the group over
+// in a concurrent request.
+var ErrNotOwner = apperr.New(apperr.Conflict, "not the group's owner")
 
 // Member is one member of a group.
 type Member struct {

@@ -1,6 +1,6 @@
 // Package stats holds the tenant statistics operators read. They come from summaries the write
-// path keeps (the month catalog and the route mirror), never from counting month tables
-// (seed 000 §6.6).
+// path keeps (the month catalog, the route mirror and the daily summary), never from counting
+// month tables (seed 000 §6.6).
 package stats
 
 import (
@@ -39,8 +39,24 @@ type Totals struct {
 	Groups int64
 }
 
+// Day is one UTC calendar day of the daily summary (t_daily_stats): the messages stored that
+// day, split by conversation kind. Days without messages have no row.
+type Day struct {
+	Day           time.Time // midnight UTC
+	Messages      int64     // GroupMessages + P2PMessages
+	GroupMessages int64
+	P2PMessages   int64
+}
+
+// DayOf is the day a message created at t counts for: its UTC date.
+func DayOf(t time.Time) time.Time {
+	y, m, d := t.UTC().Date()
+	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
+}
+
 // Tenant is everything the stats endpoint answers.
 type Tenant struct {
 	Totals Totals
 	Months []Month
+	Days   []Day
 }

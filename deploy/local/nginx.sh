@@ -52,102 +52,12 @@ PACKAGES=(nginx libnginx-mod-stream openssl gettext-base)
 START_TIMEOUT=15 # seconds for a start or reload to take effect
 STOP_TIMEOUT=15  # seconds before TERM turns into KILL
 
-log() { printf 'nginx.sh: %s\n' "$*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
-
-# ---------------------------------------------------------------- processes
-# alive, spawn and close_fds are the ones of deploy/local/services.sh (which cannot be
-# sourced: it dispatches on its arguments when read).
-
-# alive PID: true when PID is a live process (not a zombie: a zombie passes kill -0).
-alive() {
-	local pid="$1" state
-	[[ "$pid" =~ ^[0-9]+$ ]] || return 1
-	kill -0 "$pid" 2>/dev/null || return 1
-	if [[ -r "/proc/$pid/stat" ]]; then
-		state="$(sed -E 's/^[0-9]+ \(.*\) ([A-Za-z]).*/\1/' "/proc/$pid/stat" 2>/dev/null || true)"
-		[[ "$state" == Z || "$state" == X ]] && return 1
-	fi
-	return 0
-}
+LOG_TAG=nginx.sh
+# shellcheck source=deploy/local/lib.sh
+source "$SCRIPT_DIR/lib.sh"
 
 # master_pid: the pid of our Nginx master, if it runs (a stale pid file may name a reused pid).
-master_pid() {
-	local pid comm
-	[[ -s "$PID_FILE" ]] || return 1
-	pid="$(tr -dc '0-9' <"$PID_FILE")"
-	alive "$pid" || return 1
-	if [[ -r "/proc/$pid/comm" ]]; then
-		comm="$(cat "/proc/$pid/comm" 2>/dev/null || true)"
-		[[ "$comm" == nginx* ]] || return 1
-	fi
-	printf '%s\n' "$pid"
-}
-
-# spawn LOGFILE CMD...: run CMD in a new session, stdin /dev/null, output appended to
-# LOGFILE, no other inherited fd (our lock, a caller's pipes: the Nginx master daemonizes
-# and would hold them open forever). Waits for CMD, i.e. for Nginx to daemonize.
-spawn() {
-	local logf="$1"
-	shift
-	(close_fds; ulimit -n "$(ulimit -Hn)" 2>/dev/null || true; exec setsid "$@") </dev/null >>"$logf" 2>&1
-}
-
-close_fds() {
-	local fd
-	# shellcheck disable=SC2045 # fd names are plain numbers
-	for fd in $(ls "/proc/$BASHPID/fd"); do
-		if ((fd > 2)); then { eval "exec $fd>&-"; } 2>/dev/null || true; fi
-	done
-}
-
-# ---------------------------------------------------------------- packages
-
-pkg_installed() {
-	[[ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null || true)" == "install ok installed" ]]
-}
-
-ensure_packages() {
-	local missing=() p
-	for p in "${PACKAGES[@]}"; do
-		pkg_installed "$p" || missing+=("$p")
-	done
-	((${#missing[@]} == 0)) && return 0
-	[[ "$(id -u)" == 0 ]] || die "packages missing (${missing[*]}) and not root: install them with apt-get"
-	log "installing ${missing[*]}"
-
-	# Keep Debian from starting its own nginx on :80: policy-rc.d exiting 101 forbids
-	# invoke-rc.d actions. Restore whatever was there before.
-	local policy=/usr/sbin/policy-rc.d backup=""
-	if [[ -e "$policy" ]]; then
-		backup="$(mktemp /usr/sbin/policy-rc.d.imd-backup.XXXXXX)"
-		cp -p "$policy" "$backup"
-	fi
-	# shellcheck disable=SC2064 # expand now: restore exactly this backup
-	trap "restore_policy '$backup'" EXIT
-	printf '#!/bin/sh\n# temporary, written by imd deploy/local/nginx.sh\nexit 101\n' >"$policy"
-	chmod 0755 "$policy"
-
-	export DEBIAN_FRONTEND=noninteractive
-	local apt_opts=(-o DPkg::Lock::Timeout=300 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold)
-	apt-get "${apt_opts[@]}" update -qq
-	apt-get "${apt_opts[@]}" install -y -qq --no-install-recommends "${missing[@]}" </dev/null
-
-	restore_policy "$backup"
-	trap - EXIT
-	for p in "${missing[@]}"; do
-		pkg_installed "$p" || die "package $p did not install"
-	done
-}
-
-restore_policy() {
-	local backup="$1" policy=/usr/sbin/policy-rc.d
-	if [[ -n "$backup" && -e "$backup" ]]; then
-		mv -f "$backup" "$policy"
-	else
-		rm -f "$policy"
-	fi
-}
+master_pid() { pid_from_file "$PID_FILE" nginx; }
 
 # ---------------------------------------------------------------- certificates
 
@@ -254,17 +164,11 @@ wait_log() {
 
 log_size() { stat -c %s "$NGINX_DIR/error.log" 2>/dev/null || echo 0; }
 
-lock_state() {
-	mkdir -p "$NGINX_DIR"
-	exec 9>"$NGINX_DIR/.lock"
-	flock -w 120 9 || die "could not lock $NGINX_DIR/.lock"
-}
-
 # ---------------------------------------------------------------- commands
 
 cmd_up() {
-	lock_state
-	ensure_packages
+	lock_dir "$NGINX_DIR" 120
+	ensure_packages "${PACKAGES[@]}"
 	ensure_certs
 	render "$CONF.new"
 	if ! config_test "$CONF.new"; then
@@ -290,27 +194,25 @@ cmd_up() {
 			die "something already listens on $(connect_addr) (another Nginx? see ss -ltnp)"
 		fi
 		log "starting on $LISTEN (mode $MODE, im.$DOMAIN api.$DOMAIN -> tcp $IMD_TCP, http $IMD_HTTP)"
-		if ! spawn "$NGINX_DIR/nginx.out" nginx -p "$NGINX_DIR/" -e "$NGINX_DIR/error.log" -c "$CONF"; then
+		# fg: spawn returns once the master has daemonized. The open-file limit goes up to
+		# the hard limit: the template's worker_connections take it from the environment.
+		if ! spawn fg "$(ulimit -Hn)" "$NGINX_DIR/nginx.out" nginx -p "$NGINX_DIR/" -e "$NGINX_DIR/error.log" -c "$CONF"; then
 			tail -n 20 "$NGINX_DIR/nginx.out" >&2 || true
 			die "nginx did not start (log: $NGINX_DIR/error.log)"
 		fi
 		wait_log "$from" || die "nginx did not start (log: $NGINX_DIR/error.log)"
 		master_pid >/dev/null || die "nginx started but its pid file $PID_FILE names no running master"
 	fi
-	local i target
+	local target
 	target="$(connect_addr)"
-	for ((i = 0; i < START_TIMEOUT * 10; i++)); do
-		knock "$target" && break
-		sleep 0.1
-	done
-	((i < START_TIMEOUT * 10)) || die "nothing answers on $target"
+	wait_until "$START_TIMEOUT" knock "$target" || die "nothing answers on $target"
 	printf '%s\n' "$LISTEN  mode $MODE  im.$DOMAIN api.$DOMAIN -> tcp $IMD_TCP, http $IMD_HTTP" >"$NGINX_DIR/summary"
 	log "up: https://api.$DOMAIN and im.$DOMAIN on $LISTEN, CA $CERT_DIR/ca.crt (pid $(master_pid))"
 }
 
 cmd_down() {
-	lock_state
-	local pid i
+	lock_dir "$NGINX_DIR" 120
+	local pid
 	if ! pid="$(master_pid)"; then
 		rm -f "$PID_FILE"
 		log "not running"
@@ -318,18 +220,11 @@ cmd_down() {
 	fi
 	log "stopping pid $pid"
 	kill -TERM "$pid" 2>/dev/null || true
-	for ((i = 0; i < STOP_TIMEOUT * 10; i++)); do
-		alive "$pid" || break
-		sleep 0.1
-	done
-	if alive "$pid"; then
+	if ! wait_until "$STOP_TIMEOUT" gone "$pid"; then
 		log "still alive after ${STOP_TIMEOUT}s, sending KILL to the process group"
 		# The master runs in its own session (setsid), its workers in its process group.
 		kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
-		for ((i = 0; i < 50; i++)); do
-			alive "$pid" || break
-			sleep 0.1
-		done
+		wait_until 5 gone "$pid" || true
 	fi
 	rm -f "$PID_FILE"
 	log "stopped"
@@ -348,8 +243,8 @@ cmd_status() {
 }
 
 cmd_certs() {
-	lock_state
-	command -v openssl >/dev/null || ensure_packages
+	lock_dir "$NGINX_DIR" 120
+	command -v openssl >/dev/null || ensure_packages "${PACKAGES[@]}"
 	ensure_certs
 	echo "$CERT_DIR"
 }

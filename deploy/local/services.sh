@@ -38,47 +38,27 @@ REDIS_LOG="$REDIS_DIR/redis.log"
 PACKAGES=(mariadb-server redis-server nginx libnginx-mod-stream)
 START_TIMEOUT=30   # seconds a server may take to answer after start
 STOP_TIMEOUT=30    # seconds before a graceful stop turns into SIGKILL
+NOFILE=65536       # open-file limit of the servers
 
-log() { printf 'services: %s\n' "$*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
-
-# ---------------------------------------------------------------- processes
-
-# alive PID: true when PID is a live process (not a zombie: a zombie passes kill -0).
-alive() {
-	local pid="$1" state
-	[[ "$pid" =~ ^[0-9]+$ ]] || return 1
-	kill -0 "$pid" 2>/dev/null || return 1
-	if [[ -r "/proc/$pid/stat" ]]; then
-		# field 3 of /proc/PID/stat, after the parenthesised command name
-		state="$(sed -E 's/^[0-9]+ \(.*\) ([A-Za-z]).*/\1/' "/proc/$pid/stat" 2>/dev/null || true)"
-		[[ "$state" == Z || "$state" == X ]] && return 1
-	fi
-	return 0
-}
+LOG_TAG=services
+# shellcheck source=deploy/local/lib.sh
+source "$SCRIPT_DIR/lib.sh"
 
 # pid_of FILE: print the pid in FILE if that process is alive and is the server
 # the file belongs to (a stale pid file may name a reused pid).
 pid_of() {
-	local f="$1" pid comm want
-	[[ -s "$f" ]] || return 1
-	pid="$(tr -dc '0-9' <"$f")"
-	alive "$pid" || return 1
+	local f="$1" want
 	case "$f" in
 	"$MYSQL_PID") want=mariadbd ;;
 	"$REDIS_PID") want=redis-server ;;
 	*) want="" ;;
 	esac
-	if [[ -n "$want" && -r "/proc/$pid/comm" ]]; then
-		comm="$(cat "/proc/$pid/comm" 2>/dev/null || true)"
-		[[ "$comm" == "$want"* ]] || return 1
-	fi
-	printf '%s\n' "$pid"
+	pid_from_file "$f" "$want"
 }
 
 # stop_pidfile NAME FILE: TERM, wait, then KILL.
 stop_pidfile() {
-	local name="$1" f="$2" pid i
+	local name="$1" f="$2" pid
 	if ! pid="$(pid_of "$f")"; then
 		rm -f "$f"
 		log "$name: not running"
@@ -86,94 +66,13 @@ stop_pidfile() {
 	fi
 	log "$name: stopping pid $pid"
 	kill -TERM "$pid" 2>/dev/null || true
-	for ((i = 0; i < STOP_TIMEOUT * 10; i++)); do
-		alive "$pid" || break
-		sleep 0.1
-	done
-	if alive "$pid"; then
+	if ! wait_until "$STOP_TIMEOUT" gone "$pid"; then
 		log "$name: still alive after ${STOP_TIMEOUT}s, sending KILL"
 		kill -KILL "$pid" 2>/dev/null || true
-		for ((i = 0; i < 50; i++)); do
-			alive "$pid" || break
-			sleep 0.1
-		done
+		wait_until 5 gone "$pid" || true
 	fi
 	rm -f "$f"
 	log "$name: stopped"
-}
-
-# spawn bg|fg LOGFILE CMD...: run CMD in a new session with stdin from
-# /dev/null, stdout/stderr appended to LOGFILE and every other inherited fd
-# closed (our lock, and pipes of whoever called us: a daemon holding a CI pipe
-# open would keep the CI step from ever finishing). The subshell execs, so no
-# bash stays behind holding those fds.
-spawn() {
-	local mode="$1" logf="$2"
-	shift 2
-	if [[ "$mode" == bg ]]; then
-		(close_fds; ulimit -n 65536 2>/dev/null || true; exec setsid "$@") </dev/null >>"$logf" 2>&1 &
-	else
-		(close_fds; ulimit -n 65536 2>/dev/null || true; exec setsid "$@") </dev/null >>"$logf" 2>&1
-	fi
-}
-
-close_fds() {
-	local fd
-	# fd names are plain numbers; a glob would list the fd of its own directory handle.
-	# shellcheck disable=SC2045
-	for fd in $(ls "/proc/$BASHPID/fd"); do
-		if ((fd > 2)); then { eval "exec $fd>&-"; } 2>/dev/null || true; fi
-	done
-}
-
-# ---------------------------------------------------------------- packages
-
-pkg_installed() {
-	[[ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null || true)" == "install ok installed" ]]
-}
-
-ensure_packages() {
-	local missing=() p
-	for p in "${PACKAGES[@]}"; do
-		pkg_installed "$p" || missing+=("$p")
-	done
-	((${#missing[@]} == 0)) && return 0
-
-	[[ "$(id -u)" == 0 ]] || die "packages missing (${missing[*]}) and not root: install them with apt-get"
-	log "installing ${missing[*]}"
-
-	# Keep Debian from starting the system services: policy-rc.d exiting 101
-	# forbids invoke-rc.d actions. Restore whatever was there before.
-	local policy=/usr/sbin/policy-rc.d backup=""
-	if [[ -e "$policy" ]]; then
-		backup="$(mktemp /usr/sbin/policy-rc.d.imd-backup.XXXXXX)"
-		cp -p "$policy" "$backup"
-	fi
-	# shellcheck disable=SC2064 # expand now: restore exactly this backup
-	trap "restore_policy '$backup'" EXIT
-	printf '#!/bin/sh\n# temporary, written by imd deploy/local/services.sh\nexit 101\n' >"$policy"
-	chmod 0755 "$policy"
-
-	export DEBIAN_FRONTEND=noninteractive
-	local apt_opts=(-o DPkg::Lock::Timeout=300 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold)
-	apt-get "${apt_opts[@]}" update -qq
-	apt-get "${apt_opts[@]}" install -y -qq --no-install-recommends "${missing[@]}" </dev/null
-
-	restore_policy "$backup"
-	trap - EXIT
-
-	for p in "${missing[@]}"; do
-		pkg_installed "$p" || die "package $p did not install"
-	done
-}
-
-restore_policy() {
-	local backup="$1" policy=/usr/sbin/policy-rc.d
-	if [[ -n "$backup" && -e "$backup" ]]; then
-		mv -f "$backup" "$policy"
-	else
-		rm -f "$policy"
-	fi
 }
 
 # ---------------------------------------------------------------- mariadb
@@ -234,7 +133,7 @@ start_mysql() {
 		rm -f "$MYSQL_PID"
 		init_mysql_datadir
 		log "mariadb: starting on 127.0.0.1:$MYSQL_PORT"
-		spawn bg "$MYSQL_LOG" mariadbd --defaults-file="$MYSQL_CNF"
+		spawn bg "$NOFILE" "$MYSQL_LOG" mariadbd --defaults-file="$MYSQL_CNF"
 		local launched=$!
 		echo "$launched" >"$MYSQL_PID.launch"
 	fi
@@ -292,7 +191,7 @@ start_redis() {
 		rm -f "$REDIS_PID"
 		log "redis: starting on 127.0.0.1:$REDIS_PORT"
 		# daemonize yes: redis forks and writes its pid file itself.
-		if ! spawn fg "$REDIS_LOG" redis-server "$REDIS_CNF"; then
+		if ! spawn fg "$NOFILE" "$REDIS_LOG" redis-server "$REDIS_CNF"; then
 			tail -n 40 "$REDIS_LOG" >&2 || true
 			die "redis-server failed to start (log: $REDIS_LOG)"
 		fi
@@ -326,15 +225,9 @@ wait_ready() {
 	die "$name failed to start"
 }
 
-lock_state() {
-	mkdir -p "$STATE_DIR"
-	exec 9>"$STATE_DIR/.lock"
-	if ! flock -w 300 9; then die "could not lock $STATE_DIR/.lock"; fi
-}
-
 cmd_up() {
-	lock_state
-	ensure_packages
+	lock_dir "$STATE_DIR" 300
+	ensure_packages "${PACKAGES[@]}"
 	start_mysql
 	ensure_mysql_user
 	start_redis
@@ -342,7 +235,7 @@ cmd_up() {
 }
 
 cmd_down() {
-	lock_state
+	lock_dir "$STATE_DIR" 300
 	stop_pidfile redis "$REDIS_PID"
 	stop_pidfile mariadb "$MYSQL_PID"
 	rm -f "$MYSQL_PID.launch"

@@ -2,6 +2,7 @@ package contract
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -11,18 +12,22 @@ import (
 	"imd/ports"
 )
 
-// DeliverFixture is a deliver queue and one fresh tenant.
+// DeliverFixture is a deliver queue with one partition and one fresh tenant.
 type DeliverFixture struct {
 	Tenant string
 	Queue  ports.DeliverQueue
+	// Split returns a queue on the same jobs with n partitions, as a node restarted with
+	// another partition count sees them.
+	Split func(t *testing.T, n int) ports.DeliverQueue
 }
 
 // deliverWait bounds how long a suite Take blocks when a job is expected.
 const deliverWait = 2 * time.Second
 
-// DeliverQueue checks ports.DeliverQueue, the reliable queue of seed 003 §12: FIFO, taken jobs
-// stay in processing until acked, a boot requeues them, failing jobs end as dead letters.
-// fresh must return a new tenant on every call.
+// DeliverQueue checks ports.DeliverQueue, the reliable queue of seed 003 §12: FIFO per
+// partition, a topic's jobs in one partition, taken jobs stay in processing until acked, a boot
+// requeues them and moves the jobs of another partition count, failing jobs end as dead
+// letters. fresh must return a new tenant on every call.
 func DeliverQueue(t *testing.T, fresh func(t *testing.T) DeliverFixture) {
 	t.Run("jobs come out in push order with receipts", func(t *testing.T) {
 		t.Parallel()
@@ -56,12 +61,29 @@ func DeliverQueue(t *testing.T, fresh func(t *testing.T) DeliverFixture) {
 		deliverSame(t, deliverTake(t, f), want)
 	})
 
+	t.Run("push stamps the job and retry keeps the stamp", func(t *testing.T) {
+		t.Parallel()
+		f := fresh(t)
+		before := time.Now().Add(-time.Minute).UnixMilli() // the memory fake's clock may lag
+		deliverPushN(t, f, 1)
+		job := deliverTake(t, f)
+		if job.QueuedAt < before || job.QueuedAt > time.Now().Add(time.Minute).UnixMilli() {
+			t.Fatalf("QueuedAt = %d; want about now (%d)", job.QueuedAt, time.Now().UnixMilli())
+		}
+		if _, err := f.Queue.Retry(t.Context(), job, 5); err != nil {
+			t.Fatalf("Retry: %v", err)
+		}
+		if again := deliverTake(t, f); again.QueuedAt != job.QueuedAt {
+			t.Fatalf("QueuedAt after a retry = %d; want %d", again.QueuedAt, job.QueuedAt)
+		}
+	})
+
 	t.Run("take times out on an empty queue", func(t *testing.T) {
 		t.Parallel()
 		f := fresh(t)
 		const timeout = 200 * time.Millisecond
 		start := time.Now()
-		if job, ok, err := f.Queue.Take(t.Context(), f.Tenant, timeout); err != nil || ok {
+		if job, ok, err := f.Queue.Take(t.Context(), f.Tenant, 0, timeout); err != nil || ok {
 			t.Fatalf("Take = %+v, %v, %v; want a timeout", job, ok, err)
 		}
 		if waited := time.Since(start); waited < timeout/2 || waited > timeout+deliverWait {
@@ -97,6 +119,31 @@ func DeliverQueue(t *testing.T, fresh func(t *testing.T) DeliverFixture) {
 		}
 		deliverRequeue(t, f, 0)
 		deliverEmpty(t, f)
+	})
+
+	t.Run("ack takes several jobs at once", func(t *testing.T) {
+		t.Parallel()
+		f := fresh(t)
+		q := f.Split(t, 3)
+		deliverTopicJobs(t, q, f.Tenant, 6, 2)
+		var taken []delivery.Job
+		for p := range q.Partitions() {
+			for {
+				job, ok, err := q.Take(t.Context(), f.Tenant, p, 0)
+				if err != nil {
+					t.Fatalf("Take(partition %d): %v", p, err)
+				}
+				if !ok {
+					break
+				}
+				taken = append(taken, job)
+			}
+		}
+		if err := q.Ack(t.Context(), taken...); err != nil {
+			t.Fatalf("Ack of %d jobs: %v", len(taken), err)
+		}
+		deliverRequeueOf(t, q, f.Tenant, 0)
+		deliverEmptyQueue(t, q, f.Tenant)
 	})
 
 	t.Run("requeue puts taken jobs back at the head in order", func(t *testing.T) {
@@ -160,22 +207,93 @@ func DeliverQueue(t *testing.T, fresh func(t *testing.T) DeliverFixture) {
 		t.Parallel()
 		f := fresh(t)
 		steps := []struct {
-			key   string
-			first bool
-		}{{"m1", true}, {"m1", false}, {"m2", true}, {"read1", true}, {"m2", false}}
+			keys  []string
+			first []bool
+		}{
+			{[]string{"m1"}, []bool{true}},
+			{[]string{"m1"}, []bool{false}},
+			{[]string{"m2", "read1", "m1"}, []bool{true, true, false}},
+			{[]string{"m3", "m3"}, []bool{true, false}},
+			{nil, []bool{}},
+		}
 		for _, st := range steps {
-			first, err := f.Queue.MarkDone(t.Context(), f.Tenant, st.key, time.Minute)
-			if err != nil || first != st.first {
-				t.Fatalf("MarkDone(%s) = %v, %v; want %v", st.key, first, err, st.first)
+			first, err := f.Queue.MarkDone(t.Context(), f.Tenant, time.Minute, st.keys...)
+			if err != nil || !reflect.DeepEqual(first, st.first) {
+				t.Fatalf("MarkDone(%v) = %v, %v; want %v", st.keys, first, err, st.first)
 			}
 		}
-		if _, err := f.Queue.MarkDone(t.Context(), f.Tenant, "", time.Minute); err == nil {
+		if _, err := f.Queue.MarkDone(t.Context(), f.Tenant, time.Minute, "m4", ""); err == nil {
 			t.Error("MarkDone with an empty key succeeded")
 		}
-		if _, err := f.Queue.MarkDone(t.Context(), f.Tenant, "m3", 0); err == nil {
+		if _, err := f.Queue.MarkDone(t.Context(), f.Tenant, 0, "m5"); err == nil {
 			t.Error("MarkDone without ttl succeeded")
 		}
 	})
+
+	t.Run("a topic's jobs share a partition, in push order", func(t *testing.T) {
+		t.Parallel()
+		f := fresh(t)
+		const partitions = 4
+		q := f.Split(t, partitions)
+		if q.Partitions() != partitions {
+			t.Fatalf("Partitions = %d; want %d", q.Partitions(), partitions)
+		}
+		pushed := deliverTopicJobs(t, q, f.Tenant, 12, 5)
+		taken := deliverDrain(t, q, f.Tenant)
+		deliverSameTopicOrder(t, taken, pushed, partitions)
+	})
+
+	t.Run("take needs a partition in range", func(t *testing.T) {
+		t.Parallel()
+		f := fresh(t)
+		q := f.Split(t, 3)
+		for _, p := range []int{-1, 3} {
+			if _, _, err := q.Take(t.Context(), f.Tenant, p, 0); err == nil {
+				t.Errorf("Take(partition %d of 3) succeeded", p)
+			}
+		}
+	})
+
+	t.Run("requeue covers every partition", func(t *testing.T) {
+		t.Parallel()
+		f := fresh(t)
+		const partitions = 3
+		q := f.Split(t, partitions)
+		pushed := deliverTopicJobs(t, q, f.Tenant, 9, 3)
+		deliverRequeueOf(t, q, f.Tenant, 0) // records the count; nothing to move yet
+		taken := 0
+		for p := range partitions {
+			if _, ok, err := q.Take(t.Context(), f.Tenant, p, 0); err != nil {
+				t.Fatalf("Take(partition %d): %v", p, err)
+			} else if ok {
+				taken++
+			}
+		}
+		deliverRequeueOf(t, q, f.Tenant, taken)
+		deliverSameTopicOrder(t, deliverDrain(t, q, f.Tenant), pushed, partitions)
+	})
+
+	for _, c := range []struct{ from, to int }{{1, 4}, {4, 2}, {3, 5}} {
+		t.Run(fmt.Sprintf("a changed partition count %d→%d moves every job, each topic in order", c.from, c.to), func(t *testing.T) {
+			t.Parallel()
+			f := fresh(t)
+			old := f.Split(t, c.from)
+			deliverRequeueOf(t, old, f.Tenant, 0)
+			pushed := deliverTopicJobs(t, old, f.Tenant, 10, 4)
+			for p := range c.from { // one taken job per partition, as a crashed node leaves them
+				if _, _, err := old.Take(t.Context(), f.Tenant, p, 0); err != nil {
+					t.Fatalf("Take(partition %d): %v", p, err)
+				}
+			}
+			q := f.Split(t, c.to)
+			// The taken jobs count twice: back to their old partition, then over to the new.
+			deliverRequeueOf(t, q, f.Tenant, c.from+len(pushed))
+			deliverSameTopicOrder(t, deliverDrain(t, q, f.Tenant), pushed, c.to)
+			deliverEmptyQueue(t, old, f.Tenant)
+			// The old count was forgotten: a later boot moves nothing more.
+			deliverRequeueOf(t, q, f.Tenant, 0)
+		})
+	}
 
 	t.Run("bad tenants are rejected", func(t *testing.T) {
 		t.Parallel()
@@ -183,7 +301,7 @@ func DeliverQueue(t *testing.T, fresh func(t *testing.T) DeliverFixture) {
 		if err := f.Queue.Push(t.Context(), deliverJob("Bad}", 1)); err == nil {
 			t.Error("Push to a bad tenant succeeded")
 		}
-		if _, _, err := f.Queue.Take(t.Context(), "", 0); err == nil {
+		if _, _, err := f.Queue.Take(t.Context(), "", 0, 0); err == nil {
 			t.Error("Take from an empty tenant name succeeded")
 		}
 	})
@@ -213,7 +331,12 @@ func deliverPushN(t *testing.T, f DeliverFixture, n int) []delivery.Job {
 
 func deliverTake(t *testing.T, f DeliverFixture) delivery.Job {
 	t.Helper()
-	job, ok, err := f.Queue.Take(t.Context(), f.Tenant, deliverWait)
+	return deliverTakeFrom(t, f.Queue, f.Tenant, 0)
+}
+
+func deliverTakeFrom(t *testing.T, q ports.DeliverQueue, tenant string, partition int) delivery.Job {
+	t.Helper()
+	job, ok, err := q.Take(t.Context(), tenant, partition, deliverWait)
 	if err != nil || !ok {
 		t.Fatalf("Take = %v, %v; want a job", ok, err)
 	}
@@ -223,22 +346,109 @@ func deliverTake(t *testing.T, f DeliverFixture) delivery.Job {
 // deliverEmpty checks nothing is queued, without waiting.
 func deliverEmpty(t *testing.T, f DeliverFixture) {
 	t.Helper()
-	if job, ok, err := f.Queue.Take(t.Context(), f.Tenant, 0); err != nil || ok {
-		t.Fatalf("Take = %+v, %v, %v; want an empty queue", job, ok, err)
+	deliverEmptyQueue(t, f.Queue, f.Tenant)
+}
+
+// deliverEmptyQueue checks no partition of q holds a job, without waiting.
+func deliverEmptyQueue(t *testing.T, q ports.DeliverQueue, tenant string) {
+	t.Helper()
+	for p := range q.Partitions() {
+		if job, ok, err := q.Take(t.Context(), tenant, p, 0); err != nil || ok {
+			t.Fatalf("Take(partition %d) = %+v, %v, %v; want an empty queue", p, job, ok, err)
+		}
 	}
 }
 
 func deliverRequeue(t *testing.T, f DeliverFixture, want int) {
 	t.Helper()
-	if n, err := f.Queue.RequeueStale(t.Context(), f.Tenant); err != nil || n != want {
+	deliverRequeueOf(t, f.Queue, f.Tenant, want)
+}
+
+func deliverRequeueOf(t *testing.T, q ports.DeliverQueue, tenant string, want int) {
+	t.Helper()
+	if n, err := q.RequeueStale(t.Context(), tenant); err != nil || n != want {
 		t.Fatalf("RequeueStale = %d, %v; want %d", n, err, want)
 	}
 }
 
-// deliverSame compares jobs without their receipts, which only the queue sets.
+// deliverTopicJobs pushes perTopic jobs to each of topics group topics, the topics interleaved,
+// and returns them in push order. A job's MsgID is unique; its Attempts field numbers it
+// within its topic.
+func deliverTopicJobs(t *testing.T, q ports.DeliverQueue, tenant string, topics, perTopic int) []delivery.Job {
+	t.Helper()
+	var jobs []delivery.Job
+	for n := range perTopic {
+		for g := range topics {
+			job := delivery.Job{
+				Tenant: tenant, Kind: delivery.KindMessage, MsgID: int64(1000*g + n + 1),
+				Topic: fmt.Sprintf("grp_%d", g+1), From: 7, Attempts: n,
+			}
+			if err := q.Push(t.Context(), job); err != nil {
+				t.Fatalf("Push(%d): %v", job.MsgID, err)
+			}
+			jobs = append(jobs, job)
+		}
+	}
+	return jobs
+}
+
+// takenJob is a job and the partition it came from.
+type takenJob struct {
+	job       delivery.Job
+	partition int
+}
+
+// deliverDrain takes every job of every partition, partition by partition, and leaves the
+// queue empty.
+func deliverDrain(t *testing.T, q ports.DeliverQueue, tenant string) []takenJob {
+	t.Helper()
+	var out []takenJob
+	for p := range q.Partitions() {
+		for {
+			job, ok, err := q.Take(t.Context(), tenant, p, 0)
+			if err != nil {
+				t.Fatalf("Take(partition %d): %v", p, err)
+			}
+			if !ok {
+				break
+			}
+			if err := q.Ack(t.Context(), job); err != nil {
+				t.Fatalf("Ack: %v", err)
+			}
+			out = append(out, takenJob{job, p})
+		}
+	}
+	return out
+}
+
+// deliverSameTopicOrder checks that taken holds the pushed jobs, each in the partition of its
+// topic, and each topic's in push order.
+func deliverSameTopicOrder(t *testing.T, taken []takenJob, pushed []delivery.Job, partitions int) {
+	t.Helper()
+	if len(taken) != len(pushed) {
+		t.Fatalf("took %d jobs; pushed %d", len(taken), len(pushed))
+	}
+	want := map[string][]int64{}
+	for _, j := range pushed {
+		want[j.Topic] = append(want[j.Topic], j.MsgID)
+	}
+	got := map[string][]int64{}
+	for _, tj := range taken {
+		if p := delivery.PartitionOf(tj.job.Topic, partitions); tj.partition != p {
+			t.Fatalf("job %d of %s came from partition %d; its topic's is %d", tj.job.MsgID, tj.job.Topic, tj.partition, p)
+		}
+		got[tj.job.Topic] = append(got[tj.job.Topic], tj.job.MsgID)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("jobs by topic = %v; want %v", got, want)
+	}
+}
+
+// deliverSame compares jobs without their receipts and stamps, which only the queue sets.
 func deliverSame(t *testing.T, got, want delivery.Job) {
 	t.Helper()
 	got.Receipt, want.Receipt = "", ""
+	got.QueuedAt, want.QueuedAt = 0, 0
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("job = %+v; want %+v", got, want)
 	}

@@ -31,6 +31,8 @@ func DialogStore(t *testing.T, fresh func(t *testing.T) DialogFixture) {
 		{"muted conversations go to read uncounted", mutedGoesToRead},
 		{"a silent update re-scores where the dialog is", silentUpdate},
 		{"scores never go down and previews move forward", scoresOnlyUp},
+		{"applied seq follows the preview", appliedSeq},
+		{"updates applied together act one after another, each once", updatesTogether},
 		{"mark read clears the count and keeps the score", markRead},
 		{"changed pages both lists by score", changedPages},
 		{"rebuild merges, replace resets", rebuilds},
@@ -185,6 +187,85 @@ func scoresOnlyUp(t *testing.T, f DialogFixture) {
 	apply(t, f, dialogUpdate("m1", 1, 1000, 1, dialog.Batch{Index: 0, Users: []int64{2}}))
 	if e := entryOf(t, f, 2); e.Score != 2000 || e.Unread != 2 || e.Preview.Seq != 2 {
 		t.Fatalf("after a late older message: %+v, want score 2000, 2 unread, preview of seq 2", e)
+	}
+}
+
+func appliedSeq(t *testing.T, f DialogFixture) {
+	seqOf := func() int64 {
+		t.Helper()
+		n, err := f.Dialogs.AppliedSeq(context.Background(), f.Tenant, dialogConv)
+		if err != nil {
+			t.Fatalf("AppliedSeq: %v", err)
+		}
+		return n
+	}
+	if n := seqOf(); n != 0 {
+		t.Fatalf("applied seq of a conversation never applied = %d; want 0", n)
+	}
+	steps := []struct {
+		seq, want int64
+	}{{3, 3}, {2, 3}, {7, 7}}
+	for _, st := range steps {
+		apply(t, f, dialogUpdate(fmt.Sprintf("m%d", st.seq), st.seq, 1000*st.seq, 1, dialog.Batch{Index: 0, Users: []int64{2}}))
+		if n := seqOf(); n != st.want {
+			t.Fatalf("after applying seq %d: applied seq %d; want %d", st.seq, n, st.want)
+		}
+	}
+}
+
+func updatesTogether(t *testing.T, f DialogFixture) {
+	ctx := context.Background()
+	if err := f.Dialogs.SetMuted(ctx, f.Tenant, 3, dialogConv, true); err != nil {
+		t.Fatal(err)
+	}
+	users := dialog.Batch{Index: 4, Users: []int64{1, 2, 3}}
+	other := dialog.Batch{Index: 9, Users: []int64{4}}
+	recall := dialogUpdate("m3", 3, 3000, 1, users, other)
+	recall.Silent = true
+	applyAll := func(us ...dialog.Update) []dialog.Applied {
+		t.Helper()
+		got, err := f.Dialogs.Apply(ctx, f.Tenant, us...)
+		if err != nil {
+			t.Fatalf("Apply: %v", err)
+		}
+		if len(got) != 2*len(us) {
+			t.Fatalf("Apply: %d results for %d updates of 2 batches", len(got), len(us))
+		}
+		return got
+	}
+	// From 1, from 2, then a silent event: 1 and 2 count each other's message, 3 is muted.
+	run := []dialog.Update{dialogUpdate("m1", 1, 1000, 1, users, other), dialogUpdate("m2", 2, 2000, 2, users, other), recall}
+	for i, a := range applyAll(run...) {
+		if !a.First {
+			t.Fatalf("result %d: %+v, want first", i, a)
+		}
+		if wantMuted := []int64{3}; i%2 == 0 && !slices.Equal(a.Muted, wantMuted) {
+			t.Fatalf("result %d: muted %v, want %v", i, a.Muted, wantMuted)
+		}
+	}
+	want := map[int64]int64{1: 1, 2: 1, 3: 0, 4: 2}
+	check := func(when string) {
+		t.Helper()
+		for user, unread := range want {
+			if e := entryOf(t, f, user); e.Unread != unread || e.Score != 3000 || e.Preview.Seq != 3 {
+				t.Fatalf("%s: user %d: %+v, want %d unread, score 3000, preview of seq 3", when, user, e, unread)
+			}
+		}
+	}
+	check("after the run")
+	for i, a := range applyAll(run...) {
+		if a.First {
+			t.Fatalf("repeat, result %d: %+v, want no batch acting again", i, a)
+		}
+	}
+	check("after a repeat of the run")
+	// A repeat and a new message together: only the new one counts.
+	got := applyAll(dialogUpdate("m2", 2, 2000, 2, users, other), dialogUpdate("m4", 4, 4000, 2, users, other))
+	if got[0].First || got[1].First || !got[2].First || !got[3].First {
+		t.Fatalf("repeat then new: %+v, want only the new one first", got)
+	}
+	if e := entryOf(t, f, 1); e.Unread != 2 || e.Score != 4000 || e.Preview.Seq != 4 {
+		t.Fatalf("user 1 after a new message: %+v, want 2 unread, score 4000, preview of seq 4", e)
 	}
 }
 

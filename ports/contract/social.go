@@ -39,6 +39,7 @@ func Social(t *testing.T, newGraph SocialGraphFactory) {
 		{"blocks and relations", blocksAndRelations},
 		{"group roles and mutes", groupRolesAndMutes},
 		{"removing members", removingMembers},
+		{"ownership transfer", ownershipTransfer},
 		{"conversations of a user", userConversations},
 	}
 	for _, c := range cases {
@@ -283,6 +284,48 @@ func groupRolesAndMutes(t *testing.T, g SocialGraph, tenant string) {
 	}
 	if err := g.SetRole(ctx, tenant, 10, 2, social.Role("boss")); err == nil {
 		t.Error("SetRole with an unknown role succeeded")
+	}
+}
+
+func ownershipTransfer(t *testing.T, g SocialGraph, tenant string) {
+	ctx := context.Background()
+	if _, err := g.CreateGroup(ctx, tenant, social.Group{ID: 30, Owner: 1}, 3000, []int64{2, 3}); err != nil {
+		t.Fatalf("CreateGroup: %v", err)
+	}
+	if err := g.SetRole(ctx, tenant, 30, 3, social.RoleAdmin); err != nil {
+		t.Fatalf("SetRole: %v", err)
+	}
+	for _, c := range []struct {
+		name     string
+		group    int64
+		from, to int64
+		want     error
+	}{
+		{"to a non-member", 30, 1, 99, social.ErrNotFound},
+		{"of an unknown group", 31, 1, 2, social.ErrNotFound},
+		{"by someone not the owner", 30, 2, 3, social.ErrNotOwner},
+	} {
+		if err := g.TransferOwnership(ctx, tenant, c.group, c.from, c.to); !errors.Is(err, c.want) {
+			t.Errorf("TransferOwnership %s: err = %v, want %v", c.name, err, c.want)
+		}
+	}
+	if err := g.TransferOwnership(ctx, tenant, 30, 1, 2); err != nil {
+		t.Fatalf("TransferOwnership: %v", err)
+	}
+	if info, err := g.Group(ctx, tenant, 30); err != nil || info.Owner != 2 {
+		t.Fatalf("Group after the transfer = %+v, %v; want owner 2", info, err)
+	}
+	page, err := g.GroupMembers(ctx, tenant, 30, 0, 10)
+	if err != nil {
+		t.Fatalf("GroupMembers: %v", err)
+	}
+	want := []social.Member{{UserID: 1, Role: social.RoleAdmin}, {UserID: 2, Role: social.RoleOwner}, {UserID: 3, Role: social.RoleAdmin}}
+	if got := stripJoined(page); !slices.Equal(got, want) {
+		t.Fatalf("members after the transfer = %+v, want %+v", got, want)
+	}
+	// The old owner's second transfer, e.g. a retry or a race, finds it no longer owns the group.
+	if err := g.TransferOwnership(ctx, tenant, 30, 1, 3); !errors.Is(err, social.ErrNotOwner) {
+		t.Fatalf("a stale transfer: err = %v, want social.ErrNotOwner", err)
 	}
 }
 

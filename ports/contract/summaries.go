@@ -3,6 +3,7 @@ package contract
 import (
 	"context"
 	"testing"
+	"time"
 
 	"imd/core/social"
 	"imd/core/stats"
@@ -55,5 +56,63 @@ func Summaries(t *testing.T, newSummaries SummariesFactory) {
 	}
 	if tot, err := s.Totals(ctx, tenant); err != nil || tot != (stats.Totals{Users: 3, Groups: 1}) {
 		t.Fatalf("Totals = %+v, %v; want 3 users, 1 group", tot, err)
+	}
+}
+
+// DailyFactory returns the statistics of an empty tenant and what adds to its daily summary.
+type DailyFactory func(t *testing.T) (s ports.Summaries, counter ports.DailyCounter, tenant string)
+
+// DailySummaries runs the daily summary contract: additions to a day sum up, days are UTC
+// dates, and a page keeps the newest days of the range in ascending order.
+func DailySummaries(t *testing.T, newDaily DailyFactory) {
+	s, counter, tenant := newDaily(t)
+	ctx := context.Background()
+	day := func(d int) time.Time { return time.Date(2030, 3, d, 0, 0, 0, 0, time.UTC) }
+	if got, err := s.Days(ctx, tenant, day(1), day(31), 10); err != nil || len(got) != 0 {
+		t.Fatalf("Days of an empty tenant = %+v, %v", got, err)
+	}
+	for _, d := range []stats.Day{
+		{Day: day(2), Messages: 3, GroupMessages: 2, P2PMessages: 1},
+		{Day: day(2).Add(13 * time.Hour), Messages: 2, GroupMessages: 2},
+		{Day: day(5), Messages: 1, P2PMessages: 1},
+		// 23:30 in UTC-05:00 is 04:30 on the 2nd in UTC: the UTC date counts.
+		{Day: time.Date(2030, 3, 1, 23, 30, 0, 0, time.FixedZone("EST", -5*3600)), Messages: 4, GroupMessages: 4},
+		{Day: day(1).Add(-time.Minute), Messages: 7, GroupMessages: 7},
+	} {
+		if err := counter.AddDay(ctx, tenant, d); err != nil {
+			t.Fatalf("AddDay %v: %v", d.Day, err)
+		}
+	}
+	feb28 := stats.Day{Day: time.Date(2030, 2, 28, 0, 0, 0, 0, time.UTC), Messages: 7, GroupMessages: 7}
+	mar2 := stats.Day{Day: day(2), Messages: 9, GroupMessages: 8, P2PMessages: 1}
+	mar5 := stats.Day{Day: day(5), Messages: 1, P2PMessages: 1}
+	tests := []struct {
+		name     string
+		from, to time.Time
+		limit    int
+		want     []stats.Day
+	}{
+		{"all", feb28.Day, day(31), 10, []stats.Day{feb28, mar2, mar5}},
+		{"one day, given with a time of day", day(2).Add(20 * time.Hour), day(2).Add(time.Hour), 10, []stats.Day{mar2}},
+		{"the newest when limited", feb28.Day, day(31), 2, []stats.Day{mar2, mar5}},
+		{"a range without rows", day(3), day(4), 10, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := s.Days(ctx, tenant, tt.from, tt.to, tt.limit)
+			if err != nil {
+				t.Fatalf("Days: %v", err)
+			}
+			if len(got) != len(tt.want) {
+				t.Fatalf("Days = %+v, want %+v", got, tt.want)
+			}
+			for i := range got {
+				g, w := got[i], tt.want[i]
+				if !g.Day.Equal(w.Day) || g.Day.Location() != time.UTC || g.Messages != w.Messages ||
+					g.GroupMessages != w.GroupMessages || g.P2PMessages != w.P2PMessages {
+					t.Fatalf("Days[%d] = %+v, want %+v", i, g, w)
+				}
+			}
+		})
 	}
 }

@@ -147,3 +147,11 @@ SELECT COUNT(*) FROM t_users;
 
 -- name: CountGroups :one
 SELECT COUNT(*) FROM t_groups;
+
+-- Ownership transfer (adapters/mysql/social.go): the group row is locked first, so concurrent
+-- transfers of one group run one after another and the second sees the new owner.
+-- name: LockGroupOwner :one
+SELECT owner_id, conversation_id FROM t_groups WHERE group_id = ? FOR UPDATE;
+
+-- name: SetGroupOwner :exec
+UPDATE t_groups SET owner_id = ?, updated_at = ? WHERE group_id = ?;

@@ -21,6 +21,27 @@ type ImDellog struct {
 	CreatedAt time.Time
 }
 
+type ImFavorite struct {
+	// page cursor: newer is larger
+	ID        int64
+	UserID    int64
+	Topic     string
+	Seqid     int64
+	CreatedAt time.Time
+}
+
+type ImGroupFile struct {
+	Topic       string
+	Seqid       int64
+	MessageID   int64
+	FromUser    int64
+	FileName    string
+	FileSize    int64
+	ObjectKey   string
+	ContentType string
+	CreatedAt   time.Time
+}
+
 type ImGroupMessageDedup struct {
 	Topic       string
 	FromUser    int64
@@ -113,6 +134,84 @@ type ImMessageRevision struct {
 	CreatedAt  time.Time
 }
 
+type ImMigrationBatch struct {
+	ID             int64
+	Run            int32
+	StartCreatedAt time.Time
+	StartMessageID int64
+	EndCreatedAt   time.Time
+	EndMessageID   int64
+	RowsRead       int32
+	Copied         int32
+	Skipped        int32
+	Failed         int32
+	// the first rows not copied: [{topic, seq}]
+	FailedKeys sql.NullString
+	StartedAt  time.Time
+	FinishedAt time.Time
+}
+
+type ImMigrationJob struct {
+	ID int8
+	// copying/paused/verifying/verified/failed/finished
+	Phase string
+	// after it new messages go to month tables only
+	CutoverTime time.Time
+	// month tables, seq counters and routes done
+	Prepared        bool
+	CursorCreatedAt time.Time
+	CursorMessageID int64
+	CopyDone        bool
+	// one more per rerun from the first row
+	Run         int32
+	LegacyRows  int64
+	Topics      int64
+	CopiedRows  int64
+	SkippedRows int64
+	FailedRows  int64
+	Batches     int64
+	Error       sql.NullString
+	// the last verification report
+	Report    sql.NullString
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+type ImMigrationMonth struct {
+	ShardMonth  string
+	LegacyRows  int64
+	Topics      int64
+	CopiedRows  int64
+	SkippedRows int64
+	FailedRows  int64
+	// /ok/mismatch
+	VerifyStatus string
+	VerifiedAt   sql.NullTime
+}
+
+type ImMigrationSegment struct {
+	Topic        string
+	ShardMonth   string
+	MinSeq       int64
+	MaxSeq       int64
+	RowCount     int64
+	MinCreatedAt time.Time
+	MaxCreatedAt time.Time
+	// /ok/mismatch
+	VerifyStatus string
+	// SHA-256 over ordered (seq, msg_id, status, content)
+	LegacyHash string
+	MonthHash  string
+	VerifiedAt sql.NullTime
+}
+
+type ImMigrationTopic struct {
+	Topic          string
+	CutoverSeq     int64
+	LegacyRows     int64
+	ConversationID int64
+}
+
 type TBlock struct {
 	UserID        int64
 	BlockedUserID int64
@@ -142,6 +241,16 @@ type TConversationMember struct {
 	// owner/admin/member
 	Role       string
 	MutedUntil sql.NullTime
+}
+
+type TDailyStat struct {
+	// UTC date the messages were stored
+	Day time.Time
+	// group_messages + p2p_messages
+	Messages      int64
+	GroupMessages int64
+	P2pMessages   int64
+	UpdatedAt     time.Time
 }
 
 type TDeviceSyncCursor struct {

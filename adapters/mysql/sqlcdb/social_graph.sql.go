@@ -335,6 +335,24 @@ func (q *Queries) InsertReport(ctx context.Context, arg InsertReportParams) erro
 	return err
 }
 
+const lockGroupOwner = `-- name: LockGroupOwner :one
+SELECT owner_id, conversation_id FROM t_groups WHERE group_id = ? FOR UPDATE
+`
+
+type LockGroupOwnerRow struct {
+	OwnerID        int64
+	ConversationID int64
+}
+
+// Ownership transfer (adapters/mysql/social.go): the group row is locked first, so concurrent
+// transfers of one group run one after another and the second sees the new owner.
+func (q *Queries) LockGroupOwner(ctx context.Context, groupID int64) (LockGroupOwnerRow, error) {
+	row := q.db.QueryRowContext(ctx, lockGroupOwner, groupID)
+	var i LockGroupOwnerRow
+	err := row.Scan(&i.OwnerID, &i.ConversationID)
+	return i, err
+}
+
 const managingMembers = `-- name: ManagingMembers :many
 SELECT user_id, role, muted_until, joined_at FROM t_conversation_members
 WHERE conversation_id = ? AND role IN ('owner', 'admin')
@@ -731,6 +749,21 @@ func (q *Queries) SetGroupMuteAll(ctx context.Context, arg SetGroupMuteAllParams
 		return 0, err
 	}
 	return result.RowsAffected()
+}
+
+const setGroupOwner = `-- name: SetGroupOwner :exec
+UPDATE t_groups SET owner_id = ?, updated_at = ? WHERE group_id = ?
+`
+
+type SetGroupOwnerParams struct {
+	OwnerID   int64
+	UpdatedAt time.Time
+	GroupID   int64
+}
+
+func (q *Queries) SetGroupOwner(ctx context.Context, arg SetGroupOwnerParams) error {
+	_, err := q.db.ExecContext(ctx, setGroupOwner, arg.OwnerID, arg.UpdatedAt, arg.GroupID)
+	return err
 }
 
 const setMemberMutedUntil = `-- name: SetMemberMutedUntil :execrows

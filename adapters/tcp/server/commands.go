@@ -7,7 +7,6 @@ import (
 
 	"imd/adapters/tcp/frame"
 	"imd/adapters/tcp/server/session"
-	"imd/adapters/tcp/server/wiremsg"
 	"imd/adapters/tcp/wire"
 	"imd/core/apperr"
 	"imd/core/conversation"
@@ -112,7 +111,7 @@ func (s *Server) syncMessages(ctx context.Context, r *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.sendPages(r, wiremsg.List(res.Messages)); err != nil {
+	if err := s.sendPages(r, wire.FromMessages(res.Messages)); err != nil {
 		return nil, err
 	}
 	return wire.SyncMessagesFinish{Topic: req.Topic, LastSeq: res.LastSeq, HasMore: res.HasMore}, nil
@@ -168,5 +167,5 @@ func (s *Server) getHistory(ctx context.Context, r *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return historyPage{Messages: wiremsg.List(msgs)}, nil
+	return historyPage{Messages: wire.FromMessages(msgs)}, nil
 }

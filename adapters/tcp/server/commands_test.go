@@ -102,7 +102,7 @@ func TestSendMessage(t *testing.T) {
 		t.Fatalf("ack %+v", ack)
 	}
 
-	job, ok, err := st.queue.Take(t.Context(), "default", time.Second)
+	job, ok, err := st.queue.Take(t.Context(), "default", 0, time.Second)
 	if err != nil || !ok {
 		t.Fatalf("deliver job: %v %v", ok, err)
 	}

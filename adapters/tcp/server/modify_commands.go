@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 
-	"imd/adapters/tcp/server/wiremsg"
 	"imd/adapters/tcp/wire"
 	"imd/core/apperr"
 	"imd/core/modify"
@@ -22,7 +21,7 @@ func (s *Server) recallMessage(ctx context.Context, r *request) (any, error) {
 		return nil, err
 	}
 	r.conversationID, r.msgID = m.ConversationID, m.MsgID
-	return wiremsg.From(m), nil
+	return wire.FromMessage(m), nil
 }
 
 // editMessage answers EDIT_MESSAGE with the edited message; a stale version is 40901.
@@ -39,7 +38,7 @@ func (s *Server) editMessage(ctx context.Context, r *request) (any, error) {
 		return nil, err
 	}
 	r.conversationID, r.msgID = m.ConversationID, m.MsgID
-	return wiremsg.From(m), nil
+	return wire.FromMessage(m), nil
 }
 
 // deleteRequest is DELETE_MESSAGES plus imd's addition (PROTOCOL leaves room for additions):

@@ -1,16 +1,10 @@
 package server
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
 	"errors"
 	"io"
-	"math/big"
 	"net"
 	"net/netip"
 	"strings"
@@ -20,6 +14,7 @@ import (
 	"imd/adapters/tcp/client"
 	"imd/adapters/tcp/frame"
 	"imd/adapters/tcp/proxyhdr"
+	"imd/adapters/tcp/tlstest"
 	"imd/adapters/tcp/wire"
 	"imd/core/delivery"
 )
@@ -33,33 +28,8 @@ type testPKI struct {
 
 func newTestPKI(t testing.TB) testPKI {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "im.test"},
-		DNSNames:     []string{"im.test"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	roots := x509.NewCertPool()
-	roots.AddCert(leaf)
-	return testPKI{
-		server: &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}}},
-		client: &tls.Config{ServerName: "im.test", RootCAs: roots},
-	}
+	server, roots := tlstest.SelfSigned(t, "im.test")
+	return testPKI{server: server, client: &tls.Config{ServerName: "im.test", RootCAs: roots}}
 }
 
 // connect dials with the Go client and authenticates as user/device.
@@ -122,7 +92,7 @@ func TestNativeTLS(t *testing.T) {
 				t.Fatalf("send: %+v %v", ack, err)
 			}
 			// The deliver worker is not running here; push what it would.
-			job, ok, err := st.queue.Take(t.Context(), "default", time.Second)
+			job, ok, err := st.queue.Take(t.Context(), "default", 0, time.Second)
 			if err != nil || !ok {
 				t.Fatalf("deliver job: %v %v", ok, err)
 			}

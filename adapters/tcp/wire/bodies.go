@@ -67,33 +67,6 @@ type SendAck struct {
 	ServerTime     int64  `json:"server_time"`
 }
 
-// Message statuses.
-const (
-	StatusNormal   = "normal"
-	StatusRecalled = "recalled"
-	StatusDeleted  = "deleted"
-)
-
-// Message is the message object of PROTOCOL.md §4: the data of a MESSAGE push,
-// of RECALL_MESSAGE and EDIT_MESSAGE, and the items of message lists.
-type Message struct {
-	Topic          string          `json:"topic"`
-	ConversationID int64           `json:"conversation_id"`
-	Seq            int64           `json:"seq"`
-	MsgID          int64           `json:"msg_id"`
-	From           int64           `json:"from"`
-	ClientMsgID    string          `json:"client_msg_id"`
-	Type           string          `json:"type"`
-	Content        json.RawMessage `json:"content"`
-	Mentions       []int64         `json:"mentions"`
-	MentionAll     bool            `json:"mention_all"`
-	ReplySeq       int64           `json:"reply_seq"`
-	Status         string          `json:"status"`
-	Version        int64           `json:"version"`
-	CreatedAt      int64           `json:"created_at"`
-	EditedAt       *int64          `json:"edited_at,omitempty"`
-}
-
 // ReadRequest is the body of READ_MESSAGE in one of its forms: {topic, seq},
 // {conversation_id, msg_id} or {conversation_id, last_msg_id, peer_id?}.
 type ReadRequest struct {

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"imd/adapters/tcp/frame"
-	"imd/adapters/tcp/server/wiremsg"
 	"imd/adapters/tcp/wire"
 	"imd/core/delivery"
 	"imd/core/message"
@@ -305,7 +304,7 @@ func (r *Registry) encode(p delivery.Push) ([]byte, error) {
 		if p.Message == nil {
 			return nil, errors.New("session: message push without a message")
 		}
-		cmd, data = wire.CmdMessage, wiremsg.From(*p.Message)
+		cmd, data = wire.CmdMessage, wire.FromMessage(*p.Message)
 	case delivery.KindRead:
 		cmd, data = wire.CmdReadMessage, p.Data
 	case delivery.KindEvent:

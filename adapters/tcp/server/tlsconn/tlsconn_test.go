@@ -3,16 +3,10 @@ package tlsconn
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -20,6 +14,8 @@ import (
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
+
+	"imd/adapters/tcp/tlstest"
 )
 
 // fakeLink stands in for gnet.Conn: what the server writes goes to the client's socket in
@@ -162,10 +158,10 @@ func TestRoundTrip(t *testing.T) {
 		{"TLS 1.3 one byte at a time", tls.VersionTLS13, 1},
 		{"TLS 1.2 in 7-byte pieces", tls.VersionTLS12, 7},
 	}
-	cert, roots := selfSigned(t)
+	server, roots := tlstest.SelfSigned(t, "im.test")
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := newBridge(t, &tls.Config{Certificates: []tls.Certificate{cert}}, tt.chunk, 5*time.Second)
+			b := newBridge(t, server, tt.chunk, 5*time.Second)
 			tc := tls.Client(b.client, &tls.Config{ServerName: "im.test", RootCAs: roots, MaxVersion: tt.version})
 			// The client's first data follows its Finished at once, so part of it reaches the
 			// server while the handshake goroutine still owns the pipe.
@@ -199,8 +195,8 @@ func TestRoundTrip(t *testing.T) {
 // Records from concurrent writers must reach the socket in the order tls.Conn numbered them,
 // or the client fails to authenticate them.
 func TestConcurrentWritesStayInOrder(t *testing.T) {
-	cert, roots := selfSigned(t)
-	b := newBridge(t, &tls.Config{Certificates: []tls.Certificate{cert}}, 0, 5*time.Second)
+	server, roots := tlstest.SelfSigned(t, "im.test")
+	b := newBridge(t, server, 0, 5*time.Second)
 	tc := tls.Client(b.client, &tls.Config{ServerName: "im.test", RootCAs: roots})
 	if err := tc.Handshake(); err != nil {
 		t.Fatalf("client handshake: %v", err)
@@ -237,8 +233,8 @@ func TestConcurrentWritesStayInOrder(t *testing.T) {
 }
 
 func TestHandshakeTimesOut(t *testing.T) {
-	cert, _ := selfSigned(t)
-	b := newBridge(t, &tls.Config{Certificates: []tls.Certificate{cert}}, 0, 100*time.Millisecond)
+	server, _ := tlstest.SelfSigned(t, "im.test")
+	b := newBridge(t, server, 0, 100*time.Millisecond)
 	// Half a ClientHello, then silence.
 	go func() { _, _ = b.client.Write([]byte{0x16, 0x03, 0x01, 0x02, 0x00, 0x01}) }()
 	started := time.Now()
@@ -256,8 +252,8 @@ func TestHandshakeTimesOut(t *testing.T) {
 }
 
 func TestReleaseEndsHandshake(t *testing.T) {
-	cert, _ := selfSigned(t)
-	b := newBridge(t, &tls.Config{Certificates: []tls.Certificate{cert}}, 0, time.Minute)
+	server, _ := tlstest.SelfSigned(t, "im.test")
+	b := newBridge(t, server, 0, time.Minute)
 	b.conn.Release()
 	select {
 	case err := <-b.hsErr:
@@ -270,16 +266,17 @@ func TestReleaseEndsHandshake(t *testing.T) {
 }
 
 func TestWriteBeforeHandshake(t *testing.T) {
-	cert, _ := selfSigned(t)
-	c := NewTerminator(&tls.Config{Certificates: []tls.Certificate{cert}}).Server(&fakeLink{toClient: make(chan []byte, 1)})
+	server, _ := tlstest.SelfSigned(t, "im.test")
+	c := NewTerminator(server).Server(&fakeLink{toClient: make(chan []byte, 1)})
 	if err := c.AsyncWrite([]byte("x"), nil); !errors.Is(err, ErrHandshakeIncomplete) {
 		t.Fatalf("write before handshake: %v, want ErrHandshakeIncomplete", err)
 	}
 }
 
 func TestOldVersionsRefused(t *testing.T) {
-	cert, roots := selfSigned(t)
-	b := newBridge(t, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS10}, 0, 5*time.Second)
+	server, roots := tlstest.SelfSigned(t, "im.test")
+	server.MinVersion = tls.VersionTLS10
+	b := newBridge(t, server, 0, 5*time.Second)
 	tc := tls.Client(b.client, &tls.Config{ServerName: "im.test", RootCAs: roots, MinVersion: tls.VersionTLS10, MaxVersion: tls.VersionTLS11})
 	if err := tc.Handshake(); err == nil {
 		t.Fatal("a TLS 1.1 client completed the handshake")
@@ -290,8 +287,8 @@ func TestOldVersionsRefused(t *testing.T) {
 }
 
 func TestBadRecordIsFatal(t *testing.T) {
-	cert, roots := selfSigned(t)
-	b := newBridge(t, &tls.Config{Certificates: []tls.Certificate{cert}}, 0, 5*time.Second)
+	server, roots := tlstest.SelfSigned(t, "im.test")
+	b := newBridge(t, server, 0, 5*time.Second)
 	tc := tls.Client(b.client, &tls.Config{ServerName: "im.test", RootCAs: roots})
 	if err := tc.Handshake(); err != nil {
 		t.Fatalf("client handshake: %v", err)
@@ -312,33 +309,4 @@ func TestBadRecordIsFatal(t *testing.T) {
 	case <-time.After(3 * time.Second):
 		t.Fatal("a forged record was not fatal")
 	}
-}
-
-// selfSigned returns a certificate for im.test and a pool that trusts it.
-func selfSigned(t *testing.T) (tls.Certificate, *x509.CertPool) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "im.test"},
-		DNSNames:     []string{"im.test"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	roots := x509.NewCertPool()
-	roots.AddCert(leaf)
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, roots
 }

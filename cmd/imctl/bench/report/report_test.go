@@ -189,3 +189,28 @@ func TestWriteErrors(t *testing.T) {
 		t.Error("WriteMarkdown hid a write error")
 	}
 }
+
+func TestWriteSummary(t *testing.T) {
+	w1 := sample()
+	w1.Judge()
+	w5 := sample()
+	w5.Workload, w5.Params = "w5", map[string]string{"readers": "4", "tcp": "127.0.0.1:9000"}
+	w5.Latencies = append(w5.Latencies, Latency{Name: "connect_auth", Summary: hist.Summary{Count: 4, P99Ms: 3}},
+		Latency{Name: "get_history", Summary: hist.Summary{Count: 100, P99Ms: 4.5}})
+	w5.Verification.Missing = 1
+	w5.Judge()
+	var buf bytes.Buffer
+	if err := WriteSummary(&buf, []Report{w1, w5}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"2026-11-29T10:00:00Z · 2 cores · Test CPU · kernel 6.1",
+		"| workload | parameters | result | ACKed msg/s | delivered frames/s | p99 SEND_ACK ms | p99 send→delivery ms | p99 other ms | imd cores | mariadbd cores | redis cores | imctl cores | imd peak RSS MB |",
+		"| w1 | users=4 | PASS | 1,235 | 1,234 | 12.5 | — | — | 0.79 | — | — | — | 90 |",
+		"| w5 | readers=4 | FAIL: 1 ACKed deliveries missing | 1,235 | 1,234 | 12.5 | — | 4.50 (get_history) | 0.79 | — | — | — | 90 |",
+	} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, buf.String())
+		}
+	}
+}

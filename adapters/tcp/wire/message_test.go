@@ -1,4 +1,4 @@
-package wiremsg
+package wire
 
 import (
 	"encoding/json"
@@ -8,7 +8,7 @@ import (
 	"imd/core/message"
 )
 
-func TestFrom(t *testing.T) {
+func TestFromMessage(t *testing.T) {
 	created := time.Date(2026, 1, 2, 3, 4, 5, 678_000_000, time.UTC)
 	base := message.Message{
 		Topic: "grp_1", ConversationID: 9, Seq: 3, MsgID: 77, From: 5, ClientMsgID: "c", Type: "text",
@@ -27,12 +27,14 @@ func TestFrom(t *testing.T) {
 		}, `{"topic":"grp_1","conversation_id":9,"seq":3,"msg_id":77,"from":5,"client_msg_id":"c","type":"text","content":{"text":"hi"},"mentions":[2,4],"mention_all":true,"reply_seq":1,"status":"normal","version":2,"created_at":1767323045678,"edited_at":1767323046678}`},
 		{"tombstone", func(m *message.Message) { m.Content, m.Status = nil, message.StatusDeleted },
 			`{"topic":"grp_1","conversation_id":9,"seq":3,"msg_id":77,"from":5,"client_msg_id":"c","type":"text","content":{},"mentions":[],"mention_all":false,"reply_seq":0,"status":"deleted","version":1,"created_at":1767323045678}`},
+		{"no creation time", func(m *message.Message) { m.CreatedAt = time.Time{} },
+			`{"topic":"grp_1","conversation_id":9,"seq":3,"msg_id":77,"from":5,"client_msg_id":"c","type":"text","content":{"text":"hi"},"mentions":[],"mention_all":false,"reply_seq":0,"status":"normal","version":1,"created_at":0}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m := base
 			tt.edit(&m)
-			got, err := json.Marshal(From(m))
+			got, err := json.Marshal(FromMessage(m))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -43,11 +45,11 @@ func TestFrom(t *testing.T) {
 	}
 }
 
-func TestListKeepsOrderAndIsNeverNull(t *testing.T) {
-	if got, _ := json.Marshal(List(nil)); string(got) != "[]" {
+func TestFromMessagesKeepsOrderAndIsNeverNull(t *testing.T) {
+	if got, _ := json.Marshal(FromMessages(nil)); string(got) != "[]" {
 		t.Fatalf("empty list marshals as %s", got)
 	}
-	got := List([]message.Message{{Seq: 2}, {Seq: 1}})
+	got := FromMessages([]message.Message{{Seq: 2}, {Seq: 1}})
 	if len(got) != 2 || got[0].Seq != 2 || got[1].Seq != 1 {
 		t.Fatalf("order changed: %+v", got)
 	}

@@ -1,0 +1,265 @@
+// Package bleveindex is ports.SearchIndex on Bleve: one on-disk index per tenant under a
+// directory, text analyzed by Bleve's CJK analyzer (Unicode word segmentation, width folding,
+// lower case, and bigrams of Chinese, Japanese and Korean runs), so both "Archive" and "归档"
+// are found. Documents are keyed topic/seq and keep only what search needs: text, topic,
+// month and creation time.
+package bleveindex
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/analysis/analyzer/keyword"
+	"github.com/blevesearch/bleve/v2/analysis/lang/cjk"
+	"github.com/blevesearch/bleve/v2/mapping"
+	"github.com/blevesearch/bleve/v2/search/query"
+
+	"imd/core/fulltext"
+	"imd/core/month"
+	"imd/core/tenant"
+	"imd/ports"
+)
+
+// Field names of an indexed document.
+const (
+	fieldText    = "text"
+	fieldTopic   = "topic"
+	fieldMonth   = "month"
+	fieldCreated = "created" // Unix ms, for ranges and newest-first order
+	fieldSeq     = "seq"
+)
+
+// removeBatch bounds the documents one RemoveMonth round deletes.
+const removeBatch = 1000
+
+// boltTimeout bounds the wait for another process's lock on a tenant's index (two nodes given
+// one directory): such a node fails its calls on that index instead of hanging in them.
+const boltTimeout = "2s"
+
+// Index keeps one Bleve index per tenant, opened on first use.
+type Index struct {
+	dir string
+
+	mu      sync.Mutex
+	tenants map[string]bleve.Index
+	closed  bool
+}
+
+var _ ports.SearchIndex = (*Index)(nil)
+
+// New returns an index rooted at dir (created if missing).
+func New(dir string) (*Index, error) {
+	if dir == "" {
+		return nil, errors.New("bleveindex: directory is required")
+	}
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("bleveindex: %w", err)
+	}
+	return &Index{dir: dir, tenants: map[string]bleve.Index{}}, nil
+}
+
+// docMapping is the one document type: analyzed text, exact topic and month, numeric time.
+func docMapping() *mapping.IndexMappingImpl {
+	text := bleve.NewTextFieldMapping()
+	text.Analyzer = cjk.AnalyzerName
+	text.Store, text.IncludeInAll, text.IncludeTermVectors = false, false, false
+	exact := bleve.NewKeywordFieldMapping()
+	exact.Analyzer = keyword.Name
+	exact.Store, exact.IncludeInAll = false, false
+	num := bleve.NewNumericFieldMapping()
+	num.Store, num.IncludeInAll = false, false
+	doc := bleve.NewDocumentStaticMapping()
+	doc.AddFieldMappingsAt(fieldText, text)
+	doc.AddFieldMappingsAt(fieldTopic, exact)
+	doc.AddFieldMappingsAt(fieldMonth, exact)
+	doc.AddFieldMappingsAt(fieldCreated, num)
+	doc.AddFieldMappingsAt(fieldSeq, num)
+	m := bleve.NewIndexMapping()
+	m.DefaultMapping = doc
+	m.DefaultAnalyzer = cjk.AnalyzerName
+	m.StoreDynamic, m.IndexDynamic = false, false
+	return m
+}
+
+// of returns the tenant's index, opening or creating it.
+func (x *Index) of(name string) (bleve.Index, error) {
+	if !tenant.Valid(name) {
+		return nil, fmt.Errorf("bleveindex: invalid tenant %q", name)
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.closed {
+		return nil, errors.New("bleveindex: closed")
+	}
+	if idx, ok := x.tenants[name]; ok {
+		return idx, nil
+	}
+	path := filepath.Join(x.dir, name+".bleve")
+	cfg := map[string]any{"bolt_timeout": boltTimeout}
+	idx, err := bleve.OpenUsing(path, cfg)
+	if errors.Is(err, bleve.ErrorIndexPathDoesNotExist) {
+		idx, err = bleve.NewUsing(path, docMapping(), bleve.Config.DefaultIndexType, bleve.Config.DefaultKVStore, cfg)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open search index of %s: %w", name, err)
+	}
+	x.tenants[name] = idx
+	return idx, nil
+}
+
+func docID(topic string, seq int64) string { return topic + "/" + strconv.FormatInt(seq, 10) }
+
+type document struct {
+	Text    string  `json:"text"`
+	Topic   string  `json:"topic"`
+	Month   string  `json:"month"`
+	Created float64 `json:"created"`
+	Seq     float64 `json:"seq"`
+}
+
+// Index writes the documents in one batch.
+func (x *Index) Index(ctx context.Context, tenantName string, docs []fulltext.Doc) error {
+	idx, err := x.of(tenantName)
+	if err != nil {
+		return err
+	}
+	b := idx.NewBatch()
+	for _, d := range docs {
+		err := b.Index(docID(d.Topic, d.Seq), document{
+			Text: d.Text, Topic: d.Topic, Month: d.Month.String(), Created: float64(d.CreatedAt.UnixMilli()), Seq: float64(d.Seq),
+		})
+		if err != nil {
+			return fmt.Errorf("index %s seq %d: %w", d.Topic, d.Seq, err)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := idx.Batch(b); err != nil {
+		return fmt.Errorf("index %d documents of %s: %w", len(docs), tenantName, err)
+	}
+	return nil
+}
+
+// Remove deletes the documents in one batch.
+func (x *Index) Remove(ctx context.Context, tenantName string, keys []fulltext.Key) error {
+	idx, err := x.of(tenantName)
+	if err != nil {
+		return err
+	}
+	b := idx.NewBatch()
+	for _, k := range keys {
+		b.Delete(docID(k.Topic, k.Seq))
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := idx.Batch(b); err != nil {
+		return fmt.Errorf("remove %d documents of %s: %w", len(keys), tenantName, err)
+	}
+	return nil
+}
+
+// RemoveMonth finds the month's documents in rounds and deletes them.
+func (x *Index) RemoveMonth(ctx context.Context, tenantName string, m month.Month) (int, error) {
+	idx, err := x.of(tenantName)
+	if err != nil {
+		return 0, err
+	}
+	q := bleve.NewTermQuery(m.String())
+	q.SetField(fieldMonth)
+	removed := 0
+	for {
+		res, err := idx.SearchInContext(ctx, bleve.NewSearchRequestOptions(q, removeBatch, 0, false))
+		if err != nil {
+			return removed, fmt.Errorf("find documents of %s: %w", m, err)
+		}
+		if len(res.Hits) == 0 {
+			return removed, nil
+		}
+		b := idx.NewBatch()
+		for _, h := range res.Hits {
+			b.Delete(h.ID)
+		}
+		if err := idx.Batch(b); err != nil {
+			return removed, fmt.Errorf("remove documents of %s: %w", m, err)
+		}
+		removed += len(res.Hits)
+	}
+}
+
+// Search matches every analyzed term of the text (so a Chinese phrase matches by all of its
+// bigrams), within the topics and time range, newest first.
+func (x *Index) Search(ctx context.Context, tenantName string, q fulltext.Query) ([]fulltext.Hit, error) {
+	idx, err := x.of(tenantName)
+	if err != nil {
+		return nil, err
+	}
+	text := bleve.NewMatchQuery(q.Text)
+	text.SetField(fieldText)
+	text.Analyzer = cjk.AnalyzerName
+	text.SetOperator(query.MatchQueryOperatorAnd)
+	must := []query.Query{text}
+	if q.Topics != nil {
+		topics := make([]query.Query, len(q.Topics))
+		for i, t := range q.Topics {
+			tq := bleve.NewTermQuery(t)
+			tq.SetField(fieldTopic)
+			topics[i] = tq
+		}
+		must = append(must, bleve.NewDisjunctionQuery(topics...))
+	}
+	if !q.From.IsZero() || !q.To.IsZero() {
+		var lo, hi *float64
+		if !q.From.IsZero() {
+			v := float64(q.From.UnixMilli())
+			lo = &v
+		}
+		if !q.To.IsZero() {
+			v := float64(q.To.UnixMilli())
+			hi = &v
+		}
+		inclusive, exclusive := true, false
+		r := bleve.NewNumericRangeInclusiveQuery(lo, hi, &inclusive, &exclusive)
+		r.SetField(fieldCreated)
+		must = append(must, r)
+	}
+	req := bleve.NewSearchRequestOptions(bleve.NewConjunctionQuery(must...), q.Limit, q.Offset, false)
+	req.SortBy([]string{"-" + fieldCreated, "-" + fieldSeq, "-_id"})
+	res, err := idx.SearchInContext(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("search %s: %w", tenantName, err)
+	}
+	hits := make([]fulltext.Hit, 0, len(res.Hits))
+	for _, h := range res.Hits {
+		i := strings.LastIndexByte(h.ID, '/')
+		seq, err := strconv.ParseInt(h.ID[i+1:], 10, 64)
+		if i < 0 || err != nil {
+			return nil, fmt.Errorf("search %s: bad document id %q", tenantName, h.ID)
+		}
+		hits = append(hits, fulltext.Hit{Topic: h.ID[:i], Seq: seq})
+	}
+	return hits, nil
+}
+
+// Close closes every open index.
+func (x *Index) Close() error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.closed = true
+	var errs []error
+	for name, idx := range x.tenants {
+		if err := idx.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close search index of %s: %w", name, err))
+		}
+	}
+	x.tenants = map[string]bleve.Index{}
+	return errors.Join(errs...)
+}

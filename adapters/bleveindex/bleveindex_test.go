@@ -1,0 +1,75 @@
+package bleveindex
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"imd/core/fulltext"
+	"imd/ports"
+	"imd/ports/contract"
+)
+
+func TestSearchIndexContract(t *testing.T) {
+	contract.SearchIndex(t, func(t *testing.T) ports.SearchIndex {
+		x, err := New(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { x.Close() })
+		return x
+	})
+}
+
+// TestIndexSurvivesReopening: the index lives on disk; a restarted server finds what it
+// indexed before.
+func TestIndexSurvivesReopening(t *testing.T) {
+	dir, ctx := t.TempDir(), context.Background()
+	x, err := New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := fulltext.Doc{Topic: "grp_1", Seq: 1, Month: 203101, Text: "持久化的索引", CreatedAt: time.Now()}
+	if err := x.Index(ctx, "t1", []fulltext.Doc{doc}); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Close(); err != nil {
+		t.Fatal(err)
+	}
+	y, err := New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer y.Close()
+	hits, err := y.Search(ctx, "t1", fulltext.Query{Text: "索引", Limit: 5})
+	if err != nil || len(hits) != 1 || hits[0] != (fulltext.Hit{Topic: "grp_1", Seq: 1}) {
+		t.Fatalf("after reopening: %v %v", hits, err)
+	}
+}
+
+// TestSecondProcessFailsInsteadOfHanging: an index another process holds is refused after a
+// bounded wait.
+func TestSecondProcessFailsInsteadOfHanging(t *testing.T) {
+	dir, ctx := t.TempDir(), context.Background()
+	first, err := New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	doc := fulltext.Doc{Topic: "grp_1", Seq: 1, Month: 203101, Text: "x", CreatedAt: time.Now()}
+	if err := first.Index(ctx, "t1", []fulltext.Doc{doc}); err != nil {
+		t.Fatal(err)
+	}
+	second, err := New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	start := time.Now()
+	if err := second.Index(ctx, "t1", []fulltext.Doc{doc}); err == nil {
+		t.Fatal("a second process opened a held index")
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("refusing took %v", took)
+	}
+}

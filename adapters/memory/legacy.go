@@ -1,0 +1,735 @@
+package memory
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"iter"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"imd/core/legacy"
+	"imd/core/message"
+	"imd/core/month"
+	"imd/core/route"
+	"imd/core/seq"
+	"imd/ports"
+)
+
+// Legacy is the in-memory legacy table of each tenant with its migration job:
+// ports.LegacyMessages and ports.MigrationStore over the month tables and route mirror of a
+// ShardStore, as the MySQL adapter works over one database.
+type Legacy struct {
+	shards *ShardStore
+	clock  func() time.Time
+
+	// mu guards tenants; it is taken before shards.mu when both are needed.
+	mu      sync.Mutex
+	tenants map[string]*legacyTable
+}
+
+var (
+	_ ports.LegacyMessages = (*Legacy)(nil)
+	_ ports.MigrationStore = (*Legacy)(nil)
+)
+
+// legacyTable is one tenant's legacy table and job.
+type legacyTable struct {
+	present, retired bool
+	cursorIndex      bool
+	rows             map[int64]message.Message // by msg_id; Month is the month of CreatedAt
+	job              *legacy.Job               // nil until the cutover
+	inventory        map[string]map[month.Month]route.Segment
+	watermarks       map[string]int64
+	months           map[month.Month]*legacy.MonthProgress
+	batches          []legacyBatch // newest last
+	leased           bool
+}
+
+type legacyBatch struct {
+	run               int
+	rows              int
+	started, finished time.Time
+}
+
+// NewLegacy returns tenants without legacy tables over the month tables of shards.
+func NewLegacy(shards *ShardStore, clock func() time.Time) *Legacy {
+	return &Legacy{shards: shards, clock: clock, tenants: make(map[string]*legacyTable)}
+}
+
+// Load creates the tenant's legacy table if needed and adds msgs to it, as an operator's
+// database would hold them.
+func (l *Legacy) Load(tenant string, msgs []message.Message) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t := l.table(tenant)
+	t.present = true
+	for _, m := range msgs {
+		m = cloneMessage(m)
+		m.CreatedAt = m.CreatedAt.UTC().Truncate(time.Millisecond)
+		m.Month = month.Of(m.CreatedAt)
+		t.rows[m.MsgID] = m
+	}
+}
+
+// Remove deletes a legacy row, as something writing the table after the cutover would.
+func (l *Legacy) Remove(tenant, topicName string, sq int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t := l.table(tenant)
+	for id, m := range t.rows {
+		if m.Topic == topicName && m.Seq == sq {
+			delete(t.rows, id)
+		}
+	}
+}
+
+func (l *Legacy) table(tenant string) *legacyTable {
+	t, ok := l.tenants[tenant]
+	if !ok {
+		t = &legacyTable{rows: make(map[int64]message.Message)}
+		l.tenants[tenant] = t
+	}
+	return t
+}
+
+func (t *legacyTable) phase() legacy.Phase {
+	if t.job == nil {
+		return legacy.PhaseNone
+	}
+	return t.job.Phase
+}
+
+// Status reports the table and the job's phase.
+func (l *Legacy) Status(_ context.Context, tenant string) (legacy.Status, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t := l.table(tenant)
+	return legacy.Status{Present: t.present, Phase: t.phase()}, nil
+}
+
+// visible is the table's rows, or legacy.ErrGone once the table was retired.
+func (l *Legacy) visible(tenant string) (*legacyTable, error) {
+	t := l.table(tenant)
+	if !t.present {
+		return nil, legacy.ErrGone
+	}
+	return t, nil
+}
+
+// MaxSeq is the topic's highest legacy seq.
+func (l *Legacy) MaxSeq(_ context.Context, tenant, topicName string) (int64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t, err := l.visible(tenant)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, m := range t.rows {
+		if m.Topic == topicName {
+			n = max(n, m.Seq)
+		}
+	}
+	return n, nil
+}
+
+// Segments are the topic's legacy months, from the inventory once the cutover is recorded.
+func (l *Legacy) Segments(_ context.Context, tenant, topicName string) (route.Route, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t := l.table(tenant)
+	if t.job != nil {
+		return route.Normalize(slices.Collect(maps.Values(t.inventory[topicName]))), nil
+	}
+	if !t.present {
+		return nil, legacy.ErrGone
+	}
+	return route.Normalize(slices.Collect(maps.Values(t.segments()[topicName]))), nil
+}
+
+// segments groups the rows by topic and month of created_at.
+func (t *legacyTable) segments() map[string]map[month.Month]route.Segment {
+	out := make(map[string]map[month.Month]route.Segment)
+	for _, m := range t.rows {
+		months, ok := out[m.Topic]
+		if !ok {
+			months = make(map[month.Month]route.Segment)
+			out[m.Topic] = months
+		}
+		s, ok := months[m.Month]
+		if !ok {
+			s = route.Segment{Month: m.Month, MinSeq: m.Seq, MaxSeq: m.Seq, MinCreatedAt: m.CreatedAt, MaxCreatedAt: m.CreatedAt}
+		}
+		s.MinSeq, s.MaxSeq, s.Count = min(s.MinSeq, m.Seq), max(s.MaxSeq, m.Seq), s.Count+1
+		if m.CreatedAt.Before(s.MinCreatedAt) {
+			s.MinCreatedAt = m.CreatedAt
+		}
+		if m.CreatedAt.After(s.MaxCreatedAt) {
+			s.MaxCreatedAt = m.CreatedAt
+		}
+		months[m.Month] = s
+	}
+	return out
+}
+
+// Get reads the legacy row (topic, seq) if it was created in m.
+func (l *Legacy) Get(_ context.Context, tenant string, m month.Month, topicName string, sq int64) (message.Message, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t, err := l.visible(tenant)
+	if err != nil {
+		return message.Message{}, err
+	}
+	for _, row := range t.rows {
+		if row.Topic == topicName && row.Seq == sq && row.Month == m {
+			return cloneMessage(row), nil
+		}
+	}
+	return message.Message{}, fmt.Errorf("legacy get %s seq %d in %s: %w", topicName, sq, m, message.ErrNotFound)
+}
+
+// FindByID reads the legacy row with msgID if it was created in m.
+func (l *Legacy) FindByID(_ context.Context, tenant string, m month.Month, msgID int64) (message.Message, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t, err := l.visible(tenant)
+	if err != nil {
+		return message.Message{}, err
+	}
+	if row, ok := t.rows[msgID]; ok && row.Month == m {
+		return cloneMessage(row), nil
+	}
+	return message.Message{}, fmt.Errorf("legacy msg_id %d in %s: %w", msgID, m, message.ErrNotFound)
+}
+
+// Page reads the month's legacy rows of the topic its month table lacks.
+func (l *Legacy) Page(_ context.Context, tenant string, m month.Month, q message.PageQuery) ([]message.Message, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t, err := l.visible(tenant)
+	if err != nil {
+		return nil, err
+	}
+	if q.Limit <= 0 {
+		return nil, nil
+	}
+	before := q.Before
+	if before <= 0 {
+		before = math.MaxInt64
+	}
+	l.shards.mu.Lock()
+	defer l.shards.mu.Unlock()
+	d := l.shards.db(tenant)
+	var out []message.Message
+	for _, row := range t.rows {
+		if row.Topic == q.Topic && row.Month == m && row.Seq > q.After && row.Seq < before &&
+			(q.IncludeDeleted || row.Status != message.StatusDeleted) && !d.hidden(q.Topic, q.Viewer, row.Seq) &&
+			!copied(d, row) {
+			out = append(out, row)
+		}
+	}
+	slices.SortFunc(out, func(a, b message.Message) int {
+		if q.Desc {
+			return cmp.Compare(b.Seq, a.Seq)
+		}
+		return cmp.Compare(a.Seq, b.Seq)
+	})
+	return cloneAll(out[:min(len(out), q.Limit)]), nil
+}
+
+// Search reads the month's legacy rows its month table lacks, like MessageStore.Search.
+func (l *Legacy) Search(_ context.Context, tenant string, m month.Month, q ports.SearchQuery) ([]message.Message, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t, err := l.visible(tenant)
+	if err != nil {
+		return nil, err
+	}
+	if q.Limit <= 0 {
+		return nil, nil
+	}
+	l.shards.mu.Lock()
+	defer l.shards.mu.Unlock()
+	d := l.shards.db(tenant)
+	var out []message.Message
+	for _, row := range t.rows {
+		if row.Month == m && (q.Topic == "" || row.Topic == q.Topic) && row.Status == message.StatusNormal &&
+			!row.CreatedAt.Before(q.From) && row.CreatedAt.Before(q.To) &&
+			len(row.Content) > 0 && strings.Contains(string(row.Content), q.Text) && !copied(d, row) {
+			out = append(out, row)
+		}
+	}
+	slices.SortFunc(out, func(a, b message.Message) int {
+		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), cmp.Compare(b.Seq, a.Seq), cmp.Compare(b.MsgID, a.MsgID))
+	})
+	return cloneAll(out[:min(len(out), q.Limit)]), nil
+}
+
+// copied reports whether the row's month table holds its (topic, seq); the caller holds
+// shards.mu.
+func copied(d *tenantMessages, row message.Message) bool {
+	_, ok := d.tables[row.Month][topicSeqKey{row.Topic, row.Seq}]
+	return ok
+}
+
+func cloneAll(msgs []message.Message) []message.Message {
+	for i := range msgs {
+		msgs[i] = cloneMessage(msgs[i])
+	}
+	return msgs
+}
+
+// Plan reads the legacy table by month.
+func (l *Legacy) Plan(_ context.Context, tenant string) (legacy.Plan, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t := l.table(tenant)
+	p := legacy.Plan{Present: t.present, Phase: t.phase(), CursorIndex: t.cursorIndex}
+	if !t.present {
+		return p, nil
+	}
+	byMonth := make(map[month.Month]*legacy.MonthPlan)
+	topics := make(map[month.Month]map[string]bool)
+	all := make(map[string]bool)
+	for _, row := range t.rows {
+		mp, ok := byMonth[row.Month]
+		if !ok {
+			mp = &legacy.MonthPlan{Month: row.Month, MinCreatedAt: row.CreatedAt, MaxCreatedAt: row.CreatedAt}
+			byMonth[row.Month] = mp
+			topics[row.Month] = make(map[string]bool)
+		}
+		mp.Rows++
+		if row.CreatedAt.Before(mp.MinCreatedAt) {
+			mp.MinCreatedAt = row.CreatedAt
+		}
+		if row.CreatedAt.After(mp.MaxCreatedAt) {
+			mp.MaxCreatedAt = row.CreatedAt
+		}
+		topics[row.Month][row.Topic] = true
+		all[row.Topic] = true
+		p.MaxMsgID = max(p.MaxMsgID, row.MsgID)
+	}
+	l.shards.mu.Lock()
+	catalog := l.shards.db(tenant).catalog
+	for _, m := range slices.Sorted(maps.Keys(byMonth)) {
+		mp := byMonth[m]
+		mp.Topics = int64(len(topics[m]))
+		if e, ok := catalog[m]; ok {
+			mp.TableState = string(e.state)
+		}
+		p.Rows += mp.Rows
+		p.Months = append(p.Months, *mp)
+	}
+	l.shards.mu.Unlock()
+	p.Topics = int64(len(all))
+	return p, nil
+}
+
+// Cutover records the watermark and inventory once.
+func (l *Legacy) Cutover(_ context.Context, tenant string) (legacy.Job, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t := l.table(tenant)
+	if t.job != nil {
+		return *t.job, nil
+	}
+	if !t.present {
+		return legacy.Job{}, legacy.ErrNoTable
+	}
+	t.inventory = t.segments()
+	t.watermarks = make(map[string]int64)
+	t.months = make(map[month.Month]*legacy.MonthProgress)
+	job := legacy.Job{Phase: legacy.PhaseCopying, CutoverAt: l.clock().UTC().Truncate(time.Millisecond), Run: 1}
+	for topicName, months := range t.inventory {
+		for m, s := range months {
+			t.watermarks[topicName] = max(t.watermarks[topicName], s.MaxSeq)
+			mp, ok := t.months[m]
+			if !ok {
+				mp = &legacy.MonthProgress{Month: m}
+				t.months[m] = mp
+			}
+			mp.Rows += s.Count
+			mp.Topics++
+			job.Rows += s.Count
+		}
+	}
+	job.Topics = int64(len(t.watermarks))
+	t.job = &job
+	return job, nil
+}
+
+// Job reads the job.
+func (l *Legacy) Job(_ context.Context, tenant string) (legacy.Job, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t := l.table(tenant)
+	if t.job == nil {
+		return legacy.Job{Phase: legacy.PhaseNone}, nil
+	}
+	return *t.job, nil
+}
+
+// Progress reads the job, its months and its recent copy rate.
+func (l *Legacy) Progress(_ context.Context, tenant string) (legacy.Progress, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t := l.table(tenant)
+	if t.job == nil {
+		return legacy.Progress{Job: legacy.Job{Phase: legacy.PhaseNone}}, nil
+	}
+	p := legacy.Progress{Job: *t.job}
+	for _, m := range slices.Sorted(maps.Keys(t.months)) {
+		p.Months = append(p.Months, *t.months[m])
+	}
+	if t.job.Phase == legacy.PhaseCopying {
+		var recent []legacyBatch
+		for i := len(t.batches) - 1; i >= 0 && len(recent) < 10; i-- {
+			if t.batches[i].run == t.job.Run {
+				recent = append(recent, t.batches[i])
+			}
+		}
+		if len(recent) > 0 {
+			rows := 0
+			for _, b := range recent {
+				rows += b.rows
+			}
+			if span := recent[0].finished.Sub(recent[len(recent)-1].started); span > 0 {
+				p.RowsPerSecond = float64(rows) / span.Seconds()
+			}
+		}
+	}
+	return p, nil
+}
+
+// SetPhase compares and sets the phase.
+func (l *Legacy) SetPhase(_ context.Context, tenant string, c legacy.PhaseChange) (legacy.Job, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t := l.table(tenant)
+	if t.job == nil || !slices.Contains(c.From, t.job.Phase) {
+		return l.jobOf(t), fmt.Errorf("%w: the migration is %s, not %v", legacy.ErrPhaseChanged, t.phase(), c.From)
+	}
+	t.job.Phase, t.job.Error, t.job.UpdatedAt = c.To, c.Error, l.clock().UTC()
+	if c.Report != nil {
+		rep := *c.Report
+		t.job.Report = &rep
+	}
+	return *t.job, nil
+}
+
+func (l *Legacy) jobOf(t *legacyTable) legacy.Job {
+	if t.job == nil {
+		return legacy.Job{Phase: legacy.PhaseNone}
+	}
+	return *t.job
+}
+
+// Rerun restarts the copy from the first row.
+func (l *Legacy) Rerun(_ context.Context, tenant string, from []legacy.Phase) (legacy.Job, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t := l.table(tenant)
+	if t.job == nil || !slices.Contains(from, t.job.Phase) {
+		return l.jobOf(t), fmt.Errorf("%w: the migration is %s, not %v", legacy.ErrPhaseChanged, t.phase(), from)
+	}
+	j := t.job
+	j.Phase, j.Run, j.Cursor, j.CopyDone, j.Error = legacy.PhaseCopying, j.Run+1, legacy.Cursor{}, false, ""
+	j.Copied, j.Skipped, j.Failed, j.Batches = 0, 0, 0, 0
+	for _, mp := range t.months {
+		mp.Copied, mp.Skipped, mp.Failed = 0, 0, 0
+		mp.Verified, mp.VerifiedAt = legacy.Unverified, time.Time{}
+	}
+	return *j, nil
+}
+
+// Reverify clears the verification and resumes.
+func (l *Legacy) Reverify(_ context.Context, tenant string, from []legacy.Phase) (legacy.Job, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t := l.table(tenant)
+	if t.job == nil || !slices.Contains(from, t.job.Phase) {
+		return l.jobOf(t), fmt.Errorf("%w: the migration is %s, not %v", legacy.ErrPhaseChanged, t.phase(), from)
+	}
+	t.job.Phase, t.job.Error = legacy.PhaseCopying, ""
+	if t.job.CopyDone {
+		t.job.Phase = legacy.PhaseVerifying
+	}
+	for _, mp := range t.months {
+		mp.Verified, mp.VerifiedAt = legacy.Unverified, time.Time{}
+	}
+	return *t.job, nil
+}
+
+// MarkPrepared records that the work after the cutover was done.
+func (l *Legacy) MarkPrepared(_ context.Context, tenant string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if t := l.table(tenant); t.job != nil {
+		t.job.Prepared = true
+	}
+	return nil
+}
+
+// PrepareTable adds the copy cursor index.
+func (l *Legacy) PrepareTable(_ context.Context, tenant string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t, err := l.visible(tenant)
+	if err != nil {
+		return err
+	}
+	t.cursorIndex = true
+	return nil
+}
+
+// Watermarks pages the topics' cutover seqs.
+func (l *Legacy) Watermarks(_ context.Context, tenant, after string, limit int) ([]legacy.TopicSeq, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t := l.table(tenant)
+	var out []legacy.TopicSeq
+	for _, topicName := range slices.Sorted(maps.Keys(t.watermarks)) {
+		if topicName > after && len(out) < limit {
+			out = append(out, legacy.TopicSeq{Topic: topicName, Seq: t.watermarks[topicName]})
+		}
+	}
+	return out, nil
+}
+
+// inCopyOrder sorts rows by (created_at, msg_id).
+func inCopyOrder(a, b message.Message) int {
+	return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.MsgID, b.MsgID))
+}
+
+// CopyBatch copies the rows after the cursor, all at once.
+func (l *Legacy) CopyBatch(_ context.Context, tenant string, limit int) (legacy.Batch, error) {
+	started := l.clock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t := l.table(tenant)
+	if t.job == nil || t.job.Phase != legacy.PhaseCopying {
+		return legacy.Batch{}, fmt.Errorf("%w: the migration is not copying", legacy.ErrPhaseChanged)
+	}
+	if !t.present {
+		return legacy.Batch{}, legacy.ErrGone
+	}
+	cur := legacy.Cursor{CreatedAt: t.job.Cursor.CreatedAt, MsgID: t.job.Cursor.MsgID}
+	var next []message.Message
+	for _, row := range t.rows {
+		if cur.Before(legacy.Cursor{CreatedAt: row.CreatedAt, MsgID: row.MsgID}) {
+			next = append(next, row)
+		}
+	}
+	slices.SortFunc(next, inCopyOrder)
+	next = next[:min(len(next), limit)]
+	b := legacy.Batch{Start: t.job.Cursor, End: t.job.Cursor, Rows: len(next)}
+	if len(next) == 0 {
+		t.job.CopyDone = true
+		return b, nil
+	}
+	l.shards.mu.Lock()
+	defer l.shards.mu.Unlock()
+	d := l.shards.db(tenant)
+	for _, row := range next {
+		if _, ok := d.catalog[row.Month]; !ok {
+			return legacy.Batch{}, fmt.Errorf("copy into %s: month table missing", row.Month)
+		}
+	}
+	for _, row := range next {
+		c := copyRow(d, row)
+		mp := t.months[row.Month]
+		switch c {
+		case rowCopied:
+			b.Copied++
+			mp.Copied++
+		case rowSkipped:
+			b.Skipped++
+			mp.Skipped++
+		default:
+			b.Failed++
+			mp.Failed++
+			if len(b.FailedKeys) < legacy.MaxFailedKeys {
+				b.FailedKeys = append(b.FailedKeys, legacy.TopicSeq{Topic: row.Topic, Seq: row.Seq})
+			}
+		}
+	}
+	last := next[len(next)-1]
+	b.End = legacy.Cursor{CreatedAt: last.CreatedAt, MsgID: last.MsgID}
+	j := t.job
+	j.Cursor = b.End
+	j.Copied, j.Skipped, j.Failed, j.Batches = j.Copied+int64(b.Copied), j.Skipped+int64(b.Skipped), j.Failed+int64(b.Failed), j.Batches+1
+	t.batches = append(t.batches, legacyBatch{run: j.Run, rows: b.Rows, started: started, finished: l.clock()})
+	b.Took = l.clock().Sub(started)
+	return b, nil
+}
+
+type copyOutcome int
+
+const (
+	rowCopied copyOutcome = iota + 1
+	rowSkipped
+	rowFailed
+)
+
+// copyRow is the INSERT IGNORE of one legacy row into its month table with the writer's mirror
+// upsert; the caller holds shards.mu and has checked the month is in the catalog.
+func copyRow(d *tenantMessages, row message.Message) copyOutcome {
+	table := d.tables[row.Month]
+	for k, m := range table {
+		switch {
+		case m.MsgID == row.MsgID:
+			return rowSkipped
+		case k.topic == row.Topic && (k.seq == row.Seq || row.ClientMsgID != "" && m.From == row.From && m.ClientMsgID == row.ClientMsgID):
+			return rowFailed
+		}
+	}
+	table[topicSeqKey{row.Topic, row.Seq}] = cloneMessage(row)
+	d.grow(row)
+	return rowCopied
+}
+
+// CopyMessage copies one legacy row ahead of the backfill.
+func (l *Legacy) CopyMessage(_ context.Context, tenant, topicName string, sq int64) (bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t, err := l.visible(tenant)
+	if err != nil {
+		return false, err
+	}
+	l.shards.mu.Lock()
+	defer l.shards.mu.Unlock()
+	d := l.shards.db(tenant)
+	for _, row := range t.rows {
+		if row.Topic != topicName || row.Seq != sq {
+			continue
+		}
+		if _, ok := d.catalog[row.Month]; !ok {
+			return false, fmt.Errorf("copy into %s: month table missing", row.Month)
+		}
+		if copyRow(d, row) == rowFailed {
+			return true, fmt.Errorf("copy %s seq %d: %w", topicName, sq, seq.ErrTaken)
+		}
+		return true, nil
+	}
+	return false, nil
+}
+
+// MonthTopics is the inventory of month m.
+func (l *Legacy) MonthTopics(_ context.Context, tenant string, m month.Month) ([]legacy.TopicMonth, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t := l.table(tenant)
+	var out []legacy.TopicMonth
+	for topicName, months := range t.inventory {
+		if s, ok := months[m]; ok {
+			out = append(out, legacy.TopicMonth{Topic: topicName, Month: m, MinSeq: s.MinSeq, MaxSeq: s.MaxSeq, Rows: s.Count, CutoverSeq: t.watermarks[topicName]})
+		}
+	}
+	return out, nil
+}
+
+// byTopicSeq is the order of the verification streams: topic as bytes, then seq.
+func byTopicSeq(a, b legacy.Row) int {
+	return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Seq, b.Seq))
+}
+
+func rowOf(m message.Message) legacy.Row {
+	r := legacy.Row{Topic: m.Topic, Seq: m.Seq, MsgID: m.MsgID, Status: string(m.Status), Version: m.Version}
+	if m.Content != nil {
+		r.Content = slices.Clone([]byte(m.Content))
+	}
+	return r
+}
+
+// LegacyRows streams the legacy rows created in m.
+func (l *Legacy) LegacyRows(_ context.Context, tenant string, m month.Month) iter.Seq2[legacy.Row, error] {
+	l.mu.Lock()
+	t := l.table(tenant)
+	var rows []legacy.Row
+	for _, row := range t.rows {
+		if row.Month == m {
+			rows = append(rows, rowOf(row))
+		}
+	}
+	present := t.present
+	l.mu.Unlock()
+	slices.SortFunc(rows, byTopicSeq)
+	return streamOf(rows, present)
+}
+
+// MonthRows streams m's month-table rows at or below their topic's watermark.
+func (l *Legacy) MonthRows(_ context.Context, tenant string, m month.Month) iter.Seq2[legacy.Row, error] {
+	l.mu.Lock()
+	watermarks := maps.Clone(l.table(tenant).watermarks)
+	l.mu.Unlock()
+	l.shards.mu.Lock()
+	var rows []legacy.Row
+	for k, row := range l.shards.db(tenant).tables[m] {
+		if w, ok := watermarks[k.topic]; ok && k.seq <= w {
+			rows = append(rows, rowOf(row))
+		}
+	}
+	l.shards.mu.Unlock()
+	slices.SortFunc(rows, byTopicSeq)
+	return streamOf(rows, true)
+}
+
+func streamOf(rows []legacy.Row, present bool) iter.Seq2[legacy.Row, error] {
+	return func(yield func(legacy.Row, error) bool) {
+		if !present {
+			yield(legacy.Row{}, legacy.ErrGone)
+			return
+		}
+		for _, r := range rows {
+			if !yield(r, nil) {
+				return
+			}
+		}
+	}
+}
+
+// RecordVerification stores the month's outcome.
+func (l *Legacy) RecordVerification(_ context.Context, tenant string, m month.Month, state legacy.VerifyState, _ []legacy.TopicResult) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if mp, ok := l.table(tenant).months[m]; ok {
+		mp.Verified, mp.VerifiedAt = state, l.clock().UTC()
+	}
+	return nil
+}
+
+// Finish retires the legacy table.
+func (l *Legacy) Finish(_ context.Context, tenant string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t := l.table(tenant)
+	switch {
+	case !t.present && t.retired:
+		return nil
+	case !t.present:
+		return legacy.ErrNoTable
+	}
+	t.present, t.retired = false, true
+	return nil
+}
+
+// Lease lets one runner at a time have the tenant.
+func (l *Legacy) Lease(_ context.Context, tenant string) (func(), bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t := l.table(tenant)
+	if t.leased {
+		return nil, false, nil
+	}
+	t.leased = true
+	return func() {
+		l.mu.Lock()
+		t.leased = false
+		l.mu.Unlock()
+	}, true, nil
+}

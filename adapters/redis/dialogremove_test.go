@@ -1,0 +1,14 @@
+package redis
+
+import (
+	"testing"
+
+	"imd/ports/contract"
+)
+
+func TestDialogRemoverContract(t *testing.T) {
+	contract.DialogRemover(t, func(t *testing.T) (contract.RemovableDialogs, string) {
+		c := testClient(t)
+		return NewDialogStore(c), testTenant(t, c)
+	})
+}

@@ -1,0 +1,97 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+)
+
+// summaryProcesses are the processes a summary shows, in this order, when the runs measured
+// them.
+var summaryProcesses = []string{"imd", "mariadbd", "redis", "imctl"}
+
+// WriteSummary writes the headline figures of several runs (one `task bench`) as one markdown
+// table, a line per run, under the machine of the first.
+func WriteSummary(w io.Writer, runs []Report) error {
+	var b strings.Builder
+	b.WriteString("## imd bench summary\n\n")
+	if len(runs) > 0 {
+		m := runs[0].Machine
+		fmt.Fprintf(&b, "%s · %d cores · %s · kernel %s · %d MB · %s\n\n",
+			runs[0].Started.UTC().Format(time.RFC3339), m.Cores, orDash(m.CPUModel), orDash(m.Kernel), m.MemTotalMB, m.GoVersion)
+	}
+	header := []string{"workload", "parameters", "result", "ACKed msg/s", "delivered frames/s", "p99 SEND_ACK ms", "p99 send→delivery ms", "p99 other ms"}
+	for _, p := range summaryProcesses {
+		header = append(header, p+" cores")
+	}
+	header = append(header, "imd peak RSS MB")
+	var rows [][]string
+	for _, r := range runs {
+		result := "PASS"
+		if !r.Pass {
+			result = "FAIL: " + strings.Join(r.Problems, "; ")
+		}
+		var params []string
+		for _, k := range slices.Sorted(maps.Keys(r.Params)) {
+			if k != "tcp" && k != "tenant" && k != "tls" && k != "proxy" && k != "source_ips" && k != "topic" {
+				params = append(params, k+"="+r.Params[k])
+			}
+		}
+		row := []string{r.Workload, strings.Join(params, " "), result, rate(r.AckedPerSec), rate(r.DeliveredPerSec),
+			r.p99("send_ack"), r.p99("send_to_delivery"), r.otherP99()}
+		for _, p := range summaryProcesses {
+			row = append(row, r.cores(p))
+		}
+		rows = append(rows, append(row, r.peakRSS("imd")))
+	}
+	table(&b, header, rows)
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return fmt.Errorf("report: write summary: %w", err)
+	}
+	return nil
+}
+
+// p99 is the p99 of the named latency, or "—" when the run has none.
+func (r Report) p99(name string) string {
+	for _, l := range r.Latencies {
+		if l.Name == name && l.Count > 0 {
+			return ms(l.P99Ms)
+		}
+	}
+	return "—"
+}
+
+// otherP99 is the p99 of the workload's own request (heartbeat, get_history), with its name.
+func (r Report) otherP99() string {
+	for _, l := range r.Latencies {
+		switch l.Name {
+		case "send_ack", "send_to_delivery", "connect_auth":
+			continue
+		}
+		if l.Count > 0 {
+			return ms(l.P99Ms) + " (" + l.Name + ")"
+		}
+	}
+	return "—"
+}
+
+func (r Report) cores(name string) string {
+	for _, p := range r.Processes {
+		if p.Name == name && p.Err == "" {
+			return fmt.Sprintf("%.2f", p.CPUCores)
+		}
+	}
+	return "—"
+}
+
+func (r Report) peakRSS(name string) string {
+	for _, p := range r.Processes {
+		if p.Name == name && p.Err == "" {
+			return fmt.Sprintf("%.0f", p.PeakRSSMB)
+		}
+	}
+	return "—"
+}

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+const (
+	migrationJob    = `{"phase":"copying","cutover_at":1790000000000,"run":1,"rows":1000,"topics":3,"copied":400,"skipped":0,"failed":0,"remaining":600,"batches":2}`
+	migrationStatus = `{"job":{"phase":"verified","run":1,"rows":1000,"copied":1000,"report":{"months":["202601"],"topic_months":3,"rows":1000,"at":1790000000000}},` +
+		`"months":[{"month":"202601","rows":1000,"topics":3,"copied":1000,"done":1000,"verified":"ok"}],"rows_per_second":0,"eta_seconds":0}`
+	migrationFailed = `{"job":{"phase":"failed","run":1,"rows":10,"copied":10,"error":"1 mismatching ranges; grp_1 202601 seq 4-4: differs (1 rows)",` +
+		`"report":{"rows":10,"mismatches":[{"topic":"grp_1","month":"202601","kind":"differs","from_seq":4,"to_seq":4,"rows":1}]}},"months":[]}`
+)
+
+func TestMigrateCommands(t *testing.T) {
+	answers := map[string]string{
+		"GET " + tenantPath + "/migration/plan": `{"present":true,"phase":"none","rows":1000,"topics":3,"cursor_index":false,` +
+			`"months":[{"month":"202601","rows":1000,"topics":3,"min_created_at":0,"max_created_at":0,"table_state":""}]}`,
+		"GET " + tenantPath + "/migration/status":  migrationStatus,
+		"POST " + tenantPath + "/migration/start":  migrationJob,
+		"POST " + tenantPath + "/migration/pause":  migrationJob,
+		"POST " + tenantPath + "/migration/finish": migrationJob,
+	}
+	tests := []struct {
+		name    string
+		args    []string
+		wantReq string
+		wantOut []string
+	}{
+		{"plan", []string{"migrate", "plan"}, "GET /migration/plan ",
+			[]string{"legacy table: 1000 rows, 3 topics, 1 months", "202601  1000  3", "(created by start)", "start adds the index"}},
+		{"start", []string{"migrate", "start"}, `POST /migration/start {"rerun":false}`, []string{"migration copying (run 1)", "400 of 1000 rows handled"}},
+		{"rerun", []string{"migrate", "start", "--rerun"}, `POST /migration/start {"rerun":true}`, nil},
+		{"pause", []string{"migrate", "pause"}, "POST /migration/pause ", []string{"migration copying"}},
+		{"finish JSON", []string{"migrate", "finish", "--json"}, "POST /migration/finish ", []string{`"phase": "copying"`}},
+		{"status", []string{"migrate", "status"}, "GET /migration/status ",
+			[]string{"migration verified", "MONTH   ROWS  TOPICS  DONE", "202601  1000  3       1000  1000    0        0       ok", "1000 rows in 3 topic-months"}},
+		{"status watch of a stopped job", []string{"migrate", "status", "--watch"}, "GET /migration/status ", []string{"migration verified"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newAdminFake(t, answers)
+			out, _, err := cli{env: map[string]string{"IMCTL_HTTP": f.srv.URL, "IMCTL_TENANT": "acme"}}.run(tt.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := f.method + " " + strings.TrimPrefix(f.uri, tenantPath) + " " + f.body; got != tt.wantReq {
+				t.Errorf("request %q, want %q", got, tt.wantReq)
+			}
+			for _, w := range tt.wantOut {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+}
+
+func TestMigrateWatchOfAFailedJobExitsNonZero(t *testing.T) {
+	f := newAdminFake(t, map[string]string{"GET " + tenantPath + "/migration/status": migrationFailed})
+	out, _, err := cli{env: map[string]string{"IMCTL_HTTP": f.srv.URL, "IMCTL_TENANT": "acme"}}.run("migrate", "status", "--watch")
+	if !errors.Is(err, errMigrationFailed) {
+		t.Fatalf("err = %v", err)
+	}
+	for _, w := range []string{"grp_1  202601  differs  4-4", "error: 1 mismatching ranges"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("output lacks %q:\n%s", w, out)
+		}
+	}
+}
+
+func TestMigrateGenNeedsADSN(t *testing.T) {
+	_, _, err := cli{}.run("migrate", "gen")
+	if err == nil || !strings.Contains(err.Error(), "--dsn is required") {
+		t.Fatalf("err = %v", err)
+	}
+}

@@ -1,0 +1,229 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+
+	"github.com/redis/rueidis"
+	"go.uber.org/fx"
+
+	"imd/adapters/bleveindex"
+	"imd/adapters/blobfs"
+	"imd/adapters/config"
+	httpapi "imd/adapters/http"
+	"imd/adapters/mysql"
+	redisadapter "imd/adapters/redis"
+	"imd/adapters/s3blob"
+	"imd/core/archiver"
+	"imd/core/archivereader"
+	"imd/core/conversation"
+	"imd/core/favorites"
+	"imd/core/groupfiles"
+	"imd/core/history"
+	"imd/core/jobs"
+	"imd/core/longsearch"
+	"imd/core/message"
+	"imd/core/reindex"
+	"imd/core/replies"
+	"imd/core/retention"
+	"imd/core/routerepair"
+	"imd/core/shardmanager"
+	"imd/core/tenants"
+	"imd/ports"
+)
+
+// Archive provides archiving and retention of sealed months, the archive-aware message store
+// history reads through, the references into messages (favorites, reply previews, group
+// files) and the long-term search index fed after COMMIT (seed 000 §6.6, §8, §10).
+func Archive() fx.Option {
+	return fx.Options(
+		fx.Provide(
+			newBlobStore,
+			func(c *mysql.Cluster) *mysql.MonthRows { return mysql.NewMonthRows(c) },
+			func(c *mysql.Cluster) *mysql.References { return mysql.NewReferences(c) },
+			newArchiveReader,
+			newArchiveStates,
+			newArchivedStore,
+			newSearchIndex,
+			newIndexer,
+			newGroupFiles,
+			newArchiver,
+			newRetention,
+			newReindex,
+			func(c ports.Clock) *jobs.Jobs { return jobs.NewJobs(c.Now, jobs.DefaultKeep) },
+			newArchiveHTTP,
+			fx.Annotate(func(x *longsearch.Indexer) ports.CommitListener { return x }, fx.ResultTags(`group:"commit_listeners"`)),
+			fx.Annotate(func(g *groupfiles.Service) ports.CommitListener { return g }, fx.ResultTags(`group:"commit_listeners"`)),
+		),
+		// Messages of archived months are the archive's: changing one needs a restore first.
+		fx.Decorate(func(e ports.MessageEditor, st *archivereader.States) ports.MessageEditor {
+			return archivereader.NewEditor(e, st)
+		}),
+		fx.Invoke(runArchive),
+	)
+}
+
+// newBlobStore is the archive's home: a local directory (default) or an S3-compatible bucket.
+func newBlobStore(cfg config.Config) (ports.BlobStore, error) {
+	a := cfg.Archive
+	if a.Store == "s3" {
+		return s3blob.New(s3blob.Config{
+			Endpoint: a.S3.Endpoint, Region: a.S3.Region, Bucket: a.S3.Bucket, AccessKey: a.S3.AccessKey,
+			SecretKey: a.S3.SecretKey, Prefix: a.S3.Prefix, PathStyle: a.S3.PathStyle,
+		})
+	}
+	return blobfs.New(a.Dir)
+}
+
+func newArchiveReader(cfg config.Config, b ports.BlobStore, h ports.HiddenRanges, m ports.Metrics) *archivereader.Reader {
+	return archivereader.NewReader(archivereader.Config{Manifests: cfg.Archive.ManifestCache, Chunks: cfg.Archive.ChunkCache}, b, h, m)
+}
+
+func newArchiveStates(cfg config.Config, s ports.ShardStore, c ports.Clock) *archivereader.States {
+	return archivereader.NewStates(s, cfg.Archive.StateTTL, c)
+}
+
+// newArchivedStore wraps the message store (and its search) so archived months are read from
+// the archive; core/history reads through it.
+func newArchivedStore(s ports.MessageStore, search ports.MessageSearch, r *archivereader.Reader, st *archivereader.States) *archivereader.Store {
+	return archivereader.NewStore(s, search, r, st)
+}
+
+func newSearchIndex(lc fx.Lifecycle, cfg config.Config) (*bleveindex.Index, error) {
+	x, err := bleveindex.New(cfg.Search.Dir)
+	if err != nil {
+		return nil, err
+	}
+	lc.Append(fx.StopHook(x.Close))
+	return x, nil
+}
+
+func newIndexer(cfg config.Config, x *bleveindex.Index, h *history.Service, m ports.Metrics, log *slog.Logger) *longsearch.Indexer {
+	fetch := func(ctx context.Context, tenant, topic string, seq int64) (message.Message, error) {
+		return h.Get(ctx, tenant, 0, topic, seq)
+	}
+	return longsearch.NewIndexer(longsearch.IndexerConfig{Queue: cfg.Search.Queue}, x, fetch, m, log)
+}
+
+func newGroupFiles(refs *mysql.References, r *conversation.Resolver, h ports.HiddenRanges, m ports.Metrics, log *slog.Logger) *groupfiles.Service {
+	return groupfiles.New(groupfiles.Deps{Files: refs, Resolver: r, Hidden: h, Metrics: m, Log: log})
+}
+
+type archiverParams struct {
+	fx.In
+	Cfg     config.Config
+	Shards  ports.ShardStore
+	Manager *shardmanager.Manager
+	Rows    *mysql.MonthRows
+	Mirror  ports.RouteMirror
+	Store   ports.MessageStore
+	Blobs   ports.BlobStore
+	Reader  *archivereader.Reader
+	States  *archivereader.States
+	Redis   rueidis.Client
+	Queue   ports.DeliverQueue
+	Repair  *routerepair.Service
+	Refs    *mysql.References
+	Index   *bleveindex.Index
+	Months  ports.MonthState
+	Locks   ports.Locks
+	Clock   ports.Clock
+	Metrics ports.Metrics
+	Log     *slog.Logger
+}
+
+func newArchiver(p archiverParams) (*archiver.Service, error) {
+	// The queue the deliver workers use, so the backlog check sees its partitions.
+	backlog, ok := p.Queue.(ports.DeliverBacklog)
+	if !ok {
+		return nil, errors.New("archive: the deliver queue cannot report a month's backlog")
+	}
+	return archiver.New(archiver.Config{ChunkRows: p.Cfg.Archive.ChunkRows, AheadMonths: shardmanager.DefaultAheadMonths}, archiver.Deps{
+		Catalog: p.Shards, Manager: p.Manager, Rows: p.Rows, Mirror: p.Mirror, Store: p.Store, Blobs: p.Blobs,
+		Reader: p.Reader, States: p.States, Deliveries: backlog, Repairs: p.Repair,
+		References: p.Refs, Purged: p.Rows, Routes: redisadapter.NewRouteCache(p.Redis), Search: p.Index, Files: p.Refs,
+		Months: p.Months, Locks: p.Locks, Clock: p.Clock, Metrics: p.Metrics, Log: p.Log,
+	}), nil
+}
+
+func newRetention(cfg config.Config, a *archiver.Service, s ports.ShardStore, rows *mysql.MonthRows, m ports.MonthState, log *slog.Logger) (*retention.Service, error) {
+	policy := func(r config.Retention) retention.Policy {
+		return retention.Policy{KeepOnlineMonths: r.KeepOnlineMonths, PurgeAfterMonths: r.PurgeAfterMonths}
+	}
+	perTenant := make(map[string]retention.Policy, len(cfg.Archive.TenantRetention))
+	for t, r := range cfg.Archive.TenantRetention {
+		perTenant[t] = policy(r)
+	}
+	return retention.New(policy(cfg.Archive.Retention), perTenant, retention.Deps{Archiver: a, Catalog: s, Rows: rows, Months: m, Log: log})
+}
+
+func newReindex(s ports.ShardStore, mirror ports.RouteMirror, store *archivereader.Store, x *longsearch.Indexer, g *groupfiles.Service) *reindex.Service {
+	return reindex.New(reindex.Deps{Catalog: s, Mirror: mirror, Store: store, Sinks: []reindex.Sink{x, g}})
+}
+
+type archiveHTTPParams struct {
+	fx.In
+	Archiver  *archiver.Service
+	Retention *retention.Service
+	Reindex   *reindex.Service
+	Jobs      *jobs.Jobs
+	Index     *bleveindex.Index
+	History   *history.Service
+	Resolver  *conversation.Resolver
+	Groups    ports.Groups
+	Hidden    ports.HiddenRanges
+	Refs      *mysql.References
+	Files     *groupfiles.Service
+	Clock     ports.Clock
+}
+
+// archiveHTTP is what the HTTP listener serves of this file.
+type archiveHTTP struct {
+	Archive    httpapi.ArchiveOps
+	References httpapi.ReferenceOps
+}
+
+func newArchiveHTTP(p archiveHTTPParams) archiveHTTP {
+	search := longsearch.NewSearcher(longsearch.SearchDeps{Index: p.Index, History: p.History, Resolver: p.Resolver, Groups: p.Groups, Hidden: p.Hidden})
+	return archiveHTTP{
+		Archive: httpapi.ArchiveOps{Archiver: p.Archiver, Retention: p.Retention, Reindex: p.Reindex, Jobs: p.Jobs, Search: search},
+		References: httpapi.ReferenceOps{
+			Favorites: favorites.New(favorites.Deps{Store: p.Refs, History: p.History, Hidden: p.Hidden, Clock: p.Clock}),
+			Files:     p.Files,
+			Replies:   replies.New(p.History, p.Hidden),
+		},
+	}
+}
+
+// runArchive starts the index feed before the transports and stops it after them, so every
+// committed message reaches the queue; running jobs are cancelled at stop; the retention
+// policies run on their interval when one is set.
+func runArchive(lc fx.Lifecycle, cfg config.Config, x *longsearch.Indexer, js *jobs.Jobs, r *retention.Service, reg *tenants.Registry) {
+	lc.Append(fx.Hook{
+		OnStart: func(context.Context) error { x.Start(); return nil },
+		OnStop:  func(context.Context) error { x.Stop(); return nil },
+	})
+	lc.Append(fx.StopHook(js.Close))
+	if cfg.Archive.RetentionInterval <= 0 {
+		return
+	}
+	var cancel context.CancelFunc
+	done := make(chan struct{})
+	lc.Append(fx.Hook{
+		OnStart: func(context.Context) error {
+			var ctx context.Context
+			ctx, cancel = context.WithCancel(context.Background())
+			go func() {
+				defer close(done)
+				r.RunEvery(ctx, reg.Names, cfg.Archive.RetentionInterval)
+			}()
+			return nil
+		},
+		OnStop: func(context.Context) error {
+			cancel()
+			<-done
+			return nil
+		},
+	})
+}

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+
+	"go.uber.org/fx"
+
+	"imd/adapters/config"
+	"imd/adapters/mysql"
+	"imd/adapters/prometheus"
+	"imd/core/dualread"
+	"imd/core/migration"
+	"imd/core/routerepair"
+	"imd/core/tenants"
+	"imd/ports"
+)
+
+// Migration wires the legacy single-table migration (seed 000 §9): the job, its supervisor,
+// and — with migration.dual_read on — the dual-read decorators of the ports every query path
+// reads through, so history, search, READ and admin reads merge the legacy table unchanged.
+func Migration(cfg config.Config) fx.Option {
+	opts := []fx.Option{
+		fx.Provide(mysql.NewLegacy, mysql.NewMigrations, newMigration),
+		fx.Invoke(runMigration),
+	}
+	if cfg.Migration.DualRead {
+		opts = append(opts,
+			fx.Provide(func(l *mysql.Legacy, c ports.Clock, log *slog.Logger) *dualread.Source {
+				return dualread.NewSource(l, c, cfg.Migration.StatusTTL, log)
+			}),
+			fx.Decorate(
+				func(s ports.MessageStore, src *dualread.Source) ports.MessageStore { return dualread.NewStore(s, src) },
+				func(s ports.MessageSearch, src *dualread.Source) ports.MessageSearch {
+					return dualread.NewSearch(s, src)
+				},
+				func(f ports.MessageFinder, src *dualread.Source) ports.MessageFinder {
+					return dualread.NewFinder(f, src)
+				},
+			),
+		)
+	}
+	return fx.Options(opts...)
+}
+
+type editorParams struct {
+	fx.In
+	Cluster *mysql.Cluster
+	Jobs    *mysql.Migrations
+	// Source exists with dual read on: a legacy message is then copied before it is changed.
+	Source *dualread.Source `optional:"true"`
+}
+
+// newMessageEditor is the MySQL editor, behind dual read's copy-on-change when it is on. Built
+// here rather than decorated, since other wiring decorates the editor already (fx decorates a
+// type once per scope).
+func newMessageEditor(p editorParams) ports.MessageEditor {
+	e := mysql.NewMessageEditor(p.Cluster)
+	if p.Source == nil {
+		return e
+	}
+	return dualread.NewEditor(e, p.Source, p.Jobs)
+}
+
+type migrationParams struct {
+	fx.In
+	Cfg     config.Config
+	Jobs    *mysql.Migrations
+	Shards  ports.ShardStore
+	Months  ports.MonthState
+	Seq     ports.SeqAllocator
+	Repair  *routerepair.Service
+	Metrics *prometheus.Metrics
+	IDs     ports.IDGenerator
+	Clock   ports.Clock
+	Log     *slog.Logger
+}
+
+func newMigration(p migrationParams) *migration.Service {
+	c := p.Cfg.Migration
+	rate := c.RowsPerSecond
+	if rate == 0 {
+		rate = -1 // config: 0 is no cap; core: negative is
+	}
+	return migration.New(migration.Config{BatchSize: c.BatchSize, RowsPerSecond: rate, PollInterval: c.PollInterval},
+		migration.Deps{
+			Store: p.Jobs, Shards: p.Shards, Months: p.Months, Seq: p.Seq, Routes: p.Repair,
+			Metrics: p.Metrics, Counters: p.Metrics, IDs: p.IDs, Clock: p.Clock, Log: p.Log, DualRead: c.DualRead,
+		})
+}
+
+// runMigration supervises the tenants' jobs from start to stop: a job a killed process left
+// copying is picked up again here.
+func runMigration(lc fx.Lifecycle, svc *migration.Service, reg *tenants.Registry) {
+	var stop context.CancelFunc
+	done := make(chan struct{})
+	lc.Append(fx.Hook{
+		OnStart: func(context.Context) error {
+			var ctx context.Context
+			ctx, stop = context.WithCancel(context.Background())
+			names := reg.Names()
+			go func() {
+				defer close(done)
+				svc.Run(ctx, names)
+			}()
+			return nil
+		},
+		OnStop: func(ctx context.Context) error {
+			stop()
+			select {
+			case <-done:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		},
+	})
+}

@@ -1,0 +1,164 @@
+package deliver
+
+import (
+	"slices"
+	"time"
+
+	"imd/core/delivery"
+)
+
+// sequencer puts one partition's MESSAGE jobs back into seq order per topic. Jobs reach the
+// queue in commit-and-enqueue order, which is not seq order: a group-commit batch answers its
+// senders together and they push in whatever order they are scheduled. A job whose seq is
+// ahead of the next one expected is held until the missing seqs arrive, or until the consumer
+// has caught up with the queue to `wait` after the job was queued: an allocated seq whose send
+// failed must not hold its topic for long (its tombstone, written by the sweeper much later,
+// is never delivered). Caught up, not merely later: behind a backlog the missing jobs may
+// still be queued, and giving up then would deliver them out of order. Holding never blocks
+// other topics. A sequencer belongs to one consumer goroutine and is not safe for concurrent
+// use.
+type sequencer struct {
+	wait    time.Duration
+	maxHeld int // per topic; beyond it the oldest gap is given up at once
+	topics  map[string]*topicOrder
+	waiting map[string]*topicOrder // the topics holding jobs
+}
+
+// topicOrder is what the sequencer knows of one topic.
+type topicOrder struct {
+	next   int64 // the seq expected next: the last one handled + 1
+	held   []heldJob
+	active time.Time // when its last job came
+}
+
+// heldJob is a job waiting for the seqs before it.
+type heldJob struct {
+	job   delivery.Job
+	until time.Time // its queue time + wait
+}
+
+func (h heldJob) seq() int64 { return h.job.Message.Seq }
+
+func newSequencer(wait time.Duration, maxHeld int) *sequencer {
+	return &sequencer{wait: wait, maxHeld: max(maxHeld, 1), topics: map[string]*topicOrder{}, waiting: map[string]*topicOrder{}}
+}
+
+// known reports whether the topic has a baseline; add needs one.
+func (s *sequencer) known(topic string) bool {
+	_, ok := s.topics[topic]
+	return ok
+}
+
+// start gives a topic its baseline: last is the newest seq of it handled before.
+func (s *sequencer) start(topic string, last int64, now time.Time) {
+	s.topics[topic] = &topicOrder{next: last + 1, active: now}
+}
+
+// add takes a MESSAGE job of a known topic, taken at now, and returns the jobs to handle now,
+// in order: the job itself when it is the next one expected (with the held ones it makes
+// contiguous) or when it is late (a repeat, or a seq given up before: holding cannot put it
+// in order any more), or nothing when it is held.
+func (s *sequencer) add(job delivery.Job, now time.Time) []delivery.Job {
+	t := s.topics[job.Topic]
+	t.active = now
+	seq := job.Message.Seq
+	switch {
+	case seq < t.next:
+		return []delivery.Job{job}
+	case seq == t.next:
+		t.next++
+		return s.release(job.Topic, t, []delivery.Job{job})
+	}
+	// After the held jobs of the same seq, so repeats keep their arrival order.
+	i, _ := slices.BinarySearchFunc(t.held, seq+1, func(h heldJob, target int64) int { return int(h.seq() - target) })
+	queued := now
+	if job.QueuedAt > 0 {
+		queued = time.UnixMilli(job.QueuedAt)
+	}
+	t.held = slices.Insert(t.held, i, heldJob{job: job, until: queued.Add(s.wait)})
+	s.waiting[job.Topic] = t
+	if len(t.held) > s.maxHeld {
+		return s.skip(job.Topic, t, nil)
+	}
+	return nil
+}
+
+// expire gives up the gaps whose jobs are due by caughtUp, the time up to which the consumer
+// has taken every job queued, and returns the jobs that become due, each topic's in order.
+func (s *sequencer) expire(caughtUp time.Time) []delivery.Job {
+	var out []delivery.Job
+	for topic, t := range s.waiting {
+		for len(t.held) > 0 && !caughtUp.Before(t.due()) {
+			out = s.skip(topic, t, out)
+		}
+	}
+	return out
+}
+
+// nextDue is the earliest time a held job becomes due; ok=false when none is held.
+func (s *sequencer) nextDue() (due time.Time, ok bool) {
+	for _, t := range s.waiting {
+		if d := t.due(); !ok || d.Before(due) {
+			due, ok = d, true
+		}
+	}
+	return due, ok
+}
+
+// drain returns every held job, each topic's in seq order, and forgets the topics: the
+// consumer is stopping, and late is better than at the next boot.
+func (s *sequencer) drain() []delivery.Job {
+	var out []delivery.Job
+	for topic, t := range s.waiting {
+		for _, h := range t.held {
+			out = append(out, h.job)
+		}
+		delete(s.topics, topic)
+	}
+	clear(s.waiting)
+	return out
+}
+
+// forget drops the topics without held jobs and without a job since idleSince; a later job of
+// one of them starts it again from a fresh baseline.
+func (s *sequencer) forget(idleSince time.Time) {
+	for topic, t := range s.topics {
+		if len(t.held) == 0 && t.active.Before(idleSince) {
+			delete(s.topics, topic)
+		}
+	}
+}
+
+// skip gives up the gap before the first held job and releases what follows it.
+func (s *sequencer) skip(topic string, t *topicOrder, out []delivery.Job) []delivery.Job {
+	t.next = t.held[0].seq()
+	return s.release(topic, t, out)
+}
+
+// release appends the held jobs that are no longer ahead of next, advancing it.
+func (s *sequencer) release(topic string, t *topicOrder, out []delivery.Job) []delivery.Job {
+	n := 0
+	for n < len(t.held) && t.held[n].seq() <= t.next {
+		if t.held[n].seq() == t.next {
+			t.next++
+		}
+		out = append(out, t.held[n].job)
+		n++
+	}
+	t.held = slices.Delete(t.held, 0, n)
+	if len(t.held) == 0 {
+		delete(s.waiting, topic)
+	}
+	return out
+}
+
+// due is the earliest time one of the topic's held jobs becomes due.
+func (t *topicOrder) due() time.Time {
+	due := t.held[0].until
+	for _, h := range t.held[1:] {
+		if h.until.Before(due) {
+			due = h.until
+		}
+	}
+	return due
+}

@@ -1,0 +1,246 @@
+package deliver
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"imd/core/delivery"
+	"imd/core/message"
+)
+
+// orderJob is MESSAGE job id of topic at seq; ids tell repeats of a seq apart.
+func orderJob(topic string, seq, id int64) delivery.Job {
+	return delivery.Job{Kind: delivery.KindMessage, Topic: topic, MsgID: id, Message: &message.Message{Topic: topic, Seq: seq, MsgID: id}}
+}
+
+// sequencerStart is the time the sequencer tests start at.
+var sequencerStart = time.Date(2026, 5, 14, 10, 0, 0, 0, time.UTC)
+
+// label names a job in test expectations: topic/seq, and #id for repeats.
+func label(j delivery.Job) string {
+	if j.MsgID >= 100 {
+		return fmt.Sprintf("%s%d#%d", j.Topic, j.Message.Seq, j.MsgID)
+	}
+	return fmt.Sprintf("%s%d", j.Topic, j.Message.Seq)
+}
+
+func labels(jobs []delivery.Job) []string {
+	out := []string{}
+	for _, j := range jobs {
+		out = append(out, label(j))
+	}
+	return out
+}
+
+func TestSequencer(t *testing.T) {
+	const wait = 200 * time.Millisecond
+	type step struct {
+		at     int    // ms since the start: when the job is taken, or how far the consumer caught up
+		topic  string // "" expires instead of adding
+		seq    int64
+		id     int64    // 0: the seq
+		queued int      // ms since the start the job was queued at; 0: when taken
+		want   []string // jobs to handle now, in order
+	}
+	cases := []struct {
+		name     string
+		maxHeld  int
+		baseline map[string]int64
+		steps    []step
+	}{
+		{
+			name:     "in order passes straight through",
+			baseline: map[string]int64{"A": 0},
+			steps: []step{
+				{topic: "A", seq: 1, want: []string{"A1"}},
+				{topic: "A", seq: 2, want: []string{"A2"}},
+				{topic: "A", seq: 3, want: []string{"A3"}},
+			},
+		},
+		{
+			name:     "a gap holds the later seqs until it fills",
+			baseline: map[string]int64{"A": 0},
+			steps: []step{
+				{topic: "A", seq: 3, want: []string{}},
+				{at: 10, topic: "A", seq: 2, want: []string{}},
+				{at: 20, topic: "A", seq: 1, want: []string{"A1", "A2", "A3"}},
+				{at: 30, topic: "A", seq: 4, want: []string{"A4"}},
+			},
+		},
+		{
+			name:     "the baseline comes from before: older and repeated seqs pass at once",
+			baseline: map[string]int64{"A": 5},
+			steps: []step{
+				{topic: "A", seq: 3, want: []string{"A3"}},
+				{topic: "A", seq: 5, want: []string{"A5"}},
+				{topic: "A", seq: 7, want: []string{}},
+				{topic: "A", seq: 6, want: []string{"A6", "A7"}},
+			},
+		},
+		{
+			name:     "a gap is given up after the wait; its seq, if it comes, passes late",
+			baseline: map[string]int64{"A": 0},
+			steps: []step{
+				{topic: "A", seq: 2, want: []string{}},
+				{at: 199, want: []string{}},
+				{at: 200, want: []string{"A2"}},
+				{at: 250, topic: "A", seq: 3, want: []string{"A3"}},
+				{at: 260, topic: "A", seq: 1, want: []string{"A1"}},
+			},
+		},
+		{
+			name:     "the wait counts from the job that waited longest",
+			baseline: map[string]int64{"A": 0},
+			steps: []step{
+				{topic: "A", seq: 3, want: []string{}},
+				{at: 150, topic: "A", seq: 2, want: []string{}},
+				{at: 200, want: []string{"A2", "A3"}},
+			},
+		},
+		{
+			name:     "the wait counts from when the job was queued, not taken",
+			baseline: map[string]int64{"A": 0},
+			steps: []step{
+				{at: 150, topic: "A", seq: 2, queued: 50, want: []string{}},
+				{at: 249, want: []string{}},
+				{at: 250, want: []string{"A2"}},
+			},
+		},
+		{
+			name:     "a second gap waits on its own",
+			baseline: map[string]int64{"A": 0},
+			steps: []step{
+				{topic: "A", seq: 2, want: []string{}},
+				{at: 150, topic: "A", seq: 4, want: []string{}},
+				{at: 200, want: []string{"A2"}},
+				{at: 300, topic: "A", seq: 3, want: []string{"A3", "A4"}},
+			},
+		},
+		{
+			name:     "a second gap given up in the same pass",
+			baseline: map[string]int64{"A": 0},
+			steps: []step{
+				{topic: "A", seq: 2, want: []string{}},
+				{at: 10, topic: "A", seq: 4, want: []string{}},
+				{at: 500, want: []string{"A2", "A4"}},
+			},
+		},
+		{
+			name:     "repeats of a held seq come out together, in arrival order",
+			baseline: map[string]int64{"A": 0},
+			steps: []step{
+				{topic: "A", seq: 2, id: 101, want: []string{}},
+				{topic: "A", seq: 3, want: []string{}},
+				{topic: "A", seq: 2, id: 102, want: []string{}},
+				{topic: "A", seq: 1, want: []string{"A1", "A2#101", "A2#102", "A3"}},
+			},
+		},
+		{
+			name:     "too many held jobs give up the gap at once",
+			maxHeld:  2,
+			baseline: map[string]int64{"A": 0},
+			steps: []step{
+				{topic: "A", seq: 3, want: []string{}},
+				{topic: "A", seq: 5, want: []string{}},
+				{topic: "A", seq: 4, want: []string{"A3", "A4", "A5"}},
+			},
+		},
+		{
+			name:     "topics never wait on each other",
+			baseline: map[string]int64{"A": 0, "B": 10},
+			steps: []step{
+				{topic: "A", seq: 2, want: []string{}},
+				{topic: "B", seq: 11, want: []string{"B11"}},
+				{at: 100, topic: "B", seq: 13, want: []string{}},
+				{at: 200, want: []string{"A2"}},
+				{at: 300, want: []string{"B13"}},
+			},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			start := sequencerStart
+			s := newSequencer(wait, cmp.Or(c.maxHeld, maxHeldPerTopic))
+			for topic, last := range c.baseline {
+				s.start(topic, last, start)
+			}
+			for i, st := range c.steps {
+				now := start.Add(time.Duration(st.at) * time.Millisecond)
+				var got []delivery.Job
+				if st.topic == "" {
+					got = s.expire(now)
+				} else {
+					id := st.id
+					if id == 0 {
+						id = st.seq
+					}
+					job := orderJob(st.topic, st.seq, id)
+					if st.queued > 0 {
+						job.QueuedAt = start.Add(time.Duration(st.queued) * time.Millisecond).UnixMilli()
+					}
+					got = s.add(job, now)
+				}
+				if l := labels(got); !slices.Equal(l, st.want) {
+					t.Fatalf("step %d (%+v): handle %v; want %v", i, st, l, st.want)
+				}
+			}
+			if due, ok := s.nextDue(); ok {
+				t.Fatalf("jobs still held at the end (due %v): %v", due, labels(s.drain()))
+			}
+		})
+	}
+}
+
+func TestSequencerNextDue(t *testing.T) {
+	start := sequencerStart
+	s := newSequencer(time.Second, 10)
+	if _, ok := s.nextDue(); ok {
+		t.Fatal("an empty sequencer has something due")
+	}
+	s.start("A", 0, start)
+	s.start("B", 0, start)
+	s.add(orderJob("A", 3, 3), start.Add(500*time.Millisecond))
+	s.add(orderJob("B", 2, 2), start.Add(200*time.Millisecond))
+	s.add(orderJob("A", 2, 2), start.Add(900*time.Millisecond))
+	due, ok := s.nextDue()
+	if want := start.Add(1200 * time.Millisecond); !ok || !due.Equal(want) {
+		t.Fatalf("nextDue = %v, %v; want %v (B's job)", due, ok, want)
+	}
+}
+
+func TestSequencerDrainHandsOverHeldJobsInOrder(t *testing.T) {
+	start := sequencerStart
+	s := newSequencer(time.Second, 10)
+	s.start("A", 0, start)
+	s.add(orderJob("A", 4, 4), start)
+	s.add(orderJob("A", 2, 2), start)
+	s.add(orderJob("A", 3, 3), start)
+	if got := labels(s.drain()); !slices.Equal(got, []string{"A2", "A3", "A4"}) {
+		t.Fatalf("drain = %v; want A2 A3 A4", got)
+	}
+	if s.known("A") {
+		t.Fatal("a drained topic keeps its baseline")
+	}
+	if _, ok := s.nextDue(); ok {
+		t.Fatal("jobs still due after drain")
+	}
+}
+
+func TestSequencerForgetsIdleTopicsOnly(t *testing.T) {
+	start := sequencerStart
+	s := newSequencer(time.Second, 10)
+	for _, topic := range []string{"idle", "holding", "busy"} {
+		s.start(topic, 0, start)
+	}
+	s.add(orderJob("holding", 2, 2), start)
+	s.add(orderJob("busy", 1, 1), start.Add(time.Minute))
+	s.forget(start.Add(time.Second))
+	for topic, want := range map[string]bool{"idle": false, "holding": true, "busy": true} {
+		if got := s.known(topic); got != want {
+			t.Errorf("known(%s) = %v; want %v", topic, got, want)
+		}
+	}
+}

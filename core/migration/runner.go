@@ -1,0 +1,312 @@
+package migration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"imd/core/legacy"
+	"imd/core/month"
+	"imd/core/shard"
+)
+
+// Run supervises the tenants' jobs until ctx ends: every PollInterval, and at once after a
+// command, it starts a runner for each tenant whose job has work and no runner in this
+// process; the store's lease keeps other nodes from running it too. It returns once its
+// runners have stopped.
+func (s *Service) Run(ctx context.Context, tenants []string) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	tick := time.NewTicker(s.cfg.PollInterval)
+	defer tick.Stop()
+	for {
+		for _, t := range tenants {
+			s.supervise(ctx, &wg, t)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		case <-s.wake:
+		}
+	}
+}
+
+func (s *Service) supervise(ctx context.Context, wg *sync.WaitGroup, tenant string) {
+	job, err := s.d.Store.Job(ctx, tenant)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.d.Log.WarnContext(ctx, "migration job unreadable", "tenant", tenant, "err", err)
+		}
+		return
+	}
+	if !job.Phase.Running() || !s.claim(tenant) {
+		// A local runner shows its own phase changes; this read may predate them.
+		if !s.isRunning(tenant) {
+			s.setStateGauge(tenant, job.Phase)
+		}
+		return
+	}
+	s.setStateGauge(tenant, job.Phase)
+	release, ok, err := s.d.Store.Lease(ctx, tenant)
+	if err != nil || !ok {
+		s.unclaim(tenant)
+		if err != nil && ctx.Err() == nil {
+			s.d.Log.WarnContext(ctx, "migration lease unavailable", "tenant", tenant, "err", err)
+		}
+		return
+	}
+	wg.Go(func() {
+		defer s.unclaim(tenant)
+		defer release()
+		s.runTenant(ctx, tenant)
+	})
+}
+
+func (s *Service) claim(tenant string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.running[tenant] {
+		return false
+	}
+	s.running[tenant] = true
+	return true
+}
+
+func (s *Service) isRunning(tenant string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.running[tenant]
+}
+
+func (s *Service) unclaim(tenant string) {
+	s.mu.Lock()
+	delete(s.running, tenant)
+	s.mu.Unlock()
+}
+
+// runTenant works the job until it leaves the running phases or ctx ends. Errors are retried
+// after a pause; maxFailures in a row fail the job so an operator looks at it.
+func (s *Service) runTenant(ctx context.Context, tenant string) {
+	r := &runner{s: s, tenant: tenant, pace: pacer{rate: s.cfg.RowsPerSecond}}
+	failures := 0
+	for ctx.Err() == nil {
+		more, err := r.step(ctx)
+		if err == nil {
+			failures = 0
+			if !more {
+				return
+			}
+			continue
+		}
+		if ctx.Err() != nil || errors.Is(err, errMismatch) {
+			return // a mismatch has failed the job with its report already
+		}
+		failures++
+		s.d.Log.ErrorContext(ctx, "migration step failed", "tenant", tenant, "failures", failures, "err", err)
+		if failures >= maxFailures {
+			if _, ferr := s.setPhase(ctx, tenant, legacy.PhaseChange{
+				From: []legacy.Phase{legacy.PhaseCopying, legacy.PhaseVerifying}, To: legacy.PhaseFailed, Error: err.Error(),
+			}); ferr != nil {
+				s.d.Log.ErrorContext(ctx, "migration could not be marked failed", "tenant", tenant, "err", ferr)
+			}
+			return
+		}
+		if sleep(ctx, s.cfg.FailureBackoff) != nil {
+			return
+		}
+	}
+}
+
+// runner is one tenant's job in this process.
+type runner struct {
+	s      *Service
+	tenant string
+	pace   pacer
+	// verified maps each month to whether it verified OK, read once per runner rather than
+	// after every batch.
+	verified map[month.Month]bool
+}
+
+// step does one unit of work: one batch, or verifying what is due. more=false when the job
+// needs nothing more from this runner.
+func (r *runner) step(ctx context.Context) (more bool, err error) {
+	job, err := r.s.d.Store.Job(ctx, r.tenant)
+	if err != nil {
+		return false, fmt.Errorf("read job: %w", err)
+	}
+	switch job.Phase {
+	case legacy.PhaseCopying:
+		if !job.Prepared {
+			if err := r.prepare(ctx); err != nil {
+				return false, err
+			}
+		}
+		return true, r.copyBatch(ctx)
+	case legacy.PhaseVerifying:
+		return false, r.verifyAll(ctx)
+	}
+	return false, nil
+}
+
+// copyBatch copies one batch and verifies the months the cursor has left behind, so a
+// mismatch stops the copy early.
+func (r *runner) copyBatch(ctx context.Context) error {
+	b, err := r.s.d.Store.CopyBatch(ctx, r.tenant, r.s.cfg.BatchSize)
+	if errors.Is(err, legacy.ErrPhaseChanged) {
+		return nil // paused meanwhile: the next step reads the phase and stops
+	}
+	if err != nil {
+		return fmt.Errorf("copy batch: %w", err)
+	}
+	m := r.s.d.Metrics
+	m.Observe("migration_batch_latency", b.Took.Seconds())
+	for status, n := range map[string]int{"copied": b.Copied, "skipped": b.Skipped, "failed": b.Failed} {
+		if n > 0 {
+			r.s.d.Counters.Add("migration_rows_total", float64(n), status)
+		}
+	}
+	if len(b.FailedKeys) > 0 {
+		r.s.d.Log.WarnContext(ctx, "legacy rows not copied: their seq or client_msg_id is taken in the month table",
+			"tenant", r.tenant, "failed", b.Failed, "first", b.FailedKeys)
+	}
+	if b.Rows == 0 {
+		_, err := r.s.setPhase(ctx, r.tenant, legacy.PhaseChange{From: []legacy.Phase{legacy.PhaseCopying}, To: legacy.PhaseVerifying})
+		if err != nil && !errors.Is(err, legacy.ErrPhaseChanged) {
+			return fmt.Errorf("copy complete: %w", err)
+		}
+		r.s.d.Log.InfoContext(ctx, "migration copy complete", "tenant", r.tenant)
+		return nil
+	}
+	if err := r.verifyBefore(ctx, month.Of(b.End.CreatedAt)); err != nil {
+		return err
+	}
+	return r.pace.wait(ctx, b.Rows, b.Took)
+}
+
+// prepare does what must follow the cutover before rows move: the month tables of every legacy
+// month exist (months older than the shard manager's window are sealed: no live write belongs
+// there), every topic's seq counter is at least its watermark, and every topic's Redis route
+// names its legacy months. Each part is idempotent, so a crash here repeats it.
+func (r *runner) prepare(ctx context.Context) error {
+	if err := r.s.d.Store.PrepareTable(ctx, r.tenant); err != nil {
+		return fmt.Errorf("prepare legacy table: %w", err)
+	}
+	if err := r.ensureMonths(ctx); err != nil {
+		return err
+	}
+	if err := r.eachTopic(ctx, func(w legacy.TopicSeq) error {
+		if err := r.s.d.Seq.Reseed(ctx, r.tenant, w.Topic, w.Seq); err != nil {
+			return fmt.Errorf("raise seq counter of %s to %d: %w", w.Topic, w.Seq, err)
+		}
+		return r.rebuildRoute(ctx, w.Topic)
+	}); err != nil {
+		return err
+	}
+	if err := r.s.d.Store.MarkPrepared(ctx, r.tenant); err != nil {
+		return fmt.Errorf("mark prepared: %w", err)
+	}
+	r.s.d.Log.InfoContext(ctx, "migration prepared: month tables, seq counters and routes", "tenant", r.tenant)
+	return nil
+}
+
+func (r *runner) ensureMonths(ctx context.Context) error {
+	p, err := r.s.d.Store.Progress(ctx, r.tenant)
+	if err != nil {
+		return fmt.Errorf("read months: %w", err)
+	}
+	catalog, err := r.s.d.Shards.Catalog(ctx, r.tenant)
+	if err != nil {
+		return fmt.Errorf("read catalog: %w", err)
+	}
+	known := make(map[month.Month]bool, len(catalog))
+	for _, in := range catalog {
+		known[in.Month] = true
+	}
+	active, found, err := r.s.d.Months.Active(ctx, r.tenant)
+	if err != nil {
+		return fmt.Errorf("active month: %w", err)
+	}
+	if !found {
+		now, err := r.s.d.Months.Now(ctx)
+		if err != nil {
+			return fmt.Errorf("redis time: %w", err)
+		}
+		active = month.Of(now)
+	}
+	for _, mp := range p.Months {
+		if known[mp.Month] {
+			continue // its state is the shard manager's
+		}
+		if err := r.s.d.Shards.EnsureTable(ctx, r.tenant, mp.Month); err != nil {
+			return fmt.Errorf("month table %s: %w", mp.Month, err)
+		}
+		if mp.Month >= active.Prev() {
+			continue // the shard manager moves the recent months itself
+		}
+		if err := r.s.d.Shards.SetState(ctx, r.tenant, mp.Month, shard.Prepared, shard.Sealed); err != nil {
+			// The shard manager may have moved it meanwhile; it seals old months itself.
+			r.s.d.Log.WarnContext(ctx, "old month not sealed by the migration", "tenant", r.tenant, "month", mp.Month.String(), "err", err)
+		}
+	}
+	return nil
+}
+
+// rebuildRoute rewrites the topic's Redis route; one whose writes kept racing goes to the
+// repair loop instead.
+func (r *runner) rebuildRoute(ctx context.Context, topic string) error {
+	if _, err := r.s.d.Routes.Rebuild(ctx, r.tenant, topic); err != nil {
+		if qerr := r.s.d.Routes.Enqueue(ctx, r.tenant, topic); qerr != nil {
+			return fmt.Errorf("rebuild route of %s: %w (and queueing it failed: %v)", topic, err, qerr)
+		}
+	}
+	return nil
+}
+
+// eachTopic calls fn for every topic with a watermark, in topic order.
+func (r *runner) eachTopic(ctx context.Context, fn func(legacy.TopicSeq) error) error {
+	after := ""
+	for {
+		page, err := r.s.d.Store.Watermarks(ctx, r.tenant, after, pageSize)
+		if err != nil {
+			return fmt.Errorf("read watermarks after %q: %w", after, err)
+		}
+		for _, w := range page {
+			if err := fn(w); err != nil {
+				return err
+			}
+		}
+		if len(page) < pageSize {
+			return nil
+		}
+		after = page[len(page)-1].Topic
+	}
+}
+
+// pacer holds the copy to rate rows per second, measured per batch.
+type pacer struct{ rate int }
+
+func (p pacer) wait(ctx context.Context, rows int, took time.Duration) error {
+	if p.rate <= 0 {
+		return nil
+	}
+	want := time.Duration(float64(rows) / float64(p.rate) * float64(time.Second))
+	return sleep(ctx, want-took)
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# Run the standard workloads of DESIGN §10 against a freshly built imd, on the local MariaDB
+# and Redis of services.sh, and write the reports under <state dir>/bench/<UTC time>/:
+# <workload>.json and .md per run, summary.md (one table of every run, with the machine),
+# machine.txt, imd.log. Sizes default to what a 2-core box runs in a few minutes.
+#
+#   bench.sh [RUN...]    RUN: w1 w2 w3 w3big w4 w5 (default: all, in that order)
+#
+# Every run gets a fresh tenant (W5 advances its active month), dropped at the end unless
+# BENCH_KEEP=1. Environment (defaults in brackets):
+#   BENCH_DURATION [20s]  BENCH_WARMUP [3s]      measured window and warm-up of each run
+#   BENCH_W1_USERS [1000]                        W1 p2p users (pairs, closed loop)
+#   BENCH_W2_USERS [1000] BENCH_W2_GROUP [10]    W2 users in groups of GROUP
+#   BENCH_W3_MEMBERS [1000] BENCH_W3_RATE [200]  W3 big group, one sender at RATE msg/s
+#   BENCH_W3BIG_MEMBERS [10000] BENCH_W3BIG_RATE [20]
+#   BENCH_W4_CONNS [20000] BENCH_W4_USERS [1000] BENCH_W4_DURATION [35s]  idle connections
+#   BENCH_W5_MESSAGES [500] BENCH_W5_READERS [4]  history pages over two months
+#   BENCH_SOURCE_IPS [127.0.0.2 … 127.0.0.9]     client addresses (ephemeral ports)
+# It exits non-zero when a run failed its verification or could not run; the other runs
+# still happen. imd is stopped by its pid whatever happens.
+set -euo pipefail
+
+SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO_ROOT="$(cd "$SCRIPT_DIR/../.." && pwd)"
+cd "$REPO_ROOT"
+
+LOG_TAG=bench
+# shellcheck source=deploy/local/lib.sh
+source "$SCRIPT_DIR/lib.sh"
+
+STATE_DIR="${IMD_STATE_DIR:-$REPO_ROOT/.run}"
+MYSQL_PORT="${IMD_MYSQL_PORT:-13306}"
+REDIS_PORT="${IMD_REDIS_PORT:-16379}"
+CONFIG=deploy/config/imd.bench.yaml
+ADMIN_KEY=bench-admin-key # of $CONFIG
+HTTP_ADDR=127.0.0.1:18080 # of $CONFIG
+TCP_ADDR=127.0.0.1:19000  # of $CONFIG
+
+DURATION="${BENCH_DURATION:-20s}"
+WARMUP="${BENCH_WARMUP:-3s}"
+SOURCE_IPS="${BENCH_SOURCE_IPS:-127.0.0.2,127.0.0.3,127.0.0.4,127.0.0.5,127.0.0.6,127.0.0.7,127.0.0.8,127.0.0.9}"
+
+runs=("$@")
+((${#runs[@]})) || runs=(w1 w2 w3 w3big w4 w5)
+
+out="$STATE_DIR/bench/$(date -u +%Y%m%dT%H%M%SZ)"
+mkdir -p "$out/bin"
+log "reports go to $out"
+
+log "building imd and imctl"
+go build -o "$out/bin/" ./cmd/imd ./cmd/imctl
+
+mysql_pid="$(pid_from_file "$STATE_DIR/mariadb/mariadb.pid" mariadbd)" || die "MariaDB is not running (go tool task services)"
+redis_pid="$(pid_from_file "$STATE_DIR/redis/redis.pid" redis-server)" || die "Redis is not running (go tool task services)"
+
+{
+	echo "cores: $(nproc)"
+	echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
+	echo "kernel: $(uname -r)"
+	echo "memory: $(awk '/MemTotal/ {printf "%d MB", $2/1024}' /proc/meminfo)"
+	echo "go: $(go env GOVERSION)"
+	echo "mariadb: $(mariadb --version 2>/dev/null || echo unknown)"
+	echo "redis: $(redis-server --version 2>/dev/null || echo unknown)"
+	echo "durability: innodb_flush_log_at_trx_commit=$(grep -m1 innodb_flush_log_at_trx_commit "$STATE_DIR/mariadb/my.cnf" | awk '{print $3}'), redis appendfsync $(grep -m1 '^appendfsync' "$STATE_DIR/redis/redis.conf" | awk '{print $2}')"
+	echo "load average before the runs: $(cut -d' ' -f1-3 /proc/loadavg)"
+} >"$out/machine.txt"
+cat "$out/machine.txt" >&2
+
+# Tens of thousands of connections on both ends.
+ulimit -n 1048576 2>/dev/null || ulimit -n 65536 2>/dev/null || log "open-file limit stays $(ulimit -n)"
+
+tenant="bench_$(date +%s)"
+imd_pid=""
+
+cleanup() {
+	if [[ -n "$imd_pid" ]] && alive "$imd_pid"; then
+		log "stopping imd (pid $imd_pid)"
+		kill -TERM "$imd_pid" 2>/dev/null || true
+		wait_until 30 gone "$imd_pid" || kill -KILL "$imd_pid" 2>/dev/null || true
+	fi
+	if [[ "${BENCH_KEEP:-0}" != 1 ]]; then
+		mariadb -h127.0.0.1 -P"$MYSQL_PORT" -uimd -pimd -e "DROP DATABASE IF EXISTS \`imd_$tenant\`" 2>/dev/null || true
+		redis-cli -p "$REDIS_PORT" --scan --pattern "im:{$tenant}:*" | xargs -r -n 500 redis-cli -p "$REDIS_PORT" del >/dev/null || true
+		rm -rf "$out/search" "$out/archive" "$out/uploads"
+	fi
+}
+trap cleanup EXIT
+
+log "starting imd for tenant $tenant"
+IMD_TENANTS="$tenant:imd_$tenant" \
+	IMD_MYSQL_DSN="imd:imd@tcp(127.0.0.1:$MYSQL_PORT)/?parseTime=true&multiStatements=true" \
+	IMD_REDIS_ADDR="127.0.0.1:$REDIS_PORT" \
+	IMD_SEARCH_DIR="$out/search" IMD_ARCHIVE_DIR="$out/archive" IMD_UPLOADS_DIR="$out/uploads" \
+	"$out/bin/imd" --config "$CONFIG" >"$out/imd.log" 2>&1 &
+imd_pid=$!
+ready() { curl -fsS "http://$HTTP_ADDR/readyz" >/dev/null 2>&1; }
+if ! wait_until 60 ready; then
+	tail -20 "$out/imd.log" >&2
+	die "imd did not become ready"
+fi
+
+# drained: the tenant's deliver lists are empty, so one run's backlog never counts in the next.
+drained() {
+	local key n
+	for key in $(redis-cli -p "$REDIS_PORT" --scan --pattern "im:{$tenant}:deliver:*"); do
+		case "$key" in
+		*:deliver:queue* | *:deliver:processing*)
+			n="$(redis-cli -p "$REDIS_PORT" llen "$key")"
+			[[ "$n" == 0 ]] || return 1
+			;;
+		esac
+	done
+}
+
+failed=()
+for run in "${runs[@]}"; do
+	duration="$DURATION"
+	case "$run" in
+	w1) args=(w1 --users "${BENCH_W1_USERS:-1000}") ;;
+	w2) args=(w2 --users "${BENCH_W2_USERS:-1000}" --group-size "${BENCH_W2_GROUP:-10}") ;;
+	w3) args=(w3 --members "${BENCH_W3_MEMBERS:-1000}" --rate "${BENCH_W3_RATE:-200}") ;;
+	w3big) args=(w3 --members "${BENCH_W3BIG_MEMBERS:-10000}" --rate "${BENCH_W3BIG_RATE:-20}") ;;
+	w4)
+		args=(w4 --conns "${BENCH_W4_CONNS:-20000}" --users "${BENCH_W4_USERS:-1000}" --heartbeat 30s)
+		duration="${BENCH_W4_DURATION:-35s}" # every connection heartbeats inside the window
+		;;
+	w5) args=(w5 --messages "${BENCH_W5_MESSAGES:-500}" --users "${BENCH_W5_READERS:-4}") ;;
+	*) die "unknown run $run (want w1 w2 w3 w3big w4 w5)" ;;
+	esac
+	wait_until 120 drained || log "deliver queue of $tenant not drained; $run starts anyway"
+	log "== $run: ${args[*]}"
+	if ! "$out/bin/imctl" bench "${args[@]}" \
+		--http "http://$HTTP_ADDR" --tcp "$TCP_ADDR" --tenant "$tenant" --admin-key "$ADMIN_KEY" \
+		--duration "$duration" --warmup "$WARMUP" --source-ips "$SOURCE_IPS" \
+		--pids "imd=$imd_pid,mariadbd=$mysql_pid,redis=$redis_pid" \
+		--json "$out/$run.json" --md "$out/$run.md" >/dev/null; then
+		failed+=("$run")
+	fi
+	alive "$imd_pid" || die "imd exited during $run; see $out/imd.log"
+done
+
+reports=()
+for run in "${runs[@]}"; do
+	[[ -s "$out/$run.json" ]] && reports+=("$out/$run.json")
+done
+if ((${#reports[@]})); then
+	"$out/bin/imctl" bench summary --md "$out/summary.md" "${reports[@]}"
+fi
+log "reports: $out (summary.md, <run>.md, <run>.json, machine.txt, imd.log)"
+if ((${#failed[@]})); then
+	log "failed: ${failed[*]}"
+	exit 1
+fi

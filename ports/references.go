@@ -1,0 +1,38 @@
+package ports
+
+import (
+	"context"
+
+	"imd/core/msgref"
+)
+
+// Favorites keeps users' saved messages by topic+seq (seed 000 §8: 收藏 across months).
+type Favorites interface {
+	// AddFavorite saves (user, topic, seq); saving it again keeps the first and returns it.
+	AddFavorite(ctx context.Context, tenant string, f msgref.Favorite) (msgref.Favorite, error)
+	// RemoveFavorite reports whether a favorite was removed.
+	RemoveFavorite(ctx context.Context, tenant string, user int64, topic string, seq int64) (bool, error)
+	// Favorites pages a user's favorites newest first, ids below before (0: from the newest).
+	Favorites(ctx context.Context, tenant string, user, before int64, limit int) ([]msgref.Favorite, error)
+}
+
+// GroupFiles is the index of groups' file messages (seed 000 §8: 群文件引用), written after
+// the message committed.
+type GroupFiles interface {
+	// AddFiles records entries; an entry already recorded for (topic, seq) is kept.
+	AddFiles(ctx context.Context, tenant string, files []msgref.File) error
+	// RemoveFile drops the entry of (topic, seq), e.g. after a recall; none is no error.
+	RemoveFile(ctx context.Context, tenant, topic string, seq int64) error
+	// RemoveFileRange drops the entries of seqs [lo, hi] of topic (a purged month).
+	RemoveFileRange(ctx context.Context, tenant, topic string, lo, hi int64) error
+	// Files pages a topic's entries by seq descending, below before (0: from the newest).
+	Files(ctx context.Context, tenant, topic string, before int64, limit int) ([]msgref.File, error)
+}
+
+// References finds the stored references into a seq range of a topic — favorites, reports and
+// file index entries — so archiving can prove every one of them still resolves.
+type References interface {
+	// Referenced returns the distinct seqs in [lo, hi] of topic that something references,
+	// ascending.
+	Referenced(ctx context.Context, tenant, topic string, lo, hi int64) ([]int64, error)
+}

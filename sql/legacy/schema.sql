@@ -1,0 +1,38 @@
+-- The legacy single table of group messages an operator migrates from (seed 000 §9): the month
+-- template of seed 000 §3.1 under one name. The tenant migrations never create it; the test data
+-- generator does (adapters/mysql/legacygen), and sqlc reads it to check the legacy queries.
+CREATE TABLE IF NOT EXISTS im_group_messages (
+    message_id         BIGINT       NOT NULL,
+    topic              VARCHAR(64)  NOT NULL,
+    group_id           BIGINT       NOT NULL,
+    seqid              BIGINT       NOT NULL,
+    from_user          BIGINT       NOT NULL,
+    client_msg_id      VARCHAR(64)  NULL,
+    msg_type           VARCHAR(32)  NOT NULL DEFAULT 'text',
+    status             VARCHAR(32)  NOT NULL DEFAULT 'normal',
+    content            JSON         NULL,
+    head               JSON         NULL,
+    mentioned_user_ids JSON         NULL,
+    mention_all        TINYINT(1)   NOT NULL DEFAULT 0,
+    reply_seqid        BIGINT       NULL,
+    root_seqid         BIGINT       NULL,
+    file_count         INT          NOT NULL DEFAULT 0,
+    content_size       INT          NOT NULL DEFAULT 0,
+    has_risk           TINYINT(1)   NOT NULL DEFAULT 0,
+    audit_status       VARCHAR(32)  NOT NULL DEFAULT 'pass',
+    version            INT          NOT NULL DEFAULT 1,
+    recalled_at        DATETIME(3)  NULL,
+    recalled_by        BIGINT       NULL,
+    deleted_at         DATETIME(3)  NULL,
+    expires_at         DATETIME(3)  NULL,
+    created_at         DATETIME(3)  NOT NULL,
+    updated_at         DATETIME(3)  NOT NULL,
+    PRIMARY KEY (message_id),
+    UNIQUE KEY uk_topic_seq (topic, seqid),
+    UNIQUE KEY uk_topic_sender_client_mid (topic, from_user, client_msg_id),
+    KEY idx_group_seq (group_id, seqid),
+    KEY idx_topic_created (topic, created_at),
+    KEY idx_topic_from_seq (topic, from_user, seqid),
+    KEY idx_audit_created (audit_status, created_at),
+    KEY idx_expires (expires_at)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci;
