@@ -28,8 +28,10 @@ type Mailbox interface {
 // worker can write MISSED_MESSAGE rows and notify, and can address one device.
 type DevicePusher interface {
 	Pusher
-	// PushReach is Push, with the failed devices and offline recipients named.
-	PushReach(ctx context.Context, tenant string, t delivery.Target, p delivery.Push) fanout.Outcome
+	// PushReach is Push of several pushes, in order, with the failed devices and offline
+	// recipients of each named; outcomes are in push order. A connection gets the frames of
+	// all the pushes it is a target of together.
+	PushReach(ctx context.Context, tenant string, pushes ...delivery.Addressed) []fanout.Outcome
 	// PushDevice writes p to one connected device of user (mailbox.AllDevices: every device)
 	// and reports how many devices took it.
 	PushDevice(ctx context.Context, tenant string, user int64, device uint64, p delivery.Push) int

@@ -105,6 +105,10 @@ type DeliverQueue interface {
 	// Take moves the oldest job of a partition to its processing list (BLMOVE), waiting up to
 	// timeout (≤ 0: no wait); ok=false on timeout.
 	Take(ctx context.Context, tenant string, partition int, timeout time.Duration) (job delivery.Job, ok bool, err error)
+	// TakeMore moves up to max of the oldest jobs of a partition to its processing list in one
+	// step, without waiting: what a consumer takes after Take, so a backlog costs a round trip
+	// per batch, not per job.
+	TakeMore(ctx context.Context, tenant string, partition, max int) ([]delivery.Job, error)
 	// Ack removes taken jobs from processing.
 	Ack(ctx context.Context, jobs ...delivery.Job) error
 	// Retry puts a taken job back on its partition with Attempts+1, or on the dead-letter list

@@ -93,8 +93,9 @@ type TaskPool struct {
 // node must use the same partition count (a changed count is moved over at boot).
 type Deliver struct {
 	Partitions int `yaml:"partitions"`
-	// ReorderWait bounds how long a message waits for the seqs before it (a send that failed
-	// after its seq was allocated leaves a hole for good).
+	// ReorderWait is how long a message waits for the seqs before it when their sends are not
+	// running on this node (a send that failed after its seq was allocated leaves a hole for
+	// good); a send still running here is waited for, up to 30 s.
 	ReorderWait time.Duration `yaml:"reorder_wait"`
 	TakeTimeout time.Duration `yaml:"take_timeout"`
 	DoneTTL     time.Duration `yaml:"done_ttl"`

@@ -117,6 +117,30 @@ func (q *DeliverQueue) Take(ctx context.Context, name string, partition int, tim
 	}
 }
 
+// TakeMore moves up to max jobs of a partition to its processing list, without waiting.
+func (q *DeliverQueue) TakeMore(_ context.Context, name string, partition, max int) ([]delivery.Job, error) {
+	if !tenant.Valid(name) {
+		return nil, fmt.Errorf("take deliver jobs: invalid tenant %q", name)
+	}
+	if partition < 0 || partition >= q.partitions {
+		return nil, fmt.Errorf("take deliver jobs in %s: partition %d of %d", name, partition, q.partitions)
+	}
+	var jobs []delivery.Job
+	for range max {
+		raw, ok, _ := q.tryTake(name, partitionKey{partition, q.partitions})
+		if !ok {
+			break
+		}
+		var job delivery.Job
+		if err := json.Unmarshal([]byte(raw), &job); err != nil {
+			return jobs, fmt.Errorf("decode deliver job in %s: %w", name, err)
+		}
+		job.Receipt = raw
+		jobs = append(jobs, job)
+	}
+	return jobs, nil
+}
+
 // tryTake moves the head of a partition to processing, or returns the channel the next push
 // closes.
 func (q *DeliverQueue) tryTake(name string, p partitionKey) (string, bool, <-chan struct{}) {

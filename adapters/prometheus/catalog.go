@@ -68,6 +68,7 @@ func catalog() []spec {
 		// Delivery and sync (seed 003 §17).
 		{name: "deliver_idempotent_skip_total", kind: counter, help: "Deliver jobs skipped because they already acted."},
 		{name: "deliver_job_latency", kind: histogram, help: "Seconds to process one deliver job.", buckets: latencyBuckets},
+		{name: "deliver_delay_seconds", kind: histogram, help: "Seconds from a deliver job's enqueue to its handling: queue wait, reorder hold and handling.", buckets: latencyBuckets},
 		{name: "deliver_queue_depth", kind: gauge, help: "Jobs waiting in deliver:queue."},
 		{name: "deliver_processing_depth", kind: gauge, help: "Jobs taken but not acknowledged (deliver:processing)."},
 		{name: "outbound_drop_total", kind: counter, help: "Frames dropped because a connection's outbound buffer was full."},

@@ -106,6 +106,53 @@ func (q *DeliverQueue) Take(ctx context.Context, tenant string, partition int, t
 	return job, true, nil
 }
 
+// takeMoreScript moves up to ARGV[1] jobs from the head of KEYS[1] to the tail of KEYS[2] and
+// returns them in order.
+var takeMoreScript = rueidis.NewLuaScript(`
+local out = {}
+for i = 1, tonumber(ARGV[1]) do
+  local job = redis.call('LMOVE', KEYS[1], KEYS[2], 'LEFT', 'RIGHT')
+  if not job then break end
+  out[i] = job
+end
+return out
+`)
+
+// TakeMore moves up to max jobs of a partition to its processing list in one script call. A
+// job that is not valid JSON goes to the dead-letter list, as in Take, and the others are
+// returned.
+func (q *DeliverQueue) TakeMore(ctx context.Context, tenant string, partition, max int) ([]delivery.Job, error) {
+	k, err := KeysOf(tenant)
+	if err != nil {
+		return nil, fmt.Errorf("take deliver jobs: %w", err)
+	}
+	if partition < 0 || partition >= q.partitions {
+		return nil, fmt.Errorf("take deliver jobs in %s: partition %d of %d", tenant, partition, q.partitions)
+	}
+	if max <= 0 {
+		return nil, nil
+	}
+	queue, processing := k.DeliverQueueOf(partition, q.partitions), k.DeliverProcessingOf(partition, q.partitions)
+	raws, err := takeMoreScript.Exec(ctx, q.c, []string{queue, processing}, []string{strconv.Itoa(max)}).AsStrSlice()
+	if err != nil {
+		return nil, fmt.Errorf("take deliver jobs in %s partition %d: %w", tenant, partition, err)
+	}
+	jobs := make([]delivery.Job, 0, len(raws))
+	var bad []error
+	for _, raw := range raws {
+		var job delivery.Job
+		if err := json.Unmarshal([]byte(raw), &job); err != nil {
+			if _, buryErr := q.move(ctx, processing, k.DeliverDead(), raw, raw); buryErr != nil {
+				bad = append(bad, fmt.Errorf("undecodable deliver job in %s left in processing: %w", tenant, errors.Join(err, buryErr)))
+			}
+			continue
+		}
+		job.Receipt = raw
+		jobs = append(jobs, job)
+	}
+	return jobs, errors.Join(bad...)
+}
+
 // Ack removes taken jobs from processing, in one round trip. Acking twice is harmless.
 func (q *DeliverQueue) Ack(ctx context.Context, jobs ...delivery.Job) error {
 	cmds := make(rueidis.Commands, len(jobs))

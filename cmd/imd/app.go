@@ -26,6 +26,7 @@ import (
 	"imd/core/directory"
 	"imd/core/history"
 	"imd/core/inbox"
+	"imd/core/inflight"
 	"imd/core/membership"
 	"imd/core/migration"
 	"imd/core/modify"
@@ -178,6 +179,8 @@ func Core() fx.Option {
 			newMailer,
 			newRead,
 			newMissed,
+			// One per node: the send path and the deliver consumers of this process share it.
+			inflight.New,
 		),
 	)
 }
@@ -245,6 +248,7 @@ type sendParams struct {
 	Comp     ports.CompensationList
 	// Listeners hear of stored messages after COMMIT (archive.go: search and file indexes).
 	Listeners []ports.CommitListener `group:"commit_listeners"`
+	InFlight  *inflight.Sends
 }
 
 func newSend(p sendParams) *send.Service {
@@ -252,7 +256,7 @@ func newSend(p sendParams) *send.Service {
 		Seq: p.Seq, Store: p.Store, Queue: p.Queue, Routes: p.Routes, IDs: p.IDs, Clock: p.Clock,
 		Metrics: p.Metrics, Resolver: p.Resolver, Log: p.Log, EnsureMonths: p.Manager.Ensure,
 		MsgIDWindow: time.Duration(p.Cfg.Message.MsgIDExpireMS) * time.Millisecond,
-		Hot:         p.Hot, Repairs: p.Repairs, Compensation: p.Comp, Listeners: p.Listeners,
+		Hot:         p.Hot, Repairs: p.Repairs, Compensation: p.Comp, Listeners: p.Listeners, InFlight: p.InFlight,
 	})
 }
 

@@ -16,6 +16,7 @@ import (
 	"imd/core/fanout"
 	"imd/core/history"
 	"imd/core/inbox"
+	"imd/core/inflight"
 	"imd/core/membership"
 	"imd/core/read"
 	"imd/ports"
@@ -84,6 +85,7 @@ type deliverParams struct {
 	Metrics  ports.Metrics
 	Clock    ports.Clock
 	Log      *slog.Logger
+	InFlight *inflight.Sends
 }
 
 func newDeliver(p deliverParams) *deliver.Workers {
@@ -91,7 +93,7 @@ func newDeliver(p deliverParams) *deliver.Workers {
 	return deliver.New(deliver.Config{TakeTimeout: d.TakeTimeout, DoneTTL: d.DoneTTL, MaxAttempts: d.MaxAttempts, ReorderWait: d.ReorderWait},
 		deliver.Deps{
 			Queue: p.Queue, Pusher: p.Pusher, Dialogs: p.Dialogs, Mailer: p.Mailer, Notifier: p.Notifier,
-			Members: p.Members, Metrics: p.Metrics, Clock: p.Clock, Log: p.Log,
+			Members: p.Members, Metrics: p.Metrics, Clock: p.Clock, Log: p.Log, InFlight: p.InFlight,
 		})
 }
 
@@ -143,8 +145,8 @@ func (l *latePusher) Push(ctx context.Context, tenant string, t delivery.Target,
 	return l.target.Push(ctx, tenant, t, p)
 }
 
-func (l *latePusher) PushReach(ctx context.Context, tenant string, t delivery.Target, p delivery.Push) fanout.Outcome {
-	return l.target.PushReach(ctx, tenant, t, p)
+func (l *latePusher) PushReach(ctx context.Context, tenant string, pushes ...delivery.Addressed) []fanout.Outcome {
+	return l.target.PushReach(ctx, tenant, pushes...)
 }
 
 func (l *latePusher) PushDevice(ctx context.Context, tenant string, user int64, device uint64, p delivery.Push) int {

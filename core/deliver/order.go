@@ -22,13 +22,20 @@ type sequencer struct {
 	maxHeld int // per topic; beyond it the oldest gap is given up at once
 	topics  map[string]*topicOrder
 	waiting map[string]*topicOrder // the topics holding jobs
+	// sending, when set, tells whether a send of a seq in [from, to] of topic still runs on
+	// this node: such a gap is waited for another `wait`, until its first held job has waited
+	// maxHold since it was queued.
+	sending func(topic string, from, to int64) bool
+	maxHold time.Duration
 }
 
 // topicOrder is what the sequencer knows of one topic.
 type topicOrder struct {
-	next   int64 // the seq expected next: the last one handled + 1
-	held   []heldJob
-	active time.Time // when its last job came
+	next     int64 // the seq expected next: the last one handled + 1
+	held     []heldJob
+	active   time.Time // when its last job came
+	deferred time.Time // not due before this (the gap's send was running, or just ended)
+	ended    bool      // the gap's sends were seen over: once caught up past deferred, give it up
 }
 
 // heldJob is a job waiting for the seqs before it.
@@ -84,11 +91,30 @@ func (s *sequencer) add(job delivery.Job, now time.Time) []delivery.Job {
 }
 
 // expire gives up the gaps whose jobs are due by caughtUp, the time up to which the consumer
-// has taken every job queued, and returns the jobs that become due, each topic's in order.
-func (s *sequencer) expire(caughtUp time.Time) []delivery.Job {
+// has taken every job queued, and returns the jobs that become due, each topic's in order. A
+// gap whose send still runs is deferred instead (see sending).
+func (s *sequencer) expire(caughtUp, now time.Time) []delivery.Job {
 	var out []delivery.Job
 	for topic, t := range s.waiting {
 		for len(t.held) > 0 && !caughtUp.Before(t.due()) {
+			first := t.held[0]
+			limit := first.until.Add(s.maxHold - s.wait) // its queue time + maxHold
+			if s.sending != nil && now.Before(limit) {
+				if s.sending(topic, t.next, first.seq()-1) {
+					t.deferred, t.ended = now.Add(s.wait), false
+					if t.deferred.After(limit) {
+						t.deferred = limit
+					}
+					break
+				}
+				if !t.ended {
+					// The sends are over, so what they queued went in before now; but a job
+					// stamped later may have overtaken it into the list. Taking everything
+					// queued up to now first puts those jobs in order.
+					t.deferred, t.ended = now.Add(time.Millisecond), true
+					break
+				}
+			}
 			out = s.skip(topic, t, out)
 		}
 	}
@@ -145,6 +171,9 @@ func (s *sequencer) release(topic string, t *topicOrder, out []delivery.Job) []d
 		out = append(out, t.held[n].job)
 		n++
 	}
+	if n > 0 {
+		t.deferred, t.ended = time.Time{}, false // a new gap, if any, gets its own wait
+	}
 	t.held = slices.Delete(t.held, 0, n)
 	if len(t.held) == 0 {
 		delete(s.waiting, topic)
@@ -152,13 +181,17 @@ func (s *sequencer) release(topic string, t *topicOrder, out []delivery.Job) []d
 	return out
 }
 
-// due is the earliest time one of the topic's held jobs becomes due.
+// due is the earliest time one of the topic's held jobs becomes due, or later when the gap
+// was deferred.
 func (t *topicOrder) due() time.Time {
 	due := t.held[0].until
 	for _, h := range t.held[1:] {
 		if h.until.Before(due) {
 			due = h.until
 		}
+	}
+	if t.deferred.After(due) {
+		return t.deferred
 	}
 	return due
 }

@@ -171,7 +171,7 @@ func TestSequencer(t *testing.T) {
 				now := start.Add(time.Duration(st.at) * time.Millisecond)
 				var got []delivery.Job
 				if st.topic == "" {
-					got = s.expire(now)
+					got = s.expire(now, now)
 				} else {
 					id := st.id
 					if id == 0 {
@@ -242,5 +242,80 @@ func TestSequencerForgetsIdleTopicsOnly(t *testing.T) {
 		if got := s.known(topic); got != want {
 			t.Errorf("known(%s) = %v; want %v", topic, got, want)
 		}
+	}
+}
+
+func TestSequencerWaitsForARunningSend(t *testing.T) {
+	const wait = 200 * time.Millisecond
+	type step struct {
+		at      int     // ms since the start
+		seq     int64   // a job of topic A to add; 0 expires (caught up to at)
+		running []int64 // when not nil, the seqs of A whose sends run from now on
+		want    []string
+	}
+	tests := []struct {
+		name    string
+		maxHold time.Duration
+		steps   []step
+	}{
+		{"the gap's send still runs: waited for, then filled", time.Minute, []step{
+			{running: []int64{1}, seq: 2, want: []string{}},
+			{at: 200, want: []string{}},
+			{at: 399, want: []string{}},
+			{at: 450, running: []int64{}, seq: 1, want: []string{"A1", "A2"}},
+		}},
+		{"the gap's send failed: given up once caught up past the look that saw it over", time.Minute, []step{
+			{running: []int64{1}, seq: 2, want: []string{}},
+			{at: 200, want: []string{}},
+			{at: 300, running: []int64{}, want: []string{}},
+			{at: 400, want: []string{}},
+			{at: 401, want: []string{"A2"}},
+		}},
+		{"the gap's send ended and its job turns up behind a later one", time.Minute, []step{
+			{running: []int64{1}, seq: 2, want: []string{}},
+			{at: 200, running: []int64{}, want: []string{}},
+			{at: 200, seq: 1, want: []string{"A1", "A2"}},
+		}},
+		{"a send that never returns is waited for maxHold", time.Second, []step{
+			{running: []int64{1}, seq: 2, want: []string{}},
+			{at: 600, want: []string{}},
+			{at: 999, want: []string{}},
+			{at: 1000, want: []string{"A2"}},
+		}},
+		{"a running send of a later seq does not hold the gap", time.Minute, []step{
+			{running: []int64{3}, seq: 2, want: []string{}},
+			{at: 200, want: []string{}},
+			{at: 201, want: []string{"A2"}},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			start := sequencerStart
+			var running []int64
+			s := newSequencer(wait, maxHeldPerTopic)
+			s.maxHold = tt.maxHold
+			s.sending = func(topic string, from, to int64) bool {
+				if topic != "A" {
+					t.Fatalf("asked about topic %s", topic)
+				}
+				return slices.ContainsFunc(running, func(n int64) bool { return n >= from && n <= to })
+			}
+			s.start("A", 0, start)
+			for i, st := range tt.steps {
+				now := start.Add(time.Duration(st.at) * time.Millisecond)
+				if st.running != nil {
+					running = st.running
+				}
+				var got []delivery.Job
+				if st.seq == 0 {
+					got = s.expire(now, now)
+				} else {
+					got = s.add(orderJob("A", st.seq, st.seq), now)
+				}
+				if l := labels(got); !slices.Equal(l, st.want) {
+					t.Fatalf("step %d (%+v): handle %v; want %v", i, st, l, st.want)
+				}
+			}
+		})
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"imd/core/dialog"
 	"imd/core/fanout"
 	"imd/core/inbox"
+	"imd/core/inflight"
 	"imd/core/mailbox"
 	"imd/core/membership"
 	"imd/ports"
@@ -28,7 +29,8 @@ type Config struct {
 	TakeTimeout time.Duration // BLMOVE wait, bounds how long Stop waits for an idle consumer
 	DoneTTL     time.Duration // lifetime of deliver:done:{msg_id} and of the list batch markers
 	MaxAttempts int           // then the job goes to the dead-letter list
-	// ReorderWait bounds how long a MESSAGE job waits for the seqs before it (see sequencer).
+	// ReorderWait is how long a MESSAGE job waits for the seqs before it, unless their sends
+	// still run on this node (see sequencer and Deps.InFlight).
 	ReorderWait time.Duration
 }
 
@@ -39,6 +41,10 @@ const (
 	// idleTopicAfter is how long a topic without jobs keeps its place in the sequencer; after
 	// that its next job reads the baseline again (one Redis read).
 	idleTopicAfter = time.Minute
+	// maxReorderHold bounds how long a gap whose send still runs on this node is waited for.
+	// The send path's request timeout ends every send well before; this only guards against a
+	// send that never returns.
+	maxReorderHold = 30 * time.Second
 )
 
 // Deps are the ports the workers use.
@@ -52,6 +58,9 @@ type Deps struct {
 	Metrics  ports.Metrics
 	Clock    ports.Clock
 	Log      *slog.Logger
+	// InFlight names the seqs this node's send path is still sending; a gap before one of
+	// them is waited for past ReorderWait. Nil: every gap gets ReorderWait.
+	InFlight *inflight.Sends
 }
 
 // Workers is the deliver worker pool of all tenants.
@@ -130,6 +139,10 @@ func (w *Workers) consume(ctx context.Context, tenant string, partition int) {
 	defer w.wg.Done()
 	work := context.WithoutCancel(ctx)
 	order := newSequencer(w.cfg.ReorderWait, maxHeldPerTopic)
+	if w.d.InFlight != nil {
+		order.sending = func(topic string, from, to int64) bool { return w.d.InFlight.Any(tenant, topic, from, to) }
+		order.maxHold = maxReorderHold
+	}
 	lastForget := w.d.Clock.Now()
 	var caughtUp time.Time // every job queued before it was taken
 	for ctx.Err() == nil {
@@ -138,30 +151,36 @@ func (w *Workers) consume(ctx context.Context, tenant string, partition int) {
 			timeout = min(timeout, due.Sub(w.d.Clock.Now())) // ≤ 0: look without waiting
 		}
 		var ready []delivery.Job
-		for taken := 0; taken < maxBatch; taken++ {
-			job, ok, err := w.d.Queue.Take(ctx, tenant, partition, timeout)
-			if err != nil {
-				if ctx.Err() == nil {
-					w.d.Log.WarnContext(ctx, "deliver take failed", "tenant", tenant, "partition", partition, "err", err)
-					sleep(ctx, time.Second)
-				}
-				break
-			}
-			if !ok { // the partition is empty: everything queued until now was taken
-				caughtUp = later(caughtUp, w.d.Clock.Now())
-				break
-			}
+		taken, empty, err := w.take(ctx, tenant, partition, timeout)
+		if err != nil && ctx.Err() == nil {
+			w.d.Log.WarnContext(ctx, "deliver take failed", "tenant", tenant, "partition", partition, "err", err)
+			sleep(ctx, time.Second)
+		}
+		for _, job := range taken {
 			caughtUp = later(caughtUp, time.UnixMilli(job.QueuedAt))
 			ready = append(ready, w.sequence(work, order, job)...)
-			timeout = 0 // more only while they are there
 		}
-		w.handle(work, append(ready, order.expire(caughtUp)...)...)
+		if empty { // everything queued until now was taken
+			caughtUp = later(caughtUp, w.d.Clock.Now())
+		}
+		w.handle(work, append(ready, order.expire(caughtUp, w.d.Clock.Now())...)...)
 		if now := w.d.Clock.Now(); now.Sub(lastForget) >= idleTopicAfter {
 			order.forget(now.Add(-idleTopicAfter))
 			lastForget = now
 		}
 	}
 	w.handle(work, order.drain()...)
+}
+
+// take waits up to timeout for a job of the partition, then takes what else is there, up to
+// maxBatch in all; empty reports that the partition was found empty.
+func (w *Workers) take(ctx context.Context, tenant string, partition int, timeout time.Duration) (jobs []delivery.Job, empty bool, err error) {
+	job, ok, err := w.d.Queue.Take(ctx, tenant, partition, timeout)
+	if err != nil || !ok {
+		return nil, err == nil, err
+	}
+	more, err := w.d.Queue.TakeMore(ctx, tenant, partition, maxBatch-1)
+	return append([]delivery.Job{job}, more...), err == nil && len(more) < maxBatch-1, err
 }
 
 // sequence passes a taken job through the sequencer and returns the jobs to handle now.
@@ -222,6 +241,10 @@ func (w *Workers) handle(ctx context.Context, jobs ...delivery.Job) {
 		return
 	}
 	taken := make([]delivery.Job, len(targets))
+	var (
+		pushed []delivery.Job
+		pushes []delivery.Addressed
+	)
 	for i, t := range targets {
 		taken[i] = t.job
 		if !first[i] {
@@ -229,20 +252,30 @@ func (w *Workers) handle(ctx context.Context, jobs ...delivery.Job) {
 			continue
 		}
 		job := t.job
-		out := w.d.Pusher.PushReach(ctx, job.Tenant, delivery.Target{
-			Recipients: t.recipients, Sender: job.From, ExcludeDevice: job.ExcludeDevice,
-		}, delivery.Push{Kind: job.Kind, Message: job.Message, Data: job.Event})
-		if isMessage(job) {
-			w.recordMissed(ctx, job, out.FailedDevices)
-			w.notify(ctx, job, out, muted[job.ConversationID])
+		pushed = append(pushed, job)
+		pushes = append(pushes, delivery.Addressed{
+			Target: delivery.Target{Recipients: t.recipients, Sender: job.From, ExcludeDevice: job.ExcludeDevice},
+			Push:   delivery.Push{Kind: job.Kind, Message: job.Message, Data: job.Event},
+		})
+	}
+	if len(pushes) > 0 {
+		// One call: a connection gets every frame of the pass in one write, in job order.
+		for i, out := range w.d.Pusher.PushReach(ctx, taken[0].Tenant, pushes...) {
+			if job := pushed[i]; isMessage(job) {
+				w.recordMissed(ctx, job, out.FailedDevices)
+				w.notify(ctx, job, out, muted[job.ConversationID])
+			}
 		}
 	}
 	if err := w.d.Queue.Ack(ctx, taken...); err != nil {
 		w.d.Log.WarnContext(ctx, "deliver ack failed", "tenant", taken[0].Tenant, "jobs", len(taken), "err", err)
 	}
-	latency := w.d.Clock.Now().Sub(started).Seconds()
-	for range taken {
+	now := w.d.Clock.Now()
+	latency := now.Sub(started).Seconds()
+	for _, job := range taken {
 		w.d.Metrics.Observe("deliver_job_latency", latency)
+		// From queued to handled: queue wait, reorder hold and the handling itself.
+		w.d.Metrics.Observe("deliver_delay_seconds", now.Sub(time.UnixMilli(job.QueuedAt)).Seconds())
 	}
 }
 

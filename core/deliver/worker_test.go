@@ -44,12 +44,21 @@ type fakePusher struct {
 }
 
 func (p *fakePusher) Push(ctx context.Context, tenant string, t delivery.Target, push delivery.Push) delivery.Report {
-	return p.PushReach(ctx, tenant, t, push).Report
+	return p.PushReach(ctx, tenant, delivery.Addressed{Target: t, Push: push})[0].Report
 }
 
-func (p *fakePusher) PushReach(_ context.Context, _ string, t delivery.Target, push delivery.Push) fanout.Outcome {
+func (p *fakePusher) PushReach(_ context.Context, _ string, pushes ...delivery.Addressed) []fanout.Outcome {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	out := make([]fanout.Outcome, len(pushes))
+	for i, a := range pushes {
+		out[i] = p.reach(a.Target, a.Push)
+	}
+	return out
+}
+
+// reach pushes one message; the caller holds p.mu.
+func (p *fakePusher) reach(t delivery.Target, push delivery.Push) fanout.Outcome {
 	var out fanout.Outcome
 	for _, user := range t.Recipients {
 		devices := p.online[user]

@@ -84,6 +84,12 @@ type Target struct {
 	ExcludeDevice uint64
 }
 
+// Addressed is a push and who it goes to.
+type Addressed struct {
+	Target Target
+	Push   Push
+}
+
 // Report counts the outcome of one fan-out.
 type Report struct {
 	Delivered int // frames queued to connections

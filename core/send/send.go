@@ -14,6 +14,7 @@ import (
 	"imd/core/apperr"
 	"imd/core/conversation"
 	"imd/core/delivery"
+	"imd/core/inflight"
 	"imd/core/message"
 	"imd/core/route"
 	"imd/core/seq"
@@ -64,6 +65,9 @@ type Deps struct {
 	// Listeners hear of each stored message after COMMIT (search index, file index); they
 	// never fail or hold up the send.
 	Listeners []ports.CommitListener
+	// InFlight learns which seqs this node is still sending, so deliver consumers wait for a
+	// slow send instead of delivering the seqs after it first; nil: not tracked.
+	InFlight *inflight.Sends
 }
 
 // Service runs the send path.
@@ -122,10 +126,23 @@ func (s *Service) post(ctx context.Context, r Request, conv social.Conversation)
 	hash := r.Draft.Hash()
 	req := seq.Request{Topic: conv.Topic, From: r.From, ClientMsgID: r.Draft.ClientMsgID, MsgID: msgID, Hash: hash}
 
+	// Every seq this send holds is in flight until the send returns: queued, or failed.
+	var held []int64
+	if s.d.InFlight != nil {
+		defer func() {
+			for _, n := range held {
+				s.d.InFlight.End(r.Tenant, conv.Topic, n)
+			}
+		}()
+	}
 	for range maxReallocations {
 		alloc, err := s.allocate(ctx, r.Tenant, req)
 		if err != nil {
 			return Result{}, err
+		}
+		if s.d.InFlight != nil {
+			s.d.InFlight.Begin(r.Tenant, conv.Topic, alloc.Seq)
+			held = append(held, alloc.Seq)
 		}
 		if alloc.Existing {
 			s.d.Metrics.Inc("group_message_dedup_hit_total")

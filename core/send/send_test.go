@@ -15,6 +15,7 @@ import (
 	"imd/core/apperr"
 	"imd/core/conversation"
 	"imd/core/delivery"
+	"imd/core/inflight"
 	"imd/core/membership"
 	"imd/core/message"
 	"imd/core/month"
@@ -28,32 +29,37 @@ import (
 const tenant = "t1"
 
 type fixture struct {
-	clock   *memory.Clock
-	shards  *memory.ShardStore
-	store   *memory.MessageStore
-	months  *memory.MonthState
-	seqs    *memory.SeqAllocator
-	queue   *flakyQueue
-	dir     *memory.Directory
-	metrics *memory.Metrics
-	manager *shardmanager.Manager
-	svc     *send.Service
-	group   string
+	clock    *memory.Clock
+	shards   *memory.ShardStore
+	store    *memory.MessageStore
+	months   *memory.MonthState
+	seqs     *memory.SeqAllocator
+	queue    *flakyQueue
+	dir      *memory.Directory
+	metrics  *memory.Metrics
+	manager  *shardmanager.Manager
+	inflight *inflight.Sends
+	svc      *send.Service
+	group    string
 }
 
 // flakyQueue fails Push while down is set, like a Redis outage after COMMIT.
 type flakyQueue struct {
 	*memory.DeliverQueue
-	mu   sync.Mutex
-	down bool
+	mu     sync.Mutex
+	down   bool
+	onPush func(delivery.Job) // if set, sees every job pushed
 }
 
 func (q *flakyQueue) Push(ctx context.Context, job delivery.Job) error {
 	q.mu.Lock()
-	down := q.down
+	down, onPush := q.down, q.onPush
 	q.mu.Unlock()
 	if down {
 		return errors.New("redis down")
+	}
+	if onPush != nil {
+		onPush(job)
 	}
 	return q.DeliverQueue.Push(ctx, job)
 }
@@ -69,6 +75,7 @@ func newFixture(t *testing.T) *fixture {
 	f.months = memory.NewMonthState(f.clock.Now)
 	f.seqs = memory.NewSeqAllocator(f.months, f.clock.Now)
 	f.queue = &flakyQueue{DeliverQueue: memory.NewDeliverQueue(f.clock.Now)}
+	f.inflight = inflight.New()
 	f.dir = memory.NewDirectory()
 	f.metrics = memory.NewMetrics()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -83,7 +90,7 @@ func newFixture(t *testing.T) *fixture {
 	f.svc = send.New(send.Deps{
 		Seq: f.seqs, Store: f.store, Queue: f.queue, Routes: memory.NewRouteCache(), IDs: ids, Clock: f.clock,
 		Metrics: f.metrics, Resolver: conversation.NewResolver(f.dir, ids, members), Log: log,
-		EnsureMonths: f.manager.Ensure, MsgIDWindow: 5 * time.Minute,
+		EnsureMonths: f.manager.Ensure, MsgIDWindow: 5 * time.Minute, InFlight: f.inflight,
 	})
 	for _, u := range []int64{1, 2, 3} {
 		if err := f.dir.CreateUser(ctx, tenant, social.User{ID: u}); err != nil {
@@ -283,3 +290,39 @@ func TestNothingIsWrittenOnRejectedInput(t *testing.T) {
 
 var _ ports.DeliverQueue = (*flakyQueue)(nil)
 var _ = month.Month(0)
+
+// TestSeqsAreInFlightUntilTheSendReturns: a deliver consumer missing a seq asks whether its send
+// still runs; it must run from allocation until the job is queued or the send failed.
+func TestSeqsAreInFlightUntilTheSendReturns(t *testing.T) {
+	tests := []struct {
+		name    string
+		down    bool // the deliver queue refuses the job
+		wantErr bool
+	}{
+		{"stored and queued", false, false},
+		{"failed after COMMIT", true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.queue.setDown(tt.down)
+			res, err := f.send(1, conversation.Address{Topic: f.group}, "c1", "hi")
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("Send = %v; want error %v", err, tt.wantErr)
+			}
+			if f.inflight.Any(tenant, f.group, 1, 1<<40) {
+				t.Fatalf("a seq is still in flight after Send returned (%+v)", res)
+			}
+			// While the job is queued the seq is in flight: the queue sees it so.
+			f.queue.setDown(false)
+			f.queue.onPush = func(job delivery.Job) {
+				if !f.inflight.Any(tenant, job.Topic, job.Message.Seq, job.Message.Seq) {
+					t.Errorf("seq %d not in flight while its job is queued", job.Message.Seq)
+				}
+			}
+			if _, err := f.send(1, conversation.Address{Topic: f.group}, "c2", "again"); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

@@ -13,7 +13,8 @@
 #   BENCH_W2_USERS [1000] BENCH_W2_GROUP [10]    W2 users in groups of GROUP
 #   BENCH_W3_MEMBERS [1000] BENCH_W3_RATE [200]  W3 big group, one sender at RATE msg/s
 #   BENCH_W3BIG_MEMBERS [10000] BENCH_W3BIG_RATE [20]
-#   BENCH_W4_CONNS [20000] BENCH_W4_USERS [1000] BENCH_W4_DURATION [35s]  idle connections
+#   BENCH_W4_CONNS [20000, less if the open-file limit is lower] BENCH_W4_USERS [1000]
+#   BENCH_W4_DURATION [35s]                      idle connections
 #   BENCH_W5_MESSAGES [500] BENCH_W5_READERS [4]  history pages over two months
 #   BENCH_SOURCE_IPS [127.0.0.2 … 127.0.0.9]     client addresses (ephemeral ports)
 # It exits non-zero when a run failed its verification or could not run; the other runs
@@ -66,8 +67,14 @@ redis_pid="$(pid_from_file "$STATE_DIR/redis/redis.pid" redis-server)" || die "R
 } >"$out/machine.txt"
 cat "$out/machine.txt" >&2
 
-# Tens of thousands of connections on both ends.
+# Tens of thousands of connections on both ends: raise the open-file limit, and keep W4 under
+# what it allows (each connection is a descriptor in imd and in imctl).
 ulimit -n 1048576 2>/dev/null || ulimit -n 65536 2>/dev/null || log "open-file limit stays $(ulimit -n)"
+w4_conns="${BENCH_W4_CONNS:-20000}"
+if ((w4_conns > $(ulimit -n) - 2000)); then
+	w4_conns=$(($(ulimit -n) - 2000))
+	log "w4 runs $w4_conns connections: the open-file limit is $(ulimit -n)"
+fi
 
 tenant="bench_$(date +%s)"
 imd_pid=""
@@ -121,7 +128,7 @@ for run in "${runs[@]}"; do
 	w3) args=(w3 --members "${BENCH_W3_MEMBERS:-1000}" --rate "${BENCH_W3_RATE:-200}") ;;
 	w3big) args=(w3 --members "${BENCH_W3BIG_MEMBERS:-10000}" --rate "${BENCH_W3BIG_RATE:-20}") ;;
 	w4)
-		args=(w4 --conns "${BENCH_W4_CONNS:-20000}" --users "${BENCH_W4_USERS:-1000}" --heartbeat 30s)
+		args=(w4 --conns "$w4_conns" --users "${BENCH_W4_USERS:-1000}" --heartbeat 30s)
 		duration="${BENCH_W4_DURATION:-35s}" # every connection heartbeats inside the window
 		;;
 	w5) args=(w5 --messages "${BENCH_W5_MESSAGES:-500}" --users "${BENCH_W5_READERS:-4}") ;;

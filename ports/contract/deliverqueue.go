@@ -121,6 +121,32 @@ func DeliverQueue(t *testing.T, fresh func(t *testing.T) DeliverFixture) {
 		deliverEmpty(t, f)
 	})
 
+	t.Run("take more takes what is there, in order, up to the maximum", func(t *testing.T) {
+		t.Parallel()
+		f := fresh(t)
+		jobs := deliverPushN(t, f, 5)
+		deliverSame(t, deliverTake(t, f), jobs[0])
+		next := 1
+		for _, step := range []struct{ max, want int }{{0, 0}, {3, 3}, {10, 1}, {10, 0}} {
+			got, err := f.Queue.TakeMore(t.Context(), f.Tenant, 0, step.max)
+			if err != nil || len(got) != step.want {
+				t.Fatalf("TakeMore(%d) = %d jobs, %v; want %d", step.max, len(got), err, step.want)
+			}
+			for _, job := range got {
+				if job.Receipt == "" {
+					t.Fatalf("job %d has no receipt", job.MsgID)
+				}
+				deliverSame(t, job, jobs[next])
+				next++
+			}
+		}
+		// Taken jobs are in processing: a boot puts all five back.
+		deliverRequeue(t, f, 5)
+		if _, err := f.Queue.TakeMore(t.Context(), f.Tenant, 1, 1); err == nil {
+			t.Error("TakeMore of a partition out of range succeeded")
+		}
+	})
+
 	t.Run("ack takes several jobs at once", func(t *testing.T) {
 		t.Parallel()
 		f := fresh(t)

@@ -22,8 +22,8 @@ func (s *Server) addInboxCommands() {
 }
 
 // PushReach implements ports.DevicePusher over the session registry.
-func (s *Server) PushReach(ctx context.Context, tenant string, t delivery.Target, p delivery.Push) fanout.Outcome {
-	return s.sessions.PushReach(ctx, tenant, t, p)
+func (s *Server) PushReach(ctx context.Context, tenant string, pushes ...delivery.Addressed) []fanout.Outcome {
+	return s.sessions.PushReach(ctx, tenant, pushes...)
 }
 
 // PushDevice implements ports.DevicePusher over the session registry.

@@ -91,30 +91,43 @@ func (c *Conn) Observe(outboundBuffered int) { c.buffered.Store(int64(outboundBu
 func (c *Conn) Send(f []byte) error {
 	n := int64(len(f))
 	c.reserve(n)
-	if err := c.link.AsyncWrite(f, c.written(n)); err != nil {
-		c.release(n)
+	if err := c.link.AsyncWrite(f, c.written(1, n)); err != nil {
+		c.release(1, n)
 		return fmt.Errorf("session: queue frame on connection %d: %w", c.id, err)
 	}
 	c.metrics.Inc("tcp_frames_out_total")
 	return nil
 }
 
-// offer queues a push frame given as its own header and a body shared with other
-// connections. It reports false, queuing nothing, when the connection is over its limits.
-func (c *Conn) offer(header, body []byte) bool {
-	n := int64(len(header) + len(body))
-	frames, bytes := c.reserve(n)
-	if frames > int64(c.limits.Frames) || bytes+c.buffered.Load() > int64(c.limits.Bytes) {
-		c.release(n)
-		c.refresh()
-		return false
+// offer queues push frames, each a header of its own and a body shared with other
+// connections, in one write: bufs holds header, body pairs. One write for all of them is one
+// event-loop task and one writev, where a frame each cost a syscall per frame. The connection
+// takes the frames up to the first one over its limits, which it drops with all after it, and
+// offer returns how many it took.
+func (c *Conn) offer(bufs [][]byte) int {
+	took, size := 0, int64(0)
+	for i := 0; i+1 < len(bufs); i += 2 {
+		n := int64(len(bufs[i]) + len(bufs[i+1]))
+		frames, bytes := c.reserve(n)
+		if frames > int64(c.limits.Frames) || bytes+c.buffered.Load() > int64(c.limits.Bytes) {
+			c.release(1, n)
+			c.refresh()
+			break
+		}
+		took++
+		size += n
 	}
-	if err := c.link.AsyncWritev([][]byte{header, body}, c.written(n)); err != nil {
-		c.release(n)
-		return false
+	if took == 0 {
+		return 0
 	}
-	c.metrics.Inc("tcp_frames_out_total")
-	return true
+	if err := c.link.AsyncWritev(bufs[:2*took], c.written(took, size)); err != nil {
+		c.release(took, size)
+		return 0
+	}
+	for range took {
+		c.metrics.Inc("tcp_frames_out_total")
+	}
+	return took
 }
 
 // Kick sends KICK {reason} and closes the connection once the frame is handed to the socket.
@@ -136,12 +149,12 @@ func (c *Conn) Kick(reason string) {
 	n := int64(len(f))
 	c.reserve(n)
 	err = c.link.AsyncWrite(f, func(gc gnet.Conn, err error) error {
-		c.release(n)
+		c.release(1, n)
 		// Close runs on the loop after this write, and gnet flushes what it can before closing.
 		return gc.Close()
 	})
 	if err != nil {
-		c.release(n)
+		c.release(1, n)
 		_ = c.link.Close()
 		return
 	}
@@ -160,17 +173,17 @@ func (c *Conn) reserve(n int64) (frames, bytes int64) {
 	return c.queuedFrames.Add(1), c.queuedBytes.Add(n)
 }
 
-func (c *Conn) release(n int64) {
-	c.queuedFrames.Add(-1)
+func (c *Conn) release(frames int, n int64) {
+	c.queuedFrames.Add(-int64(frames))
 	c.queuedBytes.Add(-n)
 }
 
-// written returns the AsyncWrite callback of an n-byte frame. It runs on the event loop, so
-// it may read gnet's outbound buffer — but only after a successful write: on error the
-// connection may already be released.
-func (c *Conn) written(n int64) gnet.AsyncCallback {
+// written returns the AsyncWrite callback of frames frames of n bytes in all. It runs on the
+// event loop, so it may read gnet's outbound buffer — but only after a successful write: on
+// error the connection may already be released.
+func (c *Conn) written(frames int, n int64) gnet.AsyncCallback {
 	return func(gc gnet.Conn, err error) error {
-		c.release(n)
+		c.release(frames, n)
 		if err == nil {
 			c.Observe(gc.OutboundBuffered())
 		}

@@ -57,10 +57,14 @@ type countingPusher struct {
 	done   chan struct{}
 }
 
-func (p *countingPusher) PushReach(ctx context.Context, tenant string, t delivery.Target, push delivery.Push) fanout.Outcome {
-	out := p.Registry.PushReach(ctx, tenant, t, push)
-	p.frames.Add(int64(out.Delivered))
-	if p.jobs.Add(1) == p.want {
+func (p *countingPusher) PushReach(ctx context.Context, tenant string, pushes ...delivery.Addressed) []fanout.Outcome {
+	out := p.Registry.PushReach(ctx, tenant, pushes...)
+	for _, o := range out {
+		p.frames.Add(int64(o.Delivered))
+	}
+	// Pushes come in batches: close done on the batch that reaches want.
+	n := int64(len(pushes))
+	if total := p.jobs.Add(n); total >= p.want && total-n < p.want {
 		close(p.done)
 	}
 	return out

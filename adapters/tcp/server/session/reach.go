@@ -28,13 +28,18 @@ func (m *reach) offline(user int64) {
 	}
 }
 
-// PushReach is Push that also names the connected devices that did not take the frame and the
-// recipients without a connected device (ports.DevicePusher), so the deliver worker can write
-// MISSED_MESSAGE rows and notify.
-func (r *Registry) PushReach(ctx context.Context, tenant string, t delivery.Target, p delivery.Push) fanout.Outcome {
-	var m reach
-	rep := r.push(ctx, tenant, t, p, &m)
-	return fanout.Outcome{Report: rep, FailedDevices: m.failedOn, OfflineUsers: m.offlineOf}
+// PushReach is Push of several pushes that also names, per push, the connected devices that
+// did not take the frame and the recipients without a connected device (ports.DevicePusher),
+// so the deliver worker can write MISSED_MESSAGE rows and notify. A connection gets the frames
+// of all the pushes in one write.
+func (r *Registry) PushReach(ctx context.Context, tenant string, pushes ...delivery.Addressed) []fanout.Outcome {
+	miss := make([]reach, len(pushes))
+	reps := r.push(ctx, tenant, pushes, miss)
+	out := make([]fanout.Outcome, len(pushes))
+	for i, rep := range reps {
+		out[i] = fanout.Outcome{Report: rep, FailedDevices: miss[i].failedOn, OfflineUsers: miss[i].offlineOf}
+	}
+	return out
 }
 
 // PushDevice writes p to one connected device of user, or to all of them for device 0, and
@@ -65,7 +70,7 @@ func (r *Registry) PushDevice(ctx context.Context, tenant string, user int64, de
 		header := make([]byte, frame.HeaderLen)
 		copy(header, encoded[:frame.HeaderLen])
 		binary.BigEndian.PutUint32(header[seqOffset:], c.nextPushSeq())
-		if c.offer(header, encoded[frame.HeaderLen:]) {
+		if c.offer([][]byte{header, encoded[frame.HeaderLen:]}) == 1 {
 			took++
 		} else {
 			r.metrics.Inc("outbound_drop_total")

@@ -19,7 +19,7 @@ func TestPushReachNamesWhoWasNotReached(t *testing.T) {
 	// Fill user 2's only device so the next frame is refused.
 	fx.reg.Push(t.Context(), "t", delivery.Target{Recipients: []int64{2}}, msgPush(1))
 
-	out := fx.reg.PushReach(t.Context(), "t", delivery.Target{Recipients: []int64{1, 2, 3}, Sender: 1, ExcludeDevice: 1}, msgPush(2))
+	out := fx.reg.PushReach(t.Context(), "t", delivery.Addressed{Target: delivery.Target{Recipients: []int64{1, 2, 3}, Sender: 1, ExcludeDevice: 1}, Push: msgPush(2)})[0]
 	if out.Report != (delivery.Report{Delivered: 1, Failed: 1, Offline: 1}) {
 		t.Fatalf("report %+v", out.Report)
 	}
@@ -28,7 +28,7 @@ func TestPushReachNamesWhoWasNotReached(t *testing.T) {
 	}
 
 	fx.reg.Stop()
-	out = fx.reg.PushReach(t.Context(), "t", delivery.Target{Recipients: []int64{1}}, msgPush(3))
+	out = fx.reg.PushReach(t.Context(), "t", delivery.Addressed{Target: delivery.Target{Recipients: []int64{1}}, Push: msgPush(3)})[0]
 	if len(out.FailedDevices) != 2 {
 		t.Fatalf("after Stop: failed %v, want both devices of user 1", out.FailedDevices)
 	}
@@ -60,5 +60,60 @@ func TestPushDevice(t *testing.T) {
 	fx.reg.Stop()
 	if n := fx.reg.PushDevice(t.Context(), "t", 1, 0, event); n != 0 {
 		t.Fatalf("after Stop %d devices took it", n)
+	}
+}
+
+func TestPushReachWritesEachConnectionOnce(t *testing.T) {
+	tests := []struct {
+		name      string
+		limits    Limits
+		wantSeqs  []int64 // MESSAGE seqs user 2's connection gets, in order
+		wantTaken []int   // Delivered per push
+		wantLost  []int   // pushes that name user 2's device as failed
+	}{
+		{"all frames fit", roomy, []int64{1, 2, 3}, []int{2, 2, 2}, nil},
+		{"the frames over the limit are dropped", Limits{Bytes: 1 << 20, Frames: 2}, []int64{1, 2}, []int{2, 2, 1}, []int{2}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fx := newFixture()
+			_, one := fx.bind(t, roomy, Identity{"t", 1, 1})
+			_, two := fx.bind(t, tt.limits, Identity{"t", 2, 1})
+			var pushes []delivery.Addressed
+			for seq := int64(1); seq <= 3; seq++ {
+				pushes = append(pushes, delivery.Addressed{Target: delivery.Target{Recipients: []int64{1, 2, 3}}, Push: msgPush(seq)})
+			}
+			out := fx.reg.PushReach(t.Context(), "t", pushes...)
+			for i, o := range out {
+				if o.Delivered != tt.wantTaken[i] || o.Offline != 1 || !slices.Equal(o.OfflineUsers, []int64{3}) {
+					t.Fatalf("push %d: %+v; want %d delivered and user 3 offline", i, o, tt.wantTaken[i])
+				}
+				lost := slices.Contains(o.FailedDevices, fanout.Device{User: 2, Device: 1})
+				if lost != slices.Contains(tt.wantLost, i) {
+					t.Fatalf("push %d: failed devices %v", i, o.FailedDevices)
+				}
+			}
+			for _, fc := range []*fakeConn{one, two} {
+				if writes := len(fc.pending) - fc.wakes; writes != 1 { // a refused frame also wakes the loop
+					t.Fatalf("a connection got %d writes; want one for all its frames", writes)
+				}
+			}
+			var seqs []int64
+			for i, f := range two.frames(t) {
+				var env struct {
+					Data wire.Message `json:"data"`
+				}
+				if err := json.Unmarshal(f.Body, &env); err != nil {
+					t.Fatal(err)
+				}
+				if f.SequenceID != uint32(i+1) {
+					t.Fatalf("frame %d has sequence id %d; want %d", i, f.SequenceID, i+1)
+				}
+				seqs = append(seqs, env.Data.Seq)
+			}
+			if !slices.Equal(seqs, tt.wantSeqs) {
+				t.Fatalf("user 2 got seqs %v; want %v", seqs, tt.wantSeqs)
+			}
+		})
 	}
 }

@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -219,69 +218,87 @@ func (r *Registry) Stop() { r.stopped.Store(true) }
 // device. It never blocks: a device over its outbound limit loses the frame (counted in
 // outbound_drop_total and reported as Failed) and keeps its connection.
 func (r *Registry) Push(ctx context.Context, tenant string, t delivery.Target, p delivery.Push) delivery.Report {
-	return r.push(ctx, tenant, t, p, nil)
+	return r.push(ctx, tenant, []delivery.Addressed{{Target: t, Push: p}}, nil)[0]
 }
 
-// push is Push; miss, when not nil, also collects who was not reached (see PushReach).
-func (r *Registry) push(ctx context.Context, tenant string, t delivery.Target, p delivery.Push, miss *reach) delivery.Report {
+// push writes each push to its target as Push does, and returns a report per push; miss, when
+// not nil, holds one reach per push, which collects who that push did not reach (see
+// PushReach). All the frames of one call bound for one connection go out in one write, in
+// push order: a backlog handled together costs each connection one write, not one per message.
+func (r *Registry) push(ctx context.Context, tenant string, pushes []delivery.Addressed, miss []reach) []delivery.Report {
 	var (
-		rep      delivery.Report
-		encoded  []byte // header+body with sequence_id 0, built on the first online device
-		encErr   error
+		reps     = make([]delivery.Report, len(pushes))
+		out      outbox
 		overflow []Unacked // reported once no lock is held
 		ackDue   = time.Now().Add(r.opts.AckTimeout)
 	)
-	for _, user := range t.Recipients {
-		sh := r.shard(user)
-		sh.mu.RLock()
-		conns := sh.users[userKey{tenant, user}]
-		if len(conns) == 0 {
-			rep.Offline++
-			miss.offline(user)
+	missOf := func(i int) *reach {
+		if miss == nil {
+			return nil
 		}
-		for _, c := range conns {
-			if user == t.Sender && c.Identity().Device == t.ExcludeDevice {
-				continue
+		return &miss[i]
+	}
+	for i, a := range pushes {
+		t, p, m := a.Target, a.Push, missOf(i)
+		var (
+			encoded []byte // header+body with sequence_id 0, built on the first online device
+			encErr  error
+		)
+		for _, user := range t.Recipients {
+			sh := r.shard(user)
+			sh.mu.RLock()
+			conns := sh.users[userKey{tenant, user}]
+			if len(conns) == 0 {
+				reps[i].Offline++
+				m.offline(user)
 			}
-			if r.stopped.Load() {
-				rep.Failed++
-				miss.failed(user, c)
-				continue
+			for _, c := range conns {
+				if user == t.Sender && c.Identity().Device == t.ExcludeDevice {
+					continue
+				}
+				if r.stopped.Load() {
+					reps[i].Failed++
+					m.failed(user, c)
+					continue
+				}
+				if encoded == nil && encErr == nil {
+					encoded, encErr = r.encode(p)
+				}
+				if encErr != nil {
+					reps[i].Failed++
+					m.failed(user, c)
+					continue
+				}
+				seq, dropped := r.numberPush(c, p, ackDue)
+				if dropped != nil {
+					overflow = append(overflow, Unacked{Identity: c.Identity(), Message: dropped})
+				}
+				out.add(c, user, i, seq, encoded, len(pushes))
 			}
-			if encoded == nil && encErr == nil {
-				encoded, encErr = r.encode(p)
-			}
-			if encErr != nil {
-				rep.Failed++
-				miss.failed(user, c)
-				continue
-			}
-			seq, dropped := r.numberPush(c, p, ackDue)
-			if dropped != nil {
-				overflow = append(overflow, Unacked{Identity: c.Identity(), Message: dropped})
-			}
-			header := make([]byte, frame.HeaderLen)
-			copy(header, encoded[:frame.HeaderLen])
-			binary.BigEndian.PutUint32(header[seqOffset:], seq)
-			if c.offer(header, encoded[frame.HeaderLen:]) {
-				rep.Delivered++
-			} else {
-				// Reported as failed here, so it is not also an ack timeout later.
-				c.acks.ack(seq)
-				rep.Failed++
-				miss.failed(user, c)
-				r.metrics.Inc("outbound_drop_total")
-			}
+			sh.mu.RUnlock()
 		}
-		sh.mu.RUnlock()
+		if encErr != nil {
+			r.log.ErrorContext(ctx, "push not encodable", "kind", p.Kind, "err", encErr)
+		}
+	}
+	for _, q := range out.queues {
+		took := q.conn.offer(q.bufs)
+		for j, f := range q.frames {
+			if j < took {
+				reps[f.push].Delivered++
+				continue
+			}
+			// Reported as failed here, so it is not also an ack timeout later.
+			q.conn.acks.ack(f.seq)
+			reps[f.push].Failed++
+			missOf(f.push).failed(q.user, q.conn)
+			r.metrics.Inc("outbound_drop_total")
+		}
 	}
 	for _, u := range overflow {
 		r.unacked(u.Identity, []*message.Message{u.Message}, false)
 	}
-	if encErr != nil {
-		r.log.ErrorContext(ctx, "push not encodable", "kind", p.Kind, "err", encErr)
-	}
-	return rep
+	return reps
 }
 
 // numberPush gives p its sequence id on c; a MESSAGE is tracked until its PUSH_ACK. It
