@@ -141,9 +141,15 @@ type messagesResponse struct {
 	HasMore *bool  `json:"has_more,omitempty"`
 }
 
-// listMessages pages a topic: since= forward (ascending, tombstones included, as clients
-// sync), otherwise backward from before= or the newest (descending, as GET_HISTORY).
+// listMessages pages a topic as an operator (user 0: no membership check, no per-user
+// deletions).
 func (s *Server) listMessages(c echo.Context) error {
+	return s.pageTopic(c, c.Param("tenant"), 0)
+}
+
+// pageTopic pages a topic for user: since= forward (ascending, tombstones included, as clients
+// sync), otherwise backward from before= or the newest (descending, as GET_HISTORY).
+func (s *Server) pageTopic(c echo.Context, tenant string, user int64) error {
 	name, err := pathTopic(c)
 	if err != nil {
 		return err
@@ -156,19 +162,16 @@ func (s *Server) listMessages(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	limit, _, err := queryInt(c, "limit")
-	if err != nil {
-		return err
-	}
 	if hasBefore && hasSince {
 		return apperr.New(apperr.InvalidArgument, "before and since cannot be combined")
 	}
-	if limit > history.MaxLimit { // checked here too, so the int conversion below cannot overflow
-		return apperr.New(apperr.InvalidArgument, "limit must be 1-200")
+	limit, err := queryLimit(c, history.MaxLimit)
+	if err != nil {
+		return err
 	}
-	ctx, tenant := c.Request().Context(), c.Param("tenant")
+	ctx := c.Request().Context()
 	if hasSince {
-		res, err := s.d.History.Sync(ctx, history.SyncRequest{Tenant: tenant, Topic: name, Since: since, Limit: int(limit)})
+		res, err := s.d.History.Sync(ctx, history.SyncRequest{Tenant: tenant, User: user, Topic: name, Since: since, Limit: limit})
 		if err != nil {
 			return err
 		}
@@ -176,7 +179,7 @@ func (s *Server) listMessages(c echo.Context) error {
 			Messages: wire.FromMessages(res.Messages), LastSeq: &res.LastSeq, HasMore: &res.HasMore,
 		})
 	}
-	ms, err := s.d.History.History(ctx, history.HistoryRequest{Tenant: tenant, Topic: name, Before: before, Limit: int(limit)})
+	ms, err := s.d.History.History(ctx, history.HistoryRequest{Tenant: tenant, User: user, Topic: name, Before: before, Limit: limit})
 	if err != nil {
 		return err
 	}

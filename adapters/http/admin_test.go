@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"imd/core/routerepair"
 	"log/slog"
 	"net/http"
 	"reflect"
@@ -72,7 +73,7 @@ func newStackWith(t *testing.T, shardsOf func(*memory.ShardStore) ports.ShardSto
 		Directory: dir, Profiles: dir, Friends: dir, Blocks: dir, Groups: dir, Resolver: resolver, IDs: ids, Clock: clock, Log: log,
 	})
 	adminSvc := admin.New(admin.Deps{
-		Directory: dir, Tokens: tokens, Store: store, Routes: routes, Shards: shards,
+		Directory: dir, Tokens: tokens, Routes: routerepair.New(routerepair.Config{}, routerepair.Deps{Store: store, Routes: routes, Metrics: metrics, Log: log}), Shards: shards,
 		Manager: manager, Social: social, Tenants: func(name string) bool { return name == "default" },
 	})
 	hist := history.New(history.Deps{

@@ -10,7 +10,6 @@ import (
 	"imd/core/apperr"
 	"imd/core/conversation"
 	"imd/core/dialog"
-	"imd/core/history"
 	"imd/core/inbox"
 	"imd/core/message"
 	"imd/core/read"
@@ -171,41 +170,10 @@ func (s *Server) markRead(c echo.Context) error {
 	return c.JSON(http.StatusOK, watermarkJSON{Topic: w.Topic, ConversationID: w.ConversationID, Seq: w.Seq, MsgID: w.MsgID})
 }
 
-// userMessages pages a topic as the caller sees it (membership checked, own deletions
-// hidden): since= forward, otherwise backward from before= or the newest.
+// userMessages pages a topic as the caller sees it (membership checked, own deletions hidden).
 func (s *Server) userMessages(c echo.Context) error {
-	name, err := pathTopic(c)
-	if err != nil {
-		return err
-	}
-	before, hasBefore, err := queryInt(c, "before")
-	if err != nil {
-		return err
-	}
-	since, hasSince, err := queryInt(c, "since")
-	if err != nil {
-		return err
-	}
-	if hasBefore && hasSince {
-		return apperr.New(apperr.InvalidArgument, "before and since cannot be combined")
-	}
-	limit, err := queryLimit(c, history.MaxLimit)
-	if err != nil {
-		return err
-	}
-	who, ctx := caller(c), c.Request().Context()
-	if hasSince {
-		res, err := s.d.History.Sync(ctx, history.SyncRequest{Tenant: who.Tenant, User: who.UserID, Topic: name, Since: since, Limit: limit})
-		if err != nil {
-			return err
-		}
-		return c.JSON(http.StatusOK, messagesResponse{Messages: wire.FromMessages(res.Messages), LastSeq: &res.LastSeq, HasMore: &res.HasMore})
-	}
-	ms, err := s.d.History.History(ctx, history.HistoryRequest{Tenant: who.Tenant, User: who.UserID, Topic: name, Before: before, Limit: limit})
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, messagesResponse{Messages: wire.FromMessages(ms)})
+	who := caller(c)
+	return s.pageTopic(c, who.Tenant, who.UserID)
 }
 
 func (s *Server) userMessage(c echo.Context) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"imd/core/routerepair"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -81,7 +82,7 @@ func newClientStack(t *testing.T) *clientStack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	adminSvc := admin.New(admin.Deps{Directory: dir, Tokens: tokens, Store: store, Routes: routes, Shards: shards,
+	adminSvc := admin.New(admin.Deps{Directory: dir, Tokens: tokens, Routes: routerepair.New(routerepair.Config{}, routerepair.Deps{Store: store, Routes: routes, Metrics: metrics, Log: log}), Shards: shards,
 		Manager: manager, Social: socialSvc, Summaries: memory.NewSummaries(shards, dir), Tenants: registry.Known})
 	h := newHarness(t, Config{AdminKey: adminKey}, Deps{Admin: adminSvc, History: hist, Social: SocialDeps{
 		Auth:      authn.New(authn.Deps{Tokens: tokens, Revocations: memory.NewRevocations(), Tenants: registry.Known, Clock: clock}, admin.MaxTokenTTL),

@@ -291,8 +291,7 @@ type adminParams struct {
 	fx.In
 	Directory ports.Directory
 	Tokens    ports.Tokens
-	Store     ports.MessageStore
-	Routes    ports.RouteCache
+	Routes    *routerepair.Service
 	Shards    ports.ShardStore
 	Manager   *shardmanager.Manager
 	Social    *directory.Service
@@ -302,7 +301,7 @@ type adminParams struct {
 
 func newAdmin(p adminParams) *admin.Service {
 	return admin.New(admin.Deps{
-		Directory: p.Directory, Tokens: p.Tokens, Store: p.Store, Routes: p.Routes,
+		Directory: p.Directory, Tokens: p.Tokens, Routes: p.Routes,
 		Shards: p.Shards, Manager: p.Manager, Social: p.Social, Summaries: p.Summaries, Tenants: p.Tenants.Known,
 	})
 }

@@ -29,10 +29,11 @@ const (
 type Deps struct {
 	Directory ports.Directory
 	Tokens    ports.Tokens
-	Store     ports.MessageStore
-	Routes    ports.RouteCache
-	Shards    ports.ShardStore
-	Manager   *shardmanager.Manager
+	// Routes rebuilds a topic's Redis route from the mirror, checking that no concurrent
+	// commit was lost (core/routerepair).
+	Routes  RouteRebuilder
+	Shards  ports.ShardStore
+	Manager *shardmanager.Manager
 	// Social makes friendships and groups the way users do, so caches and mailboxes follow.
 	Social *directory.Service
 	// Summaries feeds Stats from the route mirror, never from counting month tables.
@@ -122,14 +123,16 @@ func (s *Service) RebuildRoute(ctx context.Context, tenant, name string) (route.
 	if _, err := topic.Parse(name); err != nil {
 		return nil, apperr.New(apperr.InvalidArgument, "invalid topic")
 	}
-	rt, err := s.d.Store.Segments(ctx, tenant, name)
+	rt, err := s.d.Routes.Rebuild(ctx, tenant, name)
 	if err != nil {
-		return nil, busy("read route mirror", err)
-	}
-	if err := s.d.Routes.Replace(ctx, tenant, name, rt); err != nil {
-		return nil, busy("write route", err)
+		return nil, busy("rebuild route", err)
 	}
 	return rt, nil
+}
+
+// RouteRebuilder rebuilds one topic's Redis route from the MySQL mirror.
+type RouteRebuilder interface {
+	Rebuild(ctx context.Context, tenant, topic string) (route.Route, error)
 }
 
 // busy maps a dependency failure to 50301, keeping contract errors as they are.
