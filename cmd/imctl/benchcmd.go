@@ -2,8 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -113,8 +115,16 @@ func newWorkloadCmd(g *globals, d deps, name, short string, own func(*pflag.Flag
 	pids := fs.String("pids", "", "processes to measure, e.g. imd=123,mariadbd=456,redis=789")
 	jsonFile := fs.String("json", "", "write the report as JSON to this file")
 	mdFile := fs.String("md", "", "write the report as markdown to this file")
+	cpuProfile := fs.String("cpuprofile", "", "write the load generator's own CPU profile to this file")
 
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+	cmd.RunE = func(cmd *cobra.Command, _ []string) (err error) {
+		if *cpuProfile != "" {
+			stop, err := profileCPU(*cpuProfile)
+			if err != nil {
+				return err
+			}
+			defer func() { err = errors.Join(err, stop()) }()
+		}
 		targets, err := procstat.ParseTargets(*pids)
 		if err != nil {
 			return fmt.Errorf("--pids: %w", err)
@@ -142,6 +152,26 @@ func newWorkloadCmd(g *globals, d deps, name, short string, own func(*pflag.Flag
 		return nil
 	}
 	return cmd
+}
+
+// profileCPU starts Go's CPU profiler writing to path; the load generator shares the machine with
+// the server, so its own cost is part of every figure.
+func profileCPU(path string) (stop func() error, err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		return nil
+	}, nil
 }
 
 func writeReports(rep report.Report, jsonFile, mdFile string) error {

@@ -17,6 +17,9 @@
 #   BENCH_W4_DURATION [35s]                      idle connections
 #   BENCH_W5_MESSAGES [500] BENCH_W5_READERS [4]  history pages over two months
 #   BENCH_SOURCE_IPS [127.0.0.2 … 127.0.0.9]     client addresses (ephemeral ports)
+#   BENCH_PROFILE [0]     1: imd's CPU profile over each measured window and its allocation
+#                         profile after it, as <run>.cpu.pprof and <run>.allocs.pprof, and
+#                         the load generator's CPU profile as <run>.imctl.pprof
 # It exits non-zero when a run failed its verification or could not run; the other runs
 # still happen. imd is stopped by its pid whatever happens.
 set -euo pipefail
@@ -119,6 +122,23 @@ drained() {
 	done
 }
 
+# profile RUN DURATION: imd's CPU profile over most of the measured window, then its allocation
+# profile. The load generator's setup and warm-up come first; BENCH_PROFILE_DELAY [8] seconds
+# covers them at the default sizes.
+profile() {
+	local run="$1" seconds
+	case "$2" in
+	*m) seconds=$((${2%m} * 60)) ;;
+	*s) seconds=${2%s} ;;
+	*) seconds=20 ;;
+	esac
+	sleep "${BENCH_PROFILE_DELAY:-8}"
+	curl -fsS -H "Authorization: Bearer $ADMIN_KEY" -o "$out/$run.cpu.pprof" \
+		"http://$HTTP_ADDR/debug/pprof/profile?seconds=$((seconds > 10 ? seconds - 5 : seconds))" &&
+		curl -fsS -H "Authorization: Bearer $ADMIN_KEY" -o "$out/$run.allocs.pprof" \
+			"http://$HTTP_ADDR/debug/pprof/allocs"
+}
+
 failed=()
 for run in "${runs[@]}"; do
 	duration="$DURATION"
@@ -136,6 +156,12 @@ for run in "${runs[@]}"; do
 	esac
 	wait_until 120 drained || log "deliver queue of $tenant not drained; $run starts anyway"
 	log "== $run: ${args[*]}"
+	profiler=""
+	if [[ "${BENCH_PROFILE:-0}" == 1 ]]; then
+		profile "$run" "$duration" &
+		profiler=$!
+		args+=(--cpuprofile "$out/$run.imctl.pprof")
+	fi
 	if ! "$out/bin/imctl" bench "${args[@]}" \
 		--http "http://$HTTP_ADDR" --tcp "$TCP_ADDR" --tenant "$tenant" --admin-key "$ADMIN_KEY" \
 		--duration "$duration" --warmup "$WARMUP" --source-ips "$SOURCE_IPS" \
@@ -143,6 +169,7 @@ for run in "${runs[@]}"; do
 		--json "$out/$run.json" --md "$out/$run.md" >/dev/null; then
 		failed+=("$run")
 	fi
+	[[ -z "$profiler" ]] || wait "$profiler" || log "profiles of $run incomplete"
 	alive "$imd_pid" || die "imd exited during $run; see $out/imd.log"
 done
 

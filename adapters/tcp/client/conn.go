@@ -21,6 +21,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	// The upstream of encoding/json/v2: it decodes a push in one pass, about three times as
+	// fast as encoding/json, which matters to a load generator reading 100,000s a second.
+	jsonv2 "github.com/go-json-experiment/json"
+
 	"imd/adapters/tcp/frame"
 	"imd/adapters/tcp/wire"
 )
@@ -46,13 +50,19 @@ func (e *CodeError) Error() string { return fmt.Sprintf("imd: code %d: %s", e.Co
 type Push struct {
 	Command    uint16
 	SequenceID uint32
-	Envelope   wire.Envelope
-	Message    *wire.Message // the decoded data of a successful MESSAGE, else nil
+	// Envelope of a MESSAGE has no Data: the body is decoded once, into Message.
+	Envelope wire.Envelope
+	Message  *wire.Message // the decoded data of a successful MESSAGE, else nil
 }
 
 // readBufferSize covers typical frames; larger ones get their own buffer, so
 // tens of thousands of idle connections stay cheap.
 const readBufferSize = 4096
+
+// maxPendingAcks bounds the PUSH_ACK frames gathered before they are written
+// (in bytes): the reader writes them when it has no whole frame left to read,
+// so a burst of pushes costs one write, not one per MESSAGE.
+const maxPendingAcks = 16 << 10
 
 // keepWriteBuffer bounds the encode buffer a Conn keeps between writes.
 const keepWriteBuffer = 2 * (frame.HeaderLen + frame.MaxBody)
@@ -67,6 +77,9 @@ type Conn struct {
 
 	writeMu  sync.Mutex
 	writeBuf []byte
+
+	// acks are PUSH_ACK frames not written yet; the reader goroutine's own.
+	acks []byte
 
 	requestID atomic.Uint64
 
@@ -300,7 +313,48 @@ func (c *Conn) readLoop(r *bufio.Reader) {
 			c.fail(err)
 			return
 		}
+		if len(c.acks) >= maxPendingAcks || !frameBuffered(r) {
+			if err := c.flushAcks(); err != nil {
+				return
+			}
+		}
 	}
+}
+
+// frameBuffered reports whether r holds a whole frame, so reading it cannot
+// block on the network.
+func frameBuffered(r *bufio.Reader) bool {
+	if r.Buffered() < frame.HeaderLen {
+		return false
+	}
+	head, err := r.Peek(frame.HeaderLen)
+	if err != nil {
+		return false
+	}
+	h, err := frame.ParseHeader(head)
+	return err == nil && frame.HeaderLen+int(h.BodyLen) <= r.Buffered()
+}
+
+// flushAcks writes the gathered PUSH_ACK frames; a failure closes the
+// connection.
+func (c *Conn) flushAcks() error {
+	if len(c.acks) == 0 {
+		return nil
+	}
+	c.writeMu.Lock()
+	err := c.writeLocked(c.acks, time.Now().Add(c.requestTimeout))
+	c.writeMu.Unlock()
+	c.acks = c.acks[:0]
+	return err
+}
+
+// messageEnvelope is the envelope of a MESSAGE push with its data decoded in
+// the same pass.
+type messageEnvelope struct {
+	Code      int           `json:"code"`
+	Msg       string        `json:"msg"`
+	RequestID string        `json:"request_id"`
+	Data      *wire.Message `json:"data"`
 }
 
 // readFrame reads one frame. Frames that fit r's buffer are decoded in place;
@@ -347,26 +401,56 @@ func eofInFrame(err error, got int) error {
 // dispatch hands a frame to the request it answers or delivers it as a push.
 // A returned error is fatal.
 func (c *Conn) dispatch(f frame.Frame) error {
+	if f.Command == wire.CmdMessage {
+		return c.dispatchMessage(f)
+	}
 	var env wire.Envelope
-	if err := json.Unmarshal(f.Body, &env); err != nil {
+	if err := jsonv2.Unmarshal(f.Body, &env); err != nil {
 		return fmt.Errorf("%w: command %d sequence_id %d: body is not an envelope: %w", ErrProtocol, f.Command, f.SequenceID, err)
 	}
 	if c.complete(f, env) {
 		return nil
 	}
+	return c.deliver(Push{Command: f.Command, SequenceID: f.SequenceID, Envelope: env})
+}
+
+// dispatchMessage queues a MESSAGE push and its PUSH_ACK. The ack goes out
+// before the push can wait for the caller: a slow consumer must not look like
+// a lost push to the server.
+func (c *Conn) dispatchMessage(f frame.Frame) error {
+	var me messageEnvelope
+	if err := jsonv2.Unmarshal(f.Body, &me); err != nil {
+		return fmt.Errorf("%w: MESSAGE sequence_id %d: bad envelope or message object: %w", ErrProtocol, f.SequenceID, err)
+	}
+	env := wire.Envelope{Code: me.Code, Msg: me.Msg, RequestID: me.RequestID}
+	if c.complete(f, env) {
+		return nil
+	}
+	acks, err := frame.Append(c.acks, wire.CmdPushAck, f.RequestID, f.SequenceID, emptyObject, 0)
+	if err != nil {
+		return fmt.Errorf("client: encode PUSH_ACK: %w", err)
+	}
+	c.acks = acks
 	p := Push{Command: f.Command, SequenceID: f.SequenceID, Envelope: env}
-	if f.Command == wire.CmdMessage {
-		// Acknowledge before queueing: a slow consumer must not look like a
-		// lost push to the server.
-		if err := c.writeFrame(wire.CmdPushAck, f.RequestID, f.SequenceID, emptyObject, time.Now().Add(c.requestTimeout)); err != nil {
-			return err
+	if me.Code == wire.CodeOK {
+		if me.Data == nil {
+			return fmt.Errorf("%w: MESSAGE sequence_id %d: no message object", ErrProtocol, f.SequenceID)
 		}
-		if env.Code == wire.CodeOK {
-			p.Message = new(wire.Message)
-			if err := json.Unmarshal(env.Data, p.Message); err != nil {
-				return fmt.Errorf("%w: MESSAGE sequence_id %d: bad message object: %w", ErrProtocol, f.SequenceID, err)
-			}
-		}
+		p.Message = me.Data
+	}
+	return c.deliver(p)
+}
+
+// deliver hands p to Pushes, writing the gathered acks first when it has to
+// wait.
+func (c *Conn) deliver(p Push) error {
+	select {
+	case c.pushes <- p:
+		return nil
+	default:
+	}
+	if err := c.flushAcks(); err != nil {
+		return err
 	}
 	select {
 	case c.pushes <- p:

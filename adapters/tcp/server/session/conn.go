@@ -37,6 +37,9 @@ type Link interface {
 	AsyncWritev(bufs [][]byte, cb gnet.AsyncCallback) error
 	Wake(cb gnet.AsyncCallback) error
 	Close() error
+	// EventLoop is the loop that runs the connection's writes; nil when there is none (a
+	// link in tests), which leaves its writes unpaced.
+	EventLoop() gnet.EventLoop
 }
 
 // Conn is the write side of one client connection. Responses are always queued (the client

@@ -34,6 +34,8 @@ type discardConn struct {
 	owner *Conn
 }
 
+func (d *discardConn) EventLoop() gnet.EventLoop { return nil }
+
 func (d *discardConn) AsyncWritev(bs [][]byte, cb gnet.AsyncCallback) error {
 	_ = cb(d, nil)
 	d.owner.Ack(binary.BigEndian.Uint32(bs[0][seqOffset:]))

@@ -281,10 +281,10 @@ func (r *Registry) push(ctx context.Context, tenant string, pushes []delivery.Ad
 			r.log.ErrorContext(ctx, "push not encodable", "kind", p.Kind, "err", encErr)
 		}
 	}
-	for _, q := range out.queues {
-		took := q.conn.offer(q.bufs)
+	took := offerPaced(ctx, out.queues)
+	for i, q := range out.queues {
 		for j, f := range q.frames {
-			if j < took {
+			if j < took[i] {
 				reps[f.push].Delivered++
 				continue
 			}

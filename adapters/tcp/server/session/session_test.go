@@ -28,6 +28,14 @@ type fakeConn struct {
 	outbound int
 	closed   bool
 	wakes    int
+	ev       *fakeLoop // nil: no event loop
+}
+
+func (f *fakeConn) EventLoop() gnet.EventLoop {
+	if f.ev == nil {
+		return nil
+	}
+	return f.ev
 }
 
 func (f *fakeConn) AsyncWrite(b []byte, cb gnet.AsyncCallback) error {
@@ -40,6 +48,7 @@ func (f *fakeConn) AsyncWritev(bs [][]byte, cb gnet.AsyncCallback) error {
 	for _, b := range bs {
 		f.written = append(f.written, b...)
 	}
+	f.ev.record("write")
 	f.pending = append(f.pending, func() { _ = cb(f, nil) })
 	return nil
 }

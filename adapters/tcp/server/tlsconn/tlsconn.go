@@ -31,6 +31,7 @@ type link interface {
 	AsyncWrite(buf []byte, cb gnet.AsyncCallback) error
 	Wake(cb gnet.AsyncCallback) error
 	Close() error
+	EventLoop() gnet.EventLoop
 	LocalAddr() net.Addr
 	RemoteAddr() net.Addr
 }
@@ -169,6 +170,9 @@ func (c *Conn) AsyncWritev(bufs [][]byte, cb gnet.AsyncCallback) error {
 
 // Wake asks the event loop to run OnTraffic for this connection, as gnet.Conn.Wake.
 func (c *Conn) Wake(cb gnet.AsyncCallback) error { return c.link.Wake(cb) }
+
+// EventLoop is the event loop of the gnet connection.
+func (c *Conn) EventLoop() gnet.EventLoop { return c.link.EventLoop() }
 
 // Close closes the gnet connection, as gnet.Conn.Close.
 func (c *Conn) Close() error { return c.link.Close() }

@@ -37,6 +37,7 @@ func (l *fakeLink) AsyncWrite(b []byte, cb gnet.AsyncCallback) error {
 }
 
 func (l *fakeLink) Wake(gnet.AsyncCallback) error { return nil }
+func (l *fakeLink) EventLoop() gnet.EventLoop     { return nil }
 func (l *fakeLink) Close() error                  { l.closed.Store(true); return nil }
 func (l *fakeLink) LocalAddr() net.Addr           { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 9000} }
 func (l *fakeLink) RemoteAddr() net.Addr {
