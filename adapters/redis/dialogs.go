@@ -28,85 +28,96 @@ var _ ports.DialogStore = (*DialogStore)(nil)
 // NewDialogStore returns the list store on c.
 func NewDialogStore(c rueidis.Client) *DialogStore { return &DialogStore{c: c} }
 
-// applyBatchScript applies messages of one conversation to one batch of recipients, each
-// message once: a message's batch marker and the list changes commit together, so a crash can
-// never leave a count without its marker. The messages act together, as they would one after
-// another: a user's count grows by the new ones not sent by the user and not silent; with none
-// of those the dialog is only re-scored where it is. A dialog keeps the higher of its old and
-// new score, so a late older message never moves it back. It returns {first (0/1) per message,
-// muted users}; muted users are reported even on a repeat. The common case, a dialog already
-// in unread, costs four calls per user whatever the number of messages; a big group runs this
-// for every member, so every call counts.
-// KEYS: a marker per message, then unread, read, unreadcnt, muted per user.
-// ARGV: batch index, marker ttl ms, conversation, message count m, then score, sender and
-// silent (0/1) per message, then one user id per user.
-var applyBatchScript = rueidis.NewLuaScript(`
-local idx, ttl, conv, m = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
-local firsts, score, counted, own = {}, nil, 0, {}
-for j = 1, m do
-  local first = redis.call('HSETNX', KEYS[j], idx, '1') == 1
-  firsts[j] = first and 1 or 0
-  if first then
-    redis.call('PEXPIRE', KEYS[j], ttl)
-    local s, sender, silent = ARGV[2 + 3 * j], ARGV[3 + 3 * j], ARGV[4 + 3 * j] == '1'
-    if not score or tonumber(s) > tonumber(score) then score = s end
-    if not silent then
-      counted = counted + 1
-      own[sender] = (own[sender] or 0) + 1
-    end
+// applyRunScript applies a run of messages of one conversation to some batches of its
+// recipients, each message once per batch: a message's batch marker and the batch's list
+// changes commit together, so a crash can never leave a count without its marker. Small
+// groups' batches all go in one call; a big group's are split over several (maxScriptUsers),
+// so no single call runs long. The messages act together, as they would one after another: a
+// user's count grows by the new ones not sent by the user and not silent; with none of those
+// the dialog is only re-scored where it is. A dialog keeps the higher of its old and new score,
+// so a late older message never moves it back. The preview moves forward only, so setting it
+// again on a repeat changes nothing. It returns {first (0/1) per message, muted users} per
+// batch; muted users are reported even on a repeat. The common case, a dialog already in
+// unread, costs four calls per user whatever the number of messages.
+// KEYS: a marker per message, the preview, then unread, read, unreadcnt, muted per user.
+// ARGV: marker ttl ms, conversation, message count m, then score, sender and silent (0/1) per
+// message, then the preview's seq and JSON (” for none), the batch count, index and user count
+// per batch, then one user id per user, batch after batch.
+var applyRunScript = rueidis.NewLuaScript(`
+local ttl, conv, m = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local p = 4 + 3 * m
+if ARGV[p + 1] ~= '' then
+  local cur = redis.call('GET', KEYS[m + 1])
+  local seq = cur and string.match(cur, '"seq":(%d+)')
+  if not (seq and tonumber(seq) >= tonumber(ARGV[p])) then
+    redis.call('SET', KEYS[m + 1], ARGV[p + 1])
   end
 end
 
 -- moved takes the dialog out of from, returning the score it should keep there or elsewhere.
-local function moved(from)
+local function moved(from, score)
   local prev = redis.call('ZSCORE', from, conv)
   if not prev then return score end
   redis.call('ZREM', from, conv)
   if tonumber(prev) > tonumber(score) then return prev end
   return score
 end
-local muted = {}
-local users = 4 + 3 * m
-for i = 0, (#KEYS - m) / 4 - 1 do
-  local unread, read, cnt, mset = KEYS[m + 1 + 4 * i], KEYS[m + 2 + 4 * i], KEYS[m + 3 + 4 * i], KEYS[m + 4 + 4 * i]
-  local user = ARGV[users + 1 + i]
-  local is_muted = redis.call('SISMEMBER', mset, conv) == 1
-  if is_muted then muted[#muted + 1] = user end
-  if score then
-    local n = counted - (own[user] or 0)
-    if n == 0 then
-      if redis.call('ZSCORE', unread, conv) then
-        redis.call('ZADD', unread, 'GT', score, conv)
-      else
-        redis.call('ZADD', read, 'GT', score, conv)
+
+local nb = tonumber(ARGV[p + 2])
+local key, arg = m + 2, p + 3 + 2 * nb
+local out = {}
+for b = 1, nb do
+  local idx, n = ARGV[p + 1 + 2 * b], tonumber(ARGV[p + 2 + 2 * b])
+  local firsts, score, counted, own = {}, nil, 0, {}
+  for j = 1, m do
+    local first = redis.call('HSETNX', KEYS[j], idx, '1') == 1
+    firsts[j] = first and 1 or 0
+    if first then
+      redis.call('PEXPIRE', KEYS[j], ttl)
+      local s, sender, silent = ARGV[1 + 3 * j], ARGV[2 + 3 * j], ARGV[3 + 3 * j] == '1'
+      if not score or tonumber(s) > tonumber(score) then score = s end
+      if not silent then
+        counted = counted + 1
+        own[sender] = (own[sender] or 0) + 1
       end
-    elseif is_muted then
-      redis.call('ZADD', read, 'GT', moved(unread), conv)
-    else
-      redis.call('ZADD', unread, 'GT', moved(read), conv)
-      redis.call('HINCRBY', cnt, conv, n)
     end
   end
+  local muted = {}
+  for i = 0, n - 1 do
+    local unread, read, cnt, mset = KEYS[key + 4 * i], KEYS[key + 1 + 4 * i], KEYS[key + 2 + 4 * i], KEYS[key + 3 + 4 * i]
+    local user = ARGV[arg + i]
+    local is_muted = redis.call('SISMEMBER', mset, conv) == 1
+    if is_muted then muted[#muted + 1] = user end
+    if score then
+      local c = counted - (own[user] or 0)
+      if c == 0 then
+        if redis.call('ZSCORE', unread, conv) then
+          redis.call('ZADD', unread, 'GT', score, conv)
+        else
+          redis.call('ZADD', read, 'GT', score, conv)
+        end
+      elseif is_muted then
+        redis.call('ZADD', read, 'GT', moved(unread, score), conv)
+      else
+        redis.call('ZADD', unread, 'GT', moved(read, score), conv)
+        redis.call('HINCRBY', cnt, conv, c)
+      end
+    end
+  end
+  key, arg = key + 4 * n, arg + n
+  out[b] = {firsts, muted}
 end
-return {firsts, muted}
+return out
 `)
 
-// previewScript sets a conversation's preview unless the stored one is of the same or a later
-// seq. KEYS: preview. ARGV: seq, preview JSON.
-var previewScript = rueidis.NewLuaScript(`
-local cur = redis.call('GET', KEYS[1])
-if cur then
-  local seq = string.match(cur, '"seq":(%d+)')
-  if seq and tonumber(seq) >= tonumber(ARGV[1]) then return 0 end
-end
-redis.call('SET', KEYS[1], ARGV[2])
-return 1
-`)
+// maxScriptUsers bounds the recipients one list script changes. A P2P message or a small
+// group's then costs one script (with a batch per 64th of the user ids, a 10-member group
+// cost ten), and a 10,000-member group's stays split into scripts of a few hundred users.
+const maxScriptUsers = 256
 
-// Apply updates the previews and every batch of the updates in two pipelined round trips: one
-// for the previews, one for the batches. Consecutive updates of one conversation with the same
-// recipient batches run together, one script per batch, which is what makes a backlog of a
-// big group cheap to catch up on.
+// Apply updates the previews and lists in one pipelined round trip. Consecutive updates of one
+// conversation with the same recipient batches run together, which is what makes a backlog
+// of a big group cheap to catch up on.
 func (s *DialogStore) Apply(ctx context.Context, tenant string, us ...dialog.Update) ([]dialog.Applied, error) {
 	k, err := KeysOf(tenant)
 	if err != nil {
@@ -118,7 +129,11 @@ func (s *DialogStore) Apply(ctx context.Context, tenant string, us ...dialog.Upd
 		}
 	}
 	runs := dialog.Runs(us)
-	previews := make([]rueidis.LuaExec, len(runs))
+	var (
+		execs  []rueidis.LuaExec
+		runOf  []int // the run of each exec
+		counts []int // the batches of each exec
+	)
 	for i, run := range runs {
 		newest := run[0]
 		for _, u := range run[1:] {
@@ -130,58 +145,84 @@ func (s *DialogStore) Apply(ctx context.Context, tenant string, us ...dialog.Upd
 		if err != nil {
 			return nil, fmt.Errorf("encode preview of conversation %d: %w", newest.ConversationID, err)
 		}
-		previews[i] = rueidis.LuaExec{Keys: []string{k.DialogPreview(newest.ConversationID)}, Args: []string{itoa(newest.Preview.Seq), string(preview)}}
-	}
-	for i, r := range previewScript.ExecMulti(ctx, s.c, previews...) {
-		if err := r.Error(); err != nil {
-			return nil, fmt.Errorf("set preview of conversation %d in %s: %w", runs[i][0].ConversationID, tenant, err)
+		for j, part := range splitBatches(run[0].Batches) {
+			e := runExec(k, run, part)
+			if j == 0 {
+				e.Args[4+3*len(run)-1] = itoa(newest.Preview.Seq)
+				e.Args[4+3*len(run)] = string(preview)
+			}
+			execs, runOf, counts = append(execs, e), append(runOf, i), append(counts, len(part))
 		}
 	}
-	var execs []rueidis.LuaExec
-	for _, run := range runs {
-		for _, b := range run[0].Batches {
-			execs = append(execs, batchExec(k, run, b))
-		}
+	var results []rueidis.RedisResult
+	if len(execs) == 1 {
+		// Exec needs no SCRIPT LOAD round trip first, as ExecMulti does.
+		results = []rueidis.RedisResult{applyRunScript.Exec(ctx, s.c, execs[0].Keys, execs[0].Args)}
+	} else {
+		results = applyRunScript.ExecMulti(ctx, s.c, execs...)
 	}
-	if len(execs) == 0 {
-		return nil, nil
-	}
-	results := applyBatchScript.ExecMulti(ctx, s.c, execs...)
 	// Answers go per update, then batch, as the updates came.
-	out := make([]dialog.Applied, 0, len(execs))
-	next := 0
-	for _, run := range runs {
-		perRun := make([][]dialog.Applied, len(run))
-		for _, b := range run[0].Batches {
-			firsts, muted, err := decodeApplied(results[next], len(run))
-			if err != nil {
-				return nil, fmt.Errorf("apply dialogs of conversation %d batch %d in %s: %w", run[0].ConversationID, b.Index, tenant, err)
-			}
-			next++
-			for j := range run {
-				perRun[j] = append(perRun[j], dialog.Applied{First: firsts[j], Muted: muted})
-			}
+	perRun := make([][]batchApplied, len(runs))
+	for e, r := range results {
+		run := runs[runOf[e]]
+		got, err := decodeApplied(r, counts[e], len(run))
+		if err != nil {
+			return nil, fmt.Errorf("apply dialogs of conversation %d in %s: %w", run[0].ConversationID, tenant, err)
 		}
-		for _, applied := range perRun {
-			out = append(out, applied...)
+		perRun[runOf[e]] = append(perRun[runOf[e]], got...)
+	}
+	var out []dialog.Applied
+	for i, run := range runs {
+		for j := range run {
+			for _, b := range perRun[i] {
+				out = append(out, dialog.Applied{First: b.firsts[j], Muted: b.muted})
+			}
 		}
 	}
 	return out, nil
 }
 
-// batchExec is the script call that applies a run of updates to one batch of recipients.
-func batchExec(k Keys, run []dialog.Update, b dialog.Batch) rueidis.LuaExec {
+// splitBatches groups batches into parts of at most maxScriptUsers users (a bigger batch alone),
+// in order; no batches make one empty part, which still sets the preview.
+func splitBatches(bs []dialog.Batch) [][]dialog.Batch {
+	parts := [][]dialog.Batch{nil}
+	users := 0
+	for _, b := range bs {
+		last := len(parts) - 1
+		if len(parts[last]) > 0 && users+len(b.Users) > maxScriptUsers {
+			parts, users, last = append(parts, nil), 0, last+1
+		}
+		parts[last] = append(parts[last], b)
+		users += len(b.Users)
+	}
+	return parts
+}
+
+// runExec is the script call that applies a run of updates to some batches of recipients, with
+// no preview (the caller fills the two preview arguments of the first call of a run).
+func runExec(k Keys, run []dialog.Update, batches []dialog.Batch) rueidis.LuaExec {
 	u := run[0]
-	keys := make([]string, 0, len(run)+4*len(b.Users))
-	args := make([]string, 0, 4+3*len(run)+len(b.Users))
-	args = append(args, strconv.Itoa(b.Index), strconv.FormatInt(u.OnceTTL.Milliseconds(), 10), itoa(u.ConversationID), strconv.Itoa(len(run)))
+	users := 0
+	for _, b := range batches {
+		users += len(b.Users)
+	}
+	keys := make([]string, 0, len(run)+1+4*users)
+	args := make([]string, 0, 6+3*len(run)+2*len(batches)+users)
+	args = append(args, strconv.FormatInt(u.OnceTTL.Milliseconds(), 10), itoa(u.ConversationID), strconv.Itoa(len(run)))
 	for _, m := range run {
 		keys = append(keys, k.DeliverLists(m.Once))
 		args = append(args, itoa(m.Score), itoa(m.Sender), flag(m.Silent))
 	}
-	for _, user := range b.Users {
-		keys = append(keys, k.DialogUnread(user), k.DialogRead(user), k.DialogUnreadCount(user), k.DialogMuted(user))
-		args = append(args, itoa(user))
+	keys = append(keys, k.DialogPreview(u.ConversationID))
+	args = append(args, "0", "", strconv.Itoa(len(batches)))
+	for _, b := range batches {
+		args = append(args, strconv.Itoa(b.Index), strconv.Itoa(len(b.Users)))
+	}
+	for _, b := range batches {
+		for _, user := range b.Users {
+			keys = append(keys, k.DialogUnread(user), k.DialogRead(user), k.DialogUnreadCount(user), k.DialogMuted(user))
+			args = append(args, itoa(user))
+		}
 	}
 	return rueidis.LuaExec{Keys: keys, Args: args}
 }
@@ -207,36 +248,55 @@ func (s *DialogStore) AppliedSeq(ctx context.Context, tenant string, conversatio
 }
 
 // decodeApplied reads {first per message, muted users} of applyBatchScript for m messages.
-func decodeApplied(r rueidis.RedisResult, m int) (firsts []bool, muted []int64, err error) {
+// batchApplied is the script's answer for one batch.
+type batchApplied struct {
+	firsts []bool // per message of the run
+	muted  []int64
+}
+
+// decodeApplied reads a script's answer for batches batches of a run of m messages.
+func decodeApplied(r rueidis.RedisResult, batches, m int) ([]batchApplied, error) {
 	vals, err := r.ToArray()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	if len(vals) != 2 {
-		return nil, nil, fmt.Errorf("script returned %d values, want 2", len(vals))
+	if len(vals) != batches {
+		return nil, fmt.Errorf("script answered %d batches of %d", len(vals), batches)
 	}
-	flags, err := vals[0].AsIntSlice()
-	if err != nil {
-		return nil, nil, err
-	}
-	if len(flags) != m {
-		return nil, nil, fmt.Errorf("script returned %d first flags for %d messages", len(flags), m)
-	}
-	for _, f := range flags {
-		firsts = append(firsts, f == 1)
-	}
-	users, err := vals[1].AsStrSlice()
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, u := range users {
-		id, err := strconv.ParseInt(u, 10, 64)
+	out := make([]batchApplied, 0, batches)
+	for _, v := range vals {
+		pair, err := v.ToArray()
 		if err != nil {
-			return nil, nil, fmt.Errorf("muted user %q: %w", u, err)
+			return nil, err
 		}
-		muted = append(muted, id)
+		if len(pair) != 2 {
+			return nil, fmt.Errorf("script returned %d values for a batch, want 2", len(pair))
+		}
+		flags, err := pair[0].AsIntSlice()
+		if err != nil {
+			return nil, err
+		}
+		if len(flags) != m {
+			return nil, fmt.Errorf("script returned %d first flags for %d messages", len(flags), m)
+		}
+		b := batchApplied{firsts: make([]bool, m)}
+		for i, f := range flags {
+			b.firsts[i] = f == 1
+		}
+		users, err := pair[1].AsStrSlice()
+		if err != nil {
+			return nil, err
+		}
+		for _, u := range users {
+			id, err := strconv.ParseInt(u, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("muted user %q: %w", u, err)
+			}
+			b.muted = append(b.muted, id)
+		}
+		out = append(out, b)
 	}
-	return firsts, muted, nil
+	return out, nil
 }
 
 // markReadScript clears the count and moves the dialog from unread to read with its score.

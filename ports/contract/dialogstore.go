@@ -28,6 +28,7 @@ func DialogStore(t *testing.T, fresh func(t *testing.T) DialogFixture) {
 	}{
 		{"recipients count, the sender does not", recipientsCount},
 		{"a batch acts once per marker", batchActsOnce},
+		{"many big batches act once each, whichever acted before", bigBatches},
 		{"muted conversations go to read uncounted", mutedGoesToRead},
 		{"a silent update re-scores where the dialog is", silentUpdate},
 		{"scores never go down and previews move forward", scoresOnlyUp},
@@ -129,6 +130,36 @@ func batchActsOnce(t *testing.T, f DialogFixture) {
 	}
 	if e := entryOf(t, f, 3); e.Unread != 1 {
 		t.Fatalf("another batch of the same message: %+v, want 1 unread", e)
+	}
+}
+
+func bigBatches(t *testing.T, f DialogFixture) {
+	// 3 × 300 users: more than a list store may change in one call, so it splits them.
+	var batches []dialog.Batch
+	for b := range 3 {
+		users := make([]int64, 300)
+		for i := range users {
+			users[i] = int64(1000*(b+1) + i)
+		}
+		batches = append(batches, dialog.Batch{Index: 10 + b, Users: users})
+	}
+	// The middle batch acted in an earlier attempt.
+	apply(t, f, dialogUpdate("m1", 1, 1000, 1, batches[1]))
+	got := apply(t, f, dialogUpdate("m1", 1, 1000, 1, batches...))
+	if !got[0].First || got[1].First || !got[2].First {
+		t.Fatalf("first per batch %v, %v, %v; want true, false, true", got[0].First, got[1].First, got[2].First)
+	}
+	for _, again := range apply(t, f, dialogUpdate("m1", 1, 1000, 1, batches...)) {
+		if again.First {
+			t.Fatal("a repeated big batch acted again")
+		}
+	}
+	for _, b := range batches {
+		for _, user := range []int64{b.Users[0], b.Users[299]} {
+			if e := entryOf(t, f, user); e.Unread != 1 || e.Preview.Seq != 1 {
+				t.Fatalf("user %d: %+v, want 1 unread and the preview of seq 1", user, e)
+			}
+		}
 	}
 }
 
