@@ -44,30 +44,34 @@ func ForPair(a, b int64) string {
 
 // Parse validates a topic name strictly, so the canonical spelling is the only accepted one.
 func Parse(name string) (Parsed, error) {
-	bad := fmt.Errorf("%w: %q", ErrInvalid, name)
+	if p, ok := parse(name); ok {
+		return p, nil
+	}
+	// Built only on failure: Parse runs several times per message.
+	return Parsed{}, fmt.Errorf("%w: %q", ErrInvalid, name)
+}
+
+func parse(name string) (Parsed, bool) {
 	if len(name) > MaxLen {
-		return Parsed{}, bad
+		return Parsed{}, false
 	}
 	switch {
 	case strings.HasPrefix(name, "grp_"):
 		id, ok := positiveID(name[4:])
-		if !ok {
-			return Parsed{}, bad
-		}
-		return Parsed{Name: name, Kind: Group, GroupID: id}, nil
+		return Parsed{Name: name, Kind: Group, GroupID: id}, ok
 	case strings.HasPrefix(name, "p2p_"):
 		a, b, found := strings.Cut(name[4:], "_")
 		if !found {
-			return Parsed{}, bad
+			return Parsed{}, false
 		}
 		ua, okA := positiveID(a)
 		ub, okB := positiveID(b)
 		if !okA || !okB || ua >= ub {
-			return Parsed{}, bad
+			return Parsed{}, false
 		}
-		return Parsed{Name: name, Kind: P2P, UserA: ua, UserB: ub}, nil
+		return Parsed{Name: name, Kind: P2P, UserA: ua, UserB: ub}, true
 	}
-	return Parsed{}, bad
+	return Parsed{}, false
 }
 
 // Peer returns the other user of a P2P topic.

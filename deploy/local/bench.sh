@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Run the standard workloads of DESIGN §10 against a freshly built imd, on the local MariaDB
 # and Redis of services.sh, and write the reports under <state dir>/bench/<UTC time>/:
-# <workload>.json and .md per run, summary.md (one table of every run, with the machine),
-# machine.txt, imd.log. Sizes default to what a 2-core box runs in a few minutes.
+# <workload>.json and .md per run, <workload>.metrics.txt (imd's /metrics after it), summary.md
+# (one table of every run, with the machine), machine.txt, imd.log. Sizes default to what a 2-core box runs in a few minutes.
 #
 #   bench.sh [RUN...]    RUN: w1 w2 w3 w3big w4 w5 (default: all, in that order)
 #
@@ -170,6 +170,9 @@ for run in "${runs[@]}"; do
 		failed+=("$run")
 	fi
 	[[ -z "$profiler" ]] || wait "$profiler" || log "profiles of $run incomplete"
+	# imd's own view (persist, deliver delay and job latency histograms, counters), cumulative
+	# since imd started: compare a run's file with the one before it.
+	curl -fsS -o "$out/$run.metrics.txt" "http://$HTTP_ADDR/metrics" || log "metrics after $run not read"
 	alive "$imd_pid" || die "imd exited during $run; see $out/imd.log"
 done
 
