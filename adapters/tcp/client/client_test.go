@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/netip"
 	"path/filepath"
 	"strings"
@@ -274,6 +275,68 @@ func TestPushes(t *testing.T) {
 	ss.ok(f, wire.CmdReadMessage, wire.ReadResponse{Topic: holdTopic, Seq: 2})
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A burst of pushes is acknowledged whole, in order, even while the caller is not draining
+// Pushes: the reader writes the acks it gathered before it waits for the caller.
+func TestPushAcksOfABurst(t *testing.T) {
+	srv := startServer(t, "tcp", "127.0.0.1:0")
+	c := dial(t, Options{Addr: srv.addr(), PushBuffer: 2})
+	ss := srv.nextSession()
+	const n = 20
+	for i := range n {
+		ss.push(wire.CmdMessage, uint32(100+i), testMessage("grp_1", int64(i+1)))
+	}
+	wantAck := func(i int) {
+		t.Helper()
+		if f := ss.nextFrame(); f.Command != wire.CmdPushAck || f.SequenceID != uint32(100+i) {
+			t.Fatalf("ack %d = cmd %d seq %d, want PUSH_ACK seq %d", i, f.Command, f.SequenceID, 100+i)
+		}
+	}
+	// Two pushes queued and a third waiting for room: all three acknowledged already.
+	for i := range 3 {
+		wantAck(i)
+	}
+	for i := range n {
+		if p := <-c.Pushes(); p.Message == nil || p.Message.Seq != int64(i+1) {
+			t.Fatalf("push %d = %+v", i, p)
+		}
+	}
+	for i := 3; i < n; i++ {
+		wantAck(i)
+	}
+}
+
+// BenchmarkReadMessages is the client's read path for MESSAGE pushes arriving in bursts:
+// frame, decode, PUSH_ACK, hand over. A load generator reads hundreds of thousands a second.
+func BenchmarkReadMessages(b *testing.B) {
+	server, client := net.Pipe()
+	go func() { _, _ = io.Copy(io.Discard, server) }() // the acks
+	body, err := wire.OK(0, testMessage("grp_1", 42))
+	if err != nil {
+		b.Fatal(err)
+	}
+	one, err := frame.Append(nil, wire.CmdMessage, 0, 1, body, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	const perBurst = 64
+	burst := bytes.Repeat(one, perBurst)
+	c := newConn(client, Options{PushBuffer: 1024, RequestTimeout: time.Minute})
+	defer c.Close()
+	go func() {
+		for sent := 0; sent < b.N; sent += perBurst {
+			if _, err := server.Write(burst); err != nil {
+				return
+			}
+		}
+	}()
+	b.ReportAllocs()
+	for range b.N {
+		if p := <-c.Pushes(); p.Message == nil {
+			b.Fatalf("push %+v", p)
+		}
 	}
 }
 
