@@ -17,6 +17,10 @@
 #   BENCH_W4_DURATION [35s]                      idle connections
 #   BENCH_W5_MESSAGES [500] BENCH_W5_READERS [4]  history pages over two months
 #   BENCH_SOURCE_IPS [127.0.0.2 … 127.0.0.9]     client addresses (ephemeral ports)
+#   BENCH_VIA [direct]    nginx: the clients speak TLS to a private Nginx on 127.0.0.1:19443
+#                         (deploy/local/nginx.sh, stopped afterwards), which terminates TLS and
+#                         hands imd the frames with a PROXY header, as in production; its
+#                         workers' CPU is in the reports
 #   BENCH_PROFILE [0]     1: imd's CPU profile over each measured window and its allocation
 #                         profile after it, as <run>.cpu.pprof and <run>.allocs.pprof, and
 #                         the load generator's CPU profile as <run>.imctl.pprof
@@ -82,11 +86,32 @@ fi
 tenant="bench_$(date +%s)"
 imd_pid=""
 
+# Where the clients connect: imd itself, or Nginx in front of it.
+via="${BENCH_VIA:-direct}"
+client_args=(--tcp "$TCP_ADDR")
+imd_env=()
+case "$via" in
+direct) ;;
+nginx)
+	NGINX_PORT=19443
+	export IMD_NGINX_PORT="$NGINX_PORT" IMD_NGINX_MODE=off IMD_NGINX_IMD_TCP="$TCP_ADDR" IMD_NGINX_IMD_HTTP="$HTTP_ADDR"
+	bash "$SCRIPT_DIR/nginx.sh" up >&2
+	# The throwaway CA is not in the system store; the run measures, it does not authenticate.
+	client_args=(--tcp "127.0.0.1:$NGINX_PORT" --tls --sni "im.$(cat "$STATE_DIR/nginx/certs/domain")" --insecure)
+	imd_env=(IMD_TCP_PROXY_PROTOCOL=true)
+	;;
+*) die "BENCH_VIA must be direct or nginx, not $via" ;;
+esac
+echo "clients: $via" >>"$out/machine.txt"
+
 cleanup() {
 	if [[ -n "$imd_pid" ]] && alive "$imd_pid"; then
 		log "stopping imd (pid $imd_pid)"
 		kill -TERM "$imd_pid" 2>/dev/null || true
 		wait_until 30 gone "$imd_pid" || kill -KILL "$imd_pid" 2>/dev/null || true
+	fi
+	if [[ "$via" == nginx ]]; then
+		bash "$SCRIPT_DIR/nginx.sh" down >&2 || true
 	fi
 	if [[ "${BENCH_KEEP:-0}" != 1 ]]; then
 		mariadb -h127.0.0.1 -P"$MYSQL_PORT" -uimd -pimd -e "DROP DATABASE IF EXISTS \`imd_$tenant\`" 2>/dev/null || true
@@ -97,7 +122,7 @@ cleanup() {
 trap cleanup EXIT
 
 log "starting imd for tenant $tenant"
-IMD_TENANTS="$tenant:imd_$tenant" \
+env "${imd_env[@]}" IMD_TENANTS="$tenant:imd_$tenant" \
 	IMD_MYSQL_DSN="imd:imd@tcp(127.0.0.1:$MYSQL_PORT)/?parseTime=true&multiStatements=true" \
 	IMD_REDIS_ADDR="127.0.0.1:$REDIS_PORT" \
 	IMD_SEARCH_DIR="$out/search" IMD_ARCHIVE_DIR="$out/archive" IMD_UPLOADS_DIR="$out/uploads" \
@@ -162,10 +187,17 @@ for run in "${runs[@]}"; do
 		profiler=$!
 		args+=(--cpuprofile "$out/$run.imctl.pprof")
 	fi
+	pids="imd=$imd_pid,mariadbd=$mysql_pid,redis=$redis_pid"
+	if [[ "$via" == nginx ]]; then
+		n=0
+		for worker in $(pgrep -P "$(cat "$STATE_DIR/nginx/nginx.pid")" nginx); do
+			pids+=",nginx$((++n))=$worker"
+		done
+	fi
 	if ! "$out/bin/imctl" bench "${args[@]}" \
-		--http "http://$HTTP_ADDR" --tcp "$TCP_ADDR" --tenant "$tenant" --admin-key "$ADMIN_KEY" \
+		--http "http://$HTTP_ADDR" "${client_args[@]}" --tenant "$tenant" --admin-key "$ADMIN_KEY" \
 		--duration "$duration" --warmup "$WARMUP" --source-ips "$SOURCE_IPS" \
-		--pids "imd=$imd_pid,mariadbd=$mysql_pid,redis=$redis_pid" \
+		--pids "$pids" \
 		--json "$out/$run.json" --md "$out/$run.md" >/dev/null; then
 		failed+=("$run")
 	fi
