@@ -31,9 +31,9 @@ type queuedFrame struct {
 // headerChunk is how many headers one slab allocation holds.
 const headerChunk = 256
 
-// add queues the frame encoded (with sequence_id 0) for c, numbered seq, on behalf of push;
-// pushes is how many pushes the call has, a bound on the frames a connection gets.
-func (o *outbox) add(c *Conn, user int64, push int, seq uint32, encoded []byte, pushes int) {
+// queue returns the index of c's queue, making it on c's first frame; pushes is how many
+// pushes the call has, a bound on the frames a connection gets.
+func (o *outbox) queue(c *Conn, user int64, pushes int) int {
 	if o.index == nil {
 		o.index = make(map[*Conn]int)
 	}
@@ -45,9 +45,14 @@ func (o *outbox) add(c *Conn, user int64, push int, seq uint32, encoded []byte, 
 			conn: c, user: user, bufs: make([][]byte, 0, 2*pushes), frames: make([]queuedFrame, 0, pushes),
 		})
 	}
-	q := &o.queues[i]
-	q.bufs = append(q.bufs, o.header(encoded, seq), encoded[frame.HeaderLen:])
-	q.frames = append(q.frames, queuedFrame{push: push, seq: seq})
+	return i
+}
+
+// add queues on queue q the frame encoded (with sequence_id 0), numbered seq, on behalf of push.
+func (o *outbox) add(q, push int, seq uint32, encoded []byte) {
+	cq := &o.queues[q]
+	cq.bufs = append(cq.bufs, o.header(encoded, seq), encoded[frame.HeaderLen:])
+	cq.frames = append(cq.frames, queuedFrame{push: push, seq: seq})
 }
 
 // header copies the header of encoded with sequence id seq into the slab. A full slab is

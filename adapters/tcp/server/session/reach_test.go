@@ -117,3 +117,46 @@ func TestPushReachWritesEachConnectionOnce(t *testing.T) {
 		})
 	}
 }
+
+// The messages of one topic in a pass share one member list: each recipient is looked up once
+// for all of them, and each push still keeps its own sender's exclusion, report and order.
+func TestPushesSharingRecipientsKeepOrderAndExclusions(t *testing.T) {
+	fx := newFixture()
+	_, phone := fx.bind(t, roomy, Identity{"t", 1, 1})
+	_, desk := fx.bind(t, roomy, Identity{"t", 1, 2})
+	_, peer := fx.bind(t, roomy, Identity{"t", 2, 1})
+	members := []int64{1, 2, 3}
+	pushes := []delivery.Addressed{
+		{Target: delivery.Target{Recipients: members, Sender: 2, ExcludeDevice: 1}, Push: msgPush(1)},
+		{Target: delivery.Target{Recipients: members, Sender: 1, ExcludeDevice: 1}, Push: msgPush(2)},
+		{Target: delivery.Target{Recipients: members, Sender: 3, ExcludeDevice: 1}, Push: msgPush(3)},
+	}
+	out := fx.reg.PushReach(t.Context(), "t", pushes...)
+	for i, want := range []delivery.Report{{Delivered: 2, Offline: 1}, {Delivered: 2, Offline: 1}, {Delivered: 3, Offline: 1}} {
+		if out[i].Report != want || !slices.Equal(out[i].OfflineUsers, []int64{3}) {
+			t.Fatalf("push %d: %+v; want %+v with user 3 offline", i, out[i], want)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		fc   *fakeConn
+		want []int64
+	}{{"sender's phone", phone, []int64{1, 3}}, {"sender's desk", desk, []int64{1, 2, 3}}, {"peer", peer, []int64{2, 3}}} {
+		if writes := len(c.fc.pending); writes != 1 {
+			t.Fatalf("%s: %d writes; want one", c.name, writes)
+		}
+		var seqs []int64
+		for _, f := range c.fc.frames(t) {
+			var env struct {
+				Data wire.Message `json:"data"`
+			}
+			if err := json.Unmarshal(f.Body, &env); err != nil {
+				t.Fatal(err)
+			}
+			seqs = append(seqs, env.Data.Seq)
+		}
+		if !slices.Equal(seqs, c.want) {
+			t.Fatalf("%s got seqs %v; want %v", c.name, seqs, c.want)
+		}
+	}
+}
