@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/panjf2000/gnet/v2"
 
@@ -94,3 +95,46 @@ func TestPushHandsEachEventLoopBoundedChunks(t *testing.T) {
 		})
 	}
 }
+
+// stuckLoop takes runnables and never runs them, as a loop that stopped.
+type stuckLoop struct{ fakeLoop }
+
+func (l *stuckLoop) Execute(context.Context, gnet.Runnable) error {
+	l.record("run")
+	return nil
+}
+
+// A loop that never runs the marker must not hold the deliver worker: once its context ends,
+// the rest of the push is handed over at once and every connection still gets its frame.
+func TestPushToAStuckLoopEndsWithItsContext(t *testing.T) {
+	fx := newFixture()
+	loop := &stuckLoop{}
+	var recipients []int64
+	var fakes []*fakeConn
+	for user := int64(1); user <= 3*loopChunk; user++ {
+		fc := &fakeConn{ev: &loop.fakeLoop}
+		fx.nextID++
+		fx.reg.Bind(NewConn(fx.nextID, &stuckConn{fakeConn: fc, loop: loop}, roomy, fx.metrics), Identity{"t", user, 1})
+		recipients = append(recipients, user)
+		fakes = append(fakes, fc)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	rep := fx.reg.Push(ctx, "t", delivery.Target{Recipients: recipients}, msgPush(1))
+	if rep.Delivered != len(recipients) {
+		t.Fatalf("report %+v, want %d delivered", rep, len(recipients))
+	}
+	for _, fc := range fakes {
+		if n := len(fc.frames(t)); n != 1 {
+			t.Fatalf("a connection got %d frames, want 1", n)
+		}
+	}
+}
+
+// stuckConn is a fakeConn on a stuckLoop.
+type stuckConn struct {
+	*fakeConn
+	loop *stuckLoop
+}
+
+func (c *stuckConn) EventLoop() gnet.EventLoop { return c.loop }
