@@ -31,9 +31,9 @@ type queuedFrame struct {
 // headerChunk is how many headers one slab allocation holds.
 const headerChunk = 256
 
-// queue returns the index of c's queue, making it on c's first frame; pushes is how many
-// pushes the call has, a bound on the frames a connection gets.
-func (o *outbox) queue(c *Conn, user int64, pushes int) int {
+// queue returns the index of c's queue, making it on c's first frame with room for frames
+// frames (the pushes sharing a member list: a connection usually gets one of each).
+func (o *outbox) queue(c *Conn, user int64, frames int) int {
 	if o.index == nil {
 		o.index = make(map[*Conn]int)
 	}
@@ -42,7 +42,7 @@ func (o *outbox) queue(c *Conn, user int64, pushes int) int {
 		i = len(o.queues)
 		o.index[c] = i
 		o.queues = append(o.queues, connQueue{
-			conn: c, user: user, bufs: make([][]byte, 0, 2*pushes), frames: make([]queuedFrame, 0, pushes),
+			conn: c, user: user, bufs: make([][]byte, 0, 2*frames), frames: make([]queuedFrame, 0, frames),
 		})
 	}
 	return i

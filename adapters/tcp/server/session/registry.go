@@ -283,7 +283,7 @@ func (r *Registry) push(ctx context.Context, tenant string, pushes []delivery.Ad
 						overflow = append(overflow, Unacked{Identity: c.Identity(), Message: dropped})
 					}
 					if q < 0 {
-						q = out.queue(c, user, len(pushes))
+						q = out.queue(c, user, end-start)
 					}
 					out.add(q, i, seq, encoded[g])
 				}
