@@ -146,12 +146,11 @@ func (s *DialogStore) Apply(ctx context.Context, tenant string, us ...dialog.Upd
 			return nil, fmt.Errorf("encode preview of conversation %d: %w", newest.ConversationID, err)
 		}
 		for j, part := range splitBatches(run[0].Batches) {
-			e := runExec(k, run, part)
-			if j == 0 {
-				e.Args[4+3*len(run)-1] = itoa(newest.Preview.Seq)
-				e.Args[4+3*len(run)] = string(preview)
+			p := previewArgs{seq: itoa(newest.Preview.Seq), json: string(preview)}
+			if j > 0 {
+				p = previewArgs{seq: "0"} // the run's first call sets it
 			}
-			execs, runOf, counts = append(execs, e), append(runOf, i), append(counts, len(part))
+			execs, runOf, counts = append(execs, runExec(k, run, part, p)), append(runOf, i), append(counts, len(part))
 		}
 	}
 	var results []rueidis.RedisResult
@@ -198,9 +197,11 @@ func splitBatches(bs []dialog.Batch) [][]dialog.Batch {
 	return parts
 }
 
-// runExec is the script call that applies a run of updates to some batches of recipients, with
-// no preview (the caller fills the two preview arguments of the first call of a run).
-func runExec(k Keys, run []dialog.Update, batches []dialog.Batch) rueidis.LuaExec {
+// previewArgs are the preview's seq and JSON for the script; an empty JSON sets none.
+type previewArgs struct{ seq, json string }
+
+// runExec is the script call that applies a run of updates to some batches of recipients.
+func runExec(k Keys, run []dialog.Update, batches []dialog.Batch, p previewArgs) rueidis.LuaExec {
 	u := run[0]
 	users := 0
 	for _, b := range batches {
@@ -214,7 +215,7 @@ func runExec(k Keys, run []dialog.Update, batches []dialog.Batch) rueidis.LuaExe
 		args = append(args, itoa(m.Score), itoa(m.Sender), flag(m.Silent))
 	}
 	keys = append(keys, k.DialogPreview(u.ConversationID))
-	args = append(args, "0", "", strconv.Itoa(len(batches)))
+	args = append(args, p.seq, p.json, strconv.Itoa(len(batches)))
 	for _, b := range batches {
 		args = append(args, strconv.Itoa(b.Index), strconv.Itoa(len(b.Users)))
 	}
