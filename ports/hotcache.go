@@ -2,6 +2,7 @@ package ports
 
 import (
 	"context"
+	"fmt"
 
 	"imd/core/message"
 	"imd/core/route"
@@ -25,6 +26,19 @@ type HotCache interface {
 	// Invalidate drops the cached entry of (topic, seq), e.g. after a recall or an edit, so
 	// readers go to MySQL for it until the entry ages out.
 	Invalidate(ctx context.Context, tenant, topic string, seq int64) error
+}
+
+// MaxHotSeq is the largest seq a hot cache holds: a Redis ZSET score is a double, exact up to
+// 2^53. Every HotCache keeps to it, so the fake behaves as Redis does.
+const MaxHotSeq = int64(1) << 53
+
+// Cacheable is the rule of HotCache.Put for m: an error for a message without a positive seq
+// or a creation time, false for a seq past MaxHotSeq (not cached, not an error).
+func Cacheable(m message.Message) (bool, error) {
+	if m.Seq <= 0 || m.CreatedAt.IsZero() || m.CreatedAt.UnixMilli() < 0 {
+		return false, fmt.Errorf("cache %s seq %d: needs a positive seq and a creation time", m.Topic, m.Seq)
+	}
+	return m.Seq <= MaxHotSeq, nil
 }
 
 // SeqRange is the seq interval [Low, Hi).

@@ -13,9 +13,6 @@ import (
 	"imd/ports"
 )
 
-// maxExactScore is the largest seq the Redis hot cache holds (a ZSET score is a double).
-const maxExactScore = int64(1) << 53
-
 // HotCache is an in-memory ports.HotCache with the Redis adapter's rules: one entry per seq,
 // trimmed from the lowest seq by count and by age relative to the newest Put, expiring a window
 // after the topic's last Put. Like Redis it keeps messages as JSON, so what does not survive
@@ -53,11 +50,8 @@ func (h *HotCache) Put(_ context.Context, tenant string, m message.Message) erro
 	if err != nil {
 		return fmt.Errorf("cache message: %w", err)
 	}
-	if m.Seq <= 0 || m.CreatedAt.IsZero() || m.CreatedAt.UnixMilli() < 0 {
-		return fmt.Errorf("cache %s seq %d: needs a positive seq and a creation time", m.Topic, m.Seq)
-	}
-	if m.Seq > maxExactScore {
-		return nil
+	if ok, err := ports.Cacheable(m); !ok {
+		return err
 	}
 	raw, err := json.Marshal(m)
 	if err != nil {

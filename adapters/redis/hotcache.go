@@ -20,9 +20,6 @@ const (
 	DefaultHotMaxPerTopic = 1000
 )
 
-// maxExactScore is the largest seq a ZSET score (a double) holds exactly.
-const maxExactScore = int64(1) << 53
-
 // HotCacheOptions bound what the hot cache keeps per topic; zero fields take the defaults.
 type HotCacheOptions struct {
 	// Window is how far before a topic's newest cached message entries are kept, and how long
@@ -92,11 +89,8 @@ func (h *HotCache) Put(ctx context.Context, tenant string, m message.Message) er
 	if err != nil {
 		return fmt.Errorf("cache message: %w", err)
 	}
-	if m.Seq <= 0 || m.CreatedAt.IsZero() || m.CreatedAt.UnixMilli() < 0 {
-		return fmt.Errorf("cache %s seq %d: needs a positive seq and a creation time", m.Topic, m.Seq)
-	}
-	if m.Seq > maxExactScore {
-		return nil
+	if ok, err := ports.Cacheable(m); !ok {
+		return err
 	}
 	raw, err := json.Marshal(m)
 	if err != nil {
