@@ -288,15 +288,7 @@ func (s *MessageStore) Page(ctx context.Context, tenant string, m month.Month, q
 	if err != nil {
 		return nil, fmt.Errorf("page %s in %s: %w", q.Topic, m, err)
 	}
-	out := make([]message.Message, 0, len(rows))
-	for _, r := range rows {
-		msg, err := fromRow(r, m)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, msg)
-	}
-	return out, nil
+	return fromRows(rows, m)
 }
 
 // messageRow is the month-table row of a new message.
@@ -332,6 +324,19 @@ func tombstoneRow(m message.Message) sqlcdb.InsertMessagesParams {
 		Version: 1, DeletedAt: sql.NullTime{Time: m.CreatedAt, Valid: true},
 		CreatedAt: m.CreatedAt, UpdatedAt: m.CreatedAt,
 	}
+}
+
+// fromRows is fromRow of every row of a month's page.
+func fromRows(rows []sqlcdb.ImGroupMessagesTpl, m month.Month) ([]message.Message, error) {
+	out := make([]message.Message, 0, len(rows))
+	for _, r := range rows {
+		msg, err := fromRow(r, m)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, msg)
+	}
+	return out, nil
 }
 
 func fromRow(r sqlcdb.ImGroupMessagesTpl, m month.Month) (message.Message, error) {

@@ -47,13 +47,5 @@ func (s *MessageStore) Search(ctx context.Context, tenant string, m month.Month,
 	if err != nil {
 		return nil, fmt.Errorf("search %s: %w", m, err)
 	}
-	out := make([]message.Message, 0, len(rows))
-	for _, r := range rows {
-		msg, err := fromRow(r, m)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, msg)
-	}
-	return out, nil
+	return fromRows(rows, m)
 }
