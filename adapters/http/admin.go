@@ -102,21 +102,6 @@ type addMembersRequest struct {
 	UserIDs []int64 `json:"user_ids"`
 }
 
-func (s *Server) addMembers(c echo.Context) error {
-	groupID, err := pathInt(c, "group_id")
-	if err != nil {
-		return err
-	}
-	var req addMembersRequest
-	if err := decodeJSON(c, &req); err != nil {
-		return err
-	}
-	if err := s.d.Admin.AddMembers(c.Request().Context(), c.Param("tenant"), groupID, req.UserIDs); err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, empty)
-}
-
 func (s *Server) getMessage(c echo.Context) error {
 	name, err := pathTopic(c)
 	if err != nil {

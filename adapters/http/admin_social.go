@@ -136,6 +136,10 @@ func (s *Server) adminListMembers(c echo.Context) error {
 	return s.writeMembers(c, c.Param("tenant"), directory.Operator)
 }
 
+func (s *Server) adminAddMembers(c echo.Context) error {
+	return s.doAddMembers(c, c.Param("tenant"), directory.Operator)
+}
+
 func (s *Server) adminRemoveMember(c echo.Context) error {
 	return s.doRemoveMember(c, c.Param("tenant"), directory.Operator)
 }

@@ -105,7 +105,7 @@ func (s *Server) routes(e *echo.Echo) {
 	t.POST("/tokens", s.issueToken)
 	t.POST("/friendships", s.addFriendship)
 	t.POST("/groups", s.createGroup)
-	t.POST("/groups/:group_id/members", s.addMembers)
+	t.POST("/groups/:group_id/members", s.adminAddMembers)
 	t.GET("/topics/:topic/messages/:seq", s.getMessage)
 	t.GET("/topics/:topic/messages", s.listMessages)
 	t.POST("/topics/:topic/route/rebuild", s.rebuildRoute)

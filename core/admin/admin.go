@@ -95,11 +95,6 @@ func (s *Service) CreateGroup(ctx context.Context, tenant string, groupID, owner
 	return s.d.Social.CreateGroup(ctx, tenant, directory.Operator, directory.NewGroup{ID: groupID, Owner: owner, Members: members})
 }
 
-// AddMembers adds existing users to a group.
-func (s *Service) AddMembers(ctx context.Context, tenant string, groupID int64, users []int64) error {
-	return s.d.Social.AddMembers(ctx, tenant, directory.Operator, groupID, users)
-}
-
 // Shards lists the catalog of month tables.
 func (s *Service) Shards(ctx context.Context, tenant string) ([]shard.Info, error) {
 	infos, err := s.d.Shards.Catalog(ctx, tenant)
