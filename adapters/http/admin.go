@@ -103,11 +103,7 @@ type addMembersRequest struct {
 }
 
 func (s *Server) getMessage(c echo.Context) error {
-	name, err := pathTopic(c)
-	if err != nil {
-		return err
-	}
-	seq, err := pathInt(c, "seq")
+	name, seq, err := pathTopicSeq(c)
 	if err != nil {
 		return err
 	}
@@ -256,6 +252,19 @@ func pathTopic(c echo.Context) (string, error) {
 		return "", apperr.Wrap(apperr.InvalidArgument, "invalid topic", err)
 	}
 	return name, nil
+}
+
+// pathTopicSeq parses the topic and seq of a message from the path.
+func pathTopicSeq(c echo.Context) (string, int64, error) {
+	name, err := pathTopic(c)
+	if err != nil {
+		return "", 0, err
+	}
+	seq, err := pathInt(c, "seq")
+	if err != nil {
+		return "", 0, err
+	}
+	return name, seq, nil
 }
 
 // pathInt parses a positive decimal id from the path.

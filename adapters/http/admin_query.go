@@ -22,11 +22,7 @@ func (s *Server) queryRoutes(t *echo.Group) {
 // messageContext answers GET …/messages/{seq}/context?n= with up to n messages on each side of
 // seq and seq itself, ascending.
 func (s *Server) messageContext(c echo.Context) error {
-	name, err := pathTopic(c)
-	if err != nil {
-		return err
-	}
-	seq, err := pathInt(c, "seq")
+	name, seq, err := pathTopicSeq(c)
 	if err != nil {
 		return err
 	}

@@ -177,11 +177,7 @@ func (s *Server) userMessages(c echo.Context) error {
 }
 
 func (s *Server) userMessage(c echo.Context) error {
-	name, err := pathTopic(c)
-	if err != nil {
-		return err
-	}
-	seq, err := pathInt(c, "seq")
+	name, seq, err := pathTopicSeq(c)
 	if err != nil {
 		return err
 	}

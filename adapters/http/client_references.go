@@ -52,11 +52,7 @@ type previewJSON struct {
 
 // replyPreview answers with a short preview of the message that message {seq} replies to.
 func (s *Server) replyPreview(c echo.Context) error {
-	name, err := pathTopic(c)
-	if err != nil {
-		return err
-	}
-	seq, err := pathInt(c, "seq")
+	name, seq, err := pathTopicSeq(c)
 	if err != nil {
 		return err
 	}
@@ -152,11 +148,7 @@ func (s *Server) listFavorites(c echo.Context) error {
 }
 
 func (s *Server) removeFavorite(c echo.Context) error {
-	name, err := pathTopic(c)
-	if err != nil {
-		return err
-	}
-	seq, err := pathInt(c, "seq")
+	name, seq, err := pathTopicSeq(c)
 	if err != nil {
 		return err
 	}
