@@ -1,19 +1,15 @@
 package http
 
 import (
-	"encoding/json"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
 
 	"imd/adapters/tcp/wire"
 	"imd/core/apperr"
-	"imd/core/conversation"
 	"imd/core/dialog"
 	"imd/core/inbox"
-	"imd/core/message"
 	"imd/core/read"
-	"imd/core/send"
 	"imd/core/topic"
 )
 
@@ -191,17 +187,8 @@ func (s *Server) userMessage(c echo.Context) error {
 
 // sendRequest is SEND_MESSAGE's body (PROTOCOL §4) plus the optional sending device.
 type sendRequest struct {
-	Topic          string          `json:"topic"`
-	ConversationID int64           `json:"conversation_id"`
-	ToUser         int64           `json:"to_user"`
-	ClientMsgID    string          `json:"client_msg_id"`
-	MsgID          int64           `json:"msg_id"`
-	Type           string          `json:"type"`
-	Content        json.RawMessage `json:"content"`
-	Mentions       []int64         `json:"mentions"`
-	MentionAll     bool            `json:"mention_all"`
-	ReplySeq       int64           `json:"reply_seq"`
-	DeviceID       uint64          `json:"device_id"` // optional: this device gets no copy
+	wire.SendMessageRequest
+	DeviceID uint64 `json:"device_id"` // optional: this device gets no copy
 }
 
 // sendUserMessage runs the same send path as SEND_MESSAGE: permission checks, seq, storage
@@ -221,23 +208,11 @@ func (s *Server) sendUserMessage(c echo.Context) error {
 		return apperr.New(apperr.InvalidArgument, "exactly one of topic, conversation_id and to_user is required")
 	}
 	who := caller(c)
-	res, err := s.d.Social.Send.Send(c.Request().Context(), send.Request{
-		Tenant: who.Tenant, From: who.UserID, FromDevice: req.DeviceID,
-		Address: conversation.Address{Topic: req.Topic, ConversationID: req.ConversationID, ToUser: req.ToUser},
-		MsgID:   req.MsgID,
-		Draft: message.Draft{
-			ClientMsgID: req.ClientMsgID, Type: req.Type, Content: req.Content,
-			Mentions: req.Mentions, MentionAll: req.MentionAll, ReplySeq: req.ReplySeq,
-		},
-	})
+	res, err := s.d.Social.Send.Send(c.Request().Context(), req.SendRequest(who.Tenant, who.UserID, req.DeviceID))
 	if err != nil {
 		return err
 	}
-	m := res.Message
-	return c.JSON(http.StatusOK, wire.SendAck{
-		MsgID: m.MsgID, Seq: m.Seq, Topic: m.Topic, ConversationID: m.ConversationID,
-		ClientMsgID: m.ClientMsgID, ServerTime: res.ServerTime.UnixMilli(),
-	})
+	return c.JSON(http.StatusOK, wire.SendAckOf(res))
 }
 
 type reportRequest struct {

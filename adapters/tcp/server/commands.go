@@ -9,10 +9,7 @@ import (
 	"imd/adapters/tcp/server/session"
 	"imd/adapters/tcp/wire"
 	"imd/core/apperr"
-	"imd/core/conversation"
 	"imd/core/history"
-	"imd/core/message"
-	"imd/core/send"
 )
 
 // auth verifies the token once per connection and binds the device (PROTOCOL §3). An older
@@ -68,34 +65,13 @@ func (s *Server) sendMessage(ctx context.Context, r *request) (any, error) {
 		return nil, err
 	}
 	r.topic, r.conversationID, r.msgID = req.Topic, req.ConversationID, req.MsgID
-	res, err := s.deps.Send.Send(ctx, send.Request{
-		Tenant:     r.identity.Tenant,
-		From:       r.identity.User,
-		FromDevice: r.identity.Device,
-		Address:    conversation.Address{Topic: req.Topic, ConversationID: req.ConversationID, ToUser: req.ToUser},
-		MsgID:      req.MsgID,
-		Draft: message.Draft{
-			ClientMsgID: req.ClientMsgID,
-			Type:        req.Type,
-			Content:     req.Content,
-			Mentions:    req.Mentions,
-			MentionAll:  req.MentionAll,
-			ReplySeq:    req.ReplySeq,
-		},
-	})
+	res, err := s.deps.Send.Send(ctx, req.SendRequest(r.identity.Tenant, r.identity.User, r.identity.Device))
 	if err != nil {
 		return nil, err
 	}
 	m := res.Message
 	r.topic, r.conversationID, r.msgID = m.Topic, m.ConversationID, m.MsgID
-	return wire.SendAck{
-		MsgID:          m.MsgID,
-		Seq:            m.Seq,
-		Topic:          m.Topic,
-		ConversationID: m.ConversationID,
-		ClientMsgID:    m.ClientMsgID,
-		ServerTime:     res.ServerTime.UnixMilli(),
-	}, nil
+	return wire.SendAckOf(res), nil
 }
 
 // syncMessages answers SYNC_MESSAGES with message pages (cmd 12) and then the FINISH frame.
