@@ -26,23 +26,7 @@ type events struct {
 	s *Server
 }
 
-func (e *events) OnBoot(eng gnet.Engine) gnet.Action {
-	s := e.s
-	s.bootMu.Lock()
-	defer s.bootMu.Unlock()
-	if s.aborted {
-		return gnet.Shutdown
-	}
-	url, _ := s.cfg.listenURL() // validated by Start
-	addr, err := boundAddr(eng, url)
-	if err != nil {
-		s.log.Error("tcp listener address unknown", "err", err)
-		return gnet.Shutdown
-	}
-	s.engine, s.addr, s.booted = eng, addr, true
-	close(s.bootCh)
-	return gnet.None
-}
+func (e *events) OnBoot(eng gnet.Engine) gnet.Action { return e.s.boot(eng) }
 
 func (e *events) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 	s := e.s

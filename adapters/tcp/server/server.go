@@ -15,7 +15,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
@@ -179,6 +178,9 @@ type Server struct {
 	bootCh  chan struct{}
 	done    chan struct{} // closed when gnet.Run returns
 	runErr  error         // gnet.Run's result, readable after done
+	// lost is closed when the engine ended after boot without Stop asking: the listener no
+	// longer accepts and the node must not stay ready.
+	lost chan struct{}
 }
 
 // New builds a server; nothing listens until Start.
@@ -195,6 +197,7 @@ func New(cfg Config, deps Deps, log *slog.Logger) *Server {
 		plain:  sync.Pool{New: func() any { return new([]byte) }},
 		bootCh: make(chan struct{}),
 		done:   make(chan struct{}),
+		lost:   make(chan struct{}),
 	}
 	if cfg.TLS != nil {
 		s.tls = tlsconn.NewTerminator(cfg.TLS)
@@ -223,6 +226,7 @@ func (s *Server) Start(ctx context.Context) error {
 	go func() {
 		s.runErr = gnet.Run(&events{s: s}, url, s.options()...)
 		close(s.done)
+		s.noteEngineEnd()
 	}()
 	select {
 	case <-s.bootCh:
@@ -255,11 +259,17 @@ func (s *Server) release(ctx context.Context) {
 	s.cancelBase()
 }
 
+// options leave gnet's WithTCPKeepAlive out on purpose: gnet 2.9 sets it on the listener right
+// after bind and overwrites bind's error with its own, so an address in use came out as
+// "setsockopt: bad file descriptor", or, when the closed descriptor had been reused meanwhile,
+// as a listener that never accepts. boot sets keep-alive on the bound listener instead.
+// SO_REUSEADDR lets a restarted node bind while connections of the previous one linger in
+// TIME_WAIT; it does not let two listeners share the port.
 func (s *Server) options() []gnet.Option {
 	opts := []gnet.Option{
 		gnet.WithMulticore(s.cfg.Multicore),
+		gnet.WithReuseAddr(true),
 		gnet.WithReusePort(s.cfg.ReusePort),
-		gnet.WithTCPKeepAlive(s.cfg.KeepAlive),
 		gnet.WithTicker(true),
 		gnet.WithLogger(gnetLogger{s.log}),
 	}
@@ -384,27 +394,4 @@ func (s *Server) Push(ctx context.Context, tenant string, t delivery.Target, p d
 // of the user. It returns how many connections were kicked.
 func (s *Server) Kick(tenant string, user int64, device uint64, reason string) int {
 	return s.sessions.Kick(tenant, user, device, reason)
-}
-
-// boundAddr reads the listener's real address; gnet does not expose it.
-func boundAddr(eng gnet.Engine, listenURL string) (net.Addr, error) {
-	if path, ok := strings.CutPrefix(listenURL, "unix://"); ok {
-		return &net.UnixAddr{Name: path, Net: "unix"}, nil
-	}
-	fd, err := eng.Dup()
-	if err != nil {
-		return nil, fmt.Errorf("dup listener: %w", err)
-	}
-	defer syscall.Close(fd)
-	sa, err := syscall.Getsockname(fd)
-	if err != nil {
-		return nil, fmt.Errorf("getsockname: %w", err)
-	}
-	switch a := sa.(type) {
-	case *syscall.SockaddrInet4:
-		return &net.TCPAddr{IP: net.IP(a.Addr[:]), Port: a.Port}, nil
-	case *syscall.SockaddrInet6:
-		return &net.TCPAddr{IP: net.IP(a.Addr[:]), Port: a.Port}, nil
-	}
-	return nil, fmt.Errorf("unexpected listener address %T", sa)
 }
