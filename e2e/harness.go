@@ -9,6 +9,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -88,7 +89,9 @@ type Server struct {
 	HTTPAddr string
 	AdminKey string
 	cmd      *exec.Cmd
+	env      map[string]string
 	exited   chan struct{} // closed when cmd has exited
+	exitErr  error         // cmd.Wait's result, readable after exited
 	logs     *lockedBuffer
 	t        testing.TB
 }
@@ -99,6 +102,9 @@ type Options struct {
 	// Tenant joins an existing tenant (a second node of the same deployment) instead of
 	// creating a fresh one; its database is then left to the first node's cleanup.
 	Tenant string
+	// ExpectExit is for a process that must refuse to start: Start does not wait for it to be
+	// ready; WaitExit collects its end.
+	ExpectExit bool
 }
 
 // Start runs imd for one test with a fresh tenant, and stops it at cleanup.
@@ -141,15 +147,27 @@ func Start(t testing.TB, o Options) *Server {
 			t.Logf("imd log tail:\n%s", s.logs.tail(8000))
 		}
 	})
-	s.start(env)
+	s.env = env
+	s.launch()
+	if !o.ExpectExit {
+		s.waitReady(30 * time.Second)
+	}
 	return s
 }
 
-func (s *Server) start(env map[string]string) {
+// Restart starts the process again on the same addresses, tenant and config after Stop or
+// Kill, and waits until it is ready.
+func (s *Server) Restart() {
+	s.t.Helper()
+	s.launch()
+	s.waitReady(30 * time.Second)
+}
+
+func (s *Server) launch() {
 	s.t.Helper()
 	cmd := exec.Command(Binary(s.t))
 	cmd.Env = os.Environ()
-	for k, v := range env {
+	for k, v := range s.env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	cmd.Stdout, cmd.Stderr = s.logs, s.logs
@@ -158,9 +176,31 @@ func (s *Server) start(env map[string]string) {
 	}
 	s.cmd = cmd
 	s.exited = make(chan struct{})
-	go func(exited chan struct{}) { _ = cmd.Wait(); close(exited) }(s.exited)
-	s.waitReady(30 * time.Second)
+	go func(exited chan struct{}) { s.exitErr = cmd.Wait(); close(exited) }(s.exited)
 }
+
+// WaitExit waits up to limit for the process to end by itself and returns its exit code.
+func (s *Server) WaitExit(limit time.Duration) int {
+	s.t.Helper()
+	select {
+	case <-s.exited:
+	case <-time.After(limit):
+		s.t.Fatalf("imd still running after %v; log:\n%s", limit, s.logs.tail(8000))
+	}
+	s.cmd = nil
+	if s.exitErr == nil {
+		return 0
+	}
+	var exit *exec.ExitError
+	if errors.As(s.exitErr, &exit) {
+		return exit.ExitCode()
+	}
+	s.t.Fatalf("wait imd: %v", s.exitErr)
+	return -1
+}
+
+// Logs is everything the process wrote so far.
+func (s *Server) Logs() string { return s.logs.tail(1 << 30) }
 
 // Stop ends the process with SIGTERM (graceful), waiting for it.
 func (s *Server) Stop() {

@@ -50,6 +50,10 @@ type Deps struct {
 	Metrics http.Handler
 	// Ready checks the dependencies (e.g. pings) for /readyz; nil means nothing to check.
 	Ready func(ctx context.Context) error
+	// Listeners are the node's other listeners (the frame listener): each reports nil while it
+	// accepts, and /readyz is 503 while any does not, so no client is routed to a node that
+	// answers HTTP but cannot take connections.
+	Listeners []func() error
 	// Shards serves the shard lifecycle routes of admin_shards.go.
 	Shards ShardOps
 	// Inbox serves the conversation-list routes of admin_inbox.go; nil leaves them out.
@@ -180,6 +184,12 @@ func (s *Server) healthz(c echo.Context) error {
 func (s *Server) readyz(c echo.Context) error {
 	if !s.ready.Load() {
 		return c.JSON(http.StatusServiceUnavailable, errorBody{Code: apperr.Busy, Msg: "not ready"})
+	}
+	for _, serving := range s.d.Listeners {
+		if err := serving(); err != nil {
+			s.log.Warn("readiness check failed", "err", err)
+			return c.JSON(http.StatusServiceUnavailable, errorBody{Code: apperr.Busy, Msg: "listener not accepting"})
+		}
 	}
 	if s.d.Ready != nil {
 		ctx, cancel := context.WithTimeout(c.Request().Context(), readyProbeTimeout)

@@ -282,27 +282,32 @@ func TestHealthz(t *testing.T) {
 
 func TestReadyz(t *testing.T) {
 	depErr := errors.New("redis: connection refused")
+	listenerUp := func() error { return nil }
+	listenerDown := func() error { return errors.New("tcp listener stopped accepting") }
 	tests := []struct {
-		name  string
-		ready bool
-		probe func(context.Context) error
-		want  int
+		name      string
+		ready     bool
+		probe     func(context.Context) error
+		listeners []func() error
+		want      int
 	}{
-		{"not started", false, nil, http.StatusServiceUnavailable},
-		{"not started, deps fine", false, func(context.Context) error { return nil }, http.StatusServiceUnavailable},
-		{"started, no probe", true, nil, http.StatusOK},
-		{"started, deps fine", true, func(context.Context) error { return nil }, http.StatusOK},
-		{"started, dependency down", true, func(context.Context) error { return depErr }, http.StatusServiceUnavailable},
+		{"not started", false, nil, nil, http.StatusServiceUnavailable},
+		{"not started, deps fine", false, func(context.Context) error { return nil }, nil, http.StatusServiceUnavailable},
+		{"started, no probe", true, nil, nil, http.StatusOK},
+		{"started, listeners accept", true, nil, []func() error{listenerUp, listenerUp}, http.StatusOK},
+		{"started, a listener stopped accepting", true, func(context.Context) error { return nil }, []func() error{listenerUp, listenerDown}, http.StatusServiceUnavailable},
+		{"started, deps fine", true, func(context.Context) error { return nil }, nil, http.StatusOK},
+		{"started, dependency down", true, func(context.Context) error { return depErr }, nil, http.StatusServiceUnavailable},
 		{"started, probe has a deadline", true, func(ctx context.Context) error {
 			if _, ok := ctx.Deadline(); !ok {
 				return errors.New("no deadline")
 			}
 			return nil
-		}, http.StatusOK},
+		}, nil, http.StatusOK},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHarness(t, Config{}, Deps{Ready: tt.probe})
+			h := newHarness(t, Config{}, Deps{Ready: tt.probe, Listeners: tt.listeners})
 			h.srv.SetReady(tt.ready)
 			rec := h.doWith(http.MethodGet, "/readyz", "", nil)
 			if rec.Code != tt.want {

@@ -399,9 +399,10 @@ func tcpRateLimits(r config.RateLimit) tcpserver.RateLimits {
 	}
 }
 
-func newHTTP(cfg config.Config, a *admin.Service, h *history.Service, in *inbox.Service, sm *shardmanager.Manager, rr *routerepair.Service, m *prometheus.Metrics, ready readyCheck, sd httpapi.SocialDeps, ah archiveHTTP, mig *migration.Service, log *slog.Logger) *httpapi.Server {
+func newHTTP(cfg config.Config, a *admin.Service, h *history.Service, in *inbox.Service, sm *shardmanager.Manager, rr *routerepair.Service, m *prometheus.Metrics, ready readyCheck, tcp *tcpserver.Server, sd httpapi.SocialDeps, ah archiveHTTP, mig *migration.Service, log *slog.Logger) *httpapi.Server {
 	return httpapi.New(httpapi.Config{Addr: cfg.HTTP.Addr, AdminKey: cfg.AdminKey, RateLimits: httpRateLimits(cfg.RateLimit)},
-		httpapi.Deps{Admin: a, History: h, Inbox: in, Metrics: m.Handler(), Ready: ready, Shards: httpapi.ShardOps{Manager: sm, Repair: rr}, Social: sd,
+		httpapi.Deps{Admin: a, History: h, Inbox: in, Metrics: m.Handler(), Ready: ready, Listeners: []func() error{tcp.Serving},
+			Shards: httpapi.ShardOps{Manager: sm, Repair: rr}, Social: sd,
 			Archive: ah.Archive, References: ah.References, Migration: mig}, log)
 }
 
@@ -416,6 +417,7 @@ type serverParams struct {
 	TCP     *tcpserver.Server
 	Tenants *tenants.Registry
 	Log     *slog.Logger
+	Exit    fx.Shutdowner
 }
 
 func runServer(p serverParams) {
@@ -457,6 +459,18 @@ func runServer(p serverParams) {
 	})
 	p.LC.Append(fx.Hook{OnStart: p.HTTP.Start, OnStop: p.HTTP.Stop})
 	p.LC.Append(fx.Hook{OnStart: p.TCP.Start, OnStop: p.TCP.Stop})
+	// A frame listener that stopped accepting ends the process (exit 1) for its supervisor to
+	// restart; readiness has already dropped through TCP.Serving.
+	watchDone := make(chan struct{})
+	p.LC.Append(fx.StartStopHook(func() {
+		go func() {
+			select {
+			case <-p.TCP.Lost():
+				_ = p.Exit.Shutdown(fx.ExitCode(1))
+			case <-watchDone:
+			}
+		}()
+	}, func() { close(watchDone) }))
 	p.LC.Append(fx.Hook{
 		OnStart: func(context.Context) error { p.HTTP.SetReady(true); return nil },
 		OnStop: func(context.Context) error {

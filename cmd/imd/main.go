@@ -8,8 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxevent"
@@ -53,10 +51,9 @@ func run(args []string) error {
 	}
 	log.Info("imd ready", "tcp", cfg.TCP.Addr, "http", cfg.HTTP.Addr, "tenants", cfg.TenantNames())
 
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-	got := <-sig
-	log.Info("shutting down", "signal", got.String())
+	// SIGINT, SIGTERM, or a component that cannot go on (fx.Shutdowner with an exit code).
+	got := <-app.Wait()
+	log.Info("shutting down", "signal", got.String(), "exit_code", got.ExitCode)
 
 	stopCtx, cancelStop := context.WithTimeout(context.Background(), cfg.Shutdown.Timeout)
 	defer cancelStop()
@@ -64,5 +61,8 @@ func run(args []string) error {
 		return fmt.Errorf("stop: %w", err)
 	}
 	log.Info("imd stopped")
+	if got.ExitCode != 0 {
+		return fmt.Errorf("stopped with exit code %d", got.ExitCode)
+	}
 	return nil
 }

@@ -1,0 +1,145 @@
+package e2e
+
+// A crashed or stopped node comes back at once on its ports (issue 19 item 4): connections of
+// the previous run left in TIME_WAIT do not block the frame listener, a port really taken is
+// refused with its cause, and ready means the frame listener accepts.
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"imd/adapters/tcp/client"
+)
+
+// restartBound is how long a restarted node may take to answer frames: generous for a loaded
+// 2-core machine, far below the minute a TIME_WAIT lasts.
+const restartBound = 20 * time.Second
+
+func TestRestartAfterCrashWithClientsListensAtOnce(t *testing.T) {
+	for _, stop := range []struct {
+		name string
+		do   func(*Server)
+	}{
+		{"kill -9", (*Server).Kill},
+		{"SIGTERM", (*Server).Stop},
+	} {
+		t.Run(stop.name, func(t *testing.T) {
+			srv := Start(t, Options{})
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			c := newChat(t, srv, ctx, 19, 3, 3)
+			sendN(t, ctx, c.conns[0], c.topic, "before", 2)
+
+			stop.do(srv)
+			// The clients see the server go and close their side; the server's side of each
+			// connection, which closed first, stays in TIME_WAIT.
+			for _, conn := range c.conns {
+				select {
+				case <-conn.Closed():
+				case <-time.After(10 * time.Second):
+					t.Fatal("a client did not notice the server's end")
+				}
+				conn.Close()
+			}
+			eventually(t, 10*time.Second, "a TIME_WAIT connection on the frame port", func() bool {
+				return timeWaitOn(t, srv.TCPAddr) > 0
+			})
+
+			began := time.Now()
+			srv.Restart()
+			// Ready means the frame listener accepts: a client connects and sends right away.
+			token := srv.token(190_001)
+			conn, err := client.Dial(ctx, client.Options{Addr: srv.TCPAddr, RequestTimeout: 15 * time.Second})
+			if err != nil {
+				t.Fatalf("ready, but the frame listener refuses: %v", err)
+			}
+			defer conn.Close()
+			if _, err := conn.Auth(ctx, token, 1); err != nil {
+				t.Fatalf("auth after restart: %v", err)
+			}
+			if _, err := conn.Send(ctx, textMessage(c.topic, "after", "after the restart")); err != nil {
+				t.Fatalf("send after restart: %v", err)
+			}
+			if took := time.Since(began); took > restartBound {
+				t.Fatalf("restart took %v to take frames, bound %v", took, restartBound)
+			}
+			if strings.Contains(srv.Logs(), "bad file descriptor") {
+				t.Fatalf("the restart hit a socket error; log:\n%s", srv.logs.tail(4000))
+			}
+		})
+	}
+}
+
+// A listener address another process holds ends imd at once, non-zero, saying why.
+func TestTakenPortFailsFastWithAClearMessage(t *testing.T) {
+	for _, key := range []string{"IMD_TCP_ADDR", "IMD_HTTP_ADDR"} {
+		t.Run(key, func(t *testing.T) {
+			taken, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer taken.Close()
+			srv := Start(t, Options{ExpectExit: true, Env: map[string]string{key: taken.Addr().String()}})
+			if code := srv.WaitExit(restartBound); code == 0 {
+				t.Fatalf("imd exited 0 on a taken port; log:\n%s", srv.logs.tail(4000))
+			}
+			logs := srv.Logs()
+			if !strings.Contains(logs, "address already in use") || !strings.Contains(logs, taken.Addr().String()) {
+				t.Fatalf("the log does not name the taken address and its cause:\n%s", srv.logs.tail(4000))
+			}
+			if resp, err := http.Get("http://" + srv.HTTPAddr + "/readyz"); err == nil {
+				resp.Body.Close()
+				if key == "IMD_TCP_ADDR" {
+					t.Fatalf("something still answers /readyz (%d) after the failed start", resp.StatusCode)
+				}
+			}
+		})
+	}
+}
+
+// token issues a token for an existing or new user.
+func (s *Server) token(user int64) string {
+	s.t.Helper()
+	s.Admin("POST", "/users", map[string]any{"user_id": user}, nil)
+	var tok struct {
+		Token string `json:"token"`
+	}
+	s.MustAdmin("POST", "/tokens", map[string]any{"user_id": user}, &tok)
+	return tok.Token
+}
+
+// timeWaitOn counts the TIME_WAIT sockets whose local address is addr, from /proc/net/tcp.
+func timeWaitOn(t *testing.T, addr string) int {
+	t.Helper()
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ip := net.ParseIP(host).To4()
+	p, _ := strconv.Atoi(port)
+	// /proc/net/tcp writes an IPv4 address as the hex of its bytes in host (little-endian) order.
+	local := fmt.Sprintf("%02X%02X%02X%02X:%04X", ip[3], ip[2], ip[1], ip[0], p)
+	f, err := os.Open("/proc/net/tcp")
+	if err != nil {
+		t.Skipf("no /proc/net/tcp: %v", err)
+	}
+	defer f.Close()
+	n := 0
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		const timeWait = "06"
+		if len(fields) > 3 && fields[1] == local && fields[3] == timeWait {
+			n++
+		}
+	}
+	return n
+}
