@@ -143,3 +143,19 @@ func timeWaitOn(t *testing.T, addr string) int {
 	}
 	return n
 }
+
+// imd refuses to put its frame or HTTP listener on a non-loopback address unless the config
+// says so (seed 003 §20.9: only Nginx's 443 faces the network).
+func TestNonLoopbackListenerIsRefusedUnlessPublic(t *testing.T) {
+	for _, section := range []string{"TCP", "HTTP"} {
+		t.Run(section, func(t *testing.T) {
+			srv := Start(t, Options{ExpectExit: true, Env: map[string]string{"IMD_" + section + "_ADDR": "0.0.0.0:0"}})
+			if code := srv.WaitExit(restartBound); code == 0 {
+				t.Fatal("imd exited 0 with a public listener")
+			}
+			if logs := srv.Logs(); !strings.Contains(logs, "not a loopback address") || !strings.Contains(logs, "IMD_"+section+"_PUBLIC=true") {
+				t.Fatalf("the refusal does not say why and how to allow it:\n%s", srv.logs.tail(4000))
+			}
+		})
+	}
+}

@@ -46,10 +46,14 @@ type Config struct {
 
 type HTTP struct {
 	Addr string `yaml:"addr"`
+	// Public allows a non-loopback addr; see Listener.
+	Public bool `yaml:"public"`
 }
 
 type TCP struct {
-	Addr            string        `yaml:"addr"`
+	Addr string `yaml:"addr"`
+	// Public allows a non-loopback addr; see Listener.
+	Public          bool          `yaml:"public"`
 	ProxyProtocol   bool          `yaml:"proxy_protocol"`
 	TLS             string        `yaml:"tls"` // off | native
 	CertFile        string        `yaml:"cert_file"`
@@ -464,6 +468,7 @@ func (c Config) Validate() error {
 		r.RebuildBatch <= 0 || r.ReconcileSample <= 0 || r.ReconcileDeep < 0 || r.ReconcileMonths <= 0 {
 		errs = append(errs, errors.New("shard.route_repair intervals and sizes must be positive, reconcile_deep not negative"))
 	}
+	errs = append(errs, Listener("http", c.HTTP.Addr, c.HTTP.Public), Listener("tcp", c.TCP.Addr, c.TCP.Public))
 	errs = append(errs, c.Archive.validate(), c.Search.validate(), c.Migration.validate())
 	return errors.Join(errs...)
 }
