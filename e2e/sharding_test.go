@@ -286,6 +286,13 @@ func TestShard11MissingMonthTableIsRetriedNeverWrittenElsewhere(t *testing.T) {
 	if !strings.Contains(srv.Metrics(), "group_message_shard_missing_total") {
 		t.Fatal("missing table must be counted for the alert")
 	}
+	// The alert ImdMonthTableMissing fires on an increase: the refused send must move it.
+	if n := srv.metricValue("group_message_shard_missing_total"); n < 1 {
+		t.Fatalf("group_message_shard_missing_total = %v after a send into a missing table, want at least 1", n)
+	}
+	if n := srv.metricValue("group_message_persist_total", "month", Month(1), "status", "failed"); n < 1 {
+		t.Fatalf("group_message_persist_total{month=%s,status=failed} = %v, want at least 1", Month(1), n)
+	}
 	// The shard manager recreates the table; the client's retry then lands with its fixed seq.
 	var ack wire.SendAck
 	deadline := time.Now().Add(20 * time.Second)

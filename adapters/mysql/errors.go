@@ -9,10 +9,11 @@ import (
 
 // Server error numbers the adapter reacts to.
 const (
-	errDupEntry = 1062
-	errLockWait = 1205
-	errDeadlock = 1213
-	keyTopicSeq = "uk_topic_seq"
+	errDupEntry    = 1062
+	errNoSuchTable = 1146
+	errLockWait    = 1205
+	errDeadlock    = 1213
+	keyTopicSeq    = "uk_topic_seq"
 )
 
 func mysqlErrno(err error) uint16 {
@@ -31,6 +32,12 @@ func isDuplicate(err error, key string) bool {
 		return false
 	}
 	return key == "" || strings.Contains(me.Message, "'"+key+"'") || strings.Contains(me.Message, "."+key+"'")
+}
+
+// isNoSuchTable reports ER_NO_SUCH_TABLE about table ("Table 'db.table' doesn't exist").
+func isNoSuchTable(err error, table string) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me.Number == errNoSuchTable && strings.Contains(me.Message, "."+table+"'")
 }
 
 // isTransient reports a failure that a new transaction may not meet again.

@@ -217,6 +217,11 @@ func (w *writer) write(ctx context.Context, reqs []*appendReq) (answers []append
 		if err != nil {
 			tx.Rollback()
 		}
+		// A table dropped behind the catalog's back is as missing as one never created: the
+		// send answers 50301 for a retry and counts it for the alert (seed 000 §12 item 11).
+		if table, _ := w.month.Table(); isNoSuchTable(err, table) {
+			err = fmt.Errorf("%w: %s: %v", shard.ErrMonthMissing, table, err)
+		}
 	}()
 	q := sqlcdb.New(tx)
 	if err := w.checkWritable(ctx, q); err != nil {

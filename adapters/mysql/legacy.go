@@ -6,10 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 	"sync"
-
-	"github.com/go-sql-driver/mysql"
 
 	"imd/adapters/mysql/legacydb"
 	"imd/adapters/mysql/sqlcdb"
@@ -20,9 +17,6 @@ import (
 	"imd/core/shard"
 	"imd/ports"
 )
-
-// errNoSuchTable is ER_NO_SUCH_TABLE.
-const errNoSuchTable = 1146
 
 // Legacy implements ports.LegacyMessages over the legacy table im_group_messages of each tenant
 // database (seed 000 §9). Its reads skip rows the month table holds already, so a reader merging
@@ -362,8 +356,7 @@ func readJob(ctx context.Context, q *legacydb.Queries) (legacy.Job, error) {
 
 // gone marks an error about the legacy table no longer existing as legacy.ErrGone.
 func gone(err error) error {
-	var me *mysql.MySQLError
-	if errors.As(err, &me) && me.Number == errNoSuchTable && strings.Contains(me.Message, "."+legacy.Table+"'") {
+	if isNoSuchTable(err, legacy.Table) {
 		return fmt.Errorf("%w: %v", legacy.ErrGone, err)
 	}
 	return err

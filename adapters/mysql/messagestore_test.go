@@ -333,3 +333,21 @@ func TestProvisionIsIdempotent(t *testing.T) {
 		}
 	}
 }
+
+// A month table dropped while the catalog still lists it is a missing month for the send path
+// (shard.ErrMonthMissing: 50301, counted for the alert), not an anonymous storage error.
+func TestAppendIntoADroppedMonthTableIsMonthMissing(t *testing.T) {
+	s, c, tenant := newTestStore(t, MessageStoreOptions{})
+	td, err := c.tenant(tenant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, _ := testMonth.Table()
+	if _, err := td.db.Exec("DROP TABLE " + table); err != nil {
+		t.Fatal(err)
+	}
+	m := testMessage("grp_1", 1, 1001)
+	if _, err := s.Append(context.Background(), tenant, m, "h"); !errors.Is(err, shard.ErrMonthMissing) {
+		t.Fatalf("Append into a dropped table: %v, want shard.ErrMonthMissing", err)
+	}
+}
