@@ -476,3 +476,41 @@ func (s *Server) Metrics() string {
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
 }
+
+// READ_MESSAGE by msg_id (seed 003 §14's form) finds a message in the month it was written to
+// after an operator moved the tenant's month ahead early, not only in its id's calendar month.
+func TestShardReadByMsgIDAfterAnEarlyMonthSwitch(t *testing.T) {
+	srv := Start(t, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := newChat(t, srv, ctx, 17, 2, 2)
+	before := sendN(t, ctx, c.conns[0], c.topic, "before", 1)[0]
+	for _, ahead := range []int{1, 2} {
+		if got := srv.Advance(Month(ahead)); got != Month(ahead) {
+			t.Fatalf("active month %s after advance to %s", got, Month(ahead))
+		}
+		ack := sendN(t, ctx, c.conns[0], c.topic, fmt.Sprint("ahead-", ahead), 1)[0]
+		if got := srv.SeqsInTable(srv.TenantDB(), Month(ahead), c.topic); !slices.Contains(got, ack.Seq) {
+			t.Fatalf("seq %d not in %s: %v", ack.Seq, Month(ahead), got)
+		}
+		for _, form := range []struct {
+			name string
+			req  wire.ReadRequest
+		}{
+			{"msg_id", wire.ReadRequest{ConversationID: ack.ConversationID, MsgID: ack.MsgID}},
+			{"last_msg_id", wire.ReadRequest{ConversationID: ack.ConversationID, LastMsgID: ack.MsgID, PeerID: 170_001}},
+		} {
+			w, err := readMessage(ctx, c.conns[1], form.req)
+			if err != nil || w.Seq != ack.Seq || w.MsgID != ack.MsgID {
+				t.Fatalf("%d month(s) ahead, READ by %s = %+v, %v; want seq %d", ahead, form.name, w, err, ack.Seq)
+			}
+		}
+	}
+	// The message of the calendar month is still found, and the watermark does not move back.
+	w, err := readMessage(ctx, c.conns[1], wire.ReadRequest{ConversationID: before.ConversationID, MsgID: before.MsgID})
+	if err != nil || w.Seq != before.Seq+2 {
+		t.Fatalf("READ of the first message = %+v, %v; want the stored watermark seq %d", w, err, before.Seq+2)
+	}
+	_, err = readMessage(ctx, c.conns[1], wire.ReadRequest{ConversationID: before.ConversationID, MsgID: before.MsgID + 1_000_000})
+	assertCode(t, err, wire.CodeNotFound)
+}

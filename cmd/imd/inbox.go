@@ -60,6 +60,7 @@ type readParams struct {
 	History  *history.Service
 	Finder   ports.MessageFinder
 	IDs      ports.IDGenerator
+	Shards   ports.ShardStore
 	Reads    ports.ReadStore
 	Dialogs  ports.DialogStore
 	Queue    ports.DeliverQueue
@@ -68,7 +69,7 @@ type readParams struct {
 
 func newRead(p readParams) *read.Service {
 	return read.New(read.Deps{
-		Resolver: p.Resolver, History: p.History, Finder: p.Finder, IDs: p.IDs, Reads: p.Reads,
+		Resolver: p.Resolver, History: p.History, Finder: p.Finder, IDs: p.IDs, Shards: p.Shards, Reads: p.Reads,
 		Dialogs: p.Dialogs, Queue: p.Queue, Log: p.Log,
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 
 	"imd/core/apperr"
 	"imd/core/conversation"
@@ -27,7 +28,8 @@ type Deps struct {
 	Resolver *conversation.Resolver
 	History  *history.Service // locates a message by topic and seq
 	Finder   ports.MessageFinder
-	IDs      ports.IDGenerator // the time inside a msg_id picks the month to look in
+	IDs      ports.IDGenerator // the time inside a msg_id picks the first months to look in
+	Shards   ports.ShardStore  // the catalog: the later months a msg_id may have been written to
 	Reads    ports.ReadStore
 	Dialogs  ports.DialogStore
 	Queue    ports.DeliverQueue
@@ -112,13 +114,36 @@ func (s *Service) locate(ctx context.Context, r Request) (social.Conversation, m
 	return conv, m, nil
 }
 
-// byID finds a message by msg_id. The id carries its creation time; the message's month is that
-// month, the next one (a client's pre-generated id may be minutes older than the send) or the
-// one before (active_month stays behind while next month's table is missing). At most three
-// primary-key lookups, months without a table skipped.
+// byID finds a message by msg_id. A message lives in the month its seq allocation chose (the
+// active month then), which is not always its id's calendar month: one month after it when the
+// client pre-generated the id, one before while next month's table was missing, and any later
+// month of the catalog when an operator advanced the month early (POST /shards/advance). The
+// calendar month, the next and the one before are tried first, one primary-key lookup each;
+// only then does the catalog name the later months to try.
 func (s *Service) byID(ctx context.Context, tenant string, id int64) (message.Message, error) {
 	base := month.Of(s.d.IDs.TimeOf(id))
-	for _, m := range []month.Month{base, base.Next(), base.Prev()} {
+	msg, err := s.findIn(ctx, tenant, id, []month.Month{base, base.Next(), base.Prev()})
+	if !errors.Is(err, message.ErrNotFound) {
+		return msg, err
+	}
+	catalog, err := s.d.Shards.Catalog(ctx, tenant)
+	if err != nil {
+		return message.Message{}, apperr.Wrap(apperr.Busy, "month catalog unavailable", fmt.Errorf("find msg_id %d: %w", id, err))
+	}
+	var later []month.Month
+	for _, info := range catalog {
+		if info.Month > base.Next() {
+			later = append(later, info.Month)
+		}
+	}
+	slices.Sort(later)
+	return s.findIn(ctx, tenant, id, later)
+}
+
+// findIn looks the id up in each month in turn, skipping months without a table;
+// message.ErrNotFound when none holds it.
+func (s *Service) findIn(ctx context.Context, tenant string, id int64, months []month.Month) (message.Message, error) {
+	for _, m := range months {
 		if !m.Valid() {
 			continue
 		}

@@ -3,6 +3,7 @@ package read_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"testing"
@@ -32,6 +33,8 @@ type fixture struct {
 	svc     *read.Service
 	group   []message.Message // the three messages of group 10
 	other   message.Message   // the message of group 11
+	manager *shardmanager.Manager
+	sender  *send.Service
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -51,14 +54,15 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	resolver := conversation.NewResolver(dir, ids, membership.New(dir, clock, time.Second))
-	f := &fixture{dialogs: memory.NewDialogStore(clock.Now), queue: memory.NewDeliverQueue(clock.Now)}
+	f := &fixture{dialogs: memory.NewDialogStore(clock.Now), queue: memory.NewDeliverQueue(clock.Now), manager: manager}
 	sender := send.New(send.Deps{
 		Seq: memory.NewSeqAllocator(months, clock.Now), Store: store, Queue: memory.NewDeliverQueue(clock.Now), Routes: routes,
 		IDs: ids, Clock: clock, Metrics: metrics, Resolver: resolver, Log: log, EnsureMonths: manager.Ensure, MsgIDWindow: time.Minute,
 	})
+	f.sender = sender
 	hist := history.New(history.Deps{Store: store, Routes: routes, Months: months, Metrics: metrics, Resolver: resolver, Log: log})
 	f.svc = read.New(read.Deps{
-		Resolver: resolver, History: hist, Finder: store, IDs: ids, Reads: memory.NewReadStore(dir, shards),
+		Resolver: resolver, History: hist, Finder: store, IDs: ids, Shards: shards, Reads: memory.NewReadStore(dir, shards),
 		Dialogs: f.dialogs, Queue: f.queue, Log: log,
 	})
 	for u := int64(1); u <= 3; u++ {
@@ -211,5 +215,38 @@ func TestReadWatermarkNeverMovesBackAndNotifiesOtherDevices(t *testing.T) {
 	entries, err := f.dialogs.Changed(ctx, tenant, 2, 0, 10)
 	if err != nil || len(entries) != 1 || entries[0].Unread != 0 {
 		t.Fatalf("list after reads = %+v, %v; want the dialog with nothing unread", entries, err)
+	}
+}
+
+// After an operator moved the month ahead early, a message is written to that later month; a
+// READ by its msg_id finds it there, however far ahead, not only near its id's calendar month.
+func TestReadByMsgIDAfterAnEarlyMonthSwitch(t *testing.T) {
+	ctx := context.Background()
+	for _, ahead := range []int{1, 2, 5} {
+		t.Run(fmt.Sprint(ahead, " months ahead"), func(t *testing.T) {
+			f := newFixture(t)
+			target := f.group[0].Month.Add(ahead)
+			if _, err := f.manager.Advance(ctx, tenant, target); err != nil {
+				t.Fatal(err)
+			}
+			res, err := f.sender.Send(ctx, send.Request{
+				Tenant: tenant, From: 1, FromDevice: 1, Address: conversation.Address{Topic: "grp_10"},
+				Draft: message.Draft{ClientMsgID: "ahead", Type: "text", Content: json.RawMessage(`{"text":"ahead"}`)},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Message.Month != target {
+				t.Fatalf("sent into %s, want %s", res.Message.Month, target)
+			}
+			w, err := f.svc.Read(ctx, read.Request{Tenant: tenant, User: 2, Device: 7, ConversationID: 5000, MsgID: res.Message.MsgID})
+			if err != nil || w.Seq != res.Message.Seq || w.MsgID != res.Message.MsgID {
+				t.Fatalf("READ by msg_id = %+v, %v; want seq %d", w, err, res.Message.Seq)
+			}
+			_, err = f.svc.Read(ctx, read.Request{Tenant: tenant, User: 2, Device: 7, ConversationID: 5000, MsgID: res.Message.MsgID + 1})
+			if code := apperr.CodeOf(err); code != apperr.NotFound {
+				t.Fatalf("READ of an id nowhere = %v, want not found", err)
+			}
+		})
 	}
 }
