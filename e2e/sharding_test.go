@@ -506,6 +506,28 @@ func TestShardReadByMsgIDAfterAnEarlyMonthSwitch(t *testing.T) {
 			}
 		}
 	}
+	// The topic+seq lookups (admin, favorites, reports) find it too, also once Redis lost the
+	// routes and the hot cache and only MySQL knows where the seq lives.
+	last := srv.SeqsInTable(srv.TenantDB(), Month(2), c.topic)
+	rc := srv.Redis()
+	srv.deleteRoutes(rc, true)
+	if err := rc.Do(ctx, rc.B().Del().Key(srv.hotKey(c.topic)).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	var got wire.Message
+	srv.MustAdmin("GET", fmt.Sprintf("/topics/%s/messages/%d", c.topic, last[0]), nil, &got)
+	if got.Seq != last[0] {
+		t.Fatalf("admin lookup of seq %d answered %+v", last[0], got)
+	}
+	member := srv.token(170_002)
+	for path, body := range map[string]map[string]any{
+		"/api/v1/favorites": {"topic": c.topic, "seq": last[0]},
+		"/api/v1/reports":   {"topic": c.topic, "seq": last[0], "reason": "spam"},
+	} {
+		if code, e := call(t, srv, member, "POST", path, body, nil); code != http.StatusOK {
+			t.Fatalf("%s of seq %d in %s: HTTP %d %+v", path, last[0], Month(2), code, e)
+		}
+	}
 	// The message of the calendar month is still found, and the watermark does not move back.
 	w, err := readMessage(ctx, c.conns[1], wire.ReadRequest{ConversationID: before.ConversationID, MsgID: before.MsgID})
 	if err != nil || w.Seq != before.Seq+2 {
