@@ -13,6 +13,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -55,6 +56,7 @@ func TestRestartAfterCrashWithClientsListensAtOnce(t *testing.T) {
 
 			began := time.Now()
 			srv.Restart()
+			t.Logf("ready %v after the restart began", time.Since(began))
 			// Ready means the frame listener accepts: a client connects and sends right away.
 			token := srv.token(190_001)
 			conn, err := client.Dial(ctx, client.Options{Addr: srv.TCPAddr, RequestTimeout: 15 * time.Second})
@@ -105,6 +107,100 @@ func TestTakenPortFailsFastWithAClearMessage(t *testing.T) {
 	}
 }
 
+// A frame listener whose accept fails (the `Accept() failed: invalid argument` of a socket no
+// longer listening) takes the node out: imd exits non-zero for its supervisor to restart it,
+// instead of answering /readyz while nobody takes frames.
+func TestLostFrameListenerEndsTheProcess(t *testing.T) {
+	srv := Start(t, Options{})
+	ln := srv.listenerSocket()
+	defer syscall.Close(ln)
+	// shutdown(2) on the listening socket, reached through pidfd_getfd, makes imd's accept fail.
+	if err := syscall.Shutdown(ln, syscall.SHUT_RD); err != nil {
+		t.Fatal(err)
+	}
+	// The kernel wakes the listener only on a connection attempt.
+	if nc, err := net.DialTimeout("tcp", srv.TCPAddr, time.Second); err == nil {
+		nc.Close()
+	}
+	if code := srv.WaitExit(restartBound); code == 0 {
+		t.Fatalf("imd exited 0 after losing its frame listener; log:\n%s", srv.logs.tail(4000))
+	}
+	if !strings.Contains(srv.Logs(), "tcp listener stopped accepting") {
+		t.Fatalf("the loss is not logged:\n%s", srv.logs.tail(4000))
+	}
+}
+
+// listenerSocket returns a descriptor of this test process for imd's listening frame socket,
+// taken from the running process with pidfd_getfd(2) (Linux 5.6, needs ptrace rights: root).
+func (s *Server) listenerSocket() int {
+	s.t.Helper()
+	pid := s.cmd.Process.Pid
+	inode := listeningInode(s.t, fmt.Sprintf("/proc/%d/net/tcp", pid), s.TCPAddr)
+	entries, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		s.t.Skipf("cannot read imd's descriptors: %v", err)
+	}
+	target := -1
+	for _, e := range entries {
+		if link, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, e.Name())); link == "socket:["+inode+"]" {
+			target, _ = strconv.Atoi(e.Name())
+		}
+	}
+	if target < 0 {
+		s.t.Fatalf("no descriptor of imd holds socket inode %s", inode)
+	}
+	const sysPidfdOpen, sysPidfdGetfd = 434, 438 // the same on every Linux architecture
+	pidfd, _, errno := syscall.Syscall(sysPidfdOpen, uintptr(pid), 0, 0)
+	if errno != 0 {
+		s.t.Skipf("pidfd_open: %v", errno)
+	}
+	defer syscall.Close(int(pidfd))
+	fd, _, errno := syscall.Syscall(sysPidfdGetfd, pidfd, uintptr(target), 0)
+	if errno != 0 {
+		s.t.Skipf("pidfd_getfd: %v", errno)
+	}
+	return int(fd)
+}
+
+// listeningInode finds the socket inode listening on addr in a /proc/net/tcp table.
+func listeningInode(t testing.TB, table, addr string) string {
+	t.Helper()
+	const listen = "0A"
+	for _, fields := range procTCP(t, table, addr) {
+		if fields[3] == listen && len(fields) > 9 {
+			return fields[9]
+		}
+	}
+	t.Fatalf("nothing listens on %s in %s", addr, table)
+	return ""
+}
+
+// procTCP returns the rows of a /proc/net/tcp table whose local address is addr.
+func procTCP(t testing.TB, table, addr string) [][]string {
+	t.Helper()
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ip := net.ParseIP(host).To4()
+	p, _ := strconv.Atoi(port)
+	// /proc/net/tcp writes an IPv4 address as the hex of its bytes in host (little-endian) order.
+	local := fmt.Sprintf("%02X%02X%02X%02X:%04X", ip[3], ip[2], ip[1], ip[0], p)
+	f, err := os.Open(table)
+	if err != nil {
+		t.Skipf("no %s: %v", table, err)
+	}
+	defer f.Close()
+	var rows [][]string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if fields := strings.Fields(sc.Text()); len(fields) > 3 && fields[1] == local {
+			rows = append(rows, fields)
+		}
+	}
+	return rows
+}
+
 // token issues a token for an existing or new user.
 func (s *Server) token(user int64) string {
 	s.t.Helper()
@@ -116,46 +212,15 @@ func (s *Server) token(user int64) string {
 	return tok.Token
 }
 
-// timeWaitOn counts the TIME_WAIT sockets whose local address is addr, from /proc/net/tcp.
+// timeWaitOn counts the TIME_WAIT sockets whose local address is addr.
 func timeWaitOn(t *testing.T, addr string) int {
 	t.Helper()
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ip := net.ParseIP(host).To4()
-	p, _ := strconv.Atoi(port)
-	// /proc/net/tcp writes an IPv4 address as the hex of its bytes in host (little-endian) order.
-	local := fmt.Sprintf("%02X%02X%02X%02X:%04X", ip[3], ip[2], ip[1], ip[0], p)
-	f, err := os.Open("/proc/net/tcp")
-	if err != nil {
-		t.Skipf("no /proc/net/tcp: %v", err)
-	}
-	defer f.Close()
+	const timeWait = "06"
 	n := 0
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		const timeWait = "06"
-		if len(fields) > 3 && fields[1] == local && fields[3] == timeWait {
+	for _, fields := range procTCP(t, "/proc/net/tcp", addr) {
+		if fields[3] == timeWait {
 			n++
 		}
 	}
 	return n
-}
-
-// imd refuses to put its frame or HTTP listener on a non-loopback address unless the config
-// says so (seed 003 §20.9: only Nginx's 443 faces the network).
-func TestNonLoopbackListenerIsRefusedUnlessPublic(t *testing.T) {
-	for _, section := range []string{"TCP", "HTTP"} {
-		t.Run(section, func(t *testing.T) {
-			srv := Start(t, Options{ExpectExit: true, Env: map[string]string{"IMD_" + section + "_ADDR": "0.0.0.0:0"}})
-			if code := srv.WaitExit(restartBound); code == 0 {
-				t.Fatal("imd exited 0 with a public listener")
-			}
-			if logs := srv.Logs(); !strings.Contains(logs, "not a loopback address") || !strings.Contains(logs, "IMD_"+section+"_PUBLIC=true") {
-				t.Fatalf("the refusal does not say why and how to allow it:\n%s", srv.logs.tail(4000))
-			}
-		})
-	}
 }
