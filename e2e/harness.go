@@ -292,6 +292,12 @@ func (s *Server) MustAdmin(method, path string, body, out any) {
 func (s *Server) User(id int64) string {
 	s.t.Helper()
 	s.MustAdmin("POST", "/users", map[string]any{"user_id": id}, nil)
+	return s.Token(id)
+}
+
+// Token issues another token for an existing user.
+func (s *Server) Token(id int64) string {
+	s.t.Helper()
 	var tok struct {
 		Token string `json:"token"`
 	}

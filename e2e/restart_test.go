@@ -58,7 +58,7 @@ func TestRestartAfterCrashWithClientsListensAtOnce(t *testing.T) {
 			srv.Restart()
 			t.Logf("ready %v after the restart began", time.Since(began))
 			// Ready means the frame listener accepts: a client connects and sends right away.
-			token := srv.token(190_001)
+			token := srv.User(190_001)
 			conn, err := client.Dial(ctx, client.Options{Addr: srv.TCPAddr, RequestTimeout: 15 * time.Second})
 			if err != nil {
 				t.Fatalf("ready, but the frame listener refuses: %v", err)
@@ -199,17 +199,6 @@ func procTCP(t testing.TB, table, addr string) [][]string {
 		}
 	}
 	return rows
-}
-
-// token issues a token for an existing or new user.
-func (s *Server) token(user int64) string {
-	s.t.Helper()
-	s.Admin("POST", "/users", map[string]any{"user_id": user}, nil)
-	var tok struct {
-		Token string `json:"token"`
-	}
-	s.MustAdmin("POST", "/tokens", map[string]any{"user_id": user}, &tok)
-	return tok.Token
 }
 
 // timeWaitOn counts the TIME_WAIT sockets whose local address is addr.

@@ -519,7 +519,7 @@ func TestShardReadByMsgIDAfterAnEarlyMonthSwitch(t *testing.T) {
 	if got.Seq != last[0] {
 		t.Fatalf("admin lookup of seq %d answered %+v", last[0], got)
 	}
-	member := srv.token(170_002)
+	member := srv.Token(170_002)
 	for path, body := range map[string]map[string]any{
 		"/api/v1/favorites": {"topic": c.topic, "seq": last[0]},
 		"/api/v1/reports":   {"topic": c.topic, "seq": last[0], "reason": "spam"},
