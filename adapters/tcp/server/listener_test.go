@@ -5,6 +5,8 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -75,15 +77,16 @@ func TestAcceptFailureLosesTheListener(t *testing.T) {
 	if err := h.srv.Serving(); err != nil {
 		t.Fatalf("serving after start: %v", err)
 	}
-	fd, err := h.srv.engine.Dup()
-	if err != nil {
-		t.Fatal(err)
-	}
+	fd := listeningSocket(t, h.srv.Addr().(*net.TCPAddr))
 	// shutdown(2) on a listening socket makes its accept fail with EINVAL, as seen in the field.
 	if err := syscall.Shutdown(fd, syscall.SHUT_RD); err != nil {
 		t.Fatal(err)
 	}
 	_ = syscall.Close(fd)
+	// The kernel wakes the listener's poller only on a connection attempt.
+	if nc, err := net.DialTimeout("tcp", h.srv.Addr().String(), time.Second); err == nil {
+		_ = nc.Close()
+	}
 	select {
 	case <-h.srv.Lost():
 	case <-time.After(10 * time.Second):
@@ -111,4 +114,35 @@ func TestStopIsNotALostListener(t *testing.T) {
 	if h.srv.Serving() == nil {
 		t.Fatal("serving after Stop")
 	}
+}
+
+// listeningSocket finds this process's descriptor listening on addr and duplicates it. It
+// does not go through gnet's Engine.Dup, which reads the listener without the lock gnet's
+// own close takes once the engine ends.
+func listeningSocket(t *testing.T, addr *net.TCPAddr) int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("no /proc/self/fd: %v", err)
+	}
+	for _, e := range entries {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if on, err := syscall.GetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_ACCEPTCONN); err != nil || on != 1 {
+			continue
+		}
+		if sa, err := syscall.Getsockname(fd); err == nil {
+			if a, ok := sa.(*syscall.SockaddrInet4); ok && a.Port == addr.Port && net.IP(a.Addr[:]).Equal(addr.IP) {
+				dup, err := syscall.Dup(fd)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return dup
+			}
+		}
+	}
+	t.Fatalf("no descriptor listens on %v", addr)
+	return -1
 }
