@@ -22,7 +22,8 @@ var (
 // active topics, from the catalog and the route mirror; and per day its messages by
 // conversation kind, from the daily summary (seed 000 §6.6: never a COUNT(*) over a month
 // table). from and to bound the days, inclusive, as UTC dates (any time of day); the months
-// listed are those the bounds fall in; a zero time leaves that side open. Days without
+// listed are those the bounds fall in, and any later table holding messages of those days (the
+// month advanced early); a zero time leaves that side open. Days without
 // messages have no row, and of a range holding more than MaxStatsDays rows the newest are
 // returned.
 func (s *Service) Stats(ctx context.Context, tenant string, from, to time.Time) (stats.Tenant, error) {
@@ -62,10 +63,13 @@ func (s *Service) Stats(ctx context.Context, tenant string, from, to time.Time) 
 		out.Days = []stats.Day{}
 	}
 	for _, c := range catalog {
-		if (fromMonth != 0 && c.Month < fromMonth) || (toMonth != 0 && c.Month > toMonth) {
+		m := byMonth[c.Month]
+		inRange := (fromMonth == 0 || c.Month >= fromMonth) && (toMonth == 0 || c.Month <= toMonth)
+		// A table written ahead of the calendar (the month advanced early) holds messages of the
+		// range although its name lies after it.
+		if !inRange && !holdsDays(m, firstDay, lastDay) {
 			continue
 		}
-		m := byMonth[c.Month]
 		out.Months = append(out.Months, stats.Month{
 			Month: c.Month, Table: c.Table, State: c.State,
 			Messages: m.Messages, Topics: m.Topics, GroupTopics: m.GroupTopics, P2PTopics: m.Topics - m.GroupTopics,
@@ -93,4 +97,9 @@ func statsMonths(from, to time.Time) (month.Month, month.Month, error) {
 		return 0, 0, bad
 	}
 	return fromMonth, toMonth, nil
+}
+
+// holdsDays reports whether a month's messages were created on the days first…last.
+func holdsDays(m stats.MirrorMonth, first, last time.Time) bool {
+	return !m.FirstAt.IsZero() && !m.LastAt.Before(first) && m.FirstAt.Before(last.AddDate(0, 0, 1))
 }

@@ -128,3 +128,55 @@ func TestStatsDaysAreBounded(t *testing.T) {
 		t.Fatalf("%d days ending %v; want the newest %d", n, st.Days[n-1].Day, admin.MaxStatsDays)
 	}
 }
+
+// After the month was advanced early, a later table holds messages of earlier days: a range
+// of those days lists it beside the tables its calendar months name.
+func TestStatsListAMonthWrittenAheadOfTheCalendar(t *testing.T) {
+	ctx := context.Background()
+	const tenant = "acme"
+	shards, dir := memory.NewShardStore(), memory.NewDirectory()
+	store := memory.NewMessageStore(shards)
+	jan, feb, mar := month.Month(203001), month.Month(203002), month.Month(203003)
+	for _, m := range []month.Month{jan, feb, mar} {
+		if err := shards.EnsureTable(ctx, tenant, m); err != nil {
+			t.Fatal(err)
+		}
+		if err := shards.SetState(ctx, tenant, m, shard.Prepared, shard.Writable); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Sent on January 20th into March's table.
+	msg := message.Message{
+		Topic: "grp_1", Seq: 1, MsgID: 1, From: 1, ClientMsgID: "c1", Type: "text", Content: json.RawMessage(`{"text":"x"}`),
+		Status: message.StatusNormal, Version: 1, CreatedAt: jan.Start().AddDate(0, 0, 19), Month: mar,
+	}
+	if res, err := store.Append(ctx, tenant, msg, "h"); err != nil || res.Outcome != ports.Stored {
+		t.Fatalf("Append: %+v, %v", res, err)
+	}
+	svc := admin.New(admin.Deps{Shards: shards, Summaries: memory.NewSummaries(shards, dir)})
+	tests := []struct {
+		name     string
+		from, to time.Time
+		want     []month.Month
+	}{
+		{"January", jan.Start(), jan.End().AddDate(0, 0, -1), []month.Month{jan, mar}},
+		{"the day itself", msg.CreatedAt, msg.CreatedAt, []month.Month{jan, mar}},
+		{"the day before", msg.CreatedAt.AddDate(0, 0, -1), msg.CreatedAt.AddDate(0, 0, -1), []month.Month{jan}},
+		{"February", feb.Start(), feb.End().AddDate(0, 0, -1), []month.Month{feb}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st, err := svc.Stats(ctx, tenant, tt.from, tt.to)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []month.Month
+			for _, m := range st.Months {
+				got = append(got, m.Month)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Fatalf("months %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
