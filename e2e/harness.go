@@ -148,7 +148,13 @@ func Start(t testing.TB, o Options) *Server {
 func (s *Server) start(env map[string]string) {
 	s.t.Helper()
 	cmd := exec.Command(Binary(s.t))
-	cmd.Env = os.Environ()
+	// Only the IMD_ variables of this test: the shell's test knobs (IMD_MIGRATION_ROWS…) are
+	// no config keys, and imd refuses unknown IMD_ variables.
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "IMD_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}

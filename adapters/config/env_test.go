@@ -1,0 +1,88 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestSecretFiles: every secret key takes IMD_<KEY>_FILE (compose and Kubernetes secrets),
+// without the file's line end.
+func TestSecretFiles(t *testing.T) {
+	dir := t.TempDir()
+	file := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	cfg, err := Load(writeConfig(t, validYAML), []string{
+		"IMD_ADMIN_KEY_FILE=" + file("admin", "file-admin-key\n"),
+		"IMD_TOKEN_SECRET_FILE=" + file("token", "file-token-secret-0123456789\r\n"),
+		"IMD_MYSQL_DSN_FILE=" + file("dsn", "imd:pw@tcp(db:3306)/\n"),
+		"IMD_REDIS_PASSWORD_FILE=" + file("redis", "redis-pw"),
+		"IMD_UPLOADS_SECRET_FILE=" + file("uploads", "uploads-secret\n"),
+		"IMD_ARCHIVE_S3_ACCESS_KEY_FILE=" + file("ak", "AKID\n"),
+		"IMD_ARCHIVE_S3_SECRET_KEY_FILE=" + file("sk", "s3-secret\n"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ key, got, want string }{
+		{"admin_key", cfg.AdminKey, "file-admin-key"},
+		{"token_secret", cfg.TokenSecret, "file-token-secret-0123456789"},
+		{"mysql.dsn", cfg.MySQL.DSN, "imd:pw@tcp(db:3306)/"},
+		{"redis.password", cfg.Redis.Password, "redis-pw"},
+		{"uploads.secret", cfg.Uploads.Secret, "uploads-secret"},
+		{"archive.s3.access_key", cfg.Archive.S3.AccessKey, "AKID"},
+		{"archive.s3.secret_key", cfg.Archive.S3.SecretKey, "s3-secret"},
+	} {
+		if tt.got != tt.want {
+			t.Errorf("%s = %q, want %q", tt.key, tt.got, tt.want)
+		}
+	}
+}
+
+// TestEnvRejects: a variable that names no key, a secret given twice, an unreadable or empty
+// secret file, _FILE on a key that is no secret: each stops the start with the variable named.
+func TestEnvRejects(t *testing.T) {
+	empty := filepath.Join(t.TempDir(), "empty")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		env     []string
+		wantErr string
+	}{
+		{"misspelt key", []string{"IMD_TCP_ADR=127.0.0.1:1"}, "IMD_TCP_ADR"},
+		{"misspelt section", []string{"IMD_RATELIMIT_HTTP_PER_SECOND=1"}, "IMD_RATELIMIT_HTTP_PER_SECOND"},
+		{"secret twice", []string{"IMD_ADMIN_KEY=admin-key-456", "IMD_ADMIN_KEY_FILE=" + empty}, "both set"},
+		{"missing file", []string{"IMD_REDIS_PASSWORD_FILE=/nonexistent/imd-secret"}, "IMD_REDIS_PASSWORD_FILE"},
+		{"empty file", []string{"IMD_REDIS_PASSWORD_FILE=" + empty}, "is empty"},
+		{"file of a plain key", []string{"IMD_TCP_ADDR_FILE=" + empty}, "IMD_TCP_ADDR_FILE"},
+	}
+	path := writeConfig(t, validYAML)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Load(path, tt.env)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("got %v, want error mentioning %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestToolingVariablesIgnored: the variables of the project's scripts and tests may sit in
+// the shell imd starts from.
+func TestToolingVariablesIgnored(t *testing.T) {
+	_, err := Load(writeConfig(t, validYAML), []string{
+		"IMD_CONFIG=/etc/imd.yaml", "IMD_TEST_MYSQL_DSN=x", "IMD_REQUIRE_SERVICES=1", "IMD_MYSQL_PORT=1",
+		"IMD_REDIS_PORT=2", "IMD_S3_PORT=3", "IMD_STATE_DIR=/tmp", "IMD_NGINX_MODE=tls", "IMD_DOMAIN=example.com",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
