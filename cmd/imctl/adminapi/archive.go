@@ -33,18 +33,21 @@ type Job struct {
 
 // Manifest summarizes an archived month.
 type Manifest struct {
-	Month     string `json:"month"`
-	CreatedAt int64  `json:"created_at"`
-	Rows      int64  `json:"rows"`
-	Chunks    int    `json:"chunks"`
-	Bytes     int64  `json:"bytes"`
-	Topics    []struct {
-		Topic  string `json:"topic"`
-		MinSeq int64  `json:"min_seq"`
-		MaxSeq int64  `json:"max_seq"`
-		Count  int64  `json:"count"`
-		Chunks int    `json:"chunks"`
-	} `json:"topics"`
+	Month     string          `json:"month"`
+	CreatedAt int64           `json:"created_at"`
+	Rows      int64           `json:"rows"`
+	Chunks    int             `json:"chunks"`
+	Bytes     int64           `json:"bytes"`
+	Topics    []ManifestTopic `json:"topics"`
+}
+
+// ManifestTopic is one topic of an archived month.
+type ManifestTopic struct {
+	Topic  string `json:"topic"`
+	MinSeq int64  `json:"min_seq"`
+	MaxSeq int64  `json:"max_seq"`
+	Count  int64  `json:"count"`
+	Chunks int    `json:"chunks"`
 }
 
 // MonthOp starts an operation on a month — archive, archive/check, drop, restore or purge —
