@@ -132,10 +132,13 @@ type Registry struct {
 	RefreshInterval time.Duration `yaml:"refresh_interval"`
 }
 
-// Uploads configures the local-filesystem object store behind upload credentials: files
-// under dir, served by the HTTP listener under /files/ at base_url (default http://<http.addr>).
-// The URL signing secret defaults to one derived from token_secret.
+// Uploads configures the object store behind upload credentials. Store fs (development):
+// files under dir, served by the HTTP listener under /files/ at base_url (default
+// http://<http.addr>), on URLs signed with secret (default: derived from token_secret).
+// Store s3 (production): clients PUT and GET media straight at the bucket on presigned URLs.
 type Uploads struct {
+	Store   string        `yaml:"store"` // fs | s3
+	S3      S3Bucket      `yaml:"s3"`
 	Dir     string        `yaml:"dir"`
 	BaseURL string        `yaml:"base_url"`
 	Secret  string        `yaml:"secret" secret:"true"`
@@ -193,8 +196,8 @@ type RouteRepair struct {
 type Archive struct {
 	Store string `yaml:"store"` // fs | s3
 	// Dir is the local-filesystem blob store's root (store: fs).
-	Dir string    `yaml:"dir"`
-	S3  ArchiveS3 `yaml:"s3"`
+	Dir string   `yaml:"dir"`
+	S3  S3Bucket `yaml:"s3"`
 	// ChunkRows is how many rows of a topic one archive file holds.
 	ChunkRows int `yaml:"chunk_rows"`
 	// ManifestCache and ChunkCache size the reader's caches (manifests, decoded chunks).
@@ -209,8 +212,8 @@ type Archive struct {
 	TenantRetention map[string]Retention `yaml:"tenant_retention"`
 }
 
-// ArchiveS3 locates an S3-compatible bucket.
-type ArchiveS3 struct {
+// S3Bucket locates an S3-compatible bucket.
+type S3Bucket struct {
 	Endpoint  string `yaml:"endpoint"` // empty: AWS
 	Region    string `yaml:"region"`
 	Bucket    string `yaml:"bucket"`
@@ -218,6 +221,9 @@ type ArchiveS3 struct {
 	SecretKey string `yaml:"secret_key" secret:"true"`
 	Prefix    string `yaml:"prefix"`
 	PathStyle bool   `yaml:"path_style"`
+	// PublicEndpoint is the endpoint in presigned URLs (uploads), when clients reach the
+	// store under another name than imd; empty is endpoint.
+	PublicEndpoint string `yaml:"public_endpoint"`
 }
 
 // Retention is one tenant's policy; 0 switches a step off.
@@ -254,7 +260,7 @@ func Default() Config {
 		Deliver:  Deliver{Partitions: 16, ReorderWait: 200 * time.Millisecond, TakeTimeout: 5 * time.Second, DoneTTL: 10 * time.Minute, MaxAttempts: 5},
 		Push:     Push{Timeout: 2 * time.Second, Queue: 10_000},
 		Registry: Registry{Database: "imd_registry", RefreshInterval: 30 * time.Second},
-		Uploads:  Uploads{Dir: filepath.Join(os.TempDir(), "imd-uploads"), MaxSize: 100 << 20, URLTTL: 15 * time.Minute},
+		Uploads:  Uploads{Store: "fs", Dir: filepath.Join(os.TempDir(), "imd-uploads"), MaxSize: 100 << 20, URLTTL: 15 * time.Minute},
 		Message:  Message{MaxContentSize: 65536, SyncLimit: 200, MsgIDExpireMS: 300_000, RecallWindow: 2 * time.Minute},
 		RateLimit: RateLimit{MessagePerSecond: 20, AuthPerSecond: 5, SyncInboxPerMinute: 60, SyncMessagesPerMinute: 120, HistoryPerMinute: 200, HTTPPerSecond: 20,
 			// Ten devices' worth per address: room for a household or an office behind NAT.
@@ -379,7 +385,7 @@ func (c Config) Validate() error {
 		r.RebuildBatch <= 0 || r.ReconcileSample <= 0 || r.ReconcileDeep < 0 || r.ReconcileMonths <= 0 {
 		errs = append(errs, errors.New("shard.route_repair intervals and sizes must be positive, reconcile_deep not negative"))
 	}
-	errs = append(errs, c.Archive.validate(), c.Search.validate(), c.Migration.validate(), c.MySQL.TLS.validate("mysql"), c.Redis.TLS.validate("redis"))
+	errs = append(errs, c.Archive.validate(), c.Uploads.validateStore(), c.Search.validate(), c.Migration.validate(), c.MySQL.TLS.validate("mysql"), c.Redis.TLS.validate("redis"))
 	return errors.Join(errs...)
 }
 
@@ -391,9 +397,7 @@ func (a Archive) validate() error {
 			errs = append(errs, errors.New("archive.dir is required with store fs"))
 		}
 	case "s3":
-		if a.S3.Bucket == "" || a.S3.Region == "" || a.S3.AccessKey == "" || a.S3.SecretKey == "" {
-			errs = append(errs, errors.New("archive.s3 bucket, region, access_key and secret_key are required with store s3"))
-		}
+		errs = append(errs, a.S3.validate("archive"))
 	default:
 		errs = append(errs, errors.New("archive.store must be fs or s3"))
 	}

@@ -80,6 +80,8 @@ func TestValidateRejects(t *testing.T) {
 		{"no recall window", []string{"IMD_MESSAGE_RECALL_WINDOW=0s"}, "recall_window"},
 		{"negative rate limit", []string{"IMD_RATE_LIMIT_PER_IP_MESSAGE_PER_SECOND=-1"}, "rate_limit"},
 		{"no handshake timeout", []string{"IMD_TCP_HANDSHAKE_TIMEOUT=0s"}, "handshake_timeout"},
+		{"uploads s3 without bucket", []string{"IMD_UPLOADS_STORE=s3", "IMD_UPLOADS_S3_REGION=x"}, "uploads.s3 bucket"},
+		{"unknown uploads store", []string{"IMD_UPLOADS_STORE=ftp"}, "uploads.store"},
 	}
 	path := writeConfig(t, validYAML)
 	for _, tt := range tests {

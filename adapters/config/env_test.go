@@ -26,6 +26,7 @@ func TestSecretFiles(t *testing.T) {
 		"IMD_UPLOADS_SECRET_FILE=" + file("uploads", "uploads-secret\n"),
 		"IMD_ARCHIVE_S3_ACCESS_KEY_FILE=" + file("ak", "AKID\n"),
 		"IMD_ARCHIVE_S3_SECRET_KEY_FILE=" + file("sk", "s3-secret\n"),
+		"IMD_UPLOADS_S3_SECRET_KEY_FILE=" + file("usk", "uploads-s3-secret\n"),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -38,6 +39,7 @@ func TestSecretFiles(t *testing.T) {
 		{"uploads.secret", cfg.Uploads.Secret, "uploads-secret"},
 		{"archive.s3.access_key", cfg.Archive.S3.AccessKey, "AKID"},
 		{"archive.s3.secret_key", cfg.Archive.S3.SecretKey, "s3-secret"},
+		{"uploads.s3.secret_key", cfg.Uploads.S3.SecretKey, "uploads-s3-secret"},
 	} {
 		if tt.got != tt.want {
 			t.Errorf("%s = %q, want %q", tt.key, tt.got, tt.want)
