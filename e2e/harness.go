@@ -156,7 +156,9 @@ func (s *Server) start(env map[string]string) {
 		}
 	}
 	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
+		if v != "" { // an empty value in Options.Env takes a variable away
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
 	}
 	cmd.Stdout, cmd.Stderr = s.logs, s.logs
 	if err := cmd.Start(); err != nil {
