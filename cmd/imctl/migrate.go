@@ -43,7 +43,7 @@ A paused job is waited for, and a restarting imd is polled until it answers agai
 		newMigrateCommandCmd(g, d, "verify", "Compare every month of the legacy table with the month tables again", true),
 		newMigrateCommandCmd(g, d, "finish", "Stop reading the legacy table and rename it im_group_messages_legacy", false),
 		newMigrateStatusCmd(g, d),
-		newMigrateGenCmd(g, d),
+		newMigrateGenCmd(g),
 	)
 	return cmd
 }
@@ -355,7 +355,7 @@ func (mw *migrationWatch) close() {
 	}
 }
 
-func newMigrateGenCmd(g *globals, d deps) *cobra.Command {
+func newMigrateGenCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "gen",
 		Short: "Write a generated legacy table im_group_messages into a tenant database",
@@ -365,7 +365,7 @@ and users' delete ranges. With --social it also creates the users, groups and fr
 through the admin API, so members can read their old messages. For tests and trials only.`,
 		Args: cobra.NoArgs,
 	}
-	dsn := cmd.Flags().String("dsn", "", "MySQL server DSN (go-sql-driver form) ["+envName("mysql-dsn")+"]")
+	dsn := cmd.Flags().String("dsn", "", "MySQL server DSN (go-sql-driver form) ["+envName("mysql-dsn")+", or mysql-dsn in the profile]")
 	database := cmd.Flags().String("database", "", "tenant database (default imd_<tenant>)")
 	spec := legacygen.Spec{}
 	cmd.Flags().IntVar(&spec.Rows, "rows", 100_000, "messages")
@@ -377,7 +377,7 @@ through the admin API, so members can read their old messages. For tests and tri
 	out := withJSON(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if *dsn == "" {
-			*dsn, _ = d.lookupEnv(envName("mysql-dsn"))
+			*dsn = g.settings.get("mysql-dsn")
 		}
 		if *dsn == "" {
 			return errors.New("--dsn is required")
