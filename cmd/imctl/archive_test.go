@@ -59,3 +59,17 @@ func TestArchiveOutput(t *testing.T) {
 		})
 	}
 }
+
+func TestShardsShowDroppedTables(t *testing.T) {
+	f := newAdminFake(t, map[string]string{"GET " + tenantPath + "/shards": `{"shards":[` +
+		`{"shard_month":"202601","table_name":"im_group_messages_202601","status":"archived","table_dropped":true},` +
+		`{"shard_month":"202602","table_name":"im_group_messages_202602","status":"archived","table_dropped":false}]}`})
+	out, _, err := cli{env: map[string]string{"IMCTL_HTTP": f.srv.URL, "IMCTL_TENANT": "acme"}}.run("shards")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out, "im_group_messages_202601") || !strings.Contains(out, "202601  (dropped: in the archive)") ||
+		!strings.Contains(out, "im_group_messages_202602") {
+		t.Fatalf("shards:\n%s", out)
+	}
+}

@@ -309,12 +309,13 @@ type adminParams struct {
 	Social    *directory.Service
 	Summaries ports.Summaries
 	Tenants   *tenants.Registry
+	Rows      *mysql.MonthRows
 }
 
 func newAdmin(p adminParams) *admin.Service {
 	return admin.New(admin.Deps{
 		Directory: p.Directory, Tokens: p.Tokens, Routes: p.Routes,
-		Shards: p.Shards, Manager: p.Manager, Social: p.Social, Summaries: p.Summaries, Tenants: p.Tenants.Known,
+		Shards: p.Shards, Manager: p.Manager, Social: p.Social, Summaries: p.Summaries, Tenants: p.Tenants.Known, Tables: p.Rows,
 	})
 }
 

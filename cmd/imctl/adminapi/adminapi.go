@@ -187,6 +187,7 @@ type Shard struct {
 	MinCreatedAt int64  `json:"min_created_at"`
 	MaxCreatedAt int64  `json:"max_created_at"`
 	UpdatedAt    int64  `json:"updated_at"`
+	TableDropped bool   `json:"table_dropped"`
 }
 
 // Shards lists the catalog of the tenant's month tables.
