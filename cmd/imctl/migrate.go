@@ -229,7 +229,7 @@ func watchMigration(ctx context.Context, c *adminapi.Client, d deps, every time.
 				}
 				return nil
 			}
-		case retryable(ctx, err):
+		case ctx.Err() == nil && adminapi.Retryable(err):
 			mw.unreachable(time.Now(), err)
 		default:
 			mw.close()
@@ -242,19 +242,6 @@ func watchMigration(ctx context.Context, c *adminapi.Client, d deps, every time.
 		case <-tick.C:
 		}
 	}
-}
-
-// retryable: imd did not answer, or answered that it cannot serve now (starting, stopping);
-// the request may succeed later. A refusal (bad key, unknown tenant) is final.
-func retryable(ctx context.Context, err error) bool {
-	if ctx.Err() != nil {
-		return false
-	}
-	var e *adminapi.Error
-	if errors.As(err, &e) {
-		return e.Status >= 500
-	}
-	return true
 }
 
 // logEvery is how often a watch without a terminal prints its progress.
