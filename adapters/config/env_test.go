@@ -3,7 +3,6 @@ package config
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -44,36 +43,6 @@ func TestSecretFiles(t *testing.T) {
 		if tt.got != tt.want {
 			t.Errorf("%s = %q, want %q", tt.key, tt.got, tt.want)
 		}
-	}
-}
-
-// TestEnvRejects: a variable that names no key, a secret given twice, an unreadable or empty
-// secret file, _FILE on a key that is no secret: each stops the start with the variable named.
-func TestEnvRejects(t *testing.T) {
-	empty := filepath.Join(t.TempDir(), "empty")
-	if err := os.WriteFile(empty, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	tests := []struct {
-		name    string
-		env     []string
-		wantErr string
-	}{
-		{"misspelt key", []string{"IMD_TCP_ADR=127.0.0.1:1"}, "IMD_TCP_ADR"},
-		{"misspelt section", []string{"IMD_RATELIMIT_HTTP_PER_SECOND=1"}, "IMD_RATELIMIT_HTTP_PER_SECOND"},
-		{"secret twice", []string{"IMD_ADMIN_KEY=admin-key-456", "IMD_ADMIN_KEY_FILE=" + empty}, "both set"},
-		{"missing file", []string{"IMD_REDIS_PASSWORD_FILE=/nonexistent/imd-secret"}, "IMD_REDIS_PASSWORD_FILE"},
-		{"empty file", []string{"IMD_REDIS_PASSWORD_FILE=" + empty}, "is empty"},
-		{"file of a plain key", []string{"IMD_TCP_ADDR_FILE=" + empty}, "IMD_TCP_ADDR_FILE"},
-	}
-	path := writeConfig(t, validYAML)
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := Load(path, tt.env)
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Fatalf("got %v, want error mentioning %q", err, tt.wantErr)
-			}
-		})
 	}
 }
 

@@ -3,12 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
+
+	"imd/cmd/imctl/adminapi/adminapitest"
 )
 
 const (
@@ -89,33 +87,15 @@ func TestMigrateGenNeedsADSN(t *testing.T) {
 func TestMigrateWatchRidesOutRestartsAndPauses(t *testing.T) {
 	const months = `"months":[{"month":"202601","rows":600,"done":600,"copied":600},{"month":"202602","rows":400,"done":%d,"verified":"%s"}]`
 	answers := []string{
-		"503",
+		adminapitest.Unavailable,
 		`{"job":{"phase":"copying","prepared":false,"rows":1000,"remaining":1000},` + fmt.Sprintf(months, 0, "") + `}`,
 		`{"job":{"phase":"copying","prepared":true,"rows":1000,"remaining":400},` + fmt.Sprintf(months, 0, "") + `}`,
-		"close",
+		adminapitest.Hangup,
 		`{"job":{"phase":"paused","prepared":true,"rows":1000,"remaining":400},` + fmt.Sprintf(months, 0, "") + `}`,
 		`{"job":{"phase":"verifying","prepared":true,"rows":1000,"remaining":0},` + fmt.Sprintf(months, 400, "ok") + `}`,
 		migrationStatus,
 	}
-	var mu sync.Mutex
-	calls := 0
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		a := answers[min(calls, len(answers)-1)]
-		calls++
-		mu.Unlock()
-		switch a {
-		case "503":
-			w.WriteHeader(http.StatusServiceUnavailable)
-			io.WriteString(w, `{"code":50301,"msg":"shutting down"}`)
-		case "close":
-			conn, _, _ := w.(http.Hijacker).Hijack()
-			conn.Close()
-		default:
-			io.WriteString(w, a)
-		}
-	}))
-	t.Cleanup(srv.Close)
+	srv := adminapitest.Sequence(t, answers...)
 	out, errOut, err := cli{env: map[string]string{"IMCTL_HTTP": srv.URL, "IMCTL_TENANT": "acme"}}.run("migrate", "status", "--watch", "--interval", "1ms")
 	if err != nil {
 		t.Fatalf("watch ended with %v\n%s", err, errOut)
