@@ -285,7 +285,8 @@ func migrationLine(m *progress.Meter, now time.Time, st adminapi.MigrationStatus
 	switch {
 	case j.Phase == "copying" && !j.Prepared:
 		m.Observe(now, "preparing", 0, j.Rows)
-		return "preparing: adding the index (created_at, message_id) the copy pages by to the legacy table (online DDL); no rows are copied until it is built"
+		return "preparing: adding the index (created_at, message_id) the copy pages by to the legacy table (online DDL), " +
+			"then the month tables, seq counters and routes; no rows are copied before"
 	case j.Phase == "verifying":
 		var verified, months int64
 		for _, mo := range st.Months {
