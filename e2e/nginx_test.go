@@ -278,7 +278,7 @@ func checkAPIThroughNginx(t *testing.T, srv *Server, ngx *Nginx) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("POST friendships via Nginx: HTTP %d", resp.StatusCode)
 	}
-	if !ok || rec["ip"] != clientIP || fmt.Sprint(rec["status"]) != strconv.Itoa(resp.StatusCode) {
+	if !ok || rec["real_ip"] != clientIP || fmt.Sprint(rec["status"]) != strconv.Itoa(resp.StatusCode) {
 		t.Fatalf("imd logged the admin call as %v, want ip %s and the status the client got (%d)", rec, clientIP, resp.StatusCode)
 	}
 

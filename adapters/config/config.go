@@ -1,6 +1,6 @@
 // Package config loads the YAML configuration of imd (seed 003 §19, extended with tenants and
 // listener modes) and applies environment overrides: IMD_ + the upper-cased key path joined
-// by '_', e.g. IMD_MYSQL_DSN or IMD_TCP_ADDR.
+// by '_', e.g. IMD_MYSQL_DSN or IMD_TCP_ADDR; keys tagged secret also take IMD_<KEY>_FILE.
 package config
 
 import (
@@ -8,9 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/goccy/go-yaml"
@@ -22,8 +19,8 @@ import (
 type Config struct {
 	Env         string     `yaml:"env"`
 	NodeID      int        `yaml:"node_id"`
-	AdminKey    string     `yaml:"admin_key"`
-	TokenSecret string     `yaml:"token_secret"`
+	AdminKey    string     `yaml:"admin_key" secret:"true"`
+	TokenSecret string     `yaml:"token_secret" secret:"true"`
 	HTTP        HTTP       `yaml:"http"`
 	TCP         TCP        `yaml:"tcp"`
 	MySQL       MySQL      `yaml:"mysql"`
@@ -73,12 +70,19 @@ type TCP struct {
 }
 
 type MySQL struct {
-	DSN          string `yaml:"dsn"`
-	MaxOpenConns int    `yaml:"max_open_conns"`
+	// DSN is a go-sql-driver DSN; check masks only its password.
+	DSN          string    `yaml:"dsn" secret:"dsn"`
+	MaxOpenConns int       `yaml:"max_open_conns"`
+	TLS          ClientTLS `yaml:"tls"`
 }
 
 type Redis struct {
 	Addr string `yaml:"addr"`
+	// Username and Password authenticate with AUTH: an ACL user, or only a password for
+	// requirepass.
+	Username string    `yaml:"username"`
+	Password string    `yaml:"password" secret:"true"`
+	TLS      ClientTLS `yaml:"tls"`
 }
 
 // Tenant maps a tenant name to its database (DESIGN §1: one database per tenant).
@@ -132,13 +136,16 @@ type Registry struct {
 	RefreshInterval time.Duration `yaml:"refresh_interval"`
 }
 
-// Uploads configures the local-filesystem object store behind upload credentials: files
-// under dir, served by the HTTP listener under /files/ at base_url (default http://<http.addr>).
-// The URL signing secret defaults to one derived from token_secret.
+// Uploads configures the object store behind upload credentials. Store fs (development):
+// files under dir, served by the HTTP listener under /files/ at base_url (default
+// http://<http.addr>), on URLs signed with secret (default: derived from token_secret).
+// Store s3 (production): clients PUT and GET media straight at the bucket on presigned URLs.
 type Uploads struct {
+	Store   string        `yaml:"store"` // fs | s3
+	S3      S3Bucket      `yaml:"s3"`
 	Dir     string        `yaml:"dir"`
 	BaseURL string        `yaml:"base_url"`
-	Secret  string        `yaml:"secret"`
+	Secret  string        `yaml:"secret" secret:"true"`
 	MaxSize int64         `yaml:"max_size"`
 	URLTTL  time.Duration `yaml:"url_ttl"`
 }
@@ -193,8 +200,8 @@ type RouteRepair struct {
 type Archive struct {
 	Store string `yaml:"store"` // fs | s3
 	// Dir is the local-filesystem blob store's root (store: fs).
-	Dir string    `yaml:"dir"`
-	S3  ArchiveS3 `yaml:"s3"`
+	Dir string   `yaml:"dir"`
+	S3  S3Bucket `yaml:"s3"`
 	// ChunkRows is how many rows of a topic one archive file holds.
 	ChunkRows int `yaml:"chunk_rows"`
 	// ManifestCache and ChunkCache size the reader's caches (manifests, decoded chunks).
@@ -209,15 +216,18 @@ type Archive struct {
 	TenantRetention map[string]Retention `yaml:"tenant_retention"`
 }
 
-// ArchiveS3 locates an S3-compatible bucket.
-type ArchiveS3 struct {
+// S3Bucket locates an S3-compatible bucket.
+type S3Bucket struct {
 	Endpoint  string `yaml:"endpoint"` // empty: AWS
 	Region    string `yaml:"region"`
 	Bucket    string `yaml:"bucket"`
-	AccessKey string `yaml:"access_key"`
-	SecretKey string `yaml:"secret_key"`
+	AccessKey string `yaml:"access_key" secret:"true"`
+	SecretKey string `yaml:"secret_key" secret:"true"`
 	Prefix    string `yaml:"prefix"`
 	PathStyle bool   `yaml:"path_style"`
+	// PublicEndpoint is the endpoint in presigned URLs (uploads), when clients reach the
+	// store under another name than imd; empty is endpoint.
+	PublicEndpoint string `yaml:"public_endpoint"`
 }
 
 // Retention is one tenant's policy; 0 switches a step off.
@@ -254,7 +264,7 @@ func Default() Config {
 		Deliver:  Deliver{Partitions: 16, ReorderWait: 200 * time.Millisecond, TakeTimeout: 5 * time.Second, DoneTTL: 10 * time.Minute, MaxAttempts: 5},
 		Push:     Push{Timeout: 2 * time.Second, Queue: 10_000},
 		Registry: Registry{Database: "imd_registry", RefreshInterval: 30 * time.Second},
-		Uploads:  Uploads{Dir: filepath.Join(os.TempDir(), "imd-uploads"), MaxSize: 100 << 20, URLTTL: 15 * time.Minute},
+		Uploads:  Uploads{Store: "fs", Dir: filepath.Join(os.TempDir(), "imd-uploads"), MaxSize: 100 << 20, URLTTL: 15 * time.Minute},
 		Message:  Message{MaxContentSize: 65536, SyncLimit: 200, MsgIDExpireMS: 300_000, RecallWindow: 2 * time.Minute},
 		RateLimit: RateLimit{MessagePerSecond: 20, AuthPerSecond: 5, SyncInboxPerMinute: 60, SyncMessagesPerMinute: 120, HistoryPerMinute: 200, HTTPPerSecond: 20,
 			// Ten devices' worth per address: room for a household or an office behind NAT.
@@ -290,99 +300,10 @@ func Load(path string, environ []string) (Config, error) {
 			return Config{}, fmt.Errorf("parse config %s: %w", path, err)
 		}
 	}
-	env := make(map[string]string)
-	for _, kv := range environ {
-		if k, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, "IMD_") {
-			env[k] = v
-		}
-	}
-	if err := override(reflect.ValueOf(&cfg).Elem(), "IMD", env); err != nil {
+	if err := applyEnv(&cfg, environ); err != nil {
 		return Config{}, err
 	}
 	return cfg, cfg.Validate()
-}
-
-// override sets scalar fields from env keys named after their yaml path.
-func override(v reflect.Value, prefix string, env map[string]string) error {
-	t := v.Type()
-	for i := range t.NumField() {
-		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		key := prefix + "_" + strings.ToUpper(name)
-		fv := v.Field(i)
-		if fv.Kind() == reflect.Struct {
-			if err := override(fv, key, env); err != nil {
-				return err
-			}
-			continue
-		}
-		raw, ok := env[key]
-		if !ok {
-			continue
-		}
-		if err := setScalar(fv, raw); err != nil {
-			return fmt.Errorf("env %s: %w", key, err)
-		}
-	}
-	return nil
-}
-
-func setScalar(fv reflect.Value, raw string) error {
-	switch fv.Interface().(type) {
-	case time.Duration:
-		d, err := time.ParseDuration(raw)
-		if err != nil {
-			return err
-		}
-		fv.SetInt(int64(d))
-		return nil
-	}
-	switch fv.Kind() {
-	case reflect.String:
-		fv.SetString(raw)
-	case reflect.Bool:
-		b, err := strconv.ParseBool(raw)
-		if err != nil {
-			return err
-		}
-		fv.SetBool(b)
-	case reflect.Int, reflect.Int64:
-		n, err := strconv.ParseInt(raw, 10, 64)
-		if err != nil {
-			return err
-		}
-		fv.SetInt(n)
-	case reflect.Slice:
-		if fv.Type().Elem() == reflect.TypeFor[int64]() {
-			// IMD_MESSAGE_SYSTEM_ACCOUNTS=1,2
-			var ids []int64
-			for item := range strings.SplitSeq(raw, ",") {
-				if item = strings.TrimSpace(item); item == "" {
-					continue
-				}
-				id, err := strconv.ParseInt(item, 10, 64)
-				if err != nil {
-					return err
-				}
-				ids = append(ids, id)
-			}
-			fv.Set(reflect.ValueOf(ids))
-			return nil
-		}
-		if fv.Type().Elem() != reflect.TypeFor[Tenant]() {
-			return errors.New("unsupported list")
-		}
-		// IMD_TENANTS=name:database,name2:database2
-		var ts []Tenant
-		for _, item := range strings.Split(raw, ",") {
-			name, db, _ := strings.Cut(strings.TrimSpace(item), ":")
-			ts = append(ts, Tenant{Name: name, Database: db})
-		}
-		fv.Set(reflect.ValueOf(ts))
-	default:
-		return fmt.Errorf("unsupported kind %s", fv.Kind())
-	}
-	return nil
 }
 
 // Validate rejects configurations imd cannot serve safely.
@@ -469,7 +390,7 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("shard.route_repair intervals and sizes must be positive, reconcile_deep not negative"))
 	}
 	errs = append(errs, Listener("http", c.HTTP.Addr, c.HTTP.Public), Listener("tcp", c.TCP.Addr, c.TCP.Public))
-	errs = append(errs, c.Archive.validate(), c.Search.validate(), c.Migration.validate())
+	errs = append(errs, c.Archive.validate(), c.Uploads.validateStore(), c.Search.validate(), c.Migration.validate(), c.MySQL.TLS.validate("mysql"), c.Redis.TLS.validate("redis"))
 	return errors.Join(errs...)
 }
 
@@ -481,9 +402,7 @@ func (a Archive) validate() error {
 			errs = append(errs, errors.New("archive.dir is required with store fs"))
 		}
 	case "s3":
-		if a.S3.Bucket == "" || a.S3.Region == "" || a.S3.AccessKey == "" || a.S3.SecretKey == "" {
-			errs = append(errs, errors.New("archive.s3 bucket, region, access_key and secret_key are required with store s3"))
-		}
+		errs = append(errs, a.S3.validate("archive"))
 	default:
 		errs = append(errs, errors.New("archive.store must be fs or s3"))
 	}

@@ -66,6 +66,7 @@ func TestEnvOverrides(t *testing.T) {
 }
 
 func TestValidateRejects(t *testing.T) {
+	empty := writeConfig(t, "")
 	tests := []struct {
 		name    string
 		env     []string
@@ -80,6 +81,18 @@ func TestValidateRejects(t *testing.T) {
 		{"no recall window", []string{"IMD_MESSAGE_RECALL_WINDOW=0s"}, "recall_window"},
 		{"negative rate limit", []string{"IMD_RATE_LIMIT_PER_IP_MESSAGE_PER_SECOND=-1"}, "rate_limit"},
 		{"no handshake timeout", []string{"IMD_TCP_HANDSHAKE_TIMEOUT=0s"}, "handshake_timeout"},
+		{"uploads s3 without bucket", []string{"IMD_UPLOADS_STORE=s3", "IMD_UPLOADS_S3_REGION=x"}, "uploads.s3 bucket"},
+		{"unknown uploads store", []string{"IMD_UPLOADS_STORE=ftp"}, "uploads.store"},
+		{"tls cert without key", []string{"IMD_REDIS_TLS_ENABLED=true", "IMD_REDIS_TLS_CERT_FILE=/x.crt"}, "redis.tls: cert_file and key_file"},
+		{"tls files but off", []string{"IMD_MYSQL_TLS_CA_FILE=/ca.crt"}, "mysql.tls: files or server_name set but enabled is false"},
+		// The environment itself: a variable that names no key, a secret given twice, an
+		// unreadable or empty secret file, _FILE on a key that is no secret.
+		{"misspelt key", []string{"IMD_TCP_ADR=127.0.0.1:1"}, "IMD_TCP_ADR"},
+		{"misspelt section", []string{"IMD_RATELIMIT_HTTP_PER_SECOND=1"}, "IMD_RATELIMIT_HTTP_PER_SECOND"},
+		{"secret twice", []string{"IMD_ADMIN_KEY=admin-key-456", "IMD_ADMIN_KEY_FILE=" + empty}, "both set"},
+		{"missing secret file", []string{"IMD_REDIS_PASSWORD_FILE=/nonexistent/imd-secret"}, "IMD_REDIS_PASSWORD_FILE"},
+		{"empty secret file", []string{"IMD_REDIS_PASSWORD_FILE=" + empty}, "is empty"},
+		{"file of a plain key", []string{"IMD_TCP_ADDR_FILE=" + empty}, "IMD_TCP_ADDR_FILE"},
 	}
 	path := writeConfig(t, validYAML)
 	for _, tt := range tests {

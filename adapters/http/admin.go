@@ -175,6 +175,8 @@ type shardRow struct {
 	MinCreatedAt int64       `json:"min_created_at"` // Unix ms, 0 for an empty table
 	MaxCreatedAt int64       `json:"max_created_at"`
 	UpdatedAt    int64       `json:"updated_at"`
+	// TableDropped: archived, and table_name no longer exists (reads go to the archive).
+	TableDropped bool `json:"table_dropped"`
 }
 
 func (s *Server) listShards(c echo.Context) error {
@@ -192,6 +194,7 @@ func (s *Server) listShards(c echo.Context) error {
 			MinCreatedAt: unixMilli(in.MinCreatedAt),
 			MaxCreatedAt: unixMilli(in.MaxCreatedAt),
 			UpdatedAt:    unixMilli(in.UpdatedAt),
+			TableDropped: in.TableDropped,
 		}
 	}
 	return c.JSON(http.StatusOK, map[string][]shardRow{"shards": rows})

@@ -328,7 +328,7 @@ func TestShardsAndAdvance(t *testing.T) {
 	byMonth := map[string]map[string]any{}
 	for _, row := range got.Shards {
 		byMonth[row["shard_month"].(string)] = row
-		for _, k := range []string{"shard_month", "table_name", "status", "row_count", "min_created_at", "max_created_at", "updated_at"} {
+		for _, k := range []string{"shard_month", "table_name", "status", "row_count", "min_created_at", "max_created_at", "updated_at", "table_dropped"} {
 			if _, ok := row[k]; !ok {
 				t.Errorf("row %v lacks %s", row, k)
 			}

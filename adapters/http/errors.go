@@ -52,20 +52,26 @@ func fromEcho(he *echo.HTTPError) *apperr.Error {
 	return apperr.Wrap(apperr.Internal, "internal error", he)
 }
 
+// contractError is err as the contract error the client gets.
+func contractError(err error) error {
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		return fromEcho(he)
+	}
+	return err
+}
+
 // handleError writes err as {"code","msg"}; causes of server-side failures go to the log
 // only, never to the client.
 func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
 	}
-	var he *echo.HTTPError
-	if errors.As(err, &he) {
-		err = fromEcho(he)
-	}
+	err = contractError(err)
 	code := apperr.CodeOf(err)
 	status := statusOf(code)
 	if status >= http.StatusInternalServerError {
-		s.log.ErrorContext(c.Request().Context(), "request failed",
+		s.log.ErrorContext(c.Request().Context(), "request failed", "trace_id", traceID(c),
 			"method", c.Request().Method, "path", c.Request().URL.Path, "code", int(code), "err", err)
 	}
 	body := errorBody{Code: code, Msg: apperr.MessageOf(err)}

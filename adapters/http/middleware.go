@@ -3,49 +3,14 @@ package http
 import (
 	"crypto/sha256"
 	"crypto/subtle"
-	"log/slog"
 	"net/http"
 	"runtime/debug"
 	"strings"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"imd/core/apperr"
 )
-
-// logRequests logs every request once it is answered. Errors are written here, not later by
-// Echo, so the logged status is the one the client got.
-func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		start := time.Now()
-		if err := next(c); err != nil {
-			c.Error(err)
-		}
-		status := c.Response().Status
-		level := slog.LevelInfo
-		switch {
-		case status >= http.StatusInternalServerError:
-			level = slog.LevelError
-		case isProbe(c.Path()):
-			// Probes and scrapes arrive every few seconds; they would drown the request log.
-			level = slog.LevelDebug
-		}
-		req := c.Request()
-		s.log.LogAttrs(req.Context(), level, "http request",
-			slog.String("method", req.Method),
-			slog.String("path", req.URL.Path),
-			slog.Int("status", status),
-			slog.Duration("latency", time.Since(start)),
-			slog.String("ip", c.RealIP()),
-		)
-		return nil
-	}
-}
-
-func isProbe(route string) bool {
-	return route == "/healthz" || route == "/readyz" || route == "/metrics"
-}
 
 // recoverPanics turns a handler panic into 50001 and keeps the process serving.
 func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
@@ -58,7 +23,7 @@ func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
 			if r == http.ErrAbortHandler {
 				panic(r) // net/http's way to abort a response; it must reach the server
 			}
-			s.log.ErrorContext(c.Request().Context(), "handler panicked",
+			s.log.ErrorContext(c.Request().Context(), "handler panicked", "trace_id", traceID(c),
 				"method", c.Request().Method, "path", c.Request().URL.Path, "panic", r, "stack", string(debug.Stack()))
 			err = apperr.New(apperr.Internal, "internal error")
 		}()

@@ -359,7 +359,7 @@ func TestRequestLog(t *testing.T) {
 			if err := json.Unmarshal(h.logs.Bytes(), &entry); err != nil {
 				t.Fatalf("log %q: %v", h.logs, err)
 			}
-			want := map[string]any{"msg": "http request", "method": "GET", "path": "/admin/v1/tenants/nobody/shards", "status": 404.0, "ip": tt.wantIP}
+			want := map[string]any{"msg": "http request", "method": "GET", "path": "/admin/v1/tenants/nobody/shards", "status": 404.0, "real_ip": tt.wantIP, "code": float64(apperr.NotFound)}
 			for k, v := range want {
 				if entry[k] != v {
 					t.Errorf("log %s = %v, want %v", k, entry[k], v)

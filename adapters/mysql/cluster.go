@@ -5,6 +5,7 @@ package mysql
 
 import (
 	"context"
+	"crypto/tls"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -30,6 +31,7 @@ const defaultMaxOpenConns = 32
 // Cluster owns one connection pool per tenant database, all on one server.
 type Cluster struct {
 	server       mysql.Config // parsed server DSN; DBName is set per tenant
+	tls          *tls.Config  // nil: the DSN's own tls parameter, if any
 	maxOpenConns int
 
 	provisioning sync.Mutex // one Provision at a time: it is rare and runs DDL
@@ -49,7 +51,7 @@ type tenantDB struct {
 // Open prepares a cluster on the server named by dsn (a go-sql-driver DSN; its database part,
 // if any, is ignored). maxOpenConns bounds each tenant's pool (0 = default). Nothing connects
 // until Provision.
-func Open(dsn string, maxOpenConns int) (*Cluster, error) {
+func Open(dsn string, maxOpenConns int, opts ...Option) (*Cluster, error) {
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("parse mysql dsn: %w", err)
@@ -57,7 +59,20 @@ func Open(dsn string, maxOpenConns int) (*Cluster, error) {
 	if maxOpenConns <= 0 {
 		maxOpenConns = defaultMaxOpenConns
 	}
-	return &Cluster{server: *cfg, maxOpenConns: maxOpenConns, tenants: make(map[string]*tenantDB)}, nil
+	c := &Cluster{server: *cfg, maxOpenConns: maxOpenConns, tenants: make(map[string]*tenantDB)}
+	for _, opt := range opts {
+		opt(c)
+	}
+	return c, nil
+}
+
+// Option adjusts a cluster's connections.
+type Option func(*Cluster)
+
+// WithTLS connects over TLS with c (nil leaves the DSN's choice). It is set on each
+// connector, not registered with the driver by name: no process-wide state.
+func WithTLS(c *tls.Config) Option {
+	return func(cl *Cluster) { cl.tls = c }
 }
 
 // Provision makes the tenant usable: it creates its database if missing, migrates the schema up
@@ -86,7 +101,7 @@ func (c *Cluster) Provision(ctx context.Context, tenantName, database string) er
 	if err := c.createDatabase(ctx, database); err != nil {
 		return fmt.Errorf("provision %s: %w", tenantName, err)
 	}
-	if err := migrateUp(ctx, c.dsn(database, true), database); err != nil {
+	if err := c.migrateUp(ctx, database); err != nil {
 		return fmt.Errorf("provision %s: %w", tenantName, err)
 	}
 	t, err := c.openTenant(ctx, database)
@@ -100,7 +115,7 @@ func (c *Cluster) Provision(ctx context.Context, tenantName, database string) er
 }
 
 func (c *Cluster) createDatabase(ctx context.Context, database string) error {
-	db, err := sql.Open("mysql", c.dsn("", false))
+	db, err := c.open("", false)
 	if err != nil {
 		return fmt.Errorf("open server: %w", err)
 	}
@@ -114,7 +129,7 @@ func (c *Cluster) createDatabase(ctx context.Context, database string) error {
 }
 
 func (c *Cluster) openTenant(ctx context.Context, database string) (*tenantDB, error) {
-	db, err := sql.Open("mysql", c.dsn(database, false))
+	db, err := c.open(database, false)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", database, err)
 	}
@@ -134,10 +149,10 @@ func (c *Cluster) openTenant(ctx context.Context, database string) (*tenantDB, e
 	return t, nil
 }
 
-// dsn derives a connection string for one database from the server DSN. Times are UTC both
-// ways, and arguments are interpolated client-side, which saves a prepare round trip per
-// statement. Only migrations get multi-statements.
-func (c *Cluster) dsn(database string, multiStatements bool) string {
+// open is a pool on one database of the server. Times are UTC both ways, and arguments are
+// interpolated client-side, which saves a prepare round trip per statement. Only migrations
+// get multi-statements.
+func (c *Cluster) open(database string, multiStatements bool) (*sql.DB, error) {
 	cfg := c.server.Clone()
 	cfg.DBName = database
 	cfg.ParseTime = true
@@ -151,7 +166,14 @@ func (c *Cluster) dsn(database string, multiStatements bool) string {
 	}
 	// DEFAULT CURRENT_TIMESTAMP columns must be UTC like the values the adapter writes.
 	cfg.Params["time_zone"] = "'+00:00'"
-	return cfg.FormatDSN()
+	if c.tls != nil {
+		cfg.TLS = c.tls
+	}
+	conn, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return sql.OpenDB(conn), nil
 }
 
 // tenant returns the provisioned database of a tenant.

@@ -2,7 +2,6 @@ package mysql
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 
@@ -15,8 +14,8 @@ import (
 
 // migrateUp applies the embedded schema migrations to one database. The migrate driver holds a
 // named database lock, so nodes starting together migrate once.
-func migrateUp(ctx context.Context, dsn, database string) error {
-	db, err := sql.Open("mysql", dsn)
+func (c *Cluster) migrateUp(ctx context.Context, database string) error {
+	db, err := c.open(database, true)
 	if err != nil {
 		return fmt.Errorf("open %s for migrations: %w", database, err)
 	}

@@ -41,7 +41,7 @@ func (r *TenantRegistry) Open(ctx context.Context) error {
 	if err := r.cluster.createDatabase(ctx, r.database); err != nil {
 		return fmt.Errorf("tenant registry: %w", err)
 	}
-	db, err := sql.Open("mysql", r.cluster.dsn(r.database, false))
+	db, err := r.cluster.open(r.database, false)
 	if err != nil {
 		return fmt.Errorf("tenant registry: open %s: %w", r.database, err)
 	}

@@ -7,6 +7,7 @@ package redis
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"strings"
 
@@ -15,6 +16,17 @@ import (
 
 // Option adjusts the rueidis client options before the client is built (auth, TLS, pool sizes).
 type Option func(*rueidis.ClientOption)
+
+// WithAuth authenticates every connection: username "" with a password is requirepass (the
+// default user), both are an ACL user.
+func WithAuth(username, password string) Option {
+	return func(o *rueidis.ClientOption) { o.Username, o.Password = username, password }
+}
+
+// WithTLS connects over TLS with c; nil keeps plain TCP.
+func WithTLS(c *tls.Config) Option {
+	return func(o *rueidis.ClientOption) { o.TLSConfig = c }
+}
 
 // Open connects to Redis at addr (a comma-separated list of seed addresses; rueidis detects a
 // cluster by itself) and checks it answers. Auto-pipelining stays on: it is what lets thousands

@@ -1,6 +1,8 @@
-// Package s3blob is ports.BlobStore on an S3-compatible object store (AWS S3, MinIO, Ceph
-// RGW…), through the AWS SDK's S3 client: path-style or virtual-hosted requests signed with
-// SigV4. Checksums beyond SigV4's payload hash are only sent when an operation requires them,
+// Package s3blob is an S3-compatible object store (AWS S3, MinIO, Ceph RGW, versitygw…)
+// through the AWS SDK's S3 client: ports.BlobStore for archive files the server writes and
+// reads itself, and ports.ObjectStore for clients' media, which move straight between the
+// client and the store on presigned URLs. Requests are path-style or virtual-hosted, signed
+// with SigV4. Checksums beyond SigV4's payload hash are only sent when an operation requires them,
 // since many S3-compatible servers reject the newer trailing-checksum encodings.
 package s3blob
 
@@ -11,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -18,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"imd/core/archive"
+	"imd/core/uploads"
 	"imd/ports"
 )
 
@@ -33,16 +37,24 @@ type Config struct {
 	Prefix string
 	// PathStyle addresses the bucket in the path (most self-hosted servers) instead of the host.
 	PathStyle bool
+	// PublicEndpoint is the base URL presigned URLs carry, when clients reach the server under
+	// another name than imd does (e.g. https://media.example.com vs http://s3:9000); empty is
+	// Endpoint.
+	PublicEndpoint string
 }
 
 // Store keeps objects in one bucket.
 type Store struct {
-	c      *s3.Client
-	bucket string
-	prefix string
+	c       *s3.Client
+	presign *s3.PresignClient
+	bucket  string
+	prefix  string
 }
 
-var _ ports.BlobStore = (*Store)(nil)
+var (
+	_ ports.BlobStore   = (*Store)(nil)
+	_ ports.ObjectStore = (*Store)(nil)
+)
 
 // New returns a store; nothing connects until the first call.
 func New(cfg Config) (*Store, error) {
@@ -62,7 +74,42 @@ func New(cfg Config) (*Store, error) {
 	if cfg.Endpoint != "" {
 		opts.BaseEndpoint = aws.String(cfg.Endpoint)
 	}
-	return &Store{c: s3.New(opts), bucket: cfg.Bucket, prefix: cfg.Prefix}, nil
+	c := s3.New(opts)
+	signer := c
+	if cfg.PublicEndpoint != "" {
+		signer = s3.New(opts, func(o *s3.Options) { o.BaseEndpoint = aws.String(cfg.PublicEndpoint) })
+	}
+	return &Store{c: c, presign: s3.NewPresignClient(signer), bucket: cfg.Bucket, prefix: cfg.Prefix}, nil
+}
+
+// PresignPut signs one PUT of exactly size bytes of contentType: both headers are signed, so
+// the store refuses another type or length (size is what the client declared, within the
+// configured maximum).
+func (s *Store) PresignPut(ctx context.Context, key, contentType string, size int64, expires time.Time) (string, error) {
+	if !uploads.ValidKey(key) {
+		return "", fmt.Errorf("s3 presign put %q: invalid key", key)
+	}
+	req, err := s.presign.PresignPutObject(ctx, &s3.PutObjectInput{
+		Bucket: aws.String(s.bucket), Key: aws.String(s.prefix + key),
+		ContentType: aws.String(contentType), ContentLength: aws.Int64(size),
+	}, s3.WithPresignExpires(time.Until(expires)))
+	if err != nil {
+		return "", fmt.Errorf("s3 presign put %s: %w", key, err)
+	}
+	return req.URL, nil
+}
+
+// PresignGet signs reads of key until expires.
+func (s *Store) PresignGet(ctx context.Context, key string, expires time.Time) (string, error) {
+	if !uploads.ValidKey(key) {
+		return "", fmt.Errorf("s3 presign get %q: invalid key", key)
+	}
+	req, err := s.presign.PresignGetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(s.prefix + key)},
+		s3.WithPresignExpires(time.Until(expires)))
+	if err != nil {
+		return "", fmt.Errorf("s3 presign get %s: %w", key, err)
+	}
+	return req.URL, nil
 }
 
 // Put uploads the object in one PUT; its SigV4 signature covers the payload's SHA-256.

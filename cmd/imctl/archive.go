@@ -1,15 +1,18 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"imd/cmd/imctl/adminapi"
+	"imd/cmd/imctl/progress"
 )
 
 // followInterval is how often a running job is polled for progress.
@@ -25,6 +28,7 @@ until 'archive drop'. Subcommands check, drop, purge and show work on one month 
 		Args: cobra.ExactArgs(1),
 	}
 	out := withJSON(cmd)
+	full := fullFlag(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		j, err := runMonthJob(cmd, g, "archive", args[0])
 		if err != nil {
@@ -34,7 +38,7 @@ until 'archive drop'. Subcommands check, drop, purge and show work on one month 
 		if err != nil {
 			return err
 		}
-		return out.print(cmd, map[string]any{"job": j, "manifest": m}, func(w io.Writer) { manifestTable(w, m) })
+		return out.print(cmd, map[string]any{"job": j, "manifest": m}, func(w io.Writer) { manifestTable(w, m, *full) })
 	}
 	for _, sub := range []struct{ name, op, short string }{
 		{"check", "archive/check", "Run every check of archiving, write nothing"},
@@ -48,18 +52,24 @@ until 'archive drop'. Subcommands check, drop, purge and show work on one month 
 			if err != nil {
 				return err
 			}
-			return subOut.print(cmd, j, func(w io.Writer) { jobDone(w, j) })
+			return subOut.print(cmd, j, func(w io.Writer) {
+				jobDone(w, j)
+				if sub.op == "archive/check" {
+					checkReport(w, j.Result)
+				}
+			})
 		}
 		cmd.AddCommand(c)
 	}
 	show := &cobra.Command{Use: "show YYYYMM", Short: "Show an archived month's manifest", Args: cobra.ExactArgs(1)}
 	showOut := withJSON(show)
+	showFull := fullFlag(show)
 	show.RunE = func(cmd *cobra.Command, args []string) error {
 		m, err := g.admin().Manifest(cmd.Context(), args[0])
 		if err != nil {
 			return err
 		}
-		return showOut.print(cmd, m, func(w io.Writer) { manifestTable(w, m) })
+		return showOut.print(cmd, m, func(w io.Writer) { manifestTable(w, m, *showFull) })
 	}
 	cmd.AddCommand(show)
 	return cmd
@@ -145,38 +155,87 @@ func runMonthJob(cmd *cobra.Command, g *globals, op, month string) (adminapi.Job
 	return g.admin().Follow(cmd.Context(), j, followInterval, progressPrinter(cmd))
 }
 
-// progressPrinter writes a job's progress to stderr, one line per change.
+// progressPrinter writes a job's progress to stderr, one line per change: the phase, topics
+// done of the total with their rate and ETA (rows when the phase counts no topics).
 func progressPrinter(cmd *cobra.Command) func(adminapi.Job) {
+	m := progress.New(progress.DefaultWindow)
 	return func(j adminapi.Job) {
-		p := j.Progress
-		if p.Phase == "" {
+		if j.Progress.Phase == "" {
 			return
 		}
-		line := fmt.Sprintf("%s %s: %s", j.Op, j.Target, p.Phase)
-		if p.TopicsTotal > 0 {
-			line += fmt.Sprintf(" %d/%d topics", p.TopicsDone, p.TopicsTotal)
-		}
-		line += fmt.Sprintf(", %d rows", p.Rows)
-		if p.Chunks > 0 {
-			line += fmt.Sprintf(", %d chunks", p.Chunks)
-		}
-		fmt.Fprintln(cmd.ErrOrStderr(), line)
+		fmt.Fprintln(cmd.ErrOrStderr(), jobLine(m, time.Now(), j))
 	}
 }
 
+func jobLine(m *progress.Meter, now time.Time, j adminapi.Job) string {
+	p := j.Progress
+	line := j.Op + " " + j.Target + ": "
+	if p.TopicsTotal > 0 {
+		m.Observe(now, p.Phase, int64(p.TopicsDone), int64(p.TopicsTotal))
+		line += m.Line("topics") + ", " + progress.Count(p.Rows) + " rows"
+	} else {
+		m.Observe(now, p.Phase, p.Rows, 0)
+		line += m.Line("rows")
+	}
+	if p.Chunks > 0 {
+		line += fmt.Sprintf(", %d chunks", p.Chunks)
+	}
+	return line
+}
+
+// jobDone says how a job ended. Its result is for --json (archive check reads its own).
 func jobDone(w io.Writer, j adminapi.Job) {
 	took := time.Duration(j.FinishedAt-j.StartedAt) * time.Millisecond
-	fmt.Fprintf(w, "%s %s: %s in %s (%d rows)\n", j.Op, j.Target, j.State, took, j.Progress.Rows)
-	if len(j.Result) > 0 && string(j.Result) != "null" {
-		fmt.Fprintf(w, "%s\n", j.Result)
+	fmt.Fprintf(w, "%s %s: %s in %s (%s rows)\n", j.Op, j.Target, j.State, took, progress.Count(j.Progress.Rows))
+}
+
+// checkReport says whether the month can be archived, and what to fix if not.
+func checkReport(w io.Writer, raw json.RawMessage) {
+	var r struct {
+		Month    string   `json:"month"`
+		State    string   `json:"state"`
+		Topics   int      `json:"topics"`
+		Rows     int64    `json:"rows"`
+		Problems []string `json:"problems"`
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		fmt.Fprintf(w, "unreadable check report (see --json): %v\n", err)
+		return
+	}
+	fmt.Fprintf(w, "month %s (%s): %d topics, %s rows", r.Month, r.State, r.Topics, progress.Count(r.Rows))
+	if len(r.Problems) == 0 {
+		fmt.Fprintln(w, ": ready to archive")
+		return
+	}
+	fmt.Fprintf(w, ": %d problems, not archivable until fixed:\n", len(r.Problems))
+	for _, p := range r.Problems {
+		fmt.Fprintf(w, "  - %s\n", p)
 	}
 }
 
-func manifestTable(w io.Writer, m adminapi.Manifest) {
-	fmt.Fprintf(w, "month %s archived %s: %d rows, %d topics, %d chunks, %d bytes\n",
-		m.Month, time.UnixMilli(m.CreatedAt).UTC().Format(time.RFC3339), m.Rows, len(m.Topics), m.Chunks, m.Bytes)
-	rows := make([][]string, len(m.Topics))
-	for i, t := range m.Topics {
+// summaryTopics is how many topics a manifest summary lists, the largest first.
+const summaryTopics = 10
+
+func fullFlag(cmd *cobra.Command) *bool {
+	return cmd.Flags().Bool("full", false, "list every topic of the manifest, not only the largest")
+}
+
+// manifestTable prints a manifest: its totals and the largest topics, or every topic with
+// full (a month may hold hundreds of thousands).
+func manifestTable(w io.Writer, m adminapi.Manifest, full bool) {
+	fmt.Fprintf(w, "month %s archived %s: %s rows, %s topics, %s chunks, %s bytes\n", m.Month,
+		time.UnixMilli(m.CreatedAt).UTC().Format(time.RFC3339), progress.Count(m.Rows), progress.Count(int64(len(m.Topics))),
+		progress.Count(int64(m.Chunks)), progress.Count(m.Bytes))
+	topics := slices.Clone(m.Topics)
+	if !full {
+		slices.SortStableFunc(topics, func(a, b adminapi.ManifestTopic) int { return cmp.Compare(b.Count, a.Count) })
+		topics = topics[:min(len(topics), summaryTopics)]
+		if len(topics) < len(m.Topics) {
+			fmt.Fprintf(w, "largest %d topics (--full lists all %d):\n", len(topics), len(m.Topics))
+		}
+	}
+	rows := make([][]string, len(topics))
+	for i, t := range topics {
 		rows[i] = []string{t.Topic, strconv.FormatInt(t.MinSeq, 10), strconv.FormatInt(t.MaxSeq, 10), strconv.FormatInt(t.Count, 10), strconv.Itoa(t.Chunks)}
 	}
 	table(w, []string{"TOPIC", "MIN_SEQ", "MAX_SEQ", "ROWS", "CHUNKS"}, rows)

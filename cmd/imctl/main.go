@@ -20,6 +20,8 @@ func main() {
 		stderr:    os.Stderr,
 		terminal:  isTerminal(os.Stderr),
 		runBench:  bench.Run,
+
+		userConfigDir: os.UserConfigDir,
 	}).ExecuteContext(ctx)
 	stop()
 	if err != nil {

@@ -6,14 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
 	"imd/adapters/mysql/legacygen"
 	"imd/cmd/imctl/adminapi"
+	"imd/cmd/imctl/progress"
 )
 
 func newMigrateCmd(g *globals, d deps) *cobra.Command {
@@ -30,8 +31,9 @@ func newMigrateCmd(g *globals, d deps) *cobra.Command {
   finish   stop reading the legacy table and rename it im_group_messages_legacy
   gen      write a generated legacy table into a database, for tests and trials
 
-start, resume, verify and status take --watch: a progress bar per month (rows, rows/s,
-ETA) until the job stops.`,
+start, resume, verify and status take --watch: the phase, rows done of the total, the
+rate over the last 30 s and the ETA, and a line per month copied, until the job stops.
+A paused job is waited for, and a restarting imd is polled until it answers again.`,
 	}
 	cmd.AddCommand(
 		newMigratePlanCmd(g),
@@ -41,7 +43,7 @@ ETA) until the job stops.`,
 		newMigrateCommandCmd(g, d, "verify", "Compare every month of the legacy table with the month tables again", true),
 		newMigrateCommandCmd(g, d, "finish", "Stop reading the legacy table and rename it im_group_messages_legacy", false),
 		newMigrateStatusCmd(g, d),
-		newMigrateGenCmd(g, d),
+		newMigrateGenCmd(g),
 	)
 	return cmd
 }
@@ -144,7 +146,7 @@ type watchOptions struct {
 
 func watchFlags(cmd *cobra.Command) watchOptions {
 	return watchOptions{
-		on:    cmd.Flags().Bool("watch", false, "follow the job until it stops, with a progress bar per month"),
+		on:    cmd.Flags().Bool("watch", false, "follow the job until it stops: phase, rows, rate, ETA"),
 		every: cmd.Flags().Duration("interval", time.Second, "how often --watch polls"),
 	}
 }
@@ -206,26 +208,32 @@ func orDash(s string) string {
 // errMigrationFailed makes a watched job that failed exit non-zero.
 var errMigrationFailed = errors.New("migration failed")
 
-// watchMigration follows the job until it stops copying and verifying: on a terminal a bar per
-// month (rows, rows/s, ETA) as the cursor moves through the months, otherwise a line per
-// finished month and a progress line every few seconds. It ends with the status table.
+// watchMigration follows the job until it stops copying and verifying, then prints the
+// status table. A paused job is waited for (resume continues it), and an imd that does not
+// answer (a restart, a deploy) is polled until it does: the job runs on in the server, so
+// the watch picks it up where it is.
 func watchMigration(ctx context.Context, c *adminapi.Client, d deps, every time.Duration, out io.Writer) error {
-	mw := &monthBars{w: d.stderr, terminal: d.terminal, bars: map[string]*progressbar.ProgressBar{}, done: map[string]bool{}}
+	mw := newMigrationWatch(d.stderr, d.terminal)
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
 		st, err := c.MigrationStatus(ctx)
-		if err != nil {
-			return err
-		}
-		mw.show(st)
-		if !st.Job.Running() {
-			mw.close()
-			statusTable(out, st)
-			if st.Job.Phase == "failed" {
-				return fmt.Errorf("%w: %s", errMigrationFailed, st.Job.Error)
+		switch {
+		case err == nil:
+			mw.show(time.Now(), st)
+			if !st.Job.Running() && st.Job.Phase != "paused" {
+				mw.close()
+				statusTable(out, st)
+				if st.Job.Phase == "failed" {
+					return fmt.Errorf("%w: %s", errMigrationFailed, st.Job.Error)
+				}
+				return nil
 			}
-			return nil
+		case ctx.Err() == nil && adminapi.Retryable(err):
+			mw.unreachable(time.Now(), err)
+		default:
+			mw.close()
+			return err
 		}
 		select {
 		case <-ctx.Done():
@@ -239,67 +247,103 @@ func watchMigration(ctx context.Context, c *adminapi.Client, d deps, every time.
 // logEvery is how often a watch without a terminal prints its progress.
 const logEvery = 5 * time.Second
 
-// monthBars draws the copy's progress month by month.
-type monthBars struct {
-	w        io.Writer
-	terminal bool
-	bars     map[string]*progressbar.ProgressBar
-	done     map[string]bool
-	lastLine time.Time
+// migrationWatch draws the job's progress: on a terminal one line redrawn in place, otherwise
+// a line every logEvery and at each change of phase, plus a line per finished month.
+type migrationWatch struct {
+	w         io.Writer
+	terminal  bool
+	meter     *progress.Meter
+	done      map[string]bool // months whose copy was reported finished
+	lastLine  time.Time
+	lastPhase string
+	drawn     bool // a terminal line is on screen
 }
 
-func (mb *monthBars) show(st adminapi.MigrationStatus) {
-	if mb.w == nil {
+func newMigrationWatch(w io.Writer, terminal bool) *migrationWatch {
+	return &migrationWatch{w: w, terminal: terminal, meter: progress.New(progress.DefaultWindow), done: map[string]bool{}}
+}
+
+func (mw *migrationWatch) show(now time.Time, st adminapi.MigrationStatus) {
+	if mw.w == nil {
 		return
 	}
 	for _, m := range st.Months {
-		if mb.done[m.Month] || m.Done == 0 {
-			continue
-		}
-		finished := m.Done >= m.Rows
-		if mb.terminal {
-			bar, ok := mb.bars[m.Month]
-			if !ok {
-				bar = progressbar.NewOptions64(m.Rows,
-					progressbar.OptionSetWriter(mb.w),
-					progressbar.OptionSetDescription("month "+m.Month),
-					progressbar.OptionShowCount(),
-					progressbar.OptionShowIts(),
-					progressbar.OptionSetItsString("rows"),
-					progressbar.OptionSetWidth(30),
-					progressbar.OptionSetPredictTime(true),
-					progressbar.OptionThrottle(100*time.Millisecond),
-					progressbar.OptionOnCompletion(func() { fmt.Fprintln(mb.w) }),
-				)
-				mb.bars[m.Month] = bar
-			}
-			_ = bar.Set64(m.Done)
-		}
-		if finished {
-			mb.done[m.Month] = true
-			if !mb.terminal {
-				fmt.Fprintf(mb.w, "month %s: %d rows (copied %d, skipped %d, failed %d)\n", m.Month, m.Rows, m.Copied, m.Skipped, m.Failed)
-			}
+		if !mw.done[m.Month] && m.Rows > 0 && m.Done >= m.Rows {
+			mw.done[m.Month] = true
+			mw.println(fmt.Sprintf("month %s copied: %s rows (copied %s, skipped %s, failed %s)", m.Month,
+				progress.Count(m.Rows), progress.Count(m.Copied), progress.Count(m.Skipped), progress.Count(m.Failed)))
 		}
 	}
-	if !mb.terminal && time.Since(mb.lastLine) >= logEvery {
-		mb.lastLine = time.Now()
-		j := st.Job
-		fmt.Fprintf(mb.w, "%s: %d of %d rows, %.0f rows/s, ETA %s\n", j.Phase, j.Rows-j.Remaining, j.Rows,
-			st.RowsPerSecond, time.Duration(st.ETASeconds)*time.Second)
+	mw.status(now, migrationLine(mw.meter, now, st))
+}
+
+// migrationLine observes st and says where the job is. Copy progress is the job's rows
+// handled; verification progress is the rows of the months verified so far (the server
+// verifies month by month).
+func migrationLine(m *progress.Meter, now time.Time, st adminapi.MigrationStatus) string {
+	j := st.Job
+	switch {
+	case j.Phase == "copying" && !j.Prepared:
+		m.Observe(now, "preparing", 0, j.Rows)
+		return "preparing: adding the index (created_at, message_id) the copy pages by to the legacy table (online DDL), " +
+			"then the month tables, seq counters and routes; no rows are copied before"
+	case j.Phase == "verifying":
+		var verified, months int64
+		for _, mo := range st.Months {
+			if mo.Verified == "ok" {
+				verified += mo.Rows
+				months++
+			}
+		}
+		m.Observe(now, "verifying", verified, j.Rows)
+		return fmt.Sprintf("%s, %d of %d months", m.Line("rows"), months, len(st.Months))
+	case j.Phase == "paused":
+		m.Observe(now, "paused", j.Rows-j.Remaining, j.Rows)
+		return fmt.Sprintf("paused at %s of %s rows: waiting for resume (imctl migrate resume; Ctrl-C stops watching, not the job)",
+			progress.Count(j.Rows-j.Remaining), progress.Count(j.Rows))
+	}
+	m.Observe(now, j.Phase, j.Rows-j.Remaining, j.Rows)
+	return m.Line("rows")
+}
+
+func (mw *migrationWatch) unreachable(now time.Time, err error) {
+	if mw.w != nil {
+		mw.status(now, fmt.Sprintf("imd does not answer (%v): retrying; the job goes on in the server", err))
 	}
 }
 
-func (mb *monthBars) close() {
-	for month, bar := range mb.bars {
-		if !mb.done[month] {
-			_ = bar.Exit()
-			fmt.Fprintln(mb.w)
-		}
+// status shows the current line: in place on a terminal, else when due.
+func (mw *migrationWatch) status(now time.Time, line string) {
+	if mw.terminal {
+		fmt.Fprintf(mw.w, "\r\033[K%s", line)
+		mw.drawn = true
+		return
+	}
+	phase, _, _ := strings.Cut(line, ":")
+	if phase == mw.lastPhase && now.Sub(mw.lastLine) < logEvery {
+		return
+	}
+	mw.lastPhase, mw.lastLine = phase, now
+	fmt.Fprintln(mw.w, line)
+}
+
+// println writes a line that stays, above a terminal's status line.
+func (mw *migrationWatch) println(line string) {
+	if mw.terminal && mw.drawn {
+		fmt.Fprint(mw.w, "\r\033[K")
+		mw.drawn = false
+	}
+	fmt.Fprintln(mw.w, line)
+}
+
+func (mw *migrationWatch) close() {
+	if mw.w != nil && mw.drawn {
+		fmt.Fprintln(mw.w)
+		mw.drawn = false
 	}
 }
 
-func newMigrateGenCmd(g *globals, d deps) *cobra.Command {
+func newMigrateGenCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "gen",
 		Short: "Write a generated legacy table im_group_messages into a tenant database",
@@ -309,7 +353,7 @@ and users' delete ranges. With --social it also creates the users, groups and fr
 through the admin API, so members can read their old messages. For tests and trials only.`,
 		Args: cobra.NoArgs,
 	}
-	dsn := cmd.Flags().String("dsn", "", "MySQL server DSN (go-sql-driver form) ["+envName("mysql-dsn")+"]")
+	dsn := cmd.Flags().String("dsn", "", "MySQL server DSN (go-sql-driver form) ["+envName("mysql-dsn")+", or mysql-dsn in the profile]")
 	database := cmd.Flags().String("database", "", "tenant database (default imd_<tenant>)")
 	spec := legacygen.Spec{}
 	cmd.Flags().IntVar(&spec.Rows, "rows", 100_000, "messages")
@@ -321,7 +365,7 @@ through the admin API, so members can read their old messages. For tests and tri
 	out := withJSON(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if *dsn == "" {
-			*dsn, _ = d.lookupEnv(envName("mysql-dsn"))
+			*dsn = g.settings.get("mysql-dsn")
 		}
 		if *dsn == "" {
 			return errors.New("--dsn is required")

@@ -2,8 +2,11 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+
+	"imd/cmd/imctl/adminapi/adminapitest"
 )
 
 const (
@@ -74,6 +77,47 @@ func TestMigrateWatchOfAFailedJobExitsNonZero(t *testing.T) {
 func TestMigrateGenNeedsADSN(t *testing.T) {
 	_, _, err := cli{}.run("migrate", "gen")
 	if err == nil || !strings.Contains(err.Error(), "--dsn is required") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestMigrateWatchRidesOutRestartsAndPauses: a watch keeps going through an imd that does not
+// answer or answers 503 (a restart) and through a pause, says which, names the index build,
+// and ends with the status table once the job is verified.
+func TestMigrateWatchRidesOutRestartsAndPauses(t *testing.T) {
+	const months = `"months":[{"month":"202601","rows":600,"done":600,"copied":600},{"month":"202602","rows":400,"done":%d,"verified":"%s"}]`
+	answers := []string{
+		adminapitest.Unavailable,
+		`{"job":{"phase":"copying","prepared":false,"rows":1000,"remaining":1000},` + fmt.Sprintf(months, 0, "") + `}`,
+		`{"job":{"phase":"copying","prepared":true,"rows":1000,"remaining":400},` + fmt.Sprintf(months, 0, "") + `}`,
+		adminapitest.Hangup,
+		`{"job":{"phase":"paused","prepared":true,"rows":1000,"remaining":400},` + fmt.Sprintf(months, 0, "") + `}`,
+		`{"job":{"phase":"verifying","prepared":true,"rows":1000,"remaining":0},` + fmt.Sprintf(months, 400, "ok") + `}`,
+		migrationStatus,
+	}
+	srv := adminapitest.Sequence(t, answers...)
+	out, errOut, err := cli{env: map[string]string{"IMCTL_HTTP": srv.URL, "IMCTL_TENANT": "acme"}}.run("migrate", "status", "--watch", "--interval", "1ms")
+	if err != nil {
+		t.Fatalf("watch ended with %v\n%s", err, errOut)
+	}
+	for _, w := range []string{
+		"imd does not answer", "preparing: adding the index (created_at, message_id)", "copying: 600 of 1,000 rows (60%), measuring speed",
+		"month 202601 copied: 600 rows", "paused at 600 of 1,000 rows: waiting for resume", "verifying: 400 of 1,000 rows (40%)", "1 of 2 months",
+	} {
+		if !strings.Contains(errOut, w) {
+			t.Errorf("progress lacks %q:\n%s", w, errOut)
+		}
+	}
+	if !strings.Contains(out, "migration verified") {
+		t.Errorf("no status table at the end:\n%s", out)
+	}
+}
+
+// TestMigrateWatchStopsOnARefusal: a bad admin key is no restart: the watch ends.
+func TestMigrateWatchStopsOnARefusal(t *testing.T) {
+	f := newAdminFake(t, nil)
+	_, _, err := cli{env: map[string]string{"IMCTL_HTTP": f.srv.URL, "IMCTL_TENANT": "acme"}}.run("migrate", "status", "--watch", "--interval", "1ms")
+	if err == nil || !strings.Contains(err.Error(), "40401") {
 		t.Fatalf("err = %v", err)
 	}
 }

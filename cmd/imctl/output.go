@@ -76,7 +76,11 @@ func shardsTable(w io.Writer, shards []adminapi.Shard) {
 	}
 	var rows [][]string
 	for _, sh := range shards {
-		rows = append(rows, []string{sh.Month, sh.Table, sh.Status, fmt.Sprint(sh.RowCount),
+		name := sh.Table
+		if sh.TableDropped {
+			name = "(dropped: in the archive)"
+		}
+		rows = append(rows, []string{sh.Month, name, sh.Status, fmt.Sprint(sh.RowCount),
 			millisTime(sh.MinCreatedAt), millisTime(sh.MaxCreatedAt), millisTime(sh.UpdatedAt)})
 	}
 	table(w, []string{"MONTH", "TABLE", "STATUS", "ROWS", "FIRST_MESSAGE", "LAST_MESSAGE", "UPDATED"}, rows)

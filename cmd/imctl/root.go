@@ -28,6 +28,8 @@ type deps struct {
 	stderr    io.Writer
 	terminal  bool // stderr is a terminal: redraw progress in place
 	runBench  func(context.Context, bench.Config) (report.Report, error)
+	// userConfigDir locates the default config file (os.UserConfigDir); nil: none.
+	userConfigDir func() (string, error)
 }
 
 // globals are the connection settings every command shares.
@@ -40,6 +42,10 @@ type globals struct {
 	sni      string
 	insecure bool
 	proxy    int
+	config   string // the config file of profiles
+	profile  string
+	// settings answers what the flags do not hold (mysql-dsn), once resolve ran.
+	settings settings
 }
 
 // envPrefix names the environment fallbacks: --admin-key ← IMCTL_ADMIN_KEY.
@@ -58,19 +64,37 @@ func (g *globals) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&g.sni, "sni", "", "TLS server name (default: the --tcp host) ["+envName("sni")+"]")
 	fs.BoolVar(&g.insecure, "insecure", false, "skip TLS certificate checks, frames and HTTPS alike ["+envName("insecure")+"]")
 	fs.IntVar(&g.proxy, "proxy", 0, "send a PROXY header first, as Nginx does: 0 none, 1 v1, 2 v2 ["+envName("proxy")+"]")
+	fs.StringVar(&g.config, "config", "", "config file of profiles (default ~/.config/imctl/config.yaml) ["+envName("config")+"]")
+	fs.StringVar(&g.profile, "profile", "", "profile of the config file (default: the file's default) ["+envName("profile")+"]")
 }
 
-// resolve fills the flags of fs (the ones bind defined) that the command
-// line did not set from the environment, and checks the result.
-func (g *globals) resolve(fs *pflag.FlagSet, lookupEnv func(string) (string, bool)) error {
+// resolve fills the flags of fs (the ones bind defined) that the command line did not set:
+// from the IMCTL_ variable, else from the profile of the config file; then checks the result.
+func (g *globals) resolve(fs *pflag.FlagSet, d deps) error {
+	for _, name := range []string{"config", "profile"} {
+		if f := fs.Lookup(name); !f.Changed {
+			if v, ok := d.lookupEnv(envName(name)); ok {
+				_ = fs.Set(name, v)
+			}
+		}
+	}
+	path, explicit := g.config, g.config != ""
+	if !explicit {
+		path = defaultConfigPath(d.userConfigDir)
+	}
+	profile, err := loadProfile(path, g.profile, explicit, fs)
+	if err != nil {
+		return err
+	}
+	g.settings = settings{lookupEnv: d.lookupEnv, profile: profile, source: path}
 	var errs []error
 	fs.VisitAll(func(f *pflag.Flag) {
-		if f.Changed {
+		if f.Changed || f.Name == "config" || f.Name == "profile" {
 			return
 		}
-		if v, ok := lookupEnv(envName(f.Name)); ok {
+		if v, from, ok := g.settings.lookup(f.Name); ok {
 			if err := fs.Set(f.Name, v); err != nil {
-				errs = append(errs, fmt.Errorf("%s=%q: %w", envName(f.Name), v, err))
+				errs = append(errs, fmt.Errorf("%s=%q: %w", from, v, err))
 			}
 		}
 	})
@@ -112,14 +136,21 @@ friendships, blocks, groups, mutes, token revocation, statistics, shards, routes
 messages), the frame protocol (an interactive chat), and the standard benchmark workloads
 W1–W5.
 
-Every global flag falls back to an IMCTL_* environment variable when not given.`,
+Every global flag falls back to an IMCTL_* environment variable when not given, and then
+to the profile of the config file (--config, default ~/.config/imctl/config.yaml; --profile,
+default the file's "default"), whose keys are the flags' names and mysql-dsn:
+
+  default: prod
+  profiles:
+    prod: {http: "https://api.example.com", admin-key: "...", tenant: acme, mysql-dsn: "imd:...@tcp(db:3306)/"}
+    dev:  {http: "http://127.0.0.1:8080", admin-key: dev-admin-key}`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
 	g.bind(root.PersistentFlags())
 	// Only the root has this hook: cobra runs the nearest one alone.
 	root.PersistentPreRunE = func(*cobra.Command, []string) error {
-		return g.resolve(root.PersistentFlags(), d.lookupEnv)
+		return g.resolve(root.PersistentFlags(), d)
 	}
 	root.SetIn(d.stdin)
 	root.SetOut(d.stdout)

@@ -23,17 +23,23 @@ type cli struct {
 	env      map[string]string
 	runBench func(context.Context, bench.Config) (report.Report, error)
 	stdin    string
+	// configDir is the user's config directory; "": none, so no config file is read.
+	configDir string
 }
 
 func (c cli) run(args ...string) (string, string, error) {
 	var out, errOut bytes.Buffer
-	root := newRootCmd(deps{
+	d := deps{
 		lookupEnv: func(k string) (string, bool) { v, ok := c.env[k]; return v, ok },
 		stdin:     strings.NewReader(c.stdin),
 		stdout:    &out,
 		stderr:    &errOut,
 		runBench:  c.runBench,
-	})
+	}
+	if c.configDir != "" {
+		d.userConfigDir = func() (string, error) { return c.configDir, nil }
+	}
+	root := newRootCmd(d)
 	root.SetArgs(args)
 	err := root.ExecuteContext(context.Background())
 	return out.String(), errOut.String(), err

@@ -67,7 +67,7 @@ func (systemClock) Now() time.Time { return time.Now() }
 func Adapters(cfg config.Config) fx.Option {
 	return fx.Options(
 		fx.Provide(
-			func() (*mysql.Cluster, error) { return mysql.Open(cfg.MySQL.DSN, cfg.MySQL.MaxOpenConns) },
+			openMySQL,
 			func(c *mysql.Cluster) *mysql.MessageStore {
 				return mysql.NewMessageStore(c, mysql.MessageStoreOptions{DedupTTL: time.Duration(cfg.Shard.DedupRetentionDays) * 24 * time.Hour})
 			},
@@ -113,11 +113,23 @@ func Adapters(cfg config.Config) fx.Option {
 	)
 }
 
+func openMySQL(cfg config.Config) (*mysql.Cluster, error) {
+	certs, err := cfg.MySQL.TLS.Build()
+	if err != nil {
+		return nil, fmt.Errorf("mysql: %w", err)
+	}
+	return mysql.Open(cfg.MySQL.DSN, cfg.MySQL.MaxOpenConns, mysql.WithTLS(certs))
+}
+
 // openRedis connects to Redis; the client closes last but one, after everything using it.
 func openRedis(lc fx.Lifecycle, cfg config.Config) (rueidis.Client, error) {
+	certs, err := cfg.Redis.TLS.Build()
+	if err != nil {
+		return nil, fmt.Errorf("redis: %w", err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := redisadapter.Open(ctx, cfg.Redis.Addr)
+	c, err := redisadapter.Open(ctx, cfg.Redis.Addr, redisadapter.WithAuth(cfg.Redis.Username, cfg.Redis.Password), redisadapter.WithTLS(certs))
 	if err != nil {
 		return nil, fmt.Errorf("redis %s: %w", cfg.Redis.Addr, err)
 	}
@@ -297,12 +309,13 @@ type adminParams struct {
 	Social    *directory.Service
 	Summaries ports.Summaries
 	Tenants   *tenants.Registry
+	Rows      *mysql.MonthRows
 }
 
 func newAdmin(p adminParams) *admin.Service {
 	return admin.New(admin.Deps{
 		Directory: p.Directory, Tokens: p.Tokens, Routes: p.Routes,
-		Shards: p.Shards, Manager: p.Manager, Social: p.Social, Summaries: p.Summaries, Tenants: p.Tenants.Known,
+		Shards: p.Shards, Manager: p.Manager, Social: p.Social, Summaries: p.Summaries, Tenants: p.Tenants.Known, Tables: p.Rows,
 	})
 }
 

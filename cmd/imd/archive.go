@@ -68,12 +68,17 @@ func Archive() fx.Option {
 func newBlobStore(cfg config.Config) (ports.BlobStore, error) {
 	a := cfg.Archive
 	if a.Store == "s3" {
-		return s3blob.New(s3blob.Config{
-			Endpoint: a.S3.Endpoint, Region: a.S3.Region, Bucket: a.S3.Bucket, AccessKey: a.S3.AccessKey,
-			SecretKey: a.S3.SecretKey, Prefix: a.S3.Prefix, PathStyle: a.S3.PathStyle,
-		})
+		return s3blob.New(s3Config(a.S3))
 	}
 	return blobfs.New(a.Dir)
+}
+
+// s3Config is one bucket of the config (archive or uploads) as the S3 adapter takes it.
+func s3Config(b config.S3Bucket) s3blob.Config {
+	return s3blob.Config{
+		Endpoint: b.Endpoint, Region: b.Region, Bucket: b.Bucket, AccessKey: b.AccessKey,
+		SecretKey: b.SecretKey, Prefix: b.Prefix, PathStyle: b.PathStyle, PublicEndpoint: b.PublicEndpoint,
+	}
 }
 
 func newArchiveReader(cfg config.Config, b ports.BlobStore, h ports.HiddenRanges, m ports.Metrics) *archivereader.Reader {

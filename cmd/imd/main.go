@@ -13,6 +13,7 @@ import (
 	"go.uber.org/fx/fxevent"
 
 	"imd/adapters/config"
+	"imd/cmd/imd/internal/buildinfo"
 )
 
 func main() {
@@ -22,14 +23,38 @@ func main() {
 	}
 }
 
+// version is the release, stamped at link time: go build -ldflags "-X main.version=v1.2.3".
+var version string
+
 func run(args []string) error {
+	check := len(args) > 0 && args[0] == "check"
+	if check {
+		args = args[1:]
+	}
 	flags := flag.NewFlagSet("imd", flag.ContinueOnError)
-	path := flags.String("config", os.Getenv("IMD_CONFIG"), "YAML config file (env IMD_CONFIG); IMD_* variables override keys")
+	flags.Usage = func() {
+		fmt.Fprintln(flags.Output(), "usage: imd [--config F]        run the server\n       imd check [--config F]  validate the configuration and print it, secrets masked\n       imd --version")
+		flags.PrintDefaults()
+	}
+	path := flags.String("config", os.Getenv("IMD_CONFIG"), "YAML config file (env IMD_CONFIG); IMD_* variables override keys, IMD_<KEY>_FILE reads a secret from a file")
+	showVersion := flags.Bool("version", false, "print the build and exit")
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
+	if *showVersion {
+		fmt.Println(buildinfo.Read(version))
+		return nil
+	}
 	cfg, err := config.Load(*path, os.Environ())
 	if err != nil {
+		return err
+	}
+	if check {
+		out, err := cfg.Effective()
+		if err != nil {
+			return err
+		}
+		_, err = os.Stdout.Write(out)
 		return err
 	}
 	log := newLogger(cfg.Env, cfg.Log.Level, cfg.NodeID, os.Stderr)

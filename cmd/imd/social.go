@@ -19,6 +19,7 @@ import (
 	"imd/adapters/mysql"
 	"imd/adapters/ratelimit"
 	redisadapter "imd/adapters/redis"
+	"imd/adapters/s3blob"
 	"imd/adapters/snowflake"
 	"imd/core/admin"
 	"imd/core/authn"
@@ -168,10 +169,22 @@ func newAuthn(i ports.TokenInspector, r ports.TokenRevocations, reg *tenants.Reg
 	return authn.New(authn.Deps{Tokens: i, Revocations: r, Tenants: reg.Known, Clock: c}, admin.MaxTokenTTL)
 }
 
-// newObjectStore is the local-filesystem store; its URL secret is derived from the token
-// secret unless configured, so a dev setup needs no extra key.
-func newObjectStore(cfg config.Config) (*localfs.Store, error) {
+// mediaStores are where uploads go: the presigner of upload and download URLs, and the
+// /files/ handler of the HTTP listener when the store is the local directory (nil for S3).
+type mediaStores struct {
+	signer ports.ObjectStore
+	files  httpapi.FileStore
+}
+
+// newObjectStore is the uploads store: an S3-compatible bucket, or the local directory
+// (default) whose URL secret is derived from the token secret unless configured, so a dev
+// setup needs no extra key.
+func newObjectStore(cfg config.Config) (mediaStores, error) {
 	u := cfg.Uploads
+	if u.Store == "s3" {
+		s, err := s3blob.New(s3Config(u.S3))
+		return mediaStores{signer: s}, err
+	}
 	secret := []byte(u.Secret)
 	if len(secret) == 0 {
 		m := hmac.New(sha256.New, []byte(cfg.TokenSecret))
@@ -182,11 +195,15 @@ func newObjectStore(cfg config.Config) (*localfs.Store, error) {
 	if base == "" {
 		base = "http://" + cfg.HTTP.Addr
 	}
-	return localfs.New(localfs.Config{Dir: u.Dir, BaseURL: base, Secret: secret})
+	s, err := localfs.New(localfs.Config{Dir: u.Dir, BaseURL: base, Secret: secret})
+	if err != nil {
+		return mediaStores{}, err
+	}
+	return mediaStores{signer: s, files: s}, nil
 }
 
-func newUploads(cfg config.Config, s *localfs.Store, c ports.Clock) *uploads.Service {
-	return uploads.New(uploads.Config{MaxSize: cfg.Uploads.MaxSize, URLTTL: cfg.Uploads.URLTTL}, uploads.Deps{Store: s, Clock: c})
+func newUploads(cfg config.Config, m mediaStores, c ports.Clock) *uploads.Service {
+	return uploads.New(uploads.Config{MaxSize: cfg.Uploads.MaxSize, URLTTL: cfg.Uploads.URLTTL}, uploads.Deps{Store: m.signer, Clock: c})
 }
 
 func newReports(s ports.Reports, h *history.Service, ids ports.IDGenerator, c ports.Clock) *reports.Service {
@@ -201,7 +218,7 @@ type socialHTTPParams struct {
 	Send      *send.Service
 	Uploads   *uploads.Service
 	Reports   *reports.Service
-	Files     *localfs.Store
+	Media     mediaStores
 	Inbox     *inbox.Service `optional:"true"`
 	Read      *read.Service  `optional:"true"`
 }
@@ -209,7 +226,7 @@ type socialHTTPParams struct {
 func newSocialHTTP(p socialHTTPParams) httpapi.SocialDeps {
 	d := httpapi.SocialDeps{
 		Auth: p.Auth, Directory: p.Directory, Tenants: p.Tenants, Send: p.Send, Uploads: p.Uploads,
-		Reports: p.Reports, Files: p.Files,
+		Reports: p.Reports, Files: p.Media.files,
 	}
 	if p.Inbox != nil {
 		d.Dialogs, d.Settings = p.Inbox, p.Inbox

@@ -40,6 +40,13 @@ type Deps struct {
 	Summaries ports.Summaries
 	// Tenants reports whether a tenant is served by this process.
 	Tenants func(name string) bool
+	// Tables tells whether an archived month's table is still there; nil reports none dropped.
+	Tables TableChecker
+}
+
+// TableChecker is the part of ports.MonthRows the shard listing needs.
+type TableChecker interface {
+	TableExists(ctx context.Context, tenant string, m month.Month) (bool, error)
 }
 
 // Service is the admin use cases.
@@ -100,6 +107,17 @@ func (s *Service) Shards(ctx context.Context, tenant string) ([]shard.Info, erro
 	infos, err := s.d.Shards.Catalog(ctx, tenant)
 	if err != nil {
 		return nil, busy("read catalog", err)
+	}
+	// The catalog keeps an archived month's row after its table is dropped.
+	for i, in := range infos {
+		if in.State != shard.Archived || s.d.Tables == nil {
+			continue
+		}
+		exists, err := s.d.Tables.TableExists(ctx, tenant, in.Month)
+		if err != nil {
+			return nil, busy("look for the table of "+in.Month.String(), err)
+		}
+		infos[i].TableDropped = !exists
 	}
 	return infos, nil
 }

@@ -37,6 +37,9 @@ type Info struct {
 	MinCreatedAt time.Time
 	MaxCreatedAt time.Time
 	UpdatedAt    time.Time
+	// TableDropped: the month was archived and its table dropped; Table names what it was.
+	// Only the admin listing fills it in (it asks MySQL per archived month).
+	TableDropped bool
 }
 
 // Ready reports whether a month may become the active month (DESIGN §1).

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Local real services for imd development and tests: MariaDB and Redis on
-# loopback, private instances under a state directory, installed from Debian
-# packages when missing. No Docker needed.
+# Local real services for imd development and tests: MariaDB, Redis and an
+# S3-compatible object store (versitygw over a directory) on loopback, private
+# instances under a state directory, installed from Debian packages (versitygw:
+# go install, about 4 minutes on a fresh 2-core machine, then cached) when
+# missing. No Docker needed. MariaDB also speaks TLS with a throwaway CA under
+# <state>/tls, which tests use for the TLS client paths.
 #
-#   services.sh up      install (if missing) and start MariaDB + Redis, wait until they answer
+#   services.sh up      install (if missing) and start MariaDB + Redis + S3, wait until they answer
 #   services.sh down    stop them (graceful, then KILL after a timeout); data is kept
 #   services.sh status  print what runs
 #   services.sh env     print the `export` lines tests read
@@ -12,6 +15,7 @@
 #   IMD_STATE_DIR   state directory (default: <repo>/.run)
 #   IMD_MYSQL_PORT  MariaDB TCP port (default: 13306)
 #   IMD_REDIS_PORT  Redis TCP port   (default: 16379)
+#   IMD_S3_PORT     S3 TCP port      (default: MariaDB's port + 5000)
 #
 # Nginx (nginx + libnginx-mod-stream) is only installed here, not started.
 set -euo pipefail
@@ -22,6 +26,7 @@ REPO_ROOT="$(cd "$SCRIPT_DIR/../.." && pwd)"
 STATE_DIR="${IMD_STATE_DIR:-$REPO_ROOT/.run}"
 MYSQL_PORT="${IMD_MYSQL_PORT:-13306}"
 REDIS_PORT="${IMD_REDIS_PORT:-16379}"
+S3_PORT="${IMD_S3_PORT:-$((MYSQL_PORT + 5000))}"
 
 MYSQL_DIR="$STATE_DIR/mariadb"
 MYSQL_DATA="$MYSQL_DIR/data"
@@ -35,7 +40,21 @@ REDIS_CNF="$REDIS_DIR/redis.conf"
 REDIS_PID="$REDIS_DIR/redis.pid"
 REDIS_LOG="$REDIS_DIR/redis.log"
 
-PACKAGES=(mariadb-server redis-server nginx libnginx-mod-stream)
+TLS_DIR="$STATE_DIR/tls"
+
+S3_DIR="$STATE_DIR/s3"
+S3_DATA="$S3_DIR/data"
+S3_PID="$S3_DIR/versitygw.pid"
+S3_LOG="$S3_DIR/versitygw.log"
+S3_BIN="$STATE_DIR/bin/versitygw"
+# The gateway's release; its build is cached in the Go module and build caches.
+VERSITYGW_VERSION=v1.8.0
+S3_ACCESS_KEY=imdtest
+S3_SECRET_KEY=imdtest-secret-key
+# Buckets the tests use: one per kind of object (a posix bucket is a directory).
+S3_BUCKETS=(imd-archive imd-uploads)
+
+PACKAGES=(mariadb-server redis-server nginx libnginx-mod-stream openssl)
 START_TIMEOUT=30   # seconds a server may take to answer after start
 STOP_TIMEOUT=30    # seconds before a graceful stop turns into SIGKILL
 NOFILE=65536       # open-file limit of the servers
@@ -51,6 +70,7 @@ pid_of() {
 	case "$f" in
 	"$MYSQL_PID") want=mariadbd ;;
 	"$REDIS_PID") want=redis-server ;;
+	"$S3_PID") want=versitygw ;;
 	*) want="" ;;
 	esac
 	pid_from_file "$f" "$want"
@@ -102,6 +122,10 @@ innodb_flush_log_at_trx_commit = 1
 innodb_buffer_pool_size        = 512M
 innodb_log_file_size           = 256M
 innodb_file_per_table          = 1
+# TLS for clients that ask (plain connections stay allowed): a throwaway CA's certificate
+ssl-ca                         = $TLS_DIR/ca.crt
+ssl-cert                       = $TLS_DIR/server.crt
+ssl-key                        = $TLS_DIR/server.key
 
 [client]
 user                           = root
@@ -199,6 +223,63 @@ start_redis() {
 	wait_ready redis redis_ping "$REDIS_PID" "$REDIS_LOG"
 }
 
+# ---------------------------------------------------------------- tls
+
+# ensure_tls: a throwaway CA and a server certificate for 127.0.0.1/localhost, made once.
+ensure_tls() {
+	[[ -s "$TLS_DIR/server.crt" && -s "$TLS_DIR/ca.crt" ]] && return 0
+	log "tls: making a throwaway CA and server certificate in $TLS_DIR"
+	mkdir -p "$TLS_DIR"
+	local tmp
+	tmp="$(mktemp -d "$TLS_DIR/.new.XXXXXX")"
+	openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=imd local test CA" \
+		-keyout "$tmp/ca.key" -out "$tmp/ca.crt" >/dev/null 2>&1 || die "tls: making the CA failed"
+	openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" -keyout "$tmp/server.key" -out "$tmp/server.csr" >/dev/null 2>&1 ||
+		die "tls: making the server key failed"
+	printf 'subjectAltName=IP:127.0.0.1,IP:::1,DNS:localhost\n' >"$tmp/san.ext"
+	openssl x509 -req -in "$tmp/server.csr" -CA "$tmp/ca.crt" -CAkey "$tmp/ca.key" -CAcreateserial -days 3650 \
+		-extfile "$tmp/san.ext" -out "$tmp/server.crt" >/dev/null 2>&1 || die "tls: signing the server certificate failed"
+	chmod 0644 "$tmp"/*.crt "$tmp"/*.key
+	mv -f "$tmp"/ca.crt "$tmp"/ca.key "$tmp"/server.crt "$tmp"/server.key "$TLS_DIR"/
+	rm -rf "$tmp"
+}
+
+# ---------------------------------------------------------------- s3 (versitygw)
+
+# s3_ping: the gateway accepts connections (bash's /dev/tcp: no curl on a bare machine).
+s3_ping() { (exec 3<>"/dev/tcp/127.0.0.1/$S3_PORT") 2>/dev/null; }
+
+ensure_versitygw() {
+	# The binary reports no release of its own, so a stamp beside it names the one installed.
+	if [[ -x "$S3_BIN" && "$(cat "$S3_BIN.version" 2>/dev/null || true)" == "$VERSITYGW_VERSION" ]]; then
+		return 0
+	fi
+	command -v go >/dev/null || die "s3: go is needed to install versitygw"
+	log "s3: installing versitygw $VERSITYGW_VERSION (go install; a few minutes on a fresh machine)"
+	mkdir -p "$STATE_DIR/bin"
+	local started=$SECONDS
+	GOBIN="$STATE_DIR/bin" go install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION" ||
+		die "s3: go install versitygw failed"
+	echo "$VERSITYGW_VERSION" >"$S3_BIN.version"
+	log "s3: versitygw installed in $((SECONDS - started))s"
+}
+
+start_s3() {
+	ensure_versitygw
+	local b
+	for b in "${S3_BUCKETS[@]}"; do mkdir -p "$S3_DATA/$b"; done
+	if pid_of "$S3_PID" >/dev/null; then
+		if s3_ping; then return 0; fi
+	else
+		rm -f "$S3_PID"
+		log "s3: starting versitygw on 127.0.0.1:$S3_PORT"
+		ROOT_ACCESS_KEY_ID="$S3_ACCESS_KEY" ROOT_SECRET_ACCESS_KEY="$S3_SECRET_KEY" \
+			spawn bg "$NOFILE" "$S3_LOG" "$S3_BIN" --port "127.0.0.1:$S3_PORT" --region us-east-1 --quiet posix "$S3_DATA"
+		echo "$!" >"$S3_PID"
+	fi
+	wait_ready s3 s3_ping "$S3_PID" "$S3_LOG"
+}
+
 # ---------------------------------------------------------------- common
 
 # wait_ready NAME PINGFN PIDFILE LOGFILE
@@ -228,14 +309,17 @@ wait_ready() {
 cmd_up() {
 	lock_dir "$STATE_DIR" 300
 	ensure_packages "${PACKAGES[@]}"
+	ensure_tls
 	start_mysql
 	ensure_mysql_user
 	start_redis
-	log "up: mariadb 127.0.0.1:$MYSQL_PORT, redis 127.0.0.1:$REDIS_PORT (state $STATE_DIR)"
+	start_s3
+	log "up: mariadb 127.0.0.1:$MYSQL_PORT, redis 127.0.0.1:$REDIS_PORT, s3 127.0.0.1:$S3_PORT (state $STATE_DIR)"
 }
 
 cmd_down() {
 	lock_dir "$STATE_DIR" 300
+	stop_pidfile s3 "$S3_PID"
 	stop_pidfile redis "$REDIS_PID"
 	stop_pidfile mariadb "$MYSQL_PID"
 	rm -f "$MYSQL_PID.launch"
@@ -262,6 +346,11 @@ cmd_status() {
 	else
 		echo "redis:     stopped"; rc=1
 	fi
+	if pid="$(pid_of "$S3_PID")" && s3_ping; then
+		echo "s3:        running   pid $pid  http://127.0.0.1:$S3_PORT  buckets ${S3_BUCKETS[*]}"
+	else
+		echo "s3:        stopped"; rc=1
+	fi
 	if pkg_installed nginx && pkg_installed libnginx-mod-stream; then
 		echo "nginx:     installed (not started by this script)"
 	else
@@ -274,12 +363,16 @@ cmd_env() {
 	cat <<EOF
 export IMD_TEST_MYSQL_DSN='imd:imd@tcp(127.0.0.1:$MYSQL_PORT)/?parseTime=true&multiStatements=true'
 export IMD_TEST_REDIS_ADDR=127.0.0.1:$REDIS_PORT
+export IMD_TEST_S3_ENDPOINT=http://127.0.0.1:$S3_PORT
+export IMD_TEST_S3_ACCESS_KEY=$S3_ACCESS_KEY
+export IMD_TEST_S3_SECRET_KEY=$S3_SECRET_KEY
+export IMD_TEST_TLS_DIR=$TLS_DIR
 export IMD_REQUIRE_SERVICES=1
 EOF
 }
 
 usage() {
-	sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+	sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
 	exit 2
 }
 

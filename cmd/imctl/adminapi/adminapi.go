@@ -44,6 +44,16 @@ func CodeOf(err error) int {
 	return 0
 }
 
+// Retryable reports whether a request may succeed later: imd did not answer, or answered
+// that it cannot serve now (5xx: starting, stopping). A refusal (4xx) is final.
+func Retryable(err error) bool {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Status >= 500
+	}
+	return err != nil
+}
+
 // Client calls the admin API of one tenant. It is safe for concurrent use.
 type Client struct {
 	base   string // e.g. http://127.0.0.1:8080/admin/v1/tenants/default
@@ -187,6 +197,7 @@ type Shard struct {
 	MinCreatedAt int64  `json:"min_created_at"`
 	MaxCreatedAt int64  `json:"max_created_at"`
 	UpdatedAt    int64  `json:"updated_at"`
+	TableDropped bool   `json:"table_dropped"`
 }
 
 // Shards lists the catalog of the tenant's month tables.

@@ -114,11 +114,11 @@ func TestRequests(t *testing.T) {
 		},
 		{
 			name: "shards", answer: `{"shards":[{"shard_month":"202612","table_name":"im_group_messages_202612","status":"writable",` +
-				`"row_count":12345678901234567,"min_created_at":1,"max_created_at":2,"updated_at":3}]}`,
+				`"row_count":12345678901234567,"min_created_at":1,"max_created_at":2,"updated_at":3,"table_dropped":true}]}`,
 			call:    func(c *Client) (any, error) { return c.Shards(ctx) },
 			wantReq: recorded{"GET", prefix + "/shards", "Bearer k3y", ``},
 			wantResp: `[{"shard_month":"202612","table_name":"im_group_messages_202612","status":"writable",` +
-				`"row_count":12345678901234567,"min_created_at":1,"max_created_at":2,"updated_at":3}]`,
+				`"row_count":12345678901234567,"min_created_at":1,"max_created_at":2,"updated_at":3,"table_dropped":true}]`,
 		},
 		{
 			name: "advance", answer: `{"active_month":"202612"}`,

@@ -33,18 +33,21 @@ type Job struct {
 
 // Manifest summarizes an archived month.
 type Manifest struct {
-	Month     string `json:"month"`
-	CreatedAt int64  `json:"created_at"`
-	Rows      int64  `json:"rows"`
-	Chunks    int    `json:"chunks"`
-	Bytes     int64  `json:"bytes"`
-	Topics    []struct {
-		Topic  string `json:"topic"`
-		MinSeq int64  `json:"min_seq"`
-		MaxSeq int64  `json:"max_seq"`
-		Count  int64  `json:"count"`
-		Chunks int    `json:"chunks"`
-	} `json:"topics"`
+	Month     string          `json:"month"`
+	CreatedAt int64           `json:"created_at"`
+	Rows      int64           `json:"rows"`
+	Chunks    int             `json:"chunks"`
+	Bytes     int64           `json:"bytes"`
+	Topics    []ManifestTopic `json:"topics"`
+}
+
+// ManifestTopic is one topic of an archived month.
+type ManifestTopic struct {
+	Topic  string `json:"topic"`
+	MinSeq int64  `json:"min_seq"`
+	MaxSeq int64  `json:"max_seq"`
+	Count  int64  `json:"count"`
+	Chunks int    `json:"chunks"`
 }
 
 // MonthOp starts an operation on a month — archive, archive/check, drop, restore or purge —
@@ -88,7 +91,8 @@ func (c *Client) Job(ctx context.Context, id string) (Job, error) {
 }
 
 // Follow polls a job every interval, calling progress on each change, until it ends; a
-// failed job is returned with its error.
+// failed job is returned with its error. An imd that does not answer for a while is polled
+// on; one that restarted has lost the job (jobs live in its memory), which Follow says.
 func (c *Client) Follow(ctx context.Context, j Job, interval time.Duration, progress func(Job)) (Job, error) {
 	last := JobProgress{Phase: "-"}
 	for {
@@ -111,8 +115,15 @@ func (c *Client) Follow(ctx context.Context, j Job, interval time.Duration, prog
 			return j, ctx.Err()
 		case <-time.After(interval):
 		}
-		var err error
-		if j, err = c.Job(ctx, j.JobID); err != nil {
+		next, err := c.Job(ctx, j.JobID)
+		switch {
+		case err == nil:
+			j = next
+		case CodeOf(err) == 40401:
+			return j, fmt.Errorf("job %s is gone (imd restarted?): see the month's state with `imctl shards` and run the operation again: %w", j.JobID, err)
+		case ctx.Err() == nil && Retryable(err):
+			// imd restarting or unreachable: poll on
+		default:
 			return j, err
 		}
 	}
