@@ -55,6 +55,7 @@ type MessageStore struct {
 
 	writersMu sync.Mutex
 	writers   map[writerKey]*writer
+	markers   map[string]*queuedMarker // per tenant
 	running   sync.WaitGroup
 
 	stats writerStats
@@ -98,7 +99,7 @@ func NewMessageStore(c *Cluster, opts MessageStoreOptions) *MessageStore {
 	if opts.DedupTTL <= 0 {
 		opts.DedupTTL = DefaultDedupTTL
 	}
-	return &MessageStore{cluster: c, opts: opts, writers: make(map[writerKey]*writer)}
+	return &MessageStore{cluster: c, opts: opts, writers: make(map[writerKey]*writer), markers: make(map[string]*queuedMarker)}
 }
 
 // Append queues the message to the writer of its tenant and month and waits for the batch
@@ -139,14 +140,19 @@ func normalize(m message.Message) message.Message {
 }
 
 func (s *MessageStore) enqueue(ctx context.Context, key writerKey, t *tenantDB, req *appendReq) error {
+	return submit(ctx, s, func() chan *appendReq { return s.writer(key, t).reqs }, req)
+}
+
+// submit hands req to the queue of the goroutine queue returns (started on first use), unless
+// the store is closed or ctx ends first.
+func submit[T any](ctx context.Context, s *MessageStore, queue func() chan T, req T) error {
 	s.sending.RLock()
 	defer s.sending.RUnlock()
 	if s.closed {
 		return ErrClosed
 	}
-	w := s.writer(key, t)
 	select {
-	case w.reqs <- req:
+	case queue() <- req:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
@@ -182,6 +188,9 @@ func (s *MessageStore) Close() error {
 	s.writersMu.Lock()
 	for _, w := range s.writers {
 		close(w.reqs)
+	}
+	for _, m := range s.markers {
+		close(m.reqs)
 	}
 	s.writersMu.Unlock()
 	s.running.Wait()

@@ -78,6 +78,7 @@ func Adapters(cfg config.Config) fx.Option {
 			mysql.NewShardStore,
 			func(s *mysql.ShardStore) ports.ShardStore { return s },
 			func(s *mysql.MessageStore) ports.MessageStore { return s },
+			func(s *mysql.MessageStore) ports.QueuedMarks { return s },
 			openRedis,
 			func(c rueidis.Client) ports.SeqAllocator { return redisadapter.NewSeqAllocator(c, 0) },
 			func(c rueidis.Client) ports.MonthState { return redisadapter.NewMonthState(c) },
@@ -248,6 +249,7 @@ type sendParams struct {
 	Seq      ports.SeqAllocator
 	Store    ports.MessageStore
 	Queue    ports.DeliverQueue
+	Queued   ports.QueuedMarks
 	Routes   ports.RouteCache
 	IDs      ports.IDGenerator
 	Clock    ports.Clock
@@ -265,10 +267,11 @@ type sendParams struct {
 
 func newSend(p sendParams) *send.Service {
 	return send.New(send.Deps{
-		Seq: p.Seq, Store: p.Store, Queue: p.Queue, Routes: p.Routes, IDs: p.IDs, Clock: p.Clock,
+		Seq: p.Seq, Store: p.Store, Queue: p.Queue, Queued: p.Queued, Routes: p.Routes, IDs: p.IDs, Clock: p.Clock,
 		Metrics: p.Metrics, Resolver: p.Resolver, Log: p.Log, EnsureMonths: p.Manager.Ensure,
-		MsgIDWindow: time.Duration(p.Cfg.Message.MsgIDExpireMS) * time.Millisecond,
-		Hot:         p.Hot, Repairs: p.Repairs, Compensation: p.Comp, Listeners: p.Listeners, InFlight: p.InFlight,
+		ReconcileMonths: p.Manager.Reconcile,
+		MsgIDWindow:     time.Duration(p.Cfg.Message.MsgIDExpireMS) * time.Millisecond,
+		Hot:             p.Hot, Repairs: p.Repairs, Compensation: p.Comp, Listeners: p.Listeners, InFlight: p.InFlight,
 	})
 }
 
