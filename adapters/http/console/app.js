@@ -63,8 +63,9 @@
   const fmtNum = (n) => (typeof n === 'number' ? n.toLocaleString('en-US') : '—');
   const fmtDuration = (s) => {
     if (!(s > 0)) return '—';
-    const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), sec = Math.floor(s % 60);
-    return (h ? h + 'h ' : '') + (h || m ? m + 'm ' : '') + sec + 's';
+    const d = Math.floor(s / 86400), h = Math.floor((s % 86400) / 3600), m = Math.floor((s % 3600) / 60);
+    if (d) return d + 'd ' + h + 'h';
+    return (h ? h + 'h ' : '') + (h || m ? m + 'm ' : '') + Math.floor(s % 60) + 's';
   };
 
   function setResult(node, kind, text) {
@@ -209,7 +210,7 @@
       const writable = shards.filter((s) => s.status === 'writable').map((s) => s.shard_month).sort();
       latest = writable.length ? writable[writable.length - 1] : '';
       active.textContent = 'Writable month: ' + (latest || 'none') + (latest ? ' (next: ' + nextMonth(latest) + ')' : '');
-      fillTable(table, ['Month', 'Table', 'Status', 'Rows', 'First message', 'Last message', 'Updated', 'Month ends in'],
+      fillTable(table, ['Month', 'Table', 'Status', 'Rows', 'First message', 'Last message', 'Updated', 'Writable until month end'],
         shards.map((s) => {
           const left = (monthEnd(s.shard_month) - now) / 1000;
           return [s.shard_month, s.table_name, s.status, s.row_count, fmtTime(s.min_created_at),
@@ -324,10 +325,10 @@
       speed.textContent = fmtNum(j.copied + j.skipped) + ' / ' + fmtNum(j.rows) + ' rows · '
         + fmtNum(Math.round(st.rows_per_second)) + ' rows/s · ETA ' + fmtDuration(st.eta_seconds)
         + ' · failed ' + fmtNum(j.failed) + ' · batches ' + fmtNum(j.batches);
+      const next = migrationSteps.findIndex(([, done]) => !done(j));
       steps.replaceChildren(...migrationSteps.map(([text, done], i) => {
         const d = done(j);
-        const current = !d && (i === 0 || migrationSteps[i - 1][1](j));
-        return el('li', { class: d ? 'done' : current ? 'current' : null }, (d ? '✓ ' : '') + text);
+        return el('li', { class: d ? 'done' : i === next ? 'current' : null }, (d ? '✓ ' : '') + text);
       }));
       fillTable(months, ['Month', 'Progress', 'Done', 'Rows', 'Failed', 'Verified', 'Verified at'],
         st.months.map((m) => [m.month, el('progress', { max: Math.max(m.rows, 1), value: m.done }), m.done, m.rows,
@@ -418,7 +419,8 @@
       el('h2', {}, 'User'),
       form('user', [{ name: 'user_id', label: 'User id', required: true, size: 10 }], 'Look up', async (v) => {
         const u = await admin('GET', '/users/' + seg(v.user_id));
-        fillTable(user, Object.keys(u), [Object.values(u).map((x) => (typeof x === 'object' ? JSON.stringify(x) : String(x)))]);
+        fillTable(user, Object.keys(u), [Object.entries(u).map(([k, x]) =>
+          (k.endsWith('_at') && typeof x === 'number' ? fmtTime(x) : typeof x === 'object' ? JSON.stringify(x) : String(x)))]);
         return 'found';
       }), user);
     return null;
