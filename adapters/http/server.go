@@ -21,6 +21,7 @@ import (
 	"imd/core/apperr"
 	"imd/core/history"
 	"imd/core/migration"
+	"imd/ports"
 )
 
 // Server timeouts: generous enough for a month-table DDL behind /shards/advance, short
@@ -64,6 +65,8 @@ type Deps struct {
 	References ReferenceOps
 	// Migration serves the legacy migration routes of admin_migration.go; nil answers 50301.
 	Migration *migration.Service
+	// Delivery serves the deliver queue routes of admin_delivery.go; nil answers 50301.
+	Delivery ports.DeliverInspector
 }
 
 // Server is the HTTP listener. Start and Stop are called once each, from one goroutine.
@@ -121,6 +124,7 @@ func (s *Server) routes(e *echo.Echo) {
 	s.adminSocialRoutes(t)
 	s.archiveRoutes(t)
 	s.migrationRoutes(t)
+	s.deliveryRoutes(t)
 	s.clientRoutes(e)
 	s.referenceRoutes(e)
 }
