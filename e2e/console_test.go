@@ -303,9 +303,26 @@ func TestConsoleOperatorRunsMigrationMonthSwitchAndRouteRepairInABrowser(t *test
 		t.Fatal("markup from data became elements or ran")
 	}
 
+	// Delivery: a dead letter shows up on the page, and the console puts it back on its queue.
+	tp := lt.sum.Topics[0]
+	deadJob := fmt.Sprintf(`{"tenant":%q,"kind":"read","msg_id":1,"topic":%q,"from":%d,"recipients":[%d],"attempts":5,"queued_at":%d}`,
+		srv.Tenant, tp.Name, tp.Members[0], tp.Members[0], time.Now().UnixMilli())
+	if err := rc.Do(ctx, rc.B().Rpush().Key("im:{"+srv.Tenant+"}:deliver:dead").Element(deadJob).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	b.open("delivery", "#delivery-table tbody")
+	b.waitText("#delivery-dead", "Dead letters: 1", 30*time.Second)
+	b.submit("requeue", map[string]string{"requeue-max": "0"})
+	b.click("#requeue-result .confirm-yes")
+	b.waitText("#requeue-result", "40001", 30*time.Second)
+	b.submit("requeue", map[string]string{"requeue-max": "10"})
+	b.click("#requeue-result .confirm-yes")
+	b.waitText("#requeue-result", "1 dead letter(s) requeued", 30*time.Second)
+	b.shot("delivery")
+
 	// The other pages load their numbers without errors.
 	for _, p := range []struct{ page, ready string }{
-		{"delivery", "#delivery-table tbody"}, {"archive", "#archive-table tbody"}, {"tenants", "#tenants-table tbody"},
+		{"archive", "#archive-table tbody"}, {"tenants", "#tenants-table tbody"},
 	} {
 		b.open(p.page, p.ready)
 		if f := b.text("#flash"); f != "" {

@@ -249,23 +249,42 @@
       lateTotal.textContent = c.total + ' waiting';
       fillTable(late, ['Month', 'Topic', 'Seq', 'Reason', 'At'],
         c.entries.map((e) => [e.shard_month, e.message.topic, e.message.seq, e.reason, fmtTime(e.at)]));
-      const ms = await metrics(['route_repair_backlog', 'route_miss_total', 'route_repair_total', 'compensation_backlog', 'shard_missing_total']);
-      fillTable(counters, ['Metric', 'Labels', 'Value'], ms, 'no samples yet');
+      await metricsTable(counters, ['route_repair_backlog', 'route_miss_total', 'route_repair_total', 'compensation_backlog', 'shard_missing_total']);
     };
   }
 
+  // metricsTable fills table with this tenant's samples of the named families, or says why
+  // there are none (behind Nginx, /metrics answers only on loopback).
+  async function metricsTable(table, names) {
+    try {
+      fillTable(table, ['Metric', 'Labels', 'Value'], await metrics(names), 'no samples yet');
+    } catch (err) {
+      fillTable(table, ['Metric', 'Labels', 'Value'], [], '/metrics is not reachable from here (' + err.message + ')');
+    }
+  }
+
   function pageDelivery(root) {
-    const depth = el('table', { id: 'delivery-table' });
-    root.append(el('h2', {}, 'Delivery'),
-      el('p', { class: 'note' }, 'Queue and processing depth per partition, lag and dead letters, from /metrics. '
-        + 'The admin API has no dead-letter listing or requeue yet, so the console offers none.'),
-      depth,
+    const parts = el('table', { id: 'delivery-table' });
+    const dead = el('p', { id: 'delivery-dead' });
+    const counters = el('table', { id: 'delivery-metrics' });
+    root.append(el('h2', {}, 'Delivery'), parts, dead,
+      form('requeue', [{ name: 'max', label: 'Dead letters to requeue (1-10000)', value: '100', size: 6 }],
+        'Requeue dead letters', async (v, result) => {
+          const max = Number(v.max);
+          if (!await confirmIn(result, 'Put up to ' + v.max + ' dead letters back on their queues?')) return 'cancelled';
+          const r = await admin('POST', '/delivery/dead/requeue', { max: Number.isInteger(max) ? max : v.max });
+          await refreshNow();
+          return r.requeued + ' dead letter(s) requeued';
+        }),
+      el('h3', {}, 'Counters'), counters,
       el('h2', {}, 'Nodes and presence'),
       el('p', { class: 'note' }, 'Scale-out is not built yet: one node serves each deployment, and the admin API has no node or presence listing.'));
     return async () => {
-      const ms = await metrics(['deliver_queue_depth', 'deliver_processing_depth', 'deliver_delay_seconds_sum',
-        'deliver_delay_seconds_count', 'dead_letter_total']);
-      fillTable(depth, ['Metric', 'Labels', 'Value'], ms, 'no samples yet');
+      const d = await admin('GET', '/delivery');
+      fillTable(parts, ['Partition', 'Queued', 'Processing', 'Next job queued', 'Lag'],
+        d.partitions.map((p) => [p.partition, p.queued, p.processing, fmtTime(p.oldest_queued_at), p.lag_ms ? fmtDuration(p.lag_ms / 1000) : '—']));
+      dead.textContent = 'Dead letters: ' + fmtNum(d.dead);
+      await metricsTable(counters, ['deliver_delay_seconds_sum', 'deliver_delay_seconds_count', 'dead_letter_total', 'deliver_job_latency_count']);
     };
   }
 
