@@ -125,6 +125,7 @@ func (s *Server) routes(e *echo.Echo) {
 	s.archiveRoutes(t)
 	s.migrationRoutes(t)
 	s.deliveryRoutes(t)
+	s.repairRoutes(t)
 	s.clientRoutes(e)
 	s.referenceRoutes(e)
 }
