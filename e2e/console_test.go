@@ -285,6 +285,9 @@ func TestConsoleOperatorRunsMigrationMonthSwitchAndRouteRepairInABrowser(t *test
 	// A topic with markup in it is refused by the API, and the refusal shows as text.
 	b.submit("rebuild-topic", map[string]string{"rebuild-topic-topic": "<b id=bold>x</b>"})
 	b.waitText("#rebuild-topic-result", "40001", 30*time.Second)
+	b.waitText("#repair-backlog", "0 queued", 30*time.Second)
+	b.click("#repair-drain")
+	b.waitText("#repair-drain-result", "route(s) repaired", 30*time.Second)
 	b.click("#rebuild-tenant")
 	b.click("#rebuild-tenant-result .confirm-yes")
 	b.waitText("#rebuild-tenant-result", "topic route(s) rebuilt", time.Minute)

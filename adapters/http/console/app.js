@@ -225,7 +225,10 @@
     const late = el('table', { id: 'compensation-table' });
     const lateTotal = el('p', {});
     const counters = el('table', { id: 'route-metrics' });
+    const backlog = el('p', { id: 'repair-backlog' });
+    const waiting = el('ul', { id: 'repair-topics' });
     const tenantResult = el('p', { class: 'result', id: 'rebuild-tenant-result', role: 'status' });
+    const drainResult = el('p', { class: 'result', id: 'repair-drain-result', role: 'status' });
     root.append(el('h2', {}, 'Routes'),
       el('h3', {}, 'Rebuild a topic\u2019s route'),
       form('rebuild-topic', [{ name: 'topic', label: 'Topic', required: true, placeholder: 'grp_1', size: 24 }],
@@ -242,9 +245,18 @@
         const r = await admin('POST', '/routes/rebuild');
         return r.topics + ' topic route(s) rebuilt';
       }), tenantResult,
-      el('h3', {}, 'Repair backlog and misses'), counters,
+      el('h3', {}, 'Repair backlog'), backlog, waiting,
+      button('repair-drain', 'Repair now', drainResult, async () => {
+        const r = await admin('POST', '/routes/repair/drain');
+        await refreshNow();
+        return r.repaired + ' route(s) repaired';
+      }), drainResult,
+      el('h3', {}, 'Misses and repairs (counters)'), counters,
       el('h3', {}, 'Late writes refused by sealed months'), lateTotal, late);
     return async () => {
+      const b = await admin('GET', '/routes/repair?limit=20');
+      backlog.textContent = b.queued + ' queued, ' + b.in_process + ' kept in process';
+      waiting.replaceChildren(...b.topics.map((name) => el('li', {}, name)));
       const c = await admin('GET', '/compensation?limit=50');
       lateTotal.textContent = c.total + ' waiting';
       fillTable(late, ['Month', 'Topic', 'Seq', 'Reason', 'At'],
