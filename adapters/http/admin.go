@@ -175,6 +175,8 @@ type shardRow struct {
 	MinCreatedAt int64       `json:"min_created_at"` // Unix ms, 0 for an empty table
 	MaxCreatedAt int64       `json:"max_created_at"`
 	UpdatedAt    int64       `json:"updated_at"`
+	// SealsAt is when a writable or sealing month stops taking late writes (Unix ms).
+	SealsAt int64 `json:"seals_at,omitempty"`
 }
 
 func (s *Server) listShards(c echo.Context) error {
@@ -192,6 +194,9 @@ func (s *Server) listShards(c echo.Context) error {
 			MinCreatedAt: unixMilli(in.MinCreatedAt),
 			MaxCreatedAt: unixMilli(in.MaxCreatedAt),
 			UpdatedAt:    unixMilli(in.UpdatedAt),
+		}
+		if m := s.d.Shards.Manager; m != nil && (in.State == shard.Writable || in.State == shard.Sealing) {
+			rows[i].SealsAt = m.SealsAt(in.Month).UnixMilli()
 		}
 	}
 	return c.JSON(http.StatusOK, map[string][]shardRow{"shards": rows})

@@ -210,12 +210,12 @@
       const writable = shards.filter((s) => s.status === 'writable').map((s) => s.shard_month).sort();
       latest = writable.length ? writable[writable.length - 1] : '';
       active.textContent = 'Writable month: ' + (latest || 'none') + (latest ? ' (next: ' + nextMonth(latest) + ')' : '');
-      fillTable(table, ['Month', 'Table', 'Status', 'Rows', 'First message', 'Last message', 'Updated', 'Writable until month end'],
+      fillTable(table, ['Month', 'Table', 'Status', 'Rows', 'First message', 'Last message', 'Updated', 'Late writes until', 'Seals in'],
         shards.map((s) => {
-          const left = (monthEnd(s.shard_month) - now) / 1000;
+          const left = (s.seals_at - now) / 1000;
           return [s.shard_month, s.table_name, s.status, s.row_count, fmtTime(s.min_created_at),
-            fmtTime(s.max_created_at), fmtTime(s.updated_at),
-            s.status === 'writable' || s.status === 'prepared' ? (left > 0 ? fmtDuration(left) : 'ended') : '—'];
+            fmtTime(s.max_created_at), fmtTime(s.updated_at), fmtTime(s.seals_at),
+            !s.seals_at ? '—' : left > 0 ? fmtDuration(left) : 'due (waits for its backlog)'];
         }));
     };
   }
