@@ -293,3 +293,18 @@ func queryInt(c echo.Context, name string) (v int64, present bool, err error) {
 	}
 	return v, true, nil
 }
+
+// queryLimitOr parses ?limit= of an admin listing: def when absent, else 1 to most.
+func queryLimitOr(c echo.Context, def, most int64) (int, error) {
+	limit, given, err := queryInt(c, "limit")
+	if err != nil {
+		return 0, err
+	}
+	if !given {
+		return int(def), nil
+	}
+	if limit < 1 || limit > most {
+		return 0, apperr.New(apperr.InvalidArgument, "limit must be 1-"+strconv.FormatInt(most, 10))
+	}
+	return int(limit), nil
+}

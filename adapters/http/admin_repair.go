@@ -27,17 +27,11 @@ type repairBacklogJSON struct {
 }
 
 func (s *Server) repairBacklog(c echo.Context) error {
-	limit, given, err := queryInt(c, "limit")
+	limit, err := queryLimitOr(c, defaultRepairTopics, maxRepairTopics)
 	if err != nil {
 		return err
 	}
-	if !given {
-		limit = defaultRepairTopics
-	}
-	if limit < 1 || limit > maxRepairTopics {
-		return apperr.New(apperr.InvalidArgument, "limit must be 1-1000")
-	}
-	b, err := s.d.Shards.Repair.Backlog(c.Request().Context(), c.Param("tenant"), int(limit))
+	b, err := s.d.Shards.Repair.Backlog(c.Request().Context(), c.Param("tenant"), limit)
 	if err != nil {
 		return apperr.Wrap(apperr.Busy, "reading the route repair backlog failed", err)
 	}
