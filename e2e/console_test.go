@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -351,4 +352,45 @@ func fmtCount(n int) string {
 		s = s[:i] + "," + s[i:]
 	}
 	return s
+}
+
+// Behind Nginx (TLS terminated there, as in production) the console is served on api.<domain>
+// and its session cookie is Secure; plain HTTP straight to imd gets no Secure flag, which a
+// browser would refuse to send back over HTTP anyway.
+func TestConsoleThroughNginxSetsASecureSessionCookie(t *testing.T) {
+	RequireNginx(t)
+	srv := Start(t, Options{Env: proxiedEnv})
+	ngx := StartNginx(t, NginxOptions{Mode: "off", IMDTCP: srv.TCPAddr, IMDHTTP: srv.HTTPAddr})
+	hc := ngx.HTTPClient(clientIP)
+	base := "https://" + ngx.APIName()
+
+	resp, err := hc.Get(base + "/console/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(resp.Header.Get("Content-Security-Policy"), "script-src 'self'") {
+		t.Fatalf("GET /console/ via Nginx: HTTP %d, CSP %q", resp.StatusCode, resp.Header.Get("Content-Security-Policy"))
+	}
+	signIn := func(hc *http.Client, url string) *http.Cookie {
+		t.Helper()
+		resp, err := hc.Post(url+"/console/session", "application/json", strings.NewReader(`{"admin_key":"`+srv.AdminKey+`"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		for _, c := range resp.Cookies() {
+			if c.Name == "imd_console" && resp.StatusCode == http.StatusOK {
+				return c
+			}
+		}
+		t.Fatalf("sign in via %s: HTTP %d, no session cookie", url, resp.StatusCode)
+		return nil
+	}
+	if c := signIn(hc, base); !c.Secure || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode {
+		t.Fatalf("cookie via Nginx = %+v; want Secure, HttpOnly, SameSite=Strict", c)
+	}
+	if c := signIn(http.DefaultClient, "http://"+srv.HTTPAddr); c.Secure {
+		t.Fatalf("cookie over plain HTTP is Secure: %+v", c)
+	}
 }
