@@ -367,9 +367,11 @@
     };
   }
 
-  // runJob polls an archive job until it ends, reporting its progress.
+  // runJob polls an archive job until it ends, reporting its progress. The archive route
+  // answers {status: "running", job_id}, the other month operations a job ({state, …}).
   async function runJob(result, label, first) {
     let j = first;
+    if (j && j.job_id && j.status === 'running') j = { job_id: j.job_id, state: 'running', progress: {} };
     while (j && j.job_id && j.state === 'running') {
       setResult(result, '', label + ': running ' + JSON.stringify(j.progress));
       await new Promise((r) => setTimeout(r, 1000));
@@ -398,7 +400,7 @@
           act(s.shard_month, 'archive', '/archive', 'Archive ' + s.shard_month + '?'), ' ',
           act(s.shard_month, 'check', '/archive/check'), ' ',
           act(s.shard_month, 'restore', '/restore', 'Restore ' + s.shard_month + ' from its archive?'), ' ',
-          button('archive-manifest-' + s.shard_month, 'last verification', result, async () => {
+          button('archive-manifest-' + s.shard_month, 'manifest', result, async () => {
             manifest.textContent = JSON.stringify(await admin('GET', '/shards/' + seg(s.shard_month) + '/archive'), null, 2);
             return 'manifest of ' + s.shard_month;
           }))]));
