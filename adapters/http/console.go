@@ -9,12 +9,14 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"imd/adapters/ratelimit"
 	"imd/core/apperr"
 )
 
@@ -34,6 +36,9 @@ const (
 	consoleSession = 8 * time.Hour
 	// maxConsoleSessions bounds the table; only holders of the admin key can fill it.
 	maxConsoleSessions = 1024
+	// Sign-in attempts per client address: enough for a typo or two, far too few to guess a key.
+	signInsPerMinute = 10
+	signInAddrs      = 4096
 )
 
 type consoleSessionState struct {
@@ -46,10 +51,29 @@ type consoleSessionState struct {
 type consoleSessions struct {
 	mu sync.Mutex
 	m  map[string]consoleSessionState
+	// signIns are the sign-in budgets per client address, read against epoch.
+	signIns     *ratelimit.Shared[netip.Addr]
+	signInLimit ratelimit.Limit
+	epoch       time.Time
 }
 
 func newConsoleSessions() *consoleSessions {
-	return &consoleSessions{m: map[string]consoleSessionState{}}
+	return &consoleSessions{
+		m:       map[string]consoleSessionState{},
+		signIns: ratelimit.NewShared[netip.Addr](signInAddrs), epoch: time.Now(),
+		signInLimit: ratelimit.NewLimit(ratelimit.Rate{Count: signInsPerMinute, Per: time.Minute}),
+	}
+}
+
+// allowSignIn spends one sign-in attempt of the client address; an unknown address has no
+// budget of its own.
+func (cs *consoleSessions) allowSignIn(addr netip.Addr, now time.Time) bool {
+	if !addr.IsValid() {
+		return true
+	}
+	t := max(now.Sub(cs.epoch), 0)
+	cs.signIns.Sweep(t)
+	return cs.signIns.Allow(addr, cs.signInLimit, t)
 }
 
 func randomToken() string {
@@ -158,6 +182,9 @@ type signInRequest struct {
 func (s *Server) signIn(c echo.Context) error {
 	if !strings.HasPrefix(c.Request().Header.Get(echo.HeaderContentType), echo.MIMEApplicationJSON) {
 		return apperr.New(apperr.InvalidArgument, "Content-Type must be application/json")
+	}
+	if !s.sessions.allowSignIn(clientAddr(c), time.Now()) {
+		return rateLimited(c)
 	}
 	var req signInRequest
 	if err := decodeJSON(c, &req); err != nil {

@@ -158,3 +158,16 @@ func TestConsoleScriptBuildsNoMarkupFromStrings(t *testing.T) {
 		}
 	}
 }
+
+func TestConsoleSignInIsRateLimitedPerAddress(t *testing.T) {
+	h := newHarness(t, Config{AdminKey: adminKey}, Deps{})
+	for range signInsPerMinute {
+		wantError(t, consoleRequest(h, "POST", "/console/session", `{"admin_key":"guess"}`, "203.0.113.7:1000", nil, nil),
+			http.StatusUnauthorized, apperr.Unauthenticated)
+	}
+	// Over budget even the right key waits: guessing costs the guesser, not the server.
+	wantError(t, consoleRequest(h, "POST", "/console/session", `{"admin_key":"`+adminKey+`"}`, "203.0.113.7:1000", nil, nil),
+		http.StatusTooManyRequests, apperr.RateLimited)
+	// Another address has its own budget.
+	signIn(t, h, "203.0.113.8:1000", nil)
+}
