@@ -177,6 +177,8 @@ type shardRow struct {
 	UpdatedAt    int64       `json:"updated_at"`
 	// TableDropped: archived, and table_name no longer exists (reads go to the archive).
 	TableDropped bool `json:"table_dropped"`
+	// SealsAt is when a writable or sealing month stops taking late writes (Unix ms).
+	SealsAt int64 `json:"seals_at,omitempty"`
 }
 
 func (s *Server) listShards(c echo.Context) error {
@@ -195,6 +197,9 @@ func (s *Server) listShards(c echo.Context) error {
 			MaxCreatedAt: unixMilli(in.MaxCreatedAt),
 			UpdatedAt:    unixMilli(in.UpdatedAt),
 			TableDropped: in.TableDropped,
+		}
+		if m := s.d.Shards.Manager; m != nil && (in.State == shard.Writable || in.State == shard.Sealing) {
+			rows[i].SealsAt = m.SealsAt(in.Month).UnixMilli()
 		}
 	}
 	return c.JSON(http.StatusOK, map[string][]shardRow{"shards": rows})
@@ -290,4 +295,19 @@ func queryInt(c echo.Context, name string) (v int64, present bool, err error) {
 		return 0, false, apperr.New(apperr.InvalidArgument, name+" must be a non-negative integer")
 	}
 	return v, true, nil
+}
+
+// queryLimitOr parses ?limit= of an admin listing: def when absent, else 1 to most.
+func queryLimitOr(c echo.Context, def, most int64) (int, error) {
+	limit, given, err := queryInt(c, "limit")
+	if err != nil {
+		return 0, err
+	}
+	if !given {
+		return int(def), nil
+	}
+	if limit < 1 || limit > most {
+		return 0, apperr.New(apperr.InvalidArgument, "limit must be 1-"+strconv.FormatInt(most, 10))
+	}
+	return int(limit), nil
 }

@@ -70,17 +70,11 @@ type compensationResponse struct {
 
 // listCompensation lists the oldest late writes refused by sealed months.
 func (s *Server) listCompensation(c echo.Context) error {
-	limit, given, err := queryInt(c, "limit")
+	limit, err := queryLimitOr(c, defaultCompensationLimit, maxCompensationLimit)
 	if err != nil {
 		return err
 	}
-	if !given {
-		limit = defaultCompensationLimit
-	}
-	if limit < 1 || limit > maxCompensationLimit {
-		return apperr.New(apperr.InvalidArgument, "limit must be 1-1000")
-	}
-	entries, total, err := s.d.Shards.Manager.Compensation(c.Request().Context(), c.Param("tenant"), int(limit))
+	entries, total, err := s.d.Shards.Manager.Compensation(c.Request().Context(), c.Param("tenant"), limit)
 	if err != nil {
 		return err
 	}

@@ -141,3 +141,30 @@ func TestListCompensation(t *testing.T) {
 		s.fails("GET", "/compensation?limit="+bad, "", http.StatusBadRequest, apperr.InvalidArgument)
 	}
 }
+
+func TestListShardsGivesTheWritableMonthItsSealTime(t *testing.T) {
+	s := newStack(t)
+	var got struct {
+		Shards []shardRow `json:"shards"`
+	}
+	s.ok("GET", "/shards", "", &got)
+	// The stack's clock is in 202611, which is writable; 202610 is sealing, its window over
+	// since the 8th. Each seals 7 days after its end; prepared months get no time.
+	want := map[string]time.Time{
+		"202610": time.Date(2026, 11, 8, 0, 0, 0, 0, time.UTC),
+		"202611": time.Date(2026, 12, 8, 0, 0, 0, 0, time.UTC),
+	}
+	for _, r := range got.Shards {
+		w, listed := want[r.ShardMonth]
+		switch {
+		case listed && r.SealsAt != w.UnixMilli():
+			t.Errorf("%s (%s) seals_at = %d, want %d", r.ShardMonth, r.Status, r.SealsAt, w.UnixMilli())
+		case !listed && r.SealsAt != 0:
+			t.Errorf("%s (%s) has seals_at %d", r.ShardMonth, r.Status, r.SealsAt)
+		}
+		delete(want, r.ShardMonth)
+	}
+	if len(want) > 0 {
+		t.Errorf("months missing from the catalog: %v", want)
+	}
+}

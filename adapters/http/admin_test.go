@@ -79,7 +79,8 @@ func newStackWith(t *testing.T, shardsOf func(*memory.ShardStore) ports.ShardSto
 	hist := history.New(history.Deps{
 		Store: store, Routes: routes, Months: months, Metrics: metrics, Resolver: resolver, Log: log,
 	})
-	h := newHarness(t, Config{AdminKey: adminKey}, Deps{Admin: adminSvc, History: hist, Social: SocialDeps{Directory: social}})
+	h := newHarness(t, Config{AdminKey: adminKey}, Deps{Admin: adminSvc, History: hist, Social: SocialDeps{Directory: social},
+		Shards: ShardOps{Manager: manager}})
 	return &stack{harness: h, store: store, tokens: tokens, now: now}
 }
 

@@ -1,8 +1,6 @@
 package http
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
 	"net/http"
 	"runtime/debug"
 	"strings"
@@ -31,14 +29,22 @@ func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// requireAdminKey checks "Authorization: Bearer <admin key>". Both sides are hashed before
-// the constant-time compare, so neither the key's bytes nor its length leak through timing.
+// requireAdminKey checks "Authorization: Bearer <admin key>", or else a console session
+// (console.go), which the admin key opened. Both sides are hashed before the constant-time
+// compare, so neither the key's bytes nor its length leak through timing.
 func (s *Server) requireAdminKey(next echo.HandlerFunc) echo.HandlerFunc {
-	want := sha256.Sum256([]byte(s.cfg.AdminKey))
 	return func(c echo.Context) error {
-		got, ok := bearer(c.Request().Header.Get(echo.HeaderAuthorization))
-		sum := sha256.Sum256([]byte(got))
-		if !ok || s.cfg.AdminKey == "" || subtle.ConstantTimeCompare(sum[:], want[:]) != 1 {
+		header := c.Request().Header.Get(echo.HeaderAuthorization)
+		if header == "" {
+			if _, _, ok := s.session(c); ok {
+				if err := s.checkSession(c); err != nil {
+					return err
+				}
+				return next(c)
+			}
+		}
+		got, ok := bearer(header)
+		if !ok || s.cfg.AdminKey == "" || !equalSecret(got, s.cfg.AdminKey) {
 			c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="imd-admin"`)
 			return apperr.New(apperr.Unauthenticated, "missing or wrong admin key")
 		}

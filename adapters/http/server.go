@@ -1,7 +1,8 @@
 // Package http serves the Echo HTTP listener: the admin API of PROTOCOL §6 under /admin/v1,
 // the client API under /api/v1 (client*.go), signed object URLs under /files/, the OpenAPI
 // document of both APIs at /openapi.yaml, the /healthz, /readyz and /metrics probes, and Go's
-// runtime profiles under /debug/pprof/ (admin key).
+// runtime profiles under /debug/pprof/ (admin key), and the operator console under /console/
+// (console.go).
 package http
 
 import (
@@ -20,6 +21,7 @@ import (
 	"imd/core/apperr"
 	"imd/core/history"
 	"imd/core/migration"
+	"imd/ports"
 )
 
 // Server timeouts: generous enough for a month-table DDL behind /shards/advance, short
@@ -67,6 +69,8 @@ type Deps struct {
 	References ReferenceOps
 	// Migration serves the legacy migration routes of admin_migration.go; nil answers 50301.
 	Migration *migration.Service
+	// Delivery serves the deliver queue routes of admin_delivery.go; nil answers 50301.
+	Delivery ports.DeliverInspector
 }
 
 // Server is the HTTP listener. Start and Stop are called once each, from one goroutine.
@@ -80,11 +84,13 @@ type Server struct {
 	ready atomic.Bool
 	// limits are the client API's request budgets.
 	limits *clientLimiter
+	// sessions are the signed-in operator consoles (console.go).
+	sessions *consoleSessions
 }
 
 // New builds the server and its routes; nothing listens until Start.
 func New(cfg Config, d Deps, log *slog.Logger) *Server {
-	s := &Server{cfg: cfg, d: d, log: log, limits: newClientLimiter(cfg.RateLimits)}
+	s := &Server{cfg: cfg, d: d, log: log, limits: newClientLimiter(cfg.RateLimits), sessions: newConsoleSessions()}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
@@ -104,6 +110,7 @@ func (s *Server) routes(e *echo.Echo) {
 		e.GET("/metrics", echo.WrapHandler(s.d.Metrics))
 	}
 	s.pprofRoutes(e)
+	s.consoleRoutes(e)
 	t := e.Group("/admin/v1", s.requireAdminKey).Group("/tenants/:tenant", s.requireTenant)
 	t.POST("/users", s.createUser)
 	t.POST("/tokens", s.issueToken)
@@ -121,6 +128,8 @@ func (s *Server) routes(e *echo.Echo) {
 	s.adminSocialRoutes(t)
 	s.archiveRoutes(t)
 	s.migrationRoutes(t)
+	s.deliveryRoutes(t)
+	s.repairRoutes(t)
 	s.clientRoutes(e)
 	s.referenceRoutes(e)
 }

@@ -20,3 +20,9 @@ func TestDeliverQueueContract(t *testing.T) {
 		}}
 	})
 }
+
+func TestDeliverInspectorContract(t *testing.T) {
+	contract.DeliverInspector(t, func(*testing.T) contract.DeliverFixture {
+		return contract.DeliverFixture{Tenant: contractTenant, Queue: NewDeliverQueue(time.Now)}
+	})
+}

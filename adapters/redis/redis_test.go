@@ -101,6 +101,13 @@ func TestRouteCacheContract(t *testing.T) {
 	})
 }
 
+func TestDeliverInspectorContract(t *testing.T) {
+	contract.DeliverInspector(t, func(t *testing.T) contract.DeliverFixture {
+		c := testClient(t)
+		return contract.DeliverFixture{Tenant: testTenant(t, c), Queue: NewDeliverQueue(c)}
+	})
+}
+
 func TestDeliverQueueContract(t *testing.T) {
 	contract.DeliverQueue(t, func(t *testing.T) contract.DeliverFixture {
 		c := testClient(t)

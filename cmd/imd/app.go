@@ -92,6 +92,7 @@ func Adapters(cfg config.Config) fx.Option {
 			func(c rueidis.Client) (ports.DeliverQueue, error) {
 				return redisadapter.NewDeliverQueue(c).WithPartitions(cfg.Deliver.Partitions)
 			},
+			deliverInspector,
 			func(c rueidis.Client) ports.DialogStore { return redisadapter.NewDialogStore(c) },
 			func(c *mysql.Cluster) ports.ReadStore { return mysql.NewReadStore(c) },
 			func(c *mysql.Cluster) ports.Mailbox { return mysql.NewMailbox(c) },
@@ -415,11 +416,20 @@ func tcpRateLimits(r config.RateLimit) tcpserver.RateLimits {
 	}
 }
 
-func newHTTP(cfg config.Config, a *admin.Service, h *history.Service, in *inbox.Service, sm *shardmanager.Manager, rr *routerepair.Service, m *prometheus.Metrics, ready readyCheck, tcp *tcpserver.Server, sd httpapi.SocialDeps, ah archiveHTTP, mig *migration.Service, log *slog.Logger) *httpapi.Server {
+// deliverInspector is the deliver queue's operator view; the Redis queue is one.
+func deliverInspector(q ports.DeliverQueue) (ports.DeliverInspector, error) {
+	in, ok := q.(ports.DeliverInspector)
+	if !ok {
+		return nil, fmt.Errorf("deliver queue %T cannot be inspected", q)
+	}
+	return in, nil
+}
+
+func newHTTP(cfg config.Config, a *admin.Service, h *history.Service, in *inbox.Service, sm *shardmanager.Manager, rr *routerepair.Service, m *prometheus.Metrics, ready readyCheck, tcp *tcpserver.Server, sd httpapi.SocialDeps, ah archiveHTTP, mig *migration.Service, dq ports.DeliverInspector, log *slog.Logger) *httpapi.Server {
 	return httpapi.New(httpapi.Config{Addr: cfg.HTTP.Addr, AdminKey: cfg.AdminKey, RateLimits: httpRateLimits(cfg.RateLimit)},
 		httpapi.Deps{Admin: a, History: h, Inbox: in, Metrics: m.Handler(), Ready: ready, Listeners: []func() error{tcp.Serving},
 			Shards: httpapi.ShardOps{Manager: sm, Repair: rr}, Social: sd,
-			Archive: ah.Archive, References: ah.References, Migration: mig}, log)
+			Archive: ah.Archive, References: ah.References, Migration: mig, Delivery: dq}, log)
 }
 
 type serverParams struct {

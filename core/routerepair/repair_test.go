@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -323,5 +324,38 @@ func TestRebuildTenantPagesThroughTheMirror(t *testing.T) {
 	}
 	for _, topic := range topics {
 		f.expectRoute(t, topic)
+	}
+}
+
+func TestBacklogListsQueuedAndInProcessRepairs(t *testing.T) {
+	f := newFixture(t, routerepair.Config{FallbackLimit: 4})
+	ctx := context.Background()
+	for _, name := range []string{"grp_1", "grp_2"} {
+		f.write(t, name, oct, 1)
+		if err := f.svc.Enqueue(ctx, tenant, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.queue.down = true
+	f.write(t, "grp_3", oct, 1)
+	if err := f.svc.Enqueue(ctx, tenant, "grp_3"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.Backlog(ctx, tenant, 10); err == nil {
+		t.Fatal("a backlog read while the queue is down must say so")
+	}
+	f.queue.down = false
+	b, err := f.svc.Backlog(ctx, tenant, 10)
+	if err != nil || b.Queued != 2 || b.InProcess != 1 || len(b.Topics) != 3 || b.Topics[0] != "grp_3" {
+		t.Fatalf("Backlog = %+v, %v; want 2 queued, grp_3 in process, 3 topics", b, err)
+	}
+	if b, err := f.svc.Backlog(ctx, tenant, 1); err != nil || !slices.Equal(b.Topics, []string{"grp_3"}) {
+		t.Fatalf("Backlog(limit 1) = %+v, %v", b, err)
+	}
+	if n, err := f.svc.Drain(ctx, tenant); err != nil || n != 3 {
+		t.Fatalf("Drain = %d, %v", n, err)
+	}
+	if b, err := f.svc.Backlog(ctx, tenant, 10); err != nil || b.Queued != 0 || b.InProcess != 0 || len(b.Topics) != 0 {
+		t.Fatalf("Backlog after Drain = %+v, %v", b, err)
 	}
 }

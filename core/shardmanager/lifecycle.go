@@ -68,9 +68,15 @@ func (m *Manager) next(ctx context.Context, tenant string, in shard.Info, active
 	return "", false, nil
 }
 
-// lateWindowOver reports whether the month stopped taking late writes: SealingDays after its end.
+// lateWindowOver reports whether the month stopped taking late writes.
 func (m *Manager) lateWindowOver(mo month.Month, now time.Time) bool {
-	return !now.Before(mo.End().AddDate(0, 0, m.cfg.SealingDays))
+	return !now.Before(m.SealsAt(mo))
+}
+
+// SealsAt is when month mo stops taking late writes, SealingDays after its end: from then on a
+// sealing month is sealed unless a backlog holds it back.
+func (m *Manager) SealsAt(mo month.Month) time.Time {
+	return mo.End().AddDate(0, 0, m.cfg.SealingDays)
 }
 
 // backlog names what still concerns month mo, "" when nothing does: a pending route repair
