@@ -1,0 +1,385 @@
+package server
+
+import (
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"imd/adapters/tcp/frame"
+	"imd/adapters/tcp/proxyhdr"
+	"imd/adapters/tcp/tlstest"
+	"imd/adapters/tcp/wire"
+	"imd/core/delivery"
+)
+
+// corkConn holds the client's writes until the client reads or Flush is called, so that what
+// a TLS client writes last in its handshake (its Finished) and its first frame leave in one
+// TCP segment, as OpenSSL clients and event-loop clients often send them.
+type corkConn struct {
+	net.Conn
+	mu      sync.Mutex
+	pending []byte
+}
+
+func (c *corkConn) Write(b []byte) (int, error) {
+	c.mu.Lock()
+	c.pending = append(c.pending, b...)
+	c.mu.Unlock()
+	return len(b), nil
+}
+
+func (c *corkConn) Read(b []byte) (int, error) {
+	if err := c.Flush(); err != nil {
+		return 0, err
+	}
+	return c.Conn.Read(b)
+}
+
+func (c *corkConn) Flush() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.pending) == 0 {
+		return nil
+	}
+	_, err := c.Conn.Write(c.pending)
+	c.pending = nil
+	return err
+}
+
+// nativeTLS is a native-mode server behind a proxy that checks every byte it sends is part
+// of a TLS record.
+type nativeTLS struct {
+	h     *harness
+	proxy *tlstest.Proxy
+	pki   testPKI
+	// proxyHeader is what clients send before the ClientHello: a PROXY v2 header when the
+	// server requires one.
+	proxyHeader []byte
+}
+
+func startNative(t *testing.T, cfg Config, deps Deps) *nativeTLS {
+	t.Helper()
+	pki := newTestPKI(t)
+	cfg.TLS = pki.server
+	n := &nativeTLS{h: start(t, cfg, deps), pki: pki}
+	n.proxy = tlstest.NewProxy(t, n.h.srv.Addr().String())
+	if cfg.ProxyProtocol {
+		n.proxyHeader = proxyhdr.AppendV2(nil, netip.MustParseAddrPort("198.51.100.7:40000"), netip.MustParseAddrPort("127.0.0.1:9000"))
+	}
+	return n
+}
+
+// dialCorked opens a TCP connection through the proxy, sends the PROXY header and returns
+// the corked socket for a TLS client.
+func (n *nativeTLS) dialCorked(t testing.TB) *corkConn {
+	t.Helper()
+	nc, err := net.Dial("tcp", n.proxy.Addr())
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	t.Cleanup(func() { _ = nc.Close() })
+	if _, err := nc.Write(n.proxyHeader); err != nil {
+		t.Fatalf("PROXY header: %v", err)
+	}
+	return &corkConn{Conn: nc}
+}
+
+func encodeFrame(t testing.TB, cmd uint16, seq uint32, body any, compressMin int) []byte {
+	t.Helper()
+	raw, err := json.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := frame.Append(nil, cmd, uint64(seq)*10, seq, raw, compressMin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// The first frame is answered however it arrives: in the TCP segment of the client's
+// Finished (TLS 1.3, and TLS 1.2 resumption where the client finishes last), or right after
+// it; both before and after AUTH matters to the server.
+func TestTLSFirstFrameAlwaysAnswered(t *testing.T) {
+	const connections = 40
+	tests := []struct {
+		name     string
+		version  uint16
+		resume   bool
+		coalesce bool
+	}{
+		{"TLS 1.3, first frame with Finished", tls.VersionTLS13, false, true},
+		{"TLS 1.3, first frame after Finished", tls.VersionTLS13, false, false},
+		{"TLS 1.3 resumed, first frame with Finished", tls.VersionTLS13, true, true},
+		{"TLS 1.2, first frame after the server's Finished", tls.VersionTLS12, false, false},
+		{"TLS 1.2 resumed, first frame with Finished", tls.VersionTLS12, true, true},
+	}
+	requests := []struct {
+		name     string
+		cmd      uint16
+		body     any
+		wantCode int
+	}{
+		{"HEARTBEAT", wire.CmdHeartbeat, struct{}{}, wire.CodeOK},
+		{"SEND_MESSAGE before AUTH", wire.CmdSendMessage, wire.SendMessageRequest{ToUser: 2, ClientMsgID: "x", Type: "text", Content: text("hi")}, 40101},
+	}
+	n := startNative(t, Config{ProxyProtocol: true}, Deps{})
+	for _, tt := range tests {
+		for _, req := range requests {
+			t.Run(tt.name+"/"+req.name, func(t *testing.T) {
+				cfg := n.pki.client.Clone()
+				cfg.MinVersion, cfg.MaxVersion = tt.version, tt.version
+				if tt.resume {
+					cfg.ClientSessionCache = tls.NewLRUClientSessionCache(4)
+					c := &rawClient{t: t, nc: tls.Client(n.dialCorked(t), cfg)}
+					if _, env := c.call(wire.CmdHeartbeat, struct{}{}); env.Code != wire.CodeOK { // stores the ticket
+						t.Fatalf("first connection: code %d", env.Code)
+					}
+				}
+				var wg sync.WaitGroup
+				for i := range connections {
+					wg.Go(func() {
+						cork := n.dialCorked(t)
+						tc := tls.Client(cork, cfg)
+						if err := tc.HandshakeContext(t.Context()); err != nil {
+							t.Errorf("connection %d: handshake: %v", i, err)
+							return
+						}
+						if tt.resume && !tc.ConnectionState().DidResume {
+							t.Errorf("connection %d: session not resumed", i)
+						}
+						if !tt.coalesce {
+							if err := cork.Flush(); err != nil {
+								t.Errorf("connection %d: %v", i, err)
+								return
+							}
+						}
+						if _, err := tc.Write(encodeFrame(t, req.cmd, 1, req.body, 0)); err != nil {
+							t.Errorf("connection %d: write: %v", i, err)
+							return
+						}
+						c := &rawClient{t: t, nc: tc}
+						f, err := c.next(10 * time.Second) // flushes first
+						if err != nil {
+							t.Errorf("connection %d: no answer to the first frame: %v", i, err)
+							return
+						}
+						var env wire.Envelope
+						if err := json.Unmarshal(f.Body, &env); err != nil || f.SequenceID != 1 || env.Code != req.wantCode {
+							t.Errorf("connection %d: answer seq %d code %d (%v), want seq 1 code %d", i, f.SequenceID, env.Code, err, req.wantCode)
+						}
+					})
+				}
+				wg.Wait()
+			})
+		}
+	}
+}
+
+// pipeliner is one authenticated native-TLS client that sends requests without waiting for
+// answers, acknowledges every MESSAGE push from its reader and checks that every request
+// gets exactly its answer.
+type pipeliner struct {
+	t     testing.TB
+	tc    *tls.Conn
+	wmu   sync.Mutex // one frame per Write: requests and PUSH_ACKs interleave whole
+	seq   uint32
+	calls map[uint32]uint16 // sequence id -> the response command it waits for
+
+	mu       sync.Mutex
+	answered map[uint32]bool
+	pushes   int
+	failed   error
+	done     chan struct{}
+}
+
+func newPipeliner(t testing.TB, n *nativeTLS, user int64, device uint64) *pipeliner {
+	t.Helper()
+	tc := tls.Client(n.dialCorked(t), n.pki.client)
+	if err := tc.HandshakeContext(t.Context()); err != nil {
+		t.Fatalf("handshake: %v", err)
+	}
+	c := &rawClient{t: t.(*testing.T), nc: tc}
+	seq := c.send(wire.CmdAuth, wire.AuthRequest{Token: token(user), DeviceID: device})
+	for { // pushes to the user may come before the answer: the device is bound first
+		f, err := c.next(30 * time.Second)
+		if err != nil {
+			t.Fatalf("auth as %d: %v", user, err)
+		}
+		if f.Command == wire.ResponseCommand(wire.CmdAuth) && f.SequenceID == seq {
+			if env := envelope(c.t, f); env.Code != wire.CodeOK {
+				t.Fatalf("auth as %d: code %d", user, env.Code)
+			}
+			break
+		}
+	}
+	p := &pipeliner{t: t, tc: tc, seq: c.seq, calls: map[uint32]uint16{}, answered: map[uint32]bool{}, done: make(chan struct{})}
+	go p.read(c)
+	return p
+}
+
+// send queues one request; compressMin > 0 sends its body zlib-compressed.
+func (p *pipeliner) send(cmd uint16, body any, compressMin int) {
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	p.seq++
+	p.mu.Lock()
+	p.calls[p.seq] = wire.ResponseCommand(cmd)
+	p.mu.Unlock()
+	if _, err := p.tc.Write(encodeFrame(p.t, cmd, p.seq, body, compressMin)); err != nil {
+		p.fail(fmt.Errorf("write request %d: %w", p.seq, err))
+	}
+}
+
+func (p *pipeliner) fail(err error) {
+	p.mu.Lock()
+	if p.failed == nil {
+		p.failed = err
+	}
+	p.mu.Unlock()
+}
+
+func (p *pipeliner) read(c *rawClient) {
+	defer close(p.done)
+	for {
+		f, err := c.next(time.Minute)
+		if err != nil {
+			p.mu.Lock()
+			if len(p.answered) < len(p.calls) {
+				p.failed = fmt.Errorf("connection ended with %d of %d answers: %w", len(p.answered), len(p.calls), err)
+			}
+			p.mu.Unlock()
+			return
+		}
+		var env wire.Envelope
+		if err := json.Unmarshal(f.Body, &env); err != nil {
+			p.fail(fmt.Errorf("frame %d: %w", f.Command, err))
+			continue
+		}
+		if f.Command == wire.CmdMessage {
+			p.mu.Lock()
+			p.pushes++
+			p.mu.Unlock()
+			p.wmu.Lock()
+			_, err := p.tc.Write(encodeFrame(p.t, wire.CmdPushAck, f.SequenceID, struct{}{}, 0))
+			p.wmu.Unlock()
+			if err != nil {
+				p.fail(fmt.Errorf("PUSH_ACK: %w", err))
+			}
+			continue
+		}
+		p.mu.Lock()
+		want, ok := p.calls[f.SequenceID]
+		switch {
+		case !ok || f.Command != want:
+			p.failed = fmt.Errorf("answer command %d seq %d matches no request", f.Command, f.SequenceID)
+		case p.answered[f.SequenceID]:
+			p.failed = fmt.Errorf("seq %d answered twice", f.SequenceID)
+		case env.Code != wire.CodeOK:
+			p.failed = fmt.Errorf("seq %d: code %d %s", f.SequenceID, env.Code, env.Msg)
+		}
+		p.answered[f.SequenceID] = true
+		p.mu.Unlock()
+	}
+}
+
+// wait returns once every request was answered (or the connection failed) and wait passed.
+func (p *pipeliner) wait(wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	for time.Now().Before(deadline) {
+		p.mu.Lock()
+		err, complete := p.failed, len(p.answered) == len(p.calls)
+		p.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		if complete {
+			return nil
+		}
+		select {
+		case <-p.done:
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			return p.failed
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return fmt.Errorf("%d of %d requests answered in %v", len(p.answered), len(p.calls), wait)
+}
+
+func (p *pipeliner) pushCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.pushes
+}
+
+// Many requests in flight on one connection, answered by workers in any order, interleaved
+// with pushes to the same connection, zlib-compressed bodies both ways and PUSH_ACKs, never
+// break the TLS stream: every request is answered once and every push arrives.
+func TestTLSPipelinedRequestsWithPushes(t *testing.T) {
+	const (
+		clients  = 8
+		requests = 200
+		pushes   = 100
+	)
+	st := newStack(t)
+	n := startNative(t, Config{ProxyProtocol: true, CompressMin: 64, Multicore: true, PushAckTimeout: time.Minute}, st.deps)
+	long := strings.Repeat("compressed both ways over native TLS ", 20)
+	var (
+		wg        sync.WaitGroup
+		delivered atomic.Int64
+		conns     = make([]*pipeliner, clients)
+	)
+	for i := range clients {
+		conns[i] = newPipeliner(t, n, 1, uint64(100+i))
+	}
+	for i, p := range conns {
+		wg.Go(func() {
+			var pushing sync.WaitGroup
+			pushing.Go(func() { // pushes race the answers on the same connection
+				target := delivery.Target{Recipients: []int64{1}, Sender: 2}
+				for k := range pushes {
+					push := delivery.Push{Kind: delivery.KindMessage, Message: testMessage(int64(k+1), long)}
+					delivered.Add(int64(n.h.srv.Push(t.Context(), "default", target, push).Delivered))
+				}
+			})
+			for k := range requests {
+				switch k % 4 {
+				case 0:
+					p.send(wire.CmdHeartbeat, struct{}{}, 0)
+				case 1:
+					p.send(wire.CmdSendMessage, wire.SendMessageRequest{ToUser: 2, ClientMsgID: fmt.Sprintf("c%d-%d", i, k), Type: "text", Content: text(long)}, 64)
+				default:
+					p.send(wire.CmdSendMessage, wire.SendMessageRequest{ToUser: 2, ClientMsgID: fmt.Sprintf("c%d-%d", i, k), Type: "text", Content: text("short")}, 0)
+				}
+			}
+			pushing.Wait()
+			if err := p.wait(time.Minute); err != nil {
+				t.Errorf("client %d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	eventuallyWithin(t, 30*time.Second, "every delivered push to arrive", func() bool {
+		got := 0
+		for _, p := range conns {
+			got += p.pushCount()
+		}
+		return int64(got) == delivered.Load()
+	})
+	if rec := n.h.logs.find("tcp request", "code", "50301"); rec != nil {
+		t.Errorf("a request failed on the server: %v", rec)
+	}
+	if rec := n.h.logs.first(func(r map[string]string) bool { return strings.Contains(r["err"], "tls") }); rec != nil {
+		t.Errorf("TLS error logged: %v", rec)
+	}
+}
