@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,28 +22,34 @@ import (
 
 // corkConn holds the client's writes until the client reads or Flush is called, so that what
 // a TLS client writes last in its handshake (its Finished) and its first frame leave in one
-// TCP segment, as OpenSSL clients and event-loop clients often send them.
+// TCP segment, as OpenSSL clients and event-loop clients often send them. After Flush,
+// writes go straight out.
 type corkConn struct {
 	net.Conn
-	mu      sync.Mutex
-	pending []byte
+	mu       sync.Mutex
+	pending  []byte
+	uncorked bool
 }
 
 func (c *corkConn) Write(b []byte) (int, error) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.uncorked {
+		return c.Conn.Write(b)
+	}
 	c.pending = append(c.pending, b...)
-	c.mu.Unlock()
 	return len(b), nil
 }
 
 func (c *corkConn) Read(b []byte) (int, error) {
-	if err := c.Flush(); err != nil {
+	if err := c.send(); err != nil {
 		return 0, err
 	}
 	return c.Conn.Read(b)
 }
 
-func (c *corkConn) Flush() error {
+// send writes what is held.
+func (c *corkConn) send() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.pending) == 0 {
@@ -50,6 +57,15 @@ func (c *corkConn) Flush() error {
 	}
 	_, err := c.Conn.Write(c.pending)
 	c.pending = nil
+	return err
+}
+
+// Flush writes what is held and stops holding.
+func (c *corkConn) Flush() error {
+	err := c.send()
+	c.mu.Lock()
+	c.uncorked = true
+	c.mu.Unlock()
 	return err
 }
 
@@ -77,31 +93,36 @@ func startNative(t *testing.T, cfg Config, deps Deps) *nativeTLS {
 }
 
 // dialCorked opens a TCP connection through the proxy, sends the PROXY header and returns
-// the corked socket for a TLS client.
+// the corked socket for a TLS client; the test's end closes it.
 func (n *nativeTLS) dialCorked(t testing.TB) *corkConn {
 	t.Helper()
+	c, err := n.dial(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// dial is dialCorked for any goroutine.
+func (n *nativeTLS) dial(t testing.TB) (*corkConn, error) {
 	nc, err := net.Dial("tcp", n.proxy.Addr())
 	if err != nil {
-		t.Fatalf("dial: %v", err)
+		return nil, fmt.Errorf("dial: %w", err)
 	}
 	t.Cleanup(func() { _ = nc.Close() })
 	if _, err := nc.Write(n.proxyHeader); err != nil {
-		t.Fatalf("PROXY header: %v", err)
+		return nil, fmt.Errorf("PROXY header: %w", err)
 	}
-	return &corkConn{Conn: nc}
+	return &corkConn{Conn: nc}, nil
 }
 
-func encodeFrame(t testing.TB, cmd uint16, seq uint32, body any, compressMin int) []byte {
-	t.Helper()
+// frameOf encodes a request; compressMin > 0 compresses a body of at least that size.
+func frameOf(cmd uint16, seq uint32, body any, compressMin int) ([]byte, error) {
 	raw, err := json.Marshal(body)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	f, err := frame.Append(nil, cmd, uint64(seq)*10, seq, raw, compressMin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f
+	return frame.Append(nil, cmd, uint64(seq)*10, seq, raw, compressMin)
 }
 
 // The first frame is answered however it arrives: in the TCP segment of the client's
@@ -161,7 +182,11 @@ func TestTLSFirstFrameAlwaysAnswered(t *testing.T) {
 								return
 							}
 						}
-						if _, err := tc.Write(encodeFrame(t, req.cmd, 1, req.body, 0)); err != nil {
+						first, err := frameOf(req.cmd, 1, req.body, 0)
+						if err == nil {
+							_, err = tc.Write(first)
+						}
+						if err != nil {
 							t.Errorf("connection %d: write: %v", i, err)
 							return
 						}
@@ -200,29 +225,74 @@ type pipeliner struct {
 	done     chan struct{}
 }
 
-func newPipeliner(t testing.TB, n *nativeTLS, user int64, device uint64) *pipeliner {
-	t.Helper()
-	tc := tls.Client(n.dialCorked(t), n.pki.client)
-	if err := tc.HandshakeContext(t.Context()); err != nil {
-		t.Fatalf("handshake: %v", err)
+func newPipeliner(t testing.TB, n *nativeTLS, cfg *tls.Config, user int64, device uint64) (*pipeliner, error) {
+	nc, err := n.dial(t)
+	if err != nil {
+		return nil, err
 	}
-	c := &rawClient{t: t.(*testing.T), nc: tc}
-	seq := c.send(wire.CmdAuth, wire.AuthRequest{Token: token(user), DeviceID: device})
+	tc := tls.Client(nc, cfg)
+	if err := tc.HandshakeContext(t.Context()); err != nil {
+		return nil, fmt.Errorf("handshake: %w", err)
+	}
+	if err := nc.Flush(); err != nil {
+		return nil, err
+	}
+	c := &rawClient{nc: tc}
+	auth, err := json.Marshal(wire.AuthRequest{Token: token(user), DeviceID: device})
+	if err != nil {
+		return nil, err
+	}
+	f, err := frame.Append(nil, wire.CmdAuth, 1, 1, auth, 0)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := tc.Write(f); err != nil {
+		return nil, fmt.Errorf("auth: %w", err)
+	}
 	for { // pushes to the user may come before the answer: the device is bound first
-		f, err := c.next(30 * time.Second)
+		f, err := c.next(time.Minute)
 		if err != nil {
-			t.Fatalf("auth as %d: %v", user, err)
+			return nil, fmt.Errorf("auth as %d: %w", user, err)
 		}
-		if f.Command == wire.ResponseCommand(wire.CmdAuth) && f.SequenceID == seq {
-			if env := envelope(c.t, f); env.Code != wire.CodeOK {
-				t.Fatalf("auth as %d: code %d", user, env.Code)
+		if f.Command == wire.ResponseCommand(wire.CmdAuth) && f.SequenceID == 1 {
+			var env wire.Envelope
+			if err := json.Unmarshal(f.Body, &env); err != nil || env.Code != wire.CodeOK {
+				return nil, fmt.Errorf("auth as %d: code %d %v", user, env.Code, err)
 			}
 			break
 		}
 	}
-	p := &pipeliner{t: t, tc: tc, seq: c.seq, calls: map[uint32]uint16{}, answered: map[uint32]bool{}, done: make(chan struct{})}
+	p := &pipeliner{t: t, tc: tc, seq: 1, calls: map[uint32]uint16{}, answered: map[uint32]bool{}, done: make(chan struct{})}
 	go p.read(c)
-	return p
+	return p, nil
+}
+
+// newPipelines opens count pipeliners, a few handshakes at a time; cfg(i) is connection i's
+// client configuration.
+func newPipelines(t *testing.T, n *nativeTLS, count int, cfg func(i int) *tls.Config, user int64) []*pipeliner {
+	t.Helper()
+	conns := make([]*pipeliner, count)
+	errs := make([]error, count)
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range 8 {
+		wg.Go(func() {
+			for i := range next {
+				conns[i], errs[i] = newPipeliner(t, n, cfg(i), user, uint64(1000+i))
+			}
+		})
+	}
+	for i := range count {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+	}
+	return conns
 }
 
 // send queues one request; compressMin > 0 sends its body zlib-compressed.
@@ -233,7 +303,11 @@ func (p *pipeliner) send(cmd uint16, body any, compressMin int) {
 	p.mu.Lock()
 	p.calls[p.seq] = wire.ResponseCommand(cmd)
 	p.mu.Unlock()
-	if _, err := p.tc.Write(encodeFrame(p.t, cmd, p.seq, body, compressMin)); err != nil {
+	f, err := frameOf(cmd, p.seq, body, compressMin)
+	if err == nil {
+		_, err = p.tc.Write(f)
+	}
+	if err != nil {
 		p.fail(fmt.Errorf("write request %d: %w", p.seq, err))
 	}
 }
@@ -249,7 +323,7 @@ func (p *pipeliner) fail(err error) {
 func (p *pipeliner) read(c *rawClient) {
 	defer close(p.done)
 	for {
-		f, err := c.next(time.Minute)
+		f, err := c.next(time.Hour) // the test's end closes the connection
 		if err != nil {
 			p.mu.Lock()
 			if len(p.answered) < len(p.calls) {
@@ -268,7 +342,10 @@ func (p *pipeliner) read(c *rawClient) {
 			p.pushes++
 			p.mu.Unlock()
 			p.wmu.Lock()
-			_, err := p.tc.Write(encodeFrame(p.t, wire.CmdPushAck, f.SequenceID, struct{}{}, 0))
+			ack, err := frameOf(wire.CmdPushAck, f.SequenceID, struct{}{}, 0)
+			if err == nil {
+				_, err = p.tc.Write(ack)
+			}
 			p.wmu.Unlock()
 			if err != nil {
 				p.fail(fmt.Errorf("PUSH_ACK: %w", err))
@@ -287,6 +364,34 @@ func (p *pipeliner) read(c *rawClient) {
 		}
 		p.answered[f.SequenceID] = true
 		p.mu.Unlock()
+	}
+}
+
+// waitFor returns once want requests were answered, the connection failed or wait passed.
+func (p *pipeliner) waitFor(want int, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	for {
+		p.mu.Lock()
+		err, got := p.failed, len(p.answered)
+		p.mu.Unlock()
+		switch {
+		case err != nil:
+			return err
+		case got >= want:
+			return nil
+		case time.Now().After(deadline):
+			return fmt.Errorf("%d of %d requests answered in %v", got, want, wait)
+		}
+		select {
+		case <-p.done:
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			if p.failed == nil && len(p.answered) < want {
+				return fmt.Errorf("connection closed with %d of %d answers", len(p.answered), want)
+			}
+			return p.failed
+		case <-time.After(2 * time.Millisecond):
+		}
 	}
 }
 
@@ -316,6 +421,12 @@ func (p *pipeliner) wait(wait time.Duration) error {
 	return fmt.Errorf("%d of %d requests answered in %v", len(p.answered), len(p.calls), wait)
 }
 
+func (p *pipeliner) answeredCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.answered)
+}
+
 func (p *pipeliner) pushCount() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -337,11 +448,9 @@ func TestTLSPipelinedRequestsWithPushes(t *testing.T) {
 	var (
 		wg        sync.WaitGroup
 		delivered atomic.Int64
-		conns     = make([]*pipeliner, clients)
+		conns     []*pipeliner
 	)
-	for i := range clients {
-		conns[i] = newPipeliner(t, n, 1, uint64(100+i))
-	}
+	conns = newPipelines(t, n, clients, func(int) *tls.Config { return n.pki.client }, 1)
 	for i, p := range conns {
 		wg.Go(func() {
 			var pushing sync.WaitGroup
@@ -381,5 +490,69 @@ func TestTLSPipelinedRequestsWithPushes(t *testing.T) {
 	}
 	if rec := n.h.logs.first(func(r map[string]string) bool { return strings.Contains(r["err"], "tls") }); rec != nil {
 		t.Errorf("TLS error logged: %v", rec)
+	}
+}
+
+// soakDuration is how long TestTLSSoak keeps its connections sending: short in a plain
+// `go test`, IMD_TLS_SOAK (e.g. 1m) for the long run.
+func soakDuration(t *testing.T) time.Duration {
+	v := os.Getenv("IMD_TLS_SOAK")
+	if v == "" {
+		return 3 * time.Second
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		t.Fatalf("IMD_TLS_SOAK=%q: %v", v, err)
+	}
+	return d
+}
+
+// Soak: 500 native-TLS connections, TLS 1.2 and 1.3, each keeping a window of requests in
+// flight for the whole run. No connection breaks and every request gets its own answer.
+func TestTLSSoak(t *testing.T) {
+	const (
+		connections = 500
+		window      = 16
+	)
+	duration := soakDuration(t)
+	st := newStack(t)
+	n := startNative(t, Config{ProxyProtocol: true, CompressMin: 64, Multicore: true, Queue: connections * window,
+		IdleTimeout: time.Hour, RequestTimeout: time.Minute}, st.deps)
+	conns := newPipelines(t, n, connections, func(i int) *tls.Config {
+		cfg := n.pki.client.Clone()
+		if i%2 == 1 {
+			cfg.MaxVersion = tls.VersionTLS12
+		}
+		return cfg
+	}, 1)
+	long := strings.Repeat("soak ", 40)
+	stop := time.Now().Add(duration)
+	var (
+		wg   sync.WaitGroup
+		sent atomic.Int64
+	)
+	for i, p := range conns {
+		wg.Go(func() {
+			for round := 0; time.Now().Before(stop); round++ {
+				for k := range window {
+					body := wire.SendMessageRequest{ToUser: 2, ClientMsgID: fmt.Sprintf("s%d-%d-%d", i, round, k), Type: "text", Content: text(long)}
+					p.send(wire.CmdSendMessage, body, 64*(k%2))
+				}
+				sent.Add(window)
+				want := (round + 1) * window
+				if err := p.waitFor(want, time.Minute); err != nil {
+					t.Errorf("connection %d (round %d): %v", i, round, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("%d connections, %v: %d requests answered", connections, duration, sent.Load())
+	if rec := n.h.logs.first(func(r map[string]string) bool { return strings.Contains(r["err"], "tls") }); rec != nil {
+		t.Errorf("TLS error logged: %v", rec)
+	}
+	if got := n.proxy.Connections(); got != connections {
+		t.Errorf("%d connections relayed, want %d", got, connections)
 	}
 }
