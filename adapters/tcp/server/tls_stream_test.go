@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
@@ -18,6 +19,9 @@ import (
 	"imd/adapters/tcp/tlstest"
 	"imd/adapters/tcp/wire"
 	"imd/core/delivery"
+	"imd/core/message"
+	"imd/core/seq"
+	"imd/ports"
 )
 
 // corkConn holds the client's writes until the client reads or Flush is called, so that what
@@ -85,7 +89,7 @@ func startNative(t *testing.T, cfg Config, deps Deps) *nativeTLS {
 	pki := newTestPKI(t)
 	cfg.TLS = pki.server
 	n := &nativeTLS{h: start(t, cfg, deps), pki: pki}
-	n.proxy = tlstest.NewProxy(t, n.h.srv.Addr().String())
+	n.proxy = tlstest.NewProxy(t, n.h.srv.Addr().String(), nil)
 	if cfg.ProxyProtocol {
 		n.proxyHeader = proxyhdr.AppendV2(nil, netip.MustParseAddrPort("198.51.100.7:40000"), netip.MustParseAddrPort("127.0.0.1:9000"))
 	}
@@ -507,6 +511,35 @@ func soakDuration(t *testing.T) time.Duration {
 	return d
 }
 
+// appendIndex keeps the soak's messages itself: the memory store checks a new msg_id against
+// every row of the month, which at tens of thousands of rows turns a soak of the transport
+// into one of that scan. Appends are indexed by (topic, seq) and dedup key; reads go to the
+// memory store, which the soak does not use.
+type appendIndex struct {
+	ports.MessageStore
+	mu    sync.Mutex
+	seqs  map[string]map[int64]bool // topic -> seqs taken
+	dedup map[string]bool           // topic/from/client_msg_id
+}
+
+func (a *appendIndex) Append(_ context.Context, _ string, m message.Message, _ string) (ports.AppendResult, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.seqs[m.Topic][m.Seq] {
+		return ports.AppendResult{}, fmt.Errorf("%w: %s seq %d", seq.ErrTaken, m.Topic, m.Seq)
+	}
+	if a.seqs[m.Topic] == nil {
+		a.seqs[m.Topic] = map[int64]bool{}
+	}
+	a.seqs[m.Topic][m.Seq] = true
+	key := fmt.Sprintf("%s/%d/%s", m.Topic, m.From, m.ClientMsgID)
+	if a.dedup[key] {
+		return ports.AppendResult{}, fmt.Errorf("soak: client_msg_id %s sent twice", m.ClientMsgID)
+	}
+	a.dedup[key] = true
+	return ports.AppendResult{Outcome: ports.Stored}, nil
+}
+
 // Soak: 500 native-TLS connections, TLS 1.2 and 1.3, each keeping a window of requests in
 // flight for the whole run. No connection breaks and every request gets its own answer.
 func TestTLSSoak(t *testing.T) {
@@ -515,7 +548,9 @@ func TestTLSSoak(t *testing.T) {
 		window      = 16
 	)
 	duration := soakDuration(t)
-	st := newStack(t)
+	st := newStack(t, func(s ports.MessageStore) ports.MessageStore {
+		return &appendIndex{MessageStore: s, seqs: map[string]map[int64]bool{}, dedup: map[string]bool{}}
+	})
 	n := startNative(t, Config{ProxyProtocol: true, CompressMin: 64, Multicore: true, Queue: connections * window,
 		IdleTimeout: time.Hour, RequestTimeout: time.Minute}, st.deps)
 	conns := newPipelines(t, n, connections, func(i int) *tls.Config {

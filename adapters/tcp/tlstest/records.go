@@ -83,6 +83,7 @@ func (r *RecordLayer) Err() error {
 type Proxy struct {
 	ln       net.Listener
 	upstream string
+	prefix   func(i int) []byte
 
 	mu     sync.Mutex
 	layers []*RecordLayer
@@ -91,14 +92,16 @@ type Proxy struct {
 }
 
 // NewProxy relays to upstream until the test ends, then fails the test if any server byte
-// was not part of a TLS record.
-func NewProxy(tb testing.TB, upstream string) *Proxy {
+// was not part of a TLS record. prefix, when set, gives what the proxy sends upstream before
+// the client's bytes on its i-th connection (from 0): a PROXY header for a client that cannot
+// send one itself.
+func NewProxy(tb testing.TB, upstream string, prefix func(i int) []byte) *Proxy {
 	tb.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	p := &Proxy{ln: ln, upstream: upstream}
+	p := &Proxy{ln: ln, upstream: upstream, prefix: prefix}
 	p.wg.Add(1)
 	go p.serve()
 	tb.Cleanup(func() {
@@ -153,9 +156,16 @@ func (p *Proxy) serve() {
 		}
 		layer := &RecordLayer{}
 		p.mu.Lock()
+		i := len(p.layers)
 		p.layers = append(p.layers, layer)
 		p.conns = append(p.conns, client, server)
 		p.mu.Unlock()
+		if p.prefix != nil {
+			if _, err := server.Write(p.prefix(i)); err != nil {
+				_, _ = client.Close(), server.Close()
+				continue
+			}
+		}
 		var pair sync.WaitGroup
 		pair.Add(2)
 		p.wg.Add(2)

@@ -101,6 +101,9 @@ func (c *Conn) Handshake(ctx context.Context) error {
 	return nil
 }
 
+// State is the negotiated version, suite and resumption, for the connection's log line.
+func (c *Conn) State() tls.ConnectionState { return c.tls.ConnectionState() }
+
 // Read decrypts ciphertext, after any bytes fed earlier, and appends the plaintext to dst.
 // ciphertext is only read during the call. Event loop only, after Handshake succeeded. An
 // error (a bad record, the peer's close_notify as io.EOF) is final: close the connection.
