@@ -62,14 +62,28 @@ type sClient struct {
 	frames  chan frame.Frame
 	stderr  lockedBuffer
 	readErr error
+	srv     *Server // its closing records explain a stream that ended
 }
 
-func startSClient(t *testing.T, addr, serverName, caFile string, args ...string) *sClient {
+// why is what explains a failure: s_client's stderr and imd's records of closed or failed
+// connections.
+func (s *sClient) why() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "s_client stderr: %s", s.stderr.tail(2000))
+	for _, r := range s.srv.LogRecords() {
+		if msg := fmt.Sprint(r["msg"]); strings.Contains(msg, "closing") || strings.Contains(msg, "TLS") || r["level"] == "ERROR" {
+			fmt.Fprintf(&b, "\nimd: %v", r)
+		}
+	}
+	return b.String()
+}
+
+func startSClient(t *testing.T, srv *Server, addr, serverName, caFile string, args ...string) *sClient {
 	t.Helper()
 	all := append([]string{"s_client", "-connect", addr, "-servername", serverName, "-CAfile", caFile,
 		"-verify_return_error", "-brief", "-no_ign_eof"}, args...)
 	cmd := exec.Command("openssl", all...)
-	s := &sClient{cmd: cmd, frames: make(chan frame.Frame, 1024)}
+	s := &sClient{cmd: cmd, frames: make(chan frame.Frame, 1024), srv: srv}
 	cmd.Stderr = &s.stderr
 	var err error
 	if s.stdin, err = cmd.StdinPipe(); err != nil {
@@ -126,7 +140,7 @@ func (s *sClient) write(t *testing.T, b []byte) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	if _, err := s.stdin.Write(b); err != nil {
-		t.Fatalf("s_client stdin: %v (stderr: %s)", err, s.stderr.tail(2000))
+		t.Fatalf("s_client stdin: %v\n%s", err, s.why())
 	}
 }
 
@@ -135,11 +149,11 @@ func (s *sClient) next(t *testing.T, limit time.Duration) frame.Frame {
 	select {
 	case f, ok := <-s.frames:
 		if !ok {
-			t.Fatalf("s_client stream ended: %v (stderr: %s)", s.readErr, s.stderr.tail(2000))
+			t.Fatalf("s_client stream ended: %v\n%s", s.readErr, s.why())
 		}
 		return f
 	case <-time.After(limit):
-		t.Fatalf("nothing from s_client in %v (stderr: %s)", limit, s.stderr.tail(2000))
+		t.Fatalf("nothing from s_client in %v\n%s", limit, s.why())
 	}
 	return frame.Frame{}
 }
@@ -194,7 +208,7 @@ func TestNativeTLSOpenSSLClient(t *testing.T) {
 			source := opensslSource(conn)
 			conn++
 			t.Run(name, func(t *testing.T) {
-				s := startSClient(t, proxy.Addr(), "im."+domain, filepath.Join(certs, "ca.crt"), version, sessionArg, session)
+				s := startSClient(t, srv, proxy.Addr(), "im."+domain, filepath.Join(certs, "ca.crt"), version, sessionArg, session)
 				device := uint64(100 + conn)
 				s.write(t, mustFrame(t, wire.CmdAuth, 1, wire.AuthRequest{Token: fx.receiverToken, DeviceID: device}, 0))
 				if f := s.next(t, 15*time.Second); f.Command != wire.ResponseCommand(wire.CmdAuth) || f.SequenceID != 1 || envCode(t, f) != wire.CodeOK {
@@ -211,14 +225,16 @@ func TestNativeTLSOpenSSLClient(t *testing.T) {
 					batch = append(batch, mustFrame(t, wire.CmdSendMessage, uint32(2+i), req, 64)...)
 				}
 				batch = append(batch, mustFrame(t, wire.CmdHeartbeat, uint32(2+sends), struct{}{}, 0)...)
-				go func() { // pushes to this connection race its answers
+				var pushing sync.WaitGroup
+				defer pushing.Wait()
+				pushing.Go(func() { // pushes to this connection race its answers
 					for i := range pushes {
 						if _, err := sender.Send(ctx, textMessage(fx.topic, fmt.Sprintf("push-%s-%d-%s", name, i, randomHex(3)), long)); err != nil {
 							t.Errorf("sender: %v", err)
 							return
 						}
 					}
-				}()
+				})
 				s.write(t, batch)
 
 				answered := map[uint32]bool{}

@@ -16,8 +16,8 @@ import (
 	"imd/core/membership"
 	"imd/core/month"
 	"imd/core/send"
-	"imd/ports"
 	"imd/core/social"
+	"imd/ports"
 )
 
 const (
