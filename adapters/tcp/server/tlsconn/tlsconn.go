@@ -86,8 +86,8 @@ type Conn struct {
 }
 
 // Feed queues ciphertext for the handshake; b is copied. It returns how many bytes wait
-// unread, so the caller can refuse a client that floods the handshake. Event loop, before
-// Handshake returns.
+// for the handshake (0 once it is over), so the caller can refuse a client that floods it.
+// Event loop, until the caller sees the handshake's end.
 func (c *Conn) Feed(b []byte) int { return c.pipe.feed(b) }
 
 // Handshake runs the server handshake. Call it on its own goroutine: it blocks until Feed
