@@ -70,36 +70,13 @@ func TestNginxModeOff(t *testing.T) {
 // imd terminates TLS itself (tcp.tls: native, proxy_protocol: true).
 func TestNginxModeNative(t *testing.T) {
 	RequireNginx(t)
-	RequireServices(t)
-	state, domain := NginxStateDir(t), NginxDomain()
-	certs := NginxCerts(t, state, domain)
-	env := map[string]string{
-		"IMD_TCP_TLS":       "native",
-		"IMD_TCP_CERT_FILE": filepath.Join(certs, "im.crt"),
-		"IMD_TCP_KEY_FILE":  filepath.Join(certs, "im.key"),
-	}
-	for k, v := range proxiedEnv {
-		env[k] = v
-	}
-	srv, err := TryStart(t, Options{Env: env})
-	if err != nil {
-		msg := err.Error()
-		if strings.Contains(msg, "not ready") && strings.Contains(strings.ToLower(msg), "tls") {
-			t.Skipf("imd does not start with IMD_TCP_TLS=native (native TLS listener not built yet?):\n%s", msg)
-		}
-		t.Fatal(err)
-	}
+	srv, certs, state, domain := startNativeIMD(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	roots := loadRoots(t, filepath.Join(certs, "ca.crt"))
-	imTLS := &tls.Config{ServerName: "im." + domain, RootCAs: roots, MinVersion: tls.VersionTLS12}
+	imTLS := imTLSConfig(domain, loadRoots(t, filepath.Join(certs, "ca.crt")))
 	probe, err := client.Dial(ctx, client.Options{Addr: srv.TCPAddr, ProxyHeader: 1, TLS: imTLS})
 	if err != nil {
-		if _, plaintext := srv.WaitLogRecord(2*time.Second, msgIs("bad frame, closing")); plaintext {
-			t.Skipf("imd accepts IMD_TCP_TLS=native but reads the TLS ClientHello as a frame: "+
-				"native TLS is not implemented yet (%v)", err)
-		}
 		t.Fatalf("direct PROXY + TLS to imd in tls: native: %v", err)
 	}
 	probe.Close()

@@ -17,10 +17,17 @@
 #   BENCH_W4_DURATION [35s]                      idle connections
 #   BENCH_W5_MESSAGES [500] BENCH_W5_READERS [4]  history pages over two months
 #   BENCH_SOURCE_IPS [127.0.0.2 … 127.0.0.9]     client addresses (ephemeral ports)
+#   BENCH_HTTP_ADDR [127.0.0.1:18080] BENCH_TCP_ADDR [127.0.0.1:19000] BENCH_NGINX_PORT [19443]
+#                                                where imd and Nginx listen (move them when
+#                                                others run benchmarks on the same box)
 #   BENCH_VIA [direct]    nginx: the clients speak TLS to a private Nginx on 127.0.0.1:19443
 #                         (deploy/local/nginx.sh, stopped afterwards), which terminates TLS and
 #                         hands imd the frames with a PROXY header, as in production; its
 #                         workers' CPU is in the reports
+#                         native: imd terminates TLS itself (tcp.tls: native, the im certificate
+#                         of `nginx.sh certs`); the clients speak TLS to imd directly, each
+#                         connection opening with a PROXY v2 header, as behind Nginx's TLS
+#                         passthrough
 #   BENCH_PROFILE [0]     1: imd's CPU profile over each measured window and its allocation
 #                         profile after it, as <run>.cpu.pprof and <run>.allocs.pprof, and
 #                         the load generator's CPU profile as <run>.imctl.pprof
@@ -41,8 +48,8 @@ MYSQL_PORT="${IMD_MYSQL_PORT:-13306}"
 REDIS_PORT="${IMD_REDIS_PORT:-16379}"
 CONFIG=deploy/config/imd.bench.yaml
 ADMIN_KEY=bench-admin-key # of $CONFIG
-HTTP_ADDR=127.0.0.1:18080 # of $CONFIG
-TCP_ADDR=127.0.0.1:19000  # of $CONFIG
+HTTP_ADDR="${BENCH_HTTP_ADDR:-127.0.0.1:18080}" # $CONFIG's, unless moved (a shared box)
+TCP_ADDR="${BENCH_TCP_ADDR:-127.0.0.1:19000}"
 
 DURATION="${BENCH_DURATION:-20s}"
 WARMUP="${BENCH_WARMUP:-3s}"
@@ -93,14 +100,19 @@ imd_env=()
 case "$via" in
 direct) ;;
 nginx)
-	NGINX_PORT=19443
+	NGINX_PORT="${BENCH_NGINX_PORT:-19443}"
 	export IMD_NGINX_PORT="$NGINX_PORT" IMD_NGINX_MODE=off IMD_NGINX_IMD_TCP="$TCP_ADDR" IMD_NGINX_IMD_HTTP="$HTTP_ADDR"
 	bash "$SCRIPT_DIR/nginx.sh" up >&2
 	# The throwaway CA is not in the system store; the run measures, it does not authenticate.
 	client_args=(--tcp "127.0.0.1:$NGINX_PORT" --tls --sni "im.$(cat "$STATE_DIR/nginx/certs/domain")" --insecure)
 	imd_env=(IMD_TCP_PROXY_PROTOCOL=true)
 	;;
-*) die "BENCH_VIA must be direct or nginx, not $via" ;;
+native)
+	certs="$(bash "$SCRIPT_DIR/nginx.sh" certs)"
+	client_args=(--tcp "$TCP_ADDR" --proxy 2 --tls --sni "im.$(cat "$certs/domain")" --insecure)
+	imd_env=(IMD_TCP_PROXY_PROTOCOL=true IMD_TCP_TLS=native IMD_TCP_CERT_FILE="$certs/im.crt" IMD_TCP_KEY_FILE="$certs/im.key")
+	;;
+*) die "BENCH_VIA must be direct, nginx or native, not $via" ;;
 esac
 echo "clients: $via" >>"$out/machine.txt"
 
@@ -124,7 +136,7 @@ trap cleanup EXIT
 log "starting imd for tenant $tenant"
 env "${imd_env[@]}" IMD_TENANTS="$tenant:imd_$tenant" \
 	IMD_MYSQL_DSN="imd:imd@tcp(127.0.0.1:$MYSQL_PORT)/?parseTime=true&multiStatements=true" \
-	IMD_REDIS_ADDR="127.0.0.1:$REDIS_PORT" \
+	IMD_REDIS_ADDR="127.0.0.1:$REDIS_PORT" IMD_HTTP_ADDR="$HTTP_ADDR" IMD_TCP_ADDR="$TCP_ADDR" \
 	IMD_SEARCH_DIR="$out/search" IMD_ARCHIVE_DIR="$out/archive" IMD_UPLOADS_DIR="$out/uploads" \
 	"$out/bin/imd" --config "$CONFIG" >"$out/imd.log" 2>&1 &
 imd_pid=$!

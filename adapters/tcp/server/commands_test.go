@@ -17,6 +17,7 @@ import (
 	"imd/core/month"
 	"imd/core/send"
 	"imd/core/social"
+	"imd/ports"
 )
 
 const (
@@ -31,7 +32,9 @@ type stack struct {
 	queue *memory.DeliverQueue
 }
 
-func newStack(t *testing.T) stack {
+// newStack wires the core services over memory adapters; wrap, when given, replaces the
+// message store's Append path (see appendIndex).
+func newStack(t *testing.T, wrap ...func(ports.MessageStore) ports.MessageStore) stack {
 	t.Helper()
 	ctx := t.Context()
 	clock := memory.NewClock(testTime)
@@ -63,7 +66,10 @@ func newStack(t *testing.T) stack {
 	metrics := memory.NewMetrics()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	resolver := conversation.NewResolver(dir, ids, membership.New(dir, clock, time.Minute))
-	store := memory.NewMessageStore(shards)
+	var store ports.MessageStore = memory.NewMessageStore(shards)
+	for _, w := range wrap {
+		store = w(store)
+	}
 	routes := memory.NewRouteCache()
 	queue := memory.NewDeliverQueue(clock.Now)
 	return stack{

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"log/slog"
@@ -317,7 +318,15 @@ func (s *Server) readProxy(c *connection, gc gnet.Conn) (done bool, action gnet.
 }
 
 func (s *Server) logAccepted(c *connection) {
-	s.log.Debug("connection accepted", "connection_id", c.id, "real_ip", c.realIP.String(), "peer", c.peer.String())
+	if !s.log.Enabled(c.ctx, slog.LevelDebug) {
+		return
+	}
+	attrs := []any{"connection_id", c.id, "real_ip", c.realIP.String(), "peer", c.peer.String()}
+	if c.tls != nil {
+		st := c.tls.State()
+		attrs = append(attrs, "tls_version", tls.VersionName(st.Version), "tls_resumed", st.DidResume)
+	}
+	s.log.Debug("connection accepted", attrs...)
 }
 
 func (s *Server) reject(c *connection, err error) gnet.Action {

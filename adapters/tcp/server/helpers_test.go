@@ -117,14 +117,21 @@ func (l *logCapture) Handle(_ context.Context, r slog.Record) error {
 
 // find returns the first record with msg and the given attribute values (key, value, …).
 func (l *logCapture) find(msg string, attrs ...string) map[string]string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, r := range l.records {
+	return l.first(func(r map[string]string) bool {
 		match := r["msg"] == msg
 		for i := 0; match && i+1 < len(attrs); i += 2 {
 			match = r[attrs[i]] == attrs[i+1]
 		}
-		if match {
+		return match
+	})
+}
+
+// first returns the first record match accepts.
+func (l *logCapture) first(match func(map[string]string) bool) map[string]string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, r := range l.records {
+		if match(r) {
 			return r
 		}
 	}
@@ -196,7 +203,13 @@ func start(t testing.TB, cfg Config, deps Deps, setup ...func(*Server)) *harness
 // eventually polls cond for up to 3 s.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Second)
+	eventuallyWithin(t, 3*time.Second, what, cond)
+}
+
+// eventuallyWithin polls cond for up to wait.
+func eventuallyWithin(t testing.TB, wait time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(wait)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)

@@ -44,11 +44,16 @@ func newPipe(gc link) *pipe {
 }
 
 // feed appends ciphertext for a Read that may run on another goroutine (the handshake) and
-// returns how many bytes are waiting.
+// returns how many bytes wait for the handshake: none once it is over. Between the end of
+// the handshake and the event loop's first Read, the client's first requests are fed here
+// too, and a client that pipelines must not count as one that floods its handshake.
 func (p *pipe) feed(b []byte) int {
 	p.mu.Lock()
 	p.in = append(p.in, b...)
 	pending := len(p.in)
+	if p.handshook {
+		pending = 0
+	}
 	p.mu.Unlock()
 	select {
 	case p.fed <- struct{}{}:

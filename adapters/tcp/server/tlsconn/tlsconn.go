@@ -86,8 +86,8 @@ type Conn struct {
 }
 
 // Feed queues ciphertext for the handshake; b is copied. It returns how many bytes wait
-// unread, so the caller can refuse a client that floods the handshake. Event loop, before
-// Handshake returns.
+// for the handshake (0 once it is over), so the caller can refuse a client that floods it.
+// Event loop, until the caller sees the handshake's end.
 func (c *Conn) Feed(b []byte) int { return c.pipe.feed(b) }
 
 // Handshake runs the server handshake. Call it on its own goroutine: it blocks until Feed
@@ -100,6 +100,9 @@ func (c *Conn) Handshake(ctx context.Context) error {
 	c.pipe.handshakeDone()
 	return nil
 }
+
+// State is the negotiated version, suite and resumption, for the connection's log line.
+func (c *Conn) State() tls.ConnectionState { return c.tls.ConnectionState() }
 
 // Read decrypts ciphertext, after any bytes fed earlier, and appends the plaintext to dst.
 // ciphertext is only read during the call. Event loop only, after Handshake succeeded. An

@@ -311,3 +311,26 @@ func TestBadRecordIsFatal(t *testing.T) {
 		t.Fatal("a forged record was not fatal")
 	}
 }
+
+// Bytes fed after the handshake ended, before the event loop switched to Read, are the
+// client's first requests: they do not count against the handshake's flood limit, and Read
+// decrypts them first.
+func TestFeedAfterHandshake(t *testing.T) {
+	server, roots := tlstest.SelfSigned(t, "im.test")
+	conn, tc, mc := handshaken(t, server, roots, tls.VersionTLS13)
+	defer conn.Release()
+	big := bytes.Repeat([]byte("r"), 100<<10)
+	if _, err := tc.Write(big); err != nil {
+		t.Fatal(err)
+	}
+	mc.mu.Lock()
+	records := mc.captured
+	mc.mu.Unlock()
+	if pending := conn.Feed(records); pending != 0 {
+		t.Fatalf("Feed after the handshake reports %d bytes waiting for it", pending)
+	}
+	got, err := conn.Read(nil, nil)
+	if err != nil || !bytes.Equal(got, big) {
+		t.Fatalf("read %d of %d bytes: %v", len(got), len(big), err)
+	}
+}
