@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/redis/rueidis"
@@ -30,28 +31,32 @@ func (q *DeliverQueue) Depth(ctx context.Context, tenant string) (delivery.Queue
 	}
 	cmds = append(cmds, q.c.B().Llen().Key(k.DeliverDead()).Build())
 	res := q.c.DoMulti(ctx, cmds...)
+	// A list that cannot be read (e.g. a damaged key) counts 0 and is named in the error; the
+	// others are still reported, so one stuck partition does not hide the rest.
+	var errs []error
+	length := func(r rueidis.RedisResult, what string, i int) int64 {
+		n, err := r.AsInt64()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("deliver %s of %s partition %d: %w", what, tenant, i, err))
+		}
+		return n
+	}
 	d := delivery.QueueDepth{Partitions: make([]delivery.PartitionDepth, q.partitions)}
 	for i := range d.Partitions {
 		p := &d.Partitions[i]
-		if p.Queued, err = res[3*i].AsInt64(); err != nil {
-			return delivery.QueueDepth{}, fmt.Errorf("deliver queue length of %s partition %d: %w", tenant, i, err)
-		}
-		if p.Processing, err = res[3*i+1].AsInt64(); err != nil {
-			return delivery.QueueDepth{}, fmt.Errorf("deliver processing length of %s partition %d: %w", tenant, i, err)
-		}
+		p.Queued = length(res[3*i], "queue length", i)
+		p.Processing = length(res[3*i+1], "processing length", i)
 		head, err := res[3*i+2].ToString()
 		switch {
 		case rueidis.IsRedisNil(err):
 		case err != nil:
-			return delivery.QueueDepth{}, fmt.Errorf("deliver queue head of %s partition %d: %w", tenant, i, err)
+			errs = append(errs, fmt.Errorf("deliver queue head of %s partition %d: %w", tenant, i, err))
 		default:
 			p.OldestQueuedAt = queuedAt(head)
 		}
 	}
-	if d.Dead, err = res[len(res)-1].AsInt64(); err != nil {
-		return delivery.QueueDepth{}, fmt.Errorf("deliver dead letters of %s: %w", tenant, err)
-	}
-	return d, nil
+	d.Dead = length(res[len(res)-1], "dead letters", 0)
+	return d, errors.Join(errs...)
 }
 
 // queuedAt reads a queued job's QueuedAt; an undecodable job (it goes to the dead letters when

@@ -35,14 +35,12 @@ func (g DepthGauges) Run(ctx context.Context, tenants []string, every time.Durat
 	}
 }
 
-// Sample sets the gauges of one tenant; a failed read leaves the last values and is logged.
+// Sample sets the gauges of one tenant. What could not be read is logged; what could is set,
+// so a damaged list does not hide the backlog of the others.
 func (g DepthGauges) Sample(ctx context.Context, tenant string) {
 	d, err := g.Depth.Depth(ctx, tenant)
-	if err != nil {
-		if ctx.Err() == nil {
-			g.Log.WarnContext(ctx, "deliver queue depth unreadable", "tenant", tenant, "err", err)
-		}
-		return
+	if err != nil && ctx.Err() == nil {
+		g.Log.WarnContext(ctx, "deliver queue depth partly unreadable", "tenant", tenant, "err", err)
 	}
 	now := g.Clock.Now().UnixMilli()
 	for i, p := range d.Partitions {
