@@ -35,7 +35,9 @@ REDIS_CNF="$REDIS_DIR/redis.conf"
 REDIS_PID="$REDIS_DIR/redis.pid"
 REDIS_LOG="$REDIS_DIR/redis.log"
 
-PACKAGES=(mariadb-server redis-server nginx libnginx-mod-stream)
+# prometheus: only for its promtool, which checks and unit-tests deploy/prometheus/ (the
+# Prometheus server itself is never started here).
+PACKAGES=(mariadb-server redis-server nginx libnginx-mod-stream prometheus)
 START_TIMEOUT=30   # seconds a server may take to answer after start
 STOP_TIMEOUT=30    # seconds before a graceful stop turns into SIGKILL
 NOFILE=65536       # open-file limit of the servers
