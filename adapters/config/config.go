@@ -46,6 +46,9 @@ type Config struct {
 
 type HTTP struct {
 	Addr string `yaml:"addr"`
+	// MetricsAddr, when set, is a second listener serving only GET /metrics, for a scraper on
+	// a private network that must not reach the APIs (deploy/compose.yaml).
+	MetricsAddr string `yaml:"metrics_addr"`
 }
 
 type TCP struct {

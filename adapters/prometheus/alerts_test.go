@@ -128,10 +128,20 @@ func readAlertRules(t *testing.T) alertRules {
 var scrapeMetrics = []string{"up"}
 
 // knownMetric reports whether name is a series imd's registry exposes (a histogram's
-// _bucket/_count/_sum included) or one Prometheus adds to every scrape.
+// _bucket/_count/_sum included): a catalog metric, one of the collectors' (Go runtime,
+// process, build info), or one Prometheus adds to every scrape.
 func knownMetric(name string) bool {
 	if slices.Contains(scrapeMetrics, name) {
 		return true
+	}
+	fams, err := New(nil).reg.Gather()
+	if err != nil {
+		return false
+	}
+	for _, f := range fams {
+		if f.GetName() == name {
+			return true
+		}
 	}
 	declared := map[string]kind{}
 	for _, s := range catalog() {

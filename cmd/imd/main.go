@@ -25,6 +25,9 @@ func main() {
 }
 
 func run(args []string) error {
+	if len(args) > 0 && args[0] == "probe" {
+		return probe(args[1:])
+	}
 	flags := flag.NewFlagSet("imd", flag.ContinueOnError)
 	path := flags.String("config", os.Getenv("IMD_CONFIG"), "YAML config file (env IMD_CONFIG); IMD_* variables override keys")
 	if err := flags.Parse(args); err != nil {

@@ -8,6 +8,8 @@ import (
 
 	"go.uber.org/fx"
 
+	"imd/adapters/config"
+	"imd/adapters/prometheus"
 	"imd/core/deliver"
 	"imd/core/tenants"
 	"imd/ports"
@@ -17,9 +19,18 @@ import (
 // scrape interval, three Redis reads per partition each time.
 const depthSampleEvery = 5 * time.Second
 
-// Observe runs what only feeds the metrics: the deliver queue depth gauges.
+// Observe runs what only serves the metrics: the deliver queue depth gauges and, when
+// http.metrics_addr is set, the metrics-only listener.
 func Observe() fx.Option {
-	return fx.Invoke(runDepthGauges)
+	return fx.Invoke(runDepthGauges, runMetricsListener)
+}
+
+func runMetricsListener(lc fx.Lifecycle, cfg config.Config, m *prometheus.Metrics, log *slog.Logger) {
+	if cfg.HTTP.MetricsAddr == "" {
+		return
+	}
+	l := m.Listener(cfg.HTTP.MetricsAddr, log)
+	lc.Append(fx.Hook{OnStart: l.Start, OnStop: l.Stop})
 }
 
 type depthParams struct {
