@@ -56,7 +56,10 @@ func rises(t *testing.T, srv *Server, event func(), want ...series) {
 // and elsewhere (see the list in README "Metrics").
 func TestMetricsMoveWithTheirEvents(t *testing.T) {
 	// A job whose seqs before it never come waits this long in processing (see "held").
-	srv := Start(t, Options{Env: map[string]string{"IMD_DELIVER_REORDER_WAIT": "20s"}})
+	// Reconciliation samples the routes every second instead of every five minutes.
+	srv := Start(t, Options{Env: map[string]string{
+		"IMD_DELIVER_REORDER_WAIT": "20s", "IMD_SHARD_ROUTE_REPAIR_RECONCILE_INTERVAL": "1s",
+	}})
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	c := newChat(t, srv, ctx, 71, 3, 2)
@@ -129,6 +132,25 @@ func TestMetricsMoveWithTheirEvents(t *testing.T) {
 		}, metric("group_message_route_miss_total"), metric("group_message_route_rebuild_total", "status", "ok"))
 	})
 
+	t.Run("admin rebuilds a conversation list", func(t *testing.T) {
+		rises(t, srv, func() { srv.MustAdmin("POST", "/users/710002/dialogs/rebuild", nil, nil) },
+			metric("inbox_rebuild_total", "trigger", "admin"))
+	})
+	t.Run("routes reconciled", func(t *testing.T) {
+		rises(t, srv, func() {}, metric("group_message_route_reconcile_total", "result", "ok"))
+	})
+	t.Run("hot cache write fails", func(t *testing.T) {
+		// A hot-cache key of the wrong type: the message is stored, its cache write fails.
+		k, _ := redis.KeysOf(tenant)
+		if err := rc.Do(ctx, rc.B().Set().Key(k.HotMessages(c.topic)).Value("damaged").Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		rises(t, srv, func() { sendN(t, ctx, c.conns[0], c.topic, "hot", 1) }, metric("group_message_hot_cache_write_failed_total"))
+		if err := rc.Do(ctx, rc.B().Del().Key(k.HotMessages(c.topic)).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+	})
+
 	queue, err := redis.NewDeliverQueue(rc).WithPartitions(deliverPartitions)
 	if err != nil {
 		t.Fatal(err)
@@ -168,6 +190,17 @@ func TestMetricsMoveWithTheirEvents(t *testing.T) {
 		eventually(t, 30*time.Second, "the mended partition drains", func() bool {
 			return srv.metricValue("deliver_queue_depth", labels...) == 0 && srv.metricValue("deliver_queue_lag_seconds", labels...) == 0
 		})
+	})
+
+	t.Run("undecodable job", func(t *testing.T) {
+		// A job nobody can read goes to the dead-letter list when taken.
+		k, _ := redis.KeysOf(tenant)
+		key := k.DeliverQueueOf(delivery.PartitionOf(c.topic, deliverPartitions), deliverPartitions)
+		rises(t, srv, func() {
+			if err := rc.Do(ctx, rc.B().Rpush().Key(key).Element("{not json").Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+		}, metric("deliver_dead_letters", "tenant", tenant))
 	})
 
 	t.Run("always present", func(t *testing.T) {
