@@ -9,6 +9,7 @@ import (
 	"go.uber.org/fx"
 
 	"imd/adapters/config"
+	httpapi "imd/adapters/http"
 	"imd/adapters/prometheus"
 	"imd/core/deliver"
 	"imd/core/tenants"
@@ -29,7 +30,7 @@ func runMetricsListener(lc fx.Lifecycle, cfg config.Config, m *prometheus.Metric
 	if cfg.HTTP.MetricsAddr == "" {
 		return
 	}
-	l := m.Listener(cfg.HTTP.MetricsAddr, log)
+	l := httpapi.NewMetricsOnly(cfg.HTTP.MetricsAddr, m.Handler(), log)
 	lc.Append(fx.Hook{OnStart: l.Start, OnStop: l.Stop})
 }
 
