@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"strconv"
 	"sync"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"imd/adapters/redis"
 	"imd/adapters/tcp/client"
+	"imd/adapters/tcp/frame"
 	"imd/adapters/tcp/wire"
 	"imd/core/delivery"
 	"imd/core/message"
@@ -289,4 +291,57 @@ func otherPartitionGroup(t *testing.T, srv *Server, ctx context.Context, topic s
 	}
 	t.Fatal("no group in another partition")
 	return ""
+}
+
+// TestMetricsOfUnacknowledgedPushes: a device that reads its pushes but never answers
+// PUSH_ACK gets them counted as timed out and written to its mailbox (seed 003 §12.2).
+func TestMetricsOfUnacknowledgedPushes(t *testing.T) {
+	srv := Start(t, Options{Env: map[string]string{"IMD_TCP_PUSH_ACK_TIMEOUT": "1s"}})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := newChat(t, srv, ctx, 73, 2, 1)
+
+	// The client package acknowledges every push; this device speaks raw frames instead.
+	nc, err := net.Dial("tcp", srv.TCPAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	body, _ := json.Marshal(wire.AuthRequest{Token: srv.User(730_002), DeviceID: 7})
+	auth, err := frame.Append(nil, wire.CmdAuth, 1, 1, body, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nc.Write(auth); err != nil {
+		t.Fatal(err)
+	}
+	authed := make(chan struct{})
+	go func() { // read everything, answer nothing
+		buf := make([]byte, 0, 64<<10)
+		chunk := make([]byte, 32<<10)
+		for {
+			n, err := nc.Read(chunk)
+			if err != nil {
+				return
+			}
+			buf = append(buf, chunk[:n]...)
+			for {
+				f, used, err := frame.Decode(buf)
+				if err != nil {
+					break
+				}
+				buf = buf[used:]
+				if f.Command == wire.ResponseCommand(wire.CmdAuth) {
+					close(authed)
+				}
+			}
+		}
+	}()
+	select {
+	case <-authed:
+	case <-ctx.Done():
+		t.Fatal("no AUTH answer")
+	}
+	rises(t, srv, func() { sendN(t, ctx, c.conns[0], c.topic, "unacked", 1) },
+		metric("push_ack_timeout_total"), metric("deliver_mailbox_total", "status", "ok"))
 }
