@@ -266,4 +266,7 @@ func TestLifecycleLateWriteIntoSealedMonthIsCompensated(t *testing.T) {
 	if err := db.QueryRowContext(ctx, "SELECT status FROM im_group_message_shards WHERE shard_month = ?", Month(0)).Scan(&status); err != nil || status != "archived" {
 		t.Fatalf("catalog status %q %v, want archived", status, err)
 	}
+	if got := srv.metricValue("group_message_archive_ops_total", "op", "archive", "status", "ok"); got != 1 {
+		t.Fatalf("group_message_archive_ops_total{op=archive,status=ok} = %v, want 1", got)
+	}
 }

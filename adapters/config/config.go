@@ -45,6 +45,9 @@ type HTTP struct {
 	Addr string `yaml:"addr"`
 	// Public allows a non-loopback addr; see Listener.
 	Public bool `yaml:"public"`
+	// MetricsAddr, when set, is a second listener serving only GET /metrics, for a scraper on
+	// a private network that must not reach the APIs (deploy/compose.yaml).
+	MetricsAddr string `yaml:"metrics_addr"`
 }
 
 type TCP struct {

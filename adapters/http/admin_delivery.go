@@ -47,14 +47,14 @@ func (s *Server) deliveryDepths(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	d, err := in.Depths(c.Request().Context(), c.Param("tenant"))
+	d, err := in.Depth(c.Request().Context(), c.Param("tenant"))
 	if err != nil {
 		return apperr.Wrap(apperr.Busy, "reading the deliver queue failed", err)
 	}
 	now := time.Now().UnixMilli()
 	out := deliveryJSON{Dead: d.Dead, Partitions: make([]partitionDepthJSON, len(d.Partitions))}
 	for i, p := range d.Partitions {
-		out.Partitions[i] = partitionDepthJSON{Partition: p.Partition, Queued: p.Queued, Processing: p.Processing,
+		out.Partitions[i] = partitionDepthJSON{Partition: i, Queued: p.Queued, Processing: p.Processing,
 			OldestQueuedAt: p.OldestQueuedAt}
 		if p.OldestQueuedAt > 0 {
 			out.Partitions[i].LagMS = max(now-p.OldestQueuedAt, 0)

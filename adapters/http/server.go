@@ -50,6 +50,8 @@ type Deps struct {
 	History *history.Service
 	// Metrics serves GET /metrics; nil leaves the route out.
 	Metrics http.Handler
+	// RequestMetrics records every request (metrics.go); nil records nothing.
+	RequestMetrics ports.Metrics
 	// Ready checks the dependencies (e.g. pings) for /readyz; nil means nothing to check.
 	Ready func(ctx context.Context) error
 	// Listeners are the node's other listeners (the frame listener): each reports nil while it
@@ -97,7 +99,7 @@ func New(cfg Config, d Deps, log *slog.Logger) *Server {
 	// X-Real-IP is believed only from the loopback hop, i.e. the local Nginx; any other peer
 	// could forge it, so its own address is used.
 	e.IPExtractor = echo.ExtractIPFromRealIPHeader(echo.TrustLinkLocal(false), echo.TrustPrivateNet(false))
-	e.Use(s.logRequests, s.recoverPanics)
+	e.Use(s.recordRequests, s.logRequests, s.recoverPanics)
 	s.routes(e)
 	s.echo = e
 	return s

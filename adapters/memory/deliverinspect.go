@@ -12,29 +12,6 @@ import (
 
 var _ ports.DeliverInspector = (*DeliverQueue)(nil)
 
-// Depths counts the lists of every partition of this queue's count and the dead letters.
-func (q *DeliverQueue) Depths(_ context.Context, name string) (delivery.Depths, error) {
-	if !tenant.Valid(name) {
-		return delivery.Depths{}, fmt.Errorf("deliver depths: invalid tenant %q", name)
-	}
-	q.s.mu.Lock()
-	defer q.s.mu.Unlock()
-	l := q.s.of(name)
-	out := delivery.Depths{Partitions: make([]delivery.PartitionDepth, q.partitions), Dead: int64(len(l.dead))}
-	for i := range q.partitions {
-		p := partitionKey{i, q.partitions}
-		d := delivery.PartitionDepth{Partition: i, Queued: int64(len(l.queues[p])), Processing: int64(len(l.processing[p]))}
-		if len(l.queues[p]) > 0 {
-			var job delivery.Job
-			if json.Unmarshal([]byte(l.queues[p][0]), &job) == nil {
-				d.OldestQueuedAt = job.QueuedAt
-			}
-		}
-		out.Partitions[i] = d
-	}
-	return out, nil
-}
-
 // RequeueDead moves up to max of the oldest decodable dead letters to their partitions' tails
 // with their attempts reset.
 func (q *DeliverQueue) RequeueDead(_ context.Context, name string, max int) (int, error) {

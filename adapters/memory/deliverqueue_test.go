@@ -8,17 +8,19 @@ import (
 	"imd/ports/contract"
 )
 
-func TestDeliverQueueContract(t *testing.T) {
-	contract.DeliverQueue(t, func(*testing.T) contract.DeliverFixture {
-		q := NewDeliverQueue(time.Now)
-		return contract.DeliverFixture{Tenant: contractTenant, Queue: q, Split: func(t *testing.T, n int) ports.DeliverQueue {
-			split, err := q.WithPartitions(n)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return split
-		}}
-	})
+func TestDeliverQueueContract(t *testing.T) { contract.DeliverQueue(t, deliverFixture) }
+
+func TestDeliverDepthContract(t *testing.T) { contract.DeliverDepth(t, deliverFixture) }
+
+func deliverFixture(*testing.T) contract.DeliverFixture {
+	q := NewDeliverQueue(time.Now)
+	return contract.DeliverFixture{Tenant: contractTenant, Queue: q, Split: func(t *testing.T, n int) ports.DeliverQueue {
+		split, err := q.WithPartitions(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return split
+	}}
 }
 
 func TestDeliverInspectorContract(t *testing.T) {

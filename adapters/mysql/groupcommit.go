@@ -209,6 +209,7 @@ func (w *writer) writeAlone(r *appendReq) (ports.AppendResult, error) {
 func (w *writer) write(ctx context.Context, reqs []*appendReq) (answers []appendResp, err error) {
 	// READ COMMITTED: the locking reads below then lock only rows that exist, not gaps, which
 	// would make concurrent batches deadlock on inserts.
+	began := time.Now()
 	tx, err := w.t.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 	if err != nil {
 		return nil, fmt.Errorf("begin batch in %s: %w", w.month, err)
@@ -245,6 +246,9 @@ func (w *writer) write(ctx context.Context, reqs []*appendReq) (answers []append
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("commit batch in %s: %w", w.month, err)
+	}
+	if w.opts.Metrics != nil {
+		w.opts.Metrics.Observe("persist_latency", time.Since(began).Seconds())
 	}
 	w.stats.transactions.Add(1)
 	w.stats.appends.Add(int64(len(reqs)))

@@ -40,6 +40,8 @@ type MessageStoreOptions struct {
 	// DedupTTL is how long a dedup record outlives its message (seed 000 §3.5: 7–30 days); the
 	// shard manager deletes records past it.
 	DedupTTL time.Duration
+	// Metrics receives persist_latency per committed batch transaction; nil records nothing.
+	Metrics ports.Metrics
 }
 
 // MessageStore implements ports.MessageStore: month tables, dedup records and the route mirror

@@ -69,8 +69,10 @@ func catalog() []spec {
 		{name: "deliver_idempotent_skip_total", kind: counter, help: "Deliver jobs skipped because they already acted."},
 		{name: "deliver_job_latency", kind: histogram, help: "Seconds to process one deliver job.", buckets: latencyBuckets},
 		{name: "deliver_delay_seconds", kind: histogram, help: "Seconds from a deliver job's enqueue to its handling: queue wait, reorder hold and handling.", buckets: latencyBuckets},
-		{name: "deliver_queue_depth", kind: gauge, help: "Jobs waiting in deliver:queue."},
-		{name: "deliver_processing_depth", kind: gauge, help: "Jobs taken but not acknowledged (deliver:processing)."},
+		{name: "deliver_queue_depth", kind: gauge, help: "Jobs waiting in deliver:queue, per partition.", labels: []string{"tenant", "partition"}},
+		{name: "deliver_processing_depth", kind: gauge, help: "Jobs taken but not acknowledged (deliver:processing), per partition.", labels: []string{"tenant", "partition"}},
+		{name: "deliver_queue_lag_seconds", kind: gauge, help: "Seconds the job at the head of a partition's queue has waited; 0 when the partition is empty.", labels: []string{"tenant", "partition"}},
+		{name: "deliver_dead_letters", kind: gauge, help: "Deliver jobs on the dead-letter list, waiting for an operator.", labels: []string{"tenant"}},
 		{name: "outbound_drop_total", kind: counter, help: "Frames dropped because a connection's outbound buffer was full."},
 		{name: "push_ack_timeout_total", kind: counter, help: "Pushes whose PUSH_ACK did not arrive in time."},
 		{name: "inbox_sync_total", kind: counter, help: "SYNC_INBOX requests served."},
@@ -78,11 +80,11 @@ func catalog() []spec {
 		{name: "deliver_mailbox_total", kind: counter, help: "MISSED_MESSAGE rows for connected devices a push did not reach or that never acknowledged it, by outcome (ok|failed|dropped).", labels: []string{"status"}},
 		{name: "deliver_notify_total", kind: counter, help: "System-push notifications deliver jobs handed to the notifier, by outcome (ok|failed).", labels: []string{"status"}},
 		{name: "push_notify_total", kind: counter, help: "System-push webhook posts, by outcome (ok|failed|dropped).", labels: []string{"status"}},
-		{name: "message_sync_total", kind: counter, help: "SYNC_MESSAGES requests served."},
-		{name: "message_send_total", kind: counter, help: "SEND_MESSAGE requests, by outcome.", labels: []string{"status"}},
+		{name: "message_sync_total", kind: counter, help: "SYNC_MESSAGES requests served (frames, client and admin HTTP API)."},
+		{name: "message_send_total", kind: counter, help: "SEND_MESSAGE requests (frames and the client HTTP API), by outcome: ok or the error code of PROTOCOL §5.", labels: []string{"status"}},
 		{name: "send_ack_latency", kind: histogram, help: "Seconds from SEND_MESSAGE received to SEND_ACK written.", buckets: latencyBuckets},
 		{name: "enqueue_latency", kind: histogram, help: "Seconds to push a deliver job.", buckets: latencyBuckets},
-		{name: "persist_latency", kind: histogram, help: "Seconds per group-commit transaction.", buckets: latencyBuckets},
+		{name: "persist_latency", kind: histogram, help: "Seconds per committed group-commit transaction, from BEGIN to COMMIT.", buckets: latencyBuckets},
 		{name: "message_modify_total", kind: counter, help: "Recall, edit and delete requests, by action (recall|edit|delete|delete_self) and outcome (ok|refused|failed).", labels: []string{"action", "status"}},
 
 		// Transport.
@@ -95,6 +97,11 @@ func catalog() []spec {
 		{name: "tcp_tls_handshake_failures_total", kind: counter, help: "Native TLS handshakes that failed or timed out."},
 		{name: "tcp_rate_limited_total", kind: counter, help: "Requests refused with 42901, by scope (device|ip) and budget.", labels: []string{"scope", "budget"}},
 		{name: "eventloop_react_seconds", kind: histogram, help: "Seconds an event-loop callback ran.", buckets: eventLoopBuckets},
+
+		// HTTP API (route is the template, e.g. /admin/v1/tenants/:tenant/users, so ids do not
+		// make series).
+		{name: "http_requests_total", kind: counter, help: "HTTP requests answered, by route template, method and status code.", labels: []string{"route", "method", "code"}},
+		{name: "http_request_duration_seconds", kind: histogram, help: "Seconds to answer an HTTP request, by route template and method.", labels: []string{"route", "method"}, buckets: latencyBuckets},
 
 		// Archive, references and long-term search (seed 000 §6.6, §10).
 		{name: "group_message_archive_ops_total", kind: counter, help: "Month operations, by op (archive|drop|restore|purge) and outcome (ok|failed).", labels: []string{"op", "status"}},

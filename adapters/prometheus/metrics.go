@@ -24,7 +24,8 @@ type Metrics struct {
 	warned     sync.Map // misuse key → struct{}: each misuse is logged once, not on every call
 }
 
-// New registers every catalog metric plus the Go runtime and process collectors. log (nil
+// New registers every catalog metric plus the Go runtime and process collectors and the
+// build info. log (nil
 // for none) receives one warning per misused metric name.
 func New(log *slog.Logger) *Metrics {
 	if log == nil {
@@ -40,6 +41,7 @@ func New(log *slog.Logger) *Metrics {
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		buildInfo(),
 	)
 	// A metric without labels has exactly one series; creating it now makes the scrape show 0
 	// before the first event, so rate() and alerts work from the start.

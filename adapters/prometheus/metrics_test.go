@@ -19,7 +19,7 @@ func TestRecordedValuesAreScraped(t *testing.T) {
 	m.Observe("group_message_query_latency", 0.003, "redis")
 	m.Observe("group_message_query_tables", 2)
 	m.Set("tcp_connections", 17)
-	m.Set("deliver_queue_depth", 3)
+	m.Set("deliver_queue_depth", 3, "default", "7")
 
 	body := scrape(t, m)
 	for _, want := range []string{
@@ -31,7 +31,7 @@ func TestRecordedValuesAreScraped(t *testing.T) {
 		`group_message_query_tables_bucket{le="2"} 1`,
 		`group_message_query_tables_sum 2`,
 		`tcp_connections 17`,
-		`deliver_queue_depth 3`,
+		`deliver_queue_depth{partition="7",tenant="default"} 3`,
 		`# TYPE group_message_persist_total counter`,
 		`# TYPE group_message_query_latency histogram`,
 		`# TYPE tcp_connections gauge`,

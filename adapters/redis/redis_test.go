@@ -101,23 +101,20 @@ func TestRouteCacheContract(t *testing.T) {
 	})
 }
 
-func TestDeliverInspectorContract(t *testing.T) {
-	contract.DeliverInspector(t, func(t *testing.T) contract.DeliverFixture {
-		c := testClient(t)
-		return contract.DeliverFixture{Tenant: testTenant(t, c), Queue: NewDeliverQueue(c)}
-	})
-}
+func TestDeliverInspectorContract(t *testing.T) { contract.DeliverInspector(t, deliverFixture) }
 
-func TestDeliverQueueContract(t *testing.T) {
-	contract.DeliverQueue(t, func(t *testing.T) contract.DeliverFixture {
-		c := testClient(t)
-		q := NewDeliverQueue(c)
-		return contract.DeliverFixture{Tenant: testTenant(t, c), Queue: q, Split: func(t *testing.T, n int) ports.DeliverQueue {
-			split, err := q.WithPartitions(n)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return split
-		}}
-	})
+func TestDeliverQueueContract(t *testing.T) { contract.DeliverQueue(t, deliverFixture) }
+
+func TestDeliverDepthContract(t *testing.T) { contract.DeliverDepth(t, deliverFixture) }
+
+func deliverFixture(t *testing.T) contract.DeliverFixture {
+	c := testClient(t)
+	q := NewDeliverQueue(c)
+	return contract.DeliverFixture{Tenant: testTenant(t, c), Queue: q, Split: func(t *testing.T, n int) ports.DeliverQueue {
+		split, err := q.WithPartitions(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return split
+	}}
 }

@@ -53,6 +53,7 @@ func Options(cfg config.Config, log *slog.Logger) fx.Option {
 		Archive(),
 		Migration(cfg),
 		Transports(),
+		Observe(),
 		fx.Invoke(runTenants),
 	)
 }
@@ -68,8 +69,8 @@ func Adapters(cfg config.Config) fx.Option {
 	return fx.Options(
 		fx.Provide(
 			openMySQL,
-			func(c *mysql.Cluster) *mysql.MessageStore {
-				return mysql.NewMessageStore(c, mysql.MessageStoreOptions{DedupTTL: time.Duration(cfg.Shard.DedupRetentionDays) * 24 * time.Hour})
+			func(c *mysql.Cluster, m ports.Metrics) *mysql.MessageStore {
+				return mysql.NewMessageStore(c, mysql.MessageStoreOptions{DedupTTL: time.Duration(cfg.Shard.DedupRetentionDays) * 24 * time.Hour, Metrics: m})
 			},
 			fx.Annotate(mysql.NewDirectory, fx.As(new(ports.Directory))),
 			func(c *mysql.Cluster) ports.GroupOwners { return mysql.NewDirectory(c) },
@@ -427,7 +428,7 @@ func deliverInspector(q ports.DeliverQueue) (ports.DeliverInspector, error) {
 
 func newHTTP(cfg config.Config, a *admin.Service, h *history.Service, in *inbox.Service, sm *shardmanager.Manager, rr *routerepair.Service, m *prometheus.Metrics, ready readyCheck, tcp *tcpserver.Server, sd httpapi.SocialDeps, ah archiveHTTP, mig *migration.Service, dq ports.DeliverInspector, log *slog.Logger) *httpapi.Server {
 	return httpapi.New(httpapi.Config{Addr: cfg.HTTP.Addr, AdminKey: cfg.AdminKey, RateLimits: httpRateLimits(cfg.RateLimit)},
-		httpapi.Deps{Admin: a, History: h, Inbox: in, Metrics: m.Handler(), Ready: ready, Listeners: []func() error{tcp.Serving},
+		httpapi.Deps{Admin: a, History: h, Inbox: in, Metrics: m.Handler(), RequestMetrics: m, Ready: ready, Listeners: []func() error{tcp.Serving},
 			Shards: httpapi.ShardOps{Manager: sm, Repair: rr}, Social: sd,
 			Archive: ah.Archive, References: ah.References, Migration: mig, Delivery: dq}, log)
 }

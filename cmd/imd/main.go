@@ -27,13 +27,16 @@ func main() {
 var version string
 
 func run(args []string) error {
+	if len(args) > 0 && args[0] == "probe" {
+		return probe(args[1:])
+	}
 	check := len(args) > 0 && args[0] == "check"
 	if check {
 		args = args[1:]
 	}
 	flags := flag.NewFlagSet("imd", flag.ContinueOnError)
 	flags.Usage = func() {
-		fmt.Fprintln(flags.Output(), "usage: imd [--config F]        run the server\n       imd check [--config F]  validate the configuration and print it, secrets masked\n       imd --version")
+		fmt.Fprintln(flags.Output(), "usage: imd [--config F]        run the server\n       imd check [--config F]  validate the configuration and print it, secrets masked\n       imd probe URL           exit 0 when URL answers 2xx (container healthchecks)\n       imd --version")
 		flags.PrintDefaults()
 	}
 	path := flags.String("config", os.Getenv("IMD_CONFIG"), "YAML config file (env IMD_CONFIG); IMD_* variables override keys, IMD_<KEY>_FILE reads a secret from a file")

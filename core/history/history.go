@@ -132,6 +132,7 @@ func (s *Service) Sync(ctx context.Context, r SyncRequest) (SyncResult, error) {
 	if len(out) > 0 {
 		res.LastSeq = out[len(out)-1].Seq
 	}
+	s.d.Metrics.Inc("message_sync_total")
 	return res, nil
 }
 

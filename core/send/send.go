@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
@@ -88,7 +89,8 @@ const maxReallocations = 3
 
 // Send runs DESIGN §4 end to end. Every failure leaves nothing acknowledged; a retry with the
 // same client_msg_id converges on the same msg_id and seq.
-func (s *Service) Send(ctx context.Context, r Request) (Result, error) {
+func (s *Service) Send(ctx context.Context, r Request) (res Result, err error) {
+	defer func() { s.d.Metrics.Inc("message_send_total", outcomeOf(err)) }()
 	if err := r.Draft.Validate(); err != nil {
 		return Result{}, err
 	}
@@ -315,10 +317,21 @@ func (s *Service) enqueue(ctx context.Context, r Request, m message.Message) err
 		Tenant: r.Tenant, Kind: delivery.KindMessage, MsgID: m.MsgID, Topic: m.Topic,
 		ConversationID: m.ConversationID, From: m.From, ExcludeDevice: r.FromDevice, Message: &m,
 	}
+	started := s.d.Clock.Now()
 	if err := s.d.Queue.Push(ctx, job); err != nil {
 		return apperr.Wrap(apperr.Busy, "deliver queue unavailable, retry", err)
 	}
+	s.d.Metrics.Observe("enqueue_latency", s.d.Clock.Now().Sub(started).Seconds())
 	return nil
+}
+
+// outcomeOf is the status label of message_send_total: "ok", or the contract code the sender
+// got (PROTOCOL §5), so a dashboard tells refusals (4xxxx) from server trouble (5xxxx).
+func outcomeOf(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	return strconv.Itoa(int(apperr.CodeOf(err)))
 }
 
 // markAcked records in the idempotency record that the allocation was stored and enqueued; a

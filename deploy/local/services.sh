@@ -54,7 +54,9 @@ S3_SECRET_KEY=imdtest-secret-key
 # Buckets the tests use: one per kind of object (a posix bucket is a directory).
 S3_BUCKETS=(imd-archive imd-uploads)
 
-PACKAGES=(mariadb-server redis-server nginx libnginx-mod-stream openssl)
+# prometheus: only for its promtool, which checks and unit-tests deploy/prometheus/ (the
+# Prometheus server itself is never started here).
+PACKAGES=(mariadb-server redis-server nginx libnginx-mod-stream openssl prometheus)
 START_TIMEOUT=30   # seconds a server may take to answer after start
 STOP_TIMEOUT=30    # seconds before a graceful stop turns into SIGKILL
 NOFILE=65536       # open-file limit of the servers

@@ -19,18 +19,18 @@ func DeliverInspector(t *testing.T, fresh func(t *testing.T) DeliverFixture) {
 		}
 		return in
 	}
-	depths := func(t *testing.T, in ports.DeliverInspector, f DeliverFixture, queued, processing, dead int64) delivery.Depths {
+	depths := func(t *testing.T, in ports.DeliverInspector, f DeliverFixture, queued, processing, dead int64) delivery.QueueDepth {
 		t.Helper()
-		d, err := in.Depths(t.Context(), f.Tenant)
+		d, err := in.Depth(t.Context(), f.Tenant)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(d.Partitions) != f.Queue.Partitions() {
-			t.Fatalf("Depths lists %d partitions, the queue has %d", len(d.Partitions), f.Queue.Partitions())
+			t.Fatalf("Depth lists %d partitions, the queue has %d", len(d.Partitions), f.Queue.Partitions())
 		}
 		p := d.Partitions[0]
-		if p.Partition != 0 || p.Queued != queued || p.Processing != processing || d.Dead != dead {
-			t.Fatalf("Depths = %+v; want queued %d, processing %d, dead %d", d, queued, processing, dead)
+		if p.Queued != queued || p.Processing != processing || d.Dead != dead {
+			t.Fatalf("Depth = %+v; want queued %d, processing %d, dead %d", d, queued, processing, dead)
 		}
 		if (p.OldestQueuedAt > 0) != (queued > 0) {
 			t.Fatalf("oldest queued_at %d with %d queued", p.OldestQueuedAt, queued)

@@ -134,6 +134,9 @@ func (s *Server) respond(r *request, data any, err error) {
 			s.logRequest(r, apperr.CodeOf(err), errors.Join(err, sendErr))
 			return
 		}
+		if r.frame.Command == wire.CmdSendMessage {
+			s.deps.Metrics.Observe("send_ack_latency", time.Since(r.started).Seconds())
+		}
 	}
 	s.logRequest(r, apperr.CodeOf(err), err)
 }
