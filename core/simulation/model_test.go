@@ -2,7 +2,6 @@ package simulation
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -65,7 +64,7 @@ type model struct {
 	revoked       []string           // tokens whose revocation was acknowledged
 	live          map[deviceKey]map[int64]pushes
 	seen          map[deviceKey]map[int64]bool // msg_ids a device has, live or by sync
-	cursors       map[deviceKey]map[string]int64
+	cursors       map[deviceKey]map[string]*deviceTopic
 	violations    []string
 }
 
@@ -73,7 +72,7 @@ func newModel() model {
 	return model{
 		sentFrom: map[sendKey]uint64{}, acked: map[sendKey]ack{}, seqOwner: map[topicSeq]int64{},
 		watermarks: map[userConv]int64{}, tokens: map[int64][]string{}, live: map[deviceKey]map[int64]pushes{},
-		seen: map[deviceKey]map[int64]bool{}, cursors: map[deviceKey]map[string]int64{},
+		seen: map[deviceKey]map[int64]bool{}, cursors: map[deviceKey]map[string]*deviceTopic{},
 	}
 }
 
@@ -249,14 +248,14 @@ func (w *world) checkTopic(topic string) {
 	}
 }
 
-// syncDevice catches a device up on one conversation by SYNC_MESSAGES from its cursor.
+// syncDevice catches a device up on one conversation by SYNC_MESSAGES, as DESIGN §4 has a
+// client do: a gap means "not yet", so the device's cursor stays below the first seq it has
+// not seen, and the next sync asks from there again.
 func (w *world) syncDevice(n *node, k deviceKey, topic string) error {
 	ctx := context.Background()
-	if w.model.cursors[k] == nil {
-		w.model.cursors[k] = map[string]int64{}
-	}
+	d := w.model.device(k, topic)
+	since := d.cursor
 	for range 50 {
-		since := w.model.cursors[k][topic]
 		res, err := n.history.Sync(ctx, history.SyncRequest{Tenant: tenant, User: k.user, Topic: topic, Since: since, Limit: history.MaxLimit})
 		if err != nil {
 			return err
@@ -267,14 +266,40 @@ func (w *world) syncDevice(n *node, k deviceKey, topic string) error {
 				w.model.violate("sync of %s after %d returned seq %d out of order", topic, since, msg.Seq)
 			}
 			last = msg.Seq
+			d.have[msg.Seq] = true
 			w.model.see(k, msg.MsgID)
 		}
-		w.model.cursors[k][topic] = res.LastSeq
+		since = res.LastSeq
 		if !res.HasMore {
-			return nil
+			break
 		}
 	}
-	return errors.New("sync never ended")
+	from := d.cursor
+	for d.have[d.cursor+1] {
+		d.cursor++
+	}
+	if d.cursor != from {
+		w.trace("device %d/%d synced %s from %d to %d", k.user, k.device, topic, from, d.cursor)
+	}
+	return nil
+}
+
+// deviceTopic is what a device holds of one topic.
+type deviceTopic struct {
+	have   map[int64]bool // seqs it got by sync
+	cursor int64          // every seq up to it is held
+}
+
+func (m *model) device(k deviceKey, topic string) *deviceTopic {
+	if m.cursors[k] == nil {
+		m.cursors[k] = map[string]*deviceTopic{}
+	}
+	d := m.cursors[k][topic]
+	if d == nil {
+		d = &deviceTopic{have: map[int64]bool{}}
+		m.cursors[k][topic] = d
+	}
+	return d
 }
 
 // heal ends every fault, reboots crashed nodes, lets delivery finish and every device catch

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/signal"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,18 +31,31 @@ type outcome struct {
 	stats      stats
 }
 
+// options of a run.
+type options struct {
+	trace bool
+	// keepGoing runs every step even after an invariant failed (to compare whole runs).
+	keepGoing bool
+}
+
 // run executes steps on a fresh world, checking the invariants after each, and heals and
 // checks the settled invariants at the end.
-func run(steps []step, trace bool) (outcome, error) {
+func run(steps []step, opt options) (outcome, error) {
 	w, err := newWorld()
 	if err != nil {
 		return outcome{}, err
 	}
-	w.traceOn = trace
+	w.traceOn = opt.trace
 	for i, s := range steps {
 		w.trace("#%d %s", i, s)
 		w.exec(s)
 		w.check()
+		if opt.keepGoing {
+			for _, v := range w.model.violations {
+				w.trace("violated: %s", v)
+			}
+			w.model.violations = nil
+		}
 		if len(w.model.violations) > 0 {
 			w.trace("state: %s", w)
 			return outcome{failedAt: i, violations: w.model.violations, traces: w.traces, stats: w.stats}, nil
@@ -55,19 +69,26 @@ func run(steps []step, trace bool) (outcome, error) {
 	return outcome{failedAt: -1, traces: w.traces, stats: w.stats}, nil
 }
 
-// shrink drops steps while the run still fails, chunks first, then single steps: what is
-// left is a short list that still breaks an invariant (not necessarily the same one).
-func shrink(t testing.TB, indexes []int, all []step) []int {
+// classOf is a violation without its numbers: the same failure in a shorter run names other
+// tokens, seqs and ids.
+func classOf(violation string) string { return digits.ReplaceAllString(violation, "N") }
+
+var digits = regexp.MustCompile(`[0-9]+`)
+
+// shrink drops steps while the run still fails the same way (the first violation's class),
+// chunks first, then single steps.
+func shrink(t testing.TB, indexes []int, all []step, violation string) []int {
+	class := classOf(violation)
 	fails := func(idx []int) bool {
 		steps := make([]step, len(idx))
 		for i, j := range idx {
 			steps[i] = all[j]
 		}
-		o, err := run(steps, false)
+		o, err := run(steps, options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return o.failedAt >= 0
+		return slices.ContainsFunc(o.violations, func(v string) bool { return classOf(v) == class })
 	}
 	for chunk := len(indexes) / 2; chunk >= 1; chunk /= 2 {
 		for start := 0; start < len(indexes); {
@@ -90,14 +111,14 @@ func report(t testing.TB, seed uint64, n int, o outcome) {
 	for i := range min(o.failedAt+1, n) {
 		prefix = append(prefix, i)
 	}
-	short := shrink(t, prefix, all)
+	short := shrink(t, prefix, all, o.violations[0])
 	steps := make([]step, len(short))
 	var idx []string
 	for i, j := range short {
 		steps[i] = all[j]
 		idx = append(idx, strconv.Itoa(j))
 	}
-	replay, err := run(steps, true)
+	replay, err := run(steps, options{trace: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +160,7 @@ func TestSimulation(t *testing.T) {
 					steps = append(steps, all[i])
 				}
 			}
-			o, err := run(steps, *flagTrace)
+			o, err := run(steps, options{trace: *flagTrace})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -179,7 +200,7 @@ func TestSimulationForever(t *testing.T) {
 		default:
 		}
 		seed := rand.Uint64()
-		o, err := run(generate(seed, *flagSteps), false)
+		o, err := run(generate(seed, *flagSteps), options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -200,4 +221,26 @@ func TestSimulationForever(t *testing.T) {
 		}
 	}
 	t.Logf("%d seeds, %d steps, %d faults, %d invariant checks: no failure", runs, total.steps, total.faults, total.checks)
+}
+
+// TestSimulationIsDeterministic: a seed replays step for step, or a printed failure would not
+// reproduce.
+func TestSimulationIsDeterministic(t *testing.T) {
+	steps := generate(7, 1500)
+	first, err := run(steps, options{trace: true, keepGoing: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := run(steps, options{trace: true, keepGoing: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(first.traces, second.traces) || first.stats != second.stats {
+		for i := range min(len(first.traces), len(second.traces)) {
+			if first.traces[i] != second.traces[i] {
+				t.Fatalf("runs of one seed differ at trace line %d:\n%s\n%s", i, first.traces[i], second.traces[i])
+			}
+		}
+		t.Fatalf("runs of one seed differ: %d and %d trace lines, stats %+v and %+v", len(first.traces), len(second.traces), first.stats, second.stats)
+	}
 }
