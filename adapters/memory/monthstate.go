@@ -69,10 +69,14 @@ func (s *MonthState) Advance(_ context.Context, name string, m month.Month) (mon
 func (s *MonthState) Now(context.Context) (time.Time, error) { return s.clock().UTC(), nil }
 
 // activeFor applies the advance rule to the month of the clock (or override when valid) and
-// returns the resulting active month, as the seq script does.
+// returns the resulting active month, as the seq script does: zero while none is active.
 func (s *MonthState) activeFor(name string, override month.Month) month.Month {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.of(name).active == 0 {
+		// Never picked from the clock: a lost active month may have been ahead of it.
+		return 0
+	}
 	target := month.Of(s.clock())
 	if override.Valid() {
 		target = override
@@ -111,5 +115,13 @@ func validTenantMonth(name string, m month.Month) error {
 func (s *MonthState) Forget(name string) {
 	s.mu.Lock()
 	delete(s.tenants, name)
+	s.mu.Unlock()
+}
+
+// ForceActive sets the active month to m, even backward, as a failover to a Redis replica that
+// missed the last writes would.
+func (s *MonthState) ForceActive(name string, m month.Month) {
+	s.mu.Lock()
+	s.of(name).active = m
 	s.mu.Unlock()
 }

@@ -27,6 +27,9 @@ func TestSeqAllocatorRecordsExpire(t *testing.T) {
 	if err := ms.MarkReady(ctx, contractTenant, 203106); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := ms.Advance(ctx, contractTenant, 203106); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.Reseed(ctx, contractTenant, "grp_1", 0); err != nil {
 		t.Fatal(err)
 	}

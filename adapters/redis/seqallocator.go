@@ -36,7 +36,8 @@ func NewSeqAllocator(c rueidis.Client, idemTTL time.Duration) *SeqAllocator {
 }
 
 // allocateScript returns {'ok', seq, month, msg_id, hash, existing '0'|'1', acked '0'|'1'},
-// {'noseq'} when the topic counter is missing, or {'nomonth'} when no month is active.
+// {'noseq'} when the topic counter is missing, or {'nomonth'} when no month is active (Redis
+// lost it: the caller re-seeds it from the catalog).
 // Nothing is written unless it returns 'ok', so a failed call consumes no seq.
 //
 // KEYS: idem, seq counter, active_month, ready_months.
@@ -53,6 +54,11 @@ if rec[1] then
 end
 if redis.call('EXISTS', KEYS[2]) == 0 then
   return {'noseq'}
+end
+-- A missing active_month is never set here from the clock: after a loss it may have been
+-- ahead of the calendar (an early switch), and only the catalog knows (ports.SeqAllocator).
+if redis.call('EXISTS', KEYS[3]) == 0 then
+  return {'nomonth'}
 end
 local now = ARGV[5]
 if now == '' then

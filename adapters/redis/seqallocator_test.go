@@ -52,6 +52,9 @@ func TestSeqKeysLifetime(t *testing.T) {
 	if err := ms.MarkReady(t.Context(), tenant, m); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := ms.Advance(t.Context(), tenant, m); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.Reseed(t.Context(), tenant, "grp_1", 0); err != nil {
 		t.Fatal(err)
 	}
@@ -123,6 +126,9 @@ func BenchmarkAllocate(b *testing.B) {
 		b.Fatal(err)
 	}
 	if err := ms.MarkReady(ctx, tenant, month.Of(now)); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := ms.Advance(ctx, tenant, month.Of(now)); err != nil {
 		b.Fatal(err)
 	}
 	const topics = 64

@@ -54,6 +54,10 @@ type Deps struct {
 	// script finds no writable month (e.g. Redis lost its month keys) instead of waiting for
 	// the shard manager's next pass.
 	EnsureMonths func(ctx context.Context, tenant string) error
+	// ReconcileMonths repairs the active month forward from the MySQL catalog; called when a
+	// write collides, since an allocation in a month before the topic's latest one means Redis
+	// is behind the catalog (a failover to a replica that missed a switch); nil: not repaired.
+	ReconcileMonths func(ctx context.Context, tenant string) error
 	// MsgIDWindow bounds how far a client pre-generated id may be from now (003 §19 msgid_expire_ms).
 	MsgIDWindow time.Duration
 	// Repairs takes topics whose route update failed after COMMIT (seed 000 §3.4 rule 2).
@@ -165,6 +169,7 @@ func (s *Service) post(ctx context.Context, r Request, conv social.Conversation)
 			if err := s.reseed(ctx, r.Tenant, conv.Topic); err != nil {
 				return Result{}, err
 			}
+			s.reconcileMonths(ctx, r.Tenant)
 			req.Reallocate = true
 			continue
 		case errors.Is(err, shard.ErrMonthNotWritable):
@@ -262,6 +267,17 @@ func (s *Service) allocate(ctx context.Context, tenant string, req seq.Request) 
 		default:
 			return seq.Allocation{}, apperr.Wrap(apperr.Busy, "seq allocation unavailable, retry", err)
 		}
+	}
+}
+
+// reconcileMonths repairs a stale active month before the next allocation; a failure is only
+// logged: the shard manager's next pass repairs it too, and the send answers 50301 meanwhile.
+func (s *Service) reconcileMonths(ctx context.Context, tenant string) {
+	if s.d.ReconcileMonths == nil {
+		return
+	}
+	if err := s.d.ReconcileMonths(ctx, tenant); err != nil {
+		s.d.Log.WarnContext(ctx, "active month repair failed", "tenant", tenant, "err", err)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"imd/core/apperr"
 	"imd/core/month"
+	"imd/core/shard"
 	"imd/ports"
 )
 
@@ -106,6 +107,11 @@ func (m *Manager) Ensure(ctx context.Context, tenant string) error {
 		m.d.Metrics.Inc("group_message_shard_missing_total")
 		m.d.Log.ErrorContext(ctx, "preparing month tables failed", "tenant", tenant, "err", failed)
 	}
+	// Outside the lock: the repair is forward-only and atomic in Redis, so it is safe on every
+	// node at once, and a node that finds the lock taken still heals a Redis that lost the month.
+	if _, err := m.reconcile(ctx, tenant); err != nil {
+		return errors.Join(failed, err)
+	}
 	err = m.exclusively(ctx, tenant, func(ctx context.Context) error {
 		active, err := m.d.Months.Advance(ctx, tenant, cur)
 		if err != nil {
@@ -115,6 +121,57 @@ func (m *Manager) Ensure(ctx context.Context, tenant string) error {
 	})
 	m.report(ctx, tenant, cur)
 	return errors.Join(failed, err)
+}
+
+// Reconcile repairs Redis' active month forward to what the MySQL catalog says it is at least
+// (seed 000 §3.3 "旧节点不能回拨"; DESIGN §11): Redis may have lost it (FLUSHALL) or be behind
+// (a failover to a replica that missed the switch). The send path calls it when a write finds
+// its allocation colliding with a later month, the shard manager on every pass.
+func (m *Manager) Reconcile(ctx context.Context, tenant string) error {
+	_, err := m.reconcile(ctx, tenant)
+	return err
+}
+
+// reconcile raises active_month to the newest writable month of the catalog and returns the
+// resulting active month, the zero Month when neither has one yet.
+func (m *Manager) reconcile(ctx context.Context, tenant string) (month.Month, error) {
+	infos, err := m.d.Store.Catalog(ctx, tenant)
+	if err != nil {
+		return 0, fmt.Errorf("catalog of %s: %w", tenant, err)
+	}
+	floor := newestWritable(infos)
+	if floor == 0 {
+		active, _, err := m.d.Months.Active(ctx, tenant)
+		if err != nil {
+			return 0, fmt.Errorf("active month of %s: %w", tenant, err)
+		}
+		return active, nil
+	}
+	// The ready set is Redis state too: the floor's table exists, so it is ready.
+	if err := m.d.Months.MarkReady(ctx, tenant, floor); err != nil {
+		return 0, fmt.Errorf("mark %s ready in %s: %w", floor, tenant, err)
+	}
+	active, err := m.d.Months.Advance(ctx, tenant, floor)
+	if err != nil {
+		return 0, fmt.Errorf("advance active month of %s to %s: %w", tenant, floor, err)
+	}
+	if active != floor {
+		m.d.Log.InfoContext(ctx, "active month ahead of the catalog floor", "tenant", tenant, "month", active.String(), "floor", floor.String())
+	}
+	return active, nil
+}
+
+// newestWritable is the month the active month must be at least: an early switch writes it to
+// the catalog before it moves Redis, and a calendar switch is made writable by the pass after
+// it (until then Redis TIME gives the month again). Zero for a tenant with no writable month.
+func newestWritable(infos []shard.Info) month.Month {
+	var floor month.Month
+	for _, in := range infos {
+		if in.State == shard.Writable && in.Month > floor {
+			floor = in.Month
+		}
+	}
+	return floor
 }
 
 // exclusively runs fn under the tenant's switch lock, or skips it when another node holds the
@@ -148,22 +205,29 @@ func (m *Manager) Advance(ctx context.Context, tenant string, target month.Month
 	if !target.Valid() {
 		return 0, apperr.New(apperr.InvalidArgument, "invalid month")
 	}
-	active, found, err := m.d.Months.Active(ctx, tenant)
-	if err != nil {
-		return 0, apperr.Wrap(apperr.Busy, "month state unavailable", err)
-	}
-	if found && target < active {
-		return 0, apperr.New(apperr.InvalidArgument, "month is before the active month")
-	}
 	now, err := m.d.Months.Now(ctx)
 	if err != nil {
 		return 0, apperr.Wrap(apperr.Busy, "month state unavailable", err)
+	}
+	// Compared with the catalog's floor too, not only with what Redis holds: a Redis that lost
+	// the month must not let an operator move it back.
+	active, err := m.reconcile(ctx, tenant)
+	if err != nil {
+		return 0, apperr.Wrap(apperr.Busy, "month state unavailable", err)
+	}
+	if target < active {
+		return 0, apperr.New(apperr.InvalidArgument, "month is before the active month")
 	}
 	if target > month.Of(now).Add(12) {
 		return 0, apperr.New(apperr.InvalidArgument, "month is more than a year ahead")
 	}
 	if err := m.prepare(ctx, tenant, target); err != nil {
 		return 0, apperr.Wrap(apperr.Busy, "preparing the month table failed", err)
+	}
+	// The catalog learns the switch before Redis does, so a Redis that loses it afterwards is
+	// repaired forward from the catalog (Reconcile) instead of falling back to the month before.
+	if err := m.markWritable(ctx, tenant, target); err != nil {
+		return 0, apperr.Wrap(apperr.Busy, "updating shard states failed", err)
 	}
 	got, err := m.d.Months.Advance(ctx, tenant, target)
 	if err != nil {
@@ -173,6 +237,22 @@ func (m *Manager) Advance(ctx context.Context, tenant string, target month.Month
 		return 0, apperr.Wrap(apperr.Busy, "updating shard states failed", err)
 	}
 	return got, nil
+}
+
+// markWritable moves a prepared month to writable; a month in any other state keeps it.
+func (m *Manager) markWritable(ctx context.Context, tenant string, mo month.Month) error {
+	state, err := m.state(ctx, tenant, mo)
+	if err != nil {
+		return err
+	}
+	if state != shard.Prepared {
+		return nil
+	}
+	if err := m.d.Store.SetState(ctx, tenant, mo, shard.Prepared, shard.Writable); err != nil {
+		return fmt.Errorf("%s %s→%s: %w", mo, shard.Prepared, shard.Writable, err)
+	}
+	m.d.Log.InfoContext(ctx, "shard state changed", "tenant", tenant, "month", mo.String(), "from", shard.Prepared, "to", shard.Writable)
+	return nil
 }
 
 // prepare creates and registers a month table, then marks it ready for the seq script.

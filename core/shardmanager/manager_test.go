@@ -37,6 +37,7 @@ type fixture struct {
 	store        *memory.MessageStore
 	metrics      *memory.Metrics
 	manager      *shardmanager.Manager
+	t            *testing.T
 }
 
 // failingShards fails EnsureTable for the months in fail, like a DDL the database refuses.
@@ -398,5 +399,66 @@ func TestCompensationListing(t *testing.T) {
 	f.ensure(t)
 	if got := f.metrics.Count("group_message_compensation_backlog", tenant); got != 3 {
 		t.Fatalf("compensation backlog gauge %v, want 3", got)
+	}
+}
+
+// TestActiveMonthSurvivesRedisLoss: after an early switch, Redis losing the active month (all of
+// it, or the last write of it) is repaired forward from the catalog, by every path, and never
+// moves back (seed 000 §3.3; DESIGN §11; issue 19).
+func TestActiveMonthSurvivesRedisLoss(t *testing.T) {
+	cases := []struct {
+		name   string
+		lose   func(f *fixture)
+		repair func(t *testing.T, f *fixture) error
+	}{
+		{"flushall, shard manager pass", func(f *fixture) { f.months.Forget(tenant) },
+			func(t *testing.T, f *fixture) error { return f.manager.Ensure(t.Context(), tenant) }},
+		{"flushall, pass while another node holds the lock", func(f *fixture) { f.months.Forget(tenant); f.holdLock(f.t) },
+			func(t *testing.T, f *fixture) error { return f.manager.Ensure(t.Context(), tenant) }},
+		{"flushall, reconcile", func(f *fixture) { f.months.Forget(tenant) },
+			func(t *testing.T, f *fixture) error { return f.manager.Reconcile(t.Context(), tenant) }},
+		{"stale replica, reconcile", func(f *fixture) { f.months.ForceActive(tenant, oct) },
+			func(t *testing.T, f *fixture) error { return f.manager.Reconcile(t.Context(), tenant) }},
+		{"stale replica, shard manager pass", func(f *fixture) { f.months.ForceActive(tenant, oct) },
+			func(t *testing.T, f *fixture) error { return f.manager.Ensure(t.Context(), tenant) }},
+		{"flushall, operator asks for the month before", func(f *fixture) { f.months.Forget(tenant) },
+			func(t *testing.T, f *fixture) error {
+				if _, err := f.manager.Advance(t.Context(), tenant, oct); apperr.CodeOf(err) != apperr.InvalidArgument {
+					t.Fatalf("Advance back to %s after the loss: %v, want 40001", oct, err)
+				}
+				return nil
+			}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, at(2026, 10, 15, 0))
+			f.t = t
+			f.ensure(t)
+			if got, err := f.manager.Advance(t.Context(), tenant, dec); err != nil || got != dec {
+				t.Fatalf("early Advance(%s) = %s, %v", dec, got, err)
+			}
+			if got := f.state(t, dec); got != shard.Writable {
+				t.Fatalf("%s is %s after the early switch, want writable", dec, got)
+			}
+			c.lose(f)
+			if err := c.repair(t, f); err != nil {
+				t.Fatal(err)
+			}
+			if got := f.active(t); got != dec {
+				t.Fatalf("active month %s after the loss and repair, want %s", got, dec)
+			}
+			for _, m := range []month.Month{oct, nov} {
+				if got := f.state(t, m); got != shard.Sealing {
+					t.Fatalf("%s is %s, want sealing", m, got)
+				}
+			}
+		})
+	}
+}
+
+func (f *fixture) holdLock(t *testing.T) {
+	t.Helper()
+	if _, ok, err := f.locks.Acquire(context.Background(), tenant, "shard_switch", time.Minute); err != nil || !ok {
+		t.Fatalf("another node's lock: %v %v", ok, err)
 	}
 }

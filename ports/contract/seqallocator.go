@@ -27,12 +27,10 @@ const seqMonth = month.Month(203106)
 // SeqAllocator checks ports.SeqAllocator (DESIGN §4 step 4, §1 "Seq after Redis loss").
 // fresh must return a new tenant on every call.
 func SeqAllocator(t *testing.T, fresh func(t *testing.T) SeqFixture) {
-	// ready returns a fixture whose topic counter exists and whose seqMonth is ready.
+	// ready returns a fixture whose topic counter exists and whose seqMonth is ready and active.
 	ready := func(t *testing.T, topics ...string) SeqFixture {
 		f := fresh(t)
-		if err := f.Months.MarkReady(t.Context(), f.Tenant, seqMonth); err != nil {
-			t.Fatalf("MarkReady: %v", err)
-		}
+		activate(t, f, seqMonth)
 		for _, tp := range topics {
 			if err := f.Seq.Reseed(t.Context(), f.Tenant, tp, 0); err != nil {
 				t.Fatalf("Reseed(%s, 0): %v", tp, err)
@@ -140,7 +138,7 @@ func SeqAllocator(t *testing.T, fresh func(t *testing.T) SeqFixture) {
 		}
 	})
 
-	t.Run("no ready month fails without consuming a seq", func(t *testing.T) {
+	t.Run("no active month fails without consuming a seq", func(t *testing.T) {
 		t.Parallel()
 		f := fresh(t)
 		if err := f.Seq.Reseed(t.Context(), f.Tenant, "grp_1", 0); err != nil {
@@ -157,11 +155,18 @@ func SeqAllocator(t *testing.T, fresh func(t *testing.T) SeqFixture) {
 		if _, err := f.Seq.Allocate(t.Context(), f.Tenant, req); !errors.Is(err, seq.ErrNoActiveMonth) {
 			t.Fatalf("Allocate with only another month ready: %v; want ErrNoActiveMonth", err)
 		}
+		// A ready month is not enough while none is active: after losing its active month Redis
+		// cannot know it was not ahead of the clock, so only the month state (seeded from the
+		// catalog by the shard manager) sets it again, never the allocation itself.
 		if err := f.Months.MarkReady(t.Context(), f.Tenant, seqMonth); err != nil {
 			t.Fatalf("MarkReady: %v", err)
 		}
+		if _, err := f.Seq.Allocate(t.Context(), f.Tenant, req); !errors.Is(err, seq.ErrNoActiveMonth) {
+			t.Fatalf("Allocate with a ready month but none active: %v; want ErrNoActiveMonth", err)
+		}
+		activate(t, f, seqMonth)
 		if a := seqAllocate(t, f, req); a.Existing || a.Seq != 1 || a.Month != seqMonth {
-			t.Fatalf("after MarkReady = %+v; want seq 1 in %s, not existing", a, seqMonth)
+			t.Fatalf("after Advance = %+v; want seq 1 in %s, not existing", a, seqMonth)
 		}
 	})
 
@@ -206,10 +211,9 @@ func SeqAllocator(t *testing.T, fresh func(t *testing.T) SeqFixture) {
 			t.Fatalf("Now: %v", err)
 		}
 		cur := month.Of(before)
-		for _, m := range []month.Month{cur, cur.Next()} {
-			if err := f.Months.MarkReady(t.Context(), f.Tenant, m); err != nil {
-				t.Fatalf("MarkReady: %v", err)
-			}
+		activate(t, f, cur)
+		if err := f.Months.MarkReady(t.Context(), f.Tenant, cur.Next()); err != nil {
+			t.Fatalf("MarkReady: %v", err)
 		}
 		if err := f.Seq.Reseed(t.Context(), f.Tenant, "grp_1", 0); err != nil {
 			t.Fatalf("Reseed: %v", err)
@@ -315,4 +319,15 @@ func seqAllocate(t *testing.T, f SeqFixture, req seq.Request) seq.Allocation {
 		t.Fatalf("Allocate(%s, %s): %v", req.Topic, req.ClientMsgID, err)
 	}
 	return a
+}
+
+// activate marks m ready and makes it the active month, as the shard manager does.
+func activate(t *testing.T, f SeqFixture, m month.Month) {
+	t.Helper()
+	if err := f.Months.MarkReady(t.Context(), f.Tenant, m); err != nil {
+		t.Fatalf("MarkReady(%s): %v", m, err)
+	}
+	if got, err := f.Months.Advance(t.Context(), f.Tenant, m); err != nil || got != m {
+		t.Fatalf("Advance(%s) = %v, %v", m, got, err)
+	}
 }

@@ -44,6 +44,9 @@ func newStack(t *testing.T) stack {
 	if err := months.MarkReady(ctx, "default", m); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := months.Advance(ctx, "default", m); err != nil {
+		t.Fatal(err)
+	}
 	dir := memory.NewDirectory()
 	for _, u := range []int64{1, 2, 3} {
 		if err := dir.CreateUser(ctx, "default", social.User{ID: u}); err != nil {

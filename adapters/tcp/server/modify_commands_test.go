@@ -32,6 +32,9 @@ func newModifyDeps(t *testing.T) Deps {
 	if err := months.MarkReady(ctx, "default", month.Of(testTime)); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := months.Advance(ctx, "default", month.Of(testTime)); err != nil {
+		t.Fatal(err)
+	}
 	dir := memory.NewDirectory()
 	for _, u := range []int64{1, 2, 3} {
 		if err := dir.CreateUser(ctx, "default", social.User{ID: u}); err != nil {

@@ -1,0 +1,108 @@
+package e2e
+
+// Issue 19: Redis is a cache, not the truth. Each test loses the tenant's Redis state (all
+// of it, as FLUSHALL does, or the last writes, as a failover to a lagging replica does) at the
+// moment that used to hurt, and checks what a client meets afterwards.
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"imd/adapters/tcp/client"
+	"imd/adapters/tcp/wire"
+)
+
+// sendUntilAcked retries one send the way a client does after 50301, until it is ACKed or
+// limit passes; it returns the ACK and how many answers were 50301.
+func sendUntilAcked(t *testing.T, ctx context.Context, c *client.Conn, req wire.SendMessageRequest, limit time.Duration) (wire.SendAck, int) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	busy := 0
+	for {
+		ack, err := c.Send(ctx, req)
+		if err == nil {
+			return ack, busy
+		}
+		if !isCode(err, wire.CodeBusy) || time.Now().After(deadline) {
+			t.Fatalf("send %s after %d busy answers: %v", req.ClientMsgID, busy, err)
+		}
+		busy++
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func TestRedisLossAfterAnEarlyMonthSwitchKeepsTheActiveMonth(t *testing.T) {
+	for _, loss := range []string{"flushall", "stale replica"} {
+		t.Run(loss, func(t *testing.T) {
+			srv := Start(t, Options{})
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			c := newChat(t, srv, ctx, 19, 2, 1)
+			sendN(t, ctx, c.conns[0], c.topic, "before", 2)
+			if got := srv.Advance(Month(1)); got != Month(1) {
+				t.Fatalf("active month %s after advance", got)
+			}
+			sendN(t, ctx, c.conns[0], c.topic, "after", 2)
+
+			rc := srv.Redis()
+			switch loss {
+			case "flushall":
+				srv.dropTenantKeys(rc)
+			case "stale replica":
+				// The replica missed the switch: it still has the month before.
+				key := "im:{" + srv.Tenant + "}:groupmsg:active_month"
+				if err := rc.Do(ctx, rc.B().Set().Key(key).Value(Month(0)).Build()).Error(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ack, busy := sendUntilAcked(t, ctx, c.conns[0], textMessage(c.topic, "lost-1", "lost 1"), 20*time.Second)
+			// A lost counter is re-seeded from MySQL (seq 5); a stale one may burn the seq its
+			// colliding attempt took.
+			if ack.Seq < 5 || (loss == "flushall" && ack.Seq != 5) {
+				t.Fatalf("first send after the loss got seq %d (after %d busy answers)", ack.Seq, busy)
+			}
+			// Once repaired, sends flow at once: no further 50301.
+			next := sendN(t, ctx, c.conns[0], c.topic, "healed", 3)
+			if next[2].Seq != ack.Seq+3 {
+				t.Fatalf("seqs after repair end at %d, want %d", next[2].Seq, ack.Seq+3)
+			}
+			if got := srv.ActiveMonth(rc); got != Month(1) {
+				t.Fatalf("active month in Redis %s, want %s (never backward)", got, Month(1))
+			}
+			db := srv.TenantDB()
+			want := append([]int64{3, 4}, seqRange(ack.Seq, ack.Seq+3)...)
+			if got := srv.SeqsInTable(db, Month(1), c.topic); !slices.Equal(got, want) {
+				t.Fatalf("next month holds %v, want %v", got, want)
+			}
+			if got := srv.SeqsInTable(db, Month(0), c.topic); !slices.Equal(got, []int64{1, 2}) {
+				t.Fatalf("the month before holds %v, want 1, 2", got)
+			}
+			// And a restarted node keeps the month too.
+			tok := srv.token(190_001)
+			srv.Kill()
+			srv.dropTenantKeys(rc)
+			again := Start(t, Options{Tenant: srv.Tenant})
+			c2 := again.Connect(ctx, tok, 2)
+			after, busy2 := sendUntilAcked(t, ctx, c2, textMessage(c.topic, "restarted", "restarted"), 20*time.Second)
+			if after.Seq != ack.Seq+4 {
+				t.Fatalf("send after a restart got seq %d (after %d busy answers), want %d", after.Seq, busy2, ack.Seq+4)
+			}
+			if got := srv.ActiveMonth(rc); got != Month(1) {
+				t.Fatalf("active month in Redis after a restart %s, want %s", got, Month(1))
+			}
+			t.Logf("%s: %d answers of 50301 before the first ACK", loss, busy)
+		})
+	}
+}
+
+// token issues a token for an existing user.
+func (s *Server) token(user int64) string {
+	s.t.Helper()
+	var tok struct {
+		Token string `json:"token"`
+	}
+	s.MustAdmin("POST", "/tokens", map[string]any{"user_id": user}, &tok)
+	return tok.Token
+}
