@@ -319,6 +319,14 @@ func (w *world) heal() {
 	if err := n.manager.Ensure(ctx, tenant); err != nil {
 		w.model.violate("shard manager failed after healing: %v", err)
 	}
+	// What the background loops of a node do within minutes: the repair queue and the
+	// sampled reconciliation, which finds a route Redis rolled back.
+	if _, err := n.repair.Drain(ctx, tenant); err != nil {
+		w.model.violate("route repair failed after healing: %v", err)
+	}
+	if _, err := n.repair.Reconcile(ctx, tenant); err != nil {
+		w.model.violate("route reconciliation failed after healing: %v", err)
+	}
 	w.drain()
 	for _, c := range w.model.conversations {
 		for _, u := range c.members {

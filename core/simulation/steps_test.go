@@ -140,7 +140,11 @@ func (w *world) exec(s step) {
 			_, _ = n.manager.Advance(ctx, tenant, active.Next())
 		}
 	case kRepair:
-		_, _ = n.repair.Drain(ctx, tenant)
+		if s.a%2 == 0 {
+			_, _ = n.repair.Drain(ctx, tenant)
+		} else {
+			_, _ = n.repair.Reconcile(ctx, tenant)
+		}
 	case kCrash:
 		points := crashPoints[[]kind{kSend, kDeliver, kEnsure, kRetry}[s.b%4]]
 		n.g.method, n.g.n, n.g.seen = points[s.a%len(points)], s.c%2+1, 0
