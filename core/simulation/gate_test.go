@@ -82,7 +82,11 @@ func (s gatedSeq) Allocate(ctx context.Context, tenant string, req seq.Request) 
 	if err := s.g.pass(redisBackend, "Seq.Allocate"); err != nil {
 		return seq.Allocation{}, err
 	}
-	return s.SeqAllocator.Allocate(ctx, tenant, req)
+	a, err := s.SeqAllocator.Allocate(ctx, tenant, req)
+	if err == nil && !a.Existing {
+		s.g.w.model.allocated(a)
+	}
+	return a, err
 }
 
 func (s gatedSeq) Reseed(ctx context.Context, tenant, topic string, floor int64) error {

@@ -11,6 +11,7 @@ import (
 	"imd/core/inbox"
 	"imd/core/message"
 	"imd/core/month"
+	"imd/core/seq"
 )
 
 // sendKey is what makes two sends the same message: (topic, sender, client_msg_id).
@@ -58,7 +59,7 @@ type model struct {
 	acked         map[sendKey]ack
 	ackOrder      []sendKey
 	seqOwner      map[topicSeq]int64 // the msg_id first seen stored at a seq
-	maxActive     month.Month
+	maxActive     month.Month // of new allocations
 	watermarks    map[userConv]int64
 	tokens        map[int64][]string // live tokens per user
 	revoked       []string           // tokens whose revocation was acknowledged
@@ -110,6 +111,16 @@ func (m *model) see(k deviceKey, msgID int64) {
 	m.seen[k][msgID] = true
 }
 
+// allocated sees every new allocation of the seq script: the active month it allocates in
+// never moves backward. (Redis itself may hold an older one for a while after a rollback; what
+// matters is that no new message is given it.)
+func (m *model) allocated(a seq.Allocation) {
+	if a.Month < m.maxActive {
+		m.violate("active month moved back from %s to %s: seq %d allocated in it", m.maxActive, a.Month, a.Seq)
+	}
+	m.maxActive = max(m.maxActive, a.Month)
+}
+
 // acknowledged records a SEND_ACK; a retry of a message ACKed before must get the same one.
 func (m *model) acknowledged(key sendKey, a ack) {
 	if prev, ok := m.acked[key]; ok {
@@ -127,12 +138,6 @@ func (w *world) check() {
 	ctx := context.Background()
 	w.stats.checks++
 	m := &w.model
-	if active, ok := w.activeMonth(); ok {
-		if active < m.maxActive {
-			m.violate("active month moved back from %s to %s", m.maxActive, active)
-		}
-		m.maxActive = max(m.maxActive, active)
-	}
 	for _, c := range m.conversations {
 		w.checkTopic(c.topic)
 	}
