@@ -59,7 +59,7 @@ type model struct {
 	acked         map[sendKey]ack
 	ackOrder      []sendKey
 	seqOwner      map[topicSeq]int64 // the msg_id first seen stored at a seq
-	maxActive     month.Month // of new allocations
+	maxActive     month.Month        // of new allocations
 	watermarks    map[userConv]int64
 	tokens        map[int64][]string // live tokens per user
 	revoked       []string           // tokens whose revocation was acknowledged
