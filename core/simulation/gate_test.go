@@ -544,6 +544,31 @@ func (l gatedLocks) Acquire(ctx context.Context, tenant, name string, ttl time.D
 	return l.Locks.Acquire(ctx, tenant, name, ttl)
 }
 
+type gatedEditor struct {
+	ports.MessageEditor
+	g *gate
+}
+
+func (e gatedEditor) Modify(ctx context.Context, tenant string, m month.Month, topic string, sq int64,
+	change func(message.Message) (message.Revision, error)) (message.Message, error) {
+	if err := e.g.pass(mysqlBackend, "Editor.Modify"); err != nil {
+		return message.Message{}, err
+	}
+	return e.MessageEditor.Modify(ctx, tenant, m, topic, sq, change)
+}
+
+type gatedDeleteLog struct {
+	ports.DeleteLog
+	g *gate
+}
+
+func (l gatedDeleteLog) HideRange(ctx context.Context, tenant, topic string, user, low, hi int64) error {
+	if err := l.g.pass(mysqlBackend, "DeleteLog.HideRange"); err != nil {
+		return err
+	}
+	return l.DeleteLog.HideRange(ctx, tenant, topic, user, low, hi)
+}
+
 type gatedRevocations struct {
 	ports.TokenRevocations
 	g *gate

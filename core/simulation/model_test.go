@@ -66,7 +66,24 @@ type model struct {
 	live          map[deviceKey]map[int64]pushes
 	seen          map[deviceKey]map[int64]bool // msg_ids a device has, live or by sync
 	cursors       map[deviceKey]map[string]*deviceTopic
+	deleted       map[sendKey]bool         // ACKed messages deleted for everyone
+	hidden        map[userTopic][][2]int64 // seq ranges [low, hi) users deleted for themselves
 	violations    []string
+}
+
+type userTopic struct {
+	user  int64
+	topic string
+}
+
+// hides reports whether the user deleted seq for themself.
+func (m *model) hides(user int64, topic string, seq int64) bool {
+	for _, r := range m.hidden[userTopic{user, topic}] {
+		if seq >= r[0] && seq < r[1] {
+			return true
+		}
+	}
+	return false
 }
 
 func newModel() model {
@@ -74,6 +91,7 @@ func newModel() model {
 		sentFrom: map[sendKey]uint64{}, acked: map[sendKey]ack{}, seqOwner: map[topicSeq]int64{},
 		watermarks: map[userConv]int64{}, tokens: map[int64][]string{}, live: map[deviceKey]map[int64]pushes{},
 		seen: map[deviceKey]map[int64]bool{}, cursors: map[deviceKey]map[string]*deviceTopic{},
+		deleted: map[sendKey]bool{}, hidden: map[userTopic][][2]int64{},
 	}
 }
 
@@ -247,7 +265,7 @@ func (w *world) checkTopic(topic string) {
 		switch {
 		case !ok:
 			m.violate("ACKed message %v (seq %d) is not stored", k, a.seq)
-		case r.msg.MsgID != a.msgID || r.month != a.month || r.msg.Status == message.StatusDeleted:
+		case r.msg.MsgID != a.msgID || r.month != a.month || r.msg.Status == message.StatusDeleted && !m.deleted[k]:
 			m.violate("ACKed message %v %+v is stored as msg_id %d in %s, status %s", k, a, r.msg.MsgID, r.month, r.msg.Status)
 		}
 	}
@@ -348,7 +366,7 @@ func (w *world) heal() {
 		for _, u := range c.members {
 			for d := uint64(1); d <= deviceCount; d++ {
 				dk := deviceKey{u, d}
-				if u == k.from && d == w.model.sentFrom[k] {
+				if u == k.from && d == w.model.sentFrom[k] || w.model.hides(u, k.topic, a.seq) {
 					continue
 				}
 				if !w.model.seen[dk][a.msgID] {

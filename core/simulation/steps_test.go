@@ -11,6 +11,7 @@ import (
 	"imd/core/auth"
 	"imd/core/conversation"
 	"imd/core/message"
+	"imd/core/modify"
 	"imd/core/read"
 	"imd/core/send"
 )
@@ -40,20 +41,22 @@ const (
 	kOffline
 	kIssueToken
 	kRevokeToken
+	kChange
+	kDeleteSelf
 	kinds
 )
 
 var kindNames = [kinds]string{
 	"send", "retry", "deliver", "sync", "read", "tick", "ensure", "advance", "repair", "crash",
 	"redis-lose", "redis-snapshot", "redis-restore", "mysql-outage", "redis-outage", "slow-device", "offline",
-	"issue-token", "revoke-token",
+	"issue-token", "revoke-token", "change", "delete-self",
 }
 
 // weights of the kinds in a random step list.
 var weights = [kinds]int{
 	kSend: 24, kRetry: 12, kDeliver: 14, kSync: 8, kRead: 5, kTick: 12, kEnsure: 3, kAdvance: 1, kRepair: 2, kCrash: 5,
 	kRedisLose: 1, kRedisSnapshot: 1, kRedisRestore: 1, kMySQLOutage: 1, kRedisOutage: 1, kSlowDevice: 2, kOffline: 1,
-	kIssueToken: 2, kRevokeToken: 2,
+	kIssueToken: 2, kRevokeToken: 2, kChange: 3, kDeleteSelf: 1,
 }
 
 type step struct {
@@ -93,6 +96,7 @@ var crashPoints = map[kind][]string{
 		"Queue.MarkDone", "Queue.Ack", "Queue.Retry", "Mailbox.Append"},
 	kEnsure: {"Months.Now", "Shards.EnsureTable", "Months.MarkReady", "Locks.Acquire", "Months.Advance", "Shards.Catalog", "Shards.SetState"},
 	kRetry:  {"Seq.Allocate", "Store.Append", "Queue.Push", "Seq.MarkAcked", "Store.MaxSeq", "Seq.Reseed"},
+	kChange: {"Editor.Modify", "Store.Get", "Seq.Allocate", "Store.Append", "Queue.Push", "Hot.Invalidate"},
 }
 
 // exec runs one step.
@@ -146,7 +150,7 @@ func (w *world) exec(s step) {
 			_, _ = n.repair.Reconcile(ctx, tenant)
 		}
 	case kCrash:
-		points := crashPoints[[]kind{kSend, kDeliver, kEnsure, kRetry}[s.b%4]]
+		points := crashPoints[[]kind{kSend, kDeliver, kEnsure, kRetry, kChange}[s.b%5]]
 		n.g.method, n.g.n, n.g.seen = points[s.a%len(points)], s.c%2+1, 0
 		w.trace("node %d armed to crash at %s #%d", s.node, n.g.method, n.g.n)
 		return
@@ -206,6 +210,22 @@ func (w *world) exec(s step) {
 		if err := n.authn.Logout(ctx, toks[i]); err == nil {
 			w.model.revoked = append(w.model.revoked, toks[i])
 			w.model.tokens[u] = append(toks[:i], toks[i+1:]...)
+		}
+	case kChange:
+		w.change(n, s)
+	case kDeleteSelf:
+		u := int64(s.a%userCount) + 1
+		convs := w.conversationsOf(u)
+		c := w.model.conversations[convs[s.b%len(convs)]]
+		last := w.maxSeq(c.topic)
+		if last == 0 {
+			return
+		}
+		low := 1 + int64(s.c)%last
+		hi := low + 1 + int64(s.c>>8)%3
+		if err := n.modify.DeleteForSelf(ctx, modify.RangeRequest{Tenant: tenant, User: u, Topic: c.topic, Low: low, Hi: hi}); err == nil {
+			w.model.hidden[userTopic{u, c.topic}] = append(w.model.hidden[userTopic{u, c.topic}], [2]int64{low, hi})
+			w.trace("user %d hid %s [%d, %d)", u, c.topic, low, hi)
 		}
 	}
 	if n.g.crashed {
@@ -292,4 +312,36 @@ func (w *world) read(n *node, s step) {
 		last = 1 + int64(s.b)%last
 	}
 	_, _ = n.read.Read(context.Background(), read.Request{Tenant: tenant, User: u, Device: uint64(s.c%deviceCount) + 1, Topic: c.topic, Seq: last})
+}
+
+// change recalls, edits or deletes for everyone one of the user's ACKed messages (recalls
+// only work within the recall window, so most are refused after a while).
+func (w *world) change(n *node, s step) {
+	u := int64(s.a%userCount) + 1
+	var own []sendKey
+	for _, k := range w.model.ackOrder {
+		if k.from == u {
+			own = append(own, k)
+		}
+	}
+	if len(own) == 0 {
+		return
+	}
+	k := own[s.b%len(own)]
+	a := w.model.acked[k]
+	t := modify.Target{Tenant: tenant, User: u, Device: w.model.sentFrom[k], Topic: k.topic, Seq: a.seq}
+	ctx := context.Background()
+	var err error
+	switch s.c % 3 {
+	case 0:
+		_, err = n.modify.Recall(ctx, t)
+	case 1:
+		content, _ := json.Marshal(map[string]string{"text": fmt.Sprintf("edited %d", s.c)})
+		_, err = n.modify.Edit(ctx, modify.EditRequest{Target: t, Content: content})
+	case 2:
+		// Even a failed attempt may have deleted it before the node crashed.
+		w.model.deleted[k] = true
+		_, err = n.modify.DeleteForAll(ctx, t)
+	}
+	w.trace("change %d of %v: %v", s.c%3, k, err)
 }

@@ -21,6 +21,7 @@ import (
 	"imd/core/inbox"
 	"imd/core/inflight"
 	"imd/core/membership"
+	"imd/core/modify"
 	"imd/core/month"
 	"imd/core/read"
 	"imd/core/routerepair"
@@ -68,6 +69,8 @@ type world struct {
 	dir     *memory.Directory
 	reads   *memory.ReadStore
 	mailbox *memory.Mailbox
+	editor  *memory.MessageEditor
+	dellog  *memory.DeleteLog
 	// Redis.
 	months      *memory.MonthState
 	seqs        *memory.SeqAllocator
@@ -146,6 +149,8 @@ func newWorld() (*world, error) {
 	}
 	w.store = memory.NewMessageStore(w.shards)
 	w.reads = memory.NewReadStore(w.dir, w.shards)
+	w.editor = memory.NewMessageEditor(w.shards)
+	w.dellog = memory.NewDeleteLog(w.shards)
 	w.months = memory.NewMonthState(clock.Now)
 	w.seqs = memory.NewSeqAllocator(w.months, clock.Now)
 	w.model = newModel()
@@ -187,6 +192,7 @@ type node struct {
 	history   *history.Service
 	read      *read.Service
 	inbox     *inbox.Service
+	modify    *modify.Service
 	manager   *shardmanager.Manager
 	repair    *routerepair.Service
 	authn     *authn.Service
@@ -227,6 +233,10 @@ func (w *world) boot(g *gate) *node {
 	})
 	n.read = read.New(read.Deps{
 		Resolver: resolver, History: n.history, Finder: store, IDs: w.ids, Reads: reads, Dialogs: dialogs, Queue: queue, Log: w.log,
+	})
+	n.modify = modify.New(modify.Config{}, modify.Deps{
+		Editor: gatedEditor{MessageEditor: w.editor, g: g}, DeleteLog: gatedDeleteLog{DeleteLog: w.dellog, g: g}, Store: store,
+		Owners: w.dir, HotCache: hot, Locator: n.history, Events: n.send, Resolver: resolver, Clock: w.clock, Metrics: w.metrics, Log: w.log,
 	})
 	n.inbox = inbox.New(inbox.Deps{Dialogs: dialogs, Reads: reads, Mailbox: mbox, Clock: w.clock, Metrics: w.metrics, Log: w.log})
 	n.authn = authn.New(authn.Deps{
