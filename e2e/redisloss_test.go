@@ -106,3 +106,42 @@ func (s *Server) token(user int64) string {
 	s.MustAdmin("POST", "/tokens", map[string]any{"user_id": user}, &tok)
 	return tok.Token
 }
+
+// TestRevokedTokenStaysRevokedAfterRedisLoss: revocations live in MySQL; Redis only caches
+// them, so losing Redis revives no token, on the frame listener or the client API.
+func TestRevokedTokenStaysRevokedAfterRedisLoss(t *testing.T) {
+	srv := Start(t, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	one := srv.User(191)
+	all := srv.token(191)
+	kept := srv.User(192)
+	// Checked once before the revocation, so a "not revoked" answer is cached.
+	for _, tok := range []string{one, all, kept} {
+		mustCall(t, srv, tok, "GET", "/api/v1/me", nil, nil)
+	}
+	srv.MustAdmin("POST", "/tokens/revoke", map[string]string{"token": one}, nil)
+	time.Sleep(1100 * time.Millisecond) // token times have second precision
+	srv.MustAdmin("POST", "/tokens/revoke", map[string]int64{"user_id": 191}, nil)
+
+	rc := srv.Redis()
+	for _, step := range []string{"revoked", "after FLUSHALL", "after FLUSHALL and a restart"} {
+		switch step {
+		case "after FLUSHALL":
+			srv.dropTenantKeys(rc)
+		case "after FLUSHALL and a restart":
+			srv.Kill()
+			srv.dropTenantKeys(rc)
+			srv = Start(t, Options{Tenant: srv.Tenant})
+		}
+		for _, tok := range []string{one, all} {
+			refused(t, srv, tok, "GET", "/api/v1/me", nil, 40101)
+			c := srv.Dial(ctx)
+			if _, err := c.Auth(ctx, tok, 1); !isCode(err, wire.CodeUnauthenticated) {
+				t.Fatalf("%s: AUTH with a revoked token: %v, want 40101", step, err)
+			}
+		}
+		mustCall(t, srv, kept, "GET", "/api/v1/me", nil, nil)
+		srv.Connect(ctx, kept, 1)
+	}
+}

@@ -135,8 +135,9 @@ type TokenInspector interface {
 	Inspect(token string) (auth.Token, error)
 }
 
-// TokenRevocations is the deny-list of revoked tokens. Entries expire when the tokens they
-// deny would have expired anyway, so the list never grows without bound.
+// TokenRevocations is the deny-list of revoked tokens, kept where it outlives Redis (MySQL;
+// DESIGN §11). Entries expire when the tokens they deny would have expired anyway, so the list
+// never grows without bound.
 type TokenRevocations interface {
 	// RevokeToken denies one token (by jti) until it expires.
 	RevokeToken(ctx context.Context, tenant, tokenID string, expires time.Time) error
@@ -146,6 +147,19 @@ type TokenRevocations interface {
 	// Revocation reports whether the token id is denied and since when the user's tokens are
 	// (zero time: never).
 	Revocation(ctx context.Context, tenant, tokenID string, user int64) (tokenRevoked bool, userCutoff time.Time, err error)
+}
+
+// RevocationCache holds what the deny-list answered for a token and its user, so a token check
+// costs one Redis round trip; losing it costs a MySQL read, never a revived token. A revocation
+// overwrites what is cached, and a fill never overwrites a revocation written meanwhile.
+type RevocationCache interface {
+	// Cached returns the cached answer; found=false when either entry is missing.
+	Cached(ctx context.Context, tenant, tokenID string, user int64) (tokenRevoked bool, userCutoff time.Time, found bool, err error)
+	// Fill caches the deny-list's answer for ttl where nothing is cached yet.
+	Fill(ctx context.Context, tenant, tokenID string, user int64, tokenRevoked bool, userCutoff time.Time, ttl time.Duration) error
+	// RevokeToken and RevokeUser record a revocation as TokenRevocations does, over whatever is cached.
+	RevokeToken(ctx context.Context, tenant, tokenID string, expires time.Time) error
+	RevokeUser(ctx context.Context, tenant string, user int64, at time.Time, ttl time.Duration) error
 }
 
 // Authenticator turns a client token into an identity: verified, of a tenant this deployment

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"testing"
+	"time"
 
 	"imd/ports"
 	"imd/ports/contract"
@@ -17,6 +18,10 @@ func TestTenantStoreContract(t *testing.T) {
 
 func TestRevocationsContract(t *testing.T) {
 	contract.Revocations(t, func(*testing.T) (ports.TokenRevocations, string) { return NewRevocations(), "acme" })
+}
+
+func TestRevocationCacheContract(t *testing.T) {
+	contract.RevocationCache(t, func(*testing.T) (ports.RevocationCache, string) { return NewRevocationCache(time.Now), "acme" })
 }
 
 func TestSummariesContract(t *testing.T) {

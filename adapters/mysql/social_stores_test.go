@@ -62,3 +62,10 @@ func randomSuffix(tb testing.TB) string {
 	}
 	return hex.EncodeToString(raw[:])
 }
+
+func TestRevocationsContract(t *testing.T) {
+	contract.Revocations(t, func(t *testing.T) (ports.TokenRevocations, string) {
+		c, tenant := newTestCluster(t)
+		return NewRevocations(c), tenant
+	})
+}

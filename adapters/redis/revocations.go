@@ -16,17 +16,19 @@ import (
 // part of a key.
 var tokenIDRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
-// Revocations is ports.TokenRevocations: one key per revoked token and one per user cut-off,
-// each expiring when the tokens it denies would have expired anyway.
-type Revocations struct{ c rueidis.Client }
+// RevocationCache is ports.RevocationCache: one key per token ("1" revoked, "0" not) and one
+// per user (the cut-off in Unix ms, "0" for none). A revocation writes its key over anything
+// cached, with the lifetime of what it denies; a fill writes only missing keys (SET NX), so a
+// revocation that lands between the MySQL read and the fill is never covered up.
+type RevocationCache struct{ c rueidis.Client }
 
-var _ ports.TokenRevocations = (*Revocations)(nil)
+var _ ports.RevocationCache = (*RevocationCache)(nil)
 
-// NewRevocations returns the deny-list on c.
-func NewRevocations(c rueidis.Client) *Revocations { return &Revocations{c: c} }
+// NewRevocationCache returns the cache on c.
+func NewRevocationCache(c rueidis.Client) *RevocationCache { return &RevocationCache{c: c} }
 
 // RevokeToken denies a token until it expires; an already expired token needs no entry.
-func (r *Revocations) RevokeToken(ctx context.Context, tenant, tokenID string, expires time.Time) error {
+func (r *RevocationCache) RevokeToken(ctx context.Context, tenant, tokenID string, expires time.Time) error {
 	k, err := revocationKeys(tenant, tokenID)
 	if err != nil {
 		return err
@@ -43,7 +45,7 @@ func (r *Revocations) RevokeToken(ctx context.Context, tenant, tokenID string, e
 
 // RevokeUser moves the user's cut-off to at; it never moves back, so an older revocation
 // replayed late cannot re-admit tokens.
-func (r *Revocations) RevokeUser(ctx context.Context, tenant string, user int64, at time.Time, ttl time.Duration) error {
+func (r *RevocationCache) RevokeUser(ctx context.Context, tenant string, user int64, at time.Time, ttl time.Duration) error {
 	k, err := KeysOf(tenant)
 	if err != nil {
 		return fmt.Errorf("revoke user: %w", err)
@@ -57,6 +59,7 @@ func (r *Revocations) RevokeUser(ctx context.Context, tenant string, user int64,
 }
 
 // raiseCutoff sets KEYS[1] to ARGV[1] unless it holds a later value, with a TTL of ARGV[2] ms.
+// A cached "0" (no cut-off) is lower than any.
 var raiseCutoff = rueidis.NewLuaScript(`
 local cur = tonumber(redis.call('GET', KEYS[1]) or '0')
 if tonumber(ARGV[1]) > cur then
@@ -65,27 +68,58 @@ end
 return 1
 `)
 
-// Revocation reads both entries in one round trip.
-func (r *Revocations) Revocation(ctx context.Context, tenant, tokenID string, user int64) (bool, time.Time, error) {
+// Cached reads both entries in one round trip.
+func (r *RevocationCache) Cached(ctx context.Context, tenant, tokenID string, user int64) (bool, time.Time, bool, error) {
 	k, err := revocationKeys(tenant, tokenID)
 	if err != nil {
-		return false, time.Time{}, err
+		return false, time.Time{}, false, err
 	}
 	// Both keys carry the tenant's hash tag, so MGET is legal on a cluster.
 	vals, err := r.c.Do(ctx, r.c.B().Mget().Key(k.RevokedToken(tokenID), k.RevokedUser(user)).Build()).ToArray()
 	if err != nil {
-		return false, time.Time{}, fmt.Errorf("read revocations of %s: %w", tenant, err)
+		return false, time.Time{}, false, fmt.Errorf("read revocations of %s: %w", tenant, err)
 	}
-	revoked := !vals[0].IsNil()
+	if vals[0].IsNil() || vals[1].IsNil() {
+		return false, time.Time{}, false, nil
+	}
+	tok, err := vals[0].ToString()
+	if err != nil {
+		return false, time.Time{}, false, fmt.Errorf("revocation of token %s: %w", tokenID, err)
+	}
+	ms, err := vals[1].AsInt64()
+	if err != nil {
+		return false, time.Time{}, false, fmt.Errorf("revocation cut-off of user %d: %w", user, err)
+	}
 	var cutoff time.Time
-	if !vals[1].IsNil() {
-		ms, err := vals[1].AsInt64()
-		if err != nil {
-			return false, time.Time{}, fmt.Errorf("revocation cut-off of user %d: %w", user, err)
-		}
+	if ms > 0 {
 		cutoff = time.UnixMilli(ms)
 	}
-	return revoked, cutoff, nil
+	return tok == "1", cutoff, true, nil
+}
+
+// Fill caches the deny-list's answer where nothing is cached.
+func (r *RevocationCache) Fill(ctx context.Context, tenant, tokenID string, user int64, revoked bool, cutoff time.Time, ttl time.Duration) error {
+	k, err := revocationKeys(tenant, tokenID)
+	if err != nil {
+		return err
+	}
+	tok, cut := "0", "0"
+	if revoked {
+		tok = "1"
+	}
+	if !cutoff.IsZero() {
+		cut = strconv.FormatInt(cutoff.UnixMilli(), 10)
+	}
+	px := max(ttl.Milliseconds(), 1)
+	for _, err := range r.c.DoMulti(ctx,
+		r.c.B().Set().Key(k.RevokedToken(tokenID)).Value(tok).Nx().PxMilliseconds(px).Build(),
+		r.c.B().Set().Key(k.RevokedUser(user)).Value(cut).Nx().PxMilliseconds(px).Build(),
+	) {
+		if err := err.Error(); err != nil && !rueidis.IsRedisNil(err) {
+			return fmt.Errorf("cache revocations of %s: %w", tenant, err)
+		}
+	}
+	return nil
 }
 
 func revocationKeys(tenant, tokenID string) (Keys, error) {

@@ -7,9 +7,9 @@ import (
 	"imd/ports/contract"
 )
 
-func TestRevocationsContract(t *testing.T) {
-	contract.Revocations(t, func(t *testing.T) (ports.TokenRevocations, string) {
+func TestRevocationCacheContract(t *testing.T) {
+	contract.RevocationCache(t, func(t *testing.T) (ports.RevocationCache, string) {
 		c := testClient(t)
-		return NewRevocations(c), testTenant(t, c)
+		return NewRevocationCache(c), testTenant(t, c)
 	})
 }

@@ -60,7 +60,8 @@ func Social() fx.Option {
 			func(c *mysql.Cluster, cfg config.Config) *mysql.TenantRegistry {
 				return mysql.NewTenantRegistry(c, cfg.Registry.Database)
 			},
-			func(c rueidis.Client) ports.TokenRevocations { return redisadapter.NewRevocations(c) },
+			func(c *mysql.Cluster) ports.TokenRevocations { return mysql.NewRevocations(c) },
+			func(c rueidis.Client) ports.RevocationCache { return redisadapter.NewRevocationCache(c) },
 			func(cfg config.Config) ports.TokenInspector { return jwt.New([]byte(cfg.TokenSecret)) },
 			newObjectStore,
 			newResolver,
@@ -164,8 +165,14 @@ func newRegistry(cfg config.Config, store *mysql.TenantRegistry, rt *tenantRunti
 		tenants.Deps{Store: store, Activate: rt.activate, Clock: c, Log: log})
 }
 
-func newAuthn(i ports.TokenInspector, r ports.TokenRevocations, reg *tenants.Registry, c ports.Clock) *authn.Service {
-	return authn.New(authn.Deps{Tokens: i, Revocations: r, Tenants: reg.Known, Clock: c}, admin.MaxTokenTTL)
+// revocationCacheTTL is how long Redis keeps a token check's answer: a revocation overwrites it
+// at once, so this bounds only a revocation whose cache write failed (and was refused with 50301).
+const revocationCacheTTL = time.Minute
+
+func newAuthn(i ports.TokenInspector, r ports.TokenRevocations, cache ports.RevocationCache, reg *tenants.Registry, c ports.Clock) *authn.Service {
+	return authn.New(authn.Deps{
+		Tokens: i, Revocations: r, Cache: cache, CacheTTL: revocationCacheTTL, Tenants: reg.Known, Clock: c,
+	}, admin.MaxTokenTTL)
 }
 
 // newObjectStore is the local-filesystem store; its URL secret is derived from the token

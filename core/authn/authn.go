@@ -1,6 +1,7 @@
 // Package authn turns client tokens into identities for both transports: the token verifies,
 // its tenant is served here, and it is not revoked (issue 6). Revocation is a deny-list whose
-// entries expire with the tokens they deny.
+// entries expire with the tokens they deny, kept in MySQL and cached in Redis (issue 19): a
+// Redis that lost the cache costs a MySQL read, never a revived token.
 package authn
 
 import (
@@ -14,8 +15,14 @@ import (
 
 // Deps are the ports authentication uses.
 type Deps struct {
-	Tokens      ports.TokenInspector
+	Tokens ports.TokenInspector
+	// Revocations is the durable deny-list, the truth.
 	Revocations ports.TokenRevocations
+	// Cache answers token checks in front of Revocations; nil: every check reads Revocations.
+	Cache ports.RevocationCache
+	// CacheTTL bounds how long a cached "not revoked" lives; it matters only when recording a
+	// revocation in the cache failed (the revocation then answers 50301 and is retried).
+	CacheTTL time.Duration
 	// Tenants reports whether a tenant is served (the tenant registry).
 	Tenants func(name string) bool
 	Clock   ports.Clock
@@ -48,7 +55,7 @@ func (s *Service) inspect(ctx context.Context, token string) (auth.Token, error)
 	if !s.d.Tenants(t.Tenant) {
 		return auth.Token{}, apperr.New(apperr.Unauthenticated, "unknown tenant")
 	}
-	revoked, cutoff, err := s.d.Revocations.Revocation(ctx, t.Tenant, t.ID, t.UserID)
+	revoked, cutoff, err := s.revocation(ctx, t)
 	if err != nil {
 		return auth.Token{}, apperr.Wrap(apperr.Busy, "token check unavailable, retry", err)
 	}
@@ -58,6 +65,26 @@ func (s *Service) inspect(ctx context.Context, token string) (auth.Token, error)
 		return auth.Token{}, apperr.New(apperr.Unauthenticated, "token revoked")
 	}
 	return t, nil
+}
+
+// revocation reads the cache, and the deny-list when the cache misses or fails: an
+// unreachable Redis does not stop authentication while MySQL answers.
+func (s *Service) revocation(ctx context.Context, t auth.Token) (bool, time.Time, error) {
+	if s.d.Cache != nil {
+		revoked, cutoff, found, err := s.d.Cache.Cached(ctx, t.Tenant, t.ID, t.UserID)
+		if err == nil && found {
+			return revoked, cutoff, nil
+		}
+	}
+	revoked, cutoff, err := s.d.Revocations.Revocation(ctx, t.Tenant, t.ID, t.UserID)
+	if err != nil {
+		return false, time.Time{}, err
+	}
+	if s.d.Cache != nil {
+		// A failed fill costs the next check a MySQL read, nothing more.
+		_ = s.d.Cache.Fill(ctx, t.Tenant, t.ID, t.UserID, revoked, cutoff, s.d.CacheTTL)
+	}
+	return revoked, cutoff, nil
 }
 
 // Logout revokes the token it is given, after checking it.
@@ -87,8 +114,15 @@ func (s *Service) RevokeToken(ctx context.Context, tenant, token string) error {
 }
 
 func (s *Service) revoke(ctx context.Context, t auth.Token) error {
+	// The deny-list first: once it holds the revocation, losing the cache cannot undo it.
 	if err := s.d.Revocations.RevokeToken(ctx, t.Tenant, t.ID, t.ExpiresAt); err != nil {
 		return apperr.Wrap(apperr.Busy, "revocation unavailable, retry", err)
+	}
+	if s.d.Cache != nil {
+		// Over a cached "not revoked", which would otherwise admit the token until it expires.
+		if err := s.d.Cache.RevokeToken(ctx, t.Tenant, t.ID, t.ExpiresAt); err != nil {
+			return apperr.Wrap(apperr.Busy, "revocation stored but not yet effective everywhere, retry", err)
+		}
 	}
 	return nil
 }
@@ -101,6 +135,11 @@ func (s *Service) RevokeUser(ctx context.Context, tenant string, user int64) (ti
 	at := s.d.Clock.Now().UTC().Truncate(time.Second)
 	if err := s.d.Revocations.RevokeUser(ctx, tenant, user, at, s.maxTTL); err != nil {
 		return time.Time{}, apperr.Wrap(apperr.Busy, "revocation unavailable, retry", err)
+	}
+	if s.d.Cache != nil {
+		if err := s.d.Cache.RevokeUser(ctx, tenant, user, at, s.maxTTL); err != nil {
+			return time.Time{}, apperr.Wrap(apperr.Busy, "revocation stored but not yet effective everywhere, retry", err)
+		}
 	}
 	return at, nil
 }

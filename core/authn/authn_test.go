@@ -115,3 +115,43 @@ func TestRevocation(t *testing.T) {
 		t.Fatalf("RevokeUser(0): %v", err)
 	}
 }
+
+// TestRevocationOutlivesTheCache: the deny-list is the truth, the cache only answers in front
+// of it; a cached pass never outlives a revocation and a lost cache revives nothing (issue 19).
+func TestRevocationOutlivesTheCache(t *testing.T) {
+	ctx := context.Background()
+	clock := memory.NewClock(time.Now())
+	tokens := &fakeTokens{clock: clock, issued: map[string]auth.Token{}}
+	cache := memory.NewRevocationCache(clock.Now)
+	svc := authn.New(authn.Deps{
+		Tokens: tokens, Revocations: memory.NewRevocations(), Cache: cache, CacheTTL: time.Hour, Clock: clock,
+		Tenants: func(name string) bool { return name == "acme" },
+	}, 24*time.Hour)
+	a, b := tokens.issue("acme", 1), tokens.issue("acme", 2)
+	for _, tok := range []string{a, b} { // both cached as "not revoked"
+		if _, err := svc.Authenticate(ctx, tok); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := svc.RevokeToken(ctx, "acme", a); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.RevokeUser(ctx, "acme", 2); err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []string{"cached", "after the cache was lost", "refilled"} {
+		if step == "after the cache was lost" {
+			cache.Forget()
+		}
+		for _, tok := range []string{a, b} {
+			if _, err := svc.Authenticate(ctx, tok); apperr.CodeOf(err) != apperr.Unauthenticated {
+				t.Fatalf("%s: revoked token %s: %v, want 40101", step, tok, err)
+			}
+		}
+	}
+	c := tokens.issue("acme", 3)
+	cache.Forget()
+	if _, err := svc.Authenticate(ctx, c); err != nil {
+		t.Fatalf("a token never revoked after the cache was lost: %v", err)
+	}
+}

@@ -240,6 +240,21 @@ type ImMigrationTopic struct {
 	ConversationID int64
 }
 
+type ImRevokedToken struct {
+	// jti of the revoked token
+	TokenID string
+	// the token's own expiry: the row is useless after it
+	ExpiresAt time.Time
+}
+
+type ImUserTokenCutoff struct {
+	UserID int64
+	// every token of the user issued until then is revoked
+	CutoffAt time.Time
+	// cutoff_at + the longest token lifetime
+	ExpiresAt time.Time
+}
+
 type TBlock struct {
 	UserID        int64
 	BlockedUserID int64
