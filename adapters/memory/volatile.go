@@ -3,7 +3,6 @@ package memory
 import (
 	"maps"
 	"slices"
-	"time"
 
 	"imd/core/dialog"
 	"imd/core/route"
@@ -26,7 +25,7 @@ var (
 	_ Volatile = (*RouteCache)(nil)
 	_ Volatile = (*HotCache)(nil)
 	_ Volatile = (*DialogStore)(nil)
-	_ Volatile = (*Revocations)(nil)
+	_ Volatile = (*RevocationCache)(nil)
 	_ Volatile = (*RepairQueue)(nil)
 	_ Volatile = (*Locks)(nil)
 	_ Volatile = (*CompensationList)(nil)
@@ -197,24 +196,20 @@ func (s *DialogStore) Lose() {
 	s.mu.Unlock()
 }
 
-// Snapshot copies the deny-list.
-func (r *Revocations) Snapshot() func() {
-	r.mu.Lock()
-	tokens, cutoffs := maps.Clone(r.tokens), maps.Clone(r.cutoffs)
-	r.mu.Unlock()
+// Snapshot copies the cached token checks.
+func (c *RevocationCache) Snapshot() func() {
+	c.mu.Lock()
+	tokens, cutoffs := maps.Clone(c.tokens), maps.Clone(c.cutoffs)
+	c.mu.Unlock()
 	return func() {
-		r.mu.Lock()
-		r.tokens, r.cutoffs = maps.Clone(tokens), maps.Clone(cutoffs)
-		r.mu.Unlock()
+		c.mu.Lock()
+		c.tokens, c.cutoffs = maps.Clone(tokens), maps.Clone(cutoffs)
+		c.mu.Unlock()
 	}
 }
 
-// Lose forgets every revocation.
-func (r *Revocations) Lose() {
-	r.mu.Lock()
-	r.tokens, r.cutoffs = map[string]bool{}, map[string]time.Time{}
-	r.mu.Unlock()
-}
+// Lose forgets every cached check.
+func (c *RevocationCache) Lose() { c.Forget() }
 
 func cloneTickets(m map[string]*repairTickets) map[string]*repairTickets {
 	return cloneMap(m, func(t *repairTickets) *repairTickets {

@@ -175,7 +175,8 @@ func (w *world) check() {
 	}
 	if len(m.revoked) > 0 {
 		auth := authn.New(authn.Deps{
-			Tokens: w.tokens, Revocations: w.revocations, Tenants: func(string) bool { return true }, Clock: w.clock,
+			Tokens: w.tokens, Revocations: w.revocations, Cache: w.revCache, CacheTTL: revocationCacheTTL,
+			Tenants: func(string) bool { return true }, Clock: w.clock,
 		}, tokenTTL)
 		for _, tok := range m.revoked {
 			if _, err := auth.Authenticate(ctx, tok); err == nil {
