@@ -43,20 +43,21 @@ const (
 	kRevokeToken
 	kChange
 	kDeleteSelf
+	kAuth
 	kinds
 )
 
 var kindNames = [kinds]string{
 	"send", "retry", "deliver", "sync", "read", "tick", "ensure", "advance", "repair", "crash",
 	"redis-lose", "redis-snapshot", "redis-restore", "mysql-outage", "redis-outage", "slow-device", "offline",
-	"issue-token", "revoke-token", "change", "delete-self",
+	"issue-token", "revoke-token", "change", "delete-self", "auth",
 }
 
 // weights of the kinds in a random step list.
 var weights = [kinds]int{
 	kSend: 24, kRetry: 12, kDeliver: 14, kSync: 8, kRead: 5, kTick: 12, kEnsure: 3, kAdvance: 1, kRepair: 2, kCrash: 5,
 	kRedisLose: 1, kRedisSnapshot: 1, kRedisRestore: 1, kMySQLOutage: 1, kRedisOutage: 1, kSlowDevice: 2, kOffline: 1,
-	kIssueToken: 2, kRevokeToken: 2, kChange: 3, kDeleteSelf: 1,
+	kIssueToken: 2, kRevokeToken: 2, kChange: 3, kDeleteSelf: 1, kAuth: 3,
 }
 
 type step struct {
@@ -210,6 +211,13 @@ func (w *world) exec(s step) {
 		if err := n.authn.Logout(ctx, toks[i]); err == nil {
 			w.model.revoked = append(w.model.revoked, toks[i])
 			w.model.tokens[u] = append(toks[:i], toks[i+1:]...)
+		}
+	case kAuth:
+		// A client connects with one of its live tokens (the answer gets cached).
+		u := int64(s.a%userCount) + 1
+		if toks := w.model.tokens[u]; len(toks) > 0 {
+			_, err := n.authn.Authenticate(ctx, toks[s.b%len(toks)])
+			w.trace("auth of user %d: %v", u, err)
 		}
 	case kChange:
 		w.change(n, s)
