@@ -6,9 +6,12 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/redis/rueidis"
 
 	"imd/adapters/tcp/client"
 	"imd/adapters/tcp/wire"
@@ -143,5 +146,79 @@ func TestRevokedTokenStaysRevokedAfterRedisLoss(t *testing.T) {
 		}
 		mustCall(t, srv, kept, "GET", "/api/v1/me", nil, nil)
 		srv.Connect(ctx, kept, 1)
+	}
+}
+
+// dropKeys deletes the tenant's Redis keys that match pattern (after the tenant prefix).
+func (s *Server) dropKeys(rc rueidis.Client, pattern string) int {
+	s.t.Helper()
+	ctx := context.Background()
+	keys, err := rc.Do(ctx, rc.B().Keys().Pattern("im:{"+s.Tenant+"}:"+pattern).Build()).AsStrSlice()
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if len(keys) > 0 {
+		if err := rc.Do(ctx, rc.B().Del().Key(keys...).Build()).Error(); err != nil {
+			s.t.Fatal(err)
+		}
+	}
+	return len(keys)
+}
+
+// pushesUntil counts MESSAGE pushes by seq until the push of seq last arrived. A topic's jobs
+// are delivered in queue order, so a second job of an earlier message would have come first.
+func pushesUntil(t *testing.T, c *client.Conn, last int64, limit time.Duration) map[int64]int {
+	t.Helper()
+	got := make(map[int64]int)
+	deadline := time.After(limit)
+	for got[last] == 0 {
+		select {
+		case p := <-c.Pushes():
+			if p.Command == wire.CmdMessage && p.Message != nil {
+				got[p.Message.Seq]++
+			}
+		case <-deadline:
+			t.Fatalf("no push of seq %d within %v; got %v", last, limit, got)
+		}
+	}
+	return got
+}
+
+// TestLateResendIsNotDeliveredAgain: a resend of a message already ACKed and delivered, after
+// the deliver worker's done marker expired (and after Redis lost the idempotency record too),
+// answers the first seq and msg_id and pushes nothing: deliver-once rests on MySQL.
+func TestLateResendIsNotDeliveredAgain(t *testing.T) {
+	srv := Start(t, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := newChat(t, srv, ctx, 193, 2, 2)
+	sender, recipient := c.conns[0], c.conns[1]
+	rc := srv.Redis()
+
+	first := sendN(t, ctx, sender, c.topic, "late", 1)[0]
+	if got := pushesUntil(t, recipient, first.Seq, 15*time.Second); got[first.Seq] != 1 {
+		t.Fatalf("pushes of the first send: %v", got)
+	}
+	eventually(t, 10*time.Second, "unread 1", func() bool { return unreadOf(srv, rc, 1930002, c.topic) == 1 })
+
+	for i, lose := range []string{"deliver:done:*", "groupmsg:idem:*"} {
+		// The done marker expires (deliver.done_ttl); then Redis loses the idempotency record.
+		if n := srv.dropKeys(rc, lose); n == 0 && lose == "deliver:done:*" {
+			t.Fatal("no done marker to expire")
+		}
+		again, err := sender.Send(ctx, textMessage(c.topic, "late-0", "late 0"))
+		if err != nil || again.Seq != first.Seq || again.MsgID != first.MsgID {
+			t.Fatalf("late resend after losing %s: %+v, %v; want seq %d msg_id %d", lose, again, err, first.Seq, first.MsgID)
+		}
+		next := sendN(t, ctx, sender, c.topic, fmt.Sprint("barrier-", i), 1)[0]
+		got := pushesUntil(t, recipient, next.Seq, 15*time.Second)
+		if got[first.Seq] != 0 {
+			t.Fatalf("after losing %s the resend was pushed again: %v", lose, got)
+		}
+		want := int64(2 + i)
+		eventually(t, 10*time.Second, "unread count", func() bool { return unreadOf(srv, rc, 1930002, c.topic) >= want })
+		if u := unreadOf(srv, rc, 1930002, c.topic); u != want {
+			t.Fatalf("unread %d after losing %s, want %d (one per message)", u, lose, want)
+		}
 	}
 }

@@ -58,6 +58,17 @@ type AppendResult struct {
 	Outcome  AppendOutcome
 	Existing message.Message // for DuplicateClientMsgID and AlreadyStored
 	Hash     string          // payload hash of Existing
+	// Queued (for DuplicateClientMsgID and AlreadyStored): the dedup record says Existing's
+	// deliver job was queued (QueuedMarks), so a resend enqueues nothing, however late.
+	Queued bool
+}
+
+// QueuedMarks records in a message's durable dedup record that its deliver job was queued, so
+// deliver-once rests on MySQL, not on a Redis marker that expires (DESIGN §11; seed 003 §20.11).
+type QueuedMarks interface {
+	// MarkQueued flags the dedup record of (topic, from, client_msg_id); a missing record
+	// (purged after its retention) is not an error.
+	MarkQueued(ctx context.Context, tenant, topic string, from int64, clientMsgID string) error
 }
 
 // MessageStore is the durable message storage: month tables, dedup records and the route

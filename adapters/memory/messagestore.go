@@ -24,7 +24,10 @@ type MessageStore struct {
 	shards *ShardStore
 }
 
-var _ ports.MessageStore = (*MessageStore)(nil)
+var (
+	_ ports.MessageStore = (*MessageStore)(nil)
+	_ ports.QueuedMarks  = (*MessageStore)(nil)
+)
 
 // NewMessageStore returns a message store over the tenant data of shards.
 func NewMessageStore(shards *ShardStore) *MessageStore { return &MessageStore{shards: shards} }
@@ -57,9 +60,9 @@ func (s *MessageStore) Append(_ context.Context, tenant string, m message.Messag
 	if known {
 		existing := cloneMessage(d.tables[rec.month][topicSeqKey{m.Topic, rec.seq}])
 		if rec.msgID == m.MsgID {
-			return ports.AppendResult{Outcome: ports.AlreadyStored, Existing: existing, Hash: rec.hash}, nil
+			return ports.AppendResult{Outcome: ports.AlreadyStored, Existing: existing, Hash: rec.hash, Queued: rec.queued}, nil
 		}
-		res = ports.AppendResult{Outcome: ports.DuplicateClientMsgID, Existing: existing, Hash: rec.hash}
+		res = ports.AppendResult{Outcome: ports.DuplicateClientMsgID, Existing: existing, Hash: rec.hash, Queued: rec.queued}
 		row = tombstone(m)
 	} else {
 		res = ports.AppendResult{Outcome: ports.Stored}
@@ -83,6 +86,19 @@ func (s *MessageStore) Append(_ context.Context, tenant string, m message.Messag
 	}
 	d.grow(row)
 	return res, nil
+}
+
+// MarkQueued flags the dedup record, if it still exists.
+func (s *MessageStore) MarkQueued(_ context.Context, tenant, topicName string, from int64, clientMsgID string) error {
+	s.shards.mu.Lock()
+	defer s.shards.mu.Unlock()
+	d := s.shards.db(tenant)
+	key := messageDedupKey{topic: topicName, from: from, clientMsgID: clientMsgID}
+	if rec, ok := d.dedup[key]; ok {
+		rec.queued = true
+		d.dedup[key] = rec
+	}
+	return nil
 }
 
 // tombstone closes the seq of a duplicate attempt: no content, no client_msg_id.

@@ -58,6 +58,7 @@ type messageDedupRecord struct {
 	month   month.Month
 	msgID   int64
 	hash    string
+	queued  bool      // the deliver job was queued (ports.QueuedMarks)
 	expires time.Time // see Housekeeping.PurgeExpiredDedup
 }
 

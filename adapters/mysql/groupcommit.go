@@ -299,11 +299,12 @@ func (w *writer) plan(ctx context.Context, tx *sql.Tx, q *sqlcdb.Queries, reqs [
 				b.answers[i].err = err
 				continue
 			}
+			queued := d.Status == dedupQueued
 			if d.MessageID.Valid && d.MessageID.Int64 == m.MsgID {
-				b.answers[i].res = ports.AppendResult{Outcome: ports.AlreadyStored, Existing: existing, Hash: d.PayloadHash}
+				b.answers[i].res = ports.AppendResult{Outcome: ports.AlreadyStored, Existing: existing, Hash: d.PayloadHash, Queued: queued}
 				continue
 			}
-			b.answers[i].res = ports.AppendResult{Outcome: ports.DuplicateClientMsgID, Existing: existing, Hash: d.PayloadHash}
+			b.answers[i].res = ports.AppendResult{Outcome: ports.DuplicateClientMsgID, Existing: existing, Hash: d.PayloadHash, Queued: queued}
 			b.addRow(tombstoneRow(m))
 			continue
 		}
@@ -316,7 +317,7 @@ func (w *writer) plan(ctx context.Context, tx *sql.Tx, q *sqlcdb.Queries, reqs [
 		b.dedup = append(b.dedup, sqlcdb.InsertDedupParams{
 			Topic: m.Topic, FromUser: m.From, ClientMsgID: m.ClientMsgID, Seqid: m.Seq,
 			ShardMonth: w.month.String(), MessageID: sql.NullInt64{Int64: m.MsgID, Valid: true},
-			PayloadHash: r.hash, Status: "stored", ExpiresAt: expires,
+			PayloadHash: r.hash, Status: dedupStored, ExpiresAt: expires,
 		})
 		if m.ConversationID != 0 {
 			if cur, ok := b.latest[m.ConversationID]; !ok || m.Seq > cur.LastSeq {

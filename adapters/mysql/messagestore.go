@@ -55,6 +55,7 @@ type MessageStore struct {
 
 	writersMu sync.Mutex
 	writers   map[writerKey]*writer
+	markers   map[string]*queuedMarker // per tenant
 	running   sync.WaitGroup
 
 	stats writerStats
@@ -98,7 +99,7 @@ func NewMessageStore(c *Cluster, opts MessageStoreOptions) *MessageStore {
 	if opts.DedupTTL <= 0 {
 		opts.DedupTTL = DefaultDedupTTL
 	}
-	return &MessageStore{cluster: c, opts: opts, writers: make(map[writerKey]*writer)}
+	return &MessageStore{cluster: c, opts: opts, writers: make(map[writerKey]*writer), markers: make(map[string]*queuedMarker)}
 }
 
 // Append queues the message to the writer of its tenant and month and waits for the batch
@@ -182,6 +183,9 @@ func (s *MessageStore) Close() error {
 	s.writersMu.Lock()
 	for _, w := range s.writers {
 		close(w.reqs)
+	}
+	for _, m := range s.markers {
+		close(m.reqs)
 	}
 	s.writersMu.Unlock()
 	s.running.Wait()

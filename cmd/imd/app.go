@@ -78,6 +78,7 @@ func Adapters(cfg config.Config) fx.Option {
 			mysql.NewShardStore,
 			func(s *mysql.ShardStore) ports.ShardStore { return s },
 			func(s *mysql.MessageStore) ports.MessageStore { return s },
+			func(s *mysql.MessageStore) ports.QueuedMarks { return s },
 			openRedis,
 			func(c rueidis.Client) ports.SeqAllocator { return redisadapter.NewSeqAllocator(c, 0) },
 			func(c rueidis.Client) ports.MonthState { return redisadapter.NewMonthState(c) },
@@ -236,6 +237,7 @@ type sendParams struct {
 	Seq      ports.SeqAllocator
 	Store    ports.MessageStore
 	Queue    ports.DeliverQueue
+	Queued   ports.QueuedMarks
 	Routes   ports.RouteCache
 	IDs      ports.IDGenerator
 	Clock    ports.Clock
@@ -253,7 +255,7 @@ type sendParams struct {
 
 func newSend(p sendParams) *send.Service {
 	return send.New(send.Deps{
-		Seq: p.Seq, Store: p.Store, Queue: p.Queue, Routes: p.Routes, IDs: p.IDs, Clock: p.Clock,
+		Seq: p.Seq, Store: p.Store, Queue: p.Queue, Queued: p.Queued, Routes: p.Routes, IDs: p.IDs, Clock: p.Clock,
 		Metrics: p.Metrics, Resolver: p.Resolver, Log: p.Log, EnsureMonths: p.Manager.Ensure,
 		ReconcileMonths: p.Manager.Reconcile,
 		MsgIDWindow:     time.Duration(p.Cfg.Message.MsgIDExpireMS) * time.Millisecond,

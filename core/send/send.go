@@ -41,9 +41,12 @@ type Result struct {
 
 // Deps are the ports the send path uses.
 type Deps struct {
-	Seq      ports.SeqAllocator
-	Store    ports.MessageStore
-	Queue    ports.DeliverQueue
+	Seq   ports.SeqAllocator
+	Store ports.MessageStore
+	Queue ports.DeliverQueue
+	// Queued records that a message's deliver job was queued, in the message's durable dedup
+	// record: what a resend consults instead of a Redis marker that expires.
+	Queued   ports.QueuedMarks
 	Routes   ports.RouteCache
 	IDs      ports.IDGenerator
 	Clock    ports.Clock
@@ -210,7 +213,21 @@ func (s *Service) post(ctx context.Context, r Request, conv social.Conversation)
 			// A retry caches too: it heals a write lost with the first attempt.
 			after.Go(func() { s.cacheHot(ctx, r.Tenant, m) })
 		}
-		err = s.enqueue(ctx, r, m)
+		// Deliver-once rests on the dedup record (DESIGN §11): the job is queued by the send
+		// that committed the message, or by a resend while the record does not say it was
+		// queued. A crash between COMMIT and the enqueue leaves the record unmarked and the
+		// sender without an ACK: its resend queues the job, once. A crash between the enqueue
+		// and the mark leaves a queued job and an unmarked record: the resend queues it again
+		// and the deliver worker's done marker drops the second job — only a resend later than
+		// deliver.done_ttl after such a crash could still deliver twice. The mark is awaited
+		// before the ACK, so an ACKed message is never queued again.
+		err = nil
+		if res.Outcome == ports.Stored || !res.Queued {
+			err = s.enqueue(ctx, r, m)
+			if err == nil {
+				after.Go(func() { s.markQueued(ctx, r.Tenant, m) })
+			}
+		}
 		if err == nil {
 			after.Go(func() { s.markAcked(ctx, r.Tenant, m) })
 		}
@@ -309,6 +326,18 @@ func (s *Service) enqueue(ctx context.Context, r Request, m message.Message) err
 func (s *Service) markAcked(ctx context.Context, tenant string, m message.Message) {
 	if err := s.d.Seq.MarkAcked(ctx, tenant, m.Topic, m.From, m.ClientMsgID); err != nil {
 		s.d.Log.WarnContext(ctx, "mark acked failed", "topic", m.Topic, "msg_id", m.MsgID, "err", err)
+	}
+}
+
+// markQueued records in the dedup record that the job is queued; a failure is only logged: the
+// message is stored and queued, and a resend would queue it again, which the deliver worker's
+// done marker absorbs within its TTL.
+func (s *Service) markQueued(ctx context.Context, tenant string, m message.Message) {
+	if s.d.Queued == nil {
+		return
+	}
+	if err := s.d.Queued.MarkQueued(ctx, tenant, m.Topic, m.From, m.ClientMsgID); err != nil {
+		s.d.Log.WarnContext(ctx, "mark queued failed", "topic", m.Topic, "msg_id", m.MsgID, "err", err)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -88,9 +89,9 @@ func newFixture(t *testing.T) *fixture {
 	}
 	members := membership.New(f.dir, f.clock, time.Second)
 	f.svc = send.New(send.Deps{
-		Seq: f.seqs, Store: f.store, Queue: f.queue, Routes: memory.NewRouteCache(), IDs: ids, Clock: f.clock,
+		Seq: f.seqs, Store: f.store, Queue: f.queue, Queued: f.store, Routes: memory.NewRouteCache(), IDs: ids, Clock: f.clock,
 		Metrics: f.metrics, Resolver: conversation.NewResolver(f.dir, ids, members), Log: log,
-		EnsureMonths: f.manager.Ensure, MsgIDWindow: 5 * time.Minute, InFlight: f.inflight,
+		EnsureMonths: f.manager.Ensure, ReconcileMonths: f.manager.Reconcile, MsgIDWindow: 5 * time.Minute, InFlight: f.inflight,
 	})
 	for _, u := range []int64{1, 2, 3} {
 		if err := f.dir.CreateUser(ctx, tenant, social.User{ID: u}); err != nil {
@@ -324,5 +325,91 @@ func TestSeqsAreInFlightUntilTheSendReturns(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// jobs drains the deliver queue and returns the seqs of its jobs.
+func (f *fixture) jobs(t *testing.T) []int64 {
+	t.Helper()
+	var seqs []int64
+	for {
+		job, ok, err := f.queue.Take(context.Background(), tenant, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			return seqs
+		}
+		seqs = append(seqs, job.Message.Seq)
+	}
+}
+
+// TestResendQueuesTheMessageOnce: a message is queued for delivery once, by the send that
+// stored it, or by the first resend when that send failed after COMMIT; a resend after that
+// queues nothing, whatever Redis still remembers (issue 19: deliver-once rests on MySQL).
+func TestResendQueuesTheMessageOnce(t *testing.T) {
+	to := func(f *fixture) conversation.Address { return conversation.Address{Topic: f.group} }
+	t.Run("acked", func(t *testing.T) {
+		f := newFixture(t)
+		first, err := f.send(1, to(f), "m", "hi")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := f.jobs(t); !slices.Equal(got, []int64{1}) {
+			t.Fatalf("jobs after the send: %v", got)
+		}
+		for _, step := range []string{"resend", "resend after Redis lost the idempotency record"} {
+			if step != "resend" {
+				f.seqs.Forget(tenant)
+			}
+			again, err := f.send(1, to(f), "m", "hi")
+			if err != nil || again.Message.Seq != first.Message.Seq || again.Message.MsgID != first.Message.MsgID {
+				t.Fatalf("%s: %+v, %v", step, again.Message, err)
+			}
+			if got := f.jobs(t); len(got) != 0 {
+				t.Fatalf("%s queued %v again", step, got)
+			}
+		}
+	})
+	t.Run("failed after commit", func(t *testing.T) {
+		f := newFixture(t)
+		f.queue.setDown(true)
+		if _, err := f.send(1, to(f), "m", "hi"); apperr.CodeOf(err) != apperr.Busy {
+			t.Fatalf("send with the queue down: %v", err)
+		}
+		f.queue.setDown(false)
+		for i, want := range [][]int64{{1}, nil} {
+			res, err := f.send(1, to(f), "m", "hi")
+			if err != nil || res.Message.Seq != 1 {
+				t.Fatalf("resend %d: %+v, %v", i, res.Message, err)
+			}
+			if got := f.jobs(t); !slices.Equal(got, want) {
+				t.Fatalf("resend %d queued %v, want %v", i, got, want)
+			}
+		}
+	})
+}
+
+// TestStaleActiveMonthIsRepairedOnCollision: a Redis that came back behind an early month
+// switch heals on the first colliding send (issue 19).
+func TestStaleActiveMonthIsRepairedOnCollision(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if _, err := f.send(1, conversation.Address{Topic: f.group}, "a", "hi"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.manager.Advance(ctx, tenant, 202610); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := f.send(1, conversation.Address{Topic: f.group}, "b", "hi"); err != nil || res.Message.Month != 202610 {
+		t.Fatalf("after the switch: %+v, %v", res.Message, err)
+	}
+	f.months.ForceActive(tenant, 202609) // a failover to a replica that missed the switch
+	res, err := f.send(1, conversation.Address{Topic: f.group}, "c", "hi")
+	if err != nil || res.Message.Month != 202610 || res.Message.Seq <= 2 {
+		t.Fatalf("after the stale failover: %+v, %v", res.Message, err)
+	}
+	if active, _, _ := f.months.Active(ctx, tenant); active != 202610 {
+		t.Fatalf("active month %s, want 202610", active)
 	}
 }

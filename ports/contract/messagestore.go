@@ -48,6 +48,7 @@ func MessageStore(t *testing.T, newStore MessageStoreFactory) {
 		{"overlap with another month is ErrTaken", overlapAcrossMonths},
 		{"concurrent appends all commit", concurrentAppends},
 		{"concurrent retries of one message store it once", concurrentRetries},
+		{"a queued mark answers every later resend", queuedMark},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -118,6 +119,46 @@ func reusedClientMsgID(t *testing.T, s ports.MessageStore, shards ports.ShardSto
 	wantSeqs(t, page(t, s, tenant, monthA, message.PageQuery{Topic: "grp_1", Limit: 10, IncludeDeleted: true}), 1, 2)
 	wantSeqs(t, page(t, s, tenant, monthA, message.PageQuery{Topic: "grp_1", Limit: 10}), 1)
 	wantRoute(t, s, tenant, "grp_1", segment{monthA, 1, 2, 2})
+}
+
+// queuedMark: the dedup record says whether the message's deliver job was queued, for a
+// resend with the same msg_id and for one that lost it (Redis lost the idempotency record).
+func queuedMark(t *testing.T, s ports.MessageStore, shards ports.ShardStore, tenant string) {
+	marks, ok := s.(ports.QueuedMarks)
+	if !ok {
+		t.Fatalf("%T is not a ports.QueuedMarks", s)
+	}
+	ctx := context.Background()
+	writable(t, shards, tenant, monthA)
+	first := newMessage("grp_1", 1, 1001, monthA)
+	if res := mustAppend(t, s, tenant, first, ports.Stored); res.Queued {
+		t.Fatal("a new message reports queued")
+	}
+	if res := mustAppend(t, s, tenant, first, ports.AlreadyStored); res.Queued {
+		t.Fatal("a resend before the mark reports queued")
+	}
+	if err := marks.MarkQueued(ctx, tenant, first.Topic, first.From, first.ClientMsgID); err != nil {
+		t.Fatalf("MarkQueued: %v", err)
+	}
+	if err := marks.MarkQueued(ctx, tenant, first.Topic, first.From, "never-sent"); err != nil {
+		t.Fatalf("MarkQueued of a missing record: %v", err)
+	}
+	if res := mustAppend(t, s, tenant, first, ports.AlreadyStored); !res.Queued {
+		t.Fatal("a resend after the mark does not report queued")
+	}
+	lost := newMessage("grp_1", 2, 1002, monthA)
+	lost.ClientMsgID = first.ClientMsgID
+	lost.Content = first.Content
+	if res := mustAppend(t, s, tenant, lost, ports.DuplicateClientMsgID); !res.Queued || res.Existing.MsgID != first.MsgID {
+		t.Fatalf("a resend under a new msg_id: queued %v, existing msg_id %d", res.Queued, res.Existing.MsgID)
+	}
+	other := newMessage("grp_1", 3, 1003, monthA)
+	if res := mustAppend(t, s, tenant, other, ports.Stored); res.Queued {
+		t.Fatal("another message reports queued")
+	}
+	if res := mustAppend(t, s, tenant, other, ports.AlreadyStored); res.Queued {
+		t.Fatal("the mark of one record flagged another")
+	}
 }
 
 func takenSeq(t *testing.T, s ports.MessageStore, shards ports.ShardStore, tenant string) {

@@ -5,7 +5,7 @@
 -- conjunctions in ~100 ms, while the join is a primary-key lookup per key. The casts take the
 -- connection collation, which the adapter sets to the tables' utf8mb4_unicode_ci.
 -- name: LockDedup :many
-SELECT d.topic, d.from_user, d.client_msg_id, d.seqid, d.shard_month, d.message_id, d.payload_hash
+SELECT d.topic, d.from_user, d.client_msg_id, d.seqid, d.shard_month, d.message_id, d.payload_hash, d.status
 FROM (/*ROW*/(SELECT
     CAST(sqlc.arg(topic) AS CHAR(64)) AS topic,
     CAST(sqlc.arg(from_user) AS SIGNED) AS from_user,
@@ -18,3 +18,14 @@ FOR UPDATE;
 INSERT INTO im_group_message_dedup (
     topic, from_user, client_msg_id, seqid, shard_month, message_id, payload_hash, status, expires_at
 ) VALUES /*ROW*/(?, ?, ?, ?, ?, ?, ?, ?, ?);
+
+-- A record's status goes 'stored' (COMMIT) → 'queued' once the send that stored it, or a
+-- resend, queued its deliver job: a resend of a queued message queues nothing (issue 19).
+-- name: MarkDedupQueued :exec
+UPDATE im_group_message_dedup AS d
+JOIN (/*ROW*/(SELECT
+    CAST(sqlc.arg(topic) AS CHAR(64)) AS topic,
+    CAST(sqlc.arg(from_user) AS SIGNED) AS from_user,
+    CAST(sqlc.arg(client_msg_id) AS CHAR(64)) AS client_msg_id)) AS k
+    ON d.topic = k.topic AND d.from_user = k.from_user AND d.client_msg_id = k.client_msg_id
+SET d.status = 'queued';

@@ -46,7 +46,7 @@ func (q *Queries) InsertDedup(ctx context.Context, arg InsertDedupParams) error 
 
 const lockDedup = `-- name: LockDedup :many
 
-SELECT d.topic, d.from_user, d.client_msg_id, d.seqid, d.shard_month, d.message_id, d.payload_hash
+SELECT d.topic, d.from_user, d.client_msg_id, d.seqid, d.shard_month, d.message_id, d.payload_hash, d.status
 FROM (/*ROW*/(SELECT
     CAST(? AS CHAR(64)) AS topic,
     CAST(? AS SIGNED) AS from_user,
@@ -70,6 +70,7 @@ type LockDedupRow struct {
 	ShardMonth  string
 	MessageID   sql.NullInt64
 	PayloadHash string
+	Status      string
 }
 
 // Cross-month idempotency records (seed 000 §3.5). /*ROW*/ groups repeat per batch row, see
@@ -94,6 +95,7 @@ func (q *Queries) LockDedup(ctx context.Context, arg LockDedupParams) ([]LockDed
 			&i.ShardMonth,
 			&i.MessageID,
 			&i.PayloadHash,
+			&i.Status,
 		); err != nil {
 			return nil, err
 		}
@@ -106,4 +108,27 @@ func (q *Queries) LockDedup(ctx context.Context, arg LockDedupParams) ([]LockDed
 		return nil, err
 	}
 	return items, nil
+}
+
+const markDedupQueued = `-- name: MarkDedupQueued :exec
+UPDATE im_group_message_dedup AS d
+JOIN (/*ROW*/(SELECT
+    CAST(? AS CHAR(64)) AS topic,
+    CAST(? AS SIGNED) AS from_user,
+    CAST(? AS CHAR(64)) AS client_msg_id)) AS k
+    ON d.topic = k.topic AND d.from_user = k.from_user AND d.client_msg_id = k.client_msg_id
+SET d.status = 'queued'
+`
+
+type MarkDedupQueuedParams struct {
+	Topic       interface{}
+	FromUser    int64
+	ClientMsgID interface{}
+}
+
+// A record's status goes 'stored' (COMMIT) → 'queued' once the send that stored it, or a
+// resend, queued its deliver job: a resend of a queued message queues nothing (issue 19).
+func (q *Queries) MarkDedupQueued(ctx context.Context, arg MarkDedupQueuedParams) error {
+	_, err := q.db.ExecContext(ctx, markDedupQueued, arg.Topic, arg.FromUser, arg.ClientMsgID)
+	return err
 }
