@@ -107,6 +107,7 @@ func (s gatedSeq) MarkAcked(ctx context.Context, tenant, topic string, from int6
 type storePorts interface {
 	ports.MessageStore
 	ports.MessageFinder
+	ports.QueuedMarks
 }
 
 type gatedStore struct {
@@ -147,6 +148,13 @@ func (s gatedStore) Page(ctx context.Context, tenant string, m month.Month, q me
 		return nil, err
 	}
 	return s.storePorts.Page(ctx, tenant, m, q)
+}
+
+func (s gatedStore) MarkQueued(ctx context.Context, tenant, topic string, from int64, clientMsgID string) error {
+	if err := s.g.pass(mysqlBackend, "Store.MarkQueued"); err != nil {
+		return err
+	}
+	return s.storePorts.MarkQueued(ctx, tenant, topic, from, clientMsgID)
 }
 
 func (s gatedStore) FindByID(ctx context.Context, tenant string, m month.Month, msgID int64) (message.Message, error) {

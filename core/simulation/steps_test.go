@@ -91,12 +91,12 @@ func generate(seed uint64, n int) []step {
 
 // crashPoints are the port calls a crash may come before, by the step kind that makes them.
 var crashPoints = map[kind][]string{
-	kSend: {"Seq.Allocate", "Store.Append", "Queue.Push", "Seq.MarkAcked", "Routes.Apply", "Hot.Put", "Store.MaxSeq", "Seq.Reseed",
+	kSend: {"Seq.Allocate", "Store.Append", "Queue.Push", "Store.MarkQueued", "Seq.MarkAcked", "Routes.Apply", "Hot.Put", "Store.MaxSeq", "Seq.Reseed",
 		"Directory.IsMember", "Months.Now", "Months.Advance", "Shards.EnsureTable", "Months.MarkReady"},
 	kDeliver: {"Queue.RequeueStale", "Queue.Take", "Queue.TakeMore", "Dialogs.AppliedSeq", "Directory.Members", "Dialogs.Apply",
 		"Queue.MarkDone", "Queue.Ack", "Queue.Retry", "Mailbox.Append"},
 	kEnsure: {"Months.Now", "Shards.EnsureTable", "Months.MarkReady", "Locks.Acquire", "Months.Advance", "Shards.Catalog", "Shards.SetState"},
-	kRetry:  {"Seq.Allocate", "Store.Append", "Queue.Push", "Seq.MarkAcked", "Store.MaxSeq", "Seq.Reseed"},
+	kRetry:  {"Seq.Allocate", "Store.Append", "Queue.Push", "Store.MarkQueued", "Seq.MarkAcked", "Store.MaxSeq", "Seq.Reseed"},
 	kChange: {"Editor.Modify", "Store.Get", "Seq.Allocate", "Store.Append", "Queue.Push", "Hot.Invalidate"},
 }
 

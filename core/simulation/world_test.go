@@ -226,9 +226,10 @@ func (w *world) boot(g *gate) *node {
 	hot := gatedHot{HotCache: w.hot, g: g}
 	n := &node{g: g, manager: manager, repair: repair}
 	n.send = send.New(send.Deps{
-		Seq: gatedSeq{SeqAllocator: w.seqs, g: g}, Store: store, Queue: queue, Routes: routes, IDs: w.ids, Clock: w.clock,
-		Metrics: w.metrics, Resolver: resolver, Log: w.log, EnsureMonths: manager.Ensure, MsgIDWindow: msgIDWindow,
-		Hot: hot, Repairs: repair, Compensation: gatedCompensation{CompensationList: w.comp, g: g}, InFlight: sending,
+		Seq: gatedSeq{SeqAllocator: w.seqs, g: g}, Store: store, Queue: queue, Queued: store, Routes: routes, IDs: w.ids, Clock: w.clock,
+		Metrics: w.metrics, Resolver: resolver, Log: w.log, EnsureMonths: manager.Ensure, ReconcileMonths: manager.Reconcile,
+		MsgIDWindow: msgIDWindow,
+		Hot:         hot, Repairs: repair, Compensation: gatedCompensation{CompensationList: w.comp, g: g}, InFlight: sending,
 	})
 	n.history = history.New(history.Deps{
 		Store: store, Routes: routes, Months: months, Metrics: w.metrics, Resolver: resolver, Log: w.log, Repairs: repair,
