@@ -84,7 +84,7 @@ func (s gatedSeq) Allocate(ctx context.Context, tenant string, req seq.Request) 
 	}
 	a, err := s.SeqAllocator.Allocate(ctx, tenant, req)
 	if err == nil && !a.Existing {
-		s.g.w.model.allocated(a)
+		s.g.w.model.allocated(s.g.w, a)
 	}
 	return a, err
 }

@@ -132,9 +132,9 @@ func (m *model) see(k deviceKey, msgID int64) {
 // allocated sees every new allocation of the seq script: the active month it allocates in
 // never moves backward. (Redis itself may hold an older one for a while after a rollback; what
 // matters is that no new message is given it.)
-func (m *model) allocated(a seq.Allocation) {
+func (m *model) allocated(w *world, a seq.Allocation) {
 	if a.Month < m.maxActive {
-		m.violate("active month moved back from %s to %s: seq %d allocated in it", m.maxActive, a.Month, a.Seq)
+		m.violate("active month moved back%s from %s to %s: seq %d allocated in it", w.afterRollback(), m.maxActive, a.Month, a.Seq)
 	}
 	m.maxActive = max(m.maxActive, a.Month)
 }
@@ -254,7 +254,7 @@ func (w *world) checkTopic(topic string) {
 	slices.Sort(seqs)
 	for i := 1; i < len(seqs); i++ {
 		if a, b := bySeq[seqs[i-1]], bySeq[seqs[i]]; b.month < a.month {
-			m.violate("%s month segments overlap: seq %d in %s after seq %d in %s", topic, seqs[i], b.month, seqs[i-1], a.month)
+			m.violate("%s month segments overlap%s: seq %d in %s after seq %d in %s", topic, w.afterRollback(), seqs[i], b.month, seqs[i-1], a.month)
 		}
 	}
 	for _, k := range m.ackOrder {

@@ -160,6 +160,7 @@ func (w *world) exec(s step) {
 			if s.a%2 == 0 || s.b>>i&1 == 1 {
 				v.Lose()
 				w.listsLost = w.listsLost || v == memory.Volatile(w.dialogs)
+				w.rolledBack = w.rolledBack && v != memory.Volatile(w.months)
 			}
 		}
 		w.stats.faults++
@@ -176,6 +177,7 @@ func (w *world) exec(s step) {
 			if s.a%2 == 0 || s.b>>i&1 == 1 {
 				restore()
 				w.listsLost = w.listsLost || w.volatile()[i] == memory.Volatile(w.dialogs)
+				w.rolledBack = w.rolledBack || w.volatile()[i] == memory.Volatile(w.months)
 			}
 		}
 		w.redisRollbacks++

@@ -98,6 +98,8 @@ type world struct {
 	redisRollbacks int
 	// listsLost: the conversation lists were lost or rolled back, so they were rebuilt.
 	listsLost bool
+	// rolledBack: the month state was last rolled back, not lost.
+	rolledBack bool
 
 	model model
 	stats stats
@@ -118,6 +120,14 @@ type stats struct {
 // volatile lists every fake that stands for Redis.
 func (w *world) volatile() []memory.Volatile {
 	return []memory.Volatile{w.months, w.seqs, w.queue, w.routes, w.hot, w.dialogs, w.revCache, w.repairs, w.locks, w.comp}
+}
+
+// afterRollback tags a violation that follows a Redis rollback (see openDefects).
+func (w *world) afterRollback() string {
+	if w.rolledBack {
+		return " after a Redis rollback"
+	}
+	return ""
 }
 
 func (w *world) trace(format string, args ...any) {
