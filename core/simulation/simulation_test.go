@@ -285,7 +285,7 @@ func TestSimulationForever(t *testing.T) {
 // TestSimulationIsDeterministic: a seed replays step for step, or a printed failure would not
 // reproduce.
 func TestSimulationIsDeterministic(t *testing.T) {
-	steps := generate(7, 1500)
+	steps := generate(3, 3000)
 	first, err := run(steps, options{trace: true, keepGoing: true})
 	if err != nil {
 		t.Fatal(err)
