@@ -140,14 +140,19 @@ func normalize(m message.Message) message.Message {
 }
 
 func (s *MessageStore) enqueue(ctx context.Context, key writerKey, t *tenantDB, req *appendReq) error {
+	return submit(ctx, s, func() chan *appendReq { return s.writer(key, t).reqs }, req)
+}
+
+// submit hands req to the queue of the goroutine queue returns (started on first use), unless
+// the store is closed or ctx ends first.
+func submit[T any](ctx context.Context, s *MessageStore, queue func() chan T, req T) error {
 	s.sending.RLock()
 	defer s.sending.RUnlock()
 	if s.closed {
 		return ErrClosed
 	}
-	w := s.writer(key, t)
 	select {
-	case w.reqs <- req:
+	case queue() <- req:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

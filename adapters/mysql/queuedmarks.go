@@ -41,27 +41,12 @@ func (s *MessageStore) MarkQueued(ctx context.Context, tenant, topic string, fro
 		return err
 	}
 	req := &markReq{key: dedupKey{topic: topic, from: from, clientMsgID: clientMsgID}, done: make(chan error, 1)}
-	if err := s.queueMark(ctx, tenant, t, req); err != nil {
+	if err := submit(ctx, s, func() chan *markReq { return s.marker(tenant, t).reqs }, req); err != nil {
 		return err
 	}
 	select {
 	case err := <-req.done:
 		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func (s *MessageStore) queueMark(ctx context.Context, tenant string, t *tenantDB, req *markReq) error {
-	s.sending.RLock()
-	defer s.sending.RUnlock()
-	if s.closed {
-		return ErrClosed
-	}
-	m := s.marker(tenant, t)
-	select {
-	case m.reqs <- req:
-		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}

@@ -109,9 +109,7 @@ func (m *Manager) Ensure(ctx context.Context, tenant string) error {
 	}
 	// Outside the lock: the repair is forward-only and atomic in Redis, so it is safe on every
 	// node at once, and a node that finds the lock taken still heals a Redis that lost the month.
-	if _, err := m.reconcile(ctx, tenant); err != nil {
-		return errors.Join(failed, err)
-	}
+	_, repairErr := m.reconcile(ctx, tenant)
 	err = m.exclusively(ctx, tenant, func(ctx context.Context) error {
 		active, err := m.d.Months.Advance(ctx, tenant, cur)
 		if err != nil {
@@ -120,7 +118,7 @@ func (m *Manager) Ensure(ctx context.Context, tenant string) error {
 		return errors.Join(m.settle(ctx, tenant, active, now), m.upkeep(ctx, tenant, now))
 	})
 	m.report(ctx, tenant, cur)
-	return errors.Join(failed, err)
+	return errors.Join(failed, repairErr, err)
 }
 
 // Reconcile repairs Redis' active month forward to what the MySQL catalog says it is at least
