@@ -308,3 +308,19 @@ func lremFirst(list []string, v string) ([]string, bool) {
 	}
 	return slices.Delete(list, i, i+1), true
 }
+
+// Queued counts the tenant's jobs still queued or taken but not acknowledged, over every
+// partition count; dead letters are not counted.
+func (q *DeliverQueue) Queued(name string) int {
+	q.s.mu.Lock()
+	defer q.s.mu.Unlock()
+	l := q.s.of(name)
+	n := 0
+	for _, jobs := range l.queues {
+		n += len(jobs)
+	}
+	for _, jobs := range l.processing {
+		n += len(jobs)
+	}
+	return n
+}

@@ -224,7 +224,7 @@ func (w *Workers) handle(ctx context.Context, jobs ...delivery.Job) {
 		return
 	}
 	started := w.d.Clock.Now()
-	targets := w.targets(ctx, jobs)
+	targets := w.dropStale(ctx, w.targets(ctx, jobs))
 	muted, targets := w.updateLists(ctx, targets)
 	if len(targets) == 0 {
 		return
@@ -310,6 +310,36 @@ func (w *Workers) targets(ctx context.Context, jobs []delivery.Job) []target {
 		out = append(out, t)
 	}
 	return out
+}
+
+// dropStale acks, without acting on them, the MESSAGE jobs queued DoneTTL or more ago whose
+// conversation's lists have already gone past them. Such a job is back from a processing list
+// after a crash (RequeueStale at a later boot) when the markers that would recognise it have
+// expired: acting again would push it and count it unread twice. Its devices that were online
+// got it then; the others sync it. A message whose later seqs overtook it this long ago loses
+// its unread count and live push the same way, which only costs it being seen by sync.
+func (w *Workers) dropStale(ctx context.Context, targets []target) []target {
+	now := w.d.Clock.Now()
+	keep := targets[:0]
+	var stale []delivery.Job
+	for _, t := range targets {
+		job := t.job
+		if isMessage(job) && job.QueuedAt > 0 && now.Sub(time.UnixMilli(job.QueuedAt)) >= w.cfg.DoneTTL {
+			applied, err := w.d.Dialogs.AppliedSeq(ctx, job.Tenant, job.ConversationID)
+			if err == nil && applied >= job.Message.Seq {
+				w.d.Metrics.Inc("deliver_idempotent_skip_total")
+				stale = append(stale, job)
+				continue
+			}
+		}
+		keep = append(keep, t)
+	}
+	if len(stale) > 0 {
+		if err := w.d.Queue.Ack(ctx, stale...); err != nil {
+			w.d.Log.WarnContext(ctx, "deliver ack of stale jobs failed", "tenant", stale[0].Tenant, "jobs", len(stale), "err", err)
+		}
+	}
+	return keep
 }
 
 // listBatches is how many batches the recipients of one message are split into, by user id.

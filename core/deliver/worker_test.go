@@ -115,10 +115,18 @@ func (n *fakeNotifier) Notify(_ context.Context, _ string, note fanout.Notificat
 }
 
 // flakyQueue fails MarkDone while failMarks > 0: a crash after the lists were updated and
-// before the push.
+// before the push; and Ack while failAcks > 0: a crash after the push.
 type flakyQueue struct {
 	*memory.DeliverQueue
-	failMarks int
+	failMarks, failAcks int
+}
+
+func (q *flakyQueue) Ack(ctx context.Context, jobs ...delivery.Job) error {
+	if q.failAcks > 0 {
+		q.failAcks--
+		return errors.New("redis went away")
+	}
+	return q.DeliverQueue.Ack(ctx, jobs...)
 }
 
 func (q *flakyQueue) MarkDone(ctx context.Context, tenant string, ttl time.Duration, keys ...string) ([]bool, error) {
@@ -211,15 +219,21 @@ func (f *fixture) run(t *testing.T, job delivery.Job) {
 	if err := f.queue.Push(ctx, job); err != nil {
 		t.Fatal(err)
 	}
+	f.drain(t)
+}
+
+// drain lets the worker handle whatever the queue holds.
+func (f *fixture) drain(t *testing.T) {
+	t.Helper()
 	for {
-		taken, ok, err := f.queue.Take(ctx, tenant, 0, 0)
+		taken, ok, err := f.queue.Take(context.Background(), tenant, 0, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !ok {
 			return
 		}
-		f.workers.handle(ctx, taken)
+		f.workers.handle(context.Background(), taken)
 	}
 }
 
@@ -411,6 +425,31 @@ func TestUnreadCountsEachMessageOnce(t *testing.T) {
 				t.Fatal("the repeated job was not counted as skipped")
 			}
 		})
+	}
+}
+
+// TestAJobBackFromProcessingAfterItsMarkersExpiredActsNoMore: a node pushed a message and died
+// before the ack; the job stays in processing until a later boot requeues it, after the done
+// markers expired. It must not push or count again (found by core/simulation).
+func TestAJobBackFromProcessingAfterItsMarkersExpiredActsNoMore(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	f.pusher.online = map[int64][]uint64{2: {5}}
+	f.queue.failAcks = 1
+	f.run(t, f.messageJob())
+	f.clock.Advance(2 * time.Minute) // past the fixture's DoneTTL of one minute
+	if n, err := f.queue.RequeueStale(ctx, tenant); err != nil || n != 1 {
+		t.Fatalf("requeue at boot = %d, %v; want the unacked job back", n, err)
+	}
+	f.drain(t)
+	if got, _ := f.unread(t, 2); got != 1 {
+		t.Fatalf("unread of user 2 = %d, want 1", got)
+	}
+	if got := f.pusher.received(); len(got) != 1 {
+		t.Fatalf("pushes %v, want one", got)
+	}
+	if f.queue.Queued(tenant) != 0 {
+		t.Fatal("the stale job was not acked")
 	}
 }
 

@@ -234,9 +234,13 @@ func (s *Service) describe(ctx context.Context, tenant string, user int64, entri
 		st := byID[e.ConversationID]
 		d := Dialog{
 			ConversationID: e.ConversationID, Topic: st.Topic, Score: e.Score,
-			LastSeq: max(st.LastSeq, e.Preview.Seq), ReadSeq: st.ReadSeq, Unread: e.Unread,
+			LastSeq: max(st.LastSeq, e.Preview.Seq), ReadSeq: st.ReadSeq,
 			Muted: e.Muted, Pinned: e.Pinned, Preview: e.Preview,
 		}
+		// Unread messages all follow the watermark MySQL keeps. A Redis count above that
+		// missed a READ (Redis rolled back past it) or counted a message older than the
+		// watermark that was delivered after it; either way the watermark is the truth.
+		d.Unread = min(e.Unread, max(0, d.LastSeq-d.ReadSeq))
 		if d.Topic == "" {
 			d.Topic = e.Preview.Topic
 		}

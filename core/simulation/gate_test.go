@@ -1,0 +1,634 @@
+package simulation
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"imd/core/auth"
+	"imd/core/conversation"
+	"imd/core/delivery"
+	"imd/core/dialog"
+	"imd/core/mailbox"
+	"imd/core/message"
+	"imd/core/month"
+	"imd/core/route"
+	"imd/core/seq"
+	"imd/core/shard"
+	"imd/core/social"
+	"imd/ports"
+)
+
+// backend is what a port call goes to: an outage takes all calls of one backend down.
+type backend int
+
+const (
+	mysqlBackend backend = iota
+	redisBackend
+)
+
+var (
+	errCrashed = errors.New("sim: node crashed")
+	errMySQL   = errors.New("sim: mysql unreachable")
+	errRedis   = errors.New("sim: redis unreachable")
+)
+
+// gate stands between one node's use cases and the shared fakes. A crash armed for a step
+// fires at the n-th call of one method: that call and every later call of the node fail and
+// change nothing, as if the process had died there; the simulator then reboots the node.
+type gate struct {
+	w       *world
+	crashed bool
+	// armed: crash before the n-th call of method during the current step.
+	method string
+	n      int
+	seen   int
+}
+
+// pass is called first by every wrapped port method.
+func (g *gate) pass(b backend, method string) error {
+	g.w.mu.Lock()
+	defer g.w.mu.Unlock()
+	g.w.stats.calls++
+	if g.crashed {
+		return errCrashed
+	}
+	if g.method == method {
+		g.seen++
+		if g.seen == g.n {
+			g.crashed = true
+			g.w.stats.faults++
+			g.w.trace("crash at %s #%d", method, g.n)
+			return errCrashed
+		}
+	}
+	switch {
+	case b == mysqlBackend && g.w.mysqlDown:
+		return errMySQL
+	case b == redisBackend && g.w.redisDown:
+		return errRedis
+	}
+	return nil
+}
+
+// The wrappers below gate every method of the ports the nodes use.
+
+type gatedSeq struct {
+	ports.SeqAllocator
+	g *gate
+}
+
+func (s gatedSeq) Allocate(ctx context.Context, tenant string, req seq.Request) (seq.Allocation, error) {
+	if err := s.g.pass(redisBackend, "Seq.Allocate"); err != nil {
+		return seq.Allocation{}, err
+	}
+	a, err := s.SeqAllocator.Allocate(ctx, tenant, req)
+	if err == nil && !a.Existing {
+		s.g.w.model.allocated(s.g.w, a)
+	}
+	return a, err
+}
+
+func (s gatedSeq) Reseed(ctx context.Context, tenant, topic string, floor int64) error {
+	if err := s.g.pass(redisBackend, "Seq.Reseed"); err != nil {
+		return err
+	}
+	return s.SeqAllocator.Reseed(ctx, tenant, topic, floor)
+}
+
+func (s gatedSeq) MarkAcked(ctx context.Context, tenant, topic string, from int64, clientMsgID string) error {
+	if err := s.g.pass(redisBackend, "Seq.MarkAcked"); err != nil {
+		return err
+	}
+	return s.SeqAllocator.MarkAcked(ctx, tenant, topic, from, clientMsgID)
+}
+
+// storePorts is the memory message store in all the roles the nodes read it in.
+type storePorts interface {
+	ports.MessageStore
+	ports.MessageFinder
+	ports.QueuedMarks
+}
+
+type gatedStore struct {
+	storePorts
+	g *gate
+}
+
+func (s gatedStore) Append(ctx context.Context, tenant string, m message.Message, hash string) (ports.AppendResult, error) {
+	if err := s.g.pass(mysqlBackend, "Store.Append"); err != nil {
+		return ports.AppendResult{}, err
+	}
+	return s.storePorts.Append(ctx, tenant, m, hash)
+}
+
+func (s gatedStore) MaxSeq(ctx context.Context, tenant, topic string) (int64, error) {
+	if err := s.g.pass(mysqlBackend, "Store.MaxSeq"); err != nil {
+		return 0, err
+	}
+	return s.storePorts.MaxSeq(ctx, tenant, topic)
+}
+
+func (s gatedStore) Segments(ctx context.Context, tenant, topic string) (route.Route, error) {
+	if err := s.g.pass(mysqlBackend, "Store.Segments"); err != nil {
+		return nil, err
+	}
+	return s.storePorts.Segments(ctx, tenant, topic)
+}
+
+func (s gatedStore) Get(ctx context.Context, tenant string, m month.Month, topic string, sq int64) (message.Message, error) {
+	if err := s.g.pass(mysqlBackend, "Store.Get"); err != nil {
+		return message.Message{}, err
+	}
+	return s.storePorts.Get(ctx, tenant, m, topic, sq)
+}
+
+func (s gatedStore) Page(ctx context.Context, tenant string, m month.Month, q message.PageQuery) ([]message.Message, error) {
+	if err := s.g.pass(mysqlBackend, "Store.Page"); err != nil {
+		return nil, err
+	}
+	return s.storePorts.Page(ctx, tenant, m, q)
+}
+
+func (s gatedStore) MarkQueued(ctx context.Context, tenant, topic string, from int64, clientMsgID string) error {
+	if err := s.g.pass(mysqlBackend, "Store.MarkQueued"); err != nil {
+		return err
+	}
+	return s.storePorts.MarkQueued(ctx, tenant, topic, from, clientMsgID)
+}
+
+func (s gatedStore) FindByID(ctx context.Context, tenant string, m month.Month, msgID int64) (message.Message, error) {
+	if err := s.g.pass(mysqlBackend, "Store.FindByID"); err != nil {
+		return message.Message{}, err
+	}
+	return s.storePorts.FindByID(ctx, tenant, m, msgID)
+}
+
+type gatedRoutes struct {
+	ports.RouteFiller
+	g *gate
+}
+
+func (r gatedRoutes) Segments(ctx context.Context, tenant, topic string) (route.Route, bool, error) {
+	if err := r.g.pass(redisBackend, "Routes.Segments"); err != nil {
+		return nil, false, err
+	}
+	return r.RouteFiller.Segments(ctx, tenant, topic)
+}
+
+func (r gatedRoutes) Apply(ctx context.Context, tenant string, updates []ports.RouteUpdate) error {
+	if err := r.g.pass(redisBackend, "Routes.Apply"); err != nil {
+		return err
+	}
+	return r.RouteFiller.Apply(ctx, tenant, updates)
+}
+
+func (r gatedRoutes) Replace(ctx context.Context, tenant, topic string, rt route.Route) error {
+	if err := r.g.pass(redisBackend, "Routes.Replace"); err != nil {
+		return err
+	}
+	return r.RouteFiller.Replace(ctx, tenant, topic, rt)
+}
+
+func (r gatedRoutes) ReplaceIfMissing(ctx context.Context, tenant, topic string, rt route.Route) (bool, error) {
+	if err := r.g.pass(redisBackend, "Routes.ReplaceIfMissing"); err != nil {
+		return false, err
+	}
+	return r.RouteFiller.ReplaceIfMissing(ctx, tenant, topic, rt)
+}
+
+// gatedQueue also tells the simulator when the node's deliver consumer has nothing left to
+// do: a Take that would wait finds the queue empty (or fails), so the consumer idles until
+// stopped.
+type gatedQueue struct {
+	ports.DeliverQueue
+	g    *gate
+	idle func()
+}
+
+func (q gatedQueue) Push(ctx context.Context, job delivery.Job) error {
+	if err := q.g.pass(redisBackend, "Queue.Push"); err != nil {
+		return err
+	}
+	return q.DeliverQueue.Push(ctx, job)
+}
+
+func (q gatedQueue) Take(ctx context.Context, tenant string, partition int, timeout time.Duration) (delivery.Job, bool, error) {
+	if err := q.g.pass(redisBackend, "Queue.Take"); err != nil {
+		q.idle()
+		return delivery.Job{}, false, err
+	}
+	job, ok, err := q.DeliverQueue.Take(ctx, tenant, partition, 0)
+	if err != nil {
+		q.idle()
+	}
+	if err != nil || ok || timeout <= 0 {
+		return job, ok, err
+	}
+	q.idle()
+	<-ctx.Done()
+	return delivery.Job{}, false, nil
+}
+
+func (q gatedQueue) TakeMore(ctx context.Context, tenant string, partition, max int) ([]delivery.Job, error) {
+	if err := q.g.pass(redisBackend, "Queue.TakeMore"); err != nil {
+		q.idle()
+		return nil, err
+	}
+	jobs, err := q.DeliverQueue.TakeMore(ctx, tenant, partition, max)
+	if err != nil {
+		q.idle()
+	}
+	return jobs, err
+}
+
+func (q gatedQueue) Ack(ctx context.Context, jobs ...delivery.Job) error {
+	if err := q.g.pass(redisBackend, "Queue.Ack"); err != nil {
+		return err
+	}
+	return q.DeliverQueue.Ack(ctx, jobs...)
+}
+
+func (q gatedQueue) Retry(ctx context.Context, job delivery.Job, maxAttempts int) (bool, error) {
+	if err := q.g.pass(redisBackend, "Queue.Retry"); err != nil {
+		return false, err
+	}
+	return q.DeliverQueue.Retry(ctx, job, maxAttempts)
+}
+
+func (q gatedQueue) RequeueStale(ctx context.Context, tenant string) (int, error) {
+	if err := q.g.pass(redisBackend, "Queue.RequeueStale"); err != nil {
+		return 0, err
+	}
+	return q.DeliverQueue.RequeueStale(ctx, tenant)
+}
+
+func (q gatedQueue) MarkDone(ctx context.Context, tenant string, ttl time.Duration, keys ...string) ([]bool, error) {
+	if err := q.g.pass(redisBackend, "Queue.MarkDone"); err != nil {
+		return nil, err
+	}
+	return q.DeliverQueue.MarkDone(ctx, tenant, ttl, keys...)
+}
+
+type gatedHot struct {
+	ports.HotCache
+	g *gate
+}
+
+func (h gatedHot) Put(ctx context.Context, tenant string, m message.Message) error {
+	if err := h.g.pass(redisBackend, "Hot.Put"); err != nil {
+		return err
+	}
+	return h.HotCache.Put(ctx, tenant, m)
+}
+
+func (h gatedHot) After(ctx context.Context, tenant, topic string, after int64, limit int) ([]message.Message, error) {
+	if err := h.g.pass(redisBackend, "Hot.After"); err != nil {
+		return nil, err
+	}
+	return h.HotCache.After(ctx, tenant, topic, after, limit)
+}
+
+func (h gatedHot) Before(ctx context.Context, tenant, topic string, before int64, limit int) ([]message.Message, error) {
+	if err := h.g.pass(redisBackend, "Hot.Before"); err != nil {
+		return nil, err
+	}
+	return h.HotCache.Before(ctx, tenant, topic, before, limit)
+}
+
+func (h gatedHot) Invalidate(ctx context.Context, tenant, topic string, sq int64) error {
+	if err := h.g.pass(redisBackend, "Hot.Invalidate"); err != nil {
+		return err
+	}
+	return h.HotCache.Invalidate(ctx, tenant, topic, sq)
+}
+
+type gatedDialogs struct {
+	ports.DialogStore
+	g *gate
+}
+
+func (d gatedDialogs) Apply(ctx context.Context, tenant string, us ...dialog.Update) ([]dialog.Applied, error) {
+	if err := d.g.pass(redisBackend, "Dialogs.Apply"); err != nil {
+		return nil, err
+	}
+	return d.DialogStore.Apply(ctx, tenant, us...)
+}
+
+func (d gatedDialogs) AppliedSeq(ctx context.Context, tenant string, conversationID int64) (int64, error) {
+	if err := d.g.pass(redisBackend, "Dialogs.AppliedSeq"); err != nil {
+		return 0, err
+	}
+	return d.DialogStore.AppliedSeq(ctx, tenant, conversationID)
+}
+
+func (d gatedDialogs) MarkRead(ctx context.Context, tenant string, user, conversationID int64) error {
+	if err := d.g.pass(redisBackend, "Dialogs.MarkRead"); err != nil {
+		return err
+	}
+	return d.DialogStore.MarkRead(ctx, tenant, user, conversationID)
+}
+
+func (d gatedDialogs) Changed(ctx context.Context, tenant string, user, after int64, limit int) ([]dialog.Entry, error) {
+	if err := d.g.pass(redisBackend, "Dialogs.Changed"); err != nil {
+		return nil, err
+	}
+	return d.DialogStore.Changed(ctx, tenant, user, after, limit)
+}
+
+func (d gatedDialogs) Built(ctx context.Context, tenant string, user int64) (bool, error) {
+	if err := d.g.pass(redisBackend, "Dialogs.Built"); err != nil {
+		return false, err
+	}
+	return d.DialogStore.Built(ctx, tenant, user)
+}
+
+func (d gatedDialogs) Rebuild(ctx context.Context, tenant string, user int64, states []dialog.State, replace bool) error {
+	if err := d.g.pass(redisBackend, "Dialogs.Rebuild"); err != nil {
+		return err
+	}
+	return d.DialogStore.Rebuild(ctx, tenant, user, states, replace)
+}
+
+type gatedReads struct {
+	ports.ReadStore
+	g *gate
+}
+
+func (r gatedReads) Advance(ctx context.Context, tenant string, user, conversationID, sq, msgID int64) (dialog.Watermark, bool, error) {
+	if err := r.g.pass(mysqlBackend, "Reads.Advance"); err != nil {
+		return dialog.Watermark{}, false, err
+	}
+	return r.ReadStore.Advance(ctx, tenant, user, conversationID, sq, msgID)
+}
+
+func (r gatedReads) States(ctx context.Context, tenant string, user int64, ids []int64) ([]dialog.State, error) {
+	if err := r.g.pass(mysqlBackend, "Reads.States"); err != nil {
+		return nil, err
+	}
+	return r.ReadStore.States(ctx, tenant, user, ids)
+}
+
+func (r gatedReads) AllStates(ctx context.Context, tenant string, user int64) ([]dialog.State, error) {
+	if err := r.g.pass(mysqlBackend, "Reads.AllStates"); err != nil {
+		return nil, err
+	}
+	return r.ReadStore.AllStates(ctx, tenant, user)
+}
+
+// gatedGraph gates the directory reads a send, a read and a fan-out make.
+type gatedGraph struct {
+	conversation.Graph
+	g *gate
+}
+
+func (d gatedGraph) Members(ctx context.Context, tenant, topic string) ([]int64, error) {
+	if err := d.g.pass(mysqlBackend, "Directory.Members"); err != nil {
+		return nil, err
+	}
+	return d.Graph.Members(ctx, tenant, topic)
+}
+
+func (d gatedGraph) IsMember(ctx context.Context, tenant, topic string, user int64) (bool, error) {
+	if err := d.g.pass(mysqlBackend, "Directory.IsMember"); err != nil {
+		return false, err
+	}
+	return d.Graph.IsMember(ctx, tenant, topic, user)
+}
+
+func (d gatedGraph) Conversation(ctx context.Context, tenant, topic string) (social.Conversation, error) {
+	if err := d.g.pass(mysqlBackend, "Directory.Conversation"); err != nil {
+		return social.Conversation{}, err
+	}
+	return d.Graph.Conversation(ctx, tenant, topic)
+}
+
+func (d gatedGraph) ConversationByID(ctx context.Context, tenant string, id int64) (social.Conversation, error) {
+	if err := d.g.pass(mysqlBackend, "Directory.ConversationByID"); err != nil {
+		return social.Conversation{}, err
+	}
+	return d.Graph.ConversationByID(ctx, tenant, id)
+}
+
+func (d gatedGraph) EnsureP2P(ctx context.Context, tenant string, a, b int64, id int64) (social.Conversation, error) {
+	if err := d.g.pass(mysqlBackend, "Directory.EnsureP2P"); err != nil {
+		return social.Conversation{}, err
+	}
+	return d.Graph.EnsureP2P(ctx, tenant, a, b, id)
+}
+
+func (d gatedGraph) Relation(ctx context.Context, tenant string, a, b int64) (social.Relation, error) {
+	if err := d.g.pass(mysqlBackend, "Directory.Relation"); err != nil {
+		return social.Relation{}, err
+	}
+	return d.Graph.Relation(ctx, tenant, a, b)
+}
+
+type gatedShards struct {
+	ports.ShardStore
+	g *gate
+}
+
+func (s gatedShards) EnsureTable(ctx context.Context, tenant string, m month.Month) error {
+	if err := s.g.pass(mysqlBackend, "Shards.EnsureTable"); err != nil {
+		return err
+	}
+	return s.ShardStore.EnsureTable(ctx, tenant, m)
+}
+
+func (s gatedShards) Catalog(ctx context.Context, tenant string) ([]shard.Info, error) {
+	if err := s.g.pass(mysqlBackend, "Shards.Catalog"); err != nil {
+		return nil, err
+	}
+	return s.ShardStore.Catalog(ctx, tenant)
+}
+
+func (s gatedShards) SetState(ctx context.Context, tenant string, m month.Month, from, to shard.State) error {
+	if err := s.g.pass(mysqlBackend, "Shards.SetState"); err != nil {
+		return err
+	}
+	return s.ShardStore.SetState(ctx, tenant, m, from, to)
+}
+
+type gatedMonths struct {
+	ports.MonthState
+	g *gate
+}
+
+func (m gatedMonths) MarkReady(ctx context.Context, tenant string, mo month.Month) error {
+	if err := m.g.pass(redisBackend, "Months.MarkReady"); err != nil {
+		return err
+	}
+	return m.MonthState.MarkReady(ctx, tenant, mo)
+}
+
+func (m gatedMonths) Active(ctx context.Context, tenant string) (month.Month, bool, error) {
+	if err := m.g.pass(redisBackend, "Months.Active"); err != nil {
+		return 0, false, err
+	}
+	return m.MonthState.Active(ctx, tenant)
+}
+
+func (m gatedMonths) Advance(ctx context.Context, tenant string, mo month.Month) (month.Month, error) {
+	if err := m.g.pass(redisBackend, "Months.Advance"); err != nil {
+		return 0, err
+	}
+	return m.MonthState.Advance(ctx, tenant, mo)
+}
+
+func (m gatedMonths) Now(ctx context.Context) (time.Time, error) {
+	if err := m.g.pass(redisBackend, "Months.Now"); err != nil {
+		return time.Time{}, err
+	}
+	return m.MonthState.Now(ctx)
+}
+
+type gatedMailbox struct {
+	ports.Mailbox
+	g *gate
+}
+
+func (m gatedMailbox) Append(ctx context.Context, tenant string, events []mailbox.Event) ([]mailbox.Event, error) {
+	if err := m.g.pass(mysqlBackend, "Mailbox.Append"); err != nil {
+		return nil, err
+	}
+	return m.Mailbox.Append(ctx, tenant, events)
+}
+
+func (m gatedMailbox) Since(ctx context.Context, tenant string, user int64, device uint64, after int64, limit int) ([]mailbox.Event, error) {
+	if err := m.g.pass(mysqlBackend, "Mailbox.Since"); err != nil {
+		return nil, err
+	}
+	return m.Mailbox.Since(ctx, tenant, user, device, after, limit)
+}
+
+type gatedRepairQueue struct {
+	ports.RouteRepairQueue
+	g *gate
+}
+
+func (q gatedRepairQueue) Add(ctx context.Context, tenant, topic string) error {
+	if err := q.g.pass(redisBackend, "Repairs.Add"); err != nil {
+		return err
+	}
+	return q.RouteRepairQueue.Add(ctx, tenant, topic)
+}
+
+func (q gatedRepairQueue) Pending(ctx context.Context, tenant string, limit int) ([]ports.RepairTicket, error) {
+	if err := q.g.pass(redisBackend, "Repairs.Pending"); err != nil {
+		return nil, err
+	}
+	return q.RouteRepairQueue.Pending(ctx, tenant, limit)
+}
+
+func (q gatedRepairQueue) Done(ctx context.Context, tenant string, t ports.RepairTicket) error {
+	if err := q.g.pass(redisBackend, "Repairs.Done"); err != nil {
+		return err
+	}
+	return q.RouteRepairQueue.Done(ctx, tenant, t)
+}
+
+type gatedCompensation struct {
+	ports.CompensationList
+	g *gate
+}
+
+func (c gatedCompensation) Push(ctx context.Context, tenant string, e ports.Compensation) (bool, error) {
+	if err := c.g.pass(redisBackend, "Compensation.Push"); err != nil {
+		return false, err
+	}
+	return c.CompensationList.Push(ctx, tenant, e)
+}
+
+type gatedLocks struct {
+	ports.Locks
+	g *gate
+}
+
+func (l gatedLocks) Acquire(ctx context.Context, tenant, name string, ttl time.Duration) (string, bool, error) {
+	if err := l.g.pass(redisBackend, "Locks.Acquire"); err != nil {
+		return "", false, err
+	}
+	return l.Locks.Acquire(ctx, tenant, name, ttl)
+}
+
+type gatedEditor struct {
+	ports.MessageEditor
+	g *gate
+}
+
+func (e gatedEditor) Modify(ctx context.Context, tenant string, m month.Month, topic string, sq int64,
+	change func(message.Message) (message.Revision, error)) (message.Message, error) {
+	if err := e.g.pass(mysqlBackend, "Editor.Modify"); err != nil {
+		return message.Message{}, err
+	}
+	return e.MessageEditor.Modify(ctx, tenant, m, topic, sq, change)
+}
+
+type gatedDeleteLog struct {
+	ports.DeleteLog
+	g *gate
+}
+
+func (l gatedDeleteLog) HideRange(ctx context.Context, tenant, topic string, user, low, hi int64) error {
+	if err := l.g.pass(mysqlBackend, "DeleteLog.HideRange"); err != nil {
+		return err
+	}
+	return l.DeleteLog.HideRange(ctx, tenant, topic, user, low, hi)
+}
+
+type gatedRevocations struct {
+	ports.TokenRevocations
+	g *gate
+}
+
+func (r gatedRevocations) RevokeToken(ctx context.Context, tenant, tokenID string, expires time.Time) error {
+	if err := r.g.pass(mysqlBackend, "Revocations.RevokeToken"); err != nil {
+		return err
+	}
+	return r.TokenRevocations.RevokeToken(ctx, tenant, tokenID, expires)
+}
+
+func (r gatedRevocations) Revocation(ctx context.Context, tenant, tokenID string, user int64) (bool, time.Time, error) {
+	if err := r.g.pass(mysqlBackend, "Revocations.Revocation"); err != nil {
+		return false, time.Time{}, err
+	}
+	return r.TokenRevocations.Revocation(ctx, tenant, tokenID, user)
+}
+
+type gatedRevocationCache struct {
+	ports.RevocationCache
+	g *gate
+}
+
+func (c gatedRevocationCache) Cached(ctx context.Context, tenant, tokenID string, user int64) (bool, time.Time, bool, error) {
+	if err := c.g.pass(redisBackend, "RevocationCache.Cached"); err != nil {
+		return false, time.Time{}, false, err
+	}
+	return c.RevocationCache.Cached(ctx, tenant, tokenID, user)
+}
+
+func (c gatedRevocationCache) Fill(ctx context.Context, tenant, tokenID string, user int64, revoked bool, cutoff time.Time, ttl time.Duration) error {
+	if err := c.g.pass(redisBackend, "RevocationCache.Fill"); err != nil {
+		return err
+	}
+	return c.RevocationCache.Fill(ctx, tenant, tokenID, user, revoked, cutoff, ttl)
+}
+
+func (c gatedRevocationCache) RevokeToken(ctx context.Context, tenant, tokenID string, expires time.Time) error {
+	if err := c.g.pass(redisBackend, "RevocationCache.RevokeToken"); err != nil {
+		return err
+	}
+	return c.RevocationCache.RevokeToken(ctx, tenant, tokenID, expires)
+}
+
+// tokens is the token issuer of the simulation: a token is its id, the claims live here.
+type tokens struct{ claims map[string]auth.Token }
+
+func (t *tokens) Inspect(token string) (auth.Token, error) {
+	c, ok := t.claims[token]
+	if !ok {
+		return auth.Token{}, errors.New("sim: unknown token")
+	}
+	return c, nil
+}

@@ -1,0 +1,457 @@
+package simulation
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"imd/core/authn"
+	"imd/core/dialog"
+	"imd/core/history"
+	"imd/core/inbox"
+	"imd/core/message"
+	"imd/core/month"
+	"imd/core/seq"
+)
+
+// sendKey is what makes two sends the same message: (topic, sender, client_msg_id).
+type sendKey struct {
+	topic string
+	from  int64
+	cmid  string
+}
+
+// ack is what a SEND_ACK said.
+type ack struct {
+	msgID, seq int64
+	month      month.Month
+}
+
+// pendingSend is a message a client sent without getting an ACK (or whose ACK it lost); it
+// retries with the same client_msg_id and content.
+type pendingSend struct {
+	key    sendKey
+	device uint64
+	conv   int
+	text   string
+}
+
+type topicSeq struct {
+	topic string
+	seq   int64
+}
+
+type userConv struct {
+	user int64
+	conv int64
+}
+
+// pushes counts the live pushes of one message to one device, and the Redis rollbacks seen
+// at the first: a rollback legitimately brings a handled job back.
+type pushes struct{ n, rollbacks int }
+
+// model is what the clients saw and what the invariants compare the fakes with.
+type model struct {
+	conversations []conversationSpec
+	nextCMID      int
+	pending       []pendingSend
+	sentFrom      map[sendKey]uint64 // the device that sent the message
+	acked         map[sendKey]ack
+	ackOrder      []sendKey
+	seqOwner      map[topicSeq]int64 // the msg_id first seen stored at a seq
+	maxActive     month.Month        // of new allocations
+	watermarks    map[userConv]int64
+	tokens        map[int64][]string // live tokens per user
+	revoked       []string           // tokens whose revocation was acknowledged
+	live          map[deviceKey]map[int64]pushes
+	seen          map[deviceKey]map[int64]bool // msg_ids a device has, live or by sync
+	cursors       map[deviceKey]map[string]*deviceTopic
+	deleted       map[sendKey]bool         // ACKed messages deleted for everyone
+	hidden        map[userTopic][][2]int64 // seq ranges [low, hi) users deleted for themselves
+	violations    []string
+}
+
+type userTopic struct {
+	user  int64
+	topic string
+}
+
+// hides reports whether the user deleted seq for themself.
+func (m *model) hides(user int64, topic string, seq int64) bool {
+	for _, r := range m.hidden[userTopic{user, topic}] {
+		if seq >= r[0] && seq < r[1] {
+			return true
+		}
+	}
+	return false
+}
+
+func newModel() model {
+	return model{
+		sentFrom: map[sendKey]uint64{}, acked: map[sendKey]ack{}, seqOwner: map[topicSeq]int64{},
+		watermarks: map[userConv]int64{}, tokens: map[int64][]string{}, live: map[deviceKey]map[int64]pushes{},
+		seen: map[deviceKey]map[int64]bool{}, cursors: map[deviceKey]map[string]*deviceTopic{},
+		deleted: map[sendKey]bool{}, hidden: map[userTopic][][2]int64{},
+	}
+}
+
+func (m *model) violate(format string, args ...any) {
+	m.violations = append(m.violations, fmt.Sprintf(format, args...))
+}
+
+// livePush records a MESSAGE push to a device (called by the pusher).
+func (m *model) livePush(w *world, k deviceKey, msg message.Message) {
+	key := sendKey{msg.Topic, msg.From, msg.ClientMsgID}
+	if dev, ok := m.sentFrom[key]; ok && k.user == msg.From && k.device == dev {
+		m.violate("message %d (%s seq %d) pushed back to its sending device %d/%d", msg.MsgID, msg.Topic, msg.Seq, k.user, k.device)
+	}
+	byMsg := m.live[k]
+	if byMsg == nil {
+		byMsg = map[int64]pushes{}
+		m.live[k] = byMsg
+	}
+	p := byMsg[msg.MsgID]
+	if p.n > 0 && p.rollbacks == w.redisRollbacks {
+		m.violate("message %d (%s seq %d) pushed %d times to device %d/%d", msg.MsgID, msg.Topic, msg.Seq, p.n+1, k.user, k.device)
+	}
+	if p.n == 0 {
+		p.rollbacks = w.redisRollbacks
+	}
+	p.n++
+	byMsg[msg.MsgID] = p
+	m.see(k, msg.MsgID)
+}
+
+func (m *model) see(k deviceKey, msgID int64) {
+	if m.seen[k] == nil {
+		m.seen[k] = map[int64]bool{}
+	}
+	m.seen[k][msgID] = true
+}
+
+// allocated sees every new allocation of the seq script: the active month it allocates in
+// never moves backward. (Redis itself may hold an older one for a while after a rollback; what
+// matters is that no new message is given it.)
+func (m *model) allocated(w *world, a seq.Allocation) {
+	if a.Month < m.maxActive {
+		m.violate("active month moved back%s from %s to %s: seq %d allocated in it", w.afterRollback(), m.maxActive, a.Month, a.Seq)
+	}
+	m.maxActive = max(m.maxActive, a.Month)
+}
+
+// acknowledged records a SEND_ACK; a retry of a message ACKed before must get the same one.
+func (m *model) acknowledged(key sendKey, a ack) {
+	if prev, ok := m.acked[key]; ok {
+		if prev != a {
+			m.violate("retry of %v ACKed %+v, first ACK was %+v", key, a, prev)
+		}
+		return
+	}
+	m.acked[key] = a
+	m.ackOrder = append(m.ackOrder, key)
+}
+
+// check runs the invariants that hold after every step.
+func (w *world) check() {
+	ctx := context.Background()
+	w.stats.checks++
+	m := &w.model
+	for _, c := range m.conversations {
+		w.checkTopic(c.topic)
+	}
+	for _, c := range m.conversations {
+		for _, u := range c.members {
+			states, err := w.reads.States(ctx, tenant, u, []int64{c.id})
+			if err != nil || len(states) == 0 {
+				continue
+			}
+			k := userConv{u, c.id}
+			if got := states[0].ReadSeq; got < m.watermarks[k] {
+				m.violate("read watermark of user %d in %s went back from %d to %d", u, c.topic, m.watermarks[k], got)
+			} else {
+				m.watermarks[k] = got
+			}
+		}
+	}
+	if len(m.revoked) > 0 {
+		auth := authn.New(authn.Deps{
+			Tokens: w.tokens, Revocations: w.revocations, Cache: w.revCache, CacheTTL: revocationCacheTTL,
+			Tenants: func(string) bool { return true }, Clock: w.clock,
+		}, tokenTTL)
+		for _, tok := range m.revoked {
+			if _, err := auth.Authenticate(ctx, tok); err == nil {
+				m.violate("revoked token %s is accepted again", tok)
+			}
+		}
+	}
+}
+
+// storedRows reads every row of a topic, tombstones included, month by month.
+func (w *world) storedRows(topic string) map[month.Month][]message.Message {
+	ctx := context.Background()
+	infos, err := w.shards.Catalog(ctx, tenant)
+	if err != nil {
+		w.model.violate("catalog unreadable: %v", err)
+		return nil
+	}
+	out := map[month.Month][]message.Message{}
+	for _, info := range infos {
+		var after int64
+		for {
+			page, err := w.store.Page(ctx, tenant, info.Month, message.PageQuery{Topic: topic, After: after, Limit: 500, IncludeDeleted: true})
+			if err != nil {
+				w.model.violate("month %s unreadable: %v", info.Month, err)
+				break
+			}
+			out[info.Month] = append(out[info.Month], page...)
+			if len(page) < 500 {
+				break
+			}
+			after = page[len(page)-1].Seq
+		}
+	}
+	return out
+}
+
+// checkTopic: every ACKed message stored once at its seq, month and msg_id; a seq never
+// changes hands; no two months share a seq and months never go back along the seqs; no
+// client_msg_id is stored twice.
+func (w *world) checkTopic(topic string) {
+	m := &w.model
+	byMonth := w.storedRows(topic)
+	type row struct {
+		month month.Month
+		msg   message.Message
+	}
+	bySeq := map[int64]row{}
+	byKey := map[sendKey]int64{}
+	for mo, rows := range byMonth {
+		for _, r := range rows {
+			if prev, dup := bySeq[r.Seq]; dup {
+				m.violate("%s seq %d stored in both %s and %s", topic, r.Seq, prev.month, mo)
+			}
+			bySeq[r.Seq] = row{mo, r}
+			ts := topicSeq{topic, r.Seq}
+			if owner, ok := m.seqOwner[ts]; !ok {
+				m.seqOwner[ts] = r.MsgID
+			} else if owner != r.MsgID {
+				m.violate("%s seq %d held msg_id %d, now %d", topic, r.Seq, owner, r.MsgID)
+			}
+			if r.Status == message.StatusDeleted {
+				continue
+			}
+			k := sendKey{topic, r.From, r.ClientMsgID}
+			if other, dup := byKey[k]; dup {
+				m.violate("client_msg_id %q of user %d stored twice in %s: seqs %d and %d", r.ClientMsgID, r.From, topic, other, r.Seq)
+			}
+			byKey[k] = r.Seq
+		}
+	}
+	seqs := make([]int64, 0, len(bySeq))
+	for s := range bySeq {
+		seqs = append(seqs, s)
+	}
+	slices.Sort(seqs)
+	for i := 1; i < len(seqs); i++ {
+		if a, b := bySeq[seqs[i-1]], bySeq[seqs[i]]; b.month < a.month {
+			m.violate("%s month segments overlap%s: seq %d in %s after seq %d in %s", topic, w.afterRollback(), seqs[i], b.month, seqs[i-1], a.month)
+		}
+	}
+	for _, k := range m.ackOrder {
+		if k.topic != topic {
+			continue
+		}
+		a := m.acked[k]
+		r, ok := bySeq[a.seq]
+		switch {
+		case !ok:
+			m.violate("ACKed message %v (seq %d) is not stored", k, a.seq)
+		case r.msg.MsgID != a.msgID || r.month != a.month || r.msg.Status == message.StatusDeleted && !m.deleted[k]:
+			m.violate("ACKed message %v %+v is stored as msg_id %d in %s, status %s", k, a, r.msg.MsgID, r.month, r.msg.Status)
+		}
+	}
+}
+
+// syncDevice catches a device up on one conversation by SYNC_MESSAGES, as DESIGN §4 has a
+// client do: a gap means "not yet", so the device's cursor stays below the first seq it has
+// not seen, and the next sync asks from there again.
+func (w *world) syncDevice(n *node, k deviceKey, topic string) error {
+	ctx := context.Background()
+	d := w.model.device(k, topic)
+	since := d.cursor
+	for range 50 {
+		res, err := n.history.Sync(ctx, history.SyncRequest{Tenant: tenant, User: k.user, Topic: topic, Since: since, Limit: history.MaxLimit})
+		if err != nil {
+			return err
+		}
+		last := since
+		for _, msg := range res.Messages {
+			if msg.Seq <= last {
+				w.model.violate("sync of %s after %d returned seq %d out of order", topic, since, msg.Seq)
+			}
+			last = msg.Seq
+			d.have[msg.Seq] = true
+			w.model.see(k, msg.MsgID)
+		}
+		since = res.LastSeq
+		if !res.HasMore {
+			break
+		}
+	}
+	from := d.cursor
+	for d.have[d.cursor+1] {
+		d.cursor++
+	}
+	if d.cursor != from {
+		w.trace("device %d/%d synced %s from %d to %d", k.user, k.device, topic, from, d.cursor)
+	}
+	return nil
+}
+
+// deviceTopic is what a device holds of one topic.
+type deviceTopic struct {
+	have   map[int64]bool // seqs it got by sync
+	cursor int64          // every seq up to it is held
+}
+
+func (m *model) device(k deviceKey, topic string) *deviceTopic {
+	if m.cursors[k] == nil {
+		m.cursors[k] = map[string]*deviceTopic{}
+	}
+	d := m.cursors[k][topic]
+	if d == nil {
+		d = &deviceTopic{have: map[int64]bool{}}
+		m.cursors[k][topic] = d
+	}
+	return d
+}
+
+// heal ends every fault, reboots crashed nodes, lets delivery finish and every device catch
+// up, then checks what only holds once the system settled: every ACKed message reached every
+// device of its members but the sending one, and no unread count is above the messages after
+// the read watermark.
+func (w *world) heal() {
+	ctx := context.Background()
+	w.mysqlDown, w.redisDown = false, false
+	clear(w.slow)
+	for i, n := range w.nodes {
+		if n.g.crashed || n.g.method != "" {
+			w.reboot(i)
+		}
+	}
+	n := w.nodes[0]
+	if err := n.manager.Ensure(ctx, tenant); err != nil {
+		w.model.violate("shard manager failed after healing: %v", err)
+	}
+	// What the background loops of a node do within minutes: the repair queue and the
+	// sampled reconciliation, which finds a route Redis rolled back.
+	if _, err := n.repair.Drain(ctx, tenant); err != nil {
+		w.model.violate("route repair failed after healing: %v", err)
+	}
+	if _, err := n.repair.Reconcile(ctx, tenant); err != nil {
+		w.model.violate("route reconciliation failed after healing: %v", err)
+	}
+	w.drain()
+	for _, c := range w.model.conversations {
+		for _, u := range c.members {
+			for d := uint64(1); d <= deviceCount; d++ {
+				if err := w.syncDevice(n, deviceKey{u, d}, c.topic); err != nil {
+					w.model.violate("device %d/%d cannot sync %s after healing: %v", u, d, c.topic, err)
+				}
+			}
+		}
+	}
+	for _, k := range w.model.ackOrder {
+		a := w.model.acked[k]
+		c := w.conversation(k.topic)
+		for _, u := range c.members {
+			for d := uint64(1); d <= deviceCount; d++ {
+				dk := deviceKey{u, d}
+				if u == k.from && d == w.model.sentFrom[k] || w.model.hides(u, k.topic, a.seq) {
+					continue
+				}
+				if !w.model.seen[dk][a.msgID] {
+					w.model.violate("ACKed message %v (msg_id %d) never reached device %d/%d", k, a.msgID, u, d)
+				}
+			}
+		}
+	}
+	w.checkUnread(n)
+	w.check()
+}
+
+// drain runs deliver passes until the queue is empty (jobs retried count as left).
+func (w *world) drain() {
+	i := slices.IndexFunc(w.nodes, func(n *node) bool { return n.g.method == "" })
+	if i < 0 {
+		return
+	}
+	for range 20 {
+		if err := w.runDeliver(i); err != nil {
+			w.model.violate("deliver: %v", err)
+			return
+		}
+		if w.queued() == 0 {
+			return
+		}
+	}
+}
+
+func (w *world) queued() int { return w.queue.Queued(tenant) }
+
+func (w *world) conversation(topic string) conversationSpec {
+	for _, c := range w.model.conversations {
+		if c.topic == topic {
+			return c
+		}
+	}
+	return conversationSpec{}
+}
+
+// checkUnread compares each user's unread counts (SYNC_INBOX) with the messages of others
+// stored after the user's read watermark: a count above it counted a message twice.
+func (w *world) checkUnread(n *node) {
+	ctx := context.Background()
+	for u := int64(1); u <= userCount; u++ {
+		var score int64
+		for range 20 {
+			res, err := n.inbox.Sync(ctx, inbox.SyncRequest{Tenant: tenant, User: u, Device: 1, DialogScore: score, MailboxSeq: 1 << 62})
+			if err != nil {
+				w.model.violate("inbox of user %d unreadable after healing: %v", u, err)
+				return
+			}
+			for _, d := range res.Dialogs {
+				want := w.unreadAfter(u, d.Topic, d.ReadSeq)
+				if w.listsLost {
+					// A rebuilt count also counts the user's own messages and tombstones
+					// (dialog.State.Unread): bounded by every seq after the watermark.
+					want = max(0, w.maxSeq(d.Topic)-d.ReadSeq)
+				}
+				if d.Unread > want {
+					w.model.violate("user %d has %d unread in %s, but only %d messages of others follow the watermark %d", u, d.Unread, d.Topic, want, d.ReadSeq)
+				}
+			}
+			score = res.DialogScore
+			if !res.HasMore {
+				break
+			}
+		}
+	}
+}
+
+func (w *world) maxSeq(topic string) int64 {
+	n, _ := w.store.MaxSeq(context.Background(), tenant, topic)
+	return n
+}
+
+func (w *world) unreadAfter(user int64, topic string, watermark int64) int64 {
+	var n int64
+	for _, rows := range w.storedRows(topic) {
+		for _, r := range rows {
+			if r.Seq > watermark && r.From != user && r.Status != message.StatusDeleted && dialog.CountsAsUnread(r) {
+				n++
+			}
+		}
+	}
+	return n
+}

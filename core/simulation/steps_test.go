@@ -1,0 +1,361 @@
+package simulation
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"imd/adapters/memory"
+	"imd/core/auth"
+	"imd/core/conversation"
+	"imd/core/message"
+	"imd/core/modify"
+	"imd/core/read"
+	"imd/core/send"
+)
+
+// kind is what a step does. Its operands (node, a, b, c) are drawn up front; a step picks
+// what it acts on from the state it finds (a pending send, a conversation) by them, so a step
+// list stays meaningful when the shrinker drops steps.
+type kind int
+
+const (
+	kSend kind = iota
+	kRetry
+	kDeliver
+	kSync
+	kRead
+	kTick
+	kEnsure
+	kAdvance
+	kRepair
+	kCrash
+	kRedisLose
+	kRedisSnapshot
+	kRedisRestore
+	kMySQLOutage
+	kRedisOutage
+	kSlowDevice
+	kOffline
+	kIssueToken
+	kRevokeToken
+	kChange
+	kDeleteSelf
+	kAuth
+	kinds
+)
+
+var kindNames = [kinds]string{
+	"send", "retry", "deliver", "sync", "read", "tick", "ensure", "advance", "repair", "crash",
+	"redis-lose", "redis-snapshot", "redis-restore", "mysql-outage", "redis-outage", "slow-device", "offline",
+	"issue-token", "revoke-token", "change", "delete-self", "auth",
+}
+
+// weights of the kinds in a random step list.
+var weights = [kinds]int{
+	kSend: 24, kRetry: 12, kDeliver: 14, kSync: 8, kRead: 5, kTick: 12, kEnsure: 3, kAdvance: 1, kRepair: 2, kCrash: 5,
+	kRedisLose: 1, kRedisSnapshot: 1, kRedisRestore: 1, kMySQLOutage: 1, kRedisOutage: 1, kSlowDevice: 2, kOffline: 1,
+	kIssueToken: 2, kRevokeToken: 2, kChange: 3, kDeleteSelf: 1, kAuth: 3,
+}
+
+type step struct {
+	kind    kind
+	node    int
+	a, b, c int
+}
+
+func (s step) String() string {
+	return fmt.Sprintf("%s(node %d, %d, %d, %d)", kindNames[s.kind], s.node, s.a, s.b, s.c)
+}
+
+// generate draws n steps from seed.
+func generate(seed uint64, n int) []step {
+	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	total := 0
+	for _, w := range weights {
+		total += w
+	}
+	steps := make([]step, n)
+	for i := range steps {
+		x := r.IntN(total)
+		k := kind(0)
+		for ; x >= weights[k]; k++ {
+			x -= weights[k]
+		}
+		steps[i] = step{kind: k, node: r.IntN(nodeCount), a: r.IntN(1 << 20), b: r.IntN(1 << 20), c: r.IntN(1 << 20)}
+	}
+	return steps
+}
+
+// crashPoints are the port calls a crash may come before, by the step kind that makes them.
+// The send path's after-commit calls (Routes.Apply, Hot.Put, Seq.MarkAcked, Store.MarkQueued)
+// run concurrently: which of them ran before a crash in one of them is up to the Go scheduler,
+// so they are left out and every seed replays exactly (TestSimulationIsDeterministic).
+var crashPoints = map[kind][]string{
+	kSend: {"Seq.Allocate", "Store.Append", "Queue.Push", "Store.MaxSeq", "Seq.Reseed",
+		"Directory.IsMember", "Months.Now", "Months.Advance", "Shards.EnsureTable", "Months.MarkReady"},
+	kDeliver: {"Queue.RequeueStale", "Queue.Take", "Queue.TakeMore", "Dialogs.AppliedSeq", "Directory.Members", "Dialogs.Apply",
+		"Queue.MarkDone", "Queue.Ack", "Queue.Retry", "Mailbox.Append"},
+	kEnsure: {"Months.Now", "Shards.EnsureTable", "Months.MarkReady", "Locks.Acquire", "Months.Advance", "Shards.Catalog", "Shards.SetState"},
+	kRetry:  {"Seq.Allocate", "Store.Append", "Queue.Push", "Store.MaxSeq", "Seq.Reseed"},
+	kChange: {"Editor.Modify", "Store.Get", "Seq.Allocate", "Store.Append", "Queue.Push", "Hot.Invalidate"},
+}
+
+// exec runs one step.
+func (w *world) exec(s step) {
+	ctx := context.Background()
+	w.stats.steps++
+	n := w.nodes[s.node]
+	switch s.kind {
+	case kSend:
+		u := int64(s.a%userCount) + 1
+		convs := w.conversationsOf(u)
+		ci := convs[s.b%len(convs)]
+		w.model.nextCMID++
+		p := pendingSend{
+			key:    sendKey{w.model.conversations[ci].topic, u, fmt.Sprintf("c%d", w.model.nextCMID)},
+			device: uint64(s.c%deviceCount) + 1, conv: ci, text: fmt.Sprintf("m%d", w.model.nextCMID),
+		}
+		w.model.sentFrom[p.key] = p.device
+		w.post(n, p, s.c%5 == 0)
+	case kRetry:
+		if len(w.model.pending) == 0 {
+			return
+		}
+		i := s.a % len(w.model.pending)
+		p := w.model.pending[i]
+		w.model.pending = append(w.model.pending[:i], w.model.pending[i+1:]...)
+		w.post(n, p, s.c%5 == 0)
+	case kDeliver:
+		if err := w.runDeliver(s.node); err != nil {
+			w.model.violate("deliver: %v", err)
+		}
+	case kSync:
+		u := int64(s.a%userCount) + 1
+		convs := w.conversationsOf(u)
+		c := w.model.conversations[convs[s.b%len(convs)]]
+		_ = w.syncDevice(n, deviceKey{u, uint64(s.c%deviceCount) + 1}, c.topic)
+	case kRead:
+		w.read(n, s)
+	case kTick:
+		w.clock.Advance(tickOf(s.a, s.b))
+	case kEnsure:
+		_ = n.manager.Ensure(ctx, tenant)
+	case kAdvance:
+		if active, ok := w.activeMonth(); ok {
+			_, _ = n.manager.Advance(ctx, tenant, active.Next())
+		}
+	case kRepair:
+		if s.a%2 == 0 {
+			_, _ = n.repair.Drain(ctx, tenant)
+		} else {
+			_, _ = n.repair.Reconcile(ctx, tenant)
+		}
+	case kCrash:
+		points := crashPoints[[]kind{kSend, kDeliver, kEnsure, kRetry, kChange}[s.b%5]]
+		n.g.method, n.g.n, n.g.seen = points[s.a%len(points)], s.c%2+1, 0
+		w.trace("node %d armed to crash at %s #%d", s.node, n.g.method, n.g.n)
+		return
+	case kRedisLose:
+		for i, v := range w.volatile() {
+			if s.a%2 == 0 || s.b>>i&1 == 1 {
+				v.Lose()
+				w.listsLost = w.listsLost || v == memory.Volatile(w.dialogs)
+				w.rolledBack = w.rolledBack && v != memory.Volatile(w.months)
+			}
+		}
+		w.stats.faults++
+	case kRedisSnapshot:
+		w.snapshot = w.snapshot[:0]
+		for _, v := range w.volatile() {
+			w.snapshot = append(w.snapshot, v.Snapshot())
+		}
+	case kRedisRestore:
+		if len(w.snapshot) == 0 {
+			return
+		}
+		for i, restore := range w.snapshot {
+			if s.a%2 == 0 || s.b>>i&1 == 1 {
+				restore()
+				w.listsLost = w.listsLost || w.volatile()[i] == memory.Volatile(w.dialogs)
+				w.rolledBack = w.rolledBack || w.volatile()[i] == memory.Volatile(w.months)
+			}
+		}
+		w.redisRollbacks++
+		w.stats.faults++
+	case kMySQLOutage:
+		w.mysqlDown = !w.mysqlDown
+		w.stats.faults++
+	case kRedisOutage:
+		w.redisDown = !w.redisDown
+		w.stats.faults++
+	case kSlowDevice:
+		k := deviceKey{int64(s.a%userCount) + 1, uint64(s.b%deviceCount) + 1}
+		w.slow[k] = !w.slow[k]
+		w.stats.faults++
+	case kOffline:
+		k := deviceKey{int64(s.a%userCount) + 1, uint64(s.b%deviceCount) + 1}
+		w.offline[k] = !w.offline[k]
+	case kIssueToken:
+		u := int64(s.a%userCount) + 1
+		tok := fmt.Sprintf("tok%d", len(w.tokens.claims)+1)
+		now := w.clock.Now().UTC()
+		w.tokens.claims[tok] = auth.Token{
+			Identity: auth.Identity{Tenant: tenant, UserID: u}, ID: tok, IssuedAt: now, ExpiresAt: now.Add(tokenTTL),
+		}
+		w.model.tokens[u] = append(w.model.tokens[u], tok)
+	case kRevokeToken:
+		u := int64(s.a%userCount) + 1
+		toks := w.model.tokens[u]
+		if len(toks) == 0 {
+			return
+		}
+		i := s.b % len(toks)
+		if err := n.authn.Logout(ctx, toks[i]); err == nil {
+			w.model.revoked = append(w.model.revoked, toks[i])
+			w.model.tokens[u] = append(toks[:i], toks[i+1:]...)
+		}
+	case kAuth:
+		// A client connects with one of its live tokens (the answer gets cached).
+		u := int64(s.a%userCount) + 1
+		if toks := w.model.tokens[u]; len(toks) > 0 {
+			_, err := n.authn.Authenticate(ctx, toks[s.b%len(toks)])
+			w.trace("auth of user %d: %v", u, err)
+		}
+	case kChange:
+		w.change(n, s)
+	case kDeleteSelf:
+		u := int64(s.a%userCount) + 1
+		convs := w.conversationsOf(u)
+		c := w.model.conversations[convs[s.b%len(convs)]]
+		last := w.maxSeq(c.topic)
+		if last == 0 {
+			return
+		}
+		low := 1 + int64(s.c)%last
+		hi := low + 1 + int64(s.c>>8)%3
+		if err := n.modify.DeleteForSelf(ctx, modify.RangeRequest{Tenant: tenant, User: u, Topic: c.topic, Low: low, Hi: hi}); err == nil {
+			w.model.hidden[userTopic{u, c.topic}] = append(w.model.hidden[userTopic{u, c.topic}], [2]int64{low, hi})
+			w.trace("user %d hid %s [%d, %d)", u, c.topic, low, hi)
+		}
+	}
+	if n.g.crashed {
+		w.trace("node %d rebooted", s.node)
+		w.reboot(s.node)
+	}
+}
+
+// tickOf draws a clock advance: mostly short, sometimes past the deliver done TTL, rarely
+// past the idempotency record's day.
+func tickOf(a, b int) time.Duration {
+	switch a % 20 {
+	case 0:
+		return 24*time.Hour + time.Duration(b%3600)*time.Second
+	case 1, 2:
+		return doneTTL + time.Duration(b%1200)*time.Second
+	case 3, 4, 5:
+		return time.Duration(b%600) * time.Second
+	}
+	return time.Duration(b%2000) * time.Millisecond
+}
+
+func (w *world) conversationsOf(u int64) []int {
+	var out []int
+	for i, c := range w.model.conversations {
+		for _, m := range c.members {
+			if m == u {
+				out = append(out, i)
+			}
+		}
+	}
+	return out
+}
+
+// post sends (or resends) p through node n; without an ACK, or with the ACK lost on the way
+// back (lost), the client keeps it for a retry.
+func (w *world) post(n *node, p pendingSend, lost bool) {
+	c := w.model.conversations[p.conv]
+	addr := conversation.Address{Topic: c.topic}
+	if c.p2p {
+		addr = conversation.Address{ToUser: c.members[0] + c.members[1] - p.key.from}
+	}
+	content, _ := json.Marshal(map[string]string{"text": p.text})
+	res, err := n.send.Send(context.Background(), send.Request{
+		Tenant: tenant, From: p.key.from, FromDevice: p.device, Address: addr,
+		Draft: message.Draft{ClientMsgID: p.key.cmid, Type: "text", Content: content},
+	})
+	if err != nil {
+		w.trace("send %v: %v", p.key, err)
+		w.model.pending = append(w.model.pending, p)
+		return
+	}
+	m := res.Message
+	w.trace("send %v: ACK msg_id %d seq %d month %s", p.key, m.MsgID, m.Seq, m.Month)
+	if m.Topic != p.key.topic || m.From != p.key.from || m.ClientMsgID != p.key.cmid {
+		w.model.violate("send %v ACKed another message: %s/%d/%s", p.key, m.Topic, m.From, m.ClientMsgID)
+	}
+	w.model.acknowledged(p.key, ack{msgID: m.MsgID, seq: m.Seq, month: m.Month})
+	// A node that crashed in an after-commit call never wrote the ACK out.
+	if lost || n.g.crashed {
+		w.model.pending = append(w.model.pending, p)
+	}
+}
+
+// read has a member catch up on a conversation and mark its newest message read, as a client
+// does once it shows the messages. It waits for a healthy system with nothing left to deliver,
+// so that no older message reaches the lists after the read.
+func (w *world) read(n *node, s step) {
+	if w.mysqlDown || w.redisDown || n.g.method != "" {
+		return
+	}
+	w.drain()
+	if w.queued() > 0 {
+		return
+	}
+	u := int64(s.a%userCount) + 1
+	convs := w.conversationsOf(u)
+	c := w.model.conversations[convs[s.b%len(convs)]]
+	last, err := w.store.MaxSeq(context.Background(), tenant, c.topic)
+	if err != nil || last == 0 {
+		return
+	}
+	if s.c%4 == 0 {
+		// A device that lags behind reads an older message: the watermark must stay.
+		last = 1 + int64(s.b)%last
+	}
+	_, _ = n.read.Read(context.Background(), read.Request{Tenant: tenant, User: u, Device: uint64(s.c%deviceCount) + 1, Topic: c.topic, Seq: last})
+}
+
+// change recalls, edits or deletes for everyone one of the user's ACKed messages (recalls
+// only work within the recall window, so most are refused after a while).
+func (w *world) change(n *node, s step) {
+	u := int64(s.a%userCount) + 1
+	var own []sendKey
+	for _, k := range w.model.ackOrder {
+		if k.from == u {
+			own = append(own, k)
+		}
+	}
+	if len(own) == 0 {
+		return
+	}
+	k := own[s.b%len(own)]
+	a := w.model.acked[k]
+	t := modify.Target{Tenant: tenant, User: u, Device: w.model.sentFrom[k], Topic: k.topic, Seq: a.seq}
+	ctx := context.Background()
+	var err error
+	switch s.c % 3 {
+	case 0:
+		_, err = n.modify.Recall(ctx, t)
+	case 1:
+		content, _ := json.Marshal(map[string]string{"text": fmt.Sprintf("edited %d", s.c)})
+		_, err = n.modify.Edit(ctx, modify.EditRequest{Target: t, Content: content})
+	case 2:
+		// Even a failed attempt may have deleted it before the node crashed.
+		w.model.deleted[k] = true
+		_, err = n.modify.DeleteForAll(ctx, t)
+	}
+	w.trace("change %d of %v: %v", s.c%3, k, err)
+}

@@ -1,0 +1,383 @@
+package simulation
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"imd/adapters/memory"
+	"imd/core/auth"
+	"imd/core/authn"
+	"imd/core/conversation"
+	"imd/core/deliver"
+	"imd/core/delivery"
+	"imd/core/fanout"
+	"imd/core/history"
+	"imd/core/inbox"
+	"imd/core/inflight"
+	"imd/core/membership"
+	"imd/core/modify"
+	"imd/core/month"
+	"imd/core/read"
+	"imd/core/routerepair"
+	"imd/core/send"
+	"imd/core/shardmanager"
+	"imd/core/social"
+	"imd/ports"
+)
+
+const tenant = "sim"
+
+// The simulated world's fixed shape: users with two devices each, two groups and one P2P
+// pair, served by three nodes.
+const (
+	nodeCount   = 3
+	userCount   = 6
+	deviceCount = 2
+)
+
+// Timing rules of the use cases, as the dev configuration has them.
+const (
+	doneTTL            = 10 * time.Minute
+	msgIDWindow        = 5 * time.Minute
+	memberTTL          = time.Second
+	reorderWait        = 200 * time.Millisecond
+	maxAttempts        = 5
+	sealingDays        = 7
+	hotWindow          = time.Hour
+	hotPerTopic        = 200
+	tokenTTL           = 24 * time.Hour * 3650 // revocations of the memory fake use the wall clock
+	revocationCacheTTL = time.Minute
+	startOfWorld       = "2026-09-30T23:00:00Z"
+)
+
+// world is the shared state: the fakes standing for MySQL and Redis, the clients' view, the
+// nodes, and what the invariants compare against.
+type world struct {
+	mu    sync.Mutex // gate bookkeeping; the step loop itself is single-threaded
+	log   *slog.Logger
+	clock *memory.Clock
+	ids   *memory.IDs
+
+	// MySQL.
+	shards      *memory.ShardStore
+	store       *memory.MessageStore
+	dir         *memory.Directory
+	reads       *memory.ReadStore
+	mailbox     *memory.Mailbox
+	revocations *memory.Revocations
+	editor      *memory.MessageEditor
+	dellog      *memory.DeleteLog
+	// Redis.
+	months   *memory.MonthState
+	seqs     *memory.SeqAllocator
+	queue    *memory.DeliverQueue
+	routes   *memory.RouteCache
+	hot      *memory.HotCache
+	dialogs  *memory.DialogStore
+	revCache *memory.RevocationCache
+	repairs  *memory.RepairQueue
+	locks    *memory.Locks
+	comp     *memory.CompensationList
+
+	metrics *memory.Metrics
+	tokens  *tokens
+
+	nodes []*node
+	// Faults in force.
+	mysqlDown, redisDown bool
+	slow                 map[deviceKey]bool // pushes to these devices fail
+	offline              map[deviceKey]bool
+	snapshot             []func() // a Redis copy to roll back to
+	// redisRollbacks counts rollbacks: a rolled-back queue may push a job again.
+	redisRollbacks int
+	// listsLost: the conversation lists were lost or rolled back, so they were rebuilt.
+	listsLost bool
+	// rolledBack: the month state was last rolled back, not lost.
+	rolledBack bool
+
+	model model
+	stats stats
+	// traceOn prints each step's effects (replays).
+	traceOn bool
+	traces  []string
+}
+
+type deviceKey struct {
+	user   int64
+	device uint64
+}
+
+type stats struct {
+	steps, calls, faults, checks int64
+}
+
+// volatile lists every fake that stands for Redis.
+func (w *world) volatile() []memory.Volatile {
+	return []memory.Volatile{w.months, w.seqs, w.queue, w.routes, w.hot, w.dialogs, w.revCache, w.repairs, w.locks, w.comp}
+}
+
+// afterRollback tags a violation that follows a Redis rollback (see openDefects).
+func (w *world) afterRollback() string {
+	if w.rolledBack {
+		return " after a Redis rollback"
+	}
+	return ""
+}
+
+func (w *world) trace(format string, args ...any) {
+	if w.traceOn {
+		w.traces = append(w.traces, fmt.Sprintf(format, args...))
+	}
+}
+
+// conversationSpec is one conversation of the world.
+type conversationSpec struct {
+	topic   string
+	id      int64
+	members []int64
+	p2p     bool
+}
+
+func newWorld() (*world, error) {
+	start, err := time.Parse(time.RFC3339, startOfWorld)
+	if err != nil {
+		return nil, err
+	}
+	clock := memory.NewClock(start)
+	w := &world{
+		log: slog.New(slog.NewTextHandler(io.Discard, nil)), clock: clock, ids: memory.NewIDs(clock),
+		shards: memory.NewShardStore(), dir: memory.NewDirectory(), mailbox: memory.NewMailbox(),
+		seqs: nil, queue: memory.NewDeliverQueue(clock.Now), routes: memory.NewRouteCache(),
+		hot: memory.NewHotCache(clock.Now, hotWindow, hotPerTopic), dialogs: memory.NewDialogStore(clock.Now),
+		revocations: memory.NewRevocations(), revCache: memory.NewRevocationCache(clock.Now), repairs: memory.NewRepairQueue(), locks: memory.NewLocks(clock.Now),
+		comp: memory.NewCompensationList(), metrics: memory.NewMetrics(), tokens: &tokens{claims: map[string]auth.Token{}},
+		slow: map[deviceKey]bool{}, offline: map[deviceKey]bool{},
+	}
+	w.store = memory.NewMessageStore(w.shards)
+	w.reads = memory.NewReadStore(w.dir, w.shards)
+	w.editor = memory.NewMessageEditor(w.shards)
+	w.dellog = memory.NewDeleteLog(w.shards)
+	w.months = memory.NewMonthState(clock.Now)
+	w.seqs = memory.NewSeqAllocator(w.months, clock.Now)
+	w.model = newModel()
+	ctx := context.Background()
+	for u := int64(1); u <= userCount; u++ {
+		if err := w.dir.CreateUser(ctx, tenant, social.User{ID: u}); err != nil {
+			return nil, err
+		}
+	}
+	for i, members := range [][]int64{{1, 2, 3, 4}, {3, 4, 5, 6}} {
+		c, err := w.dir.CreateGroup(ctx, tenant, social.Group{ID: int64(10 + i), Owner: members[0]}, int64(5000+i), members[1:])
+		if err != nil {
+			return nil, err
+		}
+		w.model.conversations = append(w.model.conversations, conversationSpec{topic: c.Topic, id: c.ID, members: members})
+	}
+	if err := w.dir.AddFriendship(ctx, tenant, 1, 5); err != nil {
+		return nil, err
+	}
+	p2p, err := w.dir.EnsureP2P(ctx, tenant, 1, 5, 5100)
+	if err != nil {
+		return nil, err
+	}
+	w.model.conversations = append(w.model.conversations, conversationSpec{topic: p2p.Topic, id: p2p.ID, members: []int64{1, 5}, p2p: true})
+	for range nodeCount {
+		w.nodes = append(w.nodes, w.boot(&gate{w: w}))
+	}
+	if err := w.nodes[0].manager.Ensure(ctx, tenant); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// node is one imd process: its use cases, built over gated ports like cmd/imd builds them,
+// and the in-process state a crash loses (caches, in-flight sends).
+type node struct {
+	g         *gate
+	send      *send.Service
+	history   *history.Service
+	read      *read.Service
+	inbox     *inbox.Service
+	modify    *modify.Service
+	manager   *shardmanager.Manager
+	repair    *routerepair.Service
+	authn     *authn.Service
+	newWorker func(idle func()) *deliver.Workers
+}
+
+// boot builds a node's use cases; a reboot after a crash calls it again, so nothing of the
+// dead process survives but what the shared fakes hold.
+func (w *world) boot(g *gate) *node {
+	dir := gatedGraph{Graph: w.dir, g: g}
+	store := gatedStore{storePorts: w.store, g: g}
+	routes := gatedRoutes{RouteFiller: w.routes, g: g}
+	months := gatedMonths{MonthState: w.months, g: g}
+	dialogs := gatedDialogs{DialogStore: w.dialogs, g: g}
+	reads := gatedReads{ReadStore: w.reads, g: g}
+	mbox := gatedMailbox{Mailbox: w.mailbox, g: g}
+	queue := gatedQueue{DeliverQueue: w.queue, g: g, idle: func() {}}
+	members := membership.New(dir, w.clock, memberTTL)
+	resolver := conversation.NewResolver(dir, w.ids, members, conversation.WithClock(w.clock), conversation.WithRulesTTL(memberTTL))
+	repair := routerepair.New(routerepair.Config{}, routerepair.Deps{
+		Queue: gatedRepairQueue{RouteRepairQueue: w.repairs, g: g}, Store: store, Mirror: memory.NewRouteMirror(w.shards),
+		Routes: routes, Months: months, Metrics: w.metrics, Log: w.log,
+	})
+	manager := shardmanager.New(shardmanager.Config{SealingDays: sealingDays}, shardmanager.Deps{
+		Store: gatedShards{ShardStore: w.shards, g: g}, Months: months, Locks: gatedLocks{Locks: w.locks, g: g},
+		Repairs: repair, Compensation: gatedCompensation{CompensationList: w.comp, g: g}, Metrics: w.metrics, Log: w.log,
+	})
+	sending := inflight.New()
+	hot := gatedHot{HotCache: w.hot, g: g}
+	n := &node{g: g, manager: manager, repair: repair}
+	n.send = send.New(send.Deps{
+		Seq: gatedSeq{SeqAllocator: w.seqs, g: g}, Store: store, Queue: queue, Queued: store, Routes: routes, IDs: w.ids, Clock: w.clock,
+		Metrics: w.metrics, Resolver: resolver, Log: w.log, EnsureMonths: manager.Ensure, ReconcileMonths: manager.Reconcile,
+		MsgIDWindow: msgIDWindow,
+		Hot:         hot, Repairs: repair, Compensation: gatedCompensation{CompensationList: w.comp, g: g}, InFlight: sending,
+	})
+	n.history = history.New(history.Deps{
+		Store: store, Routes: routes, Months: months, Metrics: w.metrics, Resolver: resolver, Log: w.log, Repairs: repair,
+	})
+	n.read = read.New(read.Deps{
+		Resolver: resolver, History: n.history, Finder: store, IDs: w.ids, Reads: reads, Dialogs: dialogs, Queue: queue, Log: w.log,
+	})
+	n.modify = modify.New(modify.Config{}, modify.Deps{
+		Editor: gatedEditor{MessageEditor: w.editor, g: g}, DeleteLog: gatedDeleteLog{DeleteLog: w.dellog, g: g}, Store: store,
+		Owners: w.dir, HotCache: hot, Locator: n.history, Events: n.send, Resolver: resolver, Clock: w.clock, Metrics: w.metrics, Log: w.log,
+	})
+	n.inbox = inbox.New(inbox.Deps{Dialogs: dialogs, Reads: reads, Mailbox: mbox, Clock: w.clock, Metrics: w.metrics, Log: w.log})
+	n.authn = authn.New(authn.Deps{
+		Tokens: w.tokens, Revocations: gatedRevocations{TokenRevocations: w.revocations, g: g},
+		Cache: gatedRevocationCache{RevocationCache: w.revCache, g: g}, CacheTTL: revocationCacheTTL,
+		Tenants: func(name string) bool { return name == tenant }, Clock: w.clock,
+	}, tokenTTL)
+	pusher := &pusher{w: w}
+	mailer := inbox.NewMailer(inbox.MailerDeps{Mailbox: mbox, Pusher: pusher, IDs: w.ids, Clock: w.clock, Log: w.log})
+	n.newWorker = func(idle func()) *deliver.Workers {
+		q := queue
+		q.idle = idle
+		return deliver.New(deliver.Config{TakeTimeout: time.Second, DoneTTL: doneTTL, MaxAttempts: maxAttempts, ReorderWait: reorderWait},
+			deliver.Deps{
+				Queue: q, Pusher: pusher, Dialogs: dialogs, Mailer: mailer, Notifier: notifier{}, Members: members,
+				Metrics: w.metrics, Clock: w.clock, Log: w.log, InFlight: sending,
+			})
+	}
+	return n
+}
+
+// reboot replaces a crashed node by a fresh process.
+func (w *world) reboot(i int) {
+	g := w.nodes[i].g
+	g.crashed, g.method, g.n, g.seen = false, "", 0, 0
+	w.nodes[i] = w.boot(g)
+}
+
+// runDeliver boots node i's deliver consumers, lets them work until each idles with nothing
+// left to take (or nothing it can take), and stops them: one deterministic consumer pass.
+func (w *world) runDeliver(i int) error {
+	n := w.nodes[i]
+	partitions := w.queue.Partitions()
+	idle := make(chan struct{}, partitions)
+	workers := n.newWorker(func() {
+		select {
+		case idle <- struct{}{}:
+		default:
+		}
+	})
+	if err := workers.Start(context.Background(), []string{tenant}); err != nil {
+		w.trace("deliver consumers of node %d did not start: %v", i, err)
+		return nil // the boot failed before any consumer ran, as it would with Redis down
+	}
+	for range partitions {
+		select {
+		case <-idle:
+		case <-time.After(time.Minute):
+			return fmt.Errorf("deliver consumer of node %d never idled", i)
+		}
+	}
+	return workers.Stop(context.Background())
+}
+
+// pusher is the session registry of every node at once: it records what each device got.
+type pusher struct{ w *world }
+
+var _ ports.DevicePusher = (*pusher)(nil)
+
+func (p *pusher) Push(ctx context.Context, name string, t delivery.Target, push delivery.Push) delivery.Report {
+	return p.PushReach(ctx, name, delivery.Addressed{Target: t, Push: push})[0].Report
+}
+
+func (p *pusher) PushReach(_ context.Context, _ string, pushes ...delivery.Addressed) []fanout.Outcome {
+	out := make([]fanout.Outcome, len(pushes))
+	for i, a := range pushes {
+		for _, user := range a.Target.Recipients {
+			online := false
+			for d := uint64(1); d <= deviceCount; d++ {
+				k := deviceKey{user, d}
+				if p.w.offline[k] {
+					continue
+				}
+				if user == a.Target.Sender && d == a.Target.ExcludeDevice {
+					online = true
+					continue
+				}
+				online = true
+				if p.w.slow[k] {
+					out[i].Failed++
+					out[i].FailedDevices = append(out[i].FailedDevices, fanout.Device{User: user, Device: d})
+					continue
+				}
+				out[i].Delivered++
+				if a.Push.Kind == delivery.KindMessage && a.Push.Message != nil {
+					p.w.model.livePush(p.w, k, *a.Push.Message)
+				}
+			}
+			if !online {
+				out[i].Offline++
+				out[i].OfflineUsers = append(out[i].OfflineUsers, user)
+			}
+		}
+	}
+	return out
+}
+
+func (p *pusher) PushDevice(context.Context, string, int64, uint64, delivery.Push) int { return 0 }
+
+type notifier struct{}
+
+func (notifier) Notify(context.Context, string, fanout.Notification) error { return nil }
+
+// activeMonth reads the active month straight from the fake, past every gate.
+func (w *world) activeMonth() (month.Month, bool) {
+	m, ok, _ := w.months.Active(context.Background(), tenant)
+	return m, ok
+}
+
+func (w *world) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "clock %s", w.clock.Now().Format(time.RFC3339Nano))
+	if m, ok := w.activeMonth(); ok {
+		fmt.Fprintf(&b, ", active month %s", m)
+	}
+	var faults []string
+	if w.mysqlDown {
+		faults = append(faults, "mysql down")
+	}
+	if w.redisDown {
+		faults = append(faults, "redis down")
+	}
+	for k := range w.slow {
+		faults = append(faults, fmt.Sprintf("slow %d/%d", k.user, k.device))
+	}
+	slices.Sort(faults)
+	if len(faults) > 0 {
+		fmt.Fprintf(&b, ", %s", strings.Join(faults, ", "))
+	}
+	return b.String()
+}
