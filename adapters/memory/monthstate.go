@@ -68,14 +68,20 @@ func (s *MonthState) Advance(_ context.Context, name string, m month.Month) (mon
 // Now is the injected clock, in UTC like Redis TIME.
 func (s *MonthState) Now(context.Context) (time.Time, error) { return s.clock().UTC(), nil }
 
-// activeFor applies the advance rule to the month of the clock (or override when valid) and
-// returns the resulting active month, as the seq script does: zero while none is active.
-func (s *MonthState) activeFor(name string, override month.Month) month.Month {
+// activeFor raises a present active month to floor (when valid), applies the advance rule to
+// the month of the clock (or override when valid) and returns the resulting active month, as
+// the seq script does: zero while none is active.
+func (s *MonthState) activeFor(name string, override, floor month.Month) month.Month {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.of(name).active == 0 {
+	t := s.of(name)
+	if t.active == 0 {
 		// Never picked from the clock: a lost active month may have been ahead of it.
 		return 0
+	}
+	if floor.Valid() && floor > t.active {
+		t.ready[floor] = true
+		t.active = floor
 	}
 	target := month.Of(s.clock())
 	if override.Valid() {

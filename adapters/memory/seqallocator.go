@@ -64,6 +64,9 @@ func (s *SeqAllocator) Allocate(_ context.Context, name string, req seq.Request)
 	if req.MonthOverride != 0 && !req.MonthOverride.Valid() {
 		return seq.Allocation{}, fmt.Errorf("allocate seq for %s: %w: override %d", req.Topic, month.ErrInvalid, req.MonthOverride)
 	}
+	if req.Floor != 0 && !req.Floor.Valid() {
+		return seq.Allocation{}, fmt.Errorf("allocate seq for %s: %w: floor %d", req.Topic, month.ErrInvalid, req.Floor)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ik := idemKey{tenantTopic: tk, from: req.From, clientMsgID: req.ClientMsgID}
@@ -80,7 +83,7 @@ func (s *SeqAllocator) Allocate(_ context.Context, name string, req seq.Request)
 	if !ok {
 		return seq.Allocation{}, fmt.Errorf("allocate seq for %s in %s: %w", req.Topic, name, seq.ErrCounterMissing)
 	}
-	next.Month = s.months.activeFor(name, req.MonthOverride)
+	next.Month = s.months.activeFor(name, req.MonthOverride, req.Floor)
 	if next.Month == 0 {
 		return seq.Allocation{}, fmt.Errorf("allocate seq for %s in %s: %w", req.Topic, name, seq.ErrNoActiveMonth)
 	}

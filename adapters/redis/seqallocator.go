@@ -41,7 +41,8 @@ func NewSeqAllocator(c rueidis.Client, idemTTL time.Duration) *SeqAllocator {
 // Nothing is written unless it returns 'ok', so a failed call consumes no seq.
 //
 // KEYS: idem, seq counter, active_month, ready_months.
-// ARGV: msg_id, hash, idem TTL ms, reallocate '0'|'1', month override (empty: use Redis TIME).
+// ARGV: msg_id, hash, idem TTL ms, reallocate '0'|'1', month override (empty: use Redis TIME),
+// floor month (empty: none; a table the catalog made writable, so it joins the ready set).
 var allocateScript = rueidis.NewLuaScript(luaAdvance + luaUTCMonth + `
 local rec = redis.call('HMGET', KEYS[1], 'seq', 'month', 'msg_id', 'hash', 'state')
 local msg_id, hash = ARGV[1], ARGV[2]
@@ -57,8 +58,14 @@ if redis.call('EXISTS', KEYS[2]) == 0 then
 end
 -- A missing active_month is never set here from the clock: after a loss it may have been
 -- ahead of the calendar (an early switch), and only the catalog knows (ports.SeqAllocator).
-if redis.call('EXISTS', KEYS[3]) == 0 then
+local current = redis.call('GET', KEYS[3])
+if not current then
   return {'nomonth'}
+end
+local floor = ARGV[6]
+if floor ~= '' and tonumber(current) < tonumber(floor) then
+  redis.call('SADD', KEYS[4], floor)
+  redis.call('SET', KEYS[3], floor)
 end
 local now = ARGV[5]
 if now == '' then
@@ -92,12 +99,19 @@ func (s *SeqAllocator) Allocate(ctx context.Context, tenant string, req seq.Requ
 		}
 		override = req.MonthOverride.String()
 	}
+	floor := ""
+	if req.Floor != 0 {
+		if !req.Floor.Valid() {
+			return seq.Allocation{}, fmt.Errorf("allocate seq for %s: %w: floor %d", req.Topic, month.ErrInvalid, req.Floor)
+		}
+		floor = req.Floor.String()
+	}
 	reallocate := "0"
 	if req.Reallocate {
 		reallocate = "1"
 	}
 	keys := []string{k.Idem(req.Topic, req.From, req.ClientMsgID), k.Seq(req.Topic), k.ActiveMonth(), k.ReadyMonths()}
-	args := []string{strconv.FormatInt(req.MsgID, 10), req.Hash, strconv.FormatInt(s.idemTTL.Milliseconds(), 10), reallocate, override}
+	args := []string{strconv.FormatInt(req.MsgID, 10), req.Hash, strconv.FormatInt(s.idemTTL.Milliseconds(), 10), reallocate, override, floor}
 	reply, err := allocateScript.Exec(ctx, s.c, keys, args).AsStrSlice()
 	if err != nil {
 		return seq.Allocation{}, fmt.Errorf("allocate seq for %s in %s: %w", req.Topic, tenant, err)

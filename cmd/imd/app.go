@@ -271,9 +271,9 @@ func newSend(p sendParams) *send.Service {
 	return send.New(send.Deps{
 		Seq: p.Seq, Store: p.Store, Queue: p.Queue, Queued: p.Queued, Routes: p.Routes, IDs: p.IDs, Clock: p.Clock,
 		Metrics: p.Metrics, Resolver: p.Resolver, Log: p.Log, EnsureMonths: p.Manager.Ensure,
-		ReconcileMonths: p.Manager.Reconcile,
-		MsgIDWindow:     time.Duration(p.Cfg.Message.MsgIDExpireMS) * time.Millisecond,
-		Hot:             p.Hot, Repairs: p.Repairs, Compensation: p.Comp, Listeners: p.Listeners, InFlight: p.InFlight,
+		ReconcileMonths: p.Manager.Reconcile, Floors: p.Manager.Floors(),
+		MsgIDWindow: time.Duration(p.Cfg.Message.MsgIDExpireMS) * time.Millisecond,
+		Hot:         p.Hot, Repairs: p.Repairs, Compensation: p.Comp, Listeners: p.Listeners, InFlight: p.InFlight,
 	})
 }
 

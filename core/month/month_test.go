@@ -118,3 +118,29 @@ func TestTableWhitelist(t *testing.T) {
 		})
 	}
 }
+
+func TestFloorsOnlyRise(t *testing.T) {
+	var f Floors
+	steps := []struct {
+		tenant string
+		raise  Month
+		want   Month
+	}{
+		{"a", 202612, 202612},
+		{"a", 202701, 202701},
+		{"a", 202611, 202701}, // never lowered
+		{"a", 0, 202701},      // an invalid month is ignored
+		{"b", 0, 0},           // tenants are apart
+	}
+	for _, s := range steps {
+		f.Raise(s.tenant, s.raise)
+		if got := f.Of(s.tenant); got != s.want {
+			t.Fatalf("after Raise(%s, %d): Of = %d, want %d", s.tenant, s.raise, got, s.want)
+		}
+	}
+	var none *Floors
+	none.Raise("a", 202701)
+	if none.Of("a") != 0 {
+		t.Fatal("a nil Floors knows a floor")
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"imd/core/delivery"
 	"imd/core/inflight"
 	"imd/core/message"
+	"imd/core/month"
 	"imd/core/route"
 	"imd/core/seq"
 	"imd/core/shard"
@@ -62,6 +63,9 @@ type Deps struct {
 	// write collides, since an allocation in a month before the topic's latest one means Redis
 	// is behind the catalog (a failover to a replica that missed a switch); nil: not repaired.
 	ReconcileMonths func(ctx context.Context, tenant string) error
+	// Floors is what this process knows the active month must be at least; allocations raise a
+	// Redis behind it and raise it in turn. Shared with the shard manager; nil: no floor.
+	Floors *month.Floors
 	// MsgIDWindow bounds how far a client pre-generated id may be from now (003 §19 msgid_expire_ms).
 	MsgIDWindow time.Duration
 	// Repairs takes topics whose route update failed after COMMIT (seed 000 §3.4 rule 2).
@@ -267,9 +271,13 @@ func (s *Service) msgID(clientID int64) (int64, error) {
 func (s *Service) allocate(ctx context.Context, tenant string, req seq.Request) (seq.Allocation, error) {
 	reseeded, ensured := false, false
 	for {
+		req.Floor = s.d.Floors.Of(tenant)
 		alloc, err := s.d.Seq.Allocate(ctx, tenant, req)
 		switch {
 		case err == nil:
+			if !alloc.Existing {
+				s.d.Floors.Raise(tenant, alloc.Month)
+			}
 			return alloc, nil
 		case errors.Is(err, seq.ErrCounterMissing) && !reseeded:
 			reseeded = true

@@ -91,7 +91,7 @@ func newFixture(t *testing.T) *fixture {
 	f.svc = send.New(send.Deps{
 		Seq: f.seqs, Store: f.store, Queue: f.queue, Queued: f.store, Routes: memory.NewRouteCache(), IDs: ids, Clock: f.clock,
 		Metrics: f.metrics, Resolver: conversation.NewResolver(f.dir, ids, members), Log: log,
-		EnsureMonths: f.manager.Ensure, ReconcileMonths: f.manager.Reconcile, MsgIDWindow: 5 * time.Minute, InFlight: f.inflight,
+		EnsureMonths: f.manager.Ensure, ReconcileMonths: f.manager.Reconcile, Floors: f.manager.Floors(), MsgIDWindow: 5 * time.Minute, InFlight: f.inflight,
 	})
 	for _, u := range []int64{1, 2, 3} {
 		if err := f.dir.CreateUser(ctx, tenant, social.User{ID: u}); err != nil {
@@ -408,6 +408,25 @@ func TestStaleActiveMonthIsRepairedOnCollision(t *testing.T) {
 	res, err := f.send(1, conversation.Address{Topic: f.group}, "c", "hi")
 	if err != nil || res.Message.Month != 202610 || res.Message.Seq <= 2 {
 		t.Fatalf("after the stale failover: %+v, %v", res.Message, err)
+	}
+	if active, _, _ := f.months.Active(ctx, tenant); active != 202610 {
+		t.Fatalf("active month %s, want 202610", active)
+	}
+}
+
+// TestStaleActiveMonthIsRaisedToTheFloor: after a failover to a replica that missed an early
+// switch, a send in a topic that never wrote in the later month (so nothing collides) still
+// allocates in it: the process knows the catalog's newest writable month (issue 19).
+func TestStaleActiveMonthIsRaisedToTheFloor(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if _, err := f.manager.Advance(ctx, tenant, 202610); err != nil {
+		t.Fatal(err)
+	}
+	f.months.ForceActive(tenant, 202609)
+	res, err := f.send(1, conversation.Address{Topic: f.group}, "a", "hi")
+	if err != nil || res.Message.Month != 202610 || res.Message.Seq != 1 {
+		t.Fatalf("first send after the stale failover: %+v, %v", res.Message, err)
 	}
 	if active, _, _ := f.months.Active(ctx, tenant); active != 202610 {
 		t.Fatalf("active month %s, want 202610", active)

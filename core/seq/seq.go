@@ -28,6 +28,10 @@ type Request struct {
 	Reallocate bool
 	// MonthOverride, when valid, replaces the Redis TIME month (tests of the month boundary).
 	MonthOverride month.Month
+	// Floor, when valid, is the least the active month may be (month.Floors): a present active
+	// month behind it is raised to it, never lowered. A missing one still answers
+	// ErrNoActiveMonth, so that it is re-seeded from the catalog itself.
+	Floor month.Month
 }
 
 // Allocation is the fixed routing of one message: retries reuse it unchanged.

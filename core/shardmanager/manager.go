@@ -57,6 +57,9 @@ type Deps struct {
 	Housekeeping ports.ShardHousekeeping
 	Metrics      ports.Metrics
 	Log          *slog.Logger
+	// Floors learns the catalog's newest writable month of every reconcile and advance, so this
+	// process's sends raise a Redis that fell behind it (send.Deps.Floors); nil: New makes one.
+	Floors *month.Floors
 }
 
 // Manager runs the shard lifecycle.
@@ -72,6 +75,9 @@ func New(cfg Config, d Deps) *Manager {
 	}
 	if cfg.LockTTL <= 0 {
 		cfg.LockTTL = DefaultLockTTL
+	}
+	if d.Floors == nil {
+		d.Floors = new(month.Floors)
 	}
 	if cfg.DedupPurgeBatch <= 0 {
 		cfg.DedupPurgeBatch = DefaultDedupPurgeBatch
@@ -125,6 +131,9 @@ func (m *Manager) Ensure(ctx context.Context, tenant string) error {
 // (seed 000 §3.3 "旧节点不能回拨"; DESIGN §11): Redis may have lost it (FLUSHALL) or be behind
 // (a failover to a replica that missed the switch). The send path calls it when a write finds
 // its allocation colliding with a later month, the shard manager on every pass.
+// Floors is what the manager learned of each tenant's newest writable month, for the send path.
+func (m *Manager) Floors() *month.Floors { return m.d.Floors }
+
 func (m *Manager) Reconcile(ctx context.Context, tenant string) error {
 	_, err := m.reconcile(ctx, tenant)
 	return err
@@ -138,6 +147,7 @@ func (m *Manager) reconcile(ctx context.Context, tenant string) (month.Month, er
 		return 0, fmt.Errorf("catalog of %s: %w", tenant, err)
 	}
 	floor := newestWritable(infos)
+	m.d.Floors.Raise(tenant, floor)
 	if floor == 0 {
 		active, _, err := m.d.Months.Active(ctx, tenant)
 		if err != nil {
@@ -231,6 +241,7 @@ func (m *Manager) Advance(ctx context.Context, tenant string, target month.Month
 	if err != nil {
 		return 0, apperr.Wrap(apperr.Busy, "advancing the active month failed", err)
 	}
+	m.d.Floors.Raise(tenant, got)
 	if err := m.settle(ctx, tenant, got, now); err != nil {
 		return 0, apperr.Wrap(apperr.Busy, "updating shard states failed", err)
 	}

@@ -237,7 +237,7 @@ func (w *world) boot(g *gate) *node {
 	n := &node{g: g, manager: manager, repair: repair}
 	n.send = send.New(send.Deps{
 		Seq: gatedSeq{SeqAllocator: w.seqs, g: g}, Store: store, Queue: queue, Queued: store, Routes: routes, IDs: w.ids, Clock: w.clock,
-		Metrics: w.metrics, Resolver: resolver, Log: w.log, EnsureMonths: manager.Ensure, ReconcileMonths: manager.Reconcile,
+		Metrics: w.metrics, Resolver: resolver, Log: w.log, EnsureMonths: manager.Ensure, ReconcileMonths: manager.Reconcile, Floors: manager.Floors(),
 		MsgIDWindow: msgIDWindow,
 		Hot:         hot, Repairs: repair, Compensation: gatedCompensation{CompensationList: w.comp, g: g}, InFlight: sending,
 	})

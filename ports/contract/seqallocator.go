@@ -203,6 +203,39 @@ func SeqAllocator(t *testing.T, fresh func(t *testing.T) SeqFixture) {
 		}
 	})
 
+	t.Run("a floor raises a stale active month and never lowers it", func(t *testing.T) {
+		t.Parallel()
+		f := ready(t, "grp_1")
+		jun, jul := seqMonth, seqMonth.Next()
+		steps := []struct {
+			name        string
+			floor, want month.Month
+		}{
+			{name: "no floor", want: jun},
+			{name: "floor ahead, not in the ready set yet", floor: jul, want: jul},
+			{name: "floor behind", floor: jun, want: jul},
+		}
+		for i, st := range steps {
+			req := seqReq("grp_1", i+1)
+			req.MonthOverride, req.Floor = jun, st.floor
+			if a := seqAllocate(t, f, req); a.Month != st.want || a.Seq != int64(i+1) {
+				t.Fatalf("%s: %+v; want seq %d in %s", st.name, a, i+1, st.want)
+			}
+			if active, _, err := f.Months.Active(t.Context(), f.Tenant); err != nil || active != st.want {
+				t.Fatalf("%s: Active = %v, %v; want %s", st.name, active, err, st.want)
+			}
+		}
+		lost := fresh(t)
+		if err := lost.Seq.Reseed(t.Context(), lost.Tenant, "grp_1", 0); err != nil {
+			t.Fatalf("Reseed: %v", err)
+		}
+		req := seqReq("grp_1", 1)
+		req.Floor = jul
+		if _, err := lost.Seq.Allocate(t.Context(), lost.Tenant, req); !errors.Is(err, seq.ErrNoActiveMonth) {
+			t.Fatalf("a floor with no active month: %v; want ErrNoActiveMonth (the catalog re-seeds it)", err)
+		}
+	})
+
 	t.Run("without override the month comes from the month state clock", func(t *testing.T) {
 		t.Parallel()
 		f := fresh(t)
