@@ -226,18 +226,24 @@ func (s *Service) post(ctx context.Context, r Request, conv social.Conversation)
 		// and the mark leaves a queued job and an unmarked record: the resend queues it again
 		// and the deliver worker's done marker drops the second job — only a resend later than
 		// deliver.done_ttl after such a crash could still deliver twice. The mark is awaited
-		// before the ACK, so an ACKed message is never queued again.
+		// before the ACK, and a failed mark withholds it (50301): an ACKed message is never
+		// queued again, and the resend that the missing ACK brings comes while the done marker
+		// still drops its second job.
 		err = nil
+		var markErr error
 		if res.Outcome == ports.Stored || !res.Queued {
 			err = s.enqueue(ctx, r, m)
 			if err == nil {
-				after.Go(func() { s.markQueued(ctx, r.Tenant, m) })
+				after.Go(func() { markErr = s.markQueued(ctx, r.Tenant, m) })
 			}
 		}
 		if err == nil {
 			after.Go(func() { s.markAcked(ctx, r.Tenant, m) })
 		}
 		after.Wait()
+		if err == nil && markErr != nil {
+			err = apperr.Wrap(apperr.Busy, "message queued but not yet recorded as queued, retry", markErr)
+		}
 		if err != nil {
 			return Result{}, err
 		}
@@ -350,16 +356,18 @@ func (s *Service) markAcked(ctx context.Context, tenant string, m message.Messag
 	}
 }
 
-// markQueued records in the dedup record that the job is queued; a failure is only logged: the
-// message is stored and queued, and a resend would queue it again, which the deliver worker's
-// done marker absorbs within its TTL.
-func (s *Service) markQueued(ctx context.Context, tenant string, m message.Message) {
+// markQueued records in the dedup record that the job is queued. On failure the message is
+// stored and queued but the record does not say so: the send answers 50301, and its resend
+// queues the job again, which the deliver worker's done marker absorbs within its TTL.
+func (s *Service) markQueued(ctx context.Context, tenant string, m message.Message) error {
 	if s.d.Queued == nil {
-		return
+		return nil
 	}
 	if err := s.d.Queued.MarkQueued(ctx, tenant, m.Topic, m.From, m.ClientMsgID); err != nil {
 		s.d.Log.WarnContext(ctx, "mark queued failed", "topic", m.Topic, "msg_id", m.MsgID, "err", err)
+		return fmt.Errorf("mark %d queued: %w", m.MsgID, err)
 	}
+	return nil
 }
 
 // updateRoute refreshes the Redis route after COMMIT; a failure never rolls back the message

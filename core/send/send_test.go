@@ -432,3 +432,32 @@ func TestStaleActiveMonthIsRaisedToTheFloor(t *testing.T) {
 		t.Fatalf("active month %s, want 202610", active)
 	}
 }
+
+type failingMarks struct{ err error }
+
+func (m failingMarks) MarkQueued(context.Context, string, string, int64, string) error { return m.err }
+
+// TestFailedQueuedMarkWithholdsTheAck: a message queued whose durable record could not say so
+// is not ACKed, so the client resends at once, while the deliver worker's done marker still
+// drops the second job, instead of a late resend queueing it again after the marker expired.
+func TestFailedQueuedMarkWithholdsTheAck(t *testing.T) {
+	f := newFixture(t)
+	svc := f.svc
+	f.svc = send.New(send.Deps{
+		Seq: f.seqs, Store: f.store, Queue: f.queue, Queued: failingMarks{errors.New("mysql down")}, Routes: memory.NewRouteCache(),
+		IDs: memory.NewIDs(f.clock), Clock: f.clock, Metrics: f.metrics, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Resolver:     conversation.NewResolver(f.dir, memory.NewIDs(f.clock), membership.New(f.dir, f.clock, time.Second)),
+		EnsureMonths: f.manager.Ensure, ReconcileMonths: f.manager.Reconcile, Floors: f.manager.Floors(), MsgIDWindow: 5 * time.Minute,
+	})
+	if _, err := f.send(1, conversation.Address{Topic: f.group}, "m", "hi"); apperr.CodeOf(err) != apperr.Busy {
+		t.Fatalf("send whose queued mark failed: %v, want 50301", err)
+	}
+	f.svc = svc
+	res, err := f.send(1, conversation.Address{Topic: f.group}, "m", "hi")
+	if err != nil || res.Message.Seq != 1 {
+		t.Fatalf("resend: %+v, %v", res.Message, err)
+	}
+	if got := f.jobs(t); !slices.Equal(got, []int64{1, 1}) {
+		t.Fatalf("jobs %v, want the first and the resend's (the done marker drops the second)", got)
+	}
+}
