@@ -58,7 +58,7 @@ func runDepthGauges(p depthParams) error {
 			ctx, stop = context.WithCancel(context.Background())
 			go func() {
 				defer close(done)
-				g.Run(ctx, p.Tenants.Names(), depthSampleEvery)
+				g.Run(ctx, p.Tenants.Names, depthSampleEvery)
 			}()
 			return nil
 		},

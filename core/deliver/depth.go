@@ -19,12 +19,13 @@ type DepthGauges struct {
 	Log     *slog.Logger
 }
 
-// Run samples every tenant at once and then every interval, until ctx ends.
-func (g DepthGauges) Run(ctx context.Context, tenants []string, every time.Duration) {
+// Run samples every tenant at once and then every interval, until ctx ends. tenants is asked
+// at every sample, so a tenant provisioned at run time is sampled from the next one on.
+func (g DepthGauges) Run(ctx context.Context, tenants func() []string, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		for _, tenant := range tenants {
+		for _, tenant := range tenants() {
 			g.Sample(ctx, tenant)
 		}
 		select {
