@@ -98,10 +98,9 @@ func runMigration(lc fx.Lifecycle, svc *migration.Service, reg *tenants.Registry
 		OnStart: func(context.Context) error {
 			var ctx context.Context
 			ctx, stop = context.WithCancel(context.Background())
-			names := reg.Names()
 			go func() {
 				defer close(done)
-				svc.Run(ctx, names)
+				svc.Run(ctx, reg.Names)
 			}()
 			return nil
 		},

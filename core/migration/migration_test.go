@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -112,11 +113,16 @@ func (wallClock) Now() time.Time { return time.Now() }
 func (f *fixture) service() *migration.Service { return migration.New(f.cfg, f.deps) }
 
 func (f *fixture) run(svc *migration.Service) {
+	f.runFor(svc, func() []string { return []string{tenant} })
+}
+
+// runFor runs the supervisor over the tenants the function names at each pass.
+func (f *fixture) runFor(svc *migration.Service, tenants func() []string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		svc.Run(ctx, []string{tenant})
+		svc.Run(ctx, tenants)
 	}()
 	f.t.Cleanup(func() { cancel(); <-done })
 }
@@ -412,5 +418,28 @@ func TestPlanWarnsOfMsgIDsFromTheFuture(t *testing.T) {
 	plan, err := f.service().Plan(context.Background(), tenant)
 	if err != nil || len(plan.Warnings) != 1 || !strings.Contains(plan.Warnings[0], "refuse to start") {
 		t.Fatalf("plan %+v, %v", plan, err)
+	}
+}
+
+// TestATenantProvisionedWhileRunningGetsItsJobRun: the supervisor reads the tenants at every
+// pass, so a job started for a tenant provisioned after it began is copied without a restart.
+func TestATenantProvisionedWhileRunningGetsItsJobRun(t *testing.T) {
+	f := newFixture(t)
+	svc := f.service()
+	var mu sync.Mutex
+	served := []string{}
+	f.runFor(svc, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(served)
+	})
+	mu.Lock()
+	served = append(served, tenant)
+	mu.Unlock()
+	if _, err := svc.Start(context.Background(), tenant, false); err != nil {
+		t.Fatal(err)
+	}
+	if p := f.wait(svc, legacy.PhaseVerified, legacy.PhaseFailed); p.Job.Phase != legacy.PhaseVerified || p.Job.Copied != int64(len(f.rows)) {
+		t.Fatalf("job of the tenant provisioned while running: %+v", p.Job)
 	}
 }

@@ -12,17 +12,18 @@ import (
 	"imd/core/shard"
 )
 
-// Run supervises the tenants' jobs until ctx ends: every PollInterval, and at once after a
-// command, it starts a runner for each tenant whose job has work and no runner in this
-// process; the store's lease keeps other nodes from running it too. It returns once its
+// Run supervises the jobs of the tenants that tenants names at each pass (so a tenant
+// provisioned at run time is supervised too) until ctx ends: every PollInterval, and at once
+// after a command, it starts a runner for each tenant whose job has work and no runner in
+// this process; the store's lease keeps other nodes from running it too. It returns once its
 // runners have stopped.
-func (s *Service) Run(ctx context.Context, tenants []string) {
+func (s *Service) Run(ctx context.Context, tenants func() []string) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	tick := time.NewTicker(s.cfg.PollInterval)
 	defer tick.Stop()
 	for {
-		for _, t := range tenants {
+		for _, t := range tenants() {
 			s.supervise(ctx, &wg, t)
 		}
 		select {
