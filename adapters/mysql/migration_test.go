@@ -137,7 +137,7 @@ func run(svc *migration.Service, tenant string) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		svc.Run(ctx, []string{tenant})
+		svc.Run(ctx, func() []string { return []string{tenant} })
 	}()
 	return func() { cancel(); <-done }
 }
