@@ -21,17 +21,8 @@ import (
 func TestStatsFromCatalogAndMirror(t *testing.T) {
 	ctx := context.Background()
 	const tenant = "acme"
-	shards, dir := memory.NewShardStore(), memory.NewDirectory()
-	store := memory.NewMessageStore(shards)
 	jan, feb, mar := month.Month(203001), month.Month(203002), month.Month(203003)
-	for _, m := range []month.Month{jan, feb, mar} {
-		if err := shards.EnsureTable(ctx, tenant, m); err != nil {
-			t.Fatal(err)
-		}
-		if err := shards.SetState(ctx, tenant, m, shard.Prepared, shard.Writable); err != nil {
-			t.Fatal(err)
-		}
-	}
+	shards, dir, store := writableMonths(t, tenant, jan, feb, mar)
 	var lastID int64
 	appendMsg := func(topic string, seq int64, m month.Month) {
 		t.Helper()
@@ -134,17 +125,8 @@ func TestStatsDaysAreBounded(t *testing.T) {
 func TestStatsListAMonthWrittenAheadOfTheCalendar(t *testing.T) {
 	ctx := context.Background()
 	const tenant = "acme"
-	shards, dir := memory.NewShardStore(), memory.NewDirectory()
-	store := memory.NewMessageStore(shards)
 	jan, feb, mar := month.Month(203001), month.Month(203002), month.Month(203003)
-	for _, m := range []month.Month{jan, feb, mar} {
-		if err := shards.EnsureTable(ctx, tenant, m); err != nil {
-			t.Fatal(err)
-		}
-		if err := shards.SetState(ctx, tenant, m, shard.Prepared, shard.Writable); err != nil {
-			t.Fatal(err)
-		}
-	}
+	shards, dir, store := writableMonths(t, tenant, jan, feb, mar)
 	// Sent on January 20th into March's table.
 	msg := message.Message{
 		Topic: "grp_1", Seq: 1, MsgID: 1, From: 1, ClientMsgID: "c1", Type: "text", Content: json.RawMessage(`{"text":"x"}`),
@@ -179,4 +161,20 @@ func TestStatsListAMonthWrittenAheadOfTheCalendar(t *testing.T) {
 			}
 		})
 	}
+}
+
+// writableMonths is a tenant's shard catalog with the months' tables writable, an empty
+// directory and a message store over the catalog.
+func writableMonths(t *testing.T, tenant string, months ...month.Month) (*memory.ShardStore, *memory.Directory, *memory.MessageStore) {
+	t.Helper()
+	shards, dir := memory.NewShardStore(), memory.NewDirectory()
+	for _, m := range months {
+		if err := shards.EnsureTable(t.Context(), tenant, m); err != nil {
+			t.Fatal(err)
+		}
+		if err := shards.SetState(t.Context(), tenant, m, shard.Prepared, shard.Writable); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return shards, dir, memory.NewMessageStore(shards)
 }
