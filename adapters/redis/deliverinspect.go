@@ -3,7 +3,10 @@ package redis
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+
+	"github.com/redis/rueidis"
 
 	"imd/core/delivery"
 	"imd/ports"
@@ -56,4 +59,61 @@ func revived(raw string) (string, delivery.Job, bool) {
 		return "", job, false
 	}
 	return string(next), job, true
+}
+
+// Depth reads the length of every partition's queue and processing list, the head of each
+// queue and the dead-letter list's length, in one round trip.
+func (q *DeliverQueue) Depth(ctx context.Context, tenant string) (delivery.QueueDepth, error) {
+	k, err := KeysOf(tenant)
+	if err != nil {
+		return delivery.QueueDepth{}, fmt.Errorf("deliver depth: %w", err)
+	}
+	cmds := make(rueidis.Commands, 0, 3*q.partitions+1)
+	for i := range q.partitions {
+		queue := k.DeliverQueueOf(i, q.partitions)
+		cmds = append(cmds,
+			q.c.B().Llen().Key(queue).Build(),
+			q.c.B().Llen().Key(k.DeliverProcessingOf(i, q.partitions)).Build(),
+			q.c.B().Lindex().Key(queue).Index(0).Build())
+	}
+	cmds = append(cmds, q.c.B().Llen().Key(k.DeliverDead()).Build())
+	res := q.c.DoMulti(ctx, cmds...)
+	// A list that cannot be read (e.g. a damaged key) counts 0 and is named in the error; the
+	// others are still reported, so one stuck partition does not hide the rest.
+	var errs []error
+	length := func(r rueidis.RedisResult, what string, i int) int64 {
+		n, err := r.AsInt64()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("deliver %s of %s partition %d: %w", what, tenant, i, err))
+		}
+		return n
+	}
+	d := delivery.QueueDepth{Partitions: make([]delivery.PartitionDepth, q.partitions)}
+	for i := range d.Partitions {
+		p := &d.Partitions[i]
+		p.Queued = length(res[3*i], "queue length", i)
+		p.Processing = length(res[3*i+1], "processing length", i)
+		head, err := res[3*i+2].ToString()
+		switch {
+		case rueidis.IsRedisNil(err):
+		case err != nil:
+			errs = append(errs, fmt.Errorf("deliver queue head of %s partition %d: %w", tenant, i, err))
+		default:
+			p.OldestQueuedAt = queuedAt(head)
+		}
+	}
+	d.Dead = length(res[len(res)-1], "dead letters", 0)
+	return d, errors.Join(errs...)
+}
+
+// queuedAt reads a queued job's QueuedAt; an undecodable job (it goes to the dead letters when
+// taken) reads as 0, no age, rather than failing the whole measurement.
+func queuedAt(raw string) int64 {
+	var job struct {
+		QueuedAt int64 `json:"queued_at"`
+	}
+	if json.Unmarshal([]byte(raw), &job) != nil {
+		return 0
+	}
+	return job.QueuedAt
 }
