@@ -45,3 +45,19 @@ func isTransient(err error) bool {
 	n := mysqlErrno(err)
 	return n == errDeadlock || n == errLockWait
 }
+
+// transientAttempts bounds the tries of a statement that met a deadlock or lock timeout.
+const transientAttempts = 3
+
+// retryTransient runs op until it succeeds, fails for good, or has met transientAttempts
+// deadlocks or lock timeouts: the victim of a deadlock is rolled back whole, so trying again
+// repeats nothing.
+func retryTransient(op func() error) error {
+	var err error
+	for attempt := 1; attempt <= transientAttempts; attempt++ {
+		if err = op(); err == nil || !isTransient(err) {
+			return err
+		}
+	}
+	return err
+}

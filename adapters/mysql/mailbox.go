@@ -13,9 +13,6 @@ import (
 	"imd/ports"
 )
 
-// appendAttempts bounds the retries of a mailbox append that met a deadlock or lock timeout.
-const appendAttempts = 3
-
 // Mailbox implements ports.Mailbox over t_mailbox_events and t_device_sync_cursors. Device ids
 // are unsigned on the wire and signed in the schema: they are stored bit for bit, so a device
 // id above 2^63 reads back unchanged.
@@ -45,13 +42,7 @@ func (b *Mailbox) Append(ctx context.Context, tenant string, events []mailbox.Ev
 		return nil, err
 	}
 	out := slices.Clone(events)
-	for attempt := 1; ; attempt++ {
-		err = b.append(ctx, t.db, out)
-		if err == nil || !isTransient(err) || attempt == appendAttempts {
-			break
-		}
-	}
-	if err != nil {
+	if err := retryTransient(func() error { return b.append(ctx, t.db, out) }); err != nil {
 		return nil, fmt.Errorf("append %d mailbox events: %w", len(events), err)
 	}
 	return out, nil

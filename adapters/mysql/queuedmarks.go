@@ -97,7 +97,7 @@ func (m *queuedMarker) write(batch []*markReq) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), DefaultTxTimeout)
 	defer cancel()
-	if err := upd.exec(ctx, m.t.db); err != nil {
+	if err := retryTransient(func() error { return upd.exec(ctx, m.t.db) }); err != nil {
 		return fmt.Errorf("mark %d dedup records queued: %w", len(batch), err)
 	}
 	return nil

@@ -12,14 +12,15 @@ SELECT * FROM t_conversations WHERE topic = ?;
 SELECT * FROM t_conversations WHERE id = ?;
 
 -- Moves each conversation's last message forward, never back: batches of two months may
--- commit in either order.
+-- commit in either order. The batch drives the join by primary key, so that a young table is
+-- not scanned and locked whole (see MarkDedupQueued).
 -- name: AdvanceConversations :exec
-UPDATE t_conversations AS c
-JOIN (/*ROW*/(SELECT
+UPDATE (/*ROW*/(SELECT
     CAST(sqlc.arg(id) AS SIGNED) AS id,
     CAST(sqlc.arg(last_seq) AS SIGNED) AS last_seq,
     CAST(sqlc.arg(last_msg_id) AS SIGNED) AS last_msg_id,
-    CAST(sqlc.arg(last_msg_at) AS DATETIME(3)) AS last_msg_at)) AS v ON v.id = c.id
+    CAST(sqlc.arg(last_msg_at) AS DATETIME(3)) AS last_msg_at)) AS v
+STRAIGHT_JOIN t_conversations AS c FORCE INDEX (PRIMARY) ON v.id = c.id
 SET c.last_msg_id = IF(v.last_seq > c.last_seq, v.last_msg_id, c.last_msg_id),
     c.last_msg_at = IF(v.last_seq > c.last_seq, v.last_msg_at, c.last_msg_at),
     c.last_seq = GREATEST(c.last_seq, v.last_seq);

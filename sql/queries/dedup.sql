@@ -21,11 +21,14 @@ INSERT INTO im_group_message_dedup (
 
 -- A record's status goes 'stored' (COMMIT) → 'queued' once the send that stored it, or a
 -- resend, queued its deliver job: a resend of a queued message queues nothing (issue 19).
+-- The keys drive the join and each record is found by its primary key: on a young table the
+-- optimizer would otherwise scan the dedup table first, lock every row, and deadlock with the
+-- group commit's inserts.
 -- name: MarkDedupQueued :exec
-UPDATE im_group_message_dedup AS d
-JOIN (/*ROW*/(SELECT
+UPDATE (/*ROW*/(SELECT
     CAST(sqlc.arg(topic) AS CHAR(64)) AS topic,
     CAST(sqlc.arg(from_user) AS SIGNED) AS from_user,
     CAST(sqlc.arg(client_msg_id) AS CHAR(64)) AS client_msg_id)) AS k
+STRAIGHT_JOIN im_group_message_dedup AS d FORCE INDEX (PRIMARY)
     ON d.topic = k.topic AND d.from_user = k.from_user AND d.client_msg_id = k.client_msg_id
 SET d.status = 'queued';

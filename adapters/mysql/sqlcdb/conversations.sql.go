@@ -34,12 +34,12 @@ func (q *Queries) AddMember(ctx context.Context, arg AddMemberParams) error {
 }
 
 const advanceConversations = `-- name: AdvanceConversations :exec
-UPDATE t_conversations AS c
-JOIN (/*ROW*/(SELECT
+UPDATE (/*ROW*/(SELECT
     CAST(? AS SIGNED) AS id,
     CAST(? AS SIGNED) AS last_seq,
     CAST(? AS SIGNED) AS last_msg_id,
-    CAST(? AS DATETIME(3)) AS last_msg_at)) AS v ON v.id = c.id
+    CAST(? AS DATETIME(3)) AS last_msg_at)) AS v
+STRAIGHT_JOIN t_conversations AS c FORCE INDEX (PRIMARY) ON v.id = c.id
 SET c.last_msg_id = IF(v.last_seq > c.last_seq, v.last_msg_id, c.last_msg_id),
     c.last_msg_at = IF(v.last_seq > c.last_seq, v.last_msg_at, c.last_msg_at),
     c.last_seq = GREATEST(c.last_seq, v.last_seq)
@@ -53,7 +53,8 @@ type AdvanceConversationsParams struct {
 }
 
 // Moves each conversation's last message forward, never back: batches of two months may
-// commit in either order.
+// commit in either order. The batch drives the join by primary key, so that a young table is
+// not scanned and locked whole (see MarkDedupQueued).
 func (q *Queries) AdvanceConversations(ctx context.Context, arg AdvanceConversationsParams) error {
 	_, err := q.db.ExecContext(ctx, advanceConversations,
 		arg.ID,

@@ -111,11 +111,11 @@ func (q *Queries) LockDedup(ctx context.Context, arg LockDedupParams) ([]LockDed
 }
 
 const markDedupQueued = `-- name: MarkDedupQueued :exec
-UPDATE im_group_message_dedup AS d
-JOIN (/*ROW*/(SELECT
+UPDATE (/*ROW*/(SELECT
     CAST(? AS CHAR(64)) AS topic,
     CAST(? AS SIGNED) AS from_user,
     CAST(? AS CHAR(64)) AS client_msg_id)) AS k
+STRAIGHT_JOIN im_group_message_dedup AS d FORCE INDEX (PRIMARY)
     ON d.topic = k.topic AND d.from_user = k.from_user AND d.client_msg_id = k.client_msg_id
 SET d.status = 'queued'
 `
@@ -128,6 +128,9 @@ type MarkDedupQueuedParams struct {
 
 // A record's status goes 'stored' (COMMIT) → 'queued' once the send that stored it, or a
 // resend, queued its deliver job: a resend of a queued message queues nothing (issue 19).
+// The keys drive the join and each record is found by its primary key: on a young table the
+// optimizer would otherwise scan the dedup table first, lock every row, and deadlock with the
+// group commit's inserts.
 func (q *Queries) MarkDedupQueued(ctx context.Context, arg MarkDedupQueuedParams) error {
 	_, err := q.db.ExecContext(ctx, markDedupQueued, arg.Topic, arg.FromUser, arg.ClientMsgID)
 	return err

@@ -1,0 +1,85 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"testing"
+	"time"
+
+	"imd/adapters/mysql/sqlcdb"
+)
+
+// A batch UPDATE joined to its rows must find each target by primary key even on a young
+// table, whose statistics make a full scan look cheap: a scan locks every row and deadlocked
+// the queued marks against the group commit's inserts (CI, TestShard15…, 2026-12-01).
+func TestBatchUpdatesLockOnlyTheirRows(t *testing.T) {
+	c, tenant := newTestCluster(t)
+	db := rawDB(t, c, tenant)
+	ctx := context.Background()
+	cases := []struct {
+		name  string
+		table string // alias of the updated table in the statement
+		call  func(q *sqlcdb.Queries, i int) error
+	}{
+		{"queued marks", "d", func(q *sqlcdb.Queries, i int) error {
+			return q.MarkDedupQueued(ctx, sqlcdb.MarkDedupQueuedParams{Topic: "grp_1", FromUser: int64(i + 1), ClientMsgID: "c"})
+		}},
+		{"conversation heads", "c", func(q *sqlcdb.Queries, i int) error {
+			return q.AdvanceConversations(ctx, sqlcdb.AdvanceConversationsParams{ID: int64(i + 1), LastSeq: 1, LastMsgID: 1, LastMsgAt: time.Now()})
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := rowBatch{sep: sepUnion}
+			for i := range 3 {
+				if err := b.add(func(q *sqlcdb.Queries) error { return tc.call(q, i) }); err != nil {
+					t.Fatal(err)
+				}
+			}
+			spy := &spyDB{}
+			if err := b.exec(ctx, spy); err != nil {
+				t.Fatal(err)
+			}
+			access, key := planFor(t, db, spy.queries[len(spy.queries)-1], spy.args, tc.table)
+			if access != "eq_ref" || key != "PRIMARY" {
+				t.Fatalf("%s is read by %s on key %q, want eq_ref on PRIMARY", tc.table, access, key)
+			}
+		})
+	}
+}
+
+// planFor returns the access type and key EXPLAIN shows for table.
+func planFor(t *testing.T, db *sql.DB, query string, args []any, table string) (access, key string) {
+	t.Helper()
+	rows, err := db.Query("EXPLAIN "+query, args...)
+	if err != nil {
+		t.Fatalf("explain: %v", err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		vals := make([]sql.NullString, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		row := map[string]string{}
+		for i, c := range cols {
+			row[c] = vals[i].String
+		}
+		if row["table"] == table {
+			return row["type"], row["key"]
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Fatalf("no plan row for %s", table)
+	return "", ""
+}
