@@ -1,4 +1,4 @@
-module imd
+module github.com/imdhq/imd
 
 go 1.26.8
 

@@ -14,7 +14,7 @@ import (
 	"github.com/compose-spec/compose-go/v2/types"
 	"github.com/goccy/go-yaml"
 
-	"imd/adapters/config"
+	"github.com/imdhq/imd/adapters/config"
 )
 
 // loadCompose loads compose.yaml with every profile, as `docker compose --profile monitoring`

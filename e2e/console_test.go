@@ -19,7 +19,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"imd/adapters/mysql/legacygen"
+	"github.com/imdhq/imd/adapters/mysql/legacygen"
 )
 
 // chromiumPath is the browser deploy/local/browser.sh installed; required when the suite runs

@@ -26,8 +26,8 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"imd/adapters/tcp/client"
-	"imd/adapters/tcp/wire"
+	"github.com/imdhq/imd/adapters/client"
+	"github.com/imdhq/imd/adapters/protocol"
 )
 
 // faultDuration is how long the senders run; IMD_FAULT_DURATION overrides it (e.g. 60s).
@@ -147,13 +147,13 @@ func (s *faultSender) run(ctx context.Context, addr func() string, stop <-chan s
 				break
 			}
 			s.mu.Lock()
-			if isCode(err, wire.CodeBusy) {
+			if isCode(err, protocol.CodeBusy) {
 				s.busy++
 			} else {
 				s.other++
 			}
 			s.mu.Unlock()
-			if !isCode(err, wire.CodeBusy) {
+			if !isCode(err, protocol.CodeBusy) {
 				c.Close()
 				c = nil
 			}

@@ -23,7 +23,7 @@ import (
 	"testing"
 	"time"
 
-	"imd/adapters/tcp/client"
+	"github.com/imdhq/imd/adapters/client"
 
 	_ "github.com/go-sql-driver/mysql"
 )

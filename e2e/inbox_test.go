@@ -14,32 +14,32 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"imd/adapters/tcp/client"
-	"imd/adapters/tcp/frame"
-	"imd/adapters/tcp/wire"
+	"github.com/imdhq/imd/adapters/client"
+	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/adapters/protocol/frame"
 )
 
 // syncInbox runs SYNC_INBOX and returns its dialogs and events over all pages, and the FINISH.
-func syncInbox(t *testing.T, ctx context.Context, c *client.Conn, req wire.SyncInboxRequest) ([]wire.Dialog, []wire.Event, wire.SyncInboxFinish) {
+func syncInbox(t *testing.T, ctx context.Context, c *client.Conn, req protocol.SyncInboxRequest) ([]protocol.Dialog, []protocol.Event, protocol.SyncInboxFinish) {
 	t.Helper()
-	envs, err := c.RequestStream(ctx, wire.CmdSyncInbox, req)
+	envs, err := c.RequestStream(ctx, protocol.CmdSyncInbox, req)
 	if err != nil {
 		t.Fatalf("SYNC_INBOX: %v", err)
 	}
 	var (
-		dialogs []wire.Dialog
-		events  []wire.Event
-		finish  wire.SyncInboxFinish
+		dialogs []protocol.Dialog
+		events  []protocol.Event
+		finish  protocol.SyncInboxFinish
 	)
 	last := envs[len(envs)-1]
-	if last.Code != wire.CodeOK {
+	if last.Code != protocol.CodeOK {
 		t.Fatalf("SYNC_INBOX: code %d %s", last.Code, last.Msg)
 	}
 	if err := json.Unmarshal(last.Data, &finish); err != nil {
 		t.Fatal(err)
 	}
 	for _, env := range envs[:len(envs)-1] {
-		var page wire.SyncInboxPage
+		var page protocol.SyncInboxPage
 		if err := json.Unmarshal(env.Data, &page); err != nil {
 			t.Fatal(err)
 		}
@@ -50,27 +50,27 @@ func syncInbox(t *testing.T, ctx context.Context, c *client.Conn, req wire.SyncI
 }
 
 // dialogOf returns the dialog of topic from a full SYNC_INBOX; ok=false when it is not listed.
-func dialogOf(t *testing.T, ctx context.Context, c *client.Conn, topic string) (wire.Dialog, bool) {
+func dialogOf(t *testing.T, ctx context.Context, c *client.Conn, topic string) (protocol.Dialog, bool) {
 	t.Helper()
-	dialogs, _, _ := syncInbox(t, ctx, c, wire.SyncInboxRequest{})
+	dialogs, _, _ := syncInbox(t, ctx, c, protocol.SyncInboxRequest{})
 	for _, d := range dialogs {
 		if d.Topic == topic {
 			return d, true
 		}
 	}
-	return wire.Dialog{}, false
+	return protocol.Dialog{}, false
 }
 
 // readMessage sends READ_MESSAGE with body (a struct or raw JSON) and returns the watermark.
-func readMessage(ctx context.Context, c *client.Conn, body any) (wire.ReadResponse, error) {
-	env, err := c.Request(ctx, wire.CmdReadMessage, body)
+func readMessage(ctx context.Context, c *client.Conn, body any) (protocol.ReadResponse, error) {
+	env, err := c.Request(ctx, protocol.CmdReadMessage, body)
 	if err != nil {
-		return wire.ReadResponse{}, err
+		return protocol.ReadResponse{}, err
 	}
-	if env.Code != wire.CodeOK {
-		return wire.ReadResponse{}, &client.CodeError{Code: env.Code, Msg: env.Msg}
+	if env.Code != protocol.CodeOK {
+		return protocol.ReadResponse{}, &client.CodeError{Code: env.Code, Msg: env.Msg}
 	}
-	var w wire.ReadResponse
+	var w protocol.ReadResponse
 	err = json.Unmarshal(env.Data, &w)
 	return w, err
 }
@@ -147,9 +147,9 @@ func TestInboxOfflineUserSeesTheConversationThenSyncsItsMessages(t *testing.T) {
 	eventually(t, 10*time.Second, "B's unread count", func() bool { return unreadOf(srv, rc, 502, topic) == 3 })
 
 	b := srv.Connect(ctx, tokB, 1)
-	dialogs, events, _ := syncInbox(t, ctx, b, wire.SyncInboxRequest{})
+	dialogs, events, _ := syncInbox(t, ctx, b, protocol.SyncInboxRequest{})
 	var (
-		d  wire.Dialog
+		d  protocol.Dialog
 		ok bool
 	)
 	for _, x := range dialogs {
@@ -182,8 +182,8 @@ func TestInboxOfflineUserSeesTheConversationThenSyncsItsMessages(t *testing.T) {
 		t.Fatalf("%d mailbox rows after the sends, %d before; offline users get none", n, mailboxRows)
 	}
 	t.Run("the device cursor is stored and the next sync is empty", func(t *testing.T) {
-		_, _, fin := syncInbox(t, ctx, b, wire.SyncInboxRequest{})
-		dialogs, events, again := syncInbox(t, ctx, b, wire.SyncInboxRequest{MailboxSeq: fin.MailboxSeq, DialogScore: fin.DialogScore})
+		_, _, fin := syncInbox(t, ctx, b, protocol.SyncInboxRequest{})
+		dialogs, events, again := syncInbox(t, ctx, b, protocol.SyncInboxRequest{MailboxSeq: fin.MailboxSeq, DialogScore: fin.DialogScore})
 		if len(dialogs) != 0 || len(events) != 0 || again.HasMore {
 			t.Fatalf("sync from the finish cursors: %d dialogs, %d events, %+v", len(dialogs), len(events), again)
 		}
@@ -207,7 +207,7 @@ func TestInboxOnlinePushWritesNoMailboxRowAndReachesTheSendersOtherDevice(t *tes
 		t.Fatal(err)
 	}
 	for name, c := range map[string]*client.Conn{"recipient": b, "sender's second device": a2} {
-		if p := awaitPush(t, c, wire.CmdMessage, 10*time.Second); p.Message == nil || p.Message.Seq != ack.Seq {
+		if p := awaitPush(t, c, protocol.CmdMessage, 10*time.Second); p.Message == nil || p.Message.Seq != ack.Seq {
 			t.Fatalf("%s got %+v", name, p)
 		}
 	}
@@ -234,8 +234,8 @@ func TestInboxUnacknowledgedPushLeavesAMissedMessageRow(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer raw.Close()
-	body, _ := json.Marshal(wire.AuthRequest{Token: tokB, DeviceID: 9})
-	auth, err := frame.Append(nil, wire.CmdAuth, 1, 1, body, 0)
+	body, _ := json.Marshal(protocol.AuthRequest{Token: tokB, DeviceID: 9})
+	auth, err := frame.Append(nil, protocol.CmdAuth, 1, 1, body, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +254,7 @@ func TestInboxUnacknowledgedPushLeavesAMissedMessageRow(t *testing.T) {
 	raw.Close()
 
 	b := srv.Connect(ctx, tokB, 9)
-	_, events, _ := syncInbox(t, ctx, b, wire.SyncInboxRequest{})
+	_, events, _ := syncInbox(t, ctx, b, protocol.SyncInboxRequest{})
 	var found bool
 	for _, e := range events {
 		var msgID int64
@@ -267,12 +267,12 @@ func TestInboxUnacknowledgedPushLeavesAMissedMessageRow(t *testing.T) {
 		t.Fatalf("SYNC_INBOX of device 9 has no missed_message for msg %d: %v", ack.MsgID, events)
 	}
 	other := srv.Connect(ctx, tokB, 10)
-	if _, events, _ := syncInbox(t, ctx, other, wire.SyncInboxRequest{}); hasType(events, "missed_message") {
+	if _, events, _ := syncInbox(t, ctx, other, protocol.SyncInboxRequest{}); hasType(events, "missed_message") {
 		t.Fatalf("another device of B sees device 9's missed message: %v", events)
 	}
 }
 
-func hasType(events []wire.Event, typ string) bool {
+func hasType(events []protocol.Event, typ string) bool {
 	for _, e := range events {
 		if string(e["type"]) == strconv.Quote(typ) {
 			return true
@@ -290,7 +290,7 @@ func TestInboxReadReachesTheOtherDevice(t *testing.T) {
 	topic := srv.Group(52, 521, 522)
 	a := srv.Connect(ctx, tokA, 1)
 	b1, b2 := srv.Connect(ctx, tokB, 1), srv.Connect(ctx, tokB, 2)
-	var acks []wire.SendAck
+	var acks []protocol.SendAck
 	for i := range 3 {
 		ack, err := a.Send(ctx, textMessage(topic, fmt.Sprint("r-", i), "read me"))
 		if err != nil {
@@ -303,16 +303,16 @@ func TestInboxReadReachesTheOtherDevice(t *testing.T) {
 		t.Fatalf("unread before READ = %d, want 3", d.Unread)
 	}
 
-	w, err := readMessage(ctx, b1, wire.ReadRequest{Topic: topic, Seq: 2})
+	w, err := readMessage(ctx, b1, protocol.ReadRequest{Topic: topic, Seq: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := wire.ReadResponse{Topic: topic, ConversationID: acks[1].ConversationID, Seq: 2, MsgID: acks[1].MsgID}
+	want := protocol.ReadResponse{Topic: topic, ConversationID: acks[1].ConversationID, Seq: 2, MsgID: acks[1].MsgID}
 	if w != want {
 		t.Fatalf("READ answered %+v, want %+v", w, want)
 	}
-	p := awaitPush(t, b2, wire.CmdReadMessage, 10*time.Second)
-	var pushed wire.ReadResponse
+	p := awaitPush(t, b2, protocol.CmdReadMessage, 10*time.Second)
+	var pushed protocol.ReadResponse
 	if err := json.Unmarshal(p.Envelope.Data, &pushed); err != nil || pushed != want {
 		t.Fatalf("other device got cmd 8 %s (%v), want %+v", p.Envelope.Data, err, want)
 	}
@@ -322,17 +322,17 @@ func TestInboxReadReachesTheOtherDevice(t *testing.T) {
 
 	conv := acks[0].ConversationID
 	t.Run("the watermark never moves back", func(t *testing.T) {
-		w, err := readMessage(ctx, b1, wire.ReadRequest{ConversationID: conv, MsgID: acks[0].MsgID})
+		w, err := readMessage(ctx, b1, protocol.ReadRequest{ConversationID: conv, MsgID: acks[0].MsgID})
 		if err != nil || w.Seq != 2 || w.MsgID != acks[1].MsgID {
 			t.Fatalf("READ of an older message = %+v, %v; want the stored seq 2", w, err)
 		}
 	})
 	t.Run("the last_msg_id form with peer_id", func(t *testing.T) {
-		w, err := readMessage(ctx, b1, wire.ReadRequest{ConversationID: conv, LastMsgID: acks[2].MsgID, PeerID: 521})
+		w, err := readMessage(ctx, b1, protocol.ReadRequest{ConversationID: conv, LastMsgID: acks[2].MsgID, PeerID: 521})
 		if err != nil || w.Seq != 3 || w.MsgID != acks[2].MsgID {
 			t.Fatalf("READ = %+v, %v", w, err)
 		}
-		awaitPush(t, b2, wire.CmdReadMessage, 10*time.Second)
+		awaitPush(t, b2, protocol.CmdReadMessage, 10*time.Second)
 	})
 	t.Run("codes", func(t *testing.T) {
 		outsider := srv.Connect(ctx, srv.User(523), 1)
@@ -342,10 +342,10 @@ func TestInboxReadReachesTheOtherDevice(t *testing.T) {
 			body any
 			code int
 		}{
-			{"conversation_id missing", b1, json.RawMessage(fmt.Sprintf(`{"msg_id":%d}`, acks[0].MsgID)), wire.CodeInvalidArgument},
-			{"both ids not positive", b1, json.RawMessage(fmt.Sprintf(`{"conversation_id":%d,"msg_id":0,"last_msg_id":-1}`, conv)), wire.CodeInvalidArgument},
-			{"message not found", b1, wire.ReadRequest{ConversationID: conv, MsgID: acks[0].MsgID + 1_000_000}, wire.CodeNotFound},
-			{"not a member", outsider, wire.ReadRequest{ConversationID: conv, MsgID: acks[0].MsgID}, wire.CodeForbidden},
+			{"conversation_id missing", b1, json.RawMessage(fmt.Sprintf(`{"msg_id":%d}`, acks[0].MsgID)), protocol.CodeInvalidArgument},
+			{"both ids not positive", b1, json.RawMessage(fmt.Sprintf(`{"conversation_id":%d,"msg_id":0,"last_msg_id":-1}`, conv)), protocol.CodeInvalidArgument},
+			{"message not found", b1, protocol.ReadRequest{ConversationID: conv, MsgID: acks[0].MsgID + 1_000_000}, protocol.CodeNotFound},
+			{"not a member", outsider, protocol.ReadRequest{ConversationID: conv, MsgID: acks[0].MsgID}, protocol.CodeForbidden},
 		}
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
@@ -446,7 +446,7 @@ func TestInboxRedisLossRebuildsListsFromMySQL(t *testing.T) {
 		}
 	}
 	collectMessages(t, b, 3, 10*time.Second)
-	if _, err := readMessage(ctx, b, wire.ReadRequest{Topic: topic, Seq: 1}); err != nil {
+	if _, err := readMessage(ctx, b, protocol.ReadRequest{Topic: topic, Seq: 1}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -464,7 +464,7 @@ func TestInboxRedisLossRebuildsListsFromMySQL(t *testing.T) {
 	if err != nil || ack.Seq != 4 {
 		t.Fatalf("send after the loss: %+v, %v; want seq 4", ack, err)
 	}
-	awaitPush(t, b, wire.CmdMessage, 10*time.Second)
+	awaitPush(t, b, protocol.CmdMessage, 10*time.Second)
 	if d, _ := dialogOf(t, ctx, b, topic); d.Unread != 3 || d.LastSeq != 4 {
 		t.Fatalf("after a new message: %+v, want unread 3, last seq 4", d)
 	}
@@ -486,13 +486,13 @@ func TestInboxRedisLossRebuildsListsFromMySQL(t *testing.T) {
 	})
 	t.Run("muted conversations are listed read", func(t *testing.T) {
 		srv.MustAdmin("PUT", fmt.Sprintf("/users/542/dialogs/%d", ack.ConversationID), map[string]bool{"muted": true}, nil)
-		if _, err := readMessage(ctx, b, wire.ReadRequest{Topic: topic, Seq: 4}); err != nil {
+		if _, err := readMessage(ctx, b, protocol.ReadRequest{Topic: topic, Seq: 4}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := a.Send(ctx, textMessage(topic, "loss-muted", "shh")); err != nil {
 			t.Fatal(err)
 		}
-		awaitPush(t, b, wire.CmdMessage, 10*time.Second)
+		awaitPush(t, b, protocol.CmdMessage, 10*time.Second)
 		if d, _ := dialogOf(t, ctx, b, topic); d.Unread != 0 || !d.Muted || d.LastSeq != 5 {
 			t.Fatalf("muted dialog %+v, want re-scored, muted, nothing unread", d)
 		}
@@ -525,7 +525,7 @@ func TestInboxBigGroupSendWritesConstantRows(t *testing.T) {
 	}
 	before := counts()
 	const sends = 5
-	var last wire.SendAck
+	var last protocol.SendAck
 	for i := range sends {
 		ack, err := sender.Send(ctx, textMessage(topic, fmt.Sprint("big-", i), "to a thousand"))
 		if err != nil {

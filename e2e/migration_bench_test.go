@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"imd/adapters/mysql/legacygen"
-	"imd/adapters/tcp/client"
-	"imd/cmd/imctl/adminapi"
+	"github.com/imdhq/imd/adapters/client"
+	"github.com/imdhq/imd/adapters/mysql/legacygen"
+	"github.com/imdhq/imd/cmd/imctl/adminapi"
 )
 
 // BenchmarkShard12Migration1M migrates a 1,000,000-row legacy table through the real binary

@@ -19,10 +19,10 @@ import (
 	"testing"
 	"time"
 
-	"imd/adapters/mysql/legacygen"
-	"imd/adapters/tcp/client"
-	"imd/adapters/tcp/wire"
-	"imd/cmd/imctl/adminapi"
+	"github.com/imdhq/imd/adapters/client"
+	"github.com/imdhq/imd/adapters/mysql/legacygen"
+	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/cmd/imctl/adminapi"
 )
 
 // migrationEnv runs the copy in small, quick batches and lets finish reach every read fast.
@@ -132,7 +132,7 @@ func sampleTopics(sum legacygen.Summary) []legacygen.Topic {
 // at most once, in order. Equal views mean equal answers.
 func (lt *legacyTenant) view(ctx context.Context, r reader, upTo int64) (string, error) {
 	var b strings.Builder
-	line := func(m wire.Message) {
+	line := func(m protocol.Message) {
 		if m.Seq <= upTo {
 			sum := sha256.Sum256(m.Content)
 			fmt.Fprintf(&b, " %d/%d/%d/%s/%d/%d/%s", m.Seq, m.MsgID, m.ConversationID, m.Status, m.Version, m.CreatedAt, hex.EncodeToString(sum[:6]))
@@ -184,7 +184,7 @@ func (lt *legacyTenant) view(ctx context.Context, r reader, upTo int64) (string,
 		}
 	}
 	var ctxMsgs struct {
-		Messages []wire.Message `json:"messages"`
+		Messages []protocol.Message `json:"messages"`
 	}
 	if code, err := lt.getJSON(ctx, fmt.Sprintf("/topics/%s/messages/%d/context?n=5", r.topic.Name, (r.topic.MaxSeq+1)/2), &ctxMsgs); err != nil || code != 200 && code != 404 {
 		return "", fmt.Errorf("context %s: HTTP %d: %v", r.topic.Name, code, err)
@@ -196,7 +196,7 @@ func (lt *legacyTenant) view(ctx context.Context, r reader, upTo int64) (string,
 	to := lt.sum.To.Add(time.Millisecond)
 	from := time.Date(to.Year(), to.Month()-2, 1, 0, 0, 0, 0, time.UTC)
 	var found struct {
-		Messages []wire.Message `json:"messages"`
+		Messages []protocol.Message `json:"messages"`
 	}
 	q := url.Values{"topic": {r.topic.Name}, "q": {"收到"}, "from": {from.Format(time.RFC3339)}, "to": {to.Format(time.RFC3339Nano)}, "limit": {"100"}}
 	if code, err := lt.getJSON(ctx, "/search?"+q.Encode(), &found); err != nil || code != 200 {

@@ -16,11 +16,11 @@ import (
 	"testing"
 	"time"
 
-	"imd/adapters/tcp/client"
-	"imd/adapters/tcp/frame"
-	"imd/adapters/tcp/proxyhdr"
-	"imd/adapters/tcp/tlstest"
-	"imd/adapters/tcp/wire"
+	"github.com/imdhq/imd/adapters/client"
+	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/adapters/protocol/frame"
+	"github.com/imdhq/imd/adapters/tcp/proxyhdr"
+	"github.com/imdhq/imd/adapters/tcp/tlstest"
 )
 
 // startNativeIMD runs imd in tcp.tls: native with proxy_protocol: true and the im certificate
@@ -210,8 +210,8 @@ func TestNativeTLSOpenSSLClient(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				s := startSClient(t, srv, proxy.Addr(), "im."+domain, filepath.Join(certs, "ca.crt"), version, sessionArg, session)
 				device := uint64(100 + conn)
-				s.write(t, mustFrame(t, wire.CmdAuth, 1, wire.AuthRequest{Token: fx.receiverToken, DeviceID: device}, 0))
-				if f := s.next(t, 15*time.Second); f.Command != wire.ResponseCommand(wire.CmdAuth) || f.SequenceID != 1 || envCode(t, f) != wire.CodeOK {
+				s.write(t, mustFrame(t, protocol.CmdAuth, 1, protocol.AuthRequest{Token: fx.receiverToken, DeviceID: device}, 0))
+				if f := s.next(t, 15*time.Second); f.Command != protocol.ResponseCommand(protocol.CmdAuth) || f.SequenceID != 1 || envCode(t, f) != protocol.CodeOK {
 					t.Fatalf("AUTH answer: command %d seq %d", f.Command, f.SequenceID)
 				}
 				var batch []byte
@@ -222,9 +222,9 @@ func TestNativeTLSOpenSSLClient(t *testing.T) {
 						text = long
 					}
 					req := textMessage(fx.topic, fmt.Sprintf("ossl-%s-%d-%s", name, i, randomHex(3)), text)
-					batch = append(batch, mustFrame(t, wire.CmdSendMessage, uint32(2+i), req, 64)...)
+					batch = append(batch, mustFrame(t, protocol.CmdSendMessage, uint32(2+i), req, 64)...)
 				}
-				batch = append(batch, mustFrame(t, wire.CmdHeartbeat, uint32(2+sends), struct{}{}, 0)...)
+				batch = append(batch, mustFrame(t, protocol.CmdHeartbeat, uint32(2+sends), struct{}{}, 0)...)
 				var pushing sync.WaitGroup
 				defer pushing.Wait()
 				pushing.Go(func() { // pushes to this connection race its answers
@@ -241,19 +241,19 @@ func TestNativeTLSOpenSSLClient(t *testing.T) {
 				got := 0
 				for len(answered) < sends+1 || got < pushes {
 					f := s.next(t, 30*time.Second)
-					if f.Command == wire.CmdMessage {
+					if f.Command == protocol.CmdMessage {
 						got++
-						s.write(t, mustFrame(t, wire.CmdPushAck, f.SequenceID, struct{}{}, 0))
+						s.write(t, mustFrame(t, protocol.CmdPushAck, f.SequenceID, struct{}{}, 0))
 						continue
 					}
-					want := wire.ResponseCommand(wire.CmdSendMessage)
+					want := protocol.ResponseCommand(protocol.CmdSendMessage)
 					if f.SequenceID == uint32(2+sends) {
-						want = wire.ResponseCommand(wire.CmdHeartbeat)
+						want = protocol.ResponseCommand(protocol.CmdHeartbeat)
 					}
 					if f.Command != want || answered[f.SequenceID] || f.SequenceID < 2 || f.SequenceID > uint32(2+sends) {
 						t.Fatalf("unexpected answer: command %d seq %d (seen before: %v)", f.Command, f.SequenceID, answered[f.SequenceID])
 					}
-					if code := envCode(t, f); code != wire.CodeOK {
+					if code := envCode(t, f); code != protocol.CodeOK {
 						t.Fatalf("seq %d: code %d", f.SequenceID, code)
 					}
 					answered[f.SequenceID] = true
@@ -278,7 +278,7 @@ func TestNativeTLSOpenSSLClient(t *testing.T) {
 
 func envCode(t *testing.T, f frame.Frame) int {
 	t.Helper()
-	var env wire.Envelope
+	var env protocol.Envelope
 	if err := json.Unmarshal(f.Body, &env); err != nil {
 		t.Fatalf("envelope of command %d: %v", f.Command, err)
 	}

@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"imd/adapters/tcp/client"
+	"github.com/imdhq/imd/adapters/client"
 )
 
 // Nginx is a private Nginx in front of one imd, started by deploy/local/nginx.sh from

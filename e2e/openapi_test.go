@@ -11,7 +11,7 @@ import (
 	"github.com/pb33f/libopenapi"
 	validator "github.com/pb33f/libopenapi-validator"
 
-	"imd/docs"
+	"github.com/imdhq/imd/docs"
 )
 
 // specCall is one HTTP call of TestOpenAPIMatchesTheRunningServer.

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"imd/adapters/tcp/client"
+	"github.com/imdhq/imd/adapters/client"
 )
 
 // restartBound is how long a restarted node may take to answer frames: generous for a loaded

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"imd/adapters/s3blob"
+	"github.com/imdhq/imd/adapters/s3blob"
 )
 
 // s3Env is the environment that puts imd's uploads and archive on the test S3 server, under

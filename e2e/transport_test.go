@@ -19,10 +19,10 @@ import (
 	"testing"
 	"time"
 
-	"imd/adapters/tcp/client"
-	"imd/adapters/tcp/frame"
-	"imd/adapters/tcp/tlstest"
-	"imd/adapters/tcp/wire"
+	"github.com/imdhq/imd/adapters/client"
+	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/adapters/protocol/frame"
+	"github.com/imdhq/imd/adapters/tcp/tlstest"
 )
 
 // transportServerName is the SNI the transport tests' certificate is for.
@@ -133,10 +133,10 @@ func transportExpectKick(t *testing.T, c *client.Conn, reason string) {
 		if !ok {
 			t.Fatalf("connection closed or silent without KICK %q (err %v)", reason, c.Err())
 		}
-		if p.Command != wire.CmdKick {
+		if p.Command != protocol.CmdKick {
 			continue
 		}
-		var k wire.Kick
+		var k protocol.Kick
 		if err := json.Unmarshal(p.Envelope.Data, &k); err != nil || k.Reason != reason {
 			t.Fatalf("KICK %s, want reason %q", p.Envelope.Data, reason)
 		}
@@ -238,7 +238,7 @@ func TestTransportSecondAuthKicksFirst(t *testing.T) {
 			}
 			first, otherDevice := connect(1), connect(2)
 			second := connect(1)
-			transportExpectKick(t, first, wire.KickReasonReplaced)
+			transportExpectKick(t, first, protocol.KickReasonReplaced)
 			for name, c := range map[string]*client.Conn{"replacement": second, "other device": otherDevice} {
 				if err := c.Heartbeat(ctx); err != nil {
 					t.Fatalf("%s: %v", name, err)
@@ -268,7 +268,7 @@ func TestTransportSendRateLimit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if burst, err = frame.Append(burst, wire.CmdSendMessage, uint64(900000+i), uint32(900000+i), body, 0); err != nil {
+		if burst, err = frame.Append(burst, protocol.CmdSendMessage, uint64(900000+i), uint32(900000+i), body, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -283,13 +283,13 @@ func TestTransportSendRateLimit(t *testing.T) {
 		if !ok {
 			t.Fatalf("answers so far %v; connection: %v", codes, c.Err())
 		}
-		if p.Command != wire.CmdSendAck {
+		if p.Command != protocol.CmdSendAck {
 			t.Fatalf("answer on command %d, want SEND_ACK", p.Command)
 		}
 		codes[p.Envelope.Code]++
 	}
 	elapsed := time.Since(started)
-	acked, limited := codes[wire.CodeOK], codes[wire.CodeRateLimited]
+	acked, limited := codes[protocol.CodeOK], codes[protocol.CodeRateLimited]
 	t.Logf("30 sends at once: %d acknowledged, %d rate limited, in %v", acked, limited, elapsed.Round(time.Millisecond))
 	if acked+limited != sends || acked == 0 || acked > budget || limited < sends-budget {
 		t.Fatalf("answers %v: want at most %d acknowledged and the rest 42901", codes, budget)
@@ -363,7 +363,7 @@ func TestTransportProxyRequired(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer nc.Close()
-		hb, err := frame.Append(nil, wire.CmdHeartbeat, 1, 1, []byte(`{}`), 0)
+		hb, err := frame.Append(nil, protocol.CmdHeartbeat, 1, 1, []byte(`{}`), 0)
 		if err != nil {
 			t.Fatal(err)
 		}

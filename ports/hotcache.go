@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"imd/core/message"
-	"imd/core/route"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/route"
 )
 
 // HotCache is the Redis copy of each topic's newest messages (seed 000 §1.7, §6.1): a ZSET per

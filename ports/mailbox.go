@@ -3,9 +3,9 @@ package ports
 import (
 	"context"
 
-	"imd/core/delivery"
-	"imd/core/fanout"
-	"imd/core/mailbox"
+	"github.com/imdhq/imd/core/delivery"
+	"github.com/imdhq/imd/core/fanout"
+	"github.com/imdhq/imd/core/mailbox"
 )
 
 // Mailbox is t_mailbox_events and t_device_sync_cursors (seed 003 §10.3): per-user control

@@ -4,10 +4,10 @@ import (
 	"context"
 	"iter"
 
-	"imd/core/legacy"
-	"imd/core/message"
-	"imd/core/month"
-	"imd/core/route"
+	"github.com/imdhq/imd/core/legacy"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/route"
 )
 
 // The ports of the legacy single-table migration (seed 000 §9): reads of the legacy table

@@ -7,14 +7,14 @@ import (
 	"context"
 	"time"
 
-	"imd/core/auth"
-	"imd/core/delivery"
-	"imd/core/message"
-	"imd/core/month"
-	"imd/core/route"
-	"imd/core/seq"
-	"imd/core/shard"
-	"imd/core/social"
+	"github.com/imdhq/imd/core/auth"
+	"github.com/imdhq/imd/core/delivery"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/route"
+	"github.com/imdhq/imd/core/seq"
+	"github.com/imdhq/imd/core/shard"
+	"github.com/imdhq/imd/core/social"
 )
 
 // Clock tells the server time. Month decisions never use it (they use Redis TIME).

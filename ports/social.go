@@ -4,11 +4,11 @@ import (
 	"context"
 	"time"
 
-	"imd/core/auth"
-	"imd/core/mailbox"
-	"imd/core/social"
-	"imd/core/stats"
-	"imd/core/tenant"
+	"github.com/imdhq/imd/core/auth"
+	"github.com/imdhq/imd/core/mailbox"
+	"github.com/imdhq/imd/core/social"
+	"github.com/imdhq/imd/core/stats"
+	"github.com/imdhq/imd/core/tenant"
 )
 
 // The social graph beyond Directory (seed 003 §9.4, issue 6): profiles, friend requests,

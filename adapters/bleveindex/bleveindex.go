@@ -21,10 +21,10 @@ import (
 	"github.com/blevesearch/bleve/v2/mapping"
 	"github.com/blevesearch/bleve/v2/search/query"
 
-	"imd/core/fulltext"
-	"imd/core/month"
-	"imd/core/tenant"
-	"imd/ports"
+	"github.com/imdhq/imd/core/fulltext"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/tenant"
+	"github.com/imdhq/imd/ports"
 )
 
 // Field names of an indexed document.

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"imd/core/fulltext"
-	"imd/ports"
-	"imd/ports/contract"
+	"github.com/imdhq/imd/core/fulltext"
+	"github.com/imdhq/imd/ports"
+	"github.com/imdhq/imd/ports/contract"
 )
 
 func TestSearchIndexContract(t *testing.T) {

@@ -15,8 +15,8 @@ import (
 	"sort"
 	"strings"
 
-	"imd/core/archive"
-	"imd/ports"
+	"github.com/imdhq/imd/core/archive"
+	"github.com/imdhq/imd/ports"
 )
 
 // keyRE is the key alphabet of ports.BlobStore; with ".." segments refused it keeps every key

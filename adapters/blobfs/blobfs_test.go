@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"imd/ports"
-	"imd/ports/contract"
+	"github.com/imdhq/imd/ports"
+	"github.com/imdhq/imd/ports/contract"
 )
 
 func TestBlobStoreContract(t *testing.T) {

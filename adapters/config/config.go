@@ -12,7 +12,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 
-	"imd/core/tenant"
+	"github.com/imdhq/imd/core/tenant"
 )
 
 // Config is the whole server configuration.

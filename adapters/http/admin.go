@@ -7,14 +7,14 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"imd/adapters/tcp/wire"
-	"imd/core/admin"
-	"imd/core/apperr"
-	"imd/core/history"
-	"imd/core/route"
-	"imd/core/shard"
-	"imd/core/social"
-	"imd/core/topic"
+	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/core/admin"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/history"
+	"github.com/imdhq/imd/core/route"
+	"github.com/imdhq/imd/core/shard"
+	"github.com/imdhq/imd/core/social"
+	"github.com/imdhq/imd/core/topic"
 )
 
 // empty is the body of successful calls that return nothing.
@@ -112,11 +112,11 @@ func (s *Server) getMessage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, wire.FromMessage(m))
+	return c.JSON(http.StatusOK, protocol.FromMessage(m))
 }
 
 type messagesResponse struct {
-	Messages []wire.Message `json:"messages"`
+	Messages []protocol.Message `json:"messages"`
 	// Forward pages (since=) also say where to continue and whether more is there.
 	LastSeq *int64 `json:"last_seq,omitempty"`
 	HasMore *bool  `json:"has_more,omitempty"`
@@ -157,14 +157,14 @@ func (s *Server) pageTopic(c echo.Context, tenant string, user int64) error {
 			return err
 		}
 		return c.JSON(http.StatusOK, messagesResponse{
-			Messages: wire.FromMessages(res.Messages), LastSeq: &res.LastSeq, HasMore: &res.HasMore,
+			Messages: protocol.FromMessages(res.Messages), LastSeq: &res.LastSeq, HasMore: &res.HasMore,
 		})
 	}
 	ms, err := s.d.History.History(ctx, history.HistoryRequest{Tenant: tenant, User: user, Topic: name, Before: before, Limit: limit})
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, messagesResponse{Messages: wire.FromMessages(ms)})
+	return c.JSON(http.StatusOK, messagesResponse{Messages: protocol.FromMessages(ms)})
 }
 
 type shardRow struct {

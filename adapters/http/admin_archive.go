@@ -7,15 +7,15 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"imd/core/apperr"
-	"imd/core/archive"
-	"imd/core/archiver"
-	"imd/core/jobs"
-	"imd/core/longsearch"
-	"imd/core/month"
-	"imd/core/reindex"
-	"imd/core/retention"
-	"imd/core/topic"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/archive"
+	"github.com/imdhq/imd/core/archiver"
+	"github.com/imdhq/imd/core/jobs"
+	"github.com/imdhq/imd/core/longsearch"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/reindex"
+	"github.com/imdhq/imd/core/retention"
+	"github.com/imdhq/imd/core/topic"
 )
 
 // ArchiveOps serve the archive, retention, reindex and long-term search routes of this file

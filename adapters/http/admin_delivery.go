@@ -6,8 +6,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"imd/core/apperr"
-	"imd/ports"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/ports"
 )
 
 // Dead-letter requeue bounds: one call moves at most this many, so it never holds Redis long.

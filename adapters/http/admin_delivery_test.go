@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"imd/adapters/memory"
-	"imd/core/apperr"
-	"imd/core/delivery"
+	"github.com/imdhq/imd/adapters/memory"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/delivery"
 )
 
 func TestAdminDeliveryDepthsAndDeadLetterRequeue(t *testing.T) {

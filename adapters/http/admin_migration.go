@@ -6,9 +6,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"imd/core/apperr"
-	"imd/core/legacy"
-	"imd/core/migration"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/legacy"
+	"github.com/imdhq/imd/core/migration"
 )
 
 // migrationRoutes are the legacy single-table migration of seed 000 §9 (imctl migrate). Every

@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"imd/adapters/memory"
-	"imd/core/apperr"
-	"imd/core/message"
-	"imd/core/migration"
-	"imd/core/month"
+	"github.com/imdhq/imd/adapters/memory"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/migration"
+	"github.com/imdhq/imd/core/month"
 )
 
 const migrationPath = "/admin/v1/tenants/default/migration"

@@ -7,9 +7,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"imd/adapters/tcp/wire"
-	"imd/core/apperr"
-	"imd/core/history"
+	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/history"
 )
 
 // queryRoutes are the admin reads beyond PROTOCOL §6's minimum: context around a message and
@@ -39,7 +39,7 @@ func (s *Server) messageContext(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, messagesResponse{Messages: wire.FromMessages(ms)})
+	return c.JSON(http.StatusOK, messagesResponse{Messages: protocol.FromMessages(ms)})
 }
 
 // searchMessages answers GET …/search?from=&to=&q=&topic=&limit=, newest first.
@@ -66,7 +66,7 @@ func (s *Server) searchMessages(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, messagesResponse{Messages: wire.FromMessages(ms)})
+	return c.JSON(http.StatusOK, messagesResponse{Messages: protocol.FromMessages(ms)})
 }
 
 // queryTime parses a required time parameter: RFC 3339 or Unix milliseconds.

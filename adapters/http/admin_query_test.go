@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"imd/adapters/tcp/wire"
-	"imd/core/apperr"
-	"imd/core/message"
-	"imd/core/month"
+	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/month"
 )
 
 func TestMessageContext(t *testing.T) {
@@ -34,7 +34,7 @@ func TestMessageContext(t *testing.T) {
 	}
 	for _, tc := range cases {
 		var body struct {
-			Messages []wire.Message `json:"messages"`
+			Messages []protocol.Message `json:"messages"`
 		}
 		s.ok("GET", tc.path, "", &body)
 		seqs := make([]int64, len(body.Messages))

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"imd/core/apperr"
+	"github.com/imdhq/imd/core/apperr"
 )
 
 func TestAdminRouteRepairBacklogAndDrain(t *testing.T) {

@@ -5,11 +5,11 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"imd/adapters/tcp/wire"
-	"imd/core/apperr"
-	"imd/core/month"
-	"imd/core/routerepair"
-	"imd/core/shardmanager"
+	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/routerepair"
+	"github.com/imdhq/imd/core/shardmanager"
 )
 
 // ShardOps are the shard lifecycle use cases behind the routes of this file (seed 000 §3.4,
@@ -57,10 +57,10 @@ func (s *Server) archiveMonth(c echo.Context) error {
 }
 
 type compensationEntry struct {
-	ShardMonth string       `json:"shard_month"`
-	Reason     string       `json:"reason"`
-	At         int64        `json:"at"` // Unix ms the write was first refused
-	Message    wire.Message `json:"message"`
+	ShardMonth string           `json:"shard_month"`
+	Reason     string           `json:"reason"`
+	At         int64            `json:"at"` // Unix ms the write was first refused
+	Message    protocol.Message `json:"message"`
 }
 
 type compensationResponse struct {
@@ -82,7 +82,7 @@ func (s *Server) listCompensation(c echo.Context) error {
 	for i, e := range entries {
 		out.Entries[i] = compensationEntry{
 			ShardMonth: e.Message.Month.String(), Reason: e.Reason, At: unixMilli(e.At),
-			Message: wire.FromMessage(e.Message),
+			Message: protocol.FromMessage(e.Message),
 		}
 	}
 	return c.JSON(http.StatusOK, out)

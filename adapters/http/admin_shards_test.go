@@ -8,15 +8,15 @@ import (
 	"testing"
 	"time"
 
-	"imd/adapters/memory"
-	"imd/core/apperr"
-	"imd/core/message"
-	"imd/core/month"
-	"imd/core/route"
-	"imd/core/routerepair"
-	"imd/core/shard"
-	"imd/core/shardmanager"
-	"imd/ports"
+	"github.com/imdhq/imd/adapters/memory"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/route"
+	"github.com/imdhq/imd/core/routerepair"
+	"github.com/imdhq/imd/core/shard"
+	"github.com/imdhq/imd/core/shardmanager"
+	"github.com/imdhq/imd/ports"
 )
 
 // shardStack serves the shard lifecycle routes over the in-memory adapters.

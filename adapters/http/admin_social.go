@@ -6,12 +6,12 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"imd/adapters/tcp/wire"
-	"imd/core/apperr"
-	"imd/core/directory"
-	"imd/core/month"
-	"imd/core/reports"
-	"imd/core/social"
+	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/directory"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/reports"
+	"github.com/imdhq/imd/core/social"
 )
 
 // adminSocialRoutes adds user and group management, token revocation, statistics and reports
@@ -291,7 +291,7 @@ func (s *Server) listReports(c echo.Context) error {
 			CreatedAt: unixMilli(r.CreatedAt), UpdatedAt: unixMilli(r.UpdatedAt),
 		}
 		if r.Evidence != nil {
-			m := wire.FromMessage(*r.Evidence)
+			m := protocol.FromMessage(*r.Evidence)
 			out[i].Evidence = &m
 		}
 	}

@@ -5,7 +5,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"imd/core/tenant"
+	"github.com/imdhq/imd/core/tenant"
 )
 
 // tenantRoutes are the tenant registry routes of the admin API: not under a tenant's path, so

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"imd/core/routerepair"
+	"github.com/imdhq/imd/core/routerepair"
 	"log/slog"
 	"net/http"
 	"reflect"
@@ -14,21 +14,21 @@ import (
 	"testing"
 	"time"
 
-	"imd/adapters/jwt"
-	"imd/adapters/memory"
-	"imd/adapters/tcp/wire"
-	"imd/core/admin"
-	"imd/core/apperr"
-	"imd/core/auth"
-	"imd/core/conversation"
-	"imd/core/directory"
-	"imd/core/history"
-	"imd/core/membership"
-	"imd/core/message"
-	"imd/core/month"
-	"imd/core/shard"
-	"imd/core/shardmanager"
-	"imd/ports"
+	"github.com/imdhq/imd/adapters/jwt"
+	"github.com/imdhq/imd/adapters/memory"
+	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/core/admin"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/auth"
+	"github.com/imdhq/imd/core/conversation"
+	"github.com/imdhq/imd/core/directory"
+	"github.com/imdhq/imd/core/history"
+	"github.com/imdhq/imd/core/membership"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/shard"
+	"github.com/imdhq/imd/core/shardmanager"
+	"github.com/imdhq/imd/ports"
 )
 
 var tokenSecret = []byte("http-test-secret-0123456789abcdef")
@@ -233,13 +233,13 @@ func TestGetMessage(t *testing.T) {
 		t.Errorf("created_at = %s, want ms", plain["created_at"])
 	}
 
-	var full wire.Message
+	var full protocol.Message
 	s.ok("GET", "/topics/grp_5/messages/2", "", &full)
 	editedAt := edited.UnixMilli()
-	want := wire.Message{
+	want := protocol.Message{
 		Topic: "grp_5", Seq: 2, MsgID: 2000, From: 2, ClientMsgID: "c2", Type: "image",
 		Content: json.RawMessage(`{"key":"k/1.png","w":3}`), Mentions: []int64{1, 3}, MentionAll: true,
-		ReplySeq: 1, Status: wire.StatusNormal, Version: 2,
+		ReplySeq: 1, Status: protocol.StatusNormal, Version: 2,
 		CreatedAt: s.now.Add(2 * time.Second).UnixMilli(), EditedAt: &editedAt,
 	}
 	if !reflect.DeepEqual(full, want) {
@@ -288,9 +288,9 @@ func TestListMessagesAcrossMonths(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.query, func(t *testing.T) {
 			var got struct {
-				Messages []wire.Message `json:"messages"`
-				LastSeq  *int64         `json:"last_seq"`
-				HasMore  *bool          `json:"has_more"`
+				Messages []protocol.Message `json:"messages"`
+				LastSeq  *int64             `json:"last_seq"`
+				HasMore  *bool              `json:"has_more"`
 			}
 			rec := s.do("GET", "/admin/v1/tenants/default/topics/grp_5/messages"+tt.query, "")
 			if rec.Code != http.StatusOK {

@@ -6,17 +6,17 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"imd/core/apperr"
-	"imd/core/auth"
-	"imd/core/authn"
-	"imd/core/dialog"
-	"imd/core/directory"
-	"imd/core/inbox"
-	"imd/core/read"
-	"imd/core/reports"
-	"imd/core/send"
-	"imd/core/tenants"
-	"imd/core/uploads"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/auth"
+	"github.com/imdhq/imd/core/authn"
+	"github.com/imdhq/imd/core/dialog"
+	"github.com/imdhq/imd/core/directory"
+	"github.com/imdhq/imd/core/inbox"
+	"github.com/imdhq/imd/core/read"
+	"github.com/imdhq/imd/core/reports"
+	"github.com/imdhq/imd/core/send"
+	"github.com/imdhq/imd/core/tenants"
+	"github.com/imdhq/imd/core/uploads"
 )
 
 // SocialDeps serve the client API under /api/v1 (client*.go), the admin additions of

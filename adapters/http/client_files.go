@@ -11,9 +11,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"imd/adapters/localfs"
-	"imd/core/apperr"
-	"imd/core/uploads"
+	"github.com/imdhq/imd/adapters/localfs"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/uploads"
 )
 
 // FileStore is the local-filesystem object store behind the /files/ routes: it checks the

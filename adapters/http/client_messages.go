@@ -5,12 +5,12 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"imd/adapters/tcp/wire"
-	"imd/core/apperr"
-	"imd/core/dialog"
-	"imd/core/inbox"
-	"imd/core/read"
-	"imd/core/topic"
+	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/dialog"
+	"github.com/imdhq/imd/core/inbox"
+	"github.com/imdhq/imd/core/read"
+	"github.com/imdhq/imd/core/topic"
 )
 
 func (s *Server) messageRoutes(api *echo.Group) {
@@ -182,12 +182,12 @@ func (s *Server) userMessage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, wire.FromMessage(m))
+	return c.JSON(http.StatusOK, protocol.FromMessage(m))
 }
 
 // sendRequest is SEND_MESSAGE's body (PROTOCOL §4) plus the optional sending device.
 type sendRequest struct {
-	wire.SendMessageRequest
+	protocol.SendMessageRequest
 	DeviceID uint64 `json:"device_id"` // optional: this device gets no copy
 }
 
@@ -212,7 +212,7 @@ func (s *Server) sendUserMessage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, wire.SendAckOf(res))
+	return c.JSON(http.StatusOK, protocol.SendAckOf(res))
 }
 
 type reportRequest struct {
@@ -231,7 +231,7 @@ type reportJSON struct {
 	CreatedAt int64  `json:"created_at"` // Unix ms
 	UpdatedAt int64  `json:"updated_at"` // Unix ms
 	// Evidence is the reported message (admin listings only); null when it is gone.
-	Evidence *wire.Message `json:"evidence,omitempty"`
+	Evidence *protocol.Message `json:"evidence,omitempty"`
 }
 
 // fileReport reports a message the caller can read.

@@ -6,14 +6,14 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"imd/adapters/tcp/wire"
-	"imd/core/apperr"
-	"imd/core/favorites"
-	"imd/core/groupfiles"
-	"imd/core/longsearch"
-	"imd/core/message"
-	"imd/core/replies"
-	"imd/core/topic"
+	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/favorites"
+	"github.com/imdhq/imd/core/groupfiles"
+	"github.com/imdhq/imd/core/longsearch"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/replies"
+	"github.com/imdhq/imd/core/topic"
 )
 
 // ReferenceOps serve the client routes of this file: references into messages by topic+seq
@@ -81,11 +81,11 @@ type favoriteRequest struct {
 
 // favoriteJSON is a saved message; Message is null when the caller can no longer read it.
 type favoriteJSON struct {
-	FavoriteID int64         `json:"favorite_id"`
-	Topic      string        `json:"topic"`
-	Seq        int64         `json:"seq"`
-	CreatedAt  int64         `json:"created_at"` // Unix ms
-	Message    *wire.Message `json:"message"`
+	FavoriteID int64             `json:"favorite_id"`
+	Topic      string            `json:"topic"`
+	Seq        int64             `json:"seq"`
+	CreatedAt  int64             `json:"created_at"` // Unix ms
+	Message    *protocol.Message `json:"message"`
 }
 
 type favoritesJSON struct {
@@ -134,7 +134,7 @@ func (s *Server) listFavorites(c echo.Context) error {
 	for i, f := range saved {
 		out.Favorites[i] = favoriteJSON{FavoriteID: f.ID, Topic: f.Topic, Seq: f.Seq, CreatedAt: unixMilli(f.CreatedAt)}
 		if f.Message != nil {
-			m := wire.FromMessage(*f.Message)
+			m := protocol.FromMessage(*f.Message)
 			out.Favorites[i].Message = &m
 		}
 	}
@@ -213,9 +213,9 @@ func (s *Server) groupFiles(c echo.Context) error {
 }
 
 type searchJSON struct {
-	Messages   []wire.Message `json:"messages"`
-	NextOffset int            `json:"next_offset"`
-	HasMore    bool           `json:"has_more"`
+	Messages   []protocol.Message `json:"messages"`
+	NextOffset int                `json:"next_offset"`
+	HasMore    bool               `json:"has_more"`
 }
 
 // longSearchRequest reads ?q=&from=&to=&offset=&limit= (times optional, RFC 3339 or Unix ms).
@@ -272,5 +272,5 @@ func (s *Server) longSearch(c echo.Context, r longsearch.Request) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, searchJSON{Messages: wire.FromMessages(res.Messages), NextOffset: res.NextOffset, HasMore: res.HasMore})
+	return c.JSON(http.StatusOK, searchJSON{Messages: protocol.FromMessages(res.Messages), NextOffset: res.NextOffset, HasMore: res.HasMore})
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"imd/core/apperr"
+	"github.com/imdhq/imd/core/apperr"
 )
 
 // consoleRequest sends a request as a browser would: the given cookie and headers, from addr.

@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"testing"
 
-	"imd/adapters/memory"
+	"github.com/imdhq/imd/adapters/memory"
 )
 
 func TestRequestMetricsUseTheRouteTemplate(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"imd/core/apperr"
+	"github.com/imdhq/imd/core/apperr"
 )
 
 // recoverPanics turns a handler panic into 50001 and keeps the process serving.

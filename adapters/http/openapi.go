@@ -5,7 +5,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"imd/docs"
+	"github.com/imdhq/imd/docs"
 )
 
 // openAPI serves the checked-in OpenAPI document; a test keeps it in step with the routes.

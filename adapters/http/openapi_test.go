@@ -14,8 +14,8 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/labstack/echo/v4"
 
-	"imd/core/inbox"
-	"imd/docs"
+	"github.com/imdhq/imd/core/inbox"
+	"github.com/imdhq/imd/docs"
 )
 
 // everyRoute builds a server whose optional routes are all present.

@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"testing"
 
-	"imd/core/apperr"
+	"github.com/imdhq/imd/core/apperr"
 )
 
 func TestGroupHandover(t *testing.T) {

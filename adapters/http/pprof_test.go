@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"imd/core/apperr"
+	"github.com/imdhq/imd/core/apperr"
 )
 
 func TestProfilesNeedTheAdminKey(t *testing.T) {

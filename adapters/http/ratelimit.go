@@ -7,9 +7,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"imd/adapters/ratelimit"
-	"imd/core/apperr"
-	"imd/core/auth"
+	"github.com/imdhq/imd/adapters/ratelimit"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/auth"
 )
 
 // ClientRateLimits bound the client API (/api/v1) as the frame listener's budgets bound

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"imd/adapters/ratelimit"
-	"imd/core/apperr"
+	"github.com/imdhq/imd/adapters/ratelimit"
+	"github.com/imdhq/imd/core/apperr"
 )
 
 // limitedStack is the client stack with budgets on a clock the test moves.

@@ -17,11 +17,11 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"imd/core/admin"
-	"imd/core/apperr"
-	"imd/core/history"
-	"imd/core/migration"
-	"imd/ports"
+	"github.com/imdhq/imd/core/admin"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/history"
+	"github.com/imdhq/imd/core/migration"
+	"github.com/imdhq/imd/ports"
 )
 
 // Server timeouts: generous enough for a month-table DDL behind /shards/advance, short

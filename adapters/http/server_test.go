@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"imd/core/admin"
-	"imd/core/apperr"
-	"imd/core/directory"
+	"github.com/imdhq/imd/core/admin"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/directory"
 )
 
 const adminKey = "test-admin-key-0123456789"

@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"imd/core/apperr"
-	"imd/core/auth"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/auth"
 )
 
 func TestInspectReturnsRevocationFacts(t *testing.T) {

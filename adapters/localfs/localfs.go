@@ -18,8 +18,8 @@ import (
 	"strings"
 	"time"
 
-	"imd/core/uploads"
-	"imd/ports"
+	"github.com/imdhq/imd/core/uploads"
+	"github.com/imdhq/imd/ports"
 )
 
 // Errors of signed requests; the HTTP side maps them to codes.

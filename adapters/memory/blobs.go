@@ -7,8 +7,8 @@ import (
 	"strings"
 	"sync"
 
-	"imd/core/archive"
-	"imd/ports"
+	"github.com/imdhq/imd/core/archive"
+	"github.com/imdhq/imd/ports"
 )
 
 // BlobStore is ports.BlobStore in memory.

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"sync"
 
-	"imd/core/tenant"
-	"imd/ports"
+	"github.com/imdhq/imd/core/tenant"
+	"github.com/imdhq/imd/ports"
 )
 
 // CompensationList is an in-memory ports.CompensationList. Entries go through JSON like in

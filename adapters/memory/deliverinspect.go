@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"imd/core/delivery"
-	"imd/core/tenant"
-	"imd/ports"
+	"github.com/imdhq/imd/core/delivery"
+	"github.com/imdhq/imd/core/tenant"
+	"github.com/imdhq/imd/ports"
 )
 
 var _ ports.DeliverInspector = (*DeliverQueue)(nil)

@@ -9,9 +9,9 @@ import (
 	"sync"
 	"time"
 
-	"imd/core/delivery"
-	"imd/core/tenant"
-	"imd/ports"
+	"github.com/imdhq/imd/core/delivery"
+	"github.com/imdhq/imd/core/tenant"
+	"github.com/imdhq/imd/ports"
 )
 
 // DeliverQueue is an in-memory ports.DeliverQueue. Like the Redis adapter it stores jobs as

@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"imd/ports"
-	"imd/ports/contract"
+	"github.com/imdhq/imd/ports"
+	"github.com/imdhq/imd/ports/contract"
 )
 
 func TestDeliverQueueContract(t *testing.T) { contract.DeliverQueue(t, deliverFixture) }

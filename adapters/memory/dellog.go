@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"imd/ports"
+	"github.com/imdhq/imd/ports"
 )
 
 // DeleteLog is the in-memory im_dellog. It writes into the tenant data of a ShardStore, so the

@@ -3,7 +3,7 @@ package memory
 import (
 	"context"
 
-	"imd/ports"
+	"github.com/imdhq/imd/ports"
 )
 
 var _ ports.HiddenRanges = (*DeleteLog)(nil)

@@ -8,9 +8,9 @@ import (
 	"sync"
 	"time"
 
-	"imd/core/dialog"
-	"imd/core/tenant"
-	"imd/ports"
+	"github.com/imdhq/imd/core/dialog"
+	"github.com/imdhq/imd/core/tenant"
+	"github.com/imdhq/imd/ports"
 )
 
 // DialogStore is the in-memory ports.DialogStore, with the Redis adapter's rules: batches act

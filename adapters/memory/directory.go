@@ -6,10 +6,10 @@ import (
 	"slices"
 	"sync"
 
-	"imd/core/apperr"
-	"imd/core/social"
-	"imd/core/topic"
-	"imd/ports"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/social"
+	"github.com/imdhq/imd/core/topic"
+	"github.com/imdhq/imd/ports"
 )
 
 // Directory is the in-memory social graph.

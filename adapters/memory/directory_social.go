@@ -7,10 +7,10 @@ import (
 	"slices"
 	"time"
 
-	"imd/core/apperr"
-	"imd/core/social"
-	"imd/core/topic"
-	"imd/ports"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/social"
+	"github.com/imdhq/imd/core/topic"
+	"github.com/imdhq/imd/ports"
 )
 
 var (

@@ -3,7 +3,7 @@ package memory
 import (
 	"testing"
 
-	"imd/ports/contract"
+	"github.com/imdhq/imd/ports/contract"
 )
 
 func TestSocialContract(t *testing.T) {

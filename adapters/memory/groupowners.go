@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"imd/core/social"
-	"imd/ports"
+	"github.com/imdhq/imd/core/social"
+	"github.com/imdhq/imd/ports"
 )
 
 var _ ports.GroupOwners = (*Directory)(nil)

@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"imd/core/message"
-	"imd/ports"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/ports"
 )
 
 // HotCache is an in-memory ports.HotCache with the Redis adapter's rules: one entry per seq,

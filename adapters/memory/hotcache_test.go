@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"imd/core/message"
-	"imd/ports/contract"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/ports/contract"
 )
 
 func TestHotCacheContract(t *testing.T) {

@@ -12,12 +12,12 @@ import (
 	"sync"
 	"time"
 
-	"imd/core/legacy"
-	"imd/core/message"
-	"imd/core/month"
-	"imd/core/route"
-	"imd/core/seq"
-	"imd/ports"
+	"github.com/imdhq/imd/core/legacy"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/route"
+	"github.com/imdhq/imd/core/seq"
+	"github.com/imdhq/imd/ports"
 )
 
 // Legacy is the in-memory legacy table of each tenant with its migration job:

@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"imd/core/message"
-	"imd/ports/contract"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/ports/contract"
 )
 
 func TestLegacyContract(t *testing.T) {

@@ -7,10 +7,10 @@ import (
 	"strings"
 	"time"
 
-	"imd/core/month"
-	"imd/core/route"
-	"imd/core/shard"
-	"imd/ports"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/route"
+	"github.com/imdhq/imd/core/shard"
+	"github.com/imdhq/imd/ports"
 )
 
 // DedupTTL is how long the in-memory store keeps a dedup record, the MySQL writer's default.

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"imd/ports/contract"
+	"github.com/imdhq/imd/ports/contract"
 )
 
 func TestRepairQueueContract(t *testing.T) {

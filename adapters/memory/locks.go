@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"imd/core/tenant"
-	"imd/ports"
+	"github.com/imdhq/imd/core/tenant"
+	"github.com/imdhq/imd/ports"
 )
 
 // lockNameRE is the Redis adapter's rule for lock names.

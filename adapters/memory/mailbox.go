@@ -7,8 +7,8 @@ import (
 	"slices"
 	"sync"
 
-	"imd/core/mailbox"
-	"imd/ports"
+	"github.com/imdhq/imd/core/mailbox"
+	"github.com/imdhq/imd/ports"
 )
 
 // Mailbox is the in-memory ports.Mailbox: one seq per user across devices, like the MySQL one.

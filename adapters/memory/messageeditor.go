@@ -7,9 +7,9 @@ import (
 	"slices"
 	"time"
 
-	"imd/core/message"
-	"imd/core/month"
-	"imd/ports"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/ports"
 )
 
 // MessageEditor is the in-memory message editor. It changes the month tables of a ShardStore

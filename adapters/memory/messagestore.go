@@ -8,12 +8,12 @@ import (
 	"slices"
 	"time"
 
-	"imd/core/message"
-	"imd/core/month"
-	"imd/core/route"
-	"imd/core/seq"
-	"imd/core/shard"
-	"imd/ports"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/route"
+	"github.com/imdhq/imd/core/seq"
+	"github.com/imdhq/imd/core/shard"
+	"github.com/imdhq/imd/ports"
 )
 
 // MessageStore is the in-memory message store. It keeps the rules of the MySQL store: catalog

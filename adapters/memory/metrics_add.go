@@ -1,6 +1,6 @@
 package memory
 
-import "imd/ports"
+import "github.com/imdhq/imd/ports"
 
 var _ ports.CounterAdder = (*Metrics)(nil)
 

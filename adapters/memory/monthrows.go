@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"slices"
 
-	"imd/core/archive"
-	"imd/core/message"
-	"imd/core/month"
-	"imd/core/topic"
-	"imd/ports"
+	"github.com/imdhq/imd/core/archive"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/topic"
+	"github.com/imdhq/imd/ports"
 )
 
 // MonthRows is ports.MonthRows and ports.MonthCatalog over a ShardStore's data. Rows are kept

@@ -6,9 +6,9 @@ import (
 	"sync"
 	"time"
 
-	"imd/core/month"
-	"imd/core/tenant"
-	"imd/ports"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/tenant"
+	"github.com/imdhq/imd/ports"
 )
 
 // MonthState is an in-memory ports.MonthState with the rules of the Redis one: active_month

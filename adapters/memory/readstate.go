@@ -7,11 +7,11 @@ import (
 	"slices"
 	"sync"
 
-	"imd/core/dialog"
-	"imd/core/message"
-	"imd/core/month"
-	"imd/core/social"
-	"imd/ports"
+	"github.com/imdhq/imd/core/dialog"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/social"
+	"github.com/imdhq/imd/ports"
 )
 
 // ReadStore is the in-memory ports.ReadStore. Membership and conversations come from a

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"sync"
 
-	"imd/core/msgref"
-	"imd/ports"
+	"github.com/imdhq/imd/core/msgref"
+	"github.com/imdhq/imd/ports"
 )
 
 // References is ports.Favorites, ports.GroupFiles and ports.References in memory. Referenced

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"sync"
 
-	"imd/core/tenant"
-	"imd/ports"
+	"github.com/imdhq/imd/core/tenant"
+	"github.com/imdhq/imd/ports"
 )
 
 // RepairQueue is an in-memory ports.RouteRepairQueue with the Redis adapter's rules: one

@@ -8,9 +8,9 @@ import (
 	"sync"
 	"time"
 
-	"imd/core/apperr"
-	"imd/core/social"
-	"imd/ports"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/social"
+	"github.com/imdhq/imd/ports"
 )
 
 // Reports is the in-memory report store.

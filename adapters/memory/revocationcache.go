@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"imd/ports"
+	"github.com/imdhq/imd/ports"
 )
 
 // RevocationCache is the in-memory ports.RevocationCache with the rules of the Redis one: fills

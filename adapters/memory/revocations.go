@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"imd/ports"
+	"github.com/imdhq/imd/ports"
 )
 
 // Revocations is the in-memory token deny-list. Entries never expire: tests live shorter than

@@ -6,9 +6,9 @@ import (
 	"sync"
 	"time"
 
-	"imd/core/route"
-	"imd/core/tenant"
-	"imd/ports"
+	"github.com/imdhq/imd/core/route"
+	"github.com/imdhq/imd/core/tenant"
+	"github.com/imdhq/imd/ports"
 )
 
 // RouteCache is an in-memory ports.RouteCache with the Redis adapter's rules: Apply only

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"imd/core/route"
-	"imd/ports"
+	"github.com/imdhq/imd/core/route"
+	"github.com/imdhq/imd/ports"
 )
 
 var _ ports.RouteFiller = (*RouteCache)(nil)

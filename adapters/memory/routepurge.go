@@ -4,9 +4,9 @@ import (
 	"context"
 	"slices"
 
-	"imd/core/month"
-	"imd/core/route"
-	"imd/ports"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/route"
+	"github.com/imdhq/imd/ports"
 )
 
 var _ ports.RoutePurger = (*RouteCache)(nil)

@@ -7,9 +7,9 @@ import (
 	"slices"
 	"strings"
 
-	"imd/core/message"
-	"imd/core/month"
-	"imd/ports"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/ports"
 )
 
 var _ ports.MessageSearch = (*MessageStore)(nil)

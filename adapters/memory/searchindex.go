@@ -8,9 +8,9 @@ import (
 	"sync"
 	"unicode"
 
-	"imd/core/fulltext"
-	"imd/core/month"
-	"imd/ports"
+	"github.com/imdhq/imd/core/fulltext"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/ports"
 )
 
 // SearchIndex is ports.SearchIndex in memory, analyzing text like the Bleve adapter's CJK

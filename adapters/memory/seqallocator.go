@@ -8,11 +8,11 @@ import (
 	"sync"
 	"time"
 
-	"imd/core/month"
-	"imd/core/seq"
-	"imd/core/tenant"
-	"imd/core/topic"
-	"imd/ports"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/seq"
+	"github.com/imdhq/imd/core/tenant"
+	"github.com/imdhq/imd/core/topic"
+	"github.com/imdhq/imd/ports"
 )
 
 // idemTTL matches the Redis adapter's default lifetime of an idempotency record.

@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"imd/core/seq"
-	"imd/ports/contract"
+	"github.com/imdhq/imd/core/seq"
+	"github.com/imdhq/imd/ports/contract"
 )
 
 // Each fixture gets its own fake, so the tenant name only needs to be valid.

@@ -9,11 +9,11 @@ import (
 	"sync"
 	"time"
 
-	"imd/core/message"
-	"imd/core/month"
-	"imd/core/route"
-	"imd/core/shard"
-	"imd/ports"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/route"
+	"github.com/imdhq/imd/core/shard"
+	"github.com/imdhq/imd/ports"
 )
 
 // ErrStateChanged: SetState found the month in another state than expected.

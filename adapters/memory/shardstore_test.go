@@ -3,8 +3,8 @@ package memory
 import (
 	"testing"
 
-	"imd/ports"
-	"imd/ports/contract"
+	"github.com/imdhq/imd/ports"
+	"github.com/imdhq/imd/ports/contract"
 )
 
 func TestShardStoreContract(t *testing.T) {

@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"imd/ports"
-	"imd/ports/contract"
+	"github.com/imdhq/imd/ports"
+	"github.com/imdhq/imd/ports/contract"
 )
 
 func TestReportsContract(t *testing.T) {

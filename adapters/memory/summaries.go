@@ -8,10 +8,10 @@ import (
 	"sync"
 	"time"
 
-	"imd/core/apperr"
-	"imd/core/month"
-	"imd/core/stats"
-	"imd/ports"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/stats"
+	"github.com/imdhq/imd/ports"
 )
 
 // Summaries reads the in-memory route mirror of a ShardStore and the size of a Directory, and

@@ -8,9 +8,9 @@ import (
 	"sync"
 	"time"
 
-	"imd/core/apperr"
-	"imd/core/tenant"
-	"imd/ports"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/tenant"
+	"github.com/imdhq/imd/ports"
 )
 
 // TenantStore is the in-memory tenant registry.

@@ -4,8 +4,8 @@ import (
 	"maps"
 	"slices"
 
-	"imd/core/dialog"
-	"imd/core/route"
+	"github.com/imdhq/imd/core/dialog"
+	"github.com/imdhq/imd/core/route"
 )
 
 // Volatile is a fake that stands for Redis state, which unlike MySQL can be lost (a restart

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"imd/core/delivery"
-	"imd/core/month"
-	"imd/core/seq"
+	"github.com/imdhq/imd/core/delivery"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/seq"
 )
 
 // TestVolatileRollsBackAndLoses: a restore brings back exactly the snapshot (also a second

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"imd/adapters/mysql/sqlcdb"
+	"github.com/imdhq/imd/adapters/mysql/sqlcdb"
 )
 
 // A batch UPDATE joined to its rows must find each target by primary key even on a young

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"imd/core/message"
-	"imd/core/shard"
-	"imd/core/topic"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/shard"
+	"github.com/imdhq/imd/core/topic"
 )
 
 // Senders of the benchmarks: one closed-loop client, and 100 and 1000 concurrent ones (DESIGN

@@ -15,8 +15,8 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"imd/adapters/mysql/sqlcdb"
-	"imd/core/tenant"
+	"github.com/imdhq/imd/adapters/mysql/sqlcdb"
+	"github.com/imdhq/imd/core/tenant"
 )
 
 // ErrUnknownTenant: the tenant was never provisioned in this process.

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"imd/adapters/mysql/sqlcdb"
-	"imd/ports"
+	"github.com/imdhq/imd/adapters/mysql/sqlcdb"
+	"github.com/imdhq/imd/ports"
 )
 
 // DeleteLog implements ports.DeleteLog over im_dellog; the month-table pages join it (seed 000 §6.2).

@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"time"
 
-	"imd/adapters/mysql/sqlcdb"
-	"imd/core/apperr"
-	"imd/core/social"
-	"imd/core/topic"
-	"imd/ports"
+	"github.com/imdhq/imd/adapters/mysql/sqlcdb"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/social"
+	"github.com/imdhq/imd/core/topic"
+	"github.com/imdhq/imd/ports"
 )
 
 // Member roles of t_conversation_members.

@@ -11,12 +11,12 @@ import (
 	"sync"
 	"time"
 
-	"imd/adapters/mysql/sqlcdb"
-	"imd/core/message"
-	"imd/core/month"
-	"imd/core/seq"
-	"imd/core/shard"
-	"imd/ports"
+	"github.com/imdhq/imd/adapters/mysql/sqlcdb"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/seq"
+	"github.com/imdhq/imd/core/shard"
+	"github.com/imdhq/imd/ports"
 )
 
 // DefaultDedupTTL is how long a dedup record outlives its message's retries when

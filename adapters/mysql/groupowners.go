@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 
-	"imd/core/social"
-	"imd/ports"
+	"github.com/imdhq/imd/core/social"
+	"github.com/imdhq/imd/ports"
 )
 
 var _ ports.GroupOwners = (*Directory)(nil)

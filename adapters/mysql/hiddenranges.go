@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"imd/adapters/mysql/sqlcdb"
-	"imd/ports"
+	"github.com/imdhq/imd/adapters/mysql/sqlcdb"
+	"github.com/imdhq/imd/ports"
 )
 
 var _ ports.HiddenRanges = (*DeleteLog)(nil)

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"imd/adapters/memory"
-	"imd/core/history"
-	"imd/core/month"
-	"imd/core/shard"
+	"github.com/imdhq/imd/adapters/memory"
+	"github.com/imdhq/imd/core/history"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/shard"
 )
 
 // BenchmarkHistoryPage measures GET_HISTORY's work below the transport (DESIGN §10 W5): a

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"imd/core/month"
-	"imd/ports"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/ports"
 )
 
 var _ ports.IDWatermark = (*ShardStore)(nil)

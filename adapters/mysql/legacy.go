@@ -8,14 +8,14 @@ import (
 	"math"
 	"sync"
 
-	"imd/adapters/mysql/legacydb"
-	"imd/adapters/mysql/sqlcdb"
-	"imd/core/legacy"
-	"imd/core/message"
-	"imd/core/month"
-	"imd/core/route"
-	"imd/core/shard"
-	"imd/ports"
+	"github.com/imdhq/imd/adapters/mysql/legacydb"
+	"github.com/imdhq/imd/adapters/mysql/sqlcdb"
+	"github.com/imdhq/imd/core/legacy"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/route"
+	"github.com/imdhq/imd/core/shard"
+	"github.com/imdhq/imd/ports"
 )
 
 // Legacy implements ports.LegacyMessages over the legacy table im_group_messages of each tenant

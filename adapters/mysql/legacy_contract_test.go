@@ -4,9 +4,9 @@ import (
 	"context"
 	"testing"
 
-	"imd/adapters/mysql/legacygen"
-	"imd/core/message"
-	"imd/ports/contract"
+	"github.com/imdhq/imd/adapters/mysql/legacygen"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/ports/contract"
 )
 
 func TestLegacyContract(t *testing.T) {

@@ -8,11 +8,11 @@ import (
 	"math"
 	"time"
 
-	"imd/adapters/mysql/sqlcdb"
-	"imd/core/month"
-	"imd/core/route"
-	"imd/core/shard"
-	"imd/ports"
+	"github.com/imdhq/imd/adapters/mysql/sqlcdb"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/route"
+	"github.com/imdhq/imd/core/shard"
+	"github.com/imdhq/imd/ports"
 )
 
 // RouteMirror implements ports.RouteMirror over each tenant's route mirror and month tables.

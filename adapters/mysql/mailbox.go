@@ -8,9 +8,9 @@ import (
 	"slices"
 	"time"
 
-	"imd/adapters/mysql/sqlcdb"
-	"imd/core/mailbox"
-	"imd/ports"
+	"github.com/imdhq/imd/adapters/mysql/sqlcdb"
+	"github.com/imdhq/imd/core/mailbox"
+	"github.com/imdhq/imd/ports"
 )
 
 // Mailbox implements ports.Mailbox over t_mailbox_events and t_device_sync_cursors. Device ids

@@ -11,11 +11,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"imd/adapters/mysql/sqlcdb"
-	"imd/core/message"
-	"imd/core/month"
-	"imd/core/route"
-	"imd/ports"
+	"github.com/imdhq/imd/adapters/mysql/sqlcdb"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/route"
+	"github.com/imdhq/imd/ports"
 )
 
 // ErrClosed: the message store was closed.

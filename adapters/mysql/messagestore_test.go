@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"imd/core/message"
-	"imd/core/month"
-	"imd/core/seq"
-	"imd/core/shard"
-	"imd/core/social"
-	"imd/ports"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/seq"
+	"github.com/imdhq/imd/core/shard"
+	"github.com/imdhq/imd/core/social"
+	"github.com/imdhq/imd/ports"
 )
 
 const testMonth = month.Month(203001)

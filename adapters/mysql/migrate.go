@@ -9,7 +9,7 @@ import (
 	migratemysql "github.com/golang-migrate/migrate/v4/database/mysql"
 	"github.com/golang-migrate/migrate/v4/source/iofs"
 
-	"imd/sql/schema"
+	"github.com/imdhq/imd/sql/schema"
 )
 
 // migrateUp applies the embedded schema migrations to one database. The migrate driver holds a

@@ -10,11 +10,11 @@ import (
 	"slices"
 	"time"
 
-	"imd/adapters/mysql/legacydb"
-	"imd/adapters/mysql/sqlcdb"
-	"imd/core/legacy"
-	"imd/core/month"
-	"imd/ports"
+	"github.com/imdhq/imd/adapters/mysql/legacydb"
+	"github.com/imdhq/imd/adapters/mysql/sqlcdb"
+	"github.com/imdhq/imd/core/legacy"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/ports"
 )
 
 // Migrations implements ports.MigrationStore: the job tables of sql/schema/0003_migration and

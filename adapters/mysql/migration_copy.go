@@ -11,11 +11,11 @@ import (
 	"slices"
 	"time"
 
-	"imd/adapters/mysql/legacydb"
-	"imd/adapters/mysql/sqlcdb"
-	"imd/core/legacy"
-	"imd/core/month"
-	"imd/core/seq"
+	"github.com/imdhq/imd/adapters/mysql/legacydb"
+	"github.com/imdhq/imd/adapters/mysql/sqlcdb"
+	"github.com/imdhq/imd/core/legacy"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/seq"
 )
 
 // copyChunk bounds the ids one copy statement names.

@@ -7,9 +7,9 @@ import (
 	"iter"
 	"slices"
 
-	"imd/adapters/mysql/legacydb"
-	"imd/core/legacy"
-	"imd/core/month"
+	"github.com/imdhq/imd/adapters/mysql/legacydb"
+	"github.com/imdhq/imd/core/legacy"
+	"github.com/imdhq/imd/core/month"
 )
 
 // The verification streams. sqlc's :many loads a whole result into memory, and a month can

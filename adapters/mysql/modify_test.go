@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"testing"
 
-	"imd/core/message"
-	"imd/core/month"
-	"imd/ports"
-	"imd/ports/contract"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/ports"
+	"github.com/imdhq/imd/ports/contract"
 )
 
 func TestMessageEditorContract(t *testing.T) {

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"time"
 
-	"imd/adapters/mysql/sqlcdb"
-	"imd/core/archive"
-	"imd/core/month"
-	"imd/ports"
+	"github.com/imdhq/imd/adapters/mysql/sqlcdb"
+	"github.com/imdhq/imd/core/archive"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/ports"
 )
 
 // MonthRows implements ports.MonthRows and ports.MonthCatalog: whole-row access to month tables

@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"imd/core/message"
-	"imd/core/month"
-	"imd/core/msgref"
-	"imd/core/shard"
-	"imd/core/social"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/msgref"
+	"github.com/imdhq/imd/core/shard"
+	"github.com/imdhq/imd/core/social"
 )
 
 var archiveMonth = month.Month(203201)

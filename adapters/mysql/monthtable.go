@@ -7,9 +7,9 @@ import (
 	"strings"
 	"sync"
 
-	"imd/adapters/mysql/sqlcdb"
-	"imd/core/month"
-	"imd/core/shard"
+	"github.com/imdhq/imd/adapters/mysql/sqlcdb"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/shard"
 )
 
 // monthCatalog caches which month tables the tenant's catalog registers. A month table is

@@ -6,8 +6,8 @@ import (
 	"errors"
 	"testing"
 
-	"imd/core/month"
-	"imd/core/shard"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/shard"
 )
 
 // spyDB is a DBTX that records the statements it would send, and the last arguments.

@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 
-	"imd/adapters/mysql/sqlcdb"
-	"imd/core/dialog"
-	"imd/core/message"
-	"imd/core/month"
-	"imd/core/social"
-	"imd/ports"
+	"github.com/imdhq/imd/adapters/mysql/sqlcdb"
+	"github.com/imdhq/imd/core/dialog"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/social"
+	"github.com/imdhq/imd/ports"
 )
 
 // ReadStore implements ports.ReadStore over t_conversation_members and t_conversations.

@@ -8,9 +8,9 @@ import (
 	"math"
 	"slices"
 
-	"imd/adapters/mysql/sqlcdb"
-	"imd/core/msgref"
-	"imd/ports"
+	"github.com/imdhq/imd/adapters/mysql/sqlcdb"
+	"github.com/imdhq/imd/core/msgref"
+	"github.com/imdhq/imd/ports"
 )
 
 // References implements ports.Favorites, ports.GroupFiles and ports.References on

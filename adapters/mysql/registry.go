@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"time"
 
-	"imd/adapters/mysql/registrydb"
-	"imd/core/apperr"
-	"imd/core/tenant"
-	"imd/ports"
-	"imd/sql/registry"
+	"github.com/imdhq/imd/adapters/mysql/registrydb"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/tenant"
+	"github.com/imdhq/imd/ports"
+	"github.com/imdhq/imd/sql/registry"
 )
 
 // TenantRegistry implements ports.TenantStore over the registry database (default

@@ -6,9 +6,9 @@ import (
 	"math"
 	"time"
 
-	"imd/adapters/mysql/sqlcdb"
-	"imd/core/social"
-	"imd/ports"
+	"github.com/imdhq/imd/adapters/mysql/sqlcdb"
+	"github.com/imdhq/imd/core/social"
+	"github.com/imdhq/imd/ports"
 )
 
 // Reports implements ports.Reports over t_reports.

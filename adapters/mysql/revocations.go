@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"imd/adapters/mysql/sqlcdb"
-	"imd/ports"
+	"github.com/imdhq/imd/adapters/mysql/sqlcdb"
+	"github.com/imdhq/imd/ports"
 )
 
 // revocationPurge is how many expired rows of each deny-list table one revocation removes: the

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"strings"
 
-	"imd/adapters/mysql/sqlcdb"
+	"github.com/imdhq/imd/adapters/mysql/sqlcdb"
 )
 
 // rowMarker precedes the parenthesized group of a query that stands for one row of a batch.

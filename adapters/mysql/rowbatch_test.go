@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"imd/adapters/mysql/sqlcdb"
+	"github.com/imdhq/imd/adapters/mysql/sqlcdb"
 )
 
 func TestExpandRows(t *testing.T) {

@@ -7,10 +7,10 @@ import (
 	"math"
 	"strings"
 
-	"imd/adapters/mysql/sqlcdb"
-	"imd/core/message"
-	"imd/core/month"
-	"imd/ports"
+	"github.com/imdhq/imd/adapters/mysql/sqlcdb"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/ports"
 )
 
 var _ ports.MessageSearch = (*MessageStore)(nil)

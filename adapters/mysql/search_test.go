@@ -3,7 +3,7 @@ package mysql
 import (
 	"testing"
 
-	"imd/ports/contract"
+	"github.com/imdhq/imd/ports/contract"
 )
 
 func TestSearchContract(t *testing.T) {

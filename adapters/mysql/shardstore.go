@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 
-	"imd/adapters/mysql/sqlcdb"
-	"imd/core/month"
-	"imd/core/shard"
-	"imd/ports"
+	"github.com/imdhq/imd/adapters/mysql/sqlcdb"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/shard"
+	"github.com/imdhq/imd/ports"
 )
 
 // ShardStore implements ports.ShardStore: month-table DDL and the catalog (seed 000 §3.2, §4).

@@ -8,10 +8,10 @@ import (
 	"slices"
 	"time"
 
-	"imd/adapters/mysql/sqlcdb"
-	"imd/core/apperr"
-	"imd/core/social"
-	"imd/ports"
+	"github.com/imdhq/imd/adapters/mysql/sqlcdb"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/social"
+	"github.com/imdhq/imd/ports"
 )
 
 // The social graph beyond ports.Directory, over the same tables (t_users, t_friendships,

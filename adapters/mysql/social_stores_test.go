@@ -6,8 +6,8 @@ import (
 	"encoding/hex"
 	"testing"
 
-	"imd/ports"
-	"imd/ports/contract"
+	"github.com/imdhq/imd/ports"
+	"github.com/imdhq/imd/ports/contract"
 )
 
 func TestReportsContract(t *testing.T) {

@@ -6,10 +6,10 @@ import (
 	"slices"
 	"time"
 
-	"imd/adapters/mysql/sqlcdb"
-	"imd/core/month"
-	"imd/core/stats"
-	"imd/ports"
+	"github.com/imdhq/imd/adapters/mysql/sqlcdb"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/stats"
+	"github.com/imdhq/imd/ports"
 )
 
 // Summaries implements ports.Summaries: month sums over the route mirror, never a COUNT over a

@@ -3,7 +3,7 @@ package prometheus
 import (
 	"fmt"
 
-	"imd/ports"
+	"github.com/imdhq/imd/ports"
 )
 
 var _ ports.CounterAdder = (*Metrics)(nil)

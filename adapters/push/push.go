@@ -15,8 +15,8 @@ import (
 	"sync"
 	"time"
 
-	"imd/core/fanout"
-	"imd/ports"
+	"github.com/imdhq/imd/core/fanout"
+	"github.com/imdhq/imd/ports"
 )
 
 // Noop drops every notification: the default when no push service is configured.

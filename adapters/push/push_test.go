@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"imd/adapters/memory"
-	"imd/core/dialog"
-	"imd/core/fanout"
+	"github.com/imdhq/imd/adapters/memory"
+	"github.com/imdhq/imd/core/dialog"
+	"github.com/imdhq/imd/core/fanout"
 )
 
 func TestWebhookPostsJSON(t *testing.T) {

@@ -4,11 +4,11 @@ import (
 	"context"
 	"testing"
 
-	"imd/core/archive"
-	"imd/core/delivery"
-	"imd/core/message"
-	"imd/core/month"
-	"imd/core/route"
+	"github.com/imdhq/imd/core/archive"
+	"github.com/imdhq/imd/core/delivery"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/route"
 )
 
 func TestRemoveMonthDropsOneSegment(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"imd/ports"
+	"github.com/imdhq/imd/ports"
 )
 
 // CompensationList is ports.CompensationList: a LIST of entries as JSON, the whole message

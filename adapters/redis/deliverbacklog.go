@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"strconv"
 
-	"imd/core/archive"
-	"imd/core/delivery"
-	"imd/core/month"
-	"imd/ports"
+	"github.com/imdhq/imd/core/archive"
+	"github.com/imdhq/imd/core/delivery"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/ports"
 )
 
 var _ ports.DeliverBacklog = (*DeliverQueue)(nil)

@@ -8,8 +8,8 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"imd/core/delivery"
-	"imd/ports"
+	"github.com/imdhq/imd/core/delivery"
+	"github.com/imdhq/imd/ports"
 )
 
 var _ ports.DeliverInspector = (*DeliverQueue)(nil)

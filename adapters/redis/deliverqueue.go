@@ -11,8 +11,8 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"imd/core/delivery"
-	"imd/ports"
+	"github.com/imdhq/imd/core/delivery"
+	"github.com/imdhq/imd/ports"
 )
 
 // requeueBatch bounds how many jobs one script call moves, so a huge processing list never

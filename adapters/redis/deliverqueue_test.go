@@ -8,7 +8,7 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"imd/core/delivery"
+	"github.com/imdhq/imd/core/delivery"
 )
 
 func TestDeliverUndecodableJobGoesToDeadLetters(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"imd/ports"
+	"github.com/imdhq/imd/ports"
 )
 
 var _ ports.DialogRemover = (*DialogStore)(nil)

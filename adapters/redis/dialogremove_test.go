@@ -3,7 +3,7 @@ package redis
 import (
 	"testing"
 
-	"imd/ports/contract"
+	"github.com/imdhq/imd/ports/contract"
 )
 
 func TestDialogRemoverContract(t *testing.T) {

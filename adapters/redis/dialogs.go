@@ -12,8 +12,8 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"imd/core/dialog"
-	"imd/ports"
+	"github.com/imdhq/imd/core/dialog"
+	"github.com/imdhq/imd/ports"
 )
 
 // DialogStore is ports.DialogStore on the keys of seed 003 §11 (see keys_dialogs.go). Every

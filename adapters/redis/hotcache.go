@@ -10,8 +10,8 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"imd/core/message"
-	"imd/ports"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/ports"
 )
 
 // Defaults of HotCacheOptions (seed 000 §1.7: 24 h of hot messages).

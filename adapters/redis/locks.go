@@ -10,7 +10,7 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"imd/ports"
+	"github.com/imdhq/imd/ports"
 )
 
 // lockNameRE keeps lock names to plain words, since they become part of a key.

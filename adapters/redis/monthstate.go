@@ -8,8 +8,8 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"imd/core/month"
-	"imd/ports"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/ports"
 )
 
 // MonthState is ports.MonthState: ready_months SET and active_month STRING of each tenant.

@@ -11,8 +11,8 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"imd/ports"
-	"imd/ports/contract"
+	"github.com/imdhq/imd/ports"
+	"github.com/imdhq/imd/ports/contract"
 )
 
 // The tests need a real Redis: IMD_TEST_REDIS_ADDR (e.g. 127.0.0.1:16379, see

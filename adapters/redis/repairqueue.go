@@ -7,7 +7,7 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"imd/ports"
+	"github.com/imdhq/imd/ports"
 )
 
 // RepairQueue is ports.RouteRepairQueue: a HASH topic → ticket version per tenant, so a topic

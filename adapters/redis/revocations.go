@@ -9,7 +9,7 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"imd/ports"
+	"github.com/imdhq/imd/ports"
 )
 
 // tokenIDRE keeps token ids (jti) to the characters the JWT adapter issues, since they become

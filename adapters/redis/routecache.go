@@ -9,9 +9,9 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"imd/core/month"
-	"imd/core/route"
-	"imd/ports"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/route"
+	"github.com/imdhq/imd/ports"
 )
 
 // RouteCache is ports.RouteCache: per topic a route ZSET (member YYYYMM, score min seq) and a

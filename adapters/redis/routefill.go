@@ -6,8 +6,8 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"imd/core/route"
-	"imd/ports"
+	"github.com/imdhq/imd/core/route"
+	"github.com/imdhq/imd/ports"
 )
 
 var _ ports.RouteFiller = (*RouteCache)(nil)

@@ -6,8 +6,8 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"imd/core/month"
-	"imd/ports"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/ports"
 )
 
 var _ ports.RoutePurger = (*RouteCache)(nil)

@@ -9,9 +9,9 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"imd/core/month"
-	"imd/core/seq"
-	"imd/ports"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/seq"
+	"github.com/imdhq/imd/ports"
 )
 
 // DefaultIdemTTL is how long a send idempotency record lives when no TTL is configured.

@@ -10,8 +10,8 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"imd/core/month"
-	"imd/core/seq"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/seq"
 )
 
 // TestLuaUTCMonth checks the script's civil-from-days arithmetic against Go's calendar on

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"imd/ports"
-	"imd/ports/contract"
+	"github.com/imdhq/imd/ports"
+	"github.com/imdhq/imd/ports/contract"
 )
 
 // The buckets deploy/local/services.sh creates on its S3 server (versitygw).

@@ -20,9 +20,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
-	"imd/core/archive"
-	"imd/core/uploads"
-	"imd/ports"
+	"github.com/imdhq/imd/core/archive"
+	"github.com/imdhq/imd/core/uploads"
+	"github.com/imdhq/imd/ports"
 )
 
 // Config locates the bucket and signs requests.

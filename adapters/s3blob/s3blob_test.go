@@ -5,8 +5,8 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"imd/ports"
-	"imd/ports/contract"
+	"github.com/imdhq/imd/ports"
+	"github.com/imdhq/imd/ports/contract"
 )
 
 func newFake(t *testing.T) (*fakeS3, *httptest.Server) {

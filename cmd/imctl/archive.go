@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"imd/cmd/imctl/adminapi"
-	"imd/cmd/imctl/progress"
+	"github.com/imdhq/imd/cmd/imctl/adminapi"
+	"github.com/imdhq/imd/cmd/imctl/progress"
 )
 
 // followInterval is how often a running job is polled for progress.

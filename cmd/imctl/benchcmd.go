@@ -12,9 +12,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"imd/cmd/imctl/bench"
-	"imd/cmd/imctl/bench/procstat"
-	"imd/cmd/imctl/bench/report"
+	"github.com/imdhq/imd/cmd/imctl/bench"
+	"github.com/imdhq/imd/cmd/imctl/bench/procstat"
+	"github.com/imdhq/imd/cmd/imctl/bench/report"
 )
 
 func newBenchCmd(g *globals, d deps) *cobra.Command {

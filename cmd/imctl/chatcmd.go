@@ -6,9 +6,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"imd/adapters/tcp/client"
-	"imd/cmd/imctl/chat"
-	"imd/core/topic"
+	"github.com/imdhq/imd/adapters/client"
+	"github.com/imdhq/imd/cmd/imctl/chat"
+	"github.com/imdhq/imd/core/topic"
 )
 
 func newChatCmd(g *globals) *cobra.Command {

@@ -8,7 +8,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"imd/cmd/imctl/bench"
+	"github.com/imdhq/imd/cmd/imctl/bench"
 )
 
 func main() {

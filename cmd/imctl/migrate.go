@@ -12,9 +12,9 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/spf13/cobra"
 
-	"imd/adapters/mysql/legacygen"
-	"imd/cmd/imctl/adminapi"
-	"imd/cmd/imctl/progress"
+	"github.com/imdhq/imd/adapters/mysql/legacygen"
+	"github.com/imdhq/imd/cmd/imctl/adminapi"
+	"github.com/imdhq/imd/cmd/imctl/progress"
 )
 
 func newMigrateCmd(g *globals, d deps) *cobra.Command {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"imd/cmd/imctl/adminapi/adminapitest"
+	"github.com/imdhq/imd/cmd/imctl/adminapi/adminapitest"
 )
 
 const (

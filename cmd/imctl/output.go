@@ -11,9 +11,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"imd/adapters/tcp/wire"
-	"imd/cmd/imctl/adminapi"
-	"imd/cmd/imctl/chat"
+	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/cmd/imctl/adminapi"
+	"github.com/imdhq/imd/cmd/imctl/chat"
 )
 
 // maxCell bounds a table cell, so one long message keeps the table readable.
@@ -54,7 +54,7 @@ func table(w io.Writer, header []string, rows [][]string) {
 	tw.Flush()
 }
 
-func messagesTable(w io.Writer, msgs []wire.Message) {
+func messagesTable(w io.Writer, msgs []protocol.Message) {
 	if len(msgs) == 0 {
 		fmt.Fprintln(w, "(no messages)")
 		return

@@ -13,10 +13,10 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"imd/adapters/tcp/client"
-	"imd/cmd/imctl/adminapi"
-	"imd/cmd/imctl/bench"
-	"imd/cmd/imctl/bench/report"
+	"github.com/imdhq/imd/adapters/client"
+	"github.com/imdhq/imd/cmd/imctl/adminapi"
+	"github.com/imdhq/imd/cmd/imctl/bench"
+	"github.com/imdhq/imd/cmd/imctl/bench/report"
 )
 
 // deps are what the commands take from the process, so tests can supply

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"imd/cmd/imctl/bench"
-	"imd/cmd/imctl/bench/report"
+	"github.com/imdhq/imd/cmd/imctl/bench"
+	"github.com/imdhq/imd/cmd/imctl/bench/report"
 )
 
 // cli runs imctl with args and an environment, returning stdout and the

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"imd/cmd/imctl/adminapi"
+	"github.com/imdhq/imd/cmd/imctl/adminapi"
 )
 
 func newStatsCmd(g *globals) *cobra.Command {

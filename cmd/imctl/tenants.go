@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"imd/cmd/imctl/adminapi"
+	"github.com/imdhq/imd/cmd/imctl/adminapi"
 )
 
 func newTenantsCmd(g *globals) *cobra.Command {

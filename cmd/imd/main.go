@@ -12,8 +12,8 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxevent"
 
-	"imd/adapters/config"
-	"imd/cmd/imd/internal/buildinfo"
+	"github.com/imdhq/imd/adapters/config"
+	"github.com/imdhq/imd/cmd/imd/internal/buildinfo"
 )
 
 func main() {

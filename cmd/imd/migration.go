@@ -6,14 +6,14 @@ import (
 
 	"go.uber.org/fx"
 
-	"imd/adapters/config"
-	"imd/adapters/mysql"
-	"imd/adapters/prometheus"
-	"imd/core/dualread"
-	"imd/core/migration"
-	"imd/core/routerepair"
-	"imd/core/tenants"
-	"imd/ports"
+	"github.com/imdhq/imd/adapters/config"
+	"github.com/imdhq/imd/adapters/mysql"
+	"github.com/imdhq/imd/adapters/prometheus"
+	"github.com/imdhq/imd/core/dualread"
+	"github.com/imdhq/imd/core/migration"
+	"github.com/imdhq/imd/core/routerepair"
+	"github.com/imdhq/imd/core/tenants"
+	"github.com/imdhq/imd/ports"
 )
 
 // Migration wires the legacy single-table migration (seed 000 §9): the job, its supervisor,

@@ -8,12 +8,12 @@ import (
 
 	"go.uber.org/fx"
 
-	"imd/adapters/config"
-	httpapi "imd/adapters/http"
-	"imd/adapters/prometheus"
-	"imd/core/deliver"
-	"imd/core/tenants"
-	"imd/ports"
+	"github.com/imdhq/imd/adapters/config"
+	httpapi "github.com/imdhq/imd/adapters/http"
+	"github.com/imdhq/imd/adapters/prometheus"
+	"github.com/imdhq/imd/core/deliver"
+	"github.com/imdhq/imd/core/tenants"
+	"github.com/imdhq/imd/ports"
 )
 
 // depthSampleEvery is how often the deliver queue's backlog is measured: a few times per

@@ -7,16 +7,16 @@ import (
 	"errors"
 	"time"
 
-	"imd/core/apperr"
-	"imd/core/auth"
-	"imd/core/directory"
-	"imd/core/month"
-	"imd/core/route"
-	"imd/core/shard"
-	"imd/core/shardmanager"
-	"imd/core/social"
-	"imd/core/topic"
-	"imd/ports"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/auth"
+	"github.com/imdhq/imd/core/directory"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/route"
+	"github.com/imdhq/imd/core/shard"
+	"github.com/imdhq/imd/core/shardmanager"
+	"github.com/imdhq/imd/core/social"
+	"github.com/imdhq/imd/core/topic"
+	"github.com/imdhq/imd/ports"
 )
 
 // Token lifetimes.

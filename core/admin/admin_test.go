@@ -4,10 +4,10 @@ import (
 	"context"
 	"testing"
 
-	"imd/adapters/memory"
-	"imd/core/admin"
-	"imd/core/month"
-	"imd/core/shard"
+	"github.com/imdhq/imd/adapters/memory"
+	"github.com/imdhq/imd/core/admin"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/shard"
 )
 
 // TestShardsMarkDroppedTables: an archived month whose table was dropped is listed as such,

@@ -4,9 +4,9 @@ import (
 	"context"
 	"time"
 
-	"imd/core/apperr"
-	"imd/core/month"
-	"imd/core/stats"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/stats"
 )
 
 // MaxStatsDays bounds the days one Stats call returns: a year, leap day included.

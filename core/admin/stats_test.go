@@ -7,15 +7,15 @@ import (
 	"testing"
 	"time"
 
-	"imd/adapters/memory"
-	"imd/core/admin"
-	"imd/core/apperr"
-	"imd/core/message"
-	"imd/core/month"
-	"imd/core/shard"
-	"imd/core/social"
-	"imd/core/stats"
-	"imd/ports"
+	"github.com/imdhq/imd/adapters/memory"
+	"github.com/imdhq/imd/core/admin"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/shard"
+	"github.com/imdhq/imd/core/social"
+	"github.com/imdhq/imd/core/stats"
+	"github.com/imdhq/imd/ports"
 )
 
 func TestStatsFromCatalogAndMirror(t *testing.T) {

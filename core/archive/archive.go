@@ -11,8 +11,8 @@ import (
 	"fmt"
 	"time"
 
-	"imd/core/message"
-	"imd/core/month"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/month"
 )
 
 // Format names written into every file, so a reader refuses files of another layout.

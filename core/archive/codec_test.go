@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"imd/core/archive"
+	"github.com/imdhq/imd/core/archive"
 )
 
 func records(topic string, seqs ...int64) []archive.Record {

@@ -12,12 +12,12 @@ import (
 	"log/slog"
 	"time"
 
-	"imd/core/apperr"
-	"imd/core/archivereader"
-	"imd/core/month"
-	"imd/core/shard"
-	"imd/core/shardmanager"
-	"imd/ports"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/archivereader"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/shard"
+	"github.com/imdhq/imd/core/shardmanager"
+	"github.com/imdhq/imd/ports"
 )
 
 // Defaults of Config.

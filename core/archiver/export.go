@@ -9,13 +9,13 @@ import (
 	"fmt"
 	"slices"
 
-	"imd/core/apperr"
-	"imd/core/archive"
-	"imd/core/archivereader"
-	"imd/core/jobs"
-	"imd/core/month"
-	"imd/core/route"
-	"imd/core/shard"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/archive"
+	"github.com/imdhq/imd/core/archivereader"
+	"github.com/imdhq/imd/core/jobs"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/route"
+	"github.com/imdhq/imd/core/shard"
 )
 
 // Report is what the checks before archiving found of a month (seed 000 §10): no delivery

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 
-	"imd/core/apperr"
-	"imd/core/archive"
-	"imd/core/archivereader"
-	"imd/core/jobs"
-	"imd/core/month"
-	"imd/core/shard"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/archive"
+	"github.com/imdhq/imd/core/archivereader"
+	"github.com/imdhq/imd/core/jobs"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/shard"
 )
 
 // Manifest returns an archived month's manifest.

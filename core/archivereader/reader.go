@@ -19,10 +19,10 @@ import (
 	"slices"
 	"strings"
 
-	"imd/core/archive"
-	"imd/core/message"
-	"imd/core/month"
-	"imd/ports"
+	"github.com/imdhq/imd/core/archive"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/ports"
 )
 
 // Cache sizes when Config leaves them zero.

@@ -7,11 +7,11 @@ import (
 	"sync"
 	"time"
 
-	"imd/core/apperr"
-	"imd/core/message"
-	"imd/core/month"
-	"imd/core/shard"
-	"imd/ports"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/shard"
+	"github.com/imdhq/imd/ports"
 )
 
 // DefaultStateTTL bounds how long a node may serve a month from MySQL after another node

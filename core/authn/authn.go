@@ -8,9 +8,9 @@ import (
 	"context"
 	"time"
 
-	"imd/core/apperr"
-	"imd/core/auth"
-	"imd/ports"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/auth"
+	"github.com/imdhq/imd/ports"
 )
 
 // Deps are the ports authentication uses.

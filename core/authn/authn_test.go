@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"imd/adapters/memory"
-	"imd/core/apperr"
-	"imd/core/auth"
-	"imd/core/authn"
+	"github.com/imdhq/imd/adapters/memory"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/auth"
+	"github.com/imdhq/imd/core/authn"
 )
 
 // fakeTokens knows the tokens it issued; every other token is unauthenticated.

@@ -10,12 +10,12 @@ import (
 	"sync"
 	"time"
 
-	"imd/core/apperr"
-	"imd/core/flight"
-	"imd/core/membership"
-	"imd/core/social"
-	"imd/core/topic"
-	"imd/ports"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/flight"
+	"github.com/imdhq/imd/core/membership"
+	"github.com/imdhq/imd/core/social"
+	"github.com/imdhq/imd/core/topic"
+	"github.com/imdhq/imd/ports"
 )
 
 // SystemType is the message type only system accounts may send.

@@ -6,12 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"imd/adapters/memory"
-	"imd/core/apperr"
-	"imd/core/conversation"
-	"imd/core/membership"
-	"imd/core/social"
-	"imd/core/topic"
+	"github.com/imdhq/imd/adapters/memory"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/conversation"
+	"github.com/imdhq/imd/core/membership"
+	"github.com/imdhq/imd/core/social"
+	"github.com/imdhq/imd/core/topic"
 )
 
 const tenant = "acme"

@@ -18,10 +18,10 @@ import (
 	"sync"
 	"time"
 
-	"imd/core/message"
-	"imd/core/stats"
-	"imd/core/topic"
-	"imd/ports"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/stats"
+	"github.com/imdhq/imd/core/topic"
+	"github.com/imdhq/imd/ports"
 )
 
 // key is one row of the summary.

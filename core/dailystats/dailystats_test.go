@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"imd/core/dailystats"
-	"imd/core/message"
-	"imd/core/stats"
+	"github.com/imdhq/imd/core/dailystats"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/stats"
 )
 
 // rows records the upserts and can fail them.

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"imd/ports"
+	"github.com/imdhq/imd/ports"
 )
 
 // DepthGauges samples the deliver queue's backlog into the metrics: jobs waiting and taken per

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"imd/adapters/memory"
-	"imd/core/deliver"
-	"imd/core/delivery"
+	"github.com/imdhq/imd/adapters/memory"
+	"github.com/imdhq/imd/core/deliver"
+	"github.com/imdhq/imd/core/delivery"
 )
 
 func TestDepthGaugesReportBacklogAndLagPerPartition(t *testing.T) {

@@ -6,10 +6,10 @@ import (
 	"log/slog"
 	"time"
 
-	"imd/core/inbox"
-	"imd/core/mailbox"
-	"imd/core/message"
-	"imd/ports"
+	"github.com/imdhq/imd/core/inbox"
+	"github.com/imdhq/imd/core/mailbox"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/ports"
 )
 
 // missedBatch bounds the rows one mailbox append writes.

@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"imd/adapters/memory"
-	"imd/core/inbox"
-	"imd/core/mailbox"
-	"imd/core/message"
+	"github.com/imdhq/imd/adapters/memory"
+	"github.com/imdhq/imd/core/inbox"
+	"github.com/imdhq/imd/core/mailbox"
+	"github.com/imdhq/imd/core/message"
 )
 
 func TestMissedPushesBecomeMailboxRows(t *testing.T) {

@@ -12,14 +12,14 @@ import (
 	"sync"
 	"time"
 
-	"imd/core/delivery"
-	"imd/core/dialog"
-	"imd/core/fanout"
-	"imd/core/inbox"
-	"imd/core/inflight"
-	"imd/core/mailbox"
-	"imd/core/membership"
-	"imd/ports"
+	"github.com/imdhq/imd/core/delivery"
+	"github.com/imdhq/imd/core/dialog"
+	"github.com/imdhq/imd/core/fanout"
+	"github.com/imdhq/imd/core/inbox"
+	"github.com/imdhq/imd/core/inflight"
+	"github.com/imdhq/imd/core/mailbox"
+	"github.com/imdhq/imd/core/membership"
+	"github.com/imdhq/imd/ports"
 )
 
 // Config tunes the consumers (seed 003 §19 deliver). Each tenant gets one consumer per queue

@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"strconv"
 
-	"imd/core/message"
+	"github.com/imdhq/imd/core/message"
 )
 
 // Kind of a deliver job or push.

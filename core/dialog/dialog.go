@@ -9,7 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"imd/core/message"
+	"github.com/imdhq/imd/core/message"
 )
 
 // MaxPreviewRunes bounds the text kept in a preview.

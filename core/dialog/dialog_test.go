@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"imd/core/message"
+	"github.com/imdhq/imd/core/message"
 )
 
 func TestCountsAsUnread(t *testing.T) {

@@ -11,12 +11,12 @@ import (
 	"slices"
 	"unicode/utf8"
 
-	"imd/core/apperr"
-	"imd/core/conversation"
-	"imd/core/send"
-	"imd/core/social"
-	"imd/core/uploads"
-	"imd/ports"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/conversation"
+	"github.com/imdhq/imd/core/send"
+	"github.com/imdhq/imd/core/social"
+	"github.com/imdhq/imd/core/uploads"
+	"github.com/imdhq/imd/ports"
 )
 
 // Operator is the actor of admin API calls: it is not a user and passes every role check.

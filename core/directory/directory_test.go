@@ -10,13 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"imd/adapters/memory"
-	"imd/core/apperr"
-	"imd/core/conversation"
-	"imd/core/directory"
-	"imd/core/mailbox"
-	"imd/core/membership"
-	"imd/core/social"
+	"github.com/imdhq/imd/adapters/memory"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/conversation"
+	"github.com/imdhq/imd/core/directory"
+	"github.com/imdhq/imd/core/mailbox"
+	"github.com/imdhq/imd/core/membership"
+	"github.com/imdhq/imd/core/social"
 )
 
 const tenant = "acme"

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"unicode/utf8"
 
-	"imd/core/apperr"
-	"imd/core/social"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/social"
 )
 
 // Friends lists a user's friends above after.

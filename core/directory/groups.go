@@ -7,10 +7,10 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"imd/core/apperr"
-	"imd/core/mailbox"
-	"imd/core/social"
-	"imd/core/topic"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/mailbox"
+	"github.com/imdhq/imd/core/social"
+	"github.com/imdhq/imd/core/topic"
 )
 
 // MaxMute bounds a per-member mute.

@@ -10,13 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"imd/adapters/memory"
-	"imd/core/apperr"
-	"imd/core/conversation"
-	"imd/core/dialog"
-	"imd/core/directory"
-	"imd/core/send"
-	"imd/core/social"
+	"github.com/imdhq/imd/adapters/memory"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/conversation"
+	"github.com/imdhq/imd/core/dialog"
+	"github.com/imdhq/imd/core/directory"
+	"github.com/imdhq/imd/core/send"
+	"github.com/imdhq/imd/core/social"
 )
 
 // topicEvents records the group events the directory writes into topics.

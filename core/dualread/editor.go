@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 
-	"imd/core/legacy"
-	"imd/core/message"
-	"imd/core/month"
-	"imd/ports"
+	"github.com/imdhq/imd/core/legacy"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/ports"
 )
 
 // Copier copies one legacy row into its month table ahead of the backfill.

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 
-	"imd/core/message"
-	"imd/core/month"
-	"imd/ports"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/ports"
 )
 
 // Finder is a ports.MessageFinder that also finds legacy rows not copied yet (READ by msg_id).

@@ -4,9 +4,9 @@ import (
 	"cmp"
 	"slices"
 
-	"imd/core/message"
-	"imd/core/month"
-	"imd/core/route"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/route"
 )
 
 type topicSeq struct {

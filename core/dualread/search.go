@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"slices"
 
-	"imd/core/message"
-	"imd/core/month"
-	"imd/core/shard"
-	"imd/ports"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/shard"
+	"github.com/imdhq/imd/ports"
 )
 
 // Search is a ports.MessageSearch that also searches the legacy rows of each month.

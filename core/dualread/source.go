@@ -15,8 +15,8 @@ import (
 	"sync"
 	"time"
 
-	"imd/core/legacy"
-	"imd/ports"
+	"github.com/imdhq/imd/core/legacy"
+	"github.com/imdhq/imd/ports"
 )
 
 // DefaultStatusTTL is how long a tenant's legacy status is trusted before it is read again.

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 
-	"imd/core/message"
-	"imd/core/month"
-	"imd/core/route"
-	"imd/core/shard"
-	"imd/ports"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/route"
+	"github.com/imdhq/imd/core/shard"
+	"github.com/imdhq/imd/ports"
 )
 
 // Store is a ports.MessageStore that reads the legacy table too while the tenant migrates.

@@ -3,8 +3,8 @@
 package fanout
 
 import (
-	"imd/core/delivery"
-	"imd/core/dialog"
+	"github.com/imdhq/imd/core/delivery"
+	"github.com/imdhq/imd/core/dialog"
 )
 
 // Device is one device of one user.

@@ -7,11 +7,11 @@ import (
 	"context"
 	"fmt"
 
-	"imd/core/apperr"
-	"imd/core/history"
-	"imd/core/message"
-	"imd/core/msgref"
-	"imd/ports"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/history"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/msgref"
+	"github.com/imdhq/imd/ports"
 )
 
 // Page sizes of List.

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"imd/core/message"
-	"imd/core/month"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/month"
 )
 
 // Doc is one indexed message.

@@ -9,12 +9,12 @@ import (
 	"fmt"
 	"log/slog"
 
-	"imd/core/apperr"
-	"imd/core/conversation"
-	"imd/core/message"
-	"imd/core/msgref"
-	"imd/core/topic"
-	"imd/ports"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/conversation"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/msgref"
+	"github.com/imdhq/imd/core/topic"
+	"github.com/imdhq/imd/ports"
 )
 
 // Page sizes of List.

@@ -9,13 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"imd/adapters/memory"
-	"imd/core/apperr"
-	"imd/core/conversation"
-	"imd/core/groupfiles"
-	"imd/core/membership"
-	"imd/core/message"
-	"imd/core/social"
+	"github.com/imdhq/imd/adapters/memory"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/conversation"
+	"github.com/imdhq/imd/core/groupfiles"
+	"github.com/imdhq/imd/core/membership"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/social"
 )
 
 const tenant = "t1"

@@ -4,8 +4,8 @@ import (
 	"context"
 	"slices"
 
-	"imd/core/apperr"
-	"imd/core/message"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/message"
 )
 
 // Context sizes: messages on each side of the target.

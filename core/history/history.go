@@ -11,14 +11,14 @@ import (
 	"fmt"
 	"log/slog"
 
-	"imd/core/apperr"
-	"imd/core/conversation"
-	"imd/core/message"
-	"imd/core/month"
-	"imd/core/route"
-	"imd/core/shard"
-	"imd/core/topic"
-	"imd/ports"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/conversation"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/route"
+	"github.com/imdhq/imd/core/shard"
+	"github.com/imdhq/imd/core/topic"
+	"github.com/imdhq/imd/ports"
 )
 
 // Page size limits (PROTOCOL §3: SYNC_MESSAGES limit ≤ 200).

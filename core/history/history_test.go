@@ -12,16 +12,16 @@ import (
 	"testing"
 	"time"
 
-	"imd/adapters/memory"
-	"imd/core/apperr"
-	"imd/core/conversation"
-	"imd/core/history"
-	"imd/core/membership"
-	"imd/core/message"
-	"imd/core/month"
-	"imd/core/route"
-	"imd/core/shard"
-	"imd/core/social"
+	"github.com/imdhq/imd/adapters/memory"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/conversation"
+	"github.com/imdhq/imd/core/history"
+	"github.com/imdhq/imd/core/membership"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/route"
+	"github.com/imdhq/imd/core/shard"
+	"github.com/imdhq/imd/core/social"
 )
 
 const (

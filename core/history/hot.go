@@ -3,9 +3,9 @@ package history
 import (
 	"context"
 
-	"imd/core/message"
-	"imd/core/route"
-	"imd/ports"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/route"
+	"github.com/imdhq/imd/ports"
 )
 
 // hotSlack is read from the cache beyond the page, so a few messages the page leaves out

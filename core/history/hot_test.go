@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"imd/core/message"
+	"github.com/imdhq/imd/core/message"
 )
 
 // run builds what a cache read returns: the listed seqs in the given order.

@@ -8,11 +8,11 @@ import (
 	"slices"
 	"time"
 
-	"imd/core/apperr"
-	"imd/core/message"
-	"imd/core/month"
-	"imd/core/route"
-	"imd/core/shard"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/route"
+	"github.com/imdhq/imd/core/shard"
 )
 
 // page is one directional read of a topic: the need messages after cursor (ascending), or

@@ -8,13 +8,13 @@ import (
 	"slices"
 	"time"
 
-	"imd/core/apperr"
-	"imd/core/message"
-	"imd/core/month"
-	"imd/core/route"
-	"imd/core/shard"
-	"imd/core/topic"
-	"imd/ports"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/route"
+	"github.com/imdhq/imd/core/shard"
+	"github.com/imdhq/imd/core/topic"
+	"github.com/imdhq/imd/ports"
 )
 
 // Search bounds (seed 000 §6.6: short-term search covers at most three months).

@@ -10,11 +10,11 @@ import (
 	"fmt"
 	"log/slog"
 
-	"imd/core/apperr"
-	"imd/core/dialog"
-	"imd/core/mailbox"
-	"imd/core/social"
-	"imd/ports"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/dialog"
+	"github.com/imdhq/imd/core/mailbox"
+	"github.com/imdhq/imd/core/social"
+	"github.com/imdhq/imd/ports"
 )
 
 // Page size limits of SYNC_INBOX.

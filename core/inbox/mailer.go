@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 
-	"imd/core/delivery"
-	"imd/core/mailbox"
-	"imd/ports"
+	"github.com/imdhq/imd/core/delivery"
+	"github.com/imdhq/imd/core/mailbox"
+	"github.com/imdhq/imd/ports"
 )
 
 // MailerDeps are the ports the mailer uses.

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"imd/core/apperr"
-	"imd/core/jobs"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/jobs"
 )
 
 func TestJobsRunOnceAndReportProgress(t *testing.T) {

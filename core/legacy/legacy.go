@@ -8,7 +8,7 @@ import (
 	"errors"
 	"time"
 
-	"imd/core/month"
+	"github.com/imdhq/imd/core/month"
 )
 
 // Table names. The legacy table is never created by the tenant migrations: it comes from an

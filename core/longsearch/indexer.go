@@ -12,10 +12,10 @@ import (
 	"sync"
 	"time"
 
-	"imd/core/fulltext"
-	"imd/core/message"
-	"imd/core/msgref"
-	"imd/ports"
+	"github.com/imdhq/imd/core/fulltext"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/msgref"
+	"github.com/imdhq/imd/ports"
 )
 
 // Defaults of IndexerConfig. Every write makes a segment that the index merges later: at a

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"time"
 
-	"imd/core/apperr"
-	"imd/core/conversation"
-	"imd/core/fulltext"
-	"imd/core/history"
-	"imd/core/message"
-	"imd/ports"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/conversation"
+	"github.com/imdhq/imd/core/fulltext"
+	"github.com/imdhq/imd/core/history"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/ports"
 )
 
 // Search bounds.

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"imd/core/flight"
-	"imd/ports"
+	"github.com/imdhq/imd/core/flight"
+	"github.com/imdhq/imd/ports"
 )
 
 type entry struct {

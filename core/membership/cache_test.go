@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"imd/adapters/memory"
-	"imd/core/social"
-	"imd/ports"
+	"github.com/imdhq/imd/adapters/memory"
+	"github.com/imdhq/imd/core/social"
+	"github.com/imdhq/imd/ports"
 )
 
 // slowDirectory counts member reads and makes each take a while, as MySQL under load does.

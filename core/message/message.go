@@ -11,9 +11,9 @@ import (
 	"fmt"
 	"time"
 
-	"imd/core/apperr"
-	"imd/core/month"
-	"imd/core/topic"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/topic"
 )
 
 // Status of a stored message.

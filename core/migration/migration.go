@@ -15,10 +15,10 @@ import (
 	"sync"
 	"time"
 
-	"imd/core/apperr"
-	"imd/core/legacy"
-	"imd/core/route"
-	"imd/ports"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/legacy"
+	"github.com/imdhq/imd/core/route"
+	"github.com/imdhq/imd/ports"
 )
 
 // Batch size bounds (seed 000 §9: 1,000 to 5,000 rows per batch) and defaults.

@@ -15,8 +15,8 @@ import (
 	"strings"
 	"time"
 
-	"imd/core/legacy"
-	"imd/core/month"
+	"github.com/imdhq/imd/core/legacy"
+	"github.com/imdhq/imd/core/month"
 )
 
 // maxMismatchesPerTopic bounds the seq ranges one topic reports; a topic that differs

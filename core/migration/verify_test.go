@@ -6,8 +6,8 @@ import (
 	"slices"
 	"testing"
 
-	"imd/core/legacy"
-	"imd/core/month"
+	"github.com/imdhq/imd/core/legacy"
+	"github.com/imdhq/imd/core/month"
 )
 
 const m0 = month.Month(203101)

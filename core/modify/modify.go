@@ -19,13 +19,13 @@ import (
 	"strconv"
 	"time"
 
-	"imd/core/apperr"
-	"imd/core/conversation"
-	"imd/core/message"
-	"imd/core/month"
-	"imd/core/send"
-	"imd/core/social"
-	"imd/ports"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/conversation"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/send"
+	"github.com/imdhq/imd/core/social"
+	"github.com/imdhq/imd/ports"
 )
 
 // Defaults and bounds.

@@ -9,8 +9,8 @@ import (
 	"path"
 	"time"
 
-	"imd/core/message"
-	"imd/core/topic"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/topic"
 )
 
 // Favorite is a message a user saved.

@@ -11,16 +11,16 @@ import (
 	"log/slog"
 	"slices"
 
-	"imd/core/apperr"
-	"imd/core/conversation"
-	"imd/core/delivery"
-	"imd/core/dialog"
-	"imd/core/history"
-	"imd/core/message"
-	"imd/core/month"
-	"imd/core/shard"
-	"imd/core/social"
-	"imd/ports"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/conversation"
+	"github.com/imdhq/imd/core/delivery"
+	"github.com/imdhq/imd/core/dialog"
+	"github.com/imdhq/imd/core/history"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/shard"
+	"github.com/imdhq/imd/core/social"
+	"github.com/imdhq/imd/ports"
 )
 
 // Deps are the ports and services READ uses.

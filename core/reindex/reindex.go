@@ -8,11 +8,11 @@ import (
 	"context"
 	"fmt"
 
-	"imd/core/apperr"
-	"imd/core/jobs"
-	"imd/core/message"
-	"imd/core/month"
-	"imd/ports"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/jobs"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/ports"
 )
 
 // Sink takes stored messages; taking one twice must do no harm.

@@ -7,11 +7,11 @@ import (
 	"context"
 	"unicode/utf8"
 
-	"imd/core/apperr"
-	"imd/core/fulltext"
-	"imd/core/history"
-	"imd/core/message"
-	"imd/ports"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/fulltext"
+	"github.com/imdhq/imd/core/history"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/ports"
 )
 
 // PreviewRunes bounds the text of a preview.

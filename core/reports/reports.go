@@ -9,11 +9,11 @@ import (
 	"fmt"
 	"unicode/utf8"
 
-	"imd/core/apperr"
-	"imd/core/history"
-	"imd/core/message"
-	"imd/core/social"
-	"imd/ports"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/history"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/social"
+	"github.com/imdhq/imd/ports"
 )
 
 // MaxPage bounds a page of reports.

@@ -11,12 +11,12 @@ import (
 	"log/slog"
 	"time"
 
-	"imd/core/apperr"
-	"imd/core/archiver"
-	"imd/core/jobs"
-	"imd/core/month"
-	"imd/core/shard"
-	"imd/ports"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/archiver"
+	"github.com/imdhq/imd/core/jobs"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/shard"
+	"github.com/imdhq/imd/ports"
 )
 
 // Policy is one tenant's retention. Zero values switch a step off.

@@ -10,14 +10,14 @@ import (
 	"testing"
 	"time"
 
-	"imd/adapters/memory"
-	"imd/core/archiver"
-	"imd/core/archivereader"
-	"imd/core/message"
-	"imd/core/month"
-	"imd/core/retention"
-	"imd/core/shard"
-	"imd/core/shardmanager"
+	"github.com/imdhq/imd/adapters/memory"
+	"github.com/imdhq/imd/core/archiver"
+	"github.com/imdhq/imd/core/archivereader"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/retention"
+	"github.com/imdhq/imd/core/shard"
+	"github.com/imdhq/imd/core/shardmanager"
 )
 
 const tenant = "t1"

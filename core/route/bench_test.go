@@ -3,7 +3,7 @@ package route
 import (
 	"testing"
 
-	"imd/core/month"
+	"github.com/imdhq/imd/core/month"
 )
 
 // benchRoute is a topic written every month for ten years, 10,000 messages a month: route

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"imd/core/month"
+	"github.com/imdhq/imd/core/month"
 )
 
 // Segment is the part of one topic stored in one month.

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"imd/core/month"
+	"github.com/imdhq/imd/core/month"
 )
 
 // twoMonths is the example of seed 000 §3.3: 202609 holds 1..10086, 202610 holds 10087..12000.

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"slices"
 
-	"imd/core/month"
-	"imd/core/route"
-	"imd/core/shard"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/route"
+	"github.com/imdhq/imd/core/shard"
 )
 
 // Report is what one reconciliation of a tenant found.

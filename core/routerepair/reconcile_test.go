@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"imd/core/route"
-	"imd/core/routerepair"
+	"github.com/imdhq/imd/core/route"
+	"github.com/imdhq/imd/core/routerepair"
 )
 
 // TestReconcileFindsAndRepairsDifferences damages one topic's Redis route at a time and

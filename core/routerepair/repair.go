@@ -12,9 +12,9 @@ import (
 	"sync"
 	"time"
 
-	"imd/core/month"
-	"imd/core/topic"
-	"imd/ports"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/topic"
+	"github.com/imdhq/imd/ports"
 )
 
 // Config of the repair loop and the reconciliation; zero fields take the defaults, except

@@ -11,12 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"imd/adapters/memory"
-	"imd/core/message"
-	"imd/core/month"
-	"imd/core/route"
-	"imd/core/routerepair"
-	"imd/ports"
+	"github.com/imdhq/imd/adapters/memory"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/route"
+	"github.com/imdhq/imd/core/routerepair"
+	"github.com/imdhq/imd/ports"
 )
 
 const tenant = "t1"

@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"imd/adapters/memory"
-	"imd/core/conversation"
-	"imd/core/membership"
-	"imd/core/message"
-	"imd/core/send"
+	"github.com/imdhq/imd/adapters/memory"
+	"github.com/imdhq/imd/core/conversation"
+	"github.com/imdhq/imd/core/membership"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/send"
 )
 
 // brokenHotCache fails every write, like Redis refusing the hot-cache script.

@@ -10,17 +10,17 @@ import (
 	"testing"
 	"time"
 
-	"imd/adapters/memory"
-	"imd/core/apperr"
-	"imd/core/conversation"
-	"imd/core/membership"
-	"imd/core/message"
-	"imd/core/month"
-	"imd/core/route"
-	"imd/core/send"
-	"imd/core/seq"
-	"imd/core/shard"
-	"imd/ports"
+	"github.com/imdhq/imd/adapters/memory"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/conversation"
+	"github.com/imdhq/imd/core/membership"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/route"
+	"github.com/imdhq/imd/core/send"
+	"github.com/imdhq/imd/core/seq"
+	"github.com/imdhq/imd/core/shard"
+	"github.com/imdhq/imd/ports"
 )
 
 // lifecycleFixture is the send fixture with the ports of the shard lifecycle wired in.

@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"imd/adapters/memory"
-	"imd/core/conversation"
-	"imd/core/membership"
-	"imd/core/message"
-	"imd/core/send"
-	"imd/ports"
+	"github.com/imdhq/imd/adapters/memory"
+	"github.com/imdhq/imd/core/conversation"
+	"github.com/imdhq/imd/core/membership"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/send"
+	"github.com/imdhq/imd/ports"
 )
 
 // heard records what a commit listener was told.

@@ -12,17 +12,17 @@ import (
 	"sync"
 	"time"
 
-	"imd/core/apperr"
-	"imd/core/conversation"
-	"imd/core/delivery"
-	"imd/core/inflight"
-	"imd/core/message"
-	"imd/core/month"
-	"imd/core/route"
-	"imd/core/seq"
-	"imd/core/shard"
-	"imd/core/social"
-	"imd/ports"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/conversation"
+	"github.com/imdhq/imd/core/delivery"
+	"github.com/imdhq/imd/core/inflight"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/route"
+	"github.com/imdhq/imd/core/seq"
+	"github.com/imdhq/imd/core/shard"
+	"github.com/imdhq/imd/core/social"
+	"github.com/imdhq/imd/ports"
 )
 
 // Request is one SEND_MESSAGE.

@@ -5,7 +5,7 @@ package seq
 import (
 	"errors"
 
-	"imd/core/month"
+	"github.com/imdhq/imd/core/month"
 )
 
 var (

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"time"
 
-	"imd/core/month"
+	"github.com/imdhq/imd/core/month"
 )
 
 // State of a month table in the catalog.

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"time"
 
-	"imd/core/apperr"
-	"imd/core/month"
-	"imd/core/shard"
-	"imd/ports"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/shard"
+	"github.com/imdhq/imd/ports"
 )
 
 // compensationScan bounds how many compensation entries the backlog check reads; a longer

@@ -9,10 +9,10 @@ import (
 	"log/slog"
 	"time"
 
-	"imd/core/apperr"
-	"imd/core/month"
-	"imd/core/shard"
-	"imd/ports"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/shard"
+	"github.com/imdhq/imd/ports"
 )
 
 // Config of the lifecycle.

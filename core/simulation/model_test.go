@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"slices"
 
-	"imd/core/authn"
-	"imd/core/dialog"
-	"imd/core/history"
-	"imd/core/inbox"
-	"imd/core/message"
-	"imd/core/month"
-	"imd/core/seq"
+	"github.com/imdhq/imd/core/authn"
+	"github.com/imdhq/imd/core/dialog"
+	"github.com/imdhq/imd/core/history"
+	"github.com/imdhq/imd/core/inbox"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/seq"
 )
 
 // sendKey is what makes two sends the same message: (topic, sender, client_msg_id).

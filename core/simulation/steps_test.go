@@ -7,13 +7,13 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"imd/adapters/memory"
-	"imd/core/auth"
-	"imd/core/conversation"
-	"imd/core/message"
-	"imd/core/modify"
-	"imd/core/read"
-	"imd/core/send"
+	"github.com/imdhq/imd/adapters/memory"
+	"github.com/imdhq/imd/core/auth"
+	"github.com/imdhq/imd/core/conversation"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/modify"
+	"github.com/imdhq/imd/core/read"
+	"github.com/imdhq/imd/core/send"
 )
 
 // kind is what a step does. Its operands (node, a, b, c) are drawn up front; a step picks

@@ -3,7 +3,7 @@ package social
 import (
 	"time"
 
-	"imd/core/apperr"
+	"github.com/imdhq/imd/core/apperr"
 )
 
 // Role is a member's standing in a group (t_conversation_members.role).

@@ -4,7 +4,7 @@ package social
 import (
 	"time"
 
-	"imd/core/apperr"
+	"github.com/imdhq/imd/core/apperr"
 )
 
 // User of a tenant.

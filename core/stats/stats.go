@@ -6,8 +6,8 @@ package stats
 import (
 	"time"
 
-	"imd/core/month"
-	"imd/core/shard"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/shard"
 )
 
 // MirrorMonth is one month of the route mirror, summed over its topics.

@@ -14,9 +14,9 @@ import (
 	"sync"
 	"time"
 
-	"imd/core/apperr"
-	"imd/core/tenant"
-	"imd/ports"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/tenant"
+	"github.com/imdhq/imd/ports"
 )
 
 // Activator makes a tenant servable on this node: its database, its month tables and its

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"imd/adapters/memory"
-	"imd/core/apperr"
-	"imd/core/tenant"
-	"imd/core/tenants"
+	"github.com/imdhq/imd/adapters/memory"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/tenant"
+	"github.com/imdhq/imd/core/tenants"
 )
 
 // activations records what the registry asked to activate, failing for names in fail.

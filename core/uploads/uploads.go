@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"imd/core/apperr"
-	"imd/ports"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/ports"
 )
 
 // Defaults of Config.

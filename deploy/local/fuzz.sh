@@ -3,7 +3,7 @@
 #
 #   fuzz.sh [-q] FUZZTIME TARGET...
 #
-# TARGET is <package dir>:<FuzzName>, e.g. ./adapters/tcp/frame:FuzzDecode.
+# TARGET is <package dir>:<FuzzName>, e.g. ./adapters/protocol/frame:FuzzDecode.
 # A target whose package does not exist yet is skipped with a message; a package
 # that exists without the named fuzz test is a failure. With -q the go test
 # output goes to <state dir>/fuzz/<FuzzName>.log and only one line per target is

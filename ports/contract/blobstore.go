@@ -7,8 +7,8 @@ import (
 	"slices"
 	"testing"
 
-	"imd/core/archive"
-	"imd/ports"
+	"github.com/imdhq/imd/core/archive"
+	"github.com/imdhq/imd/ports"
 )
 
 // BlobStore runs the blob store contract: whole objects by key, replaced by a second Put,

@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"imd/core/delivery"
-	"imd/ports"
+	"github.com/imdhq/imd/core/delivery"
+	"github.com/imdhq/imd/ports"
 )
 
 // DeliverDepth checks ports.DeliverDepth on the queue of a DeliverFixture: per partition of

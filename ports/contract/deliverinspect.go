@@ -3,8 +3,8 @@ package contract
 import (
 	"testing"
 
-	"imd/core/delivery"
-	"imd/ports"
+	"github.com/imdhq/imd/core/delivery"
+	"github.com/imdhq/imd/ports"
 )
 
 // DeliverInspector checks ports.DeliverInspector on a queue of the DeliverQueue suite (the

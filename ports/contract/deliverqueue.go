@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"imd/core/delivery"
-	"imd/core/message"
-	"imd/ports"
+	"github.com/imdhq/imd/core/delivery"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/ports"
 )
 
 // DeliverFixture is a deliver queue with one partition and one fresh tenant.

@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"imd/core/dialog"
-	"imd/ports"
+	"github.com/imdhq/imd/core/dialog"
+	"github.com/imdhq/imd/ports"
 )
 
 // RemovableDialogs is a list store that also takes dialogs off users' lists.

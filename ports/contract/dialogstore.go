@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"imd/core/dialog"
-	"imd/ports"
+	"github.com/imdhq/imd/core/dialog"
+	"github.com/imdhq/imd/ports"
 )
 
 // DialogFixture is a list store and one fresh tenant.

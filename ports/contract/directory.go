@@ -7,9 +7,9 @@ import (
 	"sync"
 	"testing"
 
-	"imd/core/apperr"
-	"imd/core/social"
-	"imd/ports"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/social"
+	"github.com/imdhq/imd/ports"
 )
 
 // DirectoryFactory returns a directory and an empty tenant.

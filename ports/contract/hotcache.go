@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"imd/core/message"
-	"imd/core/month"
-	"imd/core/route"
-	"imd/ports"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/route"
+	"github.com/imdhq/imd/ports"
 )
 
 // HotFixture is a hot cache bound to one fresh tenant, keeping Window of messages and at most

@@ -10,11 +10,11 @@ import (
 	"strings"
 	"testing"
 
-	"imd/core/legacy"
-	"imd/core/message"
-	"imd/core/month"
-	"imd/core/route"
-	"imd/ports"
+	"github.com/imdhq/imd/core/legacy"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/route"
+	"github.com/imdhq/imd/ports"
 )
 
 // LegacyFixture is a tenant whose legacy table Load fills: the month-table stores of its

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"imd/core/month"
-	"imd/core/shard"
-	"imd/ports"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/shard"
+	"github.com/imdhq/imd/ports"
 )
 
 // The suites of the shard lifecycle's ports (ports/repair.go).

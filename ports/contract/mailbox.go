@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"imd/core/mailbox"
-	"imd/ports"
+	"github.com/imdhq/imd/core/mailbox"
+	"github.com/imdhq/imd/ports"
 )
 
 // MailboxFixture is a mailbox and one fresh tenant.

@@ -13,12 +13,12 @@ import (
 	"testing"
 	"time"
 
-	"imd/core/message"
-	"imd/core/month"
-	"imd/core/route"
-	"imd/core/seq"
-	"imd/core/shard"
-	"imd/ports"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/route"
+	"github.com/imdhq/imd/core/seq"
+	"github.com/imdhq/imd/core/shard"
+	"github.com/imdhq/imd/ports"
 )
 
 // MessageStoreFactory returns an empty tenant: its message store and the shard store of the

@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"imd/core/message"
-	"imd/core/month"
-	"imd/core/shard"
-	"imd/core/social"
-	"imd/ports"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/shard"
+	"github.com/imdhq/imd/core/social"
+	"github.com/imdhq/imd/ports"
 )
 
 // RevisionRow is what the suite checks of one stored revision (im_message_revisions).

@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"imd/core/month"
-	"imd/ports"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/ports"
 )
 
 // MonthFixture is a month state bound to one fresh tenant.

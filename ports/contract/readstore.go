@@ -8,12 +8,12 @@ import (
 	"sync"
 	"testing"
 
-	"imd/core/dialog"
-	"imd/core/message"
-	"imd/core/month"
-	"imd/core/shard"
-	"imd/core/social"
-	"imd/ports"
+	"github.com/imdhq/imd/core/dialog"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/shard"
+	"github.com/imdhq/imd/core/social"
+	"github.com/imdhq/imd/ports"
 )
 
 // ReadFixture is a read-state store and the stores of the same fresh tenant it reads from.

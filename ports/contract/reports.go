@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"imd/core/social"
-	"imd/ports"
+	"github.com/imdhq/imd/core/social"
+	"github.com/imdhq/imd/ports"
 )
 
 // ReportsFactory returns a report store and an empty tenant.

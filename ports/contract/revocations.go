@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"imd/ports"
+	"github.com/imdhq/imd/ports"
 )
 
 // RevocationsFactory returns a deny-list and an empty tenant.

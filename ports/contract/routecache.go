@@ -4,9 +4,9 @@ import (
 	"testing"
 	"time"
 
-	"imd/core/month"
-	"imd/core/route"
-	"imd/ports"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/route"
+	"github.com/imdhq/imd/ports"
 )
 
 // RouteFixture is a route cache bound to one fresh tenant.

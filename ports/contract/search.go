@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"imd/core/message"
-	"imd/core/shard"
-	"imd/ports"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/shard"
+	"github.com/imdhq/imd/ports"
 )
 
 // SearchFixture is an empty tenant: its message store, shard store and search over one database.

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"imd/core/fulltext"
-	"imd/core/month"
-	"imd/ports"
+	"github.com/imdhq/imd/core/fulltext"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/ports"
 )
 
 // SearchIndex runs the search index contract: Chinese and English text, topic and time

@@ -8,9 +8,9 @@ import (
 	"sync"
 	"testing"
 
-	"imd/core/month"
-	"imd/core/seq"
-	"imd/ports"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/seq"
+	"github.com/imdhq/imd/ports"
 )
 
 // SeqFixture is a seq allocator and the month state it reads, bound to one fresh tenant.

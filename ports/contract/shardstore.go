@@ -5,9 +5,9 @@ import (
 	"errors"
 	"testing"
 
-	"imd/core/month"
-	"imd/core/shard"
-	"imd/ports"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/shard"
+	"github.com/imdhq/imd/ports"
 )
 
 // ShardStoreFactory returns a shard store and an empty tenant.

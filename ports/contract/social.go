@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"imd/core/social"
-	"imd/ports"
+	"github.com/imdhq/imd/core/social"
+	"github.com/imdhq/imd/ports"
 )
 
 // SocialGraph is everything one social-graph adapter implements.

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"imd/core/social"
-	"imd/core/stats"
-	"imd/ports"
+	"github.com/imdhq/imd/core/social"
+	"github.com/imdhq/imd/core/stats"
+	"github.com/imdhq/imd/ports"
 )
 
 // SummariesFactory returns the statistics of an empty tenant with the stores that feed them.

@@ -4,9 +4,9 @@ import (
 	"context"
 	"testing"
 
-	"imd/core/apperr"
-	"imd/core/tenant"
-	"imd/ports"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/tenant"
+	"github.com/imdhq/imd/ports"
 )
 
 // TenantStoreFactory returns an empty tenant registry.

@@ -17,10 +17,10 @@ import (
 	"strings"
 	"time"
 
-	"imd/adapters/snowflake"
-	"imd/core/message"
-	"imd/core/topic"
-	legacysql "imd/sql/legacy"
+	"github.com/imdhq/imd/adapters/snowflake"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/topic"
+	legacysql "github.com/imdhq/imd/sql/legacy"
 )
 
 // Spec describes the data; zero fields take the defaults.

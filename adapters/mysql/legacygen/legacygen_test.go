@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"imd/adapters/snowflake"
-	"imd/core/month"
+	"github.com/imdhq/imd/adapters/snowflake"
+	"github.com/imdhq/imd/core/month"
 )
 
 func TestRowsAreRealisticAndReproducible(t *testing.T) {

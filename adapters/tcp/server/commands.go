@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 
-	"imd/adapters/tcp/frame"
-	"imd/adapters/tcp/server/session"
-	"imd/adapters/tcp/wire"
-	"imd/core/apperr"
-	"imd/core/history"
+	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/adapters/protocol/frame"
+	"github.com/imdhq/imd/adapters/tcp/server/session"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/history"
 )
 
 // auth verifies the token once per connection and binds the device (PROTOCOL §3). An older
@@ -21,7 +21,7 @@ func (s *Server) auth(ctx context.Context, r *request) (data any, err error) {
 			c.advance(phaseAuthenticating, phaseConnected) // the client may try again
 		}
 	}()
-	var req wire.AuthRequest
+	var req protocol.AuthRequest
 	if err := decodeBody(r.frame.Body, &req); err != nil {
 		return nil, err
 	}
@@ -42,7 +42,7 @@ func (s *Server) auth(ctx context.Context, r *request) (data any, err error) {
 		s.sessions.Unbind(c.out)
 		return nil, apperr.New(apperr.Unauthenticated, "connection closed")
 	}
-	return wire.AuthResponse{
+	return protocol.AuthResponse{
 		UserID:     who.UserID,
 		TenantID:   who.Tenant,
 		DeviceID:   req.DeviceID,
@@ -55,12 +55,12 @@ func (s *Server) generateMsgID(context.Context, *request) (any, error) {
 	if err != nil {
 		return nil, apperr.Wrap(apperr.Busy, "id generation failed, retry", err)
 	}
-	return wire.GenerateMsgIDResponse{MsgID: id}, nil
+	return protocol.GenerateMsgIDResponse{MsgID: id}, nil
 }
 
 // sendMessage runs the send path; SEND_ACK means stored and enqueued (DESIGN §4).
 func (s *Server) sendMessage(ctx context.Context, r *request) (any, error) {
-	var req wire.SendMessageRequest
+	var req protocol.SendMessageRequest
 	if err := decodeBody(r.frame.Body, &req); err != nil {
 		return nil, err
 	}
@@ -71,12 +71,12 @@ func (s *Server) sendMessage(ctx context.Context, r *request) (any, error) {
 	}
 	m := res.Message
 	r.topic, r.conversationID, r.msgID = m.Topic, m.ConversationID, m.MsgID
-	return wire.SendAckOf(res), nil
+	return protocol.SendAckOf(res), nil
 }
 
 // syncMessages answers SYNC_MESSAGES with message pages (cmd 12) and then the FINISH frame.
 func (s *Server) syncMessages(ctx context.Context, r *request) (any, error) {
-	var req wire.SyncMessagesRequest
+	var req protocol.SyncMessagesRequest
 	if err := decodeBody(r.frame.Body, &req); err != nil {
 		return nil, err
 	}
@@ -87,23 +87,23 @@ func (s *Server) syncMessages(ctx context.Context, r *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.sendPages(r, wire.FromMessages(res.Messages)); err != nil {
+	if err := s.sendPages(r, protocol.FromMessages(res.Messages)); err != nil {
 		return nil, err
 	}
-	return wire.SyncMessagesFinish{Topic: req.Topic, LastSeq: res.LastSeq, HasMore: res.HasMore}, nil
+	return protocol.SyncMessagesFinish{Topic: req.Topic, LastSeq: res.LastSeq, HasMore: res.HasMore}, nil
 }
 
 // sendPages writes msgs as SYNC_MESSAGES pages, halving a page until its frame fits MaxBody.
 // No page is written for no messages (PROTOCOL: zero or more pages).
-func (s *Server) sendPages(r *request, msgs []wire.Message) error {
+func (s *Server) sendPages(r *request, msgs []protocol.Message) error {
 	if len(msgs) == 0 {
 		return nil
 	}
-	body, err := wire.OK(r.frame.RequestID, wire.SyncMessagesPage{Messages: msgs})
+	body, err := protocol.OK(r.frame.RequestID, protocol.SyncMessagesPage{Messages: msgs})
 	if err != nil {
 		return apperr.Wrap(apperr.Internal, "internal error", err)
 	}
-	f, err := frame.Append(nil, wire.CmdSyncMessages, r.frame.RequestID, r.frame.SequenceID, body, s.cfg.CompressMin)
+	f, err := frame.Append(nil, protocol.CmdSyncMessages, r.frame.RequestID, r.frame.SequenceID, body, s.cfg.CompressMin)
 	if errors.Is(err, frame.ErrTooLarge) && len(msgs) > 1 {
 		half := len(msgs) / 2
 		if err := s.sendPages(r, msgs[:half]); err != nil {
@@ -122,7 +122,7 @@ func (s *Server) sendPages(r *request, msgs []wire.Message) error {
 }
 
 // historyPage is the data of GET_HISTORY, newest first; it shrinks from the oldest end.
-type historyPage wire.GetHistoryResponse
+type historyPage protocol.GetHistoryResponse
 
 func (p historyPage) shrink() (any, bool) {
 	if len(p.Messages) <= 1 {
@@ -132,7 +132,7 @@ func (p historyPage) shrink() (any, bool) {
 }
 
 func (s *Server) getHistory(ctx context.Context, r *request) (any, error) {
-	var req wire.GetHistoryRequest
+	var req protocol.GetHistoryRequest
 	if err := decodeBody(r.frame.Body, &req); err != nil {
 		return nil, err
 	}
@@ -143,5 +143,5 @@ func (s *Server) getHistory(ctx context.Context, r *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return historyPage{Messages: wire.FromMessages(msgs)}, nil
+	return historyPage{Messages: protocol.FromMessages(msgs)}, nil
 }

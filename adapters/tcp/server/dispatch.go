@@ -10,11 +10,11 @@ import (
 	"strconv"
 	"time"
 
-	"imd/adapters/tcp/frame"
-	"imd/adapters/tcp/server/session"
-	"imd/adapters/tcp/server/taskpool"
-	"imd/adapters/tcp/wire"
-	"imd/core/apperr"
+	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/adapters/protocol/frame"
+	"github.com/imdhq/imd/adapters/tcp/server/session"
+	"github.com/imdhq/imd/adapters/tcp/server/taskpool"
+	"github.com/imdhq/imd/core/apperr"
 )
 
 // handler serves one command in the task pool. It returns the data of the final response (the
@@ -50,17 +50,17 @@ func (s *Server) newRequest(c *connection, f frame.Frame) *request {
 func (s *Server) dispatch(c *connection, f frame.Frame) {
 	r := s.newRequest(c, f)
 	switch {
-	case f.Command == wire.CmdHeartbeat:
-		s.respond(r, wire.HeartbeatResponse{ServerTime: s.deps.Clock.Now().UnixMilli()}, nil)
+	case f.Command == protocol.CmdHeartbeat:
+		s.respond(r, protocol.HeartbeatResponse{ServerTime: s.deps.Clock.Now().UnixMilli()}, nil)
 		return
-	case f.Command == wire.CmdPushAck && c.load() == phaseAuthenticated:
+	case f.Command == protocol.CmdPushAck && c.load() == phaseAuthenticated:
 		// Transport-level only (seed 003 §14): it settles the push, nothing is stored or answered.
 		c.out.Ack(f.SequenceID)
 		return
 	case s.stopping.Load():
 		s.respond(r, nil, apperr.New(apperr.Busy, "server is shutting down, reconnect"))
 		return
-	case f.Command == wire.CmdAuth:
+	case f.Command == protocol.CmdAuth:
 		// Checked before the rate limit, so a repeated AUTH costs no budget. Only the event
 		// loop leaves phaseConnected, so the state cannot change before the advance below.
 		if c.load() != phaseConnected {
@@ -78,7 +78,7 @@ func (s *Server) dispatch(c *connection, f frame.Frame) {
 			return
 		}
 	}
-	if f.Command == wire.CmdAuth && !c.advance(phaseConnected, phaseAuthenticating) {
+	if f.Command == protocol.CmdAuth && !c.advance(phaseConnected, phaseAuthenticating) {
 		s.respond(r, nil, apperr.New(apperr.InvalidArgument, "already authenticated on this connection"))
 		return
 	}
@@ -88,7 +88,7 @@ func (s *Server) dispatch(c *connection, f frame.Frame) {
 		return
 	}
 	if err := s.pool.Submit(func() { s.run(h, r) }); err != nil {
-		if f.Command == wire.CmdAuth {
+		if f.Command == protocol.CmdAuth {
 			c.advance(phaseAuthenticating, phaseConnected)
 		}
 		msg := "server busy, retry"
@@ -134,7 +134,7 @@ func (s *Server) respond(r *request, data any, err error) {
 			s.logRequest(r, apperr.CodeOf(err), errors.Join(err, sendErr))
 			return
 		}
-		if r.frame.Command == wire.CmdSendMessage {
+		if r.frame.Command == protocol.CmdSendMessage {
 			s.deps.Metrics.Observe("send_ack_latency", time.Since(r.started).Seconds())
 		}
 	}
@@ -143,10 +143,10 @@ func (s *Server) respond(r *request, data any, err error) {
 
 // encodeResponse returns the response frame and the error it reports (nil on success).
 func (s *Server) encodeResponse(r *request, data any, err error) ([]byte, error) {
-	cmd := wire.ResponseCommand(r.frame.Command)
+	cmd := protocol.ResponseCommand(r.frame.Command)
 	id, seq := r.frame.RequestID, r.frame.SequenceID
 	for err == nil {
-		body, mErr := wire.OK(id, data)
+		body, mErr := protocol.OK(id, data)
 		if mErr != nil {
 			err = apperr.Wrap(apperr.Internal, "internal error", mErr)
 			break
@@ -162,7 +162,7 @@ func (s *Server) encodeResponse(r *request, data any, err error) ([]byte, error)
 		}
 		err = apperr.Wrap(apperr.Internal, "response does not fit in a frame", fErr)
 	}
-	body := wire.Err(id, int(apperr.CodeOf(err)), apperr.MessageOf(err))
+	body := protocol.Err(id, int(apperr.CodeOf(err)), apperr.MessageOf(err))
 	f, fErr := frame.Append(nil, cmd, id, seq, body, s.cfg.CompressMin)
 	if fErr != nil {
 		return nil, errors.Join(err, fErr)

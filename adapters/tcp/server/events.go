@@ -10,9 +10,9 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 
-	"imd/adapters/tcp/frame"
-	"imd/adapters/tcp/proxyhdr"
-	"imd/adapters/tcp/server/session"
+	"github.com/imdhq/imd/adapters/protocol/frame"
+	"github.com/imdhq/imd/adapters/tcp/proxyhdr"
+	"github.com/imdhq/imd/adapters/tcp/server/session"
 )
 
 // unreadFactor: a client whose unread responses exceed this many outbound limits is sending

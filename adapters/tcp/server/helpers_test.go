@@ -14,10 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"imd/adapters/tcp/frame"
-	"imd/adapters/tcp/wire"
-	"imd/core/apperr"
-	"imd/core/auth"
+	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/adapters/protocol/frame"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/auth"
 )
 
 // testTime is the fake clock's time; server_time answers carry it.
@@ -298,7 +298,7 @@ func (c *rawClient) next(wait time.Duration) (frame.Frame, error) {
 }
 
 // call sends a request and reads its one response.
-func (c *rawClient) call(cmd uint16, body any) (frame.Frame, wire.Envelope) {
+func (c *rawClient) call(cmd uint16, body any) (frame.Frame, protocol.Envelope) {
 	c.t.Helper()
 	seq := c.send(cmd, body)
 	f := c.read()
@@ -308,10 +308,10 @@ func (c *rawClient) call(cmd uint16, body any) (frame.Frame, wire.Envelope) {
 	return f, envelope(c.t, f)
 }
 
-func (c *rawClient) auth(user int64, device uint64) wire.AuthResponse {
+func (c *rawClient) auth(user int64, device uint64) protocol.AuthResponse {
 	c.t.Helper()
-	_, env := c.call(wire.CmdAuth, wire.AuthRequest{Token: token(user), DeviceID: device})
-	var resp wire.AuthResponse
+	_, env := c.call(protocol.CmdAuth, protocol.AuthRequest{Token: token(user), DeviceID: device})
+	var resp protocol.AuthResponse
 	decodeData(c.t, env, &resp)
 	return resp
 }
@@ -347,18 +347,18 @@ func isReset(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "connection reset")
 }
 
-func envelope(t *testing.T, f frame.Frame) wire.Envelope {
+func envelope(t *testing.T, f frame.Frame) protocol.Envelope {
 	t.Helper()
-	var env wire.Envelope
+	var env protocol.Envelope
 	if err := json.Unmarshal(f.Body, &env); err != nil {
 		t.Fatalf("envelope of command %d: %v (%s)", f.Command, err, f.Body)
 	}
 	return env
 }
 
-func decodeData(t *testing.T, env wire.Envelope, out any) {
+func decodeData(t *testing.T, env protocol.Envelope, out any) {
 	t.Helper()
-	if env.Code != wire.CodeOK {
+	if env.Code != protocol.CodeOK {
 		t.Fatalf("code %d %q, want 0", env.Code, env.Msg)
 	}
 	if err := json.Unmarshal(env.Data, out); err != nil {

@@ -6,19 +6,19 @@ import (
 	"errors"
 	"fmt"
 
-	"imd/adapters/tcp/frame"
-	"imd/adapters/tcp/wire"
-	"imd/core/apperr"
-	"imd/core/delivery"
-	"imd/core/fanout"
-	"imd/core/inbox"
-	"imd/core/read"
+	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/adapters/protocol/frame"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/delivery"
+	"github.com/imdhq/imd/core/fanout"
+	"github.com/imdhq/imd/core/inbox"
+	"github.com/imdhq/imd/core/read"
 )
 
 // addInboxCommands registers READ_MESSAGE and SYNC_INBOX.
 func (s *Server) addInboxCommands() {
-	s.handlers[wire.CmdReadMessage] = s.readMessage
-	s.handlers[wire.CmdSyncInbox] = s.syncInbox
+	s.handlers[protocol.CmdReadMessage] = s.readMessage
+	s.handlers[protocol.CmdSyncInbox] = s.syncInbox
 }
 
 // PushReach implements ports.DevicePusher over the session registry.
@@ -33,7 +33,7 @@ func (s *Server) PushDevice(ctx context.Context, tenant string, user int64, devi
 
 // readMessage answers READ_MESSAGE with the stored watermark (PROTOCOL cmd 8).
 func (s *Server) readMessage(ctx context.Context, r *request) (any, error) {
-	var req wire.ReadRequest
+	var req protocol.ReadRequest
 	if err := decodeBody(r.frame.Body, &req); err != nil {
 		return nil, err
 	}
@@ -46,12 +46,12 @@ func (s *Server) readMessage(ctx context.Context, r *request) (any, error) {
 		return nil, err
 	}
 	r.topic, r.conversationID, r.msgID = w.Topic, w.ConversationID, w.MsgID
-	return wire.ReadResponse{Topic: w.Topic, ConversationID: w.ConversationID, Seq: w.Seq, MsgID: w.MsgID}, nil
+	return protocol.ReadResponse{Topic: w.Topic, ConversationID: w.ConversationID, Seq: w.Seq, MsgID: w.MsgID}, nil
 }
 
 // syncInbox answers SYNC_INBOX with its pages (cmd 10) and then the FINISH frame (cmd 11).
 func (s *Server) syncInbox(ctx context.Context, r *request) (any, error) {
-	var req wire.SyncInboxRequest
+	var req protocol.SyncInboxRequest
 	if err := decodeBody(r.frame.Body, &req); err != nil {
 		return nil, err
 	}
@@ -62,13 +62,13 @@ func (s *Server) syncInbox(ctx context.Context, r *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	dialogs := make([]wire.Dialog, len(res.Dialogs))
+	dialogs := make([]protocol.Dialog, len(res.Dialogs))
 	for i, d := range res.Dialogs {
 		if dialogs[i], err = wireDialog(d); err != nil {
 			return nil, apperr.Wrap(apperr.Internal, "internal error", err)
 		}
 	}
-	events := make([]wire.Event, len(res.Events))
+	events := make([]protocol.Event, len(res.Events))
 	for i, e := range res.Events {
 		data, err := e.Data()
 		if err == nil {
@@ -81,18 +81,18 @@ func (s *Server) syncInbox(ctx context.Context, r *request) (any, error) {
 	if err := s.sendInboxPages(r, dialogs, events); err != nil {
 		return nil, err
 	}
-	return wire.SyncInboxFinish{MailboxSeq: res.MailboxSeq, DialogScore: res.DialogScore, HasMore: res.HasMore}, nil
+	return protocol.SyncInboxFinish{MailboxSeq: res.MailboxSeq, DialogScore: res.DialogScore, HasMore: res.HasMore}, nil
 }
 
-func wireDialog(d inbox.Dialog) (wire.Dialog, error) {
-	w := wire.Dialog{
+func wireDialog(d inbox.Dialog) (protocol.Dialog, error) {
+	w := protocol.Dialog{
 		Topic: d.Topic, ConversationID: d.ConversationID, Score: d.Score, LastSeq: d.LastSeq,
 		ReadSeq: d.ReadSeq, Unread: d.Unread, Muted: d.Muted, Pinned: d.Pinned,
 	}
 	if d.Preview.MsgID != 0 {
 		raw, err := json.Marshal(d.Preview)
 		if err != nil {
-			return wire.Dialog{}, fmt.Errorf("preview of conversation %d: %w", d.ConversationID, err)
+			return protocol.Dialog{}, fmt.Errorf("preview of conversation %d: %w", d.ConversationID, err)
 		}
 		w.Preview = raw
 	}
@@ -101,22 +101,22 @@ func wireDialog(d inbox.Dialog) (wire.Dialog, error) {
 
 // sendInboxPages writes one SYNC_INBOX page, or several when it does not fit a frame: dialogs
 // and events apart, then halves. No page is written for nothing.
-func (s *Server) sendInboxPages(r *request, dialogs []wire.Dialog, events []wire.Event) error {
+func (s *Server) sendInboxPages(r *request, dialogs []protocol.Dialog, events []protocol.Event) error {
 	if len(dialogs)+len(events) == 0 {
 		return nil
 	}
-	body, err := wire.OK(r.frame.RequestID, wire.SyncInboxPage{Dialogs: dialogs, Events: events})
+	body, err := protocol.OK(r.frame.RequestID, protocol.SyncInboxPage{Dialogs: dialogs, Events: events})
 	if err != nil {
 		return apperr.Wrap(apperr.Internal, "internal error", err)
 	}
-	f, err := frame.Append(nil, wire.CmdSyncInbox, r.frame.RequestID, r.frame.SequenceID, body, s.cfg.CompressMin)
+	f, err := frame.Append(nil, protocol.CmdSyncInbox, r.frame.RequestID, r.frame.SequenceID, body, s.cfg.CompressMin)
 	if errors.Is(err, frame.ErrTooLarge) {
 		switch {
 		case len(dialogs) > 0 && len(events) > 0:
-			if err := s.sendInboxPages(r, dialogs, []wire.Event{}); err != nil {
+			if err := s.sendInboxPages(r, dialogs, []protocol.Event{}); err != nil {
 				return err
 			}
-			return s.sendInboxPages(r, []wire.Dialog{}, events)
+			return s.sendInboxPages(r, []protocol.Dialog{}, events)
 		case len(dialogs) > 1:
 			half := len(dialogs) / 2
 			if err := s.sendInboxPages(r, dialogs[:half], events); err != nil {

@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"imd/adapters/tcp/frame"
-	"imd/adapters/tcp/proxyhdr"
-	"imd/adapters/tcp/server/session"
-	"imd/adapters/tcp/wire"
-	"imd/core/delivery"
+	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/adapters/protocol/frame"
+	"github.com/imdhq/imd/adapters/tcp/proxyhdr"
+	"github.com/imdhq/imd/adapters/tcp/server/session"
+	"github.com/imdhq/imd/core/delivery"
 )
 
 // expectKick reads frames until a KICK and checks its reason, then expects the close.
@@ -20,10 +20,10 @@ func (c *rawClient) expectKick(reason string) {
 	c.t.Helper()
 	for {
 		f := c.read()
-		if f.Command != wire.CmdKick {
+		if f.Command != protocol.CmdKick {
 			continue // a response or push sent before the KICK
 		}
-		var k wire.Kick
+		var k protocol.Kick
 		decodeData(c.t, envelope(c.t, f), &k)
 		if k.Reason != reason {
 			c.t.Fatalf("KICK reason %q, want %q", k.Reason, reason)
@@ -38,7 +38,7 @@ func TestStopKicksClients(t *testing.T) {
 		h := start(t, Config{}, Deps{})
 		authed, anonymous := h.dial(t), h.dial(t)
 		authed.auth(1, 1)
-		if _, env := anonymous.call(wire.CmdHeartbeat, struct{}{}); env.Code != wire.CodeOK {
+		if _, env := anonymous.call(protocol.CmdHeartbeat, struct{}{}); env.Code != protocol.CodeOK {
 			t.Fatalf("heartbeat code %d", env.Code)
 		}
 		stopped := make(chan error, 1)
@@ -122,7 +122,7 @@ func TestPushAckTimeout(t *testing.T) {
 		}
 		push(1) // never acknowledged
 		acked := push(2)
-		ack, err := frame.Append(nil, wire.CmdPushAck, 0, acked, []byte(`{}`), 0)
+		ack, err := frame.Append(nil, protocol.CmdPushAck, 0, acked, []byte(`{}`), 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -136,7 +136,7 @@ func TestPushAckTimeout(t *testing.T) {
 		if got := h.metrics.count("push_ack_timeout_total"); got != 1 {
 			t.Fatalf("push_ack_timeout_total %v, want 1", got)
 		}
-		if _, env := c.call(wire.CmdHeartbeat, struct{}{}); env.Code != wire.CodeOK {
+		if _, env := c.call(protocol.CmdHeartbeat, struct{}{}); env.Code != protocol.CodeOK {
 			t.Fatal("connection unusable after an ack timeout")
 		}
 

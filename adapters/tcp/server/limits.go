@@ -4,8 +4,8 @@ import (
 	"net/netip"
 	"time"
 
-	"imd/adapters/ratelimit"
-	"imd/adapters/tcp/wire"
+	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/adapters/ratelimit"
 )
 
 // budget is one request budget of seed 003 §13/§19; every limited command spends from one.
@@ -40,15 +40,15 @@ func (b budget) String() string {
 
 func budgetOf(cmd uint16) budget {
 	switch cmd {
-	case wire.CmdAuth:
+	case protocol.CmdAuth:
 		return budgetAuth
-	case wire.CmdSendMessage:
+	case protocol.CmdSendMessage:
 		return budgetSend
-	case wire.CmdSyncInbox:
+	case protocol.CmdSyncInbox:
 		return budgetSyncInbox
-	case wire.CmdSyncMessages:
+	case protocol.CmdSyncMessages:
 		return budgetSyncMessages
-	case wire.CmdGetHistory:
+	case protocol.CmdGetHistory:
 		return budgetHistory
 	}
 	return budgetNone

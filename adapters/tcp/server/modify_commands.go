@@ -3,15 +3,15 @@ package server
 import (
 	"context"
 
-	"imd/adapters/tcp/wire"
-	"imd/core/apperr"
-	"imd/core/modify"
+	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/modify"
 )
 
 // recallMessage answers RECALL_MESSAGE with the recalled message; the other members learn it
 // from the topic event the recall writes.
 func (s *Server) recallMessage(ctx context.Context, r *request) (any, error) {
-	var req wire.RecallRequest
+	var req protocol.RecallRequest
 	if err := decodeBody(r.frame.Body, &req); err != nil {
 		return nil, err
 	}
@@ -21,12 +21,12 @@ func (s *Server) recallMessage(ctx context.Context, r *request) (any, error) {
 		return nil, err
 	}
 	r.conversationID, r.msgID = m.ConversationID, m.MsgID
-	return wire.FromMessage(m), nil
+	return protocol.FromMessage(m), nil
 }
 
 // editMessage answers EDIT_MESSAGE with the edited message; a stale version is 40901.
 func (s *Server) editMessage(ctx context.Context, r *request) (any, error) {
-	var req wire.EditRequest
+	var req protocol.EditRequest
 	if err := decodeBody(r.frame.Body, &req); err != nil {
 		return nil, err
 	}
@@ -38,14 +38,14 @@ func (s *Server) editMessage(ctx context.Context, r *request) (any, error) {
 		return nil, err
 	}
 	r.conversationID, r.msgID = m.ConversationID, m.MsgID
-	return wire.FromMessage(m), nil
+	return protocol.FromMessage(m), nil
 }
 
 // deleteRequest is DELETE_MESSAGES plus imd's addition (PROTOCOL leaves room for additions):
 // for_all deletes the one message [low, low+1) for every member instead of hiding a range
 // from the requester.
 type deleteRequest struct {
-	wire.DeleteRequest
+	protocol.DeleteRequest
 	ForAll bool `json:"for_all,omitempty"`
 }
 
@@ -79,7 +79,7 @@ func (s *Server) target(r *request, topic string, seq int64) modify.Target {
 
 // addModifyCommands registers RECALL_MESSAGE, EDIT_MESSAGE and DELETE_MESSAGES.
 func (s *Server) addModifyCommands() {
-	s.handlers[wire.CmdRecallMessage] = s.recallMessage
-	s.handlers[wire.CmdEditMessage] = s.editMessage
-	s.handlers[wire.CmdDeleteMessages] = s.deleteMessages
+	s.handlers[protocol.CmdRecallMessage] = s.recallMessage
+	s.handlers[protocol.CmdEditMessage] = s.editMessage
+	s.handlers[protocol.CmdDeleteMessages] = s.deleteMessages
 }

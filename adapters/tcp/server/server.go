@@ -19,17 +19,17 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 
-	"imd/adapters/tcp/server/session"
-	"imd/adapters/tcp/server/taskpool"
-	"imd/adapters/tcp/server/tlsconn"
-	"imd/adapters/tcp/wire"
-	"imd/core/delivery"
-	"imd/core/history"
-	"imd/core/inbox"
-	"imd/core/modify"
-	"imd/core/read"
-	"imd/core/send"
-	"imd/ports"
+	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/adapters/tcp/server/session"
+	"github.com/imdhq/imd/adapters/tcp/server/taskpool"
+	"github.com/imdhq/imd/adapters/tcp/server/tlsconn"
+	"github.com/imdhq/imd/core/delivery"
+	"github.com/imdhq/imd/core/history"
+	"github.com/imdhq/imd/core/inbox"
+	"github.com/imdhq/imd/core/modify"
+	"github.com/imdhq/imd/core/read"
+	"github.com/imdhq/imd/core/send"
+	"github.com/imdhq/imd/ports"
 )
 
 // Config is the listener's configuration; zero fields take the defaults of seed 003 §2.4/§19.
@@ -203,11 +203,11 @@ func New(cfg Config, deps Deps, log *slog.Logger) *Server {
 		s.tls = tlsconn.NewTerminator(cfg.TLS)
 	}
 	s.handlers = map[uint16]handler{
-		wire.CmdAuth:          s.auth,
-		wire.CmdGenerateMsgID: s.generateMsgID,
-		wire.CmdSendMessage:   s.sendMessage,
-		wire.CmdSyncMessages:  s.syncMessages,
-		wire.CmdGetHistory:    s.getHistory,
+		protocol.CmdAuth:          s.auth,
+		protocol.CmdGenerateMsgID: s.generateMsgID,
+		protocol.CmdSendMessage:   s.sendMessage,
+		protocol.CmdSyncMessages:  s.syncMessages,
+		protocol.CmdGetHistory:    s.getHistory,
 	}
 	s.addModifyCommands()
 	s.addInboxCommands()

@@ -11,12 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"imd/adapters/tcp/client"
-	"imd/adapters/tcp/frame"
-	"imd/adapters/tcp/proxyhdr"
-	"imd/adapters/tcp/tlstest"
-	"imd/adapters/tcp/wire"
-	"imd/core/delivery"
+	"github.com/imdhq/imd/adapters/client"
+	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/adapters/protocol/frame"
+	"github.com/imdhq/imd/adapters/tcp/proxyhdr"
+	"github.com/imdhq/imd/adapters/tcp/tlstest"
+	"github.com/imdhq/imd/core/delivery"
 )
 
 // testPKI is a self-signed certificate for im.test and the client configuration that
@@ -87,7 +87,7 @@ func TestNativeTLS(t *testing.T) {
 				t.Fatalf("heartbeat: %v", err)
 			}
 			long := strings.Repeat("compressed over TLS ", 50)
-			ack, err := alice.Send(t.Context(), wire.SendMessageRequest{ToUser: 2, ClientMsgID: "m1", Type: "text", Content: text(long)})
+			ack, err := alice.Send(t.Context(), protocol.SendMessageRequest{ToUser: 2, ClientMsgID: "m1", Type: "text", Content: text(long)})
 			if err != nil || ack.Seq != 1 {
 				t.Fatalf("send: %+v %v", ack, err)
 			}
@@ -101,7 +101,7 @@ func TestNativeTLS(t *testing.T) {
 				t.Fatalf("push report %+v", rep)
 			}
 			p := nextPush(t, bob)
-			if p.Command != wire.CmdMessage || p.Message == nil || p.Message.Seq != 1 || !strings.Contains(string(p.Message.Content), long) {
+			if p.Command != protocol.CmdMessage || p.Message == nil || p.Message.Seq != 1 || !strings.Contains(string(p.Message.Content), long) {
 				t.Fatalf("push %+v", p)
 			}
 			msgs, err := bob.History(t.Context(), p2pTopic, 0, 10)
@@ -184,7 +184,7 @@ func TestTLSFramesSplitAcrossRecordsAndReads(t *testing.T) {
 	padding, _ := json.Marshal(map[string]string{"pad": strings.Repeat("p", 60<<10)})
 	var stream []byte
 	for seq, body := range [][]byte{[]byte(`{}`), padding, []byte(`{}`)} {
-		if stream, err = frame.Append(stream, wire.CmdHeartbeat, uint64(seq+1), uint32(seq+1), body, 0); err != nil {
+		if stream, err = frame.Append(stream, protocol.CmdHeartbeat, uint64(seq+1), uint32(seq+1), body, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -193,7 +193,7 @@ func TestTLSFramesSplitAcrossRecordsAndReads(t *testing.T) {
 	}
 	c := &rawClient{t: t, nc: tc}
 	for seq := uint32(1); seq <= 3; seq++ {
-		if f := c.read(); f.SequenceID != seq || f.Command != wire.CmdHeartbeat {
+		if f := c.read(); f.SequenceID != seq || f.Command != protocol.CmdHeartbeat {
 			t.Fatalf("answer %d: %+v", seq, f.Header)
 		}
 	}
@@ -201,7 +201,7 @@ func TestTLSFramesSplitAcrossRecordsAndReads(t *testing.T) {
 
 func TestTLSRefusals(t *testing.T) {
 	pki := newTestPKI(t)
-	heartbeat, err := frame.Append(nil, wire.CmdHeartbeat, 1, 1, []byte(`{}`), 0)
+	heartbeat, err := frame.Append(nil, protocol.CmdHeartbeat, 1, 1, []byte(`{}`), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +255,7 @@ func TestTLSSlowHandshakeWithinTimeout(t *testing.T) {
 		t.Fatalf("handshake: %v", err)
 	}
 	c := &rawClient{t: t, nc: tc}
-	if _, env := c.call(wire.CmdHeartbeat, struct{}{}); env.Code != wire.CodeOK {
+	if _, env := c.call(protocol.CmdHeartbeat, struct{}{}); env.Code != protocol.CodeOK {
 		t.Fatalf("heartbeat code %d", env.Code)
 	}
 }
@@ -267,8 +267,8 @@ func TestTLSSecondAuthKicksFirst(t *testing.T) {
 	first := h.connect(t, opts, 4, 77)
 	second := h.connect(t, opts, 4, 77)
 	p := nextPush(t, first)
-	var k wire.Kick
-	if p.Command != wire.CmdKick || json.Unmarshal(p.Envelope.Data, &k) != nil || k.Reason != wire.KickReasonReplaced {
+	var k protocol.Kick
+	if p.Command != protocol.CmdKick || json.Unmarshal(p.Envelope.Data, &k) != nil || k.Reason != protocol.KickReasonReplaced {
 		t.Fatalf("first connection got %+v, want KICK replaced", p)
 	}
 	select {
@@ -294,7 +294,7 @@ func TestTLSClientCloseNotify(t *testing.T) {
 	}
 	tc := tls.Client(nc, pki.client)
 	c := &rawClient{t: t, nc: tc}
-	if _, env := c.call(wire.CmdHeartbeat, struct{}{}); env.Code != wire.CodeOK {
+	if _, env := c.call(protocol.CmdHeartbeat, struct{}{}); env.Code != protocol.CodeOK {
 		t.Fatalf("heartbeat code %d", env.Code)
 	}
 	if err := tc.CloseWrite(); err != nil { // sends close_notify

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"imd/cmd/imctl/adminapi/adminapitest"
+	"github.com/imdhq/imd/cmd/imctl/adminapi/adminapitest"
 )
 
 func sequence(t *testing.T, answers ...string) *Client {

@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"imd/adapters/tcp/client"
-	"imd/adapters/tcp/wire"
-	"imd/cmd/imctl/adminapi"
-	"imd/cmd/imctl/bench/hist"
-	"imd/cmd/imctl/bench/report"
+	"github.com/imdhq/imd/adapters/client"
+	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/cmd/imctl/adminapi"
+	"github.com/imdhq/imd/cmd/imctl/bench/hist"
+	"github.com/imdhq/imd/cmd/imctl/bench/report"
 )
 
 func fakeConfig(f *fakeIMD, workload string) Config {
@@ -316,9 +316,9 @@ func TestErrorKeyAndRetriable(t *testing.T) {
 		retriable bool
 	}{
 		{nil, "none", false},
-		{fmt.Errorf("send: %w", &client.CodeError{Code: wire.CodeBusy}), "50301", true},
-		{&client.CodeError{Code: wire.CodeRateLimited}, "42901", true},
-		{&client.CodeError{Code: wire.CodeForbidden}, "40301", false},
+		{fmt.Errorf("send: %w", &client.CodeError{Code: protocol.CodeBusy}), "50301", true},
+		{&client.CodeError{Code: protocol.CodeRateLimited}, "42901", true},
+		{&client.CodeError{Code: protocol.CodeForbidden}, "40301", false},
 		{fmt.Errorf("client: command 4: %w", context.DeadlineExceeded), "timeout", true},
 		{context.Canceled, "canceled", false},
 		{client.ErrClosed, "closed", false},

@@ -12,9 +12,9 @@ import (
 	"strings"
 	"time"
 
-	"imd/adapters/tcp/client"
-	"imd/cmd/imctl/adminapi"
-	"imd/cmd/imctl/bench/procstat"
+	"github.com/imdhq/imd/adapters/client"
+	"github.com/imdhq/imd/cmd/imctl/adminapi"
+	"github.com/imdhq/imd/cmd/imctl/bench/procstat"
 )
 
 // Workload names.

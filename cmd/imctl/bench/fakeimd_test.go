@@ -14,10 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"imd/adapters/tcp/frame"
-	"imd/adapters/tcp/wire"
-	"imd/core/month"
-	"imd/core/topic"
+	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/adapters/protocol/frame"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/topic"
 )
 
 // Faults the fake can inject, each on the message with seq 2 of a topic.
@@ -42,7 +42,7 @@ type fakeIMD struct {
 	tokens  map[string]int64
 	members map[string][]int64
 	conns   map[int64][]*fakeConn
-	msgs    map[string][]wire.Message
+	msgs    map[string][]protocol.Message
 	lastSeq map[string]int64
 	held    map[string][]func() // pushes held back by faultReorder, per topic
 	active  month.Month
@@ -66,7 +66,7 @@ func startFake(t *testing.T, fault string) *fakeIMD {
 	f := &fakeIMD{
 		t: t, fault: fault, ln: ln,
 		tokens: map[string]int64{}, members: map[string][]int64{}, conns: map[int64][]*fakeConn{},
-		msgs: map[string][]wire.Message{}, lastSeq: map[string]int64{}, held: map[string][]func(){}, sources: map[netip.Addr]bool{},
+		msgs: map[string][]protocol.Message{}, lastSeq: map[string]int64{}, held: map[string][]func(){}, sources: map[netip.Addr]bool{},
 		// One month ahead of the clock, so the bench must probe for it.
 		active: month.Of(time.Now()).Next(),
 	}
@@ -135,7 +135,7 @@ func (c *fakeConn) write(cmd uint16, requestID uint64, seq uint32, body []byte) 
 }
 
 func (c *fakeConn) ok(fr frame.Frame, cmd uint16, data any) {
-	body, err := wire.OK(fr.RequestID, data)
+	body, err := protocol.OK(fr.RequestID, data)
 	if err != nil {
 		panic(err)
 	}
@@ -143,13 +143,13 @@ func (c *fakeConn) ok(fr frame.Frame, cmd uint16, data any) {
 }
 
 func (c *fakeConn) fail(fr frame.Frame, code int) {
-	c.write(wire.ResponseCommand(fr.Command), fr.RequestID, fr.SequenceID, wire.Err(fr.RequestID, code, "fake says no"))
+	c.write(protocol.ResponseCommand(fr.Command), fr.RequestID, fr.SequenceID, protocol.Err(fr.RequestID, code, "fake says no"))
 }
 
 func (f *fakeIMD) handle(c *fakeConn, fr frame.Frame) {
 	switch fr.Command {
-	case wire.CmdAuth:
-		var req wire.AuthRequest
+	case protocol.CmdAuth:
+		var req protocol.AuthRequest
 		json.Unmarshal(fr.Body, &req)
 		f.mu.Lock()
 		user, ok := f.tokens[req.Token]
@@ -159,19 +159,19 @@ func (f *fakeIMD) handle(c *fakeConn, fr frame.Frame) {
 		}
 		f.mu.Unlock()
 		if !ok {
-			c.fail(fr, wire.CodeUnauthenticated)
+			c.fail(fr, protocol.CodeUnauthenticated)
 			return
 		}
-		c.ok(fr, wire.CmdAuth, wire.AuthResponse{UserID: user, TenantID: "t", DeviceID: req.DeviceID})
-	case wire.CmdHeartbeat:
-		c.ok(fr, wire.CmdHeartbeat, wire.HeartbeatResponse{ServerTime: time.Now().UnixMilli()})
-	case wire.CmdSendMessage:
+		c.ok(fr, protocol.CmdAuth, protocol.AuthResponse{UserID: user, TenantID: "t", DeviceID: req.DeviceID})
+	case protocol.CmdHeartbeat:
+		c.ok(fr, protocol.CmdHeartbeat, protocol.HeartbeatResponse{ServerTime: time.Now().UnixMilli()})
+	case protocol.CmdSendMessage:
 		f.send(c, fr)
-	case wire.CmdSyncMessages:
-		var req wire.SyncMessagesRequest
+	case protocol.CmdSyncMessages:
+		var req protocol.SyncMessagesRequest
 		json.Unmarshal(fr.Body, &req)
 		f.mu.Lock()
-		var page []wire.Message
+		var page []protocol.Message
 		all := f.msgs[req.Topic]
 		for _, m := range all {
 			if m.Seq > req.SinceSeq && len(page) < req.Limit {
@@ -184,13 +184,13 @@ func (f *fakeIMD) handle(c *fakeConn, fr frame.Frame) {
 		}
 		f.mu.Unlock()
 		more := len(page) > 0 && page[len(page)-1].Seq < last
-		c.ok(fr, wire.CmdSyncMessages, wire.SyncMessagesPage{Messages: page})
-		c.ok(fr, wire.CmdSyncMessagesFinish, wire.SyncMessagesFinish{Topic: req.Topic, LastSeq: last, HasMore: more})
-	case wire.CmdGetHistory:
-		var req wire.GetHistoryRequest
+		c.ok(fr, protocol.CmdSyncMessages, protocol.SyncMessagesPage{Messages: page})
+		c.ok(fr, protocol.CmdSyncMessagesFinish, protocol.SyncMessagesFinish{Topic: req.Topic, LastSeq: last, HasMore: more})
+	case protocol.CmdGetHistory:
+		var req protocol.GetHistoryRequest
 		json.Unmarshal(fr.Body, &req)
 		f.mu.Lock()
-		var page []wire.Message
+		var page []protocol.Message
 		all := f.msgs[req.Topic]
 		for i := len(all) - 1; i >= 0 && len(page) < req.Limit; i-- {
 			if req.BeforeSeq == 0 || all[i].Seq < req.BeforeSeq {
@@ -198,29 +198,29 @@ func (f *fakeIMD) handle(c *fakeConn, fr frame.Frame) {
 			}
 		}
 		f.mu.Unlock()
-		c.ok(fr, wire.CmdGetHistory, wire.GetHistoryResponse{Messages: page})
+		c.ok(fr, protocol.CmdGetHistory, protocol.GetHistoryResponse{Messages: page})
 	}
 }
 
 // send stores a message, ACKs it and pushes it to every other connection
 // of the topic's members, faults included.
 func (f *fakeIMD) send(c *fakeConn, fr frame.Frame) {
-	var req wire.SendMessageRequest
+	var req protocol.SendMessageRequest
 	json.Unmarshal(fr.Body, &req)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if !memberOf(f.members[req.Topic], c.user) {
-		c.fail(fr, wire.CodeForbidden)
+		c.fail(fr, protocol.CodeForbidden)
 		return
 	}
 	f.lastSeq[req.Topic]++
 	seq := f.lastSeq[req.Topic]
-	m := wire.Message{Topic: req.Topic, Seq: seq, MsgID: seq * 1000, From: c.user, ClientMsgID: req.ClientMsgID,
-		Type: req.Type, Content: req.Content, Status: wire.StatusNormal}
+	m := protocol.Message{Topic: req.Topic, Seq: seq, MsgID: seq * 1000, From: c.user, ClientMsgID: req.ClientMsgID,
+		Type: req.Type, Content: req.Content, Status: protocol.StatusNormal}
 	if f.fault != faultLose || seq != 2 {
 		f.msgs[req.Topic] = append(f.msgs[req.Topic], m)
 	}
-	c.ok(fr, wire.CmdSendAck, wire.SendAck{MsgID: m.MsgID, Seq: seq, Topic: req.Topic, ClientMsgID: req.ClientMsgID})
+	c.ok(fr, protocol.CmdSendAck, protocol.SendAck{MsgID: m.MsgID, Seq: seq, Topic: req.Topic, ClientMsgID: req.ClientMsgID})
 
 	var pushes []func()
 	first := true
@@ -231,8 +231,8 @@ func (f *fakeIMD) send(c *fakeConn, fr frame.Frame) {
 			}
 			push := func() {
 				f.pushSeq++
-				body, _ := wire.OK(0, m)
-				to.write(wire.CmdMessage, 0, f.pushSeq, body)
+				body, _ := protocol.OK(0, m)
+				to.write(protocol.CmdMessage, 0, f.pushSeq, body)
 			}
 			switch {
 			case seq == 2 && f.fault == faultDuplicate:

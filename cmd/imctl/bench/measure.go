@@ -11,7 +11,7 @@ import (
 	"strings"
 	"sync"
 
-	"imd/adapters/tcp/client"
+	"github.com/imdhq/imd/adapters/client"
 )
 
 // clientMsgID names a bench message "b<n>.<sent_ns>": unique per sender,

@@ -14,12 +14,12 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"imd/adapters/tcp/client"
-	"imd/adapters/tcp/wire"
-	"imd/cmd/imctl/bench/hist"
-	"imd/cmd/imctl/bench/procstat"
-	"imd/cmd/imctl/bench/report"
-	"imd/cmd/imctl/bench/verify"
+	"github.com/imdhq/imd/adapters/client"
+	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/cmd/imctl/bench/hist"
+	"github.com/imdhq/imd/cmd/imctl/bench/procstat"
+	"github.com/imdhq/imd/cmd/imctl/bench/report"
+	"github.com/imdhq/imd/cmd/imctl/bench/verify"
 )
 
 // Tuning of the run's own mechanics.
@@ -312,7 +312,7 @@ func (r *run) pump(p *peer) {
 	defer r.pumps.Done()
 	for push := range p.conn.Pushes() {
 		switch push.Command {
-		case wire.CmdMessage:
+		case protocol.CmdMessage:
 			if push.Message == nil {
 				r.errs.add("push:" + strconv.Itoa(push.Envelope.Code))
 				continue
@@ -326,7 +326,7 @@ func (r *run) pump(p *peer) {
 					r.deliveryLat.Record(time.Duration(r.since(now) - sent))
 				}
 			}
-		case wire.CmdKick:
+		case protocol.CmdKick:
 			r.errs.add("kicked")
 		}
 	}
@@ -350,10 +350,10 @@ const (
 func (r *run) send(ctx context.Context, p *peer, topic string) bool {
 	n := p.count.Add(1)
 	start := time.Now()
-	req := wire.SendMessageRequest{
+	req := protocol.SendMessageRequest{
 		Topic:       topic,
 		ClientMsgID: clientMsgID(n, r.since(start)),
-		Type:        wire.TypeText,
+		Type:        protocol.TypeText,
 		Content:     content(n),
 	}
 	measured := r.inWindow(start)
@@ -444,7 +444,7 @@ func syncAll(ctx context.Context, c *client.Conn, topic string) ([]verify.Stored
 	var out []verify.Stored
 	var since int64
 	for {
-		msgs, finish, err := c.SyncMessages(ctx, topic, since, wire.MaxSyncLimit)
+		msgs, finish, err := c.SyncMessages(ctx, topic, since, protocol.MaxSyncLimit)
 		if err != nil {
 			return nil, err
 		}
@@ -488,7 +488,7 @@ func sleep(ctx context.Context, d time.Duration) {
 func retriable(err error) bool {
 	var ce *client.CodeError
 	if errors.As(err, &ce) {
-		return ce.Code == wire.CodeBusy || ce.Code == wire.CodeRateLimited
+		return ce.Code == protocol.CodeBusy || ce.Code == protocol.CodeRateLimited
 	}
 	return errors.Is(err, context.DeadlineExceeded)
 }

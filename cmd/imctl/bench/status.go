@@ -8,8 +8,8 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
-	"imd/cmd/imctl/bench/hist"
-	"imd/cmd/imctl/bench/report"
+	"github.com/imdhq/imd/cmd/imctl/bench/hist"
+	"github.com/imdhq/imd/cmd/imctl/bench/report"
 )
 
 // logEvery is how often a non-terminal status gets a line.

@@ -6,10 +6,10 @@ import (
 	"sync"
 	"time"
 
-	"imd/cmd/imctl/adminapi"
-	"imd/cmd/imctl/bench/verify"
-	"imd/core/month"
-	"imd/core/topic"
+	"github.com/imdhq/imd/cmd/imctl/adminapi"
+	"github.com/imdhq/imd/cmd/imctl/bench/verify"
+	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/topic"
 )
 
 // w1: N users in N/2 friend pairs, each closed-loop to its friend.

@@ -14,8 +14,8 @@ import (
 	"strings"
 	"sync"
 
-	"imd/adapters/tcp/client"
-	"imd/adapters/tcp/wire"
+	"github.com/imdhq/imd/adapters/client"
+	"github.com/imdhq/imd/adapters/protocol"
 )
 
 // Help lists the commands a session understands.
@@ -27,9 +27,9 @@ const Help = `type a line to send it; commands:
 
 // Conn is what a session needs of a connection; *client.Conn has it.
 type Conn interface {
-	Send(ctx context.Context, req wire.SendMessageRequest) (wire.SendAck, error)
-	History(ctx context.Context, topic string, before int64, limit int) ([]wire.Message, error)
-	SyncMessages(ctx context.Context, topic string, since int64, limit int) ([]wire.Message, wire.SyncMessagesFinish, error)
+	Send(ctx context.Context, req protocol.SendMessageRequest) (protocol.SendAck, error)
+	History(ctx context.Context, topic string, before int64, limit int) ([]protocol.Message, error)
+	SyncMessages(ctx context.Context, topic string, since int64, limit int) ([]protocol.Message, protocol.SyncMessagesFinish, error)
 	Pushes() <-chan client.Push
 	Err() error
 }
@@ -98,8 +98,8 @@ func (s *Session) handle(ctx context.Context, line string) (quit bool) {
 		s.printf("%s\n", Help)
 	case cmd == "/history":
 		n, err := strconv.Atoi(arg)
-		if err != nil || n < 1 || n > wire.MaxSyncLimit {
-			s.printf("! usage: /history N (1-%d)\n", wire.MaxSyncLimit)
+		if err != nil || n < 1 || n > protocol.MaxSyncLimit {
+			s.printf("! usage: /history N (1-%d)\n", protocol.MaxSyncLimit)
 			return false
 		}
 		msgs, err := s.conn.History(ctx, s.topic, 0, n)
@@ -130,7 +130,7 @@ func (s *Session) send(ctx context.Context, text string) {
 		s.printf("! %v\n", err)
 		return
 	}
-	ack, err := s.conn.Send(ctx, wire.SendMessageRequest{Topic: s.topic, ClientMsgID: s.newID(), Type: wire.TypeText, Content: body})
+	ack, err := s.conn.Send(ctx, protocol.SendMessageRequest{Topic: s.topic, ClientMsgID: s.newID(), Type: protocol.TypeText, Content: body})
 	if err != nil {
 		s.printf("! send: %v\n", err)
 		return
@@ -141,7 +141,7 @@ func (s *Session) send(ctx context.Context, text string) {
 // sync prints every message after since, following the pages.
 func (s *Session) sync(ctx context.Context, since int64) {
 	for {
-		msgs, finish, err := s.conn.SyncMessages(ctx, s.topic, since, wire.MaxSyncLimit)
+		msgs, finish, err := s.conn.SyncMessages(ctx, s.topic, since, protocol.MaxSyncLimit)
 		if err != nil {
 			s.printf("! sync: %v\n", err)
 			return
@@ -155,7 +155,7 @@ func (s *Session) sync(ctx context.Context, since int64) {
 	}
 }
 
-func (s *Session) showAll(msgs []wire.Message) {
+func (s *Session) showAll(msgs []protocol.Message) {
 	if len(msgs) == 0 {
 		s.printf("  (no messages)\n")
 	}
@@ -168,11 +168,11 @@ func (s *Session) showPush(p client.Push) {
 	switch {
 	case p.Message != nil:
 		s.printf("%s\n", s.Format(*p.Message))
-	case p.Command == wire.CmdKick:
-		var k wire.Kick
+	case p.Command == protocol.CmdKick:
+		var k protocol.Kick
 		_ = json.Unmarshal(p.Envelope.Data, &k)
 		s.printf("! kicked: %s\n", k.Reason)
-	case p.Command == wire.CmdEvent:
+	case p.Command == protocol.CmdEvent:
 		var e struct {
 			Type string `json:"type"`
 		}
@@ -183,7 +183,7 @@ func (s *Session) showPush(p client.Push) {
 
 // Format renders a message as "[seq] user: text", naming the topic when it
 // is not the session's.
-func (s *Session) Format(m wire.Message) string {
+func (s *Session) Format(m protocol.Message) string {
 	prefix := ""
 	if m.Topic != "" && m.Topic != s.topic {
 		prefix = "(" + m.Topic + ") "
@@ -192,12 +192,12 @@ func (s *Session) Format(m wire.Message) string {
 }
 
 // Text is a one-line rendering of a message's content.
-func Text(m wire.Message) string {
+func Text(m protocol.Message) string {
 	switch m.Status {
-	case wire.StatusRecalled, wire.StatusDeleted:
+	case protocol.StatusRecalled, protocol.StatusDeleted:
 		return "(" + m.Status + ")"
 	}
-	if m.Type == wire.TypeText {
+	if m.Type == protocol.TypeText {
 		var c struct {
 			Text *string `json:"text"`
 		}

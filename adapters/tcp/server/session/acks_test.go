@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"imd/core/delivery"
+	"github.com/imdhq/imd/core/delivery"
 )
 
 // unackedLog records what a registry gives up.

@@ -9,9 +9,9 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 
-	"imd/adapters/tcp/frame"
-	"imd/adapters/tcp/wire"
-	"imd/ports"
+	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/adapters/protocol/frame"
+	"github.com/imdhq/imd/ports"
 )
 
 // Identity is who an authenticated connection acts for.
@@ -140,10 +140,10 @@ func (c *Conn) Kick(reason string) {
 	if !c.closing.CompareAndSwap(false, true) {
 		return
 	}
-	body, err := wire.OK(0, wire.Kick{Reason: reason})
+	body, err := protocol.OK(0, protocol.Kick{Reason: reason})
 	var f []byte
 	if err == nil {
-		f, err = frame.Append(nil, wire.CmdKick, 0, c.nextPushSeq(), body, 0)
+		f, err = frame.Append(nil, protocol.CmdKick, 0, c.nextPushSeq(), body, 0)
 	}
 	if err != nil {
 		_ = c.link.Close()

@@ -15,16 +15,16 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 
-	"imd/adapters/memory"
-	redisadapter "imd/adapters/redis"
-	"imd/core/deliver"
-	"imd/core/delivery"
-	"imd/core/fanout"
-	"imd/core/inbox"
-	"imd/core/membership"
-	"imd/core/message"
-	"imd/core/social"
-	"imd/ports"
+	"github.com/imdhq/imd/adapters/memory"
+	redisadapter "github.com/imdhq/imd/adapters/redis"
+	"github.com/imdhq/imd/core/deliver"
+	"github.com/imdhq/imd/core/delivery"
+	"github.com/imdhq/imd/core/fanout"
+	"github.com/imdhq/imd/core/inbox"
+	"github.com/imdhq/imd/core/membership"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/social"
+	"github.com/imdhq/imd/ports"
 )
 
 // discardConn is a gnet connection whose event loop writes at once and whose client

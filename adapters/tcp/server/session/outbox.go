@@ -3,7 +3,7 @@ package session
 import (
 	"encoding/binary"
 
-	"imd/adapters/tcp/frame"
+	"github.com/imdhq/imd/adapters/protocol/frame"
 )
 
 // outbox gathers the push frames of one Registry.push per connection, so that each connection

@@ -9,7 +9,7 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 
-	"imd/core/delivery"
+	"github.com/imdhq/imd/core/delivery"
 )
 
 // fakeLoop is an event loop that records what it is handed: the connections' writes, and a

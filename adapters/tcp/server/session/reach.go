@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/binary"
 
-	"imd/adapters/tcp/frame"
-	"imd/core/delivery"
-	"imd/core/fanout"
+	"github.com/imdhq/imd/adapters/protocol/frame"
+	"github.com/imdhq/imd/core/delivery"
+	"github.com/imdhq/imd/core/fanout"
 )
 
 // reach collects who a push did not reach; a nil *reach collects nothing, so Push pays nothing

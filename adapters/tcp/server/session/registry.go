@@ -9,11 +9,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"imd/adapters/tcp/frame"
-	"imd/adapters/tcp/wire"
-	"imd/core/delivery"
-	"imd/core/message"
-	"imd/ports"
+	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/adapters/protocol/frame"
+	"github.com/imdhq/imd/core/delivery"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/ports"
 )
 
 // seqOffset is where sequence_id sits in a frame header (PROTOCOL §2: magic u16, version u8,
@@ -148,7 +148,7 @@ func (r *Registry) Bind(c *Conn, id Identity) (replaced bool) {
 	if old == nil || old == c {
 		return false
 	}
-	old.Kick(wire.KickReasonReplaced)
+	old.Kick(protocol.KickReasonReplaced)
 	return true
 }
 
@@ -343,15 +343,15 @@ func (r *Registry) encode(p delivery.Push) ([]byte, error) {
 		if p.Message == nil {
 			return nil, errors.New("session: message push without a message")
 		}
-		cmd, data = wire.CmdMessage, wire.FromMessage(*p.Message)
+		cmd, data = protocol.CmdMessage, protocol.FromMessage(*p.Message)
 	case delivery.KindRead:
-		cmd, data = wire.CmdReadMessage, p.Data
+		cmd, data = protocol.CmdReadMessage, p.Data
 	case delivery.KindEvent:
-		cmd, data = wire.CmdEvent, p.Data
+		cmd, data = protocol.CmdEvent, p.Data
 	default:
 		return nil, fmt.Errorf("session: unknown push kind %q", p.Kind)
 	}
-	body, err := wire.OK(0, data)
+	body, err := protocol.OK(0, data)
 	if err != nil {
 		return nil, fmt.Errorf("session: encode %s push: %w", p.Kind, err)
 	}

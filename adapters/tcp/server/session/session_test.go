@@ -11,10 +11,10 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 
-	"imd/adapters/tcp/frame"
-	"imd/adapters/tcp/wire"
-	"imd/core/delivery"
-	"imd/core/message"
+	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/adapters/protocol/frame"
+	"github.com/imdhq/imd/core/delivery"
+	"github.com/imdhq/imd/core/message"
 )
 
 // fakeConn stands in for a gnet connection whose event loop runs only when the test says so:
@@ -209,7 +209,7 @@ func TestPushSequencePerConnection(t *testing.T) {
 	for fc, want := range map[*fakeConn][]uint32{a: {1, 2}, b: {1}} {
 		var seqs []uint32
 		for _, f := range fc.frames(t) {
-			if f.Command != wire.CmdMessage || f.RequestID != 0 {
+			if f.Command != protocol.CmdMessage || f.RequestID != 0 {
 				t.Fatalf("push header %+v", f.Header)
 			}
 			seqs = append(seqs, f.SequenceID)
@@ -275,7 +275,7 @@ func TestResponsesIgnoreLimits(t *testing.T) {
 	fx := newFixture()
 	c, fc := fx.bind(t, Limits{Bytes: 1, Frames: 1}, Identity{"t", 1, 1})
 	for range 3 {
-		f, err := frame.Append(nil, wire.CmdHeartbeat, 1, 1, []byte(`{}`), 0)
+		f, err := frame.Append(nil, protocol.CmdHeartbeat, 1, 1, []byte(`{}`), 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -297,10 +297,10 @@ func TestBindReplacesAndKicks(t *testing.T) {
 		t.Fatal("second bind of the device did not replace the first")
 	}
 	frames := oldFC.frames(t)
-	if len(frames) != 1 || frames[0].Command != wire.CmdKick {
+	if len(frames) != 1 || frames[0].Command != protocol.CmdKick {
 		t.Fatalf("replaced connection got %v, want one KICK", frames)
 	}
-	var env wire.Envelope
+	var env protocol.Envelope
 	if err := json.Unmarshal(frames[0].Body, &env); err != nil || string(env.Data) != `{"reason":"replaced"}` {
 		t.Fatalf("kick body %s (%v)", frames[0].Body, err)
 	}

@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"sync"
 
-	"imd/ports"
+	"github.com/imdhq/imd/ports"
 )
 
 // ErrFull means the queue is at capacity; the caller answers 50301 and the client retries.

@@ -12,9 +12,9 @@ import (
 	"strings"
 	"time"
 
-	"imd/cmd/imctl/bench/hist"
-	"imd/cmd/imctl/bench/procstat"
-	"imd/cmd/imctl/bench/verify"
+	"github.com/imdhq/imd/cmd/imctl/bench/hist"
+	"github.com/imdhq/imd/cmd/imctl/bench/procstat"
+	"github.com/imdhq/imd/cmd/imctl/bench/verify"
 )
 
 // Report is one run.

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"imd/cmd/imctl/bench/hist"
-	"imd/cmd/imctl/bench/procstat"
-	"imd/cmd/imctl/bench/verify"
+	"github.com/imdhq/imd/cmd/imctl/bench/hist"
+	"github.com/imdhq/imd/cmd/imctl/bench/procstat"
+	"github.com/imdhq/imd/cmd/imctl/bench/verify"
 )
 
 func sample() Report {

@@ -1,9 +1,9 @@
-package wire
+package protocol
 
 import (
 	"encoding/json"
 
-	"imd/core/message"
+	"github.com/imdhq/imd/core/message"
 )
 
 // Message statuses.

@@ -1,7 +1,7 @@
-// Package wire holds the command numbers, result codes and JSON bodies of
+// Package protocol holds the command numbers, result codes and JSON bodies of
 // PROTOCOL.md §3–§5, shared by the server and the Go client so both sides
 // marshal the same field names.
-package wire
+package protocol
 
 // Command numbers (PROTOCOL.md §3).
 const (

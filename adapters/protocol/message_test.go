@@ -1,11 +1,11 @@
-package wire
+package protocol
 
 import (
 	"encoding/json"
 	"testing"
 	"time"
 
-	"imd/core/message"
+	"github.com/imdhq/imd/core/message"
 )
 
 func TestFromMessage(t *testing.T) {

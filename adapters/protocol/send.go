@@ -1,9 +1,9 @@
-package wire
+package protocol
 
 import (
-	"imd/core/conversation"
-	"imd/core/message"
-	"imd/core/send"
+	"github.com/imdhq/imd/core/conversation"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/send"
 )
 
 // SendRequest is the send path's request for this body, from the given user's device (the

@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"imd/adapters/tcp/frame"
-	"imd/adapters/tcp/proxyhdr"
-	"imd/adapters/tcp/tlstest"
-	"imd/adapters/tcp/wire"
+	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/adapters/protocol/frame"
+	"github.com/imdhq/imd/adapters/tcp/proxyhdr"
+	"github.com/imdhq/imd/adapters/tcp/tlstest"
 )
 
 // fakeServer is a minimal imd stand-in: it reads an optional PROXY header, an
@@ -205,7 +205,7 @@ func (ss *session) send(cmd uint16, requestID uint64, seq uint32, body []byte, c
 
 // ok answers f with a success envelope on command cmd.
 func (ss *session) ok(f frame.Frame, cmd uint16, data any) {
-	body, err := wire.OK(f.RequestID, data)
+	body, err := protocol.OK(f.RequestID, data)
 	if err != nil {
 		ss.t.Errorf("server marshal: %v", err)
 		return
@@ -215,12 +215,12 @@ func (ss *session) ok(f frame.Frame, cmd uint16, data any) {
 
 // fail answers f with an error envelope on command cmd.
 func (ss *session) fail(f frame.Frame, cmd uint16, code int, msg string) {
-	ss.send(cmd, f.RequestID, f.SequenceID, wire.Err(f.RequestID, code, msg), 0)
+	ss.send(cmd, f.RequestID, f.SequenceID, protocol.Err(f.RequestID, code, msg), 0)
 }
 
 // push sends a server-initiated frame with request_id 0.
 func (ss *session) push(cmd uint16, seq uint32, data any) {
-	body, err := wire.OK(0, data)
+	body, err := protocol.OK(0, data)
 	if err != nil {
 		ss.t.Errorf("server marshal: %v", err)
 		return
@@ -259,61 +259,61 @@ const (
 // defaultHandler answers like imd would for the commands the typed helpers use.
 func defaultHandler(ss *session, f frame.Frame) {
 	switch f.Command {
-	case wire.CmdAuth:
-		req := decodeBody[wire.AuthRequest](ss.t, f)
+	case protocol.CmdAuth:
+		req := decodeBody[protocol.AuthRequest](ss.t, f)
 		if req.Token != goodToken {
-			ss.fail(f, wire.CmdAuth, wire.CodeUnauthenticated, "bad token")
+			ss.fail(f, protocol.CmdAuth, protocol.CodeUnauthenticated, "bad token")
 			return
 		}
-		ss.ok(f, wire.CmdAuth, wire.AuthResponse{UserID: userID, TenantID: "default", DeviceID: req.DeviceID, ServerTime: 1})
-	case wire.CmdHeartbeat:
-		ss.ok(f, wire.CmdHeartbeat, wire.HeartbeatResponse{ServerTime: 2})
-	case wire.CmdReadMessage: // echoes the seq, so concurrent callers can check they got their own answer
-		req := decodeBody[wire.ReadRequest](ss.t, f)
+		ss.ok(f, protocol.CmdAuth, protocol.AuthResponse{UserID: userID, TenantID: "default", DeviceID: req.DeviceID, ServerTime: 1})
+	case protocol.CmdHeartbeat:
+		ss.ok(f, protocol.CmdHeartbeat, protocol.HeartbeatResponse{ServerTime: 2})
+	case protocol.CmdReadMessage: // echoes the seq, so concurrent callers can check they got their own answer
+		req := decodeBody[protocol.ReadRequest](ss.t, f)
 		if req.Topic == holdTopic {
 			ss.frames <- f
 			return
 		}
-		ss.ok(f, wire.CmdReadMessage, wire.ReadResponse{Topic: req.Topic, Seq: req.Seq})
-	case wire.CmdSendMessage:
-		req := decodeBody[wire.SendMessageRequest](ss.t, f)
+		ss.ok(f, protocol.CmdReadMessage, protocol.ReadResponse{Topic: req.Topic, Seq: req.Seq})
+	case protocol.CmdSendMessage:
+		req := decodeBody[protocol.SendMessageRequest](ss.t, f)
 		if len(req.Content) > 1000 {
-			ss.fail(f, wire.CmdSendAck, wire.CodeTooLarge, "content too large")
+			ss.fail(f, protocol.CmdSendAck, protocol.CodeTooLarge, "content too large")
 			return
 		}
-		ss.ok(f, wire.CmdSendAck, wire.SendAck{MsgID: 100, Seq: 1, Topic: req.Topic, ClientMsgID: req.ClientMsgID, ServerTime: 3})
-	case wire.CmdGetHistory:
-		req := decodeBody[wire.GetHistoryRequest](ss.t, f)
-		var resp wire.GetHistoryResponse
+		ss.ok(f, protocol.CmdSendAck, protocol.SendAck{MsgID: 100, Seq: 1, Topic: req.Topic, ClientMsgID: req.ClientMsgID, ServerTime: 3})
+	case protocol.CmdGetHistory:
+		req := decodeBody[protocol.GetHistoryRequest](ss.t, f)
+		var resp protocol.GetHistoryResponse
 		for seq := req.BeforeSeq - 1; seq > 0 && len(resp.Messages) < req.Limit; seq-- {
 			resp.Messages = append(resp.Messages, testMessage(req.Topic, seq))
 		}
-		ss.ok(f, wire.CmdGetHistory, resp)
-	case wire.CmdSyncMessages:
+		ss.ok(f, protocol.CmdGetHistory, resp)
+	case protocol.CmdSyncMessages:
 		// Pages of two messages from since_seq+1 to seq 5, compressed like
 		// imd's large bodies; topic "grp_denied" fails on the FINISH command.
-		req := decodeBody[wire.SyncMessagesRequest](ss.t, f)
+		req := decodeBody[protocol.SyncMessagesRequest](ss.t, f)
 		if req.Topic == "grp_denied" {
-			ss.fail(f, wire.CmdSyncMessagesFinish, wire.CodeForbidden, "not a member")
+			ss.fail(f, protocol.CmdSyncMessagesFinish, protocol.CodeForbidden, "not a member")
 			return
 		}
 		for seq := req.SinceSeq + 1; seq <= 5; seq += 2 {
-			page := wire.SyncMessagesPage{Messages: []wire.Message{testMessage(req.Topic, seq)}}
+			page := protocol.SyncMessagesPage{Messages: []protocol.Message{testMessage(req.Topic, seq)}}
 			if seq+1 <= 5 {
 				page.Messages = append(page.Messages, testMessage(req.Topic, seq+1))
 			}
-			body, _ := wire.OK(f.RequestID, page)
-			ss.send(wire.CmdSyncMessages, f.RequestID, f.SequenceID, body, 64)
+			body, _ := protocol.OK(f.RequestID, page)
+			ss.send(protocol.CmdSyncMessages, f.RequestID, f.SequenceID, body, 64)
 		}
-		ss.ok(f, wire.CmdSyncMessagesFinish, wire.SyncMessagesFinish{Topic: req.Topic, LastSeq: 5})
+		ss.ok(f, protocol.CmdSyncMessagesFinish, protocol.SyncMessagesFinish{Topic: req.Topic, LastSeq: 5})
 	default:
 		ss.frames <- f
 	}
 }
 
-func testMessage(topic string, seq int64) wire.Message {
-	return wire.Message{Topic: topic, Seq: seq, MsgID: 1000 + seq, From: 7, ClientMsgID: "c", Type: wire.TypeText,
-		Content: json.RawMessage(`{"text":"hello"}`), Mentions: []int64{}, Status: wire.StatusNormal, Version: 1, CreatedAt: 5}
+func testMessage(topic string, seq int64) protocol.Message {
+	return protocol.Message{Topic: topic, Seq: seq, MsgID: 1000 + seq, From: 7, ClientMsgID: "c", Type: protocol.TypeText,
+		Content: json.RawMessage(`{"text":"hello"}`), Mentions: []int64{}, Status: protocol.StatusNormal, Version: 1, CreatedAt: 5}
 }
 
 // testTLS returns a server config with a fresh self-signed certificate for

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"imd/adapters/tcp/proxyhdr"
+	"github.com/imdhq/imd/adapters/tcp/proxyhdr"
 )
 
 const unixPrefix = "unix:"
