@@ -65,6 +65,9 @@ type TCP struct {
 	CompressMinSize int           `yaml:"compress_min_size"`
 	RequestTimeout  time.Duration `yaml:"request_timeout"`
 	OutboundLimit   int           `yaml:"outbound_limit"`
+	// ProxyTimeout bounds the wait for the PROXY header after accept (proxy_protocol: true),
+	// like Nginx's proxy_protocol_timeout.
+	ProxyTimeout time.Duration `yaml:"proxy_timeout"`
 	// HandshakeTimeout bounds a TLS handshake in tls: native mode.
 	HandshakeTimeout time.Duration `yaml:"handshake_timeout"`
 	// PushAckTimeout is how long a MESSAGE push waits for its PUSH_ACK before it counts as
@@ -260,7 +263,7 @@ func Default() Config {
 		Env:      "prod",
 		NodeID:   1,
 		HTTP:     HTTP{Addr: "127.0.0.1:8080"},
-		TCP:      TCP{Addr: "127.0.0.1:9000", TLS: "off", MaxFrameSize: 65536, IdleTimeout: 120 * time.Second, KeepAlive: 30 * time.Second, Multicore: true, CompressMinSize: 512, RequestTimeout: 10 * time.Second, OutboundLimit: 4096, HandshakeTimeout: 10 * time.Second, PushAckTimeout: 30 * time.Second},
+		TCP:      TCP{Addr: "127.0.0.1:9000", TLS: "off", MaxFrameSize: 65536, IdleTimeout: 120 * time.Second, KeepAlive: 30 * time.Second, Multicore: true, CompressMinSize: 512, RequestTimeout: 10 * time.Second, OutboundLimit: 4096, ProxyTimeout: 3 * time.Second, HandshakeTimeout: 10 * time.Second, PushAckTimeout: 30 * time.Second},
 		MySQL:    MySQL{MaxOpenConns: 64},
 		Redis:    Redis{Addr: "127.0.0.1:6379"},
 		TaskPool: TaskPool{Workers: 256, Queue: 4096},
@@ -336,8 +339,8 @@ func (c Config) Validate() error {
 	if c.TCP.MaxFrameSize <= 0 || c.TCP.MaxFrameSize > 65536 {
 		errs = append(errs, errors.New("tcp.max_frame_size must be 1-65536"))
 	}
-	if c.TCP.HandshakeTimeout <= 0 || c.TCP.PushAckTimeout <= 0 {
-		errs = append(errs, errors.New("tcp.handshake_timeout and tcp.push_ack_timeout must be positive"))
+	if c.TCP.ProxyTimeout <= 0 || c.TCP.HandshakeTimeout <= 0 || c.TCP.PushAckTimeout <= 0 {
+		errs = append(errs, errors.New("tcp.proxy_timeout, tcp.handshake_timeout and tcp.push_ack_timeout must be positive"))
 	}
 	if r, ip := c.RateLimit, c.RateLimit.PerIP; min(r.MessagePerSecond, r.AuthPerSecond, r.SyncInboxPerMinute, r.SyncMessagesPerMinute, r.HistoryPerMinute, r.HTTPPerSecond,
 		ip.MessagePerSecond, ip.AuthPerSecond, ip.SyncInboxPerMinute, ip.SyncMessagesPerMinute, ip.HistoryPerMinute, ip.HTTPPerSecond) < 0 {

@@ -57,6 +57,7 @@ func TestEnvOverrides(t *testing.T) {
 		{"nested per-IP rate limit", cfg.RateLimit.PerIP.AuthPerSecond, 9},
 		{"push ack timeout", cfg.TCP.PushAckTimeout, 45 * time.Second},
 		{"handshake timeout default", cfg.TCP.HandshakeTimeout, 10 * time.Second},
+		{"proxy timeout default", cfg.TCP.ProxyTimeout, 3 * time.Second},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {
@@ -81,6 +82,7 @@ func TestValidateRejects(t *testing.T) {
 		{"no recall window", []string{"IMD_MESSAGE_RECALL_WINDOW=0s"}, "recall_window"},
 		{"negative rate limit", []string{"IMD_RATE_LIMIT_PER_IP_MESSAGE_PER_SECOND=-1"}, "rate_limit"},
 		{"no handshake timeout", []string{"IMD_TCP_HANDSHAKE_TIMEOUT=0s"}, "handshake_timeout"},
+		{"no proxy timeout", []string{"IMD_TCP_PROXY_TIMEOUT=0s"}, "proxy_timeout"},
 		{"uploads s3 without bucket", []string{"IMD_UPLOADS_STORE=s3", "IMD_UPLOADS_S3_REGION=x"}, "uploads.s3 bucket"},
 		{"unknown uploads store", []string{"IMD_UPLOADS_STORE=ftp"}, "uploads.store"},
 		{"tls cert without key", []string{"IMD_REDIS_TLS_ENABLED=true", "IMD_REDIS_TLS_CERT_FILE=/x.crt"}, "redis.tls: cert_file and key_file"},

@@ -392,7 +392,7 @@ func newTCP(p tcpParams) (*tcpserver.Server, error) {
 		Addr: c.Addr, ProxyProtocol: c.ProxyProtocol, IdleTimeout: c.IdleTimeout, KeepAlive: c.KeepAlive,
 		Multicore: c.Multicore, CompressMin: c.CompressMinSize, OutboundFrames: c.OutboundLimit,
 		Workers: p.Cfg.TaskPool.Workers, Queue: p.Cfg.TaskPool.Queue, RequestTimeout: c.RequestTimeout,
-		TLS: certs, HandshakeTimeout: c.HandshakeTimeout, PushAckTimeout: c.PushAckTimeout,
+		TLS: certs, ProxyTimeout: c.ProxyTimeout, HandshakeTimeout: c.HandshakeTimeout, PushAckTimeout: c.PushAckTimeout,
 		RateLimits: tcpRateLimits(p.Cfg.RateLimit),
 	}, tcpserver.Deps{
 		Auth: p.Auth, Send: p.Send, History: p.History, Modify: p.Modify, Inbox: p.Inbox, Read: p.Read, IDs: p.IDs, Clock: p.Clock, Metrics: p.Metrics,

@@ -13,6 +13,7 @@
 #
 # Environment:
 #   IMD_STATE_DIR   state directory (default: <repo>/.run)
+#   IMD_TOOLS_DIR   where tools built from source go (default: <repo>/.run/bin)
 #   IMD_MYSQL_PORT  MariaDB TCP port (default: 13306)
 #   IMD_REDIS_PORT  Redis TCP port   (default: 16379)
 #   IMD_S3_PORT     S3 TCP port      (default: MariaDB's port + 5000)
@@ -46,7 +47,10 @@ S3_DIR="$STATE_DIR/s3"
 S3_DATA="$S3_DIR/data"
 S3_PID="$S3_DIR/versitygw.pid"
 S3_LOG="$S3_DIR/versitygw.log"
-S3_BIN="$STATE_DIR/bin/versitygw"
+# Tools built from source live in the checkout, not in the state directory: private
+# instances (the fault tests') would otherwise link their own copy, ~1 min each under load.
+TOOLS_DIR="${IMD_TOOLS_DIR:-$REPO_ROOT/.run/bin}"
+S3_BIN="$TOOLS_DIR/versitygw"
 # The gateway's release; its build is cached in the Go module and build caches.
 VERSITYGW_VERSION=v1.8.0
 S3_ACCESS_KEY=imdtest
@@ -140,14 +144,23 @@ EOF
 init_mysql_datadir() {
 	[[ -f "$MYSQL_DATA/.imd-initialized" ]] && return 0
 	log "mariadb: initialising datadir $MYSQL_DATA"
-	rm -rf "$MYSQL_DATA"
-	mkdir -p "$MYSQL_DATA"
-	if ! mariadb-install-db --defaults-file="$MYSQL_CNF" --user=root --datadir="$MYSQL_DATA" \
-		--auth-root-authentication-method=normal --skip-test-db >"$MYSQL_DIR/install-db.log" 2>&1; then
-		tail -n 40 "$MYSQL_DIR/install-db.log" >&2 || true
-		die "mariadb-install-db failed (log: $MYSQL_DIR/install-db.log)"
-	fi
-	touch "$MYSQL_DATA/.imd-initialized"
+	# Two tries: a bootstrap once failed in CI on a box at load 19 with a dozen other MariaDBs,
+	# and its reason sits in the server's error log, not in install-db's own output.
+	local try
+	for try in 1 2; do
+		rm -rf "$MYSQL_DATA"
+		mkdir -p "$MYSQL_DATA"
+		if mariadb-install-db --defaults-file="$MYSQL_CNF" --user=root --datadir="$MYSQL_DATA" \
+			--auth-root-authentication-method=normal --skip-test-db >"$MYSQL_DIR/install-db.log" 2>&1; then
+			touch "$MYSQL_DATA/.imd-initialized"
+			return 0
+		fi
+		log "mariadb: mariadb-install-db failed (try $try); the server's error log says:"
+		tail -n 30 "$MYSQL_LOG" >&2 2>/dev/null || true
+		sleep 2
+	done
+	tail -n 40 "$MYSQL_DIR/install-db.log" >&2 || true
+	die "mariadb-install-db failed twice (logs: $MYSQL_DIR/install-db.log, $MYSQL_LOG)"
 }
 
 start_mysql() {
@@ -258,9 +271,9 @@ ensure_versitygw() {
 	fi
 	command -v go >/dev/null || die "s3: go is needed to install versitygw"
 	log "s3: installing versitygw $VERSITYGW_VERSION (go install; a few minutes on a fresh machine)"
-	mkdir -p "$STATE_DIR/bin"
+	mkdir -p "$TOOLS_DIR"
 	local started=$SECONDS
-	GOBIN="$STATE_DIR/bin" go install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION" ||
+	GOBIN="$TOOLS_DIR" go install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION" ||
 		die "s3: go install versitygw failed"
 	echo "$VERSITYGW_VERSION" >"$S3_BIN.version"
 	log "s3: versitygw installed in $((SECONDS - started))s"
