@@ -169,7 +169,7 @@ func (s *Sweeper) close(ctx context.Context, tenant string, next message.Message
 		switch {
 		case err == nil:
 			closed++
-			s.d.Metrics.Inc("seq_hole_closed_total")
+			s.d.Metrics.Inc("group_message_seq_hole_closed_total")
 			s.d.Log.InfoContext(ctx, "seq hole closed", "tenant", tenant, "topic", t.Topic, "seq", sq, "shard_month", t.Month.String())
 		case errors.Is(err, seq.ErrTaken):
 		case errors.Is(err, shard.ErrMonthNotWritable), errors.Is(err, shard.ErrMonthMissing):

@@ -116,7 +116,7 @@ func TestSweepClosesOldHolesOnly(t *testing.T) {
 	if n := f.sweep(t); n != 0 {
 		t.Fatalf("a third sweep closed %d seqs, want none", n)
 	}
-	if got := f.metrics.Count("seq_hole_closed_total"); got != 5 {
+	if got := f.metrics.Count("group_message_seq_hole_closed_total"); got != 5 {
 		t.Fatalf("seq_hole_closed_total = %v, want 5", got)
 	}
 }
