@@ -207,11 +207,18 @@ func (r gatedRoutes) ReplaceIfMissing(ctx context.Context, tenant, topic string,
 // gatedQueue also tells the simulator when the node's deliver consumer has nothing left to
 // do: a Take that would wait finds the queue empty (or fails), so the consumer idles until
 // stopped.
+//
+// One consumer runs at a time, so a step replays exactly: the queue a deliver pass hands a
+// worker pool shows it one partition of the real queue (part), as partition 0 of one.
 type gatedQueue struct {
 	ports.DeliverQueue
 	g    *gate
 	idle func()
+	part int
 }
+
+// Partitions is the one partition a consumer of the simulation sees.
+func (q gatedQueue) Partitions() int { return 1 }
 
 func (q gatedQueue) Push(ctx context.Context, job delivery.Job) error {
 	if err := q.g.pass(redisBackend, "Queue.Push"); err != nil {
@@ -225,7 +232,7 @@ func (q gatedQueue) Take(ctx context.Context, tenant string, partition int, time
 		q.idle()
 		return delivery.Job{}, false, err
 	}
-	job, ok, err := q.DeliverQueue.Take(ctx, tenant, partition, 0)
+	job, ok, err := q.DeliverQueue.Take(ctx, tenant, q.part+partition, 0)
 	if err != nil {
 		q.idle()
 	}
@@ -242,7 +249,7 @@ func (q gatedQueue) TakeMore(ctx context.Context, tenant string, partition, max 
 		q.idle()
 		return nil, err
 	}
-	jobs, err := q.DeliverQueue.TakeMore(ctx, tenant, partition, max)
+	jobs, err := q.DeliverQueue.TakeMore(ctx, tenant, q.part+partition, max)
 	if err != nil {
 		q.idle()
 	}

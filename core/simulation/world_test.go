@@ -39,6 +39,7 @@ const (
 	nodeCount   = 3
 	userCount   = 6
 	deviceCount = 2
+	partitions  = 3
 )
 
 // Timing rules of the use cases, as the dev configuration has them.
@@ -153,11 +154,14 @@ func newWorld() (*world, error) {
 	w := &world{
 		log: slog.New(slog.NewTextHandler(io.Discard, nil)), clock: clock, ids: memory.NewIDs(clock),
 		shards: memory.NewShardStore(), dir: memory.NewDirectory(), mailbox: memory.NewMailbox(),
-		seqs: nil, queue: memory.NewDeliverQueue(clock.Now), routes: memory.NewRouteCache(),
+		seqs: nil, routes: memory.NewRouteCache(),
 		hot: memory.NewHotCache(clock.Now, hotWindow, hotPerTopic), dialogs: memory.NewDialogStore(clock.Now),
 		revocations: memory.NewRevocations(), revCache: memory.NewRevocationCache(clock.Now), repairs: memory.NewRepairQueue(), locks: memory.NewLocks(clock.Now),
 		comp: memory.NewCompensationList(), metrics: memory.NewMetrics(), tokens: &tokens{claims: map[string]auth.Token{}},
 		slow: map[deviceKey]bool{}, offline: map[deviceKey]bool{},
+	}
+	if w.queue, err = memory.NewDeliverQueue(clock.Now).WithPartitions(partitions); err != nil {
+		return nil, err
 	}
 	w.store = memory.NewMessageStore(w.shards)
 	w.reads = memory.NewReadStore(w.dir, w.shards)
@@ -208,7 +212,7 @@ type node struct {
 	manager   *shardmanager.Manager
 	repair    *routerepair.Service
 	authn     *authn.Service
-	newWorker func(idle func()) *deliver.Workers
+	newWorker func(partition int, idle func()) *deliver.Workers
 }
 
 // boot builds a node's use cases; a reboot after a crash calls it again, so nothing of the
@@ -259,9 +263,9 @@ func (w *world) boot(g *gate) *node {
 	}, tokenTTL)
 	pusher := &pusher{w: w}
 	mailer := inbox.NewMailer(inbox.MailerDeps{Mailbox: mbox, Pusher: pusher, IDs: w.ids, Clock: w.clock, Log: w.log})
-	n.newWorker = func(idle func()) *deliver.Workers {
+	n.newWorker = func(partition int, idle func()) *deliver.Workers {
 		q := queue
-		q.idle = idle
+		q.idle, q.part = idle, partition
 		return deliver.New(deliver.Config{TakeTimeout: time.Second, DoneTTL: doneTTL, MaxAttempts: maxAttempts, ReorderWait: reorderWait},
 			deliver.Deps{
 				Queue: q, Pusher: pusher, Dialogs: dialogs, Mailer: mailer, Notifier: notifier{}, Members: members,
@@ -278,28 +282,39 @@ func (w *world) reboot(i int) {
 	w.nodes[i] = w.boot(g)
 }
 
-// runDeliver boots node i's deliver consumers, lets them work until each idles with nothing
-// left to take (or nothing it can take), and stops them: one deterministic consumer pass.
+// runDeliver boots node i's deliver consumer of each partition in turn, lets it work until it
+// idles with nothing left to take (or nothing it can take), and stops it: one deterministic
+// consumer pass. Partitions taking turns is one interleaving of the consumers a node runs at
+// once; each boot moves the partitions' unfinished jobs back, as a restart does.
 func (w *world) runDeliver(i int) error {
+	for p := range w.queue.Partitions() {
+		if err := w.runPartition(i, p); err != nil {
+			return err
+		}
+		if w.nodes[i].g.crashed {
+			return nil
+		}
+	}
+	return nil
+}
+
+func (w *world) runPartition(i, partition int) error {
 	n := w.nodes[i]
-	partitions := w.queue.Partitions()
-	idle := make(chan struct{}, partitions)
-	workers := n.newWorker(func() {
+	idle := make(chan struct{}, 1)
+	workers := n.newWorker(partition, func() {
 		select {
 		case idle <- struct{}{}:
 		default:
 		}
 	})
 	if err := workers.Start(context.Background(), []string{tenant}); err != nil {
-		w.trace("deliver consumers of node %d did not start: %v", i, err)
+		w.trace("deliver consumer %d of node %d did not start: %v", partition, i, err)
 		return nil // the boot failed before any consumer ran, as it would with Redis down
 	}
-	for range partitions {
-		select {
-		case <-idle:
-		case <-time.After(time.Minute):
-			return fmt.Errorf("deliver consumer of node %d never idled", i)
-		}
+	select {
+	case <-idle:
+	case <-time.After(time.Minute):
+		return fmt.Errorf("deliver consumer %d of node %d never idled", partition, i)
 	}
 	return workers.Stop(context.Background())
 }
