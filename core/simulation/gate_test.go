@@ -438,6 +438,25 @@ func (d gatedGraph) Relation(ctx context.Context, tenant string, a, b int64) (so
 	return d.Graph.Relation(ctx, tenant, a, b)
 }
 
+type gatedHoles struct {
+	ports.SeqHoles
+	g *gate
+}
+
+func (h gatedHoles) HoleSuspects(ctx context.Context, tenant string, m month.Month, after string, limit int) ([]string, error) {
+	if err := h.g.pass(mysqlBackend, "Holes.HoleSuspects"); err != nil {
+		return nil, err
+	}
+	return h.SeqHoles.HoleSuspects(ctx, tenant, m, after, limit)
+}
+
+func (h gatedHoles) CloseHole(ctx context.Context, tenant string, t message.Message) error {
+	if err := h.g.pass(mysqlBackend, "Holes.CloseHole"); err != nil {
+		return err
+	}
+	return h.SeqHoles.CloseHole(ctx, tenant, t)
+}
+
 type gatedShards struct {
 	ports.ShardStore
 	g *gate

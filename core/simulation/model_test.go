@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/imdhq/imd/core/authn"
 	"github.com/imdhq/imd/core/dialog"
@@ -257,6 +258,7 @@ func (w *world) checkTopic(topic string) {
 			m.violate("%s month segments overlap%s: seq %d in %s after seq %d in %s", topic, w.afterRollback(), seqs[i], b.month, seqs[i-1], a.month)
 		}
 	}
+	w.checkHoles(topic, seqs, func(sq int64) (month.Month, message.Message) { r := bySeq[sq]; return r.month, r.msg })
 	for _, k := range m.ackOrder {
 		if k.topic != topic {
 			continue
@@ -299,7 +301,8 @@ func (w *world) syncDevice(n *node, k deviceKey, topic string) error {
 		}
 	}
 	from := d.cursor
-	for d.have[d.cursor+1] {
+	// Seqs the user deleted for themself never come back; the client knows its own ranges.
+	for d.have[d.cursor+1] || w.model.hides(k.user, topic, d.cursor+1) {
 		d.cursor++
 	}
 	if d.cursor != from {
@@ -352,11 +355,23 @@ func (w *world) heal() {
 		w.model.violate("route reconciliation failed after healing: %v", err)
 	}
 	w.drain()
+	// The sweeper's loop, once every retry is over: no hole is left for a sync to wait on.
+	w.clock.Advance(holeAfter + time.Second)
+	if _, err := n.sweeper.Sweep(ctx, tenant); err != nil {
+		w.model.violate("seq-hole sweep failed after healing: %v", err)
+	} else {
+		w.sweptAt = w.clock.Now()
+	}
 	for _, c := range w.model.conversations {
+		last := w.maxSeq(c.topic)
 		for _, u := range c.members {
 			for d := uint64(1); d <= deviceCount; d++ {
-				if err := w.syncDevice(n, deviceKey{u, d}, c.topic); err != nil {
+				k := deviceKey{u, d}
+				if err := w.syncDevice(n, k, c.topic); err != nil {
 					w.model.violate("device %d/%d cannot sync %s after healing: %v", u, d, c.topic, err)
+				}
+				if at := w.model.device(k, c.topic).cursor; at < last {
+					w.model.violate("device %d/%d waits in %s at seq %d of %d after healing: a seq hole was never closed", u, d, c.topic, at+1, last)
 				}
 			}
 		}
@@ -454,4 +469,35 @@ func (w *world) unreadAfter(user int64, topic string, watermark int64) int64 {
 		}
 	}
 	return n
+}
+
+// checkHoles: seq holes are only transient (DESIGN §4). A hole is closed by the sweeper once
+// the message after it is older than holeAfter, in a month that still takes writes, so after
+// a sweep that ran through no older one is left.
+func (w *world) checkHoles(topic string, seqs []int64, row func(int64) (month.Month, message.Message)) {
+	if w.sweptAt.IsZero() {
+		return
+	}
+	bound := w.sweptAt.Add(-holeAfter)
+	var prev int64
+	for _, sq := range seqs {
+		if sq > prev+1 {
+			mo, next := row(sq)
+			if next.CreatedAt.Before(bound) && w.takesWrites(mo) {
+				w.model.violate("%s seqs %d-%d are a hole the sweep at %s left open (seq %d after it stored in %s at %s)",
+					topic, prev+1, sq-1, w.sweptAt.Format(time.RFC3339), sq, mo, next.CreatedAt.Format(time.RFC3339))
+			}
+		}
+		prev = sq
+	}
+}
+
+func (w *world) takesWrites(m month.Month) bool {
+	infos, _ := w.shards.Catalog(context.Background(), tenant)
+	for _, info := range infos {
+		if info.Month == m {
+			return info.State.AcceptsWrites()
+		}
+	}
+	return false
 }

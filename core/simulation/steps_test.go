@@ -44,20 +44,21 @@ const (
 	kChange
 	kDeleteSelf
 	kAuth
+	kSweep
 	kinds
 )
 
 var kindNames = [kinds]string{
 	"send", "retry", "deliver", "sync", "read", "tick", "ensure", "advance", "repair", "crash",
 	"redis-lose", "redis-snapshot", "redis-restore", "mysql-outage", "redis-outage", "slow-device", "offline",
-	"issue-token", "revoke-token", "change", "delete-self", "auth",
+	"issue-token", "revoke-token", "change", "delete-self", "auth", "sweep",
 }
 
 // weights of the kinds in a random step list.
 var weights = [kinds]int{
 	kSend: 24, kRetry: 12, kDeliver: 14, kSync: 8, kRead: 5, kTick: 12, kEnsure: 3, kAdvance: 1, kRepair: 2, kCrash: 5,
 	kRedisLose: 1, kRedisSnapshot: 1, kRedisRestore: 1, kMySQLOutage: 1, kRedisOutage: 1, kSlowDevice: 2, kOffline: 1,
-	kIssueToken: 2, kRevokeToken: 2, kChange: 3, kDeleteSelf: 1, kAuth: 3,
+	kIssueToken: 2, kRevokeToken: 2, kChange: 3, kDeleteSelf: 1, kAuth: 3, kSweep: 3,
 }
 
 type step struct {
@@ -101,6 +102,7 @@ var crashPoints = map[kind][]string{
 	kEnsure: {"Months.Now", "Shards.EnsureTable", "Months.MarkReady", "Locks.Acquire", "Months.Advance", "Shards.Catalog", "Shards.SetState"},
 	kRetry:  {"Seq.Allocate", "Store.Append", "Queue.Push", "Store.MaxSeq", "Seq.Reseed"},
 	kChange: {"Editor.Modify", "Store.Get", "Seq.Allocate", "Store.Append", "Queue.Push", "Hot.Invalidate"},
+	kSweep:  {"Shards.Catalog", "Holes.HoleSuspects", "Store.Segments", "Store.Page", "Holes.CloseHole"},
 }
 
 // exec runs one step.
@@ -154,7 +156,7 @@ func (w *world) exec(s step) {
 			_, _ = n.repair.Reconcile(ctx, tenant)
 		}
 	case kCrash:
-		points := crashPoints[[]kind{kSend, kDeliver, kEnsure, kRetry, kChange}[s.b%5]]
+		points := crashPoints[[]kind{kSend, kDeliver, kEnsure, kRetry, kChange, kSweep}[s.b%6]]
 		n.g.method, n.g.n, n.g.seen = points[s.a%len(points)], s.c%2+1, 0
 		w.trace("node %d armed to crash at %s #%d", s.node, n.g.method, n.g.n)
 		return
@@ -226,6 +228,12 @@ func (w *world) exec(s step) {
 		}
 	case kChange:
 		w.change(n, s)
+	case kSweep:
+		closed, err := n.sweeper.Sweep(ctx, tenant)
+		w.trace("sweep closed %d seq holes: %v", closed, err)
+		if err == nil && !n.g.crashed {
+			w.sweptAt = w.clock.Now()
+		}
 	case kDeleteSelf:
 		u := int64(s.a%userCount) + 1
 		convs := w.conversationsOf(u)

@@ -26,6 +26,7 @@ import (
 	"github.com/imdhq/imd/core/read"
 	"github.com/imdhq/imd/core/routerepair"
 	"github.com/imdhq/imd/core/send"
+	"github.com/imdhq/imd/core/seqholes"
 	"github.com/imdhq/imd/core/shardmanager"
 	"github.com/imdhq/imd/core/social"
 	"github.com/imdhq/imd/ports"
@@ -45,6 +46,7 @@ const (
 // Timing rules of the use cases, as the dev configuration has them.
 const (
 	doneTTL            = 10 * time.Minute
+	holeAfter          = 10 * time.Minute
 	msgIDWindow        = 5 * time.Minute
 	memberTTL          = time.Second
 	reorderWait        = 200 * time.Millisecond
@@ -101,6 +103,9 @@ type world struct {
 	listsLost bool
 	// rolledBack: the month state was last rolled back, not lost.
 	rolledBack bool
+	// sweptAt: when the seq-hole sweeper last ran through without a fault; every hole whose
+	// next message was older than holeAfter then is closed.
+	sweptAt time.Time
 
 	model model
 	stats stats
@@ -212,6 +217,7 @@ type node struct {
 	manager   *shardmanager.Manager
 	repair    *routerepair.Service
 	authn     *authn.Service
+	sweeper   *seqholes.Sweeper
 	newWorker func(partition int, idle func()) *deliver.Workers
 }
 
@@ -244,6 +250,10 @@ func (w *world) boot(g *gate) *node {
 		Metrics: w.metrics, Resolver: resolver, Log: w.log, EnsureMonths: manager.Ensure, ReconcileMonths: manager.Reconcile, Floors: manager.Floors(),
 		MsgIDWindow: msgIDWindow,
 		Hot:         hot, Repairs: repair, Compensation: gatedCompensation{CompensationList: w.comp, g: g}, InFlight: sending,
+	})
+	n.sweeper = seqholes.New(seqholes.Config{After: holeAfter}, seqholes.Deps{
+		Holes: gatedHoles{SeqHoles: w.store, g: g}, Store: store, Shards: gatedShards{ShardStore: w.shards, g: g},
+		IDs: w.ids, Clock: w.clock, Metrics: w.metrics, Log: w.log,
 	})
 	n.history = history.New(history.Deps{
 		Store: store, Routes: routes, Months: months, Metrics: w.metrics, Resolver: resolver, Log: w.log, Repairs: repair,
