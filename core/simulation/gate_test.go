@@ -126,7 +126,11 @@ func (s gatedStore) Append(ctx context.Context, tenant string, m message.Message
 	if err := s.g.pass(mysqlBackend, "Store.Append"); err != nil {
 		return ports.AppendResult{}, err
 	}
-	return s.storePorts.Append(ctx, tenant, m, hash)
+	res, err := s.storePorts.Append(ctx, tenant, m, hash)
+	if err == nil && res.Outcome == ports.Stored {
+		s.g.w.model.storedAt[m.MsgID] = s.g.w.stats.steps
+	}
+	return res, err
 }
 
 func (s gatedStore) MaxSeq(ctx context.Context, tenant, topic string) (int64, error) {

@@ -69,12 +69,34 @@ type model struct {
 	cursors       map[deviceKey]map[string]*deviceTopic
 	deleted       map[sendKey]bool         // ACKed messages deleted for everyone
 	hidden        map[userTopic][][2]int64 // seq ranges [low, hi) users deleted for themselves
+	storedAt      map[int64]int64          // the step that committed each msg_id
+	spans         map[userTopic][]memberSpan
 	violations    []string
 }
 
 type userTopic struct {
 	user  int64
 	topic string
+}
+
+// memberSpan is a stretch of steps a user was a member of a conversation: from the step that
+// added it (-1: from the start) to the one that removed it (-1: still a member), and when.
+type memberSpan struct {
+	from, to  int64
+	removedAt time.Time
+}
+
+// mayReceive reports whether a message committed at step may reach the user: the user was a
+// member then, or is one now (a group's history is open to its members: a sync of a new
+// member returns it too, and a fan-out resolves the members when it runs), or was removed less
+// than the member cache's TTL before now (another node's cache may still name it, by design).
+func (m *model) mayReceive(user int64, topic string, step int64, now time.Time) bool {
+	for _, s := range m.spans[userTopic{user, topic}] {
+		if s.to < 0 || step > s.from && step < s.to || now.Sub(s.removedAt) < memberTTL {
+			return true
+		}
+	}
+	return false
 }
 
 // hides reports whether the user deleted seq for themself.
@@ -92,7 +114,8 @@ func newModel() model {
 		sentFrom: map[sendKey]uint64{}, acked: map[sendKey]ack{}, seqOwner: map[topicSeq]int64{},
 		watermarks: map[userConv]int64{}, tokens: map[int64][]string{}, live: map[deviceKey]map[int64]pushes{},
 		seen: map[deviceKey]map[int64]bool{}, cursors: map[deviceKey]map[string]*deviceTopic{},
-		deleted: map[sendKey]bool{}, hidden: map[userTopic][][2]int64{},
+		deleted: map[sendKey]bool{}, hidden: map[userTopic][][2]int64{}, storedAt: map[int64]int64{},
+		spans: map[userTopic][]memberSpan{},
 	}
 }
 
@@ -110,6 +133,10 @@ func (m *model) livePush(w *world, k deviceKey, msg message.Message) {
 	if byMsg == nil {
 		byMsg = map[int64]pushes{}
 		m.live[k] = byMsg
+	}
+	if at, ok := m.storedAt[msg.MsgID]; ok && !m.mayReceive(k.user, msg.Topic, at, w.clock.Now()) {
+		m.violate("message %d (%s seq %d, stored at step %d) pushed to device %d/%d of a user who was not a member then nor is now",
+			msg.MsgID, msg.Topic, msg.Seq, at, k.user, k.device)
 	}
 	p := byMsg[msg.MsgID]
 	if p.n > 0 && p.rollbacks == w.redisRollbacks {

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/imdhq/imd/adapters/memory"
 	"github.com/imdhq/imd/core/auth"
 	"github.com/imdhq/imd/core/conversation"
+	"github.com/imdhq/imd/core/directory"
 	"github.com/imdhq/imd/core/message"
 	"github.com/imdhq/imd/core/modify"
 	"github.com/imdhq/imd/core/read"
@@ -45,20 +47,21 @@ const (
 	kDeleteSelf
 	kAuth
 	kSweep
+	kMember
 	kinds
 )
 
 var kindNames = [kinds]string{
 	"send", "retry", "deliver", "sync", "read", "tick", "ensure", "advance", "repair", "crash",
 	"redis-lose", "redis-snapshot", "redis-restore", "mysql-outage", "redis-outage", "slow-device", "offline",
-	"issue-token", "revoke-token", "change", "delete-self", "auth", "sweep",
+	"issue-token", "revoke-token", "change", "delete-self", "auth", "sweep", "member",
 }
 
 // weights of the kinds in a random step list.
 var weights = [kinds]int{
 	kSend: 24, kRetry: 12, kDeliver: 14, kSync: 8, kRead: 5, kTick: 12, kEnsure: 3, kAdvance: 1, kRepair: 2, kCrash: 5,
 	kRedisLose: 1, kRedisSnapshot: 1, kRedisRestore: 1, kMySQLOutage: 1, kRedisOutage: 1, kSlowDevice: 2, kOffline: 1,
-	kIssueToken: 2, kRevokeToken: 2, kChange: 3, kDeleteSelf: 1, kAuth: 3, kSweep: 3,
+	kIssueToken: 2, kRevokeToken: 2, kChange: 3, kDeleteSelf: 1, kAuth: 3, kSweep: 3, kMember: 2,
 }
 
 type step struct {
@@ -113,8 +116,10 @@ func (w *world) exec(s step) {
 	switch s.kind {
 	case kSend:
 		u := int64(s.a%userCount) + 1
-		convs := w.conversationsOf(u)
-		ci := convs[s.b%len(convs)]
+		ci, ok := w.conversationOf(u, s.b)
+		if !ok {
+			return
+		}
 		w.model.nextCMID++
 		p := pendingSend{
 			key:    sendKey{w.model.conversations[ci].topic, u, fmt.Sprintf("c%d", w.model.nextCMID)},
@@ -136,8 +141,11 @@ func (w *world) exec(s step) {
 		}
 	case kSync:
 		u := int64(s.a%userCount) + 1
-		convs := w.conversationsOf(u)
-		c := w.model.conversations[convs[s.b%len(convs)]]
+		ci, ok := w.conversationOf(u, s.b)
+		if !ok {
+			return
+		}
+		c := w.model.conversations[ci]
 		_ = w.syncDevice(n, deviceKey{u, uint64(s.c%deviceCount) + 1}, c.topic)
 	case kRead:
 		w.read(n, s)
@@ -228,6 +236,8 @@ func (w *world) exec(s step) {
 		}
 	case kChange:
 		w.change(n, s)
+	case kMember:
+		w.changeMember(n, s)
 	case kSweep:
 		closed, err := n.sweeper.Sweep(ctx, tenant)
 		w.trace("sweep closed %d seq holes: %v", closed, err)
@@ -236,8 +246,11 @@ func (w *world) exec(s step) {
 		}
 	case kDeleteSelf:
 		u := int64(s.a%userCount) + 1
-		convs := w.conversationsOf(u)
-		c := w.model.conversations[convs[s.b%len(convs)]]
+		ci, ok := w.conversationOf(u, s.b)
+		if !ok {
+			return
+		}
+		c := w.model.conversations[ci]
 		last := w.maxSeq(c.topic)
 		if last == 0 {
 			return
@@ -267,6 +280,15 @@ func tickOf(a, b int) time.Duration {
 		return time.Duration(b%600) * time.Second
 	}
 	return time.Duration(b%2000) * time.Millisecond
+}
+
+// conversationOf picks one of the user's conversations by b (none: the user is in none).
+func (w *world) conversationOf(u int64, b int) (int, bool) {
+	convs := w.conversationsOf(u)
+	if len(convs) == 0 {
+		return 0, false
+	}
+	return convs[b%len(convs)], true
 }
 
 func (w *world) conversationsOf(u int64) []int {
@@ -323,8 +345,11 @@ func (w *world) read(n *node, s step) {
 		return
 	}
 	u := int64(s.a%userCount) + 1
-	convs := w.conversationsOf(u)
-	c := w.model.conversations[convs[s.b%len(convs)]]
+	ci, ok := w.conversationOf(u, s.b)
+	if !ok {
+		return
+	}
+	c := w.model.conversations[ci]
 	last, err := w.store.MaxSeq(context.Background(), tenant, c.topic)
 	if err != nil || last == 0 {
 		return
@@ -366,4 +391,35 @@ func (w *world) change(n *node, s step) {
 		_, err = n.modify.DeleteForAll(ctx, t)
 	}
 	w.trace("change %d of %v: %v", s.c%3, k, err)
+}
+
+// changeMember adds a user to a group or removes one (never its owner), as the admin API
+// does; the model keeps when each user was a member.
+func (w *world) changeMember(n *node, s step) {
+	ctx := context.Background()
+	ci := s.a % 2 // the groups come first
+	c := &w.model.conversations[ci]
+	u := int64(s.b%userCount) + 1
+	if u == c.members[0] {
+		return
+	}
+	k := userTopic{u, c.topic}
+	spans := w.model.spans[k]
+	if i := slices.Index(c.members, u); i >= 0 {
+		if err := n.groups.RemoveMember(ctx, tenant, directory.Operator, c.group, u); err != nil {
+			w.trace("remove %d from %s: %v", u, c.topic, err)
+			return
+		}
+		c.members = slices.Delete(c.members, i, i+1)
+		spans[len(spans)-1].to, spans[len(spans)-1].removedAt = w.stats.steps, w.clock.Now()
+		w.trace("removed %d from %s", u, c.topic)
+		return
+	}
+	if err := n.groups.AddMembers(ctx, tenant, directory.Operator, c.group, []int64{u}); err != nil {
+		w.trace("add %d to %s: %v", u, c.topic, err)
+		return
+	}
+	c.members = append(c.members, u)
+	w.model.spans[k] = append(spans, memberSpan{from: w.stats.steps, to: -1})
+	w.trace("added %d to %s", u, c.topic)
 }

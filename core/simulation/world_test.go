@@ -16,6 +16,7 @@ import (
 	"github.com/imdhq/imd/core/conversation"
 	"github.com/imdhq/imd/core/deliver"
 	"github.com/imdhq/imd/core/delivery"
+	"github.com/imdhq/imd/core/directory"
 	"github.com/imdhq/imd/core/fanout"
 	"github.com/imdhq/imd/core/history"
 	"github.com/imdhq/imd/core/inbox"
@@ -146,6 +147,7 @@ func (w *world) trace(format string, args ...any) {
 type conversationSpec struct {
 	topic   string
 	id      int64
+	group   int64 // 0 for P2P
 	members []int64
 	p2p     bool
 }
@@ -186,7 +188,10 @@ func newWorld() (*world, error) {
 		if err != nil {
 			return nil, err
 		}
-		w.model.conversations = append(w.model.conversations, conversationSpec{topic: c.Topic, id: c.ID, members: members})
+		w.model.conversations = append(w.model.conversations, conversationSpec{topic: c.Topic, id: c.ID, group: int64(10 + i), members: members})
+		for _, u := range members {
+			w.model.spans[userTopic{u, c.Topic}] = []memberSpan{{from: -1, to: -1}}
+		}
 	}
 	if err := w.dir.AddFriendship(ctx, tenant, 1, 5); err != nil {
 		return nil, err
@@ -196,6 +201,9 @@ func newWorld() (*world, error) {
 		return nil, err
 	}
 	w.model.conversations = append(w.model.conversations, conversationSpec{topic: p2p.Topic, id: p2p.ID, members: []int64{1, 5}, p2p: true})
+	for _, u := range []int64{1, 5} {
+		w.model.spans[userTopic{u, p2p.Topic}] = []memberSpan{{from: -1, to: -1}}
+	}
 	for range nodeCount {
 		w.nodes = append(w.nodes, w.boot(&gate{w: w}))
 	}
@@ -218,6 +226,7 @@ type node struct {
 	repair    *routerepair.Service
 	authn     *authn.Service
 	sweeper   *seqholes.Sweeper
+	groups    *directory.Service
 	newWorker func(partition int, idle func()) *deliver.Workers
 }
 
@@ -254,6 +263,10 @@ func (w *world) boot(g *gate) *node {
 	n.sweeper = seqholes.New(seqholes.Config{After: holeAfter}, seqholes.Deps{
 		Holes: gatedHoles{SeqHoles: w.store, g: g}, Store: store, Shards: gatedShards{ShardStore: w.shards, g: g},
 		IDs: w.ids, Clock: w.clock, Metrics: w.metrics, Log: w.log,
+	})
+	n.groups = directory.New(directory.Deps{
+		Directory: w.dir, Profiles: w.dir, Friends: w.dir, Blocks: w.dir, Groups: w.dir, Resolver: resolver,
+		IDs: w.ids, Clock: w.clock, Dialogs: w.dialogs, Log: w.log,
 	})
 	n.history = history.New(history.Deps{
 		Store: store, Routes: routes, Months: months, Metrics: w.metrics, Resolver: resolver, Log: w.log, Repairs: repair,
