@@ -365,6 +365,7 @@ func (w *world) heal() {
 	w.mysqlDown, w.redisDown = false, false
 	clear(w.slow)
 	for i, n := range w.nodes {
+		n.poolFull = false
 		if n.g.crashed || n.g.method != "" {
 			w.reboot(i)
 		}

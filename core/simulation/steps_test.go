@@ -48,20 +48,21 @@ const (
 	kAuth
 	kSweep
 	kMember
+	kPoolFull
 	kinds
 )
 
 var kindNames = [kinds]string{
 	"send", "retry", "deliver", "sync", "read", "tick", "ensure", "advance", "repair", "crash",
 	"redis-lose", "redis-snapshot", "redis-restore", "mysql-outage", "redis-outage", "slow-device", "offline",
-	"issue-token", "revoke-token", "change", "delete-self", "auth", "sweep", "member",
+	"issue-token", "revoke-token", "change", "delete-self", "auth", "sweep", "member", "pool-full",
 }
 
 // weights of the kinds in a random step list.
 var weights = [kinds]int{
 	kSend: 24, kRetry: 12, kDeliver: 14, kSync: 8, kRead: 5, kTick: 12, kEnsure: 3, kAdvance: 1, kRepair: 2, kCrash: 5,
 	kRedisLose: 1, kRedisSnapshot: 1, kRedisRestore: 1, kMySQLOutage: 1, kRedisOutage: 1, kSlowDevice: 2, kOffline: 1,
-	kIssueToken: 2, kRevokeToken: 2, kChange: 3, kDeleteSelf: 1, kAuth: 3, kSweep: 3, kMember: 2,
+	kIssueToken: 2, kRevokeToken: 2, kChange: 3, kDeleteSelf: 1, kAuth: 3, kSweep: 3, kMember: 2, kPoolFull: 1,
 }
 
 type step struct {
@@ -236,6 +237,9 @@ func (w *world) exec(s step) {
 		}
 	case kChange:
 		w.change(n, s)
+	case kPoolFull:
+		n.poolFull = !n.poolFull
+		w.stats.faults++
 	case kMember:
 		w.changeMember(n, s)
 	case kSweep:
@@ -310,6 +314,12 @@ func (w *world) post(n *node, p pendingSend, lost bool) {
 	addr := conversation.Address{Topic: c.topic}
 	if c.p2p {
 		addr = conversation.Address{ToUser: c.members[0] + c.members[1] - p.key.from}
+	}
+	if n.poolFull {
+		// The transport's bounded task pool refuses the frame before the core sees it (50301).
+		w.trace("send %v: 50301 task pool full", p.key)
+		w.model.pending = append(w.model.pending, p)
+		return
 	}
 	content, _ := json.Marshal(map[string]string{"text": p.text})
 	res, err := n.send.Send(context.Background(), send.Request{

@@ -228,6 +228,8 @@ type node struct {
 	sweeper   *seqholes.Sweeper
 	groups    *directory.Service
 	newWorker func(partition int, idle func()) *deliver.Workers
+	// poolFull: the node's task pool is full, so its transport refuses every send.
+	poolFull bool
 }
 
 // boot builds a node's use cases; a reboot after a crash calls it again, so nothing of the
