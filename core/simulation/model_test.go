@@ -60,7 +60,7 @@ type model struct {
 	acked         map[sendKey]ack
 	ackOrder      []sendKey
 	seqOwner      map[topicSeq]int64 // the msg_id first seen stored at a seq
-	maxActive     month.Month        // of new allocations
+	maxActive     month.Month        // of new allocations and of the active months Redis held
 	watermarks    map[userConv]int64
 	tokens        map[int64][]string // live tokens per user
 	revoked       []string           // tokens whose revocation was acknowledged
@@ -184,6 +184,11 @@ func (w *world) check() {
 	ctx := context.Background()
 	w.stats.checks++
 	m := &w.model
+	// An advance moves the month without allocating: what Redis held is the least later
+	// allocations may use.
+	if active, ok := w.activeMonth(); ok {
+		m.maxActive = max(m.maxActive, active)
+	}
 	for _, c := range m.conversations {
 		w.checkTopic(c.topic)
 	}

@@ -156,7 +156,8 @@ func (w *world) exec(s step) {
 		_ = n.manager.Ensure(ctx, tenant)
 	case kAdvance:
 		if active, ok := w.activeMonth(); ok {
-			_, _ = n.manager.Advance(ctx, tenant, active.Next())
+			got, err := n.manager.Advance(ctx, tenant, active.Next())
+			w.trace("advance to %s: %s, %v", active.Next(), got, err)
 		}
 	case kRepair:
 		if s.a%2 == 0 {
