@@ -43,6 +43,9 @@ type gate struct {
 	method string
 	n      int
 	seen   int
+	// sawMonth is the newest month this process allocated in or advanced to: the open defect
+	// of the month floor (openDefects) is about a node that saw no switch, never about one that did.
+	sawMonth month.Month
 }
 
 // inFlight are the send path's after-commit calls, which run concurrently with its enqueue
@@ -91,7 +94,7 @@ func (s gatedSeq) Allocate(ctx context.Context, tenant string, req seq.Request) 
 	}
 	a, err := s.SeqAllocator.Allocate(ctx, tenant, req)
 	if err == nil && !a.Existing {
-		s.g.w.model.allocated(s.g.w, a)
+		s.g.w.model.allocated(s.g.w, s.g, a)
 	}
 	return a, err
 }
@@ -510,7 +513,11 @@ func (m gatedMonths) Advance(ctx context.Context, tenant string, mo month.Month)
 	if err := m.g.pass(redisBackend, "Months.Advance"); err != nil {
 		return 0, err
 	}
-	return m.MonthState.Advance(ctx, tenant, mo)
+	got, err := m.MonthState.Advance(ctx, tenant, mo)
+	if err == nil {
+		m.g.sawMonth = max(m.g.sawMonth, got)
+	}
+	return got, err
 }
 
 func (m gatedMonths) Now(ctx context.Context) (time.Time, error) {

@@ -160,11 +160,16 @@ func (m *model) see(k deviceKey, msgID int64) {
 // allocated sees every new allocation of the seq script: the active month it allocates in
 // never moves backward. (Redis itself may hold an older one for a while after a rollback; what
 // matters is that no new message is given it.)
-func (m *model) allocated(w *world, a seq.Allocation) {
+func (m *model) allocated(w *world, g *gate, a seq.Allocation) {
 	if a.Month < m.maxActive {
-		m.violate("active month moved back%s from %s to %s: seq %d allocated in it", w.afterRollback(), m.maxActive, a.Month, a.Seq)
+		tag := ""
+		if g.sawMonth < m.maxActive {
+			tag = w.afterRollback()
+		}
+		m.violate("active month moved back%s from %s to %s: seq %d allocated in it", tag, m.maxActive, a.Month, a.Seq)
 	}
 	m.maxActive = max(m.maxActive, a.Month)
+	g.sawMonth = max(g.sawMonth, a.Month)
 }
 
 // acknowledged records a SEND_ACK; a retry of a message ACKed before must get the same one.
