@@ -16,8 +16,8 @@ import (
 
 var (
 	flagSeed    = flag.Uint64("sim.seed", 0, "replay this seed only (0: the CI seeds)")
-	flagSteps   = flag.Int("sim.steps", 3000, "steps per seed")
-	flagSeeds   = flag.Int("sim.seeds", 5, "how many seeds the CI run tries")
+	flagSteps   = flag.Int("sim.steps", 4000, "steps per seed")
+	flagSeeds   = flag.Int("sim.seeds", 8, "how many seeds the CI run tries")
 	flagOnly    = flag.String("sim.only", "", "replay only these step indexes of the seed (comma-separated), as a shrunk failure prints them")
 	flagForever = flag.Duration("sim.forever", 0, "run random seeds for this long (or until Ctrl-C or the first failure), printing progress")
 	flagTrace   = flag.Bool("sim.trace", false, "print what each step did")
