@@ -45,12 +45,8 @@ func (s *MessageStore) Append(_ context.Context, tenant string, m message.Messag
 	s.shards.mu.Lock()
 	defer s.shards.mu.Unlock()
 	d := s.shards.db(tenant)
-	e, ok := d.catalog[m.Month]
-	if !ok {
-		return ports.AppendResult{}, fmt.Errorf("append %s seq %d: %w: %s", m.Topic, m.Seq, shard.ErrMonthMissing, m.Month)
-	}
-	if !e.state.AcceptsWrites() {
-		return ports.AppendResult{}, fmt.Errorf("append %s seq %d: %w: %s is %s", m.Topic, m.Seq, shard.ErrMonthNotWritable, m.Month, e.state)
+	if err := d.writable(m); err != nil {
+		return ports.AppendResult{}, err
 	}
 
 	key := messageDedupKey{topic: m.Topic, from: m.From, clientMsgID: m.ClientMsgID}
@@ -68,24 +64,45 @@ func (s *MessageStore) Append(_ context.Context, tenant string, m message.Messag
 		res = ports.AppendResult{Outcome: ports.Stored}
 	}
 
-	if err := d.checkOverlap(row); err != nil {
+	if err := d.put(row); err != nil {
 		return ports.AppendResult{}, err
 	}
-	table := d.tables[m.Month]
-	if _, taken := table[topicSeqKey{m.Topic, m.Seq}]; taken {
-		return ports.AppendResult{}, fmt.Errorf("%w: %s seq %d in %s", seq.ErrTaken, m.Topic, m.Seq, m.Month)
-	}
-	for _, other := range table {
-		if other.MsgID == m.MsgID {
-			return ports.AppendResult{}, fmt.Errorf("append %s seq %d: msg_id %d already stored in %s", m.Topic, m.Seq, m.MsgID, m.Month)
-		}
-	}
-	table[topicSeqKey{m.Topic, m.Seq}] = row
 	if !known {
 		d.dedup[key] = messageDedupRecord{seq: m.Seq, month: m.Month, msgID: m.MsgID, hash: hash, expires: millisNow().Add(DedupTTL)}
 	}
-	d.grow(row)
 	return res, nil
+}
+
+// writable fails unless the month of m is registered and takes writes.
+func (d *tenantMessages) writable(m message.Message) error {
+	e, ok := d.catalog[m.Month]
+	if !ok {
+		return fmt.Errorf("append %s seq %d: %w: %s", m.Topic, m.Seq, shard.ErrMonthMissing, m.Month)
+	}
+	if !e.state.AcceptsWrites() {
+		return fmt.Errorf("append %s seq %d: %w: %s is %s", m.Topic, m.Seq, shard.ErrMonthNotWritable, m.Month, e.state)
+	}
+	return nil
+}
+
+// put writes row into its month table and grows the route mirror, refusing a taken seq, a
+// range that would overlap another month's and a msg_id stored before.
+func (d *tenantMessages) put(row message.Message) error {
+	if err := d.checkOverlap(row); err != nil {
+		return err
+	}
+	table := d.tables[row.Month]
+	if _, taken := table[topicSeqKey{row.Topic, row.Seq}]; taken {
+		return fmt.Errorf("%w: %s seq %d in %s", seq.ErrTaken, row.Topic, row.Seq, row.Month)
+	}
+	for _, other := range table {
+		if other.MsgID == row.MsgID {
+			return fmt.Errorf("append %s seq %d: msg_id %d already stored in %s", row.Topic, row.Seq, row.MsgID, row.Month)
+		}
+	}
+	table[topicSeqKey{row.Topic, row.Seq}] = row
+	d.grow(row)
+	return nil
 }
 
 // MarkQueued flags the dedup record, if it still exists.

@@ -13,3 +13,10 @@ func TestMessageStoreContract(t *testing.T) {
 		return NewMessageStore(shards), shards, "acme"
 	})
 }
+
+func TestSeqHolesContract(t *testing.T) {
+	contract.SeqHoles(t, func(*testing.T) (contract.SeqHolesStore, ports.ShardStore, string) {
+		shards := NewShardStore()
+		return NewMessageStore(shards), shards, "acme"
+	})
+}

@@ -29,3 +29,12 @@ func TestDirectoryContract(t *testing.T) {
 		return NewDirectory(c), tenant
 	})
 }
+
+func TestSeqHolesContract(t *testing.T) {
+	contract.SeqHoles(t, func(t *testing.T) (contract.SeqHolesStore, ports.ShardStore, string) {
+		c, tenant := newTestCluster(t)
+		s := NewMessageStore(c, MessageStoreOptions{})
+		t.Cleanup(func() { s.Close() })
+		return s, NewShardStore(c), tenant
+	})
+}

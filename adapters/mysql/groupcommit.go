@@ -30,6 +30,8 @@ type appendReq struct {
 	ctx  context.Context
 	msg  message.Message
 	hash string
+	// hole: msg is the seq-hole sweeper's tombstone, stored without a dedup record.
+	hole bool
 	done chan appendResp // buffered: the writer never blocks on a caller that left
 }
 
@@ -300,6 +302,11 @@ func (w *writer) plan(ctx context.Context, tx *sql.Tx, q *sqlcdb.Queries, reqs [
 	expires := time.Now().UTC().Add(w.opts.DedupTTL).Truncate(time.Millisecond)
 	for i, r := range reqs {
 		m := r.msg
+		if r.hole {
+			b.answers[i].res = ports.AppendResult{Outcome: ports.Stored}
+			b.addRow(tombstoneRow(m))
+			continue
+		}
 		if d, ok := known[r.dedupKey()]; ok {
 			existing, err := w.readRecorded(ctx, tx, d)
 			if err != nil {
@@ -359,10 +366,16 @@ func (b *batchWrite) addRow(row sqlcdb.InsertMessagesParams) {
 func (w *writer) lockDedup(ctx context.Context, tx *sql.Tx, reqs []*appendReq) (map[dedupKey]sqlcdb.LockDedupRow, error) {
 	lookup := rowBatch{sep: sepUnion}
 	for _, r := range reqs {
+		if r.hole {
+			continue
+		}
 		p := sqlcdb.LockDedupParams{Topic: r.msg.Topic, FromUser: r.msg.From, ClientMsgID: r.msg.ClientMsgID}
 		if err := lookup.add(func(q *sqlcdb.Queries) error { _, err := q.LockDedup(ctx, p); return err }); err != nil {
 			return nil, err
 		}
+	}
+	if lookup.rows == 0 {
+		return nil, nil
 	}
 	q, err := lookup.replay(tx)
 	if err != nil {

@@ -111,6 +111,12 @@ func (s *MessageStore) Append(ctx context.Context, tenant string, m message.Mess
 	if err := m.ValidateAppend(); err != nil {
 		return ports.AppendResult{}, err
 	}
+	return s.write(ctx, tenant, &appendReq{ctx: ctx, msg: normalize(m), hash: hash, done: make(chan appendResp, 1)})
+}
+
+// write hands req to the writer of its tenant and month and waits for its answer.
+func (s *MessageStore) write(ctx context.Context, tenant string, req *appendReq) (ports.AppendResult, error) {
+	m := req.msg
 	t, err := s.cluster.tenant(tenant)
 	if err != nil {
 		return ports.AppendResult{}, err
@@ -119,7 +125,6 @@ func (s *MessageStore) Append(ctx context.Context, tenant string, m message.Mess
 	if _, err := t.months.table(ctx, m.Month); err != nil {
 		return ports.AppendResult{}, fmt.Errorf("append %s seq %d: %w", m.Topic, m.Seq, err)
 	}
-	req := &appendReq{ctx: ctx, msg: normalize(m), hash: hash, done: make(chan appendResp, 1)}
 	if err := s.enqueue(ctx, writerKey{tenant: tenant, month: m.Month}, t, req); err != nil {
 		return ports.AppendResult{}, err
 	}

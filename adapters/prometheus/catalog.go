@@ -49,6 +49,7 @@ func catalog() []spec {
 		{name: "group_message_route_miss_total", kind: counter, help: "Queries whose Redis route was missing or unreadable."},
 		{name: "group_message_route_rebuild_total", kind: counter, help: "Redis routes rebuilt from the MySQL mirror, by outcome (ok|failed).", labels: []string{"status"}},
 		{name: "group_message_route_repair_total", kind: counter, help: "Redis route updates repaired after a failed write-back."},
+		{name: "group_message_seq_hole_closed_total", kind: counter, help: "Seqs allocated whose message never committed, closed with a tombstone by the seq-hole sweeper."},
 		{name: "group_message_dead_letter_total", kind: counter, help: "Deliver jobs moved to the dead-letter list, and late writes into sealed months moved to the compensation list."},
 		{name: "group_message_persist_latency", kind: histogram, help: "Seconds from accepting a send to its MySQL commit.", buckets: latencyBuckets},
 		{name: "group_message_query_latency", kind: histogram, help: "Seconds per message query, by route source.", labels: []string{"source"}, buckets: latencyBuckets},

@@ -54,6 +54,7 @@ func Options(cfg config.Config, log *slog.Logger) fx.Option {
 		Migration(cfg),
 		Transports(),
 		Observe(),
+		SeqHoles(),
 		fx.Invoke(runTenants),
 	)
 }

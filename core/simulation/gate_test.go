@@ -43,6 +43,9 @@ type gate struct {
 	method string
 	n      int
 	seen   int
+	// sawMonth is the newest month this process allocated in or advanced to: the open defect
+	// of the month floor (openDefects) is about a node that saw no switch, never about one that did.
+	sawMonth month.Month
 }
 
 // inFlight are the send path's after-commit calls, which run concurrently with its enqueue
@@ -91,7 +94,7 @@ func (s gatedSeq) Allocate(ctx context.Context, tenant string, req seq.Request) 
 	}
 	a, err := s.SeqAllocator.Allocate(ctx, tenant, req)
 	if err == nil && !a.Existing {
-		s.g.w.model.allocated(s.g.w, a)
+		s.g.w.model.allocated(s.g.w, s.g, a)
 	}
 	return a, err
 }
@@ -126,7 +129,11 @@ func (s gatedStore) Append(ctx context.Context, tenant string, m message.Message
 	if err := s.g.pass(mysqlBackend, "Store.Append"); err != nil {
 		return ports.AppendResult{}, err
 	}
-	return s.storePorts.Append(ctx, tenant, m, hash)
+	res, err := s.storePorts.Append(ctx, tenant, m, hash)
+	if err == nil && res.Outcome == ports.Stored {
+		s.g.w.model.storedAt[m.MsgID] = s.g.w.stats.steps
+	}
+	return res, err
 }
 
 func (s gatedStore) MaxSeq(ctx context.Context, tenant, topic string) (int64, error) {
@@ -207,11 +214,18 @@ func (r gatedRoutes) ReplaceIfMissing(ctx context.Context, tenant, topic string,
 // gatedQueue also tells the simulator when the node's deliver consumer has nothing left to
 // do: a Take that would wait finds the queue empty (or fails), so the consumer idles until
 // stopped.
+//
+// One consumer runs at a time, so a step replays exactly: the queue a deliver pass hands a
+// worker pool shows it one partition of the real queue (part), as partition 0 of one.
 type gatedQueue struct {
 	ports.DeliverQueue
 	g    *gate
 	idle func()
+	part int
 }
+
+// Partitions is the one partition a consumer of the simulation sees.
+func (q gatedQueue) Partitions() int { return 1 }
 
 func (q gatedQueue) Push(ctx context.Context, job delivery.Job) error {
 	if err := q.g.pass(redisBackend, "Queue.Push"); err != nil {
@@ -225,7 +239,7 @@ func (q gatedQueue) Take(ctx context.Context, tenant string, partition int, time
 		q.idle()
 		return delivery.Job{}, false, err
 	}
-	job, ok, err := q.DeliverQueue.Take(ctx, tenant, partition, 0)
+	job, ok, err := q.DeliverQueue.Take(ctx, tenant, q.part+partition, 0)
 	if err != nil {
 		q.idle()
 	}
@@ -242,7 +256,7 @@ func (q gatedQueue) TakeMore(ctx context.Context, tenant string, partition, max 
 		q.idle()
 		return nil, err
 	}
-	jobs, err := q.DeliverQueue.TakeMore(ctx, tenant, partition, max)
+	jobs, err := q.DeliverQueue.TakeMore(ctx, tenant, q.part+partition, max)
 	if err != nil {
 		q.idle()
 	}
@@ -431,6 +445,25 @@ func (d gatedGraph) Relation(ctx context.Context, tenant string, a, b int64) (so
 	return d.Graph.Relation(ctx, tenant, a, b)
 }
 
+type gatedHoles struct {
+	ports.SeqHoles
+	g *gate
+}
+
+func (h gatedHoles) HoleSuspects(ctx context.Context, tenant string, m month.Month, after string, limit int) ([]string, error) {
+	if err := h.g.pass(mysqlBackend, "Holes.HoleSuspects"); err != nil {
+		return nil, err
+	}
+	return h.SeqHoles.HoleSuspects(ctx, tenant, m, after, limit)
+}
+
+func (h gatedHoles) CloseHole(ctx context.Context, tenant string, t message.Message) error {
+	if err := h.g.pass(mysqlBackend, "Holes.CloseHole"); err != nil {
+		return err
+	}
+	return h.SeqHoles.CloseHole(ctx, tenant, t)
+}
+
 type gatedShards struct {
 	ports.ShardStore
 	g *gate
@@ -480,7 +513,11 @@ func (m gatedMonths) Advance(ctx context.Context, tenant string, mo month.Month)
 	if err := m.g.pass(redisBackend, "Months.Advance"); err != nil {
 		return 0, err
 	}
-	return m.MonthState.Advance(ctx, tenant, mo)
+	got, err := m.MonthState.Advance(ctx, tenant, mo)
+	if err == nil {
+		m.g.sawMonth = max(m.g.sawMonth, got)
+	}
+	return got, err
 }
 
 func (m gatedMonths) Now(ctx context.Context) (time.Time, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/imdhq/imd/core/authn"
 	"github.com/imdhq/imd/core/dialog"
@@ -59,7 +60,7 @@ type model struct {
 	acked         map[sendKey]ack
 	ackOrder      []sendKey
 	seqOwner      map[topicSeq]int64 // the msg_id first seen stored at a seq
-	maxActive     month.Month        // of new allocations
+	maxActive     month.Month        // of new allocations and of the active months Redis held
 	watermarks    map[userConv]int64
 	tokens        map[int64][]string // live tokens per user
 	revoked       []string           // tokens whose revocation was acknowledged
@@ -68,12 +69,34 @@ type model struct {
 	cursors       map[deviceKey]map[string]*deviceTopic
 	deleted       map[sendKey]bool         // ACKed messages deleted for everyone
 	hidden        map[userTopic][][2]int64 // seq ranges [low, hi) users deleted for themselves
+	storedAt      map[int64]int64          // the step that committed each msg_id
+	spans         map[userTopic][]memberSpan
 	violations    []string
 }
 
 type userTopic struct {
 	user  int64
 	topic string
+}
+
+// memberSpan is a stretch of steps a user was a member of a conversation: from the step that
+// added it (-1: from the start) to the one that removed it (-1: still a member), and when.
+type memberSpan struct {
+	from, to  int64
+	removedAt time.Time
+}
+
+// mayReceive reports whether a message committed at step may reach the user: the user was a
+// member then, or is one now (a group's history is open to its members: a sync of a new
+// member returns it too, and a fan-out resolves the members when it runs), or was removed less
+// than the member cache's TTL before now (another node's cache may still name it, by design).
+func (m *model) mayReceive(user int64, topic string, step int64, now time.Time) bool {
+	for _, s := range m.spans[userTopic{user, topic}] {
+		if s.to < 0 || step > s.from && step < s.to || now.Sub(s.removedAt) < memberTTL {
+			return true
+		}
+	}
+	return false
 }
 
 // hides reports whether the user deleted seq for themself.
@@ -91,7 +114,8 @@ func newModel() model {
 		sentFrom: map[sendKey]uint64{}, acked: map[sendKey]ack{}, seqOwner: map[topicSeq]int64{},
 		watermarks: map[userConv]int64{}, tokens: map[int64][]string{}, live: map[deviceKey]map[int64]pushes{},
 		seen: map[deviceKey]map[int64]bool{}, cursors: map[deviceKey]map[string]*deviceTopic{},
-		deleted: map[sendKey]bool{}, hidden: map[userTopic][][2]int64{},
+		deleted: map[sendKey]bool{}, hidden: map[userTopic][][2]int64{}, storedAt: map[int64]int64{},
+		spans: map[userTopic][]memberSpan{},
 	}
 }
 
@@ -109,6 +133,10 @@ func (m *model) livePush(w *world, k deviceKey, msg message.Message) {
 	if byMsg == nil {
 		byMsg = map[int64]pushes{}
 		m.live[k] = byMsg
+	}
+	if at, ok := m.storedAt[msg.MsgID]; ok && !m.mayReceive(k.user, msg.Topic, at, w.clock.Now()) {
+		m.violate("message %d (%s seq %d, stored at step %d) pushed to device %d/%d of a user who was not a member then nor is now",
+			msg.MsgID, msg.Topic, msg.Seq, at, k.user, k.device)
 	}
 	p := byMsg[msg.MsgID]
 	if p.n > 0 && p.rollbacks == w.redisRollbacks {
@@ -132,11 +160,16 @@ func (m *model) see(k deviceKey, msgID int64) {
 // allocated sees every new allocation of the seq script: the active month it allocates in
 // never moves backward. (Redis itself may hold an older one for a while after a rollback; what
 // matters is that no new message is given it.)
-func (m *model) allocated(w *world, a seq.Allocation) {
+func (m *model) allocated(w *world, g *gate, a seq.Allocation) {
 	if a.Month < m.maxActive {
-		m.violate("active month moved back%s from %s to %s: seq %d allocated in it", w.afterRollback(), m.maxActive, a.Month, a.Seq)
+		tag := ""
+		if g.sawMonth < m.maxActive {
+			tag = w.afterRollback()
+		}
+		m.violate("active month moved back%s from %s to %s: seq %d allocated in it", tag, m.maxActive, a.Month, a.Seq)
 	}
 	m.maxActive = max(m.maxActive, a.Month)
+	g.sawMonth = max(g.sawMonth, a.Month)
 }
 
 // acknowledged records a SEND_ACK; a retry of a message ACKed before must get the same one.
@@ -156,6 +189,11 @@ func (w *world) check() {
 	ctx := context.Background()
 	w.stats.checks++
 	m := &w.model
+	// An advance moves the month without allocating: what Redis held is the least later
+	// allocations may use.
+	if active, ok := w.activeMonth(); ok {
+		m.maxActive = max(m.maxActive, active)
+	}
 	for _, c := range m.conversations {
 		w.checkTopic(c.topic)
 	}
@@ -257,6 +295,7 @@ func (w *world) checkTopic(topic string) {
 			m.violate("%s month segments overlap%s: seq %d in %s after seq %d in %s", topic, w.afterRollback(), seqs[i], b.month, seqs[i-1], a.month)
 		}
 	}
+	w.checkHoles(topic, seqs, func(sq int64) (month.Month, message.Message) { r := bySeq[sq]; return r.month, r.msg })
 	for _, k := range m.ackOrder {
 		if k.topic != topic {
 			continue
@@ -299,7 +338,8 @@ func (w *world) syncDevice(n *node, k deviceKey, topic string) error {
 		}
 	}
 	from := d.cursor
-	for d.have[d.cursor+1] {
+	// Seqs the user deleted for themself never come back; the client knows its own ranges.
+	for d.have[d.cursor+1] || w.model.hides(k.user, topic, d.cursor+1) {
 		d.cursor++
 	}
 	if d.cursor != from {
@@ -335,6 +375,7 @@ func (w *world) heal() {
 	w.mysqlDown, w.redisDown = false, false
 	clear(w.slow)
 	for i, n := range w.nodes {
+		n.poolFull = false
 		if n.g.crashed || n.g.method != "" {
 			w.reboot(i)
 		}
@@ -352,11 +393,23 @@ func (w *world) heal() {
 		w.model.violate("route reconciliation failed after healing: %v", err)
 	}
 	w.drain()
+	// The sweeper's loop, once every retry is over: no hole is left for a sync to wait on.
+	w.clock.Advance(holeAfter + time.Second)
+	if _, err := n.sweeper.Sweep(ctx, tenant); err != nil {
+		w.model.violate("seq-hole sweep failed after healing: %v", err)
+	} else {
+		w.sweptAt = w.clock.Now()
+	}
 	for _, c := range w.model.conversations {
+		last := w.maxSeq(c.topic)
 		for _, u := range c.members {
 			for d := uint64(1); d <= deviceCount; d++ {
-				if err := w.syncDevice(n, deviceKey{u, d}, c.topic); err != nil {
+				k := deviceKey{u, d}
+				if err := w.syncDevice(n, k, c.topic); err != nil {
 					w.model.violate("device %d/%d cannot sync %s after healing: %v", u, d, c.topic, err)
+				}
+				if at := w.model.device(k, c.topic).cursor; at < last {
+					w.model.violate("device %d/%d waits in %s at seq %d of %d after healing: a seq hole was never closed", u, d, c.topic, at+1, last)
 				}
 			}
 		}
@@ -454,4 +507,35 @@ func (w *world) unreadAfter(user int64, topic string, watermark int64) int64 {
 		}
 	}
 	return n
+}
+
+// checkHoles: seq holes are only transient (DESIGN §4). A hole is closed by the sweeper once
+// the message after it is older than holeAfter, in a month that still takes writes, so after
+// a sweep that ran through no older one is left.
+func (w *world) checkHoles(topic string, seqs []int64, row func(int64) (month.Month, message.Message)) {
+	if w.sweptAt.IsZero() {
+		return
+	}
+	bound := w.sweptAt.Add(-holeAfter)
+	var prev int64
+	for _, sq := range seqs {
+		if sq > prev+1 {
+			mo, next := row(sq)
+			if next.CreatedAt.Before(bound) && w.takesWrites(mo) {
+				w.model.violate("%s seqs %d-%d are a hole the sweep at %s left open (seq %d after it stored in %s at %s)",
+					topic, prev+1, sq-1, w.sweptAt.Format(time.RFC3339), sq, mo, next.CreatedAt.Format(time.RFC3339))
+			}
+		}
+		prev = sq
+	}
+}
+
+func (w *world) takesWrites(m month.Month) bool {
+	infos, _ := w.shards.Catalog(context.Background(), tenant)
+	for _, info := range infos {
+		if info.Month == m {
+			return info.State.AcceptsWrites()
+		}
+	}
+	return false
 }

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/imdhq/imd/adapters/memory"
 	"github.com/imdhq/imd/core/auth"
 	"github.com/imdhq/imd/core/conversation"
+	"github.com/imdhq/imd/core/directory"
 	"github.com/imdhq/imd/core/message"
 	"github.com/imdhq/imd/core/modify"
 	"github.com/imdhq/imd/core/read"
@@ -44,20 +46,23 @@ const (
 	kChange
 	kDeleteSelf
 	kAuth
+	kSweep
+	kMember
+	kPoolFull
 	kinds
 )
 
 var kindNames = [kinds]string{
 	"send", "retry", "deliver", "sync", "read", "tick", "ensure", "advance", "repair", "crash",
 	"redis-lose", "redis-snapshot", "redis-restore", "mysql-outage", "redis-outage", "slow-device", "offline",
-	"issue-token", "revoke-token", "change", "delete-self", "auth",
+	"issue-token", "revoke-token", "change", "delete-self", "auth", "sweep", "member", "pool-full",
 }
 
 // weights of the kinds in a random step list.
 var weights = [kinds]int{
 	kSend: 24, kRetry: 12, kDeliver: 14, kSync: 8, kRead: 5, kTick: 12, kEnsure: 3, kAdvance: 1, kRepair: 2, kCrash: 5,
 	kRedisLose: 1, kRedisSnapshot: 1, kRedisRestore: 1, kMySQLOutage: 1, kRedisOutage: 1, kSlowDevice: 2, kOffline: 1,
-	kIssueToken: 2, kRevokeToken: 2, kChange: 3, kDeleteSelf: 1, kAuth: 3,
+	kIssueToken: 2, kRevokeToken: 2, kChange: 3, kDeleteSelf: 1, kAuth: 3, kSweep: 3, kMember: 2, kPoolFull: 1,
 }
 
 type step struct {
@@ -101,6 +106,7 @@ var crashPoints = map[kind][]string{
 	kEnsure: {"Months.Now", "Shards.EnsureTable", "Months.MarkReady", "Locks.Acquire", "Months.Advance", "Shards.Catalog", "Shards.SetState"},
 	kRetry:  {"Seq.Allocate", "Store.Append", "Queue.Push", "Store.MaxSeq", "Seq.Reseed"},
 	kChange: {"Editor.Modify", "Store.Get", "Seq.Allocate", "Store.Append", "Queue.Push", "Hot.Invalidate"},
+	kSweep:  {"Shards.Catalog", "Holes.HoleSuspects", "Store.Segments", "Store.Page", "Holes.CloseHole"},
 }
 
 // exec runs one step.
@@ -111,8 +117,10 @@ func (w *world) exec(s step) {
 	switch s.kind {
 	case kSend:
 		u := int64(s.a%userCount) + 1
-		convs := w.conversationsOf(u)
-		ci := convs[s.b%len(convs)]
+		ci, ok := w.conversationOf(u, s.b)
+		if !ok {
+			return
+		}
 		w.model.nextCMID++
 		p := pendingSend{
 			key:    sendKey{w.model.conversations[ci].topic, u, fmt.Sprintf("c%d", w.model.nextCMID)},
@@ -134,8 +142,11 @@ func (w *world) exec(s step) {
 		}
 	case kSync:
 		u := int64(s.a%userCount) + 1
-		convs := w.conversationsOf(u)
-		c := w.model.conversations[convs[s.b%len(convs)]]
+		ci, ok := w.conversationOf(u, s.b)
+		if !ok {
+			return
+		}
+		c := w.model.conversations[ci]
 		_ = w.syncDevice(n, deviceKey{u, uint64(s.c%deviceCount) + 1}, c.topic)
 	case kRead:
 		w.read(n, s)
@@ -145,7 +156,8 @@ func (w *world) exec(s step) {
 		_ = n.manager.Ensure(ctx, tenant)
 	case kAdvance:
 		if active, ok := w.activeMonth(); ok {
-			_, _ = n.manager.Advance(ctx, tenant, active.Next())
+			got, err := n.manager.Advance(ctx, tenant, active.Next())
+			w.trace("advance to %s: %s, %v", active.Next(), got, err)
 		}
 	case kRepair:
 		if s.a%2 == 0 {
@@ -154,7 +166,7 @@ func (w *world) exec(s step) {
 			_, _ = n.repair.Reconcile(ctx, tenant)
 		}
 	case kCrash:
-		points := crashPoints[[]kind{kSend, kDeliver, kEnsure, kRetry, kChange}[s.b%5]]
+		points := crashPoints[[]kind{kSend, kDeliver, kEnsure, kRetry, kChange, kSweep}[s.b%6]]
 		n.g.method, n.g.n, n.g.seen = points[s.a%len(points)], s.c%2+1, 0
 		w.trace("node %d armed to crash at %s #%d", s.node, n.g.method, n.g.n)
 		return
@@ -226,10 +238,24 @@ func (w *world) exec(s step) {
 		}
 	case kChange:
 		w.change(n, s)
+	case kPoolFull:
+		n.poolFull = !n.poolFull
+		w.stats.faults++
+	case kMember:
+		w.changeMember(n, s)
+	case kSweep:
+		closed, err := n.sweeper.Sweep(ctx, tenant)
+		w.trace("sweep closed %d seq holes: %v", closed, err)
+		if err == nil && !n.g.crashed {
+			w.sweptAt = w.clock.Now()
+		}
 	case kDeleteSelf:
 		u := int64(s.a%userCount) + 1
-		convs := w.conversationsOf(u)
-		c := w.model.conversations[convs[s.b%len(convs)]]
+		ci, ok := w.conversationOf(u, s.b)
+		if !ok {
+			return
+		}
+		c := w.model.conversations[ci]
 		last := w.maxSeq(c.topic)
 		if last == 0 {
 			return
@@ -261,6 +287,15 @@ func tickOf(a, b int) time.Duration {
 	return time.Duration(b%2000) * time.Millisecond
 }
 
+// conversationOf picks one of the user's conversations by b (none: the user is in none).
+func (w *world) conversationOf(u int64, b int) (int, bool) {
+	convs := w.conversationsOf(u)
+	if len(convs) == 0 {
+		return 0, false
+	}
+	return convs[b%len(convs)], true
+}
+
 func (w *world) conversationsOf(u int64) []int {
 	var out []int
 	for i, c := range w.model.conversations {
@@ -280,6 +315,12 @@ func (w *world) post(n *node, p pendingSend, lost bool) {
 	addr := conversation.Address{Topic: c.topic}
 	if c.p2p {
 		addr = conversation.Address{ToUser: c.members[0] + c.members[1] - p.key.from}
+	}
+	if n.poolFull {
+		// The transport's bounded task pool refuses the frame before the core sees it (50301).
+		w.trace("send %v: 50301 task pool full", p.key)
+		w.model.pending = append(w.model.pending, p)
+		return
 	}
 	content, _ := json.Marshal(map[string]string{"text": p.text})
 	res, err := n.send.Send(context.Background(), send.Request{
@@ -315,8 +356,11 @@ func (w *world) read(n *node, s step) {
 		return
 	}
 	u := int64(s.a%userCount) + 1
-	convs := w.conversationsOf(u)
-	c := w.model.conversations[convs[s.b%len(convs)]]
+	ci, ok := w.conversationOf(u, s.b)
+	if !ok {
+		return
+	}
+	c := w.model.conversations[ci]
 	last, err := w.store.MaxSeq(context.Background(), tenant, c.topic)
 	if err != nil || last == 0 {
 		return
@@ -358,4 +402,35 @@ func (w *world) change(n *node, s step) {
 		_, err = n.modify.DeleteForAll(ctx, t)
 	}
 	w.trace("change %d of %v: %v", s.c%3, k, err)
+}
+
+// changeMember adds a user to a group or removes one (never its owner), as the admin API
+// does; the model keeps when each user was a member.
+func (w *world) changeMember(n *node, s step) {
+	ctx := context.Background()
+	ci := s.a % 2 // the groups come first
+	c := &w.model.conversations[ci]
+	u := int64(s.b%userCount) + 1
+	if u == c.members[0] {
+		return
+	}
+	k := userTopic{u, c.topic}
+	spans := w.model.spans[k]
+	if i := slices.Index(c.members, u); i >= 0 {
+		if err := n.groups.RemoveMember(ctx, tenant, directory.Operator, c.group, u); err != nil {
+			w.trace("remove %d from %s: %v", u, c.topic, err)
+			return
+		}
+		c.members = slices.Delete(c.members, i, i+1)
+		spans[len(spans)-1].to, spans[len(spans)-1].removedAt = w.stats.steps, w.clock.Now()
+		w.trace("removed %d from %s", u, c.topic)
+		return
+	}
+	if err := n.groups.AddMembers(ctx, tenant, directory.Operator, c.group, []int64{u}); err != nil {
+		w.trace("add %d to %s: %v", u, c.topic, err)
+		return
+	}
+	c.members = append(c.members, u)
+	w.model.spans[k] = append(spans, memberSpan{from: w.stats.steps, to: -1})
+	w.trace("added %d to %s", u, c.topic)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/imdhq/imd/core/conversation"
 	"github.com/imdhq/imd/core/deliver"
 	"github.com/imdhq/imd/core/delivery"
+	"github.com/imdhq/imd/core/directory"
 	"github.com/imdhq/imd/core/fanout"
 	"github.com/imdhq/imd/core/history"
 	"github.com/imdhq/imd/core/inbox"
@@ -26,6 +27,7 @@ import (
 	"github.com/imdhq/imd/core/read"
 	"github.com/imdhq/imd/core/routerepair"
 	"github.com/imdhq/imd/core/send"
+	"github.com/imdhq/imd/core/seqholes"
 	"github.com/imdhq/imd/core/shardmanager"
 	"github.com/imdhq/imd/core/social"
 	"github.com/imdhq/imd/ports"
@@ -39,11 +41,13 @@ const (
 	nodeCount   = 3
 	userCount   = 6
 	deviceCount = 2
+	partitions  = 3
 )
 
 // Timing rules of the use cases, as the dev configuration has them.
 const (
 	doneTTL            = 10 * time.Minute
+	holeAfter          = 10 * time.Minute
 	msgIDWindow        = 5 * time.Minute
 	memberTTL          = time.Second
 	reorderWait        = 200 * time.Millisecond
@@ -100,6 +104,9 @@ type world struct {
 	listsLost bool
 	// rolledBack: the month state was last rolled back, not lost.
 	rolledBack bool
+	// sweptAt: when the seq-hole sweeper last ran through without a fault; every hole whose
+	// next message was older than holeAfter then is closed.
+	sweptAt time.Time
 
 	model model
 	stats stats
@@ -140,6 +147,7 @@ func (w *world) trace(format string, args ...any) {
 type conversationSpec struct {
 	topic   string
 	id      int64
+	group   int64 // 0 for P2P
 	members []int64
 	p2p     bool
 }
@@ -153,11 +161,14 @@ func newWorld() (*world, error) {
 	w := &world{
 		log: slog.New(slog.NewTextHandler(io.Discard, nil)), clock: clock, ids: memory.NewIDs(clock),
 		shards: memory.NewShardStore(), dir: memory.NewDirectory(), mailbox: memory.NewMailbox(),
-		seqs: nil, queue: memory.NewDeliverQueue(clock.Now), routes: memory.NewRouteCache(),
+		seqs: nil, routes: memory.NewRouteCache(),
 		hot: memory.NewHotCache(clock.Now, hotWindow, hotPerTopic), dialogs: memory.NewDialogStore(clock.Now),
 		revocations: memory.NewRevocations(), revCache: memory.NewRevocationCache(clock.Now), repairs: memory.NewRepairQueue(), locks: memory.NewLocks(clock.Now),
 		comp: memory.NewCompensationList(), metrics: memory.NewMetrics(), tokens: &tokens{claims: map[string]auth.Token{}},
 		slow: map[deviceKey]bool{}, offline: map[deviceKey]bool{},
+	}
+	if w.queue, err = memory.NewDeliverQueue(clock.Now).WithPartitions(partitions); err != nil {
+		return nil, err
 	}
 	w.store = memory.NewMessageStore(w.shards)
 	w.reads = memory.NewReadStore(w.dir, w.shards)
@@ -177,7 +188,10 @@ func newWorld() (*world, error) {
 		if err != nil {
 			return nil, err
 		}
-		w.model.conversations = append(w.model.conversations, conversationSpec{topic: c.Topic, id: c.ID, members: members})
+		w.model.conversations = append(w.model.conversations, conversationSpec{topic: c.Topic, id: c.ID, group: int64(10 + i), members: members})
+		for _, u := range members {
+			w.model.spans[userTopic{u, c.Topic}] = []memberSpan{{from: -1, to: -1}}
+		}
 	}
 	if err := w.dir.AddFriendship(ctx, tenant, 1, 5); err != nil {
 		return nil, err
@@ -187,6 +201,9 @@ func newWorld() (*world, error) {
 		return nil, err
 	}
 	w.model.conversations = append(w.model.conversations, conversationSpec{topic: p2p.Topic, id: p2p.ID, members: []int64{1, 5}, p2p: true})
+	for _, u := range []int64{1, 5} {
+		w.model.spans[userTopic{u, p2p.Topic}] = []memberSpan{{from: -1, to: -1}}
+	}
 	for range nodeCount {
 		w.nodes = append(w.nodes, w.boot(&gate{w: w}))
 	}
@@ -208,7 +225,11 @@ type node struct {
 	manager   *shardmanager.Manager
 	repair    *routerepair.Service
 	authn     *authn.Service
-	newWorker func(idle func()) *deliver.Workers
+	sweeper   *seqholes.Sweeper
+	groups    *directory.Service
+	newWorker func(partition int, idle func()) *deliver.Workers
+	// poolFull: the node's task pool is full, so its transport refuses every send.
+	poolFull bool
 }
 
 // boot builds a node's use cases; a reboot after a crash calls it again, so nothing of the
@@ -241,6 +262,14 @@ func (w *world) boot(g *gate) *node {
 		MsgIDWindow: msgIDWindow,
 		Hot:         hot, Repairs: repair, Compensation: gatedCompensation{CompensationList: w.comp, g: g}, InFlight: sending,
 	})
+	n.sweeper = seqholes.New(seqholes.Config{After: holeAfter}, seqholes.Deps{
+		Holes: gatedHoles{SeqHoles: w.store, g: g}, Store: store, Shards: gatedShards{ShardStore: w.shards, g: g},
+		IDs: w.ids, Clock: w.clock, Metrics: w.metrics, Log: w.log,
+	})
+	n.groups = directory.New(directory.Deps{
+		Directory: w.dir, Profiles: w.dir, Friends: w.dir, Blocks: w.dir, Groups: w.dir, Resolver: resolver,
+		IDs: w.ids, Clock: w.clock, Dialogs: w.dialogs, Log: w.log,
+	})
 	n.history = history.New(history.Deps{
 		Store: store, Routes: routes, Months: months, Metrics: w.metrics, Resolver: resolver, Log: w.log, Repairs: repair,
 	})
@@ -259,9 +288,9 @@ func (w *world) boot(g *gate) *node {
 	}, tokenTTL)
 	pusher := &pusher{w: w}
 	mailer := inbox.NewMailer(inbox.MailerDeps{Mailbox: mbox, Pusher: pusher, IDs: w.ids, Clock: w.clock, Log: w.log})
-	n.newWorker = func(idle func()) *deliver.Workers {
+	n.newWorker = func(partition int, idle func()) *deliver.Workers {
 		q := queue
-		q.idle = idle
+		q.idle, q.part = idle, partition
 		return deliver.New(deliver.Config{TakeTimeout: time.Second, DoneTTL: doneTTL, MaxAttempts: maxAttempts, ReorderWait: reorderWait},
 			deliver.Deps{
 				Queue: q, Pusher: pusher, Dialogs: dialogs, Mailer: mailer, Notifier: notifier{}, Members: members,
@@ -274,32 +303,43 @@ func (w *world) boot(g *gate) *node {
 // reboot replaces a crashed node by a fresh process.
 func (w *world) reboot(i int) {
 	g := w.nodes[i].g
-	g.crashed, g.method, g.n, g.seen = false, "", 0, 0
+	g.crashed, g.method, g.n, g.seen, g.sawMonth = false, "", 0, 0, 0
 	w.nodes[i] = w.boot(g)
 }
 
-// runDeliver boots node i's deliver consumers, lets them work until each idles with nothing
-// left to take (or nothing it can take), and stops them: one deterministic consumer pass.
+// runDeliver boots node i's deliver consumer of each partition in turn, lets it work until it
+// idles with nothing left to take (or nothing it can take), and stops it: one deterministic
+// consumer pass. Partitions taking turns is one interleaving of the consumers a node runs at
+// once; each boot moves the partitions' unfinished jobs back, as a restart does.
 func (w *world) runDeliver(i int) error {
+	for p := range w.queue.Partitions() {
+		if err := w.runPartition(i, p); err != nil {
+			return err
+		}
+		if w.nodes[i].g.crashed {
+			return nil
+		}
+	}
+	return nil
+}
+
+func (w *world) runPartition(i, partition int) error {
 	n := w.nodes[i]
-	partitions := w.queue.Partitions()
-	idle := make(chan struct{}, partitions)
-	workers := n.newWorker(func() {
+	idle := make(chan struct{}, 1)
+	workers := n.newWorker(partition, func() {
 		select {
 		case idle <- struct{}{}:
 		default:
 		}
 	})
 	if err := workers.Start(context.Background(), []string{tenant}); err != nil {
-		w.trace("deliver consumers of node %d did not start: %v", i, err)
+		w.trace("deliver consumer %d of node %d did not start: %v", partition, i, err)
 		return nil // the boot failed before any consumer ran, as it would with Redis down
 	}
-	for range partitions {
-		select {
-		case <-idle:
-		case <-time.After(time.Minute):
-			return fmt.Errorf("deliver consumer of node %d never idled", i)
-		}
+	select {
+	case <-idle:
+	case <-time.After(time.Minute):
+		return fmt.Errorf("deliver consumer %d of node %d never idled", partition, i)
 	}
 	return workers.Stop(context.Background())
 }

@@ -25,3 +25,14 @@ SELECT * FROM im_group_message_topic_shards WHERE topic = ? ORDER BY min_seq, sh
 
 -- name: TopicMaxSeq :one
 SELECT CAST(COALESCE(MAX(max_seq), 0) AS SIGNED) AS max_seq FROM im_group_message_topic_shards WHERE topic = ?;
+
+-- The topics of a month whose mirror row may hide a seq hole: fewer rows than seqs in its
+-- range, or a first seq that does not follow the topic's previous segment (idx_topic_max_seq).
+-- name: HoleSuspects :many
+SELECT s.topic FROM im_group_message_topic_shards AS s
+WHERE s.shard_month = sqlc.arg(shard_month) AND s.topic > sqlc.arg(after)
+  AND (s.message_count < s.max_seq - s.min_seq + 1
+    OR (s.min_seq > 1 AND NOT EXISTS (
+      SELECT 1 FROM im_group_message_topic_shards AS p WHERE p.topic = s.topic AND p.max_seq = s.min_seq - 1)))
+ORDER BY s.topic
+LIMIT ?;

@@ -11,6 +11,47 @@ import (
 	"time"
 )
 
+const holeSuspects = `-- name: HoleSuspects :many
+SELECT s.topic FROM im_group_message_topic_shards AS s
+WHERE s.shard_month = ? AND s.topic > ?
+  AND (s.message_count < s.max_seq - s.min_seq + 1
+    OR (s.min_seq > 1 AND NOT EXISTS (
+      SELECT 1 FROM im_group_message_topic_shards AS p WHERE p.topic = s.topic AND p.max_seq = s.min_seq - 1)))
+ORDER BY s.topic
+LIMIT ?
+`
+
+type HoleSuspectsParams struct {
+	ShardMonth string
+	After      string
+	Limit      int32
+}
+
+// The topics of a month whose mirror row may hide a seq hole: fewer rows than seqs in its
+// range, or a first seq that does not follow the topic's previous segment (idx_topic_max_seq).
+func (q *Queries) HoleSuspects(ctx context.Context, arg HoleSuspectsParams) ([]string, error) {
+	rows, err := q.db.QueryContext(ctx, holeSuspects, arg.ShardMonth, arg.After, arg.Limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var topic string
+		if err := rows.Scan(&topic); err != nil {
+			return nil, err
+		}
+		items = append(items, topic)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const lockTopicShards = `-- name: LockTopicShards :many
 SELECT topic, shard_month, min_seq, max_seq
 FROM im_group_message_topic_shards
