@@ -62,6 +62,7 @@ func (c *Client) catchUp(conn *Conn) error {
 	c.state.MailboxSeq, c.mailboxKnown = mailbox, true
 	c.mu.Unlock()
 
+	c.log.Debug("inbox synced", "mailbox_seq", mailbox, "dialog_score", from, "conversations", len(order))
 	for _, topic := range order {
 		if err := c.catchUpTopic(conn, lastSeq[topic]); err != nil {
 			return fmt.Errorf("topic %s: %w", topic, err)
@@ -149,6 +150,7 @@ func (c *Client) catchUpTopic(conn *Conn, d protocol.Dialog) error {
 		}
 		since = msgs[len(msgs)-1].Seq
 	}
+	c.log.Debug("conversation caught up", "topic", d.Topic, "since", start, "last_seq", d.LastSeq)
 	if !known {
 		c.mu.Lock()
 		t.setFloor(start)

@@ -284,6 +284,25 @@ func (c *Client) Do(ctx context.Context, f func(*Conn) error) error {
 	return f(conn)
 }
 
+// History is Conn.History on the current connection.
+func (c *Client) History(ctx context.Context, topic string, before int64, limit int) (msgs []protocol.Message, err error) {
+	err = c.Do(ctx, func(conn *Conn) error {
+		msgs, err = conn.History(ctx, topic, before, limit)
+		return err
+	})
+	return msgs, err
+}
+
+// SyncMessages is Conn.SyncMessages on the current connection. Messages it
+// returns are not marked delivered: Events still replays what it missed.
+func (c *Client) SyncMessages(ctx context.Context, topic string, since int64, limit int) (msgs []protocol.Message, finish protocol.SyncMessagesFinish, err error) {
+	err = c.Do(ctx, func(conn *Conn) error {
+		msgs, finish, err = conn.SyncMessages(ctx, topic, since, limit)
+		return err
+	})
+	return msgs, finish, err
+}
+
 // current returns the authenticated connection, waiting while there is none.
 func (c *Client) current(ctx context.Context) (*Conn, error) {
 	for {
@@ -428,6 +447,7 @@ func (c *Client) serve(conn *Conn) error {
 		conn.fail(err)
 	}
 	c.release()
+	c.log.Debug("caught up", "err", err)
 	c.emit(Event{Kind: EventSynced, Err: err})
 
 	tick := time.NewTicker(c.cfg.Heartbeat)
