@@ -364,10 +364,12 @@ func (c *Client) open(ctx context.Context) (*Conn, error) {
 	}
 	c.mu.Lock()
 	c.me = me
+	// A fresh start: conversations active from now on are caught up after a
+	// reconnect, older activity is history.
 	if c.state.Horizon == 0 {
 		c.state.Horizon = me.ServerTime
-		// A fresh start: conversations active from now on are caught up after
-		// a reconnect, older activity is history.
+	}
+	if c.state.DialogScore == 0 {
 		c.state.DialogScore = me.ServerTime
 	}
 	c.mu.Unlock()
