@@ -1,11 +1,3 @@
-// Package client is the Go client of the imd frame protocol (PROTOCOL.md).
-// End-to-end tests, imctl and the load generator share it.
-//
-// A Conn is safe for concurrent use: requests are numbered by sequence_id and
-// request_id, and a reader goroutine matches each response to its request by
-// both. Frames that answer no pending request are pushes; MESSAGE pushes are
-// acknowledged with PUSH_ACK automatically. Callers must keep draining
-// Pushes: while its channel is full, no response is read either.
 package client
 
 import (
@@ -69,7 +61,11 @@ const keepWriteBuffer = 2 * (frame.HeaderLen + frame.MaxBody)
 
 var emptyObject = []byte("{}")
 
-// Conn is one client connection.
+// Conn is one client connection, safe for concurrent use: requests are numbered by
+// sequence_id and request_id, and a reader goroutine matches each response to
+// its request by both. Frames that answer no pending request are pushes;
+// MESSAGE pushes are acknowledged with PUSH_ACK automatically. Callers must
+// keep draining Pushes: while its channel is full, no response is read either.
 type Conn struct {
 	nc             net.Conn
 	compressMin    int

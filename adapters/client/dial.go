@@ -10,16 +10,21 @@ import (
 	"strings"
 	"time"
 
-	"github.com/imdhq/imd/adapters/tcp/proxyhdr"
+	proxyproto "github.com/pires/go-proxyproto"
 )
 
 const unixPrefix = "unix:"
 
 // Dial connects, writes the PROXY header if asked, then does the TLS handshake
 // if asked (the header travels in plaintext before TLS, as from Nginx), and
-// starts the reader goroutine. ctx bounds the dial only, not the connection.
+// starts the reader goroutine. An Addr of ws:// or wss:// dials the WebSocket
+// transport instead (see DialWebSocket). ctx bounds the dial only, not the
+// connection.
 func Dial(ctx context.Context, o Options) (*Conn, error) {
 	o = o.withDefaults()
+	if isWebSocketURL(o.Addr) {
+		return dialWebSocket(ctx, o)
+	}
 	if o.ProxyHeader < 0 || o.ProxyHeader > 2 {
 		return nil, fmt.Errorf("client: ProxyHeader %d: want 0, 1 or 2", o.ProxyHeader)
 	}
@@ -66,7 +71,11 @@ func prepare(ctx context.Context, nc net.Conn, o Options) (net.Conn, error) {
 		return fail(err)
 	}
 	if o.ProxyHeader != 0 {
-		if _, err := nc.Write(proxyHeader(nc, o)); err != nil {
+		hdr, err := proxyHeader(nc, o)
+		if err != nil {
+			return fail(err)
+		}
+		if _, err := nc.Write(hdr); err != nil {
 			return fail(fmt.Errorf("write PROXY header: %w", err))
 		}
 	}
@@ -83,7 +92,10 @@ func prepare(ctx context.Context, nc net.Conn, o Options) (net.Conn, error) {
 	return nc, nil
 }
 
-func proxyHeader(nc net.Conn, o Options) []byte {
+// proxyHeader is the header Nginx would send for nc. go-proxyproto writes a
+// source and destination of different families as IPv6 (v4-mapped), and an
+// unknown source as UNKNOWN (v1) or LOCAL (v2).
+func proxyHeader(nc net.Conn, o Options) ([]byte, error) {
 	src := o.ProxySource
 	if !src.IsValid() {
 		src = tcpAddrPort(nc.LocalAddr())
@@ -97,10 +109,15 @@ func proxyHeader(nc net.Conn, o Options) []byte {
 			dst = netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), 443)
 		}
 	}
-	if o.ProxyHeader == 1 {
-		return proxyhdr.AppendV1(nil, src, dst)
+	h := &proxyproto.Header{Version: byte(o.ProxyHeader), Command: proxyproto.LOCAL, TransportProtocol: proxyproto.UNSPEC}
+	if src.IsValid() && dst.IsValid() {
+		h = proxyproto.HeaderProxyFromAddrs(byte(o.ProxyHeader), net.TCPAddrFromAddrPort(src), net.TCPAddrFromAddrPort(dst))
 	}
-	return proxyhdr.AppendV2(nil, src, dst)
+	b, err := h.Format()
+	if err != nil {
+		return nil, fmt.Errorf("PROXY header from %v to %v: %w", src, dst, err)
+	}
+	return b, nil
 }
 
 func tcpAddrPort(a net.Addr) netip.AddrPort {

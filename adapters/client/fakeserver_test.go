@@ -1,21 +1,28 @@
 package client
 
 import (
+	"bufio"
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
 	"errors"
 	"io"
+	"math/big"
 	"net"
 	"net/netip"
 	"sync"
 	"testing"
 	"time"
 
+	proxyproto "github.com/pires/go-proxyproto"
+
 	"github.com/imdhq/imd/adapters/protocol"
 	"github.com/imdhq/imd/adapters/protocol/frame"
-	"github.com/imdhq/imd/adapters/tcp/proxyhdr"
-	"github.com/imdhq/imd/adapters/tcp/tlstest"
 )
 
 // fakeServer is a minimal imd stand-in: it reads an optional PROXY header, an
@@ -135,22 +142,17 @@ func (s *fakeServer) serve(conn net.Conn) {
 }
 
 func readProxyHeader(conn net.Conn) (netip.AddrPort, []byte, error) {
-	var buf []byte
-	chunk := make([]byte, 512)
-	for {
-		src, n, err := proxyhdr.Parse(buf)
-		if err == nil {
-			return src, buf[n:], nil
-		}
-		if !errors.Is(err, proxyhdr.ErrIncomplete) {
-			return netip.AddrPort{}, nil, err
-		}
-		m, err := conn.Read(chunk)
-		if err != nil {
-			return netip.AddrPort{}, nil, err
-		}
-		buf = append(buf, chunk[:m]...)
+	br := bufio.NewReader(conn)
+	h, err := proxyproto.Read(br)
+	if err != nil {
+		return netip.AddrPort{}, nil, err
 	}
+	var src netip.AddrPort
+	if a, ok := h.SourceAddr.(*net.TCPAddr); ok { // none for LOCAL and UNKNOWN
+		src = a.AddrPort()
+	}
+	rest, _ := br.Peek(br.Buffered())
+	return src, rest, nil
 }
 
 // prefixConn replays bytes read past the PROXY header before reading on.
@@ -317,10 +319,32 @@ func testMessage(topic string, seq int64) protocol.Message {
 }
 
 // testTLS returns a server config with a fresh self-signed certificate for
-// im.example.test and 127.0.0.1, and a client config that trusts it.
+// im.example.test and 127.0.0.1, and a client config that trusts it. It is
+// made here rather than with the TCP adapter's tlstest: adapters do not import
+// each other.
 func testTLS(t *testing.T) (server, client *tls.Config) {
 	t.Helper()
-	server, pool := tlstest.SelfSigned(t, "im.example.test", "127.0.0.1")
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "im.example.test"},
+		DNSNames: []string{"im.example.test"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	server = &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key, Leaf: cert}}, MinVersion: tls.VersionTLS12}
 	return server, &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 }
 

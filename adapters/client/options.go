@@ -2,6 +2,7 @@ package client
 
 import (
 	"crypto/tls"
+	"net/http"
 	"net/netip"
 	"time"
 )
@@ -15,9 +16,13 @@ const (
 
 // Options configure Dial.
 type Options struct {
-	Addr string      // host:port, or "unix:/path"
-	TLS  *tls.Config // nil = plaintext frames; an empty ServerName is taken from Addr's host
-	// ProxyHeader makes the client write a PROXY header first, as Nginx does:
+	// Addr is host:port, "unix:/path", or a WebSocket URL (ws://host/ws,
+	// wss://api.example.com/ws).
+	Addr string
+	TLS  *tls.Config // nil = plaintext frames (TCP) or the system roots (wss://); an empty ServerName is taken from Addr's host
+	// Header is sent with the WebSocket handshake (Origin, User-Agent, …).
+	Header http.Header
+	// ProxyHeader (TCP only) makes the client write a PROXY header first, as Nginx does:
 	// 0 none, 1 = v1, 2 = v2. The source is ProxySource when valid, else the
 	// socket's local address.
 	ProxyHeader int

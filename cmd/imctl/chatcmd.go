@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"crypto/rand"
 	"fmt"
+	"log/slog"
 
 	"github.com/spf13/cobra"
 
@@ -15,8 +17,11 @@ func newChatCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "chat (--token T | --user ID) (--topic grp_1 | --to USER)",
 		Short: "Chat interactively over the frame protocol",
-		Long: `Connects over TCP, authenticates, prints incoming messages as "[seq] user: text"
-and sends each typed line as a text message. Try it in two terminals:
+		Long: `Connects over TCP (or WebSocket: --tcp wss://api.example.com/ws), authenticates,
+prints incoming messages as "[seq] user: text" and sends each typed line as a text
+message. It heartbeats while idle; when the connection or the server goes, it
+reconnects with backoff, resends what was not acknowledged and prints the messages
+it missed. Try it in two terminals:
 
   imctl user create 1; imctl user create 2; imctl friend 1 2
   imctl chat --user 1 --to 2      # terminal 1
@@ -32,34 +37,35 @@ and sends each typed line as a text message. Try it in two terminals:
 	device := cmd.Flags().Uint64("device", 1, "device id; a second AUTH of the same user and device replaces the first")
 	topicName := cmd.Flags().String("topic", "", "conversation topic, e.g. grp_1")
 	to := cmd.Flags().Int64("to", 0, "talk P2P with this user (you must be friends)")
+	verbose := cmd.Flags().Bool("verbose", false, "log the client's connection work (reconnects, catch-up) to stderr")
+	heartbeat := cmd.Flags().Duration("heartbeat", client.DefaultHeartbeat, "time between heartbeats; keep it below the server's idle timeout")
 	cmd.MarkFlagsMutuallyExclusive("token", "user")
 	cmd.MarkFlagsOneRequired("token", "user")
 	cmd.MarkFlagsMutuallyExclusive("topic", "to")
 	cmd.MarkFlagsOneRequired("topic", "to")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx := cmd.Context()
-		tok := *token
+		tokens := client.StaticToken(*token)
 		if *userID != 0 {
-			var err error
-			if tok, err = g.admin().Token(ctx, *userID, 0); err != nil {
-				return err
-			}
+			// A fresh token at every (re)connect: a chat left open outlives any one token.
+			tokens = func(ctx context.Context) (string, error) { return g.admin().Token(ctx, *userID, 0) }
 		}
-		conn, err := client.Dial(ctx, g.dialOptions())
+		cfg := client.Config{Dial: client.Dialer(g.dialOptions()), Token: tokens, DeviceID: *device, Heartbeat: *heartbeat}
+		if *verbose {
+			cfg.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelDebug}))
+		}
+		c, err := client.Connect(ctx, cfg)
 		if err != nil {
 			return err
 		}
-		defer conn.Close()
-		me, err := conn.Auth(ctx, tok, *device)
-		if err != nil {
-			return fmt.Errorf("auth: %w", err)
-		}
+		defer c.Close()
+		me := c.Me()
 		name := *topicName
 		if *to != 0 {
 			name = topic.ForPair(me.UserID, *to)
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "user %d (tenant %s, device %d) in %s — /help for commands\n", me.UserID, me.TenantID, me.DeviceID, name)
-		return chat.NewSession(conn, name, cmd.OutOrStdout(), rand.Text).Run(ctx, cmd.InOrStdin())
+		return chat.NewSession(c, name, cmd.OutOrStdout(), rand.Text).Run(ctx, cmd.InOrStdin())
 	}
 	return cmd
 }

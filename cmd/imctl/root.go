@@ -59,7 +59,7 @@ func (g *globals) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&g.httpURL, "http", "http://127.0.0.1:8080", "base URL of imd's HTTP listener (admin API) ["+envName("http")+"]")
 	fs.StringVar(&g.adminKey, "admin-key", "dev-admin-key", "admin API key ["+envName("admin-key")+"]")
 	fs.StringVar(&g.tenant, "tenant", "default", "tenant ["+envName("tenant")+"]")
-	fs.StringVar(&g.tcpAddr, "tcp", "127.0.0.1:9000", "frame listener, host:port or unix:/path ["+envName("tcp")+"]")
+	fs.StringVar(&g.tcpAddr, "tcp", "127.0.0.1:9000", "frame listener, host:port or unix:/path; or the WebSocket URL ws(s)://host/ws ["+envName("tcp")+"]")
 	fs.BoolVar(&g.tls, "tls", false, "speak TLS on the frame connection ["+envName("tls")+"]")
 	fs.StringVar(&g.sni, "sni", "", "TLS server name (default: the --tcp host) ["+envName("sni")+"]")
 	fs.BoolVar(&g.insecure, "insecure", false, "skip TLS certificate checks, frames and HTTPS alike ["+envName("insecure")+"]")
@@ -120,7 +120,7 @@ func (g *globals) admin() *adminapi.Client {
 
 func (g *globals) dialOptions() client.Options {
 	o := client.Options{Addr: g.tcpAddr, ProxyHeader: g.proxy}
-	if g.tls {
+	if g.tls || strings.HasPrefix(g.tcpAddr, "wss://") {
 		o.TLS = &tls.Config{ServerName: g.sni, InsecureSkipVerify: g.insecure, MinVersion: tls.VersionTLS12}
 	}
 	return o

@@ -1,6 +1,8 @@
 // Package chat is the interactive client of `imctl chat`: it prints the
 // conversation's incoming messages and sends each typed line, so two
-// terminals are enough to try imd.
+// terminals are enough to try imd. It runs on client.Client, so it stays
+// connected when idle, and across a server restart it reconnects, resends
+// and prints what it missed.
 package chat
 
 import (
@@ -25,12 +27,12 @@ const Help = `type a line to send it; commands:
   /help        this text
   /quit        leave (Ctrl-D too)`
 
-// Conn is what a session needs of a connection; *client.Conn has it.
+// Conn is what a session needs of a connection; *client.Client has it.
 type Conn interface {
 	Send(ctx context.Context, req protocol.SendMessageRequest) (protocol.SendAck, error)
 	History(ctx context.Context, topic string, before int64, limit int) ([]protocol.Message, error)
 	SyncMessages(ctx context.Context, topic string, since int64, limit int) ([]protocol.Message, protocol.SyncMessagesFinish, error)
-	Pushes() <-chan client.Push
+	Events() <-chan client.Event
 	Err() error
 }
 
@@ -50,38 +52,35 @@ func NewSession(conn Conn, topic string, out io.Writer, newID func() string) *Se
 	return &Session{conn: conn, topic: topic, newID: newID, out: out}
 }
 
-// Run prints pushes and executes input lines until /quit, the end of in, ctx
-// ending, or the connection closing (which is the error returned).
+// Run prints events and executes input lines until /quit, the end of in, ctx
+// ending, or the client ending for good (which is the error returned). Lines
+// run on their own goroutine, so a send waiting out a reconnect never stops
+// the printing of what arrives.
 func (s *Session) Run(ctx context.Context, in io.Reader) error {
-	lines := make(chan string)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	input := make(chan struct{})
 	go func() {
-		defer close(lines)
+		defer close(input)
 		sc := bufio.NewScanner(in)
-		for sc.Scan() {
-			select {
-			case lines <- sc.Text():
-			case <-ctx.Done():
+		for sc.Scan() && ctx.Err() == nil {
+			if quit := s.handle(ctx, strings.TrimSpace(sc.Text())); quit {
 				return
 			}
 		}
 	}()
-	pushes := s.conn.Pushes()
+	events := s.conn.Events()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case p, ok := <-pushes:
+		case <-input:
+			return nil
+		case e, ok := <-events:
 			if !ok {
 				return fmt.Errorf("chat: connection closed: %w", s.conn.Err())
 			}
-			s.showPush(p)
-		case line, ok := <-lines:
-			if !ok {
-				return nil
-			}
-			if quit := s.handle(ctx, strings.TrimSpace(line)); quit {
-				return nil
-			}
+			s.showEvent(e)
 		}
 	}
 }
@@ -164,15 +163,30 @@ func (s *Session) showAll(msgs []protocol.Message) {
 	}
 }
 
+func (s *Session) showEvent(e client.Event) {
+	switch e.Kind {
+	case client.EventMessage:
+		s.printf("%s\n", s.Format(*e.Message))
+	case client.EventDisconnected:
+		s.printf("! disconnected: %v\n", e.Err)
+	case client.EventConnected:
+		s.printf("  (connected as user %d)\n", e.Me.UserID)
+	case client.EventSynced:
+		if e.Err != nil {
+			s.printf("! catching up: %v\n", e.Err)
+		}
+	case client.EventPush:
+		s.showPush(e.Push)
+	}
+}
+
 func (s *Session) showPush(p client.Push) {
-	switch {
-	case p.Message != nil:
-		s.printf("%s\n", s.Format(*p.Message))
-	case p.Command == protocol.CmdKick:
+	switch p.Command {
+	case protocol.CmdKick:
 		var k protocol.Kick
 		_ = json.Unmarshal(p.Envelope.Data, &k)
 		s.printf("! kicked: %s\n", k.Reason)
-	case p.Command == protocol.CmdEvent:
+	case protocol.CmdEvent:
 		var e struct {
 			Type string `json:"type"`
 		}

@@ -21,11 +21,11 @@ type fakeConn struct {
 	mu      sync.Mutex
 	msgs    []protocol.Message
 	sendErr error
-	pushes  chan client.Push
+	events  chan client.Event
 	err     error
 }
 
-func newFake() *fakeConn { return &fakeConn{pushes: make(chan client.Push, 8)} }
+func newFake() *fakeConn { return &fakeConn{events: make(chan client.Event, 8)} }
 
 func (f *fakeConn) Send(_ context.Context, req protocol.SendMessageRequest) (protocol.SendAck, error) {
 	f.mu.Lock()
@@ -65,8 +65,8 @@ func (f *fakeConn) SyncMessages(_ context.Context, topic string, since int64, _ 
 	return out, protocol.SyncMessagesFinish{Topic: topic, LastSeq: last, HasMore: len(out) > 0 && out[len(out)-1].Seq < last}, nil
 }
 
-func (f *fakeConn) Pushes() <-chan client.Push { return f.pushes }
-func (f *fakeConn) Err() error                 { return f.err }
+func (f *fakeConn) Events() <-chan client.Event { return f.events }
+func (f *fakeConn) Err() error                  { return f.err }
 
 func ids() func() string {
 	n := 0
@@ -179,7 +179,7 @@ func (w *syncWriter) String() string {
 	return w.b.String()
 }
 
-func TestPushesAndClose(t *testing.T) {
+func TestEventsAndClose(t *testing.T) {
 	f := newFake()
 	out := &syncWriter{}
 	s := NewSession(f, "grp_1", out, ids())
@@ -189,12 +189,16 @@ func TestPushesAndClose(t *testing.T) {
 	go func() { done <- s.Run(context.Background(), in) }()
 
 	text := json.RawMessage(`{"text":"hi there"}`)
-	f.pushes <- client.Push{Command: protocol.CmdMessage, Message: &protocol.Message{Topic: "grp_1", Seq: 7, From: 42, Type: "text", Content: text}}
-	f.pushes <- client.Push{Command: protocol.CmdMessage, Message: &protocol.Message{Topic: "p2p_1_42", Seq: 3, From: 42, Type: "image", Content: json.RawMessage(`{"key":"k"}`)}}
-	f.pushes <- client.Push{Command: protocol.CmdEvent, Envelope: protocol.Envelope{Data: json.RawMessage(`{"type":"friend_added"}`)}}
-	f.pushes <- client.Push{Command: protocol.CmdKick, Envelope: protocol.Envelope{Data: json.RawMessage(`{"reason":"replaced"}`)}}
+	f.events <- client.Event{Kind: client.EventMessage, Message: &protocol.Message{Topic: "grp_1", Seq: 7, From: 42, Type: "text", Content: text}}
+	f.events <- client.Event{Kind: client.EventMessage, Message: &protocol.Message{Topic: "p2p_1_42", Seq: 3, From: 42, Type: "image", Content: json.RawMessage(`{"key":"k"}`)}}
+	f.events <- client.Event{Kind: client.EventPush, Push: client.Push{Command: protocol.CmdEvent, Envelope: protocol.Envelope{Data: json.RawMessage(`{"type":"friend_added"}`)}}}
+	f.events <- client.Event{Kind: client.EventDisconnected, Err: errors.New("client: read: EOF")}
+	f.events <- client.Event{Kind: client.EventConnected, Me: protocol.AuthResponse{UserID: 42}}
+	f.events <- client.Event{Kind: client.EventMessage, Replayed: true, Message: &protocol.Message{Topic: "grp_1", Seq: 8, From: 7, Type: "text", Content: json.RawMessage(`{"text":"missed"}`)}}
+	f.events <- client.Event{Kind: client.EventSynced}
+	f.events <- client.Event{Kind: client.EventPush, Push: client.Push{Command: protocol.CmdKick, Envelope: protocol.Envelope{Data: json.RawMessage(`{"reason":"replaced"}`)}}}
 	f.err = errors.New("server went away")
-	close(f.pushes)
+	close(f.events)
 
 	select {
 	case err := <-done:
@@ -204,7 +208,8 @@ func TestPushesAndClose(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Run did not end when the connection closed")
 	}
-	want := "[7] 42: hi there\n(p2p_1_42) [3] 42: <image> {\"key\":\"k\"}\n  (event friend_added)\n! kicked: replaced\n"
+	want := "[7] 42: hi there\n(p2p_1_42) [3] 42: <image> {\"key\":\"k\"}\n  (event friend_added)\n" +
+		"! disconnected: client: read: EOF\n  (connected as user 42)\n[8] 7: missed\n! kicked: replaced\n"
 	if out.String() != want {
 		t.Fatalf("output\n%q\nwant\n%q", out.String(), want)
 	}
