@@ -151,13 +151,25 @@ func TestRunCountsLostConnections(t *testing.T) {
 	cfg.Duration = time.Second
 	closed := make(chan int, 1)
 	go func() {
-		time.Sleep(400 * time.Millisecond)
-		f.mu.Lock()
-		for _, cs := range f.conns {
-			cs[0].nc.Close()
+		// Cut one connection per user once every connection is up: a fixed delay cut fewer
+		// than the run later opened on a loaded box.
+		for {
+			f.mu.Lock()
+			open := 0
+			for _, cs := range f.conns {
+				open += len(cs)
+			}
+			if open == cfg.Conns {
+				for _, cs := range f.conns {
+					cs[0].nc.Close()
+				}
+				closed <- len(f.conns) // one per user
+				f.mu.Unlock()
+				return
+			}
+			f.mu.Unlock()
+			time.Sleep(5 * time.Millisecond)
 		}
-		closed <- len(f.conns) // one per user
-		f.mu.Unlock()
 	}()
 	rep, err := Run(context.Background(), cfg)
 	if err != nil {
