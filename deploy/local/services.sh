@@ -11,6 +11,8 @@
 #   services.sh down    stop them (graceful, then KILL after a timeout); data is kept
 #   services.sh status  print what runs
 #   services.sh env     print the `export` lines tests read
+#   services.sh cluster-up|cluster-down
+#                       only the Redis Cluster (a test that stops a master runs its own)
 #
 # Environment:
 #   IMD_STATE_DIR   state directory (default: <repo>/.run)
@@ -528,13 +530,28 @@ EOF
 }
 
 usage() {
-	sed -n '2,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+	sed -n '2,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
 	exit 2
+}
+
+cmd_cluster_up() {
+	lock_dir "$STATE_DIR" 300
+	ensure_packages redis-server
+	launch_cluster
+	await_cluster
+	log "up: redis cluster $(cluster_addrs) (state $STATE_DIR)"
+}
+
+cmd_cluster_down() {
+	lock_dir "$STATE_DIR" 300
+	stop_cluster
 }
 
 case "${1:-}" in
 up) cmd_up ;;
 down) cmd_down ;;
+cluster-up) cmd_cluster_up ;;
+cluster-down) cmd_cluster_down ;;
 status) cmd_status ;;
 env) cmd_env ;;
 *) usage ;;
