@@ -158,11 +158,12 @@ func setScalar(fv reflect.Value, raw string) error {
 		if fv.Type().Elem() != reflect.TypeFor[Tenant]() {
 			return errors.New("unsupported list")
 		}
-		// IMD_TENANTS=name:database,name2:database2
+		// IMD_TENANTS=name:database,name2:database2:dsn (a DSN holding a comma goes in the YAML)
 		var ts []Tenant
 		for _, item := range strings.Split(raw, ",") {
-			name, db, _ := strings.Cut(strings.TrimSpace(item), ":")
-			ts = append(ts, Tenant{Name: name, Database: db})
+			name, rest, _ := strings.Cut(strings.TrimSpace(item), ":")
+			db, dsn, _ := strings.Cut(rest, ":")
+			ts = append(ts, Tenant{Name: name, Database: db, DSN: dsn})
 		}
 		fv.Set(reflect.ValueOf(ts))
 	default:
