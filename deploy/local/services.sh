@@ -20,6 +20,8 @@
 #   IMD_REDIS_PORT  Redis TCP port   (default: 16379); the cluster's masters on it + 1..3,
 #                   their cluster bus ports 10000 above (Redis' own rule)
 #   IMD_S3_PORT     S3 TCP port      (default: MariaDB's port + 5000)
+#   IMD_SERVICES_BASIC=1  only the first MariaDB, Redis and S3 (a test's private services
+#                   on random ports, whose cluster bus ports might not exist)
 #
 # Nginx (nginx + libnginx-mod-stream) is only installed here, not started.
 set -euo pipefail
@@ -50,7 +52,9 @@ use_mysql() {
 	MYSQL_LOG="$MYSQL_DIR/mariadb.log"
 }
 use_mysql 1
+BASIC="${IMD_SERVICES_BASIC:-0}"
 MYSQL_INSTANCES=(1 2)
+[[ "$BASIC" == 1 ]] && MYSQL_INSTANCES=(1)
 
 REDIS_DIR="$STATE_DIR/redis"
 REDIS_CNF="$REDIS_DIR/redis.conf"
@@ -443,7 +447,7 @@ cmd_up() {
 	lock_dir "$STATE_DIR" 300
 	ensure_packages "${PACKAGES[@]}"
 	ensure_tls
-	launch_cluster
+	[[ "$BASIC" == 1 ]] || launch_cluster
 	local i
 	for i in "${MYSQL_INSTANCES[@]}"; do
 		use_mysql "$i"
@@ -451,15 +455,19 @@ cmd_up() {
 		ensure_mysql_user
 	done
 	start_redis
-	await_cluster
+	[[ "$BASIC" == 1 ]] || await_cluster
 	start_s3
-	log "up: mariadb 127.0.0.1:$MYSQL1_PORT and :$MYSQL2_PORT, redis 127.0.0.1:$REDIS_PORT, redis cluster $(cluster_addrs), s3 127.0.0.1:$S3_PORT (state $STATE_DIR)"
+	if [[ "$BASIC" == 1 ]]; then
+		log "up: mariadb 127.0.0.1:$MYSQL1_PORT, redis 127.0.0.1:$REDIS_PORT, s3 127.0.0.1:$S3_PORT (state $STATE_DIR)"
+	else
+		log "up: mariadb 127.0.0.1:$MYSQL1_PORT and :$MYSQL2_PORT, redis 127.0.0.1:$REDIS_PORT, redis cluster $(cluster_addrs), s3 127.0.0.1:$S3_PORT (state $STATE_DIR)"
+	fi
 }
 
 cmd_down() {
 	lock_dir "$STATE_DIR" 300
 	stop_pidfile s3 "$S3_PID"
-	stop_cluster
+	[[ "$BASIC" == 1 ]] || stop_cluster
 	stop_pidfile redis "$REDIS_PID"
 	local i
 	for i in "${MYSQL_INSTANCES[@]}"; do
@@ -530,7 +538,7 @@ EOF
 }
 
 usage() {
-	sed -n '2,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+	sed -n '2,26p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
 	exit 2
 }
 
