@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -172,11 +171,7 @@ func startPrivateCluster(t *testing.T) *privateCluster {
 
 func (p *privateCluster) services(verb string) {
 	p.t.Helper()
-	cmd := exec.Command("bash", filepath.Join(repoRoot(), "deploy", "local", "services.sh"), verb)
-	cmd.Env = append(os.Environ(), "IMD_STATE_DIR="+p.dir, "IMD_REDIS_PORT="+strconv.Itoa(p.base))
-	if out, err := cmd.CombinedOutput(); err != nil {
-		p.t.Fatalf("services.sh %s: %v\n%s", verb, err, out)
-	}
+	runServices(p.t, verb, "IMD_STATE_DIR="+p.dir, "IMD_REDIS_PORT="+strconv.Itoa(p.base))
 }
 
 func (p *privateCluster) ports() []int { return []int{p.base + 1, p.base + 2, p.base + 3} }

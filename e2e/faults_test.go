@@ -56,12 +56,18 @@ func startPrivateServices(t *testing.T) *privateServices {
 
 func (p *privateServices) services(verb string) {
 	p.t.Helper()
-	cmd := exec.Command("bash", filepath.Join(repoRoot(), "deploy", "local", "services.sh"), verb)
 	// Basic: no cluster nor second MariaDB, whose ports next to random ones may be taken.
-	cmd.Env = append(os.Environ(), "IMD_STATE_DIR="+p.dir, "IMD_SERVICES_BASIC=1",
+	runServices(p.t, verb, "IMD_STATE_DIR="+p.dir, "IMD_SERVICES_BASIC=1",
 		"IMD_MYSQL_PORT="+strconv.Itoa(p.mysqlPort), "IMD_REDIS_PORT="+strconv.Itoa(p.redisPort))
+}
+
+// runServices runs deploy/local/services.sh verb with the extra environment given.
+func runServices(t *testing.T, verb string, env ...string) {
+	t.Helper()
+	cmd := exec.Command("bash", filepath.Join(repoRoot(), "deploy", "local", "services.sh"), verb)
+	cmd.Env = append(os.Environ(), env...)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		p.t.Fatalf("services.sh %s: %v\n%s", verb, err, out)
+		t.Fatalf("services.sh %s: %v\n%s", verb, err, out)
 	}
 }
 
