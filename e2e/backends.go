@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -26,10 +27,11 @@ func (s *Server) TenantDB() *sql.DB {
 	return db
 }
 
-// Redis opens a client on the server's Redis, for fault injection (deleting keys).
+// Redis opens a client on the server's Redis (a cluster when it runs on one), for fault
+// injection (deleting keys).
 func (s *Server) Redis() rueidis.Client {
 	s.t.Helper()
-	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{RequireServices(s.t).RedisAddr}, DisableCache: true})
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: strings.Split(s.env["IMD_REDIS_ADDR"], ","), DisableCache: true})
 	if err != nil {
 		s.t.Fatal(err)
 	}

@@ -56,27 +56,34 @@ func startPrivateServices(t *testing.T) *privateServices {
 
 func (p *privateServices) services(verb string) {
 	p.t.Helper()
-	cmd := exec.Command("bash", filepath.Join(repoRoot(), "deploy", "local", "services.sh"), verb)
-	cmd.Env = append(os.Environ(), "IMD_STATE_DIR="+p.dir,
+	// Basic: no cluster nor second MariaDB, whose ports next to random ones may be taken.
+	runServices(p.t, verb, "IMD_STATE_DIR="+p.dir, "IMD_SERVICES_BASIC=1",
 		"IMD_MYSQL_PORT="+strconv.Itoa(p.mysqlPort), "IMD_REDIS_PORT="+strconv.Itoa(p.redisPort))
+}
+
+// runServices runs deploy/local/services.sh verb with the extra environment given.
+func runServices(t *testing.T, verb string, env ...string) {
+	t.Helper()
+	cmd := exec.Command("bash", filepath.Join(repoRoot(), "deploy", "local", "services.sh"), verb)
+	cmd.Env = append(os.Environ(), env...)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		p.t.Fatalf("services.sh %s: %v\n%s", verb, err, out)
+		t.Fatalf("services.sh %s: %v\n%s", verb, err, out)
 	}
 }
 
 // kill9 ends the server whose pid file is given, as a crash would.
-func (p *privateServices) kill9(pidFile string) {
-	p.t.Helper()
+func kill9(t *testing.T, pidFile string) {
+	t.Helper()
 	raw, err := os.ReadFile(pidFile)
 	if err != nil {
-		p.t.Fatal(err)
+		t.Fatal(err)
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
 	if err != nil {
-		p.t.Fatal(err)
+		t.Fatal(err)
 	}
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		p.t.Fatalf("kill -9 %d: %v", pid, err)
+		t.Fatalf("kill -9 %d: %v", pid, err)
 	}
 	for syscall.Kill(pid, 0) == nil {
 		time.Sleep(20 * time.Millisecond)
@@ -242,7 +249,7 @@ func TestFaultInjectionLosesAndDuplicatesNothing(t *testing.T) {
 			cur.Store(Start(t, Options{Tenant: tenant, Env: env}))
 		}},
 		{"kill -9 redis, restart", func() {
-			svc.kill9(svc.redisPID)
+			kill9(t, svc.redisPID)
 			time.Sleep(500 * time.Millisecond) // sends meet a Redis that is gone
 			svc.services("up")
 		}},
@@ -253,7 +260,7 @@ func TestFaultInjectionLosesAndDuplicatesNothing(t *testing.T) {
 			flush()
 		}},
 		{"kill -9 mariadb, restart", func() {
-			svc.kill9(svc.mariadbPID)
+			kill9(t, svc.mariadbPID)
 			time.Sleep(500 * time.Millisecond)
 			svc.services("up")
 		}},
@@ -308,7 +315,7 @@ func TestFaultInjectionLosesAndDuplicatesNothing(t *testing.T) {
 		busy += s.busy
 		other += s.other
 	}
-	checkAcked(t, svc, tenant, all)
+	checkAcked(t, svc.DSN, tenant, all)
 
 	// A resend of every ACKed message answers its first seq and msg_id.
 	resent := make([]int, len(senders))
@@ -343,9 +350,9 @@ func TestFaultInjectionLosesAndDuplicatesNothing(t *testing.T) {
 
 // checkAcked reads the month tables back: every ACKed message once, with its seq, msg_id and
 // content; no client_msg_id stored twice; no seq ACKed twice.
-func checkAcked(t *testing.T, svc *privateServices, tenant string, all []acked) {
+func checkAcked(t *testing.T, dsn, tenant string, all []acked) {
 	t.Helper()
-	db, err := sql.Open("mysql", strings.Replace(svc.DSN, "/?", "/imd_"+tenant+"?", 1))
+	db, err := sql.Open("mysql", strings.Replace(dsn, "/?", "/imd_"+tenant+"?", 1))
 	if err != nil {
 		t.Fatal(err)
 	}

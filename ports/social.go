@@ -124,9 +124,9 @@ type TenantStore interface {
 }
 
 // TenantStorage makes a tenant's database usable on this node: created if missing, migrated,
-// pooled. Idempotent.
+// pooled, on the server dsn names ("" the deployment's own). Idempotent.
 type TenantStorage interface {
-	Provision(ctx context.Context, tenant, database string) error
+	Provision(ctx context.Context, tenant, database, dsn string) error
 }
 
 // TokenInspector verifies a client token like Tokens.Verify and also returns what revocation

@@ -25,6 +25,14 @@ func maskSecrets(v reflect.Value) {
 		switch kind := t.Field(i).Tag.Get("secret"); {
 		case fv.Kind() == reflect.Struct:
 			maskSecrets(fv)
+		case fv.Kind() == reflect.Slice && fv.Type().Elem().Kind() == reflect.Struct:
+			// A copy: c's slice is shared with the caller's Config, which keeps its secrets.
+			items := reflect.MakeSlice(fv.Type(), fv.Len(), fv.Len())
+			reflect.Copy(items, fv)
+			for j := range items.Len() {
+				maskSecrets(items.Index(j))
+			}
+			fv.Set(items)
 		case kind == "" || fv.Kind() != reflect.String || fv.String() == "":
 		case kind == "dsn":
 			fv.SetString(maskDSN(fv.String()))

@@ -13,6 +13,7 @@ func TestEffectiveMasksSecrets(t *testing.T) {
 	secrets := []string{
 		"IMD_MYSQL_DSN=imd:hunter2-db@tcp(db:3306)/?parseTime=true", "IMD_REDIS_PASSWORD=hunter2-redis",
 		"IMD_ARCHIVE_S3_SECRET_KEY=hunter2-s3", "IMD_UPLOADS_SECRET=hunter2-urls",
+		"IMD_TENANTS=default:imd_default,far:imd_far:imd:hunter2-far@tcp(db2:3306)/?parseTime=true",
 	}
 	cfg, err := Load(writeConfig(t, validYAML), secrets)
 	if err != nil {
@@ -28,7 +29,7 @@ func TestEffectiveMasksSecrets(t *testing.T) {
 			t.Errorf("printed config shows secret %q:\n%s", secret, text)
 		}
 	}
-	for _, want := range []string{"dsn: imd:********@tcp(db:3306)/", `password: "********"`, "deliver:", "take_timeout: 5s", "- name: default"} {
+	for _, want := range []string{"dsn: imd:********@tcp(db:3306)/", `password: "********"`, "deliver:", "take_timeout: 5s", "- name: default", "dsn: imd:********@tcp(db2:3306)/"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("printed config lacks %q:\n%s", want, text)
 		}

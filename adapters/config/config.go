@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/goccy/go-yaml"
 
 	"github.com/imdhq/imd/core/tenant"
@@ -91,10 +92,14 @@ type Redis struct {
 	TLS      ClientTLS `yaml:"tls"`
 }
 
-// Tenant maps a tenant name to its database (DESIGN §1: one database per tenant).
+// Tenant maps a tenant name to its database (DESIGN §1: one database per tenant) and, for a
+// tenant on another MySQL server than mysql.dsn, that server.
 type Tenant struct {
 	Name     string `yaml:"name"`
 	Database string `yaml:"database"`
+	// DSN is the go-sql-driver DSN of the tenant's server (its database part ignored; mysql.tls
+	// and max_open_conns apply); empty is mysql.dsn.
+	DSN string `yaml:"dsn" secret:"dsn"`
 }
 
 type TaskPool struct {
@@ -356,6 +361,9 @@ func (c Config) Validate() error {
 		}
 		if seen[t.Name] {
 			errs = append(errs, fmt.Errorf("tenant %q listed twice", t.Name))
+		}
+		if _, err := mysql.ParseDSN(t.DSN); t.DSN != "" && err != nil {
+			errs = append(errs, fmt.Errorf("tenant %q: dsn does not parse", t.Name))
 		}
 		seen[t.Name] = true
 	}

@@ -35,7 +35,7 @@ func TestEnvOverrides(t *testing.T) {
 	path := writeConfig(t, validYAML)
 	cfg, err := Load(path, []string{
 		"IMD_MYSQL_DSN=u:p@tcp(h:1)/", "IMD_TCP_ADDR=unix:/tmp/x.sock", "IMD_TCP_PROXY_PROTOCOL=true",
-		"IMD_DELIVER_TAKE_TIMEOUT=2s", "IMD_NODE_ID=7", "IMD_TENANTS=a:db_a,b:db_b", "PATH=/bin",
+		"IMD_DELIVER_TAKE_TIMEOUT=2s", "IMD_NODE_ID=7", "IMD_TENANTS=a:db_a,b:db_b:imd:pw@tcp(10.0.0.2:3306)/?parseTime=true", "PATH=/bin",
 		"IMD_MESSAGE_RECALL_WINDOW=5m", "IMD_RATE_LIMIT_PER_IP_AUTH_PER_SECOND=9", "IMD_TCP_PUSH_ACK_TIMEOUT=45s",
 	})
 	if err != nil {
@@ -53,6 +53,8 @@ func TestEnvOverrides(t *testing.T) {
 		{"int", cfg.NodeID, 7},
 		{"tenants", len(cfg.Tenants), 2},
 		{"tenant db", cfg.Tenants[1].DatabaseName(), "db_b"},
+		{"tenant server", cfg.Tenants[1].DSN, "imd:pw@tcp(10.0.0.2:3306)/?parseTime=true"},
+		{"tenant on the default server", cfg.Tenants[0].DSN, ""},
 		{"recall window", cfg.Message.RecallWindow, 5 * time.Minute},
 		{"nested per-IP rate limit", cfg.RateLimit.PerIP.AuthPerSecond, 9},
 		{"push ack timeout", cfg.TCP.PushAckTimeout, 45 * time.Second},
@@ -76,6 +78,7 @@ func TestValidateRejects(t *testing.T) {
 		{"bad tls mode", []string{"IMD_TCP_TLS=maybe"}, "tcp.tls"},
 		{"native without cert", []string{"IMD_TCP_TLS=native"}, "cert_file"},
 		{"bad tenant", []string{"IMD_TENANTS=Bad-Name:x"}, "tenant name"},
+		{"bad tenant server", []string{"IMD_TENANTS=far:imd_far:no-slash-here"}, "dsn does not parse"},
 		{"short admin key", []string{"IMD_ADMIN_KEY=x"}, "admin_key"},
 		{"node id", []string{"IMD_NODE_ID=5000"}, "node_id"},
 		{"bad duration", []string{"IMD_DELIVER_TAKE_TIMEOUT=soon"}, "IMD_DELIVER_TAKE_TIMEOUT"},

@@ -20,7 +20,7 @@ const fileSuffix = "_FILE"
 var toolingVars = []string{
 	"IMD_CONFIG",                        // the config file, read by cmd/imd
 	"IMD_TEST_", "IMD_REQUIRE_SERVICES", // tests (deploy/local/services.sh env)
-	"IMD_STATE_DIR", "IMD_MYSQL_PORT", "IMD_REDIS_PORT", "IMD_S3_PORT", // deploy/local/services.sh
+	"IMD_STATE_DIR", "IMD_MYSQL_PORT", "IMD_REDIS_PORT", "IMD_S3_PORT", "IMD_SERVICES_BASIC", // deploy/local/services.sh
 	"IMD_NGINX_",                                                                  // deploy/local/nginx.sh
 	"IMD_DOMAIN", "IMD_CERT_DIR", "IMD_MYSQL_PASSWORD", "IMD_MYSQL_ROOT_PASSWORD", // deploy/compose.yaml
 }
@@ -158,11 +158,12 @@ func setScalar(fv reflect.Value, raw string) error {
 		if fv.Type().Elem() != reflect.TypeFor[Tenant]() {
 			return errors.New("unsupported list")
 		}
-		// IMD_TENANTS=name:database,name2:database2
+		// IMD_TENANTS=name:database,name2:database2:dsn (a DSN holding a comma goes in the YAML)
 		var ts []Tenant
 		for _, item := range strings.Split(raw, ",") {
-			name, db, _ := strings.Cut(strings.TrimSpace(item), ":")
-			ts = append(ts, Tenant{Name: name, Database: db})
+			name, rest, _ := strings.Cut(strings.TrimSpace(item), ":")
+			db, dsn, _ := strings.Cut(rest, ":")
+			ts = append(ts, Tenant{Name: name, Database: db, DSN: dsn})
 		}
 		fv.Set(reflect.ValueOf(ts))
 	default:

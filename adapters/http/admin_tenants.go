@@ -2,6 +2,7 @@ package http
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -18,12 +19,31 @@ func (s *Server) tenantRoutes(e *echo.Echo) {
 type tenantJSON struct {
 	Tenant    string `json:"tenant"`
 	Database  string `json:"database"`
+	DSN       string `json:"dsn,omitempty"`       // the tenant's own server, password masked; absent on the default server
 	Source    string `json:"source"`              // config | provisioned
 	CreatedAt int64  `json:"created_at,omitzero"` // Unix ms; absent for configured tenants
 }
 
 func newTenantJSON(t tenant.Info) tenantJSON {
-	return tenantJSON{Tenant: t.Name, Database: t.Database, Source: string(t.Source), CreatedAt: unixMilli(t.CreatedAt)}
+	return tenantJSON{Tenant: t.Name, Database: t.Database, DSN: maskPassword(t.DSN), Source: string(t.Source), CreatedAt: unixMilli(t.CreatedAt)}
+}
+
+// maskPassword hides the password of a go-sql-driver DSN, [user[:password]@]…/[db][?params]:
+// the user part ends at the last '@' before the last '/', the password starts at its first ':'.
+func maskPassword(dsn string) string {
+	slash := strings.LastIndexByte(dsn, '/')
+	if slash < 0 {
+		slash = len(dsn)
+	}
+	at := strings.LastIndexByte(dsn[:slash], '@')
+	if at < 0 {
+		return dsn
+	}
+	colon := strings.IndexByte(dsn[:at], ':')
+	if colon < 0 {
+		return dsn
+	}
+	return dsn[:colon+1] + "********" + dsn[at:]
 }
 
 func (s *Server) listTenants(c echo.Context) error {
@@ -38,6 +58,7 @@ func (s *Server) listTenants(c echo.Context) error {
 type provisionRequest struct {
 	Tenant   string `json:"tenant"`
 	Database string `json:"database"` // optional: imd_<tenant>
+	DSN      string `json:"dsn"`      // optional: the MySQL server holding the database, else the default
 }
 
 // provisionTenant creates a tenant: database, schema, first month tables, workers; 201 when
@@ -47,7 +68,7 @@ func (s *Server) provisionTenant(c echo.Context) error {
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	t, created, err := s.d.Social.Tenants.Provision(c.Request().Context(), req.Tenant, req.Database)
+	t, created, err := s.d.Social.Tenants.Provision(c.Request().Context(), req.Tenant, req.Database, req.DSN)
 	if err != nil {
 		return err
 	}

@@ -407,6 +407,30 @@ func TestAdminSocialAndTenants(t *testing.T) {
 	if rec := s.do("POST", "/admin/v1/tenants", `{"tenant":"gamma"}`); rec.Code != http.StatusOK {
 		t.Fatalf("provision again = %d %s", rec.Code, rec.Body)
 	}
+	// A tenant on another server: its DSN is recorded and listed with the password masked.
+	rec = s.do("POST", "/admin/v1/tenants", `{"tenant":"far","dsn":"imd:hunter2@tcp(10.0.0.2:3306)/?parseTime=true"}`)
+	if rec.Code != http.StatusCreated || !strings.Contains(rec.Body.String(), `"dsn":"imd:********@tcp(10.0.0.2:3306)/?parseTime=true"`) || strings.Contains(rec.Body.String(), "hunter2") {
+		t.Fatalf("provision on another server = %d %s", rec.Code, rec.Body)
+	}
+	if rec := s.do("GET", "/admin/v1/tenants", ""); strings.Contains(rec.Body.String(), "hunter2") || !strings.Contains(rec.Body.String(), `"dsn":"imd:********@`) {
+		t.Fatalf("tenants list shows the server badly: %s", rec.Body)
+	}
+	wantError(t, s.do("POST", "/admin/v1/tenants", `{"tenant":"gamma","dsn":"imd:imd@tcp(10.0.0.2:3306)/"}`), http.StatusConflict, apperr.Conflict)
 	wantError(t, s.do("POST", "/admin/v1/tenants", `{"tenant":"Bad"}`), http.StatusBadRequest, apperr.InvalidArgument)
 	wantError(t, s.doWith("GET", "/admin/v1/tenants", "", nil), http.StatusUnauthorized, apperr.Unauthenticated)
+}
+
+func TestMaskPassword(t *testing.T) {
+	for dsn, want := range map[string]string{
+		"imd:pw@tcp(db:3306)/?parseTime=true": "imd:********@tcp(db:3306)/?parseTime=true",
+		"imd:p@ss:w/rd@tcp(db:3306)/imd?x=y":  "imd:********@tcp(db:3306)/imd?x=y",
+		"imd@tcp(db:3306)/":                   "imd@tcp(db:3306)/",
+		"tcp(db:3306)/":                       "tcp(db:3306)/",
+		"":                                    "",
+		"imd:pw@unix(/run/mysqld/mysqld.sock)/db": "imd:********@unix(/run/mysqld/mysqld.sock)/db",
+	} {
+		if got := maskPassword(dsn); got != want {
+			t.Errorf("maskPassword(%q) = %q; want %q", dsn, got, want)
+		}
+	}
 }

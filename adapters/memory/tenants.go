@@ -36,13 +36,14 @@ func (s *TenantStore) Tenants(context.Context) ([]tenant.Info, error) {
 	return out, nil
 }
 
-// AddTenant records a tenant; the same pair again is a no-op, a taken name or database a conflict.
+// AddTenant records a tenant; the same tenant again is a no-op, a taken name or database a
+// conflict.
 func (s *TenantStore) AddTenant(_ context.Context, t tenant.Info) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if known, ok := s.tenants[t.Name]; ok {
-		if known.Database != t.Database {
-			return apperr.New(apperr.Conflict, fmt.Sprintf("tenant %s uses database %s", t.Name, known.Database))
+		if known.Database != t.Database || known.DSN != t.DSN {
+			return apperr.New(apperr.Conflict, fmt.Sprintf("tenant %s uses database %s on another server", t.Name, known.Database))
 		}
 		return nil
 	}

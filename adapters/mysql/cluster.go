@@ -1,4 +1,5 @@
-// Package mysql is the MySQL/MariaDB adapter: one database per tenant on one server, the
+// Package mysql is the MySQL/MariaDB adapter: one database per tenant, on the cluster's server or
+// on the server the tenant names, the
 // sqlc-generated queries, the month-table wrapper, the group-commit writer of the message store,
 // the directory and the shard manager's DDL (DESIGN §2, §3).
 package mysql
@@ -28,9 +29,10 @@ var databaseRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
 // defaultMaxOpenConns bounds each tenant pool when the config leaves it unset.
 const defaultMaxOpenConns = 32
 
-// Cluster owns one connection pool per tenant database, all on one server.
+// Cluster owns one connection pool per tenant database, on the default server or on each
+// tenant's own.
 type Cluster struct {
-	server       mysql.Config // parsed server DSN; DBName is set per tenant
+	server       mysql.Config // parsed default server DSN; DBName is set per tenant
 	tls          *tls.Config  // nil: the DSN's own tls parameter, if any
 	maxOpenConns int
 
@@ -43,6 +45,7 @@ type Cluster struct {
 // tenantDB is one tenant's database: its pool and its cache of registered month tables.
 type tenantDB struct {
 	name   string
+	dsn    string // the tenant's server as provisioned; "" the default
 	db     *sql.DB
 	q      *sqlcdb.Queries
 	months *monthCatalog
@@ -76,9 +79,10 @@ func WithTLS(c *tls.Config) Option {
 }
 
 // Provision makes the tenant usable: it creates its database if missing, migrates the schema up
-// and opens the pool. Idempotent, and safe to run on every start and on several nodes at once
-// (migrations hold a database lock).
-func (c *Cluster) Provision(ctx context.Context, tenantName, database string) error {
+// and opens the pool. dsn names the server holding the database (a go-sql-driver DSN, its
+// database part ignored, TLS as the cluster's); "" is the cluster's own. Idempotent, and safe
+// to run on every start and on several nodes at once (migrations hold a database lock).
+func (c *Cluster) Provision(ctx context.Context, tenantName, database, dsn string) error {
 	if !tenant.Valid(tenantName) {
 		return fmt.Errorf("provision: invalid tenant name %q", tenantName)
 	}
@@ -92,30 +96,48 @@ func (c *Cluster) Provision(ctx context.Context, tenantName, database string) er
 	known, ok := c.tenants[tenantName]
 	c.mu.RUnlock()
 	if ok {
-		if known.name != database {
-			return fmt.Errorf("provision %s: already uses database %s, not %s", tenantName, known.name, database)
+		if known.name != database || known.dsn != dsn {
+			return fmt.Errorf("provision %s: already uses database %s on another server or under another name than %s", tenantName, known.name, database)
 		}
 		return nil
 	}
 
-	if err := c.createDatabase(ctx, database); err != nil {
-		return fmt.Errorf("provision %s: %w", tenantName, err)
-	}
-	if err := c.migrateUp(ctx, database); err != nil {
-		return fmt.Errorf("provision %s: %w", tenantName, err)
-	}
-	t, err := c.openTenant(ctx, database)
+	server, err := c.serverOf(dsn)
 	if err != nil {
 		return fmt.Errorf("provision %s: %w", tenantName, err)
 	}
+	if err := c.createDatabase(ctx, server, database); err != nil {
+		return fmt.Errorf("provision %s: %w", tenantName, err)
+	}
+	if err := c.migrateUp(ctx, server, database); err != nil {
+		return fmt.Errorf("provision %s: %w", tenantName, err)
+	}
+	t, err := c.openTenant(ctx, server, database)
+	if err != nil {
+		return fmt.Errorf("provision %s: %w", tenantName, err)
+	}
+	t.dsn = dsn
 	c.mu.Lock()
 	c.tenants[tenantName] = t
 	c.mu.Unlock()
 	return nil
 }
 
-func (c *Cluster) createDatabase(ctx context.Context, database string) error {
-	db, err := c.open("", false)
+// serverOf is the server named by dsn, the cluster's own for "". An error never quotes the
+// DSN: it may hold a password.
+func (c *Cluster) serverOf(dsn string) (*mysql.Config, error) {
+	if dsn == "" {
+		return &c.server, nil
+	}
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, errors.New("the tenant's server dsn does not parse")
+	}
+	return cfg, nil
+}
+
+func (c *Cluster) createDatabase(ctx context.Context, server *mysql.Config, database string) error {
+	db, err := c.open(server, "", false)
 	if err != nil {
 		return fmt.Errorf("open server: %w", err)
 	}
@@ -128,8 +150,8 @@ func (c *Cluster) createDatabase(ctx context.Context, database string) error {
 	return nil
 }
 
-func (c *Cluster) openTenant(ctx context.Context, database string) (*tenantDB, error) {
-	db, err := c.open(database, false)
+func (c *Cluster) openTenant(ctx context.Context, server *mysql.Config, database string) (*tenantDB, error) {
+	db, err := c.open(server, database, false)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", database, err)
 	}
@@ -149,11 +171,11 @@ func (c *Cluster) openTenant(ctx context.Context, database string) (*tenantDB, e
 	return t, nil
 }
 
-// open is a pool on one database of the server. Times are UTC both ways, and arguments are
+// open is a pool on one database of a server. Times are UTC both ways, and arguments are
 // interpolated client-side, which saves a prepare round trip per statement. Only migrations
 // get multi-statements.
-func (c *Cluster) open(database string, multiStatements bool) (*sql.DB, error) {
-	cfg := c.server.Clone()
+func (c *Cluster) open(server *mysql.Config, database string, multiStatements bool) (*sql.DB, error) {
+	cfg := server.Clone()
 	cfg.DBName = database
 	cfg.ParseTime = true
 	cfg.Loc = time.UTC

@@ -310,10 +310,10 @@ func TestProvisionIsIdempotent(t *testing.T) {
 	c, tenant := newTestCluster(t)
 	ctx := context.Background()
 	td, _ := c.tenant(tenant)
-	if err := c.Provision(ctx, tenant, td.name); err != nil {
+	if err := c.Provision(ctx, tenant, td.name, ""); err != nil {
 		t.Fatalf("Provision again: %v", err)
 	}
-	if err := c.Provision(ctx, tenant, "imd_other"); err == nil {
+	if err := c.Provision(ctx, tenant, "imd_other", ""); err == nil {
 		t.Fatal("Provision with another database succeeded")
 	}
 	// A second node starting on the same database finds the schema current.
@@ -322,13 +322,13 @@ func TestProvisionIsIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	if err := other.Provision(ctx, tenant, td.name); err != nil {
+	if err := other.Provision(ctx, tenant, td.name, ""); err != nil {
 		t.Fatalf("Provision from a second cluster: %v", err)
 	}
 	for _, bad := range []struct{ tenant, database string }{
 		{"Bad", "imd_x"}, {"ok", "x; DROP DATABASE mysql"}, {"ok", "1abc"},
 	} {
-		if err := c.Provision(ctx, bad.tenant, bad.database); err == nil {
+		if err := c.Provision(ctx, bad.tenant, bad.database, ""); err == nil {
 			t.Errorf("Provision(%q, %q) succeeded", bad.tenant, bad.database)
 		}
 	}

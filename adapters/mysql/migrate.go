@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/golang-migrate/migrate/v4"
 	migratemysql "github.com/golang-migrate/migrate/v4/database/mysql"
 	"github.com/golang-migrate/migrate/v4/source/iofs"
@@ -14,8 +15,8 @@ import (
 
 // migrateUp applies the embedded schema migrations to one database. The migrate driver holds a
 // named database lock, so nodes starting together migrate once.
-func (c *Cluster) migrateUp(ctx context.Context, database string) error {
-	db, err := c.open(database, true)
+func (c *Cluster) migrateUp(ctx context.Context, server *mysql.Config, database string) error {
+	db, err := c.open(server, database, true)
 	if err != nil {
 		return fmt.Errorf("open %s for migrations: %w", database, err)
 	}

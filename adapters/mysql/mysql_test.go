@@ -13,14 +13,18 @@ import (
 
 // testDSN returns the server DSN of the test MariaDB/MySQL. Without one the test is skipped,
 // unless IMD_REQUIRE_SERVICES=1 says the services must be there.
-func testDSN(tb testing.TB) string {
+func testDSN(tb testing.TB) string { return envDSN(tb, "IMD_TEST_MYSQL_DSN") }
+
+// envDSN is the server DSN in the variable: IMD_TEST_MYSQL_DSN, or IMD_TEST_MYSQL2_DSN for the
+// second server services.sh starts.
+func envDSN(tb testing.TB, name string) string {
 	tb.Helper()
-	dsn := os.Getenv("IMD_TEST_MYSQL_DSN")
+	dsn := os.Getenv(name)
 	if dsn == "" {
 		if os.Getenv("IMD_REQUIRE_SERVICES") == "1" {
-			tb.Fatal("IMD_TEST_MYSQL_DSN is unset and IMD_REQUIRE_SERVICES=1")
+			tb.Fatalf("%s is unset and IMD_REQUIRE_SERVICES=1", name)
 		}
-		tb.Skip("IMD_TEST_MYSQL_DSN is unset")
+		tb.Skipf("%s is unset", name)
 	}
 	return dsn
 }
@@ -43,7 +47,7 @@ func newTestCluster(tb testing.TB) (*Cluster, string) {
 		c.Close()
 		dropDatabase(tb, dsn, database)
 	})
-	if err := c.Provision(context.Background(), tenant, database); err != nil {
+	if err := c.Provision(context.Background(), tenant, database, ""); err != nil {
 		tb.Fatalf("Provision: %v", err)
 	}
 	return c, tenant

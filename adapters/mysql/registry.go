@@ -15,8 +15,8 @@ import (
 )
 
 // TenantRegistry implements ports.TenantStore over the registry database (default
-// imd_registry) on the cluster's server: the tenants provisioned through the admin API, shared
-// by every node. Open it before use.
+// imd_registry) on the cluster's server: the tenants provisioned through the admin API and the
+// server each lives on, shared by every node. Open it before use.
 type TenantRegistry struct {
 	cluster  *Cluster
 	database string
@@ -38,21 +38,32 @@ func (r *TenantRegistry) Open(ctx context.Context) error {
 	if !tenant.ValidDatabase(r.database) {
 		return fmt.Errorf("tenant registry: invalid database name %q", r.database)
 	}
-	if err := r.cluster.createDatabase(ctx, r.database); err != nil {
+	if err := r.cluster.createDatabase(ctx, &r.cluster.server, r.database); err != nil {
 		return fmt.Errorf("tenant registry: %w", err)
 	}
-	db, err := r.cluster.open(r.database, false)
+	if err := r.createTables(ctx); err != nil {
+		return fmt.Errorf("tenant registry: create tables in %s: %w", r.database, err)
+	}
+	db, err := r.cluster.open(&r.cluster.server, r.database, false)
 	if err != nil {
 		return fmt.Errorf("tenant registry: open %s: %w", r.database, err)
 	}
 	// Read at start and on a slow refresh only.
 	db.SetMaxOpenConns(2)
-	if _, err := db.ExecContext(ctx, registry.Schema); err != nil {
-		db.Close()
-		return fmt.Errorf("tenant registry: create tables in %s: %w", r.database, err)
-	}
 	r.db, r.q = db, registrydb.New(db)
 	return nil
+}
+
+// createTables runs the schema's statements on a connection of their own: only it allows
+// several statements at once.
+func (r *TenantRegistry) createTables(ctx context.Context) error {
+	ddl, err := r.cluster.open(&r.cluster.server, r.database, true)
+	if err != nil {
+		return err
+	}
+	defer ddl.Close()
+	_, err = ddl.ExecContext(ctx, registry.Schema)
+	return err
 }
 
 // Tenants lists the provisioned tenants by name.
@@ -63,19 +74,15 @@ func (r *TenantRegistry) Tenants(ctx context.Context) ([]tenant.Info, error) {
 	}
 	out := make([]tenant.Info, len(rows))
 	for i, row := range rows {
-		out[i] = tenant.Info{Name: row.Name, Database: row.DatabaseName, Source: tenant.Provisioned, CreatedAt: row.CreatedAt.UTC()}
+		out[i] = tenant.Info{Name: row.Name, Database: row.DatabaseName, DSN: row.Dsn, Source: tenant.Provisioned, CreatedAt: row.CreatedAt.UTC()}
 	}
 	return out, nil
 }
 
-// AddTenant records a provisioned tenant; the same pair again is a no-op, a taken name or
-// database a conflict.
+// AddTenant records a provisioned tenant and its server; the same tenant again is a no-op, a
+// taken name or database a conflict.
 func (r *TenantRegistry) AddTenant(ctx context.Context, t tenant.Info) error {
-	created := t.CreatedAt
-	if created.IsZero() {
-		created = r.now()
-	}
-	err := r.q.InsertTenant(ctx, registrydb.InsertTenantParams{Name: t.Name, DatabaseName: t.Database, CreatedAt: created.UTC()})
+	err := r.insert(ctx, t)
 	if !isDuplicate(err, "") {
 		if err != nil {
 			return fmt.Errorf("add tenant %s: %w", t.Name, err)
@@ -90,8 +97,34 @@ func (r *TenantRegistry) AddTenant(ctx context.Context, t tenant.Info) error {
 		return fmt.Errorf("add tenant %s: %w", t.Name, err)
 	case known.DatabaseName != t.Database:
 		return apperr.New(apperr.Conflict, fmt.Sprintf("tenant %s uses database %s", t.Name, known.DatabaseName))
+	case known.Dsn != t.DSN:
+		return apperr.New(apperr.Conflict, fmt.Sprintf("tenant %s lives on another server", t.Name))
 	}
 	return nil
+}
+
+// insert writes the tenant and, when it is not on the default server, its server in one
+// transaction: a tenant is never recorded without where it lives.
+func (r *TenantRegistry) insert(ctx context.Context, t tenant.Info) error {
+	created := t.CreatedAt
+	if created.IsZero() {
+		created = r.now()
+	}
+	tx, err := r.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback() // a no-op after Commit
+	q := r.q.WithTx(tx)
+	if err := q.InsertTenant(ctx, registrydb.InsertTenantParams{Name: t.Name, DatabaseName: t.Database, CreatedAt: created.UTC()}); err != nil {
+		return err
+	}
+	if t.DSN != "" {
+		if err := q.InsertTenantServer(ctx, registrydb.InsertTenantServerParams{Name: t.Name, Dsn: t.DSN}); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
 }
 
 // Close closes the registry pool, if open.

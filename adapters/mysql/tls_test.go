@@ -37,7 +37,7 @@ func TestTLSConnections(t *testing.T) {
 		c.Close()
 		dropDatabase(t, dsn, database)
 	})
-	if err := c.Provision(ctx, "acme", database); err != nil {
+	if err := c.Provision(ctx, "acme", database, ""); err != nil {
 		t.Fatalf("Provision over TLS: %v", err)
 	}
 	td, err := c.tenant("acme")
@@ -57,7 +57,7 @@ func TestTLSConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer strange.Close()
-	if err := strange.Provision(ctx, "acme", database); err == nil {
+	if err := strange.Provision(ctx, "acme", database, ""); err == nil {
 		t.Fatal("a server certificate no configured root signed was accepted")
 	}
 }

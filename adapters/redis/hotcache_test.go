@@ -4,21 +4,25 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/imdhq/imd/core/message"
 	"github.com/imdhq/imd/ports/contract"
 )
 
 func TestHotCacheContract(t *testing.T) {
-	contract.HotCache(t, func(t *testing.T, window time.Duration, maxPerTopic int) contract.HotFixture {
-		c := testClient(t)
-		return contract.HotFixture{Tenant: testTenant(t, c), Cache: NewHotCache(c, HotCacheOptions{Window: window, MaxPerTopic: maxPerTopic})}
+	onEachRedis(t, func(t *testing.T, c rueidis.Client) {
+		contract.HotCache(t, func(t *testing.T, window time.Duration, maxPerTopic int) contract.HotFixture {
+			return contract.HotFixture{Tenant: testTenant(t, c), Cache: NewHotCache(c, HotCacheOptions{Window: window, MaxPerTopic: maxPerTopic})}
+		})
 	})
 }
 
 func TestRouteFillContract(t *testing.T) {
-	contract.RouteFill(t, func(t *testing.T) contract.RouteFillFixture {
-		c := testClient(t)
-		return contract.RouteFillFixture{Tenant: testTenant(t, c), Routes: NewRouteCache(c)}
+	onEachRedis(t, func(t *testing.T, c rueidis.Client) {
+		contract.RouteFill(t, func(t *testing.T) contract.RouteFillFixture {
+			return contract.RouteFillFixture{Tenant: testTenant(t, c), Routes: NewRouteCache(c)}
+		})
 	})
 }
 

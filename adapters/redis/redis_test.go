@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"sync"
 	"testing"
@@ -16,105 +17,147 @@ import (
 )
 
 // The tests need a real Redis: IMD_TEST_REDIS_ADDR (e.g. 127.0.0.1:16379, see
-// deploy/local/services.sh). Without it they skip, unless IMD_REQUIRE_SERVICES=1.
-var shared struct {
+// deploy/local/services.sh). Without it they skip, unless IMD_REQUIRE_SERVICES=1. The contract
+// suites also run against the Redis Cluster of IMD_TEST_REDIS_CLUSTER_ADDRS.
+type backend struct {
+	name string
+	env  string // the variable holding its address(es)
+
 	once sync.Once
 	c    rueidis.Client
 	err  error
 }
 
+var (
+	single  = &backend{name: "single", env: "IMD_TEST_REDIS_ADDR"}
+	cluster = &backend{name: "cluster", env: "IMD_TEST_REDIS_CLUSTER_ADDRS"}
+)
+
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if shared.c != nil {
-		shared.c.Close()
+	for _, b := range []*backend{single, cluster} {
+		if b.c != nil {
+			b.c.Close()
+		}
 	}
 	os.Exit(code)
 }
 
-func testClient(tb testing.TB) rueidis.Client {
+// testClient is the single Redis, which the adapter's own tests use.
+func testClient(tb testing.TB) rueidis.Client { return single.client(tb) }
+
+// configured reports whether the environment names the backend's address.
+func (b *backend) configured() bool { return os.Getenv(b.env) != "" }
+
+func (b *backend) client(tb testing.TB) rueidis.Client {
 	tb.Helper()
-	addr := os.Getenv("IMD_TEST_REDIS_ADDR")
+	addr := os.Getenv(b.env)
 	if addr == "" {
 		if os.Getenv("IMD_REQUIRE_SERVICES") == "1" {
-			tb.Fatal("IMD_TEST_REDIS_ADDR is not set and IMD_REQUIRE_SERVICES=1")
+			tb.Fatalf("%s is not set and IMD_REQUIRE_SERVICES=1", b.env)
 		}
-		tb.Skip("IMD_TEST_REDIS_ADDR not set")
+		tb.Skipf("%s not set", b.env)
 	}
-	shared.once.Do(func() {
+	b.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		shared.c, shared.err = Open(ctx, addr)
+		b.c, b.err = Open(ctx, addr)
 	})
-	if shared.err != nil {
-		tb.Fatalf("open redis: %v", shared.err)
+	if b.err != nil {
+		tb.Fatalf("open redis %s: %v", b.name, b.err)
 	}
-	return shared.c
+	return b.c
+}
+
+// onEachRedis runs a contract suite against the single Redis and against the Redis Cluster.
+func onEachRedis(t *testing.T, run func(t *testing.T, c rueidis.Client)) {
+	for _, b := range []*backend{single, cluster} {
+		t.Run(b.name, func(t *testing.T) { run(t, b.client(t)) })
+	}
 }
 
 // testTenant returns a random tenant name and deletes its keys when the test ends, so tests
-// share the server without FLUSHALL.
+// share the server without FLUSHALL. Every master is scanned: on a cluster the tenant's keys
+// are on the one holding its slot.
 func testTenant(tb testing.TB, c rueidis.Client) string {
 	tb.Helper()
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	name := "t" + hex.EncodeToString(b)
 	tb.Cleanup(func() {
-		ctx := context.Background()
-		var cursor uint64
-		for {
-			e, err := c.Do(ctx, c.B().Scan().Cursor(cursor).Match("im:{"+name+"}:*").Count(1000).Build()).AsScanEntry()
-			if err != nil {
-				tb.Errorf("scan keys of %s: %v", name, err)
-				return
-			}
-			if len(e.Elements) > 0 {
-				if err := c.Do(ctx, c.B().Del().Key(e.Elements...).Build()).Error(); err != nil {
-					tb.Errorf("delete keys of %s: %v", name, err)
-				}
-			}
-			if cursor = e.Cursor; cursor == 0 {
-				return
+		for addr, node := range c.Nodes() {
+			if err := deleteMatching(node, "im:{"+name+"}:*"); err != nil {
+				tb.Errorf("delete keys of %s on %s: %v", name, addr, err)
 			}
 		}
 	})
 	return name
 }
 
+func deleteMatching(c rueidis.Client, pattern string) error {
+	ctx := context.Background()
+	var cursor uint64
+	for {
+		e, err := c.Do(ctx, c.B().Scan().Cursor(cursor).Match(pattern).Count(1000).Build()).AsScanEntry()
+		if err != nil {
+			return fmt.Errorf("scan: %w", err)
+		}
+		if len(e.Elements) > 0 {
+			if err := c.Do(ctx, c.B().Del().Key(e.Elements...).Build()).Error(); err != nil {
+				return fmt.Errorf("delete: %w", err)
+			}
+		}
+		if cursor = e.Cursor; cursor == 0 {
+			return nil
+		}
+	}
+}
+
 func TestSeqAllocatorContract(t *testing.T) {
-	contract.SeqAllocator(t, func(t *testing.T) contract.SeqFixture {
-		c := testClient(t)
-		return contract.SeqFixture{Tenant: testTenant(t, c), Seq: NewSeqAllocator(c, 0), Months: NewMonthState(c)}
+	onEachRedis(t, func(t *testing.T, c rueidis.Client) {
+		contract.SeqAllocator(t, func(t *testing.T) contract.SeqFixture {
+			return contract.SeqFixture{Tenant: testTenant(t, c), Seq: NewSeqAllocator(c, 0), Months: NewMonthState(c)}
+		})
 	})
 }
 
 func TestMonthStateContract(t *testing.T) {
-	contract.MonthState(t, func(t *testing.T) contract.MonthFixture {
-		c := testClient(t)
-		return contract.MonthFixture{Tenant: testTenant(t, c), Months: NewMonthState(c)}
+	onEachRedis(t, func(t *testing.T, c rueidis.Client) {
+		contract.MonthState(t, func(t *testing.T) contract.MonthFixture {
+			return contract.MonthFixture{Tenant: testTenant(t, c), Months: NewMonthState(c)}
+		})
 	})
 }
 
 func TestRouteCacheContract(t *testing.T) {
-	contract.RouteCache(t, func(t *testing.T) contract.RouteFixture {
-		c := testClient(t)
-		return contract.RouteFixture{Tenant: testTenant(t, c), Routes: NewRouteCache(c)}
+	onEachRedis(t, func(t *testing.T, c rueidis.Client) {
+		contract.RouteCache(t, func(t *testing.T) contract.RouteFixture {
+			return contract.RouteFixture{Tenant: testTenant(t, c), Routes: NewRouteCache(c)}
+		})
 	})
 }
 
-func TestDeliverInspectorContract(t *testing.T) { contract.DeliverInspector(t, deliverFixture) }
+func TestDeliverInspectorContract(t *testing.T) {
+	onEachRedis(t, func(t *testing.T, c rueidis.Client) { contract.DeliverInspector(t, deliverFixture(c)) })
+}
 
-func TestDeliverQueueContract(t *testing.T) { contract.DeliverQueue(t, deliverFixture) }
+func TestDeliverQueueContract(t *testing.T) {
+	onEachRedis(t, func(t *testing.T, c rueidis.Client) { contract.DeliverQueue(t, deliverFixture(c)) })
+}
 
-func TestDeliverDepthContract(t *testing.T) { contract.DeliverDepth(t, deliverFixture) }
+func TestDeliverDepthContract(t *testing.T) {
+	onEachRedis(t, func(t *testing.T, c rueidis.Client) { contract.DeliverDepth(t, deliverFixture(c)) })
+}
 
-func deliverFixture(t *testing.T) contract.DeliverFixture {
-	c := testClient(t)
-	q := NewDeliverQueue(c)
-	return contract.DeliverFixture{Tenant: testTenant(t, c), Queue: q, Split: func(t *testing.T, n int) ports.DeliverQueue {
-		split, err := q.WithPartitions(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return split
-	}}
+func deliverFixture(c rueidis.Client) func(t *testing.T) contract.DeliverFixture {
+	return func(t *testing.T) contract.DeliverFixture {
+		q := NewDeliverQueue(c)
+		return contract.DeliverFixture{Tenant: testTenant(t, c), Queue: q, Split: func(t *testing.T, n int) ports.DeliverQueue {
+			split, err := q.WithPartitions(n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return split
+		}}
+	}
 }

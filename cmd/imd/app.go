@@ -148,7 +148,7 @@ func manageStorage(lc fx.Lifecycle, cfg config.Config, cluster *mysql.Cluster, s
 	lc.Append(fx.Hook{
 		OnStart: func(ctx context.Context) error {
 			for _, t := range cfg.Tenants {
-				if err := cluster.Provision(ctx, t.Name, t.DatabaseName()); err != nil {
+				if err := cluster.Provision(ctx, t.Name, t.DatabaseName(), t.DSN); err != nil {
 					return fmt.Errorf("provision tenant %s: %w", t.Name, err)
 				}
 				// Refuse to issue ids that would sort before stored ones (DESIGN §1).

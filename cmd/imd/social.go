@@ -160,7 +160,7 @@ func newDirectory(p directoryParams) *directory.Service {
 func newRegistry(cfg config.Config, store *mysql.TenantRegistry, rt *tenantRuntime, c ports.Clock, log *slog.Logger) (*tenants.Registry, error) {
 	configured := make([]tenant.Info, len(cfg.Tenants))
 	for i, t := range cfg.Tenants {
-		configured[i] = tenant.Info{Name: t.Name, Database: t.DatabaseName()}
+		configured[i] = tenant.Info{Name: t.Name, Database: t.DatabaseName(), DSN: t.DSN}
 	}
 	return tenants.New(tenants.Config{Configured: configured, Reserved: []string{cfg.Registry.Database}},
 		tenants.Deps{Store: store, Activate: rt.activate, Clock: c, Log: log})
@@ -347,7 +347,7 @@ func newTenantRuntime(p tenantRuntimeParams) *tenantRuntime {
 // readyStorage provisions the tenant's database (idempotent) and refuses a clock behind its
 // newest msg_id, like manageStorage does for configured tenants (DESIGN §1).
 func (rt *tenantRuntime) readyStorage(ctx context.Context, t tenant.Info) error {
-	if err := rt.cluster.Provision(ctx, t.Name, t.Database); err != nil {
+	if err := rt.cluster.Provision(ctx, t.Name, t.Database, t.DSN); err != nil {
 		return fmt.Errorf("provision tenant %s: %w", t.Name, err)
 	}
 	last, err := rt.shards.MaxMessageID(ctx, t.Name)

@@ -15,10 +15,14 @@ const (
 	Provisioned Source = "provisioned"
 )
 
-// Info is one tenant of the deployment: its name and its database (DESIGN §1).
+// Info is one tenant of the deployment: its name, its database and the server holding it
+// (DESIGN §1).
 type Info struct {
-	Name      string
-	Database  string
+	Name     string
+	Database string
+	// DSN names the database server of a tenant placed on another server than the deployment's
+	// own (mysql.dsn), which "" means. It may hold a password: never log it.
+	DSN       string
 	Source    Source
 	CreatedAt time.Time // zero for configured tenants
 }

@@ -100,7 +100,7 @@ func (r *Registry) Load(ctx context.Context) error {
 		r.mu.RLock()
 		known, ok := r.known[t.Name]
 		r.mu.RUnlock()
-		if ok && known.Database == t.Database {
+		if ok && known.Database == t.Database && known.DSN == t.DSN {
 			continue
 		}
 		if err := r.admissible(t); err != nil {
@@ -149,9 +149,10 @@ func (r *Registry) Names() []string {
 }
 
 // Provision creates a tenant: its database, schema, first month tables and workers, then
-// records it so every node serves it. database "" means the default imd_<name>. Provisioning a
-// known tenant again with the same database returns it with created=false.
-func (r *Registry) Provision(ctx context.Context, name, database string) (t tenant.Info, created bool, err error) {
+// records it so every node serves it. database "" means the default imd_<name>; dsn "" the
+// deployment's own server, else the server the tenant's database lives on. Provisioning a known
+// tenant again with the same database and server returns it with created=false.
+func (r *Registry) Provision(ctx context.Context, name, database, dsn string) (t tenant.Info, created bool, err error) {
 	if database == "" {
 		database = tenant.DefaultDatabase(name)
 	}
@@ -160,10 +161,10 @@ func (r *Registry) Provision(ctx context.Context, name, database string) (t tena
 	r.mu.RLock()
 	known, ok := r.known[name]
 	r.mu.RUnlock()
-	if ok && known.Database == database {
+	if ok && known.Database == database && known.DSN == dsn {
 		return known, false, nil
 	}
-	t = tenant.Info{Name: name, Database: database, Source: tenant.Provisioned, CreatedAt: r.d.Clock.Now().UTC().Truncate(time.Millisecond)}
+	t = tenant.Info{Name: name, Database: database, DSN: dsn, Source: tenant.Provisioned, CreatedAt: r.d.Clock.Now().UTC().Truncate(time.Millisecond)}
 	if err := r.admissible(t); err != nil {
 		return tenant.Info{}, false, err
 	}

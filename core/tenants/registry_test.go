@@ -44,28 +44,34 @@ func newRegistry(t *testing.T, store *memory.TenantStore, act *activations) *ten
 	return r
 }
 
+// otherServer is the DSN of a tenant placed on another MySQL server.
+const otherServer = "imd:imd@tcp(10.0.0.2:3306)/?parseTime=true"
+
 func TestProvision(t *testing.T) {
 	tests := []struct {
-		name, tenant, database string
-		want                   apperr.Code
-		created                bool
+		name, tenant, database, dsn string
+		want                        apperr.Code
+		created                     bool
 	}{
-		{"new tenant, default database", "gamma", "", apperr.OK, true},
-		{"new tenant, named database", "delta", "db_delta", apperr.OK, true},
-		{"configured tenant, same database", "main", "imd_main", apperr.OK, false},
-		{"configured tenant, other database", "main", "db_other", apperr.Conflict, false},
-		{"database of another tenant", "epsilon", "db_beta", apperr.Conflict, false},
-		{"the registry's database", "zeta", "imd_registry", apperr.InvalidArgument, false},
-		{"a server schema", "eta", "mysql", apperr.InvalidArgument, false},
-		{"invalid name", "Bad-Name", "", apperr.InvalidArgument, false},
-		{"name with a brace", "a{b}", "", apperr.InvalidArgument, false},
-		{"activation fails", "broken", "", apperr.Busy, false},
+		{"new tenant, default database", "gamma", "", "", apperr.OK, true},
+		{"new tenant, named database", "delta", "db_delta", "", apperr.OK, true},
+		{"new tenant on another server", "theta", "", otherServer, apperr.OK, true},
+		{"configured tenant, same database", "main", "imd_main", "", apperr.OK, false},
+		{"configured tenant, other database", "main", "db_other", "", apperr.Conflict, false},
+		{"configured tenant, other server", "main", "imd_main", otherServer, apperr.Conflict, false},
+		{"database of another tenant", "epsilon", "db_beta", "", apperr.Conflict, false},
+		{"database of another tenant, on another server", "epsilon", "db_beta", otherServer, apperr.Conflict, false},
+		{"the registry's database", "zeta", "imd_registry", "", apperr.InvalidArgument, false},
+		{"a server schema", "eta", "mysql", "", apperr.InvalidArgument, false},
+		{"invalid name", "Bad-Name", "", "", apperr.InvalidArgument, false},
+		{"name with a brace", "a{b}", "", "", apperr.InvalidArgument, false},
+		{"activation fails", "broken", "", "", apperr.Busy, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			store, act := memory.NewTenantStore(), &activations{fail: map[string]bool{"broken": true}}
 			r := newRegistry(t, store, act)
-			got, created, err := r.Provision(context.Background(), tt.tenant, tt.database)
+			got, created, err := r.Provision(context.Background(), tt.tenant, tt.database, tt.dsn)
 			if code := apperr.CodeOf(err); code != tt.want || created != tt.created {
 				t.Fatalf("Provision = %+v, %v, %v; want code %d, created %v", got, created, err, tt.want, tt.created)
 			}
@@ -73,7 +79,7 @@ func TestProvision(t *testing.T) {
 			if tt.created != r.Known(tt.tenant) && tt.tenant != "main" {
 				t.Fatalf("Known(%s) = %v after created=%v", tt.tenant, r.Known(tt.tenant), tt.created)
 			}
-			if tt.created && (len(stored) != 1 || stored[0].Name != tt.tenant || !slices.Equal(act.got, []string{tt.tenant})) {
+			if tt.created && (len(stored) != 1 || stored[0].Name != tt.tenant || stored[0].DSN != tt.dsn || !slices.Equal(act.got, []string{tt.tenant})) {
 				t.Fatalf("stored %+v, activated %v", stored, act.got)
 			}
 			if !tt.created && len(stored) != 0 {
@@ -87,12 +93,15 @@ func TestProvisionAgainIsHarmless(t *testing.T) {
 	store, act := memory.NewTenantStore(), &activations{}
 	r := newRegistry(t, store, act)
 	ctx := context.Background()
-	if _, created, err := r.Provision(ctx, "gamma", ""); err != nil || !created {
+	if _, created, err := r.Provision(ctx, "gamma", "", otherServer); err != nil || !created {
 		t.Fatalf("first: %v, %v", created, err)
 	}
-	info, created, err := r.Provision(ctx, "gamma", "imd_gamma")
-	if err != nil || created || info.Database != "imd_gamma" || info.Source != tenant.Provisioned {
+	info, created, err := r.Provision(ctx, "gamma", "imd_gamma", otherServer)
+	if err != nil || created || info.Database != "imd_gamma" || info.DSN != otherServer || info.Source != tenant.Provisioned {
 		t.Fatalf("again: %+v, %v, %v", info, created, err)
+	}
+	if _, _, err := r.Provision(ctx, "gamma", "imd_gamma", ""); apperr.CodeOf(err) != apperr.Conflict {
+		t.Fatalf("again on the default server: %v; want a conflict", err)
 	}
 	if len(act.got) != 1 {
 		t.Fatalf("activated %v, want once", act.got)

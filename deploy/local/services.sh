@@ -1,22 +1,28 @@
 #!/usr/bin/env bash
-# Local real services for imd development and tests: MariaDB, Redis and an
-# S3-compatible object store (versitygw over a directory) on loopback, private
-# instances under a state directory, installed from Debian packages (versitygw:
-# go install, about 4 minutes on a fresh 2-core machine, then cached) when
-# missing. No Docker needed. MariaDB also speaks TLS with a throwaway CA under
-# <state>/tls, which tests use for the TLS client paths.
+# Local real services for imd development and tests: two MariaDB servers (tenants
+# on several servers), Redis, a three-master Redis Cluster and an S3-compatible
+# object store (versitygw over a directory) on loopback, private instances under a
+# state directory, installed from Debian packages (versitygw: go install, about 4
+# minutes on a fresh 2-core machine, then cached) when missing. No Docker needed.
+# MariaDB also speaks TLS with a throwaway CA under <state>/tls, which tests use
+# for the TLS client paths.
 #
-#   services.sh up      install (if missing) and start MariaDB + Redis + S3, wait until they answer
+#   services.sh up      install (if missing) and start them all, wait until they answer
 #   services.sh down    stop them (graceful, then KILL after a timeout); data is kept
 #   services.sh status  print what runs
 #   services.sh env     print the `export` lines tests read
+#   services.sh cluster-up|cluster-down
+#                       only the Redis Cluster (a test that stops a master runs its own)
 #
 # Environment:
 #   IMD_STATE_DIR   state directory (default: <repo>/.run)
 #   IMD_TOOLS_DIR   where tools built from source go (default: <repo>/.run/bin)
-#   IMD_MYSQL_PORT  MariaDB TCP port (default: 13306)
-#   IMD_REDIS_PORT  Redis TCP port   (default: 16379)
+#   IMD_MYSQL_PORT  MariaDB TCP port (default: 13306); the second MariaDB listens on it + 1
+#   IMD_REDIS_PORT  Redis TCP port   (default: 16379); the cluster's masters on it + 1..3,
+#                   their cluster bus ports 10000 above (Redis' own rule)
 #   IMD_S3_PORT     S3 TCP port      (default: MariaDB's port + 5000)
+#   IMD_SERVICES_BASIC=1  only the first MariaDB, Redis and S3 (a test's private services
+#                   on random ports, whose cluster bus ports might not exist)
 #
 # Nginx (nginx + libnginx-mod-stream) is only installed here, not started.
 set -euo pipefail
@@ -25,21 +31,41 @@ SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO_ROOT="$(cd "$SCRIPT_DIR/../.." && pwd)"
 
 STATE_DIR="${IMD_STATE_DIR:-$REPO_ROOT/.run}"
-MYSQL_PORT="${IMD_MYSQL_PORT:-13306}"
+MYSQL1_PORT="${IMD_MYSQL_PORT:-13306}"
+# The second MariaDB: a server of its own (datadir, socket, port) for tenants placed on
+# another server (tenants[].dsn).
+MYSQL2_PORT=$((MYSQL1_PORT + 1))
 REDIS_PORT="${IMD_REDIS_PORT:-16379}"
-S3_PORT="${IMD_S3_PORT:-$((MYSQL_PORT + 5000))}"
+S3_PORT="${IMD_S3_PORT:-$((MYSQL1_PORT + 5000))}"
 
-MYSQL_DIR="$STATE_DIR/mariadb"
-MYSQL_DATA="$MYSQL_DIR/data"
-MYSQL_CNF="$MYSQL_DIR/my.cnf"
-MYSQL_SOCK="$MYSQL_DIR/mariadb.sock"
-MYSQL_PID="$MYSQL_DIR/mariadb.pid"
-MYSQL_LOG="$MYSQL_DIR/mariadb.log"
+# use_mysql 1|2: point the MYSQL_* variables the mariadb functions read at one instance.
+use_mysql() {
+	if [[ "$1" == 1 ]]; then
+		MYSQL_NAME=mariadb MYSQL_PORT=$MYSQL1_PORT MYSQL_DIR="$STATE_DIR/mariadb" MYSQL_POOL=512M
+	else
+		# tests place only a few tenants there
+		MYSQL_NAME=mariadb2 MYSQL_PORT=$MYSQL2_PORT MYSQL_DIR="$STATE_DIR/mariadb2" MYSQL_POOL=128M
+	fi
+	MYSQL_DATA="$MYSQL_DIR/data"
+	MYSQL_CNF="$MYSQL_DIR/my.cnf"
+	MYSQL_SOCK="$MYSQL_DIR/mariadb.sock"
+	MYSQL_PID="$MYSQL_DIR/mariadb.pid"
+	MYSQL_LOG="$MYSQL_DIR/mariadb.log"
+}
+use_mysql 1
+BASIC="${IMD_SERVICES_BASIC:-0}"
+MYSQL_INSTANCES=(1 2)
+[[ "$BASIC" == 1 ]] && MYSQL_INSTANCES=(1)
 
 REDIS_DIR="$STATE_DIR/redis"
 REDIS_CNF="$REDIS_DIR/redis.conf"
 REDIS_PID="$REDIS_DIR/redis.pid"
 REDIS_LOG="$REDIS_DIR/redis.log"
+
+# The Redis Cluster: three masters, no replicas (README: a stopped master comes back from its
+# AOF), one directory per port under redis-cluster/.
+CLUSTER_DIR="$STATE_DIR/redis-cluster"
+CLUSTER_PORTS=($((REDIS_PORT + 1)) $((REDIS_PORT + 2)) $((REDIS_PORT + 3)))
 
 TLS_DIR="$STATE_DIR/tls"
 
@@ -74,8 +100,8 @@ source "$SCRIPT_DIR/lib.sh"
 pid_of() {
 	local f="$1" want
 	case "$f" in
-	"$MYSQL_PID") want=mariadbd ;;
-	"$REDIS_PID") want=redis-server ;;
+	*/mariadb.pid) want=mariadbd ;;
+	*/redis.pid) want=redis-server ;;
 	"$S3_PID") want=versitygw ;;
 	*) want="" ;;
 	esac
@@ -125,7 +151,7 @@ character-set-server           = utf8mb4
 collation-server               = utf8mb4_unicode_ci
 max_connections                = 1000
 innodb_flush_log_at_trx_commit = 1
-innodb_buffer_pool_size        = 512M
+innodb_buffer_pool_size        = $MYSQL_POOL
 innodb_log_file_size           = 256M
 innodb_file_per_table          = 1
 # TLS for clients that ask (plain connections stay allowed): a throwaway CA's certificate
@@ -143,7 +169,7 @@ EOF
 
 init_mysql_datadir() {
 	[[ -f "$MYSQL_DATA/.imd-initialized" ]] && return 0
-	log "mariadb: initialising datadir $MYSQL_DATA"
+	log "$MYSQL_NAME: initialising datadir $MYSQL_DATA"
 	# Two tries: a bootstrap once failed in CI on a box at load 19 with a dozen other MariaDBs,
 	# and its reason sits in the server's error log, not in install-db's own output.
 	local try
@@ -155,12 +181,12 @@ init_mysql_datadir() {
 			touch "$MYSQL_DATA/.imd-initialized"
 			return 0
 		fi
-		log "mariadb: mariadb-install-db failed (try $try); the server's error log says:"
+		log "$MYSQL_NAME: mariadb-install-db failed (try $try); the server's error log says:"
 		tail -n 30 "$MYSQL_LOG" >&2 2>/dev/null || true
 		sleep 2
 	done
 	tail -n 40 "$MYSQL_DIR/install-db.log" >&2 || true
-	die "mariadb-install-db failed twice (logs: $MYSQL_DIR/install-db.log, $MYSQL_LOG)"
+	die "$MYSQL_NAME: mariadb-install-db failed twice (logs: $MYSQL_DIR/install-db.log, $MYSQL_LOG)"
 }
 
 start_mysql() {
@@ -171,12 +197,12 @@ start_mysql() {
 	else
 		rm -f "$MYSQL_PID"
 		init_mysql_datadir
-		log "mariadb: starting on 127.0.0.1:$MYSQL_PORT"
+		log "$MYSQL_NAME: starting on 127.0.0.1:$MYSQL_PORT"
 		spawn bg "$NOFILE" "$MYSQL_LOG" mariadbd --defaults-file="$MYSQL_CNF"
 		local launched=$!
 		echo "$launched" >"$MYSQL_PID.launch"
 	fi
-	wait_ready mariadb mysql_ping "$MYSQL_PID" "$MYSQL_LOG"
+	wait_ready "$MYSQL_NAME" mysql_ping "$MYSQL_PID" "$MYSQL_LOG"
 	rm -f "$MYSQL_PID.launch"
 }
 
@@ -193,7 +219,7 @@ ensure_mysql_user() {
 	sql+="DELETE FROM mysql.global_priv WHERE User='root' AND Host NOT IN ('localhost','127.0.0.1','::1');"
 	sql+="DELETE FROM mysql.proxies_priv WHERE Host NOT IN ('localhost','127.0.0.1','::1','%');"
 	sql+="FLUSH PRIVILEGES;"
-	mysql_cli -e "$sql" || die "mariadb: creating user imd failed"
+	mysql_cli -e "$sql" || die "$MYSQL_NAME: creating user imd failed"
 }
 
 # ---------------------------------------------------------------- redis
@@ -236,6 +262,115 @@ start_redis() {
 		fi
 	fi
 	wait_ready redis redis_ping "$REDIS_PID" "$REDIS_LOG"
+}
+
+# ---------------------------------------------------------------- redis cluster
+
+cluster_cli() { local port="$1"; shift; redis-cli -h 127.0.0.1 -p "$port" "$@"; }
+cluster_pid() { echo "$CLUSTER_DIR/$1/redis.pid"; }
+cluster_log() { echo "$CLUSTER_DIR/$1/redis.log"; }
+
+write_cluster_conf() {
+	local port="$1" dir="$CLUSTER_DIR/$1"
+	mkdir -p "$dir/data"
+	local tmp="$dir/redis.conf.tmp"
+	# cluster-require-full-coverage no: while one master is down, the others keep serving
+	# their tenants. AOF like the single Redis: a stopped master comes back with its data.
+	cat >"$tmp" <<EOF
+# Written by deploy/local/services.sh; regenerated on every start.
+port $port
+bind 127.0.0.1
+protected-mode yes
+daemonize yes
+pidfile $dir/redis.pid
+logfile $dir/redis.log
+dir $dir/data
+cluster-enabled yes
+cluster-config-file nodes.conf
+cluster-node-timeout 5000
+cluster-require-full-coverage no
+appendonly yes
+appendfsync everysec
+save ""
+tcp-backlog 511
+maxclients 10000
+EOF
+	if ! cmp -s "$tmp" "$dir/redis.conf" 2>/dev/null; then mv -f "$tmp" "$dir/redis.conf"; else rm -f "$tmp"; fi
+}
+
+# cluster_node_ping PORT
+cluster_node_ping() { [[ "$(cluster_cli "$1" ping 2>/dev/null || true)" == PONG ]]; }
+
+# cluster_ok: every master reports cluster_state:ok and knows all the others.
+cluster_ok() {
+	local port info
+	for port in "${CLUSTER_PORTS[@]}"; do
+		info="$(cluster_cli "$port" cluster info 2>/dev/null || true)"
+		[[ "$info" == *"cluster_state:ok"* && "$info" == *"cluster_known_nodes:${#CLUSTER_PORTS[@]}"* ]] || return 1
+	done
+}
+
+# cluster_assigned: some master already holds slots (a cluster made by an earlier up).
+cluster_assigned() {
+	local port
+	for port in "${CLUSTER_PORTS[@]}"; do
+		[[ "$(cluster_cli "$port" cluster info 2>/dev/null || true)" == *"cluster_slots_assigned:0"* ]] || return 0
+	done
+	return 1
+}
+
+# launch_cluster starts the masters that are not running; await_cluster then makes the cluster
+# if it was never made and waits for cluster_state:ok. Between the two, the other servers
+# start: a restarted master takes about two seconds to rejoin.
+launch_cluster() {
+	local port pidf logf
+	for port in "${CLUSTER_PORTS[@]}"; do
+		write_cluster_conf "$port"
+		pidf="$(cluster_pid "$port")" logf="$(cluster_log "$port")"
+		pid_of "$pidf" >/dev/null && continue
+		rm -f "$pidf"
+		log "redis-cluster: starting master on 127.0.0.1:$port (bus $((port + 10000)))"
+		if ! spawn fg "$NOFILE" "$logf" redis-server "$CLUSTER_DIR/$port/redis.conf"; then
+			tail -n 40 "$logf" >&2 || true
+			die "redis-server (cluster $port) failed to start (log: $logf)"
+		fi
+	done
+}
+
+await_cluster() {
+	local port nodes=()
+	for port in "${CLUSTER_PORTS[@]}"; do
+		nodes+=("127.0.0.1:$port")
+		CLUSTER_PING_PORT=$port wait_ready "redis-cluster:$port" cluster_ping_current "$(cluster_pid "$port")" "$(cluster_log "$port")"
+	done
+	if ! cluster_ok && ! cluster_assigned; then
+		log "redis-cluster: creating the cluster of ${nodes[*]}"
+		if ! redis-cli --cluster create "${nodes[@]}" --cluster-replicas 0 --cluster-yes >"$CLUSTER_DIR/create.log" 2>&1; then
+			cat "$CLUSTER_DIR/create.log" >&2
+			die "redis-cli --cluster create failed"
+		fi
+	fi
+	if ! wait_until "$START_TIMEOUT" cluster_ok; then
+		cluster_cli "${CLUSTER_PORTS[0]}" cluster info >&2 || true
+		die "redis-cluster: not cluster_state:ok after ${START_TIMEOUT}s (state in $CLUSTER_DIR; remove it for a new cluster)"
+	fi
+}
+
+# cluster_ping_current: wait_ready's ping of the master in CLUSTER_PING_PORT.
+cluster_ping_current() { cluster_node_ping "$CLUSTER_PING_PORT"; }
+
+stop_cluster() {
+	local port
+	for port in "${CLUSTER_PORTS[@]}"; do
+		stop_pidfile "redis-cluster:$port" "$(cluster_pid "$port")"
+	done
+}
+
+# cluster_addrs: the masters as the comma-separated list imd's redis.addr takes.
+cluster_addrs() {
+	local port out=""
+	for port in "${CLUSTER_PORTS[@]}"; do out+="${out:+,}127.0.0.1:$port"; done
+	echo "$out"
 }
 
 # ---------------------------------------------------------------- tls
@@ -325,33 +460,52 @@ cmd_up() {
 	lock_dir "$STATE_DIR" 300
 	ensure_packages "${PACKAGES[@]}"
 	ensure_tls
-	start_mysql
-	ensure_mysql_user
+	[[ "$BASIC" == 1 ]] || launch_cluster
+	local i
+	for i in "${MYSQL_INSTANCES[@]}"; do
+		use_mysql "$i"
+		start_mysql
+		ensure_mysql_user
+	done
 	start_redis
+	[[ "$BASIC" == 1 ]] || await_cluster
 	start_s3
-	log "up: mariadb 127.0.0.1:$MYSQL_PORT, redis 127.0.0.1:$REDIS_PORT, s3 127.0.0.1:$S3_PORT (state $STATE_DIR)"
+	if [[ "$BASIC" == 1 ]]; then
+		log "up: mariadb 127.0.0.1:$MYSQL1_PORT, redis 127.0.0.1:$REDIS_PORT, s3 127.0.0.1:$S3_PORT (state $STATE_DIR)"
+	else
+		log "up: mariadb 127.0.0.1:$MYSQL1_PORT and :$MYSQL2_PORT, redis 127.0.0.1:$REDIS_PORT, redis cluster $(cluster_addrs), s3 127.0.0.1:$S3_PORT (state $STATE_DIR)"
+	fi
 }
 
 cmd_down() {
 	lock_dir "$STATE_DIR" 300
 	stop_pidfile s3 "$S3_PID"
+	[[ "$BASIC" == 1 ]] || stop_cluster
 	stop_pidfile redis "$REDIS_PID"
-	stop_pidfile mariadb "$MYSQL_PID"
-	rm -f "$MYSQL_PID.launch"
+	local i
+	for i in "${MYSQL_INSTANCES[@]}"; do
+		use_mysql "$i"
+		stop_pidfile "$MYSQL_NAME" "$MYSQL_PID"
+		rm -f "$MYSQL_PID.launch"
+	done
 }
 
 cmd_status() {
 	local rc=0 pid
 	echo "state dir: $STATE_DIR"
-	if pid="$(pid_of "$MYSQL_PID")"; then
-		if [[ -f "$MYSQL_CNF" ]] && mysql_ping; then
-			echo "mariadb:   running   pid $pid  127.0.0.1:$MYSQL_PORT  socket $MYSQL_SOCK"
+	local i port
+	for i in "${MYSQL_INSTANCES[@]}"; do
+		use_mysql "$i"
+		if pid="$(pid_of "$MYSQL_PID")"; then
+			if [[ -f "$MYSQL_CNF" ]] && mysql_ping; then
+				printf '%-10s running   pid %s  127.0.0.1:%s  socket %s\n' "$MYSQL_NAME:" "$pid" "$MYSQL_PORT" "$MYSQL_SOCK"
+			else
+				printf '%-10s starting/unresponsive  pid %s  127.0.0.1:%s\n' "$MYSQL_NAME:" "$pid" "$MYSQL_PORT"; rc=1
+			fi
 		else
-			echo "mariadb:   starting/unresponsive  pid $pid  127.0.0.1:$MYSQL_PORT"; rc=1
+			printf '%-10s stopped\n' "$MYSQL_NAME:"; rc=1
 		fi
-	else
-		echo "mariadb:   stopped"; rc=1
-	fi
+	done
 	if pid="$(pid_of "$REDIS_PID")"; then
 		if redis_ping; then
 			echo "redis:     running   pid $pid  127.0.0.1:$REDIS_PORT"
@@ -361,6 +515,14 @@ cmd_status() {
 	else
 		echo "redis:     stopped"; rc=1
 	fi
+	for port in "${CLUSTER_PORTS[@]}"; do
+		if pid="$(pid_of "$(cluster_pid "$port")")" && cluster_node_ping "$port"; then
+			echo "cluster:   running   pid $pid  127.0.0.1:$port"
+		else
+			echo "cluster:   stopped   127.0.0.1:$port"; rc=1
+		fi
+	done
+	if cluster_ok; then echo "cluster:   cluster_state:ok"; else echo "cluster:   not ok"; rc=1; fi
 	if pid="$(pid_of "$S3_PID")" && s3_ping; then
 		echo "s3:        running   pid $pid  http://127.0.0.1:$S3_PORT  buckets ${S3_BUCKETS[*]}"
 	else
@@ -376,8 +538,10 @@ cmd_status() {
 
 cmd_env() {
 	cat <<EOF
-export IMD_TEST_MYSQL_DSN='imd:imd@tcp(127.0.0.1:$MYSQL_PORT)/?parseTime=true&multiStatements=true'
+export IMD_TEST_MYSQL_DSN='imd:imd@tcp(127.0.0.1:$MYSQL1_PORT)/?parseTime=true&multiStatements=true'
+export IMD_TEST_MYSQL2_DSN='imd:imd@tcp(127.0.0.1:$MYSQL2_PORT)/?parseTime=true&multiStatements=true'
 export IMD_TEST_REDIS_ADDR=127.0.0.1:$REDIS_PORT
+export IMD_TEST_REDIS_CLUSTER_ADDRS=$(cluster_addrs)
 export IMD_TEST_S3_ENDPOINT=http://127.0.0.1:$S3_PORT
 export IMD_TEST_S3_ACCESS_KEY=$S3_ACCESS_KEY
 export IMD_TEST_S3_SECRET_KEY=$S3_SECRET_KEY
@@ -387,13 +551,28 @@ EOF
 }
 
 usage() {
-	sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+	sed -n '2,26p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
 	exit 2
+}
+
+cmd_cluster_up() {
+	lock_dir "$STATE_DIR" 300
+	ensure_packages redis-server
+	launch_cluster
+	await_cluster
+	log "up: redis cluster $(cluster_addrs) (state $STATE_DIR)"
+}
+
+cmd_cluster_down() {
+	lock_dir "$STATE_DIR" 300
+	stop_cluster
 }
 
 case "${1:-}" in
 up) cmd_up ;;
 down) cmd_down ;;
+cluster-up) cmd_cluster_up ;;
+cluster-down) cmd_cluster_down ;;
 status) cmd_status ;;
 env) cmd_env ;;
 *) usage ;;

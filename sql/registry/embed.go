@@ -4,7 +4,8 @@ package registry
 
 import _ "embed"
 
-// Schema creates the registry tables if missing; it is one statement.
+// Schema creates the registry tables if missing: several statements, run on a connection
+// that allows them.
 //
 //go:embed schema.sql
 var Schema string

@@ -13,3 +13,8 @@ type TTenant struct {
 	DatabaseName string
 	CreatedAt    time.Time
 }
+
+type TTenantServer struct {
+	Name string
+	Dsn  string
+}

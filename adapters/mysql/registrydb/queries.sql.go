@@ -25,22 +25,50 @@ func (q *Queries) InsertTenant(ctx context.Context, arg InsertTenantParams) erro
 	return err
 }
 
-const listTenants = `-- name: ListTenants :many
-
-SELECT name, database_name, created_at FROM t_tenants ORDER BY name
+const insertTenantServer = `-- name: InsertTenantServer :exec
+INSERT INTO t_tenant_servers (name, dsn) VALUES (?, ?)
 `
 
+type InsertTenantServerParams struct {
+	Name string
+	Dsn  string
+}
+
+func (q *Queries) InsertTenantServer(ctx context.Context, arg InsertTenantServerParams) error {
+	_, err := q.db.ExecContext(ctx, insertTenantServer, arg.Name, arg.Dsn)
+	return err
+}
+
+const listTenants = `-- name: ListTenants :many
+
+SELECT t.name, t.database_name, t.created_at, COALESCE(s.dsn, '') AS dsn
+FROM t_tenants t LEFT JOIN t_tenant_servers s ON s.name = t.name
+ORDER BY t.name
+`
+
+type ListTenantsRow struct {
+	Name         string
+	DatabaseName string
+	CreatedAt    time.Time
+	Dsn          string
+}
+
 // Tenant registry queries (sqlc input for adapters/mysql/registrydb).
-func (q *Queries) ListTenants(ctx context.Context) ([]TTenant, error) {
+func (q *Queries) ListTenants(ctx context.Context) ([]ListTenantsRow, error) {
 	rows, err := q.db.QueryContext(ctx, listTenants)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []TTenant
+	var items []ListTenantsRow
 	for rows.Next() {
-		var i TTenant
-		if err := rows.Scan(&i.Name, &i.DatabaseName, &i.CreatedAt); err != nil {
+		var i ListTenantsRow
+		if err := rows.Scan(
+			&i.Name,
+			&i.DatabaseName,
+			&i.CreatedAt,
+			&i.Dsn,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -55,12 +83,26 @@ func (q *Queries) ListTenants(ctx context.Context) ([]TTenant, error) {
 }
 
 const tenantByName = `-- name: TenantByName :one
-SELECT name, database_name, created_at FROM t_tenants WHERE name = ?
+SELECT t.name, t.database_name, t.created_at, COALESCE(s.dsn, '') AS dsn
+FROM t_tenants t LEFT JOIN t_tenant_servers s ON s.name = t.name
+WHERE t.name = ?
 `
 
-func (q *Queries) TenantByName(ctx context.Context, name string) (TTenant, error) {
+type TenantByNameRow struct {
+	Name         string
+	DatabaseName string
+	CreatedAt    time.Time
+	Dsn          string
+}
+
+func (q *Queries) TenantByName(ctx context.Context, name string) (TenantByNameRow, error) {
 	row := q.db.QueryRowContext(ctx, tenantByName, name)
-	var i TTenant
-	err := row.Scan(&i.Name, &i.DatabaseName, &i.CreatedAt)
+	var i TenantByNameRow
+	err := row.Scan(
+		&i.Name,
+		&i.DatabaseName,
+		&i.CreatedAt,
+		&i.Dsn,
+	)
 	return i, err
 }

@@ -1,0 +1,118 @@
+package redis
+
+import (
+	"context"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// tenantKeys calls every key builder of Keys once, with arguments that would break a naive
+// hash tag (braces, colons). A new builder must be listed here, or TestKeysCoverEveryBuilder
+// fails: that keeps TestTenantKeysShareOneSlot honest as keys are added.
+var tenantKeys = map[string]func(Keys) string{
+	"ActiveMonth":         Keys.ActiveMonth,
+	"ReadyMonths":         Keys.ReadyMonths,
+	"Seq":                 func(k Keys) string { return k.Seq("grp_1") },
+	"Idem":                func(k Keys) string { return k.Idem("p2p_1_2", 1, "x{other}:y") },
+	"Route":               func(k Keys) string { return k.Route("grp_1") },
+	"RouteMeta":           func(k Keys) string { return k.RouteMeta("grp_1") },
+	"HotMessages":         func(k Keys) string { return k.HotMessages("grp_1") },
+	"DeliverQueue":        Keys.DeliverQueue,
+	"DeliverProcessing":   Keys.DeliverProcessing,
+	"DeliverQueueOf":      func(k Keys) string { return k.DeliverQueueOf(7, 16) },
+	"DeliverProcessingOf": func(k Keys) string { return k.DeliverProcessingOf(7, 16) },
+	"DeliverPartitions":   Keys.DeliverPartitions,
+	"DeliverDead":         Keys.DeliverDead,
+	"DeliverDone":         func(k Keys) string { return k.DeliverDone("{m42}") },
+	"DeliverLists":        func(k Keys) string { return k.DeliverLists("{once}") },
+	"RevokedToken":        func(k Keys) string { return k.RevokedToken("{jti}") },
+	"RevokedUser":         func(k Keys) string { return k.RevokedUser(42) },
+	"DialogUnread":        func(k Keys) string { return k.DialogUnread(42) },
+	"DialogRead":          func(k Keys) string { return k.DialogRead(42) },
+	"DialogUnreadCount":   func(k Keys) string { return k.DialogUnreadCount(42) },
+	"DialogMuted":         func(k Keys) string { return k.DialogMuted(42) },
+	"DialogPinned":        func(k Keys) string { return k.DialogPinned(42) },
+	"DialogPreview":       func(k Keys) string { return k.DialogPreview(7) },
+	"DialogBuilt":         func(k Keys) string { return k.DialogBuilt(42) },
+	"RouteRepair":         Keys.RouteRepair,
+	"RouteRepairVersion":  Keys.RouteRepairVersion,
+	"RoutesBuilt":         Keys.RoutesBuilt,
+	"Compensation":        Keys.Compensation,
+	"CompensationIDs":     Keys.CompensationIDs,
+	"Lock":                func(k Keys) string { return k.Lock("{shard}") },
+}
+
+func TestKeysCoverEveryBuilder(t *testing.T) {
+	typ := reflect.TypeFor[Keys]()
+	for i := range typ.NumMethod() {
+		if name := typ.Method(i).Name; tenantKeys[name] == nil {
+			t.Errorf("Keys.%s is not in tenantKeys: list it so its slot is checked", name)
+		}
+	}
+}
+
+// TestTenantKeysShareOneSlot: Redis Cluster runs a multi-key script or transaction only when
+// all its keys hash to one slot, so every key of a tenant must (DESIGN §3: the {tenant} tag).
+func TestTenantKeysShareOneSlot(t *testing.T) {
+	k, err := KeysOf("acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := keySlot("acme")
+	names := slices.Sorted(maps.Keys(tenantKeys))
+	for _, name := range names {
+		key := tenantKeys[name](k)
+		if got := keySlot(key); got != want {
+			t.Errorf("Keys.%s = %q: slot %d; want the tenant's %d", name, key, got, want)
+		}
+	}
+	// The cluster's own CLUSTER KEYSLOT agrees, when services.sh started one.
+	if !cluster.configured() {
+		return
+	}
+	c := cluster.client(t)
+	for _, name := range names {
+		key := tenantKeys[name](k)
+		got, err := c.Do(context.Background(), c.B().ClusterKeyslot().Key(key).Build()).AsInt64()
+		if err != nil {
+			t.Fatalf("CLUSTER KEYSLOT %s: %v", key, err)
+		}
+		if got != int64(want) {
+			t.Errorf("CLUSTER KEYSLOT %q = %d; want %d", key, got, want)
+		}
+	}
+}
+
+func TestKeySlotMatchesRedis(t *testing.T) {
+	// Vectors from the Redis Cluster specification and CLUSTER KEYSLOT.
+	for key, want := range map[string]uint16{"123456789": 0x31C3 % 16384, "foo": 12182, "{user1000}.following": 3443, "{user1000}.followers": 3443, "foo{}{bar}": 8363} {
+		if got := keySlot(key); got != want {
+			t.Errorf("keySlot(%q) = %d; want %d", key, got, want)
+		}
+	}
+}
+
+// keySlot is Redis Cluster's HASH_SLOT: CRC16 (XMODEM) of the key's hash tag — the part
+// between the first '{' and the next '}', when not empty — or of the whole key, mod 16384.
+func keySlot(key string) uint16 {
+	if open := strings.IndexByte(key, '{'); open >= 0 {
+		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
+			key = key[open+1 : open+1+end]
+		}
+	}
+	var crc uint16
+	for i := 0; i < len(key); i++ {
+		crc ^= uint16(key[i]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc % 16384
+}
