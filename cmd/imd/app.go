@@ -22,7 +22,6 @@ import (
 	"github.com/imdhq/imd/core/admin"
 	"github.com/imdhq/imd/core/archivereader"
 	"github.com/imdhq/imd/core/conversation"
-	"github.com/imdhq/imd/core/deliver"
 	"github.com/imdhq/imd/core/directory"
 	"github.com/imdhq/imd/core/history"
 	"github.com/imdhq/imd/core/inbox"
@@ -52,9 +51,10 @@ func Options(cfg config.Config, log *slog.Logger) fx.Option {
 		Core(),
 		Archive(),
 		Migration(cfg),
+		Runtime(),
 		Transports(),
 		Observe(),
-		fx.Invoke(runTenants),
+		fx.Invoke(refreshTenants),
 	)
 }
 
@@ -112,7 +112,7 @@ func Adapters(cfg config.Config) fx.Option {
 			func() ports.Clock { return systemClock{} },
 			readiness,
 		),
-		fx.Invoke(manageStorage),
+		fx.Invoke(closeStorage),
 	)
 }
 
@@ -140,32 +140,10 @@ func openRedis(lc fx.Lifecycle, cfg config.Config) (rueidis.Client, error) {
 	return c, nil
 }
 
-// manageStorage provisions every tenant database (schema migrations) at start and closes the
-// writers, then the pools, at stop.
-func manageStorage(lc fx.Lifecycle, cfg config.Config, cluster *mysql.Cluster, store *mysql.MessageStore,
-	shards *mysql.ShardStore, ids *snowflake.Generator, log *slog.Logger) {
-	lc.Append(fx.Hook{
-		OnStart: func(ctx context.Context) error {
-			for _, t := range cfg.Tenants {
-				if err := cluster.Provision(ctx, t.Name, t.DatabaseName()); err != nil {
-					return fmt.Errorf("provision tenant %s: %w", t.Name, err)
-				}
-				// Refuse to issue ids that would sort before stored ones (DESIGN §1).
-				last, err := shards.MaxMessageID(ctx, t.Name)
-				if err != nil {
-					return fmt.Errorf("newest msg_id of %s: %w", t.Name, err)
-				}
-				if err := ids.CheckClock(last); err != nil {
-					return fmt.Errorf("tenant %s: %w", t.Name, err)
-				}
-				log.Info("tenant ready", "tenant", t.Name, "database", t.DatabaseName())
-			}
-			return nil
-		},
-		OnStop: func(context.Context) error {
-			return cluster.Close()
-		},
-	})
+// closeStorage closes the writers, then the pools, at stop; the runtime readies each tenant's
+// database at start.
+func closeStorage(lc fx.Lifecycle, cluster *mysql.Cluster, store *mysql.MessageStore) {
+	lc.Append(fx.StopHook(cluster.Close))
 	lc.Append(fx.StopHook(store.Close))
 }
 
@@ -347,9 +325,9 @@ func newModify(p modifyParams) *modify.Service {
 	})
 }
 
-// Transports builds the TCP and HTTP listeners and the background workers, and registers their
-// start/stop in seed 003 §18 order: shards ready → requeue + deliver workers → HTTP → TCP →
-// ready. Stop runs backwards: not ready → TCP drained → HTTP → workers finish their job.
+// Transports builds the TCP and HTTP listeners and registers their start/stop in seed 003
+// §18 order, after the runtime started the tenants' loops: HTTP → TCP → ready. Stop runs
+// backwards: not ready → TCP drained → HTTP, then the runtime stops the loops.
 func Transports() fx.Option {
 	return fx.Options(
 		fx.Provide(
@@ -357,7 +335,6 @@ func Transports() fx.Option {
 			func(s *tcpserver.Server) ports.Pusher { return s },
 			func() *latePusher { return &latePusher{} },
 			func(l *latePusher) ports.DevicePusher { return l },
-			newDeliver,
 			newHTTP,
 		),
 		fx.Invoke(bindPusher, recordUnacked, runServer),
@@ -435,55 +412,14 @@ func newHTTP(cfg config.Config, a *admin.Service, h *history.Service, in *inbox.
 
 type serverParams struct {
 	fx.In
-	LC      fx.Lifecycle
-	Cfg     config.Config
-	Manager *shardmanager.Manager
-	Repair  *routerepair.Service
-	Workers *deliver.Workers
-	HTTP    *httpapi.Server
-	TCP     *tcpserver.Server
-	Tenants *tenants.Registry
-	Log     *slog.Logger
-	Exit    fx.Shutdowner
+	LC   fx.Lifecycle
+	HTTP *httpapi.Server
+	TCP  *tcpserver.Server
+	Log  *slog.Logger
+	Exit fx.Shutdowner
 }
 
 func runServer(p serverParams) {
-	// The registry's tenants: the provisioned ones are loaded at start, so read them then.
-	var tenants []string
-	var stopShards context.CancelFunc
-	shardsDone, repairDone := make(chan struct{}), make(chan struct{})
-	p.LC.Append(fx.Hook{
-		OnStart: func(ctx context.Context) error {
-			tenants = p.Tenants.Names()
-			for _, t := range tenants {
-				if err := p.Manager.Ensure(ctx, t); err != nil {
-					return fmt.Errorf("month tables of %s: %w", t, err)
-				}
-			}
-			var runCtx context.Context
-			runCtx, stopShards = context.WithCancel(context.Background())
-			go func() {
-				defer close(shardsDone)
-				p.Manager.Run(runCtx, tenants, p.Cfg.Shard.CheckInterval)
-			}()
-			// Route repairs, the tenant-wide rebuild when Redis lost the routes, reconciliation.
-			go func() {
-				defer close(repairDone)
-				p.Repair.Run(runCtx, tenants)
-			}()
-			return nil
-		},
-		OnStop: func(context.Context) error {
-			stopShards()
-			<-shardsDone
-			<-repairDone
-			return nil
-		},
-	})
-	p.LC.Append(fx.Hook{
-		OnStart: func(ctx context.Context) error { return p.Workers.Start(ctx, tenants) },
-		OnStop:  p.Workers.Stop,
-	})
 	p.LC.Append(fx.Hook{OnStart: p.HTTP.Start, OnStop: p.HTTP.Stop})
 	p.LC.Append(fx.Hook{OnStart: p.TCP.Start, OnStop: p.TCP.Stop})
 	// A frame listener that stopped accepting ends the process (exit 1) for its supervisor to

@@ -29,7 +29,6 @@ import (
 	"github.com/imdhq/imd/core/retention"
 	"github.com/imdhq/imd/core/routerepair"
 	"github.com/imdhq/imd/core/shardmanager"
-	"github.com/imdhq/imd/core/tenants"
 	"github.com/imdhq/imd/ports"
 )
 
@@ -60,7 +59,7 @@ func Archive() fx.Option {
 		fx.Decorate(func(e ports.MessageEditor, st *archivereader.States) ports.MessageEditor {
 			return archivereader.NewEditor(e, st)
 		}),
-		fx.Invoke(runArchive),
+		fx.Invoke(func(lc fx.Lifecycle, js *jobs.Jobs) { lc.Append(fx.StopHook(js.Close)) }), // running jobs are cancelled
 	)
 }
 
@@ -199,36 +198,4 @@ func newArchiveHTTP(p archiveHTTPParams) archiveHTTP {
 			Replies:   replies.New(p.History, p.Hidden),
 		},
 	}
-}
-
-// runArchive starts the index feed before the transports and stops it after them, so every
-// committed message reaches the queue; running jobs are cancelled at stop; the retention
-// policies run on their interval when one is set.
-func runArchive(lc fx.Lifecycle, cfg config.Config, x *longsearch.Indexer, js *jobs.Jobs, r *retention.Service, reg *tenants.Registry) {
-	lc.Append(fx.Hook{
-		OnStart: func(context.Context) error { x.Start(); return nil },
-		OnStop:  func(context.Context) error { x.Stop(); return nil },
-	})
-	lc.Append(fx.StopHook(js.Close))
-	if cfg.Archive.RetentionInterval <= 0 {
-		return
-	}
-	var cancel context.CancelFunc
-	done := make(chan struct{})
-	lc.Append(fx.Hook{
-		OnStart: func(context.Context) error {
-			var ctx context.Context
-			ctx, cancel = context.WithCancel(context.Background())
-			go func() {
-				defer close(done)
-				r.RunEvery(ctx, reg.Names, cfg.Archive.RetentionInterval)
-			}()
-			return nil
-		},
-		OnStop: func(context.Context) error {
-			cancel()
-			<-done
-			return nil
-		},
-	})
 }

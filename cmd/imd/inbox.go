@@ -105,33 +105,13 @@ func newMissed(m *inbox.Mailer, met ports.Metrics, log *slog.Logger) *deliver.Mi
 	return deliver.NewMissed(m, met, log, missedCapacity)
 }
 
-// recordUnacked turns MESSAGE pushes a device never acknowledged into MISSED_MESSAGE rows. It
-// must be invoked before runServer: the recorder then starts before the TCP listener and stops
-// after it, whose shutdown gives up every push still in flight.
-func recordUnacked(lc fx.Lifecycle, tcp *tcpserver.Server, missed *deliver.Missed) {
+// recordUnacked turns MESSAGE pushes a device never acknowledged into MISSED_MESSAGE rows
+// (the runtime's missed_pushes loop writes them).
+func recordUnacked(tcp *tcpserver.Server, missed *deliver.Missed) {
 	tcp.SetPushUnacked(func(u session.Unacked) {
 		if u.Message != nil {
 			missed.Record(u.Tenant, u.User, u.Device, *u.Message)
 		}
-	})
-	var cancel context.CancelFunc
-	done := make(chan struct{})
-	lc.Append(fx.Hook{
-		OnStart: func(context.Context) error {
-			var ctx context.Context
-			ctx, cancel = context.WithCancel(context.Background())
-			go func() { defer close(done); missed.Run(ctx) }()
-			return nil
-		},
-		OnStop: func(ctx context.Context) error {
-			cancel()
-			select {
-			case <-done:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		},
 	})
 }
 

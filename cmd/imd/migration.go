@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"log/slog"
 
 	"go.uber.org/fx"
@@ -12,7 +11,6 @@ import (
 	"github.com/imdhq/imd/core/dualread"
 	"github.com/imdhq/imd/core/migration"
 	"github.com/imdhq/imd/core/routerepair"
-	"github.com/imdhq/imd/core/tenants"
 	"github.com/imdhq/imd/ports"
 )
 
@@ -22,7 +20,6 @@ import (
 func Migration(cfg config.Config) fx.Option {
 	opts := []fx.Option{
 		fx.Provide(mysql.NewLegacy, mysql.NewMigrations, newMigration),
-		fx.Invoke(runMigration),
 	}
 	if cfg.Migration.DualRead {
 		opts = append(opts,
@@ -87,31 +84,4 @@ func newMigration(p migrationParams) *migration.Service {
 			Store: p.Jobs, Shards: p.Shards, Months: p.Months, Seq: p.Seq, Routes: p.Repair,
 			Metrics: p.Metrics, Counters: p.Metrics, IDs: p.IDs, Clock: p.Clock, Log: p.Log, DualRead: c.DualRead,
 		})
-}
-
-// runMigration supervises the tenants' jobs from start to stop: a job a killed process left
-// copying is picked up again here.
-func runMigration(lc fx.Lifecycle, svc *migration.Service, reg *tenants.Registry) {
-	var stop context.CancelFunc
-	done := make(chan struct{})
-	lc.Append(fx.Hook{
-		OnStart: func(context.Context) error {
-			var ctx context.Context
-			ctx, stop = context.WithCancel(context.Background())
-			go func() {
-				defer close(done)
-				svc.Run(ctx, reg.Names)
-			}()
-			return nil
-		},
-		OnStop: func(ctx context.Context) error {
-			stop()
-			select {
-			case <-done:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		},
-	})
 }
