@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/imdhq/imd/adapters/tcp/proxyhdr"
+	"github.com/imdhq/imd/adapters/protocol/proxyhdr"
 )
 
 const unixPrefix = "unix:"
