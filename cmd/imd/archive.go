@@ -5,16 +5,10 @@ import (
 	"errors"
 	"log/slog"
 
-	"github.com/redis/rueidis"
 	"go.uber.org/fx"
 
-	"github.com/imdhq/imd/adapters/bleveindex"
-	"github.com/imdhq/imd/adapters/blobfs"
 	"github.com/imdhq/imd/adapters/config"
 	httpapi "github.com/imdhq/imd/adapters/http"
-	"github.com/imdhq/imd/adapters/mysql"
-	redisadapter "github.com/imdhq/imd/adapters/redis"
-	"github.com/imdhq/imd/adapters/s3blob"
 	"github.com/imdhq/imd/core/archiver"
 	"github.com/imdhq/imd/core/archivereader"
 	"github.com/imdhq/imd/core/conversation"
@@ -38,13 +32,9 @@ import (
 func Archive() fx.Option {
 	return fx.Options(
 		fx.Provide(
-			newBlobStore,
-			func(c *mysql.Cluster) *mysql.MonthRows { return mysql.NewMonthRows(c) },
-			func(c *mysql.Cluster) *mysql.References { return mysql.NewReferences(c) },
 			newArchiveReader,
 			newArchiveStates,
 			newArchivedStore,
-			newSearchIndex,
 			newIndexer,
 			newGroupFiles,
 			newArchiver,
@@ -63,23 +53,6 @@ func Archive() fx.Option {
 	)
 }
 
-// newBlobStore is the archive's home: a local directory (default) or an S3-compatible bucket.
-func newBlobStore(cfg config.Config) (ports.BlobStore, error) {
-	a := cfg.Archive
-	if a.Store == "s3" {
-		return s3blob.New(s3Config(a.S3))
-	}
-	return blobfs.New(a.Dir)
-}
-
-// s3Config is one bucket of the config (archive or uploads) as the S3 adapter takes it.
-func s3Config(b config.S3Bucket) s3blob.Config {
-	return s3blob.Config{
-		Endpoint: b.Endpoint, Region: b.Region, Bucket: b.Bucket, AccessKey: b.AccessKey,
-		SecretKey: b.SecretKey, Prefix: b.Prefix, PathStyle: b.PathStyle, PublicEndpoint: b.PublicEndpoint,
-	}
-}
-
 func newArchiveReader(cfg config.Config, b ports.BlobStore, h ports.HiddenRanges, m ports.Metrics) *archivereader.Reader {
 	return archivereader.NewReader(archivereader.Config{Manifests: cfg.Archive.ManifestCache, Chunks: cfg.Archive.ChunkCache}, b, h, m)
 }
@@ -94,23 +67,14 @@ func newArchivedStore(s ports.MessageStore, search ports.MessageSearch, r *archi
 	return archivereader.NewStore(s, search, r, st)
 }
 
-func newSearchIndex(lc fx.Lifecycle, cfg config.Config) (*bleveindex.Index, error) {
-	x, err := bleveindex.New(cfg.Search.Dir)
-	if err != nil {
-		return nil, err
-	}
-	lc.Append(fx.StopHook(x.Close))
-	return x, nil
-}
-
-func newIndexer(cfg config.Config, x *bleveindex.Index, h *history.Service, m ports.Metrics, log *slog.Logger) *longsearch.Indexer {
+func newIndexer(cfg config.Config, x ports.SearchIndex, h *history.Service, m ports.Metrics, log *slog.Logger) *longsearch.Indexer {
 	fetch := func(ctx context.Context, tenant, topic string, seq int64) (message.Message, error) {
 		return h.Get(ctx, tenant, 0, topic, seq)
 	}
 	return longsearch.NewIndexer(longsearch.IndexerConfig{Queue: cfg.Search.Queue}, x, fetch, m, log)
 }
 
-func newGroupFiles(refs *mysql.References, r *conversation.Resolver, h ports.HiddenRanges, m ports.Metrics, log *slog.Logger) *groupfiles.Service {
+func newGroupFiles(refs ports.GroupFiles, r *conversation.Resolver, h ports.HiddenRanges, m ports.Metrics, log *slog.Logger) *groupfiles.Service {
 	return groupfiles.New(groupfiles.Deps{Files: refs, Resolver: r, Hidden: h, Metrics: m, Log: log})
 }
 
@@ -119,17 +83,19 @@ type archiverParams struct {
 	Cfg     config.Config
 	Shards  ports.ShardStore
 	Manager *shardmanager.Manager
-	Rows    *mysql.MonthRows
+	Rows    ports.MonthRows
+	Purged  ports.MonthCatalog
 	Mirror  ports.RouteMirror
 	Store   ports.MessageStore
 	Blobs   ports.BlobStore
 	Reader  *archivereader.Reader
 	States  *archivereader.States
-	Redis   rueidis.Client
+	Routes  ports.RoutePurger
 	Queue   ports.DeliverQueue
 	Repair  *routerepair.Service
-	Refs    *mysql.References
-	Index   *bleveindex.Index
+	Refs    ports.References
+	Files   ports.GroupFiles
+	Index   ports.SearchIndex
 	Months  ports.MonthState
 	Locks   ports.Locks
 	Clock   ports.Clock
@@ -146,12 +112,12 @@ func newArchiver(p archiverParams) (*archiver.Service, error) {
 	return archiver.New(archiver.Config{ChunkRows: p.Cfg.Archive.ChunkRows, AheadMonths: shardmanager.DefaultAheadMonths}, archiver.Deps{
 		Catalog: p.Shards, Manager: p.Manager, Rows: p.Rows, Mirror: p.Mirror, Store: p.Store, Blobs: p.Blobs,
 		Reader: p.Reader, States: p.States, Deliveries: backlog, Repairs: p.Repair,
-		References: p.Refs, Purged: p.Rows, Routes: redisadapter.NewRouteCache(p.Redis), Search: p.Index, Files: p.Refs,
+		References: p.Refs, Purged: p.Purged, Routes: p.Routes, Search: p.Index, Files: p.Files,
 		Months: p.Months, Locks: p.Locks, Clock: p.Clock, Metrics: p.Metrics, Log: p.Log,
 	}), nil
 }
 
-func newRetention(cfg config.Config, a *archiver.Service, s ports.ShardStore, rows *mysql.MonthRows, m ports.MonthState, log *slog.Logger) (*retention.Service, error) {
+func newRetention(cfg config.Config, a *archiver.Service, s ports.ShardStore, rows ports.MonthRows, m ports.MonthState, log *slog.Logger) (*retention.Service, error) {
 	policy := func(r config.Retention) retention.Policy {
 		return retention.Policy{KeepOnlineMonths: r.KeepOnlineMonths, PurgeAfterMonths: r.PurgeAfterMonths}
 	}
@@ -172,12 +138,12 @@ type archiveHTTPParams struct {
 	Retention *retention.Service
 	Reindex   *reindex.Service
 	Jobs      *jobs.Jobs
-	Index     *bleveindex.Index
+	Index     ports.SearchIndex
 	History   *history.Service
 	Resolver  *conversation.Resolver
 	Groups    ports.Groups
 	Hidden    ports.HiddenRanges
-	Refs      *mysql.References
+	Refs      ports.Favorites
 	Files     *groupfiles.Service
 	Clock     ports.Clock
 }

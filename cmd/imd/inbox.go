@@ -7,7 +7,6 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/imdhq/imd/adapters/config"
-	"github.com/imdhq/imd/adapters/push"
 	tcpserver "github.com/imdhq/imd/adapters/tcp/server"
 	"github.com/imdhq/imd/adapters/tcp/server/session"
 	"github.com/imdhq/imd/core/conversation"
@@ -21,20 +20,6 @@ import (
 	"github.com/imdhq/imd/core/read"
 	"github.com/imdhq/imd/ports"
 )
-
-// newPushNotifier is the webhook when one is configured, else Noop. The webhook's queue is
-// flushed at stop, after the deliver workers (which feed it) have stopped.
-func newPushNotifier(lc fx.Lifecycle, cfg config.Config, met ports.Metrics, log *slog.Logger) (ports.PushNotifier, error) {
-	if cfg.Push.Webhook == "" {
-		return push.Noop{}, nil
-	}
-	w, err := push.NewWebhook(push.WebhookConfig{URL: cfg.Push.Webhook, Timeout: cfg.Push.Timeout, Queue: cfg.Push.Queue}, met, log)
-	if err != nil {
-		return nil, err
-	}
-	lc.Append(fx.StopHook(w.Close))
-	return w, nil
-}
 
 type inboxParams struct {
 	fx.In

@@ -10,8 +10,6 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/imdhq/imd/adapters/config"
-	"github.com/imdhq/imd/adapters/mysql"
-	"github.com/imdhq/imd/adapters/snowflake"
 	"github.com/imdhq/imd/core/dailystats"
 	"github.com/imdhq/imd/core/deliver"
 	"github.com/imdhq/imd/core/longsearch"
@@ -50,9 +48,7 @@ func Runtime() fx.Option {
 type runtimeParams struct {
 	fx.In
 	Cfg       config.Config
-	Cluster   *mysql.Cluster
-	Shards    *mysql.ShardStore
-	IDs       *snowflake.Generator
+	Storage   tenantStorage
 	Manager   *shardmanager.Manager
 	Repair    *routerepair.Service
 	Deliver   deliverParams
@@ -114,16 +110,8 @@ func newRuntime(p runtimeParams) (*runtime.Runtime, error) {
 		}},
 	}
 	prepare := func(ctx context.Context, t tenant.Info) error {
-		if err := p.Cluster.Provision(ctx, t.Name, t.Database); err != nil {
-			return fmt.Errorf("provision tenant %s: %w", t.Name, err)
-		}
-		// Refuse to issue ids that would sort before stored ones (DESIGN §1).
-		last, err := p.Shards.MaxMessageID(ctx, t.Name)
-		if err != nil {
-			return fmt.Errorf("newest msg_id of %s: %w", t.Name, err)
-		}
-		if err := p.IDs.CheckClock(last); err != nil {
-			return fmt.Errorf("tenant %s: %w", t.Name, err)
+		if err := p.Storage(ctx, t); err != nil {
+			return err
 		}
 		if err := p.Manager.Ensure(ctx, t.Name); err != nil {
 			return fmt.Errorf("month tables of %s: %w", t.Name, err)
@@ -136,26 +124,20 @@ func newRuntime(p runtimeParams) (*runtime.Runtime, error) {
 	}), nil
 }
 
-// loadTenants opens the tenant registry and readies every tenant it knows, configured and
-// provisioned, before the runtime starts their loops.
-func loadTenants(lc fx.Lifecycle, store *mysql.TenantRegistry, reg *tenants.Registry, rt *runtime.Runtime) {
-	lc.Append(fx.Hook{
-		OnStart: func(ctx context.Context) error {
-			if err := store.Open(ctx); err != nil {
+// loadTenants readies every tenant the registry knows, configured and provisioned, before the
+// runtime starts their loops.
+func loadTenants(lc fx.Lifecycle, reg *tenants.Registry, rt *runtime.Runtime) {
+	lc.Append(fx.StartHook(func(ctx context.Context) error {
+		if err := reg.Load(ctx); err != nil {
+			return err
+		}
+		for _, t := range reg.List() {
+			if err := rt.Add(ctx, t); err != nil {
 				return err
 			}
-			if err := reg.Load(ctx); err != nil {
-				return err
-			}
-			for _, t := range reg.List() {
-				if err := rt.Add(ctx, t); err != nil {
-					return err
-				}
-			}
-			return nil
-		},
-		OnStop: func(context.Context) error { return store.Close() },
-	})
+		}
+		return nil
+	}))
 }
 
 // refreshTenants runs the registry's refresh, so tenants other nodes provision are served

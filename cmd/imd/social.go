@@ -1,21 +1,13 @@
 package main
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
 	"log/slog"
 	"time"
 
-	"github.com/redis/rueidis"
 	"go.uber.org/fx"
 
 	"github.com/imdhq/imd/adapters/config"
 	httpapi "github.com/imdhq/imd/adapters/http"
-	"github.com/imdhq/imd/adapters/jwt"
-	"github.com/imdhq/imd/adapters/localfs"
-	"github.com/imdhq/imd/adapters/mysql"
-	redisadapter "github.com/imdhq/imd/adapters/redis"
-	"github.com/imdhq/imd/adapters/s3blob"
 	"github.com/imdhq/imd/core/admin"
 	"github.com/imdhq/imd/core/authn"
 	"github.com/imdhq/imd/core/conversation"
@@ -40,24 +32,8 @@ import (
 func Social() fx.Option {
 	return fx.Options(
 		fx.Provide(
-			func(c *mysql.Cluster) ports.Profiles { return mysql.NewDirectory(c) },
-			func(c *mysql.Cluster) ports.Friends { return mysql.NewDirectory(c) },
-			func(c *mysql.Cluster) ports.Blocks { return mysql.NewDirectory(c) },
-			func(c *mysql.Cluster) ports.Groups { return mysql.NewDirectory(c) },
-			func(c *mysql.Cluster) ports.SendRules { return mysql.NewDirectory(c) },
-			func(c *mysql.Cluster) ports.Reports { return mysql.NewReports(c) },
-			func(c *mysql.Cluster) *mysql.Summaries { return mysql.NewSummaries(c) },
-			func(s *mysql.Summaries) ports.Summaries { return s },
-			func(c rueidis.Client) ports.DialogRemover { return redisadapter.NewDialogStore(c) },
 			newDailyStats,
 			fx.Annotate(func(c *dailystats.Counter) ports.CommitListener { return c }, fx.ResultTags(`group:"commit_listeners"`)),
-			func(c *mysql.Cluster, cfg config.Config) *mysql.TenantRegistry {
-				return mysql.NewTenantRegistry(c, cfg.Registry.Database)
-			},
-			func(c *mysql.Cluster) ports.TokenRevocations { return mysql.NewRevocations(c) },
-			func(c rueidis.Client) ports.RevocationCache { return redisadapter.NewRevocationCache(c) },
-			func(cfg config.Config) ports.TokenInspector { return jwt.New([]byte(cfg.TokenSecret)) },
-			newObjectStore,
 			newResolver,
 			newDirectory,
 			newRegistry,
@@ -70,7 +46,7 @@ func Social() fx.Option {
 	)
 }
 
-func newDailyStats(s *mysql.Summaries, log *slog.Logger) *dailystats.Counter {
+func newDailyStats(s ports.DailyCounter, log *slog.Logger) *dailystats.Counter {
 	return dailystats.New(s, log)
 }
 
@@ -121,7 +97,7 @@ func newDirectory(p directoryParams) *directory.Service {
 	return directory.New(d)
 }
 
-func newRegistry(cfg config.Config, store *mysql.TenantRegistry, rt *runtime.Runtime, c ports.Clock, log *slog.Logger) (*tenants.Registry, error) {
+func newRegistry(cfg config.Config, store ports.TenantStore, rt *runtime.Runtime, c ports.Clock, log *slog.Logger) (*tenants.Registry, error) {
 	configured := make([]tenant.Info, len(cfg.Tenants))
 	for i, t := range cfg.Tenants {
 		configured[i] = tenant.Info{Name: t.Name, Database: t.DatabaseName()}
@@ -138,39 +114,6 @@ func newAuthn(i ports.TokenInspector, r ports.TokenRevocations, cache ports.Revo
 	return authn.New(authn.Deps{
 		Tokens: i, Revocations: r, Cache: cache, CacheTTL: revocationCacheTTL, Tenants: reg.Known, Clock: c,
 	}, admin.MaxTokenTTL)
-}
-
-// mediaStores are where uploads go: the presigner of upload and download URLs, and the
-// /files/ handler of the HTTP listener when the store is the local directory (nil for S3).
-type mediaStores struct {
-	signer ports.ObjectStore
-	files  httpapi.FileStore
-}
-
-// newObjectStore is the uploads store: an S3-compatible bucket, or the local directory
-// (default) whose URL secret is derived from the token secret unless configured, so a dev
-// setup needs no extra key.
-func newObjectStore(cfg config.Config) (mediaStores, error) {
-	u := cfg.Uploads
-	if u.Store == "s3" {
-		s, err := s3blob.New(s3Config(u.S3))
-		return mediaStores{signer: s}, err
-	}
-	secret := []byte(u.Secret)
-	if len(secret) == 0 {
-		m := hmac.New(sha256.New, []byte(cfg.TokenSecret))
-		m.Write([]byte("imd uploads"))
-		secret = m.Sum(nil)
-	}
-	base := u.BaseURL
-	if base == "" {
-		base = "http://" + cfg.HTTP.Addr
-	}
-	s, err := localfs.New(localfs.Config{Dir: u.Dir, BaseURL: base, Secret: secret})
-	if err != nil {
-		return mediaStores{}, err
-	}
-	return mediaStores{signer: s, files: s}, nil
 }
 
 func newUploads(cfg config.Config, m mediaStores, c ports.Clock) *uploads.Service {
