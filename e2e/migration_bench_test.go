@@ -33,7 +33,7 @@ func BenchmarkShard12Migration1M(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	genStart := time.Now()
-	sum, err := legacygen.Generate(ctx, srv.TenantDB(), legacygen.Spec{Rows: rows, Groups: 2000, Pairs: 500})
+	sum, err := legacygen.Generate(ctx, srv.TenantDB(), legacygen.Spec{Rows: rows, Groups: 2000, Pairs: 500, IDs: legacyIDs(b)})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/imdhq/imd/adapters/client"
 	"github.com/imdhq/imd/adapters/mysql/legacygen"
 	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/adapters/snowflake"
 	"github.com/imdhq/imd/cmd/imctl/adminapi"
 )
 
@@ -59,6 +60,7 @@ func newLegacyTenant(t testing.TB, env map[string]string, spec legacygen.Spec) *
 	t.Helper()
 	srv := Start(t, Options{Env: env})
 	ctx := context.Background()
+	spec.IDs = legacyIDs(t)
 	sum, err := legacygen.Generate(ctx, srv.TenantDB(), spec)
 	if err != nil {
 		t.Fatal(err)
@@ -475,4 +477,14 @@ func TestShard12MigrationKillMidCopyRerunAndCorruption(t *testing.T) {
 	if _, err := lt.admin.MigrationCommand(ctx, "finish"); adminapi.CodeOf(err) != 40901 {
 		t.Fatalf("finish after a mismatch: %v", err)
 	}
+}
+
+// legacyIDs composes the legacy rows' msg_ids the way the server's snowflake adapter reads them.
+func legacyIDs(t testing.TB) *snowflake.Generator {
+	t.Helper()
+	ids, err := snowflake.New(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ids
 }

@@ -19,8 +19,8 @@ import (
 	"github.com/imdhq/imd/adapters/client"
 	"github.com/imdhq/imd/adapters/protocol"
 	"github.com/imdhq/imd/adapters/protocol/frame"
-	"github.com/imdhq/imd/adapters/tcp/proxyhdr"
-	"github.com/imdhq/imd/adapters/tcp/tlstest"
+	"github.com/imdhq/imd/adapters/protocol/proxyhdr"
+	"github.com/imdhq/imd/adapters/protocol/tlstest"
 )
 
 // startNativeIMD runs imd in tcp.tls: native with proxy_protocol: true and the im certificate

@@ -21,8 +21,8 @@ import (
 
 	"github.com/imdhq/imd/adapters/client"
 	"github.com/imdhq/imd/adapters/protocol"
-	"github.com/imdhq/imd/adapters/tcp/proxyhdr"
-	"github.com/imdhq/imd/adapters/tcp/tlstest"
+	"github.com/imdhq/imd/adapters/protocol/proxyhdr"
+	"github.com/imdhq/imd/adapters/protocol/tlstest"
 )
 
 // The client side of these tests binds 127.0.0.2 (and 127.0.0.3): any 127/8 address is

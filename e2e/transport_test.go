@@ -22,7 +22,7 @@ import (
 	"github.com/imdhq/imd/adapters/client"
 	"github.com/imdhq/imd/adapters/protocol"
 	"github.com/imdhq/imd/adapters/protocol/frame"
-	"github.com/imdhq/imd/adapters/tcp/tlstest"
+	"github.com/imdhq/imd/adapters/protocol/tlstest"
 )
 
 // transportServerName is the SNI the transport tests' certificate is for.

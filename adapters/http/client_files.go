@@ -11,13 +11,12 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/imdhq/imd/adapters/localfs"
 	"github.com/imdhq/imd/core/apperr"
 	"github.com/imdhq/imd/core/uploads"
 )
 
 // FileStore is the local-filesystem object store behind the /files/ routes: it checks the
-// signed URL of each request itself.
+// signed URL of each request itself, and its errors carry their contract code (core/apperr).
 type FileStore interface {
 	Put(key string, q url.Values, contentType string, body io.Reader) error
 	Open(key string, q url.Values) (*os.File, error)
@@ -122,15 +121,15 @@ func (s *Server) getFile(c echo.Context) error {
 	return nil
 }
 
+// fileError answers the store's own coded errors (a bad signature, a missing object) as they
+// are; anything else failed the store.
 func fileError(err error) error {
 	var tooLarge *http.MaxBytesError
 	switch {
-	case errors.Is(err, localfs.ErrBadSignature), errors.Is(err, localfs.ErrExpired):
-		return apperr.Wrap(apperr.Forbidden, "invalid or expired signature", err)
-	case errors.Is(err, localfs.ErrBadKey), errors.Is(err, localfs.ErrNotFound):
-		return apperr.Wrap(apperr.NotFound, "no such object", err)
-	case errors.Is(err, localfs.ErrTooLarge), errors.As(err, &tooLarge):
+	case errors.As(err, &tooLarge):
 		return apperr.Wrap(apperr.TooLarge, "object larger than signed", err)
+	case apperr.CodeOf(err) != apperr.Internal:
+		return err
 	}
 	return apperr.Wrap(apperr.Internal, "object store failed", err)
 }

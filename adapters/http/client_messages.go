@@ -198,17 +198,12 @@ func (s *Server) sendUserMessage(c echo.Context) error {
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	addressed := 0
-	for _, set := range []bool{req.Topic != "", req.ConversationID != 0, req.ToUser != 0} {
-		if set {
-			addressed++
-		}
-	}
-	if addressed != 1 {
-		return apperr.New(apperr.InvalidArgument, "exactly one of topic, conversation_id and to_user is required")
-	}
 	who := caller(c)
-	res, err := s.d.Social.Send.Send(c.Request().Context(), req.SendRequest(who.Tenant, who.UserID, req.DeviceID))
+	sr, err := req.SendRequest(who.Tenant, who.UserID, req.DeviceID)
+	if err != nil {
+		return err
+	}
+	res, err := s.d.Social.Send.Send(c.Request().Context(), sr)
 	if err != nil {
 		return err
 	}

@@ -190,6 +190,14 @@ func TestClientSendEntersTheDeliverQueue(t *testing.T) {
 	if back["seq"] != 2.0 || back["conversation_id"] != ack["conversation_id"] {
 		t.Fatalf("reply ack = %v", back)
 	}
+	// PROTOCOL §4: exactly one address, as on the frame listener.
+	for _, body := range []string{
+		`{"client_msg_id":"c5","type":"text","content":{"text":"?"}}`,
+		`{"topic":"p2p_1_2","to_user":1,"client_msg_id":"c5","type":"text","content":{"text":"?"}}`,
+		`{"topic":"p2p_1_2","conversation_id":` + fmt.Sprint(back["conversation_id"]) + `,"client_msg_id":"c5","type":"text","content":{"text":"?"}}`,
+	} {
+		s.fails(b, "POST", "/api/v1/messages", body, http.StatusBadRequest, apperr.InvalidArgument)
+	}
 	page := s.ok(b, "GET", "/api/v1/topics/p2p_1_2/messages?since=0", "")
 	if msgs := page["messages"].([]any); len(msgs) != 2 || page["has_more"] != false {
 		t.Fatalf("history = %v", page)

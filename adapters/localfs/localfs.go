@@ -18,17 +18,18 @@ import (
 	"strings"
 	"time"
 
+	"github.com/imdhq/imd/core/apperr"
 	"github.com/imdhq/imd/core/uploads"
 	"github.com/imdhq/imd/ports"
 )
 
-// Errors of signed requests; the HTTP side maps them to codes.
+// Errors of signed requests, with the contract code and message the /files/ route answers.
 var (
-	ErrBadSignature = errors.New("localfs: bad or missing signature")
-	ErrExpired      = errors.New("localfs: url expired")
-	ErrBadKey       = errors.New("localfs: invalid key")
-	ErrTooLarge     = errors.New("localfs: object larger than signed")
-	ErrNotFound     = errors.New("localfs: no such object")
+	ErrBadSignature = apperr.Wrap(apperr.Forbidden, "invalid or expired signature", errors.New("localfs: bad or missing signature"))
+	ErrExpired      = apperr.Wrap(apperr.Forbidden, "invalid or expired signature", errors.New("localfs: url expired"))
+	ErrBadKey       = apperr.Wrap(apperr.NotFound, "no such object", errors.New("localfs: invalid key"))
+	ErrTooLarge     = apperr.Wrap(apperr.TooLarge, "object larger than signed", errors.New("localfs: object larger than signed"))
+	ErrNotFound     = apperr.Wrap(apperr.NotFound, "no such object", errors.New("localfs: no such object"))
 )
 
 // Config of the store.

@@ -31,3 +31,9 @@ func (g *IDs) NextID() (int64, error) {
 
 // TimeOf returns the time an id was issued.
 func (g *IDs) TimeOf(id int64) time.Time { return time.UnixMilli(id >> 22).UTC() }
+
+// Compose builds the id issued at t with sequence and machine id in the low 22 bits, so TimeOf
+// round-trips it like the snowflake adapter's (test data of an earlier deployment).
+func (g *IDs) Compose(t time.Time, sequence, machineID int) (int64, error) {
+	return t.UnixMilli()<<22 | int64(sequence&0xfff)<<10 | int64(machineID&0x3ff), nil
+}

@@ -733,3 +733,11 @@ func (l *Legacy) Lease(_ context.Context, tenant string) (func(), bool, error) {
 		l.mu.Unlock()
 	}, true, nil
 }
+
+// Leased reports whether a runner holds the tenant's lease: tests wait for it to drop, the
+// event of a runner that has stopped.
+func (l *Legacy) Leased(tenant string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.table(tenant).leased
+}

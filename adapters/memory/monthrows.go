@@ -3,14 +3,12 @@ package memory
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 
 	"github.com/imdhq/imd/core/archive"
 	"github.com/imdhq/imd/core/message"
 	"github.com/imdhq/imd/core/month"
-	"github.com/imdhq/imd/core/topic"
 	"github.com/imdhq/imd/ports"
 )
 
@@ -46,7 +44,7 @@ func (s *MonthRows) Rows(_ context.Context, tenant string, m month.Month, topicN
 	msgs = msgs[:min(len(msgs), limit)]
 	out := make([]archive.Record, len(msgs))
 	for i, msg := range msgs {
-		if out[i], err = recordOf(msg); err != nil {
+		if out[i], err = archive.RecordOf(msg); err != nil {
 			return nil, err
 		}
 	}
@@ -123,38 +121,4 @@ func (s *MonthRows) Unregister(_ context.Context, tenant string, m month.Month) 
 	delete(d.catalog, m)
 	delete(d.tables, m)
 	return nil
-}
-
-// recordOf is the row the MySQL store writes for a message.
-func recordOf(m message.Message) (archive.Record, error) {
-	r := archive.Record{
-		MessageID: m.MsgID, Topic: m.Topic, GroupID: m.GroupID, ConversationID: m.ConversationID, Seq: m.Seq,
-		From: m.From, Type: m.Type, Status: string(m.Status), MentionAll: m.MentionAll, AuditStatus: "pass",
-		ContentSize: int32(len(m.Content)), Version: int32(m.Version), CreatedAt: m.CreatedAt, UpdatedAt: m.CreatedAt,
-	}
-	if m.ClientMsgID != "" {
-		r.ClientMsgID = &m.ClientMsgID
-	}
-	if len(m.Content) > 0 {
-		c := string(m.Content)
-		r.Content = &c
-	}
-	if len(m.Mentions) > 0 {
-		b, err := json.Marshal(m.Mentions)
-		if err != nil {
-			return archive.Record{}, fmt.Errorf("encode mentions: %w", err)
-		}
-		s := string(b)
-		r.Mentions = &s
-	}
-	if m.ReplySeq > 0 {
-		r.ReplySeq = &m.ReplySeq
-	}
-	if !m.EditedAt.IsZero() {
-		r.EditedAt = &m.EditedAt
-	}
-	if _, err := topic.Parse(m.Topic); err != nil {
-		return archive.Record{}, err
-	}
-	return r, nil
 }

@@ -98,6 +98,7 @@ func newMigFixture(t testing.TB, spec legacygen.Spec, cfg migration.Config) *mig
 		t.Fatal(err)
 	}
 	spec.End = now.Add(-time.Minute)
+	spec.IDs = memory.NewIDs(wallClock{})
 	var err error
 	if f.gen, err = legacygen.Generate(ctx, f.db, spec); err != nil {
 		t.Fatal(err)

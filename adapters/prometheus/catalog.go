@@ -60,6 +60,9 @@ func catalog() []spec {
 		{name: "group_message_compensation_backlog", kind: gauge, help: "Late writes into sealed months waiting on the compensation list.", labels: []string{"tenant"}},
 		{name: "group_message_hot_cache_write_failed_total", kind: counter, help: "Committed messages the Redis hot cache failed to take (readers fall back to MySQL)."},
 
+		// Background loops (core/runtime): a loop that failed and was restarted after a backoff.
+		{name: "tenant_loop_restarts_total", kind: counter, help: "Background loop failures, each followed by a restart after a backoff, by loop and tenant (empty for a loop over all tenants).", labels: []string{"loop", "tenant"}},
+
 		// Legacy single-table migration (seed 000 §9).
 		{name: "migration_rows_total", kind: counter, help: "Legacy rows handled by the migration's copy batches, by outcome (copied|skipped|failed).", labels: []string{"status"}},
 		{name: "migration_batch_latency", kind: histogram, help: "Seconds per migration copy batch transaction.", buckets: latencyBuckets},

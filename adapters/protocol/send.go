@@ -1,14 +1,28 @@
 package protocol
 
 import (
+	"github.com/imdhq/imd/core/apperr"
 	"github.com/imdhq/imd/core/conversation"
 	"github.com/imdhq/imd/core/message"
 	"github.com/imdhq/imd/core/send"
 )
 
-// SendRequest is the send path's request for this body, from the given user's device (the
-// frame listener's SEND_MESSAGE and the client HTTP API's send take the same path).
-func (r SendMessageRequest) SendRequest(tenant string, from int64, device uint64) send.Request {
+// errAddress refuses a SEND_MESSAGE that names no conversation, or more than one way.
+var errAddress = apperr.New(apperr.InvalidArgument, "exactly one of topic, conversation_id and to_user is required")
+
+// SendRequest is the send path's request for this body, from the given user's device: every
+// transport's SEND takes the same path. It fails with 40001 unless exactly one of topic,
+// conversation_id and to_user addresses the message (PROTOCOL §4).
+func (r SendMessageRequest) SendRequest(tenant string, from int64, device uint64) (send.Request, error) {
+	addressed := 0
+	for _, set := range []bool{r.Topic != "", r.ConversationID != 0, r.ToUser != 0} {
+		if set {
+			addressed++
+		}
+	}
+	if addressed != 1 {
+		return send.Request{}, errAddress
+	}
 	return send.Request{
 		Tenant:     tenant,
 		From:       from,
@@ -23,7 +37,7 @@ func (r SendMessageRequest) SendRequest(tenant string, from int64, device uint64
 			MentionAll:  r.MentionAll,
 			ReplySeq:    r.ReplySeq,
 		},
-	}
+	}, nil
 }
 
 // SendAckOf is the SEND_ACK data of a stored and queued message.

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/imdhq/imd/adapters/mysql/legacygen"
+	"github.com/imdhq/imd/adapters/snowflake"
 	"github.com/imdhq/imd/cmd/imctl/adminapi"
 	"github.com/imdhq/imd/cmd/imctl/progress"
 )
@@ -378,6 +379,9 @@ through the admin API, so members can read their old messages. For tests and tri
 			return err
 		}
 		defer db.Close()
+		if spec.IDs, err = snowflake.New(0); err != nil { // composes, never issues
+			return err
+		}
 		sum, err := legacygen.Generate(cmd.Context(), db, spec)
 		if err != nil {
 			return err

@@ -7,22 +7,14 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/redis/rueidis"
 	"go.uber.org/fx"
 
 	"github.com/imdhq/imd/adapters/config"
 	httpapi "github.com/imdhq/imd/adapters/http"
-	"github.com/imdhq/imd/adapters/jwt"
-	"github.com/imdhq/imd/adapters/mysql"
-	"github.com/imdhq/imd/adapters/prometheus"
-	"github.com/imdhq/imd/adapters/ratelimit"
-	redisadapter "github.com/imdhq/imd/adapters/redis"
-	"github.com/imdhq/imd/adapters/snowflake"
 	tcpserver "github.com/imdhq/imd/adapters/tcp/server"
 	"github.com/imdhq/imd/core/admin"
 	"github.com/imdhq/imd/core/archivereader"
 	"github.com/imdhq/imd/core/conversation"
-	"github.com/imdhq/imd/core/deliver"
 	"github.com/imdhq/imd/core/directory"
 	"github.com/imdhq/imd/core/history"
 	"github.com/imdhq/imd/core/inbox"
@@ -30,6 +22,7 @@ import (
 	"github.com/imdhq/imd/core/membership"
 	"github.com/imdhq/imd/core/migration"
 	"github.com/imdhq/imd/core/modify"
+	"github.com/imdhq/imd/core/ratelimit"
 	"github.com/imdhq/imd/core/read"
 	"github.com/imdhq/imd/core/routerepair"
 	"github.com/imdhq/imd/core/send"
@@ -42,20 +35,24 @@ import (
 // through this node invalidate at once.
 const memberCacheTTL = 5 * time.Second
 
-// Options is the whole application: real adapters around the core, then the transports.
-// Tests replace Adapters with fakes and keep the rest.
+// Options is the whole server: the real adapters, then the application around them.
 func Options(cfg config.Config, log *slog.Logger) fx.Option {
+	return fx.Options(Adapters(cfg), Application(cfg, log))
+}
+
+// Application is the core, the runtime and the transports over the ports; tests assemble it
+// around the memory fakes instead of Adapters (app_test.go).
+func Application(cfg config.Config, log *slog.Logger) fx.Option {
 	return fx.Options(
 		fx.Supply(cfg, log),
-		Adapters(cfg),
 		Social(),
 		Core(),
 		Archive(),
 		Migration(cfg),
+		Runtime(),
 		Transports(),
 		Observe(),
-		SeqHoles(),
-		fx.Invoke(runTenants),
+		fx.Invoke(refreshTenants),
 	)
 }
 
@@ -63,121 +60,6 @@ func Options(cfg config.Config, log *slog.Logger) fx.Option {
 type systemClock struct{}
 
 func (systemClock) Now() time.Time { return time.Now() }
-
-// Adapters provides every port from MySQL, Redis, sonyflake, JWT and Prometheus, and opens
-// and closes them in the start order of seed 003 §18: MySQL, Redis, ID.
-func Adapters(cfg config.Config) fx.Option {
-	return fx.Options(
-		fx.Provide(
-			openMySQL,
-			func(c *mysql.Cluster, m ports.Metrics) *mysql.MessageStore {
-				return mysql.NewMessageStore(c, mysql.MessageStoreOptions{DedupTTL: time.Duration(cfg.Shard.DedupRetentionDays) * 24 * time.Hour, Metrics: m})
-			},
-			fx.Annotate(mysql.NewDirectory, fx.As(new(ports.Directory))),
-			func(c *mysql.Cluster) ports.GroupOwners { return mysql.NewDirectory(c) },
-			newMessageEditor, // migration.go: copy-on-change of legacy messages under dual read
-			func(c *mysql.Cluster) ports.DeleteLog { return mysql.NewDeleteLog(c) },
-			mysql.NewShardStore,
-			func(s *mysql.ShardStore) ports.ShardStore { return s },
-			func(s *mysql.MessageStore) ports.MessageStore { return s },
-			func(s *mysql.MessageStore) ports.QueuedMarks { return s },
-			openRedis,
-			func(c rueidis.Client) ports.SeqAllocator { return redisadapter.NewSeqAllocator(c, 0) },
-			func(c rueidis.Client) ports.MonthState { return redisadapter.NewMonthState(c) },
-			func(c rueidis.Client) ports.RouteCache { return redisadapter.NewRouteCache(c) },
-			func(c rueidis.Client) ports.RouteFiller { return redisadapter.NewRouteCache(c) },
-			func(c rueidis.Client) ports.HotCache {
-				return redisadapter.NewHotCache(c, redisadapter.HotCacheOptions{})
-			},
-			func(s *mysql.MessageStore) ports.MessageSearch { return s },
-			func(c *mysql.Cluster) ports.HiddenRanges { return mysql.NewDeleteLog(c) },
-			func(c rueidis.Client) (ports.DeliverQueue, error) {
-				return redisadapter.NewDeliverQueue(c).WithPartitions(cfg.Deliver.Partitions)
-			},
-			deliverInspector,
-			func(c rueidis.Client) ports.DialogStore { return redisadapter.NewDialogStore(c) },
-			func(c *mysql.Cluster) ports.ReadStore { return mysql.NewReadStore(c) },
-			func(c *mysql.Cluster) ports.Mailbox { return mysql.NewMailbox(c) },
-			func(s *mysql.MessageStore) ports.MessageFinder { return s },
-			newPushNotifier,
-			func(c rueidis.Client) ports.RouteRepairQueue { return redisadapter.NewRepairQueue(c) },
-			func(c rueidis.Client) ports.CompensationList { return redisadapter.NewCompensationList(c) },
-			func(c rueidis.Client) ports.Locks { return redisadapter.NewLocks(c) },
-			func(c *mysql.Cluster) ports.RouteMirror { return mysql.NewRouteMirror(c) },
-			func(c *mysql.Cluster) ports.ShardHousekeeping { return mysql.NewHousekeeping(c) },
-			func() (*snowflake.Generator, error) { return snowflake.New(cfg.NodeID) },
-			func(g *snowflake.Generator) ports.IDGenerator { return g },
-			func() ports.Tokens { return jwt.New([]byte(cfg.TokenSecret)) },
-			prometheus.New,
-			func(m *prometheus.Metrics) ports.Metrics { return m },
-			func() ports.Clock { return systemClock{} },
-			readiness,
-		),
-		fx.Invoke(manageStorage),
-	)
-}
-
-func openMySQL(cfg config.Config) (*mysql.Cluster, error) {
-	certs, err := cfg.MySQL.TLS.Build()
-	if err != nil {
-		return nil, fmt.Errorf("mysql: %w", err)
-	}
-	return mysql.Open(cfg.MySQL.DSN, cfg.MySQL.MaxOpenConns, mysql.WithTLS(certs))
-}
-
-// openRedis connects to Redis; the client closes last but one, after everything using it.
-func openRedis(lc fx.Lifecycle, cfg config.Config) (rueidis.Client, error) {
-	certs, err := cfg.Redis.TLS.Build()
-	if err != nil {
-		return nil, fmt.Errorf("redis: %w", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := redisadapter.Open(ctx, cfg.Redis.Addr, redisadapter.WithAuth(cfg.Redis.Username, cfg.Redis.Password), redisadapter.WithTLS(certs))
-	if err != nil {
-		return nil, fmt.Errorf("redis %s: %w", cfg.Redis.Addr, err)
-	}
-	lc.Append(fx.StopHook(c.Close))
-	return c, nil
-}
-
-// manageStorage provisions every tenant database (schema migrations) at start and closes the
-// writers, then the pools, at stop.
-func manageStorage(lc fx.Lifecycle, cfg config.Config, cluster *mysql.Cluster, store *mysql.MessageStore,
-	shards *mysql.ShardStore, ids *snowflake.Generator, log *slog.Logger) {
-	lc.Append(fx.Hook{
-		OnStart: func(ctx context.Context) error {
-			for _, t := range cfg.Tenants {
-				if err := cluster.Provision(ctx, t.Name, t.DatabaseName(), t.DSN); err != nil {
-					return fmt.Errorf("provision tenant %s: %w", t.Name, err)
-				}
-				// Refuse to issue ids that would sort before stored ones (DESIGN §1).
-				last, err := shards.MaxMessageID(ctx, t.Name)
-				if err != nil {
-					return fmt.Errorf("newest msg_id of %s: %w", t.Name, err)
-				}
-				if err := ids.CheckClock(last); err != nil {
-					return fmt.Errorf("tenant %s: %w", t.Name, err)
-				}
-				log.Info("tenant ready", "tenant", t.Name, "database", t.DatabaseName())
-			}
-			return nil
-		},
-		OnStop: func(context.Context) error {
-			return cluster.Close()
-		},
-	})
-	lc.Append(fx.StopHook(store.Close))
-}
-
-// readyCheck reports whether the dependencies answer, for /readyz.
-type readyCheck func(ctx context.Context) error
-
-func readiness(c rueidis.Client) readyCheck {
-	return func(ctx context.Context) error {
-		return c.Do(ctx, c.B().Ping().Build()).Error()
-	}
-}
 
 // Core builds the use cases over the ports.
 func Core() fx.Option {
@@ -197,6 +79,7 @@ func Core() fx.Option {
 			newMissed,
 			// One per node: the send path and the deliver consumers of this process share it.
 			inflight.New,
+			deliverInspector,
 		),
 	)
 }
@@ -315,7 +198,7 @@ type adminParams struct {
 	Social    *directory.Service
 	Summaries ports.Summaries
 	Tenants   *tenants.Registry
-	Rows      *mysql.MonthRows
+	Rows      ports.MonthRows
 }
 
 func newAdmin(p adminParams) *admin.Service {
@@ -348,9 +231,9 @@ func newModify(p modifyParams) *modify.Service {
 	})
 }
 
-// Transports builds the TCP and HTTP listeners and the background workers, and registers their
-// start/stop in seed 003 §18 order: shards ready → requeue + deliver workers → HTTP → TCP →
-// ready. Stop runs backwards: not ready → TCP drained → HTTP → workers finish their job.
+// Transports builds the TCP and HTTP listeners and registers their start/stop in seed 003
+// §18 order, after the runtime started the tenants' loops: HTTP → TCP → ready. Stop runs
+// backwards: not ready → TCP drained → HTTP, then the runtime stops the loops.
 func Transports() fx.Option {
 	return fx.Options(
 		fx.Provide(
@@ -358,7 +241,6 @@ func Transports() fx.Option {
 			func(s *tcpserver.Server) ports.Pusher { return s },
 			func() *latePusher { return &latePusher{} },
 			func(l *latePusher) ports.DevicePusher { return l },
-			newDeliver,
 			newHTTP,
 		),
 		fx.Invoke(bindPusher, recordUnacked, runServer),
@@ -427,64 +309,23 @@ func deliverInspector(q ports.DeliverQueue) (ports.DeliverInspector, error) {
 	return in, nil
 }
 
-func newHTTP(cfg config.Config, a *admin.Service, h *history.Service, in *inbox.Service, sm *shardmanager.Manager, rr *routerepair.Service, m *prometheus.Metrics, ready readyCheck, tcp *tcpserver.Server, sd httpapi.SocialDeps, ah archiveHTTP, mig *migration.Service, dq ports.DeliverInspector, log *slog.Logger) *httpapi.Server {
+func newHTTP(cfg config.Config, a *admin.Service, h *history.Service, in *inbox.Service, sm *shardmanager.Manager, rr *routerepair.Service, metrics metricsHandler, requests ports.Metrics, ready readyCheck, tcp *tcpserver.Server, sd httpapi.SocialDeps, ah archiveHTTP, mig *migration.Service, dq ports.DeliverInspector, log *slog.Logger) *httpapi.Server {
 	return httpapi.New(httpapi.Config{Addr: cfg.HTTP.Addr, AdminKey: cfg.AdminKey, RateLimits: httpRateLimits(cfg.RateLimit)},
-		httpapi.Deps{Admin: a, History: h, Inbox: in, Metrics: m.Handler(), RequestMetrics: m, Ready: ready, Listeners: []func() error{tcp.Serving},
+		httpapi.Deps{Admin: a, History: h, Inbox: in, Metrics: metrics, RequestMetrics: requests, Ready: ready, Listeners: []func() error{tcp.Serving},
 			Shards: httpapi.ShardOps{Manager: sm, Repair: rr}, Social: sd,
 			Archive: ah.Archive, References: ah.References, Migration: mig, Delivery: dq}, log)
 }
 
 type serverParams struct {
 	fx.In
-	LC      fx.Lifecycle
-	Cfg     config.Config
-	Manager *shardmanager.Manager
-	Repair  *routerepair.Service
-	Workers *deliver.Workers
-	HTTP    *httpapi.Server
-	TCP     *tcpserver.Server
-	Tenants *tenants.Registry
-	Log     *slog.Logger
-	Exit    fx.Shutdowner
+	LC   fx.Lifecycle
+	HTTP *httpapi.Server
+	TCP  *tcpserver.Server
+	Log  *slog.Logger
+	Exit fx.Shutdowner
 }
 
 func runServer(p serverParams) {
-	// The registry's tenants: the provisioned ones are loaded at start, so read them then.
-	var tenants []string
-	var stopShards context.CancelFunc
-	shardsDone, repairDone := make(chan struct{}), make(chan struct{})
-	p.LC.Append(fx.Hook{
-		OnStart: func(ctx context.Context) error {
-			tenants = p.Tenants.Names()
-			for _, t := range tenants {
-				if err := p.Manager.Ensure(ctx, t); err != nil {
-					return fmt.Errorf("month tables of %s: %w", t, err)
-				}
-			}
-			var runCtx context.Context
-			runCtx, stopShards = context.WithCancel(context.Background())
-			go func() {
-				defer close(shardsDone)
-				p.Manager.Run(runCtx, tenants, p.Cfg.Shard.CheckInterval)
-			}()
-			// Route repairs, the tenant-wide rebuild when Redis lost the routes, reconciliation.
-			go func() {
-				defer close(repairDone)
-				p.Repair.Run(runCtx, tenants)
-			}()
-			return nil
-		},
-		OnStop: func(context.Context) error {
-			stopShards()
-			<-shardsDone
-			<-repairDone
-			return nil
-		},
-	})
-	p.LC.Append(fx.Hook{
-		OnStart: func(ctx context.Context) error { return p.Workers.Start(ctx, tenants) },
-		OnStop:  p.Workers.Stop,
-	})
 	p.LC.Append(fx.Hook{OnStart: p.HTTP.Start, OnStop: p.HTTP.Stop})
 	p.LC.Append(fx.Hook{OnStart: p.TCP.Start, OnStop: p.TCP.Stop})
 	// A frame listener that stopped accepting ends the process (exit 1) for its supervisor to

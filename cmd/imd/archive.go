@@ -5,16 +5,10 @@ import (
 	"errors"
 	"log/slog"
 
-	"github.com/redis/rueidis"
 	"go.uber.org/fx"
 
-	"github.com/imdhq/imd/adapters/bleveindex"
-	"github.com/imdhq/imd/adapters/blobfs"
 	"github.com/imdhq/imd/adapters/config"
 	httpapi "github.com/imdhq/imd/adapters/http"
-	"github.com/imdhq/imd/adapters/mysql"
-	redisadapter "github.com/imdhq/imd/adapters/redis"
-	"github.com/imdhq/imd/adapters/s3blob"
 	"github.com/imdhq/imd/core/archiver"
 	"github.com/imdhq/imd/core/archivereader"
 	"github.com/imdhq/imd/core/conversation"
@@ -29,7 +23,6 @@ import (
 	"github.com/imdhq/imd/core/retention"
 	"github.com/imdhq/imd/core/routerepair"
 	"github.com/imdhq/imd/core/shardmanager"
-	"github.com/imdhq/imd/core/tenants"
 	"github.com/imdhq/imd/ports"
 )
 
@@ -39,13 +32,9 @@ import (
 func Archive() fx.Option {
 	return fx.Options(
 		fx.Provide(
-			newBlobStore,
-			func(c *mysql.Cluster) *mysql.MonthRows { return mysql.NewMonthRows(c) },
-			func(c *mysql.Cluster) *mysql.References { return mysql.NewReferences(c) },
 			newArchiveReader,
 			newArchiveStates,
 			newArchivedStore,
-			newSearchIndex,
 			newIndexer,
 			newGroupFiles,
 			newArchiver,
@@ -60,25 +49,8 @@ func Archive() fx.Option {
 		fx.Decorate(func(e ports.MessageEditor, st *archivereader.States) ports.MessageEditor {
 			return archivereader.NewEditor(e, st)
 		}),
-		fx.Invoke(runArchive),
+		fx.Invoke(func(lc fx.Lifecycle, js *jobs.Jobs) { lc.Append(fx.StopHook(js.Close)) }), // running jobs are cancelled
 	)
-}
-
-// newBlobStore is the archive's home: a local directory (default) or an S3-compatible bucket.
-func newBlobStore(cfg config.Config) (ports.BlobStore, error) {
-	a := cfg.Archive
-	if a.Store == "s3" {
-		return s3blob.New(s3Config(a.S3))
-	}
-	return blobfs.New(a.Dir)
-}
-
-// s3Config is one bucket of the config (archive or uploads) as the S3 adapter takes it.
-func s3Config(b config.S3Bucket) s3blob.Config {
-	return s3blob.Config{
-		Endpoint: b.Endpoint, Region: b.Region, Bucket: b.Bucket, AccessKey: b.AccessKey,
-		SecretKey: b.SecretKey, Prefix: b.Prefix, PathStyle: b.PathStyle, PublicEndpoint: b.PublicEndpoint,
-	}
 }
 
 func newArchiveReader(cfg config.Config, b ports.BlobStore, h ports.HiddenRanges, m ports.Metrics) *archivereader.Reader {
@@ -95,23 +67,14 @@ func newArchivedStore(s ports.MessageStore, search ports.MessageSearch, r *archi
 	return archivereader.NewStore(s, search, r, st)
 }
 
-func newSearchIndex(lc fx.Lifecycle, cfg config.Config) (*bleveindex.Index, error) {
-	x, err := bleveindex.New(cfg.Search.Dir)
-	if err != nil {
-		return nil, err
-	}
-	lc.Append(fx.StopHook(x.Close))
-	return x, nil
-}
-
-func newIndexer(cfg config.Config, x *bleveindex.Index, h *history.Service, m ports.Metrics, log *slog.Logger) *longsearch.Indexer {
+func newIndexer(cfg config.Config, x ports.SearchIndex, h *history.Service, m ports.Metrics, log *slog.Logger) *longsearch.Indexer {
 	fetch := func(ctx context.Context, tenant, topic string, seq int64) (message.Message, error) {
 		return h.Get(ctx, tenant, 0, topic, seq)
 	}
 	return longsearch.NewIndexer(longsearch.IndexerConfig{Queue: cfg.Search.Queue}, x, fetch, m, log)
 }
 
-func newGroupFiles(refs *mysql.References, r *conversation.Resolver, h ports.HiddenRanges, m ports.Metrics, log *slog.Logger) *groupfiles.Service {
+func newGroupFiles(refs ports.GroupFiles, r *conversation.Resolver, h ports.HiddenRanges, m ports.Metrics, log *slog.Logger) *groupfiles.Service {
 	return groupfiles.New(groupfiles.Deps{Files: refs, Resolver: r, Hidden: h, Metrics: m, Log: log})
 }
 
@@ -120,17 +83,19 @@ type archiverParams struct {
 	Cfg     config.Config
 	Shards  ports.ShardStore
 	Manager *shardmanager.Manager
-	Rows    *mysql.MonthRows
+	Rows    ports.MonthRows
+	Purged  ports.MonthCatalog
 	Mirror  ports.RouteMirror
 	Store   ports.MessageStore
 	Blobs   ports.BlobStore
 	Reader  *archivereader.Reader
 	States  *archivereader.States
-	Redis   rueidis.Client
+	Routes  ports.RoutePurger
 	Queue   ports.DeliverQueue
 	Repair  *routerepair.Service
-	Refs    *mysql.References
-	Index   *bleveindex.Index
+	Refs    ports.References
+	Files   ports.GroupFiles
+	Index   ports.SearchIndex
 	Months  ports.MonthState
 	Locks   ports.Locks
 	Clock   ports.Clock
@@ -147,12 +112,12 @@ func newArchiver(p archiverParams) (*archiver.Service, error) {
 	return archiver.New(archiver.Config{ChunkRows: p.Cfg.Archive.ChunkRows, AheadMonths: shardmanager.DefaultAheadMonths}, archiver.Deps{
 		Catalog: p.Shards, Manager: p.Manager, Rows: p.Rows, Mirror: p.Mirror, Store: p.Store, Blobs: p.Blobs,
 		Reader: p.Reader, States: p.States, Deliveries: backlog, Repairs: p.Repair,
-		References: p.Refs, Purged: p.Rows, Routes: redisadapter.NewRouteCache(p.Redis), Search: p.Index, Files: p.Refs,
+		References: p.Refs, Purged: p.Purged, Routes: p.Routes, Search: p.Index, Files: p.Files,
 		Months: p.Months, Locks: p.Locks, Clock: p.Clock, Metrics: p.Metrics, Log: p.Log,
 	}), nil
 }
 
-func newRetention(cfg config.Config, a *archiver.Service, s ports.ShardStore, rows *mysql.MonthRows, m ports.MonthState, log *slog.Logger) (*retention.Service, error) {
+func newRetention(cfg config.Config, a *archiver.Service, s ports.ShardStore, rows ports.MonthRows, m ports.MonthState, log *slog.Logger) (*retention.Service, error) {
 	policy := func(r config.Retention) retention.Policy {
 		return retention.Policy{KeepOnlineMonths: r.KeepOnlineMonths, PurgeAfterMonths: r.PurgeAfterMonths}
 	}
@@ -173,12 +138,12 @@ type archiveHTTPParams struct {
 	Retention *retention.Service
 	Reindex   *reindex.Service
 	Jobs      *jobs.Jobs
-	Index     *bleveindex.Index
+	Index     ports.SearchIndex
 	History   *history.Service
 	Resolver  *conversation.Resolver
 	Groups    ports.Groups
 	Hidden    ports.HiddenRanges
-	Refs      *mysql.References
+	Refs      ports.Favorites
 	Files     *groupfiles.Service
 	Clock     ports.Clock
 }
@@ -199,36 +164,4 @@ func newArchiveHTTP(p archiveHTTPParams) archiveHTTP {
 			Replies:   replies.New(p.History, p.Hidden),
 		},
 	}
-}
-
-// runArchive starts the index feed before the transports and stops it after them, so every
-// committed message reaches the queue; running jobs are cancelled at stop; the retention
-// policies run on their interval when one is set.
-func runArchive(lc fx.Lifecycle, cfg config.Config, x *longsearch.Indexer, js *jobs.Jobs, r *retention.Service, reg *tenants.Registry) {
-	lc.Append(fx.Hook{
-		OnStart: func(context.Context) error { x.Start(); return nil },
-		OnStop:  func(context.Context) error { x.Stop(); return nil },
-	})
-	lc.Append(fx.StopHook(js.Close))
-	if cfg.Archive.RetentionInterval <= 0 {
-		return
-	}
-	var cancel context.CancelFunc
-	done := make(chan struct{})
-	lc.Append(fx.Hook{
-		OnStart: func(context.Context) error {
-			var ctx context.Context
-			ctx, cancel = context.WithCancel(context.Background())
-			go func() {
-				defer close(done)
-				r.RunEvery(ctx, reg.Names, cfg.Archive.RetentionInterval)
-			}()
-			return nil
-		},
-		OnStop: func(context.Context) error {
-			cancel()
-			<-done
-			return nil
-		},
-	})
 }

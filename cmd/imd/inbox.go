@@ -7,7 +7,6 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/imdhq/imd/adapters/config"
-	"github.com/imdhq/imd/adapters/push"
 	tcpserver "github.com/imdhq/imd/adapters/tcp/server"
 	"github.com/imdhq/imd/adapters/tcp/server/session"
 	"github.com/imdhq/imd/core/conversation"
@@ -21,20 +20,6 @@ import (
 	"github.com/imdhq/imd/core/read"
 	"github.com/imdhq/imd/ports"
 )
-
-// newPushNotifier is the webhook when one is configured, else Noop. The webhook's queue is
-// flushed at stop, after the deliver workers (which feed it) have stopped.
-func newPushNotifier(lc fx.Lifecycle, cfg config.Config, met ports.Metrics, log *slog.Logger) (ports.PushNotifier, error) {
-	if cfg.Push.Webhook == "" {
-		return push.Noop{}, nil
-	}
-	w, err := push.NewWebhook(push.WebhookConfig{URL: cfg.Push.Webhook, Timeout: cfg.Push.Timeout, Queue: cfg.Push.Queue}, met, log)
-	if err != nil {
-		return nil, err
-	}
-	lc.Append(fx.StopHook(w.Close))
-	return w, nil
-}
 
 type inboxParams struct {
 	fx.In
@@ -105,33 +90,13 @@ func newMissed(m *inbox.Mailer, met ports.Metrics, log *slog.Logger) *deliver.Mi
 	return deliver.NewMissed(m, met, log, missedCapacity)
 }
 
-// recordUnacked turns MESSAGE pushes a device never acknowledged into MISSED_MESSAGE rows. It
-// must be invoked before runServer: the recorder then starts before the TCP listener and stops
-// after it, whose shutdown gives up every push still in flight.
-func recordUnacked(lc fx.Lifecycle, tcp *tcpserver.Server, missed *deliver.Missed) {
+// recordUnacked turns MESSAGE pushes a device never acknowledged into MISSED_MESSAGE rows
+// (the runtime's missed_pushes loop writes them).
+func recordUnacked(tcp *tcpserver.Server, missed *deliver.Missed) {
 	tcp.SetPushUnacked(func(u session.Unacked) {
 		if u.Message != nil {
 			missed.Record(u.Tenant, u.User, u.Device, *u.Message)
 		}
-	})
-	var cancel context.CancelFunc
-	done := make(chan struct{})
-	lc.Append(fx.Hook{
-		OnStart: func(context.Context) error {
-			var ctx context.Context
-			ctx, cancel = context.WithCancel(context.Background())
-			go func() { defer close(done); missed.Run(ctx) }()
-			return nil
-		},
-		OnStop: func(ctx context.Context) error {
-			cancel()
-			select {
-			case <-done:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		},
 	})
 }
 

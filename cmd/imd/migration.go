@@ -1,18 +1,14 @@
 package main
 
 import (
-	"context"
 	"log/slog"
 
 	"go.uber.org/fx"
 
 	"github.com/imdhq/imd/adapters/config"
-	"github.com/imdhq/imd/adapters/mysql"
-	"github.com/imdhq/imd/adapters/prometheus"
 	"github.com/imdhq/imd/core/dualread"
 	"github.com/imdhq/imd/core/migration"
 	"github.com/imdhq/imd/core/routerepair"
-	"github.com/imdhq/imd/core/tenants"
 	"github.com/imdhq/imd/ports"
 )
 
@@ -21,12 +17,11 @@ import (
 // reads through, so history, search, READ and admin reads merge the legacy table unchanged.
 func Migration(cfg config.Config) fx.Option {
 	opts := []fx.Option{
-		fx.Provide(mysql.NewLegacy, mysql.NewMigrations, newMigration),
-		fx.Invoke(runMigration),
+		fx.Provide(newMigration, newMessageEditor),
 	}
 	if cfg.Migration.DualRead {
 		opts = append(opts,
-			fx.Provide(func(l *mysql.Legacy, c ports.Clock, log *slog.Logger) *dualread.Source {
+			fx.Provide(func(l ports.LegacyMessages, c ports.Clock, log *slog.Logger) *dualread.Source {
 				return dualread.NewSource(l, c, cfg.Migration.StatusTTL, log)
 			}),
 			fx.Decorate(
@@ -45,8 +40,8 @@ func Migration(cfg config.Config) fx.Option {
 
 type editorParams struct {
 	fx.In
-	Cluster *mysql.Cluster
-	Jobs    *mysql.Migrations
+	Base baseEditor
+	Jobs dualread.Copier
 	// Source exists with dual read on: a legacy message is then copied before it is changed.
 	Source *dualread.Source `optional:"true"`
 }
@@ -55,7 +50,7 @@ type editorParams struct {
 // here rather than decorated, since other wiring decorates the editor already (fx decorates a
 // type once per scope).
 func newMessageEditor(p editorParams) ports.MessageEditor {
-	e := mysql.NewMessageEditor(p.Cluster)
+	e := p.Base.MessageEditor
 	if p.Source == nil {
 		return e
 	}
@@ -64,16 +59,17 @@ func newMessageEditor(p editorParams) ports.MessageEditor {
 
 type migrationParams struct {
 	fx.In
-	Cfg     config.Config
-	Jobs    *mysql.Migrations
-	Shards  ports.ShardStore
-	Months  ports.MonthState
-	Seq     ports.SeqAllocator
-	Repair  *routerepair.Service
-	Metrics *prometheus.Metrics
-	IDs     ports.IDGenerator
-	Clock   ports.Clock
-	Log     *slog.Logger
+	Cfg      config.Config
+	Jobs     ports.MigrationStore
+	Shards   ports.ShardStore
+	Months   ports.MonthState
+	Seq      ports.SeqAllocator
+	Repair   *routerepair.Service
+	Metrics  ports.Metrics
+	Counters ports.CounterAdder
+	IDs      ports.IDGenerator
+	Clock    ports.Clock
+	Log      *slog.Logger
 }
 
 func newMigration(p migrationParams) *migration.Service {
@@ -85,33 +81,6 @@ func newMigration(p migrationParams) *migration.Service {
 	return migration.New(migration.Config{BatchSize: c.BatchSize, RowsPerSecond: rate, PollInterval: c.PollInterval},
 		migration.Deps{
 			Store: p.Jobs, Shards: p.Shards, Months: p.Months, Seq: p.Seq, Routes: p.Repair,
-			Metrics: p.Metrics, Counters: p.Metrics, IDs: p.IDs, Clock: p.Clock, Log: p.Log, DualRead: c.DualRead,
+			Metrics: p.Metrics, Counters: p.Counters, IDs: p.IDs, Clock: p.Clock, Log: p.Log, DualRead: c.DualRead,
 		})
-}
-
-// runMigration supervises the tenants' jobs from start to stop: a job a killed process left
-// copying is picked up again here.
-func runMigration(lc fx.Lifecycle, svc *migration.Service, reg *tenants.Registry) {
-	var stop context.CancelFunc
-	done := make(chan struct{})
-	lc.Append(fx.Hook{
-		OnStart: func(context.Context) error {
-			var ctx context.Context
-			ctx, stop = context.WithCancel(context.Background())
-			go func() {
-				defer close(done)
-				svc.Run(ctx, reg.Names)
-			}()
-			return nil
-		},
-		OnStop: func(ctx context.Context) error {
-			stop()
-			select {
-			case <-done:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		},
-	})
 }

@@ -1,40 +1,26 @@
 package main
 
 import (
-	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
-	"github.com/redis/rueidis"
 	"go.uber.org/fx"
 
 	"github.com/imdhq/imd/adapters/config"
 	httpapi "github.com/imdhq/imd/adapters/http"
-	"github.com/imdhq/imd/adapters/jwt"
-	"github.com/imdhq/imd/adapters/localfs"
-	"github.com/imdhq/imd/adapters/mysql"
-	"github.com/imdhq/imd/adapters/ratelimit"
-	redisadapter "github.com/imdhq/imd/adapters/redis"
-	"github.com/imdhq/imd/adapters/s3blob"
-	"github.com/imdhq/imd/adapters/snowflake"
 	"github.com/imdhq/imd/core/admin"
 	"github.com/imdhq/imd/core/authn"
 	"github.com/imdhq/imd/core/conversation"
 	"github.com/imdhq/imd/core/dailystats"
-	"github.com/imdhq/imd/core/deliver"
 	"github.com/imdhq/imd/core/directory"
 	"github.com/imdhq/imd/core/history"
 	"github.com/imdhq/imd/core/inbox"
 	"github.com/imdhq/imd/core/membership"
+	"github.com/imdhq/imd/core/ratelimit"
 	"github.com/imdhq/imd/core/read"
 	"github.com/imdhq/imd/core/reports"
-	"github.com/imdhq/imd/core/routerepair"
+	"github.com/imdhq/imd/core/runtime"
 	"github.com/imdhq/imd/core/send"
-	"github.com/imdhq/imd/core/shardmanager"
 	"github.com/imdhq/imd/core/tenant"
 	"github.com/imdhq/imd/core/tenants"
 	"github.com/imdhq/imd/core/uploads"
@@ -42,32 +28,14 @@ import (
 )
 
 // Social provides the social graph, the tenant registry, authentication with revocation,
-// uploads and reports (issue 6), and loads the provisioned tenants at start, before the
-// transports start the tenants' workers.
+// uploads and reports (issue 6).
 func Social() fx.Option {
 	return fx.Options(
 		fx.Provide(
-			func(c *mysql.Cluster) ports.Profiles { return mysql.NewDirectory(c) },
-			func(c *mysql.Cluster) ports.Friends { return mysql.NewDirectory(c) },
-			func(c *mysql.Cluster) ports.Blocks { return mysql.NewDirectory(c) },
-			func(c *mysql.Cluster) ports.Groups { return mysql.NewDirectory(c) },
-			func(c *mysql.Cluster) ports.SendRules { return mysql.NewDirectory(c) },
-			func(c *mysql.Cluster) ports.Reports { return mysql.NewReports(c) },
-			func(c *mysql.Cluster) *mysql.Summaries { return mysql.NewSummaries(c) },
-			func(s *mysql.Summaries) ports.Summaries { return s },
-			func(c rueidis.Client) ports.DialogRemover { return redisadapter.NewDialogStore(c) },
 			newDailyStats,
 			fx.Annotate(func(c *dailystats.Counter) ports.CommitListener { return c }, fx.ResultTags(`group:"commit_listeners"`)),
-			func(c *mysql.Cluster, cfg config.Config) *mysql.TenantRegistry {
-				return mysql.NewTenantRegistry(c, cfg.Registry.Database)
-			},
-			func(c *mysql.Cluster) ports.TokenRevocations { return mysql.NewRevocations(c) },
-			func(c rueidis.Client) ports.RevocationCache { return redisadapter.NewRevocationCache(c) },
-			func(cfg config.Config) ports.TokenInspector { return jwt.New([]byte(cfg.TokenSecret)) },
-			newObjectStore,
 			newResolver,
 			newDirectory,
-			newTenantRuntime,
 			newRegistry,
 			newAuthn,
 			func(a *authn.Service) ports.Authenticator { return a },
@@ -75,39 +43,11 @@ func Social() fx.Option {
 			newReports,
 			newSocialHTTP,
 		),
-		fx.Invoke(loadTenants, runDailyStats),
 	)
 }
 
-// dailyStatsFlush is how often the daily summary receives the counts summed since the last
-// flush: what a crash may lose, and how far the summary trails.
-const dailyStatsFlush = 5 * time.Second
-
-func newDailyStats(s *mysql.Summaries, log *slog.Logger) *dailystats.Counter {
+func newDailyStats(s ports.DailyCounter, log *slog.Logger) *dailystats.Counter {
 	return dailystats.New(s, log)
-}
-
-// runDailyStats flushes the daily counts on a ticker and once more at stop. It is invoked
-// before the transports, so it stops after them: no send is counted after the last flush.
-func runDailyStats(lc fx.Lifecycle, c *dailystats.Counter) {
-	var cancel context.CancelFunc
-	done := make(chan struct{})
-	lc.Append(fx.Hook{
-		OnStart: func(context.Context) error {
-			var ctx context.Context
-			ctx, cancel = context.WithCancel(context.Background())
-			go func() {
-				defer close(done)
-				c.Run(ctx, dailyStatsFlush)
-			}()
-			return nil
-		},
-		OnStop: func(ctx context.Context) error {
-			cancel()
-			<-done
-			return c.Flush(ctx)
-		},
-	})
 }
 
 // httpRateLimits turns the rate_limit section into the client API's budgets.
@@ -157,13 +97,13 @@ func newDirectory(p directoryParams) *directory.Service {
 	return directory.New(d)
 }
 
-func newRegistry(cfg config.Config, store *mysql.TenantRegistry, rt *tenantRuntime, c ports.Clock, log *slog.Logger) (*tenants.Registry, error) {
+func newRegistry(cfg config.Config, store ports.TenantStore, rt *runtime.Runtime, c ports.Clock, log *slog.Logger) (*tenants.Registry, error) {
 	configured := make([]tenant.Info, len(cfg.Tenants))
 	for i, t := range cfg.Tenants {
 		configured[i] = tenant.Info{Name: t.Name, Database: t.DatabaseName(), DSN: t.DSN}
 	}
 	return tenants.New(tenants.Config{Configured: configured, Reserved: []string{cfg.Registry.Database}},
-		tenants.Deps{Store: store, Activate: rt.activate, Clock: c, Log: log})
+		tenants.Deps{Store: store, Activate: rt.Add, Clock: c, Log: log})
 }
 
 // revocationCacheTTL is how long Redis keeps a token check's answer: a revocation overwrites it
@@ -174,39 +114,6 @@ func newAuthn(i ports.TokenInspector, r ports.TokenRevocations, cache ports.Revo
 	return authn.New(authn.Deps{
 		Tokens: i, Revocations: r, Cache: cache, CacheTTL: revocationCacheTTL, Tenants: reg.Known, Clock: c,
 	}, admin.MaxTokenTTL)
-}
-
-// mediaStores are where uploads go: the presigner of upload and download URLs, and the
-// /files/ handler of the HTTP listener when the store is the local directory (nil for S3).
-type mediaStores struct {
-	signer ports.ObjectStore
-	files  httpapi.FileStore
-}
-
-// newObjectStore is the uploads store: an S3-compatible bucket, or the local directory
-// (default) whose URL secret is derived from the token secret unless configured, so a dev
-// setup needs no extra key.
-func newObjectStore(cfg config.Config) (mediaStores, error) {
-	u := cfg.Uploads
-	if u.Store == "s3" {
-		s, err := s3blob.New(s3Config(u.S3))
-		return mediaStores{signer: s}, err
-	}
-	secret := []byte(u.Secret)
-	if len(secret) == 0 {
-		m := hmac.New(sha256.New, []byte(cfg.TokenSecret))
-		m.Write([]byte("imd uploads"))
-		secret = m.Sum(nil)
-	}
-	base := u.BaseURL
-	if base == "" {
-		base = "http://" + cfg.HTTP.Addr
-	}
-	s, err := localfs.New(localfs.Config{Dir: u.Dir, BaseURL: base, Secret: secret})
-	if err != nil {
-		return mediaStores{}, err
-	}
-	return mediaStores{signer: s, files: s}, nil
 }
 
 func newUploads(cfg config.Config, m mediaStores, c ports.Clock) *uploads.Service {
@@ -242,185 +149,4 @@ func newSocialHTTP(p socialHTTPParams) httpapi.SocialDeps {
 		d.Reads = p.Read
 	}
 	return d
-}
-
-// loadTenants opens the tenant registry and readies the storage of the provisioned tenants it
-// lists, after manageStorage readied the configured ones; the transports then start every
-// known tenant's workers.
-func loadTenants(lc fx.Lifecycle, store *mysql.TenantRegistry, reg *tenants.Registry, rt *tenantRuntime) {
-	lc.Append(fx.Hook{
-		OnStart: func(ctx context.Context) error {
-			if err := store.Open(ctx); err != nil {
-				return err
-			}
-			if err := reg.Load(ctx); err != nil {
-				return err
-			}
-			for _, t := range reg.List() {
-				if t.Source != tenant.Provisioned {
-					continue
-				}
-				if err := rt.readyStorage(ctx, t); err != nil {
-					return err
-				}
-			}
-			return nil
-		},
-		OnStop: func(context.Context) error { return store.Close() },
-	})
-}
-
-// runTenants starts the registry's refresh, so tenants other nodes provision get served here
-// too, and stops the work of every tenant that appeared after start. It is invoked after the
-// transports, so it starts last and stops first.
-func runTenants(lc fx.Lifecycle, cfg config.Config, reg *tenants.Registry, rt *tenantRuntime) {
-	var cancel context.CancelFunc
-	done := make(chan struct{})
-	lc.Append(fx.Hook{
-		OnStart: func(context.Context) error {
-			var ctx context.Context
-			ctx, cancel = context.WithCancel(context.Background())
-			if err := rt.start(ctx); err != nil {
-				cancel()
-				return err
-			}
-			go func() {
-				defer close(done)
-				reg.Run(ctx, cfg.Registry.RefreshInterval)
-			}()
-			return nil
-		},
-		OnStop: func(ctx context.Context) error {
-			cancel()
-			<-done
-			return rt.stop(ctx)
-		},
-	})
-}
-
-// workersFactory builds a deliver worker pool like the one of the configured tenants.
-type workersFactory func() *deliver.Workers
-
-func newWorkersFactory(p deliverParams) workersFactory {
-	return func() *deliver.Workers { return newDeliver(p) }
-}
-
-// tenantRuntime runs what a tenant that appears after start needs on this node: its storage,
-// its month tables, and its shard, repair and deliver loops.
-type tenantRuntime struct {
-	cfg     config.Config
-	cluster *mysql.Cluster
-	shards  *mysql.ShardStore
-	ids     *snowflake.Generator
-	manager *shardmanager.Manager
-	repair  *routerepair.Service
-	workers workersFactory
-	log     *slog.Logger
-
-	mu      sync.Mutex
-	ctx     context.Context // set by start; nil before
-	loops   sync.WaitGroup
-	pools   []*deliver.Workers
-	started map[string]bool
-	pending []string // activated before start
-}
-
-type tenantRuntimeParams struct {
-	fx.In
-	Cfg     config.Config
-	Cluster *mysql.Cluster
-	Shards  *mysql.ShardStore
-	IDs     *snowflake.Generator
-	Manager *shardmanager.Manager
-	Repair  *routerepair.Service
-	Deliver deliverParams
-	Log     *slog.Logger
-}
-
-func newTenantRuntime(p tenantRuntimeParams) *tenantRuntime {
-	return &tenantRuntime{
-		cfg: p.Cfg, cluster: p.Cluster, shards: p.Shards, ids: p.IDs, manager: p.Manager, repair: p.Repair,
-		workers: newWorkersFactory(p.Deliver), log: p.Log, started: make(map[string]bool),
-	}
-}
-
-// readyStorage provisions the tenant's database (idempotent) and refuses a clock behind its
-// newest msg_id, like manageStorage does for configured tenants (DESIGN §1).
-func (rt *tenantRuntime) readyStorage(ctx context.Context, t tenant.Info) error {
-	if err := rt.cluster.Provision(ctx, t.Name, t.Database, t.DSN); err != nil {
-		return fmt.Errorf("provision tenant %s: %w", t.Name, err)
-	}
-	last, err := rt.shards.MaxMessageID(ctx, t.Name)
-	if err != nil {
-		return fmt.Errorf("newest msg_id of %s: %w", t.Name, err)
-	}
-	if err := rt.ids.CheckClock(last); err != nil {
-		return fmt.Errorf("tenant %s: %w", t.Name, err)
-	}
-	rt.log.InfoContext(ctx, "tenant ready", "tenant", t.Name, "database", t.Database)
-	return nil
-}
-
-// activate is the registry's Activator: storage, first month tables, then the loops. Each
-// step is idempotent and the loops start once per tenant, so a retried provisioning is safe.
-func (rt *tenantRuntime) activate(ctx context.Context, t tenant.Info) error {
-	if err := rt.readyStorage(ctx, t); err != nil {
-		return err
-	}
-	if err := rt.manager.Ensure(ctx, t.Name); err != nil {
-		return fmt.Errorf("month tables of %s: %w", t.Name, err)
-	}
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	if rt.started[t.Name] {
-		return nil
-	}
-	if rt.ctx == nil {
-		// Provisioned between the HTTP listener's start and ours: launched by start.
-		rt.pending = append(rt.pending, t.Name)
-		return nil
-	}
-	return rt.launch(t.Name)
-}
-
-// launch starts the tenant's deliver pool and loops; the caller holds rt.mu.
-func (rt *tenantRuntime) launch(name string) error {
-	pool := rt.workers()
-	if err := pool.Start(rt.ctx, []string{name}); err != nil {
-		return fmt.Errorf("deliver workers of %s: %w", name, err)
-	}
-	rt.pools = append(rt.pools, pool)
-	one := []string{name}
-	rt.loops.Go(func() { rt.manager.Run(rt.ctx, one, rt.cfg.Shard.CheckInterval) })
-	rt.loops.Go(func() { rt.repair.Run(rt.ctx, one) })
-	rt.started[name] = true
-	return nil
-}
-
-// start lets activate launch loops, which end with ctx, and launches those it held back.
-func (rt *tenantRuntime) start(ctx context.Context) error {
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	rt.ctx = ctx
-	for _, name := range rt.pending {
-		if err := rt.launch(name); err != nil {
-			return err
-		}
-	}
-	rt.pending = nil
-	return nil
-}
-
-// stop waits for the loops (their ctx is cancelled) and stops the deliver pools.
-func (rt *tenantRuntime) stop(ctx context.Context) error {
-	rt.loops.Wait()
-	rt.mu.Lock()
-	pools := rt.pools
-	rt.mu.Unlock()
-	for _, p := range pools {
-		if err := p.Stop(ctx); err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/imdhq/imd/core/message"
 	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/topic"
 )
 
 // Format names written into every file, so a reader refuses files of another layout.
@@ -78,6 +79,41 @@ func (r Record) Message(m month.Month) (message.Message, error) {
 		msg.EditedAt = r.EditedAt.UTC()
 	}
 	return msg, nil
+}
+
+// RecordOf is the row the MySQL store writes for a message, the inverse of Message: the
+// columns a message has no field for keep their defaults (audit "pass", updated at creation).
+func RecordOf(m message.Message) (Record, error) {
+	r := Record{
+		MessageID: m.MsgID, Topic: m.Topic, GroupID: m.GroupID, ConversationID: m.ConversationID, Seq: m.Seq,
+		From: m.From, Type: m.Type, Status: string(m.Status), MentionAll: m.MentionAll, AuditStatus: "pass",
+		ContentSize: int32(len(m.Content)), Version: int32(m.Version), CreatedAt: m.CreatedAt, UpdatedAt: m.CreatedAt,
+	}
+	if m.ClientMsgID != "" {
+		r.ClientMsgID = &m.ClientMsgID
+	}
+	if len(m.Content) > 0 {
+		c := string(m.Content)
+		r.Content = &c
+	}
+	if len(m.Mentions) > 0 {
+		b, err := json.Marshal(m.Mentions)
+		if err != nil {
+			return Record{}, fmt.Errorf("encode mentions: %w", err)
+		}
+		s := string(b)
+		r.Mentions = &s
+	}
+	if m.ReplySeq > 0 {
+		r.ReplySeq = &m.ReplySeq
+	}
+	if !m.EditedAt.IsZero() {
+		r.EditedAt = &m.EditedAt
+	}
+	if _, err := topic.Parse(m.Topic); err != nil {
+		return Record{}, err
+	}
+	return r, nil
 }
 
 // Manifest lists everything archived of one tenant's month. It is written after every chunk

@@ -524,6 +524,56 @@ func (f *fixture) consume(t *testing.T) ports.DeliverQueue {
 	return queue
 }
 
+// watchedConsumers is consume with a queue that tells when the consumers have settled.
+func (f *fixture) watchedConsumers(t *testing.T) *idleWatch {
+	t.Helper()
+	queue := newIdleWatch(f.partitioned(t, consumerPartitions))
+	f.startConsumers(t, queue)
+	return queue
+}
+
+// idleWatch reports each Take that found its partition empty: the consumer that made it has
+// handled (pushed or held) every job it took before.
+type idleWatch struct {
+	ports.DeliverQueue
+	idle chan int // partitions
+}
+
+func newIdleWatch(q ports.DeliverQueue) *idleWatch {
+	return &idleWatch{DeliverQueue: q, idle: make(chan int, 64)}
+}
+
+func (q *idleWatch) Take(ctx context.Context, tenant string, partition int, timeout time.Duration) (delivery.Job, bool, error) {
+	job, ok, err := q.DeliverQueue.Take(ctx, tenant, partition, timeout)
+	if err == nil && !ok {
+		select {
+		case q.idle <- partition:
+		default: // the next empty Take reports again
+		}
+	}
+	return job, ok, err
+}
+
+// settled waits until every partition's consumer found it empty twice since the call: the
+// second Take began after the call, so each consumer has handled the jobs queued before it.
+func (q *idleWatch) settled(t *testing.T) {
+	t.Helper()
+	for len(q.idle) > 0 {
+		<-q.idle
+	}
+	empty := make(map[int]int)
+	for done := 0; done < q.Partitions(); {
+		select {
+		case p := <-q.idle:
+			if empty[p]++; empty[p] == 2 {
+				done++
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("consumers never settled: empty takes %v", empty)
+		}
+	}
+}
+
 // partitioned is the fixture's queue split into n partitions.
 func (f *fixture) partitioned(t *testing.T, n int) ports.DeliverQueue {
 	t.Helper()
@@ -628,10 +678,10 @@ func TestConsumersDeliverEachTopicInSeqOrder(t *testing.T) {
 func TestConsumerGivesUpAGapAfterTheWait(t *testing.T) {
 	f := newFixture(t)
 	f.pusher.online = map[int64][]uint64{2: {5}}
-	q := f.consume(t)
+	q := f.watchedConsumers(t)
 	pushAll(t, q, f.messageIn(10, 2), f.messageIn(10, 3))
 	// However long it really takes, the hold lasts consumerWait on the consumers' clock.
-	time.Sleep(300 * time.Millisecond)
+	q.settled(t)
 	if got := f.messagesOf(); len(got) != 0 {
 		t.Fatalf("pushed %v while seq 1 was missing and the wait had not passed", got)
 	}
@@ -706,13 +756,13 @@ func TestConsumerHoldsThroughABacklog(t *testing.T) {
 func TestConsumerHandlesHeldJobsAtStop(t *testing.T) {
 	f := newFixture(t)
 	f.pusher.online = map[int64][]uint64{2: {5}}
-	queue := f.partitioned(t, consumerPartitions)
+	queue := newIdleWatch(f.partitioned(t, consumerPartitions))
 	w := f.newWorkers(Config{MaxAttempts: 3, DoneTTL: time.Minute, TakeTimeout: 20 * time.Millisecond, ReorderWait: consumerWait}, queue)
 	if err := w.Start(context.Background(), []string{tenant}); err != nil {
 		t.Fatal(err)
 	}
 	pushAll(t, queue, f.messageIn(10, 3), f.messageIn(10, 2))
-	time.Sleep(100 * time.Millisecond)
+	queue.settled(t) // both taken and held
 	if err := w.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -80,12 +80,12 @@ func TestDo(t *testing.T) {
 
 func TestKeysLoadApart(t *testing.T) {
 	var g Group[string]
-	release := make(chan struct{})
+	release, loading := make(chan struct{}), make(chan struct{})
 	go func() {
-		_, _ = g.Do(context.Background(), "slow", func(context.Context) (string, error) { <-release; return "", nil })
+		_, _ = g.Do(context.Background(), "slow", func(context.Context) (string, error) { close(loading); <-release; return "", nil })
 	}()
 	defer close(release)
-	time.Sleep(10 * time.Millisecond)
+	<-loading
 	v, err := g.Do(context.Background(), "fast", func(context.Context) (string, error) { return "fast", nil })
 	if err != nil || v != "fast" {
 		t.Fatalf("Do(fast) = %q, %v while another key loads", v, err)

@@ -313,7 +313,12 @@ func TestPauseHoldsTheCursorAndResumeContinues(t *testing.T) {
 		t.Fatal(err)
 	}
 	paused := f.wait(svc, legacy.PhasePaused)
-	time.Sleep(100 * time.Millisecond)
+	// The runner saw the pause and ended (its lease dropped): nothing can move the cursor now.
+	for deadline := time.Now().Add(10 * time.Second); f.legacy.Leased(tenant); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the runner kept its lease after the pause")
+		}
+	}
 	still := f.wait(svc, legacy.PhasePaused)
 	if still.Job.Cursor != paused.Job.Cursor || still.Job.Remaining() == 0 {
 		t.Fatalf("cursor moved while paused: %+v → %+v", paused.Job.Cursor, still.Job.Cursor)

@@ -10,6 +10,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -17,7 +18,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/imdhq/imd/adapters/snowflake"
 	"github.com/imdhq/imd/core/message"
 	"github.com/imdhq/imd/core/topic"
 	legacysql "github.com/imdhq/imd/sql/legacy"
@@ -41,6 +41,14 @@ type Spec struct {
 	FirstGroupID, FirstUserID int64
 	// MaxMembers bounds a group's members, owner included (at least 2).
 	MaxMembers int
+	// IDs composes the msg_ids an earlier deployment issued (the snowflake adapter; required).
+	IDs Composer
+}
+
+// Composer builds the id a generator would have issued at t with the given sequence and
+// machine id.
+type Composer interface {
+	Compose(t time.Time, sequence, machineID int) (int64, error)
 }
 
 func (s Spec) withDefaults() Spec {
@@ -239,7 +247,7 @@ func insertDellog(ctx context.Context, db *sql.DB, ranges []DellogRange) error {
 type generator struct {
 	spec   Spec
 	rnd    *rand.Rand
-	ids    *snowflake.Generator
+	ids    Composer
 	from   time.Time
 	topics []Topic
 	// windows are the topics' active periods, by index.
@@ -247,12 +255,11 @@ type generator struct {
 }
 
 func newGenerator(spec Spec) (*generator, error) {
-	ids, err := snowflake.New(legacyMachine)
-	if err != nil {
-		return nil, err
+	if spec.IDs == nil {
+		return nil, errors.New("legacygen: Spec.IDs is required")
 	}
 	g := &generator{
-		spec: spec, rnd: rand.New(rand.NewPCG(spec.Seed, spec.Seed^0x5eed)), ids: ids,
+		spec: spec, rnd: rand.New(rand.NewPCG(spec.Seed, spec.Seed^0x5eed)), ids: spec.IDs,
 		from: spec.End.AddDate(0, -spec.Months, 0),
 	}
 	g.layout()

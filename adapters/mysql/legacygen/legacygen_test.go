@@ -5,13 +5,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/adapters/snowflake"
+	"github.com/imdhq/imd/adapters/memory"
 	"github.com/imdhq/imd/core/month"
 )
 
 func TestRowsAreRealisticAndReproducible(t *testing.T) {
 	end := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
-	spec := Spec{Rows: 20_000, Groups: 50, Pairs: 10, End: end}.withDefaults()
+	ids := memory.NewIDs(nil)
+	spec := Spec{Rows: 20_000, Groups: 50, Pairs: 10, End: end, IDs: ids}.withDefaults()
 	draw := func() ([]Row, []Topic) {
 		g, err := newGenerator(spec)
 		if err != nil {
@@ -27,10 +28,6 @@ func TestRowsAreRealisticAndReproducible(t *testing.T) {
 	again, _ := draw()
 	if len(rows) != spec.Rows || !slices.EqualFunc(rows, again, func(a, b Row) bool { return a.MessageID == b.MessageID && a.Seq == b.Seq }) {
 		t.Fatalf("%d rows, or not the same twice", len(rows))
-	}
-	ids, err := snowflake.New(1)
-	if err != nil {
-		t.Fatal(err)
 	}
 	seqs := map[string][]Row{}
 	months := map[month.Month]bool{}

@@ -65,7 +65,11 @@ func (s *Server) sendMessage(ctx context.Context, r *request) (any, error) {
 		return nil, err
 	}
 	r.topic, r.conversationID, r.msgID = req.Topic, req.ConversationID, req.MsgID
-	res, err := s.deps.Send.Send(ctx, req.SendRequest(r.identity.Tenant, r.identity.User, r.identity.Device))
+	sr, err := req.SendRequest(r.identity.Tenant, r.identity.User, r.identity.Device)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.deps.Send.Send(ctx, sr)
 	if err != nil {
 		return nil, err
 	}

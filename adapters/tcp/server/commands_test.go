@@ -148,6 +148,9 @@ func TestSendMessage(t *testing.T) {
 		{"bad JSON", alice, "not an object", protocol.CodeInvalidArgument},
 		{"unknown type", alice, protocol.SendMessageRequest{ToUser: 2, ClientMsgID: "x", Type: "hologram", Content: text("x")}, protocol.CodeInvalidArgument},
 		{"no address", alice, protocol.SendMessageRequest{ClientMsgID: "x", Type: "text", Content: text("x")}, protocol.CodeInvalidArgument},
+		// PROTOCOL §4: one address; the topic is not silently preferred.
+		{"topic and to_user", alice, protocol.SendMessageRequest{Topic: groupTopic, ToUser: 2, ClientMsgID: "x2", Type: "text", Content: text("x")}, protocol.CodeInvalidArgument},
+		{"topic and conversation_id", alice, protocol.SendMessageRequest{Topic: groupTopic, ConversationID: 1, ClientMsgID: "x3", Type: "text", Content: text("x")}, protocol.CodeInvalidArgument},
 		{"not a member", stranger, protocol.SendMessageRequest{Topic: groupTopic, ClientMsgID: "x", Type: "text", Content: text("x")}, protocol.CodeForbidden},
 		{"not friends", stranger, protocol.SendMessageRequest{ToUser: 1, ClientMsgID: "x", Type: "text", Content: text("x")}, protocol.CodeForbidden},
 		{"same client_msg_id, other content", alice, protocol.SendMessageRequest{ToUser: 2, ClientMsgID: "m1", Type: "text", Content: text("changed")}, protocol.CodeConflict},

@@ -9,9 +9,9 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 
-	"github.com/imdhq/imd/adapters/ratelimit"
 	"github.com/imdhq/imd/adapters/tcp/server/session"
 	"github.com/imdhq/imd/adapters/tcp/server/tlsconn"
+	"github.com/imdhq/imd/core/ratelimit"
 )
 
 // phase is where a connection is in its life (seed 003 §8). A kicked connection is CLOSING:

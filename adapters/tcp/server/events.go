@@ -11,7 +11,7 @@ import (
 	"github.com/panjf2000/gnet/v2"
 
 	"github.com/imdhq/imd/adapters/protocol/frame"
-	"github.com/imdhq/imd/adapters/tcp/proxyhdr"
+	"github.com/imdhq/imd/adapters/protocol/proxyhdr"
 	"github.com/imdhq/imd/adapters/tcp/server/session"
 )
 

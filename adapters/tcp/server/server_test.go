@@ -12,7 +12,7 @@ import (
 
 	"github.com/imdhq/imd/adapters/protocol"
 	"github.com/imdhq/imd/adapters/protocol/frame"
-	"github.com/imdhq/imd/adapters/tcp/proxyhdr"
+	"github.com/imdhq/imd/adapters/protocol/proxyhdr"
 	"github.com/imdhq/imd/core/apperr"
 )
 

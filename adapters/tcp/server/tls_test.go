@@ -14,8 +14,8 @@ import (
 	"github.com/imdhq/imd/adapters/client"
 	"github.com/imdhq/imd/adapters/protocol"
 	"github.com/imdhq/imd/adapters/protocol/frame"
-	"github.com/imdhq/imd/adapters/tcp/proxyhdr"
-	"github.com/imdhq/imd/adapters/tcp/tlstest"
+	"github.com/imdhq/imd/adapters/protocol/proxyhdr"
+	"github.com/imdhq/imd/adapters/protocol/tlstest"
 	"github.com/imdhq/imd/core/delivery"
 )
 

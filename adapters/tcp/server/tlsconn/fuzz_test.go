@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/adapters/tcp/tlstest"
+	"github.com/imdhq/imd/adapters/protocol/tlstest"
 )
 
 // memClient is the client's socket in the fuzz target: its writes are fed to the server's

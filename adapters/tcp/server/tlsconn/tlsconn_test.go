@@ -15,7 +15,7 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 
-	"github.com/imdhq/imd/adapters/tcp/tlstest"
+	"github.com/imdhq/imd/adapters/protocol/tlstest"
 )
 
 // fakeLink stands in for gnet.Conn: what the server writes goes to the client's socket in

@@ -1,0 +1,69 @@
+package adapters
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// module is the path in go.mod: imports under it are the project's own.
+const module = "github.com/imdhq/imd"
+
+// crossTests are test files that still drive a second real adapter, each with why: they are
+// measured configurations or exercise the real partner's signatures; new ones are refused.
+var crossTests = map[string]string{
+	"tcp/server/bench_test.go":                "measures frames with the production metrics adapter (docs/BENCHMARKS.md)",
+	"tcp/server/session/fanout_bench_test.go": "measures fan-out with Redis conversation lists when IMD_TEST_REDIS_ADDR is set",
+	"http/client_test.go":                     "serves /files/ through the real localfs signatures and jwt tokens",
+	"tcp/server/tls_test.go":                  "drives native TLS with the Go client, as apps do",
+	"http/admin_test.go":                      "checks the tokens the admin API issues with the real jwt adapter",
+}
+
+// TestAdaptersDoNotImportEachOther keeps every adapter replaceable on its own: an adapter
+// imports no other adapter but adapters/protocol/..., and its tests add only the memory fakes.
+func TestAdaptersDoNotImportEachOther(t *testing.T) {
+	seen := map[string]bool{}
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return err
+		}
+		own, _, _ := strings.Cut(filepath.ToSlash(path), "/")
+		if own == path { // this package
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		inTest := strings.HasSuffix(path, "_test.go")
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			other, ok := strings.CutPrefix(p, module+"/adapters/")
+			if !ok {
+				continue
+			}
+			other, _, _ = strings.Cut(other, "/")
+			switch {
+			case other == own || other == "protocol":
+			case inTest && other == "memory":
+			case inTest && crossTests[filepath.ToSlash(path)] != "":
+				seen[filepath.ToSlash(path)] = true
+			default:
+				t.Errorf("%s imports %q: adapters may import only adapters/protocol (and, in tests, adapters/memory); wire them through ports in cmd/imd", path, p)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path := range crossTests {
+		if !seen[path] {
+			t.Errorf("%s no longer imports another adapter: drop it from crossTests", path)
+		}
+	}
+}

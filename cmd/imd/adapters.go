@@ -1,0 +1,269 @@
+package main
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/redis/rueidis"
+	"go.uber.org/fx"
+
+	"github.com/imdhq/imd/adapters/bleveindex"
+	"github.com/imdhq/imd/adapters/blobfs"
+	"github.com/imdhq/imd/adapters/config"
+	httpapi "github.com/imdhq/imd/adapters/http"
+	"github.com/imdhq/imd/adapters/jwt"
+	"github.com/imdhq/imd/adapters/localfs"
+	"github.com/imdhq/imd/adapters/mysql"
+	"github.com/imdhq/imd/adapters/prometheus"
+	"github.com/imdhq/imd/adapters/push"
+	redisadapter "github.com/imdhq/imd/adapters/redis"
+	"github.com/imdhq/imd/adapters/s3blob"
+	"github.com/imdhq/imd/adapters/snowflake"
+	"github.com/imdhq/imd/core/dualread"
+	"github.com/imdhq/imd/core/tenant"
+	"github.com/imdhq/imd/ports"
+)
+
+// The few things the rest of the wiring needs from the adapters beyond ports.
+type (
+	// tenantStorage readies a tenant's database before its loops start: schema migrations, and
+	// a clock behind its newest msg_id refused (DESIGN §1).
+	tenantStorage func(ctx context.Context, t tenant.Info) error
+	// readyCheck reports whether the dependencies answer, for /readyz.
+	readyCheck func(ctx context.Context) error
+	// metricsHandler serves the scrape.
+	metricsHandler http.Handler
+	// baseEditor is the store's message editor before dual read and archiving wrap it.
+	baseEditor struct{ ports.MessageEditor }
+)
+
+// mediaStores are where uploads go: the presigner of upload and download URLs, and the
+// /files/ handler of the HTTP listener when the store is the local directory (nil for S3).
+type mediaStores struct {
+	signer ports.ObjectStore
+	files  httpapi.FileStore
+}
+
+// Adapters provides every port from MySQL, Redis, sonyflake, JWT, Prometheus, Bleve and the
+// blob stores, and opens and closes them in the start order of seed 003 §18: MySQL, Redis,
+// ID. Tests replace it with the memory fakes (app_test.go) and keep the rest.
+func Adapters(cfg config.Config) fx.Option {
+	return fx.Options(
+		fx.Provide(
+			openMySQL,
+			func(c *mysql.Cluster, m ports.Metrics) *mysql.MessageStore {
+				return mysql.NewMessageStore(c, mysql.MessageStoreOptions{DedupTTL: time.Duration(cfg.Shard.DedupRetentionDays) * 24 * time.Hour, Metrics: m})
+			},
+			func(s *mysql.MessageStore) ports.MessageStore { return s },
+			func(s *mysql.MessageStore) ports.QueuedMarks { return s },
+			func(s *mysql.MessageStore) ports.SeqHoles { return s },
+			func(s *mysql.MessageStore) ports.MessageSearch { return s },
+			func(s *mysql.MessageStore) ports.MessageFinder { return s },
+			mysql.NewDirectory,
+			func(d *mysql.Directory) ports.Directory { return d },
+			func(d *mysql.Directory) ports.GroupOwners { return d },
+			func(d *mysql.Directory) ports.Profiles { return d },
+			func(d *mysql.Directory) ports.Friends { return d },
+			func(d *mysql.Directory) ports.Blocks { return d },
+			func(d *mysql.Directory) ports.Groups { return d },
+			func(d *mysql.Directory) ports.SendRules { return d },
+			func(c *mysql.Cluster) baseEditor { return baseEditor{mysql.NewMessageEditor(c)} },
+			mysql.NewDeleteLog,
+			func(l *mysql.DeleteLog) ports.DeleteLog { return l },
+			func(l *mysql.DeleteLog) ports.HiddenRanges { return l },
+			mysql.NewShardStore,
+			func(s *mysql.ShardStore) ports.ShardStore { return s },
+			func(c *mysql.Cluster) ports.ReadStore { return mysql.NewReadStore(c) },
+			func(c *mysql.Cluster) ports.Mailbox { return mysql.NewMailbox(c) },
+			func(c *mysql.Cluster) ports.RouteMirror { return mysql.NewRouteMirror(c) },
+			func(c *mysql.Cluster) ports.ShardHousekeeping { return mysql.NewHousekeeping(c) },
+			func(c *mysql.Cluster) ports.Reports { return mysql.NewReports(c) },
+			mysql.NewSummaries,
+			func(s *mysql.Summaries) ports.Summaries { return s },
+			func(s *mysql.Summaries) ports.DailyCounter { return s },
+			func(c *mysql.Cluster) ports.TokenRevocations { return mysql.NewRevocations(c) },
+			openTenantRegistry,
+			mysql.NewMonthRows,
+			func(r *mysql.MonthRows) ports.MonthRows { return r },
+			func(r *mysql.MonthRows) ports.MonthCatalog { return r },
+			mysql.NewReferences,
+			func(r *mysql.References) ports.Favorites { return r },
+			func(r *mysql.References) ports.GroupFiles { return r },
+			func(r *mysql.References) ports.References { return r },
+			func(c *mysql.Cluster) ports.LegacyMessages { return mysql.NewLegacy(c) },
+			mysql.NewMigrations,
+			func(m *mysql.Migrations) ports.MigrationStore { return m },
+			func(m *mysql.Migrations) dualread.Copier { return m },
+
+			openRedis,
+			readiness,
+			func(c rueidis.Client) ports.SeqAllocator { return redisadapter.NewSeqAllocator(c, 0) },
+			func(c rueidis.Client) ports.MonthState { return redisadapter.NewMonthState(c) },
+			redisadapter.NewRouteCache,
+			func(r *redisadapter.RouteCache) ports.RouteCache { return r },
+			func(r *redisadapter.RouteCache) ports.RouteFiller { return r },
+			func(r *redisadapter.RouteCache) ports.RoutePurger { return r },
+			func(c rueidis.Client) ports.HotCache {
+				return redisadapter.NewHotCache(c, redisadapter.HotCacheOptions{})
+			},
+			func(c rueidis.Client) (ports.DeliverQueue, error) {
+				return redisadapter.NewDeliverQueue(c).WithPartitions(cfg.Deliver.Partitions)
+			},
+			redisadapter.NewDialogStore,
+			func(d *redisadapter.DialogStore) ports.DialogStore { return d },
+			func(d *redisadapter.DialogStore) ports.DialogRemover { return d },
+			func(c rueidis.Client) ports.RouteRepairQueue { return redisadapter.NewRepairQueue(c) },
+			func(c rueidis.Client) ports.CompensationList { return redisadapter.NewCompensationList(c) },
+			func(c rueidis.Client) ports.Locks { return redisadapter.NewLocks(c) },
+			func(c rueidis.Client) ports.RevocationCache { return redisadapter.NewRevocationCache(c) },
+
+			func() (*snowflake.Generator, error) { return snowflake.New(cfg.NodeID) },
+			func(g *snowflake.Generator) ports.IDGenerator { return g },
+			newTenantStorage,
+			func() *jwt.Tokens { return jwt.New([]byte(cfg.TokenSecret)) },
+			func(j *jwt.Tokens) ports.Tokens { return j },
+			func(j *jwt.Tokens) ports.TokenInspector { return j },
+			prometheus.New,
+			func(m *prometheus.Metrics) ports.Metrics { return m },
+			func(m *prometheus.Metrics) ports.CounterAdder { return m },
+			func(m *prometheus.Metrics) metricsHandler { return m.Handler() },
+			func() ports.Clock { return systemClock{} },
+			newSearchIndex,
+			newBlobStore,
+			newObjectStore,
+			newPushNotifier,
+		),
+		fx.Invoke(closeStorage),
+	)
+}
+
+func openMySQL(cfg config.Config) (*mysql.Cluster, error) {
+	certs, err := cfg.MySQL.TLS.Build()
+	if err != nil {
+		return nil, fmt.Errorf("mysql: %w", err)
+	}
+	return mysql.Open(cfg.MySQL.DSN, cfg.MySQL.MaxOpenConns, mysql.WithTLS(certs))
+}
+
+// closeStorage closes the writers, then the pools, at stop; the runtime readies each tenant's
+// database at start.
+func closeStorage(lc fx.Lifecycle, cluster *mysql.Cluster, store *mysql.MessageStore) {
+	lc.Append(fx.StopHook(cluster.Close))
+	lc.Append(fx.StopHook(store.Close))
+}
+
+// openTenantRegistry opens the registry's database at start, before the tenants are loaded.
+func openTenantRegistry(lc fx.Lifecycle, c *mysql.Cluster, cfg config.Config) ports.TenantStore {
+	r := mysql.NewTenantRegistry(c, cfg.Registry.Database)
+	lc.Append(fx.Hook{OnStart: r.Open, OnStop: func(context.Context) error { return r.Close() }})
+	return r
+}
+
+func newTenantStorage(c *mysql.Cluster, shards *mysql.ShardStore, ids *snowflake.Generator) tenantStorage {
+	return func(ctx context.Context, t tenant.Info) error {
+		if err := c.Provision(ctx, t.Name, t.Database, t.DSN); err != nil {
+			return fmt.Errorf("provision tenant %s: %w", t.Name, err)
+		}
+		last, err := shards.MaxMessageID(ctx, t.Name)
+		if err != nil {
+			return fmt.Errorf("newest msg_id of %s: %w", t.Name, err)
+		}
+		if err := ids.CheckClock(last); err != nil {
+			return fmt.Errorf("tenant %s: %w", t.Name, err)
+		}
+		return nil
+	}
+}
+
+// openRedis connects to Redis; the client closes last but one, after everything using it.
+func openRedis(lc fx.Lifecycle, cfg config.Config) (rueidis.Client, error) {
+	certs, err := cfg.Redis.TLS.Build()
+	if err != nil {
+		return nil, fmt.Errorf("redis: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := redisadapter.Open(ctx, cfg.Redis.Addr, redisadapter.WithAuth(cfg.Redis.Username, cfg.Redis.Password), redisadapter.WithTLS(certs))
+	if err != nil {
+		return nil, fmt.Errorf("redis %s: %w", cfg.Redis.Addr, err)
+	}
+	lc.Append(fx.StopHook(c.Close))
+	return c, nil
+}
+
+func readiness(c rueidis.Client) readyCheck {
+	return func(ctx context.Context) error {
+		return c.Do(ctx, c.B().Ping().Build()).Error()
+	}
+}
+
+func newSearchIndex(lc fx.Lifecycle, cfg config.Config) (ports.SearchIndex, error) {
+	x, err := bleveindex.New(cfg.Search.Dir)
+	if err != nil {
+		return nil, err
+	}
+	lc.Append(fx.StopHook(x.Close))
+	return x, nil
+}
+
+// newBlobStore is the archive's home: a local directory (default) or an S3-compatible bucket.
+func newBlobStore(cfg config.Config) (ports.BlobStore, error) {
+	a := cfg.Archive
+	if a.Store == "s3" {
+		return s3blob.New(s3Config(a.S3))
+	}
+	return blobfs.New(a.Dir)
+}
+
+// s3Config is one bucket of the config (archive or uploads) as the S3 adapter takes it.
+func s3Config(b config.S3Bucket) s3blob.Config {
+	return s3blob.Config{
+		Endpoint: b.Endpoint, Region: b.Region, Bucket: b.Bucket, AccessKey: b.AccessKey,
+		SecretKey: b.SecretKey, Prefix: b.Prefix, PathStyle: b.PathStyle, PublicEndpoint: b.PublicEndpoint,
+	}
+}
+
+// newObjectStore is the uploads store: an S3-compatible bucket, or the local directory
+// (default) whose URL secret is derived from the token secret unless configured, so a dev
+// setup needs no extra key.
+func newObjectStore(cfg config.Config) (mediaStores, error) {
+	u := cfg.Uploads
+	if u.Store == "s3" {
+		s, err := s3blob.New(s3Config(u.S3))
+		return mediaStores{signer: s}, err
+	}
+	secret := []byte(u.Secret)
+	if len(secret) == 0 {
+		m := hmac.New(sha256.New, []byte(cfg.TokenSecret))
+		m.Write([]byte("imd uploads"))
+		secret = m.Sum(nil)
+	}
+	base := u.BaseURL
+	if base == "" {
+		base = "http://" + cfg.HTTP.Addr
+	}
+	s, err := localfs.New(localfs.Config{Dir: u.Dir, BaseURL: base, Secret: secret})
+	if err != nil {
+		return mediaStores{}, err
+	}
+	return mediaStores{signer: s, files: s}, nil
+}
+
+// newPushNotifier is the webhook when one is configured, else Noop. The webhook's queue is
+// flushed at stop, after the deliver workers (which feed it) have stopped.
+func newPushNotifier(lc fx.Lifecycle, cfg config.Config, met ports.Metrics, log *slog.Logger) (ports.PushNotifier, error) {
+	if cfg.Push.Webhook == "" {
+		return push.Noop{}, nil
+	}
+	w, err := push.NewWebhook(push.WebhookConfig{URL: cfg.Push.Webhook, Timeout: cfg.Push.Timeout, Queue: cfg.Push.Queue}, met, log)
+	if err != nil {
+		return nil, err
+	}
+	lc.Append(fx.StopHook(w.Close))
+	return w, nil
+}
