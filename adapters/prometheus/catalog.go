@@ -60,7 +60,7 @@ func catalog() []spec {
 		{name: "group_message_hot_cache_write_failed_total", kind: counter, help: "Committed messages the Redis hot cache failed to take (readers fall back to MySQL)."},
 
 		// Legacy single-table migration (seed 000 §9).
-		{name: "migration_rows_total", kind: counter, help: "Legacy rows handled by the migration's copy batches, by outcome (copied|skipped|failed).", labels: []string{"status"}},
+		{name: "migration_rows_total", kind: counter, help: "Legacy rows the migration job has handled, by outcome (copied|skipped|failed): a node taking the job over starts from the job's persisted counts, and a rerun adds on top.", labels: []string{"status"}},
 		{name: "migration_batch_latency", kind: histogram, help: "Seconds per migration copy batch transaction.", buckets: latencyBuckets},
 		{name: "migration_state", kind: gauge, help: "1 for the tenant's migration phase (none|copying|paused|verifying|verified|failed|finished), 0 for the others.", labels: []string{"tenant", "phase"}},
 		{name: "migration_verify_mismatches_total", kind: counter, help: "Seq ranges in which verification found the legacy table and the month tables differing."},

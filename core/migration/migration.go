@@ -81,7 +81,7 @@ type Deps struct {
 	Seq     ports.SeqAllocator
 	Routes  Routes
 	Metrics ports.Metrics
-	// Counters adds a batch's rows to migration_rows_total at once.
+	// Counters adds rows to migration_rows_total many at once.
 	Counters ports.CounterAdder
 	// IDs decodes msg_ids, so the plan can warn of legacy ids imd's own would sort before.
 	IDs   ports.IDGenerator
@@ -100,12 +100,14 @@ type Service struct {
 	wake chan struct{} // nudges the supervisor after a command
 
 	mu      sync.Mutex
-	running map[string]bool // tenants with a runner in this process
+	running map[string]bool        // tenants with a runner in this process
+	counted map[string]countedRows // what migration_rows_total holds of each tenant's run
 }
 
 // New returns the service; Run must run for jobs to make progress.
 func New(cfg Config, d Deps) *Service {
-	return &Service{cfg: cfg.withDefaults(), d: d, wake: make(chan struct{}, 1), running: make(map[string]bool)}
+	return &Service{cfg: cfg.withDefaults(), d: d, wake: make(chan struct{}, 1), running: make(map[string]bool),
+		counted: make(map[string]countedRows)}
 }
 
 // Plan reads what a migration of the tenant would do.

@@ -279,8 +279,9 @@ func TestCommandsRefuseWhatTheJobCannotDo(t *testing.T) {
 	}
 }
 
-func TestPauseHoldsTheCursorAndResumeContinues(t *testing.T) {
-	f := newFixture(t)
+// slowCopy adds 4,000 rows of grp_3 and paces the copy at two batches a second, so a command
+// lands mid-copy.
+func (f *fixture) slowCopy() {
 	f.cfg.RowsPerSecond = 2 * migration.MinBatchSize // one batch of 1,000 takes half a second
 	for i := range 4000 {
 		f.rows = append(f.rows, message.Message{
@@ -289,30 +290,42 @@ func TestPauseHoldsTheCursorAndResumeContinues(t *testing.T) {
 		})
 	}
 	f.legacy.Load(tenant, f.rows)
+}
+
+// startAndPause starts the job, waits for its first batch and pauses it.
+func (f *fixture) startAndPause(svc *migration.Service) legacy.Progress {
+	f.t.Helper()
 	ctx := context.Background()
-	svc := f.service()
-	f.run(svc)
 	if _, err := svc.Start(ctx, tenant, false); err != nil {
-		t.Fatal(err)
+		f.t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		p, err := svc.Status(ctx, tenant)
 		if err != nil {
-			t.Fatal(err)
+			f.t.Fatal(err)
 		}
 		if p.Job.Batches > 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("no batch copied")
+			f.t.Fatal("no batch copied")
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	if _, err := svc.Pause(ctx, tenant); err != nil {
-		t.Fatal(err)
+		f.t.Fatal(err)
 	}
-	paused := f.wait(svc, legacy.PhasePaused)
+	return f.wait(svc, legacy.PhasePaused)
+}
+
+func TestPauseHoldsTheCursorAndResumeContinues(t *testing.T) {
+	f := newFixture(t)
+	f.slowCopy()
+	ctx := context.Background()
+	svc := f.service()
+	f.run(svc)
+	paused := f.startAndPause(svc)
 	time.Sleep(100 * time.Millisecond)
 	still := f.wait(svc, legacy.PhasePaused)
 	if still.Job.Cursor != paused.Job.Cursor || still.Job.Remaining() == 0 {
@@ -324,6 +337,39 @@ func TestPauseHoldsTheCursorAndResumeContinues(t *testing.T) {
 	p := f.wait(svc, legacy.PhaseVerified, legacy.PhaseFailed)
 	if p.Job.Phase != legacy.PhaseVerified || p.Job.Copied != int64(len(f.rows)) {
 		t.Fatalf("after resume %+v", p.Job)
+	}
+}
+
+// TestRowsCounterCountsTheJob: migration_rows_total of a process that takes a job over starts
+// at the rows the job has already handled, so it counts the job rather than the process.
+func TestRowsCounterCountsTheJob(t *testing.T) {
+	f := newFixture(t)
+	f.slowCopy()
+	ctx, stop := context.WithCancel(context.Background())
+	first := f.service()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		first.Run(ctx, func() []string { return []string{tenant} })
+	}()
+	paused := f.startAndPause(first)
+	stop()
+	<-done
+	if got := f.metrics.Count("migration_rows_total", "copied"); got != float64(paused.Job.Copied) || got == 0 {
+		t.Fatalf("first process: migration_rows_total{copied} = %v, the job copied %d", got, paused.Job.Copied)
+	}
+
+	// The next process, with its own registry, resumes the job.
+	next := memory.NewMetrics()
+	f.deps.Metrics, f.deps.Counters = next, next
+	svc := f.service()
+	f.run(svc)
+	if _, err := svc.Resume(context.Background(), tenant); err != nil {
+		t.Fatal(err)
+	}
+	p := f.wait(svc, legacy.PhaseVerified, legacy.PhaseFailed)
+	if got := next.Count("migration_rows_total", "copied"); p.Job.Copied != int64(len(f.rows)) || got != float64(len(f.rows)) {
+		t.Fatalf("next process: migration_rows_total{copied} = %v, the job copied %d of %d", got, p.Job.Copied, len(f.rows))
 	}
 }
 
@@ -400,6 +446,12 @@ func TestRerunCopiesNothingTwice(t *testing.T) {
 		if p.Job.Run == 2 && p.Job.Phase == legacy.PhaseVerified {
 			if p.Job.Copied != 0 || p.Job.Skipped != int64(len(f.rows)) {
 				t.Fatalf("rerun %+v", p.Job)
+			}
+			// The rerun's rows add to the first run's: the counter never goes down.
+			for status, want := range map[string]int{"copied": len(f.rows), "skipped": len(f.rows)} {
+				if got := f.metrics.Count("migration_rows_total", status); got != float64(want) {
+					t.Errorf("migration_rows_total{%s} = %v, want %d", status, got, want)
+				}
 			}
 			return
 		}
