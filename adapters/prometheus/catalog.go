@@ -111,3 +111,14 @@ func catalog() []spec {
 		{name: "message_search_index_total", kind: counter, help: "Search index updates after COMMIT, by outcome (indexed|removed|failed|dropped).", labels: []string{"status"}},
 	}
 }
+
+// Names lists every metric name of the catalog, for tests outside this package that check
+// what reads or moves them (the e2e coverage table).
+func Names() []string {
+	specs := catalog()
+	names := make([]string, len(specs))
+	for i, s := range specs {
+		names[i] = s.name
+	}
+	return names
+}
