@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"log/slog"
 	"slices"
 	"strings"
@@ -493,5 +494,67 @@ func TestATenantProvisionedWhileRunningGetsItsJobRun(t *testing.T) {
 	}
 	if p := f.wait(svc, legacy.PhaseVerified, legacy.PhaseFailed); p.Job.Phase != legacy.PhaseVerified || p.Job.Copied != int64(len(f.rows)) {
 		t.Fatalf("job of the tenant provisioned while running: %+v", p.Job)
+	}
+}
+
+// heldRows is a migration store whose first LegacyRows stops after hold rows until release
+// is closed, so a test sees a month's verification half way.
+type heldRows struct {
+	ports.MigrationStore
+	hold    int
+	once    sync.Once
+	held    chan struct{} // closed once hold rows were read
+	release chan struct{}
+}
+
+func (h *heldRows) LegacyRows(ctx context.Context, tenant string, m month.Month) iter.Seq2[legacy.Row, error] {
+	first := false
+	h.once.Do(func() { first = true })
+	rows := h.MigrationStore.LegacyRows(ctx, tenant, m)
+	if !first {
+		return rows
+	}
+	return func(yield func(legacy.Row, error) bool) {
+		n := 0
+		for row, err := range rows {
+			if n == h.hold {
+				close(h.held)
+				<-h.release
+			}
+			n++
+			if !yield(row, err) {
+				return
+			}
+		}
+	}
+}
+
+// TestStatusShowsTheRowsVerifiedSoFar: while a month is compared, the status says which one
+// and how many of its legacy rows were compared, so imctl shows verification row by row.
+func TestStatusShowsTheRowsVerifiedSoFar(t *testing.T) {
+	f := newFixture(t)
+	held := &heldRows{MigrationStore: f.deps.Store, hold: 5, held: make(chan struct{}), release: make(chan struct{})}
+	f.deps.Store = held
+	svc := f.service()
+	f.run(svc)
+	ctx := context.Background()
+	if _, err := svc.Start(ctx, tenant, false); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-held.held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no month was verified")
+	}
+	p, err := svc.Status(ctx, tenant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Verifying == nil || p.Verifying.Rows != 5 || p.Verifying.Month < m0 || p.Verifying.Month > active {
+		t.Fatalf("verifying %+v while the fifth row is compared", p.Verifying)
+	}
+	close(held.release)
+	if p := f.wait(svc, legacy.PhaseVerified, legacy.PhaseFailed); p.Job.Phase != legacy.PhaseVerified || p.Verifying != nil {
+		t.Fatalf("after verification: %s, verifying %+v", p.Job.Phase, p.Verifying)
 	}
 }
