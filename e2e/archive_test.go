@@ -308,6 +308,12 @@ func TestArchiveDropAndReadBack(t *testing.T) {
 			t.Errorf("no %s was read from the archive", op)
 		}
 	}
+	// The first reads fetched the month's chunks; reading again finds them in the chunk cache.
+	if n := srv.metricValue("group_message_archive_chunk_cache_total", "result", "miss"); n == 0 {
+		t.Error("no archive chunk was fetched")
+	}
+	rises(t, srv, func() { sameAnswers(t, "dropped, read again", g.views(t, srv), before, "") },
+		metric("group_message_archive_chunk_cache_total", "result", "hit"))
 	if code := srv.Admin("POST", "/shards/"+g.m0+"/drop?wait=50s", nil, nil); code != http.StatusConflict {
 		t.Fatalf("dropping the current month: HTTP %d", code)
 	}

@@ -251,6 +251,12 @@ func TestLifecycleLateWriteIntoSealedMonthIsCompensated(t *testing.T) {
 	if got := srv.metricValue("group_message_dead_letter_total"); got != 1 {
 		t.Fatalf("group_message_dead_letter_total = %v, want 1", got)
 	}
+	// Another node of the deployment reports the waiting entry from its first shard pass.
+	other := Start(t, Options{Tenant: srv.Tenant})
+	eventually(t, 30*time.Second, "group_message_compensation_backlog is 1", func() bool {
+		return other.metricValue("group_message_compensation_backlog", "tenant", srv.Tenant) == 1
+	})
+	other.Stop()
 	// New messages are not held up by it.
 	if ack := sendN(t, ctx, c.conns[0], c.topic, "after", 1)[0]; ack.Seq != fixed.Seq+1 {
 		t.Fatalf("next message got seq %d", ack.Seq)

@@ -95,6 +95,10 @@ func TestMetricsMoveWithTheirEvents(t *testing.T) {
 			}
 		}, metric("group_message_dedup_hit_total"))
 	})
+	t.Run("file message", func(t *testing.T) {
+		rises(t, srv, func() { mustSend(t, ctx, c.conns[0], fileMessage(c.topic, "file-1", "report.pdf", 1234)) },
+			metric("group_file_index_total", "status", "ok"))
+	})
 	t.Run("sync messages", func(t *testing.T) {
 		rises(t, srv, func() {
 			if _, _, err := c.conns[1].SyncMessages(ctx, c.topic, 0, 50); err != nil {

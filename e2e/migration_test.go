@@ -430,6 +430,22 @@ func TestShard12MigrationKillMidCopyRerunAndCorruption(t *testing.T) {
 	if done.Job.Phase != "verified" || done.Job.Copied != int64(rows) || done.Job.Skipped != 0 || done.Job.Failed != 0 {
 		t.Fatalf("after the kill: %+v", done.Job)
 	}
+	// The process that took over counts the whole job, not only the rows it copied itself.
+	for _, m := range []struct {
+		s    series
+		want float64
+	}{
+		{metric("migration_rows_total", "status", "copied"), float64(rows)},
+		{metric("migration_state", "tenant", next.Tenant, "phase", "verified"), 1},
+		{metric("migration_state", "tenant", next.Tenant, "phase", "copying"), 0},
+	} {
+		if got := next.metricValue(m.s.name, m.s.labels...); got != m.want {
+			t.Errorf("%s = %v, want %v", m.s, got, m.want)
+		}
+	}
+	if next.metricValue("migration_batch_latency_count") == 0 {
+		t.Error("migration_batch_latency observed no batch")
+	}
 	db := next.TenantDB()
 	count := func() int64 {
 		var total int64
@@ -474,6 +490,12 @@ func TestShard12MigrationKillMidCopyRerunAndCorruption(t *testing.T) {
 	if failed.Job.Phase != "failed" || failed.Job.Report == nil || !slices.Contains(failed.Job.Report.Mismatches, want) {
 		t.Fatalf("verification of a corrupted row: %+v", failed.Job)
 	}
+	if got := next.metricValue("migration_verify_mismatches_total"); got == 0 {
+		t.Error("migration_verify_mismatches_total did not move")
+	}
+	eventually(t, 10*time.Second, "migration_state{phase=failed} is 1", func() bool {
+		return next.metricValue("migration_state", "tenant", next.Tenant, "phase", "failed") == 1
+	})
 	if _, err := lt.admin.MigrationCommand(ctx, "finish"); adminapi.CodeOf(err) != 40901 {
 		t.Fatalf("finish after a mismatch: %v", err)
 	}

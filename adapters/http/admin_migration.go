@@ -154,6 +154,13 @@ type migrationStatusJSON struct {
 	Months        []migrationMonthJSON `json:"months"`
 	RowsPerSecond float64              `json:"rows_per_second"`
 	ETASeconds    float64              `json:"eta_seconds"`
+	// Verifying is present while the answering node compares a month.
+	Verifying *migrationVerifyingJSON `json:"verifying,omitempty"`
+}
+
+type migrationVerifyingJSON struct {
+	Month string `json:"month"`
+	Rows  int64  `json:"rows"`
 }
 
 // migrationStatus reads the job, its months and its speed.
@@ -171,6 +178,9 @@ func (s *Server) migrationStatus(c echo.Context) error {
 	for i, m := range p.Months {
 		out.Months[i] = migrationMonthJSON{Month: m.Month.String(), Rows: m.Rows, Topics: m.Topics, Copied: m.Copied,
 			Skipped: m.Skipped, Failed: m.Failed, Done: m.Done(), Verified: string(m.Verified), VerifiedAt: unixMilli(m.VerifiedAt)}
+	}
+	if v := p.Verifying; v != nil {
+		out.Verifying = &migrationVerifyingJSON{Month: v.Month.String(), Rows: v.Rows}
 	}
 	return c.JSON(http.StatusOK, out)
 }

@@ -127,11 +127,16 @@ func readAlertRules(t *testing.T) alertRules {
 // scrapeMetrics are the series Prometheus adds to every target itself.
 var scrapeMetrics = []string{"up"}
 
+// comingMetrics are read by the dashboard and an alert before this catalog declares them: the
+// cross-node forwards of issue 14 (a counter by result, and a gauge of the seconds forwarded
+// pushes wait), built in parallel. Once declared, the catalog check covers them as any other.
+var comingMetrics = []string{"cross_node_push_total", "cross_node_push_lag_seconds"}
+
 // knownMetric reports whether name is a series imd's registry exposes (a histogram's
 // _bucket/_count/_sum included): a catalog metric, one of the collectors' (Go runtime,
-// process, build info), or one Prometheus adds to every scrape.
+// process, build info), one Prometheus adds to every scrape, or one of comingMetrics.
 func knownMetric(name string) bool {
-	if slices.Contains(scrapeMetrics, name) {
+	if slices.Contains(scrapeMetrics, name) || slices.Contains(comingMetrics, name) {
 		return true
 	}
 	fams, err := New(nil).reg.Gather()
@@ -202,10 +207,47 @@ func TestAlertRulesUseCatalogMetrics(t *testing.T) {
 		"group_message_persist_latency_bucket", "group_message_query_tables_bucket", "group_message_route_miss_total",
 		"group_message_route_repair_backlog", "group_message_dead_letter_total",
 		"up", "deliver_queue_depth", "deliver_queue_lag_seconds", "deliver_dead_letters", "taskpool_rejected_total",
-		"outbound_drop_total", "realip_missing_total",
+		"outbound_drop_total", "realip_missing_total", "cross_node_push_lag_seconds",
 	} {
 		if !used[want] {
 			t.Errorf("no alert reads %s", want)
+		}
+	}
+}
+
+// TestEveryAlertHasARunbookLine reads the table of README "Alerts: what to do when one fires"
+// and checks each alert of alerts.yaml has a line saying what to do, and no line names an alert
+// that does not exist.
+func TestEveryAlertHasARunbookLine(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, found := strings.Cut(string(raw), "\n### Alerts: what to do when one fires\n")
+	if !found {
+		t.Fatal(`README has no section "### Alerts: what to do when one fires"`)
+	}
+	section, _, _ = strings.Cut(section, "\n#")
+	runbook := map[string]string{}
+	for _, line := range strings.Split(section, "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) != 4 || strings.TrimSpace(cells[0]) != "" || strings.TrimSpace(cells[3]) != "" {
+			continue // not a two-column table row
+		}
+		runbook[strings.TrimSpace(cells[1])] = strings.TrimSpace(cells[2])
+	}
+	alerts := map[string]bool{}
+	for _, g := range readAlertRules(t).Groups {
+		for _, r := range g.Rules {
+			alerts[r.Alert] = true
+			if len(runbook[r.Alert]) < 20 {
+				t.Errorf("alert %s has no runbook line in README (got %q)", r.Alert, runbook[r.Alert])
+			}
+		}
+	}
+	for name := range runbook {
+		if name != "alert" && !strings.HasPrefix(name, "---") && !alerts[name] {
+			t.Errorf("README's runbook names %s, which alerts.yaml does not define", name)
 		}
 	}
 }

@@ -64,7 +64,7 @@ func catalog() []spec {
 		{name: "tenant_loop_restarts_total", kind: counter, help: "Background loop failures, each followed by a restart after a backoff, by loop and tenant (empty for a loop over all tenants).", labels: []string{"loop", "tenant"}},
 
 		// Legacy single-table migration (seed 000 §9).
-		{name: "migration_rows_total", kind: counter, help: "Legacy rows handled by the migration's copy batches, by outcome (copied|skipped|failed).", labels: []string{"status"}},
+		{name: "migration_rows_total", kind: counter, help: "Legacy rows the migration job has handled, by outcome (copied|skipped|failed): a node taking the job over starts from the job's persisted counts, and a rerun adds on top.", labels: []string{"status"}},
 		{name: "migration_batch_latency", kind: histogram, help: "Seconds per migration copy batch transaction.", buckets: latencyBuckets},
 		{name: "migration_state", kind: gauge, help: "1 for the tenant's migration phase (none|copying|paused|verifying|verified|failed|finished), 0 for the others.", labels: []string{"tenant", "phase"}},
 		{name: "migration_verify_mismatches_total", kind: counter, help: "Seq ranges in which verification found the legacy table and the month tables differing."},
@@ -114,4 +114,15 @@ func catalog() []spec {
 		{name: "group_file_index_total", kind: counter, help: "Group file index updates after COMMIT, by outcome (ok|failed).", labels: []string{"status"}},
 		{name: "message_search_index_total", kind: counter, help: "Search index updates after COMMIT, by outcome (indexed|removed|failed|dropped).", labels: []string{"status"}},
 	}
+}
+
+// Names lists every metric name of the catalog, for tests outside this package that check
+// what reads or moves them (the e2e coverage table).
+func Names() []string {
+	specs := catalog()
+	names := make([]string, len(specs))
+	for i, s := range specs {
+		names[i] = s.name
+	}
+	return names
 }

@@ -51,6 +51,7 @@ func TestDashboardQueriesRealMetrics(t *testing.T) {
 	for _, want := range []string{
 		"Connections", "Sends/s by code", "SEND_ACK latency", "Persist latency", "Deliver lag per partition",
 		"Task pool", "Outbound drops and push timeouts", "Month tables ready", "Route repair", "Migration progress",
+		"Cross-node forwards/s by result", "Cross-node push lag",
 	} {
 		if !titles[want] {
 			t.Errorf("dashboard has no panel %q", want)

@@ -279,8 +279,9 @@ func (mw *migrationWatch) show(now time.Time, st adminapi.MigrationStatus) {
 }
 
 // migrationLine observes st and says where the job is. Copy progress is the job's rows
-// handled; verification progress is the rows of the months verified so far (the server
-// verifies month by month).
+// handled; verification progress is the rows of the months verified so far plus the rows
+// compared of the month in progress, which only the node verifying knows: answered by another
+// node, the count moves a month at a time, and the line says so.
 func migrationLine(m *progress.Meter, now time.Time, st adminapi.MigrationStatus) string {
 	j := st.Job
 	switch {
@@ -290,14 +291,22 @@ func migrationLine(m *progress.Meter, now time.Time, st adminapi.MigrationStatus
 			"then the month tables, seq counters and routes; no rows are copied before"
 	case j.Phase == "verifying":
 		var verified, months int64
+		current := ""
 		for _, mo := range st.Months {
-			if mo.Verified == "ok" {
+			switch {
+			case mo.Verified == "ok":
 				verified += mo.Rows
 				months++
+			case st.Verifying != nil && mo.Month == st.Verifying.Month:
+				verified += min(st.Verifying.Rows, mo.Rows)
+				current = ", comparing " + mo.Month
 			}
 		}
+		if st.Verifying == nil {
+			current = " (whole months: another node verifies)"
+		}
 		m.Observe(now, "verifying", verified, j.Rows)
-		return fmt.Sprintf("%s, %d of %d months", m.Line("rows"), months, len(st.Months))
+		return fmt.Sprintf("%s, %d of %d months%s", m.Line("rows"), months, len(st.Months), current)
 	case j.Phase == "paused":
 		m.Observe(now, "paused", j.Rows-j.Remaining, j.Rows)
 		return fmt.Sprintf("paused at %s of %s rows: waiting for resume (imctl migrate resume; Ctrl-C stops watching, not the job)",

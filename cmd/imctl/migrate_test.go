@@ -1,12 +1,16 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/imdhq/imd/cmd/imctl/adminapi"
 	"github.com/imdhq/imd/cmd/imctl/adminapi/adminapitest"
+	"github.com/imdhq/imd/cmd/imctl/progress"
 )
 
 const (
@@ -110,6 +114,32 @@ func TestMigrateWatchRidesOutRestartsAndPauses(t *testing.T) {
 	}
 	if !strings.Contains(out, "migration verified") {
 		t.Errorf("no status table at the end:\n%s", out)
+	}
+}
+
+// TestMigrateVerifyLineCountsRows: verification progress moves row by row within a month
+// while the node that verifies answers, with its rate over the window and an ETA.
+func TestMigrateVerifyLineCountsRows(t *testing.T) {
+	status := func(verifying string, ok string) adminapi.MigrationStatus {
+		var st adminapi.MigrationStatus
+		raw := `{"job":{"phase":"verifying","prepared":true,"rows":1000000,"remaining":0},"months":[` +
+			`{"month":"202601","rows":400000,"done":400000,"verified":"` + ok + `"},{"month":"202602","rows":600000,"done":600000,"verified":""}]` +
+			verifying + `}`
+		if err := json.Unmarshal([]byte(raw), &st); err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	m := progress.New(progress.DefaultWindow)
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	migrationLine(m, t0, status(`,"verifying":{"month":"202601","rows":100000}`, ""))
+	migrationLine(m, t0.Add(5*time.Second), status(`,"verifying":{"month":"202601","rows":350000}`, ""))
+	got := migrationLine(m, t0.Add(10*time.Second), status(`,"verifying":{"month":"202602","rows":200000}`, "ok"))
+	if want := "verifying: 600,000 of 1,000,000 rows (60%), 50,000 rows/s, ETA 8s, 1 of 2 months, comparing 202602"; got != want {
+		t.Fatalf("got  %q\nwant %q", got, want)
+	}
+	if got := migrationLine(m, t0.Add(11*time.Second), status("", "ok")); !strings.Contains(got, "another node verifies") {
+		t.Fatalf("answered by a node that does not verify: %q", got)
 	}
 }
 

@@ -153,6 +153,15 @@ type Progress struct {
 	Months []MonthProgress
 	// RowsPerSecond is the copy rate over the recent batches, 0 when not copying.
 	RowsPerSecond float64
+	// Verifying is the month the answering node is comparing right now, nil when it compares
+	// none (verification runs on the node holding the job's lease).
+	Verifying *VerifyProgress
+}
+
+// VerifyProgress is how far the comparison of one month has got.
+type VerifyProgress struct {
+	Month month.Month
+	Rows  int64 // legacy rows of the month compared so far
 }
 
 // ETA is the time the rest of the copy needs at the recent rate; 0 when unknown or done.

@@ -81,7 +81,7 @@ type Deps struct {
 	Seq     ports.SeqAllocator
 	Routes  Routes
 	Metrics ports.Metrics
-	// Counters adds a batch's rows to migration_rows_total at once.
+	// Counters adds rows to migration_rows_total many at once.
 	Counters ports.CounterAdder
 	// IDs decodes msg_ids, so the plan can warn of legacy ids imd's own would sort before.
 	IDs   ports.IDGenerator
@@ -100,12 +100,16 @@ type Service struct {
 	wake chan struct{} // nudges the supervisor after a command
 
 	mu      sync.Mutex
-	running map[string]bool // tenants with a runner in this process
+	running map[string]bool        // tenants with a runner in this process
+	counted map[string]countedRows // what migration_rows_total holds of each tenant's run
+	// verifying is the month each tenant's runner in this process is comparing.
+	verifying map[string]*verifyCount
 }
 
 // New returns the service; Run must run for jobs to make progress.
 func New(cfg Config, d Deps) *Service {
-	return &Service{cfg: cfg.withDefaults(), d: d, wake: make(chan struct{}, 1), running: make(map[string]bool)}
+	return &Service{cfg: cfg.withDefaults(), d: d, wake: make(chan struct{}, 1), running: make(map[string]bool),
+		counted: make(map[string]countedRows), verifying: make(map[string]*verifyCount)}
 }
 
 // Plan reads what a migration of the tenant would do.
@@ -132,6 +136,11 @@ func (s *Service) Status(ctx context.Context, tenant string) (legacy.Progress, e
 	if err != nil {
 		return legacy.Progress{}, apperr.Wrap(apperr.Busy, "reading the migration failed", err)
 	}
+	s.mu.Lock()
+	if v := s.verifying[tenant]; v != nil {
+		p.Verifying = &legacy.VerifyProgress{Month: v.month, Rows: v.rows.Load()}
+	}
+	s.mu.Unlock()
 	return p, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"log/slog"
 	"slices"
 	"strings"
@@ -279,8 +280,9 @@ func TestCommandsRefuseWhatTheJobCannotDo(t *testing.T) {
 	}
 }
 
-func TestPauseHoldsTheCursorAndResumeContinues(t *testing.T) {
-	f := newFixture(t)
+// slowCopy adds 4,000 rows of grp_3 and paces the copy at two batches a second, so a command
+// lands mid-copy.
+func (f *fixture) slowCopy() {
 	f.cfg.RowsPerSecond = 2 * migration.MinBatchSize // one batch of 1,000 takes half a second
 	for i := range 4000 {
 		f.rows = append(f.rows, message.Message{
@@ -289,30 +291,42 @@ func TestPauseHoldsTheCursorAndResumeContinues(t *testing.T) {
 		})
 	}
 	f.legacy.Load(tenant, f.rows)
+}
+
+// startAndPause starts the job, waits for its first batch and pauses it.
+func (f *fixture) startAndPause(svc *migration.Service) legacy.Progress {
+	f.t.Helper()
 	ctx := context.Background()
-	svc := f.service()
-	f.run(svc)
 	if _, err := svc.Start(ctx, tenant, false); err != nil {
-		t.Fatal(err)
+		f.t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		p, err := svc.Status(ctx, tenant)
 		if err != nil {
-			t.Fatal(err)
+			f.t.Fatal(err)
 		}
 		if p.Job.Batches > 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("no batch copied")
+			f.t.Fatal("no batch copied")
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	if _, err := svc.Pause(ctx, tenant); err != nil {
-		t.Fatal(err)
+		f.t.Fatal(err)
 	}
-	paused := f.wait(svc, legacy.PhasePaused)
+	return f.wait(svc, legacy.PhasePaused)
+}
+
+func TestPauseHoldsTheCursorAndResumeContinues(t *testing.T) {
+	f := newFixture(t)
+	f.slowCopy()
+	ctx := context.Background()
+	svc := f.service()
+	f.run(svc)
+	paused := f.startAndPause(svc)
 	// The runner saw the pause and ended (its lease dropped): nothing can move the cursor now.
 	for deadline := time.Now().Add(10 * time.Second); f.legacy.Leased(tenant); time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
@@ -329,6 +343,39 @@ func TestPauseHoldsTheCursorAndResumeContinues(t *testing.T) {
 	p := f.wait(svc, legacy.PhaseVerified, legacy.PhaseFailed)
 	if p.Job.Phase != legacy.PhaseVerified || p.Job.Copied != int64(len(f.rows)) {
 		t.Fatalf("after resume %+v", p.Job)
+	}
+}
+
+// TestRowsCounterCountsTheJob: migration_rows_total of a process that takes a job over starts
+// at the rows the job has already handled, so it counts the job rather than the process.
+func TestRowsCounterCountsTheJob(t *testing.T) {
+	f := newFixture(t)
+	f.slowCopy()
+	ctx, stop := context.WithCancel(context.Background())
+	first := f.service()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		first.Run(ctx, func() []string { return []string{tenant} })
+	}()
+	paused := f.startAndPause(first)
+	stop()
+	<-done
+	if got := f.metrics.Count("migration_rows_total", "copied"); got != float64(paused.Job.Copied) || got == 0 {
+		t.Fatalf("first process: migration_rows_total{copied} = %v, the job copied %d", got, paused.Job.Copied)
+	}
+
+	// The next process, with its own registry, resumes the job.
+	next := memory.NewMetrics()
+	f.deps.Metrics, f.deps.Counters = next, next
+	svc := f.service()
+	f.run(svc)
+	if _, err := svc.Resume(context.Background(), tenant); err != nil {
+		t.Fatal(err)
+	}
+	p := f.wait(svc, legacy.PhaseVerified, legacy.PhaseFailed)
+	if got := next.Count("migration_rows_total", "copied"); p.Job.Copied != int64(len(f.rows)) || got != float64(len(f.rows)) {
+		t.Fatalf("next process: migration_rows_total{copied} = %v, the job copied %d of %d", got, p.Job.Copied, len(f.rows))
 	}
 }
 
@@ -406,6 +453,12 @@ func TestRerunCopiesNothingTwice(t *testing.T) {
 			if p.Job.Copied != 0 || p.Job.Skipped != int64(len(f.rows)) {
 				t.Fatalf("rerun %+v", p.Job)
 			}
+			// The rerun's rows add to the first run's: the counter never goes down.
+			for status, want := range map[string]int{"copied": len(f.rows), "skipped": len(f.rows)} {
+				if got := f.metrics.Count("migration_rows_total", status); got != float64(want) {
+					t.Errorf("migration_rows_total{%s} = %v, want %d", status, got, want)
+				}
+			}
 			return
 		}
 		if time.Now().After(deadline) {
@@ -446,5 +499,67 @@ func TestATenantProvisionedWhileRunningGetsItsJobRun(t *testing.T) {
 	}
 	if p := f.wait(svc, legacy.PhaseVerified, legacy.PhaseFailed); p.Job.Phase != legacy.PhaseVerified || p.Job.Copied != int64(len(f.rows)) {
 		t.Fatalf("job of the tenant provisioned while running: %+v", p.Job)
+	}
+}
+
+// heldRows is a migration store whose first LegacyRows stops after hold rows until release
+// is closed, so a test sees a month's verification half way.
+type heldRows struct {
+	ports.MigrationStore
+	hold    int
+	once    sync.Once
+	held    chan struct{} // closed once hold rows were read
+	release chan struct{}
+}
+
+func (h *heldRows) LegacyRows(ctx context.Context, tenant string, m month.Month) iter.Seq2[legacy.Row, error] {
+	first := false
+	h.once.Do(func() { first = true })
+	rows := h.MigrationStore.LegacyRows(ctx, tenant, m)
+	if !first {
+		return rows
+	}
+	return func(yield func(legacy.Row, error) bool) {
+		n := 0
+		for row, err := range rows {
+			if n == h.hold {
+				close(h.held)
+				<-h.release
+			}
+			n++
+			if !yield(row, err) {
+				return
+			}
+		}
+	}
+}
+
+// TestStatusShowsTheRowsVerifiedSoFar: while a month is compared, the status says which one
+// and how many of its legacy rows were compared, so imctl shows verification row by row.
+func TestStatusShowsTheRowsVerifiedSoFar(t *testing.T) {
+	f := newFixture(t)
+	held := &heldRows{MigrationStore: f.deps.Store, hold: 5, held: make(chan struct{}), release: make(chan struct{})}
+	f.deps.Store = held
+	svc := f.service()
+	f.run(svc)
+	ctx := context.Background()
+	if _, err := svc.Start(ctx, tenant, false); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-held.held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no month was verified")
+	}
+	p, err := svc.Status(ctx, tenant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Verifying == nil || p.Verifying.Rows != 5 || p.Verifying.Month < m0 || p.Verifying.Month > active {
+		t.Fatalf("verifying %+v while the fifth row is compared", p.Verifying)
+	}
+	close(held.release)
+	if p := f.wait(svc, legacy.PhaseVerified, legacy.PhaseFailed); p.Job.Phase != legacy.PhaseVerified || p.Verifying != nil {
+		t.Fatalf("after verification: %s, verifying %+v", p.Job.Phase, p.Verifying)
 	}
 }

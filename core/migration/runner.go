@@ -138,6 +138,7 @@ func (r *runner) step(ctx context.Context) (more bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("read job: %w", err)
 	}
+	r.s.countRows(r.tenant, job)
 	switch job.Phase {
 	case legacy.PhaseCopying:
 		if !job.Prepared {
@@ -162,13 +163,8 @@ func (r *runner) copyBatch(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("copy batch: %w", err)
 	}
-	m := r.s.d.Metrics
-	m.Observe("migration_batch_latency", b.Took.Seconds())
-	for status, n := range map[string]int{"copied": b.Copied, "skipped": b.Skipped, "failed": b.Failed} {
-		if n > 0 {
-			r.s.d.Counters.Add("migration_rows_total", float64(n), status)
-		}
-	}
+	r.s.d.Metrics.Observe("migration_batch_latency", b.Took.Seconds())
+	r.s.countBatch(r.tenant, b)
 	if len(b.FailedKeys) > 0 {
 		r.s.d.Log.WarnContext(ctx, "legacy rows not copied: their seq or client_msg_id is taken in the month table",
 			"tenant", r.tenant, "failed", b.Failed, "first", b.FailedKeys)
@@ -310,4 +306,47 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// countedRows is what this process has added to migration_rows_total for one run of a
+// tenant's job.
+type countedRows struct {
+	run                     int
+	copied, skipped, failed int64
+}
+
+// countRows brings migration_rows_total up to the job's persisted counts, which the batches
+// advance in their own transactions. The counter thus counts the job, not the process: a node
+// that takes a job over (after a restart or a crash of the node that ran it) starts from the
+// rows already handled instead of from 0, and no batch is counted twice. A rerun's counts
+// start again from 0 in the job and are added on top, so the counter never goes down.
+func (s *Service) countRows(tenant string, job legacy.Job) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.counted[tenant]
+	if c.run != job.Run {
+		c = countedRows{run: job.Run}
+	}
+	s.counted[tenant] = s.addRows(c, job.Copied-c.copied, job.Skipped-c.skipped, job.Failed-c.failed)
+}
+
+// countBatch counts a batch this process just committed, of the run countRows last saw.
+func (s *Service) countBatch(tenant string, b legacy.Batch) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.counted[tenant] = s.addRows(s.counted[tenant], int64(b.Copied), int64(b.Skipped), int64(b.Failed))
+}
+
+func (s *Service) addRows(c countedRows, copied, skipped, failed int64) countedRows {
+	for _, add := range []struct {
+		status string
+		n      int64
+		have   *int64
+	}{{"copied", copied, &c.copied}, {"skipped", skipped, &c.skipped}, {"failed", failed, &c.failed}} {
+		if add.n > 0 {
+			s.d.Counters.Add("migration_rows_total", float64(add.n), add.status)
+			*add.have += add.n
+		}
+	}
+	return c
 }

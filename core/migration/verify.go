@@ -13,6 +13,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/imdhq/imd/core/legacy"
@@ -120,7 +121,9 @@ func (r *runner) verifyMonth(ctx context.Context, m month.Month) (legacy.Report,
 	if err != nil {
 		return legacy.Report{}, fmt.Errorf("inventory of %s: %w", m, err)
 	}
-	results, err := Compare(m, inv, r.s.d.Store.LegacyRows(ctx, r.tenant, m), r.s.d.Store.MonthRows(ctx, r.tenant, m))
+	compared := r.s.startVerify(r.tenant, m)
+	defer r.s.endVerify(r.tenant)
+	results, err := Compare(m, inv, counting(r.s.d.Store.LegacyRows(ctx, r.tenant, m), compared), r.s.d.Store.MonthRows(ctx, r.tenant, m))
 	if err != nil {
 		return legacy.Report{}, fmt.Errorf("verify %s: %w", m, err)
 	}
@@ -144,6 +147,40 @@ func (r *runner) verifyMonth(ctx context.Context, m month.Month) (legacy.Report,
 		return legacy.Report{}, fmt.Errorf("record verification of %s: %w", m, err)
 	}
 	return rep, nil
+}
+
+// verifyCount is the month a runner compares and the legacy rows it has compared, for Status.
+type verifyCount struct {
+	month month.Month
+	rows  atomic.Int64
+}
+
+func (s *Service) startVerify(tenant string, m month.Month) *atomic.Int64 {
+	v := &verifyCount{month: m}
+	s.mu.Lock()
+	s.verifying[tenant] = v
+	s.mu.Unlock()
+	return &v.rows
+}
+
+func (s *Service) endVerify(tenant string) {
+	s.mu.Lock()
+	delete(s.verifying, tenant)
+	s.mu.Unlock()
+}
+
+// counting passes rows through, adding one to n per row.
+func counting(rows iter.Seq2[legacy.Row, error], n *atomic.Int64) iter.Seq2[legacy.Row, error] {
+	return func(yield func(legacy.Row, error) bool) {
+		for row, err := range rows {
+			if err == nil {
+				n.Add(1)
+			}
+			if !yield(row, err) {
+				return
+			}
+		}
+	}
 }
 
 // describe names the first mismatches for the job's error text.

@@ -96,6 +96,14 @@ type MigrationStatus struct {
 	Months        []MigrationMonth `json:"months"`
 	RowsPerSecond float64          `json:"rows_per_second"`
 	ETASeconds    float64          `json:"eta_seconds"`
+	// Verifying is set while the node that answered compares a month.
+	Verifying *MigrationVerifying `json:"verifying,omitempty"`
+}
+
+// MigrationVerifying is the month being compared and its legacy rows compared so far.
+type MigrationVerifying struct {
+	Month string `json:"month"`
+	Rows  int64  `json:"rows"`
 }
 
 // MigrationPlan reads the legacy table by month (a full scan; it writes nothing).
