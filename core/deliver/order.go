@@ -195,3 +195,14 @@ func (t *topicOrder) due() time.Time {
 	}
 	return due
 }
+
+// empty reports whether no job is held.
+func (s *sequencer) empty() bool { return len(s.waiting) == 0 }
+
+// reset returns every held job as drain does and forgets every topic: the partition went to
+// another node, whose jobs move each topic past what this one knew.
+func (s *sequencer) reset() []delivery.Job {
+	out := s.drain()
+	clear(s.topics)
+	return out
+}
