@@ -21,6 +21,7 @@ import (
 	tcpserver "github.com/imdhq/imd/adapters/tcp/server"
 	"github.com/imdhq/imd/core/admin"
 	"github.com/imdhq/imd/core/archivereader"
+	"github.com/imdhq/imd/core/cluster"
 	"github.com/imdhq/imd/core/conversation"
 	"github.com/imdhq/imd/core/deliver"
 	"github.com/imdhq/imd/core/directory"
@@ -52,6 +53,7 @@ func Options(cfg config.Config, log *slog.Logger) fx.Option {
 		Core(),
 		Archive(),
 		Migration(cfg),
+		Nodes(),
 		Transports(),
 		Observe(),
 		fx.Invoke(runTenants),
@@ -377,6 +379,8 @@ type tcpParams struct {
 	Clock   ports.Clock
 	Metrics ports.Metrics
 	Log     *slog.Logger
+	// Presence hears which devices this node holds (nodes.go).
+	Presence *cluster.Tracker
 }
 
 func newTCP(p tcpParams) (*tcpserver.Server, error) {
@@ -396,6 +400,7 @@ func newTCP(p tcpParams) (*tcpserver.Server, error) {
 		RateLimits: tcpRateLimits(p.Cfg.RateLimit),
 	}, tcpserver.Deps{
 		Auth: p.Auth, Send: p.Send, History: p.History, Modify: p.Modify, Inbox: p.Inbox, Read: p.Read, IDs: p.IDs, Clock: p.Clock, Metrics: p.Metrics,
+		Presence: p.Presence,
 	}, p.Log), nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/imdhq/imd/adapters/push"
 	tcpserver "github.com/imdhq/imd/adapters/tcp/server"
 	"github.com/imdhq/imd/adapters/tcp/server/session"
+	"github.com/imdhq/imd/core/cluster"
 	"github.com/imdhq/imd/core/conversation"
 	"github.com/imdhq/imd/core/deliver"
 	"github.com/imdhq/imd/core/delivery"
@@ -87,6 +88,7 @@ type deliverParams struct {
 	Clock    ports.Clock
 	Log      *slog.Logger
 	InFlight *inflight.Sends
+	Owner    deliver.Owner
 }
 
 func newDeliver(p deliverParams) *deliver.Workers {
@@ -94,7 +96,7 @@ func newDeliver(p deliverParams) *deliver.Workers {
 	return deliver.New(deliver.Config{TakeTimeout: d.TakeTimeout, DoneTTL: d.DoneTTL, MaxAttempts: d.MaxAttempts, ReorderWait: d.ReorderWait},
 		deliver.Deps{
 			Queue: p.Queue, Pusher: p.Pusher, Dialogs: p.Dialogs, Mailer: p.Mailer, Notifier: p.Notifier,
-			Members: p.Members, Metrics: p.Metrics, Clock: p.Clock, Log: p.Log, InFlight: p.InFlight,
+			Members: p.Members, Metrics: p.Metrics, Clock: p.Clock, Log: p.Log, InFlight: p.InFlight, Owner: p.Owner,
 		})
 }
 
@@ -154,4 +156,6 @@ func (l *latePusher) PushDevice(ctx context.Context, tenant string, user int64, 
 	return l.target.PushDevice(ctx, tenant, user, device, p)
 }
 
-func bindPusher(l *latePusher, s *tcpserver.Server) { l.target = s }
+// bindPusher binds the deliver side to the listener's sessions through the cross-node pusher
+// (nodes.go), which hands pushes for devices on other nodes to those nodes.
+func bindPusher(l *latePusher, p *cluster.Pusher) { l.target = p }
