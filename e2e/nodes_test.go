@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -157,4 +159,132 @@ func TestNodesSecondAuthOnAnotherNodeKicksTheFirst(t *testing.T) {
 	if err := third.Heartbeat(ctx); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestNodesKilledNodeLosesNoAckedMessage: the node that consumes the deliver queue (one
+// partition, the first node in the lease order) is killed with -9 mid-load. The survivor takes
+// its partition once the lease runs out, requeues the jobs it had in flight and delivers them:
+// a member connected to the survivor gets every ACKed message live exactly once, its unread
+// count counts each once, and a client of the dead node reconnects to the survivor and reads
+// every ACKed message back by sync, each once.
+func TestNodesKilledNodeLosesNoAckedMessage(t *testing.T) {
+	nodes := startNodes(t, 2, map[string]string{"IMD_CLUSTER_LEASE_TTL": "3s", "IMD_DELIVER_PARTITIONS": "1"})
+	victim, survivor := nodes[0], nodes[1]
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	const members, each = 6, 40
+	ids := make([]int64, members)
+	tokens := make([]string, members)
+	for i := range ids {
+		ids[i] = int64(200 + i)
+		tokens[i] = victim.User(ids[i])
+	}
+	topic := victim.Group(15, ids[0], ids[1:]...)
+	conns := make([]*client.Conn, members)
+	for i := range conns {
+		node := victim
+		if i >= members/2 {
+			node = survivor
+		}
+		conns[i] = node.Connect(ctx, tokens[i], 1)
+	}
+	observer := conns[members-1] // on the survivor, sends nothing
+	var (
+		mu    sync.Mutex
+		acked []int64
+		wg    sync.WaitGroup
+	)
+	killed := make(chan struct{})
+	for _, i := range []int{0, members / 2} { // one sender on each node
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range each {
+				if i == 0 && j == each/4 {
+					victim.Kill()
+					close(killed)
+				}
+				ack, err := conns[i].Send(ctx, textMessage(topic, fmt.Sprintf("s%d-%d", i, j), "x"))
+				if err != nil {
+					if i == 0 {
+						return // its node is gone: what it did not get acked may or may not be stored
+					}
+					t.Errorf("sender on the survivor: %v", err)
+					return
+				}
+				mu.Lock()
+				acked = append(acked, ack.Seq)
+				mu.Unlock()
+			}
+		}()
+	}
+	// Drain the observer while the load runs, so its pushes never stall its connection.
+	seen := map[int64]int{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for p := range observer.Pushes() {
+			if p.Command == protocol.CmdMessage && p.Message != nil {
+				mu.Lock()
+				seen[p.Message.Seq]++
+				mu.Unlock()
+			}
+		}
+	}()
+	wg.Wait()
+	<-killed
+	slices.Sort(acked)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		mu.Lock()
+		missing := 0
+		for _, s := range acked {
+			if seen[s] == 0 {
+				missing++
+			}
+		}
+		mu.Unlock()
+		if missing == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the observer lacks %d of %d acked messages live", missing, len(acked))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	time.Sleep(time.Second) // a duplicate would show now
+	mu.Lock()
+	for s, n := range seen {
+		if n != 1 {
+			t.Errorf("seq %d pushed %d times to the observer", s, n)
+		}
+	}
+	mu.Unlock()
+
+	// The dead node's client reconnects to the survivor and catches up by sync.
+	back := survivor.Connect(ctx, tokens[1], 1)
+	var stored []int64 // fewer than one page
+	for _, m := range syncAll(t, ctx, back, topic) {
+		stored = append(stored, m.Seq)
+	}
+	if !slices.IsSorted(stored) || len(slices.Compact(slices.Clone(stored))) != len(stored) {
+		t.Fatalf("sync returned duplicates or disorder: %v", stored)
+	}
+	for _, s := range acked {
+		if _, ok := slices.BinarySearch(stored, s); !ok {
+			t.Errorf("acked seq %d not stored", s)
+		}
+	}
+	var conv struct {
+		ConversationID int64 `json:"conversation_id"`
+	}
+	survivor.MustAdmin("GET", "/topics/"+topic+"/messages/1", nil, &conv)
+	if got := survivor.unreadInRedis(survivor.Redis(), ids[members-1], conv.ConversationID); got != int64(len(stored)) {
+		t.Errorf("observer unread %d, %d messages stored", got, len(stored))
+	}
+	if !strings.Contains(survivor.Logs(), "took deliver partition") {
+		t.Error("the survivor never took the dead node's deliver partition")
+	}
+	observer.Close()
+	<-done
 }
