@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"go.uber.org/fx"
 
@@ -91,9 +92,14 @@ type deliverParams struct {
 	Owner    deliver.Owner
 }
 
+// sendBoundSkew covers the node clocks' difference when a consumer bounds a send that runs
+// on another node by the request timeout (deliver.Config.SendBound).
+const sendBoundSkew = 2 * time.Second
+
 func newDeliver(p deliverParams) *deliver.Workers {
 	d := p.Cfg.Deliver
-	return deliver.New(deliver.Config{TakeTimeout: d.TakeTimeout, DoneTTL: d.DoneTTL, MaxAttempts: d.MaxAttempts, ReorderWait: d.ReorderWait},
+	return deliver.New(deliver.Config{TakeTimeout: d.TakeTimeout, DoneTTL: d.DoneTTL, MaxAttempts: d.MaxAttempts, ReorderWait: d.ReorderWait,
+		SendBound: p.Cfg.TCP.RequestTimeout + sendBoundSkew},
 		deliver.Deps{
 			Queue: p.Queue, Pusher: p.Pusher, Dialogs: p.Dialogs, Mailer: p.Mailer, Notifier: p.Notifier,
 			Members: p.Members, Metrics: p.Metrics, Clock: p.Clock, Log: p.Log, InFlight: p.InFlight, Owner: p.Owner,

@@ -32,6 +32,12 @@ type Config struct {
 	// ReorderWait is how long a MESSAGE job waits for the seqs before it, unless their sends
 	// still run on this node (see sequencer and Deps.InFlight).
 	ReorderWait time.Duration
+	// SendBound is how long a send may run from its seq's allocation to its deliver job's
+	// enqueue (the send path's request timeout, plus the clocks' skew). While other nodes
+	// consume the tenant too, a gap may be a send still running on one of them, which this
+	// node cannot see: the job waits up to SendBound instead of ReorderWait. A send that
+	// failed for good then holds its topic that long, once.
+	SendBound time.Duration
 }
 
 // Bounds of a consumer's sequencer.
@@ -170,6 +176,7 @@ func (w *Workers) consume(ctx context.Context, tenant string, partition int) {
 	lastForget := w.d.Clock.Now()
 	var caughtUp time.Time // every job queued before it was taken
 	for ctx.Err() == nil {
+		order.wait = w.reorderWait(tenant)
 		if !w.owns(ctx, tenant, partition, order) {
 			sleep(ctx, ownerPoll)
 			continue
@@ -198,6 +205,14 @@ func (w *Workers) consume(ctx context.Context, tenant string, partition int) {
 		}
 	}
 	w.handle(work, order.drain()...)
+}
+
+// reorderWait is how long a gap is waited for: longer while other nodes send too.
+func (w *Workers) reorderWait(tenant string) time.Duration {
+	if w.d.Owner == nil || w.d.Owner.Alone(tenant) {
+		return w.cfg.ReorderWait
+	}
+	return max(w.cfg.ReorderWait, w.cfg.SendBound)
 }
 
 // owns reports whether the consumer may take jobs now. A partition that went to another node
