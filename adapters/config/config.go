@@ -31,6 +31,7 @@ type Config struct {
 	Uploads     Uploads    `yaml:"uploads"`
 	TaskPool    TaskPool   `yaml:"taskpool"`
 	Deliver     Deliver    `yaml:"deliver"`
+	Cluster     Cluster    `yaml:"cluster"`
 	Push        Push       `yaml:"push"`
 	Message     Message    `yaml:"message"`
 	RateLimit   RateLimit  `yaml:"rate_limit"`
@@ -119,6 +120,15 @@ type Deliver struct {
 	TakeTimeout time.Duration `yaml:"take_timeout"`
 	DoneTTL     time.Duration `yaml:"done_ttl"`
 	MaxAttempts int           `yaml:"max_attempts"`
+}
+
+// Cluster tunes several nodes on one tenant (DESIGN §11): every node renews a lease in Redis,
+// and a node killed without shutdown still looks alive, and holds its deliver partitions, for
+// up to lease_ttl. Each node's push channel holds up to backlog envelopes; past it, pushes for
+// that node's devices become MISSED_MESSAGE rows.
+type Cluster struct {
+	LeaseTTL time.Duration `yaml:"lease_ttl"`
+	Backlog  int           `yaml:"backlog"`
 }
 
 // Push is the system push service the deliver worker hands missed messages to (seed 003
@@ -273,6 +283,7 @@ func Default() Config {
 		Redis:    Redis{Addr: "127.0.0.1:6379"},
 		TaskPool: TaskPool{Workers: 256, Queue: 4096},
 		Deliver:  Deliver{Partitions: 16, ReorderWait: 200 * time.Millisecond, TakeTimeout: 5 * time.Second, DoneTTL: 10 * time.Minute, MaxAttempts: 5},
+		Cluster:  Cluster{LeaseTTL: 10 * time.Second, Backlog: 10_000},
 		Push:     Push{Timeout: 2 * time.Second, Queue: 10_000},
 		Registry: Registry{Database: "imd_registry", RefreshInterval: 30 * time.Second},
 		Uploads:  Uploads{Store: "fs", Dir: filepath.Join(os.TempDir(), "imd-uploads"), MaxSize: 100 << 20, URLTTL: 15 * time.Minute},
@@ -372,6 +383,9 @@ func (c Config) Validate() error {
 	}
 	if c.Deliver.Partitions <= 0 || c.Deliver.ReorderWait <= 0 || c.Deliver.TakeTimeout <= 0 || c.Deliver.MaxAttempts <= 0 {
 		errs = append(errs, errors.New("deliver partitions, reorder_wait, take_timeout and max_attempts must be positive"))
+	}
+	if c.Cluster.LeaseTTL < time.Second || c.Cluster.Backlog <= 0 {
+		errs = append(errs, errors.New("cluster.lease_ttl must be at least 1s and cluster.backlog positive"))
 	}
 	if c.Message.RecallWindow <= 0 {
 		errs = append(errs, errors.New("message.recall_window must be positive"))

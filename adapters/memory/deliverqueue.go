@@ -39,6 +39,7 @@ type jobLists struct {
 	counts     map[int]bool // partition counts recorded by RequeueStale
 	dead       []string
 	done       map[string]time.Time // key → expiry
+	leases     map[partitionKey]deliverLease
 }
 
 type partitionKey struct{ index, count int }
@@ -277,7 +278,7 @@ func (s *deliverState) of(name string) *jobLists {
 	if !ok {
 		l = &jobLists{
 			queues: map[partitionKey][]string{}, processing: map[partitionKey][]string{},
-			counts: map[int]bool{}, done: map[string]time.Time{},
+			counts: map[int]bool{}, done: map[string]time.Time{}, leases: map[partitionKey]deliverLease{},
 		}
 		s.tenants[name] = l
 	}

@@ -33,9 +33,12 @@ type spec struct {
 
 // Bucket layouts, in seconds for latencies.
 var (
-	latencyBuckets   = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}
-	eventLoopBuckets = []float64{.00001, .000025, .00005, .0001, .00025, .0005, .001, .0025, .005, .01, .05}
-	tableBuckets     = []float64{1, 2, 3, 4, 6, 8, 12}
+	latencyBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}
+	// A forwarded push waits in a stream: seconds when a node is overloaded, which the
+	// ImdCrossNodePushLag alert (10 s) must be able to see.
+	forwardLagBuckets = []float64{.001, .005, .01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
+	eventLoopBuckets  = []float64{.00001, .000025, .00005, .0001, .00025, .0005, .001, .0025, .005, .01, .05}
+	tableBuckets      = []float64{1, 2, 3, 4, 6, 8, 12}
 )
 
 // catalog is every metric name the product uses. An unknown name is a programming error the
@@ -78,6 +81,8 @@ func catalog() []spec {
 		{name: "deliver_queue_lag_seconds", kind: gauge, help: "Seconds the job at the head of a partition's queue has waited; 0 when the partition is empty.", labels: []string{"tenant", "partition"}},
 		{name: "deliver_dead_letters", kind: gauge, help: "Deliver jobs on the dead-letter list, waiting for an operator.", labels: []string{"tenant"}},
 		{name: "outbound_drop_total", kind: counter, help: "Frames dropped because a connection's outbound buffer was full."},
+		{name: "cross_node_push_total", kind: counter, help: "Pushes between nodes of one tenant, by result: forwarded|overflow|error|stale on the node that had them, delivered|failed|malformed on the node that holds the connection.", labels: []string{"result"}},
+		{name: "cross_node_push_lag_seconds", kind: histogram, help: "Seconds from handing a push to another node's channel to that node reading it.", buckets: forwardLagBuckets},
 		{name: "push_ack_timeout_total", kind: counter, help: "Pushes whose PUSH_ACK did not arrive in time."},
 		{name: "inbox_sync_total", kind: counter, help: "SYNC_INBOX requests served."},
 		{name: "inbox_rebuild_total", kind: counter, help: "Conversation lists rebuilt from MySQL, by trigger (sync: lost from Redis|admin).", labels: []string{"trigger"}},

@@ -43,6 +43,11 @@ var tenantKeys = map[string]func(Keys) string{
 	"Compensation":        Keys.Compensation,
 	"CompensationIDs":     Keys.CompensationIDs,
 	"Lock":                func(k Keys) string { return k.Lock("{shard}") },
+	"Nodes":               Keys.Nodes,
+	"Presence":            func(k Keys) string { return k.Presence(42) },
+	"NodeDevices":         func(k Keys) string { return k.NodeDevices("1-{ab}:cd") },
+	"NodeChannel":         func(k Keys) string { return k.NodeChannel("1-{ab}:cd") },
+	"DeliverLease":        func(k Keys) string { return k.DeliverLease(7, 16) },
 }
 
 func TestKeysCoverEveryBuilder(t *testing.T) {

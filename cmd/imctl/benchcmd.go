@@ -130,9 +130,17 @@ func newWorkloadCmd(g *globals, d deps, name, short string, own func(*pflag.Flag
 			return fmt.Errorf("--pids: %w", err)
 		}
 		run := cfg
-		run.SourceIPs = bench.ParseSourceIPs(*sourceIPs)
+		run.SourceIPs = bench.SplitList(*sourceIPs)
 		run.Targets = targets
 		run.Dial = g.dialOptions()
+		// --tcp a,b,c spreads the connections over several nodes of one tenant.
+		run.Nodes = bench.SplitList(run.Dial.Addr)
+		if len(run.Nodes) > 0 {
+			run.Dial.Addr = run.Nodes[0]
+		}
+		if len(run.Nodes) < 2 {
+			run.Nodes = nil
+		}
 		run.Admin = g.admin()
 		run.Status = cmd.ErrOrStderr()
 		run.Live = d.terminal

@@ -14,6 +14,7 @@ import (
 	tcpserver "github.com/imdhq/imd/adapters/tcp/server"
 	"github.com/imdhq/imd/core/admin"
 	"github.com/imdhq/imd/core/archivereader"
+	"github.com/imdhq/imd/core/cluster"
 	"github.com/imdhq/imd/core/conversation"
 	"github.com/imdhq/imd/core/directory"
 	"github.com/imdhq/imd/core/history"
@@ -49,6 +50,9 @@ func Application(cfg config.Config, log *slog.Logger) fx.Option {
 		Core(),
 		Archive(),
 		Migration(cfg),
+		// The node lease and partitions are held before the runtime starts the deliver
+		// workers, and given up after they stop (nodes.go).
+		Nodes(),
 		Runtime(),
 		Transports(),
 		Observe(),
@@ -260,6 +264,8 @@ type tcpParams struct {
 	Clock   ports.Clock
 	Metrics ports.Metrics
 	Log     *slog.Logger
+	// Presence hears which devices this node holds (nodes.go).
+	Presence *cluster.Tracker
 }
 
 func newTCP(p tcpParams) (*tcpserver.Server, error) {
@@ -279,6 +285,7 @@ func newTCP(p tcpParams) (*tcpserver.Server, error) {
 		RateLimits: tcpRateLimits(p.Cfg.RateLimit),
 	}, tcpserver.Deps{
 		Auth: p.Auth, Send: p.Send, History: p.History, Modify: p.Modify, Inbox: p.Inbox, Read: p.Read, IDs: p.IDs, Clock: p.Clock, Metrics: p.Metrics,
+		Presence: p.Presence,
 	}, p.Log), nil
 }
 

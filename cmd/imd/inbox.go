@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"go.uber.org/fx"
 
 	"github.com/imdhq/imd/adapters/config"
 	tcpserver "github.com/imdhq/imd/adapters/tcp/server"
 	"github.com/imdhq/imd/adapters/tcp/server/session"
+	"github.com/imdhq/imd/core/cluster"
 	"github.com/imdhq/imd/core/conversation"
 	"github.com/imdhq/imd/core/deliver"
 	"github.com/imdhq/imd/core/delivery"
@@ -72,14 +74,20 @@ type deliverParams struct {
 	Clock    ports.Clock
 	Log      *slog.Logger
 	InFlight *inflight.Sends
+	Owner    deliver.Owner
 }
+
+// sendBoundSkew covers the node clocks' difference when a consumer bounds a send that runs
+// on another node by the request timeout (deliver.Config.SendBound).
+const sendBoundSkew = 2 * time.Second
 
 func newDeliver(p deliverParams) *deliver.Workers {
 	d := p.Cfg.Deliver
-	return deliver.New(deliver.Config{TakeTimeout: d.TakeTimeout, DoneTTL: d.DoneTTL, MaxAttempts: d.MaxAttempts, ReorderWait: d.ReorderWait},
+	return deliver.New(deliver.Config{TakeTimeout: d.TakeTimeout, DoneTTL: d.DoneTTL, MaxAttempts: d.MaxAttempts, ReorderWait: d.ReorderWait,
+		SendBound: p.Cfg.TCP.RequestTimeout + sendBoundSkew},
 		deliver.Deps{
 			Queue: p.Queue, Pusher: p.Pusher, Dialogs: p.Dialogs, Mailer: p.Mailer, Notifier: p.Notifier,
-			Members: p.Members, Metrics: p.Metrics, Clock: p.Clock, Log: p.Log, InFlight: p.InFlight,
+			Members: p.Members, Metrics: p.Metrics, Clock: p.Clock, Log: p.Log, InFlight: p.InFlight, Owner: p.Owner,
 		})
 }
 
@@ -119,4 +127,6 @@ func (l *latePusher) PushDevice(ctx context.Context, tenant string, user int64, 
 	return l.target.PushDevice(ctx, tenant, user, device, p)
 }
 
-func bindPusher(l *latePusher, s *tcpserver.Server) { l.target = s }
+// bindPusher binds the deliver side to the listener's sessions through the cross-node pusher
+// (nodes.go), which hands pushes for devices on other nodes to those nodes.
+func bindPusher(l *latePusher, p *cluster.Pusher) { l.target = p }

@@ -40,8 +40,9 @@ type topicOrder struct {
 
 // heldJob is a job waiting for the seqs before it.
 type heldJob struct {
-	job   delivery.Job
-	until time.Time // its queue time + wait
+	job    delivery.Job
+	queued time.Time
+	until  time.Time // queued + the wait when it was held
 }
 
 func (h heldJob) seq() int64 { return h.job.Message.Seq }
@@ -82,7 +83,7 @@ func (s *sequencer) add(job delivery.Job, now time.Time) []delivery.Job {
 	if job.QueuedAt > 0 {
 		queued = time.UnixMilli(job.QueuedAt)
 	}
-	t.held = slices.Insert(t.held, i, heldJob{job: job, until: queued.Add(s.wait)})
+	t.held = slices.Insert(t.held, i, heldJob{job: job, queued: queued, until: queued.Add(s.wait)})
 	s.waiting[job.Topic] = t
 	if len(t.held) > s.maxHeld {
 		return s.skip(job.Topic, t, nil)
@@ -98,7 +99,7 @@ func (s *sequencer) expire(caughtUp, now time.Time) []delivery.Job {
 	for topic, t := range s.waiting {
 		for len(t.held) > 0 && !caughtUp.Before(t.due()) {
 			first := t.held[0]
-			limit := first.until.Add(s.maxHold - s.wait) // its queue time + maxHold
+			limit := first.queued.Add(s.maxHold)
 			if s.sending != nil && now.Before(limit) {
 				if s.sending(topic, t.next, first.seq()-1) {
 					t.deferred, t.ended = now.Add(s.wait), false
@@ -194,4 +195,15 @@ func (t *topicOrder) due() time.Time {
 		return t.deferred
 	}
 	return due
+}
+
+// empty reports whether no job is held.
+func (s *sequencer) empty() bool { return len(s.waiting) == 0 }
+
+// reset returns every held job as drain does and forgets every topic: the partition went to
+// another node, whose jobs move each topic past what this one knew.
+func (s *sequencer) reset() []delivery.Job {
+	out := s.drain()
+	clear(s.topics)
+	return out
 }

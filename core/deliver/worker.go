@@ -32,6 +32,12 @@ type Config struct {
 	// ReorderWait is how long a MESSAGE job waits for the seqs before it, unless their sends
 	// still run on this node (see sequencer and Deps.InFlight).
 	ReorderWait time.Duration
+	// SendBound is how long a send may run from its seq's allocation to its deliver job's
+	// enqueue (the send path's request timeout, plus the clocks' skew). While other nodes
+	// consume the tenant too, a gap may be a send still running on one of them, which this
+	// node cannot see: the job waits up to SendBound instead of ReorderWait. A send that
+	// failed for good then holds its topic that long, once.
+	SendBound time.Duration
 }
 
 // Bounds of a consumer's sequencer.
@@ -61,7 +67,26 @@ type Deps struct {
 	// InFlight names the seqs this node's send path is still sending; a gap before one of
 	// them is waited for past ReorderWait. Nil: every gap gets ReorderWait.
 	InFlight *inflight.Sends
+	// Owner says which partitions this node consumes when several nodes share the tenants
+	// (core/cluster); nil: all of them.
+	Owner Owner
 }
+
+// Owner hands partitions to one node at a time, so each topic has one consumer in the whole
+// deployment and keeps its seq order across nodes.
+type Owner interface {
+	// Holds reports whether this node may take jobs of the partition now.
+	Holds(tenant string, partition int) bool
+	// Surplus reports whether a held partition should go to another node; its consumer calls
+	// Yield once it holds no job.
+	Surplus(tenant string, partition int) bool
+	Yield(ctx context.Context, tenant string, partition int)
+	// Alone reports whether no other node consumes the tenant's queue.
+	Alone(tenant string) bool
+}
+
+// ownerPoll is how often a consumer whose partition another node holds looks again.
+const ownerPoll = 250 * time.Millisecond
 
 // Workers is the deliver worker pool of all tenants.
 type Workers struct {
@@ -90,6 +115,11 @@ func New(cfg Config, d Deps) *Workers {
 // a crash: they stay in processing until this boot moves them back.
 func (w *Workers) Start(ctx context.Context, tenants []string) error {
 	for _, t := range tenants {
+		if w.d.Owner != nil && !w.d.Owner.Alone(t) {
+			// Other nodes hold partitions now: their processing lists are in use. A partition
+			// comes to this node with its processing list requeued (DeliverLeases.Hold).
+			continue
+		}
 		n, err := w.d.Queue.RequeueStale(ctx, t)
 		if err != nil {
 			return err
@@ -146,6 +176,11 @@ func (w *Workers) consume(ctx context.Context, tenant string, partition int) {
 	lastForget := w.d.Clock.Now()
 	var caughtUp time.Time // every job queued before it was taken
 	for ctx.Err() == nil {
+		order.wait = w.reorderWait(tenant)
+		if !w.owns(ctx, tenant, partition, order) {
+			sleep(ctx, ownerPoll)
+			continue
+		}
 		timeout := w.cfg.TakeTimeout
 		if due, ok := order.nextDue(); ok {
 			timeout = min(timeout, due.Sub(w.d.Clock.Now())) // ≤ 0: look without waiting
@@ -170,6 +205,35 @@ func (w *Workers) consume(ctx context.Context, tenant string, partition int) {
 		}
 	}
 	w.handle(work, order.drain()...)
+}
+
+// reorderWait is how long a gap is waited for: longer while other nodes send too.
+func (w *Workers) reorderWait(tenant string) time.Duration {
+	if w.d.Owner == nil || w.d.Owner.Alone(tenant) {
+		return w.cfg.ReorderWait
+	}
+	return max(w.cfg.ReorderWait, w.cfg.SendBound)
+}
+
+// owns reports whether the consumer may take jobs now. A partition that went to another node
+// while this consumer held jobs back has them handled first (the new owner requeued them too;
+// the done marks keep each from acting twice); a surplus partition is given back once nothing
+// is held.
+func (w *Workers) owns(ctx context.Context, tenant string, partition int, order *sequencer) bool {
+	own := w.d.Owner
+	if own == nil {
+		return true
+	}
+	if !own.Holds(tenant, partition) {
+		w.handle(context.WithoutCancel(ctx), order.reset()...)
+		return false
+	}
+	if own.Surplus(tenant, partition) && order.empty() {
+		own.Yield(context.WithoutCancel(ctx), tenant, partition)
+		order.reset()
+		return false
+	}
+	return true
 }
 
 // take waits up to timeout for a job of the partition, then takes what else is there, up to
@@ -254,7 +318,7 @@ func (w *Workers) handle(ctx context.Context, jobs ...delivery.Job) {
 		job := t.job
 		pushed = append(pushed, job)
 		pushes = append(pushes, delivery.Addressed{
-			Target: delivery.Target{Recipients: t.recipients, Sender: job.From, ExcludeDevice: job.ExcludeDevice},
+			Target: delivery.Target{Recipients: t.recipients, Sender: job.From, ExcludeDevice: job.ExcludeDevice, NotMailbox: job.NotMailbox},
 			Push:   delivery.Push{Kind: job.Kind, Message: job.Message, Data: job.Event},
 		})
 	}

@@ -82,6 +82,9 @@ type Target struct {
 	Recipients    []int64
 	Sender        int64
 	ExcludeDevice uint64
+	// NotMailbox is the job's flag, carried along so the node that pushes knows a failed push
+	// writes no MISSED_MESSAGE row.
+	NotMailbox bool
 }
 
 // Addressed is a push and who it goes to.

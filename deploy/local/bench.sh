@@ -20,6 +20,9 @@
 #   BENCH_HTTP_ADDR [127.0.0.1:18080] BENCH_TCP_ADDR [127.0.0.1:19000] BENCH_NGINX_PORT [19443]
 #                                                where imd and Nginx listen (move them when
 #                                                others run benchmarks on the same box)
+#   BENCH_NODES [1]       N imd nodes of the one tenant (node_id 1…N), node i listening on the
+#                         HTTP and TCP ports above + i-1; the clients are spread over them
+#                         (imctl bench --tcp a,b,…); direct clients only
 #   BENCH_VIA [direct]    nginx: the clients speak TLS to a private Nginx on 127.0.0.1:19443
 #                         (deploy/local/nginx.sh, stopped afterwards), which terminates TLS and
 #                         hands imd the frames with a PROXY header, as in production; its
@@ -91,11 +94,23 @@ if ((w4_conns > $(ulimit -n) - 2000)); then
 fi
 
 tenant="bench_$(date +%s)"
-imd_pid=""
+
+# The nodes: node i listens on the HTTP and TCP ports of node 1 + i.
+nodes="${BENCH_NODES:-1}"
+http_addrs=() tcp_addrs=() imd_pids=()
+for ((i = 0; i < nodes; i++)); do
+	http_addrs+=("${HTTP_ADDR%:*}:$((${HTTP_ADDR##*:} + i))")
+	tcp_addrs+=("${TCP_ADDR%:*}:$((${TCP_ADDR##*:} + i))")
+done
+echo "imd nodes: $nodes" >>"$out/machine.txt"
 
 # Where the clients connect: imd itself, or Nginx in front of it.
 via="${BENCH_VIA:-direct}"
-client_args=(--tcp "$TCP_ADDR")
+client_args=(--tcp "$(
+	IFS=,
+	echo "${tcp_addrs[*]}"
+)")
+((nodes == 1)) || [[ "$via" == direct ]] || die "BENCH_NODES=$nodes needs BENCH_VIA=direct"
 imd_env=()
 case "$via" in
 direct) ;;
@@ -117,34 +132,41 @@ esac
 echo "clients: $via" >>"$out/machine.txt"
 
 cleanup() {
-	if [[ -n "$imd_pid" ]] && alive "$imd_pid"; then
-		log "stopping imd (pid $imd_pid)"
-		kill -TERM "$imd_pid" 2>/dev/null || true
-		wait_until 30 gone "$imd_pid" || kill -KILL "$imd_pid" 2>/dev/null || true
-	fi
+	for imd_pid in "${imd_pids[@]}"; do
+		if alive "$imd_pid"; then
+			log "stopping imd (pid $imd_pid)"
+			kill -TERM "$imd_pid" 2>/dev/null || true
+			wait_until 30 gone "$imd_pid" || kill -KILL "$imd_pid" 2>/dev/null || true
+		fi
+	done
 	if [[ "$via" == nginx ]]; then
 		bash "$SCRIPT_DIR/nginx.sh" down >&2 || true
 	fi
 	if [[ "${BENCH_KEEP:-0}" != 1 ]]; then
 		mariadb -h127.0.0.1 -P"$MYSQL_PORT" -uimd -pimd -e "DROP DATABASE IF EXISTS \`imd_$tenant\`" 2>/dev/null || true
 		redis-cli -p "$REDIS_PORT" --scan --pattern "im:{$tenant}:*" | xargs -r -n 500 redis-cli -p "$REDIS_PORT" del >/dev/null || true
-		rm -rf "$out/search" "$out/archive" "$out/uploads"
+		rm -rf "$out"/search* "$out/archive" "$out/uploads"
 	fi
 }
 trap cleanup EXIT
 
-log "starting imd for tenant $tenant"
-env "${imd_env[@]}" IMD_TENANTS="$tenant:imd_$tenant" \
-	IMD_MYSQL_DSN="imd:imd@tcp(127.0.0.1:$MYSQL_PORT)/?parseTime=true&multiStatements=true" \
-	IMD_REDIS_ADDR="127.0.0.1:$REDIS_PORT" IMD_HTTP_ADDR="$HTTP_ADDR" IMD_TCP_ADDR="$TCP_ADDR" \
-	IMD_SEARCH_DIR="$out/search" IMD_ARCHIVE_DIR="$out/archive" IMD_UPLOADS_DIR="$out/uploads" \
-	"$out/bin/imd" --config "$CONFIG" >"$out/imd.log" 2>&1 &
-imd_pid=$!
-ready() { curl -fsS "http://$HTTP_ADDR/readyz" >/dev/null 2>&1; }
-if ! wait_until 60 ready; then
-	tail -20 "$out/imd.log" >&2
-	die "imd did not become ready"
-fi
+ready() { curl -fsS "http://$1/readyz" >/dev/null 2>&1; }
+for ((i = 0; i < nodes; i++)); do
+	log "starting imd node $((i + 1)) for tenant $tenant"
+	logfile="$out/imd.log" search="$out/search"
+	((i == 0)) || logfile="$out/imd$((i + 1)).log" search="$out/search$((i + 1))"
+	env "${imd_env[@]}" IMD_TENANTS="$tenant:imd_$tenant" IMD_NODE_ID="$((i + 1))" \
+		IMD_MYSQL_DSN="imd:imd@tcp(127.0.0.1:$MYSQL_PORT)/?parseTime=true&multiStatements=true" \
+		IMD_REDIS_ADDR="127.0.0.1:$REDIS_PORT" IMD_HTTP_ADDR="${http_addrs[i]}" IMD_TCP_ADDR="${tcp_addrs[i]}" \
+		IMD_SEARCH_DIR="$search" IMD_ARCHIVE_DIR="$out/archive" IMD_UPLOADS_DIR="$out/uploads" \
+		"$out/bin/imd" --config "$CONFIG" >"$logfile" 2>&1 &
+	imd_pids+=($!)
+	if ! wait_until 60 ready "${http_addrs[i]}"; then
+		tail -20 "$logfile" >&2
+		die "imd node $((i + 1)) did not become ready"
+	fi
+done
+imd_pid="${imd_pids[0]}"
 
 # drained: the tenant's deliver lists are empty, so one run's backlog never counts in the next.
 drained() {
@@ -199,7 +221,11 @@ for run in "${runs[@]}"; do
 		profiler=$!
 		args+=(--cpuprofile "$out/$run.imctl.pprof")
 	fi
-	pids="imd=$imd_pid,mariadbd=$mysql_pid,redis=$redis_pid"
+	pids="imd=$imd_pid"
+	for ((i = 1; i < nodes; i++)); do
+		pids+=",imd$((i + 1))=${imd_pids[i]}"
+	done
+	pids+=",mariadbd=$mysql_pid,redis=$redis_pid"
 	if [[ "$via" == nginx ]]; then
 		n=0
 		for worker in $(pgrep -P "$(cat "$STATE_DIR/nginx/nginx.pid")" nginx); do
@@ -217,7 +243,13 @@ for run in "${runs[@]}"; do
 	# imd's own view (persist, deliver delay and job latency histograms, counters), cumulative
 	# since imd started: compare a run's file with the one before it.
 	curl -fsS -o "$out/$run.metrics.txt" "http://$HTTP_ADDR/metrics" || log "metrics after $run not read"
-	alive "$imd_pid" || die "imd exited during $run; see $out/imd.log"
+	for ((i = 1; i < nodes; i++)); do
+		curl -fsS -o "$out/$run.node$((i + 1)).metrics.txt" "http://${http_addrs[i]}/metrics" || log "metrics of node $((i + 1)) after $run not read"
+	done
+	for imd_pid in "${imd_pids[@]}"; do
+		alive "$imd_pid" || die "imd (pid $imd_pid) exited during $run; see $out/imd*.log"
+	done
+	imd_pid="${imd_pids[0]}"
 done
 
 reports=()

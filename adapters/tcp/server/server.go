@@ -143,6 +143,8 @@ type Deps struct {
 	IDs     ports.IDGenerator
 	Clock   ports.Clock
 	Metrics ports.Metrics
+	// Presence, when set, hears which devices this node holds (several nodes on one tenant).
+	Presence session.Observer
 }
 
 // Server is the client TCP listener. It is also the ports.Pusher of this node.
@@ -192,6 +194,7 @@ func New(cfg Config, deps Deps, log *slog.Logger) *Server {
 		log:  log,
 		sessions: session.NewRegistry(session.Options{
 			CompressMin: cfg.CompressMin, AckTimeout: cfg.PushAckTimeout, AckWindow: cfg.PushAckWindow,
+			Observer: deps.Presence,
 		}, deps.Metrics, log),
 		limits: newLimiter(cfg.RateLimits),
 		plain:  sync.Pool{New: func() any { return new([]byte) }},

@@ -145,6 +145,46 @@ func TestRunSpreadsSourceIPs(t *testing.T) {
 	}
 }
 
+// TestRunSpreadsNodes: --tcp a,b dials connection i to node i mod 2; the second "node" is a
+// relay to the same fake, counting what it relays.
+func TestRunSpreadsNodes(t *testing.T) {
+	f := startFake(t, faultNone)
+	relay, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { relay.Close() })
+	relayed := make(chan struct{}, 64)
+	go func() {
+		for {
+			in, err := relay.Accept()
+			if err != nil {
+				return
+			}
+			relayed <- struct{}{}
+			out, err := net.Dial("tcp", f.ln.Addr().String())
+			if err != nil {
+				in.Close()
+				continue
+			}
+			go func() { _, _ = io.Copy(out, in); out.Close() }()
+			go func() { _, _ = io.Copy(in, out); in.Close() }()
+		}
+	}()
+	cfg := fakeConfig(f, W4)
+	cfg.Nodes = []string{f.ln.Addr().String(), relay.Addr().String()}
+	rep, err := Run(context.Background(), cfg)
+	if err != nil || !rep.Pass {
+		t.Fatalf("run: %v %q", err, rep.Problems)
+	}
+	if got := len(relayed); got != cfg.Conns/2 {
+		t.Fatalf("the second node got %d of %d connections", got, cfg.Conns)
+	}
+	if rep.Params["nodes"] != "2" {
+		t.Fatalf("params %v", rep.Params)
+	}
+}
+
 func TestRunCountsLostConnections(t *testing.T) {
 	f := startFake(t, faultNone)
 	cfg := fakeConfig(f, W4)
@@ -283,15 +323,15 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-func TestParseSourceIPs(t *testing.T) {
+func TestSplitList(t *testing.T) {
 	tests := map[string][]string{
 		"":                          nil,
 		"127.0.0.2":                 {"127.0.0.2"},
 		" 127.0.0.2, 127.0.0.3 ,, ": {"127.0.0.2", "127.0.0.3"},
 	}
 	for in, want := range tests {
-		if got := ParseSourceIPs(in); !slices.Equal(got, want) {
-			t.Errorf("ParseSourceIPs(%q) = %q, want %q", in, got, want)
+		if got := SplitList(in); !slices.Equal(got, want) {
+			t.Errorf("SplitList(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

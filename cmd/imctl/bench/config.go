@@ -61,7 +61,10 @@ type Config struct {
 	// SYNC_MESSAGES at the end; whole topics are sampled up to it.
 	SyncMax int
 
-	Dial    client.Options // address, TLS and PROXY settings; LocalAddr is set per connection
+	Dial client.Options // address, TLS and PROXY settings; LocalAddr is set per connection
+	// Nodes, when set, are frame listeners of several nodes of one tenant: connection i dials
+	// Nodes[i mod len], which replaces Dial.Addr.
+	Nodes   []string
 	Admin   *adminapi.Client
 	Targets []procstat.Target
 
@@ -135,8 +138,8 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// ParseSourceIPs splits a comma-separated list, dropping blanks.
-func ParseSourceIPs(s string) []string {
+// SplitList splits a comma-separated list (source IPs, node addresses), dropping blanks.
+func SplitList(s string) []string {
 	var out []string
 	for ip := range strings.SplitSeq(s, ",") {
 		if ip = strings.TrimSpace(ip); ip != "" {
@@ -150,6 +153,7 @@ func ParseSourceIPs(s string) []string {
 func (c Config) params() map[string]string {
 	p := map[string]string{
 		"tcp":        c.Dial.Addr,
+		"nodes":      strconv.Itoa(max(len(c.Nodes), 1)),
 		"tenant":     c.Admin.Tenant(),
 		"tls":        strconv.FormatBool(c.Dial.TLS != nil),
 		"proxy":      strconv.Itoa(c.Dial.ProxyHeader),

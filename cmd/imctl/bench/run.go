@@ -264,6 +264,9 @@ func (r *run) connect(ctx context.Context, peers []*peer) error {
 		if len(r.cfg.SourceIPs) > 0 {
 			opts.LocalAddr = r.cfg.SourceIPs[i%len(r.cfg.SourceIPs)]
 		}
+		if len(r.cfg.Nodes) > 0 {
+			opts.Addr = r.cfg.Nodes[i%len(r.cfg.Nodes)]
+		}
 		start := time.Now()
 		c, err := client.Dial(ctx, opts)
 		if err == nil {

@@ -44,6 +44,17 @@ type Options struct {
 	// AckWindow bounds the MESSAGE pushes tracked per connection; beyond it the oldest counts
 	// as unacknowledged at once, so a client that never acks cannot grow the server's memory.
 	AckWindow int
+	// Observer, when set, hears which devices this node holds (presence for many nodes).
+	Observer Observer
+}
+
+// Observer hears of the devices the registry holds: Bound when a device gets its connection
+// here (a replacing connection counts again), Unbound when the device has none here any more.
+// Bound runs on the goroutine that authenticated the connection and may wait on I/O; Unbound
+// runs on event loops and must not.
+type Observer interface {
+	Bound(tenant string, user int64, device uint64)
+	Unbound(tenant string, user int64, device uint64)
 }
 
 // Registry maps authenticated (tenant, user, device) to connections. It is the single-node
@@ -145,6 +156,9 @@ func (r *Registry) Bind(c *Conn, id Identity) (replaced bool) {
 		sh.users[k] = append(conns, c)
 	}
 	sh.mu.Unlock()
+	if o := r.opts.Observer; o != nil && old != c {
+		o.Bound(id.Tenant, id.User, id.Device)
+	}
 	if old == nil || old == c {
 		return false
 	}
@@ -164,13 +178,14 @@ func (r *Registry) Unbind(c *Conn) {
 	k := userKey{id.Tenant, id.User}
 	sh := r.shard(id.User)
 	sh.mu.Lock()
-	defer sh.mu.Unlock()
 	conns := sh.users[k]
+	removed := false
 	for i, other := range conns {
 		if other == c {
 			conns[i] = conns[len(conns)-1]
 			conns[len(conns)-1] = nil
 			conns = conns[:len(conns)-1]
+			removed = true
 			break
 		}
 	}
@@ -178,6 +193,10 @@ func (r *Registry) Unbind(c *Conn) {
 		delete(sh.users, k)
 	} else {
 		sh.users[k] = conns
+	}
+	sh.mu.Unlock()
+	if o := r.opts.Observer; o != nil && removed {
+		o.Unbound(id.Tenant, id.User, id.Device)
 	}
 }
 
@@ -205,6 +224,10 @@ func (r *Registry) Kick(tenant string, user int64, device uint64, reason string)
 	}
 	sh.mu.Unlock()
 	for _, c := range kicked {
+		if o := r.opts.Observer; o != nil {
+			id := c.Identity()
+			o.Unbound(id.Tenant, id.User, id.Device)
+		}
 		c.Kick(reason)
 	}
 	return len(kicked)

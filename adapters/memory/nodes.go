@@ -1,0 +1,229 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/imdhq/imd/core/presence"
+	"github.com/imdhq/imd/core/tenant"
+	"github.com/imdhq/imd/ports"
+)
+
+// Nodes is an in-memory ports.NodeLeases, ports.Presence and ports.NodeChannel, with the
+// Redis adapter's rules: leases against one clock, a claim answers what it replaced, a release
+// only removes its own entry, a channel refuses more once its backlog reached the limit.
+type Nodes struct {
+	clock func() time.Time
+	mu    sync.Mutex
+	ts    map[string]*nodesOf
+	sent  chan struct{} // closed and replaced on every send, to wake waiting Receives
+}
+
+type nodesOf struct {
+	leases   map[string]time.Time                // node → lease end
+	presence map[int64]map[uint64]presence.Entry // user → device → entry
+	channels map[string]*nodeChannel
+}
+
+type nodeChannel struct {
+	next    int64
+	entries []ports.NodeMessage
+}
+
+var (
+	_ ports.NodeLeases  = (*Nodes)(nil)
+	_ ports.Presence    = (*Nodes)(nil)
+	_ ports.NodeChannel = (*Nodes)(nil)
+)
+
+// NewNodes returns an empty registry on clock.
+func NewNodes(clock func() time.Time) *Nodes {
+	return &Nodes{clock: clock, ts: map[string]*nodesOf{}, sent: make(chan struct{})}
+}
+
+// of returns a tenant's state; the caller holds mu.
+func (n *Nodes) of(name, node string) (*nodesOf, error) {
+	if !tenant.Valid(name) || !presence.ValidNode(node) {
+		return nil, fmt.Errorf("invalid tenant %q or node %q", name, node)
+	}
+	s, ok := n.ts[name]
+	if !ok {
+		s = &nodesOf{leases: map[string]time.Time{}, presence: map[int64]map[uint64]presence.Entry{}, channels: map[string]*nodeChannel{}}
+		n.ts[name] = s
+	}
+	return s, nil
+}
+
+// Renew implements ports.NodeLeases.
+func (n *Nodes) Renew(_ context.Context, name, node string, ttl time.Duration) (live, expired []string, err error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	s, err := n.of(name, node)
+	if err != nil {
+		return nil, nil, fmt.Errorf("renew node lease: %w", err)
+	}
+	now := n.clock()
+	s.leases[node] = now.Add(ttl)
+	for _, m := range slices.Sorted(maps.Keys(s.leases)) {
+		if s.leases[m].Before(now) {
+			expired = append(expired, m)
+		} else {
+			live = append(live, m)
+		}
+	}
+	return live, expired, nil
+}
+
+// Retire implements ports.NodeLeases.
+func (n *Nodes) Retire(_ context.Context, name, node string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	s, err := n.of(name, node)
+	if err != nil {
+		return fmt.Errorf("retire node: %w", err)
+	}
+	for user, devices := range s.presence {
+		maps.DeleteFunc(devices, func(_ uint64, e presence.Entry) bool { return e.Node == node })
+		if len(devices) == 0 {
+			delete(s.presence, user)
+		}
+	}
+	delete(s.channels, node)
+	delete(s.leases, node)
+	return nil
+}
+
+// Claim implements ports.Presence.
+func (n *Nodes) Claim(_ context.Context, name string, e presence.Entry) (presence.Entry, bool, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	s, err := n.of(name, e.Node)
+	if err != nil {
+		return presence.Entry{}, false, fmt.Errorf("claim presence: %w", err)
+	}
+	if s.presence[e.User] == nil {
+		s.presence[e.User] = map[uint64]presence.Entry{}
+	}
+	prev, found := s.presence[e.User][e.Device]
+	s.presence[e.User][e.Device] = e
+	return prev, found, nil
+}
+
+// Release implements ports.Presence.
+func (n *Nodes) Release(_ context.Context, name string, e presence.Entry) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	s, err := n.of(name, e.Node)
+	if err != nil {
+		return fmt.Errorf("release presence: %w", err)
+	}
+	if s.presence[e.User][e.Device] == e {
+		delete(s.presence[e.User], e.Device)
+	}
+	return nil
+}
+
+// Lookup implements ports.Presence.
+func (n *Nodes) Lookup(_ context.Context, name string, users []int64) ([]presence.Entry, error) {
+	if !tenant.Valid(name) {
+		return nil, fmt.Errorf("look presence up: invalid tenant %q", name)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	s := n.ts[name]
+	if s == nil {
+		return nil, nil
+	}
+	var out []presence.Entry
+	for _, u := range users {
+		for _, d := range slices.Sorted(maps.Keys(s.presence[u])) {
+			out = append(out, s.presence[u][d])
+		}
+	}
+	return out, nil
+}
+
+// Send implements ports.NodeChannel.
+func (n *Nodes) Send(_ context.Context, name, node string, limit int, bodies ...[]byte) (bool, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	s, err := n.of(name, node)
+	if err != nil {
+		return false, fmt.Errorf("send to node: %w", err)
+	}
+	ch := s.channels[node]
+	if ch == nil {
+		ch = &nodeChannel{}
+		s.channels[node] = ch
+	}
+	if len(ch.entries) >= max(limit, 1) {
+		return false, nil
+	}
+	for _, b := range bodies {
+		ch.next++
+		ch.entries = append(ch.entries, ports.NodeMessage{ID: strconv.FormatInt(ch.next, 10), Body: slices.Clone(b)})
+	}
+	close(n.sent)
+	n.sent = make(chan struct{})
+	return true, nil
+}
+
+// Receive implements ports.NodeChannel.
+func (n *Nodes) Receive(ctx context.Context, name, node, after string, count int, wait time.Duration) ([]ports.NodeMessage, error) {
+	cursor := int64(0)
+	if after != "" {
+		var err error
+		if cursor, err = strconv.ParseInt(after, 10, 64); err != nil {
+			return nil, fmt.Errorf("receive for node %s: bad cursor %q", node, after)
+		}
+	}
+	deadline := time.NewTimer(max(wait, time.Millisecond))
+	defer deadline.Stop()
+	for {
+		n.mu.Lock()
+		s, err := n.of(name, node)
+		if err != nil {
+			n.mu.Unlock()
+			return nil, fmt.Errorf("receive for node: %w", err)
+		}
+		var out []ports.NodeMessage
+		if ch := s.channels[node]; ch != nil {
+			for _, m := range ch.entries {
+				if id, _ := strconv.ParseInt(m.ID, 10, 64); id > cursor && len(out) < max(count, 1) {
+					out = append(out, m)
+				}
+			}
+		}
+		sent := n.sent
+		n.mu.Unlock()
+		if len(out) > 0 {
+			return out, nil
+		}
+		select {
+		case <-sent:
+		case <-deadline.C:
+			return nil, nil
+		case <-ctx.Done():
+			return nil, fmt.Errorf("receive for node %s: %w", node, ctx.Err())
+		}
+	}
+}
+
+// Remove implements ports.NodeChannel.
+func (n *Nodes) Remove(_ context.Context, name, node string, ids ...string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	s, err := n.of(name, node)
+	if err != nil {
+		return fmt.Errorf("remove from node channel: %w", err)
+	}
+	if ch := s.channels[node]; ch != nil {
+		ch.entries = slices.DeleteFunc(ch.entries, func(m ports.NodeMessage) bool { return slices.Contains(ids, m.ID) })
+	}
+	return nil
+}

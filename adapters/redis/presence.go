@@ -1,0 +1,282 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/imdhq/imd/core/presence"
+	"github.com/imdhq/imd/ports"
+)
+
+// retireBatch bounds the presence entries one round trip of Retire removes.
+const retireBatch = 500
+
+// Nodes is ports.NodeLeases, ports.Presence and ports.NodeChannel on the keys of
+// keys_nodes.go: the node ZSET, one presence HASH per user, one devices SET and one push
+// STREAM per node instance.
+type Nodes struct{ c rueidis.Client }
+
+var (
+	_ ports.NodeLeases  = (*Nodes)(nil)
+	_ ports.Presence    = (*Nodes)(nil)
+	_ ports.NodeChannel = (*Nodes)(nil)
+)
+
+// NewNodes returns the node registry on c.
+func NewNodes(c rueidis.Client) *Nodes { return &Nodes{c: c} }
+
+func nodeKeys(tenant, node string) (Keys, error) {
+	k, err := KeysOf(tenant)
+	if err != nil {
+		return Keys{}, err
+	}
+	if !presence.ValidNode(node) {
+		return Keys{}, fmt.Errorf("invalid node instance %q", node)
+	}
+	return k, nil
+}
+
+// renewScript scores ARGV[1] with Redis's now + ARGV[2] ms and returns the live members and
+// up to 100 expired ones. KEYS: nodes.
+var renewScript = rueidis.NewLuaScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+return {redis.call('ZRANGEBYSCORE', KEYS[1], now, '+inf'),
+        redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. now, 'LIMIT', 0, 100)}
+`)
+
+// Renew implements ports.NodeLeases with Redis TIME, so node clocks never decide liveness.
+func (n *Nodes) Renew(ctx context.Context, tenant, node string, ttl time.Duration) (live, expired []string, err error) {
+	k, err := nodeKeys(tenant, node)
+	if err != nil {
+		return nil, nil, fmt.Errorf("renew node lease: %w", err)
+	}
+	res, err := renewScript.Exec(ctx, n.c, []string{k.Nodes()}, []string{node, strconv.FormatInt(max(ttl.Milliseconds(), 1), 10)}).ToArray()
+	if err == nil && len(res) != 2 {
+		err = fmt.Errorf("answer of %d parts", len(res))
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("renew lease of node %s in %s: %w", node, tenant, err)
+	}
+	if live, err = res[0].AsStrSlice(); err == nil {
+		expired, err = res[1].AsStrSlice()
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("renew lease of node %s in %s: %w", node, tenant, err)
+	}
+	return live, expired, nil
+}
+
+// releasePresenceScript deletes field ARGV[1] of KEYS[1] if its value is ARGV[2], and always drops
+// ARGV[3] from the node's devices KEYS[2]: the node no longer holds that device.
+var releasePresenceScript = rueidis.NewLuaScript(`
+if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then redis.call('HDEL', KEYS[1], ARGV[1]) end
+redis.call('SREM', KEYS[2], ARGV[3])
+return 1
+`)
+
+// retireScript removes the value-prefix-ARGV[2] entry of field ARGV[1] in KEYS[1] (whatever
+// token: the node is gone).
+var retireScript = rueidis.NewLuaScript(`
+local v = redis.call('HGET', KEYS[1], ARGV[1])
+if v and string.sub(v, 1, #ARGV[2]) == ARGV[2] then redis.call('HDEL', KEYS[1], ARGV[1]) end
+return 1
+`)
+
+// Retire implements ports.NodeLeases: the node's presence entries go first, then its devices
+// set, channel and lease, so a crash half-way leaves the lease to find it by again.
+func (n *Nodes) Retire(ctx context.Context, tenant, node string) error {
+	k, err := nodeKeys(tenant, node)
+	if err != nil {
+		return fmt.Errorf("retire node: %w", err)
+	}
+	devices := k.NodeDevices(node)
+	for {
+		members, err := n.c.Do(ctx, n.c.B().Srandmember().Key(devices).Count(retireBatch).Build()).AsStrSlice()
+		if err != nil {
+			return fmt.Errorf("retire node %s in %s: %w", node, tenant, err)
+		}
+		if len(members) == 0 {
+			break
+		}
+		var execs []rueidis.LuaExec
+		for _, m := range members {
+			user, device, ok := strings.Cut(m, ":")
+			if uid, err := strconv.ParseInt(user, 10, 64); ok && err == nil {
+				execs = append(execs, rueidis.LuaExec{Keys: []string{k.Presence(uid)}, Args: []string{device, node + "|"}})
+			}
+		}
+		results := retireScript.ExecMulti(ctx, n.c, execs...)
+		results = append(results, n.c.Do(ctx, n.c.B().Srem().Key(devices).Member(members...).Build()))
+		for _, r := range results {
+			if err := r.Error(); err != nil {
+				return fmt.Errorf("retire presence of node %s in %s: %w", node, tenant, err)
+			}
+		}
+	}
+	for _, r := range n.c.DoMulti(ctx,
+		n.c.B().Del().Key(devices, k.NodeChannel(node)).Build(),
+		n.c.B().Zrem().Key(k.Nodes()).Member(node).Build()) {
+		if err := r.Error(); err != nil {
+			return fmt.Errorf("retire node %s in %s: %w", node, tenant, err)
+		}
+	}
+	return nil
+}
+
+// claimScript sets field ARGV[1] of KEYS[1] to ARGV[2], adds ARGV[3] to the node's devices
+// KEYS[2] and returns the value it replaced.
+var claimScript = rueidis.NewLuaScript(`
+local old = redis.call('HGET', KEYS[1], ARGV[1])
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('SADD', KEYS[2], ARGV[3])
+return old
+`)
+
+// Claim implements ports.Presence. A malformed value it replaces counts as none.
+func (n *Nodes) Claim(ctx context.Context, tenant string, e presence.Entry) (presence.Entry, bool, error) {
+	k, err := nodeKeys(tenant, e.Node)
+	if err != nil {
+		return presence.Entry{}, false, fmt.Errorf("claim presence: %w", err)
+	}
+	field := strconv.FormatUint(e.Device, 10)
+	old, err := claimScript.Exec(ctx, n.c, []string{k.Presence(e.User), k.NodeDevices(e.Node)},
+		[]string{field, e.Value(), itoa(e.User) + ":" + field}).ToString()
+	if rueidis.IsRedisNil(err) {
+		return presence.Entry{}, false, nil
+	}
+	if err != nil {
+		return presence.Entry{}, false, fmt.Errorf("claim presence of %d/%d in %s: %w", e.User, e.Device, tenant, err)
+	}
+	prev, err := presence.ParseValue(e.User, e.Device, old)
+	if err != nil {
+		return presence.Entry{}, false, nil
+	}
+	return prev, true, nil
+}
+
+// Release implements ports.Presence.
+func (n *Nodes) Release(ctx context.Context, tenant string, e presence.Entry) error {
+	k, err := nodeKeys(tenant, e.Node)
+	if err != nil {
+		return fmt.Errorf("release presence: %w", err)
+	}
+	field := strconv.FormatUint(e.Device, 10)
+	err = releasePresenceScript.Exec(ctx, n.c, []string{k.Presence(e.User), k.NodeDevices(e.Node)},
+		[]string{field, e.Value(), itoa(e.User) + ":" + field}).Error()
+	if err != nil {
+		return fmt.Errorf("release presence of %d/%d in %s: %w", e.User, e.Device, tenant, err)
+	}
+	return nil
+}
+
+// Lookup implements ports.Presence with one HGETALL per user, in one round trip.
+func (n *Nodes) Lookup(ctx context.Context, tenant string, users []int64) ([]presence.Entry, error) {
+	k, err := KeysOf(tenant)
+	if err != nil {
+		return nil, fmt.Errorf("look presence up: %w", err)
+	}
+	if len(users) == 0 {
+		return nil, nil
+	}
+	cmds := make(rueidis.Commands, len(users))
+	for i, u := range users {
+		cmds[i] = n.c.B().Hgetall().Key(k.Presence(u)).Build()
+	}
+	var out []presence.Entry
+	for i, r := range n.c.DoMulti(ctx, cmds...) {
+		fields, err := r.AsStrMap()
+		if err != nil {
+			return nil, fmt.Errorf("look presence of %d up in %s: %w", users[i], tenant, err)
+		}
+		for f, v := range fields {
+			device, err := strconv.ParseUint(f, 10, 64)
+			if err != nil {
+				continue
+			}
+			if e, err := presence.ParseValue(users[i], device, v); err == nil {
+				out = append(out, e)
+			}
+		}
+	}
+	return out, nil
+}
+
+// sendScript appends ARGV[3..] to the stream KEYS[1] unless it holds ARGV[1] entries or more;
+// ARGV[2] caps its length should a reader stop removing what it read.
+var sendScript = rueidis.NewLuaScript(`
+if redis.call('XLEN', KEYS[1]) >= tonumber(ARGV[1]) then return 0 end
+for i = 3, #ARGV do
+  redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], '*', 'b', ARGV[i])
+end
+return 1
+`)
+
+// Send implements ports.NodeChannel.
+func (n *Nodes) Send(ctx context.Context, tenant, node string, limit int, bodies ...[]byte) (bool, error) {
+	k, err := nodeKeys(tenant, node)
+	if err != nil {
+		return false, fmt.Errorf("send to node: %w", err)
+	}
+	if len(bodies) == 0 {
+		return true, nil
+	}
+	args := make([]string, 0, 2+len(bodies))
+	args = append(args, strconv.Itoa(max(limit, 1)), strconv.Itoa(2*max(limit, 1)))
+	for _, b := range bodies {
+		args = append(args, string(b))
+	}
+	sent, err := sendScript.Exec(ctx, n.c, []string{k.NodeChannel(node)}, args).AsInt64()
+	if err != nil {
+		return false, fmt.Errorf("send to node %s in %s: %w", node, tenant, err)
+	}
+	return sent == 1, nil
+}
+
+// Receive implements ports.NodeChannel with XREAD BLOCK (rueidis gives blocking commands
+// connections of their own).
+func (n *Nodes) Receive(ctx context.Context, tenant, node, after string, count int, wait time.Duration) ([]ports.NodeMessage, error) {
+	k, err := nodeKeys(tenant, node)
+	if err != nil {
+		return nil, fmt.Errorf("receive for node: %w", err)
+	}
+	if after == "" {
+		after = "0"
+	}
+	key := k.NodeChannel(node)
+	streams, err := n.c.Do(ctx, n.c.B().Xread().Count(int64(max(count, 1))).Block(max(wait.Milliseconds(), 1)).
+		Streams().Key(key).Id(after).Build()).AsXRead()
+	if rueidis.IsRedisNil(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("receive for node %s in %s: %w", node, tenant, err)
+	}
+	entries := streams[key]
+	out := make([]ports.NodeMessage, 0, len(entries))
+	for _, e := range entries {
+		out = append(out, ports.NodeMessage{ID: e.ID, Body: []byte(e.FieldValues["b"])})
+	}
+	return out, nil
+}
+
+// Remove implements ports.NodeChannel.
+func (n *Nodes) Remove(ctx context.Context, tenant, node string, ids ...string) error {
+	k, err := nodeKeys(tenant, node)
+	if err != nil {
+		return fmt.Errorf("remove from node channel: %w", err)
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	if err := n.c.Do(ctx, n.c.B().Xdel().Key(k.NodeChannel(node)).Id(ids...).Build()).Error(); err != nil {
+		return fmt.Errorf("remove from channel of node %s in %s: %w", node, tenant, err)
+	}
+	return nil
+}

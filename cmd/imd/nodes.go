@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"strconv"
+
+	"go.uber.org/fx"
+
+	"github.com/imdhq/imd/adapters/config"
+	tcpserver "github.com/imdhq/imd/adapters/tcp/server"
+	"github.com/imdhq/imd/core/cluster"
+	"github.com/imdhq/imd/core/deliver"
+	"github.com/imdhq/imd/core/tenants"
+	"github.com/imdhq/imd/ports"
+)
+
+// Nodes wires several nodes on one tenant (DESIGN §11, issue 14): this node's instance name,
+// the lease keeper (node lease, dead-node retirement, deliver partitions), the presence
+// tracker the session registry reports to, the cross-node pusher the deliver side pushes
+// through, and the receiver of this node's push channel. Its per-node loops start before the
+// deliver workers and the listener and stop after them (runNodes is invoked first).
+func Nodes() fx.Option {
+	return fx.Options(
+		fx.Provide(
+			newNodeView,
+			clusterConfig,
+			newForwarder,
+			newTracker,
+			newKeeper,
+			func(k *cluster.Keeper) deliver.Owner { return k },
+			newClusterPusher,
+			newReceiver,
+			func() *nodeTenants { return &nodeTenants{} },
+		),
+		fx.Invoke(runNodes),
+	)
+}
+
+// newNodeView names this process "<node_id>-<random>": the node_id says which node (a
+// restarted one retires its earlier instance at once), the random part tells a restart from
+// the process before it.
+func newNodeView(cfg config.Config, log *slog.Logger) (*cluster.View, error) {
+	var boot [4]byte
+	if _, err := rand.Read(boot[:]); err != nil {
+		return nil, fmt.Errorf("node instance name: %w", err)
+	}
+	name := strconv.Itoa(cfg.NodeID) + "-" + hex.EncodeToString(boot[:])
+	log.Info("node instance", "node", name)
+	return cluster.NewView(name), nil
+}
+
+func clusterConfig(cfg config.Config) cluster.Config {
+	return cluster.Config{LeaseTTL: cfg.Cluster.LeaseTTL, Backlog: cfg.Cluster.Backlog}
+}
+
+func newForwarder(cfg cluster.Config, n ports.NodeChannel, c ports.Clock, m ports.Metrics, log *slog.Logger) *cluster.Forwarder {
+	return cluster.NewForwarder(cfg, n, c, m, log)
+}
+
+func newTracker(v *cluster.View, n ports.Presence, f *cluster.Forwarder, log *slog.Logger) *cluster.Tracker {
+	return cluster.NewTracker(v, n, f, log)
+}
+
+// nodeTenants hands the per-node loops the tenant registry's names. The registry is bound by
+// runNodes: it builds deliver workers (for tenants provisioned at run time), which are built
+// with the keeper, so the keeper cannot be built after it.
+type nodeTenants struct{ reg *tenants.Registry }
+
+func (n *nodeTenants) Names() []string {
+	if n.reg == nil {
+		return nil
+	}
+	return n.reg.Names()
+}
+
+func newKeeper(cfg cluster.Config, v *cluster.View, n ports.NodeLeases, q ports.DeliverQueue, reg *nodeTenants, log *slog.Logger) (*cluster.Keeper, error) {
+	leases, ok := q.(ports.DeliverLeases)
+	if !ok {
+		return nil, fmt.Errorf("deliver queue %T hands out no partition leases", q)
+	}
+	return cluster.NewKeeper(cfg, cluster.KeeperDeps{
+		View: v, Nodes: n, Leases: leases, Tenants: reg.Names, Partitions: q.Partitions(), Log: log,
+	}), nil
+}
+
+// newClusterPusher decorates the listener's sessions; bindPusher hands it to the deliver side.
+func newClusterPusher(cfg cluster.Config, v *cluster.View, presence ports.Presence, channel ports.NodeChannel, tcp *tcpserver.Server, c ports.Clock, m ports.Metrics, log *slog.Logger) *cluster.Pusher {
+	return cluster.NewPusher(cfg, cluster.PusherDeps{Local: tcp, View: v, Presence: presence, Channel: channel, Clock: c, Metrics: m, Log: log})
+}
+
+func newReceiver(v *cluster.View, n ports.NodeChannel, tcp *tcpserver.Server, t *cluster.Tracker, missed *deliver.Missed,
+	reg *nodeTenants, c ports.Clock, m ports.Metrics, log *slog.Logger) *cluster.Receiver {
+	return cluster.NewReceiver(cluster.ReceiverDeps{
+		View: v, Channel: n, Local: tcp, Kicker: tcp, Tracker: t, Missed: missed, Tenants: reg.Names, Clock: c, Metrics: m, Log: log,
+	})
+}
+
+// runNodes starts the keeper (one pass, so this node is known and holds its partitions before
+// the deliver workers start), the presence removals and the receiver; they stop last, once the
+// listener has closed every connection and the workers have finished.
+func runNodes(lc fx.Lifecycle, names *nodeTenants, reg *tenants.Registry, k *cluster.Keeper, t *cluster.Tracker, r *cluster.Receiver) {
+	names.reg = reg
+	var cancel context.CancelFunc
+	done := make(chan struct{})
+	lc.Append(fx.Hook{
+		OnStart: func(ctx context.Context) error {
+			if err := k.Start(ctx); err != nil {
+				return fmt.Errorf("node lease: %w", err)
+			}
+			var run context.Context
+			run, cancel = context.WithCancel(context.WithoutCancel(ctx))
+			go func() { defer close(done); t.Run(run) }()
+			r.Start(ctx)
+			return nil
+		},
+		OnStop: func(ctx context.Context) error {
+			r.Stop()
+			cancel()
+			<-done
+			return k.Stop(ctx)
+		},
+	})
+}

@@ -1,0 +1,240 @@
+package cluster
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/imdhq/imd/core/presence"
+	"github.com/imdhq/imd/ports"
+)
+
+// Config tunes the many-node side of a node.
+type Config struct {
+	// LeaseTTL is how long a node and its deliver partitions stay someone's after its last
+	// renewal: a node killed with -9 looks alive, and its partitions wait, for at most this.
+	LeaseTTL time.Duration
+	// Backlog bounds each node's push channel: a node that does not keep up gets no more
+	// pushes; they become MISSED_MESSAGE rows instead of waiting.
+	Backlog int
+}
+
+// renewEvery is the Keeper's pass interval for a lease of ttl: three renewals fit in a lease,
+// and a node learns of a new one within a second.
+func renewEvery(ttl time.Duration) time.Duration { return min(ttl/3, time.Second) }
+
+// KeeperDeps are the ports the Keeper uses.
+type KeeperDeps struct {
+	View    *View
+	Nodes   ports.NodeLeases
+	Leases  ports.DeliverLeases
+	Tenants func() []string
+	// Partitions is the deliver queue's partition count.
+	Partitions int
+	Log        *slog.Logger
+}
+
+type partitionKey struct {
+	tenant    string
+	partition int
+}
+
+type partitionState struct {
+	held    bool
+	surplus bool      // held, but another live node should consume it
+	renewed time.Time // node clock: held only within LeaseTTL of the last renewal
+}
+
+// Keeper keeps this node's lease and deliver partitions (see the package doc). It implements
+// deliver.Owner.
+type Keeper struct {
+	cfg Config
+	d   KeeperDeps
+
+	mu    sync.Mutex
+	parts map[partitionKey]*partitionState
+	seen  map[string]bool // tenants passed at least once
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// NewKeeper returns a stopped keeper.
+func NewKeeper(cfg Config, d KeeperDeps) *Keeper {
+	return &Keeper{cfg: cfg, d: d, parts: make(map[partitionKey]*partitionState), seen: make(map[string]bool)}
+}
+
+// Start makes one pass, waits one interval and passes again, so the other nodes have seen this
+// one before it takes connections, then renews in the background.
+func (k *Keeper) Start(ctx context.Context) error {
+	k.pass(ctx)
+	wait := time.NewTimer(renewEvery(k.cfg.LeaseTTL))
+	select {
+	case <-ctx.Done():
+		wait.Stop()
+		return ctx.Err()
+	case <-wait.C:
+	}
+	k.pass(ctx)
+	run, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	k.cancel, k.done = cancel, make(chan struct{})
+	go func() {
+		defer close(k.done)
+		t := time.NewTicker(renewEvery(k.cfg.LeaseTTL))
+		defer t.Stop()
+		for {
+			select {
+			case <-run.Done():
+				return
+			case <-t.C:
+				k.pass(run)
+			}
+		}
+	}()
+	return nil
+}
+
+// Stop ends the renewals, gives the partitions back and retires this node, so the others take
+// over at once instead of after LeaseTTL. Call it after the deliver workers and the listener
+// stopped.
+func (k *Keeper) Stop(ctx context.Context) error {
+	if k.cancel == nil {
+		return nil
+	}
+	k.cancel()
+	<-k.done
+	k.mu.Lock()
+	var held []partitionKey
+	for key, st := range k.parts {
+		if st.held {
+			held = append(held, key)
+			st.held = false
+		}
+	}
+	tenants := make([]string, 0, len(k.seen))
+	for t := range k.seen {
+		tenants = append(tenants, t)
+	}
+	k.mu.Unlock()
+	for _, key := range held {
+		if err := k.d.Leases.Release(ctx, key.tenant, key.partition, k.d.View.Self()); err != nil {
+			k.d.Log.WarnContext(ctx, "deliver lease not released", "tenant", key.tenant, "partition", key.partition, "err", err)
+		}
+	}
+	for _, t := range tenants {
+		if err := k.d.Nodes.Retire(ctx, t, k.d.View.Self()); err != nil {
+			k.d.Log.WarnContext(ctx, "node not retired; its lease runs out instead", "tenant", t, "err", err)
+		}
+	}
+	return nil
+}
+
+// pass renews this node's lease in every tenant, retires dead nodes and holds partitions.
+func (k *Keeper) pass(ctx context.Context) {
+	self := k.d.View.Self()
+	for _, tenant := range k.d.Tenants() {
+		live, expired, err := k.d.Nodes.Renew(ctx, tenant, self, k.cfg.LeaseTTL)
+		if err != nil {
+			k.d.Log.WarnContext(ctx, "node lease not renewed", "tenant", tenant, "node", self, "err", err)
+			continue
+		}
+		// An earlier instance of this node_id is this node before a restart: dead for sure.
+		for _, n := range live {
+			if n != self && presence.NodeID(n) == presence.NodeID(self) {
+				expired = append(expired, n)
+			}
+		}
+		for _, n := range expired {
+			if n == self {
+				continue
+			}
+			if err := k.d.Nodes.Retire(ctx, tenant, n); err != nil {
+				k.d.Log.WarnContext(ctx, "dead node not retired", "tenant", tenant, "node", n, "err", err)
+				continue
+			}
+			k.d.Log.InfoContext(ctx, "retired dead node", "tenant", tenant, "node", n)
+		}
+		live = slices.DeleteFunc(live, func(n string) bool { return slices.Contains(expired, n) })
+		slices.Sort(live)
+		k.d.View.set(tenant, live)
+		k.holdPartitions(ctx, tenant, live)
+		k.mu.Lock()
+		k.seen[tenant] = true
+		k.mu.Unlock()
+	}
+}
+
+// holdPartitions renews the partitions this node holds and takes the ones the live nodes'
+// order gives it: partition p belongs to live[p mod len(live)]. A held partition that now
+// belongs to another node is surplus: its consumer gives it back once it holds no job.
+func (k *Keeper) holdPartitions(ctx context.Context, tenant string, live []string) {
+	self := k.d.View.Self()
+	for p := range k.d.Partitions {
+		key := partitionKey{tenant, p}
+		k.mu.Lock()
+		st := k.parts[key]
+		if st == nil {
+			st = &partitionState{}
+			k.parts[key] = st
+		}
+		wasHeld := st.held
+		k.mu.Unlock()
+		mine := len(live) == 0 || live[p%len(live)] == self
+		if !wasHeld && !mine {
+			continue
+		}
+		now := time.Now()
+		held, fresh, err := k.d.Leases.Hold(ctx, tenant, p, self, k.cfg.LeaseTTL)
+		if err != nil {
+			k.d.Log.WarnContext(ctx, "deliver lease not renewed", "tenant", tenant, "partition", p, "err", err)
+			continue
+		}
+		if fresh {
+			k.d.Log.InfoContext(ctx, "took deliver partition", "tenant", tenant, "partition", p, "node", self)
+		}
+		k.mu.Lock()
+		st.held, st.surplus = held, held && !mine
+		if held {
+			st.renewed = now
+		}
+		k.mu.Unlock()
+	}
+}
+
+// Holds reports whether this node consumes the partition now.
+func (k *Keeper) Holds(tenant string, partition int) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	st := k.parts[partitionKey{tenant, partition}]
+	return st != nil && st.held && time.Since(st.renewed) < k.cfg.LeaseTTL
+}
+
+// Surplus reports whether a held partition should go to another node.
+func (k *Keeper) Surplus(tenant string, partition int) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	st := k.parts[partitionKey{tenant, partition}]
+	return st != nil && st.held && st.surplus
+}
+
+// Yield gives a partition back; its consumer calls it when it holds no job.
+func (k *Keeper) Yield(ctx context.Context, tenant string, partition int) {
+	k.mu.Lock()
+	st := k.parts[partitionKey{tenant, partition}]
+	if st == nil || !st.held {
+		k.mu.Unlock()
+		return
+	}
+	st.held, st.surplus = false, false
+	k.mu.Unlock()
+	if err := k.d.Leases.Release(ctx, tenant, partition, k.d.View.Self()); err != nil {
+		k.d.Log.WarnContext(ctx, "deliver lease not released; it runs out instead", "tenant", tenant, "partition", partition, "err", err)
+		return
+	}
+	k.d.Log.InfoContext(ctx, "gave deliver partition back", "tenant", tenant, "partition", partition)
+}
+
+// Alone reports whether this node is the only live one of the tenant.
+func (k *Keeper) Alone(tenant string) bool { return k.d.View.Alone(tenant) }

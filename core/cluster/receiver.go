@@ -1,0 +1,182 @@
+package cluster
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/imdhq/imd/core/delivery"
+	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/ports"
+)
+
+// receiveBatch and receiveWait bound one read of the channel.
+const (
+	receiveBatch = 256
+	receiveWait  = time.Second
+)
+
+// MissedRecorder turns a push a connected device did not take into a MISSED_MESSAGE row
+// (deliver.Missed); it never blocks.
+type MissedRecorder interface {
+	Record(tenant string, user int64, device uint64, msg message.Message)
+}
+
+// ReceiverDeps are what the Receiver reads and pushes to.
+type ReceiverDeps struct {
+	View    *View
+	Channel ports.NodeChannel
+	Local   ports.DevicePusher // this node's sessions, undecorated
+	Kicker  ports.Kicker
+	Tracker *Tracker
+	Missed  MissedRecorder
+	Tenants func() []string
+	Clock   ports.Clock
+	Metrics ports.Metrics
+	Log     *slog.Logger
+}
+
+// Receiver reads this node's channel of every tenant, one reader per tenant, and pushes to
+// local sessions exactly as the deliver worker would have: the same registry, so the same
+// outbound limits, sending-device exclusion and PUSH_ACK tracking; pushes a connected device
+// refused become MISSED_MESSAGE rows. One reader per channel keeps the order the sender wrote.
+type Receiver struct {
+	d       ReceiverDeps
+	mu      sync.Mutex
+	started map[string]bool
+	wg      sync.WaitGroup
+	cancel  context.CancelFunc
+	ctx     context.Context
+}
+
+// NewReceiver returns a stopped receiver.
+func NewReceiver(d ReceiverDeps) *Receiver { return &Receiver{d: d, started: make(map[string]bool)} }
+
+// tenantsEvery is how often the receiver looks for tenants provisioned since it started.
+const tenantsEvery = 5 * time.Second
+
+// Start starts a reader for every tenant known now, and for later ones as they appear.
+func (r *Receiver) Start(ctx context.Context) {
+	r.mu.Lock()
+	r.ctx, r.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	r.mu.Unlock()
+	r.refresh()
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		t := time.NewTicker(tenantsEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-r.ctx.Done():
+				return
+			case <-t.C:
+				r.refresh()
+			}
+		}
+	}()
+}
+
+// refresh starts readers for tenants that appeared since.
+func (r *Receiver) refresh() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ctx == nil || r.ctx.Err() != nil {
+		return
+	}
+	for _, t := range r.d.Tenants() {
+		if r.started[t] {
+			continue
+		}
+		r.started[t] = true
+		r.wg.Add(1)
+		go r.run(r.ctx, t)
+	}
+}
+
+// Stop ends the readers; what is unread is pushed by nobody, and the devices it was for catch
+// up by sync (they are disconnecting too: the listener stops first).
+func (r *Receiver) Stop() {
+	if r.cancel == nil {
+		return
+	}
+	r.mu.Lock()
+	r.cancel()
+	r.mu.Unlock()
+	r.wg.Wait()
+}
+
+func (r *Receiver) run(ctx context.Context, tenant string) {
+	defer r.wg.Done()
+	self, after := r.d.View.Self(), ""
+	for ctx.Err() == nil {
+		msgs, err := r.d.Channel.Receive(ctx, tenant, self, after, receiveBatch, receiveWait)
+		if err != nil {
+			if ctx.Err() == nil {
+				r.d.Log.WarnContext(ctx, "node channel read failed", "tenant", tenant, "err", err)
+				pause(ctx, time.Second)
+			}
+			continue
+		}
+		if len(msgs) == 0 {
+			continue
+		}
+		ids := make([]string, len(msgs))
+		for i, m := range msgs {
+			ids[i], after = m.ID, m.ID
+			r.handle(ctx, tenant, m.Body)
+		}
+		if err := r.d.Channel.Remove(context.WithoutCancel(ctx), tenant, self, ids...); err != nil {
+			r.d.Log.WarnContext(ctx, "node channel not trimmed", "tenant", tenant, "err", err)
+		}
+	}
+}
+
+func (r *Receiver) handle(ctx context.Context, tenant string, body []byte) {
+	env, err := decodeEnvelope(body)
+	if err != nil {
+		r.d.Metrics.Inc("cross_node_push_total", resultMalformed)
+		r.d.Log.WarnContext(ctx, "node envelope dropped", "tenant", tenant, "err", err)
+		return
+	}
+	r.d.Metrics.Observe("cross_node_push_lag_seconds", max(0, r.d.Clock.Now().Sub(time.UnixMilli(env.SentAt)).Seconds()))
+	switch env.Kind {
+	case envKick:
+		if r.d.Tracker.holds(tenant, env.User, env.Device, env.Token) {
+			r.d.Kicker.Kick(tenant, env.User, env.Device, kickReasonReplaced)
+		}
+	case envDevice:
+		r.d.Local.PushDevice(ctx, tenant, env.User, env.Device, env.addressed()[0].Push)
+	case envPushes:
+		pushes := env.addressed()
+		for i, out := range r.d.Local.PushReach(ctx, tenant, pushes...) {
+			for range out.Delivered {
+				r.d.Metrics.Inc("cross_node_push_total", resultDelivered)
+			}
+			// A recipient gone from here since the lookup reconnects elsewhere and syncs.
+			for range out.Offline {
+				r.d.Metrics.Inc("cross_node_push_total", resultGone)
+			}
+			a := pushes[i]
+			for _, f := range out.FailedDevices {
+				r.d.Metrics.Inc("cross_node_push_total", resultFailed)
+				if a.Push.Kind == delivery.KindMessage && !a.Target.NotMailbox {
+					r.d.Missed.Record(tenant, f.User, f.Device, *a.Push.Message)
+				}
+			}
+		}
+	}
+}
+
+// kickReasonReplaced is PROTOCOL §3's reason for a connection a second AUTH replaced.
+const kickReasonReplaced = "replaced"
+
+func pause(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}

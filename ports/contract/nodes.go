@@ -1,0 +1,212 @@
+package contract
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/imdhq/imd/core/delivery"
+	"github.com/imdhq/imd/core/presence"
+	"github.com/imdhq/imd/ports"
+)
+
+// NodesFixture is one fresh tenant of a node registry (DESIGN §11) and a deliver queue with
+// two partitions whose leases it hands out. Leases run on real time: the suite sleeps past
+// short ones.
+type NodesFixture struct {
+	Tenant   string
+	Leases   ports.NodeLeases
+	Presence ports.Presence
+	Channel  ports.NodeChannel
+	Queue    ports.DeliverQueue // two partitions
+	Deliver  ports.DeliverLeases
+}
+
+// Nodes checks ports.NodeLeases, ports.Presence, ports.NodeChannel and ports.DeliverLeases.
+func Nodes(t *testing.T, fresh func(t *testing.T) NodesFixture) {
+	t.Run("an expired lease is reported, a retired node leaves nothing", func(t *testing.T) {
+		t.Parallel()
+		f := fresh(t)
+		ctx := t.Context()
+		mustRenew(t, f, "1-aa", time.Second)
+		mustRenew(t, f, "2-bb", 50*time.Millisecond)
+		if _, _, err := f.Presence.Claim(ctx, f.Tenant, presence.Entry{User: 5, Device: 1, Node: "2-bb", Token: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Channel.Send(ctx, f.Tenant, "2-bb", 10, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+		live, expired := mustRenew(t, f, "1-aa", time.Second)
+		if !slices.Equal(live, []string{"1-aa"}) || !slices.Equal(expired, []string{"2-bb"}) {
+			t.Fatalf("live %v expired %v", live, expired)
+		}
+		for range 2 { // twice: harmless
+			if err := f.Leases.Retire(ctx, f.Tenant, "2-bb"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got, err := f.Presence.Lookup(ctx, f.Tenant, []int64{5}); err != nil || len(got) != 0 {
+			t.Fatalf("a retired node's presence is left: %+v %v", got, err)
+		}
+		if got, err := f.Channel.Receive(ctx, f.Tenant, "2-bb", "", 10, 10*time.Millisecond); err != nil || len(got) != 0 {
+			t.Fatalf("a retired node's channel is left: %d entries, %v", len(got), err)
+		}
+		if live, expired := mustRenew(t, f, "1-aa", time.Second); len(live) != 1 || len(expired) != 0 {
+			t.Fatalf("after retire: live %v expired %v", live, expired)
+		}
+		if _, _, err := f.Leases.Renew(ctx, f.Tenant, "bad{node}", time.Second); err == nil {
+			t.Fatal("a node name with a brace was accepted")
+		}
+	})
+
+	t.Run("a claim answers what it replaced; a release only removes its own", func(t *testing.T) {
+		t.Parallel()
+		f := fresh(t)
+		ctx := t.Context()
+		first := presence.Entry{User: 9, Device: 1, Node: "1-aa", Token: 4}
+		if _, found, err := f.Presence.Claim(ctx, f.Tenant, first); err != nil || found {
+			t.Fatalf("first claim: found %v err %v", found, err)
+		}
+		second := presence.Entry{User: 9, Device: 1, Node: "2-bb", Token: 1}
+		if prev, found, err := f.Presence.Claim(ctx, f.Tenant, second); err != nil || !found || prev != first {
+			t.Fatalf("second claim replaced %+v (found %v, err %v), want %+v", prev, found, err, first)
+		}
+		if err := f.Presence.Release(ctx, f.Tenant, first); err != nil {
+			t.Fatal(err)
+		}
+		other := presence.Entry{User: 9, Device: 2, Node: "1-aa", Token: 5}
+		gone := presence.Entry{User: 10, Device: 1, Node: "1-aa", Token: 6}
+		for _, e := range []presence.Entry{other, gone} {
+			if _, _, err := f.Presence.Claim(ctx, f.Tenant, e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := f.Presence.Release(ctx, f.Tenant, gone); err != nil {
+			t.Fatal(err)
+		}
+		got, err := f.Presence.Lookup(ctx, f.Tenant, []int64{9, 10, 11})
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.SortFunc(got, func(a, b presence.Entry) int { return int(a.Device) - int(b.Device) })
+		if !slices.Equal(got, []presence.Entry{second, other}) {
+			t.Fatalf("lookup %+v", got)
+		}
+	})
+
+	t.Run("a channel keeps order and refuses more past its limit", func(t *testing.T) {
+		t.Parallel()
+		f := fresh(t)
+		ctx := t.Context()
+		const limit = 3
+		for i := range limit {
+			if sent, err := f.Channel.Send(ctx, f.Tenant, "1-aa", limit, []byte(fmt.Sprint(i))); err != nil || !sent {
+				t.Fatalf("send %d: %v %v", i, sent, err)
+			}
+		}
+		if sent, err := f.Channel.Send(ctx, f.Tenant, "1-aa", limit, []byte("over")); err != nil || sent {
+			t.Fatalf("a full channel took more: %v %v", sent, err)
+		}
+		msgs, err := f.Channel.Receive(ctx, f.Tenant, "1-aa", "", 10, 10*time.Millisecond)
+		if err != nil || len(msgs) != limit {
+			t.Fatalf("received %d: %v", len(msgs), err)
+		}
+		var ids []string
+		for i, m := range msgs {
+			if string(m.Body) != fmt.Sprint(i) {
+				t.Fatalf("entry %d is %q", i, m.Body)
+			}
+			ids = append(ids, m.ID)
+		}
+		if more, err := f.Channel.Receive(ctx, f.Tenant, "1-aa", ids[len(ids)-1], 10, 10*time.Millisecond); err != nil || len(more) != 0 {
+			t.Fatalf("after the cursor: %d entries, %v", len(more), err)
+		}
+		if err := f.Channel.Remove(ctx, f.Tenant, "1-aa", ids...); err != nil {
+			t.Fatal(err)
+		}
+		if sent, err := f.Channel.Send(ctx, f.Tenant, "1-aa", limit, []byte("a"), []byte("b")); err != nil || !sent {
+			t.Fatalf("a drained channel refused: %v %v", sent, err)
+		}
+		// A blocked reader wakes for a send.
+		got := make(chan []ports.NodeMessage, 1)
+		go func() {
+			m, _ := f.Channel.Receive(ctx, f.Tenant, "2-bb", "", 10, 5*time.Second)
+			got <- m
+		}()
+		time.Sleep(50 * time.Millisecond)
+		if _, err := f.Channel.Send(ctx, f.Tenant, "2-bb", limit, []byte("late")); err != nil {
+			t.Fatal(err)
+		}
+		if m := <-got; len(m) != 1 || string(m[0].Body) != "late" {
+			t.Fatalf("waiting reader got %v", m)
+		}
+	})
+
+	t.Run("a partition lease moves the dead holder's jobs back, in order", func(t *testing.T) {
+		t.Parallel()
+		f := fresh(t)
+		ctx := t.Context()
+		topic := "grp_1"
+		p := delivery.PartitionOf(topic, f.Queue.Partitions())
+		hold := func(node string, ttl time.Duration) (bool, bool) {
+			held, fresh, err := f.Deliver.Hold(ctx, f.Tenant, p, node, ttl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return held, fresh
+		}
+		if held, fresh := hold("1-aa", 100*time.Millisecond); !held || !fresh {
+			t.Fatalf("first hold: %v %v", held, fresh)
+		}
+		for i := range 3 {
+			if err := f.Queue.Push(ctx, delivery.Job{Tenant: f.Tenant, Kind: delivery.KindRead, MsgID: int64(i + 1), Topic: topic}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, ok, err := f.Queue.Take(ctx, f.Tenant, p, 0); !ok || err != nil {
+			t.Fatalf("take: %v %v", ok, err)
+		}
+		if held, _ := hold("2-bb", time.Second); held {
+			t.Fatal("another node took a held lease")
+		}
+		if held, fresh := hold("1-aa", 100*time.Millisecond); !held || fresh {
+			t.Fatalf("renewal: held %v fresh %v", held, fresh)
+		}
+		time.Sleep(150 * time.Millisecond)
+		if held, fresh := hold("2-bb", time.Second); !held || !fresh {
+			t.Fatalf("takeover after expiry: %v %v", held, fresh)
+		}
+		for want := int64(1); want <= 3; want++ {
+			job, ok, err := f.Queue.Take(ctx, f.Tenant, p, 0)
+			if !ok || err != nil || job.MsgID != want {
+				t.Fatalf("take after takeover: %+v %v %v, want msg %d", job, ok, err, want)
+			}
+		}
+		if held, fresh := hold("2-cc", time.Second); !held || !fresh {
+			t.Fatal("a restarted node (same node_id) waited for its own earlier lease")
+		}
+		if err := f.Deliver.Release(ctx, f.Tenant, p, "2-bb"); err != nil {
+			t.Fatal(err)
+		}
+		if held, _ := hold("1-aa", time.Second); held {
+			t.Fatal("a release by a former holder freed the lease")
+		}
+		if err := f.Deliver.Release(ctx, f.Tenant, p, "2-cc"); err != nil {
+			t.Fatal(err)
+		}
+		if held, _ := hold("1-aa", time.Second); !held {
+			t.Fatal("a released lease stayed taken")
+		}
+	})
+}
+
+func mustRenew(t *testing.T, f NodesFixture, node string, ttl time.Duration) (live, expired []string) {
+	t.Helper()
+	live, expired, err := f.Leases.Renew(t.Context(), f.Tenant, node, ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return live, expired
+}

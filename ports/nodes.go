@@ -1,0 +1,67 @@
+package ports
+
+import (
+	"context"
+	"time"
+
+	"github.com/imdhq/imd/core/presence"
+)
+
+// NodeLeases is the set of imd node instances serving a tenant, each alive while it renews
+// its lease (DESIGN §11).
+type NodeLeases interface {
+	// Renew extends node's lease to ttl from the store's clock and returns the nodes whose
+	// lease runs (node included) and those whose lease has run out.
+	Renew(ctx context.Context, tenant, node string, ttl time.Duration) (live, expired []string, err error)
+	// Retire removes node: its lease, the presence entries it still holds and its push
+	// channel. Survivors call it for an expired node, a node for itself when it stops. Calling
+	// it twice is harmless.
+	Retire(ctx context.Context, tenant, node string) error
+}
+
+// Presence maps each connected (user, device) of a tenant to the node instance holding it.
+type Presence interface {
+	// Claim records e and returns the entry it replaced, if any.
+	Claim(ctx context.Context, tenant string, e presence.Entry) (previous presence.Entry, found bool, err error)
+	// Release removes e if it is still the device's entry (a newer claim stays).
+	Release(ctx context.Context, tenant string, e presence.Entry) error
+	// Lookup returns the entries of the users' devices; malformed entries are left out.
+	Lookup(ctx context.Context, tenant string, users []int64) ([]presence.Entry, error)
+}
+
+// NodeMessage is one envelope on a node's push channel.
+type NodeMessage struct {
+	ID   string
+	Body []byte
+}
+
+// NodeChannel is the per-node push channel of a tenant: pushes and kicks handed from the node
+// that has them to the node holding the connection. It is bounded: a channel whose backlog
+// reached its limit refuses more instead of dropping what it holds.
+type NodeChannel interface {
+	// Send appends bodies to node's channel in order, unless its backlog has reached limit
+	// (sent=false, nothing appended).
+	Send(ctx context.Context, tenant, node string, limit int, bodies ...[]byte) (sent bool, err error)
+	// Receive waits up to wait for envelopes after the cursor ("" = from the start), at most
+	// count, oldest first.
+	Receive(ctx context.Context, tenant, node, after string, count int, wait time.Duration) ([]NodeMessage, error)
+	// Remove drops received envelopes, so the backlog counts only unread ones.
+	Remove(ctx context.Context, tenant, node string, ids ...string) error
+}
+
+// DeliverLeases hands each partition of a tenant's deliver queue to one node at a time, so
+// one consumer in the whole deployment keeps each topic in seq order.
+type DeliverLeases interface {
+	// Hold takes or renews partition's lease for node, for ttl. A lease of an earlier instance
+	// of the same node_id is taken over at once. fresh: the lease was not node's before, and
+	// the partition's processing list went back to the head of its queue in the same step
+	// (the jobs a dead owner had in flight).
+	Hold(ctx context.Context, tenant string, partition int, node string, ttl time.Duration) (held, fresh bool, err error)
+	// Release gives the lease up if node holds it.
+	Release(ctx context.Context, tenant string, partition int, node string) error
+}
+
+// Kicker closes the connection of a device held by this node with KICK {reason}.
+type Kicker interface {
+	Kick(tenant string, user int64, device uint64, reason string) int
+}
