@@ -7,7 +7,7 @@ import (
 
 	"github.com/imdhq/imd/adapters/protocol"
 	"github.com/imdhq/imd/adapters/protocol/frame"
-	"github.com/imdhq/imd/adapters/tcp/server/session"
+	"github.com/imdhq/imd/adapters/protocol/session"
 	"github.com/imdhq/imd/core/apperr"
 	"github.com/imdhq/imd/core/history"
 )

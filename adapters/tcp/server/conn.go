@@ -9,8 +9,8 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 
+	"github.com/imdhq/imd/adapters/protocol/session"
 	"github.com/imdhq/imd/adapters/ratelimit"
-	"github.com/imdhq/imd/adapters/tcp/server/session"
 	"github.com/imdhq/imd/adapters/tcp/server/tlsconn"
 )
 

@@ -12,8 +12,8 @@ import (
 
 	"github.com/imdhq/imd/adapters/protocol"
 	"github.com/imdhq/imd/adapters/protocol/frame"
-	"github.com/imdhq/imd/adapters/tcp/server/session"
-	"github.com/imdhq/imd/adapters/tcp/server/taskpool"
+	"github.com/imdhq/imd/adapters/protocol/session"
+	"github.com/imdhq/imd/adapters/protocol/taskpool"
 	"github.com/imdhq/imd/core/apperr"
 )
 

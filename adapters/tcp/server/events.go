@@ -11,8 +11,8 @@ import (
 	"github.com/panjf2000/gnet/v2"
 
 	"github.com/imdhq/imd/adapters/protocol/frame"
+	"github.com/imdhq/imd/adapters/protocol/session"
 	"github.com/imdhq/imd/adapters/tcp/proxyhdr"
-	"github.com/imdhq/imd/adapters/tcp/server/session"
 )
 
 // unreadFactor: a client whose unread responses exceed this many outbound limits is sending
@@ -41,12 +41,12 @@ func (e *events) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 		peer:   peerAddr(gc.RemoteAddr()),
 		opened: now,
 	}
-	var link session.Link = gc
+	var w gnetWriter = gc
 	if s.tls != nil {
 		c.tls = s.tls.Server(gc)
-		link = c.tls
+		w = c.tls
 	}
-	c.out = session.NewConn(c.id, link, session.Limits{Bytes: s.cfg.OutboundBytes, Frames: s.cfg.OutboundFrames}, s.deps.Metrics)
+	c.out = session.NewConn(c.id, link{w}, session.Limits{Bytes: s.cfg.OutboundBytes, Frames: s.cfg.OutboundFrames}, s.deps.Metrics)
 	c.ctx, c.cancel = context.WithCancel(s.base)
 	c.touch(now)
 	gc.SetContext(c)

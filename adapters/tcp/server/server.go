@@ -20,8 +20,8 @@ import (
 	"github.com/panjf2000/gnet/v2"
 
 	"github.com/imdhq/imd/adapters/protocol"
-	"github.com/imdhq/imd/adapters/tcp/server/session"
-	"github.com/imdhq/imd/adapters/tcp/server/taskpool"
+	"github.com/imdhq/imd/adapters/protocol/session"
+	"github.com/imdhq/imd/adapters/protocol/taskpool"
 	"github.com/imdhq/imd/adapters/tcp/server/tlsconn"
 	"github.com/imdhq/imd/core/delivery"
 	"github.com/imdhq/imd/core/history"
