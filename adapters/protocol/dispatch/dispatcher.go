@@ -93,6 +93,7 @@ type Dispatcher struct {
 	handlers map[uint16]handler
 	limits   *limiter
 	pool     *taskpool.Pool
+	started  atomic.Bool
 	stopping atomic.Bool
 
 	// base is the parent of every client's context; it outlives Start's ctx and is cancelled
@@ -136,6 +137,7 @@ func (d *Dispatcher) Start(ctx context.Context) {
 	d.pool = taskpool.New(d.cfg.Workers, d.cfg.Queue, d.deps.Metrics)
 	d.tickDone = make(chan struct{})
 	go d.tick(d.base)
+	d.started.Store(true)
 }
 
 // limitSweepEvery is how often the IP rate-limit table forgets refilled addresses.
@@ -179,8 +181,9 @@ func (d *Dispatcher) Stop(ctx context.Context) error {
 	return err
 }
 
-// Stopping reports that Stop was called: transports refuse new connections.
-func (d *Dispatcher) Stopping() bool { return d.stopping.Load() }
+// Serving reports that the dispatcher was started and not stopped: a transport whose
+// listener runs apart from it (the WebSocket endpoint) refuses connections otherwise.
+func (d *Dispatcher) Serving() bool { return d.started.Load() && !d.stopping.Load() }
 
 // Sessions is the registry of connected devices: the node's ports.DevicePusher and the
 // place kicks go through.
