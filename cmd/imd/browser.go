@@ -7,6 +7,7 @@ import (
 	httpapi "github.com/imdhq/imd/adapters/http"
 	tcpserver "github.com/imdhq/imd/adapters/tcp/server"
 	"github.com/imdhq/imd/adapters/websocket"
+	jssdk "github.com/imdhq/imd/clients/js"
 	"github.com/imdhq/imd/ports"
 
 	"go.uber.org/fx"
@@ -28,5 +29,5 @@ func newWebSocket(cfg config.Config, tcp *tcpserver.Server, m ports.Metrics, log
 }
 
 func newBrowser(ws *websocket.Endpoint) httpapi.Browser {
-	return httpapi.Browser{WebSocket: ws}
+	return httpapi.Browser{WebSocket: ws, SDK: jssdk.Files}
 }
