@@ -8,6 +8,7 @@ import (
 	tcpserver "github.com/imdhq/imd/adapters/tcp/server"
 	"github.com/imdhq/imd/adapters/websocket"
 	jssdk "github.com/imdhq/imd/clients/js"
+	"github.com/imdhq/imd/clients/webchat"
 	"github.com/imdhq/imd/ports"
 
 	"go.uber.org/fx"
@@ -29,5 +30,5 @@ func newWebSocket(cfg config.Config, tcp *tcpserver.Server, m ports.Metrics, log
 }
 
 func newBrowser(ws *websocket.Endpoint) httpapi.Browser {
-	return httpapi.Browser{WebSocket: ws, SDK: jssdk.Files}
+	return httpapi.Browser{WebSocket: ws, SDK: jssdk.Files, Chat: webchat.Files}
 }
