@@ -117,4 +117,17 @@ func TestWebChatInABrowser(t *testing.T) {
 	if n := eval[float64](b.browser, "document.querySelectorAll('#messages li').length"); n != 6 {
 		t.Fatalf("bob's conversation shows %v messages, want the 6 sent (each once)", n)
 	}
+
+	// A server restart: both pages are kicked ("shutdown"), reconnect by themselves and go on.
+	srv.Stop()
+	a.waitFor("alice to notice the restart", "document.querySelector('#status').dataset.state !== 'open'", 30*time.Second)
+	srv.Restart()
+	a.waitText("#status", "connected", 60*time.Second)
+	b.waitText("#status", "connected", 60*time.Second)
+	a.say("still here after the restart")
+	b.sees("still here after the restart")
+	b.shot("bob-after-restart")
+	if n := eval[float64](b.browser, "document.querySelectorAll('#messages li').length"); n != 7 {
+		t.Fatalf("after the restart bob's conversation shows %v messages, want 7 (none lost, none twice)", n)
+	}
 }
