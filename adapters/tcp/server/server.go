@@ -48,32 +48,24 @@ type Config struct {
 	// SocketRecvBuffer and SocketSendBuffer size the kernel buffers; 0 keeps the OS default.
 	SocketRecvBuffer int
 	SocketSendBuffer int
-	// CompressMin is the body size from which responses and pushes are compressed. Default 512;
-	// negative disables compression.
-	CompressMin int
 	// OutboundBytes and OutboundFrames bound what may wait unsent on one connection; pushes
 	// beyond them are dropped (outbound_drop_total). Defaults 4 MiB and 1024 frames.
 	OutboundBytes  int
 	OutboundFrames int
-	// Workers and Queue size the task pool. Defaults 256 and 1024.
-	Workers int
-	Queue   int
-	// RequestTimeout is the deadline of every request. Default 10s.
-	RequestTimeout time.Duration
-
 	// TLS, when set, is the `tls: native` mode: the server terminates TLS (1.2 at least) after
 	// the PROXY header. Nil is `tls: off`: frames arrive in plaintext.
 	TLS *tls.Config
 	// HandshakeTimeout bounds a TLS handshake. Default 10s.
 	HandshakeTimeout time.Duration
 
-	// PushAckTimeout is how long a MESSAGE push waits for its PUSH_ACK. Default 30s.
+	// The commands' settings, handed to the dispatcher the listener builds; see
+	// dispatch.Config for their meaning and defaults.
+	CompressMin    int
+	Workers, Queue int
+	RequestTimeout time.Duration
 	PushAckTimeout time.Duration
-	// PushAckWindow bounds the MESSAGE pushes awaiting PUSH_ACK on one connection. Default 1024.
-	PushAckWindow int
-
-	// RateLimits are off where zero.
-	RateLimits RateLimits
+	PushAckWindow  int
+	RateLimits     RateLimits
 }
 
 func (c Config) withDefaults() Config {
@@ -90,18 +82,9 @@ func (c Config) withDefaults() Config {
 	setDuration(&c.ProxyTimeout, 3*time.Second)
 	setDuration(&c.IdleTimeout, 120*time.Second)
 	setDuration(&c.KeepAlive, 30*time.Second)
-	setDuration(&c.RequestTimeout, 10*time.Second)
 	setDuration(&c.HandshakeTimeout, 10*time.Second)
-	setDuration(&c.PushAckTimeout, 30*time.Second)
-	setInt(&c.PushAckWindow, 1024)
-	setInt(&c.RateLimits.IPKeys, 1<<16)
-	if c.CompressMin == 0 {
-		c.CompressMin = 512
-	}
 	setInt(&c.OutboundBytes, 4<<20)
 	setInt(&c.OutboundFrames, 1024)
-	setInt(&c.Workers, 256)
-	setInt(&c.Queue, 1024)
 	return c
 }
 
