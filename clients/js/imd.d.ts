@@ -138,8 +138,8 @@ export interface ClientOptions {
   backoffMaxMs?: number;
   /** SYNC_MESSAGES page size, ≤ 200. */
   syncLimit?: number;
-  /** Default: in memory (a reload starts afresh). */
-  store?: Store;
+  /** Where the catch-up cursors live: localStorage, or any Store. Default: in memory (a reload starts afresh). */
+  store?: Store | Pick<Storage, "getItem" | "setItem">;
   /** Default: globalThis.WebSocket. */
   WebSocket?: new (url: string, protocols: string[]) => WebSocket;
 }

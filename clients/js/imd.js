@@ -505,12 +505,18 @@ export class Client {
     return true;
   }
 
+  // load and save use the store as a Store (get/set) or as Web Storage (localStorage).
   load(key) {
-    const v = this.opts?.store?.get(this.storeKey(key));
+    const st = this.opts.store;
+    const v = st.getItem ? st.getItem(this.storeKey(key)) : st.get(this.storeKey(key));
     return v ? JSON.parse(v) : null;
   }
 
-  save(key, value) { this.opts.store.set(this.storeKey(key), JSON.stringify(value)); }
+  save(key, value) {
+    const st = this.opts.store;
+    if (st.setItem) st.setItem(this.storeKey(key), JSON.stringify(value));
+    else st.set(this.storeKey(key), JSON.stringify(value));
+  }
 
   storeKey(key) { return `imd:${this.opts.deviceId}:${key}`; }
 }

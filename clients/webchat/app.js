@@ -14,12 +14,6 @@ const app = {
   shown: new Set(), // seqs shown for the current topic
 };
 
-// store keeps the SDK's catch-up cursors across reloads.
-const store = {
-  get: (k) => localStorage.getItem(k),
-  set: (k, v) => localStorage.setItem(k, v),
-};
-
 function setStatus(state) {
   const s = $("status");
   s.dataset.state = state;
@@ -27,7 +21,7 @@ function setStatus(state) {
 }
 
 async function signIn(token, device) {
-  const client = new Client({ url: `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/ws`, token, deviceId: device, platform: "web", store });
+  const client = new Client({ url: `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/ws`, token, deviceId: device, platform: "web", store: localStorage });
   client.on("state", setStatus);
   client.on("message", onMessage);
   client.on("read", onRead);
