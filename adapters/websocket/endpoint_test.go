@@ -19,6 +19,8 @@ import (
 	"github.com/imdhq/imd/adapters/protocol"
 	"github.com/imdhq/imd/adapters/protocol/dispatch"
 	"github.com/imdhq/imd/adapters/protocol/frame"
+	"github.com/imdhq/imd/adapters/protocol/session"
+	"github.com/imdhq/imd/adapters/ratelimit"
 	"github.com/imdhq/imd/core/apperr"
 	"github.com/imdhq/imd/core/auth"
 	"github.com/imdhq/imd/core/delivery"
@@ -46,10 +48,15 @@ type harness struct {
 
 func start(t *testing.T, cfg Config) *harness {
 	t.Helper()
+	// Uncompressed, so that the slow client test fills buffers with what it pushes.
+	return startWith(t, cfg, dispatch.Config{CompressMin: -1})
+}
+
+func startWith(t *testing.T, cfg Config, dcfg dispatch.Config) *harness {
+	t.Helper()
 	log := slog.New(slog.DiscardHandler)
 	m := memory.NewMetrics()
-	// Uncompressed, so that the slow client test fills buffers with what it pushes.
-	d := dispatch.New(dispatch.Config{CompressMin: -1}, dispatch.Deps{
+	d := dispatch.New(dcfg, dispatch.Deps{
 		Auth: tokens{}, Clock: memory.NewClock(time.UnixMilli(1_700_000_000_000)), Metrics: m,
 	}, log)
 	d.Start(t.Context())
@@ -353,6 +360,79 @@ func TestIdleTimeout(t *testing.T) {
 	_, _, err := c.ws.Read(ctx)
 	if err == nil || errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("idle connection not closed: %v", err)
+	}
+}
+
+// Rate limits are the TCP listener's: per connection (device) and per real address, which
+// the local Nginx names in X-Real-IP.
+func TestRateLimits(t *testing.T) {
+	perMinute := func(n int) ratelimit.Rate { return ratelimit.Rate{Count: n, Per: time.Minute} }
+	h := startWith(t, Config{}, dispatch.Config{RateLimits: dispatch.RateLimits{
+		Device: dispatch.Budgets{Auth: perMinute(2)}, IP: dispatch.Budgets{Auth: perMinute(3)},
+	}})
+	badAuth := func(c *client) int {
+		_, env := c.call(protocol.CmdAuth, 1, protocol.AuthRequest{Token: "nope", DeviceID: 1})
+		return env.Code
+	}
+	via := func(ip string) *client {
+		return h.dialWith(t, &cws.DialOptions{Subprotocols: []string{Subprotocol}, HTTPHeader: http.Header{"X-Real-IP": {ip}}})
+	}
+	a := via("203.0.113.5")
+	for i, want := range []int{protocol.CodeUnauthenticated, protocol.CodeUnauthenticated, protocol.CodeRateLimited} {
+		if got := badAuth(a); got != want {
+			t.Fatalf("attempt %d on one connection: code %d, want %d", i+1, got, want)
+		}
+	}
+	b := via("203.0.113.5")
+	if got := badAuth(b); got != protocol.CodeUnauthenticated {
+		t.Fatalf("the address's third attempt: code %d, want 40101", got)
+	}
+	if got := badAuth(b); got != protocol.CodeRateLimited {
+		t.Fatalf("the address's fourth attempt: code %d, want 42901", got)
+	}
+	if got := badAuth(via("203.0.113.6")); got != protocol.CodeUnauthenticated {
+		t.Fatalf("another address: code %d, want 40101", got)
+	}
+}
+
+// A MESSAGE push a browser never acknowledges is given up, once its timeout passes or its
+// connection closes, to whoever turns it into a MISSED_MESSAGE row.
+func TestUnacknowledgedPushes(t *testing.T) {
+	h := startWith(t, Config{}, dispatch.Config{PushAckTimeout: 100 * time.Millisecond})
+	given := make(chan session.Unacked, 4)
+	h.commands.Sessions().OnUnacked(func(u session.Unacked) { given <- u })
+	c := h.dial(t)
+	c.auth(1, 1)
+	push := func(seq int64) {
+		msg := &message.Message{Topic: "grp_1", Seq: seq, MsgID: seq, Type: "text", Content: json.RawMessage(`{}`)}
+		if rep := h.commands.Sessions().Push(t.Context(), "t", delivery.Target{Recipients: []int64{1}},
+			delivery.Push{Kind: delivery.KindMessage, Message: msg}); rep.Delivered != 1 {
+			t.Fatalf("push %d: %+v", seq, rep)
+		}
+		c.read()
+	}
+	wait := func() session.Unacked {
+		select {
+		case u := <-given:
+			return u
+		case <-time.After(10 * time.Second):
+			t.Fatal("nothing given up")
+		}
+		return session.Unacked{}
+	}
+	push(1)
+	if u := wait(); u.Message.Seq != 1 || u.Closed || u.Device != 1 {
+		t.Fatalf("timed out push: %+v", u)
+	}
+	h.commands.Sessions().OnUnacked(nil)
+	h2 := startWith(t, Config{}, dispatch.Config{PushAckTimeout: time.Hour})
+	h2.commands.Sessions().OnUnacked(func(u session.Unacked) { given <- u })
+	h, c = h2, h2.dial(t)
+	c.auth(1, 1)
+	push(2)
+	_ = c.ws.CloseNow()
+	if u := wait(); u.Message.Seq != 2 || !u.Closed {
+		t.Fatalf("push outstanding at close: %+v", u)
 	}
 }
 
