@@ -50,6 +50,22 @@ type HTTP struct {
 	// MetricsAddr, when set, is a second listener serving only GET /metrics, for a scraper on
 	// a private network that must not reach the APIs (deploy/compose.yaml).
 	MetricsAddr string `yaml:"metrics_addr"`
+	// WebSocket is GET /ws on this listener (PROTOCOL §7).
+	WebSocket WebSocket `yaml:"websocket"`
+}
+
+// WebSocket configures the browser transport. Commands, limits and the push-ack timeout are
+// the tcp section's: a device is one device on either transport.
+type WebSocket struct {
+	// AllowedOrigins are the Origin patterns browsers may connect from ("chat.example.com",
+	// "*.example.com", "https://app.example.com"); a page of the host it connects to is always
+	// allowed. Others are refused with 403 before the upgrade.
+	AllowedOrigins []string `yaml:"allowed_origins"`
+	// IdleTimeout closes a connection silent for this long. Default 120s.
+	IdleTimeout time.Duration `yaml:"idle_timeout"`
+	// WriteTimeout closes a connection that took longer to take one message (a browser that
+	// stopped reading). Default 10s.
+	WriteTimeout time.Duration `yaml:"write_timeout"`
 }
 
 type TCP struct {
@@ -277,7 +293,7 @@ func Default() Config {
 	return Config{
 		Env:      "prod",
 		NodeID:   1,
-		HTTP:     HTTP{Addr: "127.0.0.1:8080"},
+		HTTP:     HTTP{Addr: "127.0.0.1:8080", WebSocket: WebSocket{IdleTimeout: 120 * time.Second, WriteTimeout: 10 * time.Second}},
 		TCP:      TCP{Addr: "127.0.0.1:9000", TLS: "off", MaxFrameSize: 65536, IdleTimeout: 120 * time.Second, KeepAlive: 30 * time.Second, Multicore: true, CompressMinSize: 512, RequestTimeout: 10 * time.Second, OutboundLimit: 4096, ProxyTimeout: 3 * time.Second, HandshakeTimeout: 10 * time.Second, PushAckTimeout: 30 * time.Second},
 		MySQL:    MySQL{MaxOpenConns: 64},
 		Redis:    Redis{Addr: "127.0.0.1:6379"},

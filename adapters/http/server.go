@@ -73,6 +73,8 @@ type Deps struct {
 	Migration *migration.Service
 	// Delivery serves the deliver queue routes of admin_delivery.go; nil answers 50301.
 	Delivery ports.DeliverInspector
+	// Browser serves the WebSocket transport, the JavaScript SDK and the web chat (browser.go).
+	Browser Browser
 }
 
 // Server is the HTTP listener. Start and Stop are called once each, from one goroutine.
@@ -113,6 +115,7 @@ func (s *Server) routes(e *echo.Echo) {
 	}
 	s.pprofRoutes(e)
 	s.consoleRoutes(e)
+	s.browserRoutes(e)
 	t := e.Group("/admin/v1", s.requireAdminKey).Group("/tenants/:tenant", s.requireTenant)
 	t.POST("/users", s.createUser)
 	t.POST("/tokens", s.issueToken)

@@ -103,6 +103,8 @@ func catalog() []spec {
 		{name: "tcp_frames_in_total", kind: counter, help: "Frames received from clients."},
 		{name: "tcp_frames_out_total", kind: counter, help: "Frames written to clients."},
 		{name: "tcp_connections", kind: gauge, help: "Open client connections."},
+		{name: "ws_connections", kind: gauge, help: "Open WebSocket client connections (GET /ws)."},
+		{name: "ws_refused_total", kind: counter, help: "WebSocket upgrades refused (unavailable|subprotocol|handshake) and connections closed for a bad message (message).", labels: []string{"reason"}},
 		{name: "tcp_tls_handshake_failures_total", kind: counter, help: "Native TLS handshakes that failed or timed out."},
 		{name: "tcp_rate_limited_total", kind: counter, help: "Requests refused with 42901, by scope (device|ip) and budget.", labels: []string{"scope", "budget"}},
 		{name: "eventloop_react_seconds", kind: histogram, help: "Seconds an event-loop callback ran.", buckets: eventLoopBuckets},

@@ -12,6 +12,7 @@ import (
 	"github.com/imdhq/imd/adapters/config"
 	httpapi "github.com/imdhq/imd/adapters/http"
 	tcpserver "github.com/imdhq/imd/adapters/tcp/server"
+	"github.com/imdhq/imd/adapters/websocket"
 	"github.com/imdhq/imd/core/admin"
 	"github.com/imdhq/imd/core/archivereader"
 	"github.com/imdhq/imd/core/cluster"
@@ -55,6 +56,7 @@ func Application(cfg config.Config, log *slog.Logger) fx.Option {
 		Nodes(),
 		Runtime(),
 		Transports(),
+		Browser(),
 		Observe(),
 		fx.Invoke(refreshTenants),
 	)
@@ -316,11 +318,11 @@ func deliverInspector(q ports.DeliverQueue) (ports.DeliverInspector, error) {
 	return in, nil
 }
 
-func newHTTP(cfg config.Config, a *admin.Service, h *history.Service, in *inbox.Service, sm *shardmanager.Manager, rr *routerepair.Service, metrics metricsHandler, requests ports.Metrics, ready readyCheck, tcp *tcpserver.Server, sd httpapi.SocialDeps, ah archiveHTTP, mig *migration.Service, dq ports.DeliverInspector, log *slog.Logger) *httpapi.Server {
+func newHTTP(cfg config.Config, a *admin.Service, h *history.Service, in *inbox.Service, sm *shardmanager.Manager, rr *routerepair.Service, metrics metricsHandler, requests ports.Metrics, ready readyCheck, tcp *tcpserver.Server, sd httpapi.SocialDeps, ah archiveHTTP, mig *migration.Service, dq ports.DeliverInspector, b httpapi.Browser, log *slog.Logger) *httpapi.Server {
 	return httpapi.New(httpapi.Config{Addr: cfg.HTTP.Addr, AdminKey: cfg.AdminKey, RateLimits: httpRateLimits(cfg.RateLimit)},
 		httpapi.Deps{Admin: a, History: h, Inbox: in, Metrics: metrics, RequestMetrics: requests, Ready: ready, Listeners: []func() error{tcp.Serving},
 			Shards: httpapi.ShardOps{Manager: sm, Repair: rr}, Social: sd,
-			Archive: ah.Archive, References: ah.References, Migration: mig, Delivery: dq}, log)
+			Archive: ah.Archive, References: ah.References, Migration: mig, Delivery: dq, Browser: b}, log)
 }
 
 type serverParams struct {
@@ -328,6 +330,7 @@ type serverParams struct {
 	LC   fx.Lifecycle
 	HTTP *httpapi.Server
 	TCP  *tcpserver.Server
+	WS   *websocket.Endpoint
 	Log  *slog.Logger
 	Exit fx.Shutdowner
 }
@@ -335,6 +338,8 @@ type serverParams struct {
 func runServer(p serverParams) {
 	p.LC.Append(fx.Hook{OnStart: p.HTTP.Start, OnStop: p.HTTP.Stop})
 	p.LC.Append(fx.Hook{OnStart: p.TCP.Start, OnStop: p.TCP.Stop})
+	// WebSocket clients are kicked before the TCP listener stops the dispatcher they share.
+	p.LC.Append(fx.StopHook(p.WS.Stop))
 	// A frame listener that stopped accepting ends the process (exit 1) for its supervisor to
 	// restart; readiness has already dropped through TCP.Serving.
 	watchDone := make(chan struct{})

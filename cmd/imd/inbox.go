@@ -8,8 +8,8 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/imdhq/imd/adapters/config"
+	"github.com/imdhq/imd/adapters/protocol/session"
 	tcpserver "github.com/imdhq/imd/adapters/tcp/server"
-	"github.com/imdhq/imd/adapters/tcp/server/session"
 	"github.com/imdhq/imd/core/cluster"
 	"github.com/imdhq/imd/core/conversation"
 	"github.com/imdhq/imd/core/deliver"

@@ -37,7 +37,7 @@ func benchmarkFrames(b *testing.B, native bool) {
 				cfg.TLS = pki.server
 			}
 			// Production's metrics adapter and log level: per-request lines are debug, so off.
-			h := start(b, cfg, Deps{Metrics: prometheus.New(nil)}, func(s *Server) { s.log = slog.New(slog.DiscardHandler) })
+			h := startLogging(b, slog.New(slog.DiscardHandler), cfg, Deps{Metrics: prometheus.New(nil)})
 			clients := make([]net.Conn, conns)
 			for i := range clients {
 				nc, err := benchDial(h.srv.Addr(), pki.client)

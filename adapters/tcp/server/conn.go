@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"net"
 	"net/netip"
 	"sync/atomic"
@@ -9,21 +8,20 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 
-	"github.com/imdhq/imd/adapters/tcp/server/session"
+	"github.com/imdhq/imd/adapters/protocol/dispatch"
+	"github.com/imdhq/imd/adapters/protocol/session"
 	"github.com/imdhq/imd/adapters/tcp/server/tlsconn"
-	"github.com/imdhq/imd/core/ratelimit"
 )
 
-// phase is where a connection is in its life (seed 003 §8). A kicked connection is CLOSING:
-// that state lives in session.Conn, which is what the kick reaches.
+// phase is where a connection is in its transport's life (seed 003 §8); once frames flow, its
+// session state (authenticated or not) is the dispatch.Client's, and a kicked connection's
+// CLOSING lives in session.Conn, which is what the kick reaches.
 type phase int32
 
 const (
-	phaseProxy          phase = iota // waiting for the PROXY header
-	phaseHandshake                   // TLS handshake running (tls: native)
-	phaseConnected                   // frames flow; only AUTH and HEARTBEAT are served
-	phaseAuthenticating              // an AUTH is in the task pool
-	phaseAuthenticated
+	phaseProxy     phase = iota // waiting for the PROXY header
+	phaseHandshake              // TLS handshake running (tls: native)
+	phaseConnected              // frames flow to the dispatcher
 	phaseClosed
 )
 
@@ -32,26 +30,17 @@ type connection struct {
 	id     uint64
 	gc     gnet.Conn
 	out    *session.Conn
+	client *dispatch.Client
 	tls    *tlsconn.Conn // nil in tls: off mode
 	peer   netip.Addr    // the TCP peer: Nginx when PROXY is in use
 	opened time.Time
 
-	// realIP and limitKey are written on the event loop before phaseHandshake/phaseConnected
-	// and read after it.
-	realIP   netip.Addr
-	limitKey netip.Addr // realIP as the IP rate limits key it
-
 	// Event loop only.
-	budgets [budgetCount]ratelimit.Bucket // device rate limits
-	partial []byte                        // decrypted bytes of an incomplete frame (TLS)
+	partial []byte // decrypted bytes of an incomplete frame (TLS)
 
 	phase          atomic.Int32
 	lastActive     atomic.Int64 // UnixNano of the last traffic, for the idle timeout
 	closeRequested atomic.Bool  // a timeout closed it; closed and logged once
-
-	// ctx is cancelled when the connection closes; every request's context derives from it.
-	ctx    context.Context
-	cancel context.CancelFunc
 }
 
 func (c *connection) load() phase { return phase(c.phase.Load()) }
@@ -60,11 +49,6 @@ func (c *connection) store(p phase) { c.phase.Store(int32(p)) }
 
 func (c *connection) advance(from, to phase) bool {
 	return c.phase.CompareAndSwap(int32(from), int32(to))
-}
-
-// setRealIP records the client's address for logs and rate limits.
-func (c *connection) setRealIP(ip netip.Addr) {
-	c.realIP, c.limitKey = ip, limitKey(ip)
 }
 
 func (c *connection) touch(now time.Time) { c.lastActive.Store(now.UnixNano()) }

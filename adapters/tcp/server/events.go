@@ -11,8 +11,8 @@ import (
 	"github.com/panjf2000/gnet/v2"
 
 	"github.com/imdhq/imd/adapters/protocol/frame"
+	"github.com/imdhq/imd/adapters/protocol/session"
 	"github.com/imdhq/imd/adapters/protocol/proxyhdr"
-	"github.com/imdhq/imd/adapters/tcp/server/session"
 )
 
 // unreadFactor: a client whose unread responses exceed this many outbound limits is sending
@@ -41,20 +41,20 @@ func (e *events) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 		peer:   peerAddr(gc.RemoteAddr()),
 		opened: now,
 	}
-	var link session.Link = gc
+	var w gnetWriter = gc
 	if s.tls != nil {
 		c.tls = s.tls.Server(gc)
-		link = c.tls
+		w = c.tls
 	}
-	c.out = session.NewConn(c.id, link, session.Limits{Bytes: s.cfg.OutboundBytes, Frames: s.cfg.OutboundFrames}, s.deps.Metrics)
-	c.ctx, c.cancel = context.WithCancel(s.base)
+	c.out = session.NewConn(c.id, link{w}, session.Limits{Bytes: s.cfg.OutboundBytes, Frames: s.cfg.OutboundFrames}, s.deps.Metrics)
+	c.client = s.commands.NewClient("tcp", c.out)
 	c.touch(now)
 	gc.SetContext(c)
 	s.conns.Store(c.id, c)
 	s.deps.Metrics.Set("tcp_connections", float64(s.open.Add(1)))
 	// A new connection starts in phaseProxy, the zero phase.
 	if !s.cfg.ProxyProtocol {
-		c.setRealIP(c.peer)
+		c.client.SetRealIP(c.peer)
 		s.secure(c, phaseProxy)
 	}
 	return nil, gnet.None
@@ -81,14 +81,14 @@ func (s *Server) secure(c *connection, from phase) bool {
 // event loop: the client's first frames may have arrived with its Finished and wait
 // undecrypted in the TLS pipe.
 func (s *Server) handshake(c *connection) {
-	ctx, cancel := context.WithTimeout(c.ctx, s.cfg.HandshakeTimeout)
+	ctx, cancel := context.WithTimeout(c.client.Context(), s.cfg.HandshakeTimeout)
 	defer cancel()
 	if err := c.tls.Handshake(ctx); err != nil {
 		if c.load() != phaseClosed {
 			s.deps.Metrics.Inc("tcp_tls_handshake_failures_total")
 			// Debug: scanners and dropped mobile connections fail handshakes all day; the
 			// counter is what an operator watches.
-			s.log.Debug("TLS handshake failed, closing", "connection_id", c.id, "real_ip", c.realIP.String(), "err", err)
+			s.log.Debug("TLS handshake failed, closing", "connection_id", c.id, "real_ip", c.client.RealIP().String(), "err", err)
 		}
 		_ = c.gc.Close()
 		return
@@ -109,16 +109,15 @@ func (e *events) OnClose(gc gnet.Conn, err error) gnet.Action {
 		return gnet.None
 	}
 	c.store(phaseClosed)
-	c.cancel()
 	if c.tls != nil {
 		c.tls.Release()
 	}
 	c.partial = nil
-	s.sessions.Unbind(c.out)
+	s.commands.Close(c.client)
 	s.conns.Delete(c.id)
 	s.deps.Metrics.Set("tcp_connections", float64(s.open.Add(-1)))
 	id := c.out.Identity()
-	s.log.Debug("connection closed", "connection_id", c.id, "real_ip", c.realIP.String(),
+	s.log.Debug("connection closed", "connection_id", c.id, "real_ip", c.client.RealIP().String(),
 		"user_id", id.User, "device_id", id.Device, "err", err)
 	return gnet.None
 }
@@ -159,7 +158,7 @@ func (e *events) OnTraffic(gc gnet.Conn) gnet.Action {
 	}
 	if unread := gc.OutboundBuffered(); unread > unreadFactor*s.cfg.OutboundBytes {
 		s.log.Warn("closing connection that does not read its responses", "connection_id", c.id,
-			"real_ip", c.realIP.String(), "unread_bytes", unread)
+			"real_ip", c.client.RealIP().String(), "unread_bytes", unread)
 		return gnet.Close
 	}
 	return gnet.None
@@ -204,7 +203,7 @@ func (s *Server) readFrames(c *connection, in inbound) gnet.Action {
 		}
 		_, _ = in.Discard(size)
 		s.deps.Metrics.Inc("tcp_frames_in_total")
-		s.dispatch(c, f)
+		s.commands.Dispatch(c.client, f)
 	}
 }
 
@@ -222,7 +221,7 @@ func (s *Server) feedHandshake(c *connection, gc gnet.Conn) gnet.Action {
 	_, _ = gc.Discard(len(buf))
 	if pending > maxHandshakeBytes {
 		s.log.Warn("TLS client sent too much before its handshake completed, closing", "connection_id", c.id,
-			"real_ip", c.realIP.String(), "bytes", pending)
+			"real_ip", c.client.RealIP().String(), "bytes", pending)
 		return gnet.Close
 	}
 	return gnet.None
@@ -254,7 +253,7 @@ func (s *Server) readTLS(c *connection, gc gnet.Conn) gnet.Action {
 	if err == nil {
 		action = s.readFrames(c, in)
 	} else if !errors.Is(err, io.EOF) {
-		s.log.Debug("TLS read failed, closing", "connection_id", c.id, "real_ip", c.realIP.String(), "err", err)
+		s.log.Debug("TLS read failed, closing", "connection_id", c.id, "real_ip", c.client.RealIP().String(), "err", err)
 	}
 	switch rest := in.buf; {
 	case len(rest) == 0 || action != gnet.None:
@@ -307,9 +306,9 @@ func (s *Server) readProxy(c *connection, gc gnet.Conn) (done bool, action gnet.
 	}
 	_, _ = gc.Discard(n)
 	if src.IsValid() {
-		c.setRealIP(src.Addr())
+		c.client.SetRealIP(src.Addr())
 	} else {
-		c.setRealIP(c.peer) // LOCAL/UNKNOWN: the proxy's own connection, e.g. a health check
+		c.client.SetRealIP(c.peer) // LOCAL/UNKNOWN: the proxy's own connection, e.g. a health check
 	}
 	if !s.secure(c, phaseProxy) {
 		return false, gnet.Close // the PROXY timeout fired meanwhile
@@ -318,10 +317,10 @@ func (s *Server) readProxy(c *connection, gc gnet.Conn) (done bool, action gnet.
 }
 
 func (s *Server) logAccepted(c *connection) {
-	if !s.log.Enabled(c.ctx, slog.LevelDebug) {
+	if !s.log.Enabled(c.client.Context(), slog.LevelDebug) {
 		return
 	}
-	attrs := []any{"connection_id", c.id, "real_ip", c.realIP.String(), "peer", c.peer.String()}
+	attrs := []any{"connection_id", c.id, "real_ip", c.client.RealIP().String(), "peer", c.peer.String()}
 	if c.tls != nil {
 		st := c.tls.State()
 		attrs = append(attrs, "tls_version", tls.VersionName(st.Version), "tls_resumed", st.DidResume)
@@ -330,25 +329,16 @@ func (s *Server) logAccepted(c *connection) {
 }
 
 func (s *Server) reject(c *connection, err error) gnet.Action {
-	s.log.Warn("bad frame, closing", "connection_id", c.id, "real_ip", c.realIP.String(), "err", err)
+	s.log.Warn("bad frame, closing", "connection_id", c.id, "real_ip", c.client.RealIP().String(), "err", err)
 	return gnet.Close
 }
 
-// limitSweepEvery is how often the IP rate-limit table forgets refilled addresses.
-const limitSweepEvery = 10 * time.Second
-
-// OnTick enforces ProxyTimeout and IdleTimeout, gives up overdue PUSH_ACKs and trims the IP
-// rate-limit table. It runs on gnet's ticker goroutine, so it touches connections only
+// OnTick enforces ProxyTimeout and IdleTimeout. It runs on gnet's ticker goroutine, so it touches connections only
 // through what is safe off the loop: atomics, locks and Close. (The TLS handshake enforces
 // its own timeout.)
 func (e *events) OnTick() (time.Duration, gnet.Action) {
 	s := e.s
 	now := time.Now()
-	s.sessions.ExpireAcks(now)
-	if last := s.lastSweep.Load(); now.Sub(time.Unix(0, last)) >= limitSweepEvery {
-		s.lastSweep.Store(now.UnixNano())
-		s.limits.sweep(now)
-	}
 	s.conns.Range(func(_, v any) bool {
 		c := v.(*connection)
 		switch {
@@ -369,6 +359,6 @@ func (s *Server) closeConn(c *connection, level slog.Level, msg string) {
 	if !c.closeRequested.CompareAndSwap(false, true) {
 		return
 	}
-	s.log.Log(s.base, level, msg, "connection_id", c.id, "peer", c.peer.String())
+	s.log.Log(c.client.Context(), level, msg, "connection_id", c.id, "peer", c.peer.String())
 	_ = c.gc.Close()
 }

@@ -167,7 +167,16 @@ func listenerModes(t *testing.T, run func(t *testing.T, start func(t *testing.T,
 // between New and Start.
 func start(t testing.TB, cfg Config, deps Deps, setup ...func(*Server)) *harness {
 	t.Helper()
+	return startLogging(t, nil, cfg, deps, setup...)
+}
+
+// startLogging is start with the server logging to log; nil captures the records in h.logs.
+func startLogging(t testing.TB, log *slog.Logger, cfg Config, deps Deps, setup ...func(*Server)) *harness {
+	t.Helper()
 	h := &harness{metrics: newFakeMetrics(), logs: &logCapture{}}
+	if log == nil {
+		log = slog.New(h.logs)
+	}
 	if cfg.Addr == "" {
 		cfg.Addr = "127.0.0.1:0"
 	}
@@ -181,7 +190,7 @@ func start(t testing.TB, cfg Config, deps Deps, setup ...func(*Server)) *harness
 	if deps.Metrics == nil {
 		deps.Metrics = h.metrics
 	}
-	h.srv = New(cfg, deps, slog.New(h.logs))
+	h.srv = New(cfg, deps, log)
 	for _, f := range setup {
 		f(h.srv)
 	}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/imdhq/imd/adapters/protocol"
 	"github.com/imdhq/imd/adapters/protocol/frame"
+	"github.com/imdhq/imd/adapters/protocol/session"
 	"github.com/imdhq/imd/adapters/protocol/proxyhdr"
-	"github.com/imdhq/imd/adapters/tcp/server/session"
 	"github.com/imdhq/imd/core/delivery"
 )
 

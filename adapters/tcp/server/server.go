@@ -1,6 +1,7 @@
-// Package server is the client TCP listener of PROTOCOL.md on gnet: PROXY header, TLS,
-// frames, sessions, rate limits and the task pool that keeps MySQL and Redis off the event
-// loop (seed 003 §2.3, §6–§8, §13). It serves both listener modes: `tls: native`, where it
+// Package server is the client TCP listener of PROTOCOL.md on gnet: PROXY header, TLS and
+// frames (seed 003 §2.3, §6–§8), handed to the transport-neutral dispatcher (package
+// adapters/protocol/dispatch: commands, sessions, rate limits, the task pool), which it builds
+// and which the WebSocket endpoint shares. It serves both listener modes: `tls: native`, where it
 // terminates TLS itself after the PROXY header (package tlsconn), and `tls: off`, where Nginx
 // terminated TLS and forwards plaintext frames.
 package server
@@ -19,17 +20,11 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 
-	"github.com/imdhq/imd/adapters/protocol"
-	"github.com/imdhq/imd/adapters/tcp/server/session"
-	"github.com/imdhq/imd/adapters/tcp/server/taskpool"
+	"github.com/imdhq/imd/adapters/protocol/dispatch"
+	"github.com/imdhq/imd/adapters/protocol/session"
 	"github.com/imdhq/imd/adapters/tcp/server/tlsconn"
 	"github.com/imdhq/imd/core/delivery"
-	"github.com/imdhq/imd/core/history"
-	"github.com/imdhq/imd/core/inbox"
-	"github.com/imdhq/imd/core/modify"
-	"github.com/imdhq/imd/core/read"
-	"github.com/imdhq/imd/core/send"
-	"github.com/imdhq/imd/ports"
+	"github.com/imdhq/imd/core/fanout"
 )
 
 // Config is the listener's configuration; zero fields take the defaults of seed 003 §2.4/§19.
@@ -53,32 +48,24 @@ type Config struct {
 	// SocketRecvBuffer and SocketSendBuffer size the kernel buffers; 0 keeps the OS default.
 	SocketRecvBuffer int
 	SocketSendBuffer int
-	// CompressMin is the body size from which responses and pushes are compressed. Default 512;
-	// negative disables compression.
-	CompressMin int
 	// OutboundBytes and OutboundFrames bound what may wait unsent on one connection; pushes
 	// beyond them are dropped (outbound_drop_total). Defaults 4 MiB and 1024 frames.
 	OutboundBytes  int
 	OutboundFrames int
-	// Workers and Queue size the task pool. Defaults 256 and 1024.
-	Workers int
-	Queue   int
-	// RequestTimeout is the deadline of every request. Default 10s.
-	RequestTimeout time.Duration
-
 	// TLS, when set, is the `tls: native` mode: the server terminates TLS (1.2 at least) after
 	// the PROXY header. Nil is `tls: off`: frames arrive in plaintext.
 	TLS *tls.Config
 	// HandshakeTimeout bounds a TLS handshake. Default 10s.
 	HandshakeTimeout time.Duration
 
-	// PushAckTimeout is how long a MESSAGE push waits for its PUSH_ACK. Default 30s.
+	// The commands' settings, handed to the dispatcher the listener builds; see
+	// dispatch.Config for their meaning and defaults.
+	CompressMin    int
+	Workers, Queue int
+	RequestTimeout time.Duration
 	PushAckTimeout time.Duration
-	// PushAckWindow bounds the MESSAGE pushes awaiting PUSH_ACK on one connection. Default 1024.
-	PushAckWindow int
-
-	// RateLimits are off where zero.
-	RateLimits RateLimits
+	PushAckWindow  int
+	RateLimits     RateLimits
 }
 
 func (c Config) withDefaults() Config {
@@ -95,18 +82,9 @@ func (c Config) withDefaults() Config {
 	setDuration(&c.ProxyTimeout, 3*time.Second)
 	setDuration(&c.IdleTimeout, 120*time.Second)
 	setDuration(&c.KeepAlive, 30*time.Second)
-	setDuration(&c.RequestTimeout, 10*time.Second)
 	setDuration(&c.HandshakeTimeout, 10*time.Second)
-	setDuration(&c.PushAckTimeout, 30*time.Second)
-	setInt(&c.PushAckWindow, 1024)
-	setInt(&c.RateLimits.IPKeys, 1<<16)
-	if c.CompressMin == 0 {
-		c.CompressMin = 512
-	}
 	setInt(&c.OutboundBytes, 4<<20)
 	setInt(&c.OutboundFrames, 1024)
-	setInt(&c.Workers, 256)
-	setInt(&c.Queue, 1024)
 	return c
 }
 
@@ -132,40 +110,24 @@ func (c Config) tickInterval() time.Duration {
 }
 
 // Deps are the use cases and ports the commands call.
-type Deps struct {
-	// Auth checks AUTH tokens: signature, expiry, a served tenant, not revoked.
-	Auth    ports.Authenticator
-	Send    *send.Service
-	History *history.Service
-	Modify  *modify.Service
-	Inbox   *inbox.Service
-	Read    *read.Service
-	IDs     ports.IDGenerator
-	Clock   ports.Clock
-	Metrics ports.Metrics
-	// Presence, when set, hears which devices this node holds (several nodes on one tenant).
-	Presence session.Observer
-}
+type Deps = dispatch.Deps
+
+// RateLimits and Budgets bound the commands' request rates (dispatch.RateLimits).
+type (
+	RateLimits = dispatch.RateLimits
+	Budgets    = dispatch.Budgets
+)
 
 // Server is the client TCP listener. It is also the ports.Pusher of this node.
 type Server struct {
 	cfg      Config
 	deps     Deps
 	log      *slog.Logger
-	sessions *session.Registry
-	handlers map[uint16]handler
-	limits   *limiter
+	commands *dispatch.Dispatcher
 	tls      *tlsconn.Terminator // nil in tls: off mode
 	// plain lends TLS connections a buffer to decrypt into; a connection keeps its own only
 	// while it holds part of a frame.
-	plain     sync.Pool
-	lastSweep atomic.Int64 // UnixNano of the last rate-limit table sweep
-
-	pool *taskpool.Pool
-	// base is the parent of every connection's context; it outlives Start's ctx and is
-	// cancelled by Stop.
-	base       context.Context
-	cancelBase context.CancelFunc
+	plain sync.Pool
 
 	nextConnID atomic.Uint64
 	conns      sync.Map // connection id → *connection, for the timeout sweep
@@ -192,11 +154,10 @@ func New(cfg Config, deps Deps, log *slog.Logger) *Server {
 		cfg:  cfg,
 		deps: deps,
 		log:  log,
-		sessions: session.NewRegistry(session.Options{
-			CompressMin: cfg.CompressMin, AckTimeout: cfg.PushAckTimeout, AckWindow: cfg.PushAckWindow,
-			Observer: deps.Presence,
-		}, deps.Metrics, log),
-		limits: newLimiter(cfg.RateLimits),
+		commands: dispatch.New(dispatch.Config{
+			CompressMin: cfg.CompressMin, Workers: cfg.Workers, Queue: cfg.Queue, RequestTimeout: cfg.RequestTimeout,
+			PushAckTimeout: cfg.PushAckTimeout, PushAckWindow: cfg.PushAckWindow, RateLimits: cfg.RateLimits,
+		}, deps, log),
 		plain:  sync.Pool{New: func() any { return new([]byte) }},
 		bootCh: make(chan struct{}),
 		done:   make(chan struct{}),
@@ -205,15 +166,6 @@ func New(cfg Config, deps Deps, log *slog.Logger) *Server {
 	if cfg.TLS != nil {
 		s.tls = tlsconn.NewTerminator(cfg.TLS)
 	}
-	s.handlers = map[uint16]handler{
-		protocol.CmdAuth:          s.auth,
-		protocol.CmdGenerateMsgID: s.generateMsgID,
-		protocol.CmdSendMessage:   s.sendMessage,
-		protocol.CmdSyncMessages:  s.syncMessages,
-		protocol.CmdGetHistory:    s.getHistory,
-	}
-	s.addModifyCommands()
-	s.addInboxCommands()
 	return s
 }
 
@@ -224,8 +176,7 @@ func (s *Server) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.base, s.cancelBase = context.WithCancel(context.WithoutCancel(ctx))
-	s.pool = taskpool.New(s.cfg.Workers, s.cfg.Queue, s.deps.Metrics)
+	s.commands.Start(ctx)
 	go func() {
 		s.runErr = gnet.Run(&events{s: s}, url, s.options()...)
 		close(s.done)
@@ -258,8 +209,7 @@ func (s *Server) Start(ctx context.Context) error {
 
 // release frees what Start set up when the listener never came up.
 func (s *Server) release(ctx context.Context) {
-	_ = s.pool.Close(ctx)
-	s.cancelBase()
+	_ = s.commands.Stop(ctx)
 }
 
 // options leave gnet's WithTCPKeepAlive out on purpose: gnet 2.9 sets it on the listener right
@@ -296,7 +246,11 @@ func (s *Server) tlsMode() string {
 // before its connection closed (seed 003 §8: degrade to the mailbox or push notifier, never
 // close the connection). By default they are only counted (push_ack_timeout_total). f runs on
 // a deliver worker, an event loop or the timeout sweep and must not block.
-func (s *Server) SetPushUnacked(f func(session.Unacked)) { s.sessions.OnUnacked(f) }
+func (s *Server) SetPushUnacked(f func(session.Unacked)) { s.commands.Sessions().OnUnacked(f) }
+
+// Dispatcher serves the commands and holds the sessions of this node; the WebSocket endpoint
+// hands it its connections too, so both transports share one registry. Stop stops it.
+func (s *Server) Dispatcher() *dispatch.Dispatcher { return s.commands }
 
 // Stop shuts down gracefully (seed 003 §18), after readiness was withdrawn: new connections
 // are closed as soon as gnet accepts them (gnet cannot pause its listener), requests get
@@ -307,13 +261,9 @@ func (s *Server) Stop(ctx context.Context) error {
 	if !s.stopping.CompareAndSwap(false, true) {
 		return nil
 	}
-	s.sessions.Stop()
 	var errs []error
-	if s.pool != nil {
-		if err := s.pool.Close(ctx); err != nil {
-			errs = append(errs, err)
-		}
-		s.cancelBase()
+	if err := s.commands.Stop(ctx); err != nil {
+		errs = append(errs, err)
 	}
 	s.bootMu.Lock()
 	booted := s.booted
@@ -390,11 +340,21 @@ func (s *Server) Addr() net.Addr {
 
 // Push implements ports.Pusher over the session registry.
 func (s *Server) Push(ctx context.Context, tenant string, t delivery.Target, p delivery.Push) delivery.Report {
-	return s.sessions.Push(ctx, tenant, t, p)
+	return s.commands.Sessions().Push(ctx, tenant, t, p)
 }
 
 // Kick sends KICK {reason} to a device and closes its connection; device 0 means every device
 // of the user. It returns how many connections were kicked.
 func (s *Server) Kick(tenant string, user int64, device uint64, reason string) int {
-	return s.sessions.Kick(tenant, user, device, reason)
+	return s.commands.Sessions().Kick(tenant, user, device, reason)
+}
+
+// PushReach implements ports.DevicePusher over the session registry.
+func (s *Server) PushReach(ctx context.Context, tenant string, pushes ...delivery.Addressed) []fanout.Outcome {
+	return s.commands.Sessions().PushReach(ctx, tenant, pushes...)
+}
+
+// PushDevice implements ports.DevicePusher over the session registry.
+func (s *Server) PushDevice(ctx context.Context, tenant string, user int64, device uint64, p delivery.Push) int {
+	return s.commands.Sessions().PushDevice(ctx, tenant, user, device, p)
 }

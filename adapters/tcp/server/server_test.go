@@ -396,12 +396,12 @@ func TestRequestContext(t *testing.T) {
 	)
 	ended := make(chan error, 1)
 	handlers := func(s *Server) {
-		s.handlers[cmdWait] = func(ctx context.Context, _ *request) (any, error) {
+		s.Dispatcher().Handle(cmdWait, func(ctx context.Context) (any, error) {
 			<-ctx.Done()
 			ended <- ctx.Err()
 			return nil, apperr.Wrap(apperr.Busy, "gave up", ctx.Err())
-		}
-		s.handlers[cmdPanic] = func(context.Context, *request) (any, error) { panic("boom") }
+		})
+		s.Dispatcher().Handle(cmdPanic, func(context.Context) (any, error) { panic("boom") })
 	}
 
 	t.Run("deadline", func(t *testing.T) {

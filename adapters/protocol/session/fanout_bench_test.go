@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/panjf2000/gnet/v2"
-
 	"github.com/imdhq/imd/adapters/memory"
 	redisadapter "github.com/imdhq/imd/adapters/redis"
 	"github.com/imdhq/imd/core/deliver"
@@ -27,22 +25,23 @@ import (
 	"github.com/imdhq/imd/ports"
 )
 
-// discardConn is a gnet connection whose event loop writes at once and whose client
-// acknowledges every MESSAGE right away: the benchmark measures the server side only.
+// discardConn is a link that writes at once and whose client acknowledges every MESSAGE
+// right away: the benchmark measures the server side only.
 type discardConn struct {
-	gnet.Conn
 	owner *Conn
 }
 
-func (d *discardConn) EventLoop() gnet.EventLoop { return nil }
+func (d *discardConn) Loop() Loop { return nil }
 
-func (d *discardConn) AsyncWritev(bs [][]byte, cb gnet.AsyncCallback) error {
-	_ = cb(d, nil)
+func (d *discardConn) Write(bs [][]byte, done func(int, error)) error {
+	done(0, nil)
 	d.owner.Ack(binary.BigEndian.Uint32(bs[0][seqOffset:]))
 	return nil
 }
 
-func (d *discardConn) OutboundBuffered() int { return 0 }
+func (d *discardConn) Wake(done func()) error { done(); return nil }
+
+func (d *discardConn) Close() error { return nil }
 
 type noMetrics struct{}
 

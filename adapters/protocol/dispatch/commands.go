@@ -1,4 +1,4 @@
-package server
+package dispatch
 
 import (
 	"context"
@@ -7,18 +7,18 @@ import (
 
 	"github.com/imdhq/imd/adapters/protocol"
 	"github.com/imdhq/imd/adapters/protocol/frame"
-	"github.com/imdhq/imd/adapters/tcp/server/session"
+	"github.com/imdhq/imd/adapters/protocol/session"
 	"github.com/imdhq/imd/core/apperr"
 	"github.com/imdhq/imd/core/history"
 )
 
 // auth verifies the token once per connection and binds the device (PROTOCOL §3). An older
 // connection of the same device is kicked by the registry.
-func (s *Server) auth(ctx context.Context, r *request) (data any, err error) {
+func (d *Dispatcher) auth(ctx context.Context, r *request) (data any, err error) {
 	c := r.conn
 	defer func() {
 		if err != nil {
-			c.advance(phaseAuthenticating, phaseConnected) // the client may try again
+			c.advance(stateAuthenticating, stateConnected) // the client may try again
 		}
 	}()
 	var req protocol.AuthRequest
@@ -28,30 +28,30 @@ func (s *Server) auth(ctx context.Context, r *request) (data any, err error) {
 	if req.DeviceID == 0 {
 		return nil, apperr.New(apperr.InvalidArgument, "device_id is required")
 	}
-	who, err := s.deps.Auth.Authenticate(ctx, req.Token)
+	who, err := d.deps.Auth.Authenticate(ctx, req.Token)
 	if err != nil {
 		return nil, err
 	}
 	r.identity = session.Identity{Tenant: who.Tenant, User: who.UserID, Device: req.DeviceID}
-	if s.sessions.Bind(c.out, r.identity) {
-		s.log.InfoContext(c.ctx, "device connection replaced", "user_id", who.UserID, "device_id", req.DeviceID,
+	if d.sessions.Bind(c.out, r.identity) {
+		d.log.InfoContext(c.ctx, "device connection replaced", "user_id", who.UserID, "device_id", req.DeviceID,
 			"connection_id", c.id, "real_ip", c.realIP.String())
 	}
-	if !c.advance(phaseAuthenticating, phaseAuthenticated) {
+	if !c.advance(stateAuthenticating, stateAuthenticated) {
 		// The connection closed while the token was checked; OnClose may have run before Bind.
-		s.sessions.Unbind(c.out)
+		d.sessions.Unbind(c.out)
 		return nil, apperr.New(apperr.Unauthenticated, "connection closed")
 	}
 	return protocol.AuthResponse{
 		UserID:     who.UserID,
 		TenantID:   who.Tenant,
 		DeviceID:   req.DeviceID,
-		ServerTime: s.deps.Clock.Now().UnixMilli(),
+		ServerTime: d.deps.Clock.Now().UnixMilli(),
 	}, nil
 }
 
-func (s *Server) generateMsgID(context.Context, *request) (any, error) {
-	id, err := s.deps.IDs.NextID()
+func (d *Dispatcher) generateMsgID(context.Context, *request) (any, error) {
+	id, err := d.deps.IDs.NextID()
 	if err != nil {
 		return nil, apperr.Wrap(apperr.Busy, "id generation failed, retry", err)
 	}
@@ -59,7 +59,7 @@ func (s *Server) generateMsgID(context.Context, *request) (any, error) {
 }
 
 // sendMessage runs the send path; SEND_ACK means stored and enqueued (DESIGN §4).
-func (s *Server) sendMessage(ctx context.Context, r *request) (any, error) {
+func (d *Dispatcher) sendMessage(ctx context.Context, r *request) (any, error) {
 	var req protocol.SendMessageRequest
 	if err := decodeBody(r.frame.Body, &req); err != nil {
 		return nil, err
@@ -69,7 +69,7 @@ func (s *Server) sendMessage(ctx context.Context, r *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.deps.Send.Send(ctx, sr)
+	res, err := d.deps.Send.Send(ctx, sr)
 	if err != nil {
 		return nil, err
 	}
@@ -79,19 +79,19 @@ func (s *Server) sendMessage(ctx context.Context, r *request) (any, error) {
 }
 
 // syncMessages answers SYNC_MESSAGES with message pages (cmd 12) and then the FINISH frame.
-func (s *Server) syncMessages(ctx context.Context, r *request) (any, error) {
+func (d *Dispatcher) syncMessages(ctx context.Context, r *request) (any, error) {
 	var req protocol.SyncMessagesRequest
 	if err := decodeBody(r.frame.Body, &req); err != nil {
 		return nil, err
 	}
 	r.topic = req.Topic
-	res, err := s.deps.History.Sync(ctx, history.SyncRequest{
+	res, err := d.deps.History.Sync(ctx, history.SyncRequest{
 		Tenant: r.identity.Tenant, User: r.identity.User, Topic: req.Topic, Since: req.SinceSeq, Limit: req.Limit,
 	})
 	if err != nil {
 		return nil, err
 	}
-	if err := s.sendPages(r, protocol.FromMessages(res.Messages)); err != nil {
+	if err := d.sendPages(r, protocol.FromMessages(res.Messages)); err != nil {
 		return nil, err
 	}
 	return protocol.SyncMessagesFinish{Topic: req.Topic, LastSeq: res.LastSeq, HasMore: res.HasMore}, nil
@@ -99,7 +99,7 @@ func (s *Server) syncMessages(ctx context.Context, r *request) (any, error) {
 
 // sendPages writes msgs as SYNC_MESSAGES pages, halving a page until its frame fits MaxBody.
 // No page is written for no messages (PROTOCOL: zero or more pages).
-func (s *Server) sendPages(r *request, msgs []protocol.Message) error {
+func (d *Dispatcher) sendPages(r *request, msgs []protocol.Message) error {
 	if len(msgs) == 0 {
 		return nil
 	}
@@ -107,13 +107,13 @@ func (s *Server) sendPages(r *request, msgs []protocol.Message) error {
 	if err != nil {
 		return apperr.Wrap(apperr.Internal, "internal error", err)
 	}
-	f, err := frame.Append(nil, protocol.CmdSyncMessages, r.frame.RequestID, r.frame.SequenceID, body, s.cfg.CompressMin)
+	f, err := frame.Append(nil, protocol.CmdSyncMessages, r.frame.RequestID, r.frame.SequenceID, body, d.cfg.CompressMin)
 	if errors.Is(err, frame.ErrTooLarge) && len(msgs) > 1 {
 		half := len(msgs) / 2
-		if err := s.sendPages(r, msgs[:half]); err != nil {
+		if err := d.sendPages(r, msgs[:half]); err != nil {
 			return err
 		}
-		return s.sendPages(r, msgs[half:])
+		return d.sendPages(r, msgs[half:])
 	}
 	if err != nil {
 		return apperr.Wrap(apperr.Internal, "message does not fit in a frame",
@@ -135,13 +135,13 @@ func (p historyPage) shrink() (any, bool) {
 	return historyPage{Messages: p.Messages[:len(p.Messages)/2]}, true
 }
 
-func (s *Server) getHistory(ctx context.Context, r *request) (any, error) {
+func (d *Dispatcher) getHistory(ctx context.Context, r *request) (any, error) {
 	var req protocol.GetHistoryRequest
 	if err := decodeBody(r.frame.Body, &req); err != nil {
 		return nil, err
 	}
 	r.topic = req.Topic
-	msgs, err := s.deps.History.History(ctx, history.HistoryRequest{
+	msgs, err := d.deps.History.History(ctx, history.HistoryRequest{
 		Tenant: r.identity.Tenant, User: r.identity.User, Topic: req.Topic, Before: req.BeforeSeq, Limit: req.Limit,
 	})
 	if err != nil {

@@ -1,4 +1,4 @@
-package server
+package dispatch
 
 import (
 	"context"
@@ -9,36 +9,24 @@ import (
 	"github.com/imdhq/imd/adapters/protocol"
 	"github.com/imdhq/imd/adapters/protocol/frame"
 	"github.com/imdhq/imd/core/apperr"
-	"github.com/imdhq/imd/core/delivery"
-	"github.com/imdhq/imd/core/fanout"
 	"github.com/imdhq/imd/core/inbox"
 	"github.com/imdhq/imd/core/read"
 )
 
 // addInboxCommands registers READ_MESSAGE and SYNC_INBOX.
-func (s *Server) addInboxCommands() {
-	s.handlers[protocol.CmdReadMessage] = s.readMessage
-	s.handlers[protocol.CmdSyncInbox] = s.syncInbox
-}
-
-// PushReach implements ports.DevicePusher over the session registry.
-func (s *Server) PushReach(ctx context.Context, tenant string, pushes ...delivery.Addressed) []fanout.Outcome {
-	return s.sessions.PushReach(ctx, tenant, pushes...)
-}
-
-// PushDevice implements ports.DevicePusher over the session registry.
-func (s *Server) PushDevice(ctx context.Context, tenant string, user int64, device uint64, p delivery.Push) int {
-	return s.sessions.PushDevice(ctx, tenant, user, device, p)
+func (d *Dispatcher) addInboxCommands() {
+	d.handlers[protocol.CmdReadMessage] = d.readMessage
+	d.handlers[protocol.CmdSyncInbox] = d.syncInbox
 }
 
 // readMessage answers READ_MESSAGE with the stored watermark (PROTOCOL cmd 8).
-func (s *Server) readMessage(ctx context.Context, r *request) (any, error) {
+func (d *Dispatcher) readMessage(ctx context.Context, r *request) (any, error) {
 	var req protocol.ReadRequest
 	if err := decodeBody(r.frame.Body, &req); err != nil {
 		return nil, err
 	}
 	r.topic, r.conversationID, r.msgID = req.Topic, req.ConversationID, max(req.MsgID, req.LastMsgID)
-	w, err := s.deps.Read.Read(ctx, read.Request{
+	w, err := d.deps.Read.Read(ctx, read.Request{
 		Tenant: r.identity.Tenant, User: r.identity.User, Device: r.identity.Device,
 		Topic: req.Topic, Seq: req.Seq, ConversationID: req.ConversationID, MsgID: req.MsgID, LastMsgID: req.LastMsgID,
 	})
@@ -50,12 +38,12 @@ func (s *Server) readMessage(ctx context.Context, r *request) (any, error) {
 }
 
 // syncInbox answers SYNC_INBOX with its pages (cmd 10) and then the FINISH frame (cmd 11).
-func (s *Server) syncInbox(ctx context.Context, r *request) (any, error) {
+func (d *Dispatcher) syncInbox(ctx context.Context, r *request) (any, error) {
 	var req protocol.SyncInboxRequest
 	if err := decodeBody(r.frame.Body, &req); err != nil {
 		return nil, err
 	}
-	res, err := s.deps.Inbox.Sync(ctx, inbox.SyncRequest{
+	res, err := d.deps.Inbox.Sync(ctx, inbox.SyncRequest{
 		Tenant: r.identity.Tenant, User: r.identity.User, Device: r.identity.Device,
 		MailboxSeq: req.MailboxSeq, DialogScore: req.DialogScore, Limit: req.Limit,
 	})
@@ -78,7 +66,7 @@ func (s *Server) syncInbox(ctx context.Context, r *request) (any, error) {
 			return nil, apperr.Wrap(apperr.Internal, "internal error", err)
 		}
 	}
-	if err := s.sendInboxPages(r, dialogs, events); err != nil {
+	if err := d.sendInboxPages(r, dialogs, events); err != nil {
 		return nil, err
 	}
 	return protocol.SyncInboxFinish{MailboxSeq: res.MailboxSeq, DialogScore: res.DialogScore, HasMore: res.HasMore}, nil
@@ -101,7 +89,7 @@ func wireDialog(d inbox.Dialog) (protocol.Dialog, error) {
 
 // sendInboxPages writes one SYNC_INBOX page, or several when it does not fit a frame: dialogs
 // and events apart, then halves. No page is written for nothing.
-func (s *Server) sendInboxPages(r *request, dialogs []protocol.Dialog, events []protocol.Event) error {
+func (d *Dispatcher) sendInboxPages(r *request, dialogs []protocol.Dialog, events []protocol.Event) error {
 	if len(dialogs)+len(events) == 0 {
 		return nil
 	}
@@ -109,26 +97,26 @@ func (s *Server) sendInboxPages(r *request, dialogs []protocol.Dialog, events []
 	if err != nil {
 		return apperr.Wrap(apperr.Internal, "internal error", err)
 	}
-	f, err := frame.Append(nil, protocol.CmdSyncInbox, r.frame.RequestID, r.frame.SequenceID, body, s.cfg.CompressMin)
+	f, err := frame.Append(nil, protocol.CmdSyncInbox, r.frame.RequestID, r.frame.SequenceID, body, d.cfg.CompressMin)
 	if errors.Is(err, frame.ErrTooLarge) {
 		switch {
 		case len(dialogs) > 0 && len(events) > 0:
-			if err := s.sendInboxPages(r, dialogs, []protocol.Event{}); err != nil {
+			if err := d.sendInboxPages(r, dialogs, []protocol.Event{}); err != nil {
 				return err
 			}
-			return s.sendInboxPages(r, []protocol.Dialog{}, events)
+			return d.sendInboxPages(r, []protocol.Dialog{}, events)
 		case len(dialogs) > 1:
 			half := len(dialogs) / 2
-			if err := s.sendInboxPages(r, dialogs[:half], events); err != nil {
+			if err := d.sendInboxPages(r, dialogs[:half], events); err != nil {
 				return err
 			}
-			return s.sendInboxPages(r, dialogs[half:], events)
+			return d.sendInboxPages(r, dialogs[half:], events)
 		case len(events) > 1:
 			half := len(events) / 2
-			if err := s.sendInboxPages(r, dialogs, events[:half]); err != nil {
+			if err := d.sendInboxPages(r, dialogs, events[:half]); err != nil {
 				return err
 			}
-			return s.sendInboxPages(r, dialogs, events[half:])
+			return d.sendInboxPages(r, dialogs, events[half:])
 		}
 	}
 	if err != nil {

@@ -4,10 +4,9 @@
 package session
 
 import (
+	"context"
 	"fmt"
 	"sync/atomic"
-
-	"github.com/panjf2000/gnet/v2"
 
 	"github.com/imdhq/imd/adapters/protocol"
 	"github.com/imdhq/imd/adapters/protocol/frame"
@@ -23,23 +22,34 @@ type Identity struct {
 
 // Limits bound what may wait to be sent on one connection before pushes are dropped.
 type Limits struct {
-	// Bytes counts frames handed to gnet but not yet written plus gnet's own outbound buffer.
+	// Bytes counts frames handed to the link but not yet written plus what the transport
+	// holds unsent.
 	Bytes int
-	// Frames counts frames handed to gnet that its event loop has not taken yet.
+	// Frames counts frames handed to the link that it has not written yet.
 	Frames int
 }
 
-// Link is the socket under a Conn: the gnet connection itself when frames travel in
-// plaintext, the TLS bridge when the server terminates TLS. Both encrypt-or-not and queue a
-// buffer for the connection's event loop, which runs the callbacks.
+// Link is the socket under a Conn, whatever the transport: on TCP the gnet connection (or the
+// TLS bridge over it), whose event loop runs the writes; on WebSocket the connection's writer
+// goroutine. Writes are queued, never waited for.
 type Link interface {
-	AsyncWrite(buf []byte, cb gnet.AsyncCallback) error
-	AsyncWritev(bufs [][]byte, cb gnet.AsyncCallback) error
-	Wake(cb gnet.AsyncCallback) error
+	// Write queues bufs as one write. done runs once they went to the socket or failed;
+	// unsent is what the transport still holds unsent after them (meaningful when err is nil).
+	Write(bufs [][]byte, done func(unsent int, err error)) error
+	// Wake asks the transport to report its unsent bytes through Conn.Observe again; done runs
+	// once it has been asked.
+	Wake(done func()) error
+	// Close closes the connection after what was queued before it, as far as it can go.
 	Close() error
-	// EventLoop is the loop that runs the connection's writes; nil when there is none (a
-	// link in tests), which leaves its writes unpaced.
-	EventLoop() gnet.EventLoop
+	// Loop is the event loop that runs the link's writes, shared with other links; nil when
+	// the link has its own writer, which leaves its writes unpaced.
+	Loop() Loop
+}
+
+// Loop is an event loop running the writes of many links. Run queues f behind the writes
+// already handed to the loop.
+type Loop interface {
+	Run(ctx context.Context, f func()) error
 }
 
 // Conn is the write side of one client connection. Responses are always queued (the client
@@ -56,7 +66,7 @@ type Conn struct {
 	// queuedBytes/queuedFrames: handed to AsyncWrite, callback not run yet.
 	queuedBytes  atomic.Int64
 	queuedFrames atomic.Int64
-	// buffered is gnet's outbound buffer (accepted but unsent bytes) when the event loop last
+	// buffered is the transport's own unsent bytes (gnet's outbound buffer) when it last
 	// looked. gnet's buffer is unbounded, so without it a client that stops reading would
 	// grow the server's memory without limit.
 	buffered   atomic.Int64
@@ -86,15 +96,15 @@ func (c *Conn) Identity() Identity {
 // Closing reports that the connection was kicked and is being closed; its input is ignored.
 func (c *Conn) Closing() bool { return c.closing.Load() }
 
-// Observe records gnet's outbound buffer size. Call it on the connection's event loop only,
-// where OutboundBuffered is safe to read.
+// Observe records the transport's unsent bytes (gnet's outbound buffer). On gnet, call it on
+// the connection's event loop only, where OutboundBuffered is safe to read.
 func (c *Conn) Observe(outboundBuffered int) { c.buffered.Store(int64(outboundBuffered)) }
 
 // Send queues a whole encoded frame, bypassing the limits: responses are never dropped.
 func (c *Conn) Send(f []byte) error {
 	n := int64(len(f))
 	c.reserve(n)
-	if err := c.link.AsyncWrite(f, c.written(1, n)); err != nil {
+	if err := c.link.Write([][]byte{f}, c.written(1, n)); err != nil {
 		c.release(1, n)
 		return fmt.Errorf("session: queue frame on connection %d: %w", c.id, err)
 	}
@@ -123,7 +133,7 @@ func (c *Conn) offer(bufs [][]byte) int {
 	if took == 0 {
 		return 0
 	}
-	if err := c.link.AsyncWritev(bufs[:2*took], c.written(took, size)); err != nil {
+	if err := c.link.Write(bufs[:2*took], c.written(took, size)); err != nil {
 		c.release(took, size)
 		return 0
 	}
@@ -151,10 +161,10 @@ func (c *Conn) Kick(reason string) {
 	}
 	n := int64(len(f))
 	c.reserve(n)
-	err = c.link.AsyncWrite(f, func(gc gnet.Conn, err error) error {
+	err = c.link.Write([][]byte{f}, func(int, error) {
 		c.release(1, n)
-		// Close runs on the loop after this write, and gnet flushes what it can before closing.
-		return gc.Close()
+		// The close comes after this write, and the transport flushes what it can first.
+		_ = c.link.Close()
 	})
 	if err != nil {
 		c.release(1, n)
@@ -181,30 +191,24 @@ func (c *Conn) release(frames int, n int64) {
 	c.queuedBytes.Add(-n)
 }
 
-// written returns the AsyncWrite callback of frames frames of n bytes in all. It runs on the
-// event loop, so it may read gnet's outbound buffer — but only after a successful write: on
-// error the connection may already be released.
-func (c *Conn) written(frames int, n int64) gnet.AsyncCallback {
-	return func(gc gnet.Conn, err error) error {
+// written returns the Write callback of frames frames of n bytes in all.
+func (c *Conn) written(frames int, n int64) func(unsent int, err error) {
+	return func(unsent int, err error) {
 		c.release(frames, n)
 		if err == nil {
-			c.Observe(gc.OutboundBuffered())
+			c.Observe(unsent)
 		}
-		return nil
 	}
 }
 
-// refresh asks the event loop to look at gnet's outbound buffer again. After drops nothing
-// else may be written, so without it a client that caught up would stay marked full until it
-// sent something. Wake runs the traffic handler, which calls Observe; one wake at a time.
+// refresh asks the transport to look at its unsent bytes again. After drops nothing else may
+// be written, so without it a client that caught up would stay marked full until it sent
+// something. One wake at a time.
 func (c *Conn) refresh() {
 	if !c.refreshing.CompareAndSwap(false, true) {
 		return
 	}
-	err := c.link.Wake(func(gnet.Conn, error) error {
-		c.refreshing.Store(false)
-		return nil
-	})
+	err := c.link.Wake(func() { c.refreshing.Store(false) })
 	if err != nil {
 		c.refreshing.Store(false)
 	}

@@ -7,23 +7,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/panjf2000/gnet/v2"
-
 	"github.com/imdhq/imd/core/delivery"
 )
 
 // fakeLoop is an event loop that records what it is handed: the connections' writes, and a
 // "run" each time a runnable runs (at once, as if the writes before it were done).
 type fakeLoop struct {
-	gnet.EventLoop // unimplemented methods panic
-
 	mu  sync.Mutex
 	log []string
 }
 
-func (l *fakeLoop) Execute(ctx context.Context, r gnet.Runnable) error {
+func (l *fakeLoop) Run(_ context.Context, f func()) error {
 	l.record("run")
-	return r.Run(ctx)
+	f()
+	return nil
 }
 
 // record is safe on a nil loop, so connections without one need no check.
@@ -99,7 +96,7 @@ func TestPushHandsEachEventLoopBoundedChunks(t *testing.T) {
 // stuckLoop takes runnables and never runs them, as a loop that stopped.
 type stuckLoop struct{ fakeLoop }
 
-func (l *stuckLoop) Execute(context.Context, gnet.Runnable) error {
+func (l *stuckLoop) Run(context.Context, func()) error {
 	l.record("run")
 	return nil
 }
@@ -137,4 +134,4 @@ type stuckConn struct {
 	loop *stuckLoop
 }
 
-func (c *stuckConn) EventLoop() gnet.EventLoop { return c.loop }
+func (c *stuckConn) Loop() Loop { return c.loop }

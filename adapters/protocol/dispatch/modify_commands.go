@@ -1,4 +1,4 @@
-package server
+package dispatch
 
 import (
 	"context"
@@ -10,13 +10,13 @@ import (
 
 // recallMessage answers RECALL_MESSAGE with the recalled message; the other members learn it
 // from the topic event the recall writes.
-func (s *Server) recallMessage(ctx context.Context, r *request) (any, error) {
+func (d *Dispatcher) recallMessage(ctx context.Context, r *request) (any, error) {
 	var req protocol.RecallRequest
 	if err := decodeBody(r.frame.Body, &req); err != nil {
 		return nil, err
 	}
 	r.topic = req.Topic
-	m, err := s.deps.Modify.Recall(ctx, s.target(r, req.Topic, req.Seq))
+	m, err := d.deps.Modify.Recall(ctx, d.target(r, req.Topic, req.Seq))
 	if err != nil {
 		return nil, err
 	}
@@ -25,14 +25,14 @@ func (s *Server) recallMessage(ctx context.Context, r *request) (any, error) {
 }
 
 // editMessage answers EDIT_MESSAGE with the edited message; a stale version is 40901.
-func (s *Server) editMessage(ctx context.Context, r *request) (any, error) {
+func (d *Dispatcher) editMessage(ctx context.Context, r *request) (any, error) {
 	var req protocol.EditRequest
 	if err := decodeBody(r.frame.Body, &req); err != nil {
 		return nil, err
 	}
 	r.topic = req.Topic
-	m, err := s.deps.Modify.Edit(ctx, modify.EditRequest{
-		Target: s.target(r, req.Topic, req.Seq), Content: req.Content, Version: int(req.Version),
+	m, err := d.deps.Modify.Edit(ctx, modify.EditRequest{
+		Target: d.target(r, req.Topic, req.Seq), Content: req.Content, Version: int(req.Version),
 	})
 	if err != nil {
 		return nil, err
@@ -50,14 +50,14 @@ type deleteRequest struct {
 }
 
 // deleteMessages answers DELETE_MESSAGES with {}.
-func (s *Server) deleteMessages(ctx context.Context, r *request) (any, error) {
+func (d *Dispatcher) deleteMessages(ctx context.Context, r *request) (any, error) {
 	var req deleteRequest
 	if err := decodeBody(r.frame.Body, &req); err != nil {
 		return nil, err
 	}
 	r.topic = req.Topic
 	if !req.ForAll {
-		err := s.deps.Modify.DeleteForSelf(ctx, modify.RangeRequest{
+		err := d.deps.Modify.DeleteForSelf(ctx, modify.RangeRequest{
 			Tenant: r.identity.Tenant, User: r.identity.User, Topic: req.Topic, Low: req.Low, Hi: req.Hi,
 		})
 		return struct{}{}, err
@@ -65,7 +65,7 @@ func (s *Server) deleteMessages(ctx context.Context, r *request) (any, error) {
 	if req.Hi != req.Low+1 {
 		return nil, apperr.New(apperr.InvalidArgument, "for_all deletes one message: hi must be low+1")
 	}
-	m, err := s.deps.Modify.DeleteForAll(ctx, s.target(r, req.Topic, req.Low))
+	m, err := d.deps.Modify.DeleteForAll(ctx, d.target(r, req.Topic, req.Low))
 	if err != nil {
 		return nil, err
 	}
@@ -73,13 +73,13 @@ func (s *Server) deleteMessages(ctx context.Context, r *request) (any, error) {
 	return struct{}{}, nil
 }
 
-func (s *Server) target(r *request, topic string, seq int64) modify.Target {
+func (d *Dispatcher) target(r *request, topic string, seq int64) modify.Target {
 	return modify.Target{Tenant: r.identity.Tenant, User: r.identity.User, Device: r.identity.Device, Topic: topic, Seq: seq}
 }
 
 // addModifyCommands registers RECALL_MESSAGE, EDIT_MESSAGE and DELETE_MESSAGES.
-func (s *Server) addModifyCommands() {
-	s.handlers[protocol.CmdRecallMessage] = s.recallMessage
-	s.handlers[protocol.CmdEditMessage] = s.editMessage
-	s.handlers[protocol.CmdDeleteMessages] = s.deleteMessages
+func (d *Dispatcher) addModifyCommands() {
+	d.handlers[protocol.CmdRecallMessage] = d.recallMessage
+	d.handlers[protocol.CmdEditMessage] = d.editMessage
+	d.handlers[protocol.CmdDeleteMessages] = d.deleteMessages
 }

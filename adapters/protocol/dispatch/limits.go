@@ -1,4 +1,4 @@
-package server
+package dispatch
 
 import (
 	"net/netip"
@@ -119,7 +119,7 @@ func newLimiter(r RateLimits) *limiter {
 // allow spends one request of b from the connection's budget and its address's. It returns
 // the scope that refused ("device" or "ip"), or "" when the request may go on. Event loop of
 // the connection only: its buckets are not locked.
-func (l *limiter) allow(c *connection, b budget, now time.Time) (refusedBy string) {
+func (l *limiter) allow(c *Client, b budget, now time.Time) (refusedBy string) {
 	if b == budgetNone {
 		return ""
 	}

@@ -3,12 +3,10 @@ package session
 import (
 	"context"
 	"time"
-
-	"github.com/panjf2000/gnet/v2"
 )
 
 // loopChunk bounds the connections whose writes one push hands an event loop before it waits
-// for that loop to have run them. gnet runs every queued write of a loop before it reads
+// for that loop to have run them. A gnet loop runs every queued write of a loop before it reads
 // again, so a push to a big group (a write per member) handed over at once keeps the loop
 // from reading for as long as the writes take: the sender's next request, its SEND_ACK and
 // every other client of that loop wait behind them (at 10,000 members, seconds). With the
@@ -25,11 +23,11 @@ const chunkWait = 5 * time.Second
 func offerPaced(ctx context.Context, queues []connQueue) []int {
 	took := make([]int, len(queues))
 	var (
-		loops   []gnet.EventLoop
-		pending = make(map[gnet.EventLoop][]int) // indexes into queues, in order
+		loops   []Loop
+		pending = make(map[Loop][]int) // indexes into queues, in order
 	)
 	for i := range queues {
-		l := queues[i].conn.link.EventLoop()
+		l := queues[i].conn.link.Loop()
 		if l == nil {
 			took[i] = queues[i].conn.offer(queues[i].bufs)
 			continue
@@ -54,7 +52,7 @@ func offerPaced(ctx context.Context, queues []connQueue) []int {
 			left = append(left, l)
 			// Queued after the chunk's writes, so it runs once they have.
 			done := make(chan struct{})
-			if err := l.Execute(ctx, gnet.RunnableFunc(func(context.Context) error { close(done); return nil })); err == nil {
+			if err := l.Run(ctx, func() { close(done) }); err == nil {
 				ran = append(ran, done)
 			}
 		}

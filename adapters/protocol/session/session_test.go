@@ -9,19 +9,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/panjf2000/gnet/v2"
-
 	"github.com/imdhq/imd/adapters/protocol"
 	"github.com/imdhq/imd/adapters/protocol/frame"
 	"github.com/imdhq/imd/core/delivery"
 	"github.com/imdhq/imd/core/message"
 )
 
-// fakeConn stands in for a gnet connection whose event loop runs only when the test says so:
+// fakeConn stands in for a transport whose event loop runs only when the test says so:
 // writes wait in pending until loop() runs their callbacks.
 type fakeConn struct {
-	gnet.Conn // unimplemented methods panic
-
 	mu       sync.Mutex
 	written  []byte
 	pending  []func()
@@ -31,32 +27,28 @@ type fakeConn struct {
 	ev       *fakeLoop // nil: no event loop
 }
 
-func (f *fakeConn) EventLoop() gnet.EventLoop {
+func (f *fakeConn) Loop() Loop {
 	if f.ev == nil {
 		return nil
 	}
 	return f.ev
 }
 
-func (f *fakeConn) AsyncWrite(b []byte, cb gnet.AsyncCallback) error {
-	return f.AsyncWritev([][]byte{b}, cb)
-}
-
-func (f *fakeConn) AsyncWritev(bs [][]byte, cb gnet.AsyncCallback) error {
+func (f *fakeConn) Write(bs [][]byte, done func(int, error)) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, b := range bs {
 		f.written = append(f.written, b...)
 	}
 	f.ev.record("write")
-	f.pending = append(f.pending, func() { _ = cb(f, nil) })
+	f.pending = append(f.pending, func() { done(f.OutboundBuffered(), nil) })
 	return nil
 }
 
-func (f *fakeConn) Wake(cb gnet.AsyncCallback) error {
+func (f *fakeConn) Wake(done func()) error {
 	f.mu.Lock()
 	f.wakes++
-	f.pending = append(f.pending, func() { _ = cb(f, nil) })
+	f.pending = append(f.pending, done)
 	f.mu.Unlock()
 	return nil
 }
@@ -229,12 +221,12 @@ func TestOutboundLimits(t *testing.T) {
 	tests := []struct {
 		name   string
 		limits Limits
-		// queue frames without running the loop, then set gnet's outbound buffer
+		// queue frames without running the loop, then set the transport's unsent bytes
 		before   int
 		buffered int
 	}{
 		{"frames waiting for the loop", Limits{Bytes: 1 << 20, Frames: 2}, 2, 0},
-		{"bytes in gnet's buffer", Limits{Bytes: 4096, Frames: 100}, 0, 4096},
+		{"bytes in the transport's buffer", Limits{Bytes: 4096, Frames: 100}, 0, 4096},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -258,7 +250,7 @@ func TestOutboundLimits(t *testing.T) {
 			if fc.wakes != 1 {
 				t.Fatalf("%d wakes, want one refresh for all drops", fc.wakes)
 			}
-			// The loop writes the queue and its traffic handler sees gnet's buffer drained.
+			// The loop writes the queue and its traffic handler sees the transport's buffer drained.
 			fc.loop()
 			c.Observe(0)
 			if rep := fx.reg.Push(t.Context(), "t", target, msgPush(10)); rep.Delivered != 1 {

@@ -1,4 +1,4 @@
-package server
+package dispatch
 
 import (
 	"context"
@@ -12,8 +12,8 @@ import (
 
 	"github.com/imdhq/imd/adapters/protocol"
 	"github.com/imdhq/imd/adapters/protocol/frame"
-	"github.com/imdhq/imd/adapters/tcp/server/session"
-	"github.com/imdhq/imd/adapters/tcp/server/taskpool"
+	"github.com/imdhq/imd/adapters/protocol/session"
+	"github.com/imdhq/imd/adapters/protocol/taskpool"
 	"github.com/imdhq/imd/core/apperr"
 )
 
@@ -24,7 +24,7 @@ type handler func(ctx context.Context, r *request) (any, error)
 
 // request is one client frame on its way through the server, with what its log line needs.
 type request struct {
-	conn     *connection
+	conn     *Client
 	frame    frame.Frame
 	identity session.Identity // zero before AUTH
 	traceID  string
@@ -36,76 +36,76 @@ type request struct {
 	msgID          int64
 }
 
-func (s *Server) newRequest(c *connection, f frame.Frame) *request {
+func (d *Dispatcher) newRequest(c *Client, f frame.Frame) *request {
 	r := &request{conn: c, frame: f, traceID: strconv.FormatUint(rand.Uint64(), 16), started: time.Now()}
-	if c.load() == phaseAuthenticated {
+	if c.load() == stateAuthenticated {
 		r.identity = c.out.Identity()
 	}
 	return r
 }
 
-// dispatch routes one frame on the event loop. HEARTBEAT and PUSH_ACK are served right here;
-// so are refusals, rate limits included, which need no I/O. Everything else goes to the task
-// pool.
-func (s *Server) dispatch(c *connection, f frame.Frame) {
-	r := s.newRequest(c, f)
+// Dispatch routes one frame of c on the goroutine that read it (an event loop, a WebSocket
+// reader) and never blocks. HEARTBEAT and PUSH_ACK are served right here; so are refusals,
+// rate limits included, which need no I/O. Everything else goes to the task pool.
+func (d *Dispatcher) Dispatch(c *Client, f frame.Frame) {
+	r := d.newRequest(c, f)
 	switch {
 	case f.Command == protocol.CmdHeartbeat:
-		s.respond(r, protocol.HeartbeatResponse{ServerTime: s.deps.Clock.Now().UnixMilli()}, nil)
+		d.respond(r, protocol.HeartbeatResponse{ServerTime: d.deps.Clock.Now().UnixMilli()}, nil)
 		return
-	case f.Command == protocol.CmdPushAck && c.load() == phaseAuthenticated:
+	case f.Command == protocol.CmdPushAck && c.load() == stateAuthenticated:
 		// Transport-level only (seed 003 §14): it settles the push, nothing is stored or answered.
 		c.out.Ack(f.SequenceID)
 		return
-	case s.stopping.Load():
-		s.respond(r, nil, apperr.New(apperr.Busy, "server is shutting down, reconnect"))
+	case d.stopping.Load():
+		d.respond(r, nil, apperr.New(apperr.Busy, "server is shutting down, reconnect"))
 		return
 	case f.Command == protocol.CmdAuth:
-		// Checked before the rate limit, so a repeated AUTH costs no budget. Only the event
-		// loop leaves phaseConnected, so the state cannot change before the advance below.
-		if c.load() != phaseConnected {
-			s.respond(r, nil, apperr.New(apperr.InvalidArgument, "already authenticated on this connection"))
+		// Checked before the rate limit, so a repeated AUTH costs no budget. Only the
+		// dispatching goroutine leaves stateConnected, so the state cannot change before the advance below.
+		if c.load() != stateConnected {
+			d.respond(r, nil, apperr.New(apperr.InvalidArgument, "already authenticated on this connection"))
 			return
 		}
-	case c.load() != phaseAuthenticated:
-		s.respond(r, nil, apperr.New(apperr.Unauthenticated, "authenticate first"))
+	case c.load() != stateAuthenticated:
+		d.respond(r, nil, apperr.New(apperr.Unauthenticated, "authenticate first"))
 		return
 	}
 	if b := budgetOf(f.Command); b != budgetNone {
-		if scope := s.limits.allow(c, b, r.started); scope != "" {
-			s.deps.Metrics.Inc("tcp_rate_limited_total", scope, b.String())
-			s.respond(r, nil, apperr.New(apperr.RateLimited, "rate limited, slow down"))
+		if scope := d.limits.allow(c, b, r.started); scope != "" {
+			d.deps.Metrics.Inc("tcp_rate_limited_total", scope, b.String())
+			d.respond(r, nil, apperr.New(apperr.RateLimited, "rate limited, slow down"))
 			return
 		}
 	}
-	if f.Command == protocol.CmdAuth && !c.advance(phaseConnected, phaseAuthenticating) {
-		s.respond(r, nil, apperr.New(apperr.InvalidArgument, "already authenticated on this connection"))
+	if f.Command == protocol.CmdAuth && !c.advance(stateConnected, stateAuthenticating) {
+		d.respond(r, nil, apperr.New(apperr.InvalidArgument, "already authenticated on this connection"))
 		return
 	}
-	h, ok := s.handlers[f.Command]
+	h, ok := d.handlers[f.Command]
 	if !ok {
-		s.respond(r, nil, apperr.New(apperr.InvalidArgument, "unknown command "+strconv.Itoa(int(f.Command))))
+		d.respond(r, nil, apperr.New(apperr.InvalidArgument, "unknown command "+strconv.Itoa(int(f.Command))))
 		return
 	}
-	if err := s.pool.Submit(func() { s.run(h, r) }); err != nil {
+	if err := d.pool.Submit(func() { d.run(h, r) }); err != nil {
 		if f.Command == protocol.CmdAuth {
-			c.advance(phaseAuthenticating, phaseConnected)
+			c.advance(stateAuthenticating, stateConnected)
 		}
 		msg := "server busy, retry"
 		if errors.Is(err, taskpool.ErrClosed) {
 			msg = "server is shutting down, reconnect"
 		}
-		s.respond(r, nil, apperr.Wrap(apperr.Busy, msg, err))
+		d.respond(r, nil, apperr.Wrap(apperr.Busy, msg, err))
 	}
 }
 
 // run executes a handler in the task pool under the request deadline, which also ends when
 // the connection closes.
-func (s *Server) run(h handler, r *request) {
-	ctx, cancel := context.WithTimeout(r.conn.ctx, s.cfg.RequestTimeout)
+func (d *Dispatcher) run(h handler, r *request) {
+	ctx, cancel := context.WithTimeout(r.conn.ctx, d.cfg.RequestTimeout)
 	defer cancel()
 	data, err := call(ctx, h, r)
-	s.respond(r, data, err)
+	d.respond(r, data, err)
 }
 
 // call runs h, turning a panic into an internal error so one bad request neither kills the
@@ -127,22 +127,22 @@ type shrinkable interface {
 
 // respond writes the final response of r: data on success, else the error's contract code
 // and client-facing message, with the command that ends r (PROTOCOL §2).
-func (s *Server) respond(r *request, data any, err error) {
-	f, err := s.encodeResponse(r, data, err)
+func (d *Dispatcher) respond(r *request, data any, err error) {
+	f, err := d.encodeResponse(r, data, err)
 	if f != nil {
 		if sendErr := r.conn.out.Send(f); sendErr != nil {
-			s.logRequest(r, apperr.CodeOf(err), errors.Join(err, sendErr))
+			d.logRequest(r, apperr.CodeOf(err), errors.Join(err, sendErr))
 			return
 		}
 		if r.frame.Command == protocol.CmdSendMessage {
-			s.deps.Metrics.Observe("send_ack_latency", time.Since(r.started).Seconds())
+			d.deps.Metrics.Observe("send_ack_latency", time.Since(r.started).Seconds())
 		}
 	}
-	s.logRequest(r, apperr.CodeOf(err), err)
+	d.logRequest(r, apperr.CodeOf(err), err)
 }
 
 // encodeResponse returns the response frame and the error it reports (nil on success).
-func (s *Server) encodeResponse(r *request, data any, err error) ([]byte, error) {
+func (d *Dispatcher) encodeResponse(r *request, data any, err error) ([]byte, error) {
 	cmd := protocol.ResponseCommand(r.frame.Command)
 	id, seq := r.frame.RequestID, r.frame.SequenceID
 	for err == nil {
@@ -151,7 +151,7 @@ func (s *Server) encodeResponse(r *request, data any, err error) ([]byte, error)
 			err = apperr.Wrap(apperr.Internal, "internal error", mErr)
 			break
 		}
-		f, fErr := frame.Append(nil, cmd, id, seq, body, s.cfg.CompressMin)
+		f, fErr := frame.Append(nil, cmd, id, seq, body, d.cfg.CompressMin)
 		if fErr == nil {
 			return f, nil
 		}
@@ -163,7 +163,7 @@ func (s *Server) encodeResponse(r *request, data any, err error) ([]byte, error)
 		err = apperr.Wrap(apperr.Internal, "response does not fit in a frame", fErr)
 	}
 	body := protocol.Err(id, int(apperr.CodeOf(err)), apperr.MessageOf(err))
-	f, fErr := frame.Append(nil, cmd, id, seq, body, s.cfg.CompressMin)
+	f, fErr := frame.Append(nil, cmd, id, seq, body, d.cfg.CompressMin)
 	if fErr != nil {
 		return nil, errors.Join(err, fErr)
 	}
@@ -172,7 +172,7 @@ func (s *Server) encodeResponse(r *request, data any, err error) ([]byte, error)
 
 // logRequest writes the request's log line with the fields of seed 003 §17. Successes and
 // client mistakes are debug noise at volume; server-side failures carry their cause.
-func (s *Server) logRequest(r *request, code apperr.Code, err error) {
+func (d *Dispatcher) logRequest(r *request, code apperr.Code, err error) {
 	level := slog.LevelDebug
 	switch {
 	case code == apperr.Internal:
@@ -181,7 +181,7 @@ func (s *Server) logRequest(r *request, code apperr.Code, err error) {
 		level = slog.LevelWarn
 	}
 	ctx := r.conn.ctx
-	if !s.log.Enabled(ctx, level) {
+	if !d.log.Enabled(ctx, level) {
 		return
 	}
 	attrs := []slog.Attr{
@@ -206,7 +206,7 @@ func (s *Server) logRequest(r *request, code apperr.Code, err error) {
 	if err != nil {
 		attrs = append(attrs, slog.String("err", err.Error()))
 	}
-	s.log.LogAttrs(ctx, level, "tcp request", attrs...)
+	d.log.LogAttrs(ctx, level, r.conn.transport+" request", attrs...)
 }
 
 // decodeBody reads a client body. Commands whose body is {} may send none at all.

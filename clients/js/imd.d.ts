@@ -1,0 +1,179 @@
+// Types of imd.js, the imd JavaScript SDK (PROTOCOL.md §7: the frame protocol over WebSocket).
+
+export const SUBPROTOCOL: "imd.v1";
+export const HEADER_LEN: 23;
+export const MAX_BODY: 65536;
+
+export const Cmd: Readonly<{
+  AUTH: 1; HEARTBEAT: 2; GENERATE_MSG_ID: 3; SEND_MESSAGE: 4; SEND_ACK: 5; MESSAGE: 6;
+  PUSH_ACK: 7; READ_MESSAGE: 8; RECALL_MESSAGE: 9; SYNC_INBOX: 10; SYNC_INBOX_FINISH: 11;
+  SYNC_MESSAGES: 12; SYNC_MESSAGES_FINISH: 13; KICK: 14; EDIT_MESSAGE: 15; DELETE_MESSAGES: 16;
+  EVENT: 17; GET_HISTORY: 18;
+}>;
+
+export const Code: Readonly<{
+  OK: 0; INVALID_ARGUMENT: 40001; UNAUTHENTICATED: 40101; FORBIDDEN: 40301; NOT_FOUND: 40401;
+  CONFLICT: 40901; TOO_LARGE: 41301; RATE_LIMITED: 42901; INTERNAL: 50001; BUSY: 50301;
+}>;
+
+/** An error response of the server (PROTOCOL §5); code 0 is a local failure. */
+export class ImdError extends Error {
+  constructor(code: number, msg: string);
+  readonly code: number;
+}
+
+export interface Frame {
+  command: number;
+  flags: number;
+  requestId: bigint;
+  sequenceId: number;
+  /** The body as sent: zlib-compressed when flags & 1. */
+  body: Uint8Array;
+}
+
+export interface Envelope<T = unknown> {
+  code: number;
+  msg: string;
+  request_id: string;
+  data: T | null;
+}
+
+export function encodeFrame(command: number, requestId: number | bigint, sequenceId: number, body?: object | Uint8Array): Uint8Array;
+export function decodeFrame(data: ArrayBuffer | Uint8Array): Frame;
+export function inflate(bytes: Uint8Array): Promise<Uint8Array>;
+export function envelopeOf<T = unknown>(frame: Frame): Promise<Envelope<T>>;
+
+/** The message object of PROTOCOL §4. */
+export interface Message {
+  topic: string;
+  conversation_id: number;
+  seq: number;
+  msg_id: number;
+  from: number;
+  client_msg_id: string;
+  type: "text" | "image" | "voice" | "video" | "sticker" | "gif" | "file" | "location" | "system";
+  content: Record<string, unknown>;
+  mentions: number[] | null;
+  mention_all: boolean;
+  reply_seq: number;
+  status: "normal" | "recalled" | "deleted";
+  version: number;
+  created_at: number;
+  edited_at?: number;
+}
+
+export interface SendRequest {
+  topic?: string;
+  conversation_id?: number;
+  to_user?: number;
+  /** 1–64 chars; chosen by the SDK when missing and kept across resends. */
+  client_msg_id?: string;
+  msg_id?: number;
+  /** Default "text". */
+  type?: Message["type"];
+  content: Record<string, unknown>;
+  mentions?: number[];
+  mention_all?: boolean;
+  reply_seq?: number;
+}
+
+export interface SendAck {
+  msg_id: number;
+  seq: number;
+  topic: string;
+  conversation_id: number;
+  client_msg_id: string;
+  server_time: number;
+}
+
+export interface AuthData {
+  user_id: number;
+  tenant_id: string;
+  device_id: number;
+  server_time: number;
+}
+
+export interface Dialog {
+  topic: string;
+  conversation_id: number;
+  score: number;
+  last_seq: number;
+  read_seq: number;
+  unread: number;
+  preview?: unknown;
+  muted?: boolean;
+  pinned?: boolean;
+}
+
+export interface ReadMark {
+  topic: string;
+  conversation_id: number;
+  seq: number;
+  msg_id: number;
+}
+
+/** Where the SDK keeps its catch-up cursors: localStorage fits. */
+export interface Store {
+  get(key: string): string | null;
+  set(key: string, value: string): void;
+}
+
+export class MemoryStore implements Store {
+  get(key: string): string | null;
+  set(key: string, value: string): void;
+}
+
+export interface ClientOptions {
+  /** wss://api.<domain>/ws */
+  url: string;
+  token: string;
+  deviceId: number;
+  platform?: string;
+  /** Default 30000. */
+  heartbeatMs?: number;
+  /** Default 15000. */
+  requestTimeoutMs?: number;
+  /** Reconnect backoff bounds, doubled per failed attempt with jitter. Defaults 500 and 30000. */
+  backoffMinMs?: number;
+  backoffMaxMs?: number;
+  /** SYNC_MESSAGES page size, ≤ 200. */
+  syncLimit?: number;
+  /** Where the catch-up cursors live: localStorage, or any Store. Default: in memory (a reload starts afresh). */
+  store?: Store | Pick<Storage, "getItem" | "setItem">;
+  /** Default: globalThis.WebSocket. */
+  WebSocket?: new (url: string, protocols: string[]) => WebSocket;
+}
+
+export type State = "connecting" | "open" | "closed" | "kicked";
+
+export interface Events {
+  state: State;
+  message: Message;
+  read: ReadMark;
+  event: Record<string, unknown>;
+  dialogs: Dialog[];
+  kick: { reason: string };
+  error: Error;
+}
+
+export class Client {
+  constructor(opts: ClientOptions);
+  readonly state: State;
+  readonly identity: AuthData | null;
+  on<K extends keyof Events>(name: K, fn: (value: Events[K]) => void): this;
+  off<K extends keyof Events>(name: K, fn: (value: Events[K]) => void): this;
+  /** Connects and authenticates; reconnects by itself afterwards until close(). */
+  connect(): Promise<AuthData>;
+  close(): void;
+  /** Resolves once the server acknowledged (SEND_ACK); resent with the same client_msg_id after reconnects. */
+  send(req: SendRequest): Promise<SendAck>;
+  markRead(topic: string, seq: number): Promise<ReadMark>;
+  /** Newest first. */
+  history(topic: string, beforeSeq?: number, limit?: number): Promise<Message[]>;
+  /** Ascending, every page. */
+  syncMessages(topic: string, sinceSeq?: number): Promise<Message[]>;
+  /** The whole conversation list. */
+  dialogs(): Promise<Dialog[]>;
+  request<T = unknown>(cmd: number, body?: object): Promise<T>;
+  stream<T = unknown>(cmd: number, body?: object): Promise<{ pages: unknown[]; data: T }>;
+}

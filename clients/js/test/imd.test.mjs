@@ -1,0 +1,239 @@
+// Unit tests of the SDK under Node (node --test), against a scripted fake server.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { deflateSync } from "node:zlib";
+
+import { Client, Cmd, Code, ImdError, MemoryStore, decodeFrame, encodeFrame, envelopeOf } from "../imd.js";
+
+// FakeSocket is a WebSocket whose server side is the test: it sees the client's frames
+// (decoded, JSON bodies parsed) and answers with reply/push.
+class FakeSocket {
+  static all = [];
+  constructor(url, protocols) {
+    this.url = url;
+    this.protocols = protocols;
+    this.sent = [];
+    this.waiters = [];
+    this.closed = false;
+    FakeSocket.all.push(this);
+    queueMicrotask(() => this.onopen?.());
+  }
+  send(bytes) {
+    const f = decodeFrame(bytes);
+    const req = { command: f.command, requestId: f.requestId, sequenceId: f.sequenceId, body: JSON.parse(new TextDecoder().decode(f.body)) };
+    this.sent.push(req);
+    for (const w of this.waiters.splice(0)) w();
+  }
+  close() { this.closed = true; }
+  // next waits for the client's next frame of command cmd.
+  async next(cmd) {
+    for (;;) {
+      const i = this.sent.findIndex((r) => r.command === cmd && !r.taken);
+      if (i >= 0) {
+        this.sent[i].taken = true;
+        return this.sent[i];
+      }
+      await new Promise((r) => this.waiters.push(r));
+    }
+  }
+  frame(cmd, requestId, seq, env, compress = false) {
+    let body = new TextEncoder().encode(JSON.stringify(env));
+    let bytes = encodeFrame(cmd, requestId, seq, body);
+    if (compress) {
+      body = deflateSync(body);
+      bytes = encodeFrame(cmd, requestId, seq, new Uint8Array(body));
+      new DataView(bytes.buffer).setUint16(5, 1);
+    }
+    this.onmessage?.({ data: bytes.buffer });
+  }
+  reply(req, data, { code = 0, msg = "", cmd, compress } = {}) {
+    const final = cmd ?? { [Cmd.SEND_MESSAGE]: Cmd.SEND_ACK, [Cmd.SYNC_INBOX]: Cmd.SYNC_INBOX_FINISH, [Cmd.SYNC_MESSAGES]: Cmd.SYNC_MESSAGES_FINISH }[req.command] ?? req.command;
+    this.frame(final, req.requestId, req.sequenceId, { code, msg, request_id: String(req.requestId), data: code ? null : data }, compress);
+  }
+  page(req, cmd, data) {
+    this.frame(cmd, req.requestId, req.sequenceId, { code: 0, msg: "", request_id: String(req.requestId), data });
+  }
+  push(cmd, seq, data) { this.frame(cmd, 0, seq, { code: 0, msg: "", request_id: "0", data }); }
+  drop(code = 1006) { this.closed = true; this.onclose?.({ code, reason: "" }); }
+}
+
+function newClient(extra = {}) {
+  FakeSocket.all = [];
+  return new Client({ url: "wss://api.example.test/ws", token: "tok", deviceId: 7, WebSocket: FakeSocket, backoffMinMs: 1, backoffMaxMs: 5, heartbeatMs: 60_000, ...extra });
+}
+
+// serveLogin answers AUTH and an empty catch-up on socket s.
+async function serveLogin(s, inbox = { dialogs: [] }) {
+  s.reply(await s.next(Cmd.AUTH), { user_id: 1, tenant_id: "t", device_id: 7, server_time: 1 });
+  const sync = await s.next(Cmd.SYNC_INBOX);
+  if (inbox.dialogs.length) s.page(sync, Cmd.SYNC_INBOX, { dialogs: inbox.dialogs, events: [] });
+  s.reply(sync, { mailbox_seq: 0, dialog_score: 0, has_more: false });
+}
+
+async function socket(i) {
+  while (FakeSocket.all.length <= i) await new Promise((r) => setTimeout(r, 1));
+  return FakeSocket.all[i];
+}
+
+test("frames round-trip and anything but one frame is refused", () => {
+  const f = decodeFrame(encodeFrame(Cmd.HEARTBEAT, 9n, 4, {}));
+  assert.equal(f.command, Cmd.HEARTBEAT);
+  assert.equal(f.requestId, 9n);
+  assert.equal(f.sequenceId, 4);
+  const one = encodeFrame(Cmd.HEARTBEAT, 1, 1, {});
+  const two = new Uint8Array([...one, ...one]);
+  for (const bad of [two, one.subarray(0, 10), new Uint8Array([0, 0, ...one.subarray(2)])]) {
+    assert.throws(() => decodeFrame(bad), ImdError);
+  }
+  assert.throws(() => encodeFrame(Cmd.SEND_MESSAGE, 1, 1, new Uint8Array(65537)), (e) => e.code === Code.TOO_LARGE);
+});
+
+test("zlib bodies are inflated with DecompressionStream", async () => {
+  const body = deflateSync(Buffer.from(JSON.stringify({ code: 0, msg: "", request_id: "3", data: { x: "y".repeat(2000) } })));
+  const bytes = encodeFrame(Cmd.GET_HISTORY, 3, 3, new Uint8Array(body));
+  new DataView(bytes.buffer).setUint16(5, 1);
+  const env = await envelopeOf(decodeFrame(bytes));
+  assert.equal(env.data.x.length, 2000);
+});
+
+test("connect authenticates with the subprotocol, then catches up", async () => {
+  const c = newClient();
+  const opened = c.connect();
+  const s = await socket(0);
+  assert.deepEqual(s.protocols, ["imd.v1"]);
+  const auth = await s.next(Cmd.AUTH);
+  assert.deepEqual(auth.body, { token: "tok", device_id: 7 });
+  s.reply(auth, { user_id: 1, tenant_id: "t", device_id: 7, server_time: 1 });
+  assert.equal((await opened).user_id, 1);
+  const sync = await s.next(Cmd.SYNC_INBOX);
+  assert.deepEqual(sync.body, { mailbox_seq: 0, dialog_score: 0, limit: 100 });
+  s.reply(sync, { mailbox_seq: 0, dialog_score: 0, has_more: false });
+  c.close();
+});
+
+test("a bad token is final: connect rejects and nothing retries", async () => {
+  const c = newClient();
+  const opened = c.connect();
+  const s = await socket(0);
+  s.reply(await s.next(Cmd.AUTH), null, { code: Code.UNAUTHENTICATED, msg: "bad token" });
+  await assert.rejects(opened, (e) => e.code === Code.UNAUTHENTICATED);
+  await new Promise((r) => setTimeout(r, 20));
+  assert.equal(FakeSocket.all.length, 1);
+  assert.equal(c.state, "closed");
+});
+
+test("an unacknowledged send is resent with its client_msg_id after a reconnect", async () => {
+  const c = newClient();
+  const opened = c.connect();
+  const s0 = await socket(0);
+  await serveLogin(s0);
+  await opened;
+  const sent = c.send({ topic: "grp_1", content: { text: "hi" } });
+  const first = await s0.next(Cmd.SEND_MESSAGE);
+  assert.ok(first.body.client_msg_id);
+  s0.drop(); // no SEND_ACK: the connection went first
+  const s1 = await socket(1);
+  await serveLogin(s1);
+  const again = await s1.next(Cmd.SEND_MESSAGE);
+  assert.equal(again.body.client_msg_id, first.body.client_msg_id);
+  s1.reply(again, { msg_id: 5, seq: 3, topic: "grp_1", conversation_id: 1, client_msg_id: again.body.client_msg_id, server_time: 1 });
+  assert.equal((await sent).seq, 3);
+  c.close();
+});
+
+test("a refused send rejects with its code; a busy one waits for the next connection", async () => {
+  const c = newClient();
+  const opened = c.connect();
+  const s0 = await socket(0);
+  await serveLogin(s0);
+  await opened;
+  const refused = c.send({ topic: "grp_1", content: {} });
+  s0.reply(await s0.next(Cmd.SEND_MESSAGE), null, { code: Code.FORBIDDEN, msg: "not a member" });
+  await assert.rejects(refused, (e) => e.code === Code.FORBIDDEN);
+  const busy = c.send({ topic: "grp_1", content: {} });
+  const b = await s0.next(Cmd.SEND_MESSAGE);
+  s0.reply(b, null, { code: Code.BUSY, msg: "retry" });
+  s0.drop();
+  const s1 = await socket(1);
+  await serveLogin(s1);
+  const again = await s1.next(Cmd.SEND_MESSAGE);
+  assert.equal(again.body.client_msg_id, b.body.client_msg_id);
+  s1.reply(again, { msg_id: 1, seq: 1, topic: "grp_1", conversation_id: 1, client_msg_id: b.body.client_msg_id, server_time: 1 });
+  await busy;
+  c.close();
+});
+
+test("MESSAGE pushes are acknowledged with their sequence id and delivered once", async () => {
+  const c = newClient();
+  const got = [];
+  c.on("message", (m) => got.push(m.seq));
+  const opened = c.connect();
+  const s = await socket(0);
+  await serveLogin(s);
+  await opened;
+  const m = { topic: "grp_1", seq: 4, msg_id: 40, from: 2, type: "text", content: { text: "x" } };
+  s.push(Cmd.MESSAGE, 11, m);
+  s.push(Cmd.MESSAGE, 12, m); // a repeat: acknowledged, not delivered again
+  const ack1 = await s.next(Cmd.PUSH_ACK);
+  const ack2 = await s.next(Cmd.PUSH_ACK);
+  assert.deepEqual([ack1.sequenceId, ack2.sequenceId], [11, 12]);
+  assert.equal(ack1.requestId, 0n);
+  assert.deepEqual(got, [4]);
+  c.close();
+});
+
+test("after a reload the missed messages are caught up through SYNC_MESSAGES", async () => {
+  const store = new MemoryStore();
+  store.set("imd:7:seqs", JSON.stringify({ grp_1: 3 }));
+  const c = newClient({ store });
+  const got = [];
+  c.on("message", (m) => got.push(m.seq));
+  const opened = c.connect();
+  const s = await socket(0);
+  s.reply(await s.next(Cmd.AUTH), { user_id: 1 });
+  await opened;
+  const sync = await s.next(Cmd.SYNC_INBOX);
+  s.page(sync, Cmd.SYNC_INBOX, { dialogs: [{ topic: "grp_1", last_seq: 5 }, { topic: "grp_2", last_seq: 9 }], events: [] });
+  s.reply(sync, { mailbox_seq: 2, dialog_score: 99, has_more: false });
+  const sm = await s.next(Cmd.SYNC_MESSAGES);
+  assert.deepEqual(sm.body, { topic: "grp_1", since_seq: 3, limit: 200 });
+  s.page(sm, Cmd.SYNC_MESSAGES, { messages: [{ topic: "grp_1", seq: 4 }, { topic: "grp_1", seq: 5 }] });
+  s.reply(sm, { topic: "grp_1", last_seq: 5, has_more: false });
+  while (got.length < 2) await new Promise((r) => setTimeout(r, 1));
+  assert.deepEqual(got, [4, 5]);
+  assert.deepEqual(JSON.parse(store.get("imd:7:inbox")), { mailbox_seq: 2, dialog_score: 99 });
+  assert.equal(JSON.parse(store.get("imd:7:seqs")).grp_1, 5);
+  c.close();
+});
+
+test("heartbeats keep the connection; a KICK replaced stops reconnecting", async () => {
+  const c = newClient({ heartbeatMs: 5 });
+  const opened = c.connect();
+  const s = await socket(0);
+  await serveLogin(s);
+  await opened;
+  const hb = await s.next(Cmd.HEARTBEAT);
+  s.reply(hb, { server_time: 2 });
+  const kicks = [];
+  c.on("kick", (k) => kicks.push(k.reason));
+  s.push(Cmd.KICK, 1, { reason: "replaced" });
+  while (c.state !== "kicked") await new Promise((r) => setTimeout(r, 1));
+  s.drop(1000);
+  await new Promise((r) => setTimeout(r, 20));
+  assert.deepEqual(kicks, ["replaced"]);
+  assert.equal(FakeSocket.all.length, 1);
+});
+
+test("a lost connection is retried with backoff until it opens", async () => {
+  const c = newClient();
+  const states = [];
+  c.on("state", (s) => states.push(s));
+  const opened = c.connect();
+  (await socket(0)).drop();
+  (await socket(1)).drop();
+  await serveLogin(await socket(2));
+  await opened;
+  assert.equal(c.state, "open");
+  assert.ok(states.includes("connecting"));
+  c.close();
+});
