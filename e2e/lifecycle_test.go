@@ -21,8 +21,8 @@ import (
 	"github.com/imdhq/imd/adapters/protocol"
 	"github.com/imdhq/imd/adapters/redis"
 	"github.com/imdhq/imd/adapters/snowflake"
-	"github.com/imdhq/imd/core/message"
-	"github.com/imdhq/imd/core/seq"
+	"github.com/imdhq/imd/core/domain/message"
+	"github.com/imdhq/imd/core/domain/seq"
 )
 
 // fastRepairs makes the repair loop work its queue five times a second.

@@ -14,9 +14,9 @@ import (
 	"github.com/imdhq/imd/adapters/protocol"
 	"github.com/imdhq/imd/adapters/protocol/frame"
 	"github.com/imdhq/imd/adapters/redis"
-	"github.com/imdhq/imd/core/delivery"
-	"github.com/imdhq/imd/core/message"
-	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/domain/delivery"
+	"github.com/imdhq/imd/core/domain/message"
+	"github.com/imdhq/imd/core/domain/month"
 )
 
 // deliverPartitions is the config default the e2e servers run with.

@@ -19,8 +19,8 @@ import (
 	"github.com/imdhq/imd/adapters/protocol"
 	"github.com/imdhq/imd/adapters/redis"
 	"github.com/imdhq/imd/adapters/snowflake"
-	"github.com/imdhq/imd/core/message"
-	"github.com/imdhq/imd/core/seq"
+	"github.com/imdhq/imd/core/domain/message"
+	"github.com/imdhq/imd/core/domain/seq"
 )
 
 // chat is a group with connected members.

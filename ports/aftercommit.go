@@ -3,7 +3,7 @@ package ports
 import (
 	"context"
 
-	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/domain/message"
 )
 
 // CommitListener hears of every message the send path stored and acknowledged, after COMMIT

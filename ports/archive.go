@@ -3,8 +3,8 @@ package ports
 import (
 	"context"
 
-	"github.com/imdhq/imd/core/archive"
-	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/domain/archive"
+	"github.com/imdhq/imd/core/domain/month"
 )
 
 // The ports of archiving and retention (seed 000 §10, §3.3 rule 5). A month table is always

@@ -3,7 +3,7 @@ package ports
 import (
 	"context"
 
-	"github.com/imdhq/imd/core/delivery"
+	"github.com/imdhq/imd/core/domain/delivery"
 )
 
 // DeliverDepth measures the deliver queue's backlog for the metrics (seed 003 §17

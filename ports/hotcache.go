@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/imdhq/imd/core/message"
-	"github.com/imdhq/imd/core/route"
+	"github.com/imdhq/imd/core/domain/message"
+	"github.com/imdhq/imd/core/domain/route"
 )
 
 // HotCache is the Redis copy of each topic's newest messages (seed 000 §1.7, §6.1): a ZSET per

@@ -3,9 +3,9 @@ package ports
 import (
 	"context"
 
-	"github.com/imdhq/imd/core/dialog"
-	"github.com/imdhq/imd/core/message"
-	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/domain/dialog"
+	"github.com/imdhq/imd/core/domain/message"
+	"github.com/imdhq/imd/core/domain/month"
 )
 
 // DialogStore is the Redis side of the conversation lists (seed 003 §11): per user an unread

@@ -3,9 +3,8 @@ package ports
 import (
 	"context"
 
-	"github.com/imdhq/imd/core/delivery"
-	"github.com/imdhq/imd/core/fanout"
-	"github.com/imdhq/imd/core/mailbox"
+	"github.com/imdhq/imd/core/domain/delivery"
+	"github.com/imdhq/imd/core/domain/mailbox"
 )
 
 // Mailbox is t_mailbox_events and t_device_sync_cursors (seed 003 §10.3): per-user control
@@ -31,7 +30,7 @@ type DevicePusher interface {
 	// PushReach is Push of several pushes, in order, with the failed devices and offline
 	// recipients of each named; outcomes are in push order. A connection gets the frames of
 	// all the pushes it is a target of together.
-	PushReach(ctx context.Context, tenant string, pushes ...delivery.Addressed) []fanout.Outcome
+	PushReach(ctx context.Context, tenant string, pushes ...delivery.Addressed) []delivery.Outcome
 	// PushDevice writes p to one connected device of user (mailbox.AllDevices: every device)
 	// and reports how many devices took it.
 	PushDevice(ctx context.Context, tenant string, user int64, device uint64, p delivery.Push) int
@@ -40,5 +39,5 @@ type DevicePusher interface {
 // PushNotifier hands messages that did not reach a user's connection to the system push
 // service (seed 003 §12.2). It must not block delivery for long.
 type PushNotifier interface {
-	Notify(ctx context.Context, tenant string, n fanout.Notification) error
+	Notify(ctx context.Context, tenant string, n delivery.Notification) error
 }

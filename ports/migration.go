@@ -4,10 +4,10 @@ import (
 	"context"
 	"iter"
 
-	"github.com/imdhq/imd/core/legacy"
-	"github.com/imdhq/imd/core/message"
-	"github.com/imdhq/imd/core/month"
-	"github.com/imdhq/imd/core/route"
+	"github.com/imdhq/imd/core/domain/legacy"
+	"github.com/imdhq/imd/core/domain/message"
+	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/route"
 )
 
 // The ports of the legacy single-table migration (seed 000 §9): reads of the legacy table

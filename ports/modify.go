@@ -3,8 +3,8 @@ package ports
 import (
 	"context"
 
-	"github.com/imdhq/imd/core/message"
-	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/domain/message"
+	"github.com/imdhq/imd/core/domain/month"
 )
 
 // MessageEditor changes stored messages in place: recall, edit, delete for everyone (seed 000 §7).

@@ -7,14 +7,14 @@ import (
 	"context"
 	"time"
 
-	"github.com/imdhq/imd/core/auth"
-	"github.com/imdhq/imd/core/delivery"
-	"github.com/imdhq/imd/core/message"
-	"github.com/imdhq/imd/core/month"
-	"github.com/imdhq/imd/core/route"
-	"github.com/imdhq/imd/core/seq"
-	"github.com/imdhq/imd/core/shard"
-	"github.com/imdhq/imd/core/social"
+	"github.com/imdhq/imd/core/domain/auth"
+	"github.com/imdhq/imd/core/domain/delivery"
+	"github.com/imdhq/imd/core/domain/message"
+	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/route"
+	"github.com/imdhq/imd/core/domain/seq"
+	"github.com/imdhq/imd/core/domain/shard"
+	"github.com/imdhq/imd/core/domain/social"
 )
 
 // Clock tells the server time. Month decisions never use it (they use Redis TIME).

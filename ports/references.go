@@ -3,7 +3,7 @@ package ports
 import (
 	"context"
 
-	"github.com/imdhq/imd/core/msgref"
+	"github.com/imdhq/imd/core/domain/msgref"
 )
 
 // Favorites keeps users' saved messages by topic+seq (seed 000 §8: 收藏 across months).

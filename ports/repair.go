@@ -4,9 +4,9 @@ import (
 	"context"
 	"time"
 
-	"github.com/imdhq/imd/core/message"
-	"github.com/imdhq/imd/core/month"
-	"github.com/imdhq/imd/core/route"
+	"github.com/imdhq/imd/core/domain/message"
+	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/route"
 )
 
 // The ports of the shard lifecycle's background work (seed 000 §3.4 rules 2–4, §3.5, §4, §5.3,

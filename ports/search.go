@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/imdhq/imd/core/message"
-	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/domain/message"
+	"github.com/imdhq/imd/core/domain/month"
 )
 
 // SearchQuery is one month's part of a short-term search (seed 000 §6.6).

@@ -3,8 +3,8 @@ package ports
 import (
 	"context"
 
-	"github.com/imdhq/imd/core/fulltext"
-	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/domain/fulltext"
+	"github.com/imdhq/imd/core/domain/month"
 )
 
 // SearchIndex is the long-term search index of seed 000 §6.6, one per tenant. It answers

@@ -3,8 +3,8 @@ package ports
 import (
 	"context"
 
-	"github.com/imdhq/imd/core/message"
-	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/domain/message"
+	"github.com/imdhq/imd/core/domain/month"
 )
 
 // SeqHoles is the MySQL side of the seq-hole sweeper (DESIGN §4): a seq the Redis script

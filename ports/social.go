@@ -4,11 +4,11 @@ import (
 	"context"
 	"time"
 
-	"github.com/imdhq/imd/core/auth"
-	"github.com/imdhq/imd/core/mailbox"
-	"github.com/imdhq/imd/core/social"
-	"github.com/imdhq/imd/core/stats"
-	"github.com/imdhq/imd/core/tenant"
+	"github.com/imdhq/imd/core/domain/auth"
+	"github.com/imdhq/imd/core/domain/mailbox"
+	"github.com/imdhq/imd/core/domain/social"
+	"github.com/imdhq/imd/core/domain/stats"
+	"github.com/imdhq/imd/core/domain/tenant"
 )
 
 // The social graph beyond Directory (seed 003 §9.4, issue 6): profiles, friend requests,

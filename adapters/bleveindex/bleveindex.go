@@ -21,9 +21,9 @@ import (
 	"github.com/blevesearch/bleve/v2/mapping"
 	"github.com/blevesearch/bleve/v2/search/query"
 
-	"github.com/imdhq/imd/core/fulltext"
-	"github.com/imdhq/imd/core/month"
-	"github.com/imdhq/imd/core/tenant"
+	"github.com/imdhq/imd/core/domain/fulltext"
+	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/tenant"
 	"github.com/imdhq/imd/ports"
 )
 

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/core/fulltext"
+	"github.com/imdhq/imd/core/domain/fulltext"
 	"github.com/imdhq/imd/ports"
 	"github.com/imdhq/imd/ports/contract"
 )

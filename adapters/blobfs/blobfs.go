@@ -15,7 +15,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/imdhq/imd/core/archive"
+	"github.com/imdhq/imd/core/domain/archive"
 	"github.com/imdhq/imd/ports"
 )
 

@@ -13,7 +13,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/goccy/go-yaml"
 
-	"github.com/imdhq/imd/core/tenant"
+	"github.com/imdhq/imd/core/domain/tenant"
 )
 
 // Config is the whole server configuration.

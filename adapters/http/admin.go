@@ -9,12 +9,12 @@ import (
 
 	"github.com/imdhq/imd/adapters/protocol"
 	"github.com/imdhq/imd/core/admin"
-	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/route"
+	"github.com/imdhq/imd/core/domain/shard"
+	"github.com/imdhq/imd/core/domain/social"
+	"github.com/imdhq/imd/core/domain/topic"
 	"github.com/imdhq/imd/core/history"
-	"github.com/imdhq/imd/core/route"
-	"github.com/imdhq/imd/core/shard"
-	"github.com/imdhq/imd/core/social"
-	"github.com/imdhq/imd/core/topic"
 )
 
 // empty is the body of successful calls that return nothing.

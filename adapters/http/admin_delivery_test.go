@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/imdhq/imd/adapters/memory"
-	"github.com/imdhq/imd/core/apperr"
-	"github.com/imdhq/imd/core/delivery"
+	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/delivery"
 )
 
 func TestAdminDeliveryDepthsAndDeadLetterRequeue(t *testing.T) {

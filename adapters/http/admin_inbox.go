@@ -6,7 +6,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/domain/apperr"
 )
 
 // InboxOps is what the conversation-list routes need (core/inbox.Service).

@@ -6,8 +6,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/imdhq/imd/core/apperr"
-	"github.com/imdhq/imd/core/legacy"
+	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/legacy"
 	"github.com/imdhq/imd/core/migration"
 )
 

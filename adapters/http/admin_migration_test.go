@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/imdhq/imd/adapters/memory"
-	"github.com/imdhq/imd/core/apperr"
-	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/message"
+	"github.com/imdhq/imd/core/domain/month"
 	"github.com/imdhq/imd/core/migration"
-	"github.com/imdhq/imd/core/month"
 )
 
 const migrationPath = "/admin/v1/tenants/default/migration"

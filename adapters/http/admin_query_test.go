@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/imdhq/imd/adapters/protocol"
-	"github.com/imdhq/imd/core/apperr"
-	"github.com/imdhq/imd/core/message"
-	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/message"
+	"github.com/imdhq/imd/core/domain/month"
 )
 
 func TestMessageContext(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/domain/apperr"
 )
 
 func TestAdminRouteRepairBacklogAndDrain(t *testing.T) {

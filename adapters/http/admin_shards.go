@@ -6,8 +6,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/imdhq/imd/adapters/protocol"
-	"github.com/imdhq/imd/core/apperr"
-	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/month"
 	"github.com/imdhq/imd/core/routerepair"
 	"github.com/imdhq/imd/core/shardmanager"
 )

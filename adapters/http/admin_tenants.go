@@ -6,7 +6,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/imdhq/imd/core/tenant"
+	"github.com/imdhq/imd/core/domain/tenant"
 )
 
 // tenantRoutes are the tenant registry routes of the admin API: not under a tenant's path, so

@@ -6,16 +6,16 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/imdhq/imd/core/apperr"
-	"github.com/imdhq/imd/core/auth"
 	"github.com/imdhq/imd/core/authn"
-	"github.com/imdhq/imd/core/dialog"
 	"github.com/imdhq/imd/core/directory"
+	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/auth"
+	"github.com/imdhq/imd/core/domain/dialog"
 	"github.com/imdhq/imd/core/inbox"
 	"github.com/imdhq/imd/core/read"
 	"github.com/imdhq/imd/core/reports"
 	"github.com/imdhq/imd/core/send"
-	"github.com/imdhq/imd/core/tenants"
+	"github.com/imdhq/imd/core/tenantregistry"
 	"github.com/imdhq/imd/core/uploads"
 )
 
@@ -24,7 +24,7 @@ import (
 type SocialDeps struct {
 	Auth      *authn.Service
 	Directory *directory.Service
-	Tenants   *tenants.Registry
+	Tenants   *tenantregistry.Registry
 	Send      *send.Service
 	Uploads   *uploads.Service
 	Reports   *reports.Service

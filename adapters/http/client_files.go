@@ -11,12 +11,12 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/domain/apperr"
 	"github.com/imdhq/imd/core/uploads"
 )
 
 // FileStore is the local-filesystem object store behind the /files/ routes: it checks the
-// signed URL of each request itself, and its errors carry their contract code (core/apperr).
+// signed URL of each request itself, and its errors carry their contract code (core/domain/apperr).
 type FileStore interface {
 	Put(key string, q url.Values, contentType string, body io.Reader) error
 	Open(key string, q url.Values) (*os.File, error)

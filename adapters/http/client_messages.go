@@ -6,11 +6,11 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/imdhq/imd/adapters/protocol"
-	"github.com/imdhq/imd/core/apperr"
-	"github.com/imdhq/imd/core/dialog"
+	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/dialog"
+	"github.com/imdhq/imd/core/domain/topic"
 	"github.com/imdhq/imd/core/inbox"
 	"github.com/imdhq/imd/core/read"
-	"github.com/imdhq/imd/core/topic"
 )
 
 func (s *Server) messageRoutes(api *echo.Group) {

@@ -7,13 +7,13 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/imdhq/imd/adapters/protocol"
-	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/message"
+	"github.com/imdhq/imd/core/domain/topic"
 	"github.com/imdhq/imd/core/favorites"
 	"github.com/imdhq/imd/core/groupfiles"
 	"github.com/imdhq/imd/core/longsearch"
-	"github.com/imdhq/imd/core/message"
 	"github.com/imdhq/imd/core/replies"
-	"github.com/imdhq/imd/core/topic"
 )
 
 // ReferenceOps serve the client routes of this file: references into messages by topic+seq

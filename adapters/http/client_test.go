@@ -16,20 +16,20 @@ import (
 	"github.com/imdhq/imd/adapters/localfs"
 	"github.com/imdhq/imd/adapters/memory"
 	"github.com/imdhq/imd/core/admin"
-	"github.com/imdhq/imd/core/apperr"
-	"github.com/imdhq/imd/core/auth"
 	"github.com/imdhq/imd/core/authn"
 	"github.com/imdhq/imd/core/conversation"
-	"github.com/imdhq/imd/core/delivery"
 	"github.com/imdhq/imd/core/directory"
+	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/auth"
+	"github.com/imdhq/imd/core/domain/delivery"
+	"github.com/imdhq/imd/core/domain/social"
+	"github.com/imdhq/imd/core/domain/tenant"
 	"github.com/imdhq/imd/core/history"
 	"github.com/imdhq/imd/core/membership"
 	"github.com/imdhq/imd/core/reports"
 	"github.com/imdhq/imd/core/send"
 	"github.com/imdhq/imd/core/shardmanager"
-	"github.com/imdhq/imd/core/social"
-	"github.com/imdhq/imd/core/tenant"
-	"github.com/imdhq/imd/core/tenants"
+	"github.com/imdhq/imd/core/tenantregistry"
 	"github.com/imdhq/imd/core/uploads"
 )
 
@@ -72,8 +72,8 @@ func newClientStack(t *testing.T) *clientStack {
 		Seq: memory.NewSeqAllocator(months, clock.Now), Store: store, Queue: queue, Routes: routes, IDs: ids, Clock: clock,
 		Metrics: metrics, Resolver: resolver, Log: log, EnsureMonths: manager.Ensure, MsgIDWindow: time.Minute,
 	})
-	registry, err := tenants.New(tenants.Config{Configured: []tenant.Info{{Name: "default"}, {Name: "other"}}},
-		tenants.Deps{Store: memory.NewTenantStore(), Clock: clock, Log: log,
+	registry, err := tenantregistry.New(tenantregistry.Config{Configured: []tenant.Info{{Name: "default"}, {Name: "other"}}},
+		tenantregistry.Deps{Store: memory.NewTenantStore(), Clock: clock, Log: log,
 			Activate: func(context.Context, tenant.Info) error { return nil }})
 	if err != nil {
 		t.Fatal(err)

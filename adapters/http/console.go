@@ -16,7 +16,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/domain/apperr"
 	"github.com/imdhq/imd/core/ratelimit"
 )
 

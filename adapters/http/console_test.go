@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/domain/apperr"
 )
 
 // consoleRequest sends a request as a browser would: the given cookie and headers, from addr.

@@ -6,7 +6,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/domain/apperr"
 )
 
 // errorBody is every error response: a PROTOCOL §5 code and a client-safe message.

@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/domain/apperr"
 )
 
 func TestGroupHandover(t *testing.T) {

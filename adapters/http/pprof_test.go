@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/domain/apperr"
 )
 
 func TestProfilesNeedTheAdminKey(t *testing.T) {

@@ -7,8 +7,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/imdhq/imd/core/apperr"
-	"github.com/imdhq/imd/core/auth"
+	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/auth"
 	"github.com/imdhq/imd/core/ratelimit"
 )
 

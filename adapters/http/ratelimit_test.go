@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/domain/apperr"
 	"github.com/imdhq/imd/core/ratelimit"
 )
 

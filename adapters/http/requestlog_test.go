@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/domain/apperr"
 )
 
 // TestRequestLogTraceAndUser: every request's log line carries a trace id, sent back to the

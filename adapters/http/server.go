@@ -18,7 +18,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/imdhq/imd/core/admin"
-	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/domain/apperr"
 	"github.com/imdhq/imd/core/history"
 	"github.com/imdhq/imd/core/migration"
 	"github.com/imdhq/imd/ports"

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/imdhq/imd/core/admin"
-	"github.com/imdhq/imd/core/apperr"
 	"github.com/imdhq/imd/core/directory"
+	"github.com/imdhq/imd/core/domain/apperr"
 )
 
 const adminKey = "test-admin-key-0123456789"

@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/core/apperr"
-	"github.com/imdhq/imd/core/auth"
+	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/auth"
 )
 
 func TestInspectReturnsRevocationFacts(t *testing.T) {

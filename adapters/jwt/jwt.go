@@ -11,9 +11,9 @@ import (
 
 	jwtlib "github.com/golang-jwt/jwt/v5"
 
-	"github.com/imdhq/imd/core/apperr"
-	"github.com/imdhq/imd/core/auth"
-	"github.com/imdhq/imd/core/tenant"
+	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/auth"
+	"github.com/imdhq/imd/core/domain/tenant"
 )
 
 // clockSkew tolerates clocks of different nodes disagreeing a little on exp and iat, so a

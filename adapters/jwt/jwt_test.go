@@ -7,8 +7,8 @@ import (
 
 	jwtlib "github.com/golang-jwt/jwt/v5"
 
-	"github.com/imdhq/imd/core/apperr"
-	"github.com/imdhq/imd/core/auth"
+	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/auth"
 )
 
 var secret = []byte("0123456789abcdef0123456789abcdef")

@@ -18,7 +18,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/domain/apperr"
 	"github.com/imdhq/imd/core/uploads"
 	"github.com/imdhq/imd/ports"
 )

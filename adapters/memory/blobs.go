@@ -7,7 +7,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/imdhq/imd/core/archive"
+	"github.com/imdhq/imd/core/domain/archive"
 	"github.com/imdhq/imd/ports"
 )
 

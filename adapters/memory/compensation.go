@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/imdhq/imd/core/tenant"
+	"github.com/imdhq/imd/core/domain/tenant"
 	"github.com/imdhq/imd/ports"
 )
 

@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/imdhq/imd/core/archive"
-	"github.com/imdhq/imd/core/delivery"
-	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/domain/archive"
+	"github.com/imdhq/imd/core/domain/delivery"
+	"github.com/imdhq/imd/core/domain/month"
 	"github.com/imdhq/imd/ports"
 )
 

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/imdhq/imd/core/dialog"
-	"github.com/imdhq/imd/core/tenant"
+	"github.com/imdhq/imd/core/domain/dialog"
+	"github.com/imdhq/imd/core/domain/tenant"
 	"github.com/imdhq/imd/ports"
 )
 

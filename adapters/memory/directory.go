@@ -6,9 +6,9 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/imdhq/imd/core/apperr"
-	"github.com/imdhq/imd/core/social"
-	"github.com/imdhq/imd/core/topic"
+	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/social"
+	"github.com/imdhq/imd/core/domain/topic"
 	"github.com/imdhq/imd/ports"
 )
 

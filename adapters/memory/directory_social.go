@@ -7,9 +7,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/imdhq/imd/core/apperr"
-	"github.com/imdhq/imd/core/social"
-	"github.com/imdhq/imd/core/topic"
+	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/social"
+	"github.com/imdhq/imd/core/domain/topic"
 	"github.com/imdhq/imd/ports"
 )
 

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/imdhq/imd/core/social"
+	"github.com/imdhq/imd/core/domain/social"
 	"github.com/imdhq/imd/ports"
 )
 

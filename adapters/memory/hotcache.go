@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/domain/message"
 	"github.com/imdhq/imd/ports"
 )
 

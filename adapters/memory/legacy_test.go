@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/domain/message"
 	"github.com/imdhq/imd/ports/contract"
 )
 

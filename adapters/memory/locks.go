@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/imdhq/imd/core/tenant"
+	"github.com/imdhq/imd/core/domain/tenant"
 	"github.com/imdhq/imd/ports"
 )
 

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/imdhq/imd/core/mailbox"
+	"github.com/imdhq/imd/core/domain/mailbox"
 	"github.com/imdhq/imd/ports"
 )
 

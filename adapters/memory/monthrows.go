@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/imdhq/imd/core/archive"
-	"github.com/imdhq/imd/core/message"
-	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/domain/archive"
+	"github.com/imdhq/imd/core/domain/message"
+	"github.com/imdhq/imd/core/domain/month"
 	"github.com/imdhq/imd/ports"
 )
 

@@ -6,8 +6,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/imdhq/imd/core/month"
-	"github.com/imdhq/imd/core/tenant"
+	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/tenant"
 	"github.com/imdhq/imd/ports"
 )
 

@@ -7,10 +7,10 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/imdhq/imd/core/dialog"
-	"github.com/imdhq/imd/core/message"
-	"github.com/imdhq/imd/core/month"
-	"github.com/imdhq/imd/core/social"
+	"github.com/imdhq/imd/core/domain/dialog"
+	"github.com/imdhq/imd/core/domain/message"
+	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/social"
 	"github.com/imdhq/imd/ports"
 )
 

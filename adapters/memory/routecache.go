@@ -6,8 +6,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/imdhq/imd/core/route"
-	"github.com/imdhq/imd/core/tenant"
+	"github.com/imdhq/imd/core/domain/route"
+	"github.com/imdhq/imd/core/domain/tenant"
 	"github.com/imdhq/imd/ports"
 )
 

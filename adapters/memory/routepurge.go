@@ -4,8 +4,8 @@ import (
 	"context"
 	"slices"
 
-	"github.com/imdhq/imd/core/month"
-	"github.com/imdhq/imd/core/route"
+	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/route"
 	"github.com/imdhq/imd/ports"
 )
 

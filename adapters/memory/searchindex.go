@@ -8,8 +8,8 @@ import (
 	"sync"
 	"unicode"
 
-	"github.com/imdhq/imd/core/fulltext"
-	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/domain/fulltext"
+	"github.com/imdhq/imd/core/domain/month"
 	"github.com/imdhq/imd/ports"
 )
 

@@ -8,10 +8,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/imdhq/imd/core/month"
-	"github.com/imdhq/imd/core/seq"
-	"github.com/imdhq/imd/core/tenant"
-	"github.com/imdhq/imd/core/topic"
+	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/seq"
+	"github.com/imdhq/imd/core/domain/tenant"
+	"github.com/imdhq/imd/core/domain/topic"
 	"github.com/imdhq/imd/ports"
 )
 

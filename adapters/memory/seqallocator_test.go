@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/core/seq"
+	"github.com/imdhq/imd/core/domain/seq"
 	"github.com/imdhq/imd/ports/contract"
 )
 

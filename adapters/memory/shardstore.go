@@ -9,10 +9,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/imdhq/imd/core/message"
-	"github.com/imdhq/imd/core/month"
-	"github.com/imdhq/imd/core/route"
-	"github.com/imdhq/imd/core/shard"
+	"github.com/imdhq/imd/core/domain/message"
+	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/route"
+	"github.com/imdhq/imd/core/domain/shard"
 	"github.com/imdhq/imd/ports"
 )
 

@@ -8,9 +8,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/imdhq/imd/core/apperr"
-	"github.com/imdhq/imd/core/month"
-	"github.com/imdhq/imd/core/stats"
+	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/stats"
 	"github.com/imdhq/imd/ports"
 )
 

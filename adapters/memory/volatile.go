@@ -4,8 +4,8 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/imdhq/imd/core/dialog"
-	"github.com/imdhq/imd/core/route"
+	"github.com/imdhq/imd/core/domain/dialog"
+	"github.com/imdhq/imd/core/domain/route"
 )
 
 // Volatile is a fake that stands for Redis state, which unlike MySQL can be lost (a restart

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/core/delivery"
-	"github.com/imdhq/imd/core/month"
-	"github.com/imdhq/imd/core/seq"
+	"github.com/imdhq/imd/core/domain/delivery"
+	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/seq"
 )
 
 // TestVolatileRollsBackAndLoses: a restore brings back exactly the snapshot (also a second

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/core/message"
-	"github.com/imdhq/imd/core/shard"
-	"github.com/imdhq/imd/core/topic"
+	"github.com/imdhq/imd/core/domain/message"
+	"github.com/imdhq/imd/core/domain/shard"
+	"github.com/imdhq/imd/core/domain/topic"
 )
 
 // Senders of the benchmarks: one closed-loop client, and 100 and 1000 concurrent ones (DESIGN

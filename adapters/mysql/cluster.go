@@ -17,7 +17,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/imdhq/imd/adapters/mysql/sqlcdb"
-	"github.com/imdhq/imd/core/tenant"
+	"github.com/imdhq/imd/core/domain/tenant"
 )
 
 // ErrUnknownTenant: the tenant was never provisioned in this process.

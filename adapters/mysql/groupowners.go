@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/imdhq/imd/core/social"
+	"github.com/imdhq/imd/core/domain/social"
 	"github.com/imdhq/imd/ports"
 )
 

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/imdhq/imd/adapters/memory"
+	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/shard"
 	"github.com/imdhq/imd/core/history"
-	"github.com/imdhq/imd/core/month"
-	"github.com/imdhq/imd/core/shard"
 )
 
 // BenchmarkHistoryPage measures GET_HISTORY's work below the transport (DESIGN §10 W5): a

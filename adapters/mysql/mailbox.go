@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/imdhq/imd/adapters/mysql/sqlcdb"
-	"github.com/imdhq/imd/core/mailbox"
+	"github.com/imdhq/imd/core/domain/mailbox"
 	"github.com/imdhq/imd/ports"
 )
 

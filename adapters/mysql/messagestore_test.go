@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/core/message"
-	"github.com/imdhq/imd/core/month"
-	"github.com/imdhq/imd/core/seq"
-	"github.com/imdhq/imd/core/shard"
-	"github.com/imdhq/imd/core/social"
+	"github.com/imdhq/imd/core/domain/message"
+	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/seq"
+	"github.com/imdhq/imd/core/domain/shard"
+	"github.com/imdhq/imd/core/domain/social"
 	"github.com/imdhq/imd/ports"
 )
 

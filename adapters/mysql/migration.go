@@ -12,8 +12,8 @@ import (
 
 	"github.com/imdhq/imd/adapters/mysql/legacydb"
 	"github.com/imdhq/imd/adapters/mysql/sqlcdb"
-	"github.com/imdhq/imd/core/legacy"
-	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/domain/legacy"
+	"github.com/imdhq/imd/core/domain/month"
 	"github.com/imdhq/imd/ports"
 )
 

@@ -8,8 +8,8 @@ import (
 	"slices"
 
 	"github.com/imdhq/imd/adapters/mysql/legacydb"
-	"github.com/imdhq/imd/core/legacy"
-	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/domain/legacy"
+	"github.com/imdhq/imd/core/domain/month"
 )
 
 // The verification streams. sqlc's :many loads a whole result into memory, and a month can

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/imdhq/imd/core/message"
-	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/domain/message"
+	"github.com/imdhq/imd/core/domain/month"
 	"github.com/imdhq/imd/ports"
 	"github.com/imdhq/imd/ports/contract"
 )

@@ -8,8 +8,8 @@ import (
 	"sync"
 
 	"github.com/imdhq/imd/adapters/mysql/sqlcdb"
-	"github.com/imdhq/imd/core/month"
-	"github.com/imdhq/imd/core/shard"
+	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/shard"
 )
 
 // monthCatalog caches which month tables the tenant's catalog registers. A month table is

@@ -6,8 +6,8 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/imdhq/imd/core/month"
-	"github.com/imdhq/imd/core/shard"
+	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/shard"
 )
 
 // spyDB is a DBTX that records the statements it would send, and the last arguments.

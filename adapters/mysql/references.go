@@ -9,7 +9,7 @@ import (
 	"slices"
 
 	"github.com/imdhq/imd/adapters/mysql/sqlcdb"
-	"github.com/imdhq/imd/core/msgref"
+	"github.com/imdhq/imd/core/domain/msgref"
 	"github.com/imdhq/imd/ports"
 )
 

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/imdhq/imd/adapters/mysql/registrydb"
-	"github.com/imdhq/imd/core/apperr"
-	"github.com/imdhq/imd/core/tenant"
+	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/tenant"
 	"github.com/imdhq/imd/ports"
 	"github.com/imdhq/imd/sql/registry"
 )

@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/imdhq/imd/adapters/mysql/sqlcdb"
-	"github.com/imdhq/imd/core/message"
-	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/domain/message"
+	"github.com/imdhq/imd/core/domain/month"
 	"github.com/imdhq/imd/ports"
 )
 

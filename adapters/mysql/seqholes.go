@@ -5,8 +5,8 @@ import (
 	"fmt"
 
 	"github.com/imdhq/imd/adapters/mysql/sqlcdb"
-	"github.com/imdhq/imd/core/message"
-	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/domain/message"
+	"github.com/imdhq/imd/core/domain/month"
 	"github.com/imdhq/imd/ports"
 )
 

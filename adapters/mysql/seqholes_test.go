@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/imdhq/imd/adapters/memory"
-	"github.com/imdhq/imd/core/message"
-	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/domain/message"
+	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/shard"
 	"github.com/imdhq/imd/core/seqholes"
-	"github.com/imdhq/imd/core/shard"
 )
 
 // TestSeqHoleSweepOnMariaDB runs the sweeper over the real store: the holes older than its

@@ -7,8 +7,8 @@ import (
 	"fmt"
 
 	"github.com/imdhq/imd/adapters/mysql/sqlcdb"
-	"github.com/imdhq/imd/core/month"
-	"github.com/imdhq/imd/core/shard"
+	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/shard"
 	"github.com/imdhq/imd/ports"
 )
 

@@ -3,7 +3,7 @@ package protocol
 import (
 	"encoding/json"
 
-	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/domain/message"
 )
 
 // Message statuses.

@@ -1,9 +1,9 @@
 package protocol
 
 import (
-	"github.com/imdhq/imd/core/apperr"
 	"github.com/imdhq/imd/core/conversation"
-	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/message"
 	"github.com/imdhq/imd/core/send"
 )
 

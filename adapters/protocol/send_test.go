@@ -3,7 +3,7 @@ package protocol
 import (
 	"testing"
 
-	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/domain/apperr"
 )
 
 // TestSendRequestNeedsExactlyOneAddress is PROTOCOL §4's rule, shared by every transport.

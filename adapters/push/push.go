@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/imdhq/imd/core/fanout"
+	"github.com/imdhq/imd/core/domain/delivery"
 	"github.com/imdhq/imd/ports"
 )
 
@@ -25,7 +25,7 @@ type Noop struct{}
 var _ ports.PushNotifier = Noop{}
 
 // Notify does nothing.
-func (Noop) Notify(context.Context, string, fanout.Notification) error { return nil }
+func (Noop) Notify(context.Context, string, delivery.Notification) error { return nil }
 
 // ErrQueueFull: the webhook's queue is full and the notification was dropped.
 var ErrQueueFull = errors.New("push webhook queue full")
@@ -97,7 +97,7 @@ func NewWebhook(cfg WebhookConfig, metrics ports.Metrics, log *slog.Logger) (*We
 }
 
 // Notify queues n for posting; ErrQueueFull when the queue is full or closed.
-func (w *Webhook) Notify(_ context.Context, tenant string, n fanout.Notification) error {
+func (w *Webhook) Notify(_ context.Context, tenant string, n delivery.Notification) error {
 	p := n.Preview
 	body := notification{
 		Tenant: tenant, Users: n.Users, Topic: p.Topic, ConversationID: p.ConversationID, MsgID: p.MsgID,

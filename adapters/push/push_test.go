@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/imdhq/imd/adapters/memory"
-	"github.com/imdhq/imd/core/dialog"
-	"github.com/imdhq/imd/core/fanout"
+	"github.com/imdhq/imd/core/domain/delivery"
+	"github.com/imdhq/imd/core/domain/dialog"
 )
 
 func TestWebhookPostsJSON(t *testing.T) {
@@ -44,7 +44,7 @@ func TestWebhookPostsJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	for id := int64(1); id <= 2; id++ {
-		n := fanout.Notification{Users: []int64{7, 8}, Preview: dialog.Preview{Topic: "grp_1", ConversationID: 9, MsgID: id, Seq: id, Type: "text", Text: "hi", From: 3}}
+		n := delivery.Notification{Users: []int64{7, 8}, Preview: dialog.Preview{Topic: "grp_1", ConversationID: 9, MsgID: id, Seq: id, Type: "text", Text: "hi", From: 3}}
 		if err := w.Notify(context.Background(), "acme", n); err != nil {
 			t.Fatal(err)
 		}
@@ -67,7 +67,7 @@ func TestWebhookPostsJSON(t *testing.T) {
 	if metrics.Count("push_notify_total", "ok") != 1 || metrics.Count("push_notify_total", "failed") != 1 {
 		t.Fatalf("metrics ok=%v failed=%v", metrics.Count("push_notify_total", "ok"), metrics.Count("push_notify_total", "failed"))
 	}
-	if err := w.Notify(context.Background(), "acme", fanout.Notification{}); !errors.Is(err, ErrQueueFull) {
+	if err := w.Notify(context.Background(), "acme", delivery.Notification{}); !errors.Is(err, ErrQueueFull) {
 		t.Fatalf("Notify after Close = %v", err)
 	}
 }
@@ -90,7 +90,7 @@ func TestWebhookDropsWhenFullAndTimesOut(t *testing.T) {
 	}
 	var dropped int
 	for range 5 {
-		if errors.Is(w.Notify(context.Background(), "acme", fanout.Notification{Users: []int64{1}}), ErrQueueFull) {
+		if errors.Is(w.Notify(context.Background(), "acme", delivery.Notification{Users: []int64{1}}), ErrQueueFull) {
 			dropped++
 		}
 	}

@@ -4,11 +4,11 @@ import (
 	"context"
 	"testing"
 
-	"github.com/imdhq/imd/core/archive"
-	"github.com/imdhq/imd/core/delivery"
-	"github.com/imdhq/imd/core/message"
-	"github.com/imdhq/imd/core/month"
-	"github.com/imdhq/imd/core/route"
+	"github.com/imdhq/imd/core/domain/archive"
+	"github.com/imdhq/imd/core/domain/delivery"
+	"github.com/imdhq/imd/core/domain/message"
+	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/route"
 )
 
 func TestRemoveMonthDropsOneSegment(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/imdhq/imd/core/delivery"
+	"github.com/imdhq/imd/core/domain/delivery"
 	"github.com/imdhq/imd/ports"
 )
 

@@ -12,7 +12,7 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/imdhq/imd/core/dialog"
+	"github.com/imdhq/imd/core/domain/dialog"
 	"github.com/imdhq/imd/ports"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/core/dialog"
+	"github.com/imdhq/imd/core/domain/dialog"
 )
 
 // BenchmarkApply1000Recipients measures the list updates of messages to a group of 1,000

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/imdhq/imd/core/tenant"
-	"github.com/imdhq/imd/core/topic"
+	"github.com/imdhq/imd/core/domain/tenant"
+	"github.com/imdhq/imd/core/domain/topic"
 )
 
 // Keys builds every Redis key of one tenant (DESIGN §3). All of them carry the hash tag

@@ -5,7 +5,7 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/imdhq/imd/core/route"
+	"github.com/imdhq/imd/core/domain/route"
 )
 
 // TestRouteSegmentsDamaged covers routes the adapter never writes itself but Redis can hold

@@ -6,7 +6,7 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/imdhq/imd/core/route"
+	"github.com/imdhq/imd/core/domain/route"
 	"github.com/imdhq/imd/ports"
 )
 

@@ -6,7 +6,7 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/domain/month"
 	"github.com/imdhq/imd/ports"
 )
 

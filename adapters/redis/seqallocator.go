@@ -9,8 +9,8 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/imdhq/imd/core/month"
-	"github.com/imdhq/imd/core/seq"
+	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/seq"
 	"github.com/imdhq/imd/ports"
 )
 

@@ -10,8 +10,8 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/imdhq/imd/core/month"
-	"github.com/imdhq/imd/core/seq"
+	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/seq"
 )
 
 // TestLuaUTCMonth checks the script's civil-from-days arithmetic against Go's calendar on

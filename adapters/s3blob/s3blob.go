@@ -20,7 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
-	"github.com/imdhq/imd/core/archive"
+	"github.com/imdhq/imd/core/domain/archive"
 	"github.com/imdhq/imd/core/uploads"
 	"github.com/imdhq/imd/ports"
 )

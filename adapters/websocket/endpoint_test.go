@@ -20,10 +20,10 @@ import (
 	"github.com/imdhq/imd/adapters/protocol/dispatch"
 	"github.com/imdhq/imd/adapters/protocol/frame"
 	"github.com/imdhq/imd/adapters/protocol/session"
-	"github.com/imdhq/imd/core/apperr"
-	"github.com/imdhq/imd/core/auth"
-	"github.com/imdhq/imd/core/delivery"
-	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/auth"
+	"github.com/imdhq/imd/core/domain/delivery"
+	"github.com/imdhq/imd/core/domain/message"
 	"github.com/imdhq/imd/core/ratelimit"
 )
 

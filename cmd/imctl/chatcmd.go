@@ -10,7 +10,7 @@ import (
 
 	"github.com/imdhq/imd/adapters/client"
 	"github.com/imdhq/imd/cmd/imctl/chat"
-	"github.com/imdhq/imd/core/topic"
+	"github.com/imdhq/imd/core/domain/topic"
 )
 
 func newChatCmd(g *globals) *cobra.Command {

@@ -24,8 +24,8 @@ import (
 	redisadapter "github.com/imdhq/imd/adapters/redis"
 	"github.com/imdhq/imd/adapters/s3blob"
 	"github.com/imdhq/imd/adapters/snowflake"
+	"github.com/imdhq/imd/core/domain/tenant"
 	"github.com/imdhq/imd/core/dualread"
-	"github.com/imdhq/imd/core/tenant"
 	"github.com/imdhq/imd/ports"
 )
 

@@ -29,7 +29,7 @@ import (
 	"github.com/imdhq/imd/core/routerepair"
 	"github.com/imdhq/imd/core/send"
 	"github.com/imdhq/imd/core/shardmanager"
-	"github.com/imdhq/imd/core/tenants"
+	"github.com/imdhq/imd/core/tenantregistry"
 	"github.com/imdhq/imd/ports"
 )
 
@@ -203,7 +203,7 @@ type adminParams struct {
 	Manager   *shardmanager.Manager
 	Social    *directory.Service
 	Summaries ports.Summaries
-	Tenants   *tenants.Registry
+	Tenants   *tenantregistry.Registry
 	Rows      ports.MonthRows
 }
 

@@ -18,9 +18,9 @@ import (
 	"github.com/imdhq/imd/adapters/push"
 	tcpserver "github.com/imdhq/imd/adapters/tcp/server"
 	"github.com/imdhq/imd/core/admin"
+	"github.com/imdhq/imd/core/domain/social"
+	"github.com/imdhq/imd/core/domain/tenant"
 	"github.com/imdhq/imd/core/dualread"
-	"github.com/imdhq/imd/core/social"
-	"github.com/imdhq/imd/core/tenant"
 	"github.com/imdhq/imd/ports"
 )
 

@@ -13,8 +13,7 @@ import (
 	"github.com/imdhq/imd/core/cluster"
 	"github.com/imdhq/imd/core/conversation"
 	"github.com/imdhq/imd/core/deliver"
-	"github.com/imdhq/imd/core/delivery"
-	"github.com/imdhq/imd/core/fanout"
+	"github.com/imdhq/imd/core/domain/delivery"
 	"github.com/imdhq/imd/core/history"
 	"github.com/imdhq/imd/core/inbox"
 	"github.com/imdhq/imd/core/inflight"
@@ -119,7 +118,7 @@ func (l *latePusher) Push(ctx context.Context, tenant string, t delivery.Target,
 	return l.target.Push(ctx, tenant, t, p)
 }
 
-func (l *latePusher) PushReach(ctx context.Context, tenant string, pushes ...delivery.Addressed) []fanout.Outcome {
+func (l *latePusher) PushReach(ctx context.Context, tenant string, pushes ...delivery.Addressed) []delivery.Outcome {
 	return l.target.PushReach(ctx, tenant, pushes...)
 }
 

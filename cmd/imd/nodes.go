@@ -14,7 +14,7 @@ import (
 	tcpserver "github.com/imdhq/imd/adapters/tcp/server"
 	"github.com/imdhq/imd/core/cluster"
 	"github.com/imdhq/imd/core/deliver"
-	"github.com/imdhq/imd/core/tenants"
+	"github.com/imdhq/imd/core/tenantregistry"
 	"github.com/imdhq/imd/ports"
 )
 
@@ -68,7 +68,7 @@ func newTracker(v *cluster.View, n ports.Presence, f *cluster.Forwarder, log *sl
 // nodeTenants hands the per-node loops the tenant registry's names. The registry is bound by
 // runNodes: it builds deliver workers (for tenants provisioned at run time), which are built
 // with the keeper, so the keeper cannot be built after it.
-type nodeTenants struct{ reg *tenants.Registry }
+type nodeTenants struct{ reg *tenantregistry.Registry }
 
 func (n *nodeTenants) Names() []string {
 	if n.reg == nil {
@@ -102,7 +102,7 @@ func newReceiver(v *cluster.View, n ports.NodeChannel, tcp *tcpserver.Server, t 
 // runNodes starts the keeper (one pass, so this node is known and holds its partitions before
 // the deliver workers start), the presence removals and the receiver; they stop last, once the
 // listener has closed every connection and the workers have finished.
-func runNodes(lc fx.Lifecycle, names *nodeTenants, reg *tenants.Registry, k *cluster.Keeper, t *cluster.Tracker, r *cluster.Receiver) {
+func runNodes(lc fx.Lifecycle, names *nodeTenants, reg *tenantregistry.Registry, k *cluster.Keeper, t *cluster.Tracker, r *cluster.Receiver) {
 	names.reg = reg
 	var cancel context.CancelFunc
 	done := make(chan struct{})

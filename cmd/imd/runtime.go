@@ -12,6 +12,7 @@ import (
 	"github.com/imdhq/imd/adapters/config"
 	"github.com/imdhq/imd/core/dailystats"
 	"github.com/imdhq/imd/core/deliver"
+	"github.com/imdhq/imd/core/domain/tenant"
 	"github.com/imdhq/imd/core/longsearch"
 	"github.com/imdhq/imd/core/migration"
 	"github.com/imdhq/imd/core/retention"
@@ -19,8 +20,7 @@ import (
 	"github.com/imdhq/imd/core/runtime"
 	"github.com/imdhq/imd/core/seqholes"
 	"github.com/imdhq/imd/core/shardmanager"
-	"github.com/imdhq/imd/core/tenant"
-	"github.com/imdhq/imd/core/tenants"
+	"github.com/imdhq/imd/core/tenantregistry"
 	"github.com/imdhq/imd/ports"
 )
 
@@ -136,7 +136,7 @@ func newRuntime(p runtimeParams) (*runtime.Runtime, error) {
 
 // loadTenants readies every tenant the registry knows, configured and provisioned, before the
 // runtime starts their loops.
-func loadTenants(lc fx.Lifecycle, reg *tenants.Registry, rt *runtime.Runtime) {
+func loadTenants(lc fx.Lifecycle, reg *tenantregistry.Registry, rt *runtime.Runtime) {
 	lc.Append(fx.StartHook(func(ctx context.Context) error {
 		if err := reg.Load(ctx); err != nil {
 			return err
@@ -153,7 +153,7 @@ func loadTenants(lc fx.Lifecycle, reg *tenants.Registry, rt *runtime.Runtime) {
 // refreshTenants runs the registry's refresh, so tenants other nodes provision are served
 // here too (it adds them to the runtime). Invoked after the transports: it starts last and
 // stops first.
-func refreshTenants(lc fx.Lifecycle, cfg config.Config, reg *tenants.Registry) {
+func refreshTenants(lc fx.Lifecycle, cfg config.Config, reg *tenantregistry.Registry) {
 	var cancel context.CancelFunc
 	done := make(chan struct{})
 	lc.Append(fx.Hook{

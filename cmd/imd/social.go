@@ -13,6 +13,7 @@ import (
 	"github.com/imdhq/imd/core/conversation"
 	"github.com/imdhq/imd/core/dailystats"
 	"github.com/imdhq/imd/core/directory"
+	"github.com/imdhq/imd/core/domain/tenant"
 	"github.com/imdhq/imd/core/history"
 	"github.com/imdhq/imd/core/inbox"
 	"github.com/imdhq/imd/core/membership"
@@ -21,8 +22,7 @@ import (
 	"github.com/imdhq/imd/core/reports"
 	"github.com/imdhq/imd/core/runtime"
 	"github.com/imdhq/imd/core/send"
-	"github.com/imdhq/imd/core/tenant"
-	"github.com/imdhq/imd/core/tenants"
+	"github.com/imdhq/imd/core/tenantregistry"
 	"github.com/imdhq/imd/core/uploads"
 	"github.com/imdhq/imd/ports"
 )
@@ -97,20 +97,20 @@ func newDirectory(p directoryParams) *directory.Service {
 	return directory.New(d)
 }
 
-func newRegistry(cfg config.Config, store ports.TenantStore, rt *runtime.Runtime, c ports.Clock, log *slog.Logger) (*tenants.Registry, error) {
+func newRegistry(cfg config.Config, store ports.TenantStore, rt *runtime.Runtime, c ports.Clock, log *slog.Logger) (*tenantregistry.Registry, error) {
 	configured := make([]tenant.Info, len(cfg.Tenants))
 	for i, t := range cfg.Tenants {
 		configured[i] = tenant.Info{Name: t.Name, Database: t.DatabaseName(), DSN: t.DSN}
 	}
-	return tenants.New(tenants.Config{Configured: configured, Reserved: []string{cfg.Registry.Database}},
-		tenants.Deps{Store: store, Activate: rt.Add, Clock: c, Log: log})
+	return tenantregistry.New(tenantregistry.Config{Configured: configured, Reserved: []string{cfg.Registry.Database}},
+		tenantregistry.Deps{Store: store, Activate: rt.Add, Clock: c, Log: log})
 }
 
 // revocationCacheTTL is how long Redis keeps a token check's answer: a revocation overwrites it
 // at once, so this bounds only a revocation whose cache write failed (and was refused with 50301).
 const revocationCacheTTL = time.Minute
 
-func newAuthn(i ports.TokenInspector, r ports.TokenRevocations, cache ports.RevocationCache, reg *tenants.Registry, c ports.Clock) *authn.Service {
+func newAuthn(i ports.TokenInspector, r ports.TokenRevocations, cache ports.RevocationCache, reg *tenantregistry.Registry, c ports.Clock) *authn.Service {
 	return authn.New(authn.Deps{
 		Tokens: i, Revocations: r, Cache: cache, CacheTTL: revocationCacheTTL, Tenants: reg.Known, Clock: c,
 	}, admin.MaxTokenTTL)
@@ -128,7 +128,7 @@ type socialHTTPParams struct {
 	fx.In
 	Auth      *authn.Service
 	Directory *directory.Service
-	Tenants   *tenants.Registry
+	Tenants   *tenantregistry.Registry
 	Send      *send.Service
 	Uploads   *uploads.Service
 	Reports   *reports.Service

@@ -7,15 +7,15 @@ import (
 	"errors"
 	"time"
 
-	"github.com/imdhq/imd/core/apperr"
-	"github.com/imdhq/imd/core/auth"
 	"github.com/imdhq/imd/core/directory"
-	"github.com/imdhq/imd/core/month"
-	"github.com/imdhq/imd/core/route"
-	"github.com/imdhq/imd/core/shard"
+	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/auth"
+	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/route"
+	"github.com/imdhq/imd/core/domain/shard"
+	"github.com/imdhq/imd/core/domain/social"
+	"github.com/imdhq/imd/core/domain/topic"
 	"github.com/imdhq/imd/core/shardmanager"
-	"github.com/imdhq/imd/core/social"
-	"github.com/imdhq/imd/core/topic"
 	"github.com/imdhq/imd/ports"
 )
 

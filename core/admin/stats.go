@@ -4,15 +4,15 @@ import (
 	"context"
 	"time"
 
-	"github.com/imdhq/imd/core/apperr"
-	"github.com/imdhq/imd/core/month"
-	"github.com/imdhq/imd/core/stats"
+	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/stats"
 )
 
 // MaxStatsDays bounds the days one Stats call returns: a year, leap day included.
 const MaxStatsDays = 366
 
-// Product bounds of the open sides of a stats range (core/month: years 2000–2999).
+// Product bounds of the open sides of a stats range (core/domain/month: years 2000–2999).
 var (
 	firstStatsDay = month.Month(200001).Start()
 	lastStatsDay  = month.Month(299912).End().AddDate(0, 0, -1)

@@ -9,12 +9,12 @@ import (
 
 	"github.com/imdhq/imd/adapters/memory"
 	"github.com/imdhq/imd/core/admin"
-	"github.com/imdhq/imd/core/apperr"
-	"github.com/imdhq/imd/core/message"
-	"github.com/imdhq/imd/core/month"
-	"github.com/imdhq/imd/core/shard"
-	"github.com/imdhq/imd/core/social"
-	"github.com/imdhq/imd/core/stats"
+	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/message"
+	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/shard"
+	"github.com/imdhq/imd/core/domain/social"
+	"github.com/imdhq/imd/core/domain/stats"
 	"github.com/imdhq/imd/ports"
 )
 

@@ -9,13 +9,13 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/imdhq/imd/core/apperr"
-	"github.com/imdhq/imd/core/archive"
 	"github.com/imdhq/imd/core/archivereader"
+	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/archive"
+	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/route"
+	"github.com/imdhq/imd/core/domain/shard"
 	"github.com/imdhq/imd/core/jobs"
-	"github.com/imdhq/imd/core/month"
-	"github.com/imdhq/imd/core/route"
-	"github.com/imdhq/imd/core/shard"
 )
 
 // Report is what the checks before archiving found of a month (seed 000 §10): no delivery

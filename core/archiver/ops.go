@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/imdhq/imd/core/apperr"
-	"github.com/imdhq/imd/core/archive"
 	"github.com/imdhq/imd/core/archivereader"
+	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/archive"
+	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/shard"
 	"github.com/imdhq/imd/core/jobs"
-	"github.com/imdhq/imd/core/month"
-	"github.com/imdhq/imd/core/shard"
 )
 
 // Manifest returns an archived month's manifest.

@@ -11,12 +11,12 @@ import (
 	"time"
 
 	"github.com/imdhq/imd/adapters/memory"
-	"github.com/imdhq/imd/core/archive"
 	"github.com/imdhq/imd/core/archiver"
 	"github.com/imdhq/imd/core/archivereader"
-	"github.com/imdhq/imd/core/message"
-	"github.com/imdhq/imd/core/month"
-	"github.com/imdhq/imd/core/shard"
+	"github.com/imdhq/imd/core/domain/archive"
+	"github.com/imdhq/imd/core/domain/message"
+	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/shard"
 	"github.com/imdhq/imd/core/shardmanager"
 	"github.com/imdhq/imd/ports"
 )

@@ -8,8 +8,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/imdhq/imd/core/apperr"
-	"github.com/imdhq/imd/core/auth"
+	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/auth"
 	"github.com/imdhq/imd/ports"
 )
 

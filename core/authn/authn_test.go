@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/imdhq/imd/adapters/memory"
-	"github.com/imdhq/imd/core/apperr"
-	"github.com/imdhq/imd/core/auth"
 	"github.com/imdhq/imd/core/authn"
+	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/auth"
 )
 
 // fakeTokens knows the tokens it issued; every other token is unauthenticated.

@@ -10,9 +10,8 @@ import (
 	"time"
 
 	"github.com/imdhq/imd/adapters/memory"
-	"github.com/imdhq/imd/core/delivery"
-	"github.com/imdhq/imd/core/fanout"
-	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/domain/delivery"
+	"github.com/imdhq/imd/core/domain/message"
 	"github.com/imdhq/imd/core/presence"
 )
 
@@ -41,10 +40,10 @@ func (s *sessions) Push(ctx context.Context, t string, tg delivery.Target, p del
 	return s.PushReach(ctx, t, delivery.Addressed{Target: tg, Push: p})[0].Report
 }
 
-func (s *sessions) PushReach(_ context.Context, _ string, pushes ...delivery.Addressed) []fanout.Outcome {
+func (s *sessions) PushReach(_ context.Context, _ string, pushes ...delivery.Addressed) []delivery.Outcome {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]fanout.Outcome, len(pushes))
+	out := make([]delivery.Outcome, len(pushes))
 	for i, a := range pushes {
 		s.got = append(s.got, a)
 		for _, u := range a.Target.Recipients {
@@ -55,7 +54,7 @@ func (s *sessions) PushReach(_ context.Context, _ string, pushes ...delivery.Add
 			case u == a.Target.Sender && a.Target.ExcludeDevice == 1:
 			case s.refuse[u]:
 				out[i].Failed++
-				out[i].FailedDevices = append(out[i].FailedDevices, fanout.Device{User: u, Device: 1})
+				out[i].FailedDevices = append(out[i].FailedDevices, delivery.Device{User: u, Device: 1})
 			default:
 				out[i].Delivered++
 			}
@@ -83,12 +82,12 @@ func (s *sessions) Kick(_ string, user int64, device uint64, _ string) int {
 
 type missed struct {
 	mu   sync.Mutex
-	rows []fanout.Device
+	rows []delivery.Device
 }
 
 func (m *missed) Record(_ string, user int64, device uint64, _ message.Message) {
 	m.mu.Lock()
-	m.rows = append(m.rows, fanout.Device{User: user, Device: device})
+	m.rows = append(m.rows, delivery.Device{User: user, Device: device})
 	m.mu.Unlock()
 }
 
@@ -199,7 +198,7 @@ func TestPusherDegradesToMissedWhenANodeIsBehind(t *testing.T) {
 	}
 	// b has not read its channel: it is full, and the next pass fails b's device at once.
 	out := a.pusher.PushReach(t.Context(), tenant, messagePush(2, []int64{1, 3}))[0]
-	if out.Failed != 1 || !slices.Equal(out.FailedDevices, []fanout.Device{{User: 3, Device: 1}}) || len(out.OfflineUsers) != 0 {
+	if out.Failed != 1 || !slices.Equal(out.FailedDevices, []delivery.Device{{User: 3, Device: 1}}) || len(out.OfflineUsers) != 0 {
 		t.Fatalf("push to a full channel: %+v", out)
 	}
 	if got := a.metrics.Count("cross_node_push_total", resultOverflow); got != 1 {
@@ -226,7 +225,7 @@ func TestReceiverRecordsMissedAndSurvivesGarbage(t *testing.T) {
 	if got := b.metrics.Count("cross_node_push_total", resultMalformed); got != 6 {
 		t.Errorf("malformed counted %v, want 6", got)
 	}
-	if !slices.Equal(b.missed.rows, []fanout.Device{{User: 4, Device: 1}}) {
+	if !slices.Equal(b.missed.rows, []delivery.Device{{User: 4, Device: 1}}) {
 		t.Errorf("missed rows %+v, want device 4/1 for seq 6 only (seq 7 is NotMailbox)", b.missed.rows)
 	}
 }

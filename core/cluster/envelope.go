@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/imdhq/imd/core/delivery"
-	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/domain/delivery"
+	"github.com/imdhq/imd/core/domain/message"
 )
 
 // Kinds of envelope on a node's channel.

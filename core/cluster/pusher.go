@@ -7,8 +7,7 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/imdhq/imd/core/delivery"
-	"github.com/imdhq/imd/core/fanout"
+	"github.com/imdhq/imd/core/domain/delivery"
 	"github.com/imdhq/imd/ports"
 )
 
@@ -86,7 +85,7 @@ func (p *Pusher) remote(ctx context.Context, tenant string, users []int64) (remo
 }
 
 // PushReach implements ports.DevicePusher.
-func (p *Pusher) PushReach(ctx context.Context, tenant string, pushes ...delivery.Addressed) []fanout.Outcome {
+func (p *Pusher) PushReach(ctx context.Context, tenant string, pushes ...delivery.Addressed) []delivery.Outcome {
 	outs := p.d.Local.PushReach(ctx, tenant, pushes...)
 	if p.d.View.Alone(tenant) {
 		return outs
@@ -110,7 +109,7 @@ func (p *Pusher) PushReach(ctx context.Context, tenant string, pushes ...deliver
 // forward sends one envelope with the pushes for the users on node and books the outcome in
 // outs: those users are no longer offline, their devices delivered or, when the channel
 // refused, failed.
-func (p *Pusher) forward(ctx context.Context, tenant, node string, devices map[int64][]uint64, pushes []delivery.Addressed, outs []fanout.Outcome) {
+func (p *Pusher) forward(ctx context.Context, tenant, node string, devices map[int64][]uint64, pushes []delivery.Addressed, outs []delivery.Outcome) {
 	env := envelope{Kind: envPushes, SentAt: p.d.Clock.Now().UnixMilli()}
 	sets := map[*int64]int{} // a recipient slice shared by pushes → its set
 	var from []int           // from[j]: the push env.Pushes[j] came from
@@ -175,7 +174,7 @@ func (p *Pusher) forward(ctx context.Context, tenant, node string, devices map[i
 					continue
 				}
 				out.Failed++
-				out.FailedDevices = append(out.FailedDevices, fanout.Device{User: u, Device: d})
+				out.FailedDevices = append(out.FailedDevices, delivery.Device{User: u, Device: d})
 			}
 		}
 	}

@@ -6,8 +6,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/imdhq/imd/core/delivery"
-	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/domain/delivery"
+	"github.com/imdhq/imd/core/domain/message"
 	"github.com/imdhq/imd/ports"
 )
 

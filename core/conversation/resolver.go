@@ -10,11 +10,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/imdhq/imd/core/apperr"
-	"github.com/imdhq/imd/core/flight"
+	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/social"
+	"github.com/imdhq/imd/core/domain/topic"
 	"github.com/imdhq/imd/core/membership"
-	"github.com/imdhq/imd/core/social"
-	"github.com/imdhq/imd/core/topic"
+	"github.com/imdhq/imd/core/singleflight"
 	"github.com/imdhq/imd/ports"
 )
 
@@ -59,8 +59,8 @@ type Resolver struct {
 
 	// One read per key at a time: when an entry expires under load, one request reads it
 	// and the others wait for that answer.
-	policyLoads   flight.Group[cachedPolicy]
-	relationLoads flight.Group[social.Relation]
+	policyLoads   singleflight.Group[cachedPolicy]
+	relationLoads singleflight.Group[social.Relation]
 }
 
 type cachedPolicy struct {

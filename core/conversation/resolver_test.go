@@ -7,11 +7,11 @@ import (
 	"time"
 
 	"github.com/imdhq/imd/adapters/memory"
-	"github.com/imdhq/imd/core/apperr"
 	"github.com/imdhq/imd/core/conversation"
+	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/social"
+	"github.com/imdhq/imd/core/domain/topic"
 	"github.com/imdhq/imd/core/membership"
-	"github.com/imdhq/imd/core/social"
-	"github.com/imdhq/imd/core/topic"
 )
 
 const tenant = "acme"

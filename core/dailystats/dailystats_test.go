@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/imdhq/imd/core/dailystats"
-	"github.com/imdhq/imd/core/message"
-	"github.com/imdhq/imd/core/stats"
+	"github.com/imdhq/imd/core/domain/message"
+	"github.com/imdhq/imd/core/domain/stats"
 )
 
 // rows records the upserts and can fail them.

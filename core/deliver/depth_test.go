@@ -10,7 +10,7 @@ import (
 
 	"github.com/imdhq/imd/adapters/memory"
 	"github.com/imdhq/imd/core/deliver"
-	"github.com/imdhq/imd/core/delivery"
+	"github.com/imdhq/imd/core/domain/delivery"
 )
 
 func TestDepthGaugesReportBacklogAndLagPerPartition(t *testing.T) {

@@ -6,9 +6,9 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/imdhq/imd/core/domain/mailbox"
+	"github.com/imdhq/imd/core/domain/message"
 	"github.com/imdhq/imd/core/inbox"
-	"github.com/imdhq/imd/core/mailbox"
-	"github.com/imdhq/imd/core/message"
 	"github.com/imdhq/imd/ports"
 )
 

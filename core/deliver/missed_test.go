@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/imdhq/imd/adapters/memory"
+	"github.com/imdhq/imd/core/domain/mailbox"
+	"github.com/imdhq/imd/core/domain/message"
 	"github.com/imdhq/imd/core/inbox"
-	"github.com/imdhq/imd/core/mailbox"
-	"github.com/imdhq/imd/core/message"
 )
 
 func TestMissedPushesBecomeMailboxRows(t *testing.T) {

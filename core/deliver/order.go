@@ -4,7 +4,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/imdhq/imd/core/delivery"
+	"github.com/imdhq/imd/core/domain/delivery"
 )
 
 // sequencer puts one partition's MESSAGE jobs back into seq order per topic. Jobs reach the

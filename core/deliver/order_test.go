@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/core/delivery"
-	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/domain/delivery"
+	"github.com/imdhq/imd/core/domain/message"
 )
 
 // orderJob is MESSAGE job id of topic at seq; ids tell repeats of a seq apart.

@@ -12,12 +12,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/imdhq/imd/core/delivery"
-	"github.com/imdhq/imd/core/dialog"
-	"github.com/imdhq/imd/core/fanout"
+	"github.com/imdhq/imd/core/domain/delivery"
+	"github.com/imdhq/imd/core/domain/dialog"
+	"github.com/imdhq/imd/core/domain/mailbox"
 	"github.com/imdhq/imd/core/inbox"
 	"github.com/imdhq/imd/core/inflight"
-	"github.com/imdhq/imd/core/mailbox"
 	"github.com/imdhq/imd/core/membership"
 	"github.com/imdhq/imd/ports"
 )
@@ -486,7 +485,7 @@ func batchesOf(users []int64) []dialog.Batch {
 // recordMissed writes a MISSED_MESSAGE row for each connected device the push did not reach
 // (DESIGN §1: offline users get none, their list marks the conversation). The rows only save
 // those devices a full list sync, so a failure is logged, not retried: the job already pushed.
-func (w *Workers) recordMissed(ctx context.Context, job delivery.Job, failed []fanout.Device) {
+func (w *Workers) recordMissed(ctx context.Context, job delivery.Job, failed []delivery.Device) {
 	if job.NotMailbox || len(failed) == 0 {
 		return
 	}
@@ -513,7 +512,7 @@ func (w *Workers) recordMissed(ctx context.Context, job delivery.Job, failed []f
 // notify hands the message to the system push service for recipients it did not reach: offline
 // users and users with a failed device, never the sender or users who muted the conversation.
 // Topic events (a recall, an edit) are no news worth a notification.
-func (w *Workers) notify(ctx context.Context, job delivery.Job, out fanout.Outcome, muted map[int64]bool) {
+func (w *Workers) notify(ctx context.Context, job delivery.Job, out delivery.Outcome, muted map[int64]bool) {
 	if job.NotPush || !dialog.CountsAsUnread(*job.Message) {
 		return
 	}
@@ -527,7 +526,7 @@ func (w *Workers) notify(ctx context.Context, job delivery.Job, out fanout.Outco
 	}
 	slices.Sort(users)
 	users = slices.Compact(users)
-	if err := w.d.Notifier.Notify(ctx, job.Tenant, fanout.Notification{Users: users, Preview: dialog.PreviewOf(*job.Message)}); err != nil {
+	if err := w.d.Notifier.Notify(ctx, job.Tenant, delivery.Notification{Users: users, Preview: dialog.PreviewOf(*job.Message)}); err != nil {
 		// Counted, and logged at debug only: a push service that is down would otherwise
 		// log once per message.
 		w.d.Metrics.Inc("deliver_notify_total", "failed")

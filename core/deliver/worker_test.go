@@ -14,14 +14,13 @@ import (
 	"time"
 
 	"github.com/imdhq/imd/adapters/memory"
-	"github.com/imdhq/imd/core/delivery"
-	"github.com/imdhq/imd/core/dialog"
-	"github.com/imdhq/imd/core/fanout"
+	"github.com/imdhq/imd/core/domain/delivery"
+	"github.com/imdhq/imd/core/domain/dialog"
+	"github.com/imdhq/imd/core/domain/mailbox"
+	"github.com/imdhq/imd/core/domain/message"
+	"github.com/imdhq/imd/core/domain/social"
 	"github.com/imdhq/imd/core/inbox"
-	"github.com/imdhq/imd/core/mailbox"
 	"github.com/imdhq/imd/core/membership"
-	"github.com/imdhq/imd/core/message"
-	"github.com/imdhq/imd/core/social"
 	"github.com/imdhq/imd/ports"
 )
 
@@ -29,7 +28,7 @@ const tenant = "t1"
 
 // pushed is one frame a fake device received.
 type pushed struct {
-	device fanout.Device
+	device delivery.Device
 	kind   delivery.Kind
 	topic  string // MESSAGE pushes
 	seq    int64  // MESSAGE pushes
@@ -39,7 +38,7 @@ type pushed struct {
 type fakePusher struct {
 	mu      sync.Mutex
 	online  map[int64][]uint64
-	failing map[fanout.Device]bool
+	failing map[delivery.Device]bool
 	got     []pushed
 }
 
@@ -47,10 +46,10 @@ func (p *fakePusher) Push(ctx context.Context, tenant string, t delivery.Target,
 	return p.PushReach(ctx, tenant, delivery.Addressed{Target: t, Push: push})[0].Report
 }
 
-func (p *fakePusher) PushReach(_ context.Context, _ string, pushes ...delivery.Addressed) []fanout.Outcome {
+func (p *fakePusher) PushReach(_ context.Context, _ string, pushes ...delivery.Addressed) []delivery.Outcome {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	out := make([]fanout.Outcome, len(pushes))
+	out := make([]delivery.Outcome, len(pushes))
 	for i, a := range pushes {
 		out[i] = p.reach(a.Target, a.Push)
 	}
@@ -58,8 +57,8 @@ func (p *fakePusher) PushReach(_ context.Context, _ string, pushes ...delivery.A
 }
 
 // reach pushes one message; the caller holds p.mu.
-func (p *fakePusher) reach(t delivery.Target, push delivery.Push) fanout.Outcome {
-	var out fanout.Outcome
+func (p *fakePusher) reach(t delivery.Target, push delivery.Push) delivery.Outcome {
+	var out delivery.Outcome
 	for _, user := range t.Recipients {
 		devices := p.online[user]
 		if len(devices) == 0 {
@@ -67,7 +66,7 @@ func (p *fakePusher) reach(t delivery.Target, push delivery.Push) fanout.Outcome
 			out.OfflineUsers = append(out.OfflineUsers, user)
 		}
 		for _, d := range devices {
-			dev := fanout.Device{User: user, Device: d}
+			dev := delivery.Device{User: user, Device: d}
 			switch {
 			case user == t.Sender && d == t.ExcludeDevice:
 			case p.failing[dev]:
@@ -89,10 +88,10 @@ func (p *fakePusher) reach(t delivery.Target, push delivery.Push) fanout.Outcome
 func (p *fakePusher) PushDevice(_ context.Context, _ string, user int64, device uint64, push delivery.Push) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !slices.Contains(p.online[user], device) || p.failing[fanout.Device{User: user, Device: device}] {
+	if !slices.Contains(p.online[user], device) || p.failing[delivery.Device{User: user, Device: device}] {
 		return 0
 	}
-	p.got = append(p.got, pushed{device: fanout.Device{User: user, Device: device}, kind: push.Kind})
+	p.got = append(p.got, pushed{device: delivery.Device{User: user, Device: device}, kind: push.Kind})
 	return 1
 }
 
@@ -107,7 +106,7 @@ type fakeNotifier struct {
 	users [][]int64
 }
 
-func (n *fakeNotifier) Notify(_ context.Context, _ string, note fanout.Notification) error {
+func (n *fakeNotifier) Notify(_ context.Context, _ string, note delivery.Notification) error {
 	n.mu.Lock()
 	n.users = append(n.users, note.Users)
 	n.mu.Unlock()
@@ -181,7 +180,7 @@ func newFixture(t *testing.T) *fixture {
 		members:  membership.New(dir, clock, time.Minute),
 		log:      log,
 		queue:    &flakyQueue{DeliverQueue: memory.NewDeliverQueue(clock.Now)},
-		pusher:   &fakePusher{online: map[int64][]uint64{}, failing: map[fanout.Device]bool{}},
+		pusher:   &fakePusher{online: map[int64][]uint64{}, failing: map[delivery.Device]bool{}},
 		notifier: &fakeNotifier{},
 		dialogs:  memory.NewDialogStore(clock.Now),
 		mailbox:  memory.NewMailbox(),
@@ -260,19 +259,21 @@ func (f *fixture) missed(t *testing.T, user int64, device uint64) []mailbox.Even
 	return events
 }
 
-func dev(user int64, device uint64) fanout.Device { return fanout.Device{User: user, Device: device} }
+func dev(user int64, device uint64) delivery.Device {
+	return delivery.Device{User: user, Device: device}
+}
 
 func TestMessageFanOut(t *testing.T) {
 	type want struct {
-		pushedTo []fanout.Device
+		pushedTo []delivery.Device
 		unread   map[int64]int64
-		missed   []fanout.Device
+		missed   []delivery.Device
 		notified []int64
 	}
 	cases := []struct {
 		name    string
 		online  map[int64][]uint64
-		failing []fanout.Device
+		failing []delivery.Device
 		muted   []int64
 		job     func(delivery.Job) delivery.Job
 		want    want
@@ -281,7 +282,7 @@ func TestMessageFanOut(t *testing.T) {
 			name:   "online devices get it but the sending one; offline users get no mailbox row",
 			online: map[int64][]uint64{1: {1, 2}, 2: {5}},
 			want: want{
-				pushedTo: []fanout.Device{dev(1, 2), dev(2, 5)},
+				pushedTo: []delivery.Device{dev(1, 2), dev(2, 5)},
 				unread:   map[int64]int64{1: 0, 2: 1, 3: 1, 4: 1},
 				notified: []int64{3, 4},
 			},
@@ -289,11 +290,11 @@ func TestMessageFanOut(t *testing.T) {
 		{
 			name:    "a failed push to a connected device leaves a MISSED_MESSAGE row and notifies",
 			online:  map[int64][]uint64{2: {5, 6}, 3: {9}},
-			failing: []fanout.Device{dev(2, 6)},
+			failing: []delivery.Device{dev(2, 6)},
 			want: want{
-				pushedTo: []fanout.Device{dev(2, 5), dev(3, 9)},
+				pushedTo: []delivery.Device{dev(2, 5), dev(3, 9)},
 				unread:   map[int64]int64{2: 1, 3: 1, 4: 1},
-				missed:   []fanout.Device{dev(2, 6)},
+				missed:   []delivery.Device{dev(2, 6)},
 				notified: []int64{2, 4},
 			},
 		},
@@ -302,7 +303,7 @@ func TestMessageFanOut(t *testing.T) {
 			online: map[int64][]uint64{2: {5}},
 			muted:  []int64{3},
 			want: want{
-				pushedTo: []fanout.Device{dev(2, 5)},
+				pushedTo: []delivery.Device{dev(2, 5)},
 				unread:   map[int64]int64{2: 1, 3: 0, 4: 1},
 				notified: []int64{4},
 			},
@@ -310,7 +311,7 @@ func TestMessageFanOut(t *testing.T) {
 		{
 			name:    "NotMailbox writes no row, NotPush notifies nobody",
 			online:  map[int64][]uint64{2: {5}},
-			failing: []fanout.Device{dev(2, 5)},
+			failing: []delivery.Device{dev(2, 5)},
 			job: func(j delivery.Job) delivery.Job {
 				j.NotMailbox, j.NotPush = true, true
 				return j
@@ -336,7 +337,7 @@ func TestMessageFanOut(t *testing.T) {
 			}
 			f.run(t, job)
 
-			var to []fanout.Device
+			var to []delivery.Device
 			for _, p := range f.pusher.received() {
 				if p.kind == delivery.KindMessage {
 					to = append(to, p.device)
@@ -350,7 +351,7 @@ func TestMessageFanOut(t *testing.T) {
 					t.Fatalf("user %d: unread %d (listed %v), want %d", user, got, listed, want)
 				}
 			}
-			var missed []fanout.Device
+			var missed []delivery.Device
 			for u := int64(1); u <= 4; u++ {
 				for _, e := range f.missed(t, u, 0) {
 					missed = append(missed, dev(e.User, e.Device))
@@ -380,8 +381,8 @@ func TestMessageFanOut(t *testing.T) {
 	}
 }
 
-func sameDevices(a, b []fanout.Device) bool {
-	cmp := func(x, y fanout.Device) int {
+func sameDevices(a, b []delivery.Device) bool {
+	cmp := func(x, y delivery.Device) int {
 		if x.User != y.User {
 			return int(x.User - y.User)
 		}
@@ -481,14 +482,14 @@ func TestReadJobsOfTwoReadersBothAct(t *testing.T) {
 			ExcludeDevice: device, NotPush: true, NotMailbox: true, Recipients: []int64{reader}, Event: json.RawMessage(`{"seq":1}`),
 		})
 	}
-	var to []fanout.Device
+	var to []delivery.Device
 	for _, p := range f.pusher.received() {
 		if p.kind != delivery.KindRead {
 			t.Fatalf("unexpected push %+v", p)
 		}
 		to = append(to, p.device)
 	}
-	if !sameDevices(to, []fanout.Device{dev(2, 6), dev(3, 9)}) {
+	if !sameDevices(to, []delivery.Device{dev(2, 6), dev(3, 9)}) {
 		t.Fatalf("read pushed to %v, want each reader's other device", to)
 	}
 	if got, listed := f.unread(t, 2); listed || got != 0 {

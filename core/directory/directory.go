@@ -11,10 +11,10 @@ import (
 	"slices"
 	"unicode/utf8"
 
-	"github.com/imdhq/imd/core/apperr"
 	"github.com/imdhq/imd/core/conversation"
+	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/social"
 	"github.com/imdhq/imd/core/send"
-	"github.com/imdhq/imd/core/social"
 	"github.com/imdhq/imd/core/uploads"
 	"github.com/imdhq/imd/ports"
 )

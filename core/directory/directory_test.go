@@ -11,12 +11,12 @@ import (
 	"time"
 
 	"github.com/imdhq/imd/adapters/memory"
-	"github.com/imdhq/imd/core/apperr"
 	"github.com/imdhq/imd/core/conversation"
 	"github.com/imdhq/imd/core/directory"
-	"github.com/imdhq/imd/core/mailbox"
+	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/mailbox"
+	"github.com/imdhq/imd/core/domain/social"
 	"github.com/imdhq/imd/core/membership"
-	"github.com/imdhq/imd/core/social"
 )
 
 const tenant = "acme"

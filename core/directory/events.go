@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/imdhq/imd/core/mailbox"
+	"github.com/imdhq/imd/core/domain/mailbox"
+	"github.com/imdhq/imd/core/domain/social"
 	"github.com/imdhq/imd/core/send"
-	"github.com/imdhq/imd/core/social"
 )
 
 // eventBatch bounds one mailbox append, so adding a big group's members writes in steps.

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"unicode/utf8"
 
-	"github.com/imdhq/imd/core/apperr"
-	"github.com/imdhq/imd/core/social"
+	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/social"
 )
 
 // Friends lists a user's friends above after.

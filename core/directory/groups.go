@@ -7,10 +7,10 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/imdhq/imd/core/apperr"
-	"github.com/imdhq/imd/core/mailbox"
-	"github.com/imdhq/imd/core/social"
-	"github.com/imdhq/imd/core/topic"
+	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/mailbox"
+	"github.com/imdhq/imd/core/domain/social"
+	"github.com/imdhq/imd/core/domain/topic"
 )
 
 // MaxMute bounds a per-member mute.

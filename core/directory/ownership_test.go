@@ -11,12 +11,12 @@ import (
 	"time"
 
 	"github.com/imdhq/imd/adapters/memory"
-	"github.com/imdhq/imd/core/apperr"
 	"github.com/imdhq/imd/core/conversation"
-	"github.com/imdhq/imd/core/dialog"
 	"github.com/imdhq/imd/core/directory"
+	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/dialog"
+	"github.com/imdhq/imd/core/domain/social"
 	"github.com/imdhq/imd/core/send"
-	"github.com/imdhq/imd/core/social"
 )
 
 // topicEvents records the group events the directory writes into topics.

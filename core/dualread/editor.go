@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/imdhq/imd/core/legacy"
-	"github.com/imdhq/imd/core/message"
-	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/domain/legacy"
+	"github.com/imdhq/imd/core/domain/message"
+	"github.com/imdhq/imd/core/domain/month"
 	"github.com/imdhq/imd/ports"
 )
 

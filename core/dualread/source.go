@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/imdhq/imd/core/legacy"
+	"github.com/imdhq/imd/core/domain/legacy"
 	"github.com/imdhq/imd/ports"
 )
 

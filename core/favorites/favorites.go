@@ -7,10 +7,10 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/message"
+	"github.com/imdhq/imd/core/domain/msgref"
 	"github.com/imdhq/imd/core/history"
-	"github.com/imdhq/imd/core/message"
-	"github.com/imdhq/imd/core/msgref"
 	"github.com/imdhq/imd/ports"
 )
 

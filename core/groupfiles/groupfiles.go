@@ -9,11 +9,11 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/imdhq/imd/core/apperr"
 	"github.com/imdhq/imd/core/conversation"
-	"github.com/imdhq/imd/core/message"
-	"github.com/imdhq/imd/core/msgref"
-	"github.com/imdhq/imd/core/topic"
+	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/message"
+	"github.com/imdhq/imd/core/domain/msgref"
+	"github.com/imdhq/imd/core/domain/topic"
 	"github.com/imdhq/imd/ports"
 )
 

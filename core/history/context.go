@@ -4,8 +4,8 @@ import (
 	"context"
 	"slices"
 
-	"github.com/imdhq/imd/core/apperr"
-	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/message"
 )
 
 // Context sizes: messages on each side of the target.

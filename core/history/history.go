@@ -11,13 +11,13 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/imdhq/imd/core/apperr"
 	"github.com/imdhq/imd/core/conversation"
-	"github.com/imdhq/imd/core/message"
-	"github.com/imdhq/imd/core/month"
-	"github.com/imdhq/imd/core/route"
-	"github.com/imdhq/imd/core/shard"
-	"github.com/imdhq/imd/core/topic"
+	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/message"
+	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/route"
+	"github.com/imdhq/imd/core/domain/shard"
+	"github.com/imdhq/imd/core/domain/topic"
 	"github.com/imdhq/imd/ports"
 )
 

@@ -3,8 +3,8 @@ package history
 import (
 	"context"
 
-	"github.com/imdhq/imd/core/message"
-	"github.com/imdhq/imd/core/route"
+	"github.com/imdhq/imd/core/domain/message"
+	"github.com/imdhq/imd/core/domain/route"
 	"github.com/imdhq/imd/ports"
 )
 

@@ -10,10 +10,10 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/imdhq/imd/core/apperr"
-	"github.com/imdhq/imd/core/dialog"
-	"github.com/imdhq/imd/core/mailbox"
-	"github.com/imdhq/imd/core/social"
+	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/dialog"
+	"github.com/imdhq/imd/core/domain/mailbox"
+	"github.com/imdhq/imd/core/domain/social"
 	"github.com/imdhq/imd/ports"
 )
 

@@ -11,15 +11,15 @@ import (
 	"time"
 
 	"github.com/imdhq/imd/adapters/memory"
-	"github.com/imdhq/imd/core/apperr"
-	"github.com/imdhq/imd/core/delivery"
-	"github.com/imdhq/imd/core/dialog"
+	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/delivery"
+	"github.com/imdhq/imd/core/domain/dialog"
+	"github.com/imdhq/imd/core/domain/mailbox"
+	"github.com/imdhq/imd/core/domain/message"
+	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/shard"
+	"github.com/imdhq/imd/core/domain/social"
 	"github.com/imdhq/imd/core/inbox"
-	"github.com/imdhq/imd/core/mailbox"
-	"github.com/imdhq/imd/core/message"
-	"github.com/imdhq/imd/core/month"
-	"github.com/imdhq/imd/core/shard"
-	"github.com/imdhq/imd/core/social"
 	"github.com/imdhq/imd/ports"
 )
 

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/imdhq/imd/core/delivery"
-	"github.com/imdhq/imd/core/mailbox"
+	"github.com/imdhq/imd/core/domain/delivery"
+	"github.com/imdhq/imd/core/domain/mailbox"
 	"github.com/imdhq/imd/ports"
 )
 

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/domain/apperr"
 )
 
 // Job is one operation running in the background of this node.

@@ -12,9 +12,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/imdhq/imd/core/fulltext"
-	"github.com/imdhq/imd/core/message"
-	"github.com/imdhq/imd/core/msgref"
+	"github.com/imdhq/imd/core/domain/fulltext"
+	"github.com/imdhq/imd/core/domain/message"
+	"github.com/imdhq/imd/core/domain/msgref"
 	"github.com/imdhq/imd/ports"
 )
 

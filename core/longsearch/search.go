@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/imdhq/imd/core/apperr"
 	"github.com/imdhq/imd/core/conversation"
-	"github.com/imdhq/imd/core/fulltext"
+	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/fulltext"
+	"github.com/imdhq/imd/core/domain/message"
 	"github.com/imdhq/imd/core/history"
-	"github.com/imdhq/imd/core/message"
 	"github.com/imdhq/imd/ports"
 )
 

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/imdhq/imd/core/flight"
+	"github.com/imdhq/imd/core/singleflight"
 	"github.com/imdhq/imd/ports"
 )
 
@@ -25,7 +25,7 @@ type Cache struct {
 
 	mu      sync.Mutex
 	entries map[string]entry
-	loads   flight.Group[[]int64] // one member read per topic at a time
+	loads   singleflight.Group[[]int64] // one member read per topic at a time
 }
 
 // New returns a cache whose entries live ttl.

@@ -15,9 +15,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/imdhq/imd/core/apperr"
-	"github.com/imdhq/imd/core/legacy"
-	"github.com/imdhq/imd/core/route"
+	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/legacy"
+	"github.com/imdhq/imd/core/domain/route"
 	"github.com/imdhq/imd/ports"
 )
 

@@ -15,15 +15,15 @@ import (
 	"time"
 
 	"github.com/imdhq/imd/adapters/memory"
-	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/legacy"
+	"github.com/imdhq/imd/core/domain/message"
+	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/seq"
+	"github.com/imdhq/imd/core/domain/shard"
 	"github.com/imdhq/imd/core/dualread"
-	"github.com/imdhq/imd/core/legacy"
-	"github.com/imdhq/imd/core/message"
 	"github.com/imdhq/imd/core/migration"
-	"github.com/imdhq/imd/core/month"
 	"github.com/imdhq/imd/core/routerepair"
-	"github.com/imdhq/imd/core/seq"
-	"github.com/imdhq/imd/core/shard"
 	"github.com/imdhq/imd/ports"
 )
 

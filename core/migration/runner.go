@@ -7,9 +7,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/imdhq/imd/core/legacy"
-	"github.com/imdhq/imd/core/month"
-	"github.com/imdhq/imd/core/shard"
+	"github.com/imdhq/imd/core/domain/legacy"
+	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/shard"
 )
 
 // Run supervises the jobs of the tenants that tenants names at each pass (so a tenant

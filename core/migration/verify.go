@@ -16,8 +16,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/imdhq/imd/core/legacy"
-	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/domain/legacy"
+	"github.com/imdhq/imd/core/domain/month"
 )
 
 // maxMismatchesPerTopic bounds the seq ranges one topic reports; a topic that differs

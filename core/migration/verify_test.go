@@ -6,8 +6,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/imdhq/imd/core/legacy"
-	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/domain/legacy"
+	"github.com/imdhq/imd/core/domain/month"
 )
 
 const m0 = month.Month(203101)

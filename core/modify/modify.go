@@ -19,12 +19,12 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/imdhq/imd/core/apperr"
 	"github.com/imdhq/imd/core/conversation"
-	"github.com/imdhq/imd/core/message"
-	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/message"
+	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/social"
 	"github.com/imdhq/imd/core/send"
-	"github.com/imdhq/imd/core/social"
 	"github.com/imdhq/imd/ports"
 )
 

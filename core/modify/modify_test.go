@@ -13,17 +13,17 @@ import (
 	"time"
 
 	"github.com/imdhq/imd/adapters/memory"
-	"github.com/imdhq/imd/core/apperr"
 	"github.com/imdhq/imd/core/conversation"
-	"github.com/imdhq/imd/core/delivery"
+	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/delivery"
+	"github.com/imdhq/imd/core/domain/message"
+	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/social"
 	"github.com/imdhq/imd/core/history"
 	"github.com/imdhq/imd/core/membership"
-	"github.com/imdhq/imd/core/message"
 	"github.com/imdhq/imd/core/modify"
-	"github.com/imdhq/imd/core/month"
 	"github.com/imdhq/imd/core/send"
 	"github.com/imdhq/imd/core/shardmanager"
-	"github.com/imdhq/imd/core/social"
 	"github.com/imdhq/imd/ports"
 )
 

@@ -8,10 +8,10 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/message"
+	"github.com/imdhq/imd/core/domain/month"
 	"github.com/imdhq/imd/core/jobs"
-	"github.com/imdhq/imd/core/message"
-	"github.com/imdhq/imd/core/month"
 	"github.com/imdhq/imd/ports"
 )
 

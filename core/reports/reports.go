@@ -9,10 +9,10 @@ import (
 	"fmt"
 	"unicode/utf8"
 
-	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/message"
+	"github.com/imdhq/imd/core/domain/social"
 	"github.com/imdhq/imd/core/history"
-	"github.com/imdhq/imd/core/message"
-	"github.com/imdhq/imd/core/social"
 	"github.com/imdhq/imd/ports"
 )
 

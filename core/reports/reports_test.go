@@ -8,15 +8,15 @@ import (
 	"time"
 
 	"github.com/imdhq/imd/adapters/memory"
-	"github.com/imdhq/imd/core/apperr"
 	"github.com/imdhq/imd/core/conversation"
+	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/message"
+	"github.com/imdhq/imd/core/domain/social"
 	"github.com/imdhq/imd/core/history"
 	"github.com/imdhq/imd/core/membership"
-	"github.com/imdhq/imd/core/message"
 	"github.com/imdhq/imd/core/reports"
 	"github.com/imdhq/imd/core/send"
 	"github.com/imdhq/imd/core/shardmanager"
-	"github.com/imdhq/imd/core/social"
 )
 
 const tenant = "acme"

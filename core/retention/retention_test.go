@@ -13,10 +13,10 @@ import (
 	"github.com/imdhq/imd/adapters/memory"
 	"github.com/imdhq/imd/core/archiver"
 	"github.com/imdhq/imd/core/archivereader"
-	"github.com/imdhq/imd/core/message"
-	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/domain/message"
+	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/shard"
 	"github.com/imdhq/imd/core/retention"
-	"github.com/imdhq/imd/core/shard"
 	"github.com/imdhq/imd/core/shardmanager"
 )
 

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/imdhq/imd/core/route"
+	"github.com/imdhq/imd/core/domain/route"
 )
 
 // rebuildAttempts bounds the retries of a rebuild that keeps racing concurrent writes.

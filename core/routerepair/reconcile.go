@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/imdhq/imd/core/month"
-	"github.com/imdhq/imd/core/route"
-	"github.com/imdhq/imd/core/shard"
+	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/route"
+	"github.com/imdhq/imd/core/domain/shard"
 )
 
 // Report is what one reconciliation of a tenant found.

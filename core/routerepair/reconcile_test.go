@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/imdhq/imd/core/route"
+	"github.com/imdhq/imd/core/domain/route"
 	"github.com/imdhq/imd/core/routerepair"
 )
 

@@ -12,8 +12,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/imdhq/imd/core/month"
-	"github.com/imdhq/imd/core/topic"
+	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/topic"
 	"github.com/imdhq/imd/ports"
 )
 

@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/imdhq/imd/core/tenant"
+	"github.com/imdhq/imd/core/domain/tenant"
 	"github.com/imdhq/imd/ports"
 )
 

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/imdhq/imd/adapters/memory"
+	"github.com/imdhq/imd/core/domain/tenant"
 	"github.com/imdhq/imd/core/runtime"
-	"github.com/imdhq/imd/core/tenant"
 )
 
 // wait bounds every "eventually" of these tests; nothing here is timed.

@@ -10,8 +10,8 @@ import (
 
 	"github.com/imdhq/imd/adapters/memory"
 	"github.com/imdhq/imd/core/conversation"
+	"github.com/imdhq/imd/core/domain/message"
 	"github.com/imdhq/imd/core/membership"
-	"github.com/imdhq/imd/core/message"
 	"github.com/imdhq/imd/core/send"
 	"github.com/imdhq/imd/ports"
 )

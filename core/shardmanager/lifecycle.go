@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/imdhq/imd/core/apperr"
-	"github.com/imdhq/imd/core/month"
-	"github.com/imdhq/imd/core/shard"
+	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/shard"
 	"github.com/imdhq/imd/ports"
 )
 

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/imdhq/imd/core/month"
-	"github.com/imdhq/imd/core/shard"
+	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/shard"
 )
 
 // upkeep deletes expired dedup records in small batches (seed 000 §3.5) and copies the

@@ -7,12 +7,12 @@ import (
 	"time"
 
 	"github.com/imdhq/imd/core/authn"
-	"github.com/imdhq/imd/core/dialog"
+	"github.com/imdhq/imd/core/domain/dialog"
+	"github.com/imdhq/imd/core/domain/message"
+	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/seq"
 	"github.com/imdhq/imd/core/history"
 	"github.com/imdhq/imd/core/inbox"
-	"github.com/imdhq/imd/core/message"
-	"github.com/imdhq/imd/core/month"
-	"github.com/imdhq/imd/core/seq"
 )
 
 // sendKey is what makes two sends the same message: (topic, sender, client_msg_id).

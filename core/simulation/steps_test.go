@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/imdhq/imd/adapters/memory"
-	"github.com/imdhq/imd/core/auth"
 	"github.com/imdhq/imd/core/conversation"
 	"github.com/imdhq/imd/core/directory"
-	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/domain/auth"
+	"github.com/imdhq/imd/core/domain/message"
 	"github.com/imdhq/imd/core/modify"
 	"github.com/imdhq/imd/core/read"
 	"github.com/imdhq/imd/core/send"

@@ -11,25 +11,24 @@ import (
 	"time"
 
 	"github.com/imdhq/imd/adapters/memory"
-	"github.com/imdhq/imd/core/auth"
 	"github.com/imdhq/imd/core/authn"
 	"github.com/imdhq/imd/core/conversation"
 	"github.com/imdhq/imd/core/deliver"
-	"github.com/imdhq/imd/core/delivery"
 	"github.com/imdhq/imd/core/directory"
-	"github.com/imdhq/imd/core/fanout"
+	"github.com/imdhq/imd/core/domain/auth"
+	"github.com/imdhq/imd/core/domain/delivery"
+	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/social"
 	"github.com/imdhq/imd/core/history"
 	"github.com/imdhq/imd/core/inbox"
 	"github.com/imdhq/imd/core/inflight"
 	"github.com/imdhq/imd/core/membership"
 	"github.com/imdhq/imd/core/modify"
-	"github.com/imdhq/imd/core/month"
 	"github.com/imdhq/imd/core/read"
 	"github.com/imdhq/imd/core/routerepair"
 	"github.com/imdhq/imd/core/send"
 	"github.com/imdhq/imd/core/seqholes"
 	"github.com/imdhq/imd/core/shardmanager"
-	"github.com/imdhq/imd/core/social"
 	"github.com/imdhq/imd/ports"
 )
 
@@ -353,8 +352,8 @@ func (p *pusher) Push(ctx context.Context, name string, t delivery.Target, push 
 	return p.PushReach(ctx, name, delivery.Addressed{Target: t, Push: push})[0].Report
 }
 
-func (p *pusher) PushReach(_ context.Context, _ string, pushes ...delivery.Addressed) []fanout.Outcome {
-	out := make([]fanout.Outcome, len(pushes))
+func (p *pusher) PushReach(_ context.Context, _ string, pushes ...delivery.Addressed) []delivery.Outcome {
+	out := make([]delivery.Outcome, len(pushes))
 	for i, a := range pushes {
 		for _, user := range a.Target.Recipients {
 			online := false
@@ -370,7 +369,7 @@ func (p *pusher) PushReach(_ context.Context, _ string, pushes ...delivery.Addre
 				online = true
 				if p.w.slow[k] {
 					out[i].Failed++
-					out[i].FailedDevices = append(out[i].FailedDevices, fanout.Device{User: user, Device: d})
+					out[i].FailedDevices = append(out[i].FailedDevices, delivery.Device{User: user, Device: d})
 					continue
 				}
 				out[i].Delivered++
@@ -391,7 +390,7 @@ func (p *pusher) PushDevice(context.Context, string, int64, uint64, delivery.Pus
 
 type notifier struct{}
 
-func (notifier) Notify(context.Context, string, fanout.Notification) error { return nil }
+func (notifier) Notify(context.Context, string, delivery.Notification) error { return nil }
 
 // activeMonth reads the active month straight from the fake, past every gate.
 func (w *world) activeMonth() (month.Month, bool) {

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/domain/apperr"
 	"github.com/imdhq/imd/ports"
 )
 

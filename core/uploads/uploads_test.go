@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/imdhq/imd/adapters/memory"
-	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/domain/apperr"
 	"github.com/imdhq/imd/core/uploads"
 )
 

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/core/delivery"
+	"github.com/imdhq/imd/core/domain/delivery"
 	"github.com/imdhq/imd/ports"
 )
 

@@ -3,7 +3,7 @@ package contract
 import (
 	"testing"
 
-	"github.com/imdhq/imd/core/delivery"
+	"github.com/imdhq/imd/core/domain/delivery"
 	"github.com/imdhq/imd/ports"
 )
 

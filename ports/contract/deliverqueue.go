@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/core/delivery"
-	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/domain/delivery"
+	"github.com/imdhq/imd/core/domain/message"
 	"github.com/imdhq/imd/ports"
 )
 

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/imdhq/imd/core/dialog"
+	"github.com/imdhq/imd/core/domain/dialog"
 	"github.com/imdhq/imd/ports"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/core/dialog"
+	"github.com/imdhq/imd/core/domain/dialog"
 	"github.com/imdhq/imd/ports"
 )
 

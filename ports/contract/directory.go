@@ -7,8 +7,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/imdhq/imd/core/apperr"
-	"github.com/imdhq/imd/core/social"
+	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/social"
 	"github.com/imdhq/imd/ports"
 )
 

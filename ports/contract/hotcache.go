@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/core/message"
-	"github.com/imdhq/imd/core/month"
-	"github.com/imdhq/imd/core/route"
+	"github.com/imdhq/imd/core/domain/message"
+	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/route"
 	"github.com/imdhq/imd/ports"
 )
 

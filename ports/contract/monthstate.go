@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/domain/month"
 	"github.com/imdhq/imd/ports"
 )
 

@@ -8,11 +8,11 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/imdhq/imd/core/dialog"
-	"github.com/imdhq/imd/core/message"
-	"github.com/imdhq/imd/core/month"
-	"github.com/imdhq/imd/core/shard"
-	"github.com/imdhq/imd/core/social"
+	"github.com/imdhq/imd/core/domain/dialog"
+	"github.com/imdhq/imd/core/domain/message"
+	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/shard"
+	"github.com/imdhq/imd/core/domain/social"
 	"github.com/imdhq/imd/ports"
 )
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/core/msgref"
+	"github.com/imdhq/imd/core/domain/msgref"
 	"github.com/imdhq/imd/ports"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/core/social"
+	"github.com/imdhq/imd/core/domain/social"
 	"github.com/imdhq/imd/ports"
 )
 

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/core/message"
-	"github.com/imdhq/imd/core/shard"
+	"github.com/imdhq/imd/core/domain/message"
+	"github.com/imdhq/imd/core/domain/shard"
 	"github.com/imdhq/imd/ports"
 )
 

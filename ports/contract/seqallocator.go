@@ -8,8 +8,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/imdhq/imd/core/month"
-	"github.com/imdhq/imd/core/seq"
+	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/seq"
 	"github.com/imdhq/imd/ports"
 )
 

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/core/social"
-	"github.com/imdhq/imd/core/stats"
+	"github.com/imdhq/imd/core/domain/social"
+	"github.com/imdhq/imd/core/domain/stats"
 	"github.com/imdhq/imd/ports"
 )
 

@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/imdhq/imd/core/apperr"
-	"github.com/imdhq/imd/core/tenant"
+	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/tenant"
 	"github.com/imdhq/imd/ports"
 )
 

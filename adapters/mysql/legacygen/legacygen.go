@@ -18,8 +18,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/imdhq/imd/core/message"
-	"github.com/imdhq/imd/core/topic"
+	"github.com/imdhq/imd/core/domain/message"
+	"github.com/imdhq/imd/core/domain/topic"
 	legacysql "github.com/imdhq/imd/sql/legacy"
 )
 

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/imdhq/imd/adapters/memory"
-	"github.com/imdhq/imd/core/month"
+	"github.com/imdhq/imd/core/domain/month"
 )
 
 func TestRowsAreRealisticAndReproducible(t *testing.T) {

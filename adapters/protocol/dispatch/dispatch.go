@@ -14,7 +14,7 @@ import (
 	"github.com/imdhq/imd/adapters/protocol/frame"
 	"github.com/imdhq/imd/adapters/protocol/session"
 	"github.com/imdhq/imd/adapters/protocol/taskpool"
-	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/domain/apperr"
 )
 
 // handler serves one command in the task pool. It returns the data of the final response (the

@@ -8,7 +8,7 @@ import (
 
 	"github.com/imdhq/imd/adapters/protocol"
 	"github.com/imdhq/imd/adapters/protocol/frame"
-	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/domain/apperr"
 	"github.com/imdhq/imd/core/inbox"
 	"github.com/imdhq/imd/core/read"
 )

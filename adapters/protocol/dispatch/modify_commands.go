@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/imdhq/imd/adapters/protocol"
-	"github.com/imdhq/imd/core/apperr"
+	"github.com/imdhq/imd/core/domain/apperr"
 	"github.com/imdhq/imd/core/modify"
 )
 

@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/domain/message"
 )
 
 // Unacked is a MESSAGE push its device never acknowledged with PUSH_ACK: the acknowledgement

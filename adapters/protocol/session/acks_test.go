@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/core/delivery"
+	"github.com/imdhq/imd/core/domain/delivery"
 )
 
 // unackedLog records what a registry gives up.

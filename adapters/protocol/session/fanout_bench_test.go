@@ -16,12 +16,11 @@ import (
 	"github.com/imdhq/imd/adapters/memory"
 	redisadapter "github.com/imdhq/imd/adapters/redis"
 	"github.com/imdhq/imd/core/deliver"
-	"github.com/imdhq/imd/core/delivery"
-	"github.com/imdhq/imd/core/fanout"
+	"github.com/imdhq/imd/core/domain/delivery"
+	"github.com/imdhq/imd/core/domain/message"
+	"github.com/imdhq/imd/core/domain/social"
 	"github.com/imdhq/imd/core/inbox"
 	"github.com/imdhq/imd/core/membership"
-	"github.com/imdhq/imd/core/message"
-	"github.com/imdhq/imd/core/social"
 	"github.com/imdhq/imd/ports"
 )
 
@@ -58,7 +57,7 @@ type countingPusher struct {
 	done   chan struct{}
 }
 
-func (p *countingPusher) PushReach(ctx context.Context, tenant string, pushes ...delivery.Addressed) []fanout.Outcome {
+func (p *countingPusher) PushReach(ctx context.Context, tenant string, pushes ...delivery.Addressed) []delivery.Outcome {
 	out := p.Registry.PushReach(ctx, tenant, pushes...)
 	for _, o := range out {
 		p.frames.Add(int64(o.Delivered))
@@ -176,4 +175,4 @@ func benchFanOut(b *testing.B, members int, dialogs ports.DialogStore, tenant st
 
 type noNotifier struct{}
 
-func (noNotifier) Notify(context.Context, string, fanout.Notification) error { return nil }
+func (noNotifier) Notify(context.Context, string, delivery.Notification) error { return nil }

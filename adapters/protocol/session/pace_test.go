@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/core/delivery"
+	"github.com/imdhq/imd/core/domain/delivery"
 )
 
 // fakeLoop is an event loop that records what it is handed: the connections' writes, and a

@@ -5,20 +5,19 @@ import (
 	"encoding/binary"
 
 	"github.com/imdhq/imd/adapters/protocol/frame"
-	"github.com/imdhq/imd/core/delivery"
-	"github.com/imdhq/imd/core/fanout"
+	"github.com/imdhq/imd/core/domain/delivery"
 )
 
 // reach collects who a push did not reach; a nil *reach collects nothing, so Push pays nothing
 // for it.
 type reach struct {
-	failedOn  []fanout.Device
+	failedOn  []delivery.Device
 	offlineOf []int64
 }
 
 func (m *reach) failed(user int64, c *Conn) {
 	if m != nil {
-		m.failedOn = append(m.failedOn, fanout.Device{User: user, Device: c.Identity().Device})
+		m.failedOn = append(m.failedOn, delivery.Device{User: user, Device: c.Identity().Device})
 	}
 }
 
@@ -32,12 +31,12 @@ func (m *reach) offline(user int64) {
 // did not take the frame and the recipients without a connected device (ports.DevicePusher),
 // so the deliver worker can write MISSED_MESSAGE rows and notify. A connection gets the frames
 // of all the pushes in one write.
-func (r *Registry) PushReach(ctx context.Context, tenant string, pushes ...delivery.Addressed) []fanout.Outcome {
+func (r *Registry) PushReach(ctx context.Context, tenant string, pushes ...delivery.Addressed) []delivery.Outcome {
 	miss := make([]reach, len(pushes))
 	reps := r.push(ctx, tenant, pushes, miss)
-	out := make([]fanout.Outcome, len(pushes))
+	out := make([]delivery.Outcome, len(pushes))
 	for i, rep := range reps {
-		out[i] = fanout.Outcome{Report: rep, FailedDevices: miss[i].failedOn, OfflineUsers: miss[i].offlineOf}
+		out[i] = delivery.Outcome{Report: rep, FailedDevices: miss[i].failedOn, OfflineUsers: miss[i].offlineOf}
 	}
 	return out
 }

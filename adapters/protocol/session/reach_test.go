@@ -6,8 +6,7 @@ import (
 	"testing"
 
 	"github.com/imdhq/imd/adapters/protocol"
-	"github.com/imdhq/imd/core/delivery"
-	"github.com/imdhq/imd/core/fanout"
+	"github.com/imdhq/imd/core/domain/delivery"
 )
 
 func TestPushReachNamesWhoWasNotReached(t *testing.T) {
@@ -23,7 +22,7 @@ func TestPushReachNamesWhoWasNotReached(t *testing.T) {
 	if out.Report != (delivery.Report{Delivered: 1, Failed: 1, Offline: 1}) {
 		t.Fatalf("report %+v", out.Report)
 	}
-	if !slices.Equal(out.FailedDevices, []fanout.Device{{User: 2, Device: 7}}) || !slices.Equal(out.OfflineUsers, []int64{3}) {
+	if !slices.Equal(out.FailedDevices, []delivery.Device{{User: 2, Device: 7}}) || !slices.Equal(out.OfflineUsers, []int64{3}) {
 		t.Fatalf("failed %v, offline %v; want device 7 of user 2 and user 3", out.FailedDevices, out.OfflineUsers)
 	}
 
@@ -88,7 +87,7 @@ func TestPushReachWritesEachConnectionOnce(t *testing.T) {
 				if o.Delivered != tt.wantTaken[i] || o.Offline != 1 || !slices.Equal(o.OfflineUsers, []int64{3}) {
 					t.Fatalf("push %d: %+v; want %d delivered and user 3 offline", i, o, tt.wantTaken[i])
 				}
-				lost := slices.Contains(o.FailedDevices, fanout.Device{User: 2, Device: 1})
+				lost := slices.Contains(o.FailedDevices, delivery.Device{User: 2, Device: 1})
 				if lost != slices.Contains(tt.wantLost, i) {
 					t.Fatalf("push %d: failed devices %v", i, o.FailedDevices)
 				}

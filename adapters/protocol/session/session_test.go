@@ -11,8 +11,8 @@ import (
 
 	"github.com/imdhq/imd/adapters/protocol"
 	"github.com/imdhq/imd/adapters/protocol/frame"
-	"github.com/imdhq/imd/core/delivery"
-	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/domain/delivery"
+	"github.com/imdhq/imd/core/domain/message"
 )
 
 // fakeConn stands in for a transport whose event loop runs only when the test says so:

@@ -16,8 +16,8 @@ import (
 
 	"github.com/imdhq/imd/adapters/protocol"
 	"github.com/imdhq/imd/adapters/protocol/frame"
-	"github.com/imdhq/imd/core/apperr"
-	"github.com/imdhq/imd/core/auth"
+	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/auth"
 )
 
 // testTime is the fake clock's time; server_time answers carry it.

@@ -10,9 +10,9 @@ import (
 
 	"github.com/imdhq/imd/adapters/protocol"
 	"github.com/imdhq/imd/adapters/protocol/frame"
-	"github.com/imdhq/imd/adapters/protocol/session"
 	"github.com/imdhq/imd/adapters/protocol/proxyhdr"
-	"github.com/imdhq/imd/core/delivery"
+	"github.com/imdhq/imd/adapters/protocol/session"
+	"github.com/imdhq/imd/core/domain/delivery"
 )
 
 // expectKick reads frames until a KICK and checks its reason, then expects the close.

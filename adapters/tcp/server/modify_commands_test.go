@@ -10,12 +10,12 @@ import (
 	"github.com/imdhq/imd/adapters/memory"
 	"github.com/imdhq/imd/adapters/protocol"
 	"github.com/imdhq/imd/core/conversation"
+	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/social"
 	"github.com/imdhq/imd/core/history"
 	"github.com/imdhq/imd/core/membership"
 	"github.com/imdhq/imd/core/modify"
-	"github.com/imdhq/imd/core/month"
 	"github.com/imdhq/imd/core/send"
-	"github.com/imdhq/imd/core/social"
 )
 
 // newModifyDeps is the send, history and modify use cases over the in-memory adapters, with

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/imdhq/imd/adapters/protocol"
-	"github.com/imdhq/imd/core/delivery"
-	"github.com/imdhq/imd/core/message"
+	"github.com/imdhq/imd/core/domain/delivery"
+	"github.com/imdhq/imd/core/domain/message"
 )
 
 func testMessage(seq int64, content string) *message.Message {

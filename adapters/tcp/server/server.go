@@ -23,8 +23,7 @@ import (
 	"github.com/imdhq/imd/adapters/protocol/dispatch"
 	"github.com/imdhq/imd/adapters/protocol/session"
 	"github.com/imdhq/imd/adapters/tcp/server/tlsconn"
-	"github.com/imdhq/imd/core/delivery"
-	"github.com/imdhq/imd/core/fanout"
+	"github.com/imdhq/imd/core/domain/delivery"
 )
 
 // Config is the listener's configuration; zero fields take the defaults of seed 003 §2.4/§19.
@@ -350,7 +349,7 @@ func (s *Server) Kick(tenant string, user int64, device uint64, reason string) i
 }
 
 // PushReach implements ports.DevicePusher over the session registry.
-func (s *Server) PushReach(ctx context.Context, tenant string, pushes ...delivery.Addressed) []fanout.Outcome {
+func (s *Server) PushReach(ctx context.Context, tenant string, pushes ...delivery.Addressed) []delivery.Outcome {
 	return s.commands.Sessions().PushReach(ctx, tenant, pushes...)
 }
 

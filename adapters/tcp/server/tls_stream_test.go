@@ -18,9 +18,9 @@ import (
 	"github.com/imdhq/imd/adapters/protocol/frame"
 	"github.com/imdhq/imd/adapters/protocol/proxyhdr"
 	"github.com/imdhq/imd/adapters/protocol/tlstest"
-	"github.com/imdhq/imd/core/delivery"
-	"github.com/imdhq/imd/core/message"
-	"github.com/imdhq/imd/core/seq"
+	"github.com/imdhq/imd/core/domain/delivery"
+	"github.com/imdhq/imd/core/domain/message"
+	"github.com/imdhq/imd/core/domain/seq"
 	"github.com/imdhq/imd/ports"
 )
 

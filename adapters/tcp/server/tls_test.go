@@ -16,7 +16,7 @@ import (
 	"github.com/imdhq/imd/adapters/protocol/frame"
 	"github.com/imdhq/imd/adapters/protocol/proxyhdr"
 	"github.com/imdhq/imd/adapters/protocol/tlstest"
-	"github.com/imdhq/imd/core/delivery"
+	"github.com/imdhq/imd/core/domain/delivery"
 )
 
 // testPKI is a self-signed certificate for im.test and the client configuration that

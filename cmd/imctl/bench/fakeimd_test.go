@@ -16,8 +16,8 @@ import (
 
 	"github.com/imdhq/imd/adapters/protocol"
 	"github.com/imdhq/imd/adapters/protocol/frame"
-	"github.com/imdhq/imd/core/month"
-	"github.com/imdhq/imd/core/topic"
+	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/topic"
 )
 
 // Faults the fake can inject, each on the message with seq 2 of a topic.

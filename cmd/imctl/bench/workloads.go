@@ -8,8 +8,8 @@ import (
 
 	"github.com/imdhq/imd/cmd/imctl/adminapi"
 	"github.com/imdhq/imd/cmd/imctl/bench/verify"
-	"github.com/imdhq/imd/core/month"
-	"github.com/imdhq/imd/core/topic"
+	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/topic"
 )
 
 // w1: N users in N/2 friend pairs, each closed-loop to its friend.

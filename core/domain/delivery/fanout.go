@@ -1,0 +1,30 @@
+// This file describes who a push reached and what goes to the system push service for
+// those it did not (seed 003 §12.2 step 5).
+
+package delivery
+
+import (
+	"github.com/imdhq/imd/core/domain/dialog"
+)
+
+// Device is one device of one user.
+type Device struct {
+	User   int64
+	Device uint64
+}
+
+// Outcome is a delivery.Report that also names who was not reached.
+type Outcome struct {
+	Report
+	// FailedDevices are connected devices whose outbound queue refused the frame.
+	FailedDevices []Device
+	// OfflineUsers are recipients with no connected device.
+	OfflineUsers []int64
+}
+
+// Notification asks the system push service (APNs, FCM, …) to tell users about a message
+// they did not get over their connection.
+type Notification struct {
+	Users   []int64
+	Preview dialog.Preview
+}

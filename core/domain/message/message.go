@@ -1,0 +1,170 @@
+// Package message holds the stored message and the rules a new message must pass before
+// anything is written (seed 003 §9.4, PROTOCOL §4).
+package message
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/topic"
+)
+
+// Status of a stored message.
+type Status string
+
+const (
+	StatusNormal   Status = "normal"
+	StatusRecalled Status = "recalled"
+	StatusDeleted  Status = "deleted"
+)
+
+// Limits of PROTOCOL §4 and seed 003 §19.
+const (
+	MaxClientMsgIDLen = 64
+	MaxContentSize    = 64 * 1024
+	MaxMentions       = 1000
+)
+
+// Types a client may send; media types carry an object-store key, never bytes.
+var types = map[string]bool{
+	"text": false, "image": true, "voice": true, "video": true, "sticker": false,
+	"gif": true, "file": true, "location": false, "system": false,
+}
+
+// Message is one stored message of a topic. The JSON tags fix its form inside queued deliver
+// jobs, which must survive a deploy.
+type Message struct {
+	Topic          string          `json:"topic"`
+	GroupID        int64           `json:"group_id,omitempty"` // 0 for P2P topics
+	ConversationID int64           `json:"conversation_id"`
+	Seq            int64           `json:"seq"`
+	MsgID          int64           `json:"msg_id"`
+	From           int64           `json:"from"`
+	ClientMsgID    string          `json:"client_msg_id"`
+	Type           string          `json:"type"`
+	Content        json.RawMessage `json:"content,omitempty"`
+	Mentions       []int64         `json:"mentions,omitempty"`
+	MentionAll     bool            `json:"mention_all,omitempty"`
+	ReplySeq       int64           `json:"reply_seq,omitempty"`
+	Status         Status          `json:"status"`
+	Version        int             `json:"version"`
+	CreatedAt      time.Time       `json:"created_at"`
+	EditedAt       time.Time       `json:"edited_at,omitzero"` // zero when never edited
+	Month          month.Month     `json:"month"`
+}
+
+// ValidateAppend rejects a message no message store may write: an empty or over-long topic,
+// a seq or msg_id that is not positive, an over-long client_msg_id, an invalid month. Every
+// store checks it before writing, so the in-memory one fails where MySQL would.
+func (m Message) ValidateAppend() error {
+	switch {
+	case m.Topic == "" || len(m.Topic) > topic.MaxLen:
+		return fmt.Errorf("append: invalid topic %q", m.Topic)
+	case m.Seq <= 0 || m.MsgID <= 0:
+		return fmt.Errorf("append %s: seq %d and msg_id %d must be positive", m.Topic, m.Seq, m.MsgID)
+	case len(m.ClientMsgID) > MaxClientMsgIDLen:
+		return fmt.Errorf("append %s: client_msg_id longer than %d", m.Topic, MaxClientMsgIDLen)
+	case !m.Month.Valid():
+		return fmt.Errorf("append %s: %w: %d", m.Topic, month.ErrInvalid, int32(m.Month))
+	}
+	return nil
+}
+
+// Draft is what a sender submits, before ids and seq exist.
+type Draft struct {
+	ClientMsgID string
+	Type        string
+	Content     json.RawMessage
+	Mentions    []int64
+	MentionAll  bool
+	ReplySeq    int64
+}
+
+// Validate checks a draft against the content rules; it writes nothing.
+func (d Draft) Validate() error {
+	if n := len(d.ClientMsgID); n < 1 || n > MaxClientMsgIDLen {
+		return apperr.New(apperr.InvalidArgument, "client_msg_id must be 1-64 characters")
+	}
+	media, known := types[d.Type]
+	if !known {
+		return apperr.New(apperr.InvalidArgument, "unknown message type")
+	}
+	if len(d.Content) > MaxContentSize {
+		return apperr.New(apperr.TooLarge, "content exceeds 64 KB")
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(d.Content, &obj); err != nil || obj == nil {
+		return apperr.New(apperr.InvalidArgument, "content must be a JSON object")
+	}
+	if media {
+		var key string
+		if err := json.Unmarshal(obj["key"], &key); err != nil || key == "" {
+			return apperr.New(apperr.InvalidArgument, "media content must reference an object-store key")
+		}
+		if _, inline := obj["data"]; inline {
+			return apperr.New(apperr.InvalidArgument, "media bytes are not accepted; upload and send the key")
+		}
+	}
+	if len(d.Mentions) > MaxMentions {
+		return apperr.New(apperr.InvalidArgument, "too many mentions")
+	}
+	if d.ReplySeq < 0 {
+		return apperr.New(apperr.InvalidArgument, "reply_seq must not be negative")
+	}
+	return nil
+}
+
+// Hash fingerprints the payload so a reused client_msg_id with different content is told
+// apart from a retry (DESIGN §1 "Dedup strength").
+func (d Draft) Hash() string {
+	h := sha256.New()
+	var num [8]byte
+	writeField := func(b []byte) {
+		binary.BigEndian.PutUint64(num[:], uint64(len(b)))
+		h.Write(num[:])
+		h.Write(b)
+	}
+	writeField([]byte(d.Type))
+	var compact bytes.Buffer
+	if json.Compact(&compact, d.Content) == nil {
+		writeField(compact.Bytes())
+	} else {
+		writeField(d.Content)
+	}
+	for _, m := range d.Mentions {
+		binary.BigEndian.PutUint64(num[:], uint64(m))
+		h.Write(num[:])
+	}
+	flags := []byte{0}
+	if d.MentionAll {
+		flags[0] = 1
+	}
+	h.Write(flags)
+	binary.BigEndian.PutUint64(num[:], uint64(d.ReplySeq))
+	h.Write(num[:])
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// ErrNotFound: no such message.
+var ErrNotFound = apperr.New(apperr.NotFound, "message not found")
+
+// PageQuery reads one topic of one month in seq order.
+type PageQuery struct {
+	Topic string
+	// After/Before bound seqs exclusively; 0 means unbounded.
+	After  int64
+	Before int64
+	Limit  int
+	Desc   bool
+	// Viewer, when set, hides the ranges that user deleted for themself (im_dellog).
+	Viewer int64
+	// IncludeDeleted returns tombstones too (sync shows them so clients see no gap).
+	IncludeDeleted bool
+}

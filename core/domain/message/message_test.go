@@ -1,0 +1,90 @@
+package message
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/imdhq/imd/core/domain/apperr"
+)
+
+func TestValidate(t *testing.T) {
+	big := `{"text":"` + strings.Repeat("x", MaxContentSize) + `"}`
+	tests := []struct {
+		name string
+		d    Draft
+		code apperr.Code
+	}{
+		{"text ok", Draft{ClientMsgID: "c1", Type: "text", Content: json.RawMessage(`{"text":"hi"}`)}, apperr.OK},
+		{"64 char id ok", Draft{ClientMsgID: strings.Repeat("a", 64), Type: "text", Content: json.RawMessage(`{}`)}, apperr.OK},
+		{"empty client id", Draft{Type: "text", Content: json.RawMessage(`{}`)}, apperr.InvalidArgument},
+		{"65 char id", Draft{ClientMsgID: strings.Repeat("a", 65), Type: "text", Content: json.RawMessage(`{}`)}, apperr.InvalidArgument},
+		{"unknown type", Draft{ClientMsgID: "c", Type: "html", Content: json.RawMessage(`{}`)}, apperr.InvalidArgument},
+		{"content not object", Draft{ClientMsgID: "c", Type: "text", Content: json.RawMessage(`"hi"`)}, apperr.InvalidArgument},
+		{"content null", Draft{ClientMsgID: "c", Type: "text", Content: json.RawMessage(`null`)}, apperr.InvalidArgument},
+		{"content too large", Draft{ClientMsgID: "c", Type: "text", Content: json.RawMessage(big)}, apperr.TooLarge},
+		{"image by key", Draft{ClientMsgID: "c", Type: "image", Content: json.RawMessage(`{"key":"img/1.png","w":3}`)}, apperr.OK},
+		{"image without key", Draft{ClientMsgID: "c", Type: "image", Content: json.RawMessage(`{"w":3}`)}, apperr.InvalidArgument},
+		{"image with bytes", Draft{ClientMsgID: "c", Type: "file", Content: json.RawMessage(`{"key":"k","data":"AAAA"}`)}, apperr.InvalidArgument},
+		{"negative reply", Draft{ClientMsgID: "c", Type: "text", Content: json.RawMessage(`{}`), ReplySeq: -1}, apperr.InvalidArgument},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := apperr.CodeOf(tt.d.Validate()); got != tt.code {
+				t.Fatalf("code %d, want %d", got, tt.code)
+			}
+		})
+	}
+}
+
+func TestValidateAppend(t *testing.T) {
+	ok := Message{Topic: "grp_1", Seq: 1, MsgID: 7, ClientMsgID: "c", Month: 202609}
+	tests := []struct {
+		name    string
+		edit    func(*Message)
+		wantErr string
+	}{
+		{"ok", func(*Message) {}, ""},
+		{"no topic", func(m *Message) { m.Topic = "" }, `append: invalid topic ""`},
+		{"long topic", func(m *Message) { m.Topic = strings.Repeat("t", 65) }, "append: invalid topic"},
+		{"seq 0", func(m *Message) { m.Seq = 0 }, "append grp_1: seq 0 and msg_id 7 must be positive"},
+		{"msg_id 0", func(m *Message) { m.MsgID = 0 }, "append grp_1: seq 1 and msg_id 0 must be positive"},
+		{"long client_msg_id", func(m *Message) { m.ClientMsgID = strings.Repeat("c", 65) }, "append grp_1: client_msg_id longer than 64"},
+		{"no month", func(m *Message) { m.Month = 0 }, "append grp_1: invalid month"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := ok
+			tt.edit(&m)
+			err := m.ValidateAppend()
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("ValidateAppend: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("ValidateAppend = %v, want an error containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestHashTellsRetriesFromReuse(t *testing.T) {
+	a := Draft{ClientMsgID: "c", Type: "text", Content: json.RawMessage(`{"text": "hi"}`)}
+	b := a
+	b.Content = json.RawMessage(`{"text":"hi"}`) // same JSON, other spacing: still a retry
+	c := a
+	c.Content = json.RawMessage(`{"text":"ho"}`)
+	d := a
+	d.MentionAll = true
+	if a.Hash() != b.Hash() {
+		t.Fatal("whitespace must not change the hash")
+	}
+	if a.Hash() == c.Hash() || a.Hash() == d.Hash() {
+		t.Fatal("different payloads must hash differently")
+	}
+	if len(a.Hash()) != 32 {
+		t.Fatalf("hash must fit CHAR(32): %q", a.Hash())
+	}
+}
