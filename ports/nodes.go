@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/imdhq/imd/core/presence"
+	"github.com/imdhq/imd/core/domain/presence"
 )
 
 // NodeLeases is the set of imd node instances serving a tenant, each alive while it renews

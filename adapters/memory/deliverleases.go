@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/imdhq/imd/core/domain/presence"
 	"github.com/imdhq/imd/core/domain/tenant"
-	"github.com/imdhq/imd/core/presence"
 	"github.com/imdhq/imd/ports"
 )
 

@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/imdhq/imd/core/domain/presence"
 	"github.com/imdhq/imd/core/domain/tenant"
-	"github.com/imdhq/imd/core/presence"
 	"github.com/imdhq/imd/ports"
 )
 

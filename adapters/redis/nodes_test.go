@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/imdhq/imd/core/presence"
+	"github.com/imdhq/imd/core/domain/presence"
 	"github.com/imdhq/imd/ports/contract"
 )
 

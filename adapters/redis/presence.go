@@ -9,7 +9,7 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/imdhq/imd/core/presence"
+	"github.com/imdhq/imd/core/domain/presence"
 	"github.com/imdhq/imd/ports"
 )
 

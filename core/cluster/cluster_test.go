@@ -12,7 +12,7 @@ import (
 	"github.com/imdhq/imd/adapters/memory"
 	"github.com/imdhq/imd/core/domain/delivery"
 	"github.com/imdhq/imd/core/domain/message"
-	"github.com/imdhq/imd/core/presence"
+	"github.com/imdhq/imd/core/domain/presence"
 )
 
 const tenant = "acme"

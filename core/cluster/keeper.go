@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/imdhq/imd/core/presence"
+	"github.com/imdhq/imd/core/domain/presence"
 	"github.com/imdhq/imd/ports"
 )
 

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/imdhq/imd/core/domain/delivery"
-	"github.com/imdhq/imd/core/presence"
+	"github.com/imdhq/imd/core/domain/presence"
 	"github.com/imdhq/imd/ports"
 )
 
