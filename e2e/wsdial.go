@@ -12,9 +12,11 @@ import (
 	"github.com/imdhq/imd/adapters/protocol/frame"
 )
 
-// WSConn is the e2e tests' own minimal WebSocket client (PROTOCOL §7): one frame per binary
-// message, requests answered in order, MESSAGE pushes acknowledged. (adapters/client is
-// getting a WebSocket dialer of its own; tests move to it once it is here.)
+// WSConn is the e2e tests' raw WebSocket client (PROTOCOL §7): one frame per binary message,
+// requests answered in order, MESSAGE pushes acknowledged. It can do what a well-behaved
+// client never does (text messages, a foreign Origin, an HTTP client that resolves the
+// Nginx name to loopback); the Go client's own WebSocket dialer is tested end to end in
+// client_ws_test.go.
 type WSConn struct {
 	WS   *cws.Conn
 	seq  uint32
