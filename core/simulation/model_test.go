@@ -197,6 +197,7 @@ func (w *world) check() {
 	for _, c := range m.conversations {
 		w.checkTopic(c.topic)
 	}
+	w.checkLegacy()
 	for _, c := range m.conversations {
 		for _, u := range c.members {
 			states, err := w.reads.States(ctx, tenant, u, []int64{c.id})
