@@ -75,7 +75,7 @@ func (w *world) migrate(n *node, s step) {
 		what = "finish"
 		_, err = n.migration.Finish(ctx, tenant)
 	default:
-		w.syncLegacy(n, []int64{2, 6}[s.b%2])
+		_ = w.syncLegacy(n, []int64{2, 6}[s.b%2])
 		return
 	}
 	job, _ := w.legacy.Job(ctx, tenant)
@@ -84,13 +84,13 @@ func (w *world) migrate(n *node, s step) {
 
 // syncLegacy has a member of the legacy group sync it from the start through node n: every
 // legacy message comes back once, at its seq with its msg_id, whatever the migration's phase.
-func (w *world) syncLegacy(n *node, user int64) {
+func (w *world) syncLegacy(n *node, user int64) error {
 	var got []message.Message
 	for since := int64(0); ; {
 		res, err := n.history.Sync(context.Background(), history.SyncRequest{Tenant: tenant, User: user, Topic: w.legacyTopic, Since: since, Limit: history.MaxLimit})
 		if err != nil {
 			w.trace("sync of the legacy group by user %d: %v", user, err)
-			return
+			return err
 		}
 		got = append(got, res.Messages...)
 		if !res.HasMore || len(res.Messages) == 0 {
@@ -100,16 +100,17 @@ func (w *world) syncLegacy(n *node, user int64) {
 	}
 	if len(got) != len(w.legacyMsgs) {
 		w.model.violate("sync of the legacy group %s by user %d returned %d messages, not %d", w.legacyTopic, user, len(got), len(w.legacyMsgs))
-		return
+		return nil
 	}
 	for i, m := range got {
 		if want := w.legacyMsgs[i]; m.Seq != want.Seq || m.MsgID != want.MsgID {
 			w.model.violate("sync of the legacy group %s by user %d: message %d is seq %d msg_id %d, not seq %d msg_id %d",
 				w.legacyTopic, user, i, m.Seq, m.MsgID, want.Seq, want.MsgID)
-			return
+			return nil
 		}
 	}
 	w.trace("sync of the legacy group by user %d: %d messages", user, len(got))
+	return nil
 }
 
 // checkLegacy: the month tables hold each legacy row at most once, at its seq, month and

@@ -430,6 +430,11 @@ func (w *world) heal() {
 			}
 		}
 	}
+	for _, u := range []int64{2, 6} {
+		if err := w.syncLegacy(n, u); err != nil {
+			w.model.violate("user %d cannot sync the legacy group after healing: %v", u, err)
+		}
+	}
 	w.checkUnread(n)
 	w.check()
 }
