@@ -563,3 +563,33 @@ func TestStatusShowsTheRowsVerifiedSoFar(t *testing.T) {
 		t.Fatalf("after verification: %s, verifying %+v", p.Job.Phase, p.Verifying)
 	}
 }
+
+// Step runs the job pass by pass without the supervisor: prepare and copy, the copy's end,
+// verification, then nothing more.
+func TestStepRunsOnePassAtATime(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	svc := f.service()
+	if more, err := svc.Step(ctx, tenant); more || err != nil {
+		t.Fatalf("step before start: more %v, %v", more, err)
+	}
+	if _, err := svc.Start(ctx, tenant, false); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []legacy.Phase{legacy.PhaseCopying, legacy.PhaseVerifying, legacy.PhaseVerified} {
+		more, err := svc.Step(ctx, tenant)
+		if err != nil || more != (want != legacy.PhaseVerified) {
+			t.Fatalf("pass %d: more %v, %v", i, more, err)
+		}
+		job, err := f.legacy.Job(ctx, tenant)
+		if err != nil || job.Phase != want {
+			t.Fatalf("after pass %d the job is %+v, %v; want %s", i, job, err, want)
+		}
+		if i == 0 && (!job.Prepared || job.Copied != int64(len(f.rows))) {
+			t.Fatalf("first pass did not prepare and copy: %+v", job)
+		}
+	}
+	if more, err := svc.Step(ctx, tenant); more || err != nil {
+		t.Fatalf("step after verification: more %v, %v", more, err)
+	}
+}

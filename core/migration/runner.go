@@ -88,10 +88,24 @@ func (s *Service) unclaim(tenant string) {
 	s.mu.Unlock()
 }
 
-// runTenant works the job until it leaves the running phases or ctx ends. Errors are retried
-// after a pause; maxFailures in a row fail the job so an operator looks at it.
+// Step does one pass of the tenant's job in the caller's goroutine: one batch (preparing
+// first if needed), or verifying what is due, exactly as a pass of Run's runner. more=false
+// when the job needs nothing more now. It neither paces, retries nor takes the lease: a caller
+// that drives jobs pass by pass (the deterministic simulator) runs one pass at a time itself.
+// An error leaves the job where it was, to be retried by the next pass.
+func (s *Service) Step(ctx context.Context, tenant string) (more bool, err error) {
+	return s.newRunner(tenant, pacer{}).step(ctx)
+}
+
+func (s *Service) newRunner(tenant string, pace pacer) *runner {
+	return &runner{s: s, tenant: tenant, pace: pace}
+}
+
+// runTenant works the job pass by pass (the passes Step runs) until it leaves the running
+// phases or ctx ends. Errors are retried after a pause; maxFailures in a row fail the job so
+// an operator looks at it.
 func (s *Service) runTenant(ctx context.Context, tenant string) {
-	r := &runner{s: s, tenant: tenant, pace: pacer{rate: s.cfg.RowsPerSecond}}
+	r := s.newRunner(tenant, pacer{rate: s.cfg.RowsPerSecond})
 	failures := 0
 	for ctx.Err() == nil {
 		more, err := r.step(ctx)

@@ -197,6 +197,7 @@ func (w *world) check() {
 	for _, c := range m.conversations {
 		w.checkTopic(c.topic)
 	}
+	w.checkLegacy()
 	for _, c := range m.conversations {
 		for _, u := range c.members {
 			states, err := w.reads.States(ctx, tenant, u, []int64{c.id})
@@ -427,6 +428,11 @@ func (w *world) heal() {
 					w.model.violate("ACKed message %v (msg_id %d) never reached device %d/%d", k, a.msgID, u, d)
 				}
 			}
+		}
+	}
+	for _, u := range []int64{2, 6} {
+		if err := w.syncLegacy(n, u); err != nil {
+			w.model.violate("user %d cannot sync the legacy group after healing: %v", u, err)
 		}
 	}
 	w.checkUnread(n)

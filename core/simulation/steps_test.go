@@ -49,6 +49,7 @@ const (
 	kSweep
 	kMember
 	kPoolFull
+	kMigrate
 	kinds
 )
 
@@ -56,6 +57,7 @@ var kindNames = [kinds]string{
 	"send", "retry", "deliver", "sync", "read", "tick", "ensure", "advance", "repair", "crash",
 	"redis-lose", "redis-snapshot", "redis-restore", "mysql-outage", "redis-outage", "slow-device", "offline",
 	"issue-token", "revoke-token", "change", "delete-self", "auth", "sweep", "member", "pool-full",
+	"migrate",
 }
 
 // weights of the kinds in a random step list.
@@ -63,6 +65,7 @@ var weights = [kinds]int{
 	kSend: 24, kRetry: 12, kDeliver: 14, kSync: 8, kRead: 5, kTick: 12, kEnsure: 3, kAdvance: 1, kRepair: 2, kCrash: 5,
 	kRedisLose: 1, kRedisSnapshot: 1, kRedisRestore: 1, kMySQLOutage: 1, kRedisOutage: 1, kSlowDevice: 2, kOffline: 1,
 	kIssueToken: 2, kRevokeToken: 2, kChange: 3, kDeleteSelf: 1, kAuth: 3, kSweep: 3, kMember: 2, kPoolFull: 1,
+	kMigrate: 4,
 }
 
 type step struct {
@@ -107,6 +110,10 @@ var crashPoints = map[kind][]string{
 	kRetry:  {"Seq.Allocate", "Store.Append", "Queue.Push", "Store.MaxSeq", "Seq.Reseed"},
 	kChange: {"Editor.Modify", "Store.Get", "Seq.Allocate", "Store.Append", "Queue.Push", "Hot.Invalidate"},
 	kSweep:  {"Shards.Catalog", "Holes.HoleSuspects", "Store.Segments", "Store.Page", "Holes.CloseHole"},
+	kMigrate: {"Migrations.Job", "Migrations.Cutover", "Migrations.SetPhase", "Migrations.Rerun", "Migrations.Reverify",
+		"Migrations.PrepareTable", "Migrations.Progress", "Shards.Catalog", "Shards.EnsureTable", "Shards.SetState", "Seq.Reseed",
+		"Migrations.Watermarks", "Migrations.MarkPrepared", "Migrations.CopyBatch", "Migrations.MonthTopics",
+		"Migrations.RecordVerification", "Migrations.Finish"},
 }
 
 // exec runs one step.
@@ -166,7 +173,7 @@ func (w *world) exec(s step) {
 			_, _ = n.repair.Reconcile(ctx, tenant)
 		}
 	case kCrash:
-		points := crashPoints[[]kind{kSend, kDeliver, kEnsure, kRetry, kChange, kSweep}[s.b%6]]
+		points := crashPoints[[]kind{kSend, kDeliver, kEnsure, kRetry, kChange, kSweep, kMigrate}[s.b%7]]
 		n.g.method, n.g.n, n.g.seen = points[s.a%len(points)], s.c%2+1, 0
 		w.trace("node %d armed to crash at %s #%d", s.node, n.g.method, n.g.n)
 		return
@@ -243,6 +250,8 @@ func (w *world) exec(s step) {
 		w.stats.faults++
 	case kMember:
 		w.changeMember(n, s)
+	case kMigrate:
+		w.migrate(n, s)
 	case kSweep:
 		closed, err := n.sweeper.Sweep(ctx, tenant)
 		w.trace("sweep closed %d seq holes: %v", closed, err)

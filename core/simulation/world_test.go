@@ -17,12 +17,15 @@ import (
 	"github.com/imdhq/imd/core/directory"
 	"github.com/imdhq/imd/core/domain/auth"
 	"github.com/imdhq/imd/core/domain/delivery"
+	"github.com/imdhq/imd/core/domain/message"
 	"github.com/imdhq/imd/core/domain/month"
 	"github.com/imdhq/imd/core/domain/social"
+	"github.com/imdhq/imd/core/dualread"
 	"github.com/imdhq/imd/core/history"
 	"github.com/imdhq/imd/core/inbox"
 	"github.com/imdhq/imd/core/inflight"
 	"github.com/imdhq/imd/core/membership"
+	"github.com/imdhq/imd/core/migration"
 	"github.com/imdhq/imd/core/modify"
 	"github.com/imdhq/imd/core/read"
 	"github.com/imdhq/imd/core/routerepair"
@@ -76,6 +79,13 @@ type world struct {
 	revocations *memory.Revocations
 	editor      *memory.MessageEditor
 	dellog      *memory.DeleteLog
+	// legacy is the tenant's legacy single table and its migration job (migrate_test.go).
+	legacy *memory.Legacy
+	// dualRead reads the month tables merged with the legacy table, past every gate.
+	dualRead     ports.MessageStore
+	legacyTopic  string
+	legacyMsgs   []message.Message
+	legacyCopied map[int64]bool // seqs of legacy rows the month tables held at the last check
 	// Redis.
 	months   *memory.MonthState
 	seqs     *memory.SeqAllocator
@@ -173,6 +183,8 @@ func newWorld() (*world, error) {
 	w.reads = memory.NewReadStore(w.dir, w.shards)
 	w.editor = memory.NewMessageEditor(w.shards)
 	w.dellog = memory.NewDeleteLog(w.shards)
+	w.legacy = memory.NewLegacy(w.shards, clock.Now)
+	w.dualRead = dualread.NewStore(w.store, dualread.NewSource(w.legacy, clock, time.Nanosecond, w.log))
 	w.months = memory.NewMonthState(clock.Now)
 	w.seqs = memory.NewSeqAllocator(w.months, clock.Now)
 	w.model = newModel()
@@ -203,6 +215,9 @@ func newWorld() (*world, error) {
 	for _, u := range []int64{1, 5} {
 		w.model.spans[userTopic{u, p2p.Topic}] = []memberSpan{{from: -1, to: -1}}
 	}
+	if err := w.seedLegacy(ctx); err != nil {
+		return nil, err
+	}
 	for range nodeCount {
 		w.nodes = append(w.nodes, w.boot(&gate{w: w}))
 	}
@@ -226,6 +241,7 @@ type node struct {
 	authn     *authn.Service
 	sweeper   *seqholes.Sweeper
 	groups    *directory.Service
+	migration *migration.Service
 	newWorker func(partition int, idle func()) *deliver.Workers
 	// poolFull: the node's task pool is full, so its transport refuses every send.
 	poolFull bool
@@ -242,10 +258,13 @@ func (w *world) boot(g *gate) *node {
 	reads := gatedReads{ReadStore: w.reads, g: g}
 	mbox := gatedMailbox{Mailbox: w.mailbox, g: g}
 	queue := gatedQueue{DeliverQueue: w.queue, g: g, idle: func() {}}
+	// Dual read is on, as migration.dual_read has it on every node: reads and route rebuilds
+	// merge the legacy table.
+	merged := dualread.NewStore(store, dualread.NewSource(w.legacy, w.clock, 0, w.log))
 	members := membership.New(dir, w.clock, memberTTL)
 	resolver := conversation.NewResolver(dir, w.ids, members, conversation.WithClock(w.clock), conversation.WithRulesTTL(memberTTL))
 	repair := routerepair.New(routerepair.Config{}, routerepair.Deps{
-		Queue: gatedRepairQueue{RouteRepairQueue: w.repairs, g: g}, Store: store, Mirror: memory.NewRouteMirror(w.shards),
+		Queue: gatedRepairQueue{RouteRepairQueue: w.repairs, g: g}, Store: merged, Mirror: memory.NewRouteMirror(w.shards),
 		Routes: routes, Months: months, Metrics: w.metrics, Log: w.log,
 	})
 	manager := shardmanager.New(shardmanager.Config{SealingDays: sealingDays}, shardmanager.Deps{
@@ -270,7 +289,7 @@ func (w *world) boot(g *gate) *node {
 		IDs: w.ids, Clock: w.clock, Dialogs: w.dialogs, Log: w.log,
 	})
 	n.history = history.New(history.Deps{
-		Store: store, Routes: routes, Months: months, Metrics: w.metrics, Resolver: resolver, Log: w.log, Repairs: repair,
+		Store: merged, Routes: routes, Months: months, Metrics: w.metrics, Resolver: resolver, Log: w.log, Repairs: repair,
 	})
 	n.read = read.New(read.Deps{
 		Resolver: resolver, History: n.history, Finder: store, IDs: w.ids, Reads: reads, Dialogs: dialogs, Queue: queue, Log: w.log,
@@ -278,6 +297,11 @@ func (w *world) boot(g *gate) *node {
 	n.modify = modify.New(modify.Config{}, modify.Deps{
 		Editor: gatedEditor{MessageEditor: w.editor, g: g}, DeleteLog: gatedDeleteLog{DeleteLog: w.dellog, g: g}, Store: store,
 		Owners: w.dir, HotCache: hot, Locator: n.history, Events: n.send, Resolver: resolver, Clock: w.clock, Metrics: w.metrics, Log: w.log,
+	})
+	n.migration = migration.New(migration.Config{BatchSize: migration.MinBatchSize, RowsPerSecond: -1}, migration.Deps{
+		Store: gatedMigrations{MigrationStore: w.legacy, g: g}, Shards: gatedShards{ShardStore: w.shards, g: g}, Months: months,
+		Seq: gatedSeq{SeqAllocator: w.seqs, g: g}, Routes: repair, Metrics: w.metrics, Counters: w.metrics, IDs: w.ids,
+		Clock: w.clock, Log: w.log, DualRead: true,
 	})
 	n.inbox = inbox.New(inbox.Deps{Dialogs: dialogs, Reads: reads, Mailbox: mbox, Clock: w.clock, Metrics: w.metrics, Log: w.log})
 	n.authn = authn.New(authn.Deps{
