@@ -65,3 +65,23 @@ type DeliverLeases interface {
 type Kicker interface {
 	Kick(tenant string, user int64, device uint64, reason string) int
 }
+
+// NodeStatus is one live node instance of a tenant as operators see it.
+type NodeStatus struct {
+	Node       string
+	LeaseUntil time.Time // when the lease runs out unless renewed
+	Devices    int64     // presence entries the instance holds
+	Backlog    int64     // unread envelopes on its push channel
+}
+
+// NodeInspector shows operators a tenant's node instances (admin API, console).
+type NodeInspector interface {
+	// LiveNodes returns the instances whose lease runs, by name.
+	LiveNodes(ctx context.Context, tenant string) ([]NodeStatus, error)
+}
+
+// DeliverLeaseHolders names the node instance consuming each deliver partition.
+type DeliverLeaseHolders interface {
+	// Holders returns one entry per partition: the instance whose lease runs, "" when free.
+	Holders(ctx context.Context, tenant string) ([]string, error)
+}

@@ -73,6 +73,8 @@ type Deps struct {
 	Migration *migration.Service
 	// Delivery serves the deliver queue routes of admin_delivery.go; nil answers 50301.
 	Delivery ports.DeliverInspector
+	// Nodes serves the node listing of admin_nodes.go.
+	Nodes NodeOps
 	// Browser serves the WebSocket transport, the JavaScript SDK and the web chat (browser.go).
 	Browser Browser
 }
@@ -134,6 +136,7 @@ func (s *Server) routes(e *echo.Echo) {
 	s.archiveRoutes(t)
 	s.migrationRoutes(t)
 	s.deliveryRoutes(t)
+	s.nodeRoutes(t)
 	s.repairRoutes(t)
 	s.clientRoutes(e)
 	s.referenceRoutes(e)

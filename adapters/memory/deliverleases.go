@@ -71,3 +71,23 @@ func (q *DeliverQueue) leaseKey(name string, partition int, node string) (partit
 	}
 	return partitionKey{partition, q.partitions}, nil
 }
+
+var _ ports.DeliverLeaseHolders = (*DeliverQueue)(nil)
+
+// Holders implements ports.DeliverLeaseHolders.
+func (q *DeliverQueue) Holders(_ context.Context, name string) ([]string, error) {
+	if !tenant.Valid(name) {
+		return nil, fmt.Errorf("read deliver lease holders: invalid tenant %q", name)
+	}
+	q.s.mu.Lock()
+	defer q.s.mu.Unlock()
+	l := q.s.of(name)
+	now := q.clock()
+	out := make([]string, q.partitions)
+	for i := range out {
+		if cur, ok := l.leases[partitionKey{i, q.partitions}]; ok && now.Before(cur.until) {
+			out[i] = cur.node
+		}
+	}
+	return out, nil
+}

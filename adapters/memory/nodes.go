@@ -227,3 +227,38 @@ func (n *Nodes) Remove(_ context.Context, name, node string, ids ...string) erro
 	}
 	return nil
 }
+
+var _ ports.NodeInspector = (*Nodes)(nil)
+
+// LiveNodes implements ports.NodeInspector.
+func (n *Nodes) LiveNodes(_ context.Context, name string) ([]ports.NodeStatus, error) {
+	if !tenant.Valid(name) {
+		return nil, fmt.Errorf("list nodes: invalid tenant %q", name)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	s := n.ts[name]
+	if s == nil {
+		return nil, nil
+	}
+	now := n.clock()
+	var out []ports.NodeStatus
+	for _, node := range slices.Sorted(maps.Keys(s.leases)) {
+		if s.leases[node].Before(now) {
+			continue
+		}
+		st := ports.NodeStatus{Node: node, LeaseUntil: s.leases[node]}
+		for _, devices := range s.presence {
+			for _, e := range devices {
+				if e.Node == node {
+					st.Devices++
+				}
+			}
+		}
+		if ch := s.channels[node]; ch != nil {
+			st.Backlog = int64(len(ch.entries))
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}

@@ -14,6 +14,6 @@ func TestNodesContract(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return contract.NodesFixture{Tenant: contractTenant, Leases: n, Presence: n, Channel: n, Queue: q, Deliver: q}
+		return contract.NodesFixture{Tenant: contractTenant, Leases: n, Presence: n, Channel: n, Queue: q, Deliver: q, Inspect: n, Holders: q}
 	})
 }

@@ -73,3 +73,29 @@ func (q *DeliverQueue) leaseKeys(tenant string, partition int, node string) (Key
 	}
 	return k, nil
 }
+
+var _ ports.DeliverLeaseHolders = (*DeliverQueue)(nil)
+
+// Holders implements ports.DeliverLeaseHolders with one MGET: the lease keys share the
+// tenant's slot, and an expired lease is gone with its key.
+func (q *DeliverQueue) Holders(ctx context.Context, tenant string) ([]string, error) {
+	k, err := KeysOf(tenant)
+	if err != nil {
+		return nil, fmt.Errorf("read deliver lease holders: %w", err)
+	}
+	keys := make([]string, q.partitions)
+	for i := range keys {
+		keys[i] = k.DeliverLease(i, q.partitions)
+	}
+	vals, err := q.c.Do(ctx, q.c.B().Mget().Key(keys...).Build()).ToArray()
+	if err != nil {
+		return nil, fmt.Errorf("read deliver lease holders of %s: %w", tenant, err)
+	}
+	out := make([]string, q.partitions)
+	for i, v := range vals {
+		if s, err := v.ToString(); err == nil && i < len(out) {
+			out[i] = s
+		}
+	}
+	return out, nil
+}

@@ -38,7 +38,7 @@ func TestNodesContract(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return contract.NodesFixture{Tenant: testTenant(t, c), Leases: n, Presence: n, Channel: n, Queue: q, Deliver: q}
+		return contract.NodesFixture{Tenant: testTenant(t, c), Leases: n, Presence: n, Channel: n, Queue: q, Deliver: q, Inspect: n, Holders: q}
 	})
 }
 

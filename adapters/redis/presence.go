@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -279,4 +280,51 @@ func (n *Nodes) Remove(ctx context.Context, tenant, node string, ids ...string) 
 		return fmt.Errorf("remove from channel of node %s in %s: %w", node, tenant, err)
 	}
 	return nil
+}
+
+var _ ports.NodeInspector = (*Nodes)(nil)
+
+// liveNodesScript returns the members of KEYS[1] whose lease runs by Redis TIME, with their
+// scores (lease end, Unix ms).
+var liveNodesScript = rueidis.NewLuaScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+return redis.call('ZRANGEBYSCORE', KEYS[1], now, '+inf', 'WITHSCORES')
+`)
+
+// LiveNodes implements ports.NodeInspector: the live members, then SCARD of each devices set
+// and XLEN of each channel in one round trip.
+func (n *Nodes) LiveNodes(ctx context.Context, tenant string) ([]ports.NodeStatus, error) {
+	k, err := KeysOf(tenant)
+	if err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	pairs, err := liveNodesScript.Exec(ctx, n.c, []string{k.Nodes()}, nil).AsStrSlice()
+	if err != nil {
+		return nil, fmt.Errorf("list nodes of %s: %w", tenant, err)
+	}
+	out := make([]ports.NodeStatus, 0, len(pairs)/2)
+	cmds := make(rueidis.Commands, 0, len(pairs))
+	for i := 0; i+1 < len(pairs); i += 2 {
+		until, err := strconv.ParseFloat(pairs[i+1], 64)
+		if err != nil {
+			return nil, fmt.Errorf("lease of node %s in %s: %w", pairs[i], tenant, err)
+		}
+		out = append(out, ports.NodeStatus{Node: pairs[i], LeaseUntil: time.UnixMilli(int64(until))})
+		cmds = append(cmds, n.c.B().Scard().Key(k.NodeDevices(pairs[i])).Build(), n.c.B().Xlen().Key(k.NodeChannel(pairs[i])).Build())
+	}
+	if len(cmds) == 0 {
+		return out, nil
+	}
+	res := n.c.DoMulti(ctx, cmds...)
+	for i := range out {
+		if out[i].Devices, err = res[2*i].AsInt64(); err == nil {
+			out[i].Backlog, err = res[2*i+1].AsInt64()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("count devices and backlog of node %s in %s: %w", out[i].Node, tenant, err)
+		}
+	}
+	slices.SortFunc(out, func(a, b ports.NodeStatus) int { return strings.Compare(a.Node, b.Node) })
+	return out, nil
 }

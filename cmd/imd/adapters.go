@@ -66,6 +66,7 @@ func Adapters(cfg config.Config) fx.Option {
 			func(n *redisadapter.Nodes) ports.NodeLeases { return n },
 			func(n *redisadapter.Nodes) ports.Presence { return n },
 			func(n *redisadapter.Nodes) ports.NodeChannel { return n },
+			func(n *redisadapter.Nodes) ports.NodeInspector { return n },
 			func(s *mysql.MessageStore) ports.MessageSearch { return s },
 			func(s *mysql.MessageStore) ports.MessageFinder { return s },
 			mysql.NewDirectory,

@@ -86,6 +86,7 @@ func Core() fx.Option {
 			// One per node: the send path and the deliver consumers of this process share it.
 			inflight.New,
 			deliverInspector,
+			nodeOps,
 		),
 	)
 }
@@ -318,11 +319,21 @@ func deliverInspector(q ports.DeliverQueue) (ports.DeliverInspector, error) {
 	return in, nil
 }
 
-func newHTTP(cfg config.Config, a *admin.Service, h *history.Service, in *inbox.Service, sm *shardmanager.Manager, rr *routerepair.Service, metrics metricsHandler, requests ports.Metrics, ready readyCheck, tcp *tcpserver.Server, sd httpapi.SocialDeps, ah archiveHTTP, mig *migration.Service, dq ports.DeliverInspector, b httpapi.Browser, log *slog.Logger) *httpapi.Server {
+// nodeOps is the operator view of the tenant's nodes; the Redis queue names who holds each
+// deliver partition.
+func nodeOps(n ports.NodeInspector, q ports.DeliverQueue) (httpapi.NodeOps, error) {
+	holders, ok := q.(ports.DeliverLeaseHolders)
+	if !ok {
+		return httpapi.NodeOps{}, fmt.Errorf("deliver queue %T names no partition lease holders", q)
+	}
+	return httpapi.NodeOps{Inspect: n, Holders: holders}, nil
+}
+
+func newHTTP(cfg config.Config, a *admin.Service, h *history.Service, in *inbox.Service, sm *shardmanager.Manager, rr *routerepair.Service, metrics metricsHandler, requests ports.Metrics, ready readyCheck, tcp *tcpserver.Server, sd httpapi.SocialDeps, ah archiveHTTP, mig *migration.Service, dq ports.DeliverInspector, nodes httpapi.NodeOps, b httpapi.Browser, log *slog.Logger) *httpapi.Server {
 	return httpapi.New(httpapi.Config{Addr: cfg.HTTP.Addr, AdminKey: cfg.AdminKey, RateLimits: httpRateLimits(cfg.RateLimit)},
 		httpapi.Deps{Admin: a, History: h, Inbox: in, Metrics: metrics, RequestMetrics: requests, Ready: ready, Listeners: []func() error{tcp.Serving},
 			Shards: httpapi.ShardOps{Manager: sm, Repair: rr}, Social: sd,
-			Archive: ah.Archive, References: ah.References, Migration: mig, Delivery: dq, Browser: b}, log)
+			Archive: ah.Archive, References: ah.References, Migration: mig, Delivery: dq, Nodes: nodes, Browser: b}, log)
 }
 
 type serverParams struct {

@@ -51,6 +51,7 @@ func memoryAdapters(t *testing.T, cfg config.Config) fx.Option {
 		func(n *memory.Nodes) ports.NodeLeases { return n },
 		func(n *memory.Nodes) ports.Presence { return n },
 		func(n *memory.Nodes) ports.NodeChannel { return n },
+		func(n *memory.Nodes) ports.NodeInspector { return n },
 		func() ports.MessageSearch { return store },
 		func() ports.MessageFinder { return store },
 		func() ports.Directory { return dir },

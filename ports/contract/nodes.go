@@ -21,10 +21,59 @@ type NodesFixture struct {
 	Channel  ports.NodeChannel
 	Queue    ports.DeliverQueue // two partitions
 	Deliver  ports.DeliverLeases
+	Inspect  ports.NodeInspector
+	Holders  ports.DeliverLeaseHolders
 }
 
-// Nodes checks ports.NodeLeases, ports.Presence, ports.NodeChannel and ports.DeliverLeases.
+// Nodes checks ports.NodeLeases, ports.Presence, ports.NodeChannel, ports.DeliverLeases,
+// ports.NodeInspector and ports.DeliverLeaseHolders.
 func Nodes(t *testing.T, fresh func(t *testing.T) NodesFixture) {
+	t.Run("live nodes show their devices, backlog and partitions", func(t *testing.T) {
+		t.Parallel()
+		f := fresh(t)
+		ctx := t.Context()
+		if got, err := f.Inspect.LiveNodes(ctx, f.Tenant); err != nil || len(got) != 0 {
+			t.Fatalf("a fresh tenant lists nodes %+v, %v", got, err)
+		}
+		if got, err := f.Holders.Holders(ctx, f.Tenant); err != nil || !slices.Equal(got, []string{"", ""}) {
+			t.Fatalf("a fresh tenant's partitions are held: %q, %v", got, err)
+		}
+		before := time.Now()
+		mustRenew(t, f, "2-bb", time.Minute)
+		mustRenew(t, f, "1-aa", time.Minute)
+		mustRenew(t, f, "3-cc", 50*time.Millisecond)
+		for _, e := range []presence.Entry{{User: 5, Device: 1, Node: "1-aa", Token: 1}, {User: 5, Device: 2, Node: "1-aa", Token: 2}, {User: 6, Device: 1, Node: "2-bb", Token: 3}} {
+			if _, _, err := f.Presence.Claim(ctx, f.Tenant, e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := f.Channel.Send(ctx, f.Tenant, "2-bb", 10, []byte("x"), []byte("y")); err != nil {
+			t.Fatal(err)
+		}
+		if held, _, err := f.Deliver.Hold(ctx, f.Tenant, 1, "2-bb", time.Minute); err != nil || !held {
+			t.Fatalf("hold: %v %v", held, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+		got, err := f.Inspect.LiveNodes(ctx, f.Tenant)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []ports.NodeStatus{{Node: "1-aa", Devices: 2}, {Node: "2-bb", Devices: 1, Backlog: 2}}
+		if len(got) != len(want) {
+			t.Fatalf("live nodes %+v; want %+v", got, want)
+		}
+		for i, g := range got {
+			if g.Node != want[i].Node || g.Devices != want[i].Devices || g.Backlog != want[i].Backlog {
+				t.Errorf("node %d: %+v; want %+v", i, g, want[i])
+			}
+			if g.LeaseUntil.Before(before.Add(30*time.Second)) || g.LeaseUntil.After(time.Now().Add(2*time.Minute)) {
+				t.Errorf("node %s: lease until %v, renewed for a minute at %v", g.Node, g.LeaseUntil, before)
+			}
+		}
+		if got, err := f.Holders.Holders(ctx, f.Tenant); err != nil || !slices.Equal(got, []string{"", "2-bb"}) {
+			t.Fatalf("partition holders %q, %v; want [\"\" 2-bb]", got, err)
+		}
+	})
 	t.Run("an expired lease is reported, a retired node leaves nothing", func(t *testing.T) {
 		t.Parallel()
 		f := fresh(t)

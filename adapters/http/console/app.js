@@ -279,6 +279,8 @@
     const parts = el('table', { id: 'delivery-table' });
     const dead = el('p', { id: 'delivery-dead' });
     const counters = el('table', { id: 'delivery-metrics' });
+    const nodes = el('table', { id: 'nodes-table' });
+    const unheld = el('p', { id: 'nodes-unheld' });
     root.append(el('h2', {}, 'Delivery'), parts, dead,
       form('requeue', [{ name: 'max', label: 'Dead letters to requeue (1-10000)', value: '100', size: 6 }],
         'Requeue dead letters', async (v, result) => {
@@ -289,14 +291,18 @@
           return r.requeued + ' dead letter(s) requeued';
         }),
       el('h3', {}, 'Counters'), counters,
-      el('h2', {}, 'Nodes and presence'),
-      el('p', { class: 'note' }, 'Scale-out is not built yet: one node serves each deployment, and the admin API has no node or presence listing.'));
+      el('h2', {}, 'Nodes and presence'), nodes, unheld);
     return async () => {
       const d = await admin('GET', '/delivery');
       fillTable(parts, ['Partition', 'Queued', 'Processing', 'Next job queued', 'Lag'],
         d.partitions.map((p) => [p.partition, p.queued, p.processing, fmtTime(p.oldest_queued_at), p.lag_ms ? fmtDuration(p.lag_ms / 1000) : '—']));
       dead.textContent = 'Dead letters: ' + fmtNum(d.dead);
       await metricsTable(counters, ['deliver_delay_seconds_sum', 'deliver_delay_seconds_count', 'dead_letter_total', 'deliver_job_latency_count']);
+      const n = await admin('GET', '/nodes');
+      fillTable(nodes, ['Instance', 'node_id', 'Lease ends', 'Lease left', 'Devices', 'Push backlog', 'Deliver partitions'],
+        n.nodes.map((x) => [x.name, x.node_id, fmtTime(x.lease_until), fmtDuration(x.lease_left_ms / 1000), x.devices, x.push_backlog,
+          x.partitions.length ? x.partitions.join(', ') : 'none']), 'no live node');
+      unheld.textContent = 'Partitions no live node holds: ' + (n.unheld_partitions.length ? n.unheld_partitions.join(', ') : 'none');
     };
   }
 
