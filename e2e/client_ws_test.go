@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"testing"
 	"time"
 
@@ -116,4 +117,62 @@ func TestGoClientOverWebSocketAndTCPSurvivesARestart(t *testing.T) {
 			t.Fatal("the barrier message never arrived")
 		}
 	}
+}
+
+// TestMetricsOfWebSocketAndCrossNodePushes: two nodes of one tenant; a WebSocket sender on the
+// first, a member on each node. ws_connections counts the browser-side connection and
+// ws_refused_total an upgrade without the imd.v1 subprotocol; whichever node's consumer
+// takes the job forwards the push for the member on the other node, so the forwards and
+// the receiving node's lag move on one of them.
+func TestMetricsOfWebSocketAndCrossNodePushes(t *testing.T) {
+	first := Start(t, Options{})
+	second := Start(t, Options{Tenant: first.Tenant, Env: map[string]string{"IMD_NODE_ID": "2"}})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	nodes := []*Server{first, second}
+	sum := func(s series) float64 {
+		total := 0.0
+		for _, n := range nodes {
+			total += n.metricValue(s.name, s.labels...)
+		}
+		return total
+	}
+	const sender, near, far = 411, 412, 413
+	senderToken, nearToken, farToken := first.User(sender), first.User(near), first.User(far)
+	topic := first.Group(41, sender, near, far)
+
+	refusedBefore := first.metricValue("ws_refused_total")
+	resp, err := http.Get("http://" + first.HTTPAddr + "/ws") // no upgrade, no subprotocol
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	eventually(t, 30*time.Second, "ws_refused_total rises", func() bool {
+		return first.metricValue("ws_refused_total") > refusedBefore
+	})
+
+	ws, err := client.Dial(ctx, client.Options{Addr: "ws://" + first.HTTPAddr + "/ws"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	if _, err := ws.Auth(ctx, senderToken, 1); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "ws_connections is 1", func() bool { return first.metricValue("ws_connections") == 1 })
+
+	recipients := []*client.Conn{first.Connect(ctx, nearToken, 1), second.Connect(ctx, farToken, 1)}
+	forwarded, lag := metric("cross_node_push_total", "result", "forwarded"), count("cross_node_push_lag_seconds")
+	forwardedBefore, lagBefore := sum(forwarded), sum(lag)
+	ack, err := ws.Send(ctx, textMessage(topic, "cross-1", "hello both nodes"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range recipients {
+		if p, ok := transportNextPush(t, c, 30*time.Second); !ok || p.Message == nil || p.Message.Seq != ack.Seq {
+			t.Fatalf("push %+v, want seq %d", p, ack.Seq)
+		}
+	}
+	eventually(t, 30*time.Second, "cross_node_push_total{forwarded} rises", func() bool { return sum(forwarded) > forwardedBefore })
+	eventually(t, 30*time.Second, "cross_node_push_lag_seconds observed", func() bool { return sum(lag) > lagBefore })
 }
