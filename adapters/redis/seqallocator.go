@@ -60,7 +60,10 @@ local function mark(s)
   local ttl = tonumber(ARGV[8])
   redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', now)
   redis.call('ZADD', KEYS[5], now + ttl, s .. ':' .. ARGV[7])
-  redis.call('PEXPIRE', KEYS[5], ttl)
+  -- Never shorten: a node configured with a longer request timeout marked before.
+  if redis.call('PTTL', KEYS[5]) < ttl then
+    redis.call('PEXPIRE', KEYS[5], ttl)
+  end
 end
 local rec = redis.call('HMGET', KEYS[1], 'seq', 'month', 'msg_id', 'hash', 'state')
 local msg_id, hash = ARGV[1], ARGV[2]
