@@ -40,6 +40,17 @@ type SeqAllocator interface {
 	MarkAcked(ctx context.Context, tenant, topic string, from int64, clientMsgID string) error
 }
 
+// PendingSeqs is the cluster-wide view of the seqs whose sends still run (seq.Request.Attempt
+// marks them in the allocation's own atomic step). A deliver consumer asks it before giving a
+// gap up, since the send may run on a node it cannot see.
+type PendingSeqs interface {
+	// Pending reports whether a seq in [from, to] of topic has an unexpired mark.
+	Pending(ctx context.Context, tenant, topic string, from, to int64) (bool, error)
+	// Settle removes the mark of one attempt at seq: its job was queued, or it failed. The
+	// marks of other attempts at the same seq (a retry on another node) stay.
+	Settle(ctx context.Context, tenant, topic string, seqNo int64, attempt string) error
+}
+
 // AppendOutcome says what a store append did.
 type AppendOutcome int
 

@@ -27,9 +27,19 @@ type SeqAllocator struct {
 	mu       sync.Mutex
 	counters map[tenantTopic]int64
 	records  map[idemKey]idemRecord
+	pending  map[pendingKey]time.Time // deadline of each attempt's mark
 }
 
-var _ ports.SeqAllocator = (*SeqAllocator)(nil)
+var (
+	_ ports.SeqAllocator = (*SeqAllocator)(nil)
+	_ ports.PendingSeqs  = (*SeqAllocator)(nil)
+)
+
+type pendingKey struct {
+	tenantTopic
+	seq     int64
+	attempt string
+}
 
 type tenantTopic struct{ tenant, topic string }
 
@@ -48,7 +58,7 @@ type idemRecord struct {
 // NewSeqAllocator returns an allocator reading and advancing ms; clock expires idempotency
 // records.
 func NewSeqAllocator(ms *MonthState, clock func() time.Time) *SeqAllocator {
-	return &SeqAllocator{months: ms, clock: clock, counters: map[tenantTopic]int64{}, records: map[idemKey]idemRecord{}}
+	return &SeqAllocator{months: ms, clock: clock, counters: map[tenantTopic]int64{}, records: map[idemKey]idemRecord{}, pending: map[pendingKey]time.Time{}}
 }
 
 // Allocate follows the Redis script: known record → it; no counter → ErrCounterMissing; no
@@ -75,6 +85,9 @@ func (s *SeqAllocator) Allocate(_ context.Context, name string, req seq.Request)
 		if !req.Reallocate {
 			a := rec.alloc
 			a.Existing, a.Acked = true, rec.acked
+			if !rec.acked {
+				s.mark(tk, a.Seq, req)
+			}
 			return a, nil
 		}
 		next.MsgID, next.Hash = rec.alloc.MsgID, rec.alloc.Hash
@@ -90,7 +103,51 @@ func (s *SeqAllocator) Allocate(_ context.Context, name string, req seq.Request)
 	next.Seq = counter + 1
 	s.counters[tk] = next.Seq
 	s.records[ik] = idemRecord{alloc: next, expires: s.clock().Add(idemTTL)}
+	s.mark(tk, next.Seq, req)
 	return next, nil
+}
+
+// mark records the attempt's pending mark, as the Redis script does; the caller holds mu.
+func (s *SeqAllocator) mark(tk tenantTopic, n int64, req seq.Request) {
+	if req.Attempt == "" || req.PendingFor <= 0 {
+		return
+	}
+	now := s.clock()
+	for k, deadline := range s.pending {
+		if !now.Before(deadline) {
+			delete(s.pending, k)
+		}
+	}
+	s.pending[pendingKey{tenantTopic: tk, seq: n, attempt: req.Attempt}] = now.Add(req.PendingFor)
+}
+
+// Pending reports an unexpired mark in [from, to]; see ports.PendingSeqs.
+func (s *SeqAllocator) Pending(_ context.Context, name, topicName string, from, to int64) (bool, error) {
+	tk, err := validTenantTopic(name, topicName)
+	if err != nil {
+		return false, fmt.Errorf("pending seqs: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock()
+	for k, deadline := range s.pending {
+		if k.tenantTopic == tk && k.seq >= from && k.seq <= to && now.Before(deadline) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// Settle removes one attempt's mark; see ports.PendingSeqs.
+func (s *SeqAllocator) Settle(_ context.Context, name, topicName string, n int64, attempt string) error {
+	tk, err := validTenantTopic(name, topicName)
+	if err != nil {
+		return fmt.Errorf("settle seq: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.pending, pendingKey{tenantTopic: tk, seq: n, attempt: attempt})
+	return nil
 }
 
 // Reseed raises the counter to at least floor.
@@ -149,6 +206,11 @@ func (s *SeqAllocator) Forget(name string) {
 	for k := range s.records {
 		if k.tenant == name {
 			delete(s.records, k)
+		}
+	}
+	for k := range s.pending {
+		if k.tenant == name {
+			delete(s.pending, k)
 		}
 	}
 }

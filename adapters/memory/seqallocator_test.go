@@ -11,6 +11,14 @@ import (
 // Each fixture gets its own fake, so the tenant name only needs to be valid.
 const contractTenant = "acme"
 
+func TestPendingSeqsContract(t *testing.T) {
+	contract.PendingSeqs(t, func(*testing.T) contract.SeqFixture {
+		ms := NewMonthState(time.Now)
+		s := NewSeqAllocator(ms, time.Now)
+		return contract.SeqFixture{Tenant: contractTenant, Seq: s, Months: ms, Pending: s}
+	})
+}
+
 func TestSeqAllocatorContract(t *testing.T) {
 	contract.SeqAllocator(t, func(*testing.T) contract.SeqFixture {
 		ms := NewMonthState(time.Now)

@@ -46,6 +46,10 @@ func (k Keys) ReadyMonths() string { return k.prefix + "groupmsg:ready_months" }
 // Seq is the per-topic counter; never reset, no TTL.
 func (k Keys) Seq(topic string) string { return k.prefix + "groupmsg:seq:" + topic }
 
+// Pending is the per-topic ZSET of the seqs whose sends still run: member "<seq>:<attempt>",
+// score the mark's deadline in Redis TIME milliseconds (ports.PendingSeqs).
+func (k Keys) Pending(topic string) string { return k.prefix + "groupmsg:pending:" + topic }
+
 // Idem is the send idempotency HASH of (topic, from, client_msg_id). The client id goes last,
 // so whatever characters it holds cannot collide with another key.
 func (k Keys) Idem(topic string, from int64, clientMsgID string) string {

@@ -121,6 +121,15 @@ func TestSeqAllocatorContract(t *testing.T) {
 	})
 }
 
+func TestPendingSeqsContract(t *testing.T) {
+	onEachRedis(t, func(t *testing.T, c rueidis.Client) {
+		contract.PendingSeqs(t, func(t *testing.T) contract.SeqFixture {
+			s := NewSeqAllocator(c, 0)
+			return contract.SeqFixture{Tenant: testTenant(t, c), Seq: s, Months: NewMonthState(c), Pending: s}
+		})
+	})
+}
+
 func TestMonthStateContract(t *testing.T) {
 	onEachRedis(t, func(t *testing.T, c rueidis.Client) {
 		contract.MonthState(t, func(t *testing.T) contract.MonthFixture {

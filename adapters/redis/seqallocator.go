@@ -25,7 +25,10 @@ type SeqAllocator struct {
 	idemTTL time.Duration
 }
 
-var _ ports.SeqAllocator = (*SeqAllocator)(nil)
+var (
+	_ ports.SeqAllocator = (*SeqAllocator)(nil)
+	_ ports.PendingSeqs  = (*SeqAllocator)(nil)
+)
 
 // NewSeqAllocator returns the allocator; idemTTL ≤ 0 means DefaultIdemTTL.
 func NewSeqAllocator(c rueidis.Client, idemTTL time.Duration) *SeqAllocator {
@@ -40,14 +43,35 @@ func NewSeqAllocator(c rueidis.Client, idemTTL time.Duration) *SeqAllocator {
 // lost it: the caller re-seeds it from the catalog).
 // Nothing is written unless it returns 'ok', so a failed call consumes no seq.
 //
-// KEYS: idem, seq counter, active_month, ready_months.
+// The seq handed out is marked pending in KEYS[5] in the same step (seq.Request.PendingFor),
+// so no node sees it allocated and unmarked; expired marks are pruned there too.
+//
+// KEYS: idem, seq counter, active_month, ready_months, pending.
 // ARGV: msg_id, hash, idem TTL ms, reallocate '0'|'1', month override (empty: use Redis TIME),
-// floor month (empty: none; a table the catalog made writable, so it joins the ready set).
+// floor month (empty: none; a table the catalog made writable, so it joins the ready set),
+// attempt, pending ms (empty: no mark).
 var allocateScript = rueidis.NewLuaScript(luaAdvance + luaUTCMonth + `
+local function mark(s)
+  if ARGV[8] == '' then
+    return
+  end
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local ttl = tonumber(ARGV[8])
+  redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', now)
+  redis.call('ZADD', KEYS[5], now + ttl, s .. ':' .. ARGV[7])
+  -- Never shorten: a node configured with a longer request timeout marked before.
+  if redis.call('PTTL', KEYS[5]) < ttl then
+    redis.call('PEXPIRE', KEYS[5], ttl)
+  end
+end
 local rec = redis.call('HMGET', KEYS[1], 'seq', 'month', 'msg_id', 'hash', 'state')
 local msg_id, hash = ARGV[1], ARGV[2]
 if rec[1] then
   if ARGV[4] ~= '1' then
+    if rec[5] ~= 'acked' then
+      mark(rec[1])
+    end
     return {'ok', rec[1], rec[2], rec[3], rec[4], '1', rec[5] == 'acked' and '1' or '0'}
   end
   -- A reallocation only replaces the seq: the msg_id and hash of the first attempt stay.
@@ -80,6 +104,7 @@ redis.call('INCR', KEYS[2])
 local s = redis.call('GET', KEYS[2])
 redis.call('HSET', KEYS[1], 'seq', s, 'month', active, 'msg_id', msg_id, 'hash', hash, 'state', 'allocated')
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
+mark(s)
 return {'ok', s, active, msg_id, hash, '0', '0'}
 `)
 
@@ -110,8 +135,13 @@ func (s *SeqAllocator) Allocate(ctx context.Context, tenant string, req seq.Requ
 	if req.Reallocate {
 		reallocate = "1"
 	}
-	keys := []string{k.Idem(req.Topic, req.From, req.ClientMsgID), k.Seq(req.Topic), k.ActiveMonth(), k.ReadyMonths()}
-	args := []string{strconv.FormatInt(req.MsgID, 10), req.Hash, strconv.FormatInt(s.idemTTL.Milliseconds(), 10), reallocate, override, floor}
+	pending := ""
+	if req.Attempt != "" && req.PendingFor > 0 {
+		pending = strconv.FormatInt(max(req.PendingFor.Milliseconds(), 1), 10)
+	}
+	keys := []string{k.Idem(req.Topic, req.From, req.ClientMsgID), k.Seq(req.Topic), k.ActiveMonth(), k.ReadyMonths(), k.Pending(req.Topic)}
+	args := []string{strconv.FormatInt(req.MsgID, 10), req.Hash, strconv.FormatInt(s.idemTTL.Milliseconds(), 10), reallocate, override, floor,
+		req.Attempt, pending}
 	reply, err := allocateScript.Exec(ctx, s.c, keys, args).AsStrSlice()
 	if err != nil {
 		return seq.Allocation{}, fmt.Errorf("allocate seq for %s in %s: %w", req.Topic, tenant, err)
@@ -200,6 +230,48 @@ func (s *SeqAllocator) MarkAcked(ctx context.Context, tenant, topic string, from
 	}
 	if err := markAckedScript.Exec(ctx, s.c, []string{k.Idem(topic, from, clientMsgID)}, nil).Error(); err != nil {
 		return fmt.Errorf("mark acked %s/%d/%s in %s: %w", topic, from, clientMsgID, tenant, err)
+	}
+	return nil
+}
+
+// pendingSeqsScript returns 1 when an unexpired mark of KEYS[1] has a seq in [ARGV[1], ARGV[2]].
+var pendingSeqsScript = rueidis.NewLuaScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local from, to = tonumber(ARGV[1]), tonumber(ARGV[2])
+for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf')) do
+  local s = tonumber(string.match(m, '^(%d+):'))
+  if s and s >= from and s <= to then
+    return 1
+  end
+end
+return 0
+`)
+
+// Pending reports whether a send of a seq in [from, to] still runs on any node; see
+// ports.PendingSeqs. The marks are compared with Redis TIME, the clock that set them.
+func (s *SeqAllocator) Pending(ctx context.Context, tenant, topic string, from, to int64) (bool, error) {
+	k, err := keysForTopic(tenant, topic)
+	if err != nil {
+		return false, fmt.Errorf("pending seqs: %w", err)
+	}
+	n, err := pendingSeqsScript.Exec(ctx, s.c, []string{k.Pending(topic)},
+		[]string{strconv.FormatInt(from, 10), strconv.FormatInt(to, 10)}).AsInt64()
+	if err != nil {
+		return false, fmt.Errorf("pending seqs %d..%d of %s in %s: %w", from, to, topic, tenant, err)
+	}
+	return n == 1, nil
+}
+
+// Settle removes one attempt's mark; see ports.PendingSeqs.
+func (s *SeqAllocator) Settle(ctx context.Context, tenant, topic string, seqNo int64, attempt string) error {
+	k, err := keysForTopic(tenant, topic)
+	if err != nil {
+		return fmt.Errorf("settle seq: %w", err)
+	}
+	member := strconv.FormatInt(seqNo, 10) + ":" + attempt
+	if err := s.c.Do(ctx, s.c.B().Zrem().Key(k.Pending(topic)).Member(member).Build()).Error(); err != nil {
+		return fmt.Errorf("settle seq %d of %s in %s: %w", seqNo, topic, tenant, err)
 	}
 	return nil
 }

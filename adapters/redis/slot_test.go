@@ -17,6 +17,7 @@ var tenantKeys = map[string]func(Keys) string{
 	"ReadyMonths":         Keys.ReadyMonths,
 	"Seq":                 func(k Keys) string { return k.Seq("grp_1") },
 	"Idem":                func(k Keys) string { return k.Idem("p2p_1_2", 1, "x{other}:y") },
+	"Pending":             func(k Keys) string { return k.Pending("grp_1") },
 	"Route":               func(k Keys) string { return k.Route("grp_1") },
 	"RouteMeta":           func(k Keys) string { return k.RouteMeta("grp_1") },
 	"HotMessages":         func(k Keys) string { return k.HotMessages("grp_1") },

@@ -107,7 +107,9 @@ func Adapters(cfg config.Config) fx.Option {
 
 			openRedis,
 			readiness,
-			func(c rueidis.Client) ports.SeqAllocator { return redisadapter.NewSeqAllocator(c, 0) },
+			func(c rueidis.Client) *redisadapter.SeqAllocator { return redisadapter.NewSeqAllocator(c, 0) },
+			func(s *redisadapter.SeqAllocator) ports.SeqAllocator { return s },
+			func(s *redisadapter.SeqAllocator) ports.PendingSeqs { return s },
 			func(c rueidis.Client) ports.MonthState { return redisadapter.NewMonthState(c) },
 			redisadapter.NewRouteCache,
 			func(r *redisadapter.RouteCache) ports.RouteCache { return r },

@@ -156,6 +156,7 @@ type sendParams struct {
 	// Listeners hear of stored messages after COMMIT (archive.go: search and file indexes).
 	Listeners []ports.CommitListener `group:"commit_listeners"`
 	InFlight  *inflight.Sends
+	Pending   ports.PendingSeqs
 }
 
 func newSend(p sendParams) *send.Service {
@@ -165,6 +166,8 @@ func newSend(p sendParams) *send.Service {
 		ReconcileMonths: p.Manager.Reconcile, Floors: p.Manager.Floors(),
 		MsgIDWindow: time.Duration(p.Cfg.Message.MsgIDExpireMS) * time.Millisecond,
 		Hot:         p.Hot, Repairs: p.Repairs, Compensation: p.Comp, Listeners: p.Listeners, InFlight: p.InFlight,
+		// A send's mark lives as long as the send may: its request timeout bounds every step.
+		Pending: p.Pending, PendingFor: p.Cfg.TCP.RequestTimeout,
 	})
 }
 

@@ -73,6 +73,7 @@ type deliverParams struct {
 	Clock    ports.Clock
 	Log      *slog.Logger
 	InFlight *inflight.Sends
+	Pending  ports.PendingSeqs
 	Owner    deliver.Owner
 }
 
@@ -86,7 +87,7 @@ func newDeliver(p deliverParams) *deliver.Workers {
 		SendBound: p.Cfg.TCP.RequestTimeout + sendBoundSkew},
 		deliver.Deps{
 			Queue: p.Queue, Pusher: p.Pusher, Dialogs: p.Dialogs, Mailer: p.Mailer, Notifier: p.Notifier,
-			Members: p.Members, Metrics: p.Metrics, Clock: p.Clock, Log: p.Log, InFlight: p.InFlight, Owner: p.Owner,
+			Members: p.Members, Metrics: p.Metrics, Clock: p.Clock, Log: p.Log, InFlight: p.InFlight, Pending: p.Pending, Owner: p.Owner,
 		})
 }
 

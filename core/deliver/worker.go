@@ -66,6 +66,10 @@ type Deps struct {
 	// InFlight names the seqs this node's send path is still sending; a gap before one of
 	// them is waited for past ReorderWait. Nil: every gap gets ReorderWait.
 	InFlight *inflight.Sends
+	// Pending names the seqs whose sends still run on any node (the seq script marks them):
+	// a gap before one of them is waited for past the wait, as for InFlight. Nil: only this
+	// node's sends are known, and other nodes' are bounded by Config.SendBound.
+	Pending ports.PendingSeqs
 	// Owner says which partitions this node consumes when several nodes share the tenants
 	// (core/cluster); nil: all of them.
 	Owner Owner
@@ -168,8 +172,8 @@ func (w *Workers) consume(ctx context.Context, tenant string, partition int) {
 	defer w.wg.Done()
 	work := context.WithoutCancel(ctx)
 	order := newSequencer(w.cfg.ReorderWait, maxHeldPerTopic)
-	if w.d.InFlight != nil {
-		order.sending = func(topic string, from, to int64) bool { return w.d.InFlight.Any(tenant, topic, from, to) }
+	if w.d.InFlight != nil || w.d.Pending != nil {
+		order.sending = func(topic string, from, to int64) bool { return w.sending(ctx, tenant, topic, from, to) }
 		order.maxHold = maxReorderHold
 	}
 	lastForget := w.d.Clock.Now()
@@ -204,6 +208,24 @@ func (w *Workers) consume(ctx context.Context, tenant string, partition int) {
 		}
 	}
 	w.handle(work, order.drain()...)
+}
+
+// sending reports whether a send of a seq in [from, to] of topic still runs: on this node, or
+// on any node by its pending mark. A mark that cannot be read counts as running: holding is
+// bounded by maxReorderHold, while giving up could deliver out of order.
+func (w *Workers) sending(ctx context.Context, tenant, topic string, from, to int64) bool {
+	if w.d.InFlight != nil && w.d.InFlight.Any(tenant, topic, from, to) {
+		return true
+	}
+	if w.d.Pending == nil {
+		return false
+	}
+	pending, err := w.d.Pending.Pending(ctx, tenant, topic, from, to)
+	if err != nil {
+		w.d.Log.WarnContext(ctx, "deliver pending seqs unreadable, gap held", "tenant", tenant, "topic", topic, "from", from, "to", to, "err", err)
+		return true
+	}
+	return pending
 }
 
 // reorderWait is how long a gap is waited for: longer while other nodes send too.

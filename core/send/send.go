@@ -80,6 +80,12 @@ type Deps struct {
 	// InFlight learns which seqs this node is still sending, so deliver consumers wait for a
 	// slow send instead of delivering the seqs after it first; nil: not tracked.
 	InFlight *inflight.Sends
+	// Pending is where the seq script's marks are settled: each seq this send allocated is
+	// marked pending cluster-wide for PendingFor (the send path's request timeout), so a
+	// deliver consumer on any node waits for it; the mark goes when the job is queued or the
+	// send fails. Nil or PendingFor ≤ 0: no marks.
+	Pending    ports.PendingSeqs
+	PendingFor time.Duration
 }
 
 // Service runs the send path.
@@ -137,6 +143,7 @@ func (s *Service) post(ctx context.Context, r Request, conv social.Conversation)
 		return Result{}, err
 	}
 	hash := r.Draft.Hash()
+	settleQueued := func(*sync.WaitGroup) {}
 	req := seq.Request{Topic: conv.Topic, From: r.From, ClientMsgID: r.Draft.ClientMsgID, MsgID: msgID, Hash: hash}
 
 	// Every seq this send holds is in flight until the send returns: queued, or failed.
@@ -148,14 +155,33 @@ func (s *Service) post(ctx context.Context, r Request, conv social.Conversation)
 			}
 		}()
 	}
+	if s.marks() {
+		attempt, err := s.attemptID(msgID, r.MsgID)
+		if err != nil {
+			return Result{}, err
+		}
+		req.Attempt, req.PendingFor = attempt, s.d.PendingFor
+		settled := false
+		defer func() {
+			if !settled { // failed: the seqs it marked will never be queued by this attempt
+				s.settle(context.WithoutCancel(ctx), r.Tenant, conv.Topic, attempt, held)
+			}
+		}()
+		settleQueued = func(wg *sync.WaitGroup) {
+			settled = true
+			wg.Go(func() { s.settle(ctx, r.Tenant, conv.Topic, attempt, held) })
+		}
+	}
 	for range maxReallocations {
 		alloc, err := s.allocate(ctx, r.Tenant, req)
 		if err != nil {
 			return Result{}, err
 		}
+		if s.d.InFlight != nil || s.marks() {
+			held = append(held, alloc.Seq)
+		}
 		if s.d.InFlight != nil {
 			s.d.InFlight.Begin(r.Tenant, conv.Topic, alloc.Seq)
-			held = append(held, alloc.Seq)
 		}
 		if alloc.Existing {
 			s.d.Metrics.Inc("group_message_dedup_hit_total")
@@ -239,6 +265,8 @@ func (s *Service) post(ctx context.Context, r Request, conv social.Conversation)
 		}
 		if err == nil {
 			after.Go(func() { s.markAcked(ctx, r.Tenant, m) })
+			// Queued (or queued before, for a resend): the marks may go.
+			settleQueued(&after)
 		}
 		after.Wait()
 		if err == nil && markErr != nil {
@@ -255,6 +283,32 @@ func (s *Service) post(ctx context.Context, r Request, conv social.Conversation)
 		return Result{Message: m, ServerTime: s.d.Clock.Now()}, nil
 	}
 	return Result{}, apperr.New(apperr.Busy, "seq allocation kept colliding, retry")
+}
+
+// marks reports whether allocations mark their seqs pending (Deps.Pending).
+func (s *Service) marks() bool { return s.d.Pending != nil && s.d.PendingFor > 0 }
+
+// attemptID names this send attempt's pending marks: unique per attempt, so a failing attempt
+// never settles the mark of a retry racing it. A server-issued msg_id is unique already; a
+// client pre-generated one is shared by its retries.
+func (s *Service) attemptID(msgID, clientMsgID int64) (string, error) {
+	if msgID != clientMsgID {
+		return strconv.FormatInt(msgID, 10), nil
+	}
+	id, err := s.d.IDs.NextID()
+	if err != nil {
+		return "", apperr.Wrap(apperr.Busy, "id generation failed", err)
+	}
+	return strconv.FormatInt(id, 10), nil
+}
+
+// settle removes the attempt's pending marks; a failure only leaves them to their deadline.
+func (s *Service) settle(ctx context.Context, tenant, topic, attempt string, seqs []int64) {
+	for _, n := range seqs {
+		if err := s.d.Pending.Settle(ctx, tenant, topic, n, attempt); err != nil {
+			s.d.Log.WarnContext(ctx, "pending seq mark not settled", "tenant", tenant, "topic", topic, "seq", n, "err", err)
+		}
+	}
 }
 
 // msgID accepts a client pre-generated id within the window, else issues a new one (003 §9.2).

@@ -92,6 +92,7 @@ func newFixture(t *testing.T) *fixture {
 		Seq: f.seqs, Store: f.store, Queue: f.queue, Queued: f.store, Routes: memory.NewRouteCache(), IDs: ids, Clock: f.clock,
 		Metrics: f.metrics, Resolver: conversation.NewResolver(f.dir, ids, members), Log: log,
 		EnsureMonths: f.manager.Ensure, ReconcileMonths: f.manager.Reconcile, Floors: f.manager.Floors(), MsgIDWindow: 5 * time.Minute, InFlight: f.inflight,
+		Pending: f.seqs, PendingFor: 10 * time.Second,
 	})
 	for _, u := range []int64{1, 2, 3} {
 		if err := f.dir.CreateUser(ctx, tenant, social.User{ID: u}); err != nil {
@@ -314,15 +315,25 @@ func TestSeqsAreInFlightUntilTheSendReturns(t *testing.T) {
 			if f.inflight.Any(tenant, f.group, 1, 1<<40) {
 				t.Fatalf("a seq is still in flight after Send returned (%+v)", res)
 			}
-			// While the job is queued the seq is in flight: the queue sees it so.
+			if pending, err := f.seqs.Pending(t.Context(), tenant, f.group, 1, 1<<40); err != nil || pending {
+				t.Fatalf("a seq is still marked pending after Send returned: %v, %v (%+v)", pending, err, res)
+			}
+			// While the job is queued the seq is in flight, here and cluster-wide: the queue
+			// sees it so.
 			f.queue.setDown(false)
 			f.queue.onPush = func(job delivery.Job) {
 				if !f.inflight.Any(tenant, job.Topic, job.Message.Seq, job.Message.Seq) {
 					t.Errorf("seq %d not in flight while its job is queued", job.Message.Seq)
 				}
+				if pending, err := f.seqs.Pending(t.Context(), tenant, job.Topic, job.Message.Seq, job.Message.Seq); err != nil || !pending {
+					t.Errorf("seq %d not marked pending while its job is queued: %v, %v", job.Message.Seq, pending, err)
+				}
 			}
 			if _, err := f.send(1, conversation.Address{Topic: f.group}, "c2", "again"); err != nil {
 				t.Fatal(err)
+			}
+			if pending, err := f.seqs.Pending(t.Context(), tenant, f.group, 1, 1<<40); err != nil || pending {
+				t.Fatalf("a seq is still marked pending after its job was queued: %v, %v", pending, err)
 			}
 		})
 	}

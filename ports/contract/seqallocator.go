@@ -18,6 +18,8 @@ type SeqFixture struct {
 	Tenant string
 	Seq    ports.SeqAllocator
 	Months ports.MonthState
+	// Pending is the allocator's view of its marks, for PendingSeqs.
+	Pending ports.PendingSeqs
 }
 
 // seqMonth is the month most cases allocate in, via MonthOverride, so they never depend on

@@ -4,6 +4,7 @@ package seq
 
 import (
 	"errors"
+	"time"
 
 	"github.com/imdhq/imd/core/domain/month"
 )
@@ -32,6 +33,13 @@ type Request struct {
 	// month behind it is raised to it, never lowered. A missing one still answers
 	// ErrNoActiveMonth, so that it is re-seeded from the catalog itself.
 	Floor month.Month
+	// Attempt and PendingFor, when both are set, mark the allocated seq as still being sent by
+	// this attempt, cluster-wide, for PendingFor (the send's bound) or until the attempt
+	// settles it (ports.PendingSeqs): a deliver consumer on any node then waits for the seq
+	// instead of delivering the ones after it first. A retry answered from an acked record
+	// marks nothing: its job is queued already.
+	Attempt    string
+	PendingFor time.Duration
 }
 
 // Allocation is the fixed routing of one message: retries reuse it unchanged.
