@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -233,25 +231,14 @@ func s3Config(b config.S3Bucket) s3blob.Config {
 }
 
 // newObjectStore is the uploads store: an S3-compatible bucket, or the local directory
-// (default) whose URL secret is derived from the token secret unless configured, so a dev
-// setup needs no extra key.
+// (default).
 func newObjectStore(cfg config.Config) (mediaStores, error) {
 	u := cfg.Uploads
 	if u.Store == "s3" {
 		s, err := s3blob.New(s3Config(u.S3))
 		return mediaStores{signer: s}, err
 	}
-	secret := []byte(u.Secret)
-	if len(secret) == 0 {
-		m := hmac.New(sha256.New, []byte(cfg.TokenSecret))
-		m.Write([]byte("imd uploads"))
-		secret = m.Sum(nil)
-	}
-	base := u.BaseURL
-	if base == "" {
-		base = "http://" + cfg.HTTP.Addr
-	}
-	s, err := localfs.New(localfs.Config{Dir: u.Dir, BaseURL: base, Secret: secret})
+	s, err := localfs.New(localfs.Config{Dir: u.Dir, BaseURL: cfg.UploadsBaseURL(), Secret: cfg.URLSecret()})
 	if err != nil {
 		return mediaStores{}, err
 	}

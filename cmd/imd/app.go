@@ -24,7 +24,6 @@ import (
 	"github.com/imdhq/imd/core/membership"
 	"github.com/imdhq/imd/core/migration"
 	"github.com/imdhq/imd/core/modify"
-	"github.com/imdhq/imd/core/ratelimit"
 	"github.com/imdhq/imd/core/read"
 	"github.com/imdhq/imd/core/routerepair"
 	"github.com/imdhq/imd/core/send"
@@ -284,29 +283,11 @@ func newTCP(p tcpParams) (*tcpserver.Server, error) {
 		Multicore: c.Multicore, CompressMin: c.CompressMinSize, OutboundFrames: c.OutboundLimit,
 		Workers: p.Cfg.TaskPool.Workers, Queue: p.Cfg.TaskPool.Queue, RequestTimeout: c.RequestTimeout,
 		TLS: certs, ProxyTimeout: c.ProxyTimeout, HandshakeTimeout: c.HandshakeTimeout, PushAckTimeout: c.PushAckTimeout,
-		RateLimits: tcpRateLimits(p.Cfg.RateLimit),
+		RateLimits: p.Cfg.RateLimit.Frames(),
 	}, tcpserver.Deps{
 		Auth: p.Auth, Send: p.Send, History: p.History, Modify: p.Modify, Inbox: p.Inbox, Read: p.Read, IDs: p.IDs, Clock: p.Clock, Metrics: p.Metrics,
 		Presence: p.Presence,
 	}, p.Log), nil
-}
-
-// tcpRateLimits turns the rate_limit section into the listener's budgets.
-func tcpRateLimits(r config.RateLimit) tcpserver.RateLimits {
-	budgets := func(msgPerSec, authPerSec, inboxPerMin, syncPerMin, historyPerMin int) tcpserver.Budgets {
-		return tcpserver.Budgets{
-			Send:         ratelimit.Rate{Count: msgPerSec, Per: time.Second},
-			Auth:         ratelimit.Rate{Count: authPerSec, Per: time.Second},
-			SyncInbox:    ratelimit.Rate{Count: inboxPerMin, Per: time.Minute},
-			SyncMessages: ratelimit.Rate{Count: syncPerMin, Per: time.Minute},
-			History:      ratelimit.Rate{Count: historyPerMin, Per: time.Minute},
-		}
-	}
-	ip := r.PerIP
-	return tcpserver.RateLimits{
-		Device: budgets(r.MessagePerSecond, r.AuthPerSecond, r.SyncInboxPerMinute, r.SyncMessagesPerMinute, r.HistoryPerMinute),
-		IP:     budgets(ip.MessagePerSecond, ip.AuthPerSecond, ip.SyncInboxPerMinute, ip.SyncMessagesPerMinute, ip.HistoryPerMinute),
-	}
 }
 
 // deliverInspector is the deliver queue's operator view; the Redis queue is one.
@@ -319,7 +300,8 @@ func deliverInspector(q ports.DeliverQueue) (ports.DeliverInspector, error) {
 }
 
 func newHTTP(cfg config.Config, a *admin.Service, h *history.Service, in *inbox.Service, sm *shardmanager.Manager, rr *routerepair.Service, metrics metricsHandler, requests ports.Metrics, ready readyCheck, tcp *tcpserver.Server, sd httpapi.SocialDeps, ah archiveHTTP, mig *migration.Service, dq ports.DeliverInspector, b httpapi.Browser, log *slog.Logger) *httpapi.Server {
-	return httpapi.New(httpapi.Config{Addr: cfg.HTTP.Addr, AdminKey: cfg.AdminKey, RateLimits: httpRateLimits(cfg.RateLimit)},
+	user, ip := cfg.RateLimit.HTTP()
+	return httpapi.New(httpapi.Config{Addr: cfg.HTTP.Addr, AdminKey: cfg.AdminKey, RateLimits: httpapi.ClientRateLimits{User: user, IP: ip}},
 		httpapi.Deps{Admin: a, History: h, Inbox: in, Metrics: metrics, RequestMetrics: requests, Ready: ready, Listeners: []func() error{tcp.Serving},
 			Shards: httpapi.ShardOps{Manager: sm, Repair: rr}, Social: sd,
 			Archive: ah.Archive, References: ah.References, Migration: mig, Delivery: dq, Browser: b}, log)
