@@ -244,11 +244,13 @@ func Transports() fx.Option {
 		fx.Provide(
 			newTCP,
 			func(s *tcpserver.Server) ports.Pusher { return s },
-			func() *latePusher { return &latePusher{} },
-			func(l *latePusher) ports.DevicePusher { return l },
+			func() *cluster.LatePusher { return &cluster.LatePusher{} },
+			func(l *cluster.LatePusher) ports.DevicePusher { return l },
 			newHTTP,
 		),
-		fx.Invoke(bindPusher, recordUnacked, runServer),
+		// The deliver side pushes through the cross-node pusher, which hands pushes for devices on
+		// other nodes to those nodes (nodes.go).
+		fx.Invoke(func(l *cluster.LatePusher, p *cluster.Pusher) { l.Bind(p) }, recordUnacked, runServer),
 	)
 }
 
