@@ -103,7 +103,7 @@ func Adapters(cfg config.Config) fx.Option {
 			func(m *mysql.Migrations) dualread.Copier { return m },
 
 			openRedis,
-			readiness,
+			func(c rueidis.Client) readyCheck { return redisadapter.Ready(c) },
 			func(c rueidis.Client) ports.SeqAllocator { return redisadapter.NewSeqAllocator(c, 0) },
 			func(c rueidis.Client) ports.MonthState { return redisadapter.NewMonthState(c) },
 			redisadapter.NewRouteCache,
@@ -196,12 +196,6 @@ func openRedis(lc fx.Lifecycle, cfg config.Config) (rueidis.Client, error) {
 	}
 	lc.Append(fx.StopHook(c.Close))
 	return c, nil
-}
-
-func readiness(c rueidis.Client) readyCheck {
-	return func(ctx context.Context) error {
-		return c.Do(ctx, c.B().Ping().Build()).Error()
-	}
 }
 
 func newSearchIndex(lc fx.Lifecycle, cfg config.Config) (ports.SearchIndex, error) {
