@@ -14,6 +14,7 @@ import (
 
 	"github.com/imdhq/imd/adapters/config"
 	httpapi "github.com/imdhq/imd/adapters/http"
+	"github.com/imdhq/imd/adapters/slogtint"
 	"github.com/imdhq/imd/cmd/imd/internal/buildinfo"
 )
 
@@ -64,7 +65,7 @@ func run(args []string) error {
 		_, err = os.Stdout.Write(out)
 		return err
 	}
-	log := newLogger(cfg.Env, cfg.Log.Level, cfg.NodeID, os.Stderr)
+	log := slogtint.New(cfg.Env, cfg.Log.Level, cfg.NodeID, os.Stderr)
 
 	app := fx.New(
 		fx.WithLogger(func() fxevent.Logger { return fxLogger{log} }),
