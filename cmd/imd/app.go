@@ -26,6 +26,7 @@ import (
 	"github.com/imdhq/imd/core/modify"
 	"github.com/imdhq/imd/core/read"
 	"github.com/imdhq/imd/core/routerepair"
+	"github.com/imdhq/imd/core/runtime"
 	"github.com/imdhq/imd/core/send"
 	"github.com/imdhq/imd/core/shardmanager"
 	"github.com/imdhq/imd/core/tenantregistry"
@@ -326,16 +327,14 @@ func runServer(p serverParams) {
 	p.LC.Append(fx.StopHook(p.WS.Stop))
 	// A frame listener that stopped accepting ends the process (exit 1) for its supervisor to
 	// restart; readiness has already dropped through TCP.Serving.
-	watchDone := make(chan struct{})
-	p.LC.Append(fx.StartStopHook(func() {
-		go func() {
-			select {
-			case <-p.TCP.Lost():
-				_ = p.Exit.Shutdown(fx.ExitCode(1))
-			case <-watchDone:
-			}
-		}()
-	}, func() { close(watchDone) }))
+	watch := runtime.NewBackground(func(ctx context.Context) {
+		select {
+		case <-p.TCP.Lost():
+			_ = p.Exit.Shutdown(fx.ExitCode(1))
+		case <-ctx.Done():
+		}
+	})
+	p.LC.Append(fx.Hook{OnStart: watch.Start, OnStop: watch.Stop})
 	p.LC.Append(fx.Hook{
 		OnStart: func(context.Context) error { p.HTTP.SetReady(true); return nil },
 		OnStop: func(context.Context) error {

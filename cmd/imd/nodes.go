@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -11,6 +12,7 @@ import (
 	tcpserver "github.com/imdhq/imd/adapters/tcp/server"
 	"github.com/imdhq/imd/core/cluster"
 	"github.com/imdhq/imd/core/deliver"
+	"github.com/imdhq/imd/core/runtime"
 	"github.com/imdhq/imd/core/tenantregistry"
 	"github.com/imdhq/imd/ports"
 )
@@ -85,24 +87,21 @@ func newReceiver(v *cluster.View, n ports.NodeChannel, tcp *tcpserver.Server, t 
 // listener has closed every connection and the workers have finished.
 func runNodes(lc fx.Lifecycle, names *cluster.LateTenants, reg *tenantregistry.Registry, k *cluster.Keeper, t *cluster.Tracker, r *cluster.Receiver) {
 	names.Bind(reg.Names)
-	var cancel context.CancelFunc
-	done := make(chan struct{})
+	removals := runtime.NewBackground(t.Run)
 	lc.Append(fx.Hook{
 		OnStart: func(ctx context.Context) error {
 			if err := k.Start(ctx); err != nil {
 				return fmt.Errorf("node lease: %w", err)
 			}
-			var run context.Context
-			run, cancel = context.WithCancel(context.WithoutCancel(ctx))
-			go func() { defer close(done); t.Run(run) }()
+			if err := removals.Start(ctx); err != nil {
+				return err
+			}
 			r.Start(ctx)
 			return nil
 		},
 		OnStop: func(ctx context.Context) error {
 			r.Stop()
-			cancel()
-			<-done
-			return k.Stop(ctx)
+			return errors.Join(removals.Stop(ctx), k.Stop(ctx))
 		},
 	})
 }
