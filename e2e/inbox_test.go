@@ -6,6 +6,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -242,7 +243,7 @@ func TestInboxUnacknowledgedPushLeavesAMissedMessageRow(t *testing.T) {
 	if _, err := raw.Write(auth); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond) // AUTH done before the send
+	awaitResponse(t, raw, 1) // AUTH done before the send
 	ack, err := a.Send(ctx, textMessage(topic, "unacked-1", "did you get it?"))
 	if err != nil {
 		t.Fatal(err)
@@ -269,6 +270,37 @@ func TestInboxUnacknowledgedPushLeavesAMissedMessageRow(t *testing.T) {
 	other := srv.Connect(ctx, tokB, 10)
 	if _, events, _ := syncInbox(t, ctx, other, protocol.SyncInboxRequest{}); hasType(events, "missed_message") {
 		t.Fatalf("another device of B sees device 9's missed message: %v", events)
+	}
+}
+
+// awaitResponse reads frames from c until the response to requestID, whose code must be OK.
+func awaitResponse(t *testing.T, c net.Conn, requestID uint64) {
+	t.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(15 * time.Second))
+	defer c.SetReadDeadline(time.Time{})
+	var buf []byte
+	chunk := make([]byte, 4096)
+	for {
+		f, n, err := frame.Decode(buf)
+		switch {
+		case err == nil:
+			buf = buf[n:]
+			if f.RequestID != requestID {
+				continue
+			}
+			var env struct{ Code int }
+			if err := json.Unmarshal(f.Body, &env); err != nil || env.Code != protocol.CodeOK {
+				t.Fatalf("response to request %d: code %d (%v), want OK", requestID, env.Code, err)
+			}
+			return
+		case !errors.Is(err, frame.ErrIncomplete):
+			t.Fatalf("reading the response to request %d: %v", requestID, err)
+		}
+		m, err := c.Read(chunk)
+		if err != nil {
+			t.Fatalf("reading the response to request %d: %v", requestID, err)
+		}
+		buf = append(buf, chunk[:m]...)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/imdhq/imd/core/domain/tenant"
+	"github.com/imdhq/imd/core/retention"
 )
 
 // Config is the whole server configuration.
@@ -271,6 +272,20 @@ type S3Bucket struct {
 type Retention struct {
 	KeepOnlineMonths int `yaml:"keep_online_months"`
 	PurgeAfterMonths int `yaml:"purge_after_months"`
+}
+
+// Policy is the retention as core/retention applies it.
+func (r Retention) Policy() retention.Policy {
+	return retention.Policy{KeepOnlineMonths: r.KeepOnlineMonths, PurgeAfterMonths: r.PurgeAfterMonths}
+}
+
+// TenantPolicies are the policies of the tenants TenantRetention names.
+func (a Archive) TenantPolicies() map[string]retention.Policy {
+	perTenant := make(map[string]retention.Policy, len(a.TenantRetention))
+	for t, r := range a.TenantRetention {
+		perTenant[t] = r.Policy()
+	}
+	return perTenant
 }
 
 // Search is the long-term search index (seed 000 §6.6): one Bleve index per tenant under dir.

@@ -40,3 +40,11 @@ func (m Migration) validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// RateCap is RowsPerSecond as core/migration takes it, where no cap is negative.
+func (m Migration) RateCap() int {
+	if m.RowsPerSecond == 0 {
+		return -1
+	}
+	return m.RowsPerSecond
+}

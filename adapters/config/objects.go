@@ -1,6 +1,8 @@
 package config
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 )
@@ -21,4 +23,23 @@ func (u Uploads) validateStore() error {
 		return u.S3.validate("uploads")
 	}
 	return errors.New("uploads.store must be fs or s3")
+}
+
+// URLSecret signs the fs store's URLs: the configured secret, else one derived from the
+// token secret, so a dev setup needs no extra key.
+func (c Config) URLSecret() []byte {
+	if c.Uploads.Secret != "" {
+		return []byte(c.Uploads.Secret)
+	}
+	m := hmac.New(sha256.New, []byte(c.TokenSecret))
+	m.Write([]byte("imd uploads"))
+	return m.Sum(nil)
+}
+
+// UploadsBaseURL is where the fs store's files are served: base_url, else the HTTP listener.
+func (c Config) UploadsBaseURL() string {
+	if c.Uploads.BaseURL != "" {
+		return c.Uploads.BaseURL
+	}
+	return "http://" + c.HTTP.Addr
 }

@@ -50,3 +50,8 @@ func Open(ctx context.Context, addr string, opts ...Option) (rueidis.Client, err
 	}
 	return c, nil
 }
+
+// Ready reports whether Redis answers a PING, for /readyz.
+func Ready(c rueidis.Client) func(ctx context.Context) error {
+	return func(ctx context.Context) error { return c.Do(ctx, c.B().Ping().Build()).Error() }
+}

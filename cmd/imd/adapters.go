@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -106,7 +104,7 @@ func Adapters(cfg config.Config) fx.Option {
 			func(m *mysql.Migrations) dualread.Copier { return m },
 
 			openRedis,
-			readiness,
+			func(c rueidis.Client) readyCheck { return redisadapter.Ready(c) },
 			func(c rueidis.Client) *redisadapter.SeqAllocator { return redisadapter.NewSeqAllocator(c, 0) },
 			func(s *redisadapter.SeqAllocator) ports.SeqAllocator { return s },
 			func(s *redisadapter.SeqAllocator) ports.PendingSeqs { return s },
@@ -203,12 +201,6 @@ func openRedis(lc fx.Lifecycle, cfg config.Config) (rueidis.Client, error) {
 	return c, nil
 }
 
-func readiness(c rueidis.Client) readyCheck {
-	return func(ctx context.Context) error {
-		return c.Do(ctx, c.B().Ping().Build()).Error()
-	}
-}
-
 func newSearchIndex(lc fx.Lifecycle, cfg config.Config) (ports.SearchIndex, error) {
 	x, err := bleveindex.New(cfg.Search.Dir)
 	if err != nil {
@@ -236,25 +228,14 @@ func s3Config(b config.S3Bucket) s3blob.Config {
 }
 
 // newObjectStore is the uploads store: an S3-compatible bucket, or the local directory
-// (default) whose URL secret is derived from the token secret unless configured, so a dev
-// setup needs no extra key.
+// (default).
 func newObjectStore(cfg config.Config) (mediaStores, error) {
 	u := cfg.Uploads
 	if u.Store == "s3" {
 		s, err := s3blob.New(s3Config(u.S3))
 		return mediaStores{signer: s}, err
 	}
-	secret := []byte(u.Secret)
-	if len(secret) == 0 {
-		m := hmac.New(sha256.New, []byte(cfg.TokenSecret))
-		m.Write([]byte("imd uploads"))
-		secret = m.Sum(nil)
-	}
-	base := u.BaseURL
-	if base == "" {
-		base = "http://" + cfg.HTTP.Addr
-	}
-	s, err := localfs.New(localfs.Config{Dir: u.Dir, BaseURL: base, Secret: secret})
+	s, err := localfs.New(localfs.Config{Dir: u.Dir, BaseURL: cfg.UploadsBaseURL(), Secret: cfg.URLSecret()})
 	if err != nil {
 		return mediaStores{}, err
 	}

@@ -24,9 +24,9 @@ import (
 	"github.com/imdhq/imd/core/membership"
 	"github.com/imdhq/imd/core/migration"
 	"github.com/imdhq/imd/core/modify"
-	"github.com/imdhq/imd/core/ratelimit"
 	"github.com/imdhq/imd/core/read"
 	"github.com/imdhq/imd/core/routerepair"
+	"github.com/imdhq/imd/core/runtime"
 	"github.com/imdhq/imd/core/send"
 	"github.com/imdhq/imd/core/shardmanager"
 	"github.com/imdhq/imd/core/tenantregistry"
@@ -249,11 +249,13 @@ func Transports() fx.Option {
 		fx.Provide(
 			newTCP,
 			func(s *tcpserver.Server) ports.Pusher { return s },
-			func() *latePusher { return &latePusher{} },
-			func(l *latePusher) ports.DevicePusher { return l },
+			func() *cluster.LatePusher { return &cluster.LatePusher{} },
+			func(l *cluster.LatePusher) ports.DevicePusher { return l },
 			newHTTP,
 		),
-		fx.Invoke(bindPusher, recordUnacked, runServer),
+		// The deliver side pushes through the cross-node pusher, which hands pushes for devices on
+		// other nodes to those nodes (nodes.go).
+		fx.Invoke(func(l *cluster.LatePusher, p *cluster.Pusher) { l.Bind(p) }, recordUnacked, runServer),
 	)
 }
 
@@ -288,29 +290,11 @@ func newTCP(p tcpParams) (*tcpserver.Server, error) {
 		Multicore: c.Multicore, CompressMin: c.CompressMinSize, OutboundFrames: c.OutboundLimit,
 		Workers: p.Cfg.TaskPool.Workers, Queue: p.Cfg.TaskPool.Queue, RequestTimeout: c.RequestTimeout,
 		TLS: certs, ProxyTimeout: c.ProxyTimeout, HandshakeTimeout: c.HandshakeTimeout, PushAckTimeout: c.PushAckTimeout,
-		RateLimits: tcpRateLimits(p.Cfg.RateLimit),
+		RateLimits: p.Cfg.RateLimit.Frames(),
 	}, tcpserver.Deps{
 		Auth: p.Auth, Send: p.Send, History: p.History, Modify: p.Modify, Inbox: p.Inbox, Read: p.Read, IDs: p.IDs, Clock: p.Clock, Metrics: p.Metrics,
 		Presence: p.Presence,
 	}, p.Log), nil
-}
-
-// tcpRateLimits turns the rate_limit section into the listener's budgets.
-func tcpRateLimits(r config.RateLimit) tcpserver.RateLimits {
-	budgets := func(msgPerSec, authPerSec, inboxPerMin, syncPerMin, historyPerMin int) tcpserver.Budgets {
-		return tcpserver.Budgets{
-			Send:         ratelimit.Rate{Count: msgPerSec, Per: time.Second},
-			Auth:         ratelimit.Rate{Count: authPerSec, Per: time.Second},
-			SyncInbox:    ratelimit.Rate{Count: inboxPerMin, Per: time.Minute},
-			SyncMessages: ratelimit.Rate{Count: syncPerMin, Per: time.Minute},
-			History:      ratelimit.Rate{Count: historyPerMin, Per: time.Minute},
-		}
-	}
-	ip := r.PerIP
-	return tcpserver.RateLimits{
-		Device: budgets(r.MessagePerSecond, r.AuthPerSecond, r.SyncInboxPerMinute, r.SyncMessagesPerMinute, r.HistoryPerMinute),
-		IP:     budgets(ip.MessagePerSecond, ip.AuthPerSecond, ip.SyncInboxPerMinute, ip.SyncMessagesPerMinute, ip.HistoryPerMinute),
-	}
 }
 
 // deliverInspector is the deliver queue's operator view; the Redis queue is one.
@@ -333,7 +317,8 @@ func nodeOps(n ports.NodeInspector, q ports.DeliverQueue) (httpapi.NodeOps, erro
 }
 
 func newHTTP(cfg config.Config, a *admin.Service, h *history.Service, in *inbox.Service, sm *shardmanager.Manager, rr *routerepair.Service, metrics metricsHandler, requests ports.Metrics, ready readyCheck, tcp *tcpserver.Server, sd httpapi.SocialDeps, ah archiveHTTP, mig *migration.Service, dq ports.DeliverInspector, nodes httpapi.NodeOps, b httpapi.Browser, log *slog.Logger) *httpapi.Server {
-	return httpapi.New(httpapi.Config{Addr: cfg.HTTP.Addr, AdminKey: cfg.AdminKey, RateLimits: httpRateLimits(cfg.RateLimit)},
+	user, ip := cfg.RateLimit.HTTP()
+	return httpapi.New(httpapi.Config{Addr: cfg.HTTP.Addr, AdminKey: cfg.AdminKey, RateLimits: httpapi.ClientRateLimits{User: user, IP: ip}},
 		httpapi.Deps{Admin: a, History: h, Inbox: in, Metrics: metrics, RequestMetrics: requests, Ready: ready, Listeners: []func() error{tcp.Serving},
 			Shards: httpapi.ShardOps{Manager: sm, Repair: rr}, Social: sd,
 			Archive: ah.Archive, References: ah.References, Migration: mig, Delivery: dq, Nodes: nodes, Browser: b}, log)
@@ -356,16 +341,14 @@ func runServer(p serverParams) {
 	p.LC.Append(fx.StopHook(p.WS.Stop))
 	// A frame listener that stopped accepting ends the process (exit 1) for its supervisor to
 	// restart; readiness has already dropped through TCP.Serving.
-	watchDone := make(chan struct{})
-	p.LC.Append(fx.StartStopHook(func() {
-		go func() {
-			select {
-			case <-p.TCP.Lost():
-				_ = p.Exit.Shutdown(fx.ExitCode(1))
-			case <-watchDone:
-			}
-		}()
-	}, func() { close(watchDone) }))
+	watch := runtime.NewBackground(func(ctx context.Context) {
+		select {
+		case <-p.TCP.Lost():
+			_ = p.Exit.Shutdown(fx.ExitCode(1))
+		case <-ctx.Done():
+		}
+	})
+	p.LC.Append(fx.Hook{OnStart: watch.Start, OnStop: watch.Stop})
 	p.LC.Append(fx.Hook{
 		OnStart: func(context.Context) error { p.HTTP.SetReady(true); return nil },
 		OnStop: func(context.Context) error {

@@ -118,14 +118,7 @@ func newArchiver(p archiverParams) (*archiver.Service, error) {
 }
 
 func newRetention(cfg config.Config, a *archiver.Service, s ports.ShardStore, rows ports.MonthRows, m ports.MonthState, log *slog.Logger) (*retention.Service, error) {
-	policy := func(r config.Retention) retention.Policy {
-		return retention.Policy{KeepOnlineMonths: r.KeepOnlineMonths, PurgeAfterMonths: r.PurgeAfterMonths}
-	}
-	perTenant := make(map[string]retention.Policy, len(cfg.Archive.TenantRetention))
-	for t, r := range cfg.Archive.TenantRetention {
-		perTenant[t] = policy(r)
-	}
-	return retention.New(policy(cfg.Archive.Retention), perTenant, retention.Deps{Archiver: a, Catalog: s, Rows: rows, Months: m, Log: log})
+	return retention.New(cfg.Archive.Retention.Policy(), cfg.Archive.TenantPolicies(), retention.Deps{Archiver: a, Catalog: s, Rows: rows, Months: m, Log: log})
 }
 
 func newReindex(s ports.ShardStore, mirror ports.RouteMirror, store *archivereader.Store, x *longsearch.Indexer, g *groupfiles.Service) *reindex.Service {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"log/slog"
 	"time"
 
@@ -10,10 +9,8 @@ import (
 	"github.com/imdhq/imd/adapters/config"
 	"github.com/imdhq/imd/adapters/protocol/session"
 	tcpserver "github.com/imdhq/imd/adapters/tcp/server"
-	"github.com/imdhq/imd/core/cluster"
 	"github.com/imdhq/imd/core/conversation"
 	"github.com/imdhq/imd/core/deliver"
-	"github.com/imdhq/imd/core/domain/delivery"
 	"github.com/imdhq/imd/core/history"
 	"github.com/imdhq/imd/core/inbox"
 	"github.com/imdhq/imd/core/inflight"
@@ -107,26 +104,3 @@ func recordUnacked(tcp *tcpserver.Server, missed *deliver.Missed) {
 		}
 	})
 }
-
-// latePusher is the DevicePusher the deliver side is built with. The TCP listener that
-// implements it authenticates through the tenant registry, which builds deliver workers for
-// tenants added at run time, so the deliver side cannot be built after the listener. The
-// listener is bound by bindPusher while the application is assembled; nothing pushes before
-// the application starts.
-type latePusher struct{ target ports.DevicePusher }
-
-func (l *latePusher) Push(ctx context.Context, tenant string, t delivery.Target, p delivery.Push) delivery.Report {
-	return l.target.Push(ctx, tenant, t, p)
-}
-
-func (l *latePusher) PushReach(ctx context.Context, tenant string, pushes ...delivery.Addressed) []delivery.Outcome {
-	return l.target.PushReach(ctx, tenant, pushes...)
-}
-
-func (l *latePusher) PushDevice(ctx context.Context, tenant string, user int64, device uint64, p delivery.Push) int {
-	return l.target.PushDevice(ctx, tenant, user, device, p)
-}
-
-// bindPusher binds the deliver side to the listener's sessions through the cross-node pusher
-// (nodes.go), which hands pushes for devices on other nodes to those nodes.
-func bindPusher(l *latePusher, p *cluster.Pusher) { l.target = p }

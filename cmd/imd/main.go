@@ -13,6 +13,8 @@ import (
 	"go.uber.org/fx/fxevent"
 
 	"github.com/imdhq/imd/adapters/config"
+	httpapi "github.com/imdhq/imd/adapters/http"
+	"github.com/imdhq/imd/adapters/slogtint"
 	"github.com/imdhq/imd/cmd/imd/internal/buildinfo"
 )
 
@@ -28,7 +30,10 @@ var version string
 
 func run(args []string) error {
 	if len(args) > 0 && args[0] == "probe" {
-		return probe(args[1:])
+		if len(args) != 2 {
+			return errors.New("usage: imd probe URL (e.g. http://127.0.0.1:8080/readyz)")
+		}
+		return httpapi.Probe(args[1])
 	}
 	check := len(args) > 0 && args[0] == "check"
 	if check {
@@ -60,7 +65,7 @@ func run(args []string) error {
 		_, err = os.Stdout.Write(out)
 		return err
 	}
-	log := newLogger(cfg.Env, cfg.Log.Level, cfg.NodeID, os.Stderr)
+	log := slogtint.New(cfg.Env, cfg.Log.Level, cfg.NodeID, os.Stderr)
 
 	app := fx.New(
 		fx.WithLogger(func() fxevent.Logger { return fxLogger{log} }),

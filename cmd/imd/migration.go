@@ -74,11 +74,7 @@ type migrationParams struct {
 
 func newMigration(p migrationParams) *migration.Service {
 	c := p.Cfg.Migration
-	rate := c.RowsPerSecond
-	if rate == 0 {
-		rate = -1 // config: 0 is no cap; core: negative is
-	}
-	return migration.New(migration.Config{BatchSize: c.BatchSize, RowsPerSecond: rate, PollInterval: c.PollInterval},
+	return migration.New(migration.Config{BatchSize: c.BatchSize, RowsPerSecond: c.RateCap(), PollInterval: c.PollInterval},
 		migration.Deps{
 			Store: p.Jobs, Shards: p.Shards, Months: p.Months, Seq: p.Seq, Routes: p.Repair,
 			Metrics: p.Metrics, Counters: p.Counters, IDs: p.IDs, Clock: p.Clock, Log: p.Log, DualRead: c.DualRead,

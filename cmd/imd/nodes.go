@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 
 	"go.uber.org/fx"
 
@@ -14,6 +12,7 @@ import (
 	tcpserver "github.com/imdhq/imd/adapters/tcp/server"
 	"github.com/imdhq/imd/core/cluster"
 	"github.com/imdhq/imd/core/deliver"
+	"github.com/imdhq/imd/core/runtime"
 	"github.com/imdhq/imd/core/tenantregistry"
 	"github.com/imdhq/imd/ports"
 )
@@ -34,21 +33,17 @@ func Nodes() fx.Option {
 			func(k *cluster.Keeper) deliver.Owner { return k },
 			newClusterPusher,
 			newReceiver,
-			func() *nodeTenants { return &nodeTenants{} },
+			func() *cluster.LateTenants { return &cluster.LateTenants{} },
 		),
 		fx.Invoke(runNodes),
 	)
 }
 
-// newNodeView names this process "<node_id>-<random>": the node_id says which node (a
-// restarted one retires its earlier instance at once), the random part tells a restart from
-// the process before it.
 func newNodeView(cfg config.Config, log *slog.Logger) (*cluster.View, error) {
-	var boot [4]byte
-	if _, err := rand.Read(boot[:]); err != nil {
-		return nil, fmt.Errorf("node instance name: %w", err)
+	name, err := cluster.InstanceName(cfg.NodeID)
+	if err != nil {
+		return nil, err
 	}
-	name := strconv.Itoa(cfg.NodeID) + "-" + hex.EncodeToString(boot[:])
 	log.Info("node instance", "node", name)
 	return cluster.NewView(name), nil
 }
@@ -65,19 +60,7 @@ func newTracker(v *cluster.View, n ports.Presence, f *cluster.Forwarder, log *sl
 	return cluster.NewTracker(v, n, f, log)
 }
 
-// nodeTenants hands the per-node loops the tenant registry's names. The registry is bound by
-// runNodes: it builds deliver workers (for tenants provisioned at run time), which are built
-// with the keeper, so the keeper cannot be built after it.
-type nodeTenants struct{ reg *tenantregistry.Registry }
-
-func (n *nodeTenants) Names() []string {
-	if n.reg == nil {
-		return nil
-	}
-	return n.reg.Names()
-}
-
-func newKeeper(cfg cluster.Config, v *cluster.View, n ports.NodeLeases, q ports.DeliverQueue, reg *nodeTenants, log *slog.Logger) (*cluster.Keeper, error) {
+func newKeeper(cfg cluster.Config, v *cluster.View, n ports.NodeLeases, q ports.DeliverQueue, reg *cluster.LateTenants, log *slog.Logger) (*cluster.Keeper, error) {
 	leases, ok := q.(ports.DeliverLeases)
 	if !ok {
 		return nil, fmt.Errorf("deliver queue %T hands out no partition leases", q)
@@ -87,13 +70,13 @@ func newKeeper(cfg cluster.Config, v *cluster.View, n ports.NodeLeases, q ports.
 	}), nil
 }
 
-// newClusterPusher decorates the listener's sessions; bindPusher hands it to the deliver side.
+// newClusterPusher decorates the listener's sessions; the deliver side is bound to it (app.go).
 func newClusterPusher(cfg cluster.Config, v *cluster.View, presence ports.Presence, channel ports.NodeChannel, tcp *tcpserver.Server, c ports.Clock, m ports.Metrics, log *slog.Logger) *cluster.Pusher {
 	return cluster.NewPusher(cfg, cluster.PusherDeps{Local: tcp, View: v, Presence: presence, Channel: channel, Clock: c, Metrics: m, Log: log})
 }
 
 func newReceiver(v *cluster.View, n ports.NodeChannel, tcp *tcpserver.Server, t *cluster.Tracker, missed *deliver.Missed,
-	reg *nodeTenants, c ports.Clock, m ports.Metrics, log *slog.Logger) *cluster.Receiver {
+	reg *cluster.LateTenants, c ports.Clock, m ports.Metrics, log *slog.Logger) *cluster.Receiver {
 	return cluster.NewReceiver(cluster.ReceiverDeps{
 		View: v, Channel: n, Local: tcp, Kicker: tcp, Tracker: t, Missed: missed, Tenants: reg.Names, Clock: c, Metrics: m, Log: log,
 	})
@@ -102,26 +85,23 @@ func newReceiver(v *cluster.View, n ports.NodeChannel, tcp *tcpserver.Server, t 
 // runNodes starts the keeper (one pass, so this node is known and holds its partitions before
 // the deliver workers start), the presence removals and the receiver; they stop last, once the
 // listener has closed every connection and the workers have finished.
-func runNodes(lc fx.Lifecycle, names *nodeTenants, reg *tenantregistry.Registry, k *cluster.Keeper, t *cluster.Tracker, r *cluster.Receiver) {
-	names.reg = reg
-	var cancel context.CancelFunc
-	done := make(chan struct{})
+func runNodes(lc fx.Lifecycle, names *cluster.LateTenants, reg *tenantregistry.Registry, k *cluster.Keeper, t *cluster.Tracker, r *cluster.Receiver) {
+	names.Bind(reg.Names)
+	removals := runtime.NewBackground(t.Run)
 	lc.Append(fx.Hook{
 		OnStart: func(ctx context.Context) error {
 			if err := k.Start(ctx); err != nil {
 				return fmt.Errorf("node lease: %w", err)
 			}
-			var run context.Context
-			run, cancel = context.WithCancel(context.WithoutCancel(ctx))
-			go func() { defer close(done); t.Run(run) }()
+			if err := removals.Start(ctx); err != nil {
+				return err
+			}
 			r.Start(ctx)
 			return nil
 		},
 		OnStop: func(ctx context.Context) error {
 			r.Stop()
-			cancel()
-			<-done
-			return k.Stop(ctx)
+			return errors.Join(removals.Stop(ctx), k.Stop(ctx))
 		},
 	})
 }

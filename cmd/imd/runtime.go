@@ -154,15 +154,6 @@ func loadTenants(lc fx.Lifecycle, reg *tenantregistry.Registry, rt *runtime.Runt
 // here too (it adds them to the runtime). Invoked after the transports: it starts last and
 // stops first.
 func refreshTenants(lc fx.Lifecycle, cfg config.Config, reg *tenantregistry.Registry) {
-	var cancel context.CancelFunc
-	done := make(chan struct{})
-	lc.Append(fx.Hook{
-		OnStart: func(context.Context) error {
-			var ctx context.Context
-			ctx, cancel = context.WithCancel(context.Background())
-			go func() { defer close(done); reg.Run(ctx, cfg.Registry.RefreshInterval) }()
-			return nil
-		},
-		OnStop: func(context.Context) error { cancel(); <-done; return nil },
-	})
+	refresh := runtime.NewBackground(func(ctx context.Context) { reg.Run(ctx, cfg.Registry.RefreshInterval) })
+	lc.Append(fx.Hook{OnStart: refresh.Start, OnStop: refresh.Stop})
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/imdhq/imd/core/history"
 	"github.com/imdhq/imd/core/inbox"
 	"github.com/imdhq/imd/core/membership"
-	"github.com/imdhq/imd/core/ratelimit"
 	"github.com/imdhq/imd/core/read"
 	"github.com/imdhq/imd/core/reports"
 	"github.com/imdhq/imd/core/runtime"
@@ -48,14 +47,6 @@ func Social() fx.Option {
 
 func newDailyStats(s ports.DailyCounter, log *slog.Logger) *dailystats.Counter {
 	return dailystats.New(s, log)
-}
-
-// httpRateLimits turns the rate_limit section into the client API's budgets.
-func httpRateLimits(r config.RateLimit) httpapi.ClientRateLimits {
-	return httpapi.ClientRateLimits{
-		User: ratelimit.Rate{Count: r.HTTPPerSecond, Per: time.Second},
-		IP:   ratelimit.Rate{Count: r.PerIP.HTTPPerSecond, Per: time.Second},
-	}
 }
 
 func newResolver(cfg config.Config, d ports.Directory, r ports.SendRules, ids ports.IDGenerator, m *membership.Cache, c ports.Clock) *conversation.Resolver {

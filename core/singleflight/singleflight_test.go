@@ -6,46 +6,47 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
 func TestConcurrentCallersShareOneLoad(t *testing.T) {
-	var g Group[int]
-	var loads atomic.Int64
-	release := make(chan struct{})
-	load := func(context.Context) (int, error) {
-		loads.Add(1)
-		<-release
-		return 42, nil
-	}
-	const callers = 20
-	var wg sync.WaitGroup
-	results := make(chan int, callers)
-	for range callers {
-		wg.Go(func() {
-			v, err := g.Do(context.Background(), "k", load)
-			if err != nil {
-				t.Error(err)
-			}
-			results <- v
-		})
-	}
-	// Let every caller find the load running, then finish it.
-	for deadline := time.Now().Add(5 * time.Second); loads.Load() == 0 && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
-	}
-	time.Sleep(20 * time.Millisecond)
-	close(release)
-	wg.Wait()
-	close(results)
-	for v := range results {
-		if v != 42 {
-			t.Fatalf("a caller got %d; want 42", v)
+	// synctest.Wait is the barrier: every caller is blocked, the first in the load, the rest
+	// waiting for it, before the load finishes.
+	synctest.Test(t, func(t *testing.T) {
+		var g Group[int]
+		var loads atomic.Int64
+		release := make(chan struct{})
+		load := func(context.Context) (int, error) {
+			loads.Add(1)
+			<-release
+			return 42, nil
 		}
-	}
-	if n := loads.Load(); n != 1 {
-		t.Fatalf("%d loads for %d concurrent callers; want 1", n, callers)
-	}
+		const callers = 20
+		var wg sync.WaitGroup
+		results := make(chan int, callers)
+		for range callers {
+			wg.Go(func() {
+				v, err := g.Do(context.Background(), "k", load)
+				if err != nil {
+					t.Error(err)
+				}
+				results <- v
+			})
+		}
+		synctest.Wait()
+		close(release)
+		wg.Wait()
+		close(results)
+		for v := range results {
+			if v != 42 {
+				t.Fatalf("a caller got %d; want 42", v)
+			}
+		}
+		if n := loads.Load(); n != 1 {
+			t.Fatalf("%d loads for %d concurrent callers; want 1", n, callers)
+		}
+	})
 }
 
 func TestDo(t *testing.T) {

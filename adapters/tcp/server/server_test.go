@@ -395,8 +395,13 @@ func TestRequestContext(t *testing.T) {
 		cmdPanic = 201
 	)
 	ended := make(chan error, 1)
+	entered := make(chan struct{}, 1) // a cmdWait handler runs
 	handlers := func(s *Server) {
 		s.Dispatcher().Handle(cmdWait, func(ctx context.Context) (any, error) {
+			select {
+			case entered <- struct{}{}:
+			default:
+			}
 			<-ctx.Done()
 			ended <- ctx.Err()
 			return nil, apperr.Wrap(apperr.Busy, "gave up", ctx.Err())
@@ -419,8 +424,16 @@ func TestRequestContext(t *testing.T) {
 		h := start(t, Config{RequestTimeout: time.Minute}, Deps{}, handlers)
 		c := h.dial(t)
 		c.auth(1, 1)
+		select { // the deadline subtest's handler entered too
+		case <-entered:
+		default:
+		}
 		c.send(cmdWait, struct{}{})
-		time.Sleep(20 * time.Millisecond)
+		select {
+		case <-entered:
+		case <-time.After(3 * time.Second):
+			t.Fatal("the request did not reach its handler")
+		}
 		_ = c.nc.Close()
 		select {
 		case err := <-ended:

@@ -1,0 +1,38 @@
+package runtime
+
+import "context"
+
+// Background is one goroutine outside the supervised loops, for work whose place in the
+// start and stop order matters (the tenant refresh starts after the listeners, the presence
+// removals stop after them): it runs from Start until Stop, which waits for it to return.
+type Background struct {
+	run    func(ctx context.Context)
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// NewBackground returns run, to be started and stopped once.
+func NewBackground(run func(ctx context.Context)) *Background { return &Background{run: run} }
+
+// Start launches run; its ctx ends at Stop, not with the start context.
+func (b *Background) Start(context.Context) error {
+	var ctx context.Context
+	ctx, b.cancel = context.WithCancel(context.Background())
+	b.done = make(chan struct{})
+	go func() { defer close(b.done); b.run(ctx) }()
+	return nil
+}
+
+// Stop ends run's ctx and waits for it to return, or for ctx to end.
+func (b *Background) Stop(ctx context.Context) error {
+	if b.cancel == nil {
+		return nil
+	}
+	b.cancel()
+	select {
+	case <-b.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
