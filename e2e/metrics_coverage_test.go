@@ -62,6 +62,7 @@ var movedBy = map[string]string{
 	"cross_node_push_lag_seconds":                "TestMetricsOfWebSocketAndCrossNodePushes",
 	"ws_connections":                             "TestMetricsOfWebSocketAndCrossNodePushes",
 	"ws_refused_total":                           "TestMetricsOfWebSocketAndCrossNodePushes",
+	"tenant_loop_restarts_total":                 "TestATenantLoopThatFailsIsRestartedAndHeals",
 	"deliver_queue_lag_seconds":                  "TestMetricsMoveWithTheirEvents",
 	"deliver_dead_letters":                       "TestMetricsMoveWithTheirEvents",
 	"inbox_rebuild_total":                        "TestMetricsMoveWithTheirEvents",
