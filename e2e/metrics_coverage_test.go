@@ -50,6 +50,7 @@ var movedBy = map[string]string{
 	// imd's own.
 	"group_message_route_repair_total":           "TestLifecycleFailedRouteUpdateIsRepairedFromTheQueue",
 	"group_message_route_reconcile_total":        "TestMetricsMoveWithTheirEvents",
+	"group_message_seq_hole_closed_total":        "TestSeqHoleIsClosedWithATombstone",
 	"group_message_shard_ready":                  "TestMetricsMoveWithTheirEvents",
 	"group_message_compensation_backlog":         "TestLifecycleLateWriteIntoSealedMonthIsCompensated",
 	"group_message_hot_cache_write_failed_total": "TestMetricsMoveWithTheirEvents",

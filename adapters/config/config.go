@@ -218,8 +218,13 @@ type Shard struct {
 	// DedupRetentionDays is how long dedup records live, 7–30 (seed 000 §3.5).
 	DedupRetentionDays int `yaml:"dedup_retention_days"`
 	// DedupPurgeBatch is how many expired dedup records one DELETE removes.
-	DedupPurgeBatch int         `yaml:"dedup_purge_batch"`
-	RouteRepair     RouteRepair `yaml:"route_repair"`
+	DedupPurgeBatch int `yaml:"dedup_purge_batch"`
+	// SeqHoleSweepInterval is how often a node looks for seq holes (DESIGN §4).
+	SeqHoleSweepInterval time.Duration `yaml:"seq_hole_sweep_interval"`
+	// SeqHoleAfter is how old the message after a seq hole must be before the hole is closed
+	// with a tombstone: longer than any retry that still holds the missing seq.
+	SeqHoleAfter time.Duration `yaml:"seq_hole_after"`
+	RouteRepair  RouteRepair   `yaml:"route_repair"`
 }
 
 // RouteRepair tunes the route repair loop and the sampled reconciliation (seed 000 §3.4).
@@ -322,7 +327,8 @@ func Default() Config {
 		RateLimit: RateLimit{MessagePerSecond: 20, AuthPerSecond: 5, SyncInboxPerMinute: 60, SyncMessagesPerMinute: 120, HistoryPerMinute: 200, HTTPPerSecond: 20,
 			// Ten devices' worth per address: room for a household or an office behind NAT.
 			PerIP: IPRateLimit{MessagePerSecond: 200, AuthPerSecond: 50, SyncInboxPerMinute: 600, SyncMessagesPerMinute: 1200, HistoryPerMinute: 2000, HTTPPerSecond: 200}},
-		Shard:    Shard{CheckInterval: time.Minute, SealingDays: 7, LockTTL: 30 * time.Second, DedupRetentionDays: 30, DedupPurgeBatch: 1000, RouteRepair: defaultRouteRepair()},
+		Shard: Shard{CheckInterval: time.Minute, SealingDays: 7, LockTTL: 30 * time.Second, DedupRetentionDays: 30, DedupPurgeBatch: 1000,
+			SeqHoleSweepInterval: time.Minute, SeqHoleAfter: 10 * time.Minute, RouteRepair: defaultRouteRepair()},
 		Shutdown: Shutdown{Timeout: 20 * time.Second},
 		Log:      LogOptions{Level: "info"},
 		Archive: Archive{Store: "fs", Dir: filepath.Join(os.TempDir(), "imd-archive"), ChunkRows: 1000,
@@ -443,6 +449,9 @@ func (c Config) Validate() error {
 	}
 	if c.Shard.DedupRetentionDays < 7 || c.Shard.DedupRetentionDays > 30 {
 		errs = append(errs, errors.New("shard.dedup_retention_days must be 7-30"))
+	}
+	if c.Shard.SeqHoleSweepInterval <= 0 || c.Shard.SeqHoleAfter <= 0 {
+		errs = append(errs, errors.New("shard.seq_hole_sweep_interval and shard.seq_hole_after must be positive"))
 	}
 	if r := c.Shard.RouteRepair; r.Interval <= 0 || r.ReconcileInterval <= 0 || r.Batch <= 0 || r.FallbackLimit <= 0 ||
 		r.RebuildBatch <= 0 || r.ReconcileSample <= 0 || r.ReconcileDeep < 0 || r.ReconcileMonths <= 0 {

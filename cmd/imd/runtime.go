@@ -28,9 +28,6 @@ const (
 	// dailyStatsFlush is how often the daily summary receives the counts summed since the
 	// last flush: what a crash may lose, and how far the summary trails.
 	dailyStatsFlush = 5 * time.Second
-	// seqHoleSweepEvery is how often a node looks for seq holes. Every node sweeps: two closing
-	// the same seq is harmless, the second finds it taken.
-	seqHoleSweepEvery = time.Minute
 	// depthSampleEvery is how often the deliver queue's backlog is measured: a few times per
 	// scrape interval, three Redis reads per partition each time.
 	depthSampleEvery = 5 * time.Second
@@ -93,9 +90,10 @@ func newRuntime(p runtimeParams) (*runtime.Runtime, error) {
 			gauges.Run(ctx, ts, depthSampleEvery)
 			return nil
 		}},
-		// DESIGN §4: a seq a failed send left unused ends as a tombstone.
+		// DESIGN §4: a seq a failed send left unused ends as a tombstone. Every node sweeps: two
+		// closing the same seq is harmless, the second finds it taken.
 		{Name: "seq_holes", Run: func(ctx context.Context, ts func() []string) error {
-			p.SeqHoles.RunEvery(ctx, ts, seqHoleSweepEvery)
+			p.SeqHoles.RunEvery(ctx, ts, p.Cfg.Shard.SeqHoleSweepInterval)
 			return nil
 		}},
 	}
