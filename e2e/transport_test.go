@@ -183,7 +183,9 @@ func TestTransportThousandTLSConnections(t *testing.T) {
 			// 10.0.x.y: a distinct client address per connection, so no address shares a budget.
 			src := netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 0, byte(i >> 8), byte(i)}), uint16(20000+i))
 			err := func() error {
-				c, err := transportDial(t, ctx, srv, client.Options{TLS: clientTLS, ProxyHeader: 2, ProxySource: src})
+				// A minute for connect, header and handshake: 1,000 handshakes share two cores
+				// with the server (CI at load 13: i/o timeouts at the 10 s default).
+				c, err := transportDial(t, ctx, srv, client.Options{TLS: clientTLS, ProxyHeader: 2, ProxySource: src, DialTimeout: time.Minute})
 				if err != nil {
 					return err
 				}
