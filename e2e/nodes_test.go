@@ -164,9 +164,12 @@ func TestNodesSecondAuthOnAnotherNodeKicksTheFirst(t *testing.T) {
 // TestNodesKilledNodeLosesNoAckedMessage: the node that consumes the deliver queue (one
 // partition, the first node in the lease order) is killed with -9 mid-load. The survivor takes
 // its partition once the lease runs out, requeues the jobs it had in flight and delivers them:
-// a member connected to the survivor gets every ACKed message live exactly once, its unread
-// count counts each once, and a client of the dead node reconnects to the survivor and reads
-// every ACKed message back by sync, each once.
+// a member connected to the survivor gets every ACKed message exactly once — live, except a
+// job the dead node had already marked done and not yet forwarded (pushes are at most once;
+// sync is the rest of the contract, PROTOCOL's two-level sync), which it reads by sync — its
+// unread count counts each once, and a client of the dead node reconnects to the survivor and
+// reads every ACKed message back by sync, each once. Every message sent after the node died
+// must arrive live.
 func TestNodesKilledNodeLosesNoAckedMessage(t *testing.T) {
 	nodes := startNodes(t, 2, map[string]string{"IMD_CLUSTER_LEASE_TTL": "3s", "IMD_DELIVER_PARTITIONS": "1"})
 	victim, survivor := nodes[0], nodes[1]
@@ -192,7 +195,10 @@ func TestNodesKilledNodeLosesNoAckedMessage(t *testing.T) {
 	var (
 		mu    sync.Mutex
 		acked []int64
-		wg    sync.WaitGroup
+		// afterKill: seqs whose send began once the victim was dead, so no job of theirs
+		// was ever in its hands.
+		afterKill = map[int64]bool{}
+		wg        sync.WaitGroup
 	)
 	killed := make(chan struct{})
 	for _, i := range []int{0, members / 2} { // one sender on each node
@@ -204,6 +210,12 @@ func TestNodesKilledNodeLosesNoAckedMessage(t *testing.T) {
 					victim.Kill()
 					close(killed)
 				}
+				var dead bool
+				select {
+				case <-killed:
+					dead = true
+				default:
+				}
 				ack, err := conns[i].Send(ctx, textMessage(topic, fmt.Sprintf("s%d-%d", i, j), "x"))
 				if err != nil {
 					if i == 0 {
@@ -214,6 +226,7 @@ func TestNodesKilledNodeLosesNoAckedMessage(t *testing.T) {
 				}
 				mu.Lock()
 				acked = append(acked, ack.Seq)
+				afterKill[ack.Seq] = dead
 				mu.Unlock()
 			}
 		}()
@@ -237,10 +250,13 @@ func TestNodesKilledNodeLosesNoAckedMessage(t *testing.T) {
 	deadline := time.Now().Add(time.Minute)
 	for {
 		mu.Lock()
-		missing := 0
+		missing, required := 0, 0
 		for _, s := range acked {
 			if seen[s] == 0 {
 				missing++
+				if afterKill[s] {
+					required++
+				}
 			}
 		}
 		mu.Unlock()
@@ -248,7 +264,12 @@ func TestNodesKilledNodeLosesNoAckedMessage(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the observer lacks %d of %d acked messages live", missing, len(acked))
+			if required > 0 {
+				t.Fatalf("the observer lacks %d of %d acked messages live, %d of them sent after the kill", missing, len(acked), required)
+			}
+			// In the dead node's hands at the kill: they must be stored (checked by sync below).
+			t.Logf("%d acked messages sent before the kill reached the observer by sync only", missing)
+			break
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
