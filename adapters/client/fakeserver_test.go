@@ -3,16 +3,10 @@ package client
 import (
 	"bufio"
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
 	"errors"
 	"io"
-	"math/big"
 	"net"
 	"net/netip"
 	"sync"
@@ -23,6 +17,7 @@ import (
 
 	"github.com/imdhq/imd/adapters/protocol"
 	"github.com/imdhq/imd/adapters/protocol/frame"
+	"github.com/imdhq/imd/adapters/protocol/tlstest"
 )
 
 // fakeServer is a minimal imd stand-in: it reads an optional PROXY header, an
@@ -319,32 +314,10 @@ func testMessage(topic string, seq int64) protocol.Message {
 }
 
 // testTLS returns a server config with a fresh self-signed certificate for
-// im.example.test and 127.0.0.1, and a client config that trusts it. It is
-// made here rather than with the TCP adapter's tlstest: adapters do not import
-// each other.
+// im.example.test and 127.0.0.1, and a client config that trusts it.
 func testTLS(t *testing.T) (server, client *tls.Config) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "im.example.test"},
-		DNSNames: []string{"im.example.test"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	server = &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key, Leaf: cert}}, MinVersion: tls.VersionTLS12}
+	server, pool := tlstest.SelfSigned(t, "im.example.test", "127.0.0.1")
 	return server, &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 }
 
