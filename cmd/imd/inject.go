@@ -1,0 +1,60 @@
+package main
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+
+	"go.uber.org/fx"
+)
+
+// inject returns constructor as fx can call it: each parameter whose type is a struct named
+// Deps or …Deps (a use case's or an adapter's ports) is taken field by field from the graph,
+// as if the struct embedded fx.In, so the core stays free of fx and cmd/imd copies no fields.
+// A field's tags carry over: optional:"true" may stay nil, group:"…" collects a value group.
+func inject(constructor any) any {
+	fn := reflect.ValueOf(constructor)
+	t := fn.Type()
+	if t.Kind() != reflect.Func {
+		panic(fmt.Sprintf("inject: %T is not a constructor", constructor))
+	}
+	in := make([]reflect.Type, t.NumIn())
+	deps := make([]bool, t.NumIn())
+	for i := range in {
+		in[i] = t.In(i)
+		if p := t.In(i); p.Kind() == reflect.Struct && strings.HasSuffix(p.Name(), "Deps") {
+			in[i], deps[i] = paramObject(p), true
+		}
+	}
+	out := make([]reflect.Type, t.NumOut())
+	for i := range out {
+		out[i] = t.Out(i)
+	}
+	call := func(args []reflect.Value) []reflect.Value {
+		for i, filled := range args {
+			if !deps[i] {
+				continue
+			}
+			d := reflect.New(t.In(i)).Elem()
+			for f := range d.NumField() {
+				d.Field(f).Set(filled.Field(f + 1)) // field 0 is fx.In
+			}
+			args[i] = d
+		}
+		return fn.Call(args)
+	}
+	return reflect.MakeFunc(reflect.FuncOf(in, out, t.IsVariadic()), call).Interface()
+}
+
+// paramObject is deps with fx.In embedded first: the same fields, names and tags.
+func paramObject(deps reflect.Type) reflect.Type {
+	fields := []reflect.StructField{{Name: "In", Type: reflect.TypeFor[fx.In](), Anonymous: true}}
+	for i := range deps.NumField() {
+		f := deps.Field(i)
+		if !f.IsExported() || f.Anonymous {
+			panic(fmt.Sprintf("inject: %s.%s is not an exported named field", deps, f.Name))
+		}
+		fields = append(fields, reflect.StructField{Name: f.Name, Type: f.Type, Tag: f.Tag})
+	}
+	return reflect.StructOf(fields)
+}

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"go.uber.org/fx"
+)
+
+type (
+	injectConfig struct{ Size int }
+	injectDeps   struct {
+		Name    string
+		Missing *int     `optional:"true"`
+		Extras  []string `group:"extras"`
+	}
+	injected struct {
+		cfg  injectConfig
+		deps injectDeps
+	}
+)
+
+func newInjected(cfg injectConfig, d injectDeps) (*injected, error) {
+	if cfg.Size < 0 {
+		return nil, errors.New("negative size")
+	}
+	return &injected{cfg: cfg, deps: d}, nil
+}
+
+func TestInjectFillsDepsFromTheGraph(t *testing.T) {
+	var got *injected
+	app := fx.New(fx.NopLogger,
+		fx.Supply(injectConfig{Size: 3}, "node-1"),
+		fx.Provide(
+			inject(newInjected),
+			fx.Annotate(func() string { return "x" }, fx.ResultTags(`group:"extras"`)),
+		),
+		fx.Populate(&got),
+	)
+	if err := app.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got.cfg.Size != 3 || got.deps.Name != "node-1" || got.deps.Missing != nil || strings.Join(got.deps.Extras, ",") != "x" {
+		t.Errorf("built %+v", got)
+	}
+}
+
+func TestInjectReportsWhatIsMissingAndWhatFails(t *testing.T) {
+	var got *injected
+	missing := fx.New(fx.NopLogger, fx.Supply(injectConfig{}), fx.Provide(inject(newInjected)), fx.Populate(&got))
+	if err := missing.Err(); err == nil || !strings.Contains(err.Error(), "string") {
+		t.Errorf("without a string in the graph: %v", err)
+	}
+	failing := fx.New(fx.NopLogger, fx.Supply(injectConfig{Size: -1}, "n"), fx.Provide(inject(newInjected)), fx.Populate(&got))
+	if err := failing.Err(); err == nil || !strings.Contains(err.Error(), "negative size") {
+		t.Errorf("a failing constructor: %v", err)
+	}
+}
