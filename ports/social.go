@@ -114,6 +114,10 @@ type DailyCounter interface {
 	AddDay(ctx context.Context, tenant string, d stats.Day) error
 }
 
+// KnownTenant reports whether a tenant is served by this process (the tenant registry's
+// answer), for the use cases that refuse requests of unknown tenants.
+type KnownTenant func(name string) bool
+
 // TenantStore is the registry of provisioned tenants shared by every node (the imd_registry
 // database): configured tenants are not in it.
 type TenantStore interface {

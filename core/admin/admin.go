@@ -39,7 +39,7 @@ type Deps struct {
 	// Summaries feeds Stats from the route mirror, never from counting month tables.
 	Summaries ports.Summaries
 	// Tenants reports whether a tenant is served by this process.
-	Tenants func(name string) bool
+	Tenants ports.KnownTenant
 	// Tables tells whether an archived month's table is still there; nil reports none dropped.
 	Tables TableChecker
 }

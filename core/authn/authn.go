@@ -24,7 +24,7 @@ type Deps struct {
 	// revocation in the cache failed (the revocation then answers 50301 and is retried).
 	CacheTTL time.Duration
 	// Tenants reports whether a tenant is served (the tenant registry).
-	Tenants func(name string) bool
+	Tenants ports.KnownTenant
 	Clock   ports.Clock
 }
 
