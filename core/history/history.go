@@ -49,8 +49,9 @@ type Deps struct {
 	// Repairs queues a route rebuild for a topic that has neither a Redis route nor a mirror
 	// row; nil queues nothing.
 	Repairs ports.RouteRepairs
-	// RecentMonths overrides DefaultRecentMonths when positive.
-	RecentMonths int
+	// RecentMonths overrides DefaultRecentMonths when positive (the tag lets a composition root
+	// leave it out).
+	RecentMonths int `optional:"true"`
 }
 
 // Service answers message queries.

@@ -58,8 +58,9 @@ type Deps struct {
 	Metrics      ports.Metrics
 	Log          *slog.Logger
 	// Floors learns the catalog's newest writable month of every reconcile and advance, so this
-	// process's sends raise a Redis that fell behind it (send.Deps.Floors); nil: New makes one.
-	Floors *month.Floors
+	// process's sends raise a Redis that fell behind it (send.Deps.Floors); nil: New makes one
+	// (the tag lets a composition root leave it out).
+	Floors *month.Floors `optional:"true"`
 }
 
 // Manager runs the shard lifecycle.
