@@ -89,8 +89,11 @@ type Deps struct {
 	Log   *slog.Logger
 	// DualRead says whether this node merges the legacy table into reads. Starting a copy
 	// without it would hide rows between the cutover and their copy.
-	DualRead bool
+	DualRead DualReading
 }
+
+// DualReading is migration.dual_read: whether reads merge the legacy table.
+type DualReading bool
 
 // Service runs tenants' migrations.
 type Service struct {

@@ -1,0 +1,90 @@
+package config
+
+import (
+	"time"
+
+	"github.com/imdhq/imd/core/archiver"
+	"github.com/imdhq/imd/core/archivereader"
+	"github.com/imdhq/imd/core/cluster"
+	"github.com/imdhq/imd/core/deliver"
+	"github.com/imdhq/imd/core/longsearch"
+	"github.com/imdhq/imd/core/migration"
+	"github.com/imdhq/imd/core/modify"
+	"github.com/imdhq/imd/core/routerepair"
+	"github.com/imdhq/imd/core/seqholes"
+	"github.com/imdhq/imd/core/shardmanager"
+	"github.com/imdhq/imd/core/uploads"
+)
+
+// The core's configs, each as its use case's constructor takes it: cmd/imd provides these
+// methods to the graph as they are.
+
+// sendBoundSkew covers the node clocks' difference when a consumer bounds a send that runs
+// on another node by the request timeout (deliver.Config.SendBound).
+const sendBoundSkew = 2 * time.Second
+
+// ShardManager is the month tables' lifecycle.
+func (c Config) ShardManager() shardmanager.Config {
+	s := c.Shard
+	return shardmanager.Config{SealingDays: s.SealingDays, LockTTL: s.LockTTL, DedupPurgeBatch: s.DedupPurgeBatch}
+}
+
+// RouteRepairs is the route repair queue, the tenant-wide rebuild and reconciliation.
+func (c Config) RouteRepairs() routerepair.Config {
+	r := c.Shard.RouteRepair
+	return routerepair.Config{
+		Interval: r.Interval, Batch: r.Batch, FallbackLimit: r.FallbackLimit, RebuildBatch: r.RebuildBatch,
+		ReconcileInterval: r.ReconcileInterval, ReconcileSample: r.ReconcileSample, ReconcileDeep: r.ReconcileDeep,
+		ReconcileMonths: r.ReconcileMonths,
+	}
+}
+
+// DeliverWorkers is the deliver consumers'; a send on another node is bounded by this node's
+// request timeout and the clocks' skew.
+func (c Config) DeliverWorkers() deliver.Config {
+	d := c.Deliver
+	return deliver.Config{TakeTimeout: d.TakeTimeout, DoneTTL: d.DoneTTL, MaxAttempts: d.MaxAttempts, ReorderWait: d.ReorderWait,
+		SendBound: c.TCP.RequestTimeout + sendBoundSkew}
+}
+
+// Recall is how long a sender may recall a message.
+func (c Config) Recall() modify.Config { return modify.Config{RecallWindow: c.Message.RecallWindow} }
+
+// MigrationJob is the legacy table's copy job.
+func (c Config) MigrationJob() migration.Config {
+	m := c.Migration
+	return migration.Config{BatchSize: m.BatchSize, RowsPerSecond: m.RateCap(), PollInterval: m.PollInterval}
+}
+
+// MigrationDualRead says whether this node merges the legacy table into reads.
+func (c Config) MigrationDualRead() migration.DualReading {
+	return migration.DualReading(c.Migration.DualRead)
+}
+
+// SeqHoleSweep is how old a seq hole must be before the sweeper closes it.
+func (c Config) SeqHoleSweep() seqholes.Config { return seqholes.Config{After: c.Shard.SeqHoleAfter} }
+
+// UploadLimits bounds an upload and its signed URLs.
+func (c Config) UploadLimits() uploads.Config {
+	return uploads.Config{MaxSize: c.Uploads.MaxSize, URLTTL: c.Uploads.URLTTL}
+}
+
+// Archiving is the archiver's; it keeps the months the shard manager creates ahead.
+func (c Config) Archiving() archiver.Config {
+	return archiver.Config{ChunkRows: c.Archive.ChunkRows, AheadMonths: shardmanager.DefaultAheadMonths}
+}
+
+// ArchiveCaches sizes the archive reader's caches.
+func (c Config) ArchiveCaches() archivereader.Config {
+	return archivereader.Config{Manifests: c.Archive.ManifestCache, Chunks: c.Archive.ChunkCache}
+}
+
+// SearchIndexing bounds the index updates waiting after COMMIT.
+func (c Config) SearchIndexing() longsearch.IndexerConfig {
+	return longsearch.IndexerConfig{Queue: c.Search.Queue}
+}
+
+// Nodes is the node lease and the cross-node push backlog.
+func (c Config) Nodes() cluster.Config {
+	return cluster.Config{LeaseTTL: c.Cluster.LeaseTTL, Backlog: c.Cluster.Backlog}
+}

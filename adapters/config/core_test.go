@@ -1,0 +1,38 @@
+package config
+
+import (
+	"testing"
+	"time"
+)
+
+// The core's configs carry the file's values (each translation checked on one value or two).
+func TestCoreConfigs(t *testing.T) {
+	c := Default()
+	c.Shard.SealingDays, c.Shard.RouteRepair.ReconcileMonths = 4, 6
+	c.TCP.RequestTimeout, c.Deliver.MaxAttempts = 3*time.Second, 9
+	c.Message.RecallWindow, c.Migration.DualRead, c.Migration.BatchSize = time.Minute, true, 77
+	c.Shard.SeqHoleAfter, c.Uploads.MaxSize, c.Archive.ChunkRows = time.Hour, 5, 11
+	c.Archive.ChunkCache, c.Search.Queue, c.Cluster.Backlog = 13, 17, 19
+
+	checks := []struct {
+		name string
+		ok   bool
+	}{
+		{"shard manager", c.ShardManager().SealingDays == 4},
+		{"route repairs", c.RouteRepairs().ReconcileMonths == 6},
+		{"deliver send bound", c.DeliverWorkers().SendBound == 3*time.Second+sendBoundSkew && c.DeliverWorkers().MaxAttempts == 9},
+		{"recall", c.Recall().RecallWindow == time.Minute},
+		{"migration job", c.MigrationJob().BatchSize == 77 && bool(c.MigrationDualRead())},
+		{"seq holes", c.SeqHoleSweep().After == time.Hour},
+		{"uploads", c.UploadLimits().MaxSize == 5},
+		{"archiving", c.Archiving().ChunkRows == 11 && c.Archiving().AheadMonths > 0},
+		{"archive caches", c.ArchiveCaches().Chunks == 13},
+		{"search indexing", c.SearchIndexing().Queue == 17},
+		{"nodes", c.Nodes().Backlog == 19},
+	}
+	for _, k := range checks {
+		if !k.ok {
+			t.Errorf("%s: the file's value did not carry over", k.name)
+		}
+	}
+}
