@@ -71,69 +71,32 @@ func (systemClock) Now() time.Time { return time.Now() }
 func Core() fx.Option {
 	return fx.Options(
 		fx.Provide(
+			config.Config.ShardManager, config.Config.RouteRepairs, config.Config.Recall,
 			func(d ports.Directory, c ports.Clock) *membership.Cache { return membership.New(d, c, memberCacheTTL) },
-			newShardManager,
-			newRouteRepair,
-			func(s *routerepair.Service) ports.RouteRepairs { return s },
-			newSend,
-			newHistory,
-			newAdmin,
-			newModify,
-			newInbox,
-			newMailer,
-			newRead,
+			inject(shardmanager.New),
+			fx.Annotate(inject(routerepair.New), fx.As(fx.Self()), fx.As(new(ports.RouteRepairs)),
+				fx.As(new(shardmanager.Backlog)), fx.As(new(admin.RouteRebuilder)), fx.As(new(migration.Routes))),
+			fx.Annotate(newSend, fx.As(fx.Self()), fx.As(new(modify.Publisher)), fx.As(new(directory.TopicPublisher))),
+			inject(admin.New),
+			func(r *tenantregistry.Registry) ports.KnownTenant { return r.Known },
+			func(r ports.MonthRows) admin.TableChecker { return r },
+			inject(modify.New),
+			fx.Annotate(inject(inbox.New), fx.As(fx.Self()), fx.As(new(httpapi.DialogLister)), fx.As(new(httpapi.DialogSettings))),
+			fx.Annotate(inject(inbox.NewMailer), fx.As(fx.Self()), fx.As(new(ports.ControlEvents))),
+			fx.Annotate(inject(read.New), fx.As(fx.Self()), fx.As(new(httpapi.MessageReader))),
 			newMissed,
 			// One per node: the send path and the deliver consumers of this process share it.
 			inflight.New,
 			deliverInspector,
 			nodeOps,
 		),
+		// History reads archived months from the archive: inside this module its message store
+		// and search are the archive-aware store (archive.go).
+		fx.Module("history",
+			fx.Provide(fx.Annotate(inject(history.New), fx.As(fx.Self()), fx.As(new(modify.Locator)))),
+			fx.Decorate(func(s *archivereader.Store) (ports.MessageStore, ports.MessageSearch) { return s, s }),
+		),
 	)
-}
-
-type shardManagerParams struct {
-	fx.In
-	Cfg          config.Config
-	Store        ports.ShardStore
-	Months       ports.MonthState
-	Locks        ports.Locks
-	Repair       *routerepair.Service
-	Compensation ports.CompensationList
-	Housekeeping ports.ShardHousekeeping
-	Metrics      ports.Metrics
-	Log          *slog.Logger
-}
-
-func newShardManager(p shardManagerParams) *shardmanager.Manager {
-	c := p.Cfg.Shard
-	return shardmanager.New(shardmanager.Config{SealingDays: c.SealingDays, LockTTL: c.LockTTL, DedupPurgeBatch: c.DedupPurgeBatch},
-		shardmanager.Deps{
-			Store: p.Store, Months: p.Months, Locks: p.Locks, Repairs: p.Repair, Compensation: p.Compensation,
-			Housekeeping: p.Housekeeping, Metrics: p.Metrics, Log: p.Log,
-		})
-}
-
-type routeRepairParams struct {
-	fx.In
-	Cfg     config.Config
-	Queue   ports.RouteRepairQueue
-	Store   ports.MessageStore
-	Mirror  ports.RouteMirror
-	Routes  ports.RouteCache
-	Months  ports.MonthState
-	Metrics ports.Metrics
-	Log     *slog.Logger
-}
-
-func newRouteRepair(p routeRepairParams) *routerepair.Service {
-	c := p.Cfg.Shard.RouteRepair
-	return routerepair.New(routerepair.Config{
-		Interval: c.Interval, Batch: c.Batch, FallbackLimit: c.FallbackLimit, RebuildBatch: c.RebuildBatch,
-		ReconcileInterval: c.ReconcileInterval, ReconcileSample: c.ReconcileSample, ReconcileDeep: c.ReconcileDeep,
-		ReconcileMonths: c.ReconcileMonths,
-	}, routerepair.Deps{
-		Queue: p.Queue, Store: p.Store, Mirror: p.Mirror, Routes: p.Routes, Months: p.Months, Metrics: p.Metrics, Log: p.Log,
-	})
 }
 
 type sendParams struct {
@@ -168,76 +131,6 @@ func newSend(p sendParams) *send.Service {
 		Hot:         p.Hot, Repairs: p.Repairs, Compensation: p.Comp, Listeners: p.Listeners, InFlight: p.InFlight,
 		// A send's mark lives as long as the send may: its request timeout bounds every step.
 		Pending: p.Pending, PendingFor: p.Cfg.TCP.RequestTimeout,
-	})
-}
-
-type historyParams struct {
-	fx.In
-	Store    ports.MessageStore
-	Routes   ports.RouteFiller
-	Months   ports.MonthState
-	Metrics  ports.Metrics
-	Resolver *conversation.Resolver
-	Log      *slog.Logger
-	Hot      ports.HotCache
-	Hidden   ports.HiddenRanges
-	Search   ports.MessageSearch
-	Repairs  ports.RouteRepairs `optional:"true"`
-	// Archived reads archived months from the archive (archive.go).
-	Archived *archivereader.Store `optional:"true"`
-}
-
-func newHistory(p historyParams) *history.Service {
-	store, search := p.Store, p.Search
-	if p.Archived != nil {
-		store, search = p.Archived, p.Archived
-	}
-	return history.New(history.Deps{
-		Store: store, Routes: p.Routes, Months: p.Months, Metrics: p.Metrics, Resolver: p.Resolver, Log: p.Log,
-		Hot: p.Hot, Hidden: p.Hidden, Search: search, Repairs: p.Repairs,
-	})
-}
-
-type adminParams struct {
-	fx.In
-	Directory ports.Directory
-	Tokens    ports.Tokens
-	Routes    *routerepair.Service
-	Shards    ports.ShardStore
-	Manager   *shardmanager.Manager
-	Social    *directory.Service
-	Summaries ports.Summaries
-	Tenants   *tenantregistry.Registry
-	Rows      ports.MonthRows
-}
-
-func newAdmin(p adminParams) *admin.Service {
-	return admin.New(admin.Deps{
-		Directory: p.Directory, Tokens: p.Tokens, Routes: p.Routes,
-		Shards: p.Shards, Manager: p.Manager, Social: p.Social, Summaries: p.Summaries, Tenants: p.Tenants.Known, Tables: p.Rows,
-	})
-}
-
-type modifyParams struct {
-	fx.In
-	Cfg       config.Config
-	Editor    ports.MessageEditor
-	DeleteLog ports.DeleteLog
-	Store     ports.MessageStore
-	Owners    ports.GroupOwners
-	HotCache  ports.HotCache `optional:"true"`
-	History   *history.Service
-	Send      *send.Service
-	Resolver  *conversation.Resolver
-	Clock     ports.Clock
-	Metrics   ports.Metrics
-	Log       *slog.Logger
-}
-
-func newModify(p modifyParams) *modify.Service {
-	return modify.New(modify.Config{RecallWindow: p.Cfg.Message.RecallWindow}, modify.Deps{
-		Editor: p.Editor, DeleteLog: p.DeleteLog, Store: p.Store, Owners: p.Owners, HotCache: p.HotCache,
-		Locator: p.History, Events: p.Send, Resolver: p.Resolver, Clock: p.Clock, Metrics: p.Metrics, Log: p.Log,
 	})
 }
 

@@ -9,53 +9,12 @@ import (
 	"github.com/imdhq/imd/adapters/config"
 	"github.com/imdhq/imd/adapters/protocol/session"
 	tcpserver "github.com/imdhq/imd/adapters/tcp/server"
-	"github.com/imdhq/imd/core/conversation"
 	"github.com/imdhq/imd/core/deliver"
-	"github.com/imdhq/imd/core/history"
 	"github.com/imdhq/imd/core/inbox"
 	"github.com/imdhq/imd/core/inflight"
 	"github.com/imdhq/imd/core/membership"
-	"github.com/imdhq/imd/core/read"
 	"github.com/imdhq/imd/ports"
 )
-
-type inboxParams struct {
-	fx.In
-	Dialogs ports.DialogStore
-	Reads   ports.ReadStore
-	Mailbox ports.Mailbox
-	Clock   ports.Clock
-	Metrics ports.Metrics
-	Log     *slog.Logger
-}
-
-func newInbox(p inboxParams) *inbox.Service {
-	return inbox.New(inbox.Deps{Dialogs: p.Dialogs, Reads: p.Reads, Mailbox: p.Mailbox, Clock: p.Clock, Metrics: p.Metrics, Log: p.Log})
-}
-
-func newMailer(m ports.Mailbox, p ports.DevicePusher, ids ports.IDGenerator, c ports.Clock, log *slog.Logger) *inbox.Mailer {
-	return inbox.NewMailer(inbox.MailerDeps{Mailbox: m, Pusher: p, IDs: ids, Clock: c, Log: log})
-}
-
-type readParams struct {
-	fx.In
-	Resolver *conversation.Resolver
-	History  *history.Service
-	Finder   ports.MessageFinder
-	IDs      ports.IDGenerator
-	Shards   ports.ShardStore
-	Reads    ports.ReadStore
-	Dialogs  ports.DialogStore
-	Queue    ports.DeliverQueue
-	Log      *slog.Logger
-}
-
-func newRead(p readParams) *read.Service {
-	return read.New(read.Deps{
-		Resolver: p.Resolver, History: p.History, Finder: p.Finder, IDs: p.IDs, Shards: p.Shards, Reads: p.Reads,
-		Dialogs: p.Dialogs, Queue: p.Queue, Log: p.Log,
-	})
-}
 
 type deliverParams struct {
 	fx.In

@@ -8,7 +8,6 @@ import (
 	"github.com/imdhq/imd/adapters/config"
 	"github.com/imdhq/imd/core/dualread"
 	"github.com/imdhq/imd/core/migration"
-	"github.com/imdhq/imd/core/routerepair"
 	"github.com/imdhq/imd/ports"
 )
 
@@ -17,7 +16,7 @@ import (
 // reads through, so history, search, READ and admin reads merge the legacy table unchanged.
 func Migration(cfg config.Config) fx.Option {
 	opts := []fx.Option{
-		fx.Provide(newMigration, newMessageEditor),
+		fx.Provide(config.Config.MigrationJob, config.Config.MigrationDualRead, inject(migration.New), newMessageEditor),
 	}
 	if cfg.Migration.DualRead {
 		opts = append(opts,
@@ -55,28 +54,4 @@ func newMessageEditor(p editorParams) ports.MessageEditor {
 		return e
 	}
 	return dualread.NewEditor(e, p.Source, p.Jobs)
-}
-
-type migrationParams struct {
-	fx.In
-	Cfg      config.Config
-	Jobs     ports.MigrationStore
-	Shards   ports.ShardStore
-	Months   ports.MonthState
-	Seq      ports.SeqAllocator
-	Repair   *routerepair.Service
-	Metrics  ports.Metrics
-	Counters ports.CounterAdder
-	IDs      ports.IDGenerator
-	Clock    ports.Clock
-	Log      *slog.Logger
-}
-
-func newMigration(p migrationParams) *migration.Service {
-	c := p.Cfg.Migration
-	return migration.New(migration.Config{BatchSize: c.BatchSize, RowsPerSecond: c.RateCap(), PollInterval: c.PollInterval},
-		migration.Deps{
-			Store: p.Jobs, Shards: p.Shards, Months: p.Months, Seq: p.Seq, Routes: p.Repair,
-			Metrics: p.Metrics, Counters: p.Counters, IDs: p.IDs, Clock: p.Clock, Log: p.Log, DualRead: c.DualRead,
-		})
 }
