@@ -7,12 +7,14 @@ import (
 	"github.com/imdhq/imd/core/archivereader"
 	"github.com/imdhq/imd/core/cluster"
 	"github.com/imdhq/imd/core/deliver"
+	"github.com/imdhq/imd/core/domain/tenant"
 	"github.com/imdhq/imd/core/longsearch"
 	"github.com/imdhq/imd/core/migration"
 	"github.com/imdhq/imd/core/modify"
 	"github.com/imdhq/imd/core/routerepair"
 	"github.com/imdhq/imd/core/seqholes"
 	"github.com/imdhq/imd/core/shardmanager"
+	"github.com/imdhq/imd/core/tenantregistry"
 	"github.com/imdhq/imd/core/uploads"
 )
 
@@ -87,4 +89,13 @@ func (c Config) SearchIndexing() longsearch.IndexerConfig {
 // Nodes is the node lease and the cross-node push backlog.
 func (c Config) Nodes() cluster.Config {
 	return cluster.Config{LeaseTTL: c.Cluster.LeaseTTL, Backlog: c.Cluster.Backlog}
+}
+
+// TenantRegistry is the configured tenants; the registry's own database is no tenant's name.
+func (c Config) TenantRegistry() tenantregistry.Config {
+	configured := make([]tenant.Info, len(c.Tenants))
+	for i, t := range c.Tenants {
+		configured[i] = tenant.Info{Name: t.Name, Database: t.DatabaseName(), DSN: t.DSN}
+	}
+	return tenantregistry.Config{Configured: configured, Reserved: []string{c.Registry.Database}}
 }

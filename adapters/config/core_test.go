@@ -13,6 +13,7 @@ func TestCoreConfigs(t *testing.T) {
 	c.Message.RecallWindow, c.Migration.DualRead, c.Migration.BatchSize = time.Minute, true, 77
 	c.Shard.SeqHoleAfter, c.Uploads.MaxSize, c.Archive.ChunkRows = time.Hour, 5, 11
 	c.Archive.ChunkCache, c.Search.Queue, c.Cluster.Backlog = 13, 17, 19
+	c.Tenants = []Tenant{{Name: "acme"}}
 
 	checks := []struct {
 		name string
@@ -29,6 +30,8 @@ func TestCoreConfigs(t *testing.T) {
 		{"archive caches", c.ArchiveCaches().Chunks == 13},
 		{"search indexing", c.SearchIndexing().Queue == 17},
 		{"nodes", c.Nodes().Backlog == 19},
+		{"tenants", len(c.TenantRegistry().Configured) == 1 && c.TenantRegistry().Configured[0].Database == c.Tenants[0].DatabaseName() &&
+			c.TenantRegistry().Reserved[0] == c.Registry.Database},
 	}
 	for _, k := range checks {
 		if !k.ok {
