@@ -2,10 +2,10 @@ package main
 
 import (
 	"context"
-	"reflect"
 	"crypto/tls"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"time"
 
 	"go.uber.org/fx"
