@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime/pprof"
 	"strings"
@@ -15,13 +17,16 @@ import (
 	"github.com/imdhq/imd/cmd/imctl/bench"
 	"github.com/imdhq/imd/cmd/imctl/bench/procstat"
 	"github.com/imdhq/imd/cmd/imctl/bench/report"
+	"github.com/imdhq/imd/cmd/imctl/bench/stages"
 )
 
 func newBenchCmd(g *globals, d deps) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Run a standard workload (DESIGN.md §10) against a live imd, verifying while measuring",
-		Long: `Each workload creates its own users, friendships and groups through the admin
+		Long: `W1–W5 are DESIGN.md §10's workloads; t1 and t2 have the shapes of the Tinode
+comparison in issue 16 by default (run them with --warmup 5s --duration 30s to
+reproduce its method). Each workload creates its own users, friendships and groups through the admin
 API (ids offset by a random base, so runs never collide), connects them, runs for
 --warmup then --duration, and stops by itself. It verifies while it measures:
 every ACKed message must reach each online recipient exactly once and in seq
@@ -54,7 +59,16 @@ written with --json FILE / --md FILE.`,
 			fs.IntVar(&c.Messages, "messages", 500, "messages sent in each of the two months")
 			fs.IntVar(&c.PageSize, "page-size", 50, "messages per GET_HISTORY page")
 		}),
+		newWorkloadCmd(g, d, bench.T1, "Tinode's T1: --groups groups of --group-size, every member publishing closed-loop", func(fs *pflag.FlagSet, c *bench.Config) {
+			fs.IntVar(&c.Groups, "groups", bench.T1Groups, "groups (Tinode's T1: 20)")
+			fs.IntVar(&c.GroupSize, "group-size", bench.T1GroupSize, "members per group, all publishing (Tinode's T1: 10)")
+		}),
+		newWorkloadCmd(g, d, bench.T2, "Tinode's T2: one group of --members, --publishers of them closed-loop, the rest only receiving", func(fs *pflag.FlagSet, c *bench.Config) {
+			fs.IntVar(&c.Members, "members", bench.T2Members, "members of the group, all online (Tinode's T2: 100)")
+			fs.IntVar(&c.Publishers, "publishers", bench.T2Publishers, "members that publish (Tinode's T2: 50)")
+		}),
 		newSummaryCmd(),
+		newStagesCmd(),
 	)
 	return cmd
 }
@@ -81,21 +95,63 @@ func newSummaryCmd() *cobra.Command {
 				runs = append(runs, r)
 			}
 			if mdFile != "" {
-				f, err := os.Create(mdFile)
-				if err != nil {
+				if err := writeFile(mdFile, func(f *os.File) error { return report.WriteSummary(f, runs) }); err != nil {
 					return fmt.Errorf("summary: %w", err)
-				}
-				err = report.WriteSummary(f, runs)
-				if cerr := f.Close(); err == nil && cerr != nil {
-					err = fmt.Errorf("summary: %w", cerr)
-				}
-				if err != nil {
-					return err
 				}
 			}
 			return report.WriteSummary(cmd.OutOrStdout(), runs)
 		},
 	}
+	cmd.Flags().StringVar(&mdFile, "md", "", "also write the table to this file")
+	return cmd
+}
+
+// newStagesCmd builds `imctl bench stages`: imd's CPU profile of a run divided among the
+// stages of a message's life (package stages), in µs per ACKed message when given the run's
+// report.
+func newStagesCmd() *cobra.Command {
+	var reportFile, mdFile string
+	cmd := &cobra.Command{
+		Use:   "stages CPU.pprof",
+		Short: "Divide imd's CPU profile (bench --imd-cpuprofile) among the stages of a message's life, per ACKed message with --report",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f, err := os.Open(args[0])
+			if err != nil {
+				return fmt.Errorf("stages: %w", err)
+			}
+			samples, err := stages.Parse(f)
+			f.Close()
+			if err != nil {
+				return fmt.Errorf("%s: %w", args[0], err)
+			}
+			title := "imd CPU by stage"
+			var micros float64
+			if reportFile != "" {
+				raw, err := os.ReadFile(reportFile)
+				if err != nil {
+					return fmt.Errorf("stages: %w", err)
+				}
+				var r report.Report
+				if err := json.Unmarshal(raw, &r); err != nil {
+					return fmt.Errorf("stages: %s: %w", reportFile, err)
+				}
+				title += fmt.Sprintf(" — %s, %s ACKed msg/s", r.Workload, report.Thousands(int64(r.AckedPerSec+0.5)))
+				if c, ok := r.Cost("imd"); ok {
+					micros = c.MicrosPerMsg
+				}
+			}
+			t := stages.Attribute(samples, stages.Stages)
+			write := func(w io.Writer) error { return stages.WriteMarkdown(w, title, t, micros, stages.Stages) }
+			if mdFile != "" {
+				if err := writeFile(mdFile, func(f *os.File) error { return write(f) }); err != nil {
+					return fmt.Errorf("stages: %w", err)
+				}
+			}
+			return write(cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().StringVar(&reportFile, "report", "", "the run's JSON report (--json): turns shares into µs per ACKed message")
 	cmd.Flags().StringVar(&mdFile, "md", "", "also write the table to this file")
 	return cmd
 }
@@ -116,6 +172,7 @@ func newWorkloadCmd(g *globals, d deps, name, short string, own func(*pflag.Flag
 	jsonFile := fs.String("json", "", "write the report as JSON to this file")
 	mdFile := fs.String("md", "", "write the report as markdown to this file")
 	cpuProfile := fs.String("cpuprofile", "", "write the load generator's own CPU profile to this file")
+	imdProfile := fs.String("imd-cpuprofile", "", "write imd's CPU profile over the measured window (/debug/pprof/profile, admin key) to this file")
 
 	cmd.RunE = func(cmd *cobra.Command, _ []string) (err error) {
 		if *cpuProfile != "" {
@@ -142,6 +199,11 @@ func newWorkloadCmd(g *globals, d deps, name, short string, own func(*pflag.Flag
 			run.Nodes = nil
 		}
 		run.Admin = g.admin()
+		if *imdProfile != "" {
+			run.ServerProfile = func(ctx context.Context, window time.Duration) error {
+				return writeFile(*imdProfile, func(f *os.File) error { return run.Admin.CPUProfile(ctx, window, f) })
+			}
+		}
 		run.Status = cmd.ErrOrStderr()
 		run.Live = d.terminal
 		rep, err := d.runBench(cmd.Context(), run)
@@ -193,17 +255,22 @@ func writeReports(rep report.Report, jsonFile, mdFile string) error {
 		if out.path == "" {
 			continue
 		}
-		f, err := os.Create(out.path)
-		if err != nil {
+		if err := writeFile(out.path, out.write); err != nil {
 			return fmt.Errorf("report: %w", err)
-		}
-		err = out.write(f)
-		if cerr := f.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("report: %w", cerr)
-		}
-		if err != nil {
-			return err
 		}
 	}
 	return nil
+}
+
+// writeFile creates path and fills it with write, reporting the first failure.
+func writeFile(path string, write func(f *os.File) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	err = write(f)
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	return err
 }

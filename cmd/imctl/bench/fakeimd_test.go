@@ -45,6 +45,7 @@ type fakeIMD struct {
 	msgs    map[string][]protocol.Message
 	lastSeq map[string]int64
 	held    map[string][]func() // pushes held back by faultReorder, per topic
+	senders map[int64]bool      // users that sent a message
 	active  month.Month
 	sources map[netip.Addr]bool
 	pushSeq uint32
@@ -67,6 +68,7 @@ func startFake(t *testing.T, fault string) *fakeIMD {
 		t: t, fault: fault, ln: ln,
 		tokens: map[string]int64{}, members: map[string][]int64{}, conns: map[int64][]*fakeConn{},
 		msgs: map[string][]protocol.Message{}, lastSeq: map[string]int64{}, held: map[string][]func(){}, sources: map[netip.Addr]bool{},
+		senders: map[int64]bool{},
 		// One month ahead of the clock, so the bench must probe for it.
 		active: month.Of(time.Now()).Next(),
 	}
@@ -213,6 +215,7 @@ func (f *fakeIMD) send(c *fakeConn, fr frame.Frame) {
 		c.fail(fr, protocol.CodeForbidden)
 		return
 	}
+	f.senders[c.user] = true
 	f.lastSeq[req.Topic]++
 	seq := f.lastSeq[req.Topic]
 	m := protocol.Message{Topic: req.Topic, Seq: seq, MsgID: seq * 1000, From: c.user, ClientMsgID: req.ClientMsgID,
