@@ -69,6 +69,7 @@ written with --json FILE / --md FILE.`,
 		}),
 		newSummaryCmd(),
 		newStagesCmd(),
+		newSeedCmd(g),
 	)
 	return cmd
 }
@@ -156,6 +157,53 @@ func newStagesCmd() *cobra.Command {
 	return cmd
 }
 
+// newSeedCmd builds `imctl bench seed`: months of stored history in a tenant, so that W1 on
+// it can be compared with W1 on an empty one (DESIGN §10: send cost flat in months and tables).
+func newSeedCmd(g *globals) *cobra.Command {
+	cfg := bench.SeedConfig{}
+	var dsn, database string
+	cmd := &cobra.Command{
+		Use:   "seed",
+		Short: "Store --messages messages of --pairs P2P topics over the --months ending with the active one, straight into MySQL",
+		Long: `Creates --pairs friend pairs through the admin API and writes their P2P
+messages with multi-row INSERTs into the month tables (creating and registering
+past months as sealed), the route mirror and the month catalog, as imd's writer
+would have: send and sync treat them as real history. Dedup records (they
+expire) and the search index (imd's own directory) are not written.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg.Admin = g.admin()
+			if dsn == "" {
+				dsn = g.settings.get("mysql-dsn")
+			}
+			if dsn == "" {
+				return errors.New("seed: --dsn is required")
+			}
+			if database == "" {
+				database = "imd_" + cfg.Admin.Tenant()
+			}
+			db, err := openDatabase(dsn, database)
+			if err != nil {
+				return fmt.Errorf("seed: %w", err)
+			}
+			defer db.Close()
+			db.SetMaxOpenConns(cfg.Parallel)
+			cfg.DB = db
+			cfg.Status = cmd.ErrOrStderr()
+			return bench.Seed(cmd.Context(), cfg)
+		},
+	}
+	fs := cmd.Flags()
+	fs.IntVar(&cfg.Messages, "messages", 10_000_000, "messages to store in all (issue 16: 10 million)")
+	fs.IntVar(&cfg.Months, "months", 24, "months they span, ending with the active one (issue 16: 24)")
+	fs.IntVar(&cfg.Pairs, "pairs", 1000, "friend pairs, one P2P topic each")
+	fs.IntVar(&cfg.Batch, "batch", 2000, "rows per INSERT")
+	fs.IntVar(&cfg.Parallel, "parallel", 4, "months written (and admin calls) at once")
+	fs.StringVar(&dsn, "dsn", "", "the tenant's MySQL server DSN (go-sql-driver form) ["+envName("mysql-dsn")+", or mysql-dsn in the profile]")
+	fs.StringVar(&database, "database", "", "the tenant's database (default imd_<tenant>)")
+	return cmd
+}
+
 // newWorkloadCmd builds `imctl bench NAME`: the common flags plus the
 // workload's own.
 func newWorkloadCmd(g *globals, d deps, name, short string, own func(*pflag.FlagSet, *bench.Config)) *cobra.Command {
@@ -172,6 +220,7 @@ func newWorkloadCmd(g *globals, d deps, name, short string, own func(*pflag.Flag
 	jsonFile := fs.String("json", "", "write the report as JSON to this file")
 	mdFile := fs.String("md", "", "write the report as markdown to this file")
 	cpuProfile := fs.String("cpuprofile", "", "write the load generator's own CPU profile to this file")
+	extra := fs.StringToString("param", nil, "facts about the setup the report should carry among its parameters, e.g. history=10M/24mo")
 	imdProfile := fs.String("imd-cpuprofile", "", "write imd's CPU profile over the measured window (/debug/pprof/profile, admin key) to this file")
 
 	cmd.RunE = func(cmd *cobra.Command, _ []string) (err error) {
@@ -209,6 +258,12 @@ func newWorkloadCmd(g *globals, d deps, name, short string, own func(*pflag.Flag
 		rep, err := d.runBench(cmd.Context(), run)
 		if err != nil {
 			return err
+		}
+		for k, v := range *extra {
+			if rep.Params == nil {
+				rep.Params = make(map[string]string)
+			}
+			rep.Params[k] = v
 		}
 		if err := writeReports(rep, *jsonFile, *mdFile); err != nil {
 			return err

@@ -249,6 +249,8 @@ func TestBenchFlags(t *testing.T) {
 		}, ""},
 		{[]string{"w1"}, func(c bench.Config) bool { return c.ServerProfile == nil }, ""},
 		{[]string{"t1", "--users", "5"}, nil, "unknown flag: --users"},
+		{[]string{"seed", "--months", "0", "--dsn", "u:p@tcp(127.0.0.1:1)/"}, nil, "--months must be in"},
+		{[]string{"seed"}, nil, "--dsn is required"},
 		{[]string{"w3", "--users", "5"}, nil, "unknown flag: --users"},
 		{[]string{"w1", "--pids", "imd"}, nil, "--pids"},
 		{[]string{"w1", "--duration", "forever"}, nil, "invalid argument"},

@@ -5,10 +5,15 @@
 # (one table of every run, with the machine, then the per-stage tables of BENCH_PROFILE=1),
 # machine.txt, imd.log. Sizes default to what a 2-core box runs in a few minutes.
 #
-#   bench.sh [RUN...]    RUN: w1 w2 w3 w3big w4 w5 t1 t2 (default: w1 … w5, in that order)
+#   bench.sh [RUN...]    RUN: w1 w2 w3 w3big w4 w5 t1 t2 seed (default: w1 … w5, in that order)
 #                        t1, t2: the shapes of Tinode's table in issue 16 (20 groups of 10,
 #                        all publishing; one group of 100, 50 publishing); its method is
 #                        BENCH_WARMUP=5s BENCH_DURATION=30s (docs/BENCHMARKS.md)
+#                        seed: not measured; stores BENCH_SEED_MESSAGES [10000000] messages of
+#                        BENCH_SEED_PAIRS [1000] P2P topics over BENCH_SEED_MONTHS [24] months
+#                        in the tenant (imctl bench seed), so that `w1 seed w1` compares W1 on
+#                        an empty tenant with W1 on a grown one; the runs after it write
+#                        <run>-seeded.* (DESIGN §10 cost growth)
 #
 # Every run gets a fresh tenant (W5 advances its active month), dropped at the end unless
 # BENCH_KEEP=1. Environment (defaults in brackets):
@@ -187,7 +192,7 @@ drained() {
 	done
 }
 
-failed=()
+failed=() seeded=() suffix="" labels=()
 for run in "${runs[@]}"; do
 	duration="$DURATION"
 	case "$run" in
@@ -202,12 +207,29 @@ for run in "${runs[@]}"; do
 		duration="${BENCH_W4_DURATION:-35s}" # every connection heartbeats inside the window
 		;;
 	w5) args=(w5 --messages "${BENCH_W5_MESSAGES:-500}" --users "${BENCH_W5_READERS:-4}") ;;
-	*) die "unknown run $run (want w1 w2 w3 w3big w4 w5 t1 t2)" ;;
+	seed)
+		# Not a measured run: stored history for the runs after it (DESIGN §10 cost growth).
+		seed_msgs="${BENCH_SEED_MESSAGES:-10000000}" seed_months="${BENCH_SEED_MONTHS:-24}"
+		log "== seed: $seed_msgs messages over $seed_months months"
+		if "$out/bin/imctl" bench seed --http "http://$HTTP_ADDR" --tenant "$tenant" --admin-key "$ADMIN_KEY" \
+			--dsn "imd:imd@tcp(127.0.0.1:$MYSQL_PORT)/" --messages "$seed_msgs" --months "$seed_months" \
+			--pairs "${BENCH_SEED_PAIRS:-1000}" 2>&1 | tee "$out/seed.log" >&2; then
+			seeded=(--param "history=${seed_msgs}/${seed_months}mo")
+			suffix=-seeded
+		else
+			failed+=(seed)
+		fi
+		continue
+		;;
+	*) die "unknown run $run (want w1 w2 w3 w3big w4 w5 t1 t2 seed)" ;;
 	esac
+	name="$run$suffix" # the report's files: w1, and w1-seeded after a seed
+	labels+=("$name")
+	args+=("${seeded[@]}")
 	wait_until 120 drained || log "deliver queue of $tenant not drained; $run starts anyway"
-	log "== $run: ${args[*]}"
+	log "== $name: ${args[*]}"
 	if [[ "${BENCH_PROFILE:-0}" == 1 ]]; then
-		args+=(--imd-cpuprofile "$out/$run.cpu.pprof" --cpuprofile "$out/$run.imctl.pprof")
+		args+=(--imd-cpuprofile "$out/$name.cpu.pprof" --cpuprofile "$out/$name.imctl.pprof")
 	fi
 	pids="imd=$imd_pid"
 	for ((i = 1; i < nodes; i++)); do
@@ -224,22 +246,22 @@ for run in "${runs[@]}"; do
 		--http "http://$HTTP_ADDR" "${client_args[@]}" --tenant "$tenant" --admin-key "$ADMIN_KEY" \
 		--duration "$duration" --warmup "$WARMUP" --source-ips "$SOURCE_IPS" \
 		--pids "$pids" \
-		--json "$out/$run.json" --md "$out/$run.md" >/dev/null; then
-		failed+=("$run")
+		--json "$out/$name.json" --md "$out/$name.md" >/dev/null; then
+		failed+=("$name")
 	fi
 	if [[ "${BENCH_PROFILE:-0}" == 1 ]]; then
-		curl -fsS -H "Authorization: Bearer $ADMIN_KEY" -o "$out/$run.allocs.pprof" "http://$HTTP_ADDR/debug/pprof/allocs" ||
+		curl -fsS -H "Authorization: Bearer $ADMIN_KEY" -o "$out/$name.allocs.pprof" "http://$HTTP_ADDR/debug/pprof/allocs" ||
 			log "allocation profile after $run not read"
-		if [[ -s "$out/$run.cpu.pprof" && -s "$out/$run.json" ]]; then
-			"$out/bin/imctl" bench stages --report "$out/$run.json" --md "$out/$run.stages.md" "$out/$run.cpu.pprof" >/dev/null ||
+		if [[ -s "$out/$name.cpu.pprof" && -s "$out/$name.json" ]]; then
+			"$out/bin/imctl" bench stages --report "$out/$name.json" --md "$out/$name.stages.md" "$out/$name.cpu.pprof" >/dev/null ||
 				log "stages of $run not written"
 		fi
 	fi
 	# imd's own view (persist, deliver delay and job latency histograms, counters), cumulative
 	# since imd started: compare a run's file with the one before it.
-	curl -fsS -o "$out/$run.metrics.txt" "http://$HTTP_ADDR/metrics" || log "metrics after $run not read"
+	curl -fsS -o "$out/$name.metrics.txt" "http://$HTTP_ADDR/metrics" || log "metrics after $run not read"
 	for ((i = 1; i < nodes; i++)); do
-		curl -fsS -o "$out/$run.node$((i + 1)).metrics.txt" "http://${http_addrs[i]}/metrics" || log "metrics of node $((i + 1)) after $run not read"
+		curl -fsS -o "$out/$name.node$((i + 1)).metrics.txt" "http://${http_addrs[i]}/metrics" || log "metrics of node $((i + 1)) after $run not read"
 	done
 	for imd_pid in "${imd_pids[@]}"; do
 		alive "$imd_pid" || die "imd (pid $imd_pid) exited during $run; see $out/imd*.log"
@@ -248,15 +270,15 @@ for run in "${runs[@]}"; do
 done
 
 reports=()
-for run in "${runs[@]}"; do
-	[[ -s "$out/$run.json" ]] && reports+=("$out/$run.json")
+for name in "${labels[@]}"; do
+	[[ -s "$out/$name.json" ]] && reports+=("$out/$name.json")
 done
 if ((${#reports[@]})); then
 	"$out/bin/imctl" bench summary --md "$out/summary.md" "${reports[@]}"
-	for run in "${runs[@]}"; do
-		if [[ -s "$out/$run.stages.md" ]]; then
+	for name in "${labels[@]}"; do
+		if [[ -s "$out/$name.stages.md" ]]; then
 			printf '\n' >>"$out/summary.md"
-			cat "$out/$run.stages.md" >>"$out/summary.md"
+			cat "$out/$name.stages.md" >>"$out/summary.md"
 		fi
 	done
 fi
