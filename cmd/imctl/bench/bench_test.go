@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -431,8 +432,11 @@ func TestClientMsgIDCarriesSendTime(t *testing.T) {
 			t.Errorf("sentAt(%q) = %d, %v", tt.id, got, ok)
 		}
 	}
-	if got := string(content(7)); got != `{"text":"bench #7"}` {
+	if got := string(content(7, 0)); got != `{"text":"bench #7"}` {
 		t.Errorf("content %s", got)
+	}
+	if got := content(7, tinodeText); len(got) != tinodeText || !json.Valid(got) || !strings.HasPrefix(string(got), `{"text":"bench #7 ...`) {
+		t.Errorf("padded content %s (%d bytes)", got, len(got))
 	}
 }
 

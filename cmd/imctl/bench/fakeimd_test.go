@@ -58,6 +58,9 @@ type fakeConn struct {
 	wmu  sync.Mutex
 }
 
+// fakePageBytes bounds the messages of one fake SYNC_MESSAGES page, so it fits in a frame.
+const fakePageBytes = 32 << 10
+
 func startFake(t *testing.T, fault string) *fakeIMD {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -175,9 +178,12 @@ func (f *fakeIMD) handle(c *fakeConn, fr frame.Frame) {
 		f.mu.Lock()
 		var page []protocol.Message
 		all := f.msgs[req.Topic]
+		bytes := 0
 		for _, m := range all {
-			if m.Seq > req.SinceSeq && len(page) < req.Limit {
+			// Pages stay well under a frame, as imd's do.
+			if m.Seq > req.SinceSeq && len(page) < req.Limit && bytes < fakePageBytes {
 				page = append(page, m)
+				bytes += len(m.Content) + len(m.ClientMsgID) + len(m.Topic) + 128
 			}
 		}
 		var last int64

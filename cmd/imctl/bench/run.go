@@ -91,6 +91,7 @@ type run struct {
 	lost, established, readBackErrors            atomic.Int64
 	errs                                         errorCounts
 	extra                                        map[string]string // workload facts for the report
+	textBytes                                    int               // the size of a message body, at least
 }
 
 // peer is one connection of one user's device.
@@ -119,6 +120,10 @@ func Run(ctx context.Context, cfg Config) (report.Report, error) {
 		readers: make(map[string]*peer),
 		errs:    errorCounts{m: make(map[string]int64)},
 		extra:   make(map[string]string),
+	}
+	if cfg.Workload == T1 || cfg.Workload == T2 {
+		r.textBytes = tinodeText
+		r.extra["text_bytes"] = strconv.Itoa(tinodeText)
 	}
 	r.windowStart.Store(math.MaxInt64)
 	r.windowEnd.Store(math.MaxInt64)
@@ -394,7 +399,7 @@ func (r *run) send(ctx context.Context, p *peer, topic string) bool {
 		Topic:       topic,
 		ClientMsgID: clientMsgID(n, r.since(start)),
 		Type:        protocol.TypeText,
-		Content:     content(n),
+		Content:     content(n, r.textBytes),
 	}
 	measured := r.inWindow(start)
 	if measured {
