@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime/pprof"
 	"strings"
@@ -15,13 +17,16 @@ import (
 	"github.com/imdhq/imd/cmd/imctl/bench"
 	"github.com/imdhq/imd/cmd/imctl/bench/procstat"
 	"github.com/imdhq/imd/cmd/imctl/bench/report"
+	"github.com/imdhq/imd/cmd/imctl/bench/stages"
 )
 
 func newBenchCmd(g *globals, d deps) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Run a standard workload (DESIGN.md §10) against a live imd, verifying while measuring",
-		Long: `Each workload creates its own users, friendships and groups through the admin
+		Long: `W1–W5 are DESIGN.md §10's workloads; t1 and t2 have the shapes of the Tinode
+comparison in issue 16 by default (run them with --warmup 5s --duration 30s to
+reproduce its method). Each workload creates its own users, friendships and groups through the admin
 API (ids offset by a random base, so runs never collide), connects them, runs for
 --warmup then --duration, and stops by itself. It verifies while it measures:
 every ACKed message must reach each online recipient exactly once and in seq
@@ -54,7 +59,17 @@ written with --json FILE / --md FILE.`,
 			fs.IntVar(&c.Messages, "messages", 500, "messages sent in each of the two months")
 			fs.IntVar(&c.PageSize, "page-size", 50, "messages per GET_HISTORY page")
 		}),
+		newWorkloadCmd(g, d, bench.T1, "Tinode's T1: --groups groups of --group-size, every member publishing closed-loop", func(fs *pflag.FlagSet, c *bench.Config) {
+			fs.IntVar(&c.Groups, "groups", bench.T1Groups, "groups (Tinode's T1: 20)")
+			fs.IntVar(&c.GroupSize, "group-size", bench.T1GroupSize, "members per group, all publishing (Tinode's T1: 10)")
+		}),
+		newWorkloadCmd(g, d, bench.T2, "Tinode's T2: one group of --members, --publishers of them closed-loop, the rest only receiving", func(fs *pflag.FlagSet, c *bench.Config) {
+			fs.IntVar(&c.Members, "members", bench.T2Members, "members of the group, all online (Tinode's T2: 100)")
+			fs.IntVar(&c.Publishers, "publishers", bench.T2Publishers, "members that publish (Tinode's T2: 50)")
+		}),
 		newSummaryCmd(),
+		newStagesCmd(),
+		newSeedCmd(g),
 	)
 	return cmd
 }
@@ -81,22 +96,111 @@ func newSummaryCmd() *cobra.Command {
 				runs = append(runs, r)
 			}
 			if mdFile != "" {
-				f, err := os.Create(mdFile)
-				if err != nil {
+				if err := writeFile(mdFile, func(f *os.File) error { return report.WriteSummary(f, runs) }); err != nil {
 					return fmt.Errorf("summary: %w", err)
-				}
-				err = report.WriteSummary(f, runs)
-				if cerr := f.Close(); err == nil && cerr != nil {
-					err = fmt.Errorf("summary: %w", cerr)
-				}
-				if err != nil {
-					return err
 				}
 			}
 			return report.WriteSummary(cmd.OutOrStdout(), runs)
 		},
 	}
 	cmd.Flags().StringVar(&mdFile, "md", "", "also write the table to this file")
+	return cmd
+}
+
+// newStagesCmd builds `imctl bench stages`: imd's CPU profile of a run divided among the
+// stages of a message's life (package stages), in µs per ACKed message when given the run's
+// report.
+func newStagesCmd() *cobra.Command {
+	var reportFile, mdFile string
+	cmd := &cobra.Command{
+		Use:   "stages CPU.pprof",
+		Short: "Divide imd's CPU profile (bench --imd-cpuprofile) among the stages of a message's life, per ACKed message with --report",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f, err := os.Open(args[0])
+			if err != nil {
+				return fmt.Errorf("stages: %w", err)
+			}
+			samples, err := stages.Parse(f)
+			f.Close()
+			if err != nil {
+				return fmt.Errorf("%s: %w", args[0], err)
+			}
+			title := "imd CPU by stage"
+			var micros float64
+			if reportFile != "" {
+				raw, err := os.ReadFile(reportFile)
+				if err != nil {
+					return fmt.Errorf("stages: %w", err)
+				}
+				var r report.Report
+				if err := json.Unmarshal(raw, &r); err != nil {
+					return fmt.Errorf("stages: %s: %w", reportFile, err)
+				}
+				title += fmt.Sprintf(" — %s, %s ACKed msg/s", r.Workload, report.Thousands(int64(r.AckedPerSec+0.5)))
+				if c, ok := r.Cost("imd"); ok {
+					micros = c.MicrosPerMsg
+				}
+			}
+			t := stages.Attribute(samples, stages.Stages)
+			write := func(w io.Writer) error { return stages.WriteMarkdown(w, title, t, micros, stages.Stages) }
+			if mdFile != "" {
+				if err := writeFile(mdFile, func(f *os.File) error { return write(f) }); err != nil {
+					return fmt.Errorf("stages: %w", err)
+				}
+			}
+			return write(cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().StringVar(&reportFile, "report", "", "the run's JSON report (--json): turns shares into µs per ACKed message")
+	cmd.Flags().StringVar(&mdFile, "md", "", "also write the table to this file")
+	return cmd
+}
+
+// newSeedCmd builds `imctl bench seed`: months of stored history in a tenant, so that W1 on
+// it can be compared with W1 on an empty one (DESIGN §10: send cost flat in months and tables).
+func newSeedCmd(g *globals) *cobra.Command {
+	cfg := bench.SeedConfig{}
+	var dsn, database string
+	cmd := &cobra.Command{
+		Use:   "seed",
+		Short: "Store --messages messages of --pairs P2P topics over the --months ending with the active one, straight into MySQL",
+		Long: `Creates --pairs friend pairs through the admin API and writes their P2P
+messages with multi-row INSERTs into the month tables (creating and registering
+past months as sealed), the route mirror and the month catalog, as imd's writer
+would have: send and sync treat them as real history. Dedup records (they
+expire) and the search index (imd's own directory) are not written.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg.Admin = g.admin()
+			if dsn == "" {
+				dsn = g.settings.get("mysql-dsn")
+			}
+			if dsn == "" {
+				return errors.New("seed: --dsn is required")
+			}
+			if database == "" {
+				database = "imd_" + cfg.Admin.Tenant()
+			}
+			db, err := openDatabase(dsn, database)
+			if err != nil {
+				return fmt.Errorf("seed: %w", err)
+			}
+			defer db.Close()
+			db.SetMaxOpenConns(cfg.Parallel)
+			cfg.DB = db
+			cfg.Status = cmd.ErrOrStderr()
+			return bench.Seed(cmd.Context(), cfg)
+		},
+	}
+	fs := cmd.Flags()
+	fs.IntVar(&cfg.Messages, "messages", 10_000_000, "messages to store in all (issue 16: 10 million)")
+	fs.IntVar(&cfg.Months, "months", 24, "months they span, ending with the active one (issue 16: 24)")
+	fs.IntVar(&cfg.Pairs, "pairs", 1000, "friend pairs, one P2P topic each")
+	fs.IntVar(&cfg.Batch, "batch", 2000, "rows per INSERT")
+	fs.IntVar(&cfg.Parallel, "parallel", 4, "months written (and admin calls) at once")
+	fs.StringVar(&dsn, "dsn", "", "the tenant's MySQL server DSN (go-sql-driver form) ["+envName("mysql-dsn")+", or mysql-dsn in the profile]")
+	fs.StringVar(&database, "database", "", "the tenant's database (default imd_<tenant>)")
 	return cmd
 }
 
@@ -116,6 +220,8 @@ func newWorkloadCmd(g *globals, d deps, name, short string, own func(*pflag.Flag
 	jsonFile := fs.String("json", "", "write the report as JSON to this file")
 	mdFile := fs.String("md", "", "write the report as markdown to this file")
 	cpuProfile := fs.String("cpuprofile", "", "write the load generator's own CPU profile to this file")
+	extra := fs.StringToString("param", nil, "facts about the setup the report should carry among its parameters, e.g. history=10M/24mo")
+	imdProfile := fs.String("imd-cpuprofile", "", "write imd's CPU profile over the measured window (/debug/pprof/profile, admin key) to this file")
 
 	cmd.RunE = func(cmd *cobra.Command, _ []string) (err error) {
 		if *cpuProfile != "" {
@@ -142,11 +248,22 @@ func newWorkloadCmd(g *globals, d deps, name, short string, own func(*pflag.Flag
 			run.Nodes = nil
 		}
 		run.Admin = g.admin()
+		if *imdProfile != "" {
+			run.ServerProfile = func(ctx context.Context, window time.Duration) error {
+				return writeFile(*imdProfile, func(f *os.File) error { return run.Admin.CPUProfile(ctx, window, f) })
+			}
+		}
 		run.Status = cmd.ErrOrStderr()
 		run.Live = d.terminal
 		rep, err := d.runBench(cmd.Context(), run)
 		if err != nil {
 			return err
+		}
+		for k, v := range *extra {
+			if rep.Params == nil {
+				rep.Params = make(map[string]string)
+			}
+			rep.Params[k] = v
 		}
 		if err := writeReports(rep, *jsonFile, *mdFile); err != nil {
 			return err
@@ -193,17 +310,22 @@ func writeReports(rep report.Report, jsonFile, mdFile string) error {
 		if out.path == "" {
 			continue
 		}
-		f, err := os.Create(out.path)
-		if err != nil {
+		if err := writeFile(out.path, out.write); err != nil {
 			return fmt.Errorf("report: %w", err)
-		}
-		err = out.write(f)
-		if cerr := f.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("report: %w", cerr)
-		}
-		if err != nil {
-			return err
 		}
 	}
 	return nil
+}
+
+// writeFile creates path and fills it with write, reporting the first failure.
+func writeFile(path string, write func(f *os.File) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	err = write(f)
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	return err
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/imdhq/imd/cmd/imctl/bench"
+	"github.com/imdhq/imd/cmd/imctl/bench/procstat"
 	"github.com/imdhq/imd/cmd/imctl/bench/report"
 )
 
@@ -240,6 +241,16 @@ func TestBenchFlags(t *testing.T) {
 			return c.Conns == 50000 && c.Users == 1000 && c.Heartbeat == 30*time.Second
 		}, ""},
 		{[]string{"w5"}, func(c bench.Config) bool { return c.Users == 4 && c.Messages == 500 && c.PageSize == 50 }, ""},
+		{[]string{"t1"}, func(c bench.Config) bool { return c.Workload == "t1" && c.Groups == 20 && c.GroupSize == 10 }, ""},
+		{[]string{"t2"}, func(c bench.Config) bool { return c.Workload == "t2" && c.Members == 100 && c.Publishers == 50 }, ""},
+		{[]string{"t2", "--members", "10", "--publishers", "3"}, func(c bench.Config) bool { return c.Members == 10 && c.Publishers == 3 }, ""},
+		{[]string{"w1", "--imd-cpuprofile", "/nonexistent/dir/p"}, func(c bench.Config) bool {
+			return c.ServerProfile != nil && c.ServerProfile(context.Background(), time.Second) != nil
+		}, ""},
+		{[]string{"w1"}, func(c bench.Config) bool { return c.ServerProfile == nil }, ""},
+		{[]string{"t1", "--users", "5"}, nil, "unknown flag: --users"},
+		{[]string{"seed", "--months", "0", "--dsn", "u:p@tcp(127.0.0.1:1)/"}, nil, "--months must be in"},
+		{[]string{"seed"}, nil, "--dsn is required"},
 		{[]string{"w3", "--users", "5"}, nil, "unknown flag: --users"},
 		{[]string{"w1", "--pids", "imd"}, nil, "--pids"},
 		{[]string{"w1", "--duration", "forever"}, nil, "invalid argument"},
@@ -354,5 +365,52 @@ func TestChatFlags(t *testing.T) {
 				t.Fatalf("err = %v, want %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestBenchStages: the command reads a CPU profile (here imctl's own, a real one) and, with
+// the run's report, prints the stages in µs per ACKed message.
+func TestBenchStages(t *testing.T) {
+	dir := t.TempDir()
+	prof := filepath.Join(dir, "cpu.pprof")
+	stop, err := profileCPU(prof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(50 * time.Millisecond); time.Now().Before(deadline); {
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	rep := report.Report{Workload: "w1", Acked: 1000, AckedPerSec: 100,
+		Window: []procstat.Usage{{Target: procstat.Target{Name: "imd", PID: 1}, CPUSeconds: 0.4, CPUCores: 0.04}}}
+	b, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	repPath, mdPath := filepath.Join(dir, "w1.json"), filepath.Join(dir, "w1.stages.md")
+	if err := os.WriteFile(repPath, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := (cli{}).run("bench", "stages", "--report", repPath, "--md", mdPath, prof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"## imd CPU by stage — w1, 100 ACKed msg/s", "imd 400 µs of CPU per ACKed message", "| stage | share | µs per ACKed msg |", "| other |"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stages lack %q:\n%s", want, out)
+		}
+	}
+	if md, err := os.ReadFile(mdPath); err != nil || string(md) != out {
+		t.Errorf("--md file = %q, %v; want what was printed", md, err)
+	}
+	for _, args := range [][]string{
+		{"bench", "stages", filepath.Join(dir, "none.pprof")},
+		{"bench", "stages", repPath}, // not a profile
+		{"bench", "stages", "--report", filepath.Join(dir, "none.json"), prof},
+	} {
+		if _, _, err := (cli{}).run(args...); err == nil {
+			t.Errorf("%q: no error", args)
+		}
 	}
 }

@@ -2,9 +2,18 @@
 # Run the standard workloads of DESIGN §10 against a freshly built imd, on the local MariaDB
 # and Redis of services.sh, and write the reports under <state dir>/bench/<UTC time>/:
 # <workload>.json and .md per run, <workload>.metrics.txt (imd's /metrics after it), summary.md
-# (one table of every run, with the machine), machine.txt, imd.log. Sizes default to what a 2-core box runs in a few minutes.
+# (one table of every run, with the machine, then the per-stage tables of BENCH_PROFILE=1),
+# machine.txt, imd.log. Sizes default to what a 2-core box runs in a few minutes.
 #
-#   bench.sh [RUN...]    RUN: w1 w2 w3 w3big w4 w5 (default: all, in that order)
+#   bench.sh [RUN...]    RUN: w1 w2 w3 w3big w4 w5 t1 t2 seed (default: w1 … w5, in that order)
+#                        t1, t2: the shapes of Tinode's table in issue 16 (20 groups of 10,
+#                        all publishing; one group of 100, 50 publishing); its method is
+#                        BENCH_WARMUP=5s BENCH_DURATION=30s (docs/BENCHMARKS.md)
+#                        seed: not measured; stores BENCH_SEED_MESSAGES [10000000] messages of
+#                        BENCH_SEED_PAIRS [1000] P2P topics over BENCH_SEED_MONTHS [24] months
+#                        in the tenant (imctl bench seed), so that `w1 seed w1` compares W1 on
+#                        an empty tenant with W1 on a grown one; the runs after it write
+#                        <run>-seeded.* (DESIGN §10 cost growth)
 #
 # Every run gets a fresh tenant (W5 advances its active month), dropped at the end unless
 # BENCH_KEEP=1. Environment (defaults in brackets):
@@ -31,9 +40,11 @@
 #                         of `nginx.sh certs`); the clients speak TLS to imd directly, each
 #                         connection opening with a PROXY v2 header, as behind Nginx's TLS
 #                         passthrough
-#   BENCH_PROFILE [0]     1: imd's CPU profile over each measured window and its allocation
-#                         profile after it, as <run>.cpu.pprof and <run>.allocs.pprof, and
-#                         the load generator's CPU profile as <run>.imctl.pprof
+#   BENCH_PROFILE [0]     1: imd's CPU profile over each measured window (taken by imctl when
+#                         the window opens) and its allocation profile after it, as
+#                         <run>.cpu.pprof and <run>.allocs.pprof, the load generator's CPU
+#                         profile as <run>.imctl.pprof, and imd's CPU by stage of a message's
+#                         life in µs per ACKed message as <run>.stages.md (imctl bench stages)
 # It exits non-zero when a run failed its verification or could not run; the other runs
 # still happen. imd is stopped by its pid whatever happens.
 set -euo pipefail
@@ -181,28 +192,13 @@ drained() {
 	done
 }
 
-# profile RUN DURATION: imd's CPU profile over most of the measured window, then its allocation
-# profile. The load generator's setup and warm-up come first; BENCH_PROFILE_DELAY [8] seconds
-# covers them at the default sizes.
-profile() {
-	local run="$1" seconds
-	case "$2" in
-	*m) seconds=$((${2%m} * 60)) ;;
-	*s) seconds=${2%s} ;;
-	*) seconds=20 ;;
-	esac
-	sleep "${BENCH_PROFILE_DELAY:-8}"
-	curl -fsS -H "Authorization: Bearer $ADMIN_KEY" -o "$out/$run.cpu.pprof" \
-		"http://$HTTP_ADDR/debug/pprof/profile?seconds=$((seconds > 10 ? seconds - 5 : seconds))" &&
-		curl -fsS -H "Authorization: Bearer $ADMIN_KEY" -o "$out/$run.allocs.pprof" \
-			"http://$HTTP_ADDR/debug/pprof/allocs"
-}
-
-failed=()
+failed=() seeded=() suffix="" labels=()
 for run in "${runs[@]}"; do
 	duration="$DURATION"
 	case "$run" in
 	w1) args=(w1 --users "${BENCH_W1_USERS:-1000}") ;;
+	t1) args=(t1) ;; # 20 groups of 10, all publishing: Tinode's T1 (issue 16)
+	t2) args=(t2) ;; # one group of 100, 50 publishing: Tinode's T2
 	w2) args=(w2 --users "${BENCH_W2_USERS:-1000}" --group-size "${BENCH_W2_GROUP:-10}") ;;
 	w3) args=(w3 --members "${BENCH_W3_MEMBERS:-1000}" --rate "${BENCH_W3_RATE:-200}") ;;
 	w3big) args=(w3 --members "${BENCH_W3BIG_MEMBERS:-10000}" --rate "${BENCH_W3BIG_RATE:-20}") ;;
@@ -211,15 +207,29 @@ for run in "${runs[@]}"; do
 		duration="${BENCH_W4_DURATION:-35s}" # every connection heartbeats inside the window
 		;;
 	w5) args=(w5 --messages "${BENCH_W5_MESSAGES:-500}" --users "${BENCH_W5_READERS:-4}") ;;
-	*) die "unknown run $run (want w1 w2 w3 w3big w4 w5)" ;;
+	seed)
+		# Not a measured run: stored history for the runs after it (DESIGN §10 cost growth).
+		seed_msgs="${BENCH_SEED_MESSAGES:-10000000}" seed_months="${BENCH_SEED_MONTHS:-24}"
+		log "== seed: $seed_msgs messages over $seed_months months"
+		if "$out/bin/imctl" bench seed --http "http://$HTTP_ADDR" --tenant "$tenant" --admin-key "$ADMIN_KEY" \
+			--dsn "imd:imd@tcp(127.0.0.1:$MYSQL_PORT)/" --messages "$seed_msgs" --months "$seed_months" \
+			--pairs "${BENCH_SEED_PAIRS:-1000}" 2>&1 | tee "$out/seed.log" >&2; then
+			seeded=(--param "history=${seed_msgs}/${seed_months}mo")
+			suffix=-seeded
+		else
+			failed+=(seed)
+		fi
+		continue
+		;;
+	*) die "unknown run $run (want w1 w2 w3 w3big w4 w5 t1 t2 seed)" ;;
 	esac
+	name="$run$suffix" # the report's files: w1, and w1-seeded after a seed
+	labels+=("$name")
+	args+=("${seeded[@]}")
 	wait_until 120 drained || log "deliver queue of $tenant not drained; $run starts anyway"
-	log "== $run: ${args[*]}"
-	profiler=""
+	log "== $name: ${args[*]}"
 	if [[ "${BENCH_PROFILE:-0}" == 1 ]]; then
-		profile "$run" "$duration" &
-		profiler=$!
-		args+=(--cpuprofile "$out/$run.imctl.pprof")
+		args+=(--imd-cpuprofile "$out/$name.cpu.pprof" --cpuprofile "$out/$name.imctl.pprof")
 	fi
 	pids="imd=$imd_pid"
 	for ((i = 1; i < nodes; i++)); do
@@ -236,15 +246,22 @@ for run in "${runs[@]}"; do
 		--http "http://$HTTP_ADDR" "${client_args[@]}" --tenant "$tenant" --admin-key "$ADMIN_KEY" \
 		--duration "$duration" --warmup "$WARMUP" --source-ips "$SOURCE_IPS" \
 		--pids "$pids" \
-		--json "$out/$run.json" --md "$out/$run.md" >/dev/null; then
-		failed+=("$run")
+		--json "$out/$name.json" --md "$out/$name.md" >/dev/null; then
+		failed+=("$name")
 	fi
-	[[ -z "$profiler" ]] || wait "$profiler" || log "profiles of $run incomplete"
+	if [[ "${BENCH_PROFILE:-0}" == 1 ]]; then
+		curl -fsS -H "Authorization: Bearer $ADMIN_KEY" -o "$out/$name.allocs.pprof" "http://$HTTP_ADDR/debug/pprof/allocs" ||
+			log "allocation profile after $run not read"
+		if [[ -s "$out/$name.cpu.pprof" && -s "$out/$name.json" ]]; then
+			"$out/bin/imctl" bench stages --report "$out/$name.json" --md "$out/$name.stages.md" "$out/$name.cpu.pprof" >/dev/null ||
+				log "stages of $run not written"
+		fi
+	fi
 	# imd's own view (persist, deliver delay and job latency histograms, counters), cumulative
 	# since imd started: compare a run's file with the one before it.
-	curl -fsS -o "$out/$run.metrics.txt" "http://$HTTP_ADDR/metrics" || log "metrics after $run not read"
+	curl -fsS -o "$out/$name.metrics.txt" "http://$HTTP_ADDR/metrics" || log "metrics after $run not read"
 	for ((i = 1; i < nodes; i++)); do
-		curl -fsS -o "$out/$run.node$((i + 1)).metrics.txt" "http://${http_addrs[i]}/metrics" || log "metrics of node $((i + 1)) after $run not read"
+		curl -fsS -o "$out/$name.node$((i + 1)).metrics.txt" "http://${http_addrs[i]}/metrics" || log "metrics of node $((i + 1)) after $run not read"
 	done
 	for imd_pid in "${imd_pids[@]}"; do
 		alive "$imd_pid" || die "imd (pid $imd_pid) exited during $run; see $out/imd*.log"
@@ -253,11 +270,17 @@ for run in "${runs[@]}"; do
 done
 
 reports=()
-for run in "${runs[@]}"; do
-	[[ -s "$out/$run.json" ]] && reports+=("$out/$run.json")
+for name in "${labels[@]}"; do
+	[[ -s "$out/$name.json" ]] && reports+=("$out/$name.json")
 done
 if ((${#reports[@]})); then
 	"$out/bin/imctl" bench summary --md "$out/summary.md" "${reports[@]}"
+	for name in "${labels[@]}"; do
+		if [[ -s "$out/$name.stages.md" ]]; then
+			printf '\n' >>"$out/summary.md"
+			cat "$out/$name.stages.md" >>"$out/summary.md"
+		fi
+	done
 fi
 log "reports: $out (summary.md, <run>.md, <run>.json, machine.txt, imd.log)"
 if ((${#failed[@]})); then

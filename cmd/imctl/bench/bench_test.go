@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +23,7 @@ import (
 func fakeConfig(f *fakeIMD, workload string) Config {
 	return Config{
 		Workload: workload, Users: 4, GroupSize: 2, Members: 4, Rate: 200, Conns: 6, Heartbeat: 20 * time.Millisecond,
+		Groups: 2, Publishers: 2,
 		Messages: 30, PageSize: 20,
 		Duration: 300 * time.Millisecond, Warmup: 100 * time.Millisecond, Parallel: 4, SyncMax: 1_000_000,
 		Dial:       client.Options{Addr: f.ln.Addr().String()},
@@ -60,6 +62,24 @@ func TestRunWorkloads(t *testing.T) {
 				t.Errorf("ops %d, connections %+v", rep.Ops, rep.Connections)
 			}
 		}},
+		{T1, func(t *testing.T, rep report.Report) {
+			// 2 groups of 3, all publishing: every message reaches the 2 other members.
+			if rep.Connections.Established != 6 || rep.Verification.Expected != 2*rep.Verification.Acked || rep.Verification.Sync.Reads != 2 {
+				t.Errorf("connections %+v verification %+v", rep.Connections, rep.Verification)
+			}
+			if rep.Params["groups"] != "2" || rep.Params["group_size"] != "3" {
+				t.Errorf("params %v", rep.Params)
+			}
+		}},
+		{T2, func(t *testing.T, rep report.Report) {
+			// One group of 5, 2 publishing: every message reaches the 4 other members.
+			if rep.Connections.Established != 5 || rep.Verification.Expected != 4*rep.Verification.Acked || rep.Verification.Sync.Reads != 1 {
+				t.Errorf("connections %+v verification %+v", rep.Connections, rep.Verification)
+			}
+			if rep.Params["members"] != "5" || rep.Params["publishers"] != "2" {
+				t.Errorf("params %v", rep.Params)
+			}
+		}},
 		{W5, func(t *testing.T, rep report.Report) {
 			wantLatencies(t, rep, "get_history", "connect_auth")
 			next := time.Now().AddDate(0, 1, 0).Format("200601")
@@ -76,7 +96,14 @@ func TestRunWorkloads(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.workload, func(t *testing.T) {
 			f := startFake(t, faultNone)
-			rep, err := Run(context.Background(), fakeConfig(f, tt.workload))
+			cfg := fakeConfig(f, tt.workload)
+			switch tt.workload {
+			case T1:
+				cfg.GroupSize = 3
+			case T2:
+				cfg.Members = 5
+			}
+			rep, err := Run(context.Background(), cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -89,8 +116,52 @@ func TestRunWorkloads(t *testing.T) {
 			if tt.workload != W4 && tt.workload != W5 && (rep.Acked == 0 || rep.Delivered == 0 || rep.AckedPerSec == 0) {
 				t.Errorf("acked %d delivered %d", rep.Acked, rep.Delivered)
 			}
+			if cost, ok := rep.Cost("imctl"); tt.workload != W4 && tt.workload != W5 && (!ok || len(rep.Window) != 1) {
+				t.Errorf("window processes %+v, cost %+v", rep.Window, cost)
+			}
 			tt.check(t, rep)
 		})
+	}
+}
+
+// TestT2PublishersOnly: in t2 only the first --publishers members send; the others receive.
+func TestT2PublishersOnly(t *testing.T) {
+	f := startFake(t, faultNone)
+	cfg := fakeConfig(f, T2)
+	cfg.Members, cfg.Publishers = 6, 1
+	rep, err := Run(context.Background(), cfg)
+	if err != nil || !rep.Pass {
+		t.Fatalf("run: %v %q", err, rep.Problems)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.senders) != 1 {
+		t.Fatalf("%d users sent, want the one publisher", len(f.senders))
+	}
+}
+
+// TestServerProfileCoversTheWindow: the server's profile is asked for once, when the
+// measured window opens, for the window's length.
+func TestServerProfileCoversTheWindow(t *testing.T) {
+	f := startFake(t, faultNone)
+	cfg := fakeConfig(f, W1)
+	var calls []time.Duration
+	var at time.Time
+	start := time.Now()
+	cfg.ServerProfile = func(_ context.Context, window time.Duration) error {
+		calls = append(calls, window)
+		at = time.Now()
+		return errors.New("no profiler here")
+	}
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(calls) != 1 || calls[0] != cfg.Duration || at.Sub(start) < cfg.Warmup {
+		t.Fatalf("profile asked %v at %v after the start", calls, at.Sub(start))
+	}
+	if rep.Errors["server_profile"] != 1 {
+		t.Fatalf("errors %v: a failed profile is counted", rep.Errors)
 	}
 }
 
@@ -273,6 +344,7 @@ func TestRunSetupFailures(t *testing.T) {
 func TestValidate(t *testing.T) {
 	ok := Config{
 		Workload: W1, Users: 10, GroupSize: 5, Members: 10, Rate: 1, Conns: 10, Heartbeat: time.Second, Messages: 1, PageSize: 50,
+		Groups: 2, Publishers: 5,
 		Duration: time.Second, Parallel: 1, Admin: adminapi.New("http://x", "k", "t", nil),
 	}
 	tests := []struct {
@@ -291,6 +363,10 @@ func TestValidate(t *testing.T) {
 		{"odd w1 users", func(c *Config) { c.Users = 9 }, "w1: --users must be even"},
 		{"w2 users not a multiple", func(c *Config) { c.Workload = W2; c.Users = 12 }, "multiple of --group-size"},
 		{"w2 group of one", func(c *Config) { c.Workload = W2; c.GroupSize = 1 }, "multiple of --group-size"},
+		{"t1 no groups", func(c *Config) { c.Workload = T1; c.Groups = 0 }, "t1: --groups"},
+		{"t1 group of one", func(c *Config) { c.Workload = T1; c.GroupSize = 1 }, "t1: --groups"},
+		{"t2 more publishers than members", func(c *Config) { c.Workload = T2; c.Publishers = 11 }, "t2: --members"},
+		{"t2 no publishers", func(c *Config) { c.Workload = T2; c.Publishers = 0 }, "t2: --members"},
 		{"w3 one member", func(c *Config) { c.Workload = W3; c.Members = 1 }, "--members"},
 		{"w3 no rate", func(c *Config) { c.Workload = W3; c.Rate = 0 }, "--rate"},
 		{"w4 no conns", func(c *Config) { c.Workload = W4; c.Conns = 0 }, "--conns"},
@@ -304,7 +380,7 @@ func TestValidate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if tt.change == nil {
-				for _, w := range []string{W1, W2, W3, W4, W5} {
+				for _, w := range []string{W1, W2, W3, W4, W5, T1, T2} {
 					c := ok
 					c.Workload = w
 					if err := c.Validate(); err != nil {
@@ -356,8 +432,11 @@ func TestClientMsgIDCarriesSendTime(t *testing.T) {
 			t.Errorf("sentAt(%q) = %d, %v", tt.id, got, ok)
 		}
 	}
-	if got := string(content(7)); got != `{"text":"bench #7"}` {
+	if got := string(content(7, 0)); got != `{"text":"bench #7"}` {
 		t.Errorf("content %s", got)
+	}
+	if got := content(7, tinodeText); len(got) != tinodeText || !json.Valid(got) || !strings.HasPrefix(string(got), `{"text":"bench #7 ...`) {
+		t.Errorf("padded content %s (%d bytes)", got, len(got))
 	}
 }
 

@@ -1,9 +1,10 @@
 // Package bench is imctl's load generator: the standard workloads W1–W5 of
-// DESIGN.md §10, run against a live imd from outside, verifying delivery
-// guarantees while measuring.
+// DESIGN.md §10 and T1–T2 of the Tinode comparison (issue 16), run against a
+// live imd from outside, verifying delivery guarantees while measuring.
 package bench
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -24,6 +25,17 @@ const (
 	W3 = "w3" // one big group, one paced sender
 	W4 = "w4" // idle connections with heartbeats
 	W5 = "w5" // history pages over two months
+	T1 = "t1" // Tinode's T1: groups of 10, every member publishes closed-loop
+	T2 = "t2" // Tinode's T2: one group of 100, half of it publishes closed-loop
+)
+
+// The shapes of Tinode's table in issue 16, the defaults of t1 and t2: a
+// figure measured with other sizes is not comparable with it.
+const (
+	T1Groups     = 20
+	T1GroupSize  = 10
+	T2Members    = 100
+	T2Publishers = 50
 )
 
 // Bounds that keep a run finite whatever the flags say.
@@ -41,13 +53,17 @@ type Config struct {
 	// connections belong to (each gets Conns/Users devices); w5 the reader
 	// devices paging history.
 	Users     int
-	GroupSize int           // w2
-	Members   int           // w3: members of the big group, all online
-	Rate      float64       // w3: messages per second from the one sender
-	Conns     int           // w4
-	Heartbeat time.Duration // w4
-	Messages  int           // w5: messages sent in each of the two months
-	PageSize  int           // w5
+	GroupSize int // w2, t1: members per group
+	Groups    int // t1: groups of GroupSize, every member publishing
+	Members   int // w3, t2: members of the one group, all online
+	// Publishers are the members of the t2 group that send closed-loop; the
+	// others only receive.
+	Publishers int
+	Rate       float64       // w3: messages per second from the one sender
+	Conns      int           // w4
+	Heartbeat  time.Duration // w4
+	Messages   int           // w5: messages sent in each of the two months
+	PageSize   int           // w5
 
 	Duration time.Duration // measured window
 	Warmup   time.Duration // before the window; verified, not measured
@@ -67,6 +83,9 @@ type Config struct {
 	Nodes   []string
 	Admin   *adminapi.Client
 	Targets []procstat.Target
+	// ServerProfile, when set, records the server's CPU profile over the measured window
+	// (bench --imd-cpuprofile): the samples the per-stage table divides up.
+	ServerProfile func(ctx context.Context, window time.Duration) error
 
 	// Status receives progress; Live makes it a redrawn line (a terminal)
 	// instead of a line every few seconds (a log).
@@ -107,6 +126,14 @@ func (c Config) Validate() error {
 	case W2:
 		if c.GroupSize < 2 || c.Users < c.GroupSize || c.Users%c.GroupSize != 0 {
 			bad("w2: --users must be a multiple of --group-size (at least 2)")
+		}
+	case T1:
+		if c.Groups < 1 || c.GroupSize < 2 {
+			bad("t1: --groups must be at least 1 and --group-size at least 2")
+		}
+	case T2:
+		if c.Members < 2 || c.Publishers < 1 || c.Publishers > c.Members {
+			bad("t2: --members must be at least 2 and --publishers in [1, --members]")
 		}
 	case W3:
 		if c.Members < 2 {
@@ -168,6 +195,12 @@ func (c Config) params() map[string]string {
 	case W2:
 		p["users"] = strconv.Itoa(c.Users)
 		p["group_size"] = strconv.Itoa(c.GroupSize)
+	case T1:
+		p["groups"] = strconv.Itoa(c.Groups)
+		p["group_size"] = strconv.Itoa(c.GroupSize)
+	case T2:
+		p["members"] = strconv.Itoa(c.Members)
+		p["publishers"] = strconv.Itoa(c.Publishers)
 	case W3:
 		p["members"] = strconv.Itoa(c.Members)
 		p["rate"] = strconv.FormatFloat(c.Rate, 'f', -1, 64)

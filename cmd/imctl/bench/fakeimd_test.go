@@ -45,6 +45,7 @@ type fakeIMD struct {
 	msgs    map[string][]protocol.Message
 	lastSeq map[string]int64
 	held    map[string][]func() // pushes held back by faultReorder, per topic
+	senders map[int64]bool      // users that sent a message
 	active  month.Month
 	sources map[netip.Addr]bool
 	pushSeq uint32
@@ -57,6 +58,9 @@ type fakeConn struct {
 	wmu  sync.Mutex
 }
 
+// fakePageBytes bounds the messages of one fake SYNC_MESSAGES page, so it fits in a frame.
+const fakePageBytes = 32 << 10
+
 func startFake(t *testing.T, fault string) *fakeIMD {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -67,6 +71,7 @@ func startFake(t *testing.T, fault string) *fakeIMD {
 		t: t, fault: fault, ln: ln,
 		tokens: map[string]int64{}, members: map[string][]int64{}, conns: map[int64][]*fakeConn{},
 		msgs: map[string][]protocol.Message{}, lastSeq: map[string]int64{}, held: map[string][]func(){}, sources: map[netip.Addr]bool{},
+		senders: map[int64]bool{},
 		// One month ahead of the clock, so the bench must probe for it.
 		active: month.Of(time.Now()).Next(),
 	}
@@ -173,9 +178,12 @@ func (f *fakeIMD) handle(c *fakeConn, fr frame.Frame) {
 		f.mu.Lock()
 		var page []protocol.Message
 		all := f.msgs[req.Topic]
+		bytes := 0
 		for _, m := range all {
-			if m.Seq > req.SinceSeq && len(page) < req.Limit {
+			// Pages stay well under a frame, as imd's do.
+			if m.Seq > req.SinceSeq && len(page) < req.Limit && bytes < fakePageBytes {
 				page = append(page, m)
+				bytes += len(m.Content) + len(m.ClientMsgID) + len(m.Topic) + 128
 			}
 		}
 		var last int64
@@ -213,6 +221,7 @@ func (f *fakeIMD) send(c *fakeConn, fr frame.Frame) {
 		c.fail(fr, protocol.CodeForbidden)
 		return
 	}
+	f.senders[c.user] = true
 	f.lastSeq[req.Topic]++
 	seq := f.lastSeq[req.Topic]
 	m := protocol.Message{Topic: req.Topic, Seq: seq, MsgID: seq * 1000, From: c.user, ClientMsgID: req.ClientMsgID,

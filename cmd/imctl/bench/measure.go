@@ -36,11 +36,20 @@ func sentAt(clientMsgID string) (int64, bool) {
 	return v, err == nil
 }
 
-// content is a bench message body.
-func content(n int64) json.RawMessage {
+// content is a bench message body of at least size bytes: the text is padded with dots when
+// the number alone makes it shorter.
+func content(n int64, size int) json.RawMessage {
 	b := strconv.AppendInt([]byte(`{"text":"bench #`), n, 10)
+	if pad := size - len(b) - len(`"}`); pad > 0 {
+		b = append(b, ' ')
+		b = append(b, strings.Repeat(".", pad-1)...)
+	}
 	return append(b, `"}`...)
 }
+
+// tinodeText is the body size of issue 16's Tinode comparison ("~100-byte text"): t1 and t2
+// send it; W1–W5 keep their short bodies, so their figures stay comparable with earlier ones.
+const tinodeText = 100
 
 // errorKey files an error under a short, stable name for the report: the
 // contract code when the server answered one, else the kind of failure.

@@ -35,7 +35,7 @@ const (
 	readBackWorkers = 8
 )
 
-// workload is one of W1–W5.
+// workload is one of W1–W5, T1–T2.
 type workload interface {
 	describe(c Config) string
 	// prepare creates users and conversations, connects, and joins the
@@ -58,6 +58,10 @@ func workloadNamed(name string) workload {
 		return w3{}
 	case W4:
 		return w4{}
+	case T1:
+		return t1{}
+	case T2:
+		return t2{}
 	default:
 		return w5{}
 	}
@@ -87,6 +91,7 @@ type run struct {
 	lost, established, readBackErrors            atomic.Int64
 	errs                                         errorCounts
 	extra                                        map[string]string // workload facts for the report
+	textBytes                                    int               // the size of a message body, at least
 }
 
 // peer is one connection of one user's device.
@@ -116,6 +121,10 @@ func Run(ctx context.Context, cfg Config) (report.Report, error) {
 		errs:    errorCounts{m: make(map[string]int64)},
 		extra:   make(map[string]string),
 	}
+	if cfg.Workload == T1 || cfg.Workload == T2 {
+		r.textBytes = tinodeText
+		r.extra["text_bytes"] = strconv.Itoa(tinodeText)
+	}
 	r.windowStart.Store(math.MaxInt64)
 	r.windowEnd.Store(math.MaxInt64)
 	watch := procstat.Start(procstat.Proc(), cfg.Targets)
@@ -130,8 +139,10 @@ func Run(ctx context.Context, cfg Config) (report.Report, error) {
 	r.windowStart.Store(now + int64(cfg.Warmup))
 	r.windowEnd.Store(now + int64(cfg.Warmup+cfg.Duration))
 	stopStatus := r.startStatus(w, cfg.Warmup+cfg.Duration)
+	windowUsage := r.watchWindow(ctx)
 	w.load(ctx, r)
 	stopStatus()
+	window := windowUsage()
 
 	// An interrupted run still reports what it measured, but skips the
 	// checks at the end that would take a while.
@@ -158,6 +169,7 @@ func Run(ctx context.Context, cfg Config) (report.Report, error) {
 		Verification:   r.v.Tally(),
 		ReadBackErrors: int(r.readBackErrors.Load()),
 		Processes:      usage,
+		Window:         window,
 		MachineCPU:     util,
 		Interrupted:    interrupted,
 	}
@@ -179,6 +191,36 @@ func Run(ctx context.Context, cfg Config) (report.Report, error) {
 }
 
 func (r *run) since(t time.Time) int64 { return int64(t.Sub(r.epoch)) }
+
+// watchWindow reads the processes' CPU at the start and end of the measured window, so that
+// CPU per ACKed message divides the window's CPU by the window's ACKs (setup, warm-up, drain
+// and read-back excluded), and records the server's CPU profile over the same window when
+// asked to. The returned function waits for both.
+func (r *run) watchWindow(ctx context.Context) func() []procstat.Usage {
+	var usage []procstat.Usage
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		sleep(ctx, time.Duration(r.windowStart.Load()-r.since(time.Now())))
+		if ctx.Err() != nil {
+			return
+		}
+		if r.cfg.ServerProfile != nil {
+			wg.Go(func() {
+				if err := r.cfg.ServerProfile(ctx, r.cfg.Duration); err != nil {
+					r.logf("warning: server CPU profile: %v", err)
+					r.errs.add("server_profile")
+				}
+			})
+		}
+		watch := procstat.Start(procstat.Proc(), r.cfg.Targets)
+		sleep(ctx, time.Duration(r.windowEnd.Load()-r.since(time.Now())))
+		usage, _ = watch.Stop()
+	})
+	return func() []procstat.Usage {
+		wg.Wait()
+		return usage
+	}
+}
 
 // inWindow reports whether t falls in the measured window.
 func (r *run) inWindow(t time.Time) bool {
@@ -357,7 +399,7 @@ func (r *run) send(ctx context.Context, p *peer, topic string) bool {
 		Topic:       topic,
 		ClientMsgID: clientMsgID(n, r.since(start)),
 		Type:        protocol.TypeText,
-		Content:     content(n),
+		Content:     content(n, r.textBytes),
 	}
 	measured := r.inWindow(start)
 	if measured {

@@ -49,7 +49,7 @@ func (w1) prepare(ctx context.Context, r *run) error {
 	return nil
 }
 
-func (w1) load(ctx context.Context, r *run) { r.closedLoop(ctx) }
+func (w1) load(ctx context.Context, r *run) { r.closedLoop(ctx, r.peers) }
 
 // w2: users in groups of GroupSize, each closed-loop to its group.
 type w2 struct{}
@@ -61,12 +61,18 @@ func (w2) describe(c Config) string {
 func (w2) opName() string { return "" }
 
 func (w2) prepare(ctx context.Context, r *run) error {
-	users, err := r.createUsers(ctx, r.cfg.Users)
+	return r.prepareGroups(ctx, r.cfg.Users/r.cfg.GroupSize, r.cfg.GroupSize)
+}
+
+func (w2) load(ctx context.Context, r *run) { r.closedLoop(ctx, r.peers) }
+
+// prepareGroups creates groups of size users each, connects every member once and has it
+// send to its own group.
+func (r *run) prepareGroups(ctx context.Context, groups, size int) error {
+	users, err := r.createUsers(ctx, groups*size)
 	if err != nil {
 		return err
 	}
-	size := r.cfg.GroupSize
-	groups := len(users) / size
 	topics := make([]string, groups)
 	prog := r.newProgress("creating groups", groups)
 	err = r.parallel(ctx, groups, func(ctx context.Context, g int) error {
@@ -93,13 +99,42 @@ func (w2) prepare(ctx context.Context, r *run) error {
 	return nil
 }
 
-func (w2) load(ctx context.Context, r *run) { r.closedLoop(ctx) }
+// t1: Tinode's T1, groups of GroupSize where every member publishes closed-loop.
+type t1 struct{}
 
-// closedLoop has every connected peer send to its topic, one SEND
+func (t1) describe(c Config) string {
+	return fmt.Sprintf("T1: %d groups of %d members, all %d online and publishing closed-loop with one SEND outstanding",
+		c.Groups, c.GroupSize, c.Groups*c.GroupSize)
+}
+
+func (t1) opName() string { return "" }
+
+func (t1) prepare(ctx context.Context, r *run) error {
+	return r.prepareGroups(ctx, r.cfg.Groups, r.cfg.GroupSize)
+}
+
+func (t1) load(ctx context.Context, r *run) { r.closedLoop(ctx, r.peers) }
+
+// t2: Tinode's T2, one group of Members, all online, the first Publishers of
+// them publishing closed-loop and the rest only receiving.
+type t2 struct{}
+
+func (t2) describe(c Config) string {
+	return fmt.Sprintf("T2: one group of %d members, all online, %d publishing closed-loop with one SEND outstanding, %d only receiving",
+		c.Members, c.Publishers, c.Members-c.Publishers)
+}
+
+func (t2) opName() string { return "" }
+
+func (t2) prepare(ctx context.Context, r *run) error { return r.prepareGroups(ctx, 1, r.cfg.Members) }
+
+func (t2) load(ctx context.Context, r *run) { r.closedLoop(ctx, r.peers[:r.cfg.Publishers]) }
+
+// closedLoop has every connected one of senders send to its topic, one SEND
 // outstanding each, until the load ends.
-func (r *run) closedLoop(ctx context.Context) {
+func (r *run) closedLoop(ctx context.Context, senders []*peer) {
 	var wg sync.WaitGroup
-	for _, p := range r.peers {
+	for _, p := range senders {
 		if p.conn == nil {
 			continue
 		}

@@ -45,10 +45,13 @@ type Report struct {
 	// ReadBackErrors counts topics whose read-back failed, so went unchecked.
 	ReadBackErrors int              `json:"read_back_errors"`
 	Processes      []procstat.Usage `json:"processes"`
-	MachineCPU     float64          `json:"machine_cpu_utilization"` // 0–1, all cores, over the whole run
-	Interrupted    bool             `json:"interrupted,omitempty"`   // stopped early: the end-of-run checks were skipped
-	Pass           bool             `json:"pass"`
-	Problems       []string         `json:"problems,omitempty"`
+	// Window is the processes' use over the measured window alone: the base of the CPU cost
+	// per ACKed message (CostPerMessage).
+	Window      []procstat.Usage `json:"window_processes,omitempty"`
+	MachineCPU  float64          `json:"machine_cpu_utilization"` // 0–1, all cores, over the whole run
+	Interrupted bool             `json:"interrupted,omitempty"`   // stopped early: the end-of-run checks were skipped
+	Pass        bool             `json:"pass"`
+	Problems    []string         `json:"problems,omitempty"`
 }
 
 // Connections counts the client connections of a run.
@@ -184,11 +187,73 @@ func WriteMarkdown(w io.Writer, r Report) error {
 		}
 		table(&b, []string{"process", "pid", "CPU s", "cores", "RSS MB", "peak RSS MB", "note"}, rows)
 	}
+	if costs := r.Costs(); len(costs) > 0 {
+		b.WriteString("\nCPU per ACKed message (measured window)\n\n")
+		var rows [][]string
+		for _, c := range costs {
+			rows = append(rows, []string{c.Name, fmt.Sprintf("%.2f", c.CPUSeconds), fmt.Sprintf("%.2f", c.Cores), micros(c.MicrosPerMsg)})
+		}
+		table(&b, []string{"process", "CPU s", "cores", "µs per ACKed msg"}, rows)
+	}
 	_, err := io.WriteString(w, b.String())
 	if err != nil {
 		return fmt.Errorf("report: write markdown: %w", err)
 	}
 	return nil
+}
+
+// TotalCost names the sum of every measured process in Costs.
+const TotalCost = "total"
+
+// Cost is one process's CPU over the measured window and per message ACKed in it.
+type Cost struct {
+	Name         string
+	CPUSeconds   float64
+	Cores        float64
+	MicrosPerMsg float64 // CPU µs per ACKed message; 0 when nothing was ACKed
+}
+
+// Costs are the CPU costs of the window's processes, in the order measured, then their total;
+// none when the run measured no window (an interrupted run, an old report).
+func (r Report) Costs() []Cost {
+	var out []Cost
+	total := Cost{Name: TotalCost}
+	for _, p := range r.Window {
+		if p.Err != "" {
+			continue
+		}
+		c := Cost{Name: p.Name, CPUSeconds: p.CPUSeconds, Cores: p.CPUCores}
+		total.CPUSeconds += p.CPUSeconds
+		total.Cores += p.CPUCores
+		out = append(out, c)
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	out = append(out, total)
+	if r.Acked > 0 {
+		for i := range out {
+			out[i].MicrosPerMsg = out[i].CPUSeconds * 1e6 / float64(r.Acked)
+		}
+	}
+	return out
+}
+
+// Cost is the named process's cost (TotalCost for all of them), ok false when not measured.
+func (r Report) Cost(name string) (Cost, bool) {
+	for _, c := range r.Costs() {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return Cost{}, false
+}
+
+func micros(v float64) string {
+	if v == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.0f", v)
 }
 
 // table writes a markdown table; cells must not hold '|'.

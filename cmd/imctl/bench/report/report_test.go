@@ -31,6 +31,44 @@ func sample() Report {
 		Verification: verify.Tally{Acked: 14000, Expected: 14000, Delivered: 14000, Sync: verify.SyncTally{Reads: 2, Checked: 14000}},
 		Processes:    []procstat.Usage{{Target: procstat.Target{Name: "imd", PID: 42}, CPUSeconds: 9.5, CPUCores: 0.79, RSSMB: 80.25, PeakRSSMB: 90}, {Target: procstat.Target{Name: "redis", PID: 43}, Err: "pid 43: gone"}},
 		MachineCPU:   0.97,
+		// 12,345 ACKed in the window: 5 s of imd is 405 µs a message.
+		Window: []procstat.Usage{{Target: procstat.Target{Name: "imd", PID: 42}, CPUSeconds: 5, CPUCores: 0.5},
+			{Target: procstat.Target{Name: "mariadbd", PID: 44}, Err: "gone"},
+			{Target: procstat.Target{Name: "redis", PID: 43}, CPUSeconds: 2, CPUCores: 0.2}},
+	}
+}
+
+func TestCosts(t *testing.T) {
+	r := sample()
+	costs := r.Costs()
+	want := []Cost{{"imd", 5, 0.5, 5e6 / 12345}, {"redis", 2, 0.2, 2e6 / 12345}, {TotalCost, 7, 0.7, 7e6 / 12345}}
+	if len(costs) != len(want) {
+		t.Fatalf("costs %+v", costs)
+	}
+	for i, c := range costs {
+		if c.Name != want[i].Name || c.CPUSeconds != want[i].CPUSeconds || c.MicrosPerMsg-want[i].MicrosPerMsg > 1e-9 || want[i].MicrosPerMsg-c.MicrosPerMsg > 1e-9 {
+			t.Errorf("cost %d = %+v, want %+v", i, c, want[i])
+		}
+	}
+	if _, ok := r.Cost("mariadbd"); ok {
+		t.Error("an unreadable process has a cost")
+	}
+	r.Acked = 0
+	if c, _ := r.Cost("imd"); c.MicrosPerMsg != 0 || c.CPUSeconds != 5 {
+		t.Errorf("nothing ACKed: %+v", c)
+	}
+	r.Window = nil
+	if r.Costs() != nil {
+		t.Error("no window, yet costs")
+	}
+	var buf bytes.Buffer
+	if err := WriteMarkdown(&buf, sample()); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{"CPU per ACKed message (measured window)", "| imd | 5.00 | 0.50 | 405 |", "| total | 7.00 | 0.70 | 567 |"} {
+		if !strings.Contains(buf.String(), line) {
+			t.Errorf("markdown lacks %q:\n%s", line, buf.String())
+		}
 	}
 }
 
@@ -198,6 +236,7 @@ func TestWriteSummary(t *testing.T) {
 	w5.Latencies = append(w5.Latencies, Latency{Name: "connect_auth", Summary: hist.Summary{Count: 4, P99Ms: 3}},
 		Latency{Name: "get_history", Summary: hist.Summary{Count: 100, P99Ms: 4.5}})
 	w5.Verification.Missing = 1
+	w5.Window = nil // an old report, or a run interrupted before its window
 	w5.Judge()
 	var buf bytes.Buffer
 	if err := WriteSummary(&buf, []Report{w1, w5}); err != nil {
@@ -205,9 +244,9 @@ func TestWriteSummary(t *testing.T) {
 	}
 	for _, want := range []string{
 		"2026-11-29T10:00:00Z · 2 cores · Test CPU · kernel 6.1",
-		"| workload | parameters | result | ACKed msg/s | delivered frames/s | p99 SEND_ACK ms | p99 send→delivery ms | p99 other ms | imd cores | mariadbd cores | redis cores | imctl cores | imd peak RSS MB |",
-		"| w1 | users=4 | PASS | 1,235 | 1,234 | 12.5 | — | — | 0.79 | — | — | — | 90 |",
-		"| w5 | readers=4 | FAIL: 1 ACKed deliveries missing | 1,235 | 1,234 | 12.5 | — | 4.50 (get_history) | 0.79 | — | — | — | 90 |",
+		"| workload | parameters | result | ACKed msg/s | delivered frames/s | p99 SEND_ACK ms | p99 send→delivery ms | p99 other ms | imd cores | mariadbd cores | redis cores | imctl cores | imd peak RSS MB | imd µs/msg | mariadbd µs/msg | redis µs/msg | imctl µs/msg | total µs/msg |",
+		"| w1 | users=4 | PASS | 1,235 | 1,234 | 12.5 | — | — | 0.79 | — | — | — | 90 | 405 | — | 162 | — | 567 |",
+		"| w5 | readers=4 | FAIL: 1 ACKed deliveries missing | 1,235 | 1,234 | 12.5 | — | 4.50 (get_history) | 0.79 | — | — | — | 90 | — | — | — | — | — |",
 	} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("summary lacks %q:\n%s", want, buf.String())

@@ -14,7 +14,9 @@ import (
 var summaryProcesses = []string{"imd", "mariadbd", "redis", "imctl"}
 
 // WriteSummary writes the headline figures of several runs (one `task bench`) as one markdown
-// table, a line per run, under the machine of the first.
+// table, a line per run, under the machine of the first. The cores columns are over the whole
+// run (setup and read-back included); the µs/msg columns are CPU over the measured window per
+// message ACKed in it, the total summing every measured process.
 func WriteSummary(w io.Writer, runs []Report) error {
 	var b strings.Builder
 	b.WriteString("## imd bench summary\n\n")
@@ -28,6 +30,9 @@ func WriteSummary(w io.Writer, runs []Report) error {
 		header = append(header, p+" cores")
 	}
 	header = append(header, "imd peak RSS MB")
+	for _, p := range append(summaryProcesses, TotalCost) {
+		header = append(header, p+" µs/msg")
+	}
 	var rows [][]string
 	for _, r := range runs {
 		result := "PASS"
@@ -45,7 +50,11 @@ func WriteSummary(w io.Writer, runs []Report) error {
 		for _, p := range summaryProcesses {
 			row = append(row, r.cores(p))
 		}
-		rows = append(rows, append(row, r.peakRSS("imd")))
+		row = append(row, r.peakRSS("imd"))
+		for _, p := range append(summaryProcesses, TotalCost) {
+			row = append(row, r.micros(p))
+		}
+		rows = append(rows, row)
 	}
 	table(&b, header, rows)
 	if _, err := io.WriteString(w, b.String()); err != nil {
@@ -83,6 +92,14 @@ func (r Report) cores(name string) string {
 		if p.Name == name && p.Err == "" {
 			return fmt.Sprintf("%.2f", p.CPUCores)
 		}
+	}
+	return "—"
+}
+
+// micros is the named process's CPU µs per ACKed message over the measured window.
+func (r Report) micros(name string) string {
+	if c, ok := r.Cost(name); ok {
+		return micros(c.MicrosPerMsg)
 	}
 	return "—"
 }
