@@ -115,7 +115,8 @@ func pttl(t *testing.T, c rueidis.Client, key string) time.Duration {
 }
 
 // BenchmarkAllocate measures allocations from many concurrent senders over 64 topics of one
-// tenant: one Lua call each, auto-pipelined by rueidis over a few connections.
+// tenant: one Lua call each, auto-pipelined by rueidis over a few connections, each marking its
+// seq pending as the send path does.
 func BenchmarkAllocate(b *testing.B) {
 	c := testClient(b)
 	tenant := testTenant(b, c)
@@ -147,6 +148,7 @@ func BenchmarkAllocate(b *testing.B) {
 			req := seq.Request{
 				Topic: fmt.Sprintf("grp_%d", (int(w)+i)%topics+1), From: w,
 				ClientMsgID: strconv.Itoa(i), MsgID: int64(i + 1), Hash: "h",
+				Attempt: strconv.Itoa(i), PendingFor: 10 * time.Second, // marked, as every send is
 			}
 			if _, err := s.Allocate(ctx, tenant, req); err != nil {
 				b.Error(err)
