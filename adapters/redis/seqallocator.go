@@ -66,10 +66,16 @@ local function mark(s)
   local t = clock()
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   local ttl = tonumber(ARGV[8])
-  redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', now)
+  -- Settled sends leave no marks, so the key is often gone (-2): nothing to prune then.
+  local pttl = redis.call('PTTL', KEYS[5])
+  local pruned = pttl ~= -2 and redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', now) > 0
   redis.call('ZADD', KEYS[5], now + ttl, s .. ':' .. ARGV[7])
+  if pruned then
+    -- Pruning may have emptied the key, so ZADD made a new one without an expiry.
+    pttl = redis.call('PTTL', KEYS[5])
+  end
   -- Never shorten: a node configured with a longer request timeout marked before.
-  if redis.call('PTTL', KEYS[5]) < ttl then
+  if pttl < ttl then
     redis.call('PEXPIRE', KEYS[5], ttl)
   end
 end
