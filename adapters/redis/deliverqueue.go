@@ -56,7 +56,7 @@ func (q *DeliverQueue) Push(ctx context.Context, job delivery.Job) error {
 		return fmt.Errorf("push deliver job: %w", err)
 	}
 	job.QueuedAt = time.Now().UnixMilli()
-	raw, err := json.Marshal(job)
+	raw, err := marshalJSON(job)
 	if err != nil {
 		return fmt.Errorf("encode deliver job %d: %w", job.MsgID, err)
 	}

@@ -92,7 +92,7 @@ func (h *HotCache) Put(ctx context.Context, tenant string, m message.Message) er
 	if ok, err := ports.Cacheable(m); !ok {
 		return err
 	}
-	raw, err := json.Marshal(m)
+	raw, err := marshalJSON(m)
 	if err != nil {
 		return fmt.Errorf("cache %s seq %d: encode: %w", m.Topic, m.Seq, err)
 	}

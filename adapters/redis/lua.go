@@ -16,10 +16,11 @@ end
 
 // luaAdvance moves active_month forward to target only when target's table is ready, and
 // never backward (DESIGN §1, seed 000 §4.7). It returns the resulting active month or false.
+// known, when given, is active_key's value the caller read in the same script (one GET less).
 // Months are six-digit strings, small enough to compare as numbers.
 const luaAdvance = `
-local function advance(active_key, ready_key, target)
-  local active = redis.call('GET', active_key)
+local function advance(active_key, ready_key, target, known)
+  local active = known or redis.call('GET', active_key)
   if (not active or tonumber(active) < tonumber(target))
       and redis.call('SISMEMBER', ready_key, target) == 1 then
     redis.call('SET', active_key, target)

@@ -51,17 +51,31 @@ func NewSeqAllocator(c rueidis.Client, idemTTL time.Duration) *SeqAllocator {
 // floor month (empty: none; a table the catalog made writable, so it joins the ready set),
 // attempt, pending ms (empty: no mark).
 var allocateScript = rueidis.NewLuaScript(luaAdvance + luaUTCMonth + `
+-- One TIME per call at most: the month and the pending mark read the same clock.
+local time
+local function clock()
+  if not time then
+    time = redis.call('TIME')
+  end
+  return time
+end
 local function mark(s)
   if ARGV[8] == '' then
     return
   end
-  local t = redis.call('TIME')
+  local t = clock()
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   local ttl = tonumber(ARGV[8])
-  redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', now)
+  -- Settled sends leave no marks, so the key is often gone (-2): nothing to prune then.
+  local pttl = redis.call('PTTL', KEYS[5])
+  local pruned = pttl ~= -2 and redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', now) > 0
   redis.call('ZADD', KEYS[5], now + ttl, s .. ':' .. ARGV[7])
+  if pruned then
+    -- Pruning may have emptied the key, so ZADD made a new one without an expiry.
+    pttl = redis.call('PTTL', KEYS[5])
+  end
   -- Never shorten: a node configured with a longer request timeout marked before.
-  if redis.call('PTTL', KEYS[5]) < ttl then
+  if pttl < ttl then
     redis.call('PEXPIRE', KEYS[5], ttl)
   end
 end
@@ -90,12 +104,13 @@ local floor = ARGV[6]
 if floor ~= '' and tonumber(current) < tonumber(floor) then
   redis.call('SADD', KEYS[4], floor)
   redis.call('SET', KEYS[3], floor)
+  current = floor
 end
 local now = ARGV[5]
 if now == '' then
-  now = utc_month(tonumber(redis.call('TIME')[1]))
+  now = utc_month(tonumber(clock()[1]))
 end
-local active = advance(KEYS[3], KEYS[4], now)
+local active = advance(KEYS[3], KEYS[4], now, current)
 if not active then
   return {'nomonth'}
 end

@@ -115,7 +115,8 @@ func pttl(t *testing.T, c rueidis.Client, key string) time.Duration {
 }
 
 // BenchmarkAllocate measures allocations from many concurrent senders over 64 topics of one
-// tenant: one Lua call each, auto-pipelined by rueidis over a few connections.
+// tenant: one Lua call each, auto-pipelined by rueidis over a few connections, each marking its
+// seq pending as the send path does.
 func BenchmarkAllocate(b *testing.B) {
 	c := testClient(b)
 	tenant := testTenant(b, c)
@@ -137,21 +138,90 @@ func BenchmarkAllocate(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	var workers atomic.Int64
-	b.SetParallelism(32) // senders per CPU: the send path runs many at once
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		w := workers.Add(1)
-		for i := 0; pb.Next(); i++ {
-			req := seq.Request{
-				Topic: fmt.Sprintf("grp_%d", (int(w)+i)%topics+1), From: w,
-				ClientMsgID: strconv.Itoa(i), MsgID: int64(i + 1), Hash: "h",
-			}
-			if _, err := s.Allocate(ctx, tenant, req); err != nil {
-				b.Error(err)
-				return
-			}
+	// settled: each allocation's mark is settled after it, as a send that queued its job does;
+	// else the marks pile up as behind slow sends.
+	for _, settled := range []bool{false, true} {
+		b.Run(fmt.Sprintf("settled=%v", settled), func(b *testing.B) {
+			var workers atomic.Int64
+			b.SetParallelism(32) // senders per CPU: the send path runs many at once
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				w := workers.Add(1)
+				for i := 0; pb.Next(); i++ {
+					req := seq.Request{
+						Topic: fmt.Sprintf("grp_%d", (int(w)+i)%topics+1), From: w,
+						ClientMsgID: fmt.Sprintf("%v.%d", settled, i), MsgID: int64(i + 1), Hash: "h",
+						Attempt: strconv.Itoa(i), PendingFor: 10 * time.Second, // marked, as every send is
+					}
+					a, err := s.Allocate(ctx, tenant, req)
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					if settled {
+						if err := s.Settle(ctx, tenant, req.Topic, a.Seq, req.Attempt); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}
+			})
+		})
+	}
+}
+
+// TestPendingKeyLifetime: a topic's pending key always expires, never sooner than its longest
+// mark — whether the allocation finds it missing, live, or holding only expired marks.
+func TestPendingKeyLifetime(t *testing.T) {
+	c := testClient(t)
+	tenant := testTenant(t, c)
+	k, _ := KeysOf(tenant)
+	s, ms := NewSeqAllocator(c, time.Hour), NewMonthState(c)
+	m := month.Month(203106)
+	if err := ms.MarkReady(t.Context(), tenant, m); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ms.Advance(t.Context(), tenant, m); err != nil {
+		t.Fatal(err)
+	}
+	allocate := func(t *testing.T, topic, id string, pendingFor time.Duration) {
+		t.Helper()
+		if err := s.Reseed(t.Context(), tenant, topic, 0); err != nil {
+			t.Fatal(err)
+		}
+		req := seq.Request{Topic: topic, From: 3, ClientMsgID: id, MsgID: 9, Hash: "h", MonthOverride: m, Attempt: id, PendingFor: pendingFor}
+		if _, err := s.Allocate(t.Context(), tenant, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Run("a missing key gets the mark's expiry", func(t *testing.T) {
+		allocate(t, "grp_1", "a", time.Minute)
+		if got := pttl(t, c, k.Pending("grp_1")); got < time.Minute-5*time.Second || got > time.Minute {
+			t.Errorf("PTTL = %v; want about a minute", got)
+		}
+	})
+	t.Run("a shorter mark never shortens the key", func(t *testing.T) {
+		allocate(t, "grp_1", "b", time.Second)
+		if got := pttl(t, c, k.Pending("grp_1")); got < time.Minute-5*time.Second {
+			t.Errorf("PTTL = %v; want about a minute still", got)
+		}
+	})
+	t.Run("a key emptied by pruning expires again", func(t *testing.T) {
+		key := k.Pending("grp_2")
+		// Only an expired mark left, under a key expiry longer than the next mark's.
+		if err := c.Do(t.Context(), c.B().Zadd().Key(key).ScoreMember().ScoreMember(1, "1:old").Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Do(t.Context(), c.B().Pexpire().Key(key).Milliseconds(time.Hour.Milliseconds()).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		allocate(t, "grp_2", "c", time.Minute)
+		if got := pttl(t, c, key); got < time.Minute-5*time.Second || got > time.Hour {
+			t.Errorf("PTTL = %v; want an expiry", got)
+		}
+		n, err := c.Do(t.Context(), c.B().Zcard().Key(key).Build()).AsInt64()
+		if err != nil || n != 1 {
+			t.Errorf("ZCARD = %d, %v; want the new mark alone", n, err)
 		}
 	})
 }

@@ -74,7 +74,18 @@ func (m Month) Year() int { return int(m) / 100 }
 
 func (m Month) Mon() time.Month { return time.Month(int(m) % 100) }
 
-func (m Month) String() string { return fmt.Sprintf("%06d", int32(m)) }
+func (m Month) String() string {
+	// Every message names its month several times (rows, routes, metric labels): six digits
+	// by hand, fmt only for what no valid month is.
+	if m < 0 || m > 999999 {
+		return fmt.Sprintf("%06d", int32(m))
+	}
+	var b [6]byte
+	for i, v := 5, int32(m); i >= 0; i, v = i-1, v/10 {
+		b[i] = byte('0' + v%10)
+	}
+	return string(b[:])
+}
 
 // Start is the first instant of the month, UTC.
 func (m Month) Start() time.Time { return time.Date(m.Year(), m.Mon(), 1, 0, 0, 0, 0, time.UTC) }

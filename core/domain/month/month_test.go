@@ -2,6 +2,7 @@ package month
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -142,5 +143,21 @@ func TestFloorsOnlyRise(t *testing.T) {
 	none.Raise("a", 202701)
 	if none.Of("a") != 0 {
 		t.Fatal("a nil Floors knows a floor")
+	}
+}
+
+// TestStringIsSixDigits: String writes what "%06d" writes, valid month or not.
+func TestStringIsSixDigits(t *testing.T) {
+	for _, m := range []Month{0, 1, 9, 10, 99999, 100000, 202612, 209912, 999999, 1000000, -1, -202612, 1<<31 - 1, -1 << 31} {
+		if got, want := m.String(), fmt.Sprintf("%06d", int32(m)); got != want {
+			t.Errorf("Month(%d).String() = %q, want %q", int32(m), got, want)
+		}
+	}
+}
+
+func BenchmarkString(b *testing.B) {
+	m := Month(202612)
+	for b.Loop() {
+		_ = m.String()
 	}
 }
