@@ -84,14 +84,7 @@ func New(dir string) (*Index, error) {
 // time. No query reads the composite _all field (every query names its field), so none is
 // written: it cost a visit of every field per document.
 func docMapping() *mapping.IndexMappingImpl {
-	text := bleve.NewTextFieldMapping()
-	text.Analyzer = cjk.AnalyzerName
-	text.Store, text.IncludeInAll, text.IncludeTermVectors = false, false, false
-	exact := bleve.NewKeywordFieldMapping()
-	exact.Analyzer = keyword.Name
-	exact.Store, exact.IncludeInAll = false, false
-	num := bleve.NewNumericFieldMapping()
-	num.Store, num.IncludeInAll = false, false
+	text, exact, num := fieldMappings()
 	doc := bleve.NewDocumentStaticMapping()
 	doc.AddFieldMappingsAt(fieldText, text)
 	doc.AddFieldMappingsAt(fieldTopic, exact)
@@ -99,6 +92,25 @@ func docMapping() *mapping.IndexMappingImpl {
 	doc.AddFieldMappingsAt(fieldCreated, num)
 	doc.AddFieldMappingsAt(fieldOrder, exact)
 	doc.AddSubDocumentMapping("_all", bleve.NewDocumentDisabledMapping())
+	return indexMapping(doc)
+}
+
+// fieldMappings are the kinds of field a document has, none of them stored: text analyzed by
+// the CJK analyzer, exact keywords, numbers.
+func fieldMappings() (text, exact, num *mapping.FieldMapping) {
+	text = bleve.NewTextFieldMapping()
+	text.Analyzer = cjk.AnalyzerName
+	text.Store, text.IncludeInAll, text.IncludeTermVectors = false, false, false
+	exact = bleve.NewKeywordFieldMapping()
+	exact.Analyzer = keyword.Name
+	exact.Store, exact.IncludeInAll = false, false
+	num = bleve.NewNumericFieldMapping()
+	num.Store, num.IncludeInAll = false, false
+	return text, exact, num
+}
+
+// indexMapping is an index of documents of the one type doc, nothing dynamic.
+func indexMapping(doc *mapping.DocumentMapping) *mapping.IndexMappingImpl {
 	m := bleve.NewIndexMapping()
 	m.DefaultMapping = doc
 	m.DefaultAnalyzer = cjk.AnalyzerName

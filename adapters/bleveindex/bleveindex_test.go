@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
-	"github.com/blevesearch/bleve/v2/analysis/analyzer/keyword"
-	"github.com/blevesearch/bleve/v2/analysis/lang/cjk"
 	"github.com/blevesearch/bleve/v2/mapping"
 
 	"github.com/imdhq/imd/core/domain/fulltext"
@@ -56,25 +54,14 @@ func TestIndexWithNumericSeqContract(t *testing.T) {
 // numericSeqMapping is the mapping indexes were created with before fieldOrder and without
 // the _all field disabled.
 func numericSeqMapping() *mapping.IndexMappingImpl {
-	text := bleve.NewTextFieldMapping()
-	text.Analyzer = cjk.AnalyzerName
-	text.Store, text.IncludeInAll, text.IncludeTermVectors = false, false, false
-	exact := bleve.NewKeywordFieldMapping()
-	exact.Analyzer = keyword.Name
-	exact.Store, exact.IncludeInAll = false, false
-	num := bleve.NewNumericFieldMapping()
-	num.Store, num.IncludeInAll = false, false
+	text, exact, num := fieldMappings()
 	doc := bleve.NewDocumentStaticMapping()
 	doc.AddFieldMappingsAt(fieldText, text)
 	doc.AddFieldMappingsAt(fieldTopic, exact)
 	doc.AddFieldMappingsAt(fieldMonth, exact)
 	doc.AddFieldMappingsAt(fieldCreated, num)
 	doc.AddFieldMappingsAt(fieldSeq, num)
-	m := bleve.NewIndexMapping()
-	m.DefaultMapping = doc
-	m.DefaultAnalyzer = cjk.AnalyzerName
-	m.StoreDynamic, m.IndexDynamic = false, false
-	return m
+	return indexMapping(doc)
 }
 
 // TestIndexSurvivesReopening: the index lives on disk; a restarted server finds what it
