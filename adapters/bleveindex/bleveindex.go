@@ -2,7 +2,7 @@
 // directory, text analyzed by Bleve's CJK analyzer (Unicode word segmentation, width folding,
 // lower case, and bigrams of Chinese, Japanese and Korean runs), so both "Archive" and "归档"
 // are found. Documents are keyed topic/seq and keep only what search needs: text, topic,
-// month and creation time.
+// month, creation time and the seq as a sort key.
 package bleveindex
 
 import (
@@ -19,6 +19,7 @@ import (
 	"github.com/blevesearch/bleve/v2/analysis/analyzer/keyword"
 	"github.com/blevesearch/bleve/v2/analysis/lang/cjk"
 	"github.com/blevesearch/bleve/v2/mapping"
+	"github.com/blevesearch/bleve/v2/search"
 	"github.com/blevesearch/bleve/v2/search/query"
 
 	"github.com/imdhq/imd/core/domain/fulltext"
@@ -33,8 +34,15 @@ const (
 	fieldTopic   = "topic"
 	fieldMonth   = "month"
 	fieldCreated = "created" // Unix ms, for ranges and newest-first order
-	fieldSeq     = "seq"
+	// fieldOrder is the seq as a fixed-width decimal keyword: it only breaks ties of created in
+	// the sort, which one term does as well as the 17 a numeric field writes.
+	fieldOrder = "order"
+	// fieldSeq is the numeric seq of the indexes created before fieldOrder; they keep it.
+	fieldSeq = "seq"
 )
+
+// orderWidth is the digits of the largest int64, so the keyword sorts as the number does.
+const orderWidth = 19
 
 // removeBatch bounds the documents one RemoveMonth round deletes.
 const removeBatch = 1000
@@ -48,8 +56,15 @@ type Index struct {
 	dir string
 
 	mu      sync.Mutex
-	tenants map[string]bleve.Index
+	tenants map[string]tenantIndex
 	closed  bool
+}
+
+// tenantIndex is an open index and the shape of its documents: an index keeps the mapping it
+// was created with.
+type tenantIndex struct {
+	bleve.Index
+	numericSeq bool // created before fieldOrder: the seq is the numeric fieldSeq
 }
 
 var _ ports.SearchIndex = (*Index)(nil)
@@ -62,25 +77,40 @@ func New(dir string) (*Index, error) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("bleveindex: %w", err)
 	}
-	return &Index{dir: dir, tenants: map[string]bleve.Index{}}, nil
+	return &Index{dir: dir, tenants: map[string]tenantIndex{}}, nil
 }
 
-// docMapping is the one document type: analyzed text, exact topic and month, numeric time.
+// docMapping is the one document type: analyzed text, exact topic, month and order, numeric
+// time. No query reads the composite _all field (every query names its field), so none is
+// written: it cost a visit of every field per document.
 func docMapping() *mapping.IndexMappingImpl {
-	text := bleve.NewTextFieldMapping()
-	text.Analyzer = cjk.AnalyzerName
-	text.Store, text.IncludeInAll, text.IncludeTermVectors = false, false, false
-	exact := bleve.NewKeywordFieldMapping()
-	exact.Analyzer = keyword.Name
-	exact.Store, exact.IncludeInAll = false, false
-	num := bleve.NewNumericFieldMapping()
-	num.Store, num.IncludeInAll = false, false
+	text, exact, num := fieldMappings()
 	doc := bleve.NewDocumentStaticMapping()
 	doc.AddFieldMappingsAt(fieldText, text)
 	doc.AddFieldMappingsAt(fieldTopic, exact)
 	doc.AddFieldMappingsAt(fieldMonth, exact)
 	doc.AddFieldMappingsAt(fieldCreated, num)
-	doc.AddFieldMappingsAt(fieldSeq, num)
+	doc.AddFieldMappingsAt(fieldOrder, exact)
+	doc.AddSubDocumentMapping("_all", bleve.NewDocumentDisabledMapping())
+	return indexMapping(doc)
+}
+
+// fieldMappings are the kinds of field a document has, none of them stored: text analyzed by
+// the CJK analyzer, exact keywords, numbers.
+func fieldMappings() (text, exact, num *mapping.FieldMapping) {
+	text = bleve.NewTextFieldMapping()
+	text.Analyzer = cjk.AnalyzerName
+	text.Store, text.IncludeInAll, text.IncludeTermVectors = false, false, false
+	exact = bleve.NewKeywordFieldMapping()
+	exact.Analyzer = keyword.Name
+	exact.Store, exact.IncludeInAll = false, false
+	num = bleve.NewNumericFieldMapping()
+	num.Store, num.IncludeInAll = false, false
+	return text, exact, num
+}
+
+// indexMapping is an index of documents of the one type doc, nothing dynamic.
+func indexMapping(doc *mapping.DocumentMapping) *mapping.IndexMappingImpl {
 	m := bleve.NewIndexMapping()
 	m.DefaultMapping = doc
 	m.DefaultAnalyzer = cjk.AnalyzerName
@@ -89,14 +119,14 @@ func docMapping() *mapping.IndexMappingImpl {
 }
 
 // of returns the tenant's index, opening or creating it.
-func (x *Index) of(name string) (bleve.Index, error) {
+func (x *Index) of(name string) (tenantIndex, error) {
 	if !tenant.Valid(name) {
-		return nil, fmt.Errorf("bleveindex: invalid tenant %q", name)
+		return tenantIndex{}, fmt.Errorf("bleveindex: invalid tenant %q", name)
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.closed {
-		return nil, errors.New("bleveindex: closed")
+		return tenantIndex{}, errors.New("bleveindex: closed")
 	}
 	if idx, ok := x.tenants[name]; ok {
 		return idx, nil
@@ -108,10 +138,11 @@ func (x *Index) of(name string) (bleve.Index, error) {
 		idx, err = bleve.NewUsing(path, docMapping(), bleve.Config.DefaultIndexType, bleve.Config.DefaultKVStore, cfg)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("open search index of %s: %w", name, err)
+		return tenantIndex{}, fmt.Errorf("open search index of %s: %w", name, err)
 	}
-	x.tenants[name] = idx
-	return idx, nil
+	t := tenantIndex{Index: idx, numericSeq: idx.Mapping().FieldMappingForPath(fieldOrder).Type == ""}
+	x.tenants[name] = t
+	return t, nil
 }
 
 func docID(topic string, seq int64) string { return topic + "/" + strconv.FormatInt(seq, 10) }
@@ -121,7 +152,38 @@ type document struct {
 	Topic   string  `json:"topic"`
 	Month   string  `json:"month"`
 	Created float64 `json:"created"`
+	Order   string  `json:"order"`
+}
+
+// legacyDocument is the document of an index with a numeric seq.
+type legacyDocument struct {
+	Text    string  `json:"text"`
+	Topic   string  `json:"topic"`
+	Month   string  `json:"month"`
+	Created float64 `json:"created"`
 	Seq     float64 `json:"seq"`
+}
+
+// documentOf is d in the shape idx was created with.
+func (idx tenantIndex) documentOf(d fulltext.Doc) any {
+	created := float64(d.CreatedAt.UnixMilli())
+	if idx.numericSeq {
+		return legacyDocument{Text: d.Text, Topic: d.Topic, Month: d.Month.String(), Created: created, Seq: float64(d.Seq)}
+	}
+	return document{Text: d.Text, Topic: d.Topic, Month: d.Month.String(), Created: created, Order: fmt.Sprintf("%0*d", orderWidth, d.Seq)}
+}
+
+// sortOrder is newest first: by creation time, then seq, then id.
+func (idx tenantIndex) sortOrder() search.SortOrder {
+	tie := &search.SortField{Field: fieldOrder, Desc: true, Type: search.SortFieldAsString}
+	if idx.numericSeq {
+		tie = &search.SortField{Field: fieldSeq, Desc: true, Type: search.SortFieldAsNumber}
+	}
+	return search.SortOrder{
+		&search.SortField{Field: fieldCreated, Desc: true, Type: search.SortFieldAsNumber},
+		tie,
+		&search.SortDocID{Desc: true},
+	}
 }
 
 // Index writes the documents in one batch.
@@ -132,10 +194,7 @@ func (x *Index) Index(ctx context.Context, tenantName string, docs []fulltext.Do
 	}
 	b := idx.NewBatch()
 	for _, d := range docs {
-		err := b.Index(docID(d.Topic, d.Seq), document{
-			Text: d.Text, Topic: d.Topic, Month: d.Month.String(), Created: float64(d.CreatedAt.UnixMilli()), Seq: float64(d.Seq),
-		})
-		if err != nil {
+		if err := b.Index(docID(d.Topic, d.Seq), idx.documentOf(d)); err != nil {
 			return fmt.Errorf("index %s seq %d: %w", d.Topic, d.Seq, err)
 		}
 	}
@@ -232,7 +291,7 @@ func (x *Index) Search(ctx context.Context, tenantName string, q fulltext.Query)
 		must = append(must, r)
 	}
 	req := bleve.NewSearchRequestOptions(bleve.NewConjunctionQuery(must...), q.Limit, q.Offset, false)
-	req.SortBy([]string{"-" + fieldCreated, "-" + fieldSeq, "-_id"})
+	req.SortByCustom(idx.sortOrder())
 	res, err := idx.SearchInContext(ctx, req)
 	if err != nil {
 		return nil, fmt.Errorf("search %s: %w", tenantName, err)
@@ -260,6 +319,6 @@ func (x *Index) Close() error {
 			errs = append(errs, fmt.Errorf("close search index of %s: %w", name, err))
 		}
 	}
-	x.tenants = map[string]bleve.Index{}
+	x.tenants = map[string]tenantIndex{}
 	return errors.Join(errs...)
 }

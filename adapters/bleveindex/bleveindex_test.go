@@ -2,8 +2,12 @@ package bleveindex
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/mapping"
 
 	"github.com/imdhq/imd/core/domain/fulltext"
 	"github.com/imdhq/imd/ports"
@@ -19,6 +23,45 @@ func TestSearchIndexContract(t *testing.T) {
 		t.Cleanup(func() { x.Close() })
 		return x
 	})
+}
+
+// TestIndexWithNumericSeqContract: an index created before the seq became a keyword keeps its
+// numeric seq, and everything still works on it.
+func TestIndexWithNumericSeqContract(t *testing.T) {
+	contract.SearchIndex(t, func(t *testing.T) ports.SearchIndex {
+		dir := t.TempDir()
+		for _, tenant := range []string{"t1", "t2"} {
+			idx, err := bleve.New(filepath.Join(dir, tenant+".bleve"), numericSeqMapping())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := idx.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		x, err := New(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { x.Close() })
+		if idx, err := x.of("t1"); err != nil || !idx.numericSeq {
+			t.Fatalf("an index with a numeric seq opened as %+v, %v", idx, err)
+		}
+		return x
+	})
+}
+
+// numericSeqMapping is the mapping indexes were created with before fieldOrder and without
+// the _all field disabled.
+func numericSeqMapping() *mapping.IndexMappingImpl {
+	text, exact, num := fieldMappings()
+	doc := bleve.NewDocumentStaticMapping()
+	doc.AddFieldMappingsAt(fieldText, text)
+	doc.AddFieldMappingsAt(fieldTopic, exact)
+	doc.AddFieldMappingsAt(fieldMonth, exact)
+	doc.AddFieldMappingsAt(fieldCreated, num)
+	doc.AddFieldMappingsAt(fieldSeq, num)
+	return indexMapping(doc)
 }
 
 // TestIndexSurvivesReopening: the index lives on disk; a restarted server finds what it
@@ -41,6 +84,9 @@ func TestIndexSurvivesReopening(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer y.Close()
+	if idx, err := y.of("t1"); err != nil || idx.numericSeq {
+		t.Fatalf("a new index reopened as %+v, %v", idx, err)
+	}
 	hits, err := y.Search(ctx, "t1", fulltext.Query{Text: "索引", Limit: 5})
 	if err != nil || len(hits) != 1 || hits[0] != (fulltext.Hit{Topic: "grp_1", Seq: 1}) {
 		t.Fatalf("after reopening: %v %v", hits, err)

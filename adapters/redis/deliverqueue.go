@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/redis/rueidis"
 
 	"github.com/imdhq/imd/core/domain/delivery"
@@ -95,8 +96,8 @@ func (q *DeliverQueue) Take(ctx context.Context, tenant string, partition int, t
 	if err != nil {
 		return delivery.Job{}, false, fmt.Errorf("take deliver job in %s partition %d: %w", tenant, partition, err)
 	}
-	var job delivery.Job
-	if err := json.Unmarshal([]byte(raw), &job); err != nil {
+	job, err := decodeJob(raw)
+	if err != nil {
 		if _, buryErr := q.move(ctx, processing, k.DeliverDead(), raw, raw); buryErr != nil {
 			return delivery.Job{}, false, fmt.Errorf("undecodable deliver job in %s left in processing: %w", tenant, errors.Join(err, buryErr))
 		}
@@ -104,6 +105,16 @@ func (q *DeliverQueue) Take(ctx context.Context, tenant string, partition int, t
 	}
 	job.Receipt = raw
 	return job, true, nil
+}
+
+// decodeJob reads a queued job with encoding/json v2 (go-json-experiment): a consumer decodes
+// every job it takes, and v2 does it in one pass where v1 validates the whole text first and
+// then decodes it. Jobs are written by encoding/json (Push, Retry): exact field names and
+// valid UTF-8, which v2 reads the same (TestJobsDecodeAsWritten).
+func decodeJob(raw string) (delivery.Job, error) {
+	var job delivery.Job
+	err := jsonv2.Unmarshal([]byte(raw), &job)
+	return job, err
 }
 
 // takeMoreScript moves up to ARGV[1] jobs from the head of KEYS[1] to the tail of KEYS[2] and
@@ -140,8 +151,8 @@ func (q *DeliverQueue) TakeMore(ctx context.Context, tenant string, partition, m
 	jobs := make([]delivery.Job, 0, len(raws))
 	var bad []error
 	for _, raw := range raws {
-		var job delivery.Job
-		if err := json.Unmarshal([]byte(raw), &job); err != nil {
+		job, err := decodeJob(raw)
+		if err != nil {
 			if _, buryErr := q.move(ctx, processing, k.DeliverDead(), raw, raw); buryErr != nil {
 				bad = append(bad, fmt.Errorf("undecodable deliver job in %s left in processing: %w", tenant, errors.Join(err, buryErr)))
 			}
@@ -337,8 +348,7 @@ func (q *DeliverQueue) repartition(ctx context.Context, k Keys, list string) (in
 		args := make([]string, 0, 2*len(raws))
 		for _, raw := range raws {
 			target := 2 // undecodable: no retry can ever decode it
-			var job delivery.Job
-			if json.Unmarshal([]byte(raw), &job) == nil {
+			if job, err := decodeJob(raw); err == nil {
 				target = 3 + delivery.PartitionOf(job.Topic, q.partitions)
 			}
 			args = append(args, raw, strconv.Itoa(target))

@@ -28,34 +28,26 @@ var _ ports.DialogStore = (*DialogStore)(nil)
 // NewDialogStore returns the list store on c.
 func NewDialogStore(c rueidis.Client) *DialogStore { return &DialogStore{c: c} }
 
-// applyRunScript applies a run of messages of one conversation to some batches of its
+// applyListsScript applies runs of messages, each run of one conversation, to some batches of its
 // recipients, each message once per batch: a message's batch marker and the batch's list
-// changes commit together, so a crash can never leave a count without its marker. Small
-// groups' batches all go in one call; a big group's are split over several (maxScriptUsers),
-// so no single call runs long. The messages act together, as they would one after another: a
-// user's count grows by the new ones not sent by the user and not silent; with none of those
-// the dialog is only re-scored where it is. A dialog keeps the higher of its old and new score,
-// so a late older message never moves it back. The preview moves forward only, so setting it
-// again on a repeat changes nothing. It returns {first (0/1) per message, muted users} per
-// batch; muted users are reported even on a repeat. The common case, a dialog already in
-// unread, costs four calls per user whatever the number of messages.
-// KEYS: a marker per message, the preview, then unread, read, unreadcnt, muted per user.
-// ARGV: marker ttl ms, conversation, message count m, then score, sender and silent (0/1) per
-// message, then the preview's seq and JSON (” for none), the batch count, index and user count
-// per batch, then one user id per user, batch after batch.
-var applyRunScript = rueidis.NewLuaScript(`
-local ttl, conv, m = ARGV[1], ARGV[2], tonumber(ARGV[3])
-local p = 4 + 3 * m
-if ARGV[p + 1] ~= '' then
-  local cur = redis.call('GET', KEYS[m + 1])
-  local seq = cur and string.match(cur, '"seq":(%d+)')
-  if not (seq and tonumber(seq) >= tonumber(ARGV[p])) then
-    redis.call('SET', KEYS[m + 1], ARGV[p + 1])
-  end
-end
-
+// changes commit together, so a crash can never leave a count without its marker. A deliver
+// pass's runs go in as few calls as maxScriptUsers allows (a P2P pass in one); a big group's
+// batches are split over several, so no single call runs long. The messages of a run act
+// together, as they would one after another: a user's count grows by the new ones not sent by
+// the user and not silent; with none of those the dialog is only re-scored where it is. A
+// dialog keeps the higher of its old and new score, so a late older message never moves it
+// back. The preview moves forward only, so setting it again on a repeat changes nothing. It
+// returns, per run, {first (0/1) per message, muted users} per batch; muted users are reported
+// even on a repeat. The common case, a dialog already in unread, costs four calls per user
+// whatever the number of messages.
+// KEYS, per run: a marker per message, the preview, then unread, read, unreadcnt, muted per
+// user. ARGV: the run count, then per run: marker ttl ms, conversation, message count m, then
+// score, sender and silent (0/1) per message, then the preview's seq and JSON (” for none),
+// the batch count, index and user count per batch, then one user id per user, batch after
+// batch.
+var applyListsScript = rueidis.NewLuaScript(`
 -- moved takes the dialog out of from, returning the score it should keep there or elsewhere.
-local function moved(from, score)
+local function moved(from, conv, score)
   local prev = redis.call('ZSCORE', from, conv)
   if not prev then return score end
   redis.call('ZREM', from, conv)
@@ -63,61 +55,77 @@ local function moved(from, score)
   return score
 end
 
-local nb = tonumber(ARGV[p + 2])
-local key, arg = m + 2, p + 3 + 2 * nb
-local out = {}
-for b = 1, nb do
-  local idx, n = ARGV[p + 1 + 2 * b], tonumber(ARGV[p + 2 + 2 * b])
-  local firsts, score, counted, own = {}, nil, 0, {}
-  for j = 1, m do
-    local first = redis.call('HSETNX', KEYS[j], idx, '1') == 1
-    firsts[j] = first and 1 or 0
-    if first then
-      redis.call('PEXPIRE', KEYS[j], ttl)
-      local s, sender, silent = ARGV[1 + 3 * j], ARGV[2 + 3 * j], ARGV[3 + 3 * j] == '1'
-      if not score or tonumber(s) > tonumber(score) then score = s end
-      if not silent then
-        counted = counted + 1
-        own[sender] = (own[sender] or 0) + 1
-      end
+local runs = {}
+local a, k = 2, 1 -- where the run's ARGV and KEYS begin
+for r = 1, tonumber(ARGV[1]) do
+  local ttl, conv, m = ARGV[a], ARGV[a + 1], tonumber(ARGV[a + 2])
+  local p = a + 3 + 3 * m
+  if ARGV[p + 1] ~= '' then
+    local cur = redis.call('GET', KEYS[k + m])
+    local seq = cur and string.match(cur, '"seq":(%d+)')
+    if not (seq and tonumber(seq) >= tonumber(ARGV[p])) then
+      redis.call('SET', KEYS[k + m], ARGV[p + 1])
     end
   end
-  local muted = {}
-  for i = 0, n - 1 do
-    local unread, read, cnt, mset = KEYS[key + 4 * i], KEYS[key + 1 + 4 * i], KEYS[key + 2 + 4 * i], KEYS[key + 3 + 4 * i]
-    local user = ARGV[arg + i]
-    local is_muted = redis.call('SISMEMBER', mset, conv) == 1
-    if is_muted then muted[#muted + 1] = user end
-    if score then
-      local c = counted - (own[user] or 0)
-      if c == 0 then
-        if redis.call('ZSCORE', unread, conv) then
-          redis.call('ZADD', unread, 'GT', score, conv)
-        else
-          redis.call('ZADD', read, 'GT', score, conv)
+  local nb = tonumber(ARGV[p + 2])
+  local key, arg = k + m + 1, p + 3 + 2 * nb
+  local out = {}
+  for b = 1, nb do
+    local idx, n = ARGV[p + 1 + 2 * b], tonumber(ARGV[p + 2 + 2 * b])
+    local firsts, score, counted, own = {}, nil, 0, {}
+    for j = 1, m do
+      local marker = KEYS[k - 1 + j]
+      local first = redis.call('HSETNX', marker, idx, '1') == 1
+      firsts[j] = first and 1 or 0
+      if first then
+        redis.call('PEXPIRE', marker, ttl)
+        local s, sender, silent = ARGV[a + 3 * j], ARGV[a + 1 + 3 * j], ARGV[a + 2 + 3 * j] == '1'
+        if not score or tonumber(s) > tonumber(score) then score = s end
+        if not silent then
+          counted = counted + 1
+          own[sender] = (own[sender] or 0) + 1
         end
-      elseif is_muted then
-        redis.call('ZADD', read, 'GT', moved(unread, score), conv)
-      else
-        redis.call('ZADD', unread, 'GT', moved(read, score), conv)
-        redis.call('HINCRBY', cnt, conv, c)
       end
     end
+    local muted = {}
+    for i = 0, n - 1 do
+      local unread, read, cnt, mset = KEYS[key + 4 * i], KEYS[key + 1 + 4 * i], KEYS[key + 2 + 4 * i], KEYS[key + 3 + 4 * i]
+      local user = ARGV[arg + i]
+      local is_muted = redis.call('SISMEMBER', mset, conv) == 1
+      if is_muted then muted[#muted + 1] = user end
+      if score then
+        local c = counted - (own[user] or 0)
+        if c == 0 then
+          if redis.call('ZSCORE', unread, conv) then
+            redis.call('ZADD', unread, 'GT', score, conv)
+          else
+            redis.call('ZADD', read, 'GT', score, conv)
+          end
+        elseif is_muted then
+          redis.call('ZADD', read, 'GT', moved(unread, conv, score), conv)
+        else
+          redis.call('ZADD', unread, 'GT', moved(read, conv, score), conv)
+          redis.call('HINCRBY', cnt, conv, c)
+        end
+      end
+    end
+    key, arg = key + 4 * n, arg + n
+    out[b] = {firsts, muted}
   end
-  key, arg = key + 4 * n, arg + n
-  out[b] = {firsts, muted}
+  runs[r] = out
+  a, k = arg, key
 end
-return out
+return runs
 `)
 
-// maxScriptUsers bounds the recipients one list script changes. A P2P message or a small
-// group's then costs one script (with a batch per 64th of the user ids, a 10-member group
-// cost ten), and a 10,000-member group's stays split into scripts of a few hundred users.
+// maxScriptUsers bounds the recipients one list script changes. A deliver pass of P2P
+// messages or small groups' then costs one script, and a 10,000-member group's stays split
+// into scripts of a few hundred users.
 const maxScriptUsers = 256
 
 // Apply updates the previews and lists in one pipelined round trip. Consecutive updates of one
 // conversation with the same recipient batches run together, which is what makes a backlog
-// of a big group cheap to catch up on.
+// of a big group cheap to catch up on; the runs share script calls up to maxScriptUsers.
 func (s *DialogStore) Apply(ctx context.Context, tenant string, us ...dialog.Update) ([]dialog.Applied, error) {
 	k, err := KeysOf(tenant)
 	if err != nil {
@@ -128,11 +136,13 @@ func (s *DialogStore) Apply(ctx context.Context, tenant string, us ...dialog.Upd
 			return nil, fmt.Errorf("apply dialogs of conversation %d: need a marker and a ttl ≥ 1ms", u.ConversationID)
 		}
 	}
+	if len(us) == 0 {
+		return nil, nil
+	}
 	runs := dialog.Runs(us)
 	var (
-		execs  []rueidis.LuaExec
-		runOf  []int // the run of each exec
-		counts []int // the batches of each exec
+		calls []scriptCall
+		call  scriptCall
 	)
 	for i, run := range runs {
 		newest := run[0]
@@ -148,27 +158,45 @@ func (s *DialogStore) Apply(ctx context.Context, tenant string, us ...dialog.Upd
 		for j, part := range splitBatches(run[0].Batches) {
 			p := previewArgs{seq: itoa(newest.Preview.Seq), json: string(preview)}
 			if j > 0 {
-				p = previewArgs{seq: "0"} // the run's first call sets it
+				p = previewArgs{seq: "0"} // the run's first part sets it
 			}
-			execs, runOf, counts = append(execs, runExec(k, run, part, p)), append(runOf, i), append(counts, len(part))
+			users := usersOf(part)
+			if call.parts > 0 && call.users+users > maxScriptUsers {
+				calls, call = append(calls, call), scriptCall{}
+			}
+			call.add(k, run, part, p, i, users)
 		}
 	}
+	calls = append(calls, call)
 	var results []rueidis.RedisResult
-	if len(execs) == 1 {
+	if len(calls) == 1 {
 		// Exec needs no SCRIPT LOAD round trip first, as ExecMulti does.
-		results = []rueidis.RedisResult{applyRunScript.Exec(ctx, s.c, execs[0].Keys, execs[0].Args)}
+		results = []rueidis.RedisResult{applyListsScript.Exec(ctx, s.c, calls[0].keys, calls[0].argv())}
 	} else {
-		results = applyRunScript.ExecMulti(ctx, s.c, execs...)
+		execs := make([]rueidis.LuaExec, len(calls))
+		for i, c := range calls {
+			execs[i] = rueidis.LuaExec{Keys: c.keys, Args: c.argv()}
+		}
+		results = applyListsScript.ExecMulti(ctx, s.c, execs...)
 	}
 	// Answers go per update, then batch, as the updates came.
 	perRun := make([][]batchApplied, len(runs))
 	for e, r := range results {
-		run := runs[runOf[e]]
-		got, err := decodeApplied(r, counts[e], len(run))
-		if err != nil {
-			return nil, fmt.Errorf("apply dialogs of conversation %d in %s: %w", run[0].ConversationID, tenant, err)
+		parts, err := r.ToArray()
+		if err == nil && len(parts) != len(calls[e].runOf) {
+			err = fmt.Errorf("script answered %d runs of %d", len(parts), len(calls[e].runOf))
 		}
-		perRun[runOf[e]] = append(perRun[runOf[e]], got...)
+		if err != nil {
+			return nil, fmt.Errorf("apply dialogs of conversation %d in %s: %w", runs[calls[e].runOf[0]][0].ConversationID, tenant, err)
+		}
+		for j, part := range parts {
+			i := calls[e].runOf[j]
+			got, err := decodeApplied(part, calls[e].counts[j], len(runs[i]))
+			if err != nil {
+				return nil, fmt.Errorf("apply dialogs of conversation %d in %s: %w", runs[i][0].ConversationID, tenant, err)
+			}
+			perRun[i] = append(perRun[i], got...)
+		}
 	}
 	var out []dialog.Applied
 	for i, run := range runs {
@@ -197,35 +225,53 @@ func splitBatches(bs []dialog.Batch) [][]dialog.Batch {
 	return parts
 }
 
+func usersOf(batches []dialog.Batch) int {
+	n := 0
+	for _, b := range batches {
+		n += len(b.Users)
+	}
+	return n
+}
+
 // previewArgs are the preview's seq and JSON for the script; an empty JSON sets none.
 type previewArgs struct{ seq, json string }
 
-// runExec is the script call that applies a run of updates to some batches of recipients.
-func runExec(k Keys, run []dialog.Update, batches []dialog.Batch, p previewArgs) rueidis.LuaExec {
+// scriptCall is one call of applyListsScript: parts of runs, each a run's messages applied to some
+// of its batches.
+type scriptCall struct {
+	keys, args []string
+	parts      int
+	users      int
+	runOf      []int // the run of each part
+	counts     []int // the batches of each part
+}
+
+// argv is the call's ARGV: the part count first.
+func (c scriptCall) argv() []string { return append([]string{strconv.Itoa(c.parts)}, c.args...) }
+
+// add appends the part that applies run (the runs' index i) to batches of its recipients.
+func (c *scriptCall) add(k Keys, run []dialog.Update, batches []dialog.Batch, p previewArgs, i, users int) {
 	u := run[0]
-	users := 0
-	for _, b := range batches {
-		users += len(b.Users)
-	}
-	keys := make([]string, 0, len(run)+1+4*users)
-	args := make([]string, 0, 6+3*len(run)+2*len(batches)+users)
-	args = append(args, strconv.FormatInt(u.OnceTTL.Milliseconds(), 10), itoa(u.ConversationID), strconv.Itoa(len(run)))
+	c.keys = slices.Grow(c.keys, len(run)+1+4*users)
+	c.args = slices.Grow(c.args, 6+3*len(run)+2*len(batches)+users)
+	c.args = append(c.args, strconv.FormatInt(u.OnceTTL.Milliseconds(), 10), itoa(u.ConversationID), strconv.Itoa(len(run)))
 	for _, m := range run {
-		keys = append(keys, k.DeliverLists(m.Once))
-		args = append(args, itoa(m.Score), itoa(m.Sender), flag(m.Silent))
+		c.keys = append(c.keys, k.DeliverLists(m.Once))
+		c.args = append(c.args, itoa(m.Score), itoa(m.Sender), flag(m.Silent))
 	}
-	keys = append(keys, k.DialogPreview(u.ConversationID))
-	args = append(args, p.seq, p.json, strconv.Itoa(len(batches)))
+	c.keys = append(c.keys, k.DialogPreview(u.ConversationID))
+	c.args = append(c.args, p.seq, p.json, strconv.Itoa(len(batches)))
 	for _, b := range batches {
-		args = append(args, strconv.Itoa(b.Index), strconv.Itoa(len(b.Users)))
+		c.args = append(c.args, strconv.Itoa(b.Index), strconv.Itoa(len(b.Users)))
 	}
 	for _, b := range batches {
 		for _, user := range b.Users {
-			keys = append(keys, k.DialogUnread(user), k.DialogRead(user), k.DialogUnreadCount(user), k.DialogMuted(user))
-			args = append(args, itoa(user))
+			c.keys = append(c.keys, k.DialogUnread(user), k.DialogRead(user), k.DialogUnreadCount(user), k.DialogMuted(user))
+			c.args = append(c.args, itoa(user))
 		}
 	}
-	return rueidis.LuaExec{Keys: keys, Args: args}
+	c.parts, c.users = c.parts+1, c.users+users
+	c.runOf, c.counts = append(c.runOf, i), append(c.counts, len(batches))
 }
 
 // AppliedSeq reads the seq of the conversation's preview, 0 without one.
@@ -248,15 +294,14 @@ func (s *DialogStore) AppliedSeq(ctx context.Context, tenant string, conversatio
 	return p.Seq, nil
 }
 
-// decodeApplied reads {first per message, muted users} of applyBatchScript for m messages.
 // batchApplied is the script's answer for one batch.
 type batchApplied struct {
 	firsts []bool // per message of the run
 	muted  []int64
 }
 
-// decodeApplied reads a script's answer for batches batches of a run of m messages.
-func decodeApplied(r rueidis.RedisResult, batches, m int) ([]batchApplied, error) {
+// decodeApplied reads the script's answer for one part: batches batches of a run of m messages.
+func decodeApplied(r rueidis.RedisMessage, batches, m int) ([]batchApplied, error) {
 	vals, err := r.ToArray()
 	if err != nil {
 		return nil, err

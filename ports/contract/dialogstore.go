@@ -34,6 +34,7 @@ func DialogStore(t *testing.T, fresh func(t *testing.T) DialogFixture) {
 		{"scores never go down and previews move forward", scoresOnlyUp},
 		{"applied seq follows the preview", appliedSeq},
 		{"updates applied together act one after another, each once", updatesTogether},
+		{"a pass of several conversations, small and big, acts per conversation", severalConversations},
 		{"mark read clears the count and keeps the score", markRead},
 		{"changed pages both lists by score", changedPages},
 		{"rebuild merges, replace resets", rebuilds},
@@ -297,6 +298,57 @@ func updatesTogether(t *testing.T, f DialogFixture) {
 	}
 	if e := entryOf(t, f, 1); e.Unread != 2 || e.Score != 4000 || e.Preview.Seq != 4 {
 		t.Fatalf("user 1 after a new message: %+v, want 2 unread, score 4000, preview of seq 4", e)
+	}
+}
+
+func severalConversations(t *testing.T, f DialogFixture) {
+	ctx := context.Background()
+	at := func(conv, msgSeq, score, sender int64, once string, batches ...dialog.Batch) dialog.Update {
+		u := dialogUpdate(once, msgSeq, score, sender, batches...)
+		u.ConversationID, u.Preview.ConversationID = conv, conv
+		return u
+	}
+	big := make([]int64, 300) // a group too big to share a call with the others
+	for i := range big {
+		big[i] = int64(1000 + i)
+	}
+	pass := []dialog.Update{
+		at(601, 1, 1000, 1, "c1", dialog.Batch{Index: 1, Users: []int64{1}}, dialog.Batch{Index: 2, Users: []int64{2}}),
+		at(602, 1, 1100, 3, "c2", dialog.Batch{Index: 1, Users: []int64{1}}, dialog.Batch{Index: 3, Users: []int64{3}}),
+		at(603, 7, 1200, 1, "c3", dialog.Batch{Index: 0, Users: append([]int64{1}, big...)}),
+		at(601, 2, 1300, 2, "c4", dialog.Batch{Index: 1, Users: []int64{1}}, dialog.Batch{Index: 2, Users: []int64{2}}),
+	}
+	for round, wantFirst := range []bool{true, false} {
+		got, err := f.Dialogs.Apply(ctx, f.Tenant, pass...)
+		if err != nil {
+			t.Fatalf("round %d: Apply: %v", round, err)
+		}
+		if len(got) != 7 {
+			t.Fatalf("round %d: %d results for 7 batches", round, len(got))
+		}
+		for i, a := range got {
+			if a.First != wantFirst {
+				t.Fatalf("round %d, result %d: first %v, want %v", round, i, a.First, wantFirst)
+			}
+		}
+		// conversation: unread, score, preview seq, per user
+		want := map[int64]map[int64][3]int64{
+			1:    {601: {1, 1300, 2}, 602: {1, 1100, 1}, 603: {0, 1200, 7}},
+			2:    {601: {1, 1300, 2}},
+			3:    {602: {0, 1100, 1}},
+			1299: {603: {1, 1200, 7}},
+		}
+		for user, convs := range want {
+			entries := changed(t, f, user, 0, 100)
+			if len(entries) != len(convs) {
+				t.Fatalf("round %d: user %d has %d dialogs, want %d: %+v", round, user, len(entries), len(convs), entries)
+			}
+			for _, e := range entries {
+				if w := convs[e.ConversationID]; e.Unread != w[0] || e.Score != w[1] || e.Preview.Seq != w[2] {
+					t.Fatalf("round %d: user %d, conversation %d: %+v, want unread %d, score %d, preview of seq %d", round, user, e.ConversationID, e, w[0], w[1], w[2])
+				}
+			}
+		}
 	}
 }
 

@@ -25,6 +25,9 @@ func SearchIndex(t *testing.T, newIndex func(t *testing.T) ports.SearchIndex) {
 		{Topic: "grp_2", Seq: 1, Month: 203101, Text: "归档 and retention, ARCHIVE again", CreatedAt: base.Add(2 * time.Minute)},
 		{Topic: "grp_2", Seq: 2, Month: 203102, Text: "月表归档完成", CreatedAt: base.AddDate(0, 1, 0)},
 		{Topic: "p2p_1_2", Seq: 9, Month: 203102, Text: "lunch?", CreatedAt: base.AddDate(0, 1, 1)},
+		// Same millisecond: the seq breaks the tie as a number (10 after 9), not as text.
+		{Topic: "grp_3", Seq: 9, Month: 203103, Text: "tiebreak nine", CreatedAt: base.AddDate(0, 2, 0)},
+		{Topic: "grp_3", Seq: 10, Month: 203103, Text: "tiebreak ten", CreatedAt: base.AddDate(0, 2, 0)},
 	}
 	if err := x.Index(ctx, tenant, docs); err != nil {
 		t.Fatalf("Index: %v", err)
@@ -61,6 +64,7 @@ func SearchIndex(t *testing.T, newIndex func(t *testing.T) ports.SearchIndex) {
 		{"time range", fulltext.Query{Text: "归档", From: base.Add(time.Minute), To: base.AddDate(0, 1, 0)}, []string{"grp_2/1"}},
 		{"offset and limit", fulltext.Query{Text: "归档", Offset: 1, Limit: 1}, []string{"grp_2/1"}},
 		{"nothing matches", fulltext.Query{Text: "budget"}, []string{}},
+		{"same time, higher seq first", fulltext.Query{Text: "tiebreak"}, []string{"grp_3/10", "grp_3/9"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
