@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"time"
 
 	"go.uber.org/fx"
@@ -87,8 +88,9 @@ func Core() fx.Option {
 			newMissed,
 			// One per node: the send path and the deliver consumers of this process share it.
 			inflight.New,
-			deliverInspector,
-			nodeOps,
+			queueView[ports.DeliverInspector],
+			queueView[ports.DeliverLeaseHolders],
+			gather[httpapi.NodeOps](),
 		),
 		// History reads archived months from the archive: inside this module its message store
 		// and search are the archive-aware store (archive.go).
@@ -190,31 +192,22 @@ func newTCP(p tcpParams) (*tcpserver.Server, error) {
 	}, p.Log), nil
 }
 
-// deliverInspector is the deliver queue's operator view; the Redis queue is one.
-func deliverInspector(q ports.DeliverQueue) (ports.DeliverInspector, error) {
-	in, ok := q.(ports.DeliverInspector)
+// queueView is the deliver queue as one of the views it also offers (operator, lease and
+// backlog views); the Redis queue offers each.
+func queueView[View any](q ports.DeliverQueue) (View, error) {
+	v, ok := q.(View)
 	if !ok {
-		return nil, fmt.Errorf("deliver queue %T cannot be inspected", q)
+		return v, fmt.Errorf("deliver queue %T does not offer %s", q, reflect.TypeFor[View]())
 	}
-	return in, nil
+	return v, nil
 }
 
-// nodeOps is the operator view of the tenant's nodes; the Redis queue names who holds each
-// deliver partition.
-func nodeOps(n ports.NodeInspector, q ports.DeliverQueue) (httpapi.NodeOps, error) {
-	holders, ok := q.(ports.DeliverLeaseHolders)
-	if !ok {
-		return httpapi.NodeOps{}, fmt.Errorf("deliver queue %T names no partition lease holders", q)
-	}
-	return httpapi.NodeOps{Inspect: n, Holders: holders}, nil
-}
-
-func newHTTP(cfg config.Config, a *admin.Service, h *history.Service, in *inbox.Service, sm *shardmanager.Manager, rr *routerepair.Service, metrics metricsHandler, requests ports.Metrics, ready readyCheck, tcp *tcpserver.Server, sd httpapi.SocialDeps, ah archiveHTTP, mig *migration.Service, dq ports.DeliverInspector, nodes httpapi.NodeOps, b httpapi.Browser, log *slog.Logger) *httpapi.Server {
+func newHTTP(cfg config.Config, a *admin.Service, h *history.Service, in *inbox.Service, sm *shardmanager.Manager, rr *routerepair.Service, metrics metricsHandler, requests ports.Metrics, ready readyCheck, tcp *tcpserver.Server, sd httpapi.SocialDeps, ao httpapi.ArchiveOps, ro httpapi.ReferenceOps, mig *migration.Service, dq ports.DeliverInspector, nodes httpapi.NodeOps, b httpapi.Browser, log *slog.Logger) *httpapi.Server {
 	user, ip := cfg.RateLimit.HTTP()
 	return httpapi.New(httpapi.Config{Addr: cfg.HTTP.Addr, AdminKey: cfg.AdminKey, RateLimits: httpapi.ClientRateLimits{User: user, IP: ip}},
 		httpapi.Deps{Admin: a, History: h, Inbox: in, Metrics: metrics, RequestMetrics: requests, Ready: ready, Listeners: []func() error{tcp.Serving},
 			Shards: httpapi.ShardOps{Manager: sm, Repair: rr}, Social: sd,
-			Archive: ah.Archive, References: ah.References, Migration: mig, Delivery: dq, Nodes: nodes, Browser: b}, log)
+			Archive: ao, References: ro, Migration: mig, Delivery: dq, Nodes: nodes, Browser: b}, log)
 }
 
 type serverParams struct {

@@ -13,6 +13,17 @@ import (
 // as if the struct embedded fx.In, so the core stays free of fx and cmd/imd copies no fields.
 // A field's tags carry over: optional:"true" may stay nil, group:"…" collects a value group.
 func inject(constructor any) any {
+	return fill(constructor, func(p reflect.Type) bool { return strings.HasSuffix(p.Name(), "Deps") })
+}
+
+// gather provides a T built from the graph field by field, for the structs an adapter takes
+// whole (the HTTP listener's groups of operations).
+func gather[T any]() any {
+	return fill(func(t T) T { return t }, func(reflect.Type) bool { return true })
+}
+
+// fill is constructor with the struct parameters expand picks taken field by field.
+func fill(constructor any, expand func(reflect.Type) bool) any {
 	fn := reflect.ValueOf(constructor)
 	t := fn.Type()
 	if t.Kind() != reflect.Func {
@@ -22,7 +33,7 @@ func inject(constructor any) any {
 	deps := make([]bool, t.NumIn())
 	for i := range in {
 		in[i] = t.In(i)
-		if p := t.In(i); p.Kind() == reflect.Struct && strings.HasSuffix(p.Name(), "Deps") {
+		if p := t.In(i); p.Kind() == reflect.Struct && expand(p) {
 			in[i], deps[i] = paramObject(p), true
 		}
 	}

@@ -46,6 +46,14 @@ func TestInjectFillsDepsFromTheGraph(t *testing.T) {
 	}
 }
 
+func TestGatherBuildsAStructFromTheGraph(t *testing.T) {
+	var got injectConfig
+	app := fx.New(fx.NopLogger, fx.Supply(7), fx.Provide(gather[injectConfig]()), fx.Populate(&got))
+	if err := app.Err(); err != nil || got.Size != 7 {
+		t.Errorf("gathered %+v, %v", got, err)
+	}
+}
+
 func TestInjectReportsWhatIsMissingAndWhatFails(t *testing.T) {
 	var got *injected
 	missing := fx.New(fx.NopLogger, fx.Supply(injectConfig{}), fx.Provide(inject(newInjected)), fx.Populate(&got))
