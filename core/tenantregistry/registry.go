@@ -112,6 +112,21 @@ func (r *Registry) Load(ctx context.Context) error {
 	return nil
 }
 
+// Boot loads the provisioned tenants and activates every tenant the registry knows,
+// configured and provisioned alike, before the node serves; an activation that fails fails
+// the boot.
+func (r *Registry) Boot(ctx context.Context) error {
+	if err := r.Load(ctx); err != nil {
+		return err
+	}
+	for _, t := range r.List() {
+		if err := r.d.Activate(ctx, t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (r *Registry) add(t tenant.Info) {
 	r.mu.Lock()
 	r.known[t.Name] = t

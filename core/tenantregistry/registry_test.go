@@ -156,6 +156,26 @@ func TestLoadAndRefresh(t *testing.T) {
 	}
 }
 
+func TestBootActivatesConfiguredAndProvisionedTenants(t *testing.T) {
+	ctx := context.Background()
+	store := memory.NewTenantStore()
+	if err := store.AddTenant(ctx, tenant.Info{Name: "gamma", Database: "imd_gamma"}); err != nil {
+		t.Fatal(err)
+	}
+	act := &activations{}
+	if err := newRegistry(t, store, act).Boot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := slices.Sorted(slices.Values(act.got)); !slices.Equal(got, []string{"beta", "gamma", "main"}) {
+		t.Errorf("Boot activated %v", got)
+	}
+
+	failing := &activations{fail: map[string]bool{"gamma": true}}
+	if err := newRegistry(t, store, failing).Boot(ctx); err == nil {
+		t.Error("Boot went on past a failed activation")
+	}
+}
+
 func TestInvalidConfiguration(t *testing.T) {
 	_, err := tenantregistry.New(tenantregistry.Config{Configured: []tenant.Info{{Name: "a", Database: "db"}, {Name: "b", Database: "db"}}},
 		tenantregistry.Deps{Store: memory.NewTenantStore(), Log: slog.New(slog.DiscardHandler)})
