@@ -12,6 +12,7 @@ import (
 	"github.com/imdhq/imd/core/migration"
 	"github.com/imdhq/imd/core/modify"
 	"github.com/imdhq/imd/core/routerepair"
+	"github.com/imdhq/imd/core/runtime"
 	"github.com/imdhq/imd/core/seqholes"
 	"github.com/imdhq/imd/core/shardmanager"
 	"github.com/imdhq/imd/core/tenantregistry"
@@ -98,4 +99,9 @@ func (c Config) TenantRegistry() tenantregistry.Config {
 		configured[i] = tenant.Info{Name: t.Name, Database: t.DatabaseName(), DSN: t.DSN}
 	}
 	return tenantregistry.Config{Configured: configured, Reserved: []string{c.Registry.Database}}
+}
+
+// NodeLoops is how often the runtime's periodic loops run.
+func (c Config) NodeLoops() runtime.NodeConfig {
+	return runtime.NodeConfig{ShardCheck: c.Shard.CheckInterval, SeqHoleSweep: c.Shard.SeqHoleSweepInterval, Retention: c.Archive.RetentionInterval}
 }

@@ -30,6 +30,8 @@ func TestCoreConfigs(t *testing.T) {
 		{"archive caches", c.ArchiveCaches().Chunks == 13},
 		{"search indexing", c.SearchIndexing().Queue == 17},
 		{"nodes", c.Nodes().Backlog == 19},
+		{"node loops", c.NodeLoops().Retention == c.Archive.RetentionInterval && c.NodeLoops().ShardCheck == c.Shard.CheckInterval &&
+			c.NodeLoops().SeqHoleSweep == c.Shard.SeqHoleSweepInterval},
 		{"tenants", len(c.TenantRegistry().Configured) == 1 && c.TenantRegistry().Configured[0].Database == c.Tenants[0].DatabaseName() &&
 			c.TenantRegistry().Reserved[0] == c.Registry.Database},
 	}

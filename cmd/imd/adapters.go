@@ -24,14 +24,14 @@ import (
 	"github.com/imdhq/imd/adapters/snowflake"
 	"github.com/imdhq/imd/core/domain/tenant"
 	"github.com/imdhq/imd/core/dualread"
+	"github.com/imdhq/imd/core/runtime"
 	"github.com/imdhq/imd/ports"
 )
 
 // The few things the rest of the wiring needs from the adapters beyond ports.
 type (
-	// tenantStorage readies a tenant's database before its loops start: schema migrations, and
-	// a clock behind its newest msg_id refused (DESIGN §1).
-	tenantStorage func(ctx context.Context, t tenant.Info) error
+	// tenantStorage readies a tenant's database before its loops start.
+	tenantStorage = runtime.ReadyStorage
 	// readyCheck reports whether the dependencies answer, for /readyz.
 	readyCheck func(ctx context.Context) error
 	// metricsHandler serves the scrape.
