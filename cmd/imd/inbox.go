@@ -3,7 +3,6 @@ package main
 import (
 	"log/slog"
 
-
 	"github.com/imdhq/imd/adapters/protocol/session"
 	tcpserver "github.com/imdhq/imd/adapters/tcp/server"
 	"github.com/imdhq/imd/core/deliver"
