@@ -142,8 +142,8 @@ func newSend(p sendParams) *send.Service {
 func Transports() fx.Option {
 	return fx.Options(
 		fx.Provide(
-			newTCP,
-			func(s *tcpserver.Server) ports.Pusher { return s },
+			tcpConfig,
+			as(inject(tcpserver.New), fx.Self(), new(ports.Pusher)),
 			func() *cluster.LatePusher { return &cluster.LatePusher{} },
 			func(l *cluster.LatePusher) ports.DevicePusher { return l },
 			newHTTP,
@@ -154,42 +154,23 @@ func Transports() fx.Option {
 	)
 }
 
-type tcpParams struct {
-	fx.In
-	Cfg     config.Config
-	Auth    ports.Authenticator
-	Send    *send.Service
-	History *history.Service
-	Modify  *modify.Service
-	Inbox   *inbox.Service
-	Read    *read.Service
-	IDs     ports.IDGenerator
-	Clock   ports.Clock
-	Metrics ports.Metrics
-	Log     *slog.Logger
-	// Presence hears which devices this node holds (nodes.go).
-	Presence *cluster.Tracker
-}
-
-func newTCP(p tcpParams) (*tcpserver.Server, error) {
-	c := p.Cfg.TCP
+// tcpConfig is the listener's part of the file, with its certificates when TLS is native.
+func tcpConfig(cfg config.Config) (tcpserver.Config, error) {
+	c := cfg.TCP
 	var certs *tls.Config
 	if c.TLS == "native" {
 		var err error
 		if certs, err = tcpserver.LoadTLS(c.CertFile, c.KeyFile); err != nil {
-			return nil, err
+			return tcpserver.Config{}, err
 		}
 	}
-	return tcpserver.New(tcpserver.Config{
+	return tcpserver.Config{
 		Addr: c.Addr, ProxyProtocol: c.ProxyProtocol, IdleTimeout: c.IdleTimeout, KeepAlive: c.KeepAlive,
 		Multicore: c.Multicore, CompressMin: c.CompressMinSize, OutboundFrames: c.OutboundLimit,
-		Workers: p.Cfg.TaskPool.Workers, Queue: p.Cfg.TaskPool.Queue, RequestTimeout: c.RequestTimeout,
+		Workers: cfg.TaskPool.Workers, Queue: cfg.TaskPool.Queue, RequestTimeout: c.RequestTimeout,
 		TLS: certs, ProxyTimeout: c.ProxyTimeout, HandshakeTimeout: c.HandshakeTimeout, PushAckTimeout: c.PushAckTimeout,
-		RateLimits: p.Cfg.RateLimit.Frames(),
-	}, tcpserver.Deps{
-		Auth: p.Auth, Send: p.Send, History: p.History, Modify: p.Modify, Inbox: p.Inbox, Read: p.Read, IDs: p.IDs, Clock: p.Clock, Metrics: p.Metrics,
-		Presence: p.Presence,
-	}, p.Log), nil
+		RateLimits: cfg.RateLimit.Frames(),
+	}, nil
 }
 
 // queueView is the deliver queue as one of the views it also offers (operator, lease and

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/imdhq/imd/adapters/config"
+	"github.com/imdhq/imd/adapters/protocol/session"
 	tcpserver "github.com/imdhq/imd/adapters/tcp/server"
 	"github.com/imdhq/imd/core/cluster"
 	"github.com/imdhq/imd/core/deliver"
@@ -26,9 +27,11 @@ func Nodes() fx.Option {
 	return fx.Options(
 		fx.Provide(
 			newNodeView,
-			clusterConfig,
-			newForwarder,
-			newTracker,
+			config.Config.Nodes,
+			cluster.NewForwarder,
+			// The session registry reports to it which devices this node holds.
+			as(cluster.NewTracker, fx.Self(), new(session.Observer)),
+			queueView[ports.DeliverLeases],
 			newKeeper,
 			func(k *cluster.Keeper) deliver.Owner { return k },
 			newClusterPusher,
@@ -48,26 +51,8 @@ func newNodeView(cfg config.Config, log *slog.Logger) (*cluster.View, error) {
 	return cluster.NewView(name), nil
 }
 
-func clusterConfig(cfg config.Config) cluster.Config {
-	return cluster.Config{LeaseTTL: cfg.Cluster.LeaseTTL, Backlog: cfg.Cluster.Backlog}
-}
-
-func newForwarder(cfg cluster.Config, n ports.NodeChannel, c ports.Clock, m ports.Metrics, log *slog.Logger) *cluster.Forwarder {
-	return cluster.NewForwarder(cfg, n, c, m, log)
-}
-
-func newTracker(v *cluster.View, n ports.Presence, f *cluster.Forwarder, log *slog.Logger) *cluster.Tracker {
-	return cluster.NewTracker(v, n, f, log)
-}
-
-func newKeeper(cfg cluster.Config, v *cluster.View, n ports.NodeLeases, q ports.DeliverQueue, reg *cluster.LateTenants, log *slog.Logger) (*cluster.Keeper, error) {
-	leases, ok := q.(ports.DeliverLeases)
-	if !ok {
-		return nil, fmt.Errorf("deliver queue %T hands out no partition leases", q)
-	}
-	return cluster.NewKeeper(cfg, cluster.KeeperDeps{
-		View: v, Nodes: n, Leases: leases, Tenants: reg.Names, Partitions: q.Partitions(), Log: log,
-	}), nil
+func newKeeper(cfg cluster.Config, v *cluster.View, n ports.NodeLeases, q ports.DeliverQueue, leases ports.DeliverLeases, reg *cluster.LateTenants, log *slog.Logger) *cluster.Keeper {
+	return cluster.NewKeeper(cfg, cluster.KeeperDeps{View: v, Nodes: n, Leases: leases, Tenants: reg.Names, Partitions: q.Partitions(), Log: log})
 }
 
 // newClusterPusher decorates the listener's sessions; the deliver side is bound to it (app.go).
