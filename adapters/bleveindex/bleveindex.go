@@ -84,15 +84,11 @@ func New(dir string) (*Index, error) {
 // time. No query reads the composite _all field (every query names its field), so none is
 // written: it cost a visit of every field per document.
 func docMapping() *mapping.IndexMappingImpl {
-	text, exact, num := fieldMappings()
-	doc := bleve.NewDocumentStaticMapping()
-	doc.AddFieldMappingsAt(fieldText, text)
-	doc.AddFieldMappingsAt(fieldTopic, exact)
-	doc.AddFieldMappingsAt(fieldMonth, exact)
-	doc.AddFieldMappingsAt(fieldCreated, num)
-	doc.AddFieldMappingsAt(fieldOrder, exact)
-	doc.AddSubDocumentMapping("_all", bleve.NewDocumentDisabledMapping())
-	return indexMapping(doc)
+	_, exact, _ := fieldMappings()
+	return indexMapping(func(doc *mapping.DocumentMapping) {
+		doc.AddFieldMappingsAt(fieldOrder, exact)
+		doc.AddSubDocumentMapping("_all", bleve.NewDocumentDisabledMapping())
+	})
 }
 
 // fieldMappings are the kinds of field a document has, none of them stored: text analyzed by
@@ -109,8 +105,16 @@ func fieldMappings() (text, exact, num *mapping.FieldMapping) {
 	return text, exact, num
 }
 
-// indexMapping is an index of documents of the one type doc, nothing dynamic.
-func indexMapping(doc *mapping.DocumentMapping) *mapping.IndexMappingImpl {
+// indexMapping is an index of the one document type, nothing dynamic: the fields every index
+// has (text, topic, month, creation time), then what the given version adds.
+func indexMapping(version func(doc *mapping.DocumentMapping)) *mapping.IndexMappingImpl {
+	text, exact, num := fieldMappings()
+	doc := bleve.NewDocumentStaticMapping()
+	doc.AddFieldMappingsAt(fieldText, text)
+	doc.AddFieldMappingsAt(fieldTopic, exact)
+	doc.AddFieldMappingsAt(fieldMonth, exact)
+	doc.AddFieldMappingsAt(fieldCreated, num)
+	version(doc)
 	m := bleve.NewIndexMapping()
 	m.DefaultMapping = doc
 	m.DefaultAnalyzer = cjk.AnalyzerName
