@@ -414,6 +414,7 @@ func TestInboxKillAfterAckBeforeDeliveryDeliversOnce(t *testing.T) {
 		}
 		taken <- raw
 	}()
+	// No event says the BLMOVE is blocked in Redis yet; the send must find it waiting.
 	time.Sleep(1500 * time.Millisecond)
 	ack, err := a.Send(ctx, textMessage(topic, "k-1", "after the ack"))
 	if err != nil {

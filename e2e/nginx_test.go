@@ -213,8 +213,20 @@ func checkRefused(t *testing.T, ctx context.Context, srv *Server, ngx *Nginx) {
 	if err := plain.Heartbeat(ctx); err == nil {
 		t.Fatal("a plaintext HEARTBEAT through the TLS port was answered")
 	}
-	time.Sleep(300 * time.Millisecond) // anything that did reach imd is logged by now
-	if after := accepted(); after != before {
+	// The barrier: one good connection after the refused ones. A refused connection that did
+	// reach imd was accepted, and logged, before this one, so once this one's record is read
+	// every earlier one is too.
+	marker, err := ngx.DialIM(ctx, clientIP)
+	if err != nil {
+		t.Fatalf("dial %s with SNI %s: %v", ngx.Addr, ngx.IMName(), err)
+	}
+	defer marker.Close()
+	if err := marker.Heartbeat(ctx); err != nil {
+		t.Fatalf("heartbeat of the marker connection: %v", err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); accepted() == before && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	}
+	if after := accepted() - 1; after != before {
 		t.Fatalf("imd accepted %d connections from refused clients", after-before)
 	}
 }

@@ -273,7 +273,9 @@ func TestNodesKilledNodeLosesNoAckedMessage(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	time.Sleep(time.Second) // a duplicate would show now
+	// A duplicate would come from a survivor redelivering after a lease runs out, an event the
+	// observer cannot wait on: the sleep is the window such a redelivery needs to show.
+	time.Sleep(time.Second)
 	mu.Lock()
 	for s, n := range seen {
 		if n != 1 {

@@ -307,7 +307,7 @@ func TestTransportSendRateLimit(t *testing.T) {
 		t.Fatalf("topic holds %d messages, want only the %d acknowledged", len(history), acked)
 	}
 
-	time.Sleep(time.Second + 100*time.Millisecond)
+	time.Sleep(time.Second + 100*time.Millisecond) // the rate-limit window is a second: its passing is what is tested
 	if _, err := c.Send(ctx, textMessage(topic, "rl-after", "after a second")); err != nil {
 		t.Fatalf("send a second later: %v", err)
 	}

@@ -393,6 +393,8 @@ func TestClose(t *testing.T) {
 	for i := range 3 {
 		ss.push(protocol.CmdEvent, uint32(i), protocol.Event{})
 	}
+	// No event says the reader is blocked on the full channel; this gives it time to get there,
+	// and Close must return whether it did or not.
 	time.Sleep(50 * time.Millisecond)
 
 	if err := c.Close(); err != nil {

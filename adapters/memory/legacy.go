@@ -1,14 +1,11 @@
 package memory
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"iter"
 	"maps"
-	"math"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -43,7 +40,7 @@ type legacyTable struct {
 	cursorIndex      bool
 	rows             map[int64]message.Message // by msg_id; Month is the month of CreatedAt
 	job              *legacy.Job               // nil until the cutover
-	inventory        map[string]map[month.Month]route.Segment
+	inventory        legacy.Inventory
 	watermarks       map[string]int64
 	months           map[month.Month]*legacy.MonthProgress
 	batches          []legacyBatch // newest last
@@ -51,9 +48,8 @@ type legacyTable struct {
 }
 
 type legacyBatch struct {
-	run               int
-	rows              int
-	started, finished time.Time
+	run  int
+	span legacy.Span
 }
 
 // NewLegacy returns tenants without legacy tables over the month tables of shards.
@@ -144,37 +140,21 @@ func (l *Legacy) Segments(_ context.Context, tenant, topicName string) (route.Ro
 	defer l.mu.Unlock()
 	t := l.table(tenant)
 	if t.job != nil {
-		return route.Normalize(slices.Collect(maps.Values(t.inventory[topicName]))), nil
+		return t.inventory.Route(topicName), nil
 	}
 	if !t.present {
 		return nil, legacy.ErrGone
 	}
-	return route.Normalize(slices.Collect(maps.Values(t.segments()[topicName]))), nil
+	return t.segments().Route(topicName), nil
 }
 
 // segments groups the rows by topic and month of created_at.
-func (t *legacyTable) segments() map[string]map[month.Month]route.Segment {
-	out := make(map[string]map[month.Month]route.Segment)
+func (t *legacyTable) segments() legacy.Inventory {
+	inv := make(legacy.Inventory)
 	for _, m := range t.rows {
-		months, ok := out[m.Topic]
-		if !ok {
-			months = make(map[month.Month]route.Segment)
-			out[m.Topic] = months
-		}
-		s, ok := months[m.Month]
-		if !ok {
-			s = route.Segment{Month: m.Month, MinSeq: m.Seq, MaxSeq: m.Seq, MinCreatedAt: m.CreatedAt, MaxCreatedAt: m.CreatedAt}
-		}
-		s.MinSeq, s.MaxSeq, s.Count = min(s.MinSeq, m.Seq), max(s.MaxSeq, m.Seq), s.Count+1
-		if m.CreatedAt.Before(s.MinCreatedAt) {
-			s.MinCreatedAt = m.CreatedAt
-		}
-		if m.CreatedAt.After(s.MaxCreatedAt) {
-			s.MaxCreatedAt = m.CreatedAt
-		}
-		months[m.Month] = s
+		inv.Add(m)
 	}
-	return out
+	return inv
 }
 
 // Get reads the legacy row (topic, seq) if it was created in m.
@@ -215,31 +195,10 @@ func (l *Legacy) Page(_ context.Context, tenant string, m month.Month, q message
 	if err != nil {
 		return nil, err
 	}
-	if q.Limit <= 0 {
-		return nil, nil
-	}
-	before := q.Before
-	if before <= 0 {
-		before = math.MaxInt64
-	}
 	l.shards.mu.Lock()
 	defer l.shards.mu.Unlock()
 	d := l.shards.db(tenant)
-	var out []message.Message
-	for _, row := range t.rows {
-		if row.Topic == q.Topic && row.Month == m && row.Seq > q.After && row.Seq < before &&
-			(q.IncludeDeleted || row.Status != message.StatusDeleted) && !d.hidden(q.Topic, q.Viewer, row.Seq) &&
-			!copied(d, row) {
-			out = append(out, row)
-		}
-	}
-	slices.SortFunc(out, func(a, b message.Message) int {
-		if q.Desc {
-			return cmp.Compare(b.Seq, a.Seq)
-		}
-		return cmp.Compare(a.Seq, b.Seq)
-	})
-	return cloneAll(out[:min(len(out), q.Limit)]), nil
+	return page(d, maps.Values(t.rows), q, func(row message.Message) bool { return row.Month == m && !copied(d, row) }), nil
 }
 
 // Search reads the month's legacy rows its month table lacks, like MessageStore.Search.
@@ -250,24 +209,10 @@ func (l *Legacy) Search(_ context.Context, tenant string, m month.Month, q ports
 	if err != nil {
 		return nil, err
 	}
-	if q.Limit <= 0 {
-		return nil, nil
-	}
 	l.shards.mu.Lock()
 	defer l.shards.mu.Unlock()
 	d := l.shards.db(tenant)
-	var out []message.Message
-	for _, row := range t.rows {
-		if row.Month == m && (q.Topic == "" || row.Topic == q.Topic) && row.Status == message.StatusNormal &&
-			!row.CreatedAt.Before(q.From) && row.CreatedAt.Before(q.To) &&
-			len(row.Content) > 0 && strings.Contains(string(row.Content), q.Text) && !copied(d, row) {
-			out = append(out, row)
-		}
-	}
-	slices.SortFunc(out, func(a, b message.Message) int {
-		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), cmp.Compare(b.Seq, a.Seq), cmp.Compare(b.MsgID, a.MsgID))
-	})
-	return cloneAll(out[:min(len(out), q.Limit)]), nil
+	return search(maps.Values(t.rows), q, func(row message.Message) bool { return row.Month == m && !copied(d, row) }), nil
 }
 
 // copied reports whether the row's month table holds its (topic, seq); the caller holds
@@ -275,13 +220,6 @@ func (l *Legacy) Search(_ context.Context, tenant string, m month.Month, q ports
 func copied(d *tenantMessages, row message.Message) bool {
 	_, ok := d.tables[row.Month][topicSeqKey{row.Topic, row.Seq}]
 	return ok
-}
-
-func cloneAll(msgs []message.Message) []message.Message {
-	for i := range msgs {
-		msgs[i] = cloneMessage(msgs[i])
-	}
-	return msgs
 }
 
 // Plan reads the legacy table by month.
@@ -294,39 +232,27 @@ func (l *Legacy) Plan(_ context.Context, tenant string) (legacy.Plan, error) {
 		return p, nil
 	}
 	byMonth := make(map[month.Month]*legacy.MonthPlan)
-	topics := make(map[month.Month]map[string]bool)
-	all := make(map[string]bool)
 	for _, row := range t.rows {
-		mp, ok := byMonth[row.Month]
-		if !ok {
-			mp = &legacy.MonthPlan{Month: row.Month, MinCreatedAt: row.CreatedAt, MaxCreatedAt: row.CreatedAt}
-			byMonth[row.Month] = mp
-			topics[row.Month] = make(map[string]bool)
+		if byMonth[row.Month] == nil {
+			byMonth[row.Month] = &legacy.MonthPlan{Month: row.Month}
 		}
-		mp.Rows++
-		if row.CreatedAt.Before(mp.MinCreatedAt) {
-			mp.MinCreatedAt = row.CreatedAt
-		}
-		if row.CreatedAt.After(mp.MaxCreatedAt) {
-			mp.MaxCreatedAt = row.CreatedAt
-		}
-		topics[row.Month][row.Topic] = true
-		all[row.Topic] = true
+		byMonth[row.Month].Add(row.CreatedAt)
 		p.MaxMsgID = max(p.MaxMsgID, row.MsgID)
 	}
+	inv := t.segments()
 	l.shards.mu.Lock()
+	defer l.shards.mu.Unlock()
 	catalog := l.shards.db(tenant).catalog
-	for _, m := range slices.Sorted(maps.Keys(byMonth)) {
-		mp := byMonth[m]
-		mp.Topics = int64(len(topics[m]))
-		if e, ok := catalog[m]; ok {
-			mp.TableState = string(e.state)
+	for _, mp := range inv.Months() {
+		plan := byMonth[mp.Month]
+		plan.Topics = mp.Topics
+		if e, ok := catalog[mp.Month]; ok {
+			plan.TableState = string(e.state)
 		}
-		p.Rows += mp.Rows
-		p.Months = append(p.Months, *mp)
+		p.Rows += plan.Rows
+		p.Months = append(p.Months, *plan)
 	}
-	l.shards.mu.Unlock()
-	p.Topics = int64(len(all))
+	p.Topics = int64(len(inv))
 	return p, nil
 }
 
@@ -342,23 +268,13 @@ func (l *Legacy) Cutover(_ context.Context, tenant string) (legacy.Job, error) {
 		return legacy.Job{}, legacy.ErrNoTable
 	}
 	t.inventory = t.segments()
-	t.watermarks = make(map[string]int64)
+	t.watermarks = t.inventory.Watermarks()
 	t.months = make(map[month.Month]*legacy.MonthProgress)
-	job := legacy.Job{Phase: legacy.PhaseCopying, CutoverAt: l.clock().UTC().Truncate(time.Millisecond), Run: 1}
-	for topicName, months := range t.inventory {
-		for m, s := range months {
-			t.watermarks[topicName] = max(t.watermarks[topicName], s.MaxSeq)
-			mp, ok := t.months[m]
-			if !ok {
-				mp = &legacy.MonthProgress{Month: m}
-				t.months[m] = mp
-			}
-			mp.Rows += s.Count
-			mp.Topics++
-			job.Rows += s.Count
-		}
+	job := legacy.Job{Phase: legacy.PhaseCopying, CutoverAt: l.clock().UTC().Truncate(time.Millisecond), Run: 1, Topics: int64(len(t.inventory))}
+	for _, mp := range t.inventory.Months() {
+		t.months[mp.Month] = &mp
+		job.Rows += mp.Rows
 	}
-	job.Topics = int64(len(t.watermarks))
 	t.job = &job
 	return job, nil
 }
@@ -367,11 +283,7 @@ func (l *Legacy) Cutover(_ context.Context, tenant string) (legacy.Job, error) {
 func (l *Legacy) Job(_ context.Context, tenant string) (legacy.Job, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	t := l.table(tenant)
-	if t.job == nil {
-		return legacy.Job{Phase: legacy.PhaseNone}, nil
-	}
-	return *t.job, nil
+	return l.table(tenant).jobOrNone(), nil
 }
 
 // Progress reads the job, its months and its recent copy rate.
@@ -387,21 +299,13 @@ func (l *Legacy) Progress(_ context.Context, tenant string) (legacy.Progress, er
 		p.Months = append(p.Months, *t.months[m])
 	}
 	if t.job.Phase == legacy.PhaseCopying {
-		var recent []legacyBatch
-		for i := len(t.batches) - 1; i >= 0 && len(recent) < 10; i-- {
+		var recent []legacy.Span
+		for i := len(t.batches) - 1; i >= 0 && len(recent) < legacy.RateBatches; i-- {
 			if t.batches[i].run == t.job.Run {
-				recent = append(recent, t.batches[i])
+				recent = append(recent, t.batches[i].span)
 			}
 		}
-		if len(recent) > 0 {
-			rows := 0
-			for _, b := range recent {
-				rows += b.rows
-			}
-			if span := recent[0].finished.Sub(recent[len(recent)-1].started); span > 0 {
-				p.RowsPerSecond = float64(rows) / span.Seconds()
-			}
-		}
+		p.RowsPerSecond = legacy.Rate(recent, l.clock())
 	}
 	return p, nil
 }
@@ -412,7 +316,7 @@ func (l *Legacy) SetPhase(_ context.Context, tenant string, c legacy.PhaseChange
 	defer l.mu.Unlock()
 	t := l.table(tenant)
 	if t.job == nil || !slices.Contains(c.From, t.job.Phase) {
-		return l.jobOf(t), fmt.Errorf("%w: the migration is %s, not %v", legacy.ErrPhaseChanged, t.phase(), c.From)
+		return t.jobOrNone(), legacy.PhaseChangedError(t.phase(), c.From)
 	}
 	t.job.Phase, t.job.Error, t.job.UpdatedAt = c.To, c.Error, l.clock().UTC()
 	if c.Report != nil {
@@ -422,7 +326,7 @@ func (l *Legacy) SetPhase(_ context.Context, tenant string, c legacy.PhaseChange
 	return *t.job, nil
 }
 
-func (l *Legacy) jobOf(t *legacyTable) legacy.Job {
+func (t *legacyTable) jobOrNone() legacy.Job {
 	if t.job == nil {
 		return legacy.Job{Phase: legacy.PhaseNone}
 	}
@@ -435,16 +339,13 @@ func (l *Legacy) Rerun(_ context.Context, tenant string, from []legacy.Phase) (l
 	defer l.mu.Unlock()
 	t := l.table(tenant)
 	if t.job == nil || !slices.Contains(from, t.job.Phase) {
-		return l.jobOf(t), fmt.Errorf("%w: the migration is %s, not %v", legacy.ErrPhaseChanged, t.phase(), from)
+		return t.jobOrNone(), legacy.PhaseChangedError(t.phase(), from)
 	}
-	j := t.job
-	j.Phase, j.Run, j.Cursor, j.CopyDone, j.Error = legacy.PhaseCopying, j.Run+1, legacy.Cursor{}, false, ""
-	j.Copied, j.Skipped, j.Failed, j.Batches = 0, 0, 0, 0
+	t.job.Restart()
 	for _, mp := range t.months {
-		mp.Copied, mp.Skipped, mp.Failed = 0, 0, 0
-		mp.Verified, mp.VerifiedAt = legacy.Unverified, time.Time{}
+		mp.Restart()
 	}
-	return *j, nil
+	return *t.job, nil
 }
 
 // Reverify clears the verification and resumes.
@@ -453,14 +354,11 @@ func (l *Legacy) Reverify(_ context.Context, tenant string, from []legacy.Phase)
 	defer l.mu.Unlock()
 	t := l.table(tenant)
 	if t.job == nil || !slices.Contains(from, t.job.Phase) {
-		return l.jobOf(t), fmt.Errorf("%w: the migration is %s, not %v", legacy.ErrPhaseChanged, t.phase(), from)
+		return t.jobOrNone(), legacy.PhaseChangedError(t.phase(), from)
 	}
-	t.job.Phase, t.job.Error = legacy.PhaseCopying, ""
-	if t.job.CopyDone {
-		t.job.Phase = legacy.PhaseVerifying
-	}
+	t.job.Phase, t.job.Error = t.job.Resume(), ""
 	for _, mp := range t.months {
-		mp.Verified, mp.VerifiedAt = legacy.Unverified, time.Time{}
+		mp.Unverify()
 	}
 	return *t.job, nil
 }
@@ -501,11 +399,6 @@ func (l *Legacy) Watermarks(_ context.Context, tenant, after string, limit int) 
 	return out, nil
 }
 
-// inCopyOrder sorts rows by (created_at, msg_id).
-func inCopyOrder(a, b message.Message) int {
-	return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.MsgID, b.MsgID))
-}
-
 // CopyBatch copies the rows after the cursor, all at once.
 func (l *Legacy) CopyBatch(_ context.Context, tenant string, limit int) (legacy.Batch, error) {
 	started := l.clock()
@@ -518,14 +411,13 @@ func (l *Legacy) CopyBatch(_ context.Context, tenant string, limit int) (legacy.
 	if !t.present {
 		return legacy.Batch{}, legacy.ErrGone
 	}
-	cur := legacy.Cursor{CreatedAt: t.job.Cursor.CreatedAt, MsgID: t.job.Cursor.MsgID}
 	var next []message.Message
 	for _, row := range t.rows {
-		if cur.Before(legacy.Cursor{CreatedAt: row.CreatedAt, MsgID: row.MsgID}) {
+		if t.job.Cursor.Before(legacy.CursorOf(row)) {
 			next = append(next, row)
 		}
 	}
-	slices.SortFunc(next, inCopyOrder)
+	slices.SortFunc(next, func(a, b message.Message) int { return legacy.CursorOf(a).Compare(legacy.CursorOf(b)) })
 	next = next[:min(len(next), limit)]
 	b := legacy.Batch{Start: t.job.Cursor, End: t.job.Cursor, Rows: len(next)}
 	if len(next) == 0 {
@@ -541,56 +433,33 @@ func (l *Legacy) CopyBatch(_ context.Context, tenant string, limit int) (legacy.
 		}
 	}
 	for _, row := range next {
-		c := copyRow(d, row)
-		mp := t.months[row.Month]
-		switch c {
-		case rowCopied:
-			b.Copied++
-			mp.Copied++
-		case rowSkipped:
-			b.Skipped++
-			mp.Skipped++
-		default:
-			b.Failed++
-			mp.Failed++
-			if len(b.FailedKeys) < legacy.MaxFailedKeys {
-				b.FailedKeys = append(b.FailedKeys, legacy.TopicSeq{Topic: row.Topic, Seq: row.Seq})
-			}
-		}
+		o := copyRow(d, row)
+		b.Count(o, legacy.TopicSeq{Topic: row.Topic, Seq: row.Seq})
+		t.months[row.Month].Count(o)
 	}
-	last := next[len(next)-1]
-	b.End = legacy.Cursor{CreatedAt: last.CreatedAt, MsgID: last.MsgID}
-	j := t.job
-	j.Cursor = b.End
-	j.Copied, j.Skipped, j.Failed, j.Batches = j.Copied+int64(b.Copied), j.Skipped+int64(b.Skipped), j.Failed+int64(b.Failed), j.Batches+1
-	t.batches = append(t.batches, legacyBatch{run: j.Run, rows: b.Rows, started: started, finished: l.clock()})
-	b.Took = l.clock().Sub(started)
+	b.End = legacy.CursorOf(next[len(next)-1])
+	t.job.Record(b)
+	finished := l.clock()
+	t.batches = append(t.batches, legacyBatch{run: t.job.Run, span: legacy.Span{Rows: int64(b.Rows), Started: started, Finished: finished}})
+	b.Took = finished.Sub(started)
 	return b, nil
 }
 
-type copyOutcome int
-
-const (
-	rowCopied copyOutcome = iota + 1
-	rowSkipped
-	rowFailed
-)
-
 // copyRow is the INSERT IGNORE of one legacy row into its month table with the writer's mirror
 // upsert; the caller holds shards.mu and has checked the month is in the catalog.
-func copyRow(d *tenantMessages, row message.Message) copyOutcome {
+func copyRow(d *tenantMessages, row message.Message) legacy.Outcome {
 	table := d.tables[row.Month]
 	for k, m := range table {
 		switch {
 		case m.MsgID == row.MsgID:
-			return rowSkipped
+			return legacy.Skipped
 		case k.topic == row.Topic && (k.seq == row.Seq || row.ClientMsgID != "" && m.From == row.From && m.ClientMsgID == row.ClientMsgID):
-			return rowFailed
+			return legacy.Failed
 		}
 	}
 	table[topicSeqKey{row.Topic, row.Seq}] = cloneMessage(row)
 	d.grow(row)
-	return rowCopied
+	return legacy.Copied
 }
 
 // CopyMessage copies one legacy row ahead of the backfill.
@@ -611,7 +480,7 @@ func (l *Legacy) CopyMessage(_ context.Context, tenant, topicName string, sq int
 		if _, ok := d.catalog[row.Month]; !ok {
 			return false, fmt.Errorf("copy into %s: month table missing", row.Month)
 		}
-		if copyRow(d, row) == rowFailed {
+		if copyRow(d, row) == legacy.Failed {
 			return true, fmt.Errorf("copy %s seq %d: %w", topicName, sq, seq.ErrTaken)
 		}
 		return true, nil
@@ -624,26 +493,7 @@ func (l *Legacy) MonthTopics(_ context.Context, tenant string, m month.Month) ([
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	t := l.table(tenant)
-	var out []legacy.TopicMonth
-	for topicName, months := range t.inventory {
-		if s, ok := months[m]; ok {
-			out = append(out, legacy.TopicMonth{Topic: topicName, Month: m, MinSeq: s.MinSeq, MaxSeq: s.MaxSeq, Rows: s.Count, CutoverSeq: t.watermarks[topicName]})
-		}
-	}
-	return out, nil
-}
-
-// byTopicSeq is the order of the verification streams: topic as bytes, then seq.
-func byTopicSeq(a, b legacy.Row) int {
-	return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Seq, b.Seq))
-}
-
-func rowOf(m message.Message) legacy.Row {
-	r := legacy.Row{Topic: m.Topic, Seq: m.Seq, MsgID: m.MsgID, Status: string(m.Status), Version: m.Version}
-	if m.Content != nil {
-		r.Content = slices.Clone([]byte(m.Content))
-	}
-	return r
+	return t.inventory.Topics(m, t.watermarks), nil
 }
 
 // LegacyRows streams the legacy rows created in m.
@@ -653,12 +503,12 @@ func (l *Legacy) LegacyRows(_ context.Context, tenant string, m month.Month) ite
 	var rows []legacy.Row
 	for _, row := range t.rows {
 		if row.Month == m {
-			rows = append(rows, rowOf(row))
+			rows = append(rows, legacy.RowOf(row))
 		}
 	}
 	present := t.present
 	l.mu.Unlock()
-	slices.SortFunc(rows, byTopicSeq)
+	slices.SortFunc(rows, legacy.CompareRows)
 	return streamOf(rows, present)
 }
 
@@ -671,11 +521,11 @@ func (l *Legacy) MonthRows(_ context.Context, tenant string, m month.Month) iter
 	var rows []legacy.Row
 	for k, row := range l.shards.db(tenant).tables[m] {
 		if w, ok := watermarks[k.topic]; ok && k.seq <= w {
-			rows = append(rows, rowOf(row))
+			rows = append(rows, legacy.RowOf(row))
 		}
 	}
 	l.shards.mu.Unlock()
-	slices.SortFunc(rows, byTopicSeq)
+	slices.SortFunc(rows, legacy.CompareRows)
 	return streamOf(rows, true)
 }
 

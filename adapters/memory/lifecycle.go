@@ -67,21 +67,10 @@ func (d *tenantMessages) tableSegment(m month.Month, topicName string) (route.Se
 	if err != nil {
 		return route.Segment{}, false, fmt.Errorf("table range of %s: %w", topicName, err)
 	}
-	var seg route.Segment
+	seg := route.Segment{Month: m}
 	for k, msg := range table {
-		if k.topic != topicName {
-			continue
-		}
-		if seg.Count == 0 {
-			seg = route.Segment{Month: m, MinSeq: k.seq, MaxSeq: k.seq, MinCreatedAt: msg.CreatedAt, MaxCreatedAt: msg.CreatedAt}
-		}
-		seg.Count++
-		seg.MinSeq, seg.MaxSeq = min(seg.MinSeq, k.seq), max(seg.MaxSeq, k.seq)
-		if msg.CreatedAt.Before(seg.MinCreatedAt) {
-			seg.MinCreatedAt = msg.CreatedAt
-		}
-		if msg.CreatedAt.After(seg.MaxCreatedAt) {
-			seg.MaxCreatedAt = msg.CreatedAt
+		if k.topic == topicName {
+			seg = seg.Grow(k.seq, msg.CreatedAt)
 		}
 	}
 	return seg, seg.Count > 0, nil

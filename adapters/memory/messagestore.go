@@ -1,10 +1,10 @@
 package memory
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"math"
+	"iter"
+	"maps"
 	"slices"
 	"time"
 
@@ -151,22 +151,9 @@ func (d *tenantMessages) grow(row message.Message) {
 		months = make(map[month.Month]route.Segment)
 		d.mirror[row.Topic] = months
 	}
-	seg, ok := months[row.Month]
-	if !ok {
-		months[row.Month] = route.Segment{
-			Month: row.Month, MinSeq: row.Seq, MaxSeq: row.Seq, Count: 1,
-			MinCreatedAt: row.CreatedAt, MaxCreatedAt: row.CreatedAt,
-		}
-		return
-	}
-	seg.MinSeq, seg.MaxSeq, seg.Count = min(seg.MinSeq, row.Seq), max(seg.MaxSeq, row.Seq), seg.Count+1
-	if row.CreatedAt.Before(seg.MinCreatedAt) {
-		seg.MinCreatedAt = row.CreatedAt
-	}
-	if row.CreatedAt.After(seg.MaxCreatedAt) {
-		seg.MaxCreatedAt = row.CreatedAt
-	}
-	months[row.Month] = seg
+	seg := months[row.Month]
+	seg.Month = row.Month
+	months[row.Month] = seg.Grow(row.Seq, row.CreatedAt)
 }
 
 // MaxSeq is the highest seq of the topic in the route mirror.
@@ -215,32 +202,33 @@ func (s *MessageStore) Page(_ context.Context, tenant string, m month.Month, q m
 	if err != nil {
 		return nil, fmt.Errorf("page %s: %w", q.Topic, err)
 	}
-	if q.Limit <= 0 {
-		return nil, nil
-	}
-	before := q.Before
-	if before <= 0 {
-		before = math.MaxInt64
-	}
 	d := s.shards.db(tenant)
+	return page(d, maps.Values(table), q, func(message.Message) bool { return true }), nil
+}
+
+// page is the query's page of rows that also pass keep, the viewer's deleted ranges hidden;
+// the caller holds shards.mu.
+func page(d *tenantMessages, rows iter.Seq[message.Message], q message.PageQuery, keep func(message.Message) bool) []message.Message {
+	if q.Limit <= 0 {
+		return nil
+	}
 	var out []message.Message
-	for k, msg := range table {
-		if k.topic == q.Topic && k.seq > q.After && k.seq < before && (q.IncludeDeleted || msg.Status != message.StatusDeleted) &&
-			!d.hidden(q.Topic, q.Viewer, k.seq) {
-			out = append(out, msg)
+	for row := range rows {
+		if q.Takes(row) && keep(row) && !d.hidden(q.Topic, q.Viewer, row.Seq) {
+			out = append(out, row)
 		}
 	}
-	slices.SortFunc(out, func(a, b message.Message) int {
-		if q.Desc {
-			return cmp.Compare(b.Seq, a.Seq)
-		}
-		return cmp.Compare(a.Seq, b.Seq)
-	})
-	out = out[:min(len(out), q.Limit)]
-	for i := range out {
-		out[i] = cloneMessage(out[i])
+	slices.SortFunc(out, q.Compare)
+	return clonedFirst(out, q.Limit)
+}
+
+// clonedFirst is a copy of the first n messages.
+func clonedFirst(msgs []message.Message, n int) []message.Message {
+	msgs = msgs[:min(len(msgs), n)]
+	for i := range msgs {
+		msgs[i] = cloneMessage(msgs[i])
 	}
-	return out, nil
+	return msgs
 }
 
 // table returns a registered month table, like the MySQL month-table wrapper.

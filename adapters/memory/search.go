@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"iter"
+	"maps"
 	"slices"
 	"strings"
 
@@ -23,23 +25,24 @@ func (s *MessageStore) Search(_ context.Context, tenant string, m month.Month, q
 	if err != nil {
 		return nil, fmt.Errorf("search %s: %w", m, err)
 	}
+	return search(maps.Values(table), q, func(message.Message) bool { return true }), nil
+}
+
+// search is the query's newest matches among the rows that also pass keep.
+func search(rows iter.Seq[message.Message], q ports.SearchQuery, keep func(message.Message) bool) []message.Message {
 	if q.Limit <= 0 {
-		return nil, nil
+		return nil
 	}
 	var out []message.Message
-	for k, msg := range table {
-		if (q.Topic == "" || k.topic == q.Topic) && msg.Status == message.StatusNormal &&
+	for msg := range rows {
+		if (q.Topic == "" || msg.Topic == q.Topic) && msg.Status == message.StatusNormal &&
 			!msg.CreatedAt.Before(q.From) && msg.CreatedAt.Before(q.To) &&
-			len(msg.Content) > 0 && strings.Contains(string(msg.Content), q.Text) {
+			len(msg.Content) > 0 && strings.Contains(string(msg.Content), q.Text) && keep(msg) {
 			out = append(out, msg)
 		}
 	}
 	slices.SortFunc(out, func(a, b message.Message) int {
 		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), cmp.Compare(b.Seq, a.Seq), cmp.Compare(b.MsgID, a.MsgID))
 	})
-	out = out[:min(len(out), q.Limit)]
-	for i := range out {
-		out[i] = cloneMessage(out[i])
-	}
-	return out, nil
+	return clonedFirst(out, q.Limit)
 }

@@ -158,11 +158,8 @@ func (l *Legacy) Page(ctx context.Context, tenant string, m month.Month, q messa
 	if err != nil || !found {
 		return nil, err
 	}
-	before := q.Before
-	if before <= 0 {
-		before = math.MaxInt64
-	}
-	after, before := max(q.After, lo-1), min(before, hi+1)
+	after, before := q.Bounds()
+	after, before = max(after, lo-1), min(before, hi+1)
 	if after+1 >= before {
 		return nil, nil
 	}

@@ -280,10 +280,7 @@ func (s *MessageStore) Page(ctx context.Context, tenant string, m month.Month, q
 	if q.Limit <= 0 {
 		return nil, nil
 	}
-	before := q.Before
-	if before <= 0 {
-		before = math.MaxInt64
-	}
+	after, before := q.Bounds()
 	var includeDeleted int64
 	if q.IncludeDeleted {
 		includeDeleted = 1
@@ -292,12 +289,12 @@ func (s *MessageStore) Page(ctx context.Context, tenant string, m month.Month, q
 	var rows []sqlcdb.ImGroupMessagesTpl
 	if q.Desc {
 		rows, err = mq.PageMessagesDesc(ctx, sqlcdb.PageMessagesDescParams{
-			Viewer: q.Viewer, Topic: q.Topic, After: max(q.After, 0), Before: before,
+			Viewer: q.Viewer, Topic: q.Topic, After: after, Before: before,
 			IncludeDeleted: includeDeleted, Limit: limit,
 		})
 	} else {
 		rows, err = mq.PageMessagesAsc(ctx, sqlcdb.PageMessagesAscParams{
-			Viewer: q.Viewer, Topic: q.Topic, After: max(q.After, 0), Before: before,
+			Viewer: q.Viewer, Topic: q.Topic, After: after, Before: before,
 			IncludeDeleted: includeDeleted, Limit: limit,
 		})
 	}

@@ -32,9 +32,6 @@ func NewMigrations(c *Cluster) *Migrations { return &Migrations{cluster: c} }
 // row is older.
 var zeroCursorTime = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// recentBatches is how many batches the copy rate is measured over.
-const recentBatches = 10
-
 // Plan reads the legacy table by month (full scans) and the catalog.
 func (s *Migrations) Plan(ctx context.Context, tenant string) (legacy.Plan, error) {
 	t, err := s.cluster.tenant(tenant)
@@ -170,7 +167,7 @@ func (s *Migrations) Progress(ctx context.Context, tenant string) (legacy.Progre
 		})
 	}
 	if job.Phase == legacy.PhaseCopying {
-		batches, err := q.RecentBatches(ctx, legacydb.RecentBatchesParams{Run: int32(job.Run), Limit: recentBatches})
+		batches, err := q.RecentBatches(ctx, legacydb.RecentBatchesParams{Run: int32(job.Run), Limit: legacy.RateBatches})
 		if err != nil {
 			return legacy.Progress{}, fmt.Errorf("read recent batches: %w", err)
 		}
@@ -179,21 +176,13 @@ func (s *Migrations) Progress(ctx context.Context, tenant string) (legacy.Progre
 	return p, nil
 }
 
-// rate is rows per second over the batches (newest first), pauses between them included; 0
-// when the newest is old enough that the copy is not moving.
+// rate is the copy rate over the batches (newest first).
 func rate(batches []legacydb.RecentBatchesRow, now time.Time) float64 {
-	if len(batches) == 0 || now.Sub(batches[0].FinishedAt) > time.Minute {
-		return 0
+	spans := make([]legacy.Span, len(batches))
+	for i, b := range batches {
+		spans[i] = legacy.Span{Rows: int64(b.RowsRead), Started: b.StartedAt, Finished: b.FinishedAt}
 	}
-	var rows int64
-	for _, b := range batches {
-		rows += int64(b.RowsRead)
-	}
-	span := batches[0].FinishedAt.Sub(batches[len(batches)-1].StartedAt)
-	if span <= 0 {
-		return 0
-	}
-	return float64(rows) / span.Seconds()
+	return legacy.Rate(spans, now)
 }
 
 // SetPhase compares and sets the phase.
@@ -225,7 +214,7 @@ func (s *Migrations) SetPhase(ctx context.Context, tenant string, c legacy.Phase
 	// No row changed: either the phase was another, or it is already the target (MySQL counts
 	// changed rows only).
 	if n == 0 && !(job.Phase == c.To && slices.Contains(c.From, c.To)) {
-		return job, fmt.Errorf("%w: the migration is %s, not %v", legacy.ErrPhaseChanged, job.Phase, c.From)
+		return job, legacy.PhaseChangedError(job.Phase, c.From)
 	}
 	return job, nil
 }
@@ -271,7 +260,7 @@ func (s *Migrations) restart(ctx context.Context, tenant string, from []legacy.P
 	job, jerr := readJob(ctx, legacydb.New(t.db))
 	switch {
 	case errors.Is(err, errRefused):
-		return job, fmt.Errorf("%w: the migration is %s, not %v", legacy.ErrPhaseChanged, job.Phase, from)
+		return job, legacy.PhaseChangedError(job.Phase, from)
 	case err != nil:
 		return legacy.Job{}, fmt.Errorf("restart migration of %s: %w", tenant, err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/imdhq/imd/adapters/mysql/sqlcdb"
 	"github.com/imdhq/imd/core/domain/legacy"
 	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/route"
 	"github.com/imdhq/imd/core/domain/seq"
 )
 
@@ -187,7 +188,7 @@ func copyRows(ctx context.Context, tx *sql.Tx, t *tenantDB, keys []legacyKey) (c
 		m := month.Of(k.CreatedAt)
 		byMonth[m] = append(byMonth[m], k)
 	}
-	ranges := make(map[topicMonth]*seqRange)
+	ranges := make(map[topicMonth]route.Segment)
 	for _, m := range slices.Sorted(maps.Keys(byMonth)) {
 		table, err := t.months.on(ctx, tx, m)
 		if err != nil {
@@ -208,18 +209,9 @@ func copyRows(ctx context.Context, tx *sql.Tx, t *tenantDB, keys []legacyKey) (c
 		}
 		for _, k := range copied {
 			key := topicMonth{k.Topic, m}
-			g, ok := ranges[key]
-			if !ok {
-				ranges[key] = &seqRange{min: k.Seqid, max: k.Seqid, count: 1, first: k.CreatedAt, last: k.CreatedAt}
-				continue
-			}
-			g.min, g.max, g.count = min(g.min, k.Seqid), max(g.max, k.Seqid), g.count+1
-			if k.CreatedAt.Before(g.first) {
-				g.first = k.CreatedAt
-			}
-			if k.CreatedAt.After(g.last) {
-				g.last = k.CreatedAt
-			}
+			seg := ranges[key]
+			seg.Month = m
+			ranges[key] = seg.Grow(k.Seqid, k.CreatedAt)
 		}
 	}
 	if err := growMirror(ctx, tx, ranges); err != nil {
@@ -298,7 +290,7 @@ func storedIDs(ctx context.Context, q *legacydb.Queries, keys []legacyKey) (map[
 }
 
 // growMirror upserts the copied ranges into the route mirror, in key order like the writer.
-func growMirror(ctx context.Context, tx *sql.Tx, ranges map[topicMonth]*seqRange) error {
+func growMirror(ctx context.Context, tx *sql.Tx, ranges map[topicMonth]route.Segment) error {
 	if len(ranges) == 0 {
 		return nil
 	}
@@ -309,8 +301,8 @@ func growMirror(ctx context.Context, tx *sql.Tx, ranges map[topicMonth]*seqRange
 	for _, k := range keys {
 		r := ranges[k]
 		p := sqlcdb.UpsertTopicShardsParams{
-			Topic: k.topic, ShardMonth: k.month.String(), MinSeq: r.min, MaxSeq: r.max, MessageCount: r.count,
-			MinCreatedAt: r.first, MaxCreatedAt: r.last,
+			Topic: k.topic, ShardMonth: k.month.String(), MinSeq: r.MinSeq, MaxSeq: r.MaxSeq, MessageCount: r.Count,
+			MinCreatedAt: r.MinCreatedAt, MaxCreatedAt: r.MaxCreatedAt,
 		}
 		if err := mirror.add(func(q *sqlcdb.Queries) error { return q.UpsertTopicShards(ctx, p) }); err != nil {
 			return err

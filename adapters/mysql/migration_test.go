@@ -383,7 +383,21 @@ func TestMigrationCopiesWhileServing(t *testing.T) {
 	}
 	paused := f.waitFor("paused", 10*time.Second, phaseIs(legacy.PhasePaused))
 	f.sameViews("paused half way", before)
-	time.Sleep(200 * time.Millisecond)
+	// The barrier: the runner holds the lease while it copies and lets go once it sees the
+	// pause; a paused job starts no other. Once the lease is free, nothing copies any more.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		release, ok, err := f.jobs.Lease(ctx, f.tenant)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			release()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the runner kept the lease of a paused job")
+		}
+	}
 	if again := f.waitFor("still paused", time.Second, phaseIs(legacy.PhasePaused)); again.Job.Cursor != paused.Job.Cursor {
 		t.Fatalf("the copy moved while paused: %+v → %+v", paused.Job.Cursor, again.Job.Cursor)
 	}

@@ -100,7 +100,12 @@ func TestDeliverMarkDoneExpires(t *testing.T) {
 	if first, err := q.MarkDone(t.Context(), tenant, 20*time.Millisecond, "m2"); err != nil || !first[0] {
 		t.Fatalf("MarkDone = %v, %v", first, err)
 	}
-	time.Sleep(50 * time.Millisecond)
+	// Wait on the key itself: PTTL -2 once Redis has expired it.
+	for deadline := time.Now().Add(5 * time.Second); pttl(t, c, k.DeliverDone("m2")) != -2; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the done mark never expired")
+		}
+	}
 	if first, err := q.MarkDone(t.Context(), tenant, time.Minute, "m2"); err != nil || !first[0] {
 		t.Fatalf("MarkDone after expiry = %v, %v; want first again", first, err)
 	}

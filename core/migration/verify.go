@@ -245,7 +245,7 @@ func Compare(m month.Month, inv []legacy.TopicMonth, legacyRows, monthRows iter.
 		case !lok:
 			c = 1
 		default:
-			c = compareKey(l, rr)
+			c = legacy.CompareRows(l, rr)
 		}
 		topic := l.Topic
 		if c > 0 {
@@ -281,20 +281,6 @@ func Compare(m month.Month, inv []legacy.TopicMonth, legacyRows, monthRows iter.
 		out = append(out, cur.result(expected))
 	}
 	return out, nil
-}
-
-// compareKey orders rows by topic as bytes, then seq: the order both streams come in.
-func compareKey(a, b legacy.Row) int {
-	if c := strings.Compare(a.Topic, b.Topic); c != 0 {
-		return c
-	}
-	switch {
-	case a.Seq < b.Seq:
-		return -1
-	case a.Seq > b.Seq:
-		return 1
-	}
-	return 0
 }
 
 // topicCompare accumulates one topic's comparison.

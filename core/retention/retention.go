@@ -16,6 +16,7 @@ import (
 	"github.com/imdhq/imd/core/domain/month"
 	"github.com/imdhq/imd/core/domain/shard"
 	"github.com/imdhq/imd/core/jobs"
+	"github.com/imdhq/imd/core/runtime"
 	"github.com/imdhq/imd/ports"
 )
 
@@ -201,21 +202,12 @@ func (s *Service) apply(ctx context.Context, tenant string, m month.Month, st St
 
 // RunEvery applies the policies of tenants every interval until ctx ends.
 func (s *Service) RunEvery(ctx context.Context, tenants func() []string, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
+	runtime.EveryTenant(ctx, interval, tenants, func(ctx context.Context, tenant string) {
+		if p := s.PolicyOf(tenant); p.KeepOnlineMonths == 0 && p.PurgeAfterMonths == 0 {
 			return
-		case <-t.C:
 		}
-		for _, tenant := range tenants() {
-			if p := s.PolicyOf(tenant); p.KeepOnlineMonths == 0 && p.PurgeAfterMonths == 0 {
-				continue
-			}
-			if _, err := s.Run(ctx, tenant, nil); err != nil && ctx.Err() == nil {
-				s.d.Log.WarnContext(ctx, "retention pass failed", "tenant", tenant, "err", err)
-			}
+		if _, err := s.Run(ctx, tenant, nil); err != nil && ctx.Err() == nil {
+			s.d.Log.WarnContext(ctx, "retention pass failed", "tenant", tenant, "err", err)
 		}
-	}
+	})
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/imdhq/imd/core/domain/apperr"
 	"github.com/imdhq/imd/core/domain/month"
 	"github.com/imdhq/imd/core/domain/shard"
+	"github.com/imdhq/imd/core/runtime"
 	"github.com/imdhq/imd/ports"
 )
 
@@ -279,18 +280,9 @@ func (m *Manager) prepare(ctx context.Context, tenant string, mo month.Month) er
 // Run calls Ensure for every tenant every interval until ctx ends; the caller runs the first
 // pass itself at start, so a failure there can stop the start.
 func (m *Manager) Run(ctx context.Context, tenants []string, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
+	runtime.EveryTenant(ctx, interval, func() []string { return tenants }, func(ctx context.Context, tenant string) {
+		if err := m.Ensure(ctx, tenant); err != nil && ctx.Err() == nil {
+			m.d.Log.ErrorContext(ctx, "shard manager pass failed", "tenant", tenant, "err", err)
 		}
-		for _, tenant := range tenants {
-			if err := m.Ensure(ctx, tenant); err != nil && ctx.Err() == nil {
-				m.d.Log.ErrorContext(ctx, "shard manager pass failed", "tenant", tenant, "err", err)
-			}
-		}
-	}
+	})
 }

@@ -42,25 +42,15 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	setDuration := func(d *time.Duration, def time.Duration) {
-		if *d <= 0 {
-			*d = def
-		}
-	}
-	setInt := func(n *int, def int) {
-		if *n <= 0 {
-			*n = def
-		}
-	}
-	setDuration(&c.RequestTimeout, 10*time.Second)
-	setDuration(&c.PushAckTimeout, 30*time.Second)
-	setInt(&c.PushAckWindow, 1024)
-	setInt(&c.RateLimits.IPKeys, 1<<16)
+	protocol.Default(&c.RequestTimeout, 10*time.Second)
+	protocol.Default(&c.PushAckTimeout, 30*time.Second)
+	protocol.Default(&c.PushAckWindow, 1024)
+	protocol.Default(&c.RateLimits.IPKeys, 1<<16)
 	if c.CompressMin == 0 {
 		c.CompressMin = 512
 	}
-	setInt(&c.Workers, 256)
-	setInt(&c.Queue, 1024)
+	protocol.Default(&c.Workers, 256)
+	protocol.Default(&c.Queue, 1024)
 	return c
 }
 

@@ -20,6 +20,7 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 
+	"github.com/imdhq/imd/adapters/protocol"
 	"github.com/imdhq/imd/adapters/protocol/dispatch"
 	"github.com/imdhq/imd/adapters/protocol/session"
 	"github.com/imdhq/imd/adapters/tcp/server/tlsconn"
@@ -68,22 +69,12 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	setDuration := func(d *time.Duration, def time.Duration) {
-		if *d <= 0 {
-			*d = def
-		}
-	}
-	setInt := func(n *int, def int) {
-		if *n <= 0 {
-			*n = def
-		}
-	}
-	setDuration(&c.ProxyTimeout, 3*time.Second)
-	setDuration(&c.IdleTimeout, 120*time.Second)
-	setDuration(&c.KeepAlive, 30*time.Second)
-	setDuration(&c.HandshakeTimeout, 10*time.Second)
-	setInt(&c.OutboundBytes, 4<<20)
-	setInt(&c.OutboundFrames, 1024)
+	protocol.Default(&c.ProxyTimeout, 3*time.Second)
+	protocol.Default(&c.IdleTimeout, 120*time.Second)
+	protocol.Default(&c.KeepAlive, 30*time.Second)
+	protocol.Default(&c.HandshakeTimeout, 10*time.Second)
+	protocol.Default(&c.OutboundBytes, 4<<20)
+	protocol.Default(&c.OutboundFrames, 1024)
 	return c
 }
 

@@ -344,7 +344,7 @@ func TestIdleTimeout(t *testing.T) {
 	h := start(t, Config{IdleTimeout: 300 * time.Millisecond}, Deps{})
 	c := h.dial(t)
 	for range 3 { // traffic keeps it open past the timeout
-		time.Sleep(150 * time.Millisecond)
+		time.Sleep(150 * time.Millisecond) // silence shorter than the timeout: time passing is what is tested
 		if _, env := c.call(protocol.CmdHeartbeat, struct{}{}); env.Code != protocol.CodeOK {
 			t.Fatalf("heartbeat code %d", env.Code)
 		}

@@ -5,10 +5,17 @@
 package legacy
 
 import (
+	"cmp"
 	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
+	"github.com/imdhq/imd/core/domain/message"
 	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/route"
 )
 
 // Table names. The legacy table is never created by the tenant migrations: it comes from an
@@ -304,4 +311,204 @@ type PhaseChange struct {
 	Error string
 	// Report replaces the job's last verification report when not nil.
 	Report *Report
+}
+
+// PhaseChangedError is the refusal of a change that expected the job in one of from.
+func PhaseChangedError(now Phase, from []Phase) error {
+	return fmt.Errorf("%w: the migration is %s, not %v", ErrPhaseChanged, now, from)
+}
+
+// Compare orders cursors in copy order, (created_at, message_id).
+func (c Cursor) Compare(o Cursor) int {
+	return cmp.Or(c.CreatedAt.Compare(o.CreatedAt), cmp.Compare(c.MsgID, o.MsgID))
+}
+
+// CursorOf is the position of the message in copy order.
+func CursorOf(m message.Message) Cursor { return Cursor{CreatedAt: m.CreatedAt, MsgID: m.MsgID} }
+
+// CompareRows is the order of the verification streams: topic as bytes, then seq.
+func CompareRows(a, b Row) int {
+	return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Seq, b.Seq))
+}
+
+// RowOf is what verification compares of m; it shares no memory with m.
+func RowOf(m message.Message) Row {
+	r := Row{Topic: m.Topic, Seq: m.Seq, MsgID: m.MsgID, Status: string(m.Status), Version: m.Version}
+	if m.Content != nil {
+		r.Content = slices.Clone([]byte(m.Content))
+	}
+	return r
+}
+
+// Restart resets the job for a rerun from the first row: a new run, copying, nothing handled.
+func (j *Job) Restart() {
+	j.Phase, j.Run, j.Cursor, j.CopyDone, j.Error = PhaseCopying, j.Run+1, Cursor{}, false, ""
+	j.Copied, j.Skipped, j.Failed, j.Batches = 0, 0, 0, 0
+}
+
+// Resume is the phase a job continues in once its verification is cleared: verifying after a
+// complete copy, else copying.
+func (j Job) Resume() Phase {
+	if j.CopyDone {
+		return PhaseVerifying
+	}
+	return PhaseCopying
+}
+
+// Restart clears the month's counts of the previous run and its verification.
+func (m *MonthProgress) Restart() {
+	m.Copied, m.Skipped, m.Failed = 0, 0, 0
+	m.Unverify()
+}
+
+// Unverify clears the month's verification.
+func (m *MonthProgress) Unverify() { m.Verified, m.VerifiedAt = Unverified, time.Time{} }
+
+// Outcome is what the copy did with one legacy row.
+type Outcome int
+
+const (
+	// Copied: the row is now in its month table.
+	Copied Outcome = iota + 1
+	// Skipped: the month table held the row's msg_id already (a previous run copied it).
+	Skipped
+	// Failed: another message of the month table holds the row's (topic, seq) or client_msg_id.
+	Failed
+)
+
+// Count adds one row's outcome to the batch, naming the first failed rows.
+func (b *Batch) Count(o Outcome, key TopicSeq) {
+	switch o {
+	case Copied:
+		b.Copied++
+	case Skipped:
+		b.Skipped++
+	case Failed:
+		b.Failed++
+		if len(b.FailedKeys) < MaxFailedKeys {
+			b.FailedKeys = append(b.FailedKeys, key)
+		}
+	}
+}
+
+// Count adds one row's outcome to the month.
+func (m *MonthProgress) Count(o Outcome) {
+	switch o {
+	case Copied:
+		m.Copied++
+	case Skipped:
+		m.Skipped++
+	case Failed:
+		m.Failed++
+	}
+}
+
+// Record adds a committed batch to the job: its cursor and counts.
+func (j *Job) Record(b Batch) {
+	j.Cursor = b.End
+	j.Copied, j.Skipped, j.Failed = j.Copied+int64(b.Copied), j.Skipped+int64(b.Skipped), j.Failed+int64(b.Failed)
+	j.Batches++
+}
+
+// Span is when one batch read and wrote its rows.
+type Span struct {
+	Rows              int64
+	Started, Finished time.Time
+}
+
+// RateBatches is how many of the newest batches of a run the copy rate is measured over.
+const RateBatches = 10
+
+// StalledAfter is how long after the newest batch the copy counts as not moving.
+const StalledAfter = time.Minute
+
+// Rate is rows per second over the spans (newest first), pauses between them included; 0
+// when there are none or the newest finished more than StalledAfter before now.
+func Rate(spans []Span, now time.Time) float64 {
+	if len(spans) == 0 || now.Sub(spans[0].Finished) > StalledAfter {
+		return 0
+	}
+	var rows int64
+	for _, s := range spans {
+		rows += s.Rows
+	}
+	span := spans[0].Finished.Sub(spans[len(spans)-1].Started)
+	if span <= 0 {
+		return 0
+	}
+	return float64(rows) / span.Seconds()
+}
+
+// Inventory is the legacy table at the cutover: each topic's segments by month.
+type Inventory map[string]map[month.Month]route.Segment
+
+// Add counts one legacy row into the inventory.
+func (inv Inventory) Add(m message.Message) {
+	months, ok := inv[m.Topic]
+	if !ok {
+		months = make(map[month.Month]route.Segment)
+		inv[m.Topic] = months
+	}
+	s := months[m.Month]
+	s.Month = m.Month
+	months[m.Month] = s.Grow(m.Seq, m.CreatedAt)
+}
+
+// Route is the topic's segments.
+func (inv Inventory) Route(topic string) route.Route {
+	return route.Normalize(slices.Collect(maps.Values(inv[topic])))
+}
+
+// Watermarks are each topic's highest seq: its cutover seq.
+func (inv Inventory) Watermarks() map[string]int64 {
+	out := make(map[string]int64, len(inv))
+	for topic, months := range inv {
+		for _, s := range months {
+			out[topic] = max(out[topic], s.MaxSeq)
+		}
+	}
+	return out
+}
+
+// Months are the progress rows a cutover starts with, one per month, in month order.
+func (inv Inventory) Months() []MonthProgress {
+	byMonth := make(map[month.Month]*MonthProgress)
+	for _, months := range inv {
+		for m, s := range months {
+			mp, ok := byMonth[m]
+			if !ok {
+				mp = &MonthProgress{Month: m}
+				byMonth[m] = mp
+			}
+			mp.Rows += s.Count
+			mp.Topics++
+		}
+	}
+	out := make([]MonthProgress, 0, len(byMonth))
+	for _, m := range slices.Sorted(maps.Keys(byMonth)) {
+		out = append(out, *byMonth[m])
+	}
+	return out
+}
+
+// Topics are the topics' parts of month m with their cutover seqs, by topic.
+func (inv Inventory) Topics(m month.Month, watermarks map[string]int64) []TopicMonth {
+	var out []TopicMonth
+	for _, topic := range slices.Sorted(maps.Keys(inv)) {
+		if s, ok := inv[topic][m]; ok {
+			out = append(out, TopicMonth{Topic: topic, Month: m, MinSeq: s.MinSeq, MaxSeq: s.MaxSeq, Rows: s.Count, CutoverSeq: watermarks[topic]})
+		}
+	}
+	return out
+}
+
+// Add counts one legacy row created in the plan's month.
+func (p *MonthPlan) Add(createdAt time.Time) {
+	if p.Rows == 0 || createdAt.Before(p.MinCreatedAt) {
+		p.MinCreatedAt = createdAt
+	}
+	if p.Rows == 0 || createdAt.After(p.MaxCreatedAt) {
+		p.MaxCreatedAt = createdAt
+	}
+	p.Rows++
 }

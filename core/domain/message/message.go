@@ -4,11 +4,13 @@ package message
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/imdhq/imd/core/domain/apperr"
@@ -167,4 +169,29 @@ type PageQuery struct {
 	Viewer int64
 	// IncludeDeleted returns tombstones too (sync shows them so clients see no gap).
 	IncludeDeleted bool
+}
+
+// Bounds are the query's exclusive seq bounds with "unbounded" made explicit: Before 0 (or
+// less) is past every seq, After below 0 is 0.
+func (q PageQuery) Bounds() (after, before int64) {
+	before = q.Before
+	if before <= 0 {
+		before = math.MaxInt64
+	}
+	return max(q.After, 0), before
+}
+
+// Takes reports whether the page holds a message of the topic with seq and status, the
+// viewer's deleted ranges aside.
+func (q PageQuery) Takes(m Message) bool {
+	after, before := q.Bounds()
+	return m.Topic == q.Topic && m.Seq > after && m.Seq < before && (q.IncludeDeleted || m.Status != StatusDeleted)
+}
+
+// Compare orders messages as the page returns them: by seq, descending when Desc.
+func (q PageQuery) Compare(a, b Message) int {
+	if q.Desc {
+		return cmp.Compare(b.Seq, a.Seq)
+	}
+	return cmp.Compare(a.Seq, b.Seq)
 }

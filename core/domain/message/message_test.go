@@ -2,6 +2,7 @@ package message
 
 import (
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 
@@ -86,5 +87,43 @@ func TestHashTellsRetriesFromReuse(t *testing.T) {
 	}
 	if len(a.Hash()) != 32 {
 		t.Fatalf("hash must fit CHAR(32): %q", a.Hash())
+	}
+}
+
+func TestPageQueryTakes(t *testing.T) {
+	msg := func(topic string, seq int64, st Status) Message { return Message{Topic: topic, Seq: seq, Status: st} }
+	tests := []struct {
+		name string
+		q    PageQuery
+		m    Message
+		want bool
+	}{
+		{"unbounded", PageQuery{Topic: "grp_1"}, msg("grp_1", 1<<40, StatusNormal), true},
+		{"other topic", PageQuery{Topic: "grp_1"}, msg("grp_2", 5, StatusNormal), false},
+		{"after is exclusive", PageQuery{Topic: "grp_1", After: 5}, msg("grp_1", 5, StatusNormal), false},
+		{"before is exclusive", PageQuery{Topic: "grp_1", Before: 5}, msg("grp_1", 5, StatusNormal), false},
+		{"inside", PageQuery{Topic: "grp_1", After: 4, Before: 6}, msg("grp_1", 5, StatusNormal), true},
+		{"tombstone hidden", PageQuery{Topic: "grp_1"}, msg("grp_1", 5, StatusDeleted), false},
+		{"tombstone shown", PageQuery{Topic: "grp_1", IncludeDeleted: true}, msg("grp_1", 5, StatusDeleted), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.q.Takes(tt.m); got != tt.want {
+				t.Errorf("Takes = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestPageQueryBoundsAndOrder(t *testing.T) {
+	if after, before := (PageQuery{After: -3}).Bounds(); after != 0 || before != math.MaxInt64 {
+		t.Errorf("Bounds of an unbounded query = %d, %d", after, before)
+	}
+	if after, before := (PageQuery{After: 3, Before: 9}).Bounds(); after != 3 || before != 9 {
+		t.Errorf("Bounds = %d, %d, want 3, 9", after, before)
+	}
+	a, b := Message{Seq: 1}, Message{Seq: 2}
+	if (PageQuery{}).Compare(a, b) >= 0 || (PageQuery{Desc: true}).Compare(a, b) <= 0 {
+		t.Error("Compare: ascending must put seq 1 first, descending seq 2")
 	}
 }

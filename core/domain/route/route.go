@@ -37,6 +37,22 @@ func (s Segment) Validate() error {
 // Route is a topic's segments in ascending MinSeq order.
 type Route []Segment
 
+// Grow is s with one more message (seq, created at): the route-mirror upsert of seed 000
+// §5.2. A segment without messages (Count 0) becomes that message's alone; Month is kept.
+func (s Segment) Grow(seq int64, createdAt time.Time) Segment {
+	if s.Count == 0 {
+		return Segment{Month: s.Month, MinSeq: seq, MaxSeq: seq, Count: 1, MinCreatedAt: createdAt, MaxCreatedAt: createdAt}
+	}
+	s.MinSeq, s.MaxSeq, s.Count = min(s.MinSeq, seq), max(s.MaxSeq, seq), s.Count+1
+	if createdAt.Before(s.MinCreatedAt) {
+		s.MinCreatedAt = createdAt
+	}
+	if createdAt.After(s.MaxCreatedAt) {
+		s.MaxCreatedAt = createdAt
+	}
+	return s
+}
+
 // Validate rejects a route a cache must not store: a segment Segment.Validate rejects, or
 // two segments of one month.
 func (r Route) Validate() error {

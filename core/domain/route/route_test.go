@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/imdhq/imd/core/domain/month"
 )
@@ -134,5 +135,30 @@ func TestValidate(t *testing.T) {
 	}
 	if err := (Segment{Month: 202609, MinSeq: 1, MaxSeq: 1}).Validate(); err != nil {
 		t.Fatalf("valid segment: %v", err)
+	}
+}
+
+func TestGrow(t *testing.T) {
+	at := func(min int) time.Time { return time.Date(2026, 10, 1, 0, min, 0, 0, time.UTC) }
+	tests := []struct {
+		name string
+		seqs []int64
+		mins []int
+		want Segment
+	}{
+		{"first message", []int64{7}, []int{5}, Segment{Month: 202610, MinSeq: 7, MaxSeq: 7, Count: 1, MinCreatedAt: at(5), MaxCreatedAt: at(5)}},
+		{"in order", []int64{1, 2, 3}, []int{1, 2, 3}, Segment{Month: 202610, MinSeq: 1, MaxSeq: 3, Count: 3, MinCreatedAt: at(1), MaxCreatedAt: at(3)}},
+		{"out of order", []int64{5, 2, 9}, []int{4, 9, 1}, Segment{Month: 202610, MinSeq: 2, MaxSeq: 9, Count: 3, MinCreatedAt: at(1), MaxCreatedAt: at(9)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := Segment{Month: 202610}
+			for i, sq := range tt.seqs {
+				s = s.Grow(sq, at(tt.mins[i]))
+			}
+			if s != tt.want {
+				t.Errorf("Grow = %+v, want %+v", s, tt.want)
+			}
+		})
 	}
 }

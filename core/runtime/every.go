@@ -1,0 +1,31 @@
+package runtime
+
+import (
+	"context"
+	"time"
+)
+
+// Every calls fn every interval until ctx ends; the first call is one interval after the
+// start.
+func Every(ctx context.Context, interval time.Duration, fn func(ctx context.Context)) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			fn(ctx)
+		}
+	}
+}
+
+// EveryTenant calls each for every tenant tenants names, every interval until ctx ends.
+// tenants is read on every round, so a tenant provisioned meanwhile is in the next one.
+func EveryTenant(ctx context.Context, interval time.Duration, tenants func() []string, each func(ctx context.Context, tenant string)) {
+	Every(ctx, interval, func(ctx context.Context) {
+		for _, tenant := range tenants() {
+			each(ctx, tenant)
+		}
+	})
+}
