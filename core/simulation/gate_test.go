@@ -136,6 +136,21 @@ func (s gatedStore) Append(ctx context.Context, tenant string, m message.Message
 	return res, err
 }
 
+func (s gatedStore) AppendFresh(ctx context.Context, tenant string, m message.Message, hash string) (ports.AppendResult, error) {
+	if err := s.g.pass(mysqlBackend, "Store.Append"); err != nil {
+		return ports.AppendResult{}, err
+	}
+	floor := s.g.w.newestWritable()
+	res, err := s.storePorts.AppendFresh(ctx, tenant, m, hash)
+	if err == nil && res.Outcome != ports.AlreadyStored && m.Month < floor {
+		s.g.w.model.violate("%s seq %d newly stored in %s, older than the catalog's newest writable month %s", m.Topic, m.Seq, m.Month, floor)
+	}
+	if err == nil && res.Outcome == ports.Stored {
+		s.g.w.model.storedAt[m.MsgID] = s.g.w.stats.steps
+	}
+	return res, err
+}
+
 func (s gatedStore) MaxSeq(ctx context.Context, tenant, topic string) (int64, error) {
 	if err := s.g.pass(mysqlBackend, "Store.MaxSeq"); err != nil {
 		return 0, err

@@ -19,6 +19,7 @@ import (
 	"github.com/imdhq/imd/core/domain/delivery"
 	"github.com/imdhq/imd/core/domain/message"
 	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/shard"
 	"github.com/imdhq/imd/core/domain/social"
 	"github.com/imdhq/imd/core/dualread"
 	"github.com/imdhq/imd/core/history"
@@ -136,14 +137,6 @@ type stats struct {
 // volatile lists every fake that stands for Redis.
 func (w *world) volatile() []memory.Volatile {
 	return []memory.Volatile{w.months, w.seqs, w.queue, w.routes, w.hot, w.dialogs, w.revCache, w.repairs, w.locks, w.comp}
-}
-
-// afterRollback tags a violation that follows a Redis rollback (see openDefects).
-func (w *world) afterRollback() string {
-	if w.rolledBack {
-		return " after a Redis rollback"
-	}
-	return ""
 }
 
 func (w *world) trace(format string, args ...any) {
@@ -420,6 +413,12 @@ func (notifier) Notify(context.Context, string, delivery.Notification) error { r
 func (w *world) activeMonth() (month.Month, bool) {
 	m, ok, _ := w.months.Active(context.Background(), tenant)
 	return m, ok
+}
+
+// newestWritable reads the catalog's newest writable month straight from the fake.
+func (w *world) newestWritable() month.Month {
+	infos, _ := w.shards.Catalog(context.Background(), tenant)
+	return shard.NewestWritable(infos)
 }
 
 func (w *world) String() string {
