@@ -158,17 +158,18 @@ func (m *model) see(k deviceKey, msgID int64) {
 }
 
 // allocated sees every new allocation of the seq script: the active month it allocates in
-// never moves backward for a process that saw the newer one (month.Floors). A Redis rolled
-// back past an early switch hands a process that saw nothing of it the month before; the
-// write transaction then refuses the message (shard.ErrMonthBehind, checked by
+// never moves backward for a process that saw the newer one (month.Floors). A Redis behind
+// the catalog (rolled back past an early switch, or an advance that died between the catalog
+// and Redis) hands a process that saw nothing of the switch the month before; the write
+// transaction then refuses the message (shard.ErrMonthBehind, checked by
 // gatedStore.AppendFresh: no new row behind the catalog's newest writable month) and the send
 // repairs the month and allocates again.
 func (m *model) allocated(w *world, g *gate, a seq.Allocation) {
 	if a.Month < m.maxActive {
-		if g.sawMonth >= m.maxActive || !w.rolledBack {
+		if g.sawMonth >= m.maxActive {
 			m.violate("active month moved back from %s to %s: seq %d allocated in it", m.maxActive, a.Month, a.Seq)
 		} else {
-			w.trace("stale month %s handed out after a Redis rollback (newest %s): seq %d", a.Month, m.maxActive, a.Seq)
+			w.trace("stale month %s handed to a process that never saw %s: seq %d", a.Month, m.maxActive, a.Seq)
 		}
 	}
 	m.maxActive = max(m.maxActive, a.Month)
@@ -197,6 +198,9 @@ func (w *world) check() {
 	if active, ok := w.activeMonth(); ok {
 		m.maxActive = max(m.maxActive, active)
 	}
+	// So is the catalog's newest writable month: an early switch writes it there first, and a
+	// failover may take it out of Redis again.
+	m.maxActive = max(m.maxActive, w.newestWritable())
 	for _, c := range m.conversations {
 		w.checkTopic(c.topic)
 	}

@@ -112,8 +112,6 @@ type world struct {
 	redisRollbacks int
 	// listsLost: the conversation lists were lost or rolled back, so they were rebuilt.
 	listsLost bool
-	// rolledBack: the month state was last rolled back, not lost.
-	rolledBack bool
 	// sweptAt: when the seq-hole sweeper last ran through without a fault; every hole whose
 	// next message was older than holeAfter then is closed.
 	sweptAt time.Time
