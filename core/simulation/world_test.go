@@ -317,7 +317,7 @@ func (w *world) boot(g *gate) *node {
 // reboot replaces a crashed node by a fresh process.
 func (w *world) reboot(i int) {
 	g := w.nodes[i].g
-	g.crashed, g.method, g.n, g.seen, g.sawMonth = false, "", 0, 0, 0
+	g.crashed, g.method, g.n, g.seen, g.sawMonth, g.fresh = false, "", 0, 0, 0, freshAllocation{}
 	w.nodes[i] = w.boot(g)
 }
 
