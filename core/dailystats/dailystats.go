@@ -21,7 +21,7 @@ import (
 	"github.com/imdhq/imd/core/domain/message"
 	"github.com/imdhq/imd/core/domain/stats"
 	"github.com/imdhq/imd/core/domain/topic"
-	"github.com/imdhq/imd/core/runtime"
+	"github.com/imdhq/imd/core/periodic"
 	"github.com/imdhq/imd/ports"
 )
 
@@ -107,7 +107,7 @@ func (c *Counter) keep(k key, d stats.Day) {
 // Run flushes every interval until ctx ends. It leaves the last sums to the caller, who
 // flushes once more with a context of its own after the transports stopped (shutdown).
 func (c *Counter) Run(ctx context.Context, every time.Duration) {
-	runtime.Every(ctx, every, func(ctx context.Context) {
+	periodic.Every(ctx, every, func(ctx context.Context) {
 		_ = c.Flush(ctx) // logged; the sums wait for the next tick
 	})
 }

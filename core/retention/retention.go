@@ -16,7 +16,7 @@ import (
 	"github.com/imdhq/imd/core/domain/month"
 	"github.com/imdhq/imd/core/domain/shard"
 	"github.com/imdhq/imd/core/jobs"
-	"github.com/imdhq/imd/core/runtime"
+	"github.com/imdhq/imd/core/periodic"
 	"github.com/imdhq/imd/ports"
 )
 
@@ -202,7 +202,7 @@ func (s *Service) apply(ctx context.Context, tenant string, m month.Month, st St
 
 // RunEvery applies the policies of tenants every interval until ctx ends.
 func (s *Service) RunEvery(ctx context.Context, tenants func() []string, interval time.Duration) {
-	runtime.EveryTenant(ctx, interval, tenants, func(ctx context.Context, tenant string) {
+	periodic.EveryTenant(ctx, interval, tenants, func(ctx context.Context, tenant string) {
 		if p := s.PolicyOf(tenant); p.KeepOnlineMonths == 0 && p.PurgeAfterMonths == 0 {
 			return
 		}

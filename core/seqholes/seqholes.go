@@ -18,7 +18,7 @@ import (
 	"github.com/imdhq/imd/core/domain/route"
 	"github.com/imdhq/imd/core/domain/seq"
 	"github.com/imdhq/imd/core/domain/shard"
-	"github.com/imdhq/imd/core/runtime"
+	"github.com/imdhq/imd/core/periodic"
 	"github.com/imdhq/imd/ports"
 )
 
@@ -186,7 +186,7 @@ func (s *Sweeper) close(ctx context.Context, tenant string, next message.Message
 
 // RunEvery sweeps the tenants every interval until ctx ends.
 func (s *Sweeper) RunEvery(ctx context.Context, tenants func() []string, interval time.Duration) {
-	runtime.EveryTenant(ctx, interval, tenants, func(ctx context.Context, tenant string) {
+	periodic.EveryTenant(ctx, interval, tenants, func(ctx context.Context, tenant string) {
 		if _, err := s.Sweep(ctx, tenant); err != nil && ctx.Err() == nil {
 			s.d.Log.WarnContext(ctx, "seq hole sweep failed", "tenant", tenant, "err", err)
 		}

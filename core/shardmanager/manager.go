@@ -12,7 +12,7 @@ import (
 	"github.com/imdhq/imd/core/domain/apperr"
 	"github.com/imdhq/imd/core/domain/month"
 	"github.com/imdhq/imd/core/domain/shard"
-	"github.com/imdhq/imd/core/runtime"
+	"github.com/imdhq/imd/core/periodic"
 	"github.com/imdhq/imd/ports"
 )
 
@@ -267,7 +267,7 @@ func (m *Manager) prepare(ctx context.Context, tenant string, mo month.Month) er
 // Run calls Ensure for every tenant every interval until ctx ends; the caller runs the first
 // pass itself at start, so a failure there can stop the start.
 func (m *Manager) Run(ctx context.Context, tenants []string, interval time.Duration) {
-	runtime.EveryTenant(ctx, interval, func() []string { return tenants }, func(ctx context.Context, tenant string) {
+	periodic.EveryTenant(ctx, interval, func() []string { return tenants }, func(ctx context.Context, tenant string) {
 		if err := m.Ensure(ctx, tenant); err != nil && ctx.Err() == nil {
 			m.d.Log.ErrorContext(ctx, "shard manager pass failed", "tenant", tenant, "err", err)
 		}

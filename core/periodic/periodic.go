@@ -1,4 +1,6 @@
-package runtime
+// Package periodic runs a function on a ticker until its context ends, once per round or once
+// per tenant per round: the loop shape of every background pass.
+package periodic
 
 import (
 	"context"
