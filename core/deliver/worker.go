@@ -300,9 +300,10 @@ type target struct {
 }
 
 // handle runs jobs of one tenant, in order. The list updates come first and act once per job
-// and recipient batch, whatever happens later; the push acts once per job (deliver:done). A
-// crash anywhere leaves the jobs in processing, and their rerun skips what already acted, so
-// unread never counts a message twice. A step that fails retries the jobs it was for; the
+// and recipient batch, whatever happens later; the push is repeated by a rerun (a connection
+// drops what it already queued), the MISSED_MESSAGE rows and the notification act once per job
+// (deliver:done). A crash anywhere leaves the jobs in processing, and their rerun skips what
+// already acted, so unread never counts a message twice. A step that fails retries the jobs it was for; the
 // others go on.
 func (w *Workers) handle(ctx context.Context, jobs ...delivery.Job) {
 	if len(jobs) == 0 {
@@ -314,42 +315,40 @@ func (w *Workers) handle(ctx context.Context, jobs ...delivery.Job) {
 	if len(targets) == 0 {
 		return
 	}
+	// Pushed before the done marks are set, so a consumer that dies in between leaves the jobs
+	// to be pushed again by the one that takes them over: live pushes are at least once, and a
+	// connection drops a MESSAGE it already queued (the session registry), so each device still
+	// gets it once. The done marks then say which run writes the MISSED_MESSAGE rows and
+	// notifies: one, never both.
+	taken := make([]delivery.Job, len(targets))
 	keys := make([]string, len(targets))
+	pushes := make([]delivery.Addressed, len(targets))
 	for i, t := range targets {
-		keys[i] = t.job.DoneKey()
+		job := t.job
+		taken[i], keys[i] = job, job.DoneKey()
+		pushes[i] = delivery.Addressed{
+			Target: delivery.Target{Recipients: t.recipients, Sender: job.From, ExcludeDevice: job.ExcludeDevice, NotMailbox: job.NotMailbox},
+			Push:   delivery.Push{Kind: job.Kind, Message: job.Message, Data: job.Event},
+		}
 	}
-	first, err := w.d.Queue.MarkDone(ctx, targets[0].job.Tenant, w.cfg.DoneTTL, keys...)
+	// One call: a connection gets every frame of the pass in one write, in job order.
+	outs := w.d.Pusher.PushReach(ctx, taken[0].Tenant, pushes...)
+	first, err := w.d.Queue.MarkDone(ctx, taken[0].Tenant, w.cfg.DoneTTL, keys...)
 	if err != nil {
-		for _, t := range targets {
-			w.retry(ctx, t.job, err)
+		for _, job := range taken {
+			w.retry(ctx, job, err)
 		}
 		return
 	}
-	taken := make([]delivery.Job, len(targets))
-	var (
-		pushed []delivery.Job
-		pushes []delivery.Addressed
-	)
-	for i, t := range targets {
-		taken[i] = t.job
+	for i, out := range outs {
+		job := taken[i]
 		if !first[i] {
 			w.d.Metrics.Inc("deliver_idempotent_skip_total")
 			continue
 		}
-		job := t.job
-		pushed = append(pushed, job)
-		pushes = append(pushes, delivery.Addressed{
-			Target: delivery.Target{Recipients: t.recipients, Sender: job.From, ExcludeDevice: job.ExcludeDevice, NotMailbox: job.NotMailbox},
-			Push:   delivery.Push{Kind: job.Kind, Message: job.Message, Data: job.Event},
-		})
-	}
-	if len(pushes) > 0 {
-		// One call: a connection gets every frame of the pass in one write, in job order.
-		for i, out := range w.d.Pusher.PushReach(ctx, taken[0].Tenant, pushes...) {
-			if job := pushed[i]; isMessage(job) {
-				w.recordMissed(ctx, job, out.FailedDevices)
-				w.notify(ctx, job, out, muted[job.ConversationID])
-			}
+		if isMessage(job) {
+			w.recordMissed(ctx, job, out.FailedDevices)
+			w.notify(ctx, job, out, muted[job.ConversationID])
 		}
 	}
 	if err := w.d.Queue.Ack(ctx, taken...); err != nil {

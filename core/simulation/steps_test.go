@@ -216,6 +216,7 @@ func (w *world) exec(s step) {
 	case kOffline:
 		k := deviceKey{int64(s.a%userCount) + 1, uint64(s.b%deviceCount) + 1}
 		w.offline[k] = !w.offline[k]
+		delete(w.onConn, k)
 	case kIssueToken:
 		u := int64(s.a%userCount) + 1
 		tok := fmt.Sprintf("tok%d", len(w.tokens.claims)+1)

@@ -107,7 +107,11 @@ type world struct {
 	mysqlDown, redisDown bool
 	slow                 map[deviceKey]bool // pushes to these devices fail
 	offline              map[deviceKey]bool
-	snapshot             []func() // a Redis copy to roll back to
+	// onConn is the highest MESSAGE seq per topic queued on each device's connection: like
+	// session.Registry, the connection drops a repeat (a deliver job pushed again after its
+	// consumer crashed before marking it done); going offline closes it and forgets.
+	onConn   map[deviceKey]map[string]int64
+	snapshot []func() // a Redis copy to roll back to
 	// redisRollbacks counts rollbacks: a rolled-back queue may push a job again.
 	redisRollbacks int
 	// listsLost: the conversation lists were lost or rolled back, so they were rebuilt.
@@ -165,7 +169,7 @@ func newWorld() (*world, error) {
 		hot: memory.NewHotCache(clock.Now, hotWindow, hotPerTopic), dialogs: memory.NewDialogStore(clock.Now),
 		revocations: memory.NewRevocations(), revCache: memory.NewRevocationCache(clock.Now), repairs: memory.NewRepairQueue(), locks: memory.NewLocks(clock.Now),
 		comp: memory.NewCompensationList(), metrics: memory.NewMetrics(), tokens: &tokens{claims: map[string]auth.Token{}},
-		slow: map[deviceKey]bool{}, offline: map[deviceKey]bool{},
+		slow: map[deviceKey]bool{}, offline: map[deviceKey]bool{}, onConn: map[deviceKey]map[string]int64{},
 	}
 	if w.queue, err = memory.NewDeliverQueue(clock.Now).WithPartitions(partitions); err != nil {
 		return nil, err
@@ -388,8 +392,15 @@ func (p *pusher) PushReach(_ context.Context, _ string, pushes ...delivery.Addre
 					continue
 				}
 				out[i].Delivered++
-				if a.Push.Kind == delivery.KindMessage && a.Push.Message != nil {
-					p.w.model.livePush(p.w, k, *a.Push.Message)
+				if m := a.Push.Message; a.Push.Kind == delivery.KindMessage && m != nil {
+					if high, ok := p.w.onConn[k][m.Topic]; ok && m.Seq <= high {
+						continue // queued on this connection before: dropped
+					}
+					if p.w.onConn[k] == nil {
+						p.w.onConn[k] = map[string]int64{}
+					}
+					p.w.onConn[k][m.Topic] = m.Seq
+					p.w.model.livePush(p.w, k, *m)
 				}
 			}
 			if !online {

@@ -74,7 +74,8 @@ type Conn struct {
 	pushSeq    atomic.Uint32
 	closing    atomic.Bool
 
-	acks acks // MESSAGE pushes waiting for PUSH_ACK
+	acks   acks   // MESSAGE pushes waiting for PUSH_ACK
+	pushed pushed // MESSAGE pushes queued, per topic: a repeated one is dropped
 }
 
 // NewConn wraps link. id is the connection id used in logs.

@@ -159,3 +159,27 @@ func TestPushesSharingRecipientsKeepOrderAndExclusions(t *testing.T) {
 		}
 	}
 }
+
+// A MESSAGE queued on a connection before is not queued again: a deliver job pushed again after
+// its consumer died, or reaching a node both by a forward and from the consumer that took it
+// over, reaches each connection once; the memory is the connection's, another one gets it.
+func TestRepeatedMessagePushReachesEachConnectionOnce(t *testing.T) {
+	fx := newFixture()
+	_, phone := fx.bind(t, roomy, Identity{"t", 1, 1})
+	to := delivery.Target{Recipients: []int64{1}}
+	for _, seqs := range [][]int64{{1, 2}, {1, 2, 3}, {3}} {
+		for _, s := range seqs {
+			if rep := fx.reg.Push(t.Context(), "t", to, msgPush(s)); rep != (delivery.Report{Delivered: 1}) {
+				t.Fatalf("push of seq %d: %+v", s, rep)
+			}
+		}
+	}
+	if n := len(phone.frames(t)); n != 3 {
+		t.Fatalf("%d frames, want seqs 1, 2 and 3 once each", n)
+	}
+	_, desk := fx.bind(t, roomy, Identity{"t", 1, 2})
+	fx.reg.Push(t.Context(), "t", to, msgPush(3))
+	if p, d := len(phone.frames(t)), len(desk.frames(t)); p != 3 || d != 1 {
+		t.Fatalf("phone %d frames, desk %d; want 3 and 1", p, d)
+	}
+}

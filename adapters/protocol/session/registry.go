@@ -293,6 +293,12 @@ func (r *Registry) push(ctx context.Context, tenant string, pushes []delivery.Ad
 						m.failed(user, c)
 						continue
 					}
+					if p.Kind == delivery.KindMessage && p.Message != nil && !c.pushed.first(p.Message.Topic, p.Message.Seq) {
+						// Queued on this connection before: this device has it (or a
+						// MISSED_MESSAGE row says it failed), so it counts as delivered.
+						reps[i].Delivered++
+						continue
+					}
 					if encoded[g] == nil && encErr[g] == nil {
 						encoded[g], encErr[g] = r.encode(p)
 					}
@@ -329,6 +335,9 @@ func (r *Registry) push(ctx context.Context, tenant string, pushes []delivery.Ad
 			}
 			// Reported as failed here, so it is not also an ack timeout later.
 			q.conn.acks.ack(f.seq)
+			if m := pushes[f.push].Push.Message; m != nil {
+				q.conn.pushed.refused(m.Topic, m.Seq)
+			}
 			reps[f.push].Failed++
 			missOf(f.push).failed(q.user, q.conn)
 			r.metrics.Inc("outbound_drop_total")
