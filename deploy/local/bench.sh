@@ -275,12 +275,16 @@ for name in "${labels[@]}"; do
 done
 if ((${#reports[@]})); then
 	"$out/bin/imctl" bench summary --md "$out/summary.md" "${reports[@]}"
+	# The stage tables of the runs, and the legend they share once, after the last.
+	legend=""
 	for name in "${labels[@]}"; do
 		if [[ -s "$out/$name.stages.md" ]]; then
 			printf '\n' >>"$out/summary.md"
-			cat "$out/$name.stages.md" >>"$out/summary.md"
+			sed '/^Stages: /,$d' "$out/$name.stages.md" >>"$out/summary.md"
+			legend="$out/$name.stages.md"
 		fi
 	done
+	[[ -z "$legend" ]] || sed -n '/^Stages: /,$p' "$legend" >>"$out/summary.md"
 fi
 log "reports: $out (summary.md, <run>.md, <run>.json, machine.txt, imd.log)"
 if ((${#failed[@]})); then

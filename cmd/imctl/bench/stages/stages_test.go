@@ -193,3 +193,16 @@ func TestParseRejectsGarbage(t *testing.T) {
 		})
 	}
 }
+
+// FuzzParse: a profile file is outside bytes; garbage must be an error, never a panic.
+func FuzzParse(f *testing.F) {
+	t := &testing.T{}
+	f.Add(encodeProfile(t, map[string]int64{"a b+c": 10_000_000, "runtime.gcDrain": 20_000_000}))
+	f.Add([]byte{0x12, 0x05, 0x01})
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		samples, err := Parse(bytes.NewReader(raw))
+		if err == nil {
+			Attribute(samples, Stages)
+		}
+	})
+}
