@@ -460,8 +460,12 @@ func TestTLSPipelinedRequestsWithPushes(t *testing.T) {
 			var pushing sync.WaitGroup
 			pushing.Go(func() { // pushes race the answers on the same connection
 				target := delivery.Target{Recipients: []int64{1}, Sender: 2}
+				// Each pusher its own topic: the same (topic, seq) twice is one message, which a
+				// connection takes once.
 				for k := range pushes {
-					push := delivery.Push{Kind: delivery.KindMessage, Message: testMessage(int64(k+1), long)}
+					m := testMessage(int64(k+1), long)
+					m.Topic = fmt.Sprintf("grp_%d", i+1)
+					push := delivery.Push{Kind: delivery.KindMessage, Message: m}
 					delivered.Add(int64(n.h.srv.Push(t.Context(), "default", target, push).Delivered))
 				}
 			})
