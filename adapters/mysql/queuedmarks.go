@@ -88,12 +88,9 @@ func (m *queuedMarker) run() {
 }
 
 func (m *queuedMarker) write(batch []*markReq) error {
-	upd := rowBatch{sep: sepUnion}
-	for _, r := range batch {
-		p := sqlcdb.MarkDedupQueuedParams{Topic: r.key.topic, FromUser: r.key.from, ClientMsgID: r.key.clientMsgID}
-		if err := upd.add(func(q *sqlcdb.Queries) error { return q.MarkDedupQueued(context.Background(), p) }); err != nil {
-			return err
-		}
+	upd, err := queuedMarkBatch(batch)
+	if err != nil {
+		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), DefaultTxTimeout)
 	defer cancel()
@@ -101,4 +98,16 @@ func (m *queuedMarker) write(batch []*markReq) error {
 		return fmt.Errorf("mark %d dedup records queued: %w", len(batch), err)
 	}
 	return nil
+}
+
+// queuedMarkBatch is the UPDATE that flags batch's records (sql/queries/dedup.sql).
+func queuedMarkBatch(batch []*markReq) (rowBatch, error) {
+	upd := rowBatch{sep: sepOr}
+	for _, r := range batch {
+		p := sqlcdb.MarkDedupQueuedParams{Topic: r.key.topic, FromUser: r.key.from, ClientMsgID: r.key.clientMsgID}
+		if err := upd.add(func(q *sqlcdb.Queries) error { return q.MarkDedupQueued(context.Background(), p) }); err != nil {
+			return rowBatch{}, err
+		}
+	}
+	return upd, nil
 }

@@ -17,6 +17,7 @@ const rowMarker = "/*ROW*/"
 const (
 	sepValues = ", "          // INSERT … VALUES (…), (…)
 	sepUnion  = " UNION ALL " // derived table (SELECT …) UNION ALL (SELECT …)
+	sepOr     = " OR "        // WHERE (key = … AND …) OR (key = … AND …)
 )
 
 // errRecorded stops a generated :many method after its statement was recorded.

@@ -111,26 +111,25 @@ func (q *Queries) LockDedup(ctx context.Context, arg LockDedupParams) ([]LockDed
 }
 
 const markDedupQueued = `-- name: MarkDedupQueued :exec
-UPDATE (/*ROW*/(SELECT
-    CAST(? AS CHAR(64)) AS topic,
-    CAST(? AS SIGNED) AS from_user,
-    CAST(? AS CHAR(64)) AS client_msg_id)) AS k
-STRAIGHT_JOIN im_group_message_dedup AS d FORCE INDEX (PRIMARY)
-    ON d.topic = k.topic AND d.from_user = k.from_user AND d.client_msg_id = k.client_msg_id
-SET d.status = 'queued'
+UPDATE im_group_message_dedup FORCE INDEX (PRIMARY) SET status = 'queued'
+WHERE /*ROW*/(topic = ? AND from_user = ? AND client_msg_id = ?)
 `
 
 type MarkDedupQueuedParams struct {
-	Topic       interface{}
+	Topic       string
 	FromUser    int64
-	ClientMsgID interface{}
+	ClientMsgID string
 }
 
 // A record's status goes 'stored' (COMMIT) → 'queued' once the send that stored it, or a
 // resend, queued its deliver job: a resend of a queued message queues nothing (issue 19).
-// The keys drive the join and each record is found by its primary key: on a young table the
-// optimizer would otherwise scan the dedup table first, lock every row, and deadlock with the
-// group commit's inserts.
+// One table, each row named by its primary key (an equality group per row, OR'ed), read by
+// PRIMARY range lookups, so only the batch's rows are locked: a young table scanned and locked
+// whole deadlocked with the group commit's inserts, and with a few keys of one topic the
+// optimizer would take the topic's secondary index, a range over all its records (hence the
+// FORCE INDEX). Not a multi-table UPDATE over a derived table of the keys: MariaDB 10.11 builds
+// a temporary table for that form and crashed on it under load (signal 11 in create_tmp_table
+// under multi_update::initialize_tables).
 func (q *Queries) MarkDedupQueued(ctx context.Context, arg MarkDedupQueuedParams) error {
 	_, err := q.db.ExecContext(ctx, markDedupQueued, arg.Topic, arg.FromUser, arg.ClientMsgID)
 	return err
