@@ -84,19 +84,6 @@ func (s *sessions) Kick(_ string, user int64, device uint64, _ string) int {
 	return 1
 }
 
-// notifier is the system push service: the users of each notification.
-type notifier struct {
-	mu    sync.Mutex
-	users [][]int64
-}
-
-func (n *notifier) Notify(_ context.Context, _ string, note delivery.Notification) error {
-	n.mu.Lock()
-	n.users = append(n.users, note.Users)
-	n.mu.Unlock()
-	return nil
-}
-
 // node is one imd node of the test deployment.
 type node struct {
 	view     *View
@@ -104,7 +91,7 @@ type node struct {
 	pusher   *Pusher
 	tracker  *Tracker
 	receiver *Receiver
-	notifier *notifier
+	notifier *memory.Notifier
 	metrics  *memory.Metrics
 }
 
@@ -140,7 +127,7 @@ func (d *deployment) rows(t *testing.T, user int64) (seqs []int64) {
 
 func (d *deployment) node(name string, backlog int, users ...int64) *node {
 	cfg := Config{LeaseTTL: time.Second, Backlog: backlog}
-	n := &node{view: NewView(name), local: newSessions(users...), notifier: &notifier{}, metrics: memory.NewMetrics()}
+	n := &node{view: NewView(name), local: newSessions(users...), notifier: memory.NewNotifier(), metrics: memory.NewMetrics()}
 	mailer := inbox.NewMailer(inbox.MailerDeps{Mailbox: d.mailbox, Pusher: n.local, IDs: memory.NewIDs(d.clock), Clock: d.clock, Log: quiet})
 	fallback := deliver.NewFallback(deliver.Config{}, deliver.Deps{Queue: d.queue, Mailer: mailer, Notifier: n.notifier, Metrics: n.metrics, Log: quiet})
 	n.pusher = NewPusher(cfg, PusherDeps{Local: n.local, View: n.view, Presence: d.nodes, Channel: d.nodes, Clock: d.clock, Metrics: n.metrics, Log: quiet})
@@ -287,7 +274,7 @@ func TestReceiverFailureGetsTheRowAndSystemPushOfALocalFailure(t *testing.T) {
 			t.Errorf("missed rows of user %d for seqs %v, want %v", user, got, want)
 		}
 	}
-	if got := b.notifier.users; len(got) != 1 || !slices.Equal(got[0], []int64{3, 5}) {
+	if got := b.notifier.Users(); len(got) != 1 || !slices.Equal(got[0], []int64{3, 5}) {
 		t.Errorf("system pushes %v, want one to users 3 and 5 (4 muted seq 1, seq 2 is NotPush, seq 3 from an older node)", got)
 	}
 	if got := b.metrics.Count("deliver_notify_total", "ok"); got != 1 {
