@@ -60,10 +60,12 @@ func newClusterPusher(cfg cluster.Config, v *cluster.View, presence ports.Presen
 	return cluster.NewPusher(cfg, cluster.PusherDeps{Local: tcp, View: v, Presence: presence, Channel: channel, Clock: c, Metrics: m, Log: log})
 }
 
-func newReceiver(v *cluster.View, n ports.NodeChannel, tcp *tcpserver.Server, t *cluster.Tracker, missed *deliver.Missed,
+// newReceiver acts for a push that fails here as the deliver workers do for their own
+// (deliver.Fallback, built from the workers' config and ports).
+func newReceiver(v *cluster.View, n ports.NodeChannel, tcp *tcpserver.Server, t *cluster.Tracker, wc deliver.Config, wd deliver.Deps,
 	reg *cluster.LateTenants, c ports.Clock, m ports.Metrics, log *slog.Logger) *cluster.Receiver {
 	return cluster.NewReceiver(cluster.ReceiverDeps{
-		View: v, Channel: n, Local: tcp, Kicker: tcp, Tracker: t, Missed: missed, Tenants: reg.Names, Clock: c, Metrics: m, Log: log,
+		View: v, Channel: n, Local: tcp, Kicker: tcp, Tracker: t, Fallback: deliver.NewFallback(wc, wd), Tenants: reg.Names, Clock: c, Metrics: m, Log: log,
 	})
 }
 

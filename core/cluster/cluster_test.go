@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"slices"
@@ -10,9 +11,12 @@ import (
 	"time"
 
 	"github.com/imdhq/imd/adapters/memory"
+	"github.com/imdhq/imd/core/deliver"
 	"github.com/imdhq/imd/core/domain/delivery"
+	"github.com/imdhq/imd/core/domain/mailbox"
 	"github.com/imdhq/imd/core/domain/message"
 	"github.com/imdhq/imd/core/domain/presence"
+	"github.com/imdhq/imd/core/inbox"
 )
 
 const tenant = "acme"
@@ -80,17 +84,6 @@ func (s *sessions) Kick(_ string, user int64, device uint64, _ string) int {
 	return 1
 }
 
-type missed struct {
-	mu   sync.Mutex
-	rows []delivery.Device
-}
-
-func (m *missed) Record(_ string, user int64, device uint64, _ message.Message) {
-	m.mu.Lock()
-	m.rows = append(m.rows, delivery.Device{User: user, Device: device})
-	m.mu.Unlock()
-}
-
 // node is one imd node of the test deployment.
 type node struct {
 	view     *View
@@ -98,26 +91,49 @@ type node struct {
 	pusher   *Pusher
 	tracker  *Tracker
 	receiver *Receiver
-	missed   *missed
+	notifier *memory.Notifier
 	metrics  *memory.Metrics
 }
 
+// deployment is the Redis and MySQL the nodes share.
 type deployment struct {
-	nodes *memory.Nodes
-	clock *memory.Clock
+	nodes   *memory.Nodes
+	clock   *memory.Clock
+	queue   *memory.DeliverQueue
+	mailbox *memory.Mailbox
 }
 
 func newDeployment() *deployment {
-	return &deployment{nodes: memory.NewNodes(time.Now), clock: memory.NewClock(time.Unix(1_800_000_000, 0))}
+	clock := memory.NewClock(time.Unix(1_800_000_000, 0))
+	return &deployment{nodes: memory.NewNodes(time.Now), clock: clock, queue: memory.NewDeliverQueue(clock.Now), mailbox: memory.NewMailbox()}
+}
+
+// rows are the MISSED_MESSAGE rows of the user's device 1, by seq.
+func (d *deployment) rows(t *testing.T, user int64) (seqs []int64) {
+	t.Helper()
+	events, err := d.mailbox.Since(t.Context(), tenant, user, 1, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events {
+		var m mailbox.Missed
+		if e.Type != mailbox.MissedMessage || json.Unmarshal(e.Payload, &m) != nil {
+			t.Fatalf("mailbox row %+v", e)
+		}
+		seqs = append(seqs, m.Seq)
+	}
+	return seqs
 }
 
 func (d *deployment) node(name string, backlog int, users ...int64) *node {
 	cfg := Config{LeaseTTL: time.Second, Backlog: backlog}
-	n := &node{view: NewView(name), local: newSessions(users...), missed: &missed{}, metrics: memory.NewMetrics()}
+	n := &node{view: NewView(name), local: newSessions(users...), notifier: memory.NewNotifier(), metrics: memory.NewMetrics()}
+	mailer := inbox.NewMailer(inbox.MailerDeps{Mailbox: d.mailbox, Pusher: n.local, IDs: memory.NewIDs(d.clock), Clock: d.clock, Log: quiet})
+	fallback := deliver.NewFallback(deliver.Config{}, deliver.Deps{Queue: d.queue, Mailer: mailer, Notifier: n.notifier, Metrics: n.metrics, Log: quiet})
 	n.pusher = NewPusher(cfg, PusherDeps{Local: n.local, View: n.view, Presence: d.nodes, Channel: d.nodes, Clock: d.clock, Metrics: n.metrics, Log: quiet})
 	n.tracker = NewTracker(n.view, d.nodes, NewForwarder(cfg, d.nodes, d.clock, n.metrics, quiet), quiet)
 	n.receiver = NewReceiver(ReceiverDeps{View: n.view, Channel: d.nodes, Local: n.local, Kicker: n.local, Tracker: n.tracker,
-		Missed: n.missed, Tenants: func() []string { return []string{tenant} }, Clock: d.clock, Metrics: n.metrics, Log: quiet})
+		Fallback: fallback, Tenants: func() []string { return []string{tenant} }, Clock: d.clock, Metrics: n.metrics, Log: quiet})
 	for _, u := range users {
 		n.tracker.Bound(tenant, u, 1)
 	}
@@ -152,7 +168,7 @@ func (d *deployment) receive(t *testing.T, n *node) int {
 func messagePush(seq int64, recipients []int64) delivery.Addressed {
 	return delivery.Addressed{
 		Target: delivery.Target{Recipients: recipients, Sender: 1, ExcludeDevice: 1},
-		Push:   delivery.Push{Kind: delivery.KindMessage, Message: &message.Message{Topic: "grp_1", Seq: seq, From: 1}},
+		Push:   delivery.Push{Kind: delivery.KindMessage, Message: &message.Message{Topic: "grp_1", MsgID: 100 + seq, Seq: seq, From: 1}},
 	}
 }
 
@@ -225,8 +241,47 @@ func TestReceiverRecordsMissedAndSurvivesGarbage(t *testing.T) {
 	if got := b.metrics.Count("cross_node_push_total", resultMalformed); got != 6 {
 		t.Errorf("malformed counted %v, want 6", got)
 	}
-	if !slices.Equal(b.missed.rows, []delivery.Device{{User: 4, Device: 1}}) {
-		t.Errorf("missed rows %+v, want device 4/1 for seq 6 only (seq 7 is NotMailbox)", b.missed.rows)
+	if got := d.rows(t, 4); !slices.Equal(got, []int64{6}) {
+		t.Errorf("missed rows of user 4 for seqs %v, want 6 only (seq 7 is NotMailbox)", got)
+	}
+}
+
+// A push that fails on the node that received it gets what a local failure gets: its row and
+// one system push, none for a muted user or a job that says NotPush, once per job however often
+// it is handed over; an envelope of an older node (no notify field) gets its row only.
+func TestReceiverFailureGetsTheRowAndSystemPushOfALocalFailure(t *testing.T) {
+	d := newDeployment()
+	a := d.node("1-aa", 100, 1)
+	b := d.node("2-bb", 100, 3, 4, 5)
+	live([]string{"1-aa", "2-bb"}, a, b)
+	b.local.refuse[3], b.local.refuse[4], b.local.refuse[5] = true, true, true
+	members := []int64{1, 3, 4, 5}
+	muted := messagePush(1, members)
+	muted.Target.Muted = map[int64]bool{4: true}
+	notPush := messagePush(2, members)
+	notPush.Target.NotPush = true
+	a.pusher.PushReach(t.Context(), tenant, muted, notPush)
+	// The job's consumer died before its done mark: the node taking it over hands it again.
+	a.pusher.PushReach(t.Context(), tenant, muted)
+	d.receive(t, b)
+	older := `{"kind":"pushes","sets":[[5]],"pushes":[{"set":0,"sender":1,"kind":"message","message":{"topic":"grp_1","msg_id":103,"seq":3,"from":1}}]}`
+	if _, err := d.nodes.Send(t.Context(), tenant, "2-bb", 100, []byte(older)); err != nil {
+		t.Fatal(err)
+	}
+	d.receive(t, b)
+	for user, want := range map[int64][]int64{3: {1, 2}, 4: {1, 2}, 5: {1, 2, 3}} {
+		if got := d.rows(t, user); !slices.Equal(got, want) {
+			t.Errorf("missed rows of user %d for seqs %v, want %v", user, got, want)
+		}
+	}
+	if got := b.notifier.Users(); len(got) != 1 || !slices.Equal(got[0], []int64{3, 5}) {
+		t.Errorf("system pushes %v, want one to users 3 and 5 (4 muted seq 1, seq 2 is NotPush, seq 3 from an older node)", got)
+	}
+	if got := b.metrics.Count("deliver_notify_total", "ok"); got != 1 {
+		t.Errorf("deliver_notify_total{ok} %v, want 1", got)
+	}
+	if got := b.metrics.Count("deliver_mailbox_total", "ok"); got != 7 {
+		t.Errorf("deliver_mailbox_total{ok} %v, want 7", got)
 	}
 }
 

@@ -29,19 +29,31 @@ type envelope struct {
 }
 
 type wirePush struct {
-	Set           int              `json:"set"` // index into Sets
-	Sender        int64            `json:"sender,omitempty"`
-	ExcludeDevice uint64           `json:"exclude_device,omitempty"`
-	NotMailbox    bool             `json:"not_mailbox,omitempty"`
-	Kind          delivery.Kind    `json:"kind"`
-	Message       *message.Message `json:"message,omitempty"`
-	Data          json.RawMessage  `json:"data,omitempty"`
+	Set           int    `json:"set"` // index into Sets
+	Sender        int64  `json:"sender,omitempty"`
+	ExcludeDevice uint64 `json:"exclude_device,omitempty"`
+	NotMailbox    bool   `json:"not_mailbox,omitempty"`
+	// Notify says a device that refuses a MESSAGE push here also gets its user a system push
+	// (the job allows one); Muted are the users of the push's set who muted the conversation.
+	// An envelope of an older node has neither: its failures get rows only, as then.
+	Notify  bool             `json:"notify,omitempty"`
+	Muted   []int64          `json:"muted,omitempty"`
+	Kind    delivery.Kind    `json:"kind"`
+	Message *message.Message `json:"message,omitempty"`
+	Data    json.RawMessage  `json:"data,omitempty"`
 }
 
-func toWire(set int, a delivery.Addressed) wirePush {
+// toWire is a for the users of set, who are on one node: only their mute state travels.
+func toWire(set int, users []int64, a delivery.Addressed) wirePush {
+	var muted []int64
+	for _, u := range users {
+		if a.Target.Muted[u] {
+			muted = append(muted, u)
+		}
+	}
 	return wirePush{
 		Set: set, Sender: a.Target.Sender, ExcludeDevice: a.Target.ExcludeDevice, NotMailbox: a.Target.NotMailbox,
-		Kind: a.Push.Kind, Message: a.Push.Message, Data: a.Push.Data,
+		Notify: !a.Target.NotPush, Muted: muted, Kind: a.Push.Kind, Message: a.Push.Message, Data: a.Push.Data,
 	}
 }
 
@@ -79,9 +91,17 @@ func decodeEnvelope(body []byte) (envelope, error) {
 func (e envelope) addressed() []delivery.Addressed {
 	out := make([]delivery.Addressed, len(e.Pushes))
 	for i, p := range e.Pushes {
+		var muted map[int64]bool
+		for _, u := range p.Muted {
+			if muted == nil {
+				muted = make(map[int64]bool, len(p.Muted))
+			}
+			muted[u] = true
+		}
 		out[i] = delivery.Addressed{
-			Target: delivery.Target{Recipients: e.Sets[p.Set], Sender: p.Sender, ExcludeDevice: p.ExcludeDevice, NotMailbox: p.NotMailbox},
-			Push:   delivery.Push{Kind: p.Kind, Message: p.Message, Data: p.Data},
+			Target: delivery.Target{Recipients: e.Sets[p.Set], Sender: p.Sender, ExcludeDevice: p.ExcludeDevice, NotMailbox: p.NotMailbox,
+				NotPush: !p.Notify, Muted: muted},
+			Push: delivery.Push{Kind: p.Kind, Message: p.Message, Data: p.Data},
 		}
 	}
 	return out

@@ -136,7 +136,7 @@ func (p *Pusher) forward(ctx context.Context, tenant, node string, devices map[i
 		if set < 0 {
 			continue
 		}
-		env.Pushes = append(env.Pushes, toWire(set, a))
+		env.Pushes = append(env.Pushes, toWire(set, env.Sets[set], a))
 		from = append(from, i)
 	}
 	if len(env.Pushes) == 0 {
@@ -197,7 +197,7 @@ func (p *Pusher) PushDevice(ctx context.Context, tenant string, user int64, devi
 			continue
 		}
 		env := envelope{Kind: envDevice, SentAt: p.d.Clock.Now().UnixMilli(), User: user, Device: device,
-			Sets: [][]int64{{user}}, Pushes: []wirePush{toWire(0, delivery.Addressed{Push: push})}}
+			Sets: [][]int64{{user}}, Pushes: []wirePush{toWire(0, nil, delivery.Addressed{Push: push})}}
 		if p.f.send(ctx, tenant, node, env) {
 			took++
 		}

@@ -17,30 +17,32 @@ const (
 	receiveWait  = time.Second
 )
 
-// MissedRecorder turns a push a connected device did not take into a MISSED_MESSAGE row
-// (deliver.Missed); it never blocks.
-type MissedRecorder interface {
-	Record(tenant string, user int64, device uint64, msg message.Message)
+// Fallback acts for the devices a MESSAGE push did not reach (deliver.Fallback): the
+// MISSED_MESSAGE rows and the system push a local failure gets, once per key.
+type Fallback interface {
+	ActOnce(ctx context.Context, tenant, key string, u delivery.Unreached)
 }
 
 // ReceiverDeps are what the Receiver reads and pushes to.
 type ReceiverDeps struct {
-	View    *View
-	Channel ports.NodeChannel
-	Local   ports.DevicePusher // this node's sessions, undecorated
-	Kicker  ports.Kicker
-	Tracker *Tracker
-	Missed  MissedRecorder
-	Tenants func() []string
-	Clock   ports.Clock
-	Metrics ports.Metrics
-	Log     *slog.Logger
+	View     *View
+	Channel  ports.NodeChannel
+	Local    ports.DevicePusher // this node's sessions, undecorated
+	Kicker   ports.Kicker
+	Tracker  *Tracker
+	Fallback Fallback
+	Tenants  func() []string
+	Clock    ports.Clock
+	Metrics  ports.Metrics
+	Log      *slog.Logger
 }
 
 // Receiver reads this node's channel of every tenant, one reader per tenant, and pushes to
 // local sessions exactly as the deliver worker would have: the same registry, so the same
-// outbound limits, sending-device exclusion and PUSH_ACK tracking; pushes a connected device
-// refused become MISSED_MESSAGE rows. One reader per channel keeps the order the sender wrote.
+// outbound limits, sending-device exclusion and PUSH_ACK tracking; a MESSAGE push a connected
+// device refused gets what a local failure gets (deliver.Fallback: its row, and its user's
+// system push unless the job or a mute says not), once per job and receiving node. One reader
+// per channel keeps the order the sender wrote.
 type Receiver struct {
 	d       ReceiverDeps
 	mu      sync.Mutex
@@ -158,15 +160,24 @@ func (r *Receiver) handle(ctx context.Context, tenant string, body []byte) {
 			for range out.Offline {
 				r.d.Metrics.Inc("cross_node_push_total", resultGone)
 			}
-			a := pushes[i]
-			for _, f := range out.FailedDevices {
+			for range out.FailedDevices {
 				r.d.Metrics.Inc("cross_node_push_total", resultFailed)
-				if a.Push.Kind == delivery.KindMessage && !a.Target.NotMailbox {
-					r.d.Missed.Record(tenant, f.User, f.Device, *a.Push.Message)
-				}
+			}
+			if a := pushes[i]; a.Push.Kind == delivery.KindMessage && len(out.FailedDevices) > 0 {
+				r.d.Fallback.ActOnce(ctx, tenant, r.onceKey(a.Push.Message), delivery.Unreached{
+					Message: a.Push.Message, From: a.Target.Sender, NotMailbox: a.Target.NotMailbox, NotPush: a.Target.NotPush,
+					Muted: a.Target.Muted, Failed: out.FailedDevices,
+				})
 			}
 		}
 	}
+}
+
+// onceKey is the done key of msg's job on this node: the sending node's own mark is set after
+// it handed the push over, and says nothing of what failed here. A rerun of the job (its
+// consumer died before its mark) hands the push over again and finds this one set.
+func (r *Receiver) onceKey(msg *message.Message) string {
+	return delivery.Job{Kind: delivery.KindMessage, MsgID: msg.MsgID}.DoneKey() + "@" + r.d.View.Self()
 }
 
 // kickReasonReplaced is PROTOCOL §3's reason for a connection a second AUTH replaced.

@@ -5,7 +5,6 @@ package deliver
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/imdhq/imd/core/domain/delivery"
 	"github.com/imdhq/imd/core/domain/dialog"
-	"github.com/imdhq/imd/core/domain/mailbox"
 	"github.com/imdhq/imd/core/inbox"
 	"github.com/imdhq/imd/core/inflight"
 	"github.com/imdhq/imd/core/membership"
@@ -93,24 +91,29 @@ const ownerPoll = 250 * time.Millisecond
 
 // Workers is the deliver worker pool of all tenants.
 type Workers struct {
-	cfg    Config
-	d      Deps
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	cfg      Config
+	d        Deps
+	fallback *Fallback
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
 }
 
 // New returns a stopped pool.
 func New(cfg Config, d Deps) *Workers {
-	if cfg.MaxAttempts <= 0 {
-		cfg.MaxAttempts = 5
+	return &Workers{cfg: cfg.withDefaults(), d: d, fallback: NewFallback(cfg, d)}
+}
+
+func (c Config) withDefaults() Config {
+	if c.MaxAttempts <= 0 {
+		c.MaxAttempts = 5
 	}
-	if cfg.DoneTTL <= 0 {
-		cfg.DoneTTL = 10 * time.Minute
+	if c.DoneTTL <= 0 {
+		c.DoneTTL = 10 * time.Minute
 	}
-	if cfg.ReorderWait <= 0 {
-		cfg.ReorderWait = 200 * time.Millisecond
+	if c.ReorderWait <= 0 {
+		c.ReorderWait = 200 * time.Millisecond
 	}
-	return &Workers{cfg: cfg, d: d}
+	return c
 }
 
 // Start requeues what a previous process left in processing (and the jobs of an earlier
@@ -327,8 +330,9 @@ func (w *Workers) handle(ctx context.Context, jobs ...delivery.Job) {
 		job := t.job
 		taken[i], keys[i] = job, job.DoneKey()
 		pushes[i] = delivery.Addressed{
-			Target: delivery.Target{Recipients: t.recipients, Sender: job.From, ExcludeDevice: job.ExcludeDevice, NotMailbox: job.NotMailbox},
-			Push:   delivery.Push{Kind: job.Kind, Message: job.Message, Data: job.Event},
+			Target: delivery.Target{Recipients: t.recipients, Sender: job.From, ExcludeDevice: job.ExcludeDevice, NotMailbox: job.NotMailbox,
+				NotPush: job.NotPush, Muted: muted[job.ConversationID]},
+			Push: delivery.Push{Kind: job.Kind, Message: job.Message, Data: job.Event},
 		}
 	}
 	// One call: a connection gets every frame of the pass in one write, in job order.
@@ -347,8 +351,10 @@ func (w *Workers) handle(ctx context.Context, jobs ...delivery.Job) {
 			continue
 		}
 		if isMessage(job) {
-			w.recordMissed(ctx, job, out.FailedDevices)
-			w.notify(ctx, job, out, muted[job.ConversationID])
+			w.fallback.Act(ctx, job.Tenant, delivery.Unreached{
+				Message: job.Message, From: job.From, NotMailbox: job.NotMailbox, NotPush: job.NotPush,
+				Muted: muted[job.ConversationID], Failed: out.FailedDevices, Offline: out.OfflineUsers,
+			})
 		}
 	}
 	if err := w.d.Queue.Ack(ctx, taken...); err != nil {
@@ -501,60 +507,6 @@ func batchesOf(users []int64) []dialog.Batch {
 	}
 	slices.SortFunc(out, func(a, b dialog.Batch) int { return a.Index - b.Index })
 	return out
-}
-
-// recordMissed writes a MISSED_MESSAGE row for each connected device the push did not reach
-// (DESIGN §1: offline users get none, their list marks the conversation). The rows only save
-// those devices a full list sync, so a failure is logged, not retried: the job already pushed.
-func (w *Workers) recordMissed(ctx context.Context, job delivery.Job, failed []delivery.Device) {
-	if job.NotMailbox || len(failed) == 0 {
-		return
-	}
-	m := job.Message
-	payload, err := json.Marshal(mailbox.Missed{Topic: m.Topic, ConversationID: m.ConversationID, MsgID: m.MsgID, Seq: m.Seq})
-	if err != nil {
-		w.d.Log.ErrorContext(ctx, "missed-message payload", "msg_id", m.MsgID, "err", err)
-		return
-	}
-	events := make([]mailbox.Event, len(failed))
-	for i, f := range failed {
-		events[i] = mailbox.Event{User: f.User, Device: f.Device, Type: mailbox.MissedMessage, ConversationID: m.ConversationID, Payload: payload}
-	}
-	if _, err := w.d.Mailer.Post(ctx, job.Tenant, events); err != nil {
-		w.d.Metrics.Inc("deliver_mailbox_total", "failed")
-		w.d.Log.ErrorContext(ctx, "missed-message rows not written", "tenant", job.Tenant, "msg_id", m.MsgID, "devices", len(failed), "err", err)
-		return
-	}
-	for range events {
-		w.d.Metrics.Inc("deliver_mailbox_total", "ok")
-	}
-}
-
-// notify hands the message to the system push service for recipients it did not reach: offline
-// users and users with a failed device, never the sender or users who muted the conversation.
-// Topic events (a recall, an edit) are no news worth a notification.
-func (w *Workers) notify(ctx context.Context, job delivery.Job, out delivery.Outcome, muted map[int64]bool) {
-	if job.NotPush || !dialog.CountsAsUnread(*job.Message) {
-		return
-	}
-	users := slices.Clone(out.OfflineUsers)
-	for _, f := range out.FailedDevices {
-		users = append(users, f.User)
-	}
-	users = slices.DeleteFunc(users, func(u int64) bool { return u == job.From || muted[u] })
-	if len(users) == 0 {
-		return
-	}
-	slices.Sort(users)
-	users = slices.Compact(users)
-	if err := w.d.Notifier.Notify(ctx, job.Tenant, delivery.Notification{Users: users, Preview: dialog.PreviewOf(*job.Message)}); err != nil {
-		// Counted, and logged at debug only: a push service that is down would otherwise
-		// log once per message.
-		w.d.Metrics.Inc("deliver_notify_total", "failed")
-		w.d.Log.DebugContext(ctx, "system push failed", "tenant", job.Tenant, "msg_id", job.MsgID, "users", len(users), "err", err)
-		return
-	}
-	w.d.Metrics.Inc("deliver_notify_total", "ok")
 }
 
 func (w *Workers) retry(ctx context.Context, job delivery.Job, cause error) {

@@ -101,18 +101,6 @@ func (p *fakePusher) received() []pushed {
 	return slices.Clone(p.got)
 }
 
-type fakeNotifier struct {
-	mu    sync.Mutex
-	users [][]int64
-}
-
-func (n *fakeNotifier) Notify(_ context.Context, _ string, note delivery.Notification) error {
-	n.mu.Lock()
-	n.users = append(n.users, note.Users)
-	n.mu.Unlock()
-	return nil
-}
-
 // flakyQueue fails MarkDone while failMarks > 0: a crash after the lists were updated and
 // before the push; and Ack while failAcks > 0: a crash after the push.
 type flakyQueue struct {
@@ -149,7 +137,7 @@ type fixture struct {
 	log      *slog.Logger
 	queue    *flakyQueue
 	pusher   *fakePusher
-	notifier *fakeNotifier
+	notifier *memory.Notifier
 	dialogs  *memory.DialogStore
 	mailbox  *memory.Mailbox
 	metrics  *memory.Metrics
@@ -181,7 +169,7 @@ func newFixture(t *testing.T) *fixture {
 		log:      log,
 		queue:    &flakyQueue{DeliverQueue: memory.NewDeliverQueue(clock.Now)},
 		pusher:   &fakePusher{online: map[int64][]uint64{}, failing: map[delivery.Device]bool{}},
-		notifier: &fakeNotifier{},
+		notifier: memory.NewNotifier(),
 		dialogs:  memory.NewDialogStore(clock.Now),
 		mailbox:  memory.NewMailbox(),
 		metrics:  memory.NewMetrics(),
@@ -371,7 +359,7 @@ func TestMessageFanOut(t *testing.T) {
 				t.Fatalf("MISSED_MESSAGE rows for %v, want %v", missed, c.want.missed)
 			}
 			var notified []int64
-			for _, us := range f.notifier.users {
+			for _, us := range f.notifier.Users() {
 				notified = append(notified, us...)
 			}
 			if !slices.Equal(notified, c.want.notified) {
@@ -475,8 +463,8 @@ func TestTopicEventsCountNothing(t *testing.T) {
 	if err != nil || len(entries) != 1 || entries[0].Unread != 1 || entries[0].Score != m.CreatedAt.UnixMilli() || entries[0].Preview.Seq != 2 {
 		t.Fatalf("list after a recall event = %+v, %v; want 1 unread, re-scored, the event as preview", entries, err)
 	}
-	if len(f.notifier.users) != 1 {
-		t.Fatalf("%d notifications; the event must not notify", len(f.notifier.users))
+	if len(f.notifier.Users()) != 1 {
+		t.Fatalf("%d notifications; the event must not notify", len(f.notifier.Users()))
 	}
 }
 

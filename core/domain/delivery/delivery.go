@@ -85,6 +85,10 @@ type Target struct {
 	// NotMailbox is the job's flag, carried along so the node that pushes knows a failed push
 	// writes no MISSED_MESSAGE row.
 	NotMailbox bool
+	// NotPush and Muted (users who muted the conversation) are what the deliver worker decides
+	// a system push by, carried along so a node that pushes for another decides it the same way.
+	NotPush bool
+	Muted   map[int64]bool
 }
 
 // Addressed is a push and who it goes to.

@@ -5,6 +5,7 @@ package delivery
 
 import (
 	"github.com/imdhq/imd/core/domain/dialog"
+	"github.com/imdhq/imd/core/domain/message"
 )
 
 // Device is one device of one user.
@@ -20,6 +21,19 @@ type Outcome struct {
 	FailedDevices []Device
 	// OfflineUsers are recipients with no connected device.
 	OfflineUsers []int64
+}
+
+// Unreached is who a MESSAGE push did not reach and what decides what is done for them
+// instead (deliver.Fallback): a MISSED_MESSAGE row per failed device unless NotMailbox, a
+// system push to the failed and offline users unless NotPush, never to From or the Muted.
+type Unreached struct {
+	Message    *message.Message
+	From       int64
+	NotMailbox bool
+	NotPush    bool
+	Muted      map[int64]bool
+	Failed     []Device
+	Offline    []int64
 }
 
 // Notification asks the system push service (APNs, FCM, …) to tell users about a message
