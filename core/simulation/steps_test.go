@@ -234,14 +234,29 @@ func (w *world) exec(s step) {
 		i := s.b % len(toks)
 		if err := n.authn.Logout(ctx, toks[i]); err == nil {
 			w.model.revoked = append(w.model.revoked, toks[i])
+			w.model.revocations[toks[i]] = revocation{at: w.clock.Now(), node: s.node, user: u}
 			w.model.tokens[u] = append(toks[:i], toks[i+1:]...)
 		}
 	case kAuth:
-		// A client connects with one of its live tokens (the answer gets cached).
+		// A client connects (AUTH) or sends an HTTP request with one of its tokens, live or
+		// revoked (a live one's answer is remembered by the node).
 		u := int64(s.a%userCount) + 1
-		if toks := w.model.tokens[u]; len(toks) > 0 {
-			_, err := n.authn.Authenticate(ctx, toks[s.b%len(toks)])
-			w.trace("auth of user %d: %v", u, err)
+		toks := w.model.tokens[u]
+		if s.c%3 == 0 {
+			toks = w.model.revokedOf(u)
+		}
+		if len(toks) == 0 {
+			return
+		}
+		tok, perRequest := toks[s.b%len(toks)], s.c%2 == 0
+		check := n.authn.Authenticate
+		if perRequest {
+			check = n.authn.AuthenticateRequest
+		}
+		_, err := check(ctx, tok)
+		w.trace("auth of user %d with %s (per request %v): %v", u, tok, perRequest, err)
+		if err == nil {
+			w.model.checkAuth(tok, s.node, perRequest, w.clock.Now())
 		}
 	case kChange:
 		w.change(n, s)
