@@ -226,3 +226,29 @@ func TestAnAnswerReadBeforeALogoutIsNotKept(t *testing.T) {
 	wantAccepted(t, "the check that raced the logout", svc.AuthenticateRequest, a)
 	wantRefused(t, "the next request", svc.AuthenticateRequest, a)
 }
+
+// BenchmarkAuthenticateRequest is the core's cost of a per-request check whose answer the
+// process remembers (the common case), against one that reads the deny-list (a memory fake
+// here; adapters/mysql BenchmarkRevocation measures the MariaDB read).
+func BenchmarkAuthenticateRequest(b *testing.B) {
+	for _, bc := range []struct {
+		name   string
+		recent time.Duration
+	}{{"remembered", time.Hour}, {"deny-list read", 0}} {
+		b.Run(bc.name, func(b *testing.B) {
+			tokens := &fakeTokens{clock: memory.NewClock(time.Now()), issued: map[string]auth.Token{}}
+			svc := node(tokens, memory.NewRevocations(), bc.recent)
+			toks := make([]string, 1000)
+			for i := range toks {
+				toks[i] = tokens.issue("acme", int64(i+1))
+			}
+			ctx := context.Background()
+			b.ResetTimer()
+			for i := range b.N {
+				if _, err := svc.AuthenticateRequest(ctx, toks[i%len(toks)]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -554,11 +554,10 @@ func (w *world) takesWrites(m month.Month) bool {
 	return false
 }
 
-// revocation is when and through which node a logout was acknowledged, and whose token it was.
+// revocation is when and through which node a logout was acknowledged.
 type revocation struct {
 	at   time.Time
 	node int
-	user int64
 }
 
 // checkAuth judges a check that accepted a revoked token: a connection's AUTH never may; a
@@ -575,15 +574,4 @@ func (m *model) checkAuth(tok string, node int, perRequest bool, now time.Time) 
 	case now.Sub(r.at) >= recentRevocationTTL:
 		m.violate("revoked token %s is accepted per request by node %d %v after its logout on node %d", tok, node, now.Sub(r.at), r.node)
 	}
-}
-
-// revokedOf lists the user's revoked tokens, in the order they were revoked.
-func (m *model) revokedOf(user int64) []string {
-	var toks []string
-	for _, tok := range m.revoked {
-		if m.revocations[tok].user == user {
-			toks = append(toks, tok)
-		}
-	}
-	return toks
 }
