@@ -303,3 +303,47 @@ func TestNodesKilledNodeLosesNoAckedMessage(t *testing.T) {
 	observer.Close()
 	<-done
 }
+
+// TestNodesLogoutOnOneNodeIsRefusedByTheOther: a logout on node A is refused at once by every
+// AUTH, by A's client API, and — after Redis lost the tenant's keys — by node B's client API
+// at most recentRevocationTTL (5 s) after it, although B checked the token just before
+// (README "Losing Redis", issue 18).
+func TestNodesLogoutOnOneNodeIsRefusedByTheOther(t *testing.T) {
+	const bound = 5 * time.Second // cmd/imd recentRevocationTTL
+	nodes := startNodes(t, 2, nil)
+	a, b := nodes[0], nodes[1]
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	tok, kept := a.User(7201), a.User(7202)
+	for _, srv := range nodes {
+		mustCall(t, srv, tok, "GET", "/api/v1/me", nil, nil) // the node remembers "not revoked"
+		srv.Connect(ctx, tok, 1)
+	}
+	mustCall(t, a, tok, "POST", "/api/v1/logout", nil, nil)
+	loggedOut := time.Now()
+	a.dropTenantKeys(a.Redis())
+
+	for i, srv := range nodes {
+		c := srv.Dial(ctx)
+		if _, err := c.Auth(ctx, tok, 2); !isCode(err, protocol.CodeUnauthenticated) {
+			t.Fatalf("AUTH on node %d with the logged-out token: %v, want 40101", i+1, err)
+		}
+	}
+	refused(t, a, tok, "GET", "/api/v1/me", nil, 40101)
+	for {
+		sent := time.Now()
+		status, e := call(t, b, tok, "GET", "/api/v1/me", nil, nil)
+		if e.Code == 40101 {
+			break
+		}
+		if status/100 != 2 {
+			t.Fatalf("node 2 per request: HTTP %d %+v", status, e)
+		}
+		if sent.Sub(loggedOut) > bound {
+			t.Fatalf("node 2 accepted the logged-out token in a request sent %v after the logout", sent.Sub(loggedOut))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	mustCall(t, b, kept, "GET", "/api/v1/me", nil, nil)
+	b.Connect(ctx, kept, 1)
+}

@@ -110,8 +110,9 @@ func (s *Server) token(user int64) string {
 	return tok.Token
 }
 
-// TestRevokedTokenStaysRevokedAfterRedisLoss: revocations live in MySQL; Redis only caches
-// them, so losing Redis revives no token, on the frame listener or the client API.
+// TestRevokedTokenStaysRevokedAfterRedisLoss: revocations live in MySQL and nothing of them
+// in Redis (issue 18), so losing Redis revives no token, on the frame listener or the client
+// API.
 func TestRevokedTokenStaysRevokedAfterRedisLoss(t *testing.T) {
 	srv := Start(t, Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -119,7 +120,7 @@ func TestRevokedTokenStaysRevokedAfterRedisLoss(t *testing.T) {
 	one := srv.User(191)
 	all := srv.token(191)
 	kept := srv.User(192)
-	// Checked once before the revocation, so a "not revoked" answer is cached.
+	// Checked once before the revocation, so the node remembers a "not revoked" answer.
 	for _, tok := range []string{one, all, kept} {
 		mustCall(t, srv, tok, "GET", "/api/v1/me", nil, nil)
 	}

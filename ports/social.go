@@ -153,21 +153,8 @@ type TokenRevocations interface {
 	Revocation(ctx context.Context, tenant, tokenID string, user int64) (tokenRevoked bool, userCutoff time.Time, err error)
 }
 
-// RevocationCache holds what the deny-list answered for a token and its user, so a token check
-// costs one Redis round trip; losing it costs a MySQL read, never a revived token. A revocation
-// overwrites what is cached, and a fill never overwrites a revocation written meanwhile.
-type RevocationCache interface {
-	// Cached returns the cached answer; found=false when either entry is missing.
-	Cached(ctx context.Context, tenant, tokenID string, user int64) (tokenRevoked bool, userCutoff time.Time, found bool, err error)
-	// Fill caches the deny-list's answer for ttl where nothing is cached yet.
-	Fill(ctx context.Context, tenant, tokenID string, user int64, tokenRevoked bool, userCutoff time.Time, ttl time.Duration) error
-	// RevokeToken and RevokeUser record a revocation as TokenRevocations does, over whatever is cached.
-	RevokeToken(ctx context.Context, tenant, tokenID string, expires time.Time) error
-	RevokeUser(ctx context.Context, tenant string, user int64, at time.Time, ttl time.Duration) error
-}
-
 // Authenticator turns a client token into an identity: verified, of a tenant this deployment
-// serves, not revoked. Both transports call it once per connection or request.
+// serves, not revoked. A connection's AUTH calls it once per connection; it reads the deny-list.
 type Authenticator interface {
 	Authenticate(ctx context.Context, token string) (auth.Identity, error)
 }

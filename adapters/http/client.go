@@ -90,7 +90,7 @@ func (s *Server) requireUser(next echo.HandlerFunc) echo.HandlerFunc {
 			c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="imd"`)
 			return apperr.New(apperr.Unauthenticated, "missing bearer token")
 		}
-		who, err := s.d.Social.Auth.Authenticate(c.Request().Context(), tok)
+		who, err := s.d.Social.Auth.AuthenticateRequest(c.Request().Context(), tok)
 		if err != nil {
 			if apperr.CodeOf(err) == apperr.Unauthenticated {
 				c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="imd", error="invalid_token"`)

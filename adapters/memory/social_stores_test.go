@@ -2,7 +2,6 @@ package memory
 
 import (
 	"testing"
-	"time"
 
 	"github.com/imdhq/imd/ports"
 	"github.com/imdhq/imd/ports/contract"
@@ -18,10 +17,6 @@ func TestTenantStoreContract(t *testing.T) {
 
 func TestRevocationsContract(t *testing.T) {
 	contract.Revocations(t, func(*testing.T) (ports.TokenRevocations, string) { return NewRevocations(), "acme" })
-}
-
-func TestRevocationCacheContract(t *testing.T) {
-	contract.RevocationCache(t, func(*testing.T) (ports.RevocationCache, string) { return NewRevocationCache(time.Now), "acme" })
 }
 
 func TestSummariesContract(t *testing.T) {

@@ -25,7 +25,6 @@ var (
 	_ Volatile = (*RouteCache)(nil)
 	_ Volatile = (*HotCache)(nil)
 	_ Volatile = (*DialogStore)(nil)
-	_ Volatile = (*RevocationCache)(nil)
 	_ Volatile = (*RepairQueue)(nil)
 	_ Volatile = (*Locks)(nil)
 	_ Volatile = (*CompensationList)(nil)
@@ -195,21 +194,6 @@ func (s *DialogStore) Lose() {
 	s.tenants, s.previews = map[string]*userLists{}, map[string]map[int64]dialog.Preview{}
 	s.mu.Unlock()
 }
-
-// Snapshot copies the cached token checks.
-func (c *RevocationCache) Snapshot() func() {
-	c.mu.Lock()
-	tokens, cutoffs := maps.Clone(c.tokens), maps.Clone(c.cutoffs)
-	c.mu.Unlock()
-	return func() {
-		c.mu.Lock()
-		c.tokens, c.cutoffs = maps.Clone(tokens), maps.Clone(cutoffs)
-		c.mu.Unlock()
-	}
-}
-
-// Lose forgets every cached check.
-func (c *RevocationCache) Lose() { c.Forget() }
 
 func cloneTickets(m map[string]*repairTickets) map[string]*repairTickets {
 	return cloneMap(m, func(t *repairTickets) *repairTickets {

@@ -92,7 +92,6 @@ func Adapters(cfg config.Config) fx.Option {
 			as(redisadapter.NewRepairQueue, new(ports.RouteRepairQueue)),
 			as(redisadapter.NewCompensationList, new(ports.CompensationList)),
 			as(redisadapter.NewLocks, new(ports.Locks)),
-			as(redisadapter.NewRevocationCache, new(ports.RevocationCache)),
 
 			as(func() (*snowflake.Generator, error) { return snowflake.New(cfg.NodeID) }, fx.Self(), new(ports.IDGenerator)),
 			newTenantStorage,

@@ -100,7 +100,6 @@ func memoryAdapters(t *testing.T, cfg config.Config) fx.Option {
 		func() ports.RouteRepairQueue { return memory.NewRepairQueue() },
 		func() ports.CompensationList { return memory.NewCompensationList() },
 		func() ports.Locks { return memory.NewLocks(clock.Now) },
-		func() ports.RevocationCache { return memory.NewRevocationCache(clock.Now) },
 		func() ports.IDGenerator { return memory.NewIDs(clock) },
 		func() tenantStorage { return func(context.Context, tenant.Info) error { return nil } },
 		func() ports.Tokens { return tokens },

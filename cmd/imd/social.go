@@ -53,12 +53,13 @@ func newResolver(cfg config.Config, d ports.Directory, r ports.SendRules, ids po
 		conversation.WithSystemAccounts(cfg.Message.SystemAccounts))
 }
 
-// revocationCacheTTL is how long Redis keeps a token check's answer: a revocation overwrites it
-// at once, so this bounds only a revocation whose cache write failed (and was refused with 50301).
-const revocationCacheTTL = time.Minute
+// recentRevocationTTL is how long a node's per-request (HTTP) token checks reuse a "not
+// revoked" answer of the deny-list: a logout acknowledged by another node is refused here at
+// most this long after (README "Losing Redis"); a connection's AUTH always reads the deny-list.
+const recentRevocationTTL = 5 * time.Second
 
-func newAuthn(i ports.TokenInspector, r ports.TokenRevocations, cache ports.RevocationCache, known ports.KnownTenant, c ports.Clock) *authn.Service {
+func newAuthn(i ports.TokenInspector, r ports.TokenRevocations, known ports.KnownTenant, c ports.Clock) *authn.Service {
 	return authn.New(authn.Deps{
-		Tokens: i, Revocations: r, Cache: cache, CacheTTL: revocationCacheTTL, Tenants: known, Clock: c,
+		Tokens: i, Revocations: r, RecentTTL: recentRevocationTTL, Tenants: known, Clock: c,
 	}, admin.MaxTokenTTL)
 }

@@ -1,7 +1,9 @@
 // Package authn turns client tokens into identities for both transports: the token verifies,
 // its tenant is served here, and it is not revoked (issue 6). Revocation is a deny-list whose
-// entries expire with the tokens they deny, kept in MySQL and cached in Redis (issue 19): a
-// Redis that lost the cache costs a MySQL read, never a revived token.
+// entries expire with the tokens they deny, kept in MySQL (issue 19). A connection's AUTH reads
+// it every time (two primary-key lookups); a per-request check may use the process's recent
+// answers (recent.go). Nothing of it is in Redis, so no Redis loss or rollback revives a
+// revoked token (issue 18).
 package authn
 
 import (
@@ -18,11 +20,10 @@ type Deps struct {
 	Tokens ports.TokenInspector
 	// Revocations is the durable deny-list, the truth.
 	Revocations ports.TokenRevocations
-	// Cache answers token checks in front of Revocations; nil: every check reads Revocations.
-	Cache ports.RevocationCache
-	// CacheTTL bounds how long a cached "not revoked" lives; it matters only when recording a
-	// revocation in the cache failed (the revocation then answers 50301 and is retried).
-	CacheTTL time.Duration
+	// RecentTTL is how long a per-request check may reuse a "not revoked" answer this process
+	// read from Revocations: how long a revocation made on another node can go unseen by this
+	// node's per-request checks. Zero: every check reads Revocations.
+	RecentTTL time.Duration
 	// Tenants reports whether a tenant is served (the tenant registry).
 	Tenants ports.KnownTenant
 	Clock   ports.Clock
@@ -32,22 +33,34 @@ type Deps struct {
 type Service struct {
 	d      Deps
 	maxTTL time.Duration
+	recent *recentChecks
 }
 
 var _ ports.Authenticator = (*Service)(nil)
 
 // New returns the service; maxTTL is the longest token lifetime, how long a user-wide
 // revocation must be kept.
-func New(d Deps, maxTTL time.Duration) *Service { return &Service{d: d, maxTTL: maxTTL} }
+func New(d Deps, maxTTL time.Duration) *Service {
+	return &Service{d: d, maxTTL: maxTTL, recent: newRecentChecks(d.RecentTTL)}
+}
 
-// Authenticate verifies a token and checks its tenant and the deny-list. Every refusal is
-// 40101; a deny-list that cannot be read is 50301, never a pass.
+// Authenticate verifies a token and checks its tenant and the deny-list itself: a connection's
+// AUTH, once per connection, sees every revocation acknowledged anywhere before it. Every
+// refusal is 40101; a deny-list that cannot be read is 50301, never a pass.
 func (s *Service) Authenticate(ctx context.Context, token string) (auth.Identity, error) {
-	t, err := s.inspect(ctx, token)
+	t, err := s.inspect(ctx, token, false)
 	return t.Identity, err
 }
 
-func (s *Service) inspect(ctx context.Context, token string) (auth.Token, error) {
+// AuthenticateRequest is Authenticate for a per-request check (HTTP): it may reuse this
+// process's answer of the last RecentTTL, so a revocation made on another node is refused here
+// at most RecentTTL after it was acknowledged; one made through this process, at once.
+func (s *Service) AuthenticateRequest(ctx context.Context, token string) (auth.Identity, error) {
+	t, err := s.inspect(ctx, token, true)
+	return t.Identity, err
+}
+
+func (s *Service) inspect(ctx context.Context, token string, reuse bool) (auth.Token, error) {
 	t, err := s.d.Tokens.Inspect(token)
 	if err != nil {
 		return auth.Token{}, err
@@ -55,7 +68,7 @@ func (s *Service) inspect(ctx context.Context, token string) (auth.Token, error)
 	if !s.d.Tenants(t.Tenant) {
 		return auth.Token{}, apperr.New(apperr.Unauthenticated, "unknown tenant")
 	}
-	revoked, cutoff, err := s.revocation(ctx, t)
+	revoked, cutoff, err := s.revocation(ctx, t, reuse)
 	if err != nil {
 		return auth.Token{}, apperr.Wrap(apperr.Busy, "token check unavailable, retry", err)
 	}
@@ -67,29 +80,25 @@ func (s *Service) inspect(ctx context.Context, token string) (auth.Token, error)
 	return t, nil
 }
 
-// revocation reads the cache, and the deny-list when the cache misses or fails: an
-// unreachable Redis does not stop authentication while MySQL answers.
-func (s *Service) revocation(ctx context.Context, t auth.Token) (bool, time.Time, error) {
-	if s.d.Cache != nil {
-		revoked, cutoff, found, err := s.d.Cache.Cached(ctx, t.Tenant, t.ID, t.UserID)
-		if err == nil && found {
-			return revoked, cutoff, nil
-		}
+// revocation reads the deny-list, or with reuse this process's recent answer. A fresh answer
+// is kept for later per-request checks.
+func (s *Service) revocation(ctx context.Context, t auth.Token, reuse bool) (bool, time.Time, error) {
+	now := s.d.Clock.Now()
+	a, found, gen := s.recent.lookup(t.Tenant, t.ID, t.UserID, now)
+	if reuse && found {
+		return a.revoked, a.cutoff, nil
 	}
 	revoked, cutoff, err := s.d.Revocations.Revocation(ctx, t.Tenant, t.ID, t.UserID)
 	if err != nil {
 		return false, time.Time{}, err
 	}
-	if s.d.Cache != nil {
-		// A failed fill costs the next check a MySQL read, nothing more.
-		_ = s.d.Cache.Fill(ctx, t.Tenant, t.ID, t.UserID, revoked, cutoff, s.d.CacheTTL)
-	}
+	s.recent.fill(t.Tenant, t.ID, t.UserID, revoked, cutoff, now, t.ExpiresAt, gen)
 	return revoked, cutoff, nil
 }
 
 // Logout revokes the token it is given, after checking it.
 func (s *Service) Logout(ctx context.Context, token string) error {
-	t, err := s.inspect(ctx, token)
+	t, err := s.inspect(ctx, token, false)
 	if err != nil {
 		return err
 	}
@@ -114,16 +123,10 @@ func (s *Service) RevokeToken(ctx context.Context, tenant, token string) error {
 }
 
 func (s *Service) revoke(ctx context.Context, t auth.Token) error {
-	// The deny-list first: once it holds the revocation, losing the cache cannot undo it.
 	if err := s.d.Revocations.RevokeToken(ctx, t.Tenant, t.ID, t.ExpiresAt); err != nil {
 		return apperr.Wrap(apperr.Busy, "revocation unavailable, retry", err)
 	}
-	if s.d.Cache != nil {
-		// Over a cached "not revoked", which would otherwise admit the token until it expires.
-		if err := s.d.Cache.RevokeToken(ctx, t.Tenant, t.ID, t.ExpiresAt); err != nil {
-			return apperr.Wrap(apperr.Busy, "revocation stored but not yet effective everywhere, retry", err)
-		}
-	}
+	s.recent.forgetToken(t.Tenant, t.ID, t.UserID)
 	return nil
 }
 
@@ -136,10 +139,6 @@ func (s *Service) RevokeUser(ctx context.Context, tenant string, user int64) (ti
 	if err := s.d.Revocations.RevokeUser(ctx, tenant, user, at, s.maxTTL); err != nil {
 		return time.Time{}, apperr.Wrap(apperr.Busy, "revocation unavailable, retry", err)
 	}
-	if s.d.Cache != nil {
-		if err := s.d.Cache.RevokeUser(ctx, tenant, user, at, s.maxTTL); err != nil {
-			return time.Time{}, apperr.Wrap(apperr.Busy, "revocation stored but not yet effective everywhere, retry", err)
-		}
-	}
+	s.recent.forgetUser(tenant, user)
 	return at, nil
 }

@@ -640,32 +640,6 @@ func (r gatedRevocations) Revocation(ctx context.Context, tenant, tokenID string
 	return r.TokenRevocations.Revocation(ctx, tenant, tokenID, user)
 }
 
-type gatedRevocationCache struct {
-	ports.RevocationCache
-	g *gate
-}
-
-func (c gatedRevocationCache) Cached(ctx context.Context, tenant, tokenID string, user int64) (bool, time.Time, bool, error) {
-	if err := c.g.pass(redisBackend, "RevocationCache.Cached"); err != nil {
-		return false, time.Time{}, false, err
-	}
-	return c.RevocationCache.Cached(ctx, tenant, tokenID, user)
-}
-
-func (c gatedRevocationCache) Fill(ctx context.Context, tenant, tokenID string, user int64, revoked bool, cutoff time.Time, ttl time.Duration) error {
-	if err := c.g.pass(redisBackend, "RevocationCache.Fill"); err != nil {
-		return err
-	}
-	return c.RevocationCache.Fill(ctx, tenant, tokenID, user, revoked, cutoff, ttl)
-}
-
-func (c gatedRevocationCache) RevokeToken(ctx context.Context, tenant, tokenID string, expires time.Time) error {
-	if err := c.g.pass(redisBackend, "RevocationCache.RevokeToken"); err != nil {
-		return err
-	}
-	return c.RevocationCache.RevokeToken(ctx, tenant, tokenID, expires)
-}
-
 // tokens is the token issuer of the simulation: a token is its id, the claims live here.
 type tokens struct{ claims map[string]auth.Token }
 

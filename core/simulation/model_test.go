@@ -64,6 +64,7 @@ type model struct {
 	watermarks    map[userConv]int64
 	tokens        map[int64][]string // live tokens per user
 	revoked       []string           // tokens whose revocation was acknowledged
+	revocations   map[string]revocation
 	live          map[deviceKey]map[int64]pushes
 	seen          map[deviceKey]map[int64]bool // msg_ids a device has, live or by sync
 	cursors       map[deviceKey]map[string]*deviceTopic
@@ -112,7 +113,7 @@ func (m *model) hides(user int64, topic string, seq int64) bool {
 func newModel() model {
 	return model{
 		sentFrom: map[sendKey]uint64{}, acked: map[sendKey]ack{}, seqOwner: map[topicSeq]int64{},
-		watermarks: map[userConv]int64{}, tokens: map[int64][]string{}, live: map[deviceKey]map[int64]pushes{},
+		watermarks: map[userConv]int64{}, tokens: map[int64][]string{}, revocations: map[string]revocation{}, live: map[deviceKey]map[int64]pushes{},
 		seen: map[deviceKey]map[int64]bool{}, cursors: map[deviceKey]map[string]*deviceTopic{},
 		deleted: map[sendKey]bool{}, hidden: map[userTopic][][2]int64{}, storedAt: map[int64]int64{},
 		spans: map[userTopic][]memberSpan{},
@@ -214,7 +215,7 @@ func (w *world) check() {
 	}
 	if len(m.revoked) > 0 {
 		auth := authn.New(authn.Deps{
-			Tokens: w.tokens, Revocations: w.revocations, Cache: w.revCache, CacheTTL: revocationCacheTTL,
+			Tokens: w.tokens, Revocations: w.revocations,
 			Tenants: func(string) bool { return true }, Clock: w.clock,
 		}, tokenTTL)
 		for _, tok := range m.revoked {
@@ -544,4 +545,26 @@ func (w *world) takesWrites(m month.Month) bool {
 		}
 	}
 	return false
+}
+
+// revocation is when and through which node a logout was acknowledged.
+type revocation struct {
+	at   time.Time
+	node int
+}
+
+// checkAuth judges a check that accepted a revoked token: a connection's AUTH never may; a
+// per-request check may on another node for recentRevocationTTL after the logout, never on
+// the node that made it, never later.
+func (m *model) checkAuth(tok string, node int, perRequest bool, now time.Time) {
+	r, ok := m.revocations[tok]
+	switch {
+	case !ok:
+	case !perRequest:
+		m.violate("revoked token %s is accepted again by AUTH on node %d", tok, node)
+	case node == r.node:
+		m.violate("revoked token %s is accepted again per request by node %d, which revoked it", tok, node)
+	case now.Sub(r.at) >= recentRevocationTTL:
+		m.violate("revoked token %s is accepted per request by node %d %v after its logout on node %d", tok, node, now.Sub(r.at), r.node)
+	}
 }

@@ -233,16 +233,23 @@ func (w *world) exec(s step) {
 			return
 		}
 		i := s.b % len(toks)
+		// The client's other tab sends requests with the token to a node, before and after.
+		tab := s.c % nodeCount
+		w.authCheck(w.nodes[tab], tab, toks[i], true)
 		if err := n.authn.Logout(ctx, toks[i]); err == nil {
 			w.model.revoked = append(w.model.revoked, toks[i])
+			w.model.revocations[toks[i]] = revocation{at: w.clock.Now(), node: s.node}
+			w.authCheck(w.nodes[tab], tab, toks[i], true)
 			w.model.tokens[u] = append(toks[:i], toks[i+1:]...)
 		}
 	case kAuth:
-		// A client connects with one of its live tokens (the answer gets cached).
-		u := int64(s.a%userCount) + 1
-		if toks := w.model.tokens[u]; len(toks) > 0 {
-			_, err := n.authn.Authenticate(ctx, toks[s.b%len(toks)])
-			w.trace("auth of user %d: %v", u, err)
+		// A client connects (AUTH) or sends an HTTP request with one of its live tokens (the
+		// node remembers the answer), or with one of the last three revoked, mostly per
+		// request (where a node may answer from memory).
+		if revoked := w.model.revoked; s.c%3 == 0 && len(revoked) > 0 {
+			w.authCheck(n, s.node, revoked[len(revoked)-1-s.b%min(len(revoked), 3)], s.c/3%4 != 0)
+		} else if toks := w.model.tokens[int64(s.a%userCount)+1]; len(toks) > 0 {
+			w.authCheck(n, s.node, toks[s.b%len(toks)], s.c%2 == 0)
 		}
 	case kChange:
 		w.change(n, s)
@@ -443,4 +450,18 @@ func (w *world) changeMember(n *node, s step) {
 	c.members = append(c.members, u)
 	w.model.spans[k] = append(spans, memberSpan{from: w.stats.steps, to: -1})
 	w.trace("added %d to %s", u, c.topic)
+}
+
+// authCheck presents a token to a node, on a connection's AUTH or per request, and has the
+// model judge an acceptance.
+func (w *world) authCheck(n *node, node int, tok string, perRequest bool) {
+	check := n.authn.Authenticate
+	if perRequest {
+		check = n.authn.AuthenticateRequest
+	}
+	_, err := check(context.Background(), tok)
+	w.trace("auth on node %d with %s (per request %v): %v", node, tok, perRequest, err)
+	if err == nil {
+		w.model.checkAuth(tok, node, perRequest, w.clock.Now())
+	}
 }

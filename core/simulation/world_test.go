@@ -48,18 +48,18 @@ const (
 
 // Timing rules of the use cases, as the dev configuration has them.
 const (
-	doneTTL            = 10 * time.Minute
-	holeAfter          = 10 * time.Minute
-	msgIDWindow        = 5 * time.Minute
-	memberTTL          = time.Second
-	reorderWait        = 200 * time.Millisecond
-	maxAttempts        = 5
-	sealingDays        = 7
-	hotWindow          = time.Hour
-	hotPerTopic        = 200
-	tokenTTL           = 24 * time.Hour * 3650 // revocations of the memory fake use the wall clock
-	revocationCacheTTL = time.Minute
-	startOfWorld       = "2026-09-30T23:00:00Z"
+	doneTTL             = 10 * time.Minute
+	holeAfter           = 10 * time.Minute
+	msgIDWindow         = 5 * time.Minute
+	memberTTL           = time.Second
+	reorderWait         = 200 * time.Millisecond
+	maxAttempts         = 5
+	sealingDays         = 7
+	hotWindow           = time.Hour
+	hotPerTopic         = 200
+	tokenTTL            = 24 * time.Hour * 3650 // revocations of the memory fake use the wall clock
+	recentRevocationTTL = 5 * time.Second
+	startOfWorld        = "2026-09-30T23:00:00Z"
 )
 
 // world is the shared state: the fakes standing for MySQL and Redis, the clients' view, the
@@ -87,16 +87,15 @@ type world struct {
 	legacyMsgs   []message.Message
 	legacyCopied map[int64]bool // seqs of legacy rows the month tables held at the last check
 	// Redis.
-	months   *memory.MonthState
-	seqs     *memory.SeqAllocator
-	queue    *memory.DeliverQueue
-	routes   *memory.RouteCache
-	hot      *memory.HotCache
-	dialogs  *memory.DialogStore
-	revCache *memory.RevocationCache
-	repairs  *memory.RepairQueue
-	locks    *memory.Locks
-	comp     *memory.CompensationList
+	months  *memory.MonthState
+	seqs    *memory.SeqAllocator
+	queue   *memory.DeliverQueue
+	routes  *memory.RouteCache
+	hot     *memory.HotCache
+	dialogs *memory.DialogStore
+	repairs *memory.RepairQueue
+	locks   *memory.Locks
+	comp    *memory.CompensationList
 
 	metrics *memory.Metrics
 	tokens  *tokens
@@ -139,7 +138,7 @@ type stats struct {
 
 // volatile lists every fake that stands for Redis.
 func (w *world) volatile() []memory.Volatile {
-	return []memory.Volatile{w.months, w.seqs, w.queue, w.routes, w.hot, w.dialogs, w.revCache, w.repairs, w.locks, w.comp}
+	return []memory.Volatile{w.months, w.seqs, w.queue, w.routes, w.hot, w.dialogs, w.repairs, w.locks, w.comp}
 }
 
 // afterRollback tags a violation that follows a Redis rollback (see openDefects).
@@ -176,7 +175,7 @@ func newWorld() (*world, error) {
 		shards: memory.NewShardStore(), dir: memory.NewDirectory(), mailbox: memory.NewMailbox(),
 		seqs: nil, routes: memory.NewRouteCache(),
 		hot: memory.NewHotCache(clock.Now, hotWindow, hotPerTopic), dialogs: memory.NewDialogStore(clock.Now),
-		revocations: memory.NewRevocations(), revCache: memory.NewRevocationCache(clock.Now), repairs: memory.NewRepairQueue(), locks: memory.NewLocks(clock.Now),
+		revocations: memory.NewRevocations(), repairs: memory.NewRepairQueue(), locks: memory.NewLocks(clock.Now),
 		comp: memory.NewCompensationList(), metrics: memory.NewMetrics(), tokens: &tokens{claims: map[string]auth.Token{}},
 		slow: map[deviceKey]bool{}, offline: map[deviceKey]bool{}, onConn: map[deviceKey]map[string]int64{},
 	}
@@ -310,8 +309,8 @@ func (w *world) boot(g *gate) *node {
 	n.inbox = inbox.New(inbox.Deps{Dialogs: dialogs, Reads: reads, Mailbox: mbox, Clock: w.clock, Metrics: w.metrics, Log: w.log})
 	n.authn = authn.New(authn.Deps{
 		Tokens: w.tokens, Revocations: gatedRevocations{TokenRevocations: w.revocations, g: g},
-		Cache: gatedRevocationCache{RevocationCache: w.revCache, g: g}, CacheTTL: revocationCacheTTL,
-		Tenants: func(name string) bool { return name == tenant }, Clock: w.clock,
+		RecentTTL: recentRevocationTTL,
+		Tenants:   func(name string) bool { return name == tenant }, Clock: w.clock,
 	}, tokenTTL)
 	pusher := &pusher{w: w}
 	mailer := inbox.NewMailer(inbox.MailerDeps{Mailbox: mbox, Pusher: pusher, IDs: w.ids, Clock: w.clock, Log: w.log})

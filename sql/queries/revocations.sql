@@ -1,4 +1,4 @@
--- The token deny-list (0006), read when the Redis cache misses.
+-- The token deny-list (0006), read by every AUTH and by HTTP checks the node does not remember.
 
 -- A token revoked twice keeps the later expiry.
 -- name: RevokeToken :exec

@@ -68,7 +68,7 @@ type RevokeTokenParams struct {
 	ExpiresAt time.Time
 }
 
-// The token deny-list (0006), read when the Redis cache misses.
+// The token deny-list (0006), read by every AUTH and by HTTP checks the node does not remember.
 // A token revoked twice keeps the later expiry.
 func (q *Queries) RevokeToken(ctx context.Context, arg RevokeTokenParams) error {
 	_, err := q.db.ExecContext(ctx, revokeToken, arg.TokenID, arg.ExpiresAt)
