@@ -16,6 +16,7 @@ import (
 
 	"github.com/imdhq/imd/core/domain/apperr"
 	"github.com/imdhq/imd/core/domain/tenant"
+	"github.com/imdhq/imd/core/periodic"
 	"github.com/imdhq/imd/ports"
 )
 
@@ -230,16 +231,9 @@ func (r *Registry) Refresh(ctx context.Context) error {
 
 // Run refreshes every interval until ctx ends.
 func (r *Registry) Run(ctx context.Context, interval time.Duration) {
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
+	periodic.Every(ctx, interval, func(ctx context.Context) {
 		if err := r.Refresh(ctx); err != nil && ctx.Err() == nil {
 			r.d.Log.WarnContext(ctx, "tenant refresh failed", "err", err)
 		}
-	}
+	})
 }
