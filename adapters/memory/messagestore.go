@@ -34,6 +34,15 @@ func NewMessageStore(shards *ShardStore) *MessageStore { return &MessageStore{sh
 
 // Append stores the message and its dedup record and grows its route segment, all at once.
 func (s *MessageStore) Append(_ context.Context, tenant string, m message.Message, hash string) (ports.AppendResult, error) {
+	return s.append(tenant, m, hash, false)
+}
+
+// AppendFresh is Append of a new allocation: a new row behind the newest writable month fails.
+func (s *MessageStore) AppendFresh(_ context.Context, tenant string, m message.Message, hash string) (ports.AppendResult, error) {
+	return s.append(tenant, m, hash, true)
+}
+
+func (s *MessageStore) append(tenant string, m message.Message, hash string, fresh bool) (ports.AppendResult, error) {
 	if err := m.ValidateAppend(); err != nil {
 		return ports.AppendResult{}, err
 	}
@@ -53,11 +62,15 @@ func (s *MessageStore) Append(_ context.Context, tenant string, m message.Messag
 	rec, known := d.dedup[key]
 	var res ports.AppendResult
 	row := m
+	if known && rec.msgID == m.MsgID {
+		existing := cloneMessage(d.tables[rec.month][topicSeqKey{m.Topic, rec.seq}])
+		return ports.AppendResult{Outcome: ports.AlreadyStored, Existing: existing, Hash: rec.hash, Queued: rec.queued}, nil
+	}
+	if floor := d.newestWritable(); fresh && m.Month < floor {
+		return ports.AppendResult{}, fmt.Errorf("append %s seq %d: %w: %s, newest writable %s", m.Topic, m.Seq, shard.ErrMonthBehind, m.Month, floor)
+	}
 	if known {
 		existing := cloneMessage(d.tables[rec.month][topicSeqKey{m.Topic, rec.seq}])
-		if rec.msgID == m.MsgID {
-			return ports.AppendResult{Outcome: ports.AlreadyStored, Existing: existing, Hash: rec.hash, Queued: rec.queued}, nil
-		}
 		res = ports.AppendResult{Outcome: ports.DuplicateClientMsgID, Existing: existing, Hash: rec.hash, Queued: rec.queued}
 		row = tombstone(m)
 	} else {
@@ -83,6 +96,17 @@ func (d *tenantMessages) writable(m message.Message) error {
 		return fmt.Errorf("append %s seq %d: %w: %s is %s", m.Topic, m.Seq, shard.ErrMonthNotWritable, m.Month, e.state)
 	}
 	return nil
+}
+
+// newestWritable is the latest month of the catalog in state writable, zero when none is.
+func (d *tenantMessages) newestWritable() month.Month {
+	var newest month.Month
+	for mo, e := range d.catalog {
+		if e.state == shard.Writable && mo > newest {
+			newest = mo
+		}
+	}
+	return newest
 }
 
 // put writes row into its month table and grows the route mirror, refusing a taken seq, a

@@ -32,7 +32,9 @@ type appendReq struct {
 	hash string
 	// hole: msg is the seq-hole sweeper's tombstone, stored without a dedup record.
 	hole bool
-	done chan appendResp // buffered: the writer never blocks on a caller that left
+	// fresh: the seq script just allocated msg's seq and month (MessageStore.AppendFresh).
+	fresh bool
+	done  chan appendResp // buffered: the writer never blocks on a caller that left
 }
 
 type appendResp struct {
@@ -227,14 +229,15 @@ func (w *writer) write(ctx context.Context, reqs []*appendReq) (answers []append
 		}
 	}()
 	q := sqlcdb.New(tx)
-	if err := w.checkWritable(ctx, q); err != nil {
+	newest, err := w.checkWritable(ctx, q)
+	if err != nil {
 		return nil, err
 	}
 	table, err := w.t.months.on(ctx, tx, w.month)
 	if err != nil {
 		return nil, err
 	}
-	b, err := w.plan(ctx, tx, q, reqs)
+	b, err := w.plan(ctx, tx, q, reqs, newest)
 	if err != nil {
 		return nil, err
 	}
@@ -257,20 +260,34 @@ func (w *writer) write(ctx context.Context, reqs []*appendReq) (answers []append
 	return b.answers, nil
 }
 
-// checkWritable reads the catalog state under a shared lock, so a state change waits for the
-// batch (seed 000 §5.3: sealing takes late writes, sealed does not).
-func (w *writer) checkWritable(ctx context.Context, q *sqlcdb.Queries) error {
-	state, err := q.MonthStateForWrite(ctx, w.month.String())
-	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("%w: %s", shard.ErrMonthMissing, w.month)
-	}
+// checkWritable reads the catalog states of the month and the later ones under a shared
+// lock, so a state change waits for the batch (seed 000 §5.3: sealing takes late writes,
+// sealed does not; a switch that makes a later month writable comes before or after the
+// batch, never during it). It returns the newest writable month, this one or later, zero
+// when none is.
+func (w *writer) checkWritable(ctx context.Context, q *sqlcdb.Queries) (month.Month, error) {
+	rows, err := q.MonthStatesForWrite(ctx, w.month.String())
 	if err != nil {
-		return fmt.Errorf("catalog state of %s: %w", w.month, err)
+		return 0, fmt.Errorf("catalog state of %s: %w", w.month, err)
 	}
-	if !shard.State(state).AcceptsWrites() {
-		return fmt.Errorf("%w: %s is %s", shard.ErrMonthNotWritable, w.month, state)
+	if len(rows) == 0 || rows[0].ShardMonth != w.month.String() {
+		return 0, fmt.Errorf("%w: %s", shard.ErrMonthMissing, w.month)
 	}
-	return nil
+	if state := shard.State(rows[0].Status); !state.AcceptsWrites() {
+		return 0, fmt.Errorf("%w: %s is %s", shard.ErrMonthNotWritable, w.month, state)
+	}
+	var newest month.Month
+	for _, r := range rows {
+		if shard.State(r.Status) != shard.Writable {
+			continue
+		}
+		m, err := month.Parse(r.ShardMonth)
+		if err != nil {
+			return 0, fmt.Errorf("catalog row %q: %w", r.ShardMonth, err)
+		}
+		newest = max(newest, m)
+	}
+	return newest, nil
 }
 
 // batchWrite is what a batch will insert, and the answers it will give.
@@ -289,7 +306,9 @@ type seqRange struct {
 
 // plan reads the dedup records of the batch under lock and sorts every request into a new
 // message, a retry of a stored one, or a reused client_msg_id whose seq becomes a tombstone.
-func (w *writer) plan(ctx context.Context, tx *sql.Tx, q *sqlcdb.Queries, reqs []*appendReq) (*batchWrite, error) {
+// A fresh allocation that would write a row while newest (the catalog's newest writable
+// month) is later than this month is refused alone (shard.ErrMonthBehind).
+func (w *writer) plan(ctx context.Context, tx *sql.Tx, q *sqlcdb.Queries, reqs []*appendReq, newest month.Month) (*batchWrite, error) {
 	known, err := w.lockDedup(ctx, tx, reqs)
 	if err != nil {
 		return nil, err
@@ -320,8 +339,16 @@ func (w *writer) plan(ctx context.Context, tx *sql.Tx, q *sqlcdb.Queries, reqs [
 				b.answers[i].res = ports.AppendResult{Outcome: ports.AlreadyStored, Existing: existing, Hash: d.PayloadHash, Queued: queued}
 				continue
 			}
+			if r.fresh && w.month < newest {
+				b.answers[i].err = w.behind(m, newest)
+				continue
+			}
 			b.answers[i].res = ports.AppendResult{Outcome: ports.DuplicateClientMsgID, Existing: existing, Hash: d.PayloadHash, Queued: queued}
 			b.addRow(tombstoneRow(m))
+			continue
+		}
+		if r.fresh && w.month < newest {
+			b.answers[i].err = w.behind(m, newest)
 			continue
 		}
 		row, err := messageRow(m)
@@ -344,6 +371,10 @@ func (w *writer) plan(ctx context.Context, tx *sql.Tx, q *sqlcdb.Queries, reqs [
 		}
 	}
 	return b, nil
+}
+
+func (w *writer) behind(m message.Message, newest month.Month) error {
+	return fmt.Errorf("append %s seq %d: %w: %s, newest writable %s", m.Topic, m.Seq, shard.ErrMonthBehind, w.month, newest)
 }
 
 func (b *batchWrite) addRow(row sqlcdb.InsertMessagesParams) {

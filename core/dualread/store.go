@@ -29,6 +29,11 @@ func (s *Store) Append(ctx context.Context, tenant string, m message.Message, ha
 	return s.inner.Append(ctx, tenant, m, hash)
 }
 
+// AppendFresh writes to the month tables only.
+func (s *Store) AppendFresh(ctx context.Context, tenant string, m message.Message, hash string) (ports.AppendResult, error) {
+	return s.inner.AppendFresh(ctx, tenant, m, hash)
+}
+
 // MaxSeq is the higher of the mirror's and the legacy table's, so a seq counter re-seeded
 // after Redis lost it continues above every legacy seq, also before they are copied.
 func (s *Store) MaxSeq(ctx context.Context, tenant, topic string) (int64, error) {

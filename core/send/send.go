@@ -198,12 +198,24 @@ func (s *Service) post(ctx context.Context, r Request, conv social.Conversation)
 			Month: alloc.Month,
 		}
 		started := s.d.Clock.Now()
-		res, err := s.d.Store.Append(ctx, r.Tenant, m, hash)
+		write := s.d.Store.Append // a month fixed before: maybe a late write (seed 000 §5.3)
+		if !alloc.Existing {
+			write = s.d.Store.AppendFresh
+		}
+		res, err := write(ctx, r.Tenant, m, hash)
 		switch {
 		case errors.Is(err, seq.ErrTaken):
 			if err := s.reseed(ctx, r.Tenant, conv.Topic); err != nil {
 				return Result{}, err
 			}
+			s.reconcileMonths(ctx, r.Tenant)
+			req.Reallocate = true
+			continue
+		case errors.Is(err, shard.ErrMonthBehind):
+			// Redis handed out a month the catalog has moved past (a failover that missed an
+			// early switch this process never saw): nothing was written, so the seq is a hole
+			// for the sweeper, and the message is allocated again once the month is repaired.
+			s.d.Metrics.Inc("group_message_persist_total", m.Month.String(), "failed")
 			s.reconcileMonths(ctx, r.Tenant)
 			req.Reallocate = true
 			continue

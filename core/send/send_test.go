@@ -472,3 +472,48 @@ func TestFailedQueuedMarkWithholdsTheAck(t *testing.T) {
 		t.Fatalf("jobs %v, want the first and the resend's (the done marker drops the second)", got)
 	}
 }
+
+// TestStaleActiveMonthIsRefusedToAProcessThatNeverSawTheSwitch: after a failover to a
+// replica that missed an early switch, a process that has seen nothing of the switch (no
+// floor: a fresh process) gets the month before from Redis; the write transaction refuses a
+// new message there (shard.ErrMonthBehind), the send raises the active month to the
+// catalog's newest writable one and allocates again, so the ACK is in the newer month. A
+// retry of a message stored before the switch still answers with its seq and month (issue 18).
+func TestStaleActiveMonthIsRefusedToAProcessThatNeverSawTheSwitch(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	before, err := f.send(1, conversation.Address{Topic: f.group}, "a", "hi")
+	if err != nil || before.Message.Month != 202609 {
+		t.Fatalf("before the switch: %+v, %v", before.Message, err)
+	}
+	if _, err := f.manager.Advance(ctx, tenant, 202610); err != nil {
+		t.Fatal(err)
+	}
+	// Another process, started after the switch: its shard manager has not run a pass yet.
+	fresh := shardmanager.New(shardmanager.Config{SealingDays: 7}, shardmanager.Deps{
+		Store: f.shards, Months: f.months, Metrics: f.metrics, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	ids := memory.NewIDs(f.clock)
+	f.svc = send.New(send.Deps{
+		Seq: f.seqs, Store: f.store, Queue: f.queue, Queued: f.store, Routes: memory.NewRouteCache(), IDs: ids, Clock: f.clock,
+		Metrics: f.metrics, Resolver: conversation.NewResolver(f.dir, ids, membership.New(f.dir, f.clock, time.Second)),
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), EnsureMonths: fresh.Ensure, ReconcileMonths: fresh.Reconcile,
+		Floors: fresh.Floors(), MsgIDWindow: 5 * time.Minute,
+	})
+	f.months.ForceActive(tenant, 202609) // a failover to a replica that missed the switch
+	res, err := f.send(1, conversation.Address{Topic: f.group}, "b", "hi")
+	if err != nil || res.Message.Month != 202610 {
+		t.Fatalf("first send of a process that never saw the switch: %+v, %v; want it in 202610", res.Message, err)
+	}
+	if active, _, _ := f.months.Active(ctx, tenant); active != 202610 {
+		t.Fatalf("active month %s, want 202610", active)
+	}
+	// Redis loses the idempotency records too: the retry of "a" is a fresh allocation in the
+	// stale month, answered from the MySQL dedup record with its first seq and month.
+	f.seqs.Forget(tenant)
+	f.months.ForceActive(tenant, 202609)
+	retry, err := f.send(1, conversation.Address{Topic: f.group}, "a", "hi")
+	if err != nil || retry.Message.MsgID != before.Message.MsgID || retry.Message.Seq != before.Message.Seq || retry.Message.Month != 202609 {
+		t.Fatalf("retry of a message stored before the switch: %+v, %v; want %+v", retry.Message, err, before.Message)
+	}
+}

@@ -148,7 +148,7 @@ func (m *Manager) reconcile(ctx context.Context, tenant string) (month.Month, er
 	if err != nil {
 		return 0, fmt.Errorf("catalog of %s: %w", tenant, err)
 	}
-	floor := newestWritable(infos)
+	floor := shard.NewestWritable(infos)
 	m.d.Floors.Raise(tenant, floor)
 	if floor == 0 {
 		active, _, err := m.d.Months.Active(ctx, tenant)
@@ -169,19 +169,6 @@ func (m *Manager) reconcile(ctx context.Context, tenant string) (month.Month, er
 		m.d.Log.InfoContext(ctx, "active month ahead of the catalog floor", "tenant", tenant, "month", active.String(), "floor", floor.String())
 	}
 	return active, nil
-}
-
-// newestWritable is the month the active month must be at least: an early switch writes it to
-// the catalog before it moves Redis, and a calendar switch is made writable by the pass after
-// it (until then Redis TIME gives the month again). Zero for a tenant with no writable month.
-func newestWritable(infos []shard.Info) month.Month {
-	var floor month.Month
-	for _, in := range infos {
-		if in.State == shard.Writable && in.Month > floor {
-			floor = in.Month
-		}
-	}
-	return floor
 }
 
 // exclusively runs fn under the tenant's switch lock, or skips it when another node holds the

@@ -46,6 +46,15 @@ type gate struct {
 	// sawMonth is the newest month this process allocated in or advanced to: the open defect
 	// of the month floor (openDefects) is about a node that saw no switch, never about one that did.
 	sawMonth month.Month
+	// fresh is the last allocation the seq script made anew for this process (not one an
+	// idempotency record gave back): its append must not land behind the newest writable month.
+	fresh freshAllocation
+}
+
+type freshAllocation struct {
+	topic string
+	seq   int64
+	month month.Month
 }
 
 // inFlight are the send path's after-commit calls, which run concurrently with its enqueue
@@ -95,6 +104,7 @@ func (s gatedSeq) Allocate(ctx context.Context, tenant string, req seq.Request) 
 	a, err := s.SeqAllocator.Allocate(ctx, tenant, req)
 	if err == nil && !a.Existing {
 		s.g.w.model.allocated(s.g.w, s.g, a)
+		s.g.fresh = freshAllocation{req.Topic, a.Seq, a.Month}
 	}
 	return a, err
 }
@@ -129,11 +139,35 @@ func (s gatedStore) Append(ctx context.Context, tenant string, m message.Message
 	if err := s.g.pass(mysqlBackend, "Store.Append"); err != nil {
 		return ports.AppendResult{}, err
 	}
+	floor := s.g.w.newestWritable()
 	res, err := s.storePorts.Append(ctx, tenant, m, hash)
-	if err == nil && res.Outcome == ports.Stored {
+	s.stored(m, floor, res, err)
+	return res, err
+}
+
+func (s gatedStore) AppendFresh(ctx context.Context, tenant string, m message.Message, hash string) (ports.AppendResult, error) {
+	if err := s.g.pass(mysqlBackend, "Store.Append"); err != nil {
+		return ports.AppendResult{}, err
+	}
+	floor := s.g.w.newestWritable()
+	res, err := s.storePorts.AppendFresh(ctx, tenant, m, hash)
+	s.stored(m, floor, res, err)
+	return res, err
+}
+
+// stored sees an append's outcome: what it committed, and that no seq the seq script just
+// allocated became a new row behind floor, the catalog's newest writable month before the
+// write (whichever of Append and AppendFresh the send used for it).
+func (s gatedStore) stored(m message.Message, floor month.Month, res ports.AppendResult, err error) {
+	if err != nil {
+		return
+	}
+	if s.g.fresh == (freshAllocation{m.Topic, m.Seq, m.Month}) && res.Outcome != ports.AlreadyStored && m.Month < floor {
+		s.g.w.model.violate("%s seq %d newly stored in %s, older than the catalog's newest writable month %s", m.Topic, m.Seq, m.Month, floor)
+	}
+	if res.Outcome == ports.Stored {
 		s.g.w.model.storedAt[m.MsgID] = s.g.w.stats.steps
 	}
-	return res, err
 }
 
 func (s gatedStore) MaxSeq(ctx context.Context, tenant, topic string) (int64, error) {

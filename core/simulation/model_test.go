@@ -159,15 +159,19 @@ func (m *model) see(k deviceKey, msgID int64) {
 }
 
 // allocated sees every new allocation of the seq script: the active month it allocates in
-// never moves backward. (Redis itself may hold an older one for a while after a rollback; what
-// matters is that no new message is given it.)
+// never moves backward for a process that saw the newer one (month.Floors). A Redis behind
+// the catalog (rolled back past an early switch, or an advance that died between the catalog
+// and Redis) hands a process that saw nothing of the switch the month before; the write
+// transaction then refuses the message (shard.ErrMonthBehind, checked by
+// gatedStore.AppendFresh: no new row behind the catalog's newest writable month) and the send
+// repairs the month and allocates again.
 func (m *model) allocated(w *world, g *gate, a seq.Allocation) {
 	if a.Month < m.maxActive {
-		tag := ""
-		if g.sawMonth < m.maxActive {
-			tag = w.afterRollback()
+		if g.sawMonth >= m.maxActive {
+			m.violate("active month moved back from %s to %s: seq %d allocated in it", m.maxActive, a.Month, a.Seq)
+		} else {
+			w.trace("stale month %s handed to a process that never saw %s: seq %d", a.Month, m.maxActive, a.Seq)
 		}
-		m.violate("active month moved back%s from %s to %s: seq %d allocated in it", tag, m.maxActive, a.Month, a.Seq)
 	}
 	m.maxActive = max(m.maxActive, a.Month)
 	g.sawMonth = max(g.sawMonth, a.Month)
@@ -195,6 +199,9 @@ func (w *world) check() {
 	if active, ok := w.activeMonth(); ok {
 		m.maxActive = max(m.maxActive, active)
 	}
+	// So is the catalog's newest writable month: an early switch writes it there first, and a
+	// failover may take it out of Redis again.
+	m.maxActive = max(m.maxActive, w.newestWritable())
 	for _, c := range m.conversations {
 		w.checkTopic(c.topic)
 	}
@@ -294,7 +301,7 @@ func (w *world) checkTopic(topic string) {
 	slices.Sort(seqs)
 	for i := 1; i < len(seqs); i++ {
 		if a, b := bySeq[seqs[i-1]], bySeq[seqs[i]]; b.month < a.month {
-			m.violate("%s month segments overlap%s: seq %d in %s after seq %d in %s", topic, w.afterRollback(), seqs[i], b.month, seqs[i-1], a.month)
+			m.violate("%s month segments overlap: seq %d in %s after seq %d in %s", topic, seqs[i], b.month, seqs[i-1], a.month)
 		}
 	}
 	w.checkHoles(topic, seqs, func(sq int64) (month.Month, message.Message) { r := bySeq[sq]; return r.month, r.msg })

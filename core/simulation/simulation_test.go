@@ -29,22 +29,7 @@ var (
 var openDefects = []struct {
 	issue string
 	class *regexp.Regexp
-}{
-	{
-		// A node raises a stale Redis to the newest writable month it knows (month.Floors: its
-		// own advances, reconciles and allocations), so one node heals at once; a node that has
-		// seen none of them since the switch allocates in the month before until its next shard
-		// pass or a collision (README "Losing Redis"). The data stays right (the month before
-		// still takes writes, and overlapping segments are refused in the write transaction).
-		// Only a node that saw no newer month is excused (model.allocated tags the violation by
-		// the gate's sawMonth): one that allocated in or advanced to it and still allocates
-		// back fails the run. Closing it needs a source every node reads at once after a
-		// failover, e.g. the write transaction refusing a new allocation behind the catalog's
-		// newest writable month (next to its own month's state, which it reads under lock).
-		"issue 19 item 1, across nodes: a Redis rolled back past an early month switch lets a node that has not seen the switch allocate in the month before until its next shard pass",
-		regexp.MustCompile(`(active month moved back|month segments overlap) after a Redis rollback`),
-	},
-}
+}{}
 
 func openDefect(violation string) (string, bool) {
 	for _, d := range openDefects {

@@ -50,6 +50,7 @@ const (
 	kMember
 	kPoolFull
 	kMigrate
+	kFailover
 	kinds
 )
 
@@ -57,7 +58,7 @@ var kindNames = [kinds]string{
 	"send", "retry", "deliver", "sync", "read", "tick", "ensure", "advance", "repair", "crash",
 	"redis-lose", "redis-snapshot", "redis-restore", "mysql-outage", "redis-outage", "slow-device", "offline",
 	"issue-token", "revoke-token", "change", "delete-self", "auth", "sweep", "member", "pool-full",
-	"migrate",
+	"migrate", "failover",
 }
 
 // weights of the kinds in a random step list.
@@ -65,7 +66,7 @@ var weights = [kinds]int{
 	kSend: 24, kRetry: 12, kDeliver: 14, kSync: 8, kRead: 5, kTick: 12, kEnsure: 3, kAdvance: 1, kRepair: 2, kCrash: 5,
 	kRedisLose: 1, kRedisSnapshot: 1, kRedisRestore: 1, kMySQLOutage: 1, kRedisOutage: 1, kSlowDevice: 2, kOffline: 1,
 	kIssueToken: 2, kRevokeToken: 2, kChange: 3, kDeleteSelf: 1, kAuth: 3, kSweep: 3, kMember: 2, kPoolFull: 1,
-	kMigrate: 4,
+	kMigrate: 4, kFailover: 1,
 }
 
 type step struct {
@@ -182,7 +183,6 @@ func (w *world) exec(s step) {
 			if s.a%2 == 0 || s.b>>i&1 == 1 {
 				v.Lose()
 				w.listsLost = w.listsLost || v == memory.Volatile(w.dialogs)
-				w.rolledBack = w.rolledBack && v != memory.Volatile(w.months)
 			}
 		}
 		w.stats.faults++
@@ -199,7 +199,6 @@ func (w *world) exec(s step) {
 			if s.a%2 == 0 || s.b>>i&1 == 1 {
 				restore()
 				w.listsLost = w.listsLost || w.volatile()[i] == memory.Volatile(w.dialogs)
-				w.rolledBack = w.rolledBack || w.volatile()[i] == memory.Volatile(w.months)
 			}
 		}
 		w.redisRollbacks++
@@ -260,6 +259,8 @@ func (w *world) exec(s step) {
 		w.changeMember(n, s)
 	case kMigrate:
 		w.migrate(n, s)
+	case kFailover:
+		w.failover(n, s)
 	case kSweep:
 		closed, err := n.sweeper.Sweep(ctx, tenant)
 		w.trace("sweep closed %d seq holes: %v", closed, err)
@@ -463,5 +464,25 @@ func (w *world) authCheck(n *node, node int, tok string, perRequest bool) {
 	w.trace("auth on node %d with %s (per request %v): %v", node, tok, perRequest, err)
 	if err == nil {
 		w.model.checkAuth(tok, node, perRequest, w.clock.Now())
+	}
+}
+
+// failover is an early month switch that a Redis failover loses: node n advances the month,
+// Redis' month state goes back to before the advance (the replica missed it), and another
+// node restarts, so a process that has seen nothing of the switch serves sends next (issue
+// 19 item 1 across nodes). The catalog keeps the switch.
+func (w *world) failover(n *node, s step) {
+	active, ok := w.activeMonth()
+	if !ok {
+		return
+	}
+	restore := w.months.Snapshot()
+	got, err := n.manager.Advance(context.Background(), tenant, active.Next())
+	w.trace("advance to %s: %s, %v", active.Next(), got, err)
+	restore()
+	w.stats.faults++
+	if other := (s.node + 1 + s.a%(nodeCount-1)) % nodeCount; !w.nodes[other].g.crashed {
+		w.trace("month state rolled back to %s; node %d restarts", active, other)
+		w.reboot(other)
 	}
 }

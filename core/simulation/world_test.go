@@ -19,6 +19,7 @@ import (
 	"github.com/imdhq/imd/core/domain/delivery"
 	"github.com/imdhq/imd/core/domain/message"
 	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/shard"
 	"github.com/imdhq/imd/core/domain/social"
 	"github.com/imdhq/imd/core/dualread"
 	"github.com/imdhq/imd/core/history"
@@ -114,8 +115,6 @@ type world struct {
 	redisRollbacks int
 	// listsLost: the conversation lists were lost or rolled back, so they were rebuilt.
 	listsLost bool
-	// rolledBack: the month state was last rolled back, not lost.
-	rolledBack bool
 	// sweptAt: when the seq-hole sweeper last ran through without a fault; every hole whose
 	// next message was older than holeAfter then is closed.
 	sweptAt time.Time
@@ -139,14 +138,6 @@ type stats struct {
 // volatile lists every fake that stands for Redis.
 func (w *world) volatile() []memory.Volatile {
 	return []memory.Volatile{w.months, w.seqs, w.queue, w.routes, w.hot, w.dialogs, w.repairs, w.locks, w.comp}
-}
-
-// afterRollback tags a violation that follows a Redis rollback (see openDefects).
-func (w *world) afterRollback() string {
-	if w.rolledBack {
-		return " after a Redis rollback"
-	}
-	return ""
 }
 
 func (w *world) trace(format string, args ...any) {
@@ -329,7 +320,7 @@ func (w *world) boot(g *gate) *node {
 // reboot replaces a crashed node by a fresh process.
 func (w *world) reboot(i int) {
 	g := w.nodes[i].g
-	g.crashed, g.method, g.n, g.seen, g.sawMonth = false, "", 0, 0, 0
+	g.crashed, g.method, g.n, g.seen, g.sawMonth, g.fresh = false, "", 0, 0, 0, freshAllocation{}
 	w.nodes[i] = w.boot(g)
 }
 
@@ -430,6 +421,12 @@ func (notifier) Notify(context.Context, string, delivery.Notification) error { r
 func (w *world) activeMonth() (month.Month, bool) {
 	m, ok, _ := w.months.Active(context.Background(), tenant)
 	return m, ok
+}
+
+// newestWritable reads the catalog's newest writable month straight from the fake.
+func (w *world) newestWritable() month.Month {
+	infos, _ := w.shards.Catalog(context.Background(), tenant)
+	return shard.NewestWritable(infos)
 }
 
 func (w *world) String() string {

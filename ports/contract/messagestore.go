@@ -49,6 +49,7 @@ func MessageStore(t *testing.T, newStore MessageStoreFactory) {
 		{"concurrent appends all commit", concurrentAppends},
 		{"concurrent retries of one message store it once", concurrentRetries},
 		{"a queued mark answers every later resend", queuedMark},
+		{"a fresh allocation behind the newest writable month is refused", freshBehindNewestWritable},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -159,6 +160,48 @@ func queuedMark(t *testing.T, s ports.MessageStore, shards ports.ShardStore, ten
 	if res := mustAppend(t, s, tenant, other, ports.AlreadyStored); res.Queued {
 		t.Fatal("the mark of one record flagged another")
 	}
+}
+
+// freshBehindNewestWritable: once a later month is writable, AppendFresh refuses a new row in
+// an earlier one (a stale Redis handed its month out), while Append still takes a late write
+// of a month fixed before, and a message stored before the switch is answered as always.
+func freshBehindNewestWritable(t *testing.T, s ports.MessageStore, shards ports.ShardStore, tenant string) {
+	ctx := context.Background()
+	writable(t, shards, tenant, monthA)
+	first := newMessage("grp_1", 1, 1001, monthA)
+	if res, err := s.AppendFresh(ctx, tenant, first, hashOf(first)); err != nil || res.Outcome != ports.Stored {
+		t.Fatalf("AppendFresh in the newest writable month: %+v, %v", res, err)
+	}
+	// An early switch: the later month is writable, the earlier one sealing.
+	writable(t, shards, tenant, monthB)
+	if err := shards.SetState(ctx, tenant, monthA, shard.Writable, shard.Sealing); err != nil {
+		t.Fatalf("SetState %s sealing: %v", monthA, err)
+	}
+	stale := newMessage("grp_1", 2, 1002, monthA)
+	if _, err := s.AppendFresh(ctx, tenant, stale, hashOf(stale)); !errors.Is(err, shard.ErrMonthBehind) {
+		t.Fatalf("AppendFresh of a new message behind the newest writable month: err = %v, want shard.ErrMonthBehind", err)
+	}
+	reused := newMessage("grp_1", 3, 1003, monthA)
+	reused.ClientMsgID, reused.Content = first.ClientMsgID, first.Content
+	if _, err := s.AppendFresh(ctx, tenant, reused, hashOf(reused)); !errors.Is(err, shard.ErrMonthBehind) {
+		t.Fatalf("AppendFresh of a reused client_msg_id (a tombstone) behind the newest writable month: err = %v, want shard.ErrMonthBehind", err)
+	}
+	if res, err := s.AppendFresh(ctx, tenant, first, hashOf(first)); err != nil || res.Outcome != ports.AlreadyStored {
+		t.Fatalf("AppendFresh of a message stored before the switch: %+v, %v; want AlreadyStored", res, err)
+	} else {
+		sameMessage(t, res.Existing, first)
+	}
+	// Nothing of the refused attempts was written: the seqs are free, the route unchanged.
+	wantRoute(t, s, tenant, "grp_1", segment{monthA, 1, 1, 1})
+	reused.Month = monthB
+	if res, err := s.AppendFresh(ctx, tenant, reused, hashOf(reused)); err != nil || res.Outcome != ports.DuplicateClientMsgID {
+		t.Fatalf("AppendFresh of a reused client_msg_id in the newest writable month: %+v, %v", res, err)
+	} else {
+		sameMessage(t, res.Existing, first)
+	}
+	// A late write of a month an idempotency record fixed before the switch (seed 000 §5.3).
+	mustAppend(t, s, tenant, stale, ports.Stored)
+	wantRoute(t, s, tenant, "grp_1", segment{monthA, 1, 2, 2}, segment{monthB, 3, 3, 1})
 }
 
 func takenSeq(t *testing.T, s ports.MessageStore, shards ports.ShardStore, tenant string) {

@@ -9,9 +9,11 @@ ON DUPLICATE KEY UPDATE shard_month = shard_month;
 -- name: RegisteredMonths :many
 SELECT shard_month FROM im_group_message_shards;
 
--- A shared lock, so a state change (e.g. sealing → sealed) waits for a batch being written.
--- name: MonthStateForWrite :one
-SELECT status FROM im_group_message_shards WHERE shard_month = ? LOCK IN SHARE MODE;
+-- The states of a month and of every later one, under a shared lock, so a state change
+-- (sealing → sealed, or a later month made writable by a switch) waits for a batch being
+-- written.
+-- name: MonthStatesForWrite :many
+SELECT shard_month, status FROM im_group_message_shards WHERE shard_month >= ? ORDER BY shard_month LOCK IN SHARE MODE;
 
 -- name: MonthState :one
 SELECT status FROM im_group_message_shards WHERE shard_month = ?;

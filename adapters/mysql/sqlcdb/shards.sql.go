@@ -59,16 +59,39 @@ func (q *Queries) MonthState(ctx context.Context, shardMonth string) (string, er
 	return status, err
 }
 
-const monthStateForWrite = `-- name: MonthStateForWrite :one
-SELECT status FROM im_group_message_shards WHERE shard_month = ? LOCK IN SHARE MODE
+const monthStatesForWrite = `-- name: MonthStatesForWrite :many
+SELECT shard_month, status FROM im_group_message_shards WHERE shard_month >= ? ORDER BY shard_month LOCK IN SHARE MODE
 `
 
-// A shared lock, so a state change (e.g. sealing → sealed) waits for a batch being written.
-func (q *Queries) MonthStateForWrite(ctx context.Context, shardMonth string) (string, error) {
-	row := q.db.QueryRowContext(ctx, monthStateForWrite, shardMonth)
-	var status string
-	err := row.Scan(&status)
-	return status, err
+type MonthStatesForWriteRow struct {
+	ShardMonth string
+	Status     string
+}
+
+// The states of a month and of every later one, under a shared lock, so a state change
+// (sealing → sealed, or a later month made writable by a switch) waits for a batch being
+// written.
+func (q *Queries) MonthStatesForWrite(ctx context.Context, shardMonth string) ([]MonthStatesForWriteRow, error) {
+	rows, err := q.db.QueryContext(ctx, monthStatesForWrite, shardMonth)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []MonthStatesForWriteRow
+	for rows.Next() {
+		var i MonthStatesForWriteRow
+		if err := rows.Scan(&i.ShardMonth, &i.Status); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const monthStats = `-- name: MonthStats :many
