@@ -90,14 +90,16 @@ type MessageStore interface {
 	// message holds (topic, seq) and with shard.ErrMonthNotWritable when the month cannot
 	// take the write.
 	Append(ctx context.Context, tenant string, m message.Message, hash string) (AppendResult, error)
-	// AppendFresh is Append of a seq and month the seq script has just allocated (not one an
-	// idempotency record fixed earlier, which may be a late write into a sealing month, seed
-	// 000 §5.3). It also fails with shard.ErrMonthBehind when the message would be a new row
-	// (a new message, or the tombstone of a reused client_msg_id) in a month older than the
-	// catalog's newest writable month, read in the write transaction: only a stale Redis
-	// hands such a month out (seed 000 §3.3: the active month never goes back). A message
-	// stored before is still answered from its dedup record, whatever its month.
-	AppendFresh(ctx context.Context, tenant string, m message.Message, hash string) (AppendResult, error)
+	// AppendFresh is Append of a seq and month the seq script has just allocated, at instant
+	// at on the Redis clock (seq.Allocation.At; not a record an earlier attempt fixed, which
+	// may be a late write into a sealing month, seed 000 §5.3). It also fails with
+	// shard.ErrMonthBehind when the message would be a new row (a new message, or the
+	// tombstone of a reused client_msg_id) and the catalog, read in the write transaction,
+	// had already switched to a later month at that instant (shard.Superseding): only a stale
+	// Redis hands such a month out (seed 000 §3.3: the active month never goes back). A send
+	// allocated before a switch and written after it is taken. A message stored before is
+	// still answered from its dedup record, whatever its month.
+	AppendFresh(ctx context.Context, tenant string, m message.Message, hash string, at time.Time) (AppendResult, error)
 	// MaxSeq is the highest seq ever stored for the topic (re-seeding after Redis loss).
 	MaxSeq(ctx context.Context, tenant, topic string) (int64, error)
 	// Segments reads the topic's route mirror.
@@ -191,6 +193,9 @@ type ShardStore interface {
 	EnsureTable(ctx context.Context, tenant string, m month.Month) error
 	Catalog(ctx context.Context, tenant string) ([]shard.Info, error)
 	SetState(ctx context.Context, tenant string, m month.Month, from, to shard.State) error
+	// RecordSwitch lowers m's ActiveSince to at (sets it when unset): each record is an
+	// instant by which m is active, so the earliest stands.
+	RecordSwitch(ctx context.Context, tenant string, m month.Month, at time.Time) error
 }
 
 // MonthState is the Redis side of month switching: which months are ready and which is active.

@@ -34,15 +34,16 @@ func NewMessageStore(shards *ShardStore) *MessageStore { return &MessageStore{sh
 
 // Append stores the message and its dedup record and grows its route segment, all at once.
 func (s *MessageStore) Append(_ context.Context, tenant string, m message.Message, hash string) (ports.AppendResult, error) {
-	return s.append(tenant, m, hash, false)
+	return s.append(tenant, m, hash, time.Time{})
 }
 
-// AppendFresh is Append of a new allocation: a new row behind the newest writable month fails.
-func (s *MessageStore) AppendFresh(_ context.Context, tenant string, m message.Message, hash string) (ports.AppendResult, error) {
-	return s.append(tenant, m, hash, true)
+// AppendFresh is Append of a new allocation made at instant at: a new row in a month the
+// catalog had switched past by then fails (shard.Superseding).
+func (s *MessageStore) AppendFresh(_ context.Context, tenant string, m message.Message, hash string, at time.Time) (ports.AppendResult, error) {
+	return s.append(tenant, m, hash, at)
 }
 
-func (s *MessageStore) append(tenant string, m message.Message, hash string, fresh bool) (ports.AppendResult, error) {
+func (s *MessageStore) append(tenant string, m message.Message, hash string, allocatedAt time.Time) (ports.AppendResult, error) {
 	if err := m.ValidateAppend(); err != nil {
 		return ports.AppendResult{}, err
 	}
@@ -66,8 +67,8 @@ func (s *MessageStore) append(tenant string, m message.Message, hash string, fre
 		existing := cloneMessage(d.tables[rec.month][topicSeqKey{m.Topic, rec.seq}])
 		return ports.AppendResult{Outcome: ports.AlreadyStored, Existing: existing, Hash: rec.hash, Queued: rec.queued}, nil
 	}
-	if floor := d.newestWritable(); fresh && m.Month < floor {
-		return ports.AppendResult{}, fmt.Errorf("append %s seq %d: %w: %s, newest writable %s", m.Topic, m.Seq, shard.ErrMonthBehind, m.Month, floor)
+	if newer := shard.Superseding(m.Month, allocatedAt, d.switches()); newer != 0 {
+		return ports.AppendResult{}, fmt.Errorf("append %s seq %d: %w", m.Topic, m.Seq, &shard.BehindError{Month: m.Month, Newer: newer})
 	}
 	if known {
 		existing := cloneMessage(d.tables[rec.month][topicSeqKey{m.Topic, rec.seq}])
@@ -98,15 +99,13 @@ func (d *tenantMessages) writable(m message.Message) error {
 	return nil
 }
 
-// newestWritable is the latest month of the catalog in state writable, zero when none is.
-func (d *tenantMessages) newestWritable() month.Month {
-	var newest month.Month
+// switches is the catalog as the write transaction reads it: months, states, switch instants.
+func (d *tenantMessages) switches() []shard.Info {
+	out := make([]shard.Info, 0, len(d.catalog))
 	for mo, e := range d.catalog {
-		if e.state == shard.Writable && mo > newest {
-			newest = mo
-		}
+		out = append(out, shard.Info{Month: mo, State: e.state, ActiveSince: e.activeSince})
 	}
-	return newest
+	return out
 }
 
 // put writes row into its month table and grows the route mirror, refusing a taken seq, a

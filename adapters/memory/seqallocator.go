@@ -104,6 +104,8 @@ func (s *SeqAllocator) Allocate(_ context.Context, name string, req seq.Request)
 	s.counters[tk] = next.Seq
 	s.records[ik] = idemRecord{alloc: next, expires: s.clock().Add(idemTTL)}
 	s.mark(tk, next.Seq, req)
+	// Only a fresh allocation carries its instant, in the script's milliseconds.
+	next.At = s.clock().UTC().Truncate(time.Millisecond)
 	return next, nil
 }
 

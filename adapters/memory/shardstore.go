@@ -38,8 +38,9 @@ type tenantMessages struct {
 }
 
 type monthCatalogEntry struct {
-	state   shard.State
-	updated time.Time
+	state       shard.State
+	updated     time.Time
+	activeSince time.Time
 }
 
 type topicSeqKey struct {
@@ -111,7 +112,7 @@ func (s *ShardStore) Catalog(_ context.Context, tenant string) ([]shard.Info, er
 	out := make([]shard.Info, 0, len(d.catalog))
 	for m, e := range d.catalog {
 		table, _ := m.Table()
-		info := shard.Info{Month: m, Table: table, State: e.state, UpdatedAt: e.updated}
+		info := shard.Info{Month: m, Table: table, State: e.state, UpdatedAt: e.updated, ActiveSince: e.activeSince}
 		for _, months := range d.mirror {
 			seg, ok := months[m]
 			if !ok {
@@ -148,6 +149,20 @@ func (s *ShardStore) SetState(_ context.Context, tenant string, m month.Month, f
 		return fmt.Errorf("set state of %s: %w: it is %s, not %s", m, ErrStateChanged, e.state, from)
 	}
 	e.state, e.updated = to, millisNow()
+	return nil
+}
+
+// RecordSwitch keeps the earliest ActiveSince of m; see ports.ShardStore.
+func (s *ShardStore) RecordSwitch(_ context.Context, tenant string, m month.Month, at time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.db(tenant).catalog[m]
+	if !ok {
+		return fmt.Errorf("record switch to %s: %w", m, shard.ErrMonthMissing)
+	}
+	if at = at.UTC().Truncate(time.Millisecond); e.activeSince.IsZero() || at.Before(e.activeSince) {
+		e.activeSince = at
+	}
 	return nil
 }
 

@@ -32,9 +32,10 @@ type appendReq struct {
 	hash string
 	// hole: msg is the seq-hole sweeper's tombstone, stored without a dedup record.
 	hole bool
-	// fresh: the seq script just allocated msg's seq and month (MessageStore.AppendFresh).
-	fresh bool
-	done  chan appendResp // buffered: the writer never blocks on a caller that left
+	// allocatedAt: the seq script just allocated msg's seq and month at this Redis instant
+	// (MessageStore.AppendFresh); zero for every other write.
+	allocatedAt time.Time
+	done        chan appendResp // buffered: the writer never blocks on a caller that left
 }
 
 type appendResp struct {
@@ -229,7 +230,7 @@ func (w *writer) write(ctx context.Context, reqs []*appendReq) (answers []append
 		}
 	}()
 	q := sqlcdb.New(tx)
-	newest, err := w.checkWritable(ctx, q)
+	later, err := w.checkWritable(ctx, q)
 	if err != nil {
 		return nil, err
 	}
@@ -237,7 +238,7 @@ func (w *writer) write(ctx context.Context, reqs []*appendReq) (answers []append
 	if err != nil {
 		return nil, err
 	}
-	b, err := w.plan(ctx, tx, q, reqs, newest)
+	b, err := w.plan(ctx, tx, q, reqs, later)
 	if err != nil {
 		return nil, err
 	}
@@ -262,32 +263,28 @@ func (w *writer) write(ctx context.Context, reqs []*appendReq) (answers []append
 
 // checkWritable reads the catalog states of the month and the later ones under a shared
 // lock, so a state change waits for the batch (seed 000 §5.3: sealing takes late writes,
-// sealed does not; a switch that makes a later month writable comes before or after the
-// batch, never during it). It returns the newest writable month, this one or later, zero
-// when none is.
-func (w *writer) checkWritable(ctx context.Context, q *sqlcdb.Queries) (month.Month, error) {
+// sealed does not; a recorded switch comes before or after the batch, never during it). It
+// returns those rows, for shard.Superseding.
+func (w *writer) checkWritable(ctx context.Context, q *sqlcdb.Queries) ([]shard.Info, error) {
 	rows, err := q.MonthStatesForWrite(ctx, w.month.String())
 	if err != nil {
-		return 0, fmt.Errorf("catalog state of %s: %w", w.month, err)
+		return nil, fmt.Errorf("catalog state of %s: %w", w.month, err)
 	}
 	if len(rows) == 0 || rows[0].ShardMonth != w.month.String() {
-		return 0, fmt.Errorf("%w: %s", shard.ErrMonthMissing, w.month)
+		return nil, fmt.Errorf("%w: %s", shard.ErrMonthMissing, w.month)
 	}
 	if state := shard.State(rows[0].Status); !state.AcceptsWrites() {
-		return 0, fmt.Errorf("%w: %s is %s", shard.ErrMonthNotWritable, w.month, state)
+		return nil, fmt.Errorf("%w: %s is %s", shard.ErrMonthNotWritable, w.month, state)
 	}
-	var newest month.Month
+	later := make([]shard.Info, 0, len(rows))
 	for _, r := range rows {
-		if shard.State(r.Status) != shard.Writable {
-			continue
-		}
 		m, err := month.Parse(r.ShardMonth)
 		if err != nil {
-			return 0, fmt.Errorf("catalog row %q: %w", r.ShardMonth, err)
+			return nil, fmt.Errorf("catalog row %q: %w", r.ShardMonth, err)
 		}
-		newest = max(newest, m)
+		later = append(later, shard.Info{Month: m, State: shard.State(r.Status), ActiveSince: nullTimeUTC(r.ActiveSince)})
 	}
-	return newest, nil
+	return later, nil
 }
 
 // batchWrite is what a batch will insert, and the answers it will give.
@@ -306,9 +303,9 @@ type seqRange struct {
 
 // plan reads the dedup records of the batch under lock and sorts every request into a new
 // message, a retry of a stored one, or a reused client_msg_id whose seq becomes a tombstone.
-// A fresh allocation that would write a row while newest (the catalog's newest writable
-// month) is later than this month is refused alone (shard.ErrMonthBehind).
-func (w *writer) plan(ctx context.Context, tx *sql.Tx, q *sqlcdb.Queries, reqs []*appendReq, newest month.Month) (*batchWrite, error) {
+// A fresh allocation that would write a row in a month the catalog had already switched past
+// at its instant (shard.Superseding over later) is refused alone (shard.ErrMonthBehind).
+func (w *writer) plan(ctx context.Context, tx *sql.Tx, q *sqlcdb.Queries, reqs []*appendReq, later []shard.Info) (*batchWrite, error) {
 	known, err := w.lockDedup(ctx, tx, reqs)
 	if err != nil {
 		return nil, err
@@ -339,16 +336,16 @@ func (w *writer) plan(ctx context.Context, tx *sql.Tx, q *sqlcdb.Queries, reqs [
 				b.answers[i].res = ports.AppendResult{Outcome: ports.AlreadyStored, Existing: existing, Hash: d.PayloadHash, Queued: queued}
 				continue
 			}
-			if r.fresh && w.month < newest {
-				b.answers[i].err = w.behind(m, newest)
+			if newer := shard.Superseding(w.month, r.allocatedAt, later); newer != 0 {
+				b.answers[i].err = w.behind(m, newer)
 				continue
 			}
 			b.answers[i].res = ports.AppendResult{Outcome: ports.DuplicateClientMsgID, Existing: existing, Hash: d.PayloadHash, Queued: queued}
 			b.addRow(tombstoneRow(m))
 			continue
 		}
-		if r.fresh && w.month < newest {
-			b.answers[i].err = w.behind(m, newest)
+		if newer := shard.Superseding(w.month, r.allocatedAt, later); newer != 0 {
+			b.answers[i].err = w.behind(m, newer)
 			continue
 		}
 		row, err := messageRow(m)
@@ -373,8 +370,8 @@ func (w *writer) plan(ctx context.Context, tx *sql.Tx, q *sqlcdb.Queries, reqs [
 	return b, nil
 }
 
-func (w *writer) behind(m message.Message, newest month.Month) error {
-	return fmt.Errorf("append %s seq %d: %w: %s, newest writable %s", m.Topic, m.Seq, shard.ErrMonthBehind, w.month, newest)
+func (w *writer) behind(m message.Message, newer month.Month) error {
+	return fmt.Errorf("append %s seq %d: %w", m.Topic, m.Seq, &shard.BehindError{Month: w.month, Newer: newer})
 }
 
 func (b *batchWrite) addRow(row sqlcdb.InsertMessagesParams) {

@@ -114,13 +114,13 @@ func (s *MessageStore) Append(ctx context.Context, tenant string, m message.Mess
 	return s.write(ctx, tenant, &appendReq{ctx: ctx, msg: normalize(m), hash: hash, done: make(chan appendResp, 1)})
 }
 
-// AppendFresh is Append of a new allocation: the batch refuses it a new row in a month older
-// than the catalog's newest writable month (shard.ErrMonthBehind).
-func (s *MessageStore) AppendFresh(ctx context.Context, tenant string, m message.Message, hash string) (ports.AppendResult, error) {
+// AppendFresh is Append of a new allocation made at instant at: the batch refuses it a new
+// row in a month the catalog had switched past by then (shard.ErrMonthBehind).
+func (s *MessageStore) AppendFresh(ctx context.Context, tenant string, m message.Message, hash string, at time.Time) (ports.AppendResult, error) {
 	if err := m.ValidateAppend(); err != nil {
 		return ports.AppendResult{}, err
 	}
-	return s.write(ctx, tenant, &appendReq{ctx: ctx, msg: normalize(m), hash: hash, fresh: true, done: make(chan appendResp, 1)})
+	return s.write(ctx, tenant, &appendReq{ctx: ctx, msg: normalize(m), hash: hash, allocatedAt: at, done: make(chan appendResp, 1)})
 }
 
 // write hands req to the writer of its tenant and month and waits for its answer.

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/imdhq/imd/adapters/mysql/sqlcdb"
 	"github.com/imdhq/imd/core/domain/month"
@@ -79,6 +80,7 @@ func (s *ShardStore) Catalog(ctx context.Context, tenant string) ([]shard.Info, 
 		out = append(out, shard.Info{
 			Month: m, Table: r.TableName, State: shard.State(r.Status), RowCount: st.RowCount,
 			MinCreatedAt: st.MinCreatedAt.UTC(), MaxCreatedAt: st.MaxCreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+			ActiveSince: nullTimeUTC(r.ActiveSince),
 		})
 	}
 	return out, nil
@@ -114,6 +116,34 @@ func (s *ShardStore) SetState(ctx context.Context, tenant string, m month.Month,
 		return nil
 	}
 	return fmt.Errorf("set state of %s: %w: it is %s, not %s", m, ErrStateChanged, cur, from)
+}
+
+// RecordSwitch keeps the earliest ActiveSince of m; see ports.ShardStore.
+func (s *ShardStore) RecordSwitch(ctx context.Context, tenant string, m month.Month, at time.Time) error {
+	t, err := s.cluster.tenant(tenant)
+	if err != nil {
+		return err
+	}
+	n, err := t.q.RecordMonthSwitch(ctx, sqlcdb.RecordMonthSwitchParams{
+		ActiveSince: sql.NullTime{Time: at.UTC().Truncate(time.Millisecond), Valid: true}, ShardMonth: m.String(),
+	})
+	if err != nil {
+		return fmt.Errorf("record switch to %s: %w", m, err)
+	}
+	if n == 0 {
+		if _, err := t.q.MonthState(ctx, m.String()); errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("record switch to %s: %w", m, shard.ErrMonthMissing)
+		}
+	}
+	return nil
+}
+
+// nullTimeUTC is t in UTC, zero when NULL.
+func nullTimeUTC(t sql.NullTime) time.Time {
+	if !t.Valid {
+		return time.Time{}
+	}
+	return t.Time.UTC()
 }
 
 // ErrStateChanged: SetState found the month in another state than expected.

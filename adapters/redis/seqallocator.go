@@ -38,7 +38,8 @@ func NewSeqAllocator(c rueidis.Client, idemTTL time.Duration) *SeqAllocator {
 	return &SeqAllocator{c: c, idemTTL: idemTTL}
 }
 
-// allocateScript returns {'ok', seq, month, msg_id, hash, existing '0'|'1', acked '0'|'1'},
+// allocateScript returns {'ok', seq, month, msg_id, hash, existing '0'|'1', acked '0'|'1'}
+// and, for a fresh allocation, its Redis TIME in ms (seq.Allocation.At),
 // {'noseq'} when the topic counter is missing, or {'nomonth'} when no month is active (Redis
 // lost it: the caller re-seeds it from the catalog).
 // Nothing is written unless it returns 'ok', so a failed call consumes no seq.
@@ -120,7 +121,8 @@ local s = redis.call('GET', KEYS[2])
 redis.call('HSET', KEYS[1], 'seq', s, 'month', active, 'msg_id', msg_id, 'hash', hash, 'state', 'allocated')
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 mark(s)
-return {'ok', s, active, msg_id, hash, '0', '0'}
+local t = clock()
+return {'ok', s, active, msg_id, hash, '0', '0', tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))}
 `)
 
 // Allocate runs the allocation script; see ports.SeqAllocator.
@@ -182,8 +184,8 @@ func parseAllocation(reply []string) (seq.Allocation, error) {
 	default:
 		return seq.Allocation{}, fmt.Errorf("unexpected script status %q", reply[0])
 	}
-	if len(reply) != 7 {
-		return seq.Allocation{}, fmt.Errorf("script reply has %d fields, want 7", len(reply))
+	if len(reply) != 7 && len(reply) != 8 {
+		return seq.Allocation{}, fmt.Errorf("script reply has %d fields, want 7 or 8", len(reply))
 	}
 	n, err := strconv.ParseInt(reply[1], 10, 64)
 	if err != nil {
@@ -197,10 +199,18 @@ func parseAllocation(reply []string) (seq.Allocation, error) {
 	if err != nil {
 		return seq.Allocation{}, fmt.Errorf("msg_id %q: %w", reply[3], err)
 	}
-	return seq.Allocation{
+	a := seq.Allocation{
 		Seq: n, Month: m, MsgID: msgID, Hash: reply[4],
 		Existing: reply[5] == "1", Acked: reply[6] == "1",
-	}, nil
+	}
+	if len(reply) == 8 {
+		ms, err := strconv.ParseInt(reply[7], 10, 64)
+		if err != nil {
+			return seq.Allocation{}, fmt.Errorf("allocation time %q: %w", reply[7], err)
+		}
+		a.At = time.UnixMilli(ms).UTC()
+	}
+	return a, nil
 }
 
 // reseedScript raises the counter to ARGV[1] when it is missing or lower; it never lowers it.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/imdhq/imd/core/domain/message"
 	"github.com/imdhq/imd/core/domain/month"
@@ -30,8 +31,8 @@ func (s *Store) Append(ctx context.Context, tenant string, m message.Message, ha
 }
 
 // AppendFresh writes to the month tables only.
-func (s *Store) AppendFresh(ctx context.Context, tenant string, m message.Message, hash string) (ports.AppendResult, error) {
-	return s.inner.AppendFresh(ctx, tenant, m, hash)
+func (s *Store) AppendFresh(ctx context.Context, tenant string, m message.Message, hash string, at time.Time) (ports.AppendResult, error) {
+	return s.inner.AppendFresh(ctx, tenant, m, hash, at)
 }
 
 // MaxSeq is the higher of the mirror's and the legacy table's, so a seq counter re-seeded

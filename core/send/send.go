@@ -198,11 +198,13 @@ func (s *Service) post(ctx context.Context, r Request, conv social.Conversation)
 			Month: alloc.Month,
 		}
 		started := s.d.Clock.Now()
-		write := s.d.Store.Append // a month fixed before: maybe a late write (seed 000 §5.3)
-		if !alloc.Existing {
-			write = s.d.Store.AppendFresh
+		var res ports.AppendResult
+		if alloc.Existing { // a month fixed before: maybe a late write (seed 000 §5.3)
+			res, err = s.d.Store.Append(ctx, r.Tenant, m, hash)
+		} else {
+			res, err = s.d.Store.AppendFresh(ctx, r.Tenant, m, hash, alloc.At)
 		}
-		res, err := write(ctx, r.Tenant, m, hash)
+		var behind *shard.BehindError
 		switch {
 		case errors.Is(err, seq.ErrTaken):
 			if err := s.reseed(ctx, r.Tenant, conv.Topic); err != nil {
@@ -211,12 +213,13 @@ func (s *Service) post(ctx context.Context, r Request, conv social.Conversation)
 			s.reconcileMonths(ctx, r.Tenant)
 			req.Reallocate = true
 			continue
-		case errors.Is(err, shard.ErrMonthBehind):
-			// Redis handed out a month the catalog has moved past (a failover that missed an
-			// early switch this process never saw): nothing was written, so the seq is a hole
-			// for the sweeper, and the message is allocated again once the month is repaired.
+		case errors.As(err, &behind):
+			// Redis handed out a month it had already switched past at the allocation (a
+			// failover that lost the switch, which this process never saw): nothing was written,
+			// so the seq is a hole for the sweeper, and the message is allocated again with the
+			// newer month as its floor, which also moves Redis forward for every node.
 			s.d.Metrics.Inc("group_message_persist_total", m.Month.String(), "failed")
-			s.reconcileMonths(ctx, r.Tenant)
+			s.d.Floors.Raise(r.Tenant, behind.Newer)
 			req.Reallocate = true
 			continue
 		case errors.Is(err, shard.ErrMonthNotWritable):

@@ -489,6 +489,7 @@ func TestStaleActiveMonthIsRefusedToAProcessThatNeverSawTheSwitch(t *testing.T) 
 	if _, err := f.manager.Advance(ctx, tenant, 202610); err != nil {
 		t.Fatal(err)
 	}
+	f.clock.Advance(time.Millisecond) // what follows happens after the switch, on Redis TIME too
 	// Another process, started after the switch: its shard manager has not run a pass yet.
 	fresh := shardmanager.New(shardmanager.Config{SealingDays: 7}, shardmanager.Deps{
 		Store: f.shards, Months: f.months, Metrics: f.metrics, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),

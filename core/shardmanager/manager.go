@@ -231,6 +231,16 @@ func (m *Manager) Advance(ctx context.Context, tenant string, target month.Month
 		return 0, apperr.Wrap(apperr.Busy, "advancing the active month failed", err)
 	}
 	m.d.Floors.Raise(tenant, got)
+	// Redis TIME read after the flip: any allocation in an older month later than it came from
+	// a Redis that lost the switch, any before it may be a send in flight across it. Until it
+	// is recorded the write transaction goes by the month's first instant, recorded at prepare.
+	switched, err := m.d.Months.Now(ctx)
+	if err != nil {
+		return 0, apperr.Wrap(apperr.Busy, "month state unavailable", err)
+	}
+	if err := m.d.Store.RecordSwitch(ctx, tenant, got, switched); err != nil {
+		return 0, apperr.Wrap(apperr.Busy, "recording the switch failed", err)
+	}
 	if err := m.settle(ctx, tenant, got, now); err != nil {
 		return 0, apperr.Wrap(apperr.Busy, "updating shard states failed", err)
 	}
@@ -260,6 +270,12 @@ func (m *Manager) prepare(ctx context.Context, tenant string, mo month.Month) er
 	}
 	if err := m.d.Months.MarkReady(ctx, tenant, mo); err != nil {
 		return fmt.Errorf("mark %s ready: %w", mo, err)
+	}
+	// Ready, the month is the active one once Redis TIME enters it (the seq script switches
+	// then), so a fresh allocation in an older month after its first instant came from a
+	// Redis that lost the switch (shard.Superseding).
+	if err := m.d.Store.RecordSwitch(ctx, tenant, mo, mo.Start()); err != nil {
+		return fmt.Errorf("record the switch to %s: %w", mo, err)
 	}
 	return nil
 }

@@ -47,14 +47,20 @@ type gate struct {
 	// of the month floor (openDefects) is about a node that saw no switch, never about one that did.
 	sawMonth month.Month
 	// fresh is the last allocation the seq script made anew for this process (not one an
-	// idempotency record gave back): its append must not land behind the newest writable month.
+	// idempotency record gave back): its append must not land behind a month seen active
+	// before it (model.storedBehind).
 	fresh freshAllocation
+	// beforeAppend, when set, runs once just before the next AppendFresh of this process: a
+	// switch in flight between a send's allocation and its write (kSendAcrossSwitch), which
+	// must not refuse the write.
+	beforeAppend func()
 }
 
 type freshAllocation struct {
 	topic string
 	seq   int64
 	month month.Month
+	at    time.Time
 }
 
 // inFlight are the send path's after-commit calls, which run concurrently with its enqueue
@@ -104,7 +110,7 @@ func (s gatedSeq) Allocate(ctx context.Context, tenant string, req seq.Request) 
 	a, err := s.SeqAllocator.Allocate(ctx, tenant, req)
 	if err == nil && !a.Existing {
 		s.g.w.model.allocated(s.g.w, s.g, a)
-		s.g.fresh = freshAllocation{req.Topic, a.Seq, a.Month}
+		s.g.fresh = freshAllocation{req.Topic, a.Seq, a.Month, a.At}
 	}
 	return a, err
 }
@@ -139,31 +145,42 @@ func (s gatedStore) Append(ctx context.Context, tenant string, m message.Message
 	if err := s.g.pass(mysqlBackend, "Store.Append"); err != nil {
 		return ports.AppendResult{}, err
 	}
-	floor := s.g.w.newestWritable()
 	res, err := s.storePorts.Append(ctx, tenant, m, hash)
-	s.stored(m, floor, res, err)
+	s.stored(m, res, err)
 	return res, err
 }
 
-func (s gatedStore) AppendFresh(ctx context.Context, tenant string, m message.Message, hash string) (ports.AppendResult, error) {
+func (s gatedStore) AppendFresh(ctx context.Context, tenant string, m message.Message, hash string, at time.Time) (ports.AppendResult, error) {
 	if err := s.g.pass(mysqlBackend, "Store.Append"); err != nil {
 		return ports.AppendResult{}, err
 	}
-	floor := s.g.w.newestWritable()
-	res, err := s.storePorts.AppendFresh(ctx, tenant, m, hash)
-	s.stored(m, floor, res, err)
+	f := s.g.beforeAppend
+	if f != nil {
+		s.g.beforeAppend = nil
+		f()
+	}
+	res, err := s.storePorts.AppendFresh(ctx, tenant, m, hash, at)
+	// Refusing a stale allocation (one after a month seen active) is right, also here.
+	if f != nil && errors.Is(err, shard.ErrMonthBehind) && s.g.w.model.storedBehind(m.Month, at) == 0 {
+		s.g.w.model.violate("%s seq %d, allocated in %s before a switch and written after it, was refused: %v", m.Topic, m.Seq, m.Month, err)
+	}
+	s.stored(m, res, err)
 	return res, err
 }
 
 // stored sees an append's outcome: what it committed, and that no seq the seq script just
-// allocated became a new row behind floor, the catalog's newest writable month before the
-// write (whichever of Append and AppendFresh the send used for it).
-func (s gatedStore) stored(m message.Message, floor month.Month, res ports.AppendResult, err error) {
+// allocated became a new row in a month older than one seen active before the allocation
+// (whichever of Append and AppendFresh the send used for it).
+func (s gatedStore) stored(m message.Message, res ports.AppendResult, err error) {
 	if err != nil {
 		return
 	}
-	if s.g.fresh == (freshAllocation{m.Topic, m.Seq, m.Month}) && res.Outcome != ports.AlreadyStored && m.Month < floor {
-		s.g.w.model.violate("%s seq %d newly stored in %s, older than the catalog's newest writable month %s", m.Topic, m.Seq, m.Month, floor)
+	f := s.g.fresh
+	if f.topic == m.Topic && f.seq == m.Seq && f.month == m.Month && res.Outcome != ports.AlreadyStored {
+		if newer := s.g.w.model.storedBehind(m.Month, f.at); newer != 0 {
+			s.g.w.model.violate("active month moved back: %s seq %d allocated in %s at %s was stored, though %s was active since %s",
+				m.Topic, m.Seq, m.Month, f.at.Format(time.RFC3339Nano), newer, s.g.w.model.activeSeen[newer].Format(time.RFC3339Nano))
+		}
 	}
 	if res.Outcome == ports.Stored {
 		s.g.w.model.storedAt[m.MsgID] = s.g.w.stats.steps
@@ -550,6 +567,7 @@ func (m gatedMonths) Advance(ctx context.Context, tenant string, mo month.Month)
 	got, err := m.MonthState.Advance(ctx, tenant, mo)
 	if err == nil {
 		m.g.sawMonth = max(m.g.sawMonth, got)
+		m.g.w.model.seeActive(got, m.g.w.clock.Now())
 	}
 	return got, err
 }

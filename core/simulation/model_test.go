@@ -61,18 +61,22 @@ type model struct {
 	ackOrder      []sendKey
 	seqOwner      map[topicSeq]int64 // the msg_id first seen stored at a seq
 	maxActive     month.Month        // of new allocations and of the active months Redis held
-	watermarks    map[userConv]int64
-	tokens        map[int64][]string // live tokens per user
-	revoked       []string           // tokens whose revocation was acknowledged
-	revocations   map[string]revocation
-	live          map[deviceKey]map[int64]pushes
-	seen          map[deviceKey]map[int64]bool // msg_ids a device has, live or by sync
-	cursors       map[deviceKey]map[string]*deviceTopic
-	deleted       map[sendKey]bool         // ACKed messages deleted for everyone
-	hidden        map[userTopic][][2]int64 // seq ranges [low, hi) users deleted for themselves
-	storedAt      map[int64]int64          // the step that committed each msg_id
-	spans         map[userTopic][]memberSpan
-	violations    []string
+	// activeSeen: the first instant each month was seen active (Redis held it, an advance
+	// returned it, or a new allocation got it). A message allocated in an older month after
+	// that instant must never be stored: the active month went back for it.
+	activeSeen  map[month.Month]time.Time
+	watermarks  map[userConv]int64
+	tokens      map[int64][]string // live tokens per user
+	revoked     []string           // tokens whose revocation was acknowledged
+	revocations map[string]revocation
+	live        map[deviceKey]map[int64]pushes
+	seen        map[deviceKey]map[int64]bool // msg_ids a device has, live or by sync
+	cursors     map[deviceKey]map[string]*deviceTopic
+	deleted     map[sendKey]bool         // ACKed messages deleted for everyone
+	hidden      map[userTopic][][2]int64 // seq ranges [low, hi) users deleted for themselves
+	storedAt    map[int64]int64          // the step that committed each msg_id
+	spans       map[userTopic][]memberSpan
+	violations  []string
 }
 
 type userTopic struct {
@@ -112,7 +116,8 @@ func (m *model) hides(user int64, topic string, seq int64) bool {
 
 func newModel() model {
 	return model{
-		sentFrom: map[sendKey]uint64{}, acked: map[sendKey]ack{}, seqOwner: map[topicSeq]int64{},
+		activeSeen: map[month.Month]time.Time{},
+		sentFrom:   map[sendKey]uint64{}, acked: map[sendKey]ack{}, seqOwner: map[topicSeq]int64{},
 		watermarks: map[userConv]int64{}, tokens: map[int64][]string{}, revocations: map[string]revocation{}, live: map[deviceKey]map[int64]pushes{},
 		seen: map[deviceKey]map[int64]bool{}, cursors: map[deviceKey]map[string]*deviceTopic{},
 		deleted: map[sendKey]bool{}, hidden: map[userTopic][][2]int64{}, storedAt: map[int64]int64{},
@@ -162,10 +167,11 @@ func (m *model) see(k deviceKey, msgID int64) {
 // never moves backward for a process that saw the newer one (month.Floors). A Redis behind
 // the catalog (rolled back past an early switch, or an advance that died between the catalog
 // and Redis) hands a process that saw nothing of the switch the month before; the write
-// transaction then refuses the message (shard.ErrMonthBehind, checked by
-// gatedStore.AppendFresh: no new row behind the catalog's newest writable month) and the send
-// repairs the month and allocates again.
+// transaction then refuses the message (shard.ErrMonthBehind, checked by gatedStore.stored:
+// no new row allocated in a month older than one seen active before the allocation) and the
+// send repairs the month and allocates again.
 func (m *model) allocated(w *world, g *gate, a seq.Allocation) {
+	m.seeActive(a.Month, a.At)
 	if a.Month < m.maxActive {
 		if g.sawMonth >= m.maxActive {
 			m.violate("active month moved back from %s to %s: seq %d allocated in it", m.maxActive, a.Month, a.Seq)
@@ -175,6 +181,25 @@ func (m *model) allocated(w *world, g *gate, a seq.Allocation) {
 	}
 	m.maxActive = max(m.maxActive, a.Month)
 	g.sawMonth = max(g.sawMonth, a.Month)
+}
+
+// seeActive notes that mo was the active month at instant at.
+func (m *model) seeActive(mo month.Month, at time.Time) {
+	if first, ok := m.activeSeen[mo]; !ok || at.Before(first) {
+		m.activeSeen[mo] = at
+	}
+}
+
+// storedBehind reports the newer month seen active before a fresh allocation at instant at in
+// mo, zero when none was.
+func (m *model) storedBehind(mo month.Month, at time.Time) month.Month {
+	var newer month.Month
+	for n, seen := range m.activeSeen {
+		if n > mo && n > newer && seen.Before(at) {
+			newer = n
+		}
+	}
+	return newer
 }
 
 // acknowledged records a SEND_ACK; a retry of a message ACKed before must get the same one.
@@ -198,6 +223,7 @@ func (w *world) check() {
 	// allocations may use.
 	if active, ok := w.activeMonth(); ok {
 		m.maxActive = max(m.maxActive, active)
+		m.seeActive(active, w.clock.Now())
 	}
 	// So is the catalog's newest writable month: an early switch writes it there first, and a
 	// failover may take it out of Redis again.

@@ -51,6 +51,7 @@ const (
 	kPoolFull
 	kMigrate
 	kFailover
+	kSendAcrossSwitch
 	kinds
 )
 
@@ -58,7 +59,7 @@ var kindNames = [kinds]string{
 	"send", "retry", "deliver", "sync", "read", "tick", "ensure", "advance", "repair", "crash",
 	"redis-lose", "redis-snapshot", "redis-restore", "mysql-outage", "redis-outage", "slow-device", "offline",
 	"issue-token", "revoke-token", "change", "delete-self", "auth", "sweep", "member", "pool-full",
-	"migrate", "failover",
+	"migrate", "failover", "send-across-switch",
 }
 
 // weights of the kinds in a random step list.
@@ -66,7 +67,7 @@ var weights = [kinds]int{
 	kSend: 24, kRetry: 12, kDeliver: 14, kSync: 8, kRead: 5, kTick: 12, kEnsure: 3, kAdvance: 1, kRepair: 2, kCrash: 5,
 	kRedisLose: 1, kRedisSnapshot: 1, kRedisRestore: 1, kMySQLOutage: 1, kRedisOutage: 1, kSlowDevice: 2, kOffline: 1,
 	kIssueToken: 2, kRevokeToken: 2, kChange: 3, kDeleteSelf: 1, kAuth: 3, kSweep: 3, kMember: 2, kPoolFull: 1,
-	kMigrate: 4, kFailover: 1,
+	kMigrate: 4, kFailover: 1, kSendAcrossSwitch: 1,
 }
 
 type step struct {
@@ -121,21 +122,17 @@ var crashPoints = map[kind][]string{
 func (w *world) exec(s step) {
 	ctx := context.Background()
 	w.stats.steps++
+	// A step takes time: what one step does is after what the step before did, also on the
+	// clocks that order allocations and month switches.
+	w.clock.Advance(time.Millisecond)
 	n := w.nodes[s.node]
 	switch s.kind {
 	case kSend:
-		u := int64(s.a%userCount) + 1
-		ci, ok := w.conversationOf(u, s.b)
-		if !ok {
-			return
+		if p, ok := w.newSend(s); ok {
+			w.post(n, p, s.c%5 == 0)
 		}
-		w.model.nextCMID++
-		p := pendingSend{
-			key:    sendKey{w.model.conversations[ci].topic, u, fmt.Sprintf("c%d", w.model.nextCMID)},
-			device: uint64(s.c%deviceCount) + 1, conv: ci, text: fmt.Sprintf("m%d", w.model.nextCMID),
-		}
-		w.model.sentFrom[p.key] = p.device
-		w.post(n, p, s.c%5 == 0)
+	case kSendAcrossSwitch:
+		w.sendAcrossSwitch(n, s)
 	case kRetry:
 		if len(w.model.pending) == 0 {
 			return
@@ -465,6 +462,41 @@ func (w *world) authCheck(n *node, node int, tok string, perRequest bool) {
 	if err == nil {
 		w.model.checkAuth(tok, node, perRequest, w.clock.Now())
 	}
+}
+
+// newSend is a new message of step s, none when its user is in no conversation.
+func (w *world) newSend(s step) (pendingSend, bool) {
+	u := int64(s.a%userCount) + 1
+	ci, ok := w.conversationOf(u, s.b)
+	if !ok {
+		return pendingSend{}, false
+	}
+	w.model.nextCMID++
+	p := pendingSend{
+		key:    sendKey{w.model.conversations[ci].topic, u, fmt.Sprintf("c%d", w.model.nextCMID)},
+		device: uint64(s.c%deviceCount) + 1, conv: ci, text: fmt.Sprintf("m%d", w.model.nextCMID),
+	}
+	w.model.sentFrom[p.key] = p.device
+	return p, true
+}
+
+// sendAcrossSwitch is a send in flight across an early month switch: another node advances the
+// month between the send's allocation and its write. The write is taken in the month before
+// (000 §12 item 15: seqs 1..N across a switch, no hole; gatedStore.AppendFresh checks it).
+func (w *world) sendAcrossSwitch(n *node, s step) {
+	p, ok := w.newSend(s)
+	if !ok {
+		return
+	}
+	other := w.nodes[(s.node+1+s.a%(nodeCount-1))%nodeCount]
+	n.g.beforeAppend = func() {
+		if active, ok := w.activeMonth(); ok {
+			got, err := other.manager.Advance(context.Background(), tenant, active.Next())
+			w.trace("advance to %s while %v is in flight: %s, %v", active.Next(), p.key, got, err)
+		}
+	}
+	w.post(n, p, s.c%5 == 0)
+	n.g.beforeAppend = nil
 }
 
 // failover is an early month switch that a Redis failover loses: node n advances the month,

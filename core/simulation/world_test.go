@@ -320,7 +320,7 @@ func (w *world) boot(g *gate) *node {
 // reboot replaces a crashed node by a fresh process.
 func (w *world) reboot(i int) {
 	g := w.nodes[i].g
-	g.crashed, g.method, g.n, g.seen, g.sawMonth, g.fresh = false, "", 0, 0, 0, freshAllocation{}
+	g.crashed, g.method, g.n, g.seen, g.sawMonth, g.fresh, g.beforeAppend = false, "", 0, 0, 0, freshAllocation{}, nil
 	w.nodes[i] = w.boot(g)
 }
 

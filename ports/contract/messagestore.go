@@ -162,46 +162,82 @@ func queuedMark(t *testing.T, s ports.MessageStore, shards ports.ShardStore, ten
 	}
 }
 
-// freshBehindNewestWritable: once a later month is writable, AppendFresh refuses a new row in
-// an earlier one (a stale Redis handed its month out), while Append still takes a late write
-// of a month fixed before, and a message stored before the switch is answered as always.
+// freshBehindNewestWritable: once the catalog records a switch to a later month, AppendFresh
+// refuses a new row in an earlier one allocated after the switch's instant (a stale Redis
+// handed its month out), while it takes one allocated before it (a send in flight across the
+// switch) or before the switch is recorded, Append still takes a late write of a month fixed
+// before, and a message stored before the switch is answered as always.
 func freshBehindNewestWritable(t *testing.T, s ports.MessageStore, shards ports.ShardStore, tenant string) {
 	ctx := context.Background()
+	switchAt := monthB.Start().Add(-24 * time.Hour) // an early switch
+	before, after := switchAt.Add(-time.Millisecond), switchAt.Add(time.Millisecond)
 	writable(t, shards, tenant, monthA)
 	first := newMessage("grp_1", 1, 1001, monthA)
-	if res, err := s.AppendFresh(ctx, tenant, first, hashOf(first)); err != nil || res.Outcome != ports.Stored {
+	if res, err := s.AppendFresh(ctx, tenant, first, hashOf(first), before); err != nil || res.Outcome != ports.Stored {
 		t.Fatalf("AppendFresh in the newest writable month: %+v, %v", res, err)
 	}
-	// An early switch: the later month is writable, the earlier one sealing.
+	// The later month is writable, the earlier one sealing, the switch not yet recorded.
 	writable(t, shards, tenant, monthB)
 	if err := shards.SetState(ctx, tenant, monthA, shard.Writable, shard.Sealing); err != nil {
 		t.Fatalf("SetState %s sealing: %v", monthA, err)
 	}
-	stale := newMessage("grp_1", 2, 1002, monthA)
-	if _, err := s.AppendFresh(ctx, tenant, stale, hashOf(stale)); !errors.Is(err, shard.ErrMonthBehind) {
-		t.Fatalf("AppendFresh of a new message behind the newest writable month: err = %v, want shard.ErrMonthBehind", err)
+	unrecorded := newMessage("grp_1", 2, 1002, monthA)
+	if res, err := s.AppendFresh(ctx, tenant, unrecorded, hashOf(unrecorded), after); err != nil || res.Outcome != ports.Stored {
+		t.Fatalf("AppendFresh before the switch is recorded: %+v, %v", res, err)
 	}
-	reused := newMessage("grp_1", 3, 1003, monthA)
+	for _, at := range []time.Time{switchAt, after.Add(time.Hour)} { // the first record stands
+		if err := shards.RecordSwitch(ctx, tenant, monthB, at); err != nil {
+			t.Fatalf("RecordSwitch %s at %s: %v", monthB, at, err)
+		}
+	}
+	if got := catalogInfo(t, shards, tenant, monthB).ActiveSince; !got.Equal(switchAt) {
+		t.Fatalf("ActiveSince of %s = %s, want the first record %s", monthB, got, switchAt)
+	}
+	inFlight := newMessage("grp_1", 3, 1003, monthA)
+	if res, err := s.AppendFresh(ctx, tenant, inFlight, hashOf(inFlight), before); err != nil || res.Outcome != ports.Stored {
+		t.Fatalf("AppendFresh allocated before the switch, written after it: %+v, %v", res, err)
+	}
+	stale := newMessage("grp_1", 4, 1004, monthA)
+	if _, err := s.AppendFresh(ctx, tenant, stale, hashOf(stale), after); !errors.Is(err, shard.ErrMonthBehind) {
+		t.Fatalf("AppendFresh of a new message allocated after the switch in the month before: err = %v, want shard.ErrMonthBehind", err)
+	}
+	reused := newMessage("grp_1", 5, 1005, monthA)
 	reused.ClientMsgID, reused.Content = first.ClientMsgID, first.Content
-	if _, err := s.AppendFresh(ctx, tenant, reused, hashOf(reused)); !errors.Is(err, shard.ErrMonthBehind) {
-		t.Fatalf("AppendFresh of a reused client_msg_id (a tombstone) behind the newest writable month: err = %v, want shard.ErrMonthBehind", err)
+	if _, err := s.AppendFresh(ctx, tenant, reused, hashOf(reused), after); !errors.Is(err, shard.ErrMonthBehind) {
+		t.Fatalf("AppendFresh of a reused client_msg_id (a tombstone) after the switch in the month before: err = %v, want shard.ErrMonthBehind", err)
 	}
-	if res, err := s.AppendFresh(ctx, tenant, first, hashOf(first)); err != nil || res.Outcome != ports.AlreadyStored {
+	if res, err := s.AppendFresh(ctx, tenant, first, hashOf(first), after); err != nil || res.Outcome != ports.AlreadyStored {
 		t.Fatalf("AppendFresh of a message stored before the switch: %+v, %v; want AlreadyStored", res, err)
 	} else {
 		sameMessage(t, res.Existing, first)
 	}
 	// Nothing of the refused attempts was written: the seqs are free, the route unchanged.
-	wantRoute(t, s, tenant, "grp_1", segment{monthA, 1, 1, 1})
+	wantRoute(t, s, tenant, "grp_1", segment{monthA, 1, 3, 3})
 	reused.Month = monthB
-	if res, err := s.AppendFresh(ctx, tenant, reused, hashOf(reused)); err != nil || res.Outcome != ports.DuplicateClientMsgID {
+	if res, err := s.AppendFresh(ctx, tenant, reused, hashOf(reused), after); err != nil || res.Outcome != ports.DuplicateClientMsgID {
 		t.Fatalf("AppendFresh of a reused client_msg_id in the newest writable month: %+v, %v", res, err)
 	} else {
 		sameMessage(t, res.Existing, first)
 	}
 	// A late write of a month an idempotency record fixed before the switch (seed 000 §5.3).
 	mustAppend(t, s, tenant, stale, ports.Stored)
-	wantRoute(t, s, tenant, "grp_1", segment{monthA, 1, 2, 2}, segment{monthB, 3, 3, 1})
+	wantRoute(t, s, tenant, "grp_1", segment{monthA, 1, 4, 4}, segment{monthB, 5, 5, 1})
+}
+
+// catalogInfo is m's catalog row.
+func catalogInfo(t *testing.T, shards ports.ShardStore, tenant string, m month.Month) shard.Info {
+	t.Helper()
+	infos, err := shards.Catalog(context.Background(), tenant)
+	if err != nil {
+		t.Fatalf("Catalog: %v", err)
+	}
+	for _, in := range infos {
+		if in.Month == m {
+			return in
+		}
+	}
+	t.Fatalf("%s is not in the catalog", m)
+	return shard.Info{}
 }
 
 func takenSeq(t *testing.T, s ports.MessageStore, shards ports.ShardStore, tenant string) {

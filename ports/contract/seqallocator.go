@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/imdhq/imd/core/domain/month"
 	"github.com/imdhq/imd/core/domain/seq"
@@ -349,10 +350,20 @@ func seqReq(topic string, n int) seq.Request {
 
 func seqAllocate(t *testing.T, f SeqFixture, req seq.Request) seq.Allocation {
 	t.Helper()
+	before := time.Now()
 	a, err := f.Seq.Allocate(t.Context(), f.Tenant, req)
 	if err != nil {
 		t.Fatalf("Allocate(%s, %s): %v", req.Topic, req.ClientMsgID, err)
 	}
+	// A fresh allocation carries its instant on the allocator's clock (here the machine's,
+	// give or take the millisecond it is cut to); a retry's record carries none.
+	switch {
+	case a.Existing && !a.At.IsZero():
+		t.Fatalf("Allocate(%s, %s) of a known record has instant %s; want none", req.Topic, req.ClientMsgID, a.At)
+	case !a.Existing && (a.At.Before(before.Add(-time.Second)) || a.At.After(time.Now().Add(time.Second))):
+		t.Fatalf("Allocate(%s, %s) fresh at %s; want an instant around %s", req.Topic, req.ClientMsgID, a.At, before)
+	}
+	a.At = time.Time{}
 	return a
 }
 

@@ -9,11 +9,10 @@ ON DUPLICATE KEY UPDATE shard_month = shard_month;
 -- name: RegisteredMonths :many
 SELECT shard_month FROM im_group_message_shards;
 
--- The states of a month and of every later one, under a shared lock, so a state change
--- (sealing → sealed, or a later month made writable by a switch) waits for a batch being
--- written.
+-- The states and switch instants of a month and of every later one, under a shared lock, so
+-- a state change (sealing → sealed) or a recorded switch waits for a batch being written.
 -- name: MonthStatesForWrite :many
-SELECT shard_month, status FROM im_group_message_shards WHERE shard_month >= ? ORDER BY shard_month LOCK IN SHARE MODE;
+SELECT shard_month, status, active_since FROM im_group_message_shards WHERE shard_month >= ? ORDER BY shard_month LOCK IN SHARE MODE;
 
 -- name: MonthState :one
 SELECT status FROM im_group_message_shards WHERE shard_month = ?;
@@ -21,6 +20,11 @@ SELECT status FROM im_group_message_shards WHERE shard_month = ?;
 -- name: SetMonthState :execrows
 UPDATE im_group_message_shards SET status = sqlc.arg(to_status)
 WHERE shard_month = sqlc.arg(shard_month) AND status = sqlc.arg(from_status);
+
+-- The earliest record of a switch stands (ports.ShardStore.RecordSwitch).
+-- name: RecordMonthSwitch :execrows
+UPDATE im_group_message_shards SET active_since = sqlc.arg(active_since)
+WHERE shard_month = sqlc.arg(shard_month) AND (active_since IS NULL OR active_since > sqlc.arg(active_since));
 
 -- name: Catalog :many
 SELECT * FROM im_group_message_shards ORDER BY shard_month;

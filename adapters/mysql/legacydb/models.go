@@ -97,6 +97,8 @@ type ImGroupMessageShard struct {
 	MaxCreatedAt sql.NullTime
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
+	// Redis-clock instant the month was active by; NULL until recorded
+	ActiveSince sql.NullTime
 }
 
 type ImGroupMessageTopicShard struct {

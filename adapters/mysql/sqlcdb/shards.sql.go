@@ -7,11 +7,12 @@ package sqlcdb
 
 import (
 	"context"
+	"database/sql"
 	"time"
 )
 
 const catalog = `-- name: Catalog :many
-SELECT shard_month, table_name, shard_start, shard_end, status, row_count, min_created_at, max_created_at, created_at, updated_at FROM im_group_message_shards ORDER BY shard_month
+SELECT shard_month, table_name, shard_start, shard_end, status, row_count, min_created_at, max_created_at, created_at, updated_at, active_since FROM im_group_message_shards ORDER BY shard_month
 `
 
 func (q *Queries) Catalog(ctx context.Context) ([]ImGroupMessageShard, error) {
@@ -34,6 +35,7 @@ func (q *Queries) Catalog(ctx context.Context) ([]ImGroupMessageShard, error) {
 			&i.MaxCreatedAt,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.ActiveSince,
 		); err != nil {
 			return nil, err
 		}
@@ -60,17 +62,17 @@ func (q *Queries) MonthState(ctx context.Context, shardMonth string) (string, er
 }
 
 const monthStatesForWrite = `-- name: MonthStatesForWrite :many
-SELECT shard_month, status FROM im_group_message_shards WHERE shard_month >= ? ORDER BY shard_month LOCK IN SHARE MODE
+SELECT shard_month, status, active_since FROM im_group_message_shards WHERE shard_month >= ? ORDER BY shard_month LOCK IN SHARE MODE
 `
 
 type MonthStatesForWriteRow struct {
-	ShardMonth string
-	Status     string
+	ShardMonth  string
+	Status      string
+	ActiveSince sql.NullTime
 }
 
-// The states of a month and of every later one, under a shared lock, so a state change
-// (sealing → sealed, or a later month made writable by a switch) waits for a batch being
-// written.
+// The states and switch instants of a month and of every later one, under a shared lock, so
+// a state change (sealing → sealed) or a recorded switch waits for a batch being written.
 func (q *Queries) MonthStatesForWrite(ctx context.Context, shardMonth string) ([]MonthStatesForWriteRow, error) {
 	rows, err := q.db.QueryContext(ctx, monthStatesForWrite, shardMonth)
 	if err != nil {
@@ -80,7 +82,7 @@ func (q *Queries) MonthStatesForWrite(ctx context.Context, shardMonth string) ([
 	var items []MonthStatesForWriteRow
 	for rows.Next() {
 		var i MonthStatesForWriteRow
-		if err := rows.Scan(&i.ShardMonth, &i.Status); err != nil {
+		if err := rows.Scan(&i.ShardMonth, &i.Status, &i.ActiveSince); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -137,6 +139,25 @@ func (q *Queries) MonthStats(ctx context.Context) ([]MonthStatsRow, error) {
 		return nil, err
 	}
 	return items, nil
+}
+
+const recordMonthSwitch = `-- name: RecordMonthSwitch :execrows
+UPDATE im_group_message_shards SET active_since = ?
+WHERE shard_month = ? AND (active_since IS NULL OR active_since > ?)
+`
+
+type RecordMonthSwitchParams struct {
+	ActiveSince sql.NullTime
+	ShardMonth  string
+}
+
+// The earliest record of a switch stands (ports.ShardStore.RecordSwitch).
+func (q *Queries) RecordMonthSwitch(ctx context.Context, arg RecordMonthSwitchParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, recordMonthSwitch, arg.ActiveSince, arg.ShardMonth, arg.ActiveSince)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
 }
 
 const registerMonth = `-- name: RegisterMonth :exec

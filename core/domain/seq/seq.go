@@ -52,6 +52,10 @@ type Allocation struct {
 	Existing bool
 	// Acked: the message was stored and enqueued before; the retry can be answered at once.
 	Acked bool
+	// At is the instant of a fresh allocation on the allocator's clock (Redis TIME), which is
+	// the clock of month switches too; zero for a retry's record. The write transaction compares
+	// it with the newer months' switch instants (shard.Superseding).
+	At time.Time
 }
 
 // ErrTaken: another message already holds (topic, seq) in MySQL — the counter was behind

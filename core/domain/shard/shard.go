@@ -4,6 +4,7 @@ package shard
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/imdhq/imd/core/domain/month"
@@ -26,10 +27,11 @@ var (
 	ErrMonthNotWritable = errors.New("month table not writable")
 	// ErrMonthMissing: the month's table does not exist (yet); retriable (seed 000 §5.3).
 	ErrMonthMissing = errors.New("month table missing")
-	// ErrMonthBehind: a new message would land in a month older than the catalog's newest
-	// writable month, which only a stale Redis active month hands out (a failover that missed
-	// an early switch); the sender repairs the active month forward and allocates again.
-	ErrMonthBehind = errors.New("month behind the newest writable month")
+	// ErrMonthBehind: a new message was allocated in a month older than one the catalog had
+	// already switched to at the allocation's instant, which only a stale Redis active month
+	// hands out (a failover that missed the switch); the sender repairs the active month
+	// forward and allocates again.
+	ErrMonthBehind = errors.New("month behind a month already switched to")
 )
 
 // Info is one catalog row.
@@ -41,6 +43,11 @@ type Info struct {
 	MinCreatedAt time.Time
 	MaxCreatedAt time.Time
 	UpdatedAt    time.Time
+	// ActiveSince is an instant, on the Redis clock, by which the month is the active one: its
+	// first instant (recorded when the shard manager prepares it: the seq script switches to a
+	// ready month as Redis TIME enters it), or, for an early switch, a reading of Redis TIME
+	// after the flip. Zero until recorded.
+	ActiveSince time.Time
 	// TableDropped: the month was archived and its table dropped; Table names what it was.
 	// Only the admin listing fills it in (it asks MySQL per archived month).
 	TableDropped bool
@@ -59,6 +66,36 @@ func NewestWritable(infos []Info) month.Month {
 	var newest month.Month
 	for _, in := range infos {
 		if in.State == Writable && in.Month > newest {
+			newest = in.Month
+		}
+	}
+	return newest
+}
+
+// BehindError is ErrMonthBehind with the months: Newer is the month the allocation should have
+// had, so the sender raises the active month to it before it allocates again.
+type BehindError struct {
+	Month, Newer month.Month
+}
+
+func (e *BehindError) Error() string {
+	return fmt.Sprintf("%s: %s allocated after the switch to %s", ErrMonthBehind, e.Month, e.Newer)
+}
+
+func (e *BehindError) Unwrap() error { return ErrMonthBehind }
+
+// Superseding is the newest month after m that the catalog had already switched to at the
+// instant at (ActiveSince before at), zero when none had. A fresh allocation in m at that
+// instant came from a stale active month: Redis lost the switch. One allocated in m before the
+// switch and written after it (a send in flight across a normal switch) is not superseded,
+// since ActiveSince is never earlier than the switch itself. A zero at is never superseded.
+func Superseding(m month.Month, at time.Time, catalog []Info) month.Month {
+	var newest month.Month
+	if at.IsZero() {
+		return 0
+	}
+	for _, in := range catalog {
+		if in.Month > m && in.Month > newest && !in.ActiveSince.IsZero() && in.ActiveSince.Before(at) {
 			newest = in.Month
 		}
 	}
