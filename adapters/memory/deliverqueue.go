@@ -50,10 +50,11 @@ func NewDeliverQueue(clock func() time.Time) *DeliverQueue {
 	return &DeliverQueue{clock: clock, partitions: 1, s: &deliverState{tenants: map[string]*jobLists{}, pushed: make(chan struct{})}}
 }
 
-// WithPartitions returns a queue on the same jobs split into n partitions (n ≥ 1).
+// WithPartitions returns a queue on the same jobs split into n partitions
+// (delivery.CheckPartitions).
 func (q *DeliverQueue) WithPartitions(n int) (*DeliverQueue, error) {
-	if n < 1 {
-		return nil, fmt.Errorf("deliver queue: %d partitions, want at least 1", n)
+	if err := delivery.CheckPartitions(n); err != nil {
+		return nil, err
 	}
 	return &DeliverQueue{clock: q.clock, partitions: n, s: q.s}, nil
 }
@@ -180,8 +181,7 @@ func (q *DeliverQueue) Retry(_ context.Context, job delivery.Job, maxAttempts in
 	if err := validTakenJob(job); err != nil {
 		return false, fmt.Errorf("retry deliver job: %w", err)
 	}
-	next := job
-	next.Attempts++
+	next, dead := job.Retried(maxAttempts)
 	raw, err := json.Marshal(next)
 	if err != nil {
 		return false, fmt.Errorf("encode deliver job %d: %w", job.MsgID, err)
@@ -194,7 +194,7 @@ func (q *DeliverQueue) Retry(_ context.Context, job delivery.Job, maxAttempts in
 	if l.processing[p], found = lremFirst(l.processing[p], job.Receipt); !found {
 		return false, nil
 	}
-	if next.Attempts >= maxAttempts {
+	if dead {
 		l.dead = append(l.dead, string(raw))
 		return true, nil
 	}

@@ -14,13 +14,7 @@ func TestDeliverDepthContract(t *testing.T) { contract.DeliverDepth(t, deliverFi
 
 func deliverFixture(*testing.T) contract.DeliverFixture {
 	q := NewDeliverQueue(time.Now)
-	return contract.DeliverFixture{Tenant: contractTenant, Queue: q, Split: func(t *testing.T, n int) ports.DeliverQueue {
-		split, err := q.WithPartitions(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return split
-	}}
+	return contract.DeliverFixture{Tenant: contractTenant, Queue: q, Split: func(n int) (ports.DeliverQueue, error) { return q.WithPartitions(n) }}
 }
 
 func TestDeliverInspectorContract(t *testing.T) {

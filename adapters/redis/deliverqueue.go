@@ -20,10 +20,6 @@ import (
 // blocks Redis for long.
 const requeueBatch = 1000
 
-// MaxDeliverPartitions bounds the partitions of a queue: each costs a consumer per node and a
-// blocking connection.
-const MaxDeliverPartitions = 1024
-
 // DeliverQueue is ports.DeliverQueue on the lists deliver:queue / deliver:processing of each
 // partition and deliver:dead of each tenant (seed 003 §12). Jobs are stored as JSON; the exact
 // string a worker took is its receipt, so Ack and Retry remove exactly that entry.
@@ -37,12 +33,12 @@ var _ ports.DeliverQueue = (*DeliverQueue)(nil)
 // NewDeliverQueue returns the queue on c with one partition.
 func NewDeliverQueue(c rueidis.Client) *DeliverQueue { return &DeliverQueue{c: c, partitions: 1} }
 
-// WithPartitions returns the queue split into n partitions (1 ≤ n ≤ MaxDeliverPartitions).
+// WithPartitions returns the queue split into n partitions (delivery.CheckPartitions).
 // Every node of a deployment must use the same n: jobs are pushed by it and taken by it. A
 // changed n is safe across a restart, because RequeueStale moves the jobs of the old split.
 func (q *DeliverQueue) WithPartitions(n int) (*DeliverQueue, error) {
-	if n < 1 || n > MaxDeliverPartitions {
-		return nil, fmt.Errorf("deliver queue: %d partitions, want 1 to %d", n, MaxDeliverPartitions)
+	if err := delivery.CheckPartitions(n); err != nil {
+		return nil, err
 	}
 	return &DeliverQueue{c: q.c, partitions: n}, nil
 }
@@ -202,13 +198,11 @@ func (q *DeliverQueue) Retry(ctx context.Context, job delivery.Job, maxAttempts 
 	if err != nil {
 		return false, fmt.Errorf("retry deliver job: %w", err)
 	}
-	next := job
-	next.Attempts++
+	next, dead := job.Retried(maxAttempts)
 	raw, err := json.Marshal(next)
 	if err != nil {
 		return false, fmt.Errorf("encode deliver job %d: %w", job.MsgID, err)
 	}
-	dead := next.Attempts >= maxAttempts
 	p := delivery.PartitionOf(job.Topic, q.partitions)
 	target := k.DeliverQueueOf(p, q.partitions)
 	if dead {
@@ -280,7 +274,7 @@ func (q *DeliverQueue) counts(ctx context.Context, k Keys) ([]int, error) {
 	counts := []int{1, q.partitions}
 	for _, m := range members {
 		n, err := strconv.Atoi(m)
-		if err != nil || n < 1 || n > MaxDeliverPartitions {
+		if err != nil || delivery.CheckPartitions(n) != nil {
 			return nil, fmt.Errorf("deliver partitions: bad count %q", m)
 		}
 		counts = append(counts, n)

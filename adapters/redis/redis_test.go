@@ -161,12 +161,6 @@ func TestDeliverDepthContract(t *testing.T) {
 func deliverFixture(c rueidis.Client) func(t *testing.T) contract.DeliverFixture {
 	return func(t *testing.T) contract.DeliverFixture {
 		q := NewDeliverQueue(c)
-		return contract.DeliverFixture{Tenant: testTenant(t, c), Queue: q, Split: func(t *testing.T, n int) ports.DeliverQueue {
-			split, err := q.WithPartitions(n)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return split
-		}}
+		return contract.DeliverFixture{Tenant: testTenant(t, c), Queue: q, Split: func(n int) (ports.DeliverQueue, error) { return q.WithPartitions(n) }}
 	}
 }

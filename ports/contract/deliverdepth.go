@@ -14,7 +14,7 @@ func DeliverDepth(t *testing.T, fresh func(t *testing.T) DeliverFixture) {
 	t.Run("an empty queue has no depth", func(t *testing.T) {
 		t.Parallel()
 		f := fresh(t)
-		q := f.Split(t, 4)
+		q := f.split(t, 4)
 		got := depthOf(t, q, f.Tenant)
 		if len(got.Partitions) != 4 || got.Dead != 0 {
 			t.Fatalf("Depth = %+v; want 4 empty partitions", got)
@@ -29,7 +29,7 @@ func DeliverDepth(t *testing.T, fresh func(t *testing.T) DeliverFixture) {
 	t.Run("queued, taken and dead jobs are counted where they are", func(t *testing.T) {
 		t.Parallel()
 		f := fresh(t)
-		q := f.Split(t, 4)
+		q := f.split(t, 4)
 		before := time.Now().Add(-time.Second).UnixMilli()
 		for n := range 3 {
 			if err := q.Push(t.Context(), deliverJob(f.Tenant, n+1)); err != nil {

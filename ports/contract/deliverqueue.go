@@ -17,8 +17,17 @@ type DeliverFixture struct {
 	Tenant string
 	Queue  ports.DeliverQueue
 	// Split returns a queue on the same jobs with n partitions, as a node restarted with
-	// another partition count sees them.
-	Split func(t *testing.T, n int) ports.DeliverQueue
+	// another partition count sees them, or the error of a count no queue can have.
+	Split func(n int) (ports.DeliverQueue, error)
+}
+
+func (f DeliverFixture) split(t *testing.T, n int) ports.DeliverQueue {
+	t.Helper()
+	q, err := f.Split(n)
+	if err != nil {
+		t.Fatalf("split into %d partitions: %v", n, err)
+	}
+	return q
 }
 
 // deliverWait bounds how long a suite Take blocks when a job is expected.
@@ -150,7 +159,7 @@ func DeliverQueue(t *testing.T, fresh func(t *testing.T) DeliverFixture) {
 	t.Run("ack takes several jobs at once", func(t *testing.T) {
 		t.Parallel()
 		f := fresh(t)
-		q := f.Split(t, 3)
+		q := f.split(t, 3)
 		deliverTopicJobs(t, q, f.Tenant, 6, 2)
 		var taken []delivery.Job
 		for p := range q.Partitions() {
@@ -260,7 +269,7 @@ func DeliverQueue(t *testing.T, fresh func(t *testing.T) DeliverFixture) {
 		t.Parallel()
 		f := fresh(t)
 		const partitions = 4
-		q := f.Split(t, partitions)
+		q := f.split(t, partitions)
 		if q.Partitions() != partitions {
 			t.Fatalf("Partitions = %d; want %d", q.Partitions(), partitions)
 		}
@@ -269,10 +278,23 @@ func DeliverQueue(t *testing.T, fresh func(t *testing.T) DeliverFixture) {
 		deliverSameTopicOrder(t, taken, pushed, partitions)
 	})
 
+	t.Run("a queue has 1 to delivery.MaxPartitions partitions", func(t *testing.T) {
+		t.Parallel()
+		f := fresh(t)
+		for _, n := range []int{-1, 0, delivery.MaxPartitions + 1} {
+			if _, err := f.Split(n); err == nil {
+				t.Errorf("split into %d partitions succeeded", n)
+			}
+		}
+		if q := f.split(t, delivery.MaxPartitions); q.Partitions() != delivery.MaxPartitions {
+			t.Errorf("Partitions = %d; want %d", q.Partitions(), delivery.MaxPartitions)
+		}
+	})
+
 	t.Run("take needs a partition in range", func(t *testing.T) {
 		t.Parallel()
 		f := fresh(t)
-		q := f.Split(t, 3)
+		q := f.split(t, 3)
 		for _, p := range []int{-1, 3} {
 			if _, _, err := q.Take(t.Context(), f.Tenant, p, 0); err == nil {
 				t.Errorf("Take(partition %d of 3) succeeded", p)
@@ -284,7 +306,7 @@ func DeliverQueue(t *testing.T, fresh func(t *testing.T) DeliverFixture) {
 		t.Parallel()
 		f := fresh(t)
 		const partitions = 3
-		q := f.Split(t, partitions)
+		q := f.split(t, partitions)
 		pushed := deliverTopicJobs(t, q, f.Tenant, 9, 3)
 		deliverRequeueOf(t, q, f.Tenant, 0) // records the count; nothing to move yet
 		taken := 0
@@ -303,7 +325,7 @@ func DeliverQueue(t *testing.T, fresh func(t *testing.T) DeliverFixture) {
 		t.Run(fmt.Sprintf("a changed partition count %d→%d moves every job, each topic in order", c.from, c.to), func(t *testing.T) {
 			t.Parallel()
 			f := fresh(t)
-			old := f.Split(t, c.from)
+			old := f.split(t, c.from)
 			deliverRequeueOf(t, old, f.Tenant, 0)
 			pushed := deliverTopicJobs(t, old, f.Tenant, 10, 4)
 			for p := range c.from { // one taken job per partition, as a crashed node leaves them
@@ -311,7 +333,7 @@ func DeliverQueue(t *testing.T, fresh func(t *testing.T) DeliverFixture) {
 					t.Fatalf("Take(partition %d): %v", p, err)
 				}
 			}
-			q := f.Split(t, c.to)
+			q := f.split(t, c.to)
 			// The taken jobs count twice: back to their old partition, then over to the new.
 			deliverRequeueOf(t, q, f.Tenant, c.from+len(pushed))
 			deliverSameTopicOrder(t, deliverDrain(t, q, f.Tenant), pushed, c.to)
