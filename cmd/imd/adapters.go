@@ -22,7 +22,6 @@ import (
 	redisadapter "github.com/imdhq/imd/adapters/redis"
 	"github.com/imdhq/imd/adapters/s3blob"
 	"github.com/imdhq/imd/adapters/snowflake"
-	"github.com/imdhq/imd/core/domain/tenant"
 	"github.com/imdhq/imd/core/dualread"
 	"github.com/imdhq/imd/core/runtime"
 	"github.com/imdhq/imd/ports"
@@ -53,7 +52,7 @@ type mediaStores struct {
 func Adapters(cfg config.Config) fx.Option {
 	return fx.Options(
 		fx.Provide(
-			openMySQL,
+			as(openMySQL, fx.Self(), new(ports.TenantStorage)),
 			as(func(c *mysql.Cluster, m ports.Metrics) *mysql.MessageStore {
 				return mysql.NewMessageStore(c, mysql.MessageStoreOptions{DedupTTL: time.Duration(cfg.Shard.DedupRetentionDays) * 24 * time.Hour, Metrics: m})
 			}, fx.Self(), new(ports.MessageStore), new(ports.QueuedMarks), new(ports.SeqHoles), new(ports.MessageSearch), new(ports.MessageFinder)),
@@ -61,7 +60,7 @@ func Adapters(cfg config.Config) fx.Option {
 				new(ports.Blocks), new(ports.Groups), new(ports.SendRules)),
 			func(c *mysql.Cluster) baseEditor { return baseEditor{mysql.NewMessageEditor(c)} },
 			as(mysql.NewDeleteLog, new(ports.DeleteLog), new(ports.HiddenRanges)),
-			as(mysql.NewShardStore, fx.Self(), new(ports.ShardStore)),
+			as(mysql.NewShardStore, new(ports.ShardStore), new(ports.IDWatermark)),
 			as(mysql.NewReadStore, new(ports.ReadStore)),
 			as(mysql.NewMailbox, new(ports.Mailbox)),
 			as(mysql.NewRouteMirror, new(ports.RouteMirror)),
@@ -93,8 +92,8 @@ func Adapters(cfg config.Config) fx.Option {
 			as(redisadapter.NewCompensationList, new(ports.CompensationList)),
 			as(redisadapter.NewLocks, new(ports.Locks)),
 
-			as(func() (*snowflake.Generator, error) { return snowflake.New(cfg.NodeID) }, fx.Self(), new(ports.IDGenerator)),
-			newTenantStorage,
+			as(func() (*snowflake.Generator, error) { return snowflake.New(cfg.NodeID) }, new(ports.IDGenerator), new(runtime.ClockGuard)),
+			inject(runtime.NewReadyStorage),
 			as(func() *jwt.Tokens { return jwt.New([]byte(cfg.TokenSecret)) }, new(ports.Tokens), new(ports.TokenInspector)),
 			as(prometheus.New, fx.Self(), new(ports.Metrics), new(ports.CounterAdder)),
 			func(m *prometheus.Metrics) metricsHandler { return m.Handler() },
@@ -137,22 +136,6 @@ func openTenantRegistry(lc fx.Lifecycle, c *mysql.Cluster, cfg config.Config) po
 	r := mysql.NewTenantRegistry(c, cfg.Registry.Database)
 	lc.Append(fx.Hook{OnStart: r.Open, OnStop: func(context.Context) error { return r.Close() }})
 	return r
-}
-
-func newTenantStorage(c *mysql.Cluster, shards *mysql.ShardStore, ids *snowflake.Generator) tenantStorage {
-	return func(ctx context.Context, t tenant.Info) error {
-		if err := c.Provision(ctx, t.Name, t.Database, t.DSN); err != nil {
-			return fmt.Errorf("provision tenant %s: %w", t.Name, err)
-		}
-		last, err := shards.MaxMessageID(ctx, t.Name)
-		if err != nil {
-			return fmt.Errorf("newest msg_id of %s: %w", t.Name, err)
-		}
-		if err := ids.CheckClock(last); err != nil {
-			return fmt.Errorf("tenant %s: %w", t.Name, err)
-		}
-		return nil
-	}
 }
 
 // openRedis connects to Redis; the client closes last but one, after everything using it.
