@@ -82,7 +82,7 @@ func (s *MessageStore) append(tenant string, m message.Message, hash string, all
 		return ports.AppendResult{}, err
 	}
 	if !known {
-		d.dedup[key] = messageDedupRecord{seq: m.Seq, month: m.Month, msgID: m.MsgID, hash: hash, expires: millisNow().Add(DedupTTL)}
+		d.dedup[key] = messageDedupRecord{seq: m.Seq, month: m.Month, msgID: m.MsgID, hash: hash, expires: s.shards.millisNow().Add(s.shards.dedupTTL)}
 	}
 	return res, nil
 }

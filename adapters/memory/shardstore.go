@@ -24,6 +24,10 @@ var ErrStateChanged = errors.New("month state changed")
 type ShardStore struct {
 	mu      sync.Mutex
 	tenants map[string]*tenantMessages
+	// now and dedupTTL: the MySQL writer stamps a dedup record with its node's clock plus the
+	// retention; a simulation sets its own clock and a short retention (WithRetention).
+	now      func() time.Time
+	dedupTTL time.Duration
 }
 
 // tenantMessages is one tenant's message data: catalog, month tables, route mirror, dedup
@@ -66,7 +70,16 @@ type messageDedupRecord struct {
 var _ ports.ShardStore = (*ShardStore)(nil)
 
 // NewShardStore returns an empty shard store; tenants appear on first use.
-func NewShardStore() *ShardStore { return &ShardStore{tenants: make(map[string]*tenantMessages)} }
+func NewShardStore() *ShardStore {
+	return &ShardStore{tenants: make(map[string]*tenantMessages), now: time.Now, dedupTTL: DedupTTL}
+}
+
+// WithRetention has the store read now for every instant it stamps and keep dedup records for
+// dedupTTL after their message, so a simulated clock can move a retry past the retention.
+func (s *ShardStore) WithRetention(now func() time.Time, dedupTTL time.Duration) *ShardStore {
+	s.now, s.dedupTTL = now, dedupTTL
+	return s
+}
 
 // db returns the tenant's data; the caller holds s.mu.
 func (s *ShardStore) db(tenant string) *tenantMessages {
@@ -99,7 +112,7 @@ func (s *ShardStore) EnsureTable(_ context.Context, tenant string, m month.Month
 		d.tables[m] = make(map[topicSeqKey]message.Message)
 	}
 	if _, ok := d.catalog[m]; !ok {
-		d.catalog[m] = &monthCatalogEntry{state: shard.Prepared, updated: millisNow()}
+		d.catalog[m] = &monthCatalogEntry{state: shard.Prepared, updated: s.millisNow()}
 	}
 	return nil
 }
@@ -148,7 +161,7 @@ func (s *ShardStore) SetState(_ context.Context, tenant string, m month.Month, f
 	if e.state != from {
 		return fmt.Errorf("set state of %s: %w: it is %s, not %s", m, ErrStateChanged, e.state, from)
 	}
-	e.state, e.updated = to, millisNow()
+	e.state, e.updated = to, s.millisNow()
 	return nil
 }
 
@@ -168,3 +181,6 @@ func (s *ShardStore) RecordSwitch(_ context.Context, tenant string, m month.Mont
 
 // now has the precision of the DATETIME(3) columns the real store keeps.
 func millisNow() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }
+
+// millisNow is the store's clock at that precision.
+func (s *ShardStore) millisNow() time.Time { return s.now().UTC().Truncate(time.Millisecond) }

@@ -184,6 +184,9 @@ func (s gatedStore) stored(m message.Message, res ports.AppendResult, err error)
 	}
 	if res.Outcome == ports.Stored {
 		s.g.w.model.storedAt[m.MsgID] = s.g.w.stats.steps
+		if k := (sendKey{m.Topic, m.From, m.ClientMsgID}); s.g.w.model.firstStored[k].IsZero() {
+			s.g.w.model.firstStored[k] = s.g.w.clock.Now()
+		}
 	}
 }
 
@@ -539,6 +542,32 @@ func (s gatedShards) SetState(ctx context.Context, tenant string, m month.Month,
 		return err
 	}
 	return s.ShardStore.SetState(ctx, tenant, m, from, to)
+}
+
+func (s gatedShards) RecordSwitch(ctx context.Context, tenant string, m month.Month, at time.Time) error {
+	if err := s.g.pass(mysqlBackend, "Shards.RecordSwitch"); err != nil {
+		return err
+	}
+	return s.ShardStore.RecordSwitch(ctx, tenant, m, at)
+}
+
+type gatedHousekeeping struct {
+	ports.ShardHousekeeping
+	g *gate
+}
+
+func (h gatedHousekeeping) PurgeExpiredDedup(ctx context.Context, tenant string, now time.Time, limit int) (int64, error) {
+	if err := h.g.pass(mysqlBackend, "Housekeeping.PurgeExpiredDedup"); err != nil {
+		return 0, err
+	}
+	return h.ShardHousekeeping.PurgeExpiredDedup(ctx, tenant, now, limit)
+}
+
+func (h gatedHousekeeping) RefreshStats(ctx context.Context, tenant string, m month.Month) error {
+	if err := h.g.pass(mysqlBackend, "Housekeeping.RefreshStats"); err != nil {
+		return err
+	}
+	return h.ShardHousekeeping.RefreshStats(ctx, tenant, m)
 }
 
 type gatedMonths struct {

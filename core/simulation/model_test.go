@@ -58,6 +58,12 @@ type model struct {
 	pending       []pendingSend
 	sentFrom      map[sendKey]uint64 // the device that sent the message
 	acked         map[sendKey]ack
+	// firstStored: when the first row of each send was stored; pastRetention: a retry of it
+	// came dedupRetention or more after that, when the product lets it be a second copy
+	// (README: a resend later than the dedup record's retention is a new message).
+	firstStored   map[sendKey]time.Time
+	pastRetention map[sendKey]bool
+	secondCopies  int // retries past the retention that were stored as a second copy
 	ackOrder      []sendKey
 	seqOwner      map[topicSeq]int64 // the msg_id first seen stored at a seq
 	maxActive     month.Month        // of new allocations and of the active months Redis held
@@ -116,8 +122,8 @@ func (m *model) hides(user int64, topic string, seq int64) bool {
 
 func newModel() model {
 	return model{
-		activeSeen: map[month.Month]time.Time{},
-		sentFrom:   map[sendKey]uint64{}, acked: map[sendKey]ack{}, seqOwner: map[topicSeq]int64{},
+		activeSeen: map[month.Month]time.Time{}, firstStored: map[sendKey]time.Time{}, pastRetention: map[sendKey]bool{},
+		sentFrom: map[sendKey]uint64{}, acked: map[sendKey]ack{}, seqOwner: map[topicSeq]int64{},
 		watermarks: map[userConv]int64{}, tokens: map[int64][]string{}, revocations: map[string]revocation{}, live: map[deviceKey]map[int64]pushes{},
 		seen: map[deviceKey]map[int64]bool{}, cursors: map[deviceKey]map[string]*deviceTopic{},
 		deleted: map[sendKey]bool{}, hidden: map[userTopic][][2]int64{}, storedAt: map[int64]int64{},
@@ -205,6 +211,10 @@ func (m *model) storedBehind(mo month.Month, at time.Time) month.Month {
 // acknowledged records a SEND_ACK; a retry of a message ACKed before must get the same one.
 func (m *model) acknowledged(key sendKey, a ack) {
 	if prev, ok := m.acked[key]; ok {
+		if prev != a && m.pastRetention[key] {
+			m.secondCopies++ // its first ACK keeps being checked; the copy is another message
+			return
+		}
 		if prev != a {
 			m.violate("retry of %v ACKed %+v, first ACK was %+v", key, a, prev)
 		}
@@ -297,7 +307,7 @@ func (w *world) checkTopic(topic string) {
 		msg   message.Message
 	}
 	bySeq := map[int64]row{}
-	byKey := map[sendKey]int64{}
+	byKey := map[sendKey]message.Message{}
 	for mo, rows := range byMonth {
 		for _, r := range rows {
 			if prev, dup := bySeq[r.Seq]; dup {
@@ -314,10 +324,12 @@ func (w *world) checkTopic(topic string) {
 				continue
 			}
 			k := sendKey{topic, r.From, r.ClientMsgID}
-			if other, dup := byKey[k]; dup {
-				m.violate("client_msg_id %q of user %d stored twice in %s: seqs %d and %d", r.ClientMsgID, r.From, topic, other, r.Seq)
+			// Past the dedup record's retention a resend is a new message (README), so two rows
+			// of one client_msg_id are right only that far apart.
+			if other, dup := byKey[k]; dup && absDuration(r.CreatedAt.Sub(other.CreatedAt)) < dedupRetention {
+				m.violate("client_msg_id %q of user %d stored twice in %s: seqs %d and %d", r.ClientMsgID, r.From, topic, other.Seq, r.Seq)
 			}
-			byKey[k] = r.Seq
+			byKey[k] = r
 		}
 	}
 	seqs := make([]int64, 0, len(bySeq))
@@ -601,3 +613,5 @@ func (m *model) checkAuth(tok string, node int, perRequest bool, now time.Time) 
 		m.violate("revoked token %s is accepted per request by node %d %v after its logout on node %d", tok, node, now.Sub(r.at), r.node)
 	}
 }
+
+func absDuration(d time.Duration) time.Duration { return max(d, -d) }

@@ -337,6 +337,10 @@ func (w *world) post(n *node, p pendingSend, lost bool) {
 		w.model.pending = append(w.model.pending, p)
 		return
 	}
+	if first, ok := w.model.firstStored[p.key]; ok && !w.clock.Now().Before(first.Add(dedupRetention)) {
+		w.model.pastRetention[p.key] = true
+		w.trace("send %v: a retry past the dedup retention (first stored %s)", p.key, first.Format(time.RFC3339))
+	}
 	content, _ := json.Marshal(map[string]string{"text": p.text})
 	res, err := n.send.Send(context.Background(), send.Request{
 		Tenant: tenant, From: p.key.from, FromDevice: p.device, Address: addr,

@@ -49,15 +49,18 @@ const (
 
 // Timing rules of the use cases, as the dev configuration has them.
 const (
-	doneTTL             = 10 * time.Minute
-	holeAfter           = 10 * time.Minute
-	msgIDWindow         = 5 * time.Minute
-	memberTTL           = time.Second
-	reorderWait         = 200 * time.Millisecond
-	maxAttempts         = 5
-	sealingDays         = 7
-	hotWindow           = time.Hour
-	hotPerTopic         = 200
+	doneTTL     = 10 * time.Minute
+	holeAfter   = 10 * time.Minute
+	msgIDWindow = 5 * time.Minute
+	memberTTL   = time.Second
+	reorderWait = 200 * time.Millisecond
+	maxAttempts = 5
+	sealingDays = 7
+	hotWindow   = time.Hour
+	hotPerTopic = 200
+	// dedupRetention is the shortest the product allows (shard.dedup_retention_days 7), so
+	// retries reach past it within a run.
+	dedupRetention      = 7 * 24 * time.Hour
 	tokenTTL            = 24 * time.Hour * 3650 // revocations of the memory fake use the wall clock
 	recentRevocationTTL = 5 * time.Second
 	startOfWorld        = "2026-09-30T23:00:00Z"
@@ -163,7 +166,7 @@ func newWorld() (*world, error) {
 	clock := memory.NewClock(start)
 	w := &world{
 		log: slog.New(slog.NewTextHandler(io.Discard, nil)), clock: clock, ids: memory.NewIDs(clock),
-		shards: memory.NewShardStore(), dir: memory.NewDirectory(), mailbox: memory.NewMailbox(),
+		shards: memory.NewShardStore().WithRetention(clock.Now, dedupRetention), dir: memory.NewDirectory(), mailbox: memory.NewMailbox(),
 		seqs: nil, routes: memory.NewRouteCache(),
 		hot: memory.NewHotCache(clock.Now, hotWindow, hotPerTopic), dialogs: memory.NewDialogStore(clock.Now),
 		revocations: memory.NewRevocations(), repairs: memory.NewRepairQueue(), locks: memory.NewLocks(clock.Now),
@@ -264,6 +267,7 @@ func (w *world) boot(g *gate) *node {
 	manager := shardmanager.New(shardmanager.Config{SealingDays: sealingDays}, shardmanager.Deps{
 		Store: gatedShards{ShardStore: w.shards, g: g}, Months: months, Locks: gatedLocks{Locks: w.locks, g: g},
 		Repairs: repair, Compensation: gatedCompensation{CompensationList: w.comp, g: g}, Metrics: w.metrics, Log: w.log,
+		Housekeeping: gatedHousekeeping{ShardHousekeeping: memory.NewHousekeeping(w.shards), g: g},
 	})
 	sending := inflight.New()
 	hot := gatedHot{HotCache: w.hot, g: g}
