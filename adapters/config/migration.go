@@ -2,7 +2,10 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"time"
+
+	"github.com/imdhq/imd/core/migration"
 )
 
 // Migration configures the move of a legacy single table im_group_messages into the month
@@ -29,8 +32,8 @@ func defaultMigration() Migration {
 
 func (m Migration) validate() error {
 	var errs []error
-	if m.BatchSize < 1000 || m.BatchSize > 5000 {
-		errs = append(errs, errors.New("migration.batch_size must be 1000-5000"))
+	if m.BatchSize < migration.MinBatchSize || m.BatchSize > migration.MaxBatchSize {
+		errs = append(errs, fmt.Errorf("migration.batch_size must be %d-%d", migration.MinBatchSize, migration.MaxBatchSize))
 	}
 	if m.RowsPerSecond < 0 {
 		errs = append(errs, errors.New("migration.rows_per_second must not be negative (0 is no cap)"))

@@ -38,7 +38,8 @@ const (
 
 // Config tunes the job; zero fields take the defaults.
 type Config struct {
-	// BatchSize is the rows one copy transaction takes, MinBatchSize–MaxBatchSize.
+	// BatchSize is the rows one copy transaction takes: MinBatchSize–MaxBatchSize in a
+	// configuration file (seed 000 §9), at most MaxBatchSize here.
 	BatchSize int
 	// RowsPerSecond caps the copy rate to protect live traffic; negative means no cap.
 	RowsPerSecond int
@@ -49,10 +50,12 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.BatchSize == 0 {
+	// The file's bounds are the config's to check (MinBatchSize–MaxBatchSize); a smaller batch
+	// is a test's or the simulator's, to cut a table's copy into several batches.
+	if c.BatchSize <= 0 {
 		c.BatchSize = DefaultBatchSize
 	}
-	c.BatchSize = min(max(c.BatchSize, MinBatchSize), MaxBatchSize)
+	c.BatchSize = min(c.BatchSize, MaxBatchSize)
 	if c.RowsPerSecond == 0 {
 		c.RowsPerSecond = DefaultRowsPerSecond
 	}

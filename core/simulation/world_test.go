@@ -60,7 +60,10 @@ const (
 	hotPerTopic = 200
 	// dedupRetention is the shortest the product allows (shard.dedup_retention_days 7), so
 	// retries reach past it within a run.
-	dedupRetention      = 7 * 24 * time.Hour
+	dedupRetention = 7 * 24 * time.Hour
+	// legacyBatch cuts the copy of the legacy group's 30 rows into five batches, with crashes
+	// and outages between them.
+	legacyBatch         = 7
 	tokenTTL            = 24 * time.Hour * 3650 // revocations of the memory fake use the wall clock
 	recentRevocationTTL = 5 * time.Second
 	startOfWorld        = "2026-09-30T23:00:00Z"
@@ -296,7 +299,7 @@ func (w *world) boot(g *gate) *node {
 		Editor: gatedEditor{MessageEditor: w.editor, g: g}, DeleteLog: gatedDeleteLog{DeleteLog: w.dellog, g: g}, Store: store,
 		Owners: w.dir, HotCache: hot, Locator: n.history, Events: n.send, Resolver: resolver, Clock: w.clock, Metrics: w.metrics, Log: w.log,
 	})
-	n.migration = migration.New(migration.Config{BatchSize: migration.MinBatchSize, RowsPerSecond: -1}, migration.Deps{
+	n.migration = migration.New(migration.Config{BatchSize: legacyBatch, RowsPerSecond: -1}, migration.Deps{
 		Store: gatedMigrations{MigrationStore: w.legacy, g: g}, Shards: gatedShards{ShardStore: w.shards, g: g}, Months: months,
 		Seq: gatedSeq{SeqAllocator: w.seqs, g: g}, Routes: repair, Metrics: w.metrics, Counters: w.metrics, IDs: w.ids,
 		Clock: w.clock, Log: w.log, DualRead: true,
