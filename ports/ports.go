@@ -194,7 +194,8 @@ type ShardStore interface {
 	Catalog(ctx context.Context, tenant string) ([]shard.Info, error)
 	SetState(ctx context.Context, tenant string, m month.Month, from, to shard.State) error
 	// RecordSwitch lowers m's ActiveSince to at (sets it when unset): each record is an
-	// instant by which m is active, so the earliest stands.
+	// instant by which m is active, so the earliest stands. A month not in the catalog is
+	// left alone (callers record a month they have just prepared).
 	RecordSwitch(ctx context.Context, tenant string, m month.Month, at time.Time) error
 }
 

@@ -171,7 +171,7 @@ func (s *ShardStore) RecordSwitch(_ context.Context, tenant string, m month.Mont
 	defer s.mu.Unlock()
 	e, ok := s.db(tenant).catalog[m]
 	if !ok {
-		return fmt.Errorf("record switch to %s: %w", m, shard.ErrMonthMissing)
+		return nil
 	}
 	if at = at.UTC().Truncate(time.Millisecond); e.activeSince.IsZero() || at.Before(e.activeSince) {
 		e.activeSince = at

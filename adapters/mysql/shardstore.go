@@ -124,16 +124,10 @@ func (s *ShardStore) RecordSwitch(ctx context.Context, tenant string, m month.Mo
 	if err != nil {
 		return err
 	}
-	n, err := t.q.RecordMonthSwitch(ctx, sqlcdb.RecordMonthSwitchParams{
+	if err := t.q.RecordMonthSwitch(ctx, sqlcdb.RecordMonthSwitchParams{
 		ActiveSince: sql.NullTime{Time: at.UTC().Truncate(time.Millisecond), Valid: true}, ShardMonth: m.String(),
-	})
-	if err != nil {
+	}); err != nil {
 		return fmt.Errorf("record switch to %s: %w", m, err)
-	}
-	if n == 0 {
-		if _, err := t.q.MonthState(ctx, m.String()); errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("record switch to %s: %w", m, shard.ErrMonthMissing)
-		}
 	}
 	return nil
 }

@@ -60,12 +60,15 @@ local function clock()
   end
   return time
 end
+local function clock_ms()
+  local t = clock()
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
 local function mark(s)
   if ARGV[8] == '' then
     return
   end
-  local t = clock()
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local now = clock_ms()
   local ttl = tonumber(ARGV[8])
   -- Settled sends leave no marks, so the key is often gone (-2): nothing to prune then.
   local pttl = redis.call('PTTL', KEYS[5])
@@ -121,8 +124,7 @@ local s = redis.call('GET', KEYS[2])
 redis.call('HSET', KEYS[1], 'seq', s, 'month', active, 'msg_id', msg_id, 'hash', hash, 'state', 'allocated')
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 mark(s)
-local t = clock()
-return {'ok', s, active, msg_id, hash, '0', '0', tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))}
+return {'ok', s, active, msg_id, hash, '0', '0', tostring(clock_ms())}
 `)
 
 // Allocate runs the allocation script; see ports.SeqAllocator.

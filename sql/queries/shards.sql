@@ -22,7 +22,7 @@ UPDATE im_group_message_shards SET status = sqlc.arg(to_status)
 WHERE shard_month = sqlc.arg(shard_month) AND status = sqlc.arg(from_status);
 
 -- The earliest record of a switch stands (ports.ShardStore.RecordSwitch).
--- name: RecordMonthSwitch :execrows
+-- name: RecordMonthSwitch :exec
 UPDATE im_group_message_shards SET active_since = sqlc.arg(active_since)
 WHERE shard_month = sqlc.arg(shard_month) AND (active_since IS NULL OR active_since > sqlc.arg(active_since));
 

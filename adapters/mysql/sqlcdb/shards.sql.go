@@ -141,7 +141,7 @@ func (q *Queries) MonthStats(ctx context.Context) ([]MonthStatsRow, error) {
 	return items, nil
 }
 
-const recordMonthSwitch = `-- name: RecordMonthSwitch :execrows
+const recordMonthSwitch = `-- name: RecordMonthSwitch :exec
 UPDATE im_group_message_shards SET active_since = ?
 WHERE shard_month = ? AND (active_since IS NULL OR active_since > ?)
 `
@@ -152,12 +152,9 @@ type RecordMonthSwitchParams struct {
 }
 
 // The earliest record of a switch stands (ports.ShardStore.RecordSwitch).
-func (q *Queries) RecordMonthSwitch(ctx context.Context, arg RecordMonthSwitchParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, recordMonthSwitch, arg.ActiveSince, arg.ShardMonth, arg.ActiveSince)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected()
+func (q *Queries) RecordMonthSwitch(ctx context.Context, arg RecordMonthSwitchParams) error {
+	_, err := q.db.ExecContext(ctx, recordMonthSwitch, arg.ActiveSince, arg.ShardMonth, arg.ActiveSince)
+	return err
 }
 
 const registerMonth = `-- name: RegisterMonth :exec
