@@ -1,6 +1,7 @@
 package config
 
 import (
+	"github.com/imdhq/imd/core/send"
 	"time"
 
 	"github.com/imdhq/imd/core/archiver"
@@ -25,6 +26,12 @@ import (
 // sendBoundSkew covers the node clocks' difference when a consumer bounds a send that runs
 // on another node by the request timeout (deliver.Config.SendBound).
 const sendBoundSkew = 2 * time.Second
+
+// Send bounds the send path: a client's pre-generated ids, and its pending marks, which live as
+// long as the send may (its request timeout bounds every step).
+func (c Config) Send() send.Config {
+	return send.Config{MsgIDWindow: time.Duration(c.Message.MsgIDExpireMS) * time.Millisecond, PendingFor: c.TCP.RequestTimeout}
+}
 
 // ShardManager is the month tables' lifecycle.
 func (c Config) ShardManager() shardmanager.Config {

@@ -68,9 +68,9 @@ func newClientStack(t *testing.T) *clientStack {
 		Directory: dir, Profiles: dir, Friends: dir, Blocks: dir, Groups: dir, Resolver: resolver, IDs: ids, Clock: clock, Log: log,
 	})
 	hist := history.New(history.Deps{Store: store, Routes: routes, Months: months, Metrics: metrics, Resolver: resolver, Log: log})
-	sender := send.New(send.Deps{
+	sender := send.New(send.Config{MsgIDWindow: time.Minute}, send.Deps{
 		Seq: memory.NewSeqAllocator(months, clock.Now), Store: store, Queue: queue, Routes: routes, IDs: ids, Clock: clock,
-		Metrics: metrics, Resolver: resolver, Log: log, EnsureMonths: manager.Ensure, MsgIDWindow: time.Minute,
+		Metrics: metrics, Resolver: resolver, Log: log, Months: manager,
 	})
 	registry, err := tenantregistry.New(tenantregistry.Config{Configured: []tenant.Info{{Name: "default"}, {Name: "other"}}},
 		tenantregistry.Deps{Store: memory.NewTenantStore(), Clock: clock, Log: log,

@@ -17,7 +17,7 @@ import (
 	"github.com/imdhq/imd/core/admin"
 	"github.com/imdhq/imd/core/archivereader"
 	"github.com/imdhq/imd/core/cluster"
-	"github.com/imdhq/imd/core/conversation"
+	"github.com/imdhq/imd/core/deliver"
 	"github.com/imdhq/imd/core/directory"
 	"github.com/imdhq/imd/core/history"
 	"github.com/imdhq/imd/core/inbox"
@@ -72,12 +72,12 @@ func (systemClock) Now() time.Time { return time.Now() }
 func Core() fx.Option {
 	return fx.Options(
 		fx.Provide(
-			config.Config.ShardManager, config.Config.RouteRepairs, config.Config.Recall,
+			config.Config.ShardManager, config.Config.RouteRepairs, config.Config.Recall, config.Config.Send,
 			func(d ports.Directory, c ports.Clock) *membership.Cache { return membership.New(d, c, memberCacheTTL) },
-			inject(shardmanager.New),
+			as(inject(shardmanager.New), fx.Self(), new(send.Months)),
 			fx.Annotate(inject(routerepair.New), fx.As(fx.Self()), fx.As(new(ports.RouteRepairs)),
 				fx.As(new(shardmanager.Backlog)), fx.As(new(admin.RouteRebuilder)), fx.As(new(migration.Routes))),
-			fx.Annotate(newSend, fx.As(fx.Self()), fx.As(new(modify.Publisher)), fx.As(new(directory.TopicPublisher))),
+			fx.Annotate(inject(send.New), fx.As(fx.Self()), fx.As(new(modify.Publisher)), fx.As(new(directory.TopicPublisher))),
 			inject(admin.New),
 			func(r *tenantregistry.Registry) ports.KnownTenant { return r.Known },
 			func(r ports.MonthRows) admin.TableChecker { return r },
@@ -85,7 +85,7 @@ func Core() fx.Option {
 			fx.Annotate(inject(inbox.New), fx.As(fx.Self()), fx.As(new(httpapi.DialogLister)), fx.As(new(httpapi.DialogSettings))),
 			fx.Annotate(inject(inbox.NewMailer), fx.As(fx.Self()), fx.As(new(ports.ControlEvents))),
 			fx.Annotate(inject(read.New), fx.As(fx.Self()), fx.As(new(httpapi.MessageReader))),
-			newMissed,
+			as(deliver.NewMissed, fx.Self(), new(tcpserver.MissedPushes)),
 			// One per node: the send path and the deliver consumers of this process share it.
 			inflight.New,
 			queueView[ports.DeliverInspector],
@@ -99,41 +99,6 @@ func Core() fx.Option {
 			fx.Decorate(func(s *archivereader.Store) (ports.MessageStore, ports.MessageSearch) { return s, s }),
 		),
 	)
-}
-
-type sendParams struct {
-	fx.In
-	Cfg      config.Config
-	Seq      ports.SeqAllocator
-	Store    ports.MessageStore
-	Queue    ports.DeliverQueue
-	Queued   ports.QueuedMarks
-	Routes   ports.RouteCache
-	IDs      ports.IDGenerator
-	Clock    ports.Clock
-	Metrics  ports.Metrics
-	Resolver *conversation.Resolver
-	Manager  *shardmanager.Manager
-	Log      *slog.Logger
-	Hot      ports.HotCache
-	Repairs  ports.RouteRepairs
-	Comp     ports.CompensationList
-	// Listeners hear of stored messages after COMMIT (archive.go: search and file indexes).
-	Listeners []ports.CommitListener `group:"commit_listeners"`
-	InFlight  *inflight.Sends
-	Pending   ports.PendingSeqs
-}
-
-func newSend(p sendParams) *send.Service {
-	return send.New(send.Deps{
-		Seq: p.Seq, Store: p.Store, Queue: p.Queue, Queued: p.Queued, Routes: p.Routes, IDs: p.IDs, Clock: p.Clock,
-		Metrics: p.Metrics, Resolver: p.Resolver, Log: p.Log, EnsureMonths: p.Manager.Ensure,
-		ReconcileMonths: p.Manager.Reconcile, Floors: p.Manager.Floors(),
-		MsgIDWindow: time.Duration(p.Cfg.Message.MsgIDExpireMS) * time.Millisecond,
-		Hot:         p.Hot, Repairs: p.Repairs, Compensation: p.Comp, Listeners: p.Listeners, InFlight: p.InFlight,
-		// A send's mark lives as long as the send may: its request timeout bounds every step.
-		Pending: p.Pending, PendingFor: p.Cfg.TCP.RequestTimeout,
-	})
 }
 
 // Transports builds the TCP and HTTP listeners and registers their start/stop in seed 003
@@ -150,7 +115,7 @@ func Transports() fx.Option {
 		),
 		// The deliver side pushes through the cross-node pusher, which hands pushes for devices on
 		// other nodes to those nodes (nodes.go).
-		fx.Invoke(func(l *cluster.LatePusher, p *cluster.Pusher) { l.Bind(p) }, recordUnacked, runServer),
+		fx.Invoke(func(l *cluster.LatePusher, p *cluster.Pusher) { l.Bind(p) }, runServer),
 	)
 }
 

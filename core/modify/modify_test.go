@@ -119,10 +119,9 @@ func newFixture(t *testing.T, cfg modify.Config) *fixture {
 		t.Fatal(err)
 	}
 	resolver := conversation.NewResolver(dir, ids, membership.New(dir, f.clock, time.Second))
-	f.send = send.New(send.Deps{
+	f.send = send.New(send.Config{MsgIDWindow: 5 * time.Minute}, send.Deps{
 		Seq: memory.NewSeqAllocator(months, f.clock.Now), Store: store, Queue: f.queue, Routes: routes, IDs: ids,
-		Clock: f.clock, Metrics: f.metrics, Resolver: resolver, Log: log, EnsureMonths: f.manager.Ensure,
-		MsgIDWindow: 5 * time.Minute,
+		Clock: f.clock, Metrics: f.metrics, Resolver: resolver, Log: log, Months: f.manager,
 	})
 	f.history = history.New(history.Deps{Store: store, Routes: routes, Months: months, Metrics: f.metrics, Resolver: resolver, Log: log})
 	f.deps = modify.Deps{

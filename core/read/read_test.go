@@ -55,9 +55,9 @@ func newFixture(t *testing.T) *fixture {
 	}
 	resolver := conversation.NewResolver(dir, ids, membership.New(dir, clock, time.Second))
 	f := &fixture{dialogs: memory.NewDialogStore(clock.Now), queue: memory.NewDeliverQueue(clock.Now), manager: manager}
-	sender := send.New(send.Deps{
+	sender := send.New(send.Config{MsgIDWindow: time.Minute}, send.Deps{
 		Seq: memory.NewSeqAllocator(months, clock.Now), Store: store, Queue: memory.NewDeliverQueue(clock.Now), Routes: routes,
-		IDs: ids, Clock: clock, Metrics: metrics, Resolver: resolver, Log: log, EnsureMonths: manager.Ensure, MsgIDWindow: time.Minute,
+		IDs: ids, Clock: clock, Metrics: metrics, Resolver: resolver, Log: log, Months: manager,
 	})
 	f.sender = sender
 	hist := history.New(history.Deps{Store: store, Routes: routes, Months: months, Metrics: metrics, Resolver: resolver, Log: log})

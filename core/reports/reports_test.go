@@ -48,9 +48,9 @@ func newFixture(t *testing.T) *reports.Service {
 	ids := memory.NewIDs(clock)
 	routes := memory.NewRouteCache()
 	resolver := conversation.NewResolver(dir, ids, membership.New(dir, clock, time.Minute), conversation.WithClock(clock))
-	sender := send.New(send.Deps{
+	sender := send.New(send.Config{MsgIDWindow: time.Minute}, send.Deps{
 		Seq: memory.NewSeqAllocator(months, clock.Now), Store: store, Queue: memory.NewDeliverQueue(clock.Now), Routes: routes,
-		IDs: ids, Clock: clock, Metrics: metrics, Resolver: resolver, Log: log, EnsureMonths: manager.Ensure, MsgIDWindow: time.Minute,
+		IDs: ids, Clock: clock, Metrics: metrics, Resolver: resolver, Log: log, Months: manager,
 	})
 	if _, err := sender.Send(ctx, send.Request{
 		Tenant: tenant, From: 1, Address: conversation.Address{Topic: "grp_10"},

@@ -42,13 +42,13 @@ func TestSendWritesTheHotCacheAfterCommit(t *testing.T) {
 			d := send.Deps{
 				Seq: f.seqs, Store: f.store, Queue: f.queue, Routes: memory.NewRouteCache(), IDs: ids, Clock: f.clock,
 				Metrics: f.metrics, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-				Resolver:     conversation.NewResolver(f.dir, ids, membership.New(f.dir, f.clock, time.Second)),
-				EnsureMonths: f.manager.Ensure, MsgIDWindow: 5 * time.Minute, Hot: hot,
+				Resolver: conversation.NewResolver(f.dir, ids, membership.New(f.dir, f.clock, time.Second)),
+				Months:   f.manager, Hot: hot,
 			}
 			if tc.broken {
 				d.Hot = brokenHotCache{hot}
 			}
-			f.svc = send.New(d)
+			f.svc = send.New(send.Config{MsgIDWindow: 5 * time.Minute}, d)
 			res, err := f.send(1, conversation.Address{Topic: f.group}, "c1", "hi")
 			if err != nil {
 				t.Fatalf("send: %v", err)

@@ -55,19 +55,12 @@ type Deps struct {
 	Metrics  ports.Metrics
 	Resolver *conversation.Resolver
 	Log      *slog.Logger
-	// EnsureMonths prepares the month tables and active month of a tenant; called when the seq
-	// script finds no writable month (e.g. Redis lost its month keys) instead of waiting for
-	// the shard manager's next pass.
-	EnsureMonths func(ctx context.Context, tenant string) error
-	// ReconcileMonths repairs the active month forward from the MySQL catalog; called when a
-	// write collides, since an allocation in a month before the topic's latest one means Redis
-	// is behind the catalog (a failover to a replica that missed a switch); nil: not repaired.
-	ReconcileMonths func(ctx context.Context, tenant string) error
-	// Floors is what this process knows the active month must be at least; allocations raise a
-	// Redis behind it and raise it in turn. Shared with the shard manager; nil: no floor.
-	Floors *month.Floors
-	// MsgIDWindow bounds how far a client pre-generated id may be from now (003 §19 msgid_expire_ms).
-	MsgIDWindow time.Duration
+	// Months is the shard manager: it prepares a tenant's months when the seq script finds
+	// none writable (Redis lost its month keys) instead of waiting for its next pass, repairs
+	// the active month forward from the catalog when a write collides (Redis behind the catalog
+	// after a failover), and shares the month floors this process's allocations raise; nil:
+	// none of that (tests).
+	Months Months
 	// Repairs takes topics whose route update failed after COMMIT (seed 000 §3.4 rule 2).
 	Repairs ports.RouteRepairs
 	// Compensation keeps writes whose fixed month is sealed (seed 000 §5.3).
@@ -76,23 +69,49 @@ type Deps struct {
 	Hot ports.HotCache
 	// Listeners hear of each stored message after COMMIT (search index, file index); they
 	// never fail or hold up the send.
-	Listeners []ports.CommitListener
+	Listeners []ports.CommitListener `group:"commit_listeners"`
 	// InFlight learns which seqs this node is still sending, so deliver consumers wait for a
 	// slow send instead of delivering the seqs after it first; nil: not tracked.
 	InFlight *inflight.Sends
 	// Pending is where the seq script's marks are settled: each seq this send allocated is
-	// marked pending cluster-wide for PendingFor (the send path's request timeout), so a
-	// deliver consumer on any node waits for it; the mark goes when the job is queued or the
-	// send fails. Nil or PendingFor ≤ 0: no marks.
-	Pending    ports.PendingSeqs
+	// marked pending cluster-wide for Config.PendingFor, so a deliver consumer on any node
+	// waits for it; the mark goes when the job is queued or the send fails. Nil: no marks.
+	Pending ports.PendingSeqs
+}
+
+// Months is what the send path needs of the shard manager.
+type Months interface {
+	Ensure(ctx context.Context, tenant string) error
+	Reconcile(ctx context.Context, tenant string) error
+	// Floors is what this process knows the active month must be at least; allocations raise
+	// a Redis behind it and raise it in turn.
+	Floors() *month.Floors
+}
+
+// Config bounds the send path in time.
+type Config struct {
+	// MsgIDWindow bounds how far a client pre-generated id may be from now (003 §19 msgid_expire_ms).
+	MsgIDWindow time.Duration
+	// PendingFor is how long a seq's pending mark lives: as long as the send may (its request
+	// timeout bounds every step). ≤ 0: no marks.
 	PendingFor time.Duration
 }
 
 // Service runs the send path.
-type Service struct{ d Deps }
+type Service struct {
+	cfg    Config
+	d      Deps
+	floors *month.Floors // nil without Months: no floor
+}
 
 // New returns the send service.
-func New(d Deps) *Service { return &Service{d: d} }
+func New(cfg Config, d Deps) *Service {
+	s := &Service{cfg: cfg, d: d}
+	if d.Months != nil {
+		s.floors = d.Months.Floors()
+	}
+	return s
+}
 
 // maxReallocations bounds re-seeding after a stale counter; more means something else is wrong.
 const maxReallocations = 3
@@ -160,7 +179,7 @@ func (s *Service) post(ctx context.Context, r Request, conv social.Conversation)
 		if err != nil {
 			return Result{}, err
 		}
-		req.Attempt, req.PendingFor = attempt, s.d.PendingFor
+		req.Attempt, req.PendingFor = attempt, s.cfg.PendingFor
 		settled := false
 		defer func() {
 			if !settled { // failed: the seqs it marked will never be queued by this attempt
@@ -219,7 +238,7 @@ func (s *Service) post(ctx context.Context, r Request, conv social.Conversation)
 			// so the seq is a hole for the sweeper, and the message is allocated again with the
 			// newer month as its floor, which also moves Redis forward for every node.
 			s.d.Metrics.Inc("group_message_persist_total", m.Month.String(), "failed")
-			s.d.Floors.Raise(r.Tenant, behind.Newer)
+			s.floors.Raise(r.Tenant, behind.Newer)
 			req.Reallocate = true
 			continue
 		case errors.Is(err, shard.ErrMonthNotWritable):
@@ -301,7 +320,7 @@ func (s *Service) post(ctx context.Context, r Request, conv social.Conversation)
 }
 
 // marks reports whether allocations mark their seqs pending (Deps.Pending).
-func (s *Service) marks() bool { return s.d.Pending != nil && s.d.PendingFor > 0 }
+func (s *Service) marks() bool { return s.d.Pending != nil && s.cfg.PendingFor > 0 }
 
 // attemptID names this send attempt's pending marks: unique per attempt, so a failing attempt
 // never settles the mark of a retry racing it. A server-issued msg_id is unique already; a
@@ -330,7 +349,7 @@ func (s *Service) settle(ctx context.Context, tenant, topic, attempt string, seq
 func (s *Service) msgID(clientID int64) (int64, error) {
 	if clientID > 0 {
 		at := s.d.IDs.TimeOf(clientID)
-		if d := s.d.Clock.Now().Sub(at); d <= s.d.MsgIDWindow && d >= -s.d.MsgIDWindow {
+		if d := s.d.Clock.Now().Sub(at); d <= s.cfg.MsgIDWindow && d >= -s.cfg.MsgIDWindow {
 			return clientID, nil
 		}
 	}
@@ -346,12 +365,12 @@ func (s *Service) msgID(clientID int64) (int64, error) {
 func (s *Service) allocate(ctx context.Context, tenant string, req seq.Request) (seq.Allocation, error) {
 	reseeded, ensured := false, false
 	for {
-		req.Floor = s.d.Floors.Of(tenant)
+		req.Floor = s.floors.Of(tenant)
 		alloc, err := s.d.Seq.Allocate(ctx, tenant, req)
 		switch {
 		case err == nil:
 			if !alloc.Existing {
-				s.d.Floors.Raise(tenant, alloc.Month)
+				s.floors.Raise(tenant, alloc.Month)
 			}
 			return alloc, nil
 		case errors.Is(err, seq.ErrCounterMissing) && !reseeded:
@@ -359,9 +378,9 @@ func (s *Service) allocate(ctx context.Context, tenant string, req seq.Request) 
 			if err := s.reseed(ctx, tenant, req.Topic); err != nil {
 				return seq.Allocation{}, err
 			}
-		case errors.Is(err, seq.ErrNoActiveMonth) && !ensured:
+		case errors.Is(err, seq.ErrNoActiveMonth) && !ensured && s.d.Months != nil:
 			ensured = true
-			if ensureErr := s.d.EnsureMonths(ctx, tenant); ensureErr != nil {
+			if ensureErr := s.d.Months.Ensure(ctx, tenant); ensureErr != nil {
 				s.d.Log.ErrorContext(ctx, "no writable month and preparing one failed", "tenant", tenant, "err", ensureErr)
 			}
 		case errors.Is(err, seq.ErrNoActiveMonth):
@@ -375,10 +394,10 @@ func (s *Service) allocate(ctx context.Context, tenant string, req seq.Request) 
 // reconcileMonths repairs a stale active month before the next allocation; a failure is only
 // logged: the shard manager's next pass repairs it too, and the send answers 50301 meanwhile.
 func (s *Service) reconcileMonths(ctx context.Context, tenant string) {
-	if s.d.ReconcileMonths == nil {
+	if s.d.Months == nil {
 		return
 	}
-	if err := s.d.ReconcileMonths(ctx, tenant); err != nil {
+	if err := s.d.Months.Reconcile(ctx, tenant); err != nil {
 		s.d.Log.WarnContext(ctx, "active month repair failed", "tenant", tenant, "err", err)
 	}
 }

@@ -88,11 +88,11 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	members := membership.New(f.dir, f.clock, time.Second)
-	f.svc = send.New(send.Deps{
+	f.svc = send.New(send.Config{MsgIDWindow: 5 * time.Minute, PendingFor: 10 * time.Second}, send.Deps{
 		Seq: f.seqs, Store: f.store, Queue: f.queue, Queued: f.store, Routes: memory.NewRouteCache(), IDs: ids, Clock: f.clock,
 		Metrics: f.metrics, Resolver: conversation.NewResolver(f.dir, ids, members), Log: log,
-		EnsureMonths: f.manager.Ensure, ReconcileMonths: f.manager.Reconcile, Floors: f.manager.Floors(), MsgIDWindow: 5 * time.Minute, InFlight: f.inflight,
-		Pending: f.seqs, PendingFor: 10 * time.Second,
+		Months: f.manager, InFlight: f.inflight,
+		Pending: f.seqs,
 	})
 	for _, u := range []int64{1, 2, 3} {
 		if err := f.dir.CreateUser(ctx, tenant, social.User{ID: u}); err != nil {
@@ -454,11 +454,11 @@ func (m failingMarks) MarkQueued(context.Context, string, string, int64, string)
 func TestFailedQueuedMarkWithholdsTheAck(t *testing.T) {
 	f := newFixture(t)
 	svc := f.svc
-	f.svc = send.New(send.Deps{
+	f.svc = send.New(send.Config{MsgIDWindow: 5 * time.Minute}, send.Deps{
 		Seq: f.seqs, Store: f.store, Queue: f.queue, Queued: failingMarks{errors.New("mysql down")}, Routes: memory.NewRouteCache(),
 		IDs: memory.NewIDs(f.clock), Clock: f.clock, Metrics: f.metrics, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Resolver:     conversation.NewResolver(f.dir, memory.NewIDs(f.clock), membership.New(f.dir, f.clock, time.Second)),
-		EnsureMonths: f.manager.Ensure, ReconcileMonths: f.manager.Reconcile, Floors: f.manager.Floors(), MsgIDWindow: 5 * time.Minute,
+		Resolver: conversation.NewResolver(f.dir, memory.NewIDs(f.clock), membership.New(f.dir, f.clock, time.Second)),
+		Months:   f.manager,
 	})
 	if _, err := f.send(1, conversation.Address{Topic: f.group}, "m", "hi"); apperr.CodeOf(err) != apperr.Busy {
 		t.Fatalf("send whose queued mark failed: %v, want 50301", err)
@@ -495,11 +495,10 @@ func TestStaleActiveMonthIsRefusedToAProcessThatNeverSawTheSwitch(t *testing.T) 
 		Store: f.shards, Months: f.months, Metrics: f.metrics, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	ids := memory.NewIDs(f.clock)
-	f.svc = send.New(send.Deps{
+	f.svc = send.New(send.Config{MsgIDWindow: 5 * time.Minute}, send.Deps{
 		Seq: f.seqs, Store: f.store, Queue: f.queue, Queued: f.store, Routes: memory.NewRouteCache(), IDs: ids, Clock: f.clock,
 		Metrics: f.metrics, Resolver: conversation.NewResolver(f.dir, ids, membership.New(f.dir, f.clock, time.Second)),
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), EnsureMonths: fresh.Ensure, ReconcileMonths: fresh.Reconcile,
-		Floors: fresh.Floors(), MsgIDWindow: 5 * time.Minute,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Months: fresh,
 	})
 	f.months.ForceActive(tenant, 202609) // a failover to a replica that missed the switch
 	res, err := f.send(1, conversation.Address{Topic: f.group}, "b", "hi")

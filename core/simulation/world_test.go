@@ -275,11 +275,10 @@ func (w *world) boot(g *gate) *node {
 	sending := inflight.New()
 	hot := gatedHot{HotCache: w.hot, g: g}
 	n := &node{g: g, manager: manager, repair: repair}
-	n.send = send.New(send.Deps{
+	n.send = send.New(send.Config{MsgIDWindow: msgIDWindow}, send.Deps{
 		Seq: gatedSeq{SeqAllocator: w.seqs, g: g}, Store: store, Queue: queue, Queued: store, Routes: routes, IDs: w.ids, Clock: w.clock,
-		Metrics: w.metrics, Resolver: resolver, Log: w.log, EnsureMonths: manager.Ensure, ReconcileMonths: manager.Reconcile, Floors: manager.Floors(),
-		MsgIDWindow: msgIDWindow,
-		Hot:         hot, Repairs: repair, Compensation: gatedCompensation{CompensationList: w.comp, g: g}, InFlight: sending,
+		Metrics: w.metrics, Resolver: resolver, Log: w.log, Months: manager,
+		Hot: hot, Repairs: repair, Compensation: gatedCompensation{CompensationList: w.comp, g: g}, InFlight: sending,
 	})
 	n.sweeper = seqholes.New(seqholes.Config{After: holeAfter}, seqholes.Deps{
 		Holes: gatedHoles{SeqHoles: w.store, g: g}, Store: store, Shards: gatedShards{ShardStore: w.shards, g: g},

@@ -75,9 +75,9 @@ func newStack(t *testing.T, wrap ...func(ports.MessageStore) ports.MessageStore)
 	return stack{
 		queue: queue,
 		deps: Deps{
-			Send: send.New(send.Deps{
+			Send: send.New(send.Config{MsgIDWindow: 5 * time.Minute}, send.Deps{
 				Seq: memory.NewSeqAllocator(months, clock.Now), Store: store, Queue: queue, Routes: routes,
-				IDs: ids, Clock: clock, Metrics: metrics, Resolver: resolver, Log: log, MsgIDWindow: 5 * time.Minute,
+				IDs: ids, Clock: clock, Metrics: metrics, Resolver: resolver, Log: log,
 			}),
 			History: history.New(history.Deps{
 				Store: store, Routes: routes, Months: months, Metrics: metrics, Resolver: resolver, Log: log,
