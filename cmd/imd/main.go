@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 
 	"go.uber.org/fx"
@@ -68,7 +69,12 @@ func run(args []string) error {
 	log := slogtint.New(cfg.Env, cfg.Log.Level, cfg.NodeID, os.Stderr)
 
 	app := fx.New(
-		fx.WithLogger(func() fxevent.Logger { return fxLogger{log} }),
+		// fx's own events at debug level, its failures as errors.
+		fx.WithLogger(func() fxevent.Logger {
+			l := &fxevent.SlogLogger{Logger: log}
+			l.UseLogLevel(slog.LevelDebug)
+			return l
+		}),
 		fx.StartTimeout(cfg.Shutdown.Timeout*3),
 		fx.StopTimeout(cfg.Shutdown.Timeout),
 		Options(cfg, log),

@@ -38,8 +38,15 @@ type missedPush struct {
 	msg    message.Message
 }
 
-// NewMissed returns a recorder holding up to capacity pushes.
-func NewMissed(mailer *inbox.Mailer, metrics ports.Metrics, log *slog.Logger, capacity int) *Missed {
+// missedCapacity bounds the unacknowledged pushes waiting to become mailbox rows.
+const missedCapacity = 10_000
+
+// NewMissed returns a recorder holding up to missedCapacity pushes.
+func NewMissed(mailer *inbox.Mailer, metrics ports.Metrics, log *slog.Logger) *Missed {
+	return newMissed(mailer, metrics, log, missedCapacity)
+}
+
+func newMissed(mailer *inbox.Mailer, metrics ports.Metrics, log *slog.Logger, capacity int) *Missed {
 	return &Missed{mailer: mailer, metrics: metrics, log: log, queue: make(chan missedPush, max(capacity, 1))}
 }
 

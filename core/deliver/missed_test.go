@@ -18,7 +18,7 @@ func TestMissedPushesBecomeMailboxRows(t *testing.T) {
 	box, metrics := memory.NewMailbox(), memory.NewMetrics()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	mailer := inbox.NewMailer(inbox.MailerDeps{Mailbox: box, Pusher: &fakePusher{}, IDs: memory.NewIDs(clock), Clock: clock, Log: log})
-	missed := NewMissed(mailer, metrics, log, 3)
+	missed := newMissed(mailer, metrics, log, 3)
 
 	msg := func(seq int64) message.Message {
 		return message.Message{Topic: "grp_1", ConversationID: 9, Seq: seq, MsgID: 100 + seq}

@@ -14,6 +14,7 @@ import (
 	"github.com/imdhq/imd/adapters/protocol"
 	"github.com/imdhq/imd/adapters/protocol/session"
 	"github.com/imdhq/imd/adapters/protocol/taskpool"
+	"github.com/imdhq/imd/core/domain/message"
 	"github.com/imdhq/imd/core/history"
 	"github.com/imdhq/imd/core/inbox"
 	"github.com/imdhq/imd/core/modify"
@@ -75,6 +76,15 @@ type Deps struct {
 	// Presence, when set, hears which devices this node holds, whatever their transport
 	// (several nodes on one tenant).
 	Presence session.Observer
+	// Missed, when set, takes the MESSAGE pushes a device did not acknowledge in time or
+	// before its connection closed, to become mailbox rows (seed 003 §8: degrade, never
+	// close the connection); it must not block.
+	Missed MissedPushes
+}
+
+// MissedPushes records a push its device never acknowledged.
+type MissedPushes interface {
+	Record(tenant string, user int64, device uint64, m message.Message)
 }
 
 // Dispatcher serves the commands of every Client and holds the session registry.
@@ -120,6 +130,13 @@ func New(cfg Config, deps Deps, log *slog.Logger) *Dispatcher {
 	}
 	d.addModifyCommands()
 	d.addInboxCommands()
+	if deps.Missed != nil {
+		d.sessions.OnUnacked(func(u session.Unacked) {
+			if u.Message != nil {
+				deps.Missed.Record(u.Tenant, u.User, u.Device, *u.Message)
+			}
+		})
+	}
 	return d
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/imdhq/imd/adapters/protocol/proxyhdr"
 	"github.com/imdhq/imd/adapters/protocol/session"
 	"github.com/imdhq/imd/core/domain/delivery"
+	"github.com/imdhq/imd/core/domain/message"
 )
 
 // expectKick reads frames until a KICK and checks its reason, then expects the close.
@@ -105,7 +106,7 @@ func TestPushAckTimeout(t *testing.T) {
 	listenerModes(t, func(t *testing.T, start func(*testing.T, Config, Deps) *harness) {
 		h := start(t, Config{PushAckTimeout: 200 * time.Millisecond}, Deps{})
 		var rec unackedRecorder
-		h.srv.SetPushUnacked(rec.record)
+		h.srv.commands.Sessions().OnUnacked(rec.record)
 		c := h.dial(t)
 		c.auth(1, 1)
 		push := func(seq int64) uint32 {
@@ -152,6 +153,36 @@ func TestPushAckTimeout(t *testing.T) {
 		eventually(t, "the outstanding push handed over at close", func() bool { return slices.Equal(rec.seqs(true), []int64{4}) })
 		if got := h.metrics.count("push_ack_timeout_total"); got != 2 {
 			t.Fatalf("push_ack_timeout_total %v after close, want still 2", got)
+		}
+	})
+}
+
+// missedRecorder is a Deps.Missed that hands each push over.
+type missedRecorder chan session.Unacked
+
+func (m missedRecorder) Record(tenant string, user int64, device uint64, msg message.Message) {
+	m <- session.Unacked{Identity: session.Identity{Tenant: tenant, User: user, Device: device}, Message: &msg}
+}
+
+// Deps.Missed gets the MESSAGE pushes a device never acknowledged, to become mailbox rows.
+func TestUnackedPushesGoToMissed(t *testing.T) {
+	listenerModes(t, func(t *testing.T, start func(*testing.T, Config, Deps) *harness) {
+		missed := make(missedRecorder, 1)
+		h := start(t, Config{PushAckTimeout: 100 * time.Millisecond}, Deps{Missed: missed})
+		c := h.dial(t)
+		c.auth(1, 7)
+		if rep := h.srv.Push(t.Context(), "default", delivery.Target{Recipients: []int64{1}},
+			delivery.Push{Kind: delivery.KindMessage, Message: testMessage(5, "hi")}); rep.Delivered != 1 {
+			t.Fatalf("push: %+v", rep)
+		}
+		readPush(t, c) // never acknowledged
+		select {
+		case u := <-missed:
+			if u.Tenant != "default" || u.User != 1 || u.Device != 7 || u.Message.Seq != 5 {
+				t.Fatalf("missed %+v seq %d, want default/1/7 seq 5", u.Identity, u.Message.Seq)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the unacknowledged push never reached Deps.Missed")
 		}
 	})
 }

@@ -22,7 +22,6 @@ import (
 
 	"github.com/imdhq/imd/adapters/protocol"
 	"github.com/imdhq/imd/adapters/protocol/dispatch"
-	"github.com/imdhq/imd/adapters/protocol/session"
 	"github.com/imdhq/imd/adapters/tcp/server/tlsconn"
 	"github.com/imdhq/imd/core/domain/delivery"
 )
@@ -101,6 +100,9 @@ func (c Config) tickInterval() time.Duration {
 
 // Deps are the use cases and ports the commands call.
 type Deps = dispatch.Deps
+
+// MissedPushes takes the pushes devices never acknowledged (Deps.Missed).
+type MissedPushes = dispatch.MissedPushes
 
 // RateLimits and Budgets bound the commands' request rates (dispatch.RateLimits).
 type (
@@ -231,12 +233,6 @@ func (s *Server) tlsMode() string {
 	}
 	return "off"
 }
-
-// SetPushUnacked sets what happens to MESSAGE pushes a device did not acknowledge in time or
-// before its connection closed (seed 003 §8: degrade to the mailbox or push notifier, never
-// close the connection). By default they are only counted (push_ack_timeout_total). f runs on
-// a deliver worker, an event loop or the timeout sweep and must not block.
-func (s *Server) SetPushUnacked(f func(session.Unacked)) { s.commands.Sessions().OnUnacked(f) }
 
 // Dispatcher serves the commands and holds the sessions of this node; the WebSocket endpoint
 // hands it its connections too, so both transports share one registry. Stop stops it.
