@@ -59,6 +59,8 @@ type DeliverLeases interface {
 	Hold(ctx context.Context, tenant string, partition int, node string, ttl time.Duration) (held, fresh bool, err error)
 	// Release gives the lease up if node holds it.
 	Release(ctx context.Context, tenant string, partition int, node string) error
+	// Partitions is how many partitions each tenant's queue has: 0 … Partitions()-1.
+	Partitions() int
 }
 
 // Kicker closes the connection of a device held by this node with KICK {reason}.

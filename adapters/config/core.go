@@ -96,7 +96,7 @@ func (c Config) SearchIndexing() longsearch.IndexerConfig {
 
 // Nodes is the node lease and the cross-node push backlog.
 func (c Config) Nodes() cluster.Config {
-	return cluster.Config{LeaseTTL: c.Cluster.LeaseTTL, Backlog: c.Cluster.Backlog}
+	return cluster.Config{LeaseTTL: c.Cluster.LeaseTTL, Backlog: c.Cluster.Backlog, NodeID: c.NodeID}
 }
 
 // TenantRegistry is the configured tenants; the registry's own database is no tenant's name.

@@ -108,7 +108,7 @@ func Transports() fx.Option {
 	return fx.Options(
 		fx.Provide(
 			tcpConfig,
-			as(inject(tcpserver.New), fx.Self(), new(ports.Pusher)),
+			as(inject(tcpserver.New), fx.Self(), new(ports.Pusher), new(cluster.Local), new(ports.Kicker)),
 			func() *cluster.LatePusher { return &cluster.LatePusher{} },
 			func(l *cluster.LatePusher) ports.DevicePusher { return l },
 			newHTTP,

@@ -323,7 +323,7 @@ func TestKeepersSplitPartitionsAndTakeOverFromAStoppedNode(t *testing.T) {
 	}
 	keeper := func(name string) *Keeper {
 		return NewKeeper(Config{LeaseTTL: 300 * time.Millisecond}, KeeperDeps{View: NewView(name), Nodes: d.nodes, Leases: q,
-			Tenants: func() []string { return []string{tenant} }, Partitions: 4, Log: quiet})
+			Tenants: func() []string { return []string{tenant} }, Log: quiet})
 	}
 	k1, k2 := keeper("1-aa"), keeper("2-bb")
 	if err := k1.Start(t.Context()); err != nil {

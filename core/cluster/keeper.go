@@ -19,6 +19,8 @@ type Config struct {
 	// Backlog bounds each node's push channel: a node that does not keep up gets no more
 	// pushes; they become MISSED_MESSAGE rows instead of waiting.
 	Backlog int
+	// NodeID is this node's node_id, the first part of its instance name (InstanceName).
+	NodeID int
 }
 
 // renewEvery is the Keeper's pass interval for a lease of ttl: three renewals fit in a lease,
@@ -30,11 +32,17 @@ type KeeperDeps struct {
 	View    *View
 	Nodes   ports.NodeLeases
 	Leases  ports.DeliverLeases
-	Tenants func() []string
-	// Partitions is the deliver queue's partition count.
-	Partitions int
-	Log        *slog.Logger
+	Tenants Tenants
+	Log     *slog.Logger
 }
+
+// Tenants are the names of the tenants this process serves, read on every pass so tenants
+// provisioned at run time are covered.
+type Tenants func() []string
+
+// Local is this node's own sessions, undecorated: where the Pusher and the Receiver push to
+// devices connected here.
+type Local interface{ ports.DevicePusher }
 
 type partitionKey struct {
 	tenant    string
@@ -171,7 +179,7 @@ func (k *Keeper) pass(ctx context.Context) {
 // belongs to another node is surplus: its consumer gives it back once it holds no job.
 func (k *Keeper) holdPartitions(ctx context.Context, tenant string, live []string) {
 	self := k.d.View.Self()
-	for p := range k.d.Partitions {
+	for p := range k.d.Leases.Partitions() {
 		key := partitionKey{tenant, p}
 		k.mu.Lock()
 		st := k.parts[key]

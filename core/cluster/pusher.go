@@ -25,7 +25,7 @@ const (
 
 // PusherDeps are what the Pusher decorates and uses.
 type PusherDeps struct {
-	Local    ports.DevicePusher
+	Local    Local
 	View     *View
 	Presence ports.Presence
 	Channel  ports.NodeChannel

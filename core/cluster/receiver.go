@@ -27,11 +27,11 @@ type Fallback interface {
 type ReceiverDeps struct {
 	View     *View
 	Channel  ports.NodeChannel
-	Local    ports.DevicePusher // this node's sessions, undecorated
+	Local    Local
 	Kicker   ports.Kicker
 	Tracker  *Tracker
 	Fallback Fallback
-	Tenants  func() []string
+	Tenants  Tenants
 	Clock    ports.Clock
 	Metrics  ports.Metrics
 	Log      *slog.Logger
