@@ -1,6 +1,8 @@
 package config
 
 import (
+	"github.com/imdhq/imd/core/admin"
+	"github.com/imdhq/imd/core/authn"
 	"github.com/imdhq/imd/core/send"
 	"time"
 
@@ -26,6 +28,16 @@ import (
 // sendBoundSkew covers the node clocks' difference when a consumer bounds a send that runs
 // on another node by the request timeout (deliver.Config.SendBound).
 const sendBoundSkew = 2 * time.Second
+
+// recentRevocationTTL is how long a node's per-request (HTTP) token checks reuse a "not
+// revoked" answer of the deny-list: a logout acknowledged by another node is refused here at
+// most this long after (README "Losing Redis"); a connection's AUTH always reads the deny-list.
+const recentRevocationTTL = 5 * time.Second
+
+// Authn bounds token checks: recent answers, and revocations kept as long as a token may live.
+func (Config) Authn() authn.Config {
+	return authn.Config{RecentTTL: recentRevocationTTL, MaxTTL: admin.MaxTokenTTL}
+}
 
 // Send bounds the send path: a client's pre-generated ids, and its pending marks, which live as
 // long as the send may (its request timeout bounds every step).

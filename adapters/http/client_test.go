@@ -85,7 +85,7 @@ func newClientStack(t *testing.T) *clientStack {
 	adminSvc := admin.New(admin.Deps{Directory: dir, Tokens: tokens, Routes: routerepair.New(routerepair.Config{}, routerepair.Deps{Store: store, Routes: routes, Metrics: metrics, Log: log}), Shards: shards,
 		Manager: manager, Social: socialSvc, Summaries: memory.NewSummaries(shards, dir), Tenants: registry.Known})
 	h := newHarness(t, Config{AdminKey: adminKey}, Deps{Admin: adminSvc, History: hist, Social: SocialDeps{
-		Auth:      authn.New(authn.Deps{Tokens: tokens, Revocations: memory.NewRevocations(), Tenants: registry.Known, Clock: clock}, admin.MaxTokenTTL),
+		Auth:      authn.New(authn.Config{MaxTTL: admin.MaxTokenTTL}, authn.Deps{Tokens: tokens, Revocations: memory.NewRevocations(), Tenants: registry.Known, Clock: clock}),
 		Directory: socialSvc, Tenants: registry, Send: sender,
 		Uploads: uploads.New(uploads.Config{MaxSize: 1 << 20}, uploads.Deps{Store: files, Clock: clock}),
 		Reports: reports.New(reports.Deps{Store: memory.NewReports(), History: hist, IDs: ids, Clock: clock}),

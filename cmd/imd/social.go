@@ -1,13 +1,11 @@
 package main
 
 import (
-	"time"
 
 	"go.uber.org/fx"
 
 	"github.com/imdhq/imd/adapters/config"
 	httpapi "github.com/imdhq/imd/adapters/http"
-	"github.com/imdhq/imd/core/admin"
 	"github.com/imdhq/imd/core/authn"
 	"github.com/imdhq/imd/core/conversation"
 	"github.com/imdhq/imd/core/dailystats"
@@ -32,7 +30,8 @@ func Social() fx.Option {
 			config.Config.TenantRegistry,
 			func(rt *runtime.Runtime) tenantregistry.Activator { return rt.Add },
 			inject(tenantregistry.New),
-			fx.Annotate(newAuthn, fx.As(fx.Self()), fx.As(new(ports.Authenticator))),
+			config.Config.Authn,
+			as(inject(authn.New), fx.Self(), new(ports.Authenticator)),
 			config.Config.UploadLimits,
 			func(m mediaStores) (ports.ObjectStore, httpapi.FileStore) { return m.signer, m.files },
 			inject(uploads.New),
@@ -51,15 +50,4 @@ func newResolver(cfg config.Config, d ports.Directory, r ports.SendRules, ids po
 	return conversation.NewResolver(graph, ids, m,
 		conversation.WithClock(c), conversation.WithRulesTTL(memberCacheTTL),
 		conversation.WithSystemAccounts(cfg.Message.SystemAccounts))
-}
-
-// recentRevocationTTL is how long a node's per-request (HTTP) token checks reuse a "not
-// revoked" answer of the deny-list: a logout acknowledged by another node is refused here at
-// most this long after (README "Losing Redis"); a connection's AUTH always reads the deny-list.
-const recentRevocationTTL = 5 * time.Second
-
-func newAuthn(i ports.TokenInspector, r ports.TokenRevocations, known ports.KnownTenant, c ports.Clock) *authn.Service {
-	return authn.New(authn.Deps{
-		Tokens: i, Revocations: r, RecentTTL: recentRevocationTTL, Tenants: known, Clock: c,
-	}, admin.MaxTokenTTL)
 }

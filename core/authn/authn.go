@@ -20,28 +20,33 @@ type Deps struct {
 	Tokens ports.TokenInspector
 	// Revocations is the durable deny-list, the truth.
 	Revocations ports.TokenRevocations
-	// RecentTTL is how long a per-request check may reuse a "not revoked" answer this process
-	// read from Revocations: how long a revocation made on another node can go unseen by this
-	// node's per-request checks. Zero: every check reads Revocations.
-	RecentTTL time.Duration
 	// Tenants reports whether a tenant is served (the tenant registry).
 	Tenants ports.KnownTenant
 	Clock   ports.Clock
 }
 
+// Config bounds authentication in time.
+type Config struct {
+	// RecentTTL is how long a per-request check may reuse a "not revoked" answer this process
+	// read from Revocations: how long a revocation made on another node can go unseen by this
+	// node's per-request checks. Zero: every check reads Revocations.
+	RecentTTL time.Duration
+	// MaxTTL is the longest token lifetime, how long a user-wide revocation must be kept.
+	MaxTTL time.Duration
+}
+
 // Service authenticates and revokes tokens.
 type Service struct {
+	cfg    Config
 	d      Deps
-	maxTTL time.Duration
 	recent *recentChecks
 }
 
 var _ ports.Authenticator = (*Service)(nil)
 
-// New returns the service; maxTTL is the longest token lifetime, how long a user-wide
-// revocation must be kept.
-func New(d Deps, maxTTL time.Duration) *Service {
-	return &Service{d: d, maxTTL: maxTTL, recent: newRecentChecks(d.RecentTTL)}
+// New returns the service.
+func New(cfg Config, d Deps) *Service {
+	return &Service{cfg: cfg, d: d, recent: newRecentChecks(cfg.RecentTTL)}
 }
 
 // Authenticate verifies a token and checks its tenant and the deny-list itself: a connection's
@@ -136,7 +141,7 @@ func (s *Service) RevokeUser(ctx context.Context, tenant string, user int64) (ti
 		return time.Time{}, apperr.New(apperr.InvalidArgument, "user_id must be positive")
 	}
 	at := s.d.Clock.Now().UTC().Truncate(time.Second)
-	if err := s.d.Revocations.RevokeUser(ctx, tenant, user, at, s.maxTTL); err != nil {
+	if err := s.d.Revocations.RevokeUser(ctx, tenant, user, at, s.cfg.MaxTTL); err != nil {
 		return time.Time{}, apperr.Wrap(apperr.Busy, "revocation unavailable, retry", err)
 	}
 	s.recent.forgetUser(tenant, user)

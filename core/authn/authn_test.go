@@ -38,10 +38,10 @@ func newService(t *testing.T) (*authn.Service, *fakeTokens, *memory.Clock) {
 	t.Helper()
 	clock := memory.NewClock(time.Now())
 	tokens := &fakeTokens{clock: clock, issued: map[string]auth.Token{}}
-	svc := authn.New(authn.Deps{
+	svc := authn.New(authn.Config{MaxTTL: 24 * time.Hour}, authn.Deps{
 		Tokens: tokens, Revocations: memory.NewRevocations(), Clock: clock,
 		Tenants: func(name string) bool { return name == "acme" || name == "other" },
-	}, 24*time.Hour)
+	})
 	return svc, tokens, clock
 }
 
@@ -119,10 +119,10 @@ func TestRevocation(t *testing.T) {
 
 // node is one process's authentication over the shared deny-list.
 func node(tokens *fakeTokens, list ports.TokenRevocations, recent time.Duration) *authn.Service {
-	return authn.New(authn.Deps{
-		Tokens: tokens, Revocations: list, RecentTTL: recent, Clock: tokens.clock,
+	return authn.New(authn.Config{RecentTTL: recent, MaxTTL: 24 * time.Hour}, authn.Deps{
+		Tokens: tokens, Revocations: list, Clock: tokens.clock,
 		Tenants: func(name string) bool { return name == "acme" },
-	}, 24*time.Hour)
+	})
 }
 
 func wantRefused(t *testing.T, step string, check func(context.Context, string) (auth.Identity, error), tokens ...string) {

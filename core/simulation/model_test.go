@@ -257,10 +257,10 @@ func (w *world) check() {
 		}
 	}
 	if len(m.revoked) > 0 {
-		auth := authn.New(authn.Deps{
+		auth := authn.New(authn.Config{MaxTTL: tokenTTL}, authn.Deps{
 			Tokens: w.tokens, Revocations: w.revocations,
 			Tenants: func(string) bool { return true }, Clock: w.clock,
-		}, tokenTTL)
+		})
 		for _, tok := range m.revoked {
 			if _, err := auth.Authenticate(ctx, tok); err == nil {
 				m.violate("revoked token %s is accepted again", tok)
