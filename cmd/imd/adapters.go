@@ -13,6 +13,7 @@ import (
 	"github.com/imdhq/imd/adapters/bleveindex"
 	"github.com/imdhq/imd/adapters/blobfs"
 	"github.com/imdhq/imd/adapters/config"
+	"github.com/imdhq/imd/adapters/fxdeps"
 	httpapi "github.com/imdhq/imd/adapters/http"
 	"github.com/imdhq/imd/adapters/jwt"
 	"github.com/imdhq/imd/adapters/localfs"
@@ -52,50 +53,50 @@ type mediaStores struct {
 func Adapters(cfg config.Config) fx.Option {
 	return fx.Options(
 		fx.Provide(
-			as(openMySQL, fx.Self(), new(ports.TenantStorage)),
-			as(func(c *mysql.Cluster, m ports.Metrics) *mysql.MessageStore {
+			fxdeps.As(openMySQL, fx.Self(), new(ports.TenantStorage)),
+			fxdeps.As(func(c *mysql.Cluster, m ports.Metrics) *mysql.MessageStore {
 				return mysql.NewMessageStore(c, mysql.MessageStoreOptions{DedupTTL: time.Duration(cfg.Shard.DedupRetentionDays) * 24 * time.Hour, Metrics: m})
 			}, fx.Self(), new(ports.MessageStore), new(ports.QueuedMarks), new(ports.SeqHoles), new(ports.MessageSearch), new(ports.MessageFinder)),
-			as(mysql.NewDirectory, new(ports.Directory), new(ports.GroupOwners), new(ports.Profiles), new(ports.Friends),
+			fxdeps.As(mysql.NewDirectory, new(ports.Directory), new(ports.GroupOwners), new(ports.Profiles), new(ports.Friends),
 				new(ports.Blocks), new(ports.Groups), new(ports.SendRules)),
 			func(c *mysql.Cluster) baseEditor { return baseEditor{mysql.NewMessageEditor(c)} },
-			as(mysql.NewDeleteLog, new(ports.DeleteLog), new(ports.HiddenRanges)),
-			as(mysql.NewShardStore, new(ports.ShardStore), new(ports.IDWatermark)),
-			as(mysql.NewReadStore, new(ports.ReadStore)),
-			as(mysql.NewMailbox, new(ports.Mailbox)),
-			as(mysql.NewRouteMirror, new(ports.RouteMirror)),
-			as(mysql.NewHousekeeping, new(ports.ShardHousekeeping)),
-			as(mysql.NewReports, new(ports.Reports)),
-			as(mysql.NewSummaries, new(ports.Summaries), new(ports.DailyCounter)),
-			as(mysql.NewRevocations, new(ports.TokenRevocations)),
+			fxdeps.As(mysql.NewDeleteLog, new(ports.DeleteLog), new(ports.HiddenRanges)),
+			fxdeps.As(mysql.NewShardStore, new(ports.ShardStore), new(ports.IDWatermark)),
+			fxdeps.As(mysql.NewReadStore, new(ports.ReadStore)),
+			fxdeps.As(mysql.NewMailbox, new(ports.Mailbox)),
+			fxdeps.As(mysql.NewRouteMirror, new(ports.RouteMirror)),
+			fxdeps.As(mysql.NewHousekeeping, new(ports.ShardHousekeeping)),
+			fxdeps.As(mysql.NewReports, new(ports.Reports)),
+			fxdeps.As(mysql.NewSummaries, new(ports.Summaries), new(ports.DailyCounter)),
+			fxdeps.As(mysql.NewRevocations, new(ports.TokenRevocations)),
 			openTenantRegistry,
-			as(mysql.NewMonthRows, new(ports.MonthRows), new(ports.MonthCatalog)),
-			as(mysql.NewReferences, new(ports.Favorites), new(ports.GroupFiles), new(ports.References)),
-			as(mysql.NewLegacy, new(ports.LegacyMessages)),
-			as(mysql.NewMigrations, new(ports.MigrationStore), new(dualread.Copier)),
+			fxdeps.As(mysql.NewMonthRows, new(ports.MonthRows), new(ports.MonthCatalog)),
+			fxdeps.As(mysql.NewReferences, new(ports.Favorites), new(ports.GroupFiles), new(ports.References)),
+			fxdeps.As(mysql.NewLegacy, new(ports.LegacyMessages)),
+			fxdeps.As(mysql.NewMigrations, new(ports.MigrationStore), new(dualread.Copier)),
 
 			openRedis,
 			func(c rueidis.Client) readyCheck { return redisadapter.Ready(c) },
-			as(redisadapter.NewNodes, new(ports.NodeLeases), new(ports.Presence), new(ports.NodeChannel), new(ports.NodeInspector)),
-			as(func(c rueidis.Client) *redisadapter.SeqAllocator { return redisadapter.NewSeqAllocator(c, 0) },
+			fxdeps.As(redisadapter.NewNodes, new(ports.NodeLeases), new(ports.Presence), new(ports.NodeChannel), new(ports.NodeInspector)),
+			fxdeps.As(func(c rueidis.Client) *redisadapter.SeqAllocator { return redisadapter.NewSeqAllocator(c, 0) },
 				new(ports.SeqAllocator), new(ports.PendingSeqs)),
-			as(redisadapter.NewMonthState, new(ports.MonthState)),
-			as(redisadapter.NewRouteCache, new(ports.RouteCache), new(ports.RouteFiller), new(ports.RoutePurger)),
+			fxdeps.As(redisadapter.NewMonthState, new(ports.MonthState)),
+			fxdeps.As(redisadapter.NewRouteCache, new(ports.RouteCache), new(ports.RouteFiller), new(ports.RoutePurger)),
 			func(c rueidis.Client) ports.HotCache {
 				return redisadapter.NewHotCache(c, redisadapter.HotCacheOptions{})
 			},
 			func(c rueidis.Client) (ports.DeliverQueue, error) {
 				return redisadapter.NewDeliverQueue(c).WithPartitions(cfg.Deliver.Partitions)
 			},
-			as(redisadapter.NewDialogStore, new(ports.DialogStore), new(ports.DialogRemover)),
-			as(redisadapter.NewRepairQueue, new(ports.RouteRepairQueue)),
-			as(redisadapter.NewCompensationList, new(ports.CompensationList)),
-			as(redisadapter.NewLocks, new(ports.Locks)),
+			fxdeps.As(redisadapter.NewDialogStore, new(ports.DialogStore), new(ports.DialogRemover)),
+			fxdeps.As(redisadapter.NewRepairQueue, new(ports.RouteRepairQueue)),
+			fxdeps.As(redisadapter.NewCompensationList, new(ports.CompensationList)),
+			fxdeps.As(redisadapter.NewLocks, new(ports.Locks)),
 
-			as(func() (*snowflake.Generator, error) { return snowflake.New(cfg.NodeID) }, new(ports.IDGenerator), new(runtime.ClockGuard)),
-			inject(runtime.NewReadyStorage),
-			as(func() *jwt.Tokens { return jwt.New([]byte(cfg.TokenSecret)) }, new(ports.Tokens), new(ports.TokenInspector)),
-			as(prometheus.New, fx.Self(), new(ports.Metrics), new(ports.CounterAdder)),
+			fxdeps.As(func() (*snowflake.Generator, error) { return snowflake.New(cfg.NodeID) }, new(ports.IDGenerator), new(runtime.ClockGuard)),
+			fxdeps.Inject(runtime.NewReadyStorage),
+			fxdeps.As(func() *jwt.Tokens { return jwt.New([]byte(cfg.TokenSecret)) }, new(ports.Tokens), new(ports.TokenInspector)),
+			fxdeps.As(prometheus.New, fx.Self(), new(ports.Metrics), new(ports.CounterAdder)),
 			func(m *prometheus.Metrics) metricsHandler { return m.Handler() },
 			func() ports.Clock { return systemClock{} },
 			newSearchIndex,
@@ -105,15 +106,6 @@ func Adapters(cfg config.Config) fx.Option {
 		),
 		fx.Invoke(closeStorage),
 	)
-}
-
-// as provides constructor's result as each of the given types (fx.Self() for its own).
-func as(constructor any, types ...any) any {
-	each := make([]fx.Annotation, len(types))
-	for i, t := range types {
-		each[i] = fx.As(t)
-	}
-	return fx.Annotate(constructor, each...)
 }
 
 func openMySQL(cfg config.Config) (*mysql.Cluster, error) {

@@ -2,41 +2,50 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"fmt"
 	"log/slog"
-	"reflect"
 	"time"
 
 	"go.uber.org/fx"
 
 	"github.com/imdhq/imd/adapters/config"
+	"github.com/imdhq/imd/adapters/fxdeps"
 	httpapi "github.com/imdhq/imd/adapters/http"
+	"github.com/imdhq/imd/adapters/protocol/session"
 	tcpserver "github.com/imdhq/imd/adapters/tcp/server"
-	"github.com/imdhq/imd/adapters/websocket"
 	"github.com/imdhq/imd/core/admin"
+	"github.com/imdhq/imd/core/archiver"
 	"github.com/imdhq/imd/core/archivereader"
+	"github.com/imdhq/imd/core/authn"
 	"github.com/imdhq/imd/core/cluster"
+	"github.com/imdhq/imd/core/conversation"
+	"github.com/imdhq/imd/core/dailystats"
 	"github.com/imdhq/imd/core/deliver"
 	"github.com/imdhq/imd/core/directory"
+	"github.com/imdhq/imd/core/dualread"
+	"github.com/imdhq/imd/core/favorites"
+	"github.com/imdhq/imd/core/groupfiles"
 	"github.com/imdhq/imd/core/history"
 	"github.com/imdhq/imd/core/inbox"
 	"github.com/imdhq/imd/core/inflight"
+	"github.com/imdhq/imd/core/jobs"
+	"github.com/imdhq/imd/core/longsearch"
 	"github.com/imdhq/imd/core/membership"
 	"github.com/imdhq/imd/core/migration"
 	"github.com/imdhq/imd/core/modify"
 	"github.com/imdhq/imd/core/read"
+	"github.com/imdhq/imd/core/reindex"
+	"github.com/imdhq/imd/core/replies"
+	"github.com/imdhq/imd/core/reports"
+	"github.com/imdhq/imd/core/retention"
 	"github.com/imdhq/imd/core/routerepair"
 	"github.com/imdhq/imd/core/runtime"
 	"github.com/imdhq/imd/core/send"
+	"github.com/imdhq/imd/core/seqholes"
 	"github.com/imdhq/imd/core/shardmanager"
 	"github.com/imdhq/imd/core/tenantregistry"
+	"github.com/imdhq/imd/core/uploads"
 	"github.com/imdhq/imd/ports"
 )
-
-// memberCacheTTL bounds how stale a membership answer may be on another node; changes made
-// through this node invalidate at once.
-const memberCacheTTL = 5 * time.Second
 
 // Options is the whole server: the real adapters, then the application around them.
 func Options(cfg config.Config, log *slog.Logger) fx.Option {
@@ -44,22 +53,25 @@ func Options(cfg config.Config, log *slog.Logger) fx.Option {
 }
 
 // Application is the core, the runtime and the transports over the ports; tests assemble it
-// around the memory fakes instead of Adapters (app_test.go).
+// around the memory fakes instead of Adapters (app_test.go). Its invokes run in the start
+// order of seed 003 §18, and stop backwards: the node's cluster loops (lease and partitions
+// held before the deliver workers start), every tenant's loops (core/runtime), the listeners,
+// then the refresh that adds tenants other nodes provision.
 func Application(cfg config.Config, log *slog.Logger) fx.Option {
 	return fx.Options(
 		fx.Supply(cfg, log),
-		Social(),
-		Core(),
-		Archive(),
-		Migration(cfg),
-		// The node lease and partitions are held before the runtime starts the deliver
-		// workers, and given up after they stop (nodes.go).
-		Nodes(),
-		Runtime(),
-		Transports(),
-		Browser(),
-		Observe(),
-		fx.Invoke(refreshTenants),
+		fx.Provide(
+			config.Config.ShardManager, config.Config.RouteRepairs, config.Config.Recall, config.Config.Send,
+			config.Config.TenantRegistry, config.Config.Authn, config.Config.UploadLimits, config.Config.Nodes,
+			config.Config.ArchiveCaches, config.Config.Archiving, config.Config.SearchIndexing,
+			config.Config.MigrationJob, config.Config.MigrationDualRead,
+			config.Config.NodeLoops, config.Config.SeqHoleSweep, config.Config.DeliverWorkers,
+		),
+		socialGraph(), messages(), archive(), legacyMigration(cfg), nodes(), tenantLoops(), transports(),
+		fx.Invoke(func(lc fx.Lifecycle, reg *tenantregistry.Registry) {
+			refresh := runtime.NewBackground(func(ctx context.Context) { reg.Run(ctx, cfg.Registry.RefreshInterval) })
+			lc.Append(fx.Hook{OnStart: refresh.Start, OnStop: refresh.Stop})
+		}),
 	)
 }
 
@@ -68,126 +80,200 @@ type systemClock struct{}
 
 func (systemClock) Now() time.Time { return time.Now() }
 
-// Core builds the use cases over the ports.
-func Core() fx.Option {
+// commitListeners is the group the send path notifies after COMMIT.
+const commitListeners = `group:"commit_listeners"`
+
+// socialGraph is the social graph, the tenant registry, authentication with revocation, uploads
+// and reports.
+func socialGraph() fx.Option {
+	return fx.Provide(
+		dailystats.New,
+		fx.Annotate(func(c *dailystats.Counter) ports.CommitListener { return c }, fx.ResultTags(commitListeners)),
+		// Changes made through this node invalidate at once; other nodes' within the TTL.
+		func(d ports.Directory, c ports.Clock) *membership.Cache {
+			return membership.New(d, c, conversation.DefaultRulesTTL)
+		},
+		func(cfg config.Config, d ports.Directory, r ports.SendRules, ids ports.IDGenerator, m *membership.Cache, c ports.Clock) *conversation.Resolver {
+			graph := struct {
+				ports.Directory
+				ports.SendRules
+			}{d, r}
+			return conversation.NewResolver(graph, ids, m, conversation.WithClock(c), conversation.WithSystemAccounts(cfg.Message.SystemAccounts))
+		},
+		fxdeps.Inject(directory.New),
+		func(rt *runtime.Runtime) tenantregistry.Activator { return rt.Add },
+		fxdeps.Inject(tenantregistry.New),
+		func(r *tenantregistry.Registry) ports.KnownTenant { return r.Known },
+		fxdeps.As(fxdeps.Inject(authn.New), fx.Self(), new(ports.Authenticator)),
+		func(m mediaStores) (ports.ObjectStore, httpapi.FileStore) { return m.signer, m.files },
+		fxdeps.Inject(uploads.New),
+		fxdeps.Inject(reports.New),
+		fxdeps.Gather[httpapi.SocialDeps](),
+	)
+}
+
+// messages is the send path and what changes and reads messages, over the shard manager and
+// the route repairs.
+func messages() fx.Option {
 	return fx.Options(
 		fx.Provide(
-			config.Config.ShardManager, config.Config.RouteRepairs, config.Config.Recall, config.Config.Send,
-			func(d ports.Directory, c ports.Clock) *membership.Cache { return membership.New(d, c, memberCacheTTL) },
-			as(inject(shardmanager.New), fx.Self(), new(send.Months)),
-			fx.Annotate(inject(routerepair.New), fx.As(fx.Self()), fx.As(new(ports.RouteRepairs)),
-				fx.As(new(shardmanager.Backlog)), fx.As(new(admin.RouteRebuilder)), fx.As(new(migration.Routes))),
-			fx.Annotate(inject(send.New), fx.As(fx.Self()), fx.As(new(modify.Publisher)), fx.As(new(directory.TopicPublisher))),
-			inject(admin.New),
-			func(r *tenantregistry.Registry) ports.KnownTenant { return r.Known },
+			fxdeps.As(fxdeps.Inject(shardmanager.New), fx.Self(), new(send.Months)),
+			fxdeps.As(fxdeps.Inject(routerepair.New), fx.Self(), new(ports.RouteRepairs), new(shardmanager.Backlog),
+				new(admin.RouteRebuilder), new(migration.Routes)),
+			fxdeps.As(fxdeps.Inject(send.New), fx.Self(), new(modify.Publisher), new(directory.TopicPublisher)),
+			fxdeps.Inject(admin.New),
 			func(r ports.MonthRows) admin.TableChecker { return r },
-			inject(modify.New),
-			fx.Annotate(inject(inbox.New), fx.As(fx.Self()), fx.As(new(httpapi.DialogLister)), fx.As(new(httpapi.DialogSettings))),
-			fx.Annotate(inject(inbox.NewMailer), fx.As(fx.Self()), fx.As(new(ports.ControlEvents))),
-			fx.Annotate(inject(read.New), fx.As(fx.Self()), fx.As(new(httpapi.MessageReader))),
-			as(deliver.NewMissed, fx.Self(), new(tcpserver.MissedPushes)),
+			fxdeps.Inject(modify.New),
+			fxdeps.As(fxdeps.Inject(inbox.New), fx.Self(), new(httpapi.DialogLister), new(httpapi.DialogSettings)),
+			fxdeps.As(fxdeps.Inject(inbox.NewMailer), fx.Self(), new(ports.ControlEvents)),
+			fxdeps.As(fxdeps.Inject(read.New), fx.Self(), new(httpapi.MessageReader)),
+			fxdeps.As(deliver.NewMissed, fx.Self(), new(tcpserver.MissedPushes)),
 			// One per node: the send path and the deliver consumers of this process share it.
 			inflight.New,
 			queueView[ports.DeliverInspector],
 			queueView[ports.DeliverLeaseHolders],
-			gather[httpapi.NodeOps](),
+			fxdeps.Gather[httpapi.NodeOps](),
 		),
 		// History reads archived months from the archive: inside this module its message store
-		// and search are the archive-aware store (archive.go).
+		// and search are the archive-aware store.
 		fx.Module("history",
-			fx.Provide(fx.Annotate(inject(history.New), fx.As(fx.Self()), fx.As(new(modify.Locator)))),
+			fx.Provide(fxdeps.As(fxdeps.Inject(history.New), fx.Self(), new(modify.Locator))),
 			fx.Decorate(func(s *archivereader.Store) (ports.MessageStore, ports.MessageSearch) { return s, s }),
 		),
 	)
 }
 
-// Transports builds the TCP and HTTP listeners and registers their start/stop in seed 003
-// §18 order, after the runtime started the tenants' loops: HTTP → TCP → ready. Stop runs
-// backwards: not ready → TCP drained → HTTP, then the runtime stops the loops.
-func Transports() fx.Option {
+// archive is archiving and retention of sealed months, the archive-aware message store, the
+// references into messages (favorites, reply previews, group files) and the long-term search
+// index fed after COMMIT (seed 000 §6.6, §8, §10).
+func archive() fx.Option {
 	return fx.Options(
 		fx.Provide(
-			tcpConfig,
-			as(inject(tcpserver.New), fx.Self(), new(ports.Pusher), new(cluster.Local), new(ports.Kicker)),
-			func() *cluster.LatePusher { return &cluster.LatePusher{} },
-			func(l *cluster.LatePusher) ports.DevicePusher { return l },
-			newHTTP,
+			archivereader.NewReader,
+			func(cfg config.Config, s ports.ShardStore, c ports.Clock) *archivereader.States {
+				return archivereader.NewStates(s, cfg.Archive.StateTTL, c)
+			},
+			archivereader.NewStore,
+			// The index is fed from history, which reads archived months too.
+			func(h *history.Service) longsearch.Fetcher { return h.Fetch },
+			longsearch.NewIndexer,
+			fxdeps.Inject(groupfiles.New),
+			// The queue the deliver workers use, so the backlog check sees its partitions.
+			queueView[ports.DeliverBacklog],
+			fxdeps.Inject(archiver.New),
+			fxdeps.Inject(func(cfg config.Config, d retention.Deps) (*retention.Service, error) {
+				return retention.New(cfg.Archive.Retention.Policy(), cfg.Archive.TenantPolicies(), d)
+			}),
+			func(s ports.ShardStore, mirror ports.RouteMirror, store *archivereader.Store, x *longsearch.Indexer, g *groupfiles.Service) *reindex.Service {
+				return reindex.New(reindex.Deps{Catalog: s, Mirror: mirror, Store: store, Sinks: []reindex.Sink{x, g}})
+			},
+			func(c ports.Clock) *jobs.Jobs { return jobs.NewJobs(c.Now, jobs.DefaultKeep) },
+			fxdeps.Inject(longsearch.NewSearcher),
+			fxdeps.Inject(favorites.New),
+			replies.New,
+			fxdeps.Gather[httpapi.ArchiveOps](),
+			fxdeps.Gather[httpapi.ReferenceOps](),
+			fx.Annotate(func(x *longsearch.Indexer) ports.CommitListener { return x }, fx.ResultTags(commitListeners)),
+			fx.Annotate(func(g *groupfiles.Service) ports.CommitListener { return g }, fx.ResultTags(commitListeners)),
 		),
-		// The deliver side pushes through the cross-node pusher, which hands pushes for devices on
-		// other nodes to those nodes (nodes.go).
-		fx.Invoke(func(l *cluster.LatePusher, p *cluster.Pusher) { l.Bind(p) }, runServer),
+		// Messages of archived months are the archive's: changing one needs a restore first.
+		fx.Decorate(func(e ports.MessageEditor, st *archivereader.States) ports.MessageEditor {
+			return archivereader.NewEditor(e, st)
+		}),
+		fx.Invoke(func(lc fx.Lifecycle, js *jobs.Jobs) { lc.Append(fx.StopHook(js.Close)) }), // running jobs are cancelled
 	)
 }
 
-// tcpConfig is the listener's part of the file, with its certificates when TLS is native.
-func tcpConfig(cfg config.Config) (tcpserver.Config, error) {
-	c := cfg.TCP
-	var certs *tls.Config
-	if c.TLS == "native" {
-		var err error
-		if certs, err = tcpserver.LoadTLS(c.CertFile, c.KeyFile); err != nil {
-			return tcpserver.Config{}, err
-		}
+// legacyMigration is the legacy single-table migration (seed 000 §9): the job, its
+// supervisor, and, with migration.dual_read on, the dual-read decorators of the ports every
+// query path reads through, so history, search, READ and admin reads merge the legacy table.
+func legacyMigration(cfg config.Config) fx.Option {
+	opts := []fx.Option{fx.Provide(fxdeps.Inject(migration.New), newMessageEditor)}
+	if cfg.Migration.DualRead {
+		opts = append(opts,
+			fx.Provide(func(l ports.LegacyMessages, c ports.Clock, log *slog.Logger) *dualread.Source {
+				return dualread.NewSource(l, c, cfg.Migration.StatusTTL, log)
+			}),
+			fx.Decorate(
+				func(s ports.MessageStore, src *dualread.Source) ports.MessageStore { return dualread.NewStore(s, src) },
+				func(s ports.MessageSearch, src *dualread.Source) ports.MessageSearch {
+					return dualread.NewSearch(s, src)
+				},
+				func(f ports.MessageFinder, src *dualread.Source) ports.MessageFinder {
+					return dualread.NewFinder(f, src)
+				},
+			),
+		)
 	}
-	return tcpserver.Config{
-		Addr: c.Addr, ProxyProtocol: c.ProxyProtocol, IdleTimeout: c.IdleTimeout, KeepAlive: c.KeepAlive,
-		Multicore: c.Multicore, CompressMin: c.CompressMinSize, OutboundFrames: c.OutboundLimit,
-		Workers: cfg.TaskPool.Workers, Queue: cfg.TaskPool.Queue, RequestTimeout: c.RequestTimeout,
-		TLS: certs, ProxyTimeout: c.ProxyTimeout, HandshakeTimeout: c.HandshakeTimeout, PushAckTimeout: c.PushAckTimeout,
-		RateLimits: cfg.RateLimit.Frames(),
-	}, nil
+	return fx.Options(opts...)
+}
+
+type editorParams struct {
+	fx.In
+	Base baseEditor
+	Jobs dualread.Copier
+	// Source exists with dual read on: a legacy message is then copied before it is changed.
+	Source *dualread.Source `optional:"true"`
+}
+
+// newMessageEditor is the MySQL editor, behind dual read's copy-on-change when it is on. Built
+// here rather than decorated, since the archive decorates the editor already (fx decorates a
+// type once per scope).
+func newMessageEditor(p editorParams) ports.MessageEditor {
+	if p.Source == nil {
+		return p.Base.MessageEditor
+	}
+	return dualread.NewEditor(p.Base.MessageEditor, p.Source, p.Jobs)
+}
+
+// nodes is several nodes on one tenant (DESIGN §11): this node's instance name, the lease
+// keeper (node lease, dead-node retirement, deliver partitions), the presence tracker the
+// session registry reports to, the cross-node pusher the deliver side pushes through, and the
+// receiver of this node's push channel.
+func nodes() fx.Option {
+	return fx.Options(
+		fx.Provide(
+			cluster.NewNodeView,
+			cluster.NewForwarder,
+			fxdeps.As(cluster.NewTracker, fx.Self(), new(session.Observer)),
+			queueView[ports.DeliverLeases],
+			fxdeps.As(fxdeps.Inject(cluster.NewKeeper), fx.Self(), new(deliver.Owner)),
+			fxdeps.Inject(cluster.NewPusher),
+			// A push that fails here is acted on as the deliver workers act on their own.
+			fxdeps.As(deliver.NewFallback, new(cluster.Fallback)),
+			fxdeps.Inject(cluster.NewReceiver),
+			cluster.NewLoops,
+			func() *cluster.LateTenants { return &cluster.LateTenants{} },
+			func(l *cluster.LateTenants) cluster.Tenants { return l.Names },
+		),
+		fx.Invoke(func(lc fx.Lifecycle, names *cluster.LateTenants, reg *tenantregistry.Registry, l *cluster.Loops) {
+			names.Bind(reg.Names)
+			lc.Append(fx.Hook{OnStart: l.Start, OnStop: l.Stop})
+		}),
+	)
+}
+
+// tenantLoops runs every tenant's background loops through core/runtime, before the listeners
+// start and after they stop: every committed message reaches the index feed and the deliver
+// consumers, every push the listener gives up becomes a mailbox row, no send is counted after
+// the last stats flush.
+func tenantLoops() fx.Option {
+	return fx.Options(
+		fx.Provide(
+			fxdeps.Inject(seqholes.New),
+			// Each tenant's deliver workers are built from these when its loop starts.
+			fxdeps.Gather[deliver.Deps](),
+			queueView[ports.DeliverDepth],
+			fxdeps.Inject(runtime.NewNode),
+		),
+		fx.Invoke(func(lc fx.Lifecycle, reg *tenantregistry.Registry, rt *runtime.Runtime) {
+			// Every tenant the registry knows is readied before the runtime starts the loops.
+			lc.Append(fx.StartHook(reg.Boot))
+			lc.Append(fx.Hook{OnStart: rt.Start, OnStop: rt.Stop})
+		}),
+	)
 }
 
 // queueView is the deliver queue as one of the views it also offers (operator, lease and
-// backlog views); the Redis queue offers each.
-func queueView[View any](q ports.DeliverQueue) (View, error) {
-	v, ok := q.(View)
-	if !ok {
-		return v, fmt.Errorf("deliver queue %T does not offer %s", q, reflect.TypeFor[View]())
-	}
-	return v, nil
-}
-
-func newHTTP(cfg config.Config, a *admin.Service, h *history.Service, in *inbox.Service, sm *shardmanager.Manager, rr *routerepair.Service, metrics metricsHandler, requests ports.Metrics, ready readyCheck, tcp *tcpserver.Server, sd httpapi.SocialDeps, ao httpapi.ArchiveOps, ro httpapi.ReferenceOps, mig *migration.Service, dq ports.DeliverInspector, nodes httpapi.NodeOps, b httpapi.Browser, log *slog.Logger) *httpapi.Server {
-	user, ip := cfg.RateLimit.HTTP()
-	return httpapi.New(httpapi.Config{Addr: cfg.HTTP.Addr, AdminKey: cfg.AdminKey, RateLimits: httpapi.ClientRateLimits{User: user, IP: ip}},
-		httpapi.Deps{Admin: a, History: h, Inbox: in, Metrics: metrics, RequestMetrics: requests, Ready: ready, Listeners: []func() error{tcp.Serving},
-			Shards: httpapi.ShardOps{Manager: sm, Repair: rr}, Social: sd,
-			Archive: ao, References: ro, Migration: mig, Delivery: dq, Nodes: nodes, Browser: b}, log)
-}
-
-type serverParams struct {
-	fx.In
-	LC   fx.Lifecycle
-	HTTP *httpapi.Server
-	TCP  *tcpserver.Server
-	WS   *websocket.Endpoint
-	Log  *slog.Logger
-	Exit fx.Shutdowner
-}
-
-func runServer(p serverParams) {
-	p.LC.Append(fx.Hook{OnStart: p.HTTP.Start, OnStop: p.HTTP.Stop})
-	p.LC.Append(fx.Hook{OnStart: p.TCP.Start, OnStop: p.TCP.Stop})
-	// WebSocket clients are kicked before the TCP listener stops the dispatcher they share.
-	p.LC.Append(fx.StopHook(p.WS.Stop))
-	// A frame listener that stopped accepting ends the process (exit 1) for its supervisor to
-	// restart; readiness has already dropped through TCP.Serving.
-	watch := runtime.NewBackground(func(ctx context.Context) {
-		select {
-		case <-p.TCP.Lost():
-			_ = p.Exit.Shutdown(fx.ExitCode(1))
-		case <-ctx.Done():
-		}
-	})
-	p.LC.Append(fx.Hook{OnStart: watch.Start, OnStop: watch.Stop})
-	p.LC.Append(fx.Hook{
-		OnStart: func(context.Context) error { p.HTTP.SetReady(true); return nil },
-		OnStop: func(context.Context) error {
-			// Fail readiness first so the balancer stops sending new clients here.
-			p.HTTP.SetReady(false)
-			p.Log.Info("readiness withdrawn")
-			return nil
-		},
-	})
-}
+// backlog views).
+func queueView[View any](q ports.DeliverQueue) (View, error) { return fxdeps.View[View](q) }

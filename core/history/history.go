@@ -160,6 +160,11 @@ func (s *Service) History(ctx context.Context, r HistoryRequest) ([]message.Mess
 	return s.read(ctx, p, rt, st)
 }
 
+// Fetch is Get as an admin (no viewer): what the search index reads a committed message with.
+func (s *Service) Fetch(ctx context.Context, tenant, topic string, seq int64) (message.Message, error) {
+	return s.Get(ctx, tenant, 0, topic, seq)
+}
+
 // Get locates one message by topic+seq (seed 000 §6.4).
 func (s *Service) Get(ctx context.Context, tenant string, user int64, topic string, seq int64) (message.Message, error) {
 	if seq <= 0 {

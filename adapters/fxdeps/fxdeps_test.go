@@ -1,4 +1,4 @@
-package main
+package fxdeps
 
 import (
 	"errors"
@@ -33,7 +33,7 @@ func TestInjectFillsDepsFromTheGraph(t *testing.T) {
 	app := fx.New(fx.NopLogger,
 		fx.Supply(injectConfig{Size: 3}, "node-1"),
 		fx.Provide(
-			inject(newInjected),
+			Inject(newInjected),
 			fx.Annotate(func() string { return "x" }, fx.ResultTags(`group:"extras"`)),
 		),
 		fx.Populate(&got),
@@ -48,7 +48,7 @@ func TestInjectFillsDepsFromTheGraph(t *testing.T) {
 
 func TestGatherBuildsAStructFromTheGraph(t *testing.T) {
 	var got injectConfig
-	app := fx.New(fx.NopLogger, fx.Supply(7), fx.Provide(gather[injectConfig]()), fx.Populate(&got))
+	app := fx.New(fx.NopLogger, fx.Supply(7), fx.Provide(Gather[injectConfig]()), fx.Populate(&got))
 	if err := app.Err(); err != nil || got.Size != 7 {
 		t.Errorf("gathered %+v, %v", got, err)
 	}
@@ -56,12 +56,26 @@ func TestGatherBuildsAStructFromTheGraph(t *testing.T) {
 
 func TestInjectReportsWhatIsMissingAndWhatFails(t *testing.T) {
 	var got *injected
-	missing := fx.New(fx.NopLogger, fx.Supply(injectConfig{}), fx.Provide(inject(newInjected)), fx.Populate(&got))
+	missing := fx.New(fx.NopLogger, fx.Supply(injectConfig{}), fx.Provide(Inject(newInjected)), fx.Populate(&got))
 	if err := missing.Err(); err == nil || !strings.Contains(err.Error(), "string") {
 		t.Errorf("without a string in the graph: %v", err)
 	}
-	failing := fx.New(fx.NopLogger, fx.Supply(injectConfig{Size: -1}, "n"), fx.Provide(inject(newInjected)), fx.Populate(&got))
+	failing := fx.New(fx.NopLogger, fx.Supply(injectConfig{Size: -1}, "n"), fx.Provide(Inject(newInjected)), fx.Populate(&got))
 	if err := failing.Err(); err == nil || !strings.Contains(err.Error(), "negative size") {
 		t.Errorf("a failing constructor: %v", err)
+	}
+}
+
+func TestViewIsTheValueAsANarrowerPort(t *testing.T) {
+	type (
+		namer interface{ Name() string }
+		sizer interface{ Len() int }
+	)
+	if _, err := View[namer](any(strings.NewReader(""))); err == nil {
+		t.Error("a reader viewed as a namer")
+	}
+	s, err := View[sizer](strings.NewReader("abc"))
+	if err != nil || s.Len() != 3 {
+		t.Errorf("viewed %v, %v", s, err)
 	}
 }
