@@ -155,21 +155,14 @@ func newSearchIndex(lc fx.Lifecycle, cfg config.Config) (ports.SearchIndex, erro
 	return x, nil
 }
 
-// newBlobStore is the archive's home: a local directory (default) or an S3-compatible bucket.
+// newBlobStore is the archive's home: a local directory (default) or an S3-compatible bucket
+// (a bucket of the file has the S3 adapter's fields, so it converts).
 func newBlobStore(cfg config.Config) (ports.BlobStore, error) {
 	a := cfg.Archive
 	if a.Store == "s3" {
-		return s3blob.New(s3Config(a.S3))
+		return s3blob.New(s3blob.Config(a.S3))
 	}
 	return blobfs.New(a.Dir)
-}
-
-// s3Config is one bucket of the config (archive or uploads) as the S3 adapter takes it.
-func s3Config(b config.S3Bucket) s3blob.Config {
-	return s3blob.Config{
-		Endpoint: b.Endpoint, Region: b.Region, Bucket: b.Bucket, AccessKey: b.AccessKey,
-		SecretKey: b.SecretKey, Prefix: b.Prefix, PathStyle: b.PathStyle, PublicEndpoint: b.PublicEndpoint,
-	}
 }
 
 // newObjectStore is the uploads store: an S3-compatible bucket, or the local directory
@@ -177,7 +170,7 @@ func s3Config(b config.S3Bucket) s3blob.Config {
 func newObjectStore(cfg config.Config) (mediaStores, error) {
 	u := cfg.Uploads
 	if u.Store == "s3" {
-		s, err := s3blob.New(s3Config(u.S3))
+		s, err := s3blob.New(s3blob.Config(u.S3))
 		return mediaStores{signer: s}, err
 	}
 	s, err := localfs.New(localfs.Config{Dir: u.Dir, BaseURL: cfg.UploadsBaseURL(), Secret: cfg.URLSecret()})
