@@ -370,3 +370,45 @@ func eventually(t *testing.T, ok func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// Loops hold the partitions from Start on and, at Stop, write the presence removals still
+// queued before they give the partitions up.
+func TestLoopsStartHoldingAndStopAfterTheRemovals(t *testing.T) {
+	d := newDeployment()
+	q, err := memory.NewDeliverQueue(time.Now).WithPartitions(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := d.node("1-aa", 10, 7)
+	k := NewKeeper(Config{LeaseTTL: 300 * time.Millisecond}, KeeperDeps{View: n.view, Nodes: d.nodes, Leases: q,
+		Tenants: func() []string { return []string{tenant} }, Log: quiet})
+	loops := NewLoops(k, n.tracker, n.receiver)
+	if err := loops.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if !k.Holds(tenant, 0) || !k.Holds(tenant, 1) {
+		t.Fatal("a partition not held once Start returned")
+	}
+	// Claimed while running; released only by the removal written at Stop at the latest.
+	n.tracker.Bound(tenant, 7, 1)
+	eventually(t, func() bool { return len(d.lookup(t, 7)) == 1 })
+	n.tracker.Unbound(tenant, 7, 1)
+	if err := loops.Stop(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := d.lookup(t, 7); len(got) != 0 {
+		t.Errorf("presence after Stop: %+v", got)
+	}
+	if k.Holds(tenant, 0) || k.Holds(tenant, 1) {
+		t.Error("a partition still held after Stop")
+	}
+}
+
+func (d *deployment) lookup(t *testing.T, user int64) []presence.Entry {
+	t.Helper()
+	got, err := d.nodes.Lookup(t.Context(), tenant, []int64{user})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
