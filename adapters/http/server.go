@@ -53,11 +53,11 @@ type Deps struct {
 	// RequestMetrics records every request (metrics.go); nil records nothing.
 	RequestMetrics ports.Metrics
 	// Ready checks the dependencies (e.g. pings) for /readyz; nil means nothing to check.
-	Ready func(ctx context.Context) error
+	Ready ReadyCheck `optional:"true"`
 	// Listeners are the node's other listeners (the frame listener): each reports nil while it
 	// accepts, and /readyz is 503 while any does not, so no client is routed to a node that
 	// answers HTTP but cannot take connections.
-	Listeners []func() error
+	Listeners []Listening `group:"listeners"`
 	// Shards serves the shard lifecycle routes of admin_shards.go.
 	Shards ShardOps
 	// Inbox serves the conversation-list routes of admin_inbox.go; nil leaves them out.
@@ -78,6 +78,12 @@ type Deps struct {
 	// Browser serves the WebSocket transport, the JavaScript SDK and the web chat (browser.go).
 	Browser Browser
 }
+
+// ReadyCheck reports whether the dependencies answer (Deps.Ready).
+type ReadyCheck func(ctx context.Context) error
+
+// Listening reports nil while a listener accepts (Deps.Listeners).
+type Listening func() error
 
 // Server is the HTTP listener. Start and Stop are called once each, from one goroutine.
 type Server struct {

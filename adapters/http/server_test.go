@@ -288,14 +288,14 @@ func TestReadyz(t *testing.T) {
 		name      string
 		ready     bool
 		probe     func(context.Context) error
-		listeners []func() error
+		listeners []Listening
 		want      int
 	}{
 		{"not started", false, nil, nil, http.StatusServiceUnavailable},
 		{"not started, deps fine", false, func(context.Context) error { return nil }, nil, http.StatusServiceUnavailable},
 		{"started, no probe", true, nil, nil, http.StatusOK},
-		{"started, listeners accept", true, nil, []func() error{listenerUp, listenerUp}, http.StatusOK},
-		{"started, a listener stopped accepting", true, func(context.Context) error { return nil }, []func() error{listenerUp, listenerDown}, http.StatusServiceUnavailable},
+		{"started, listeners accept", true, nil, []Listening{listenerUp, listenerUp}, http.StatusOK},
+		{"started, a listener stopped accepting", true, func(context.Context) error { return nil }, []Listening{listenerUp, listenerDown}, http.StatusServiceUnavailable},
 		{"started, deps fine", true, func(context.Context) error { return nil }, nil, http.StatusOK},
 		{"started, dependency down", true, func(context.Context) error { return depErr }, nil, http.StatusServiceUnavailable},
 		{"started, probe has a deadline", true, func(ctx context.Context) error {

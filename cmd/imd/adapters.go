@@ -32,10 +32,6 @@ import (
 type (
 	// tenantStorage readies a tenant's database before its loops start.
 	tenantStorage = runtime.ReadyStorage
-	// readyCheck reports whether the dependencies answer, for /readyz.
-	readyCheck func(ctx context.Context) error
-	// metricsHandler serves the scrape.
-	metricsHandler http.Handler
 	// baseEditor is the store's message editor before dual read and archiving wrap it.
 	baseEditor struct{ ports.MessageEditor }
 )
@@ -76,7 +72,7 @@ func Adapters(cfg config.Config) fx.Option {
 			fxdeps.As(mysql.NewMigrations, new(ports.MigrationStore), new(dualread.Copier)),
 
 			openRedis,
-			func(c rueidis.Client) readyCheck { return redisadapter.Ready(c) },
+			func(c rueidis.Client) httpapi.ReadyCheck { return redisadapter.Ready(c) },
 			fxdeps.As(redisadapter.NewNodes, new(ports.NodeLeases), new(ports.Presence), new(ports.NodeChannel), new(ports.NodeInspector)),
 			fxdeps.As(func(c rueidis.Client) *redisadapter.SeqAllocator { return redisadapter.NewSeqAllocator(c, 0) },
 				new(ports.SeqAllocator), new(ports.PendingSeqs)),
@@ -97,7 +93,7 @@ func Adapters(cfg config.Config) fx.Option {
 			fxdeps.Inject(runtime.NewReadyStorage),
 			fxdeps.As(func() *jwt.Tokens { return jwt.New([]byte(cfg.TokenSecret)) }, new(ports.Tokens), new(ports.TokenInspector)),
 			fxdeps.As(prometheus.New, fx.Self(), new(ports.Metrics), new(ports.CounterAdder)),
-			func(m *prometheus.Metrics) metricsHandler { return m.Handler() },
+			func(m *prometheus.Metrics) http.Handler { return m.Handler() },
 			func() ports.Clock { return systemClock{} },
 			newSearchIndex,
 			newBlobStore,

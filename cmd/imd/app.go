@@ -124,7 +124,7 @@ func messages() fx.Option {
 			fxdeps.Inject(admin.New),
 			func(r ports.MonthRows) admin.TableChecker { return r },
 			fxdeps.Inject(modify.New),
-			fxdeps.As(fxdeps.Inject(inbox.New), fx.Self(), new(httpapi.DialogLister), new(httpapi.DialogSettings)),
+			fxdeps.As(fxdeps.Inject(inbox.New), fx.Self(), new(httpapi.DialogLister), new(httpapi.DialogSettings), new(httpapi.InboxOps)),
 			fxdeps.As(fxdeps.Inject(inbox.NewMailer), fx.Self(), new(ports.ControlEvents)),
 			fxdeps.As(fxdeps.Inject(read.New), fx.Self(), new(httpapi.MessageReader)),
 			fxdeps.As(deliver.NewMissed, fx.Self(), new(tcpserver.MissedPushes)),

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/imdhq/imd/adapters/client"
 	"github.com/imdhq/imd/adapters/config"
+	httpapi "github.com/imdhq/imd/adapters/http"
 	"github.com/imdhq/imd/adapters/jwt"
 	"github.com/imdhq/imd/adapters/localfs"
 	"github.com/imdhq/imd/adapters/memory"
@@ -83,7 +85,7 @@ func memoryAdapters(t *testing.T, cfg config.Config) fx.Option {
 		func() ports.LegacyMessages { return legacy },
 		func() ports.MigrationStore { return legacy },
 		func() dualread.Copier { return legacy },
-		func() readyCheck { return func(context.Context) error { return nil } },
+		func() httpapi.ReadyCheck { return func(context.Context) error { return nil } },
 		func() *memory.SeqAllocator { return memory.NewSeqAllocator(months, clock.Now) },
 		func(s *memory.SeqAllocator) ports.SeqAllocator { return s },
 		func(s *memory.SeqAllocator) ports.PendingSeqs { return s },
@@ -107,7 +109,7 @@ func memoryAdapters(t *testing.T, cfg config.Config) fx.Option {
 		func() *prometheus.Metrics { return prometheus.New(nil) },
 		func(m *prometheus.Metrics) ports.Metrics { return m },
 		func(m *prometheus.Metrics) ports.CounterAdder { return m },
-		func(m *prometheus.Metrics) metricsHandler { return m.Handler() },
+		func(m *prometheus.Metrics) http.Handler { return m.Handler() },
 		func() ports.Clock { return clock },
 		func() ports.SearchIndex { return memory.NewSearchIndex() },
 		func() ports.BlobStore { return memory.NewBlobStore() },

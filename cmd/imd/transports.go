@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"log/slog"
+	"net/http"
 
 	"go.uber.org/fx"
 
@@ -14,14 +15,8 @@ import (
 	"github.com/imdhq/imd/adapters/websocket"
 	jssdk "github.com/imdhq/imd/clients/js"
 	"github.com/imdhq/imd/clients/webchat"
-	"github.com/imdhq/imd/core/admin"
 	"github.com/imdhq/imd/core/cluster"
-	"github.com/imdhq/imd/core/history"
-	"github.com/imdhq/imd/core/inbox"
-	"github.com/imdhq/imd/core/migration"
-	"github.com/imdhq/imd/core/routerepair"
 	"github.com/imdhq/imd/core/runtime"
-	"github.com/imdhq/imd/core/shardmanager"
 	"github.com/imdhq/imd/ports"
 )
 
@@ -46,7 +41,14 @@ func transports() fx.Option {
 			func(ws *websocket.Endpoint) httpapi.Browser {
 				return httpapi.Browser{WebSocket: ws, SDK: jssdk.Files, Chat: webchat.Files}
 			},
-			newHTTP,
+			func(cfg config.Config) httpapi.Config {
+				user, ip := cfg.RateLimit.HTTP()
+				return httpapi.Config{Addr: cfg.HTTP.Addr, AdminKey: cfg.AdminKey, RateLimits: httpapi.ClientRateLimits{User: user, IP: ip}}
+			},
+			fxdeps.Gather[httpapi.ShardOps](),
+			// /readyz is 503 while the frame listener does not accept.
+			fx.Annotate(func(tcp *tcpserver.Server) httpapi.Listening { return tcp.Serving }, fx.ResultTags(`group:"listeners"`)),
+			fxdeps.Inject(httpapi.New),
 		),
 		fx.Invoke(func(l *cluster.LatePusher, p *cluster.Pusher) { l.Bind(p) }, runServer, runMetricsListener),
 	)
@@ -69,14 +71,6 @@ func tcpConfig(cfg config.Config) (tcpserver.Config, error) {
 		TLS: certs, ProxyTimeout: c.ProxyTimeout, HandshakeTimeout: c.HandshakeTimeout, PushAckTimeout: c.PushAckTimeout,
 		RateLimits: cfg.RateLimit.Frames(),
 	}, nil
-}
-
-func newHTTP(cfg config.Config, a *admin.Service, h *history.Service, in *inbox.Service, sm *shardmanager.Manager, rr *routerepair.Service, metrics metricsHandler, requests ports.Metrics, ready readyCheck, tcp *tcpserver.Server, sd httpapi.SocialDeps, ao httpapi.ArchiveOps, ro httpapi.ReferenceOps, mig *migration.Service, dq ports.DeliverInspector, nodes httpapi.NodeOps, b httpapi.Browser, log *slog.Logger) *httpapi.Server {
-	user, ip := cfg.RateLimit.HTTP()
-	return httpapi.New(httpapi.Config{Addr: cfg.HTTP.Addr, AdminKey: cfg.AdminKey, RateLimits: httpapi.ClientRateLimits{User: user, IP: ip}},
-		httpapi.Deps{Admin: a, History: h, Inbox: in, Metrics: metrics, RequestMetrics: requests, Ready: ready, Listeners: []func() error{tcp.Serving},
-			Shards: httpapi.ShardOps{Manager: sm, Repair: rr}, Social: sd,
-			Archive: ao, References: ro, Migration: mig, Delivery: dq, Nodes: nodes, Browser: b}, log)
 }
 
 func runServer(lc fx.Lifecycle, http *httpapi.Server, tcp *tcpserver.Server, ws *websocket.Endpoint, exit fx.Shutdowner, log *slog.Logger) {
@@ -106,7 +100,7 @@ func runServer(lc fx.Lifecycle, http *httpapi.Server, tcp *tcpserver.Server, ws 
 }
 
 // runMetricsListener runs the metrics-only listener when http.metrics_addr is set.
-func runMetricsListener(lc fx.Lifecycle, cfg config.Config, m metricsHandler, log *slog.Logger) {
+func runMetricsListener(lc fx.Lifecycle, cfg config.Config, m http.Handler, log *slog.Logger) {
 	if cfg.HTTP.MetricsAddr == "" {
 		return
 	}
