@@ -176,10 +176,6 @@ func archive() fx.Option {
 			fx.Annotate(func(x *longsearch.Indexer) ports.CommitListener { return x }, fx.ResultTags(commitListeners)),
 			fx.Annotate(func(g *groupfiles.Service) ports.CommitListener { return g }, fx.ResultTags(commitListeners)),
 		),
-		// Messages of archived months are the archive's: changing one needs a restore first.
-		fx.Decorate(func(e ports.MessageEditor, st *archivereader.States) ports.MessageEditor {
-			return archivereader.NewEditor(e, st)
-		}),
 		fx.Invoke(func(lc fx.Lifecycle, js *jobs.Jobs) { lc.Append(fx.StopHook(js.Close)) }), // running jobs are cancelled
 	)
 }
@@ -210,20 +206,22 @@ func legacyMigration(cfg config.Config) fx.Option {
 
 type editorParams struct {
 	fx.In
-	Base baseEditor
-	Jobs dualread.Copier
+	Base     baseEditor
+	Jobs     dualread.Copier
+	Archived *archivereader.States
 	// Source exists with dual read on: a legacy message is then copied before it is changed.
 	Source *dualread.Source `optional:"true"`
 }
 
-// newMessageEditor is the MySQL editor, behind dual read's copy-on-change when it is on. Built
-// here rather than decorated, since the archive decorates the editor already (fx decorates a
-// type once per scope).
+// newMessageEditor is the store's editor behind dual read's copy-on-change when it is on, and
+// behind the archive: messages of archived months are the archive's, changing one needs a
+// restore first.
 func newMessageEditor(p editorParams) ports.MessageEditor {
-	if p.Source == nil {
-		return p.Base.MessageEditor
+	e := p.Base.MessageEditor
+	if p.Source != nil {
+		e = dualread.NewEditor(e, p.Source, p.Jobs)
 	}
-	return dualread.NewEditor(p.Base.MessageEditor, p.Source, p.Jobs)
+	return archivereader.NewEditor(e, p.Archived)
 }
 
 // nodes is several nodes on one tenant (DESIGN §11): this node's instance name, the lease
