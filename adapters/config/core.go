@@ -3,6 +3,7 @@ package config
 import (
 	"github.com/imdhq/imd/core/admin"
 	"github.com/imdhq/imd/core/authn"
+	"github.com/imdhq/imd/core/retention"
 	"github.com/imdhq/imd/core/send"
 	"time"
 
@@ -96,9 +97,14 @@ func (c Config) Archiving() archiver.Config {
 	return archiver.Config{ChunkRows: c.Archive.ChunkRows, AheadMonths: shardmanager.DefaultAheadMonths}
 }
 
+// Retention is the default retention policy and each tenant's own.
+func (c Config) Retention() retention.Config {
+	return retention.Config{Fallback: c.Archive.Retention.Policy(), Tenants: c.Archive.TenantPolicies()}
+}
+
 // ArchiveCaches sizes the archive reader's caches.
 func (c Config) ArchiveCaches() archivereader.Config {
-	return archivereader.Config{Manifests: c.Archive.ManifestCache, Chunks: c.Archive.ChunkCache}
+	return archivereader.Config{Manifests: c.Archive.ManifestCache, Chunks: c.Archive.ChunkCache, StateTTL: c.Archive.StateTTL}
 }
 
 // SearchIndexing bounds the index updates waiting after COMMIT.

@@ -23,6 +23,7 @@ import (
 	redisadapter "github.com/imdhq/imd/adapters/redis"
 	"github.com/imdhq/imd/adapters/s3blob"
 	"github.com/imdhq/imd/adapters/snowflake"
+	"github.com/imdhq/imd/core/conversation"
 	"github.com/imdhq/imd/core/dualread"
 	"github.com/imdhq/imd/core/runtime"
 	"github.com/imdhq/imd/ports"
@@ -54,7 +55,7 @@ func Adapters(cfg config.Config) fx.Option {
 				return mysql.NewMessageStore(c, mysql.MessageStoreOptions{DedupTTL: time.Duration(cfg.Shard.DedupRetentionDays) * 24 * time.Hour, Metrics: m})
 			}, fx.Self(), new(ports.MessageStore), new(ports.QueuedMarks), new(ports.SeqHoles), new(ports.MessageSearch), new(ports.MessageFinder)),
 			fxdeps.As(mysql.NewDirectory, new(ports.Directory), new(ports.GroupOwners), new(ports.Profiles), new(ports.Friends),
-				new(ports.Blocks), new(ports.Groups), new(ports.SendRules)),
+				new(ports.Blocks), new(ports.Groups), new(ports.SendRules), new(conversation.Graph)),
 			func(c *mysql.Cluster) baseEditor { return baseEditor{mysql.NewMessageEditor(c)} },
 			fxdeps.As(mysql.NewDeleteLog, new(ports.DeleteLog), new(ports.HiddenRanges)),
 			fxdeps.As(mysql.NewShardStore, new(ports.ShardStore), new(ports.IDWatermark)),

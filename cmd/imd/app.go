@@ -63,7 +63,7 @@ func Application(cfg config.Config, log *slog.Logger) fx.Option {
 		fx.Provide(
 			config.Config.ShardManager, config.Config.RouteRepairs, config.Config.Recall, config.Config.Send,
 			config.Config.TenantRegistry, config.Config.Authn, config.Config.UploadLimits, config.Config.Nodes,
-			config.Config.ArchiveCaches, config.Config.Archiving, config.Config.SearchIndexing,
+			config.Config.ArchiveCaches, config.Config.Archiving, config.Config.SearchIndexing, config.Config.Retention,
 			config.Config.MigrationJob, config.Config.MigrationDualRead,
 			config.Config.NodeLoops, config.Config.SeqHoleSweep, config.Config.DeliverWorkers,
 		),
@@ -93,12 +93,8 @@ func socialGraph() fx.Option {
 		func(d ports.Directory, c ports.Clock) *membership.Cache {
 			return membership.New(d, c, conversation.DefaultRulesTTL)
 		},
-		func(cfg config.Config, d ports.Directory, r ports.SendRules, ids ports.IDGenerator, m *membership.Cache, c ports.Clock) *conversation.Resolver {
-			graph := struct {
-				ports.Directory
-				ports.SendRules
-			}{d, r}
-			return conversation.NewResolver(graph, ids, m, conversation.WithClock(c), conversation.WithSystemAccounts(cfg.Message.SystemAccounts))
+		func(cfg config.Config, g conversation.Graph, ids ports.IDGenerator, m *membership.Cache, c ports.Clock) *conversation.Resolver {
+			return conversation.NewResolver(g, ids, m, conversation.WithClock(c), conversation.WithSystemAccounts(cfg.Message.SystemAccounts))
 		},
 		fxdeps.Inject(directory.New),
 		func(rt *runtime.Runtime) tenantregistry.Activator { return rt.Add },
@@ -150,9 +146,7 @@ func archive() fx.Option {
 	return fx.Options(
 		fx.Provide(
 			archivereader.NewReader,
-			func(cfg config.Config, s ports.ShardStore, c ports.Clock) *archivereader.States {
-				return archivereader.NewStates(s, cfg.Archive.StateTTL, c)
-			},
+			archivereader.NewStates,
 			archivereader.NewStore,
 			// The index is fed from history, which reads archived months too.
 			func(h *history.Service) longsearch.Fetcher { return h.Fetch },
@@ -161,9 +155,7 @@ func archive() fx.Option {
 			// The queue the deliver workers use, so the backlog check sees its partitions.
 			queueView[ports.DeliverBacklog],
 			fxdeps.Inject(archiver.New),
-			fxdeps.Inject(func(cfg config.Config, d retention.Deps) (*retention.Service, error) {
-				return retention.New(cfg.Archive.Retention.Policy(), cfg.Archive.TenantPolicies(), d)
-			}),
+			fxdeps.Inject(retention.New),
 			func(s ports.ShardStore, mirror ports.RouteMirror, store *archivereader.Store, x *longsearch.Indexer, g *groupfiles.Service) *reindex.Service {
 				return reindex.New(reindex.Deps{Catalog: s, Mirror: mirror, Store: store, Sinks: []reindex.Sink{x, g}})
 			},

@@ -20,6 +20,7 @@ import (
 	"github.com/imdhq/imd/adapters/push"
 	tcpserver "github.com/imdhq/imd/adapters/tcp/server"
 	"github.com/imdhq/imd/core/admin"
+	"github.com/imdhq/imd/core/conversation"
 	"github.com/imdhq/imd/core/domain/social"
 	"github.com/imdhq/imd/core/domain/tenant"
 	"github.com/imdhq/imd/core/dualread"
@@ -63,6 +64,7 @@ func memoryAdapters(t *testing.T, cfg config.Config) fx.Option {
 		func() ports.Blocks { return dir },
 		func() ports.Groups { return dir },
 		func() ports.SendRules { return dir },
+		func() conversation.Graph { return dir },
 		func() baseEditor { return baseEditor{memory.NewMessageEditor(shards)} },
 		func() ports.DeleteLog { return dellog },
 		func() ports.HiddenRanges { return dellog },

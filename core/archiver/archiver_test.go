@@ -119,7 +119,7 @@ func newFixture(t *testing.T) *fixture {
 	}
 	f.seal(m0)
 	reader := archivereader.NewReader(archivereader.Config{Chunks: 4}, f.blobs, f.dellog, metrics)
-	f.states = archivereader.NewStates(f.shards, time.Hour, clock)
+	f.states = archivereader.NewStates(archivereader.Config{StateTTL: time.Hour}, f.shards, clock)
 	f.archiver = archiver.New(archiver.Config{ChunkRows: 7}, archiver.Deps{
 		Catalog: f.shards, Manager: manager, Rows: f.rows, Mirror: memory.NewRouteMirror(f.shards), Store: f.store,
 		Blobs: f.blobs, Reader: reader, States: f.states, Deliveries: f.queue, Repairs: f.repairs, References: f.refs,

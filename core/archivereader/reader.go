@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/imdhq/imd/core/domain/archive"
 	"github.com/imdhq/imd/core/domain/message"
@@ -35,6 +36,8 @@ const (
 type Config struct {
 	Manifests int // manifests kept
 	Chunks    int // decoded chunks kept (each up to the archiver's chunk size in rows)
+	// StateTTL is how long a month's archive state is cached (States); ≤ 0: DefaultStateTTL.
+	StateTTL time.Duration
 }
 
 // Reader reads archived months.

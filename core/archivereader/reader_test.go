@@ -91,7 +91,7 @@ func newFixture(t *testing.T) *fixture {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	metrics := memory.NewMetrics()
 	f.reader = archivereader.NewReader(archivereader.Config{Chunks: 2}, f.blobs, dellog, metrics)
-	f.states = archivereader.NewStates(f.shards, time.Hour, clock)
+	f.states = archivereader.NewStates(archivereader.Config{StateTTL: time.Hour}, f.shards, clock)
 	rows := memory.NewMonthRows(f.shards)
 	a := archiver.New(archiver.Config{ChunkRows: 6}, archiver.Deps{
 		Catalog: f.shards, Manager: shardmanager.New(shardmanager.Config{}, shardmanager.Deps{Store: f.shards, Months: months, Metrics: metrics, Log: log}),

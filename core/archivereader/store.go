@@ -33,8 +33,9 @@ type archivedSet struct {
 	at     time.Time
 }
 
-// NewStates returns the cache over the catalog; ttl ≤ 0 takes DefaultStateTTL.
-func NewStates(catalog ports.ShardStore, ttl time.Duration, clock ports.Clock) *States {
+// NewStates returns the cache over the catalog, its entries fresh for cfg.StateTTL.
+func NewStates(cfg Config, catalog ports.ShardStore, clock ports.Clock) *States {
+	ttl := cfg.StateTTL
 	if ttl <= 0 {
 		ttl = DefaultStateTTL
 	}

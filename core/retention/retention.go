@@ -88,17 +88,23 @@ type Service struct {
 	d        Deps
 }
 
-// New returns the service; policies override fallback per tenant.
-func New(fallback Policy, policies map[string]Policy, d Deps) (*Service, error) {
-	if err := fallback.Validate(); err != nil {
+// Config is the retention policy of every tenant: Tenants override Fallback per tenant.
+type Config struct {
+	Fallback Policy
+	Tenants  map[string]Policy
+}
+
+// New returns the service.
+func New(cfg Config, d Deps) (*Service, error) {
+	if err := cfg.Fallback.Validate(); err != nil {
 		return nil, fmt.Errorf("default retention: %w", err)
 	}
-	for t, p := range policies {
+	for t, p := range cfg.Tenants {
 		if err := p.Validate(); err != nil {
 			return nil, fmt.Errorf("retention of %s: %w", t, err)
 		}
 	}
-	return &Service{policies: policies, fallback: fallback, d: d}, nil
+	return &Service{policies: cfg.Tenants, fallback: cfg.Fallback, d: d}, nil
 }
 
 // PolicyOf returns the tenant's policy.

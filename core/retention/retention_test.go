@@ -79,12 +79,12 @@ func newFixture(t *testing.T) *fixture {
 	a := archiver.New(archiver.Config{}, archiver.Deps{
 		Catalog: f.shards, Manager: shardmanager.New(shardmanager.Config{}, shardmanager.Deps{Store: f.shards, Months: months, Metrics: metrics, Log: log}),
 		Rows: rows, Mirror: memory.NewRouteMirror(f.shards), Store: store, Blobs: blobs,
-		Reader: archivereader.NewReader(archivereader.Config{}, blobs, dellog, metrics), States: archivereader.NewStates(f.shards, time.Second, clock),
+		Reader: archivereader.NewReader(archivereader.Config{}, blobs, dellog, metrics), States: archivereader.NewStates(archivereader.Config{StateTTL: time.Second}, f.shards, clock),
 		Deliveries: memory.NewDeliverQueue(clock.Now), Repairs: noBacklog{}, References: memory.NewReferences(), Purged: rows,
 		Routes: memory.NewRouteCache(), Months: months, Locks: memory.NewLocks(clock.Now), Clock: clock, Metrics: metrics, Log: log,
 	})
 	f.svc = func(p retention.Policy) *retention.Service {
-		s, err := retention.New(retention.Policy{}, map[string]retention.Policy{tenant: p}, retention.Deps{Archiver: a, Catalog: f.shards, Rows: rows, Months: months, Log: log})
+		s, err := retention.New(retention.Config{Tenants: map[string]retention.Policy{tenant: p}}, retention.Deps{Archiver: a, Catalog: f.shards, Rows: rows, Months: months, Log: log})
 		if err != nil {
 			t.Fatal(err)
 		}
