@@ -195,8 +195,19 @@ func (s *Server) Addr() string {
 	return s.cfg.Addr
 }
 
-// SetReady flips /readyz: true once the process has finished starting, false when draining.
-func (s *Server) SetReady(ready bool) { s.ready.Store(ready) }
+// MarkReady turns /readyz on: the last start hook, once everything else has started.
+func (s *Server) MarkReady(context.Context) error {
+	s.ready.Store(true)
+	return nil
+}
+
+// WithdrawReady turns /readyz off: the first stop hook, so the balancer stops sending new
+// clients here before anything stops.
+func (s *Server) WithdrawReady(context.Context) error {
+	s.ready.Store(false)
+	s.log.Info("readiness withdrawn")
+	return nil
+}
 
 // healthz answers while the process serves at all (liveness).
 func (s *Server) healthz(c echo.Context) error {

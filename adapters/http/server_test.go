@@ -308,7 +308,9 @@ func TestReadyz(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, Config{}, Deps{Ready: tt.probe, Listeners: tt.listeners})
-			h.srv.SetReady(tt.ready)
+			if tt.ready {
+				_ = h.srv.MarkReady(t.Context())
+			}
 			rec := h.doWith(http.MethodGet, "/readyz", "", nil)
 			if rec.Code != tt.want {
 				t.Errorf("readyz = %d %s, want %d", rec.Code, rec.Body, tt.want)
@@ -393,7 +395,7 @@ func TestStartBindsThenStopDrains(t *testing.T) {
 	if res.StatusCode != http.StatusOK {
 		t.Errorf("healthz = %d", res.StatusCode)
 	}
-	h.srv.SetReady(true)
+	_ = h.srv.MarkReady(ctx)
 	stopCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := h.srv.Stop(stopCtx); err != nil {

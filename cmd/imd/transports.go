@@ -73,7 +73,7 @@ func tcpConfig(cfg config.Config) (tcpserver.Config, error) {
 	}, nil
 }
 
-func runServer(lc fx.Lifecycle, http *httpapi.Server, tcp *tcpserver.Server, ws *websocket.Endpoint, exit fx.Shutdowner, log *slog.Logger) {
+func runServer(lc fx.Lifecycle, http *httpapi.Server, tcp *tcpserver.Server, ws *websocket.Endpoint, exit fx.Shutdowner) {
 	lc.Append(fx.Hook{OnStart: http.Start, OnStop: http.Stop})
 	lc.Append(fx.Hook{OnStart: tcp.Start, OnStop: tcp.Stop})
 	// WebSocket clients are kicked before the TCP listener stops the dispatcher they share.
@@ -88,15 +88,7 @@ func runServer(lc fx.Lifecycle, http *httpapi.Server, tcp *tcpserver.Server, ws 
 		}
 	})
 	lc.Append(fx.Hook{OnStart: watch.Start, OnStop: watch.Stop})
-	lc.Append(fx.Hook{
-		OnStart: func(context.Context) error { http.SetReady(true); return nil },
-		OnStop: func(context.Context) error {
-			// Fail readiness first so the balancer stops sending new clients here.
-			http.SetReady(false)
-			log.Info("readiness withdrawn")
-			return nil
-		},
-	})
+	lc.Append(fx.Hook{OnStart: http.MarkReady, OnStop: http.WithdrawReady})
 }
 
 // runMetricsListener runs the metrics-only listener when http.metrics_addr is set.
