@@ -458,7 +458,7 @@ func copyRow(d *tenantMessages, row message.Message) legacy.Outcome {
 		}
 	}
 	table[topicSeqKey{row.Topic, row.Seq}] = cloneMessage(row)
-	d.grow(row)
+	d.mirror.Grow(row.Topic, row.Month, row.Seq, row.CreatedAt)
 	return legacy.Copied
 }
 

@@ -35,7 +35,7 @@ type ShardStore struct {
 type tenantMessages struct {
 	catalog   map[month.Month]*monthCatalogEntry
 	tables    map[month.Month]map[topicSeqKey]message.Message
-	mirror    map[string]map[month.Month]route.Segment // topic → month → range
+	mirror    route.Mirror
 	dedup     map[messageDedupKey]messageDedupRecord
 	revisions []Revision
 	dellog    map[dellogKey][]seqRange // nil until the first range
@@ -88,7 +88,7 @@ func (s *ShardStore) db(tenant string) *tenantMessages {
 		d = &tenantMessages{
 			catalog: make(map[month.Month]*monthCatalogEntry),
 			tables:  make(map[month.Month]map[topicSeqKey]message.Message),
-			mirror:  make(map[string]map[month.Month]route.Segment),
+			mirror:  make(route.Mirror),
 			dedup:   make(map[messageDedupKey]messageDedupRecord),
 		}
 		s.tenants[tenant] = d
