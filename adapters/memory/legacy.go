@@ -93,19 +93,12 @@ func (l *Legacy) table(tenant string) *legacyTable {
 	return t
 }
 
-func (t *legacyTable) phase() legacy.Phase {
-	if t.job == nil {
-		return legacy.PhaseNone
-	}
-	return t.job.Phase
-}
-
 // Status reports the table and the job's phase.
 func (l *Legacy) Status(_ context.Context, tenant string) (legacy.Status, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	t := l.table(tenant)
-	return legacy.Status{Present: t.present, Phase: t.phase()}, nil
+	return legacy.Status{Present: t.present, Phase: t.jobOrNone().Phase}, nil
 }
 
 // visible is the table's rows, or legacy.ErrGone once the table was retired.
@@ -125,13 +118,7 @@ func (l *Legacy) MaxSeq(_ context.Context, tenant, topicName string) (int64, err
 	if err != nil {
 		return 0, err
 	}
-	var n int64
-	for _, m := range t.rows {
-		if m.Topic == topicName {
-			n = max(n, m.Seq)
-		}
-	}
-	return n, nil
+	return t.segments().Route(topicName).MaxSeq(), nil
 }
 
 // Segments are the topic's legacy months, from the inventory once the cutover is recorded.
@@ -189,20 +176,21 @@ func (l *Legacy) FindByID(_ context.Context, tenant string, m month.Month, msgID
 
 // Page reads the month's legacy rows of the topic its month table lacks.
 func (l *Legacy) Page(_ context.Context, tenant string, m month.Month, q message.PageQuery) ([]message.Message, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	t, err := l.visible(tenant)
-	if err != nil {
-		return nil, err
-	}
-	l.shards.mu.Lock()
-	defer l.shards.mu.Unlock()
-	d := l.shards.db(tenant)
-	return page(d, maps.Values(t.rows), q, func(row message.Message) bool { return row.Month == m && !copied(d, row) }), nil
+	return l.uncopied(tenant, m, func(d *tenantMessages, rows iter.Seq[message.Message], keep func(message.Message) bool) []message.Message {
+		return page(d, rows, q, keep)
+	})
 }
 
 // Search reads the month's legacy rows its month table lacks, like MessageStore.Search.
 func (l *Legacy) Search(_ context.Context, tenant string, m month.Month, q ports.SearchQuery) ([]message.Message, error) {
+	return l.uncopied(tenant, m, func(_ *tenantMessages, rows iter.Seq[message.Message], keep func(message.Message) bool) []message.Message {
+		return search(rows, q, keep)
+	})
+}
+
+// uncopied runs read over the legacy rows with keep passing those of month m whose month table
+// lacks their (topic, seq), under both locks.
+func (l *Legacy) uncopied(tenant string, m month.Month, read func(*tenantMessages, iter.Seq[message.Message], func(message.Message) bool) []message.Message) ([]message.Message, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	t, err := l.visible(tenant)
@@ -212,14 +200,10 @@ func (l *Legacy) Search(_ context.Context, tenant string, m month.Month, q ports
 	l.shards.mu.Lock()
 	defer l.shards.mu.Unlock()
 	d := l.shards.db(tenant)
-	return search(maps.Values(t.rows), q, func(row message.Message) bool { return row.Month == m && !copied(d, row) }), nil
-}
-
-// copied reports whether the row's month table holds its (topic, seq); the caller holds
-// shards.mu.
-func copied(d *tenantMessages, row message.Message) bool {
-	_, ok := d.tables[row.Month][topicSeqKey{row.Topic, row.Seq}]
-	return ok
+	return read(d, maps.Values(t.rows), func(row message.Message) bool {
+		_, copied := d.tables[row.Month][topicSeqKey{row.Topic, row.Seq}]
+		return row.Month == m && !copied
+	}), nil
 }
 
 // Plan reads the legacy table by month.
@@ -227,7 +211,7 @@ func (l *Legacy) Plan(_ context.Context, tenant string) (legacy.Plan, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	t := l.table(tenant)
-	p := legacy.Plan{Present: t.present, Phase: t.phase(), CursorIndex: t.cursorIndex}
+	p := legacy.Plan{Present: t.present, Phase: t.jobOrNone().Phase, CursorIndex: t.cursorIndex}
 	if !t.present {
 		return p, nil
 	}
@@ -312,17 +296,24 @@ func (l *Legacy) Progress(_ context.Context, tenant string) (legacy.Progress, er
 
 // SetPhase compares and sets the phase.
 func (l *Legacy) SetPhase(_ context.Context, tenant string, c legacy.PhaseChange) (legacy.Job, error) {
+	return l.change(tenant, c.From, func(t *legacyTable) {
+		t.job.Phase, t.job.Error, t.job.UpdatedAt = c.To, c.Error, l.clock().UTC()
+		if c.Report != nil {
+			rep := *c.Report
+			t.job.Report = &rep
+		}
+	})
+}
+
+// change runs do on the job if its phase is one of from, as one compare-and-set.
+func (l *Legacy) change(tenant string, from []legacy.Phase, do func(*legacyTable)) (legacy.Job, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	t := l.table(tenant)
-	if t.job == nil || !slices.Contains(c.From, t.job.Phase) {
-		return t.jobOrNone(), legacy.PhaseChangedError(t.phase(), c.From)
+	if t.job == nil || !slices.Contains(from, t.job.Phase) {
+		return t.jobOrNone(), legacy.PhaseChangedError(t.jobOrNone().Phase, from)
 	}
-	t.job.Phase, t.job.Error, t.job.UpdatedAt = c.To, c.Error, l.clock().UTC()
-	if c.Report != nil {
-		rep := *c.Report
-		t.job.Report = &rep
-	}
+	do(t)
 	return *t.job, nil
 }
 
@@ -335,32 +326,22 @@ func (t *legacyTable) jobOrNone() legacy.Job {
 
 // Rerun restarts the copy from the first row.
 func (l *Legacy) Rerun(_ context.Context, tenant string, from []legacy.Phase) (legacy.Job, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	t := l.table(tenant)
-	if t.job == nil || !slices.Contains(from, t.job.Phase) {
-		return t.jobOrNone(), legacy.PhaseChangedError(t.phase(), from)
-	}
-	t.job.Restart()
-	for _, mp := range t.months {
-		mp.Restart()
-	}
-	return *t.job, nil
+	return l.change(tenant, from, func(t *legacyTable) {
+		t.job.Restart()
+		for _, mp := range t.months {
+			mp.Restart()
+		}
+	})
 }
 
 // Reverify clears the verification and resumes.
 func (l *Legacy) Reverify(_ context.Context, tenant string, from []legacy.Phase) (legacy.Job, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	t := l.table(tenant)
-	if t.job == nil || !slices.Contains(from, t.job.Phase) {
-		return t.jobOrNone(), legacy.PhaseChangedError(t.phase(), from)
-	}
-	t.job.Phase, t.job.Error = t.job.Resume(), ""
-	for _, mp := range t.months {
-		mp.Unverify()
-	}
-	return *t.job, nil
+	return l.change(tenant, from, func(t *legacyTable) {
+		t.job.Phase, t.job.Error = t.job.Resume(), ""
+		for _, mp := range t.months {
+			mp.Unverify()
+		}
+	})
 }
 
 // MarkPrepared records that the work after the cutover was done.
@@ -428,8 +409,8 @@ func (l *Legacy) CopyBatch(_ context.Context, tenant string, limit int) (legacy.
 	defer l.shards.mu.Unlock()
 	d := l.shards.db(tenant)
 	for _, row := range next {
-		if _, ok := d.catalog[row.Month]; !ok {
-			return legacy.Batch{}, fmt.Errorf("copy into %s: month table missing", row.Month)
+		if err := d.copyTarget(row); err != nil {
+			return legacy.Batch{}, err
 		}
 	}
 	for _, row := range next {
@@ -443,6 +424,14 @@ func (l *Legacy) CopyBatch(_ context.Context, tenant string, limit int) (legacy.
 	t.batches = append(t.batches, legacyBatch{run: t.job.Run, span: legacy.Span{Rows: int64(b.Rows), Started: started, Finished: finished}})
 	b.Took = finished.Sub(started)
 	return b, nil
+}
+
+// copyTarget fails unless the row's month table exists; the caller holds shards.mu.
+func (d *tenantMessages) copyTarget(row message.Message) error {
+	if _, ok := d.catalog[row.Month]; !ok {
+		return fmt.Errorf("copy into %s: month table missing", row.Month)
+	}
+	return nil
 }
 
 // copyRow is the INSERT IGNORE of one legacy row into its month table with the writer's mirror
@@ -477,8 +466,8 @@ func (l *Legacy) CopyMessage(_ context.Context, tenant, topicName string, sq int
 		if row.Topic != topicName || row.Seq != sq {
 			continue
 		}
-		if _, ok := d.catalog[row.Month]; !ok {
-			return false, fmt.Errorf("copy into %s: month table missing", row.Month)
+		if err := d.copyTarget(row); err != nil {
+			return false, err
 		}
 		if copyRow(d, row) == legacy.Failed {
 			return true, fmt.Errorf("copy %s seq %d: %w", topicName, sq, seq.ErrTaken)
@@ -508,7 +497,6 @@ func (l *Legacy) LegacyRows(_ context.Context, tenant string, m month.Month) ite
 	}
 	present := t.present
 	l.mu.Unlock()
-	slices.SortFunc(rows, legacy.CompareRows)
 	return streamOf(rows, present)
 }
 
@@ -525,11 +513,12 @@ func (l *Legacy) MonthRows(_ context.Context, tenant string, m month.Month) iter
 		}
 	}
 	l.shards.mu.Unlock()
-	slices.SortFunc(rows, legacy.CompareRows)
 	return streamOf(rows, true)
 }
 
+// streamOf streams rows in the order both tables are compared in, or legacy.ErrGone.
 func streamOf(rows []legacy.Row, present bool) iter.Seq2[legacy.Row, error] {
+	slices.SortFunc(rows, legacy.CompareRows)
 	return func(yield func(legacy.Row, error) bool) {
 		if !present {
 			yield(legacy.Row{}, legacy.ErrGone)
