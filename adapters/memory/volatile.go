@@ -100,8 +100,8 @@ func (s *SeqAllocator) Lose() {
 	clear(s.records)
 }
 
-// Snapshot copies the queues, processing lists, dead letters and done markers of every
-// partition count, and wakes the waiting Takes on a restore.
+// Snapshot copies the queues, processing lists, dead letters, done markers and partition
+// leases of every partition count, and wakes the waiting Takes on a restore.
 func (q *DeliverQueue) Snapshot() func() {
 	lists := func(l map[partitionKey][]string) map[partitionKey][]string { return cloneMap(l, slices.Clone) }
 	// Takes waiting on the lost jobs look again at the restored ones.
@@ -109,8 +109,8 @@ func (q *DeliverQueue) Snapshot() func() {
 	return snapshot(&q.s.mu, partOf(&q.s.tenants, func(m map[string]*jobLists) map[string]*jobLists {
 		return cloneMap(m, func(l *jobLists) *jobLists {
 			return &jobLists{
-				queues: lists(l.queues), processing: lists(l.processing), counts: maps.Clone(l.counts),
-				dead: slices.Clone(l.dead), done: maps.Clone(l.done),
+				queues: lists(l.queues), processing: lists(l.processing),
+				dead: slices.Clone(l.dead), done: maps.Clone(l.done), leases: maps.Clone(l.leases),
 			}
 		})
 	}), wake)
