@@ -283,15 +283,12 @@ func (q *DeliverQueue) MarkDone(_ context.Context, name string, ttl time.Duratio
 
 // of returns a tenant's lists; the caller holds s.mu.
 func (s *deliverState) of(name string) *jobLists {
-	l, ok := s.tenants[name]
-	if !ok {
-		l = &jobLists{
+	return stateOf(s.tenants, name, func() *jobLists {
+		return &jobLists{
 			queues: map[partitionKey][]string{}, processing: map[partitionKey][]string{},
 			done: map[string]time.Time{}, leases: map[partitionKey]deliverLease{},
 		}
-		s.tenants[name] = l
-	}
-	return l
+	})
 }
 
 // wake releases every waiting Take; the caller holds s.mu.

@@ -54,13 +54,10 @@ func (s *DialogStore) of(name string) (*userLists, error) {
 	if !tenant.Valid(name) {
 		return nil, fmt.Errorf("dialogs: invalid tenant %q", name)
 	}
-	t, ok := s.tenants[name]
-	if !ok {
-		t = &userLists{lists: make(map[int64]*lists), markers: make(map[string]markerSet)}
-		s.tenants[name] = t
+	return stateOf(s.tenants, name, func() *userLists {
 		s.previews[name] = make(map[int64]dialog.Preview)
-	}
-	return t, nil
+		return &userLists{lists: make(map[int64]*lists), markers: make(map[string]markerSet)}
+	}), nil
 }
 
 // onUser runs f on the user's lists under s.mu.

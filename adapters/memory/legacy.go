@@ -85,12 +85,7 @@ func (l *Legacy) Remove(tenant, topicName string, sq int64) {
 }
 
 func (l *Legacy) table(tenant string) *legacyTable {
-	t, ok := l.tenants[tenant]
-	if !ok {
-		t = &legacyTable{rows: make(map[int64]message.Message)}
-		l.tenants[tenant] = t
-	}
-	return t
+	return stateOf(l.tenants, tenant, func() *legacyTable { return &legacyTable{rows: make(map[int64]message.Message)} })
 }
 
 // Status reports the table and the job's phase.
