@@ -96,24 +96,22 @@ func (l *Legacy) Status(_ context.Context, tenant string) (legacy.Status, error)
 	return legacy.Status{Present: t.present, Phase: t.jobOrNone().Phase}, nil
 }
 
-// visible is the table's rows, or legacy.ErrGone once the table was retired.
-func (l *Legacy) visible(tenant string) (*legacyTable, error) {
+// onVisible runs f on the tenant's table under l.mu, or fails with legacy.ErrGone once the
+// table was retired.
+func onVisible[T any](l *Legacy, tenant string, f func(*legacyTable) (T, error)) (T, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	t := l.table(tenant)
 	if !t.present {
-		return nil, legacy.ErrGone
+		var zero T
+		return zero, legacy.ErrGone
 	}
-	return t, nil
+	return f(t)
 }
 
 // MaxSeq is the topic's highest legacy seq.
 func (l *Legacy) MaxSeq(_ context.Context, tenant, topicName string) (int64, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	t, err := l.visible(tenant)
-	if err != nil {
-		return 0, err
-	}
-	return t.segments().Route(topicName).MaxSeq(), nil
+	return onVisible(l, tenant, func(t *legacyTable) (int64, error) { return t.segments().Route(topicName).MaxSeq(), nil })
 }
 
 // Segments are the topic's legacy months, from the inventory once the cutover is recorded.
@@ -141,32 +139,24 @@ func (t *legacyTable) segments() legacy.Inventory {
 
 // Get reads the legacy row (topic, seq) if it was created in m.
 func (l *Legacy) Get(_ context.Context, tenant string, m month.Month, topicName string, sq int64) (message.Message, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	t, err := l.visible(tenant)
-	if err != nil {
-		return message.Message{}, err
-	}
-	for _, row := range t.rows {
-		if row.Topic == topicName && row.Seq == sq && row.Month == m {
-			return cloneMessage(row), nil
+	return onVisible(l, tenant, func(t *legacyTable) (message.Message, error) {
+		for _, row := range t.rows {
+			if row.Topic == topicName && row.Seq == sq && row.Month == m {
+				return cloneMessage(row), nil
+			}
 		}
-	}
-	return message.Message{}, fmt.Errorf("legacy get %s seq %d in %s: %w", topicName, sq, m, message.ErrNotFound)
+		return message.Message{}, fmt.Errorf("legacy get %s seq %d in %s: %w", topicName, sq, m, message.ErrNotFound)
+	})
 }
 
 // FindByID reads the legacy row with msgID if it was created in m.
 func (l *Legacy) FindByID(_ context.Context, tenant string, m month.Month, msgID int64) (message.Message, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	t, err := l.visible(tenant)
-	if err != nil {
-		return message.Message{}, err
-	}
-	if row, ok := t.rows[msgID]; ok && row.Month == m {
-		return cloneMessage(row), nil
-	}
-	return message.Message{}, fmt.Errorf("legacy msg_id %d in %s: %w", msgID, m, message.ErrNotFound)
+	return onVisible(l, tenant, func(t *legacyTable) (message.Message, error) {
+		if row, ok := t.rows[msgID]; ok && row.Month == m {
+			return cloneMessage(row), nil
+		}
+		return message.Message{}, fmt.Errorf("legacy msg_id %d in %s: %w", msgID, m, message.ErrNotFound)
+	})
 }
 
 // Page reads the month's legacy rows of the topic its month table lacks.
@@ -186,19 +176,15 @@ func (l *Legacy) Search(_ context.Context, tenant string, m month.Month, q ports
 // uncopied runs read over the legacy rows with keep passing those of month m whose month table
 // lacks their (topic, seq), under both locks.
 func (l *Legacy) uncopied(tenant string, m month.Month, read func(*tenantMessages, iter.Seq[message.Message], func(message.Message) bool) []message.Message) ([]message.Message, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	t, err := l.visible(tenant)
-	if err != nil {
-		return nil, err
-	}
-	l.shards.mu.Lock()
-	defer l.shards.mu.Unlock()
-	d := l.shards.db(tenant)
-	return read(d, maps.Values(t.rows), func(row message.Message) bool {
-		_, copied := d.tables[row.Month][topicSeqKey{row.Topic, row.Seq}]
-		return row.Month == m && !copied
-	}), nil
+	return onVisible(l, tenant, func(t *legacyTable) ([]message.Message, error) {
+		l.shards.mu.Lock()
+		defer l.shards.mu.Unlock()
+		d := l.shards.db(tenant)
+		return read(d, maps.Values(t.rows), func(row message.Message) bool {
+			_, copied := d.tables[row.Month][topicSeqKey{row.Topic, row.Seq}]
+			return row.Month == m && !copied
+		}), nil
+	})
 }
 
 // Plan reads the legacy table by month.
@@ -351,14 +337,11 @@ func (l *Legacy) MarkPrepared(_ context.Context, tenant string) error {
 
 // PrepareTable adds the copy cursor index.
 func (l *Legacy) PrepareTable(_ context.Context, tenant string) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	t, err := l.visible(tenant)
-	if err != nil {
-		return err
-	}
-	t.cursorIndex = true
-	return nil
+	_, err := onVisible(l, tenant, func(t *legacyTable) (struct{}, error) {
+		t.cursorIndex = true
+		return struct{}{}, nil
+	})
+	return err
 }
 
 // Watermarks pages the topics' cutover seqs.
@@ -448,28 +431,24 @@ func copyRow(d *tenantMessages, row message.Message) legacy.Outcome {
 
 // CopyMessage copies one legacy row ahead of the backfill.
 func (l *Legacy) CopyMessage(_ context.Context, tenant, topicName string, sq int64) (bool, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	t, err := l.visible(tenant)
-	if err != nil {
-		return false, err
-	}
-	l.shards.mu.Lock()
-	defer l.shards.mu.Unlock()
-	d := l.shards.db(tenant)
-	for _, row := range t.rows {
-		if row.Topic != topicName || row.Seq != sq {
-			continue
+	return onVisible(l, tenant, func(t *legacyTable) (bool, error) {
+		l.shards.mu.Lock()
+		defer l.shards.mu.Unlock()
+		d := l.shards.db(tenant)
+		for _, row := range t.rows {
+			if row.Topic != topicName || row.Seq != sq {
+				continue
+			}
+			if err := d.copyTarget(row); err != nil {
+				return false, err
+			}
+			if copyRow(d, row) == legacy.Failed {
+				return true, fmt.Errorf("copy %s seq %d: %w", topicName, sq, seq.ErrTaken)
+			}
+			return true, nil
 		}
-		if err := d.copyTarget(row); err != nil {
-			return false, err
-		}
-		if copyRow(d, row) == legacy.Failed {
-			return true, fmt.Errorf("copy %s seq %d: %w", topicName, sq, seq.ErrTaken)
-		}
-		return true, nil
-	}
-	return false, nil
+		return false, nil
+	})
 }
 
 // MonthTopics is the inventory of month m.
