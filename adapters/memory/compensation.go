@@ -30,12 +30,7 @@ func NewCompensationList() *CompensationList {
 }
 
 func (l *CompensationList) of(name string) *compensations {
-	c, ok := l.tenants[name]
-	if !ok {
-		c = &compensations{ids: map[int64]bool{}}
-		l.tenants[name] = c
-	}
-	return c
+	return stateOf(l.tenants, name, func() *compensations { return &compensations{ids: map[int64]bool{}} })
 }
 
 // Push appends c unless its msg_id is listed.

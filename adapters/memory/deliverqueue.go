@@ -36,7 +36,6 @@ type deliverState struct {
 type jobLists struct {
 	queues     map[partitionKey][]string
 	processing map[partitionKey][]string
-	counts     map[int]bool // partition counts recorded by RequeueStale
 	dead       []string
 	done       map[string]time.Time // key → expiry
 	leases     map[partitionKey]deliverLease
@@ -88,23 +87,17 @@ func (q *DeliverQueue) Push(_ context.Context, job delivery.Job) error {
 // Take moves the oldest job of a partition to its processing list, waiting up to timeout (≤ 0:
 // no wait).
 func (q *DeliverQueue) Take(ctx context.Context, name string, partition int, timeout time.Duration) (delivery.Job, bool, error) {
-	if !tenant.Valid(name) {
-		return delivery.Job{}, false, fmt.Errorf("take deliver job: invalid tenant %q", name)
-	}
-	if partition < 0 || partition >= q.partitions {
-		return delivery.Job{}, false, fmt.Errorf("take deliver job in %s: partition %d of %d", name, partition, q.partitions)
+	p, err := q.partition("take deliver job", name, partition)
+	if err != nil {
+		return delivery.Job{}, false, err
 	}
 	deadline := time.NewTimer(max(timeout, 0))
 	defer deadline.Stop()
 	for {
-		raw, ok, wake := q.tryTake(name, partitionKey{partition, q.partitions})
+		raw, ok, wake := q.tryTake(name, p)
 		if ok {
-			var job delivery.Job
-			if err := json.Unmarshal([]byte(raw), &job); err != nil {
-				return delivery.Job{}, false, fmt.Errorf("decode deliver job in %s: %w", name, err)
-			}
-			job.Receipt = raw
-			return job, true, nil
+			job, err := decodeTaken(name, raw)
+			return job, err == nil, err
 		}
 		if timeout <= 0 {
 			return delivery.Job{}, false, nil
@@ -121,26 +114,44 @@ func (q *DeliverQueue) Take(ctx context.Context, name string, partition int, tim
 
 // TakeMore moves up to max jobs of a partition to its processing list, without waiting.
 func (q *DeliverQueue) TakeMore(_ context.Context, name string, partition, max int) ([]delivery.Job, error) {
-	if !tenant.Valid(name) {
-		return nil, fmt.Errorf("take deliver jobs: invalid tenant %q", name)
-	}
-	if partition < 0 || partition >= q.partitions {
-		return nil, fmt.Errorf("take deliver jobs in %s: partition %d of %d", name, partition, q.partitions)
+	p, err := q.partition("take deliver jobs", name, partition)
+	if err != nil {
+		return nil, err
 	}
 	var jobs []delivery.Job
 	for range max {
-		raw, ok, _ := q.tryTake(name, partitionKey{partition, q.partitions})
+		raw, ok, _ := q.tryTake(name, p)
 		if !ok {
 			break
 		}
-		var job delivery.Job
-		if err := json.Unmarshal([]byte(raw), &job); err != nil {
-			return jobs, fmt.Errorf("decode deliver job in %s: %w", name, err)
+		job, err := decodeTaken(name, raw)
+		if err != nil {
+			return jobs, err
 		}
-		job.Receipt = raw
 		jobs = append(jobs, job)
 	}
 	return jobs, nil
+}
+
+// partition checks the tenant and partition a take names.
+func (q *DeliverQueue) partition(op, name string, partition int) (partitionKey, error) {
+	if !tenant.Valid(name) {
+		return partitionKey{}, fmt.Errorf("%s: invalid tenant %q", op, name)
+	}
+	if partition < 0 || partition >= q.partitions {
+		return partitionKey{}, fmt.Errorf("%s in %s: partition %d of %d", op, name, partition, q.partitions)
+	}
+	return partitionKey{partition, q.partitions}, nil
+}
+
+// decodeTaken decodes a job moved to processing; the stored string is its receipt, as in Redis.
+func decodeTaken(name, raw string) (delivery.Job, error) {
+	var job delivery.Job
+	if err := json.Unmarshal([]byte(raw), &job); err != nil {
+		return delivery.Job{}, fmt.Errorf("decode deliver job in %s: %w", name, err)
+	}
+	job.Receipt = raw
+	return job, nil
 }
 
 // tryTake moves the head of a partition to processing, or returns the channel the next push
@@ -212,7 +223,6 @@ func (q *DeliverQueue) RequeueStale(_ context.Context, name string) (int, error)
 	q.s.mu.Lock()
 	defer q.s.mu.Unlock()
 	l := q.s.of(name)
-	l.counts[q.partitions] = true
 	n := 0
 	for _, p := range slices.SortedFunc(maps.Keys(l.processing), comparePartitions) {
 		n += len(l.processing[p])
@@ -234,7 +244,6 @@ func (q *DeliverQueue) RequeueStale(_ context.Context, name string) (int, error)
 			n++
 		}
 		delete(l.queues, p)
-		delete(l.counts, p.count)
 	}
 	if n > 0 {
 		q.s.wake()
@@ -274,15 +283,12 @@ func (q *DeliverQueue) MarkDone(_ context.Context, name string, ttl time.Duratio
 
 // of returns a tenant's lists; the caller holds s.mu.
 func (s *deliverState) of(name string) *jobLists {
-	l, ok := s.tenants[name]
-	if !ok {
-		l = &jobLists{
+	return stateOf(s.tenants, name, func() *jobLists {
+		return &jobLists{
 			queues: map[partitionKey][]string{}, processing: map[partitionKey][]string{},
-			counts: map[int]bool{}, done: map[string]time.Time{}, leases: map[partitionKey]deliverLease{},
+			done: map[string]time.Time{}, leases: map[partitionKey]deliverLease{},
 		}
-		s.tenants[name] = l
-	}
-	return l
+	})
 }
 
 // wake releases every waiting Take; the caller holds s.mu.

@@ -54,13 +54,31 @@ func (s *DialogStore) of(name string) (*userLists, error) {
 	if !tenant.Valid(name) {
 		return nil, fmt.Errorf("dialogs: invalid tenant %q", name)
 	}
-	t, ok := s.tenants[name]
-	if !ok {
-		t = &userLists{lists: make(map[int64]*lists), markers: make(map[string]markerSet)}
-		s.tenants[name] = t
+	return stateOf(s.tenants, name, func() *userLists {
 		s.previews[name] = make(map[int64]dialog.Preview)
+		return &userLists{lists: make(map[int64]*lists), markers: make(map[string]markerSet)}
+	}), nil
+}
+
+// onUser runs f on the user's lists under s.mu.
+func (s *DialogStore) onUser(name string, user int64, f func(*lists)) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, err := s.of(name)
+	if err != nil {
+		return err
 	}
-	return t, nil
+	f(t.user(user))
+	return nil
+}
+
+// setOrDelete keeps k in m with v while set holds, as a Redis SADD/SREM or ZADD/ZREM pair.
+func setOrDelete[V any](m map[int64]V, k int64, v V, set bool) {
+	if set {
+		m[k] = v
+	} else {
+		delete(m, k)
+	}
 }
 
 func (t *userLists) user(id int64) *lists {
@@ -161,69 +179,52 @@ func (s *DialogStore) AppliedSeq(_ context.Context, name string, conversationID 
 
 // MarkRead clears the count and moves the dialog to read with its score.
 func (s *DialogStore) MarkRead(_ context.Context, name string, user, conversationID int64) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	t, err := s.of(name)
-	if err != nil {
-		return err
-	}
-	l := t.user(user)
-	delete(l.counts, conversationID)
-	if score, ok := l.unread[conversationID]; ok {
-		delete(l.unread, conversationID)
-		l.read[conversationID] = max(score, l.read[conversationID])
-	}
-	return nil
+	return s.onUser(name, user, func(l *lists) {
+		delete(l.counts, conversationID)
+		if score, ok := l.unread[conversationID]; ok {
+			delete(l.unread, conversationID)
+			l.read[conversationID] = max(score, l.read[conversationID])
+		}
+	})
 }
 
 // Changed merges both lists above after, ascending by score then conversation id.
 func (s *DialogStore) Changed(_ context.Context, name string, user, after int64, limit int) ([]dialog.Entry, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	t, err := s.of(name)
-	if err != nil {
-		return nil, err
-	}
-	l := t.user(user)
 	var out []dialog.Entry
-	for _, scores := range []map[int64]int64{l.unread, l.read} {
-		for conv, score := range scores {
-			if score <= after {
-				continue
+	err := s.onUser(name, user, func(l *lists) {
+		for _, scores := range []map[int64]int64{l.unread, l.read} {
+			for conv, score := range scores {
+				if score <= after {
+					continue
+				}
+				_, pinned := l.pinned[conv]
+				out = append(out, dialog.Entry{
+					ConversationID: conv, Score: score, Unread: l.counts[conv], Muted: l.muted[conv], Pinned: pinned,
+					Preview: s.previews[name][conv],
+				})
 			}
-			_, pinned := l.pinned[conv]
-			out = append(out, dialog.Entry{
-				ConversationID: conv, Score: score, Unread: l.counts[conv], Muted: l.muted[conv], Pinned: pinned,
-				Preview: s.previews[name][conv],
-			})
 		}
-	}
+	})
 	slices.SortFunc(out, func(a, b dialog.Entry) int {
 		return cmp.Or(cmp.Compare(a.Score, b.Score), cmp.Compare(a.ConversationID, b.ConversationID))
 	})
-	return out[:min(len(out), max(limit, 0))], nil
+	return out[:min(len(out), max(limit, 0))], err
 }
 
 // Built reports the user's marker.
 func (s *DialogStore) Built(_ context.Context, name string, user int64) (bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	t, err := s.of(name)
-	if err != nil {
-		return false, err
-	}
-	return t.user(user).built, nil
+	var built bool
+	err := s.onUser(name, user, func(l *lists) { built = l.built })
+	return built, err
 }
 
 // Rebuild merges (or, with replace, first drops) the user's lists from MySQL state.
 func (s *DialogStore) Rebuild(_ context.Context, name string, user int64, states []dialog.State, replace bool) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	t, err := s.of(name)
-	if err != nil {
-		return err
-	}
-	l := t.user(user)
+	return s.onUser(name, user, func(l *lists) { s.rebuild(name, l, states, replace) })
+}
+
+// rebuild is Rebuild of one user's lists; the caller holds s.mu.
+func (s *DialogStore) rebuild(name string, l *lists, states []dialog.State, replace bool) {
 	if replace {
 		clear(l.unread)
 		clear(l.read)
@@ -232,11 +233,7 @@ func (s *DialogStore) Rebuild(_ context.Context, name string, user int64, states
 	}
 	for _, st := range states {
 		conv, score := st.ConversationID, dialog.ScoreOf(st.LastMsgAt)
-		if st.Muted {
-			l.muted[conv] = true
-		} else {
-			delete(l.muted, conv)
-		}
+		setOrDelete(l.muted, conv, true, st.Muted)
 		if cur, ok := l.unread[conv]; ok {
 			l.unread[conv] = max(cur, score)
 		} else if cur, ok := l.read[conv]; ok {
@@ -254,39 +251,16 @@ func (s *DialogStore) Rebuild(_ context.Context, name string, user int64, states
 		}
 	}
 	l.built = true
-	return nil
 }
 
 // SetMuted adds to or removes from the muted set.
 func (s *DialogStore) SetMuted(_ context.Context, name string, user, conversationID int64, muted bool) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	t, err := s.of(name)
-	if err != nil {
-		return err
-	}
-	if muted {
-		t.user(user).muted[conversationID] = true
-	} else {
-		delete(t.user(user).muted, conversationID)
-	}
-	return nil
+	return s.onUser(name, user, func(l *lists) { setOrDelete(l.muted, conversationID, true, muted) })
 }
 
 // SetPinned pins at pinnedAt or, for 0, unpins.
 func (s *DialogStore) SetPinned(_ context.Context, name string, user, conversationID, pinnedAt int64) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	t, err := s.of(name)
-	if err != nil {
-		return err
-	}
-	if pinnedAt > 0 {
-		t.user(user).pinned[conversationID] = pinnedAt
-	} else {
-		delete(t.user(user).pinned, conversationID)
-	}
-	return nil
+	return s.onUser(name, user, func(l *lists) { setOrDelete(l.pinned, conversationID, pinnedAt, pinnedAt > 0) })
 }
 
 // Forget drops a tenant's lists and previews, as a Redis loss would (tests of rebuilds).

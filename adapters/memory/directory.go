@@ -36,17 +36,14 @@ func NewDirectory() *Directory { return &Directory{tenants: make(map[string]*soc
 
 // graph returns the tenant's graph; the caller holds d.mu.
 func (d *Directory) graph(tenant string) *socialGraph {
-	g, ok := d.tenants[tenant]
-	if !ok {
-		g = &socialGraph{
+	return stateOf(d.tenants, tenant, func() *socialGraph {
+		return &socialGraph{
 			users: make(map[int64]social.User), friends: make(map[[2]int64]bool),
 			groups: make(map[int64]social.Group), convs: make(map[int64]social.Conversation),
 			topics: make(map[string]int64), pairs: make(map[[2]int64]int64),
 			members: make(map[int64]map[int64]bool), extras: newSocialExtras(),
 		}
-		d.tenants[tenant] = g
-	}
-	return g
+	})
 }
 
 // CreateUser registers a user; registering a known user again updates the nickname.

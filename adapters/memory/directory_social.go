@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -68,22 +69,36 @@ func (d *Directory) UpdateProfile(_ context.Context, tenant string, p social.Pro
 
 // Friends lists a user's friends above after.
 func (d *Directory) Friends(_ context.Context, tenant string, user, after int64, limit int) ([]int64, error) {
-	if limit <= 0 {
-		return nil, apperr.New(apperr.InvalidArgument, "limit must be positive")
-	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	var out []int64
+	var friends []int64
 	for pair := range d.graph(tenant).friends {
-		switch {
-		case pair[0] == user && pair[1] > after:
-			out = append(out, pair[1])
-		case pair[1] == user && pair[0] > after:
-			out = append(out, pair[0])
+		switch user {
+		case pair[0]:
+			friends = append(friends, pair[1])
+		case pair[1]:
+			friends = append(friends, pair[0])
 		}
 	}
-	slices.Sort(out)
-	return out[:min(len(out), limit)], nil
+	return firstAbove(friends, func(u int64) int64 { return u }, after, limit)
+}
+
+// checkLimit refuses a page limit below 1 as the MySQL adapter does.
+func checkLimit(limit int) error {
+	if limit <= 0 {
+		return apperr.New(apperr.InvalidArgument, "limit must be positive")
+	}
+	return nil
+}
+
+// firstAbove is the page of the items whose id is above after, by id, at most limit long.
+func firstAbove[T any](items []T, id func(T) int64, after int64, limit int) ([]T, error) {
+	if err := checkLimit(limit); err != nil {
+		return nil, err
+	}
+	items = slices.DeleteFunc(items, func(v T) bool { return id(v) <= after })
+	slices.SortFunc(items, func(a, b T) int { return cmp.Compare(id(a), id(b)) })
+	return items[:min(len(items), limit)], nil
 }
 
 // RemoveFriendship ends a friendship.
@@ -105,8 +120,8 @@ func (d *Directory) RequestFriend(_ context.Context, tenant string, r social.Fri
 
 // FriendRequests lists pending requests to or from the user, newest first.
 func (d *Directory) FriendRequests(_ context.Context, tenant string, user int64, incoming bool, limit int) ([]social.FriendRequest, error) {
-	if limit <= 0 {
-		return nil, apperr.New(apperr.InvalidArgument, "limit must be positive")
+	if err := checkLimit(limit); err != nil {
+		return nil, err
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -191,17 +206,37 @@ func (d *Directory) Relation(_ context.Context, tenant string, a, b int64) (soci
 	}, nil
 }
 
-// groupConversation returns a group and its conversation id; the caller holds d.mu.
-func (sg *socialGraph) groupConversation(groupID int64) (social.Group, int64, error) {
+// inGroup runs f under d.mu on the tenant's graph with the group and its conversation id.
+func inGroup[T any](d *Directory, tenant string, groupID int64, f func(sg *socialGraph, g social.Group, conv int64) (T, error)) (T, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	sg := d.graph(tenant)
+	var zero T
 	g, ok := sg.groups[groupID]
 	if !ok {
-		return social.Group{}, 0, fmt.Errorf("group %d: %w", groupID, social.ErrNotFound)
+		return zero, fmt.Errorf("group %d: %w", groupID, social.ErrNotFound)
 	}
-	c, ok := sg.topics[topic.ForGroup(groupID)]
+	conv, ok := sg.topics[topic.ForGroup(groupID)]
 	if !ok {
-		return social.Group{}, 0, fmt.Errorf("conversation of group %d: %w", groupID, social.ErrNotFound)
+		return zero, fmt.Errorf("conversation of group %d: %w", groupID, social.ErrNotFound)
 	}
-	return g, c, nil
+	return f(sg, g, conv)
+}
+
+// changeGroup is inGroup for a change, which answers only an error.
+func (d *Directory) changeGroup(tenant string, groupID int64, change func(sg *socialGraph, g social.Group, conv int64) error) error {
+	_, err := inGroup(d, tenant, groupID, func(sg *socialGraph, g social.Group, conv int64) (struct{}, error) {
+		return struct{}{}, change(sg, g, conv)
+	})
+	return err
+}
+
+// isMember fails unless user is a member of the group's conversation; the caller holds d.mu.
+func (sg *socialGraph) isMember(groupID, conv, user int64) error {
+	if !sg.members[conv][user] {
+		return fmt.Errorf("member %d of group %d: %w", user, groupID, social.ErrNotFound)
+	}
+	return nil
 }
 
 // member describes one member; the caller holds d.mu and has checked membership. The fake
@@ -218,93 +253,64 @@ func (sg *socialGraph) member(g social.Group, conv, user int64) social.Member {
 
 // GroupPolicy reads the mute-all switch and the special members.
 func (d *Directory) GroupPolicy(_ context.Context, tenant string, groupID int64, now time.Time) (social.GroupPolicy, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	sg := d.graph(tenant)
-	g, conv, err := sg.groupConversation(groupID)
-	if err != nil {
-		return social.GroupPolicy{}, err
-	}
-	p := social.GroupPolicy{MuteAll: sg.extras.muteAll[groupID]}
-	for u := range sg.members[conv] {
-		m := sg.member(g, conv, u)
-		if m.Role != social.RoleMember || m.MutedAt(now) {
-			p.Special = append(p.Special, m)
+	return inGroup(d, tenant, groupID, func(sg *socialGraph, g social.Group, conv int64) (social.GroupPolicy, error) {
+		p := social.GroupPolicy{MuteAll: sg.extras.muteAll[groupID]}
+		for u := range sg.members[conv] {
+			m := sg.member(g, conv, u)
+			if m.Role != social.RoleMember || m.MutedAt(now) {
+				p.Special = append(p.Special, m)
+			}
 		}
-	}
-	slices.SortFunc(p.Special, func(a, b social.Member) int { return cmp.Compare(a.UserID, b.UserID) })
-	return p, nil
+		slices.SortFunc(p.Special, func(a, b social.Member) int { return cmp.Compare(a.UserID, b.UserID) })
+		return p, nil
+	})
 }
 
 // Group reads a group.
 func (d *Directory) Group(_ context.Context, tenant string, groupID int64) (social.GroupInfo, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	sg := d.graph(tenant)
-	g, conv, err := sg.groupConversation(groupID)
-	if err != nil {
-		return social.GroupInfo{}, err
-	}
-	return social.GroupInfo{Group: g, ConversationID: conv, MuteAll: sg.extras.muteAll[groupID], CreatedAt: sg.convs[conv].CreatedAt}, nil
+	return inGroup(d, tenant, groupID, func(sg *socialGraph, g social.Group, conv int64) (social.GroupInfo, error) {
+		return social.GroupInfo{Group: g, ConversationID: conv, MuteAll: sg.extras.muteAll[groupID], CreatedAt: sg.convs[conv].CreatedAt}, nil
+	})
 }
 
 // GroupMembers pages a group's members by user id.
 func (d *Directory) GroupMembers(_ context.Context, tenant string, groupID, after int64, limit int) ([]social.Member, error) {
-	if limit <= 0 {
-		return nil, apperr.New(apperr.InvalidArgument, "limit must be positive")
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	sg := d.graph(tenant)
-	g, conv, err := sg.groupConversation(groupID)
-	if err != nil {
+	if err := checkLimit(limit); err != nil {
 		return nil, err
 	}
-	var users []int64
-	for u := range sg.members[conv] {
-		if u > after {
-			users = append(users, u)
+	return inGroup(d, tenant, groupID, func(sg *socialGraph, g social.Group, conv int64) ([]social.Member, error) {
+		users, err := firstAbove(slices.Collect(maps.Keys(sg.members[conv])), func(u int64) int64 { return u }, after, limit)
+		if err != nil {
+			return nil, err
 		}
-	}
-	slices.Sort(users)
-	users = users[:min(len(users), limit)]
-	out := make([]social.Member, len(users))
-	for i, u := range users {
-		out[i] = sg.member(g, conv, u)
-	}
-	return out, nil
+		out := make([]social.Member, len(users))
+		for i, u := range users {
+			out[i] = sg.member(g, conv, u)
+		}
+		return out, nil
+	})
 }
 
 // GroupMember reads one member.
 func (d *Directory) GroupMember(_ context.Context, tenant string, groupID, user int64) (social.Member, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	sg := d.graph(tenant)
-	g, conv, err := sg.groupConversation(groupID)
-	if err != nil {
-		return social.Member{}, err
-	}
-	if !sg.members[conv][user] {
-		return social.Member{}, fmt.Errorf("member %d of group %d: %w", user, groupID, social.ErrNotFound)
-	}
-	return sg.member(g, conv, user), nil
+	return inGroup(d, tenant, groupID, func(sg *socialGraph, g social.Group, conv int64) (social.Member, error) {
+		if err := sg.isMember(groupID, conv, user); err != nil {
+			return social.Member{}, err
+		}
+		return sg.member(g, conv, user), nil
+	})
 }
 
 // RemoveMembers removes users and what they carried (role, mute).
 func (d *Directory) RemoveMembers(_ context.Context, tenant string, groupID int64, users []int64) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	sg := d.graph(tenant)
-	_, conv, err := sg.groupConversation(groupID)
-	if err != nil {
-		return err
-	}
-	for _, u := range users {
-		delete(sg.members[conv], u)
-		delete(sg.extras.roles[conv], u)
-		delete(sg.extras.mutes[conv], u)
-	}
-	return nil
+	return d.changeGroup(tenant, groupID, func(sg *socialGraph, _ social.Group, conv int64) error {
+		for _, u := range users {
+			delete(sg.members[conv], u)
+			delete(sg.extras.roles[conv], u)
+			delete(sg.extras.mutes[conv], u)
+		}
+		return nil
+	})
 }
 
 // SetRole changes a member's role.
@@ -329,18 +335,13 @@ func (d *Directory) MuteMember(_ context.Context, tenant string, groupID, user i
 }
 
 func (d *Directory) updateMember(tenant string, groupID, user int64, change func(*socialGraph, int64)) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	sg := d.graph(tenant)
-	_, conv, err := sg.groupConversation(groupID)
-	if err != nil {
-		return err
-	}
-	if !sg.members[conv][user] {
-		return fmt.Errorf("member %d of group %d: %w", user, groupID, social.ErrNotFound)
-	}
-	change(sg, conv)
-	return nil
+	return d.changeGroup(tenant, groupID, func(sg *socialGraph, _ social.Group, conv int64) error {
+		if err := sg.isMember(groupID, conv, user); err != nil {
+			return err
+		}
+		change(sg, conv)
+		return nil
+	})
 }
 
 func setNested[V any](m map[int64]map[int64]V, outer, inner int64, v V) {
@@ -352,53 +353,39 @@ func setNested[V any](m map[int64]map[int64]V, outer, inner int64, v V) {
 
 // SetMuteAll flips the group's mute-all switch.
 func (d *Directory) SetMuteAll(_ context.Context, tenant string, groupID int64, on bool) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	sg := d.graph(tenant)
-	if _, _, err := sg.groupConversation(groupID); err != nil {
-		return err
-	}
-	sg.extras.muteAll[groupID] = on
-	return nil
+	return d.changeGroup(tenant, groupID, func(sg *socialGraph, _ social.Group, _ int64) error {
+		sg.extras.muteAll[groupID] = on
+		return nil
+	})
 }
 
 // UserConversations pages a user's conversations by id.
 func (d *Directory) UserConversations(_ context.Context, tenant string, user int64, kind social.ConversationKind, after int64, limit int) ([]social.Conversation, error) {
-	if limit <= 0 {
-		return nil, apperr.New(apperr.InvalidArgument, "limit must be positive")
-	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	sg := d.graph(tenant)
-	var out []social.Conversation
+	var convs []social.Conversation
 	for id, members := range sg.members {
-		c := sg.convs[id]
-		if id > after && members[user] && (kind == 0 || c.Kind == kind) {
-			out = append(out, c)
+		if c := sg.convs[id]; members[user] && (kind == 0 || c.Kind == kind) {
+			convs = append(convs, c)
 		}
 	}
-	slices.SortFunc(out, func(a, b social.Conversation) int { return cmp.Compare(a.ID, b.ID) })
-	return out[:min(len(out), limit)], nil
+	return firstAbove(convs, func(c social.Conversation) int64 { return c.ID }, after, limit)
 }
 
 // TransferOwnership swaps the roles of the owner and the new owner and records the new owner.
 func (d *Directory) TransferOwnership(_ context.Context, tenant string, groupID, from, to int64) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	sg := d.graph(tenant)
-	g, conv, err := sg.groupConversation(groupID)
-	if err != nil {
-		return err
-	}
-	if g.Owner != from {
-		return fmt.Errorf("transfer group %d from %d: %w", groupID, from, social.ErrNotOwner)
-	}
-	if !sg.members[conv][to] {
-		return fmt.Errorf("member %d of group %d: %w", to, groupID, social.ErrNotFound)
-	}
-	g.Owner = to
-	sg.groups[groupID] = g
-	setNested(sg.extras.roles, conv, to, social.RoleOwner)
-	setNested(sg.extras.roles, conv, from, social.RoleAdmin)
-	return nil
+	return d.changeGroup(tenant, groupID, func(sg *socialGraph, g social.Group, conv int64) error {
+		if g.Owner != from {
+			return fmt.Errorf("transfer group %d from %d: %w", groupID, from, social.ErrNotOwner)
+		}
+		if err := sg.isMember(groupID, conv, to); err != nil {
+			return err
+		}
+		g.Owner = to
+		sg.groups[groupID] = g
+		setNested(sg.extras.roles, conv, to, social.RoleOwner)
+		setNested(sg.extras.roles, conv, from, social.RoleAdmin)
+		return nil
+	})
 }

@@ -134,17 +134,6 @@ func (h *HotCache) Invalidate(_ context.Context, tenant, topic string, seq int64
 	return nil
 }
 
-// Forget drops every topic of a tenant, as losing the Redis keys would.
-func (h *HotCache) Forget(tenant string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for tk := range h.topics {
-		if tk.tenant == tenant {
-			delete(h.topics, tk)
-		}
-	}
-}
-
 // live returns the topic's entries unless they expired; the caller holds h.mu.
 func (h *HotCache) live(tk tenantTopic) *hotTopic {
 	t, ok := h.topics[tk]

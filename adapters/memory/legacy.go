@@ -85,19 +85,7 @@ func (l *Legacy) Remove(tenant, topicName string, sq int64) {
 }
 
 func (l *Legacy) table(tenant string) *legacyTable {
-	t, ok := l.tenants[tenant]
-	if !ok {
-		t = &legacyTable{rows: make(map[int64]message.Message)}
-		l.tenants[tenant] = t
-	}
-	return t
-}
-
-func (t *legacyTable) phase() legacy.Phase {
-	if t.job == nil {
-		return legacy.PhaseNone
-	}
-	return t.job.Phase
+	return stateOf(l.tenants, tenant, func() *legacyTable { return &legacyTable{rows: make(map[int64]message.Message)} })
 }
 
 // Status reports the table and the job's phase.
@@ -105,33 +93,25 @@ func (l *Legacy) Status(_ context.Context, tenant string) (legacy.Status, error)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	t := l.table(tenant)
-	return legacy.Status{Present: t.present, Phase: t.phase()}, nil
+	return legacy.Status{Present: t.present, Phase: t.jobOrNone().Phase}, nil
 }
 
-// visible is the table's rows, or legacy.ErrGone once the table was retired.
-func (l *Legacy) visible(tenant string) (*legacyTable, error) {
+// onVisible runs f on the tenant's table under l.mu, or fails with legacy.ErrGone once the
+// table was retired.
+func onVisible[T any](l *Legacy, tenant string, f func(*legacyTable) (T, error)) (T, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	t := l.table(tenant)
 	if !t.present {
-		return nil, legacy.ErrGone
+		var zero T
+		return zero, legacy.ErrGone
 	}
-	return t, nil
+	return f(t)
 }
 
 // MaxSeq is the topic's highest legacy seq.
 func (l *Legacy) MaxSeq(_ context.Context, tenant, topicName string) (int64, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	t, err := l.visible(tenant)
-	if err != nil {
-		return 0, err
-	}
-	var n int64
-	for _, m := range t.rows {
-		if m.Topic == topicName {
-			n = max(n, m.Seq)
-		}
-	}
-	return n, nil
+	return onVisible(l, tenant, func(t *legacyTable) (int64, error) { return t.segments().Route(topicName).MaxSeq(), nil })
 }
 
 // Segments are the topic's legacy months, from the inventory once the cutover is recorded.
@@ -159,67 +139,52 @@ func (t *legacyTable) segments() legacy.Inventory {
 
 // Get reads the legacy row (topic, seq) if it was created in m.
 func (l *Legacy) Get(_ context.Context, tenant string, m month.Month, topicName string, sq int64) (message.Message, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	t, err := l.visible(tenant)
-	if err != nil {
-		return message.Message{}, err
-	}
-	for _, row := range t.rows {
-		if row.Topic == topicName && row.Seq == sq && row.Month == m {
-			return cloneMessage(row), nil
+	return onVisible(l, tenant, func(t *legacyTable) (message.Message, error) {
+		for _, row := range t.rows {
+			if row.Topic == topicName && row.Seq == sq && row.Month == m {
+				return cloneMessage(row), nil
+			}
 		}
-	}
-	return message.Message{}, fmt.Errorf("legacy get %s seq %d in %s: %w", topicName, sq, m, message.ErrNotFound)
+		return message.Message{}, fmt.Errorf("legacy get %s seq %d in %s: %w", topicName, sq, m, message.ErrNotFound)
+	})
 }
 
 // FindByID reads the legacy row with msgID if it was created in m.
 func (l *Legacy) FindByID(_ context.Context, tenant string, m month.Month, msgID int64) (message.Message, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	t, err := l.visible(tenant)
-	if err != nil {
-		return message.Message{}, err
-	}
-	if row, ok := t.rows[msgID]; ok && row.Month == m {
-		return cloneMessage(row), nil
-	}
-	return message.Message{}, fmt.Errorf("legacy msg_id %d in %s: %w", msgID, m, message.ErrNotFound)
+	return onVisible(l, tenant, func(t *legacyTable) (message.Message, error) {
+		if row, ok := t.rows[msgID]; ok && row.Month == m {
+			return cloneMessage(row), nil
+		}
+		return message.Message{}, fmt.Errorf("legacy msg_id %d in %s: %w", msgID, m, message.ErrNotFound)
+	})
 }
 
 // Page reads the month's legacy rows of the topic its month table lacks.
 func (l *Legacy) Page(_ context.Context, tenant string, m month.Month, q message.PageQuery) ([]message.Message, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	t, err := l.visible(tenant)
-	if err != nil {
-		return nil, err
-	}
-	l.shards.mu.Lock()
-	defer l.shards.mu.Unlock()
-	d := l.shards.db(tenant)
-	return page(d, maps.Values(t.rows), q, func(row message.Message) bool { return row.Month == m && !copied(d, row) }), nil
+	return l.uncopied(tenant, m, func(d *tenantMessages, rows iter.Seq[message.Message], keep func(message.Message) bool) []message.Message {
+		return page(d, rows, q, keep)
+	})
 }
 
 // Search reads the month's legacy rows its month table lacks, like MessageStore.Search.
 func (l *Legacy) Search(_ context.Context, tenant string, m month.Month, q ports.SearchQuery) ([]message.Message, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	t, err := l.visible(tenant)
-	if err != nil {
-		return nil, err
-	}
-	l.shards.mu.Lock()
-	defer l.shards.mu.Unlock()
-	d := l.shards.db(tenant)
-	return search(maps.Values(t.rows), q, func(row message.Message) bool { return row.Month == m && !copied(d, row) }), nil
+	return l.uncopied(tenant, m, func(_ *tenantMessages, rows iter.Seq[message.Message], keep func(message.Message) bool) []message.Message {
+		return search(rows, q, keep)
+	})
 }
 
-// copied reports whether the row's month table holds its (topic, seq); the caller holds
-// shards.mu.
-func copied(d *tenantMessages, row message.Message) bool {
-	_, ok := d.tables[row.Month][topicSeqKey{row.Topic, row.Seq}]
-	return ok
+// uncopied runs read over the legacy rows with keep passing those of month m whose month table
+// lacks their (topic, seq), under both locks.
+func (l *Legacy) uncopied(tenant string, m month.Month, read func(*tenantMessages, iter.Seq[message.Message], func(message.Message) bool) []message.Message) ([]message.Message, error) {
+	return onVisible(l, tenant, func(t *legacyTable) ([]message.Message, error) {
+		l.shards.mu.Lock()
+		defer l.shards.mu.Unlock()
+		d := l.shards.db(tenant)
+		return read(d, maps.Values(t.rows), func(row message.Message) bool {
+			_, copied := d.tables[row.Month][topicSeqKey{row.Topic, row.Seq}]
+			return row.Month == m && !copied
+		}), nil
+	})
 }
 
 // Plan reads the legacy table by month.
@@ -227,7 +192,7 @@ func (l *Legacy) Plan(_ context.Context, tenant string) (legacy.Plan, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	t := l.table(tenant)
-	p := legacy.Plan{Present: t.present, Phase: t.phase(), CursorIndex: t.cursorIndex}
+	p := legacy.Plan{Present: t.present, Phase: t.jobOrNone().Phase, CursorIndex: t.cursorIndex}
 	if !t.present {
 		return p, nil
 	}
@@ -312,17 +277,24 @@ func (l *Legacy) Progress(_ context.Context, tenant string) (legacy.Progress, er
 
 // SetPhase compares and sets the phase.
 func (l *Legacy) SetPhase(_ context.Context, tenant string, c legacy.PhaseChange) (legacy.Job, error) {
+	return l.change(tenant, c.From, func(t *legacyTable) {
+		t.job.Phase, t.job.Error, t.job.UpdatedAt = c.To, c.Error, l.clock().UTC()
+		if c.Report != nil {
+			rep := *c.Report
+			t.job.Report = &rep
+		}
+	})
+}
+
+// change runs do on the job if its phase is one of from, as one compare-and-set.
+func (l *Legacy) change(tenant string, from []legacy.Phase, do func(*legacyTable)) (legacy.Job, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	t := l.table(tenant)
-	if t.job == nil || !slices.Contains(c.From, t.job.Phase) {
-		return t.jobOrNone(), legacy.PhaseChangedError(t.phase(), c.From)
+	if t.job == nil || !slices.Contains(from, t.job.Phase) {
+		return t.jobOrNone(), legacy.PhaseChangedError(t.jobOrNone().Phase, from)
 	}
-	t.job.Phase, t.job.Error, t.job.UpdatedAt = c.To, c.Error, l.clock().UTC()
-	if c.Report != nil {
-		rep := *c.Report
-		t.job.Report = &rep
-	}
+	do(t)
 	return *t.job, nil
 }
 
@@ -335,32 +307,22 @@ func (t *legacyTable) jobOrNone() legacy.Job {
 
 // Rerun restarts the copy from the first row.
 func (l *Legacy) Rerun(_ context.Context, tenant string, from []legacy.Phase) (legacy.Job, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	t := l.table(tenant)
-	if t.job == nil || !slices.Contains(from, t.job.Phase) {
-		return t.jobOrNone(), legacy.PhaseChangedError(t.phase(), from)
-	}
-	t.job.Restart()
-	for _, mp := range t.months {
-		mp.Restart()
-	}
-	return *t.job, nil
+	return l.change(tenant, from, func(t *legacyTable) {
+		t.job.Restart()
+		for _, mp := range t.months {
+			mp.Restart()
+		}
+	})
 }
 
 // Reverify clears the verification and resumes.
 func (l *Legacy) Reverify(_ context.Context, tenant string, from []legacy.Phase) (legacy.Job, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	t := l.table(tenant)
-	if t.job == nil || !slices.Contains(from, t.job.Phase) {
-		return t.jobOrNone(), legacy.PhaseChangedError(t.phase(), from)
-	}
-	t.job.Phase, t.job.Error = t.job.Resume(), ""
-	for _, mp := range t.months {
-		mp.Unverify()
-	}
-	return *t.job, nil
+	return l.change(tenant, from, func(t *legacyTable) {
+		t.job.Phase, t.job.Error = t.job.Resume(), ""
+		for _, mp := range t.months {
+			mp.Unverify()
+		}
+	})
 }
 
 // MarkPrepared records that the work after the cutover was done.
@@ -375,14 +337,11 @@ func (l *Legacy) MarkPrepared(_ context.Context, tenant string) error {
 
 // PrepareTable adds the copy cursor index.
 func (l *Legacy) PrepareTable(_ context.Context, tenant string) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	t, err := l.visible(tenant)
-	if err != nil {
-		return err
-	}
-	t.cursorIndex = true
-	return nil
+	_, err := onVisible(l, tenant, func(t *legacyTable) (struct{}, error) {
+		t.cursorIndex = true
+		return struct{}{}, nil
+	})
+	return err
 }
 
 // Watermarks pages the topics' cutover seqs.
@@ -428,8 +387,8 @@ func (l *Legacy) CopyBatch(_ context.Context, tenant string, limit int) (legacy.
 	defer l.shards.mu.Unlock()
 	d := l.shards.db(tenant)
 	for _, row := range next {
-		if _, ok := d.catalog[row.Month]; !ok {
-			return legacy.Batch{}, fmt.Errorf("copy into %s: month table missing", row.Month)
+		if err := d.copyTarget(row); err != nil {
+			return legacy.Batch{}, err
 		}
 	}
 	for _, row := range next {
@@ -445,6 +404,14 @@ func (l *Legacy) CopyBatch(_ context.Context, tenant string, limit int) (legacy.
 	return b, nil
 }
 
+// copyTarget fails unless the row's month table exists; the caller holds shards.mu.
+func (d *tenantMessages) copyTarget(row message.Message) error {
+	if _, ok := d.catalog[row.Month]; !ok {
+		return fmt.Errorf("copy into %s: month table missing", row.Month)
+	}
+	return nil
+}
+
 // copyRow is the INSERT IGNORE of one legacy row into its month table with the writer's mirror
 // upsert; the caller holds shards.mu and has checked the month is in the catalog.
 func copyRow(d *tenantMessages, row message.Message) legacy.Outcome {
@@ -458,34 +425,30 @@ func copyRow(d *tenantMessages, row message.Message) legacy.Outcome {
 		}
 	}
 	table[topicSeqKey{row.Topic, row.Seq}] = cloneMessage(row)
-	d.grow(row)
+	d.mirror.Grow(row.Topic, row.Month, row.Seq, row.CreatedAt)
 	return legacy.Copied
 }
 
 // CopyMessage copies one legacy row ahead of the backfill.
 func (l *Legacy) CopyMessage(_ context.Context, tenant, topicName string, sq int64) (bool, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	t, err := l.visible(tenant)
-	if err != nil {
-		return false, err
-	}
-	l.shards.mu.Lock()
-	defer l.shards.mu.Unlock()
-	d := l.shards.db(tenant)
-	for _, row := range t.rows {
-		if row.Topic != topicName || row.Seq != sq {
-			continue
+	return onVisible(l, tenant, func(t *legacyTable) (bool, error) {
+		l.shards.mu.Lock()
+		defer l.shards.mu.Unlock()
+		d := l.shards.db(tenant)
+		for _, row := range t.rows {
+			if row.Topic != topicName || row.Seq != sq {
+				continue
+			}
+			if err := d.copyTarget(row); err != nil {
+				return false, err
+			}
+			if copyRow(d, row) == legacy.Failed {
+				return true, fmt.Errorf("copy %s seq %d: %w", topicName, sq, seq.ErrTaken)
+			}
+			return true, nil
 		}
-		if _, ok := d.catalog[row.Month]; !ok {
-			return false, fmt.Errorf("copy into %s: month table missing", row.Month)
-		}
-		if copyRow(d, row) == legacy.Failed {
-			return true, fmt.Errorf("copy %s seq %d: %w", topicName, sq, seq.ErrTaken)
-		}
-		return true, nil
-	}
-	return false, nil
+		return false, nil
+	})
 }
 
 // MonthTopics is the inventory of month m.
@@ -508,7 +471,6 @@ func (l *Legacy) LegacyRows(_ context.Context, tenant string, m month.Month) ite
 	}
 	present := t.present
 	l.mu.Unlock()
-	slices.SortFunc(rows, legacy.CompareRows)
 	return streamOf(rows, present)
 }
 
@@ -525,11 +487,12 @@ func (l *Legacy) MonthRows(_ context.Context, tenant string, m month.Month) iter
 		}
 	}
 	l.shards.mu.Unlock()
-	slices.SortFunc(rows, legacy.CompareRows)
 	return streamOf(rows, true)
 }
 
+// streamOf streams rows in the order both tables are compared in, or legacy.ErrGone.
 func streamOf(rows []legacy.Row, present bool) iter.Seq2[legacy.Row, error] {
+	slices.SortFunc(rows, legacy.CompareRows)
 	return func(yield func(legacy.Row, error) bool) {
 		if !present {
 			yield(legacy.Row{}, legacy.ErrGone)

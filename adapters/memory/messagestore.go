@@ -124,7 +124,7 @@ func (d *tenantMessages) put(row message.Message) error {
 		}
 	}
 	table[topicSeqKey{row.Topic, row.Seq}] = row
-	d.grow(row)
+	d.mirror.Grow(row.Topic, row.Month, row.Seq, row.CreatedAt)
 	return nil
 }
 
@@ -167,39 +167,18 @@ func (d *tenantMessages) checkOverlap(row message.Message) error {
 	return nil
 }
 
-// grow is the route-mirror upsert of seed 000 §5.2.
-func (d *tenantMessages) grow(row message.Message) {
-	months, ok := d.mirror[row.Topic]
-	if !ok {
-		months = make(map[month.Month]route.Segment)
-		d.mirror[row.Topic] = months
-	}
-	seg := months[row.Month]
-	seg.Month = row.Month
-	months[row.Month] = seg.Grow(row.Seq, row.CreatedAt)
-}
-
 // MaxSeq is the highest seq of the topic in the route mirror.
 func (s *MessageStore) MaxSeq(_ context.Context, tenant, topicName string) (int64, error) {
 	s.shards.mu.Lock()
 	defer s.shards.mu.Unlock()
-	var n int64
-	for _, seg := range s.shards.db(tenant).mirror[topicName] {
-		n = max(n, seg.MaxSeq)
-	}
-	return n, nil
+	return s.shards.db(tenant).mirror.Route(topicName).MaxSeq(), nil
 }
 
 // Segments reads the topic's route mirror.
 func (s *MessageStore) Segments(_ context.Context, tenant, topicName string) (route.Route, error) {
 	s.shards.mu.Lock()
 	defer s.shards.mu.Unlock()
-	months := s.shards.db(tenant).mirror[topicName]
-	segs := make([]route.Segment, 0, len(months))
-	for _, seg := range months {
-		segs = append(segs, seg)
-	}
-	return route.Normalize(segs), nil
+	return s.shards.db(tenant).mirror.Route(topicName), nil
 }
 
 // Get reads one message of one month.

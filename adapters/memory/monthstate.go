@@ -99,12 +99,7 @@ func (s *MonthState) advanceLocked(name string, target month.Month) month.Month 
 }
 
 func (s *MonthState) of(name string) *tenantMonths {
-	t, ok := s.tenants[name]
-	if !ok {
-		t = &tenantMonths{ready: map[month.Month]bool{}}
-		s.tenants[name] = t
-	}
-	return t
+	return stateOf(s.tenants, name, func() *tenantMonths { return &tenantMonths{ready: map[month.Month]bool{}} })
 }
 
 func validTenantMonth(name string, m month.Month) error {

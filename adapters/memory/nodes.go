@@ -51,12 +51,9 @@ func (n *Nodes) of(name, node string) (*nodesOf, error) {
 	if !tenant.Valid(name) || !presence.ValidNode(node) {
 		return nil, fmt.Errorf("invalid tenant %q or node %q", name, node)
 	}
-	s, ok := n.ts[name]
-	if !ok {
-		s = &nodesOf{leases: map[string]time.Time{}, presence: map[int64]map[uint64]presence.Entry{}, channels: map[string]*nodeChannel{}}
-		n.ts[name] = s
-	}
-	return s, nil
+	return stateOf(n.ts, name, func() *nodesOf {
+		return &nodesOf{leases: map[string]time.Time{}, presence: map[int64]map[uint64]presence.Entry{}, channels: map[string]*nodeChannel{}}
+	}), nil
 }
 
 // Renew implements ports.NodeLeases.

@@ -28,12 +28,7 @@ type repairTickets struct {
 func NewRepairQueue() *RepairQueue { return &RepairQueue{tenants: map[string]*repairTickets{}} }
 
 func (q *RepairQueue) of(name string) *repairTickets {
-	t, ok := q.tenants[name]
-	if !ok {
-		t = &repairTickets{topics: map[string]int64{}}
-		q.tenants[name] = t
-	}
-	return t
+	return stateOf(q.tenants, name, func() *repairTickets { return &repairTickets{topics: map[string]int64{}} })
 }
 
 // Add queues the topic, or renews its ticket.

@@ -48,8 +48,8 @@ func (s *Reports) AddReport(_ context.Context, tenant string, r social.Report) (
 
 // Reports pages reports newest first.
 func (s *Reports) Reports(_ context.Context, tenant string, q social.ReportQuery) ([]social.Report, error) {
-	if q.Limit <= 0 {
-		return nil, apperr.New(apperr.InvalidArgument, "limit must be positive")
+	if err := checkLimit(q.Limit); err != nil {
+		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

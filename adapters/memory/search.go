@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"iter"
@@ -41,8 +40,6 @@ func search(rows iter.Seq[message.Message], q ports.SearchQuery, keep func(messa
 			out = append(out, msg)
 		}
 	}
-	slices.SortFunc(out, func(a, b message.Message) int {
-		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), cmp.Compare(b.Seq, a.Seq), cmp.Compare(b.MsgID, a.MsgID))
-	})
+	slices.SortFunc(out, message.NewestFirst)
 	return clonedFirst(out, q.Limit)
 }

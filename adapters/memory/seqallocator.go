@@ -5,6 +5,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -200,21 +201,9 @@ func validTenantTopic(name, topicName string) (tenantTopic, error) {
 func (s *SeqAllocator) Forget(name string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for k := range s.counters {
-		if k.tenant == name {
-			delete(s.counters, k)
-		}
-	}
-	for k := range s.records {
-		if k.tenant == name {
-			delete(s.records, k)
-		}
-	}
-	for k := range s.pending {
-		if k.tenant == name {
-			delete(s.pending, k)
-		}
-	}
+	maps.DeleteFunc(s.counters, func(k tenantTopic, _ int64) bool { return k.tenant == name })
+	maps.DeleteFunc(s.records, func(k idemKey, _ idemRecord) bool { return k.tenant == name })
+	maps.DeleteFunc(s.pending, func(k pendingKey, _ time.Time) bool { return k.tenant == name })
 }
 
 // ForceCounter sets a topic counter to v, even lower, as restoring an older AOF would.

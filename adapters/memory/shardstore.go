@@ -35,7 +35,7 @@ type ShardStore struct {
 type tenantMessages struct {
 	catalog   map[month.Month]*monthCatalogEntry
 	tables    map[month.Month]map[topicSeqKey]message.Message
-	mirror    map[string]map[month.Month]route.Segment // topic → month → range
+	mirror    route.Mirror
 	dedup     map[messageDedupKey]messageDedupRecord
 	revisions []Revision
 	dellog    map[dellogKey][]seqRange // nil until the first range
@@ -83,17 +83,14 @@ func (s *ShardStore) WithRetention(now func() time.Time, dedupTTL time.Duration)
 
 // db returns the tenant's data; the caller holds s.mu.
 func (s *ShardStore) db(tenant string) *tenantMessages {
-	d, ok := s.tenants[tenant]
-	if !ok {
-		d = &tenantMessages{
+	return stateOf(s.tenants, tenant, func() *tenantMessages {
+		return &tenantMessages{
 			catalog: make(map[month.Month]*monthCatalogEntry),
 			tables:  make(map[month.Month]map[topicSeqKey]message.Message),
-			mirror:  make(map[string]map[month.Month]route.Segment),
+			mirror:  make(route.Mirror),
 			dedup:   make(map[messageDedupKey]messageDedupRecord),
 		}
-		s.tenants[tenant] = d
-	}
-	return d
+	})
 }
 
 // EnsureTable creates m's table and registers it as prepared; a registered month keeps its state.

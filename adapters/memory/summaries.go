@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/imdhq/imd/core/domain/apperr"
 	"github.com/imdhq/imd/core/domain/month"
 	"github.com/imdhq/imd/core/domain/stats"
 	"github.com/imdhq/imd/ports"
@@ -77,8 +76,8 @@ func (s *Summaries) Totals(_ context.Context, tenant string) (stats.Totals, erro
 
 // Days returns the newest limit days of the range, ascending.
 func (s *Summaries) Days(_ context.Context, tenant string, from, to time.Time, limit int) ([]stats.Day, error) {
-	if limit <= 0 {
-		return nil, apperr.New(apperr.InvalidArgument, "limit must be positive")
+	if err := checkLimit(limit); err != nil {
+		return nil, err
 	}
 	from, to = stats.DayOf(from), stats.DayOf(to)
 	s.mu.Lock()

@@ -3,6 +3,7 @@ package memory
 import (
 	"maps"
 	"slices"
+	"sync"
 
 	"github.com/imdhq/imd/core/domain/dialog"
 	"github.com/imdhq/imd/core/domain/route"
@@ -39,228 +40,162 @@ func cloneMap[K comparable, V any](m map[K]V, clone func(V) V) map[K]V {
 	return out
 }
 
-func cloneMonths(m map[string]*tenantMonths) map[string]*tenantMonths {
-	return cloneMap(m, func(t *tenantMonths) *tenantMonths {
-		return &tenantMonths{active: t.active, ready: maps.Clone(t.ready)}
-	})
+// part is one field of a fake's state to snapshot: called under the fake's lock, it saves a
+// copy and returns what puts a fresh copy of it back, so that a restore can be run again.
+type part func() (restore func())
+
+func partOf[T any](field *T, clone func(T) T) part {
+	return func() func() {
+		saved := clone(*field)
+		return func() { *field = clone(saved) }
+	}
+}
+
+// snapshot is Volatile.Snapshot over the parts of a fake's state that mu guards.
+func snapshot(mu *sync.Mutex, parts ...part) func() {
+	mu.Lock()
+	restores := make([]func(), len(parts))
+	for i, p := range parts {
+		restores[i] = p()
+	}
+	mu.Unlock()
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, r := range restores {
+			r()
+		}
+	}
+}
+
+// lose is Volatile.Lose of a fake whose state is one map.
+func lose[K comparable, V any](mu *sync.Mutex, state map[K]V) {
+	mu.Lock()
+	clear(state)
+	mu.Unlock()
 }
 
 // Snapshot copies the active and ready months.
 func (s *MonthState) Snapshot() func() {
-	s.mu.Lock()
-	saved := cloneMonths(s.tenants)
-	s.mu.Unlock()
-	return func() {
-		s.mu.Lock()
-		s.tenants = cloneMonths(saved)
-		s.mu.Unlock()
-	}
+	return snapshot(&s.mu, partOf(&s.tenants, func(m map[string]*tenantMonths) map[string]*tenantMonths {
+		return cloneMap(m, func(t *tenantMonths) *tenantMonths {
+			return &tenantMonths{active: t.active, ready: maps.Clone(t.ready)}
+		})
+	}))
 }
 
 // Lose forgets every active and ready month.
-func (s *MonthState) Lose() {
-	s.mu.Lock()
-	s.tenants = map[string]*tenantMonths{}
-	s.mu.Unlock()
-}
+func (s *MonthState) Lose() { lose(&s.mu, s.tenants) }
 
 // Snapshot copies the counters and idempotency records.
 func (s *SeqAllocator) Snapshot() func() {
-	s.mu.Lock()
-	counters, records := maps.Clone(s.counters), maps.Clone(s.records)
-	s.mu.Unlock()
-	return func() {
-		s.mu.Lock()
-		s.counters, s.records = maps.Clone(counters), maps.Clone(records)
-		s.mu.Unlock()
-	}
+	return snapshot(&s.mu, partOf(&s.counters, maps.Clone), partOf(&s.records, maps.Clone))
 }
 
 // Lose forgets every counter and record.
 func (s *SeqAllocator) Lose() {
 	s.mu.Lock()
-	s.counters, s.records = map[tenantTopic]int64{}, map[idemKey]idemRecord{}
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	clear(s.counters)
+	clear(s.records)
 }
 
-func cloneJobLists(m map[string]*jobLists) map[string]*jobLists {
-	lists := func(l map[partitionKey][]string) map[partitionKey][]string { return cloneMap(l, slices.Clone) }
-	return cloneMap(m, func(l *jobLists) *jobLists {
-		return &jobLists{
-			queues: lists(l.queues), processing: lists(l.processing), counts: maps.Clone(l.counts),
-			dead: slices.Clone(l.dead), done: maps.Clone(l.done),
-		}
-	})
-}
-
-// Snapshot copies the queues, processing lists, dead letters and done markers of every
-// partition count.
+// Snapshot copies the queues, processing lists, dead letters, done markers and partition
+// leases of every partition count, and wakes the waiting Takes on a restore.
 func (q *DeliverQueue) Snapshot() func() {
-	q.s.mu.Lock()
-	saved := cloneJobLists(q.s.tenants)
-	q.s.mu.Unlock()
-	return func() {
-		q.s.mu.Lock()
-		q.s.tenants = cloneJobLists(saved)
-		q.s.wake()
-		q.s.mu.Unlock()
-	}
+	lists := func(l map[partitionKey][]string) map[partitionKey][]string { return cloneMap(l, slices.Clone) }
+	// Takes waiting on the lost jobs look again at the restored ones.
+	wake := func() func() { return q.s.wake }
+	return snapshot(&q.s.mu, partOf(&q.s.tenants, func(m map[string]*jobLists) map[string]*jobLists {
+		return cloneMap(m, func(l *jobLists) *jobLists {
+			return &jobLists{
+				queues: lists(l.queues), processing: lists(l.processing),
+				dead: slices.Clone(l.dead), done: maps.Clone(l.done), leases: maps.Clone(l.leases),
+			}
+		})
+	}), wake)
 }
 
 // Lose forgets every job and marker.
-func (q *DeliverQueue) Lose() {
-	q.s.mu.Lock()
-	q.s.tenants = map[string]*jobLists{}
-	q.s.mu.Unlock()
-}
+func (q *DeliverQueue) Lose() { lose(&q.s.mu, q.s.tenants) }
 
 // Snapshot copies the routes.
 func (c *RouteCache) Snapshot() func() {
-	c.mu.Lock()
-	saved := cloneMap(c.routes, slices.Clone[route.Route])
-	c.mu.Unlock()
-	return func() {
-		c.mu.Lock()
-		c.routes = cloneMap(saved, slices.Clone[route.Route])
-		c.mu.Unlock()
-	}
+	return snapshot(&c.mu, partOf(&c.routes, func(m map[tenantTopic]route.Route) map[tenantTopic]route.Route {
+		return cloneMap(m, slices.Clone[route.Route])
+	}))
 }
 
 // Lose forgets every route.
-func (c *RouteCache) Lose() {
-	c.mu.Lock()
-	c.routes = map[tenantTopic]route.Route{}
-	c.mu.Unlock()
-}
+func (c *RouteCache) Lose() { lose(&c.mu, c.routes) }
 
-// cloneHot copies the topics; the encoded entries are never written after a Put, so they
-// are shared.
-func cloneHot(m map[tenantTopic]*hotTopic) map[tenantTopic]*hotTopic {
-	return cloneMap(m, func(t *hotTopic) *hotTopic {
-		return &hotTopic{entries: maps.Clone(t.entries), expires: t.expires}
-	})
-}
-
-// Snapshot copies the cached messages.
+// Snapshot copies the cached messages; the encoded entries are never written after a Put, so
+// they are shared.
 func (h *HotCache) Snapshot() func() {
-	h.mu.Lock()
-	saved := cloneHot(h.topics)
-	h.mu.Unlock()
-	return func() {
-		h.mu.Lock()
-		h.topics = cloneHot(saved)
-		h.mu.Unlock()
-	}
+	return snapshot(&h.mu, partOf(&h.topics, func(m map[tenantTopic]*hotTopic) map[tenantTopic]*hotTopic {
+		return cloneMap(m, func(t *hotTopic) *hotTopic { return &hotTopic{entries: maps.Clone(t.entries), expires: t.expires} })
+	}))
 }
 
 // Lose forgets every cached message.
-func (h *HotCache) Lose() {
-	h.mu.Lock()
-	h.topics = map[tenantTopic]*hotTopic{}
-	h.mu.Unlock()
-}
-
-func cloneUserLists(m map[string]*userLists) map[string]*userLists {
-	return cloneMap(m, func(t *userLists) *userLists {
-		return &userLists{
-			lists: cloneMap(t.lists, func(l *lists) *lists {
-				return &lists{
-					unread: maps.Clone(l.unread), read: maps.Clone(l.read), counts: maps.Clone(l.counts),
-					muted: maps.Clone(l.muted), pinned: maps.Clone(l.pinned), built: l.built,
-				}
-			}),
-			markers: cloneMap(t.markers, func(s markerSet) markerSet {
-				return markerSet{batches: maps.Clone(s.batches), expires: s.expires}
-			}),
-		}
-	})
-}
+func (h *HotCache) Lose() { lose(&h.mu, h.topics) }
 
 // Snapshot copies every list, count, marker and preview.
 func (s *DialogStore) Snapshot() func() {
-	s.mu.Lock()
-	lists, previews := cloneUserLists(s.tenants), cloneMap(s.previews, maps.Clone)
-	s.mu.Unlock()
-	return func() {
-		s.mu.Lock()
-		s.tenants, s.previews = cloneUserLists(lists), cloneMap(previews, maps.Clone)
-		s.mu.Unlock()
-	}
+	return snapshot(&s.mu, partOf(&s.tenants, func(m map[string]*userLists) map[string]*userLists {
+		return cloneMap(m, func(t *userLists) *userLists {
+			return &userLists{
+				lists: cloneMap(t.lists, func(l *lists) *lists {
+					return &lists{
+						unread: maps.Clone(l.unread), read: maps.Clone(l.read), counts: maps.Clone(l.counts),
+						muted: maps.Clone(l.muted), pinned: maps.Clone(l.pinned), built: l.built,
+					}
+				}),
+				markers: cloneMap(t.markers, func(s markerSet) markerSet {
+					return markerSet{batches: maps.Clone(s.batches), expires: s.expires}
+				}),
+			}
+		})
+	}), partOf(&s.previews, func(m map[string]map[int64]dialog.Preview) map[string]map[int64]dialog.Preview {
+		return cloneMap(m, maps.Clone)
+	}))
 }
 
 // Lose forgets every list, count, marker and preview.
 func (s *DialogStore) Lose() {
 	s.mu.Lock()
-	s.tenants, s.previews = map[string]*userLists{}, map[string]map[int64]dialog.Preview{}
-	s.mu.Unlock()
-}
-
-func cloneTickets(m map[string]*repairTickets) map[string]*repairTickets {
-	return cloneMap(m, func(t *repairTickets) *repairTickets {
-		return &repairTickets{version: t.version, topics: maps.Clone(t.topics), built: t.built}
-	})
+	defer s.mu.Unlock()
+	clear(s.tenants)
+	clear(s.previews)
 }
 
 // Snapshot copies the tickets and the routes-built marker.
 func (q *RepairQueue) Snapshot() func() {
-	q.mu.Lock()
-	saved := cloneTickets(q.tenants)
-	q.mu.Unlock()
-	return func() {
-		q.mu.Lock()
-		q.tenants = cloneTickets(saved)
-		q.mu.Unlock()
-	}
+	return snapshot(&q.mu, partOf(&q.tenants, func(m map[string]*repairTickets) map[string]*repairTickets {
+		return cloneMap(m, func(t *repairTickets) *repairTickets {
+			return &repairTickets{version: t.version, topics: maps.Clone(t.topics), built: t.built}
+		})
+	}))
 }
 
 // Lose forgets every ticket and marker.
-func (q *RepairQueue) Lose() {
-	q.mu.Lock()
-	q.tenants = map[string]*repairTickets{}
-	q.mu.Unlock()
-}
+func (q *RepairQueue) Lose() { lose(&q.mu, q.tenants) }
 
 // Snapshot copies the leases; tokens issued later stay unique after a restore, like the
 // random tokens of the Redis adapter.
-func (l *Locks) Snapshot() func() {
-	l.mu.Lock()
-	saved := maps.Clone(l.leases)
-	l.mu.Unlock()
-	return func() {
-		l.mu.Lock()
-		l.leases = maps.Clone(saved)
-		l.mu.Unlock()
-	}
-}
+func (l *Locks) Snapshot() func() { return snapshot(&l.mu, partOf(&l.leases, maps.Clone)) }
 
 // Lose forgets every lease.
-func (l *Locks) Lose() {
-	l.mu.Lock()
-	l.leases = map[lockKey]lease{}
-	l.mu.Unlock()
-}
-
-func cloneCompensations(m map[string]*compensations) map[string]*compensations {
-	return cloneMap(m, func(c *compensations) *compensations {
-		return &compensations{entries: slices.Clone(c.entries), ids: maps.Clone(c.ids)}
-	})
-}
+func (l *Locks) Lose() { lose(&l.mu, l.leases) }
 
 // Snapshot copies the listed writes.
 func (l *CompensationList) Snapshot() func() {
-	l.mu.Lock()
-	saved := cloneCompensations(l.tenants)
-	l.mu.Unlock()
-	return func() {
-		l.mu.Lock()
-		l.tenants = cloneCompensations(saved)
-		l.mu.Unlock()
-	}
+	return snapshot(&l.mu, partOf(&l.tenants, func(m map[string]*compensations) map[string]*compensations {
+		return cloneMap(m, func(c *compensations) *compensations {
+			return &compensations{entries: slices.Clone(c.entries), ids: maps.Clone(c.ids)}
+		})
+	}))
 }
 
 // Lose forgets every listed write.
-func (l *CompensationList) Lose() {
-	l.mu.Lock()
-	l.tenants = map[string]*compensations{}
-	l.mu.Unlock()
-}
+func (l *CompensationList) Lose() { lose(&l.mu, l.tenants) }

@@ -104,3 +104,21 @@ func TestVolatileRollsBackAndLoses(t *testing.T) {
 		})
 	}
 }
+
+// TestDeliverQueueSnapshotKeepsLeases: a restore brings the partition leases back with the
+// jobs, as a Redis snapshot holds the lease keys.
+func TestDeliverQueueSnapshotKeepsLeases(t *testing.T) {
+	ctx := context.Background()
+	q := NewDeliverQueue(time.Now)
+	if held, _, err := q.Hold(ctx, contractTenant, 0, "1-aa", time.Minute); err != nil || !held {
+		t.Fatalf("first hold: %v %v", held, err)
+	}
+	restore := q.Snapshot()
+	if err := q.Release(ctx, contractTenant, 0, "1-aa"); err != nil {
+		t.Fatal(err)
+	}
+	restore()
+	if held, _, err := q.Hold(ctx, contractTenant, 0, "2-bb", time.Minute); err != nil || held {
+		t.Fatalf("hold by another node after the restore: held %v, %v; want the restored lease to refuse it", held, err)
+	}
+}

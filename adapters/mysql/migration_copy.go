@@ -1,7 +1,6 @@
 package mysql
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -188,7 +187,7 @@ func copyRows(ctx context.Context, tx *sql.Tx, t *tenantDB, keys []legacyKey) (c
 		m := month.Of(k.CreatedAt)
 		byMonth[m] = append(byMonth[m], k)
 	}
-	ranges := make(map[topicMonth]route.Segment)
+	ranges := make(route.Mirror)
 	for _, m := range slices.Sorted(maps.Keys(byMonth)) {
 		table, err := t.months.on(ctx, tx, m)
 		if err != nil {
@@ -208,21 +207,13 @@ func copyRows(ctx context.Context, tx *sql.Tx, t *tenantDB, keys []legacyKey) (c
 			}
 		}
 		for _, k := range copied {
-			key := topicMonth{k.Topic, m}
-			seg := ranges[key]
-			seg.Month = m
-			ranges[key] = seg.Grow(k.Seqid, k.CreatedAt)
+			ranges.Grow(k.Topic, m, k.Seqid, k.CreatedAt)
 		}
 	}
 	if err := growMirror(ctx, tx, ranges); err != nil {
 		return copyResult{}, err
 	}
 	return res, nil
-}
-
-type topicMonth struct {
-	topic string
-	month month.Month
 }
 
 // copyMonth copies the rows of one month through q (bound to its table) and returns which it
@@ -290,22 +281,21 @@ func storedIDs(ctx context.Context, q *legacydb.Queries, keys []legacyKey) (map[
 }
 
 // growMirror upserts the copied ranges into the route mirror, in key order like the writer.
-func growMirror(ctx context.Context, tx *sql.Tx, ranges map[topicMonth]route.Segment) error {
+func growMirror(ctx context.Context, tx *sql.Tx, ranges route.Mirror) error {
 	if len(ranges) == 0 {
 		return nil
 	}
-	keys := slices.SortedFunc(maps.Keys(ranges), func(a, b topicMonth) int {
-		return cmp.Or(cmp.Compare(a.topic, b.topic), cmp.Compare(a.month, b.month))
-	})
 	mirror := rowBatch{sep: sepValues}
-	for _, k := range keys {
-		r := ranges[k]
-		p := sqlcdb.UpsertTopicShardsParams{
-			Topic: k.topic, ShardMonth: k.month.String(), MinSeq: r.MinSeq, MaxSeq: r.MaxSeq, MessageCount: r.Count,
-			MinCreatedAt: r.MinCreatedAt, MaxCreatedAt: r.MaxCreatedAt,
-		}
-		if err := mirror.add(func(q *sqlcdb.Queries) error { return q.UpsertTopicShards(ctx, p) }); err != nil {
-			return err
+	for _, topic := range slices.Sorted(maps.Keys(ranges)) {
+		for _, m := range slices.Sorted(maps.Keys(ranges[topic])) {
+			r := ranges[topic][m]
+			p := sqlcdb.UpsertTopicShardsParams{
+				Topic: topic, ShardMonth: m.String(), MinSeq: r.MinSeq, MaxSeq: r.MaxSeq, MessageCount: r.Count,
+				MinCreatedAt: r.MinCreatedAt, MaxCreatedAt: r.MaxCreatedAt,
+			}
+			if err := mirror.add(func(q *sqlcdb.Queries) error { return q.UpsertTopicShards(ctx, p) }); err != nil {
+				return err
+			}
 		}
 	}
 	if err := mirror.exec(ctx, tx); err != nil {

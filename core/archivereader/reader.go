@@ -283,9 +283,7 @@ func (r *Reader) Search(ctx context.Context, tenant string, m month.Month, q por
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b message.Message) int {
-		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), cmp.Compare(b.Seq, a.Seq), cmp.Compare(b.MsgID, a.MsgID))
-	})
+	slices.SortFunc(out, message.NewestFirst)
 	return out[:min(len(out), max(q.Limit, 0))], nil
 }
 

@@ -1,7 +1,6 @@
 package dualread
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -48,8 +47,6 @@ func (s *Search) Search(ctx context.Context, tenant string, m month.Month, q por
 		return cur, nil
 	}
 	out := union(cur, old)
-	slices.SortFunc(out, func(a, b message.Message) int {
-		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), cmp.Compare(b.Seq, a.Seq), cmp.Compare(b.MsgID, a.MsgID))
-	})
+	slices.SortFunc(out, message.NewestFirst)
 	return out[:min(len(out), max(q.Limit, 0))], nil
 }

@@ -1,7 +1,6 @@
 package history
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -80,7 +79,7 @@ func (s *Service) Search(ctx context.Context, r SearchRequest) ([]message.Messag
 		}
 		out = append(out, got...)
 	}
-	slices.SortFunc(out, newestFirst)
+	slices.SortFunc(out, message.NewestFirst)
 	out = slices.CompactFunc(out, func(a, b message.Message) bool { return a.MsgID == b.MsgID })
 	return out[:min(len(out), limit)], nil
 }
@@ -120,8 +119,4 @@ func withSegmentsCreatedIn(months []month.Month, rt route.Route, from, to time.T
 	slices.Sort(out)
 	slices.Reverse(out)
 	return out
-}
-
-func newestFirst(a, b message.Message) int {
-	return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), cmp.Compare(b.Seq, a.Seq), cmp.Compare(b.MsgID, a.MsgID))
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,12 +33,15 @@ func (c fixedClock) Now() time.Time { return c.t }
 type fakeTokens struct {
 	entered chan struct{}
 	gate    chan struct{}
+	// passed counts the calls let through the gate.
+	passed atomic.Int64
 }
 
 func (f *fakeTokens) Authenticate(_ context.Context, token string) (auth.Identity, error) {
 	if f.gate != nil {
 		f.entered <- struct{}{}
 		<-f.gate
+		f.passed.Add(1)
 	}
 	parts := strings.Split(token, "-")
 	if len(parts) != 3 || parts[0] != "tok" {

@@ -108,8 +108,14 @@ func TestNativeTLS(t *testing.T) {
 			if err != nil || len(msgs) != 1 || msgs[0].MsgID != ack.MsgID {
 				t.Fatalf("history %+v %v", msgs, err)
 			}
-			// The client acknowledged the push, so its timeout passes unnoticed.
-			time.Sleep(500 * time.Millisecond)
+			// The client writes its PUSH_ACK before its next read from the socket, so the ack went
+			// out before the history answer came in, ahead of this heartbeat, which the server
+			// answers only once it has handled the ack. A sweep past the push's timeout then proves the
+			// acknowledged push is never counted, with no wait on the sweep's own ticker.
+			if err := bob.Heartbeat(t.Context()); err != nil {
+				t.Fatalf("heartbeat after the ack: %v", err)
+			}
+			h.srv.Dispatcher().Sessions().ExpireAcks(time.Now().Add(time.Hour))
 			if n := h.metrics.count("push_ack_timeout_total"); n != 0 {
 				t.Fatalf("push_ack_timeout_total %v for an acknowledged push", n)
 			}

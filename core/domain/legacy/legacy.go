@@ -440,32 +440,21 @@ func Rate(spans []Span, now time.Time) float64 {
 }
 
 // Inventory is the legacy table at the cutover: each topic's segments by month.
-type Inventory map[string]map[month.Month]route.Segment
+type Inventory route.Mirror
 
 // Add counts one legacy row into the inventory.
 func (inv Inventory) Add(m message.Message) {
-	months, ok := inv[m.Topic]
-	if !ok {
-		months = make(map[month.Month]route.Segment)
-		inv[m.Topic] = months
-	}
-	s := months[m.Month]
-	s.Month = m.Month
-	months[m.Month] = s.Grow(m.Seq, m.CreatedAt)
+	route.Mirror(inv).Grow(m.Topic, m.Month, m.Seq, m.CreatedAt)
 }
 
 // Route is the topic's segments.
-func (inv Inventory) Route(topic string) route.Route {
-	return route.Normalize(slices.Collect(maps.Values(inv[topic])))
-}
+func (inv Inventory) Route(topic string) route.Route { return route.Mirror(inv).Route(topic) }
 
 // Watermarks are each topic's highest seq: its cutover seq.
 func (inv Inventory) Watermarks() map[string]int64 {
 	out := make(map[string]int64, len(inv))
-	for topic, months := range inv {
-		for _, s := range months {
-			out[topic] = max(out[topic], s.MaxSeq)
-		}
+	for topic := range inv {
+		out[topic] = inv.Route(topic).MaxSeq()
 	}
 	return out
 }

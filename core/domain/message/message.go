@@ -195,3 +195,10 @@ func (q PageQuery) Compare(a, b Message) int {
 	}
 	return cmp.Compare(a.Seq, b.Seq)
 }
+
+// NewestFirst orders search results as every month source returns them (ports.MessageSearch):
+// created_at descending, then seq, then msg_id descending, so that the merge of several months
+// and sources keeps one order.
+func NewestFirst(a, b Message) int {
+	return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), cmp.Compare(b.Seq, a.Seq), cmp.Compare(b.MsgID, a.MsgID))
+}

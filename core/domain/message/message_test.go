@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/imdhq/imd/core/domain/apperr"
 )
@@ -125,5 +126,28 @@ func TestPageQueryBoundsAndOrder(t *testing.T) {
 	a, b := Message{Seq: 1}, Message{Seq: 2}
 	if (PageQuery{}).Compare(a, b) >= 0 || (PageQuery{Desc: true}).Compare(a, b) <= 0 {
 		t.Error("Compare: ascending must put seq 1 first, descending seq 2")
+	}
+}
+
+func TestNewestFirst(t *testing.T) {
+	at := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name  string
+		first Message
+		then  Message
+	}{
+		{"later created_at first", Message{CreatedAt: at.Add(time.Millisecond), Seq: 1, MsgID: 1}, Message{CreatedAt: at, Seq: 9, MsgID: 9}},
+		{"same time: higher seq first", Message{CreatedAt: at, Seq: 2, MsgID: 1}, Message{CreatedAt: at, Seq: 1, MsgID: 9}},
+		{"same time and seq: higher msg_id first", Message{CreatedAt: at, Seq: 1, MsgID: 2}, Message{CreatedAt: at, Seq: 1, MsgID: 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if NewestFirst(tt.first, tt.then) >= 0 || NewestFirst(tt.then, tt.first) <= 0 {
+				t.Fatalf("NewestFirst does not put %+v before %+v", tt.first, tt.then)
+			}
+			if NewestFirst(tt.first, tt.first) != 0 {
+				t.Fatalf("NewestFirst(m, m) != 0")
+			}
+		})
 	}
 }
