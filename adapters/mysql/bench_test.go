@@ -34,7 +34,7 @@ func BenchmarkAppendGroupCommit(b *testing.B) {
 func BenchmarkAppendOneTxPerMessage(b *testing.B) {
 	benchAppend(b, func(_ *MessageStore, w *writer) appendFunc {
 		return func(ctx context.Context, _ string, m message.Message) error {
-			_, err := w.writeAlone(&appendReq{ctx: ctx, msg: m, hash: "h"})
+			_, err := w.writeAlone(&appendReq{ctx: ctx, msg: m, hash: "h"}, false)
 			return err
 		}
 	})

@@ -79,6 +79,7 @@ type writer struct {
 	opts  MessageStoreOptions
 	stats *writerStats
 	t     *tenantDB
+	marks *queuedMarker // the tenant's, carried by the batch transactions
 	month month.Month
 	reqs  chan *appendReq // closed by MessageStore.Close
 }
@@ -99,16 +100,23 @@ func (w *writer) run() {
 			}
 			pending = append(pending, r)
 		}
+		// Counted from here, not from the slot: a mark that arrives while every slot is busy
+		// waits for this batch rather than taking a transaction of its own.
+		w.marks.batchComing()
 		// The slot first: what queues while every slot is busy joins this batch.
 		slots <- struct{}{}
 		var batch []*appendReq
 		batch, pending, open = w.collect(pending, open)
 		if len(batch) == 0 {
 			<-slots
+			w.marks.batchEnded()
 			continue
 		}
 		committing.Go(func() {
-			defer func() { <-slots }()
+			defer func() {
+				<-slots
+				w.marks.batchEnded()
+			}()
 			w.commit(batch)
 		})
 	}
@@ -160,11 +168,11 @@ func (w *writer) collect(pending []*appendReq, open bool) (batch, rest []*append
 // deadlock), each request is retried in a transaction of its own, so innocent ones succeed.
 func (w *writer) commit(batch []*appendReq) {
 	if len(batch) == 1 {
-		batch[0].answer(w.writeAlone(batch[0]))
+		batch[0].answer(w.writeAlone(batch[0], true))
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), w.opts.TxTimeout)
-	answers, err := w.write(ctx, batch)
+	answers, err := w.write(ctx, batch, true)
 	cancel()
 	if err == nil {
 		for i, r := range batch {
@@ -174,7 +182,7 @@ func (w *writer) commit(batch []*appendReq) {
 	}
 	if mayBelongToOne(err) {
 		for _, r := range batch {
-			r.answer(w.writeAlone(r))
+			r.answer(w.writeAlone(r, false))
 		}
 		return
 	}
@@ -187,13 +195,17 @@ func mayBelongToOne(err error) bool {
 	return errors.Is(err, seq.ErrTaken) || isDuplicate(err, "") || isTransient(err)
 }
 
-func (w *writer) writeAlone(r *appendReq) (ports.AppendResult, error) {
+// writeAlone writes r in a transaction of its own; with carryMarks the first attempt also
+// carries the tenant's waiting marks (a retry does not: the marker writes them once the
+// attempt failed).
+func (w *writer) writeAlone(r *appendReq, carryMarks bool) (ports.AppendResult, error) {
 	var err error
 	for range singleAttempts {
 		ctx, cancel := context.WithTimeout(context.Background(), w.opts.TxTimeout)
 		var answers []appendResp
-		answers, err = w.write(ctx, []*appendReq{r})
+		answers, err = w.write(ctx, []*appendReq{r}, carryMarks)
 		cancel()
+		carryMarks = false
 		switch {
 		case err == nil:
 			return answers[0].res, answers[0].err
@@ -210,8 +222,9 @@ func (w *writer) writeAlone(r *appendReq) (ports.AppendResult, error) {
 }
 
 // write runs one batch transaction (DESIGN §4 step 5). It fails as a whole, or answers each
-// request, in request order.
-func (w *writer) write(ctx context.Context, reqs []*appendReq) (answers []appendResp, err error) {
+// request, in request order. With carryMarks it also writes the tenant's waiting queued marks
+// and settles them once the transaction has ended.
+func (w *writer) write(ctx context.Context, reqs []*appendReq, carryMarks bool) (answers []appendResp, err error) {
 	// READ COMMITTED: the locking reads below then lock only rows that exist, not gaps, which
 	// would make concurrent batches deadlock on inserts.
 	began := time.Now()
@@ -219,10 +232,13 @@ func (w *writer) write(ctx context.Context, reqs []*appendReq) (answers []append
 	if err != nil {
 		return nil, fmt.Errorf("begin batch in %s: %w", w.month, err)
 	}
+	var marks []*markReq
 	defer func() {
 		if err != nil {
 			tx.Rollback()
 		}
+		// After the rollback: the marker's own transaction would wait for its locks.
+		w.marks.settle(marks, err)
 		// A table dropped behind the catalog's back is as missing as one never created: the
 		// send answers 50301 for a retry and counts it for the alert (seed 000 §12 item 11).
 		if table, _ := w.month.Table(); isNoSuchTable(err, table) {
@@ -237,6 +253,16 @@ func (w *writer) write(ctx context.Context, reqs []*appendReq) (answers []append
 	table, err := w.t.months.on(ctx, tx, w.month)
 	if err != nil {
 		return nil, err
+	}
+	// The marks' rows are locked here, after the catalog's and before the batch's own dedup
+	// records, the mirror rows and the inserts, in primary-key order like every mark UPDATE.
+	// A batch waiting on them holds no mirror row yet, so it queues behind this one; the
+	// cycles left need one batch to resend what another marks (and the reverse, or the
+	// same request in both), which InnoDB breaks and the writer retries alone.
+	if carryMarks {
+		if marks, err = w.marks.carry(ctx, tx); err != nil {
+			return nil, err
+		}
 	}
 	b, err := w.plan(ctx, tx, q, reqs, later)
 	if err != nil {

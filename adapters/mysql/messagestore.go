@@ -58,7 +58,8 @@ type MessageStore struct {
 	writersMu sync.Mutex
 	writers   map[writerKey]*writer
 	markers   map[string]*queuedMarker // per tenant
-	running   sync.WaitGroup
+	writing   sync.WaitGroup
+	marking   sync.WaitGroup
 
 	stats writerStats
 }
@@ -73,6 +74,8 @@ type WriterStats struct {
 
 type writerStats struct {
 	transactions, appends atomic.Int64
+	// markTransactions: queued marks written in a transaction of their own, not in a batch's.
+	markTransactions atomic.Int64
 }
 
 // Stats reports how well appends were batched: Appends/Transactions is the mean batch size.
@@ -180,19 +183,18 @@ func (s *MessageStore) writer(key writerKey, t *tenantDB) *writer {
 	defer s.writersMu.Unlock()
 	w, ok := s.writers[key]
 	if !ok {
-		w = &writer{opts: s.opts, stats: &s.stats, t: t, month: key.month, reqs: make(chan *appendReq, queuePerWriter)}
+		w = &writer{
+			opts: s.opts, stats: &s.stats, t: t, marks: s.markerLocked(key.tenant, t), month: key.month,
+			reqs: make(chan *appendReq, queuePerWriter),
+		}
 		s.writers[key] = w
-		s.running.Add(1)
-		go func() {
-			defer s.running.Done()
-			w.run()
-		}()
+		s.writing.Go(w.run)
 	}
 	return w
 }
 
-// Close stops taking appends, lets every writer commit what it has queued, and waits for them.
-// Closing again does nothing.
+// Close stops taking appends and marks, lets every writer commit what it has queued and the
+// markers write the marks left, and waits for them. Closing again does nothing.
 func (s *MessageStore) Close() error {
 	s.sending.Lock()
 	already := s.closed
@@ -205,11 +207,16 @@ func (s *MessageStore) Close() error {
 	for _, w := range s.writers {
 		close(w.reqs)
 	}
+	s.writersMu.Unlock()
+	s.writing.Wait()
+	// Only now: until the last batch has ended, a mark may still be waiting for it, or come
+	// back from it failed.
+	s.writersMu.Lock()
 	for _, m := range s.markers {
-		close(m.reqs)
+		close(m.stop)
 	}
 	s.writersMu.Unlock()
-	s.running.Wait()
+	s.marking.Wait()
 	return nil
 }
 

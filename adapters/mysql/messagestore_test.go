@@ -53,7 +53,7 @@ func commitBatch(t *testing.T, s *MessageStore, c *Cluster, tenant string, msgs 
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &writer{opts: s.opts, stats: &s.stats, t: td, month: testMonth}
+	w := &writer{opts: s.opts, stats: &s.stats, t: td, marks: s.marker(tenant, td), month: testMonth}
 	batch := make([]*appendReq, len(msgs))
 	for i, m := range msgs {
 		batch[i] = &appendReq{ctx: context.Background(), msg: m, hash: "h-" + m.ClientMsgID, done: make(chan appendResp, 1)}
