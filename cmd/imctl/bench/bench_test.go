@@ -272,7 +272,10 @@ func TestRunCountsLostConnections(t *testing.T) {
 			}
 			if open == cfg.Conns {
 				for _, cs := range f.conns {
-					cs[0].nc.Close()
+					// FIN, not Close: closing with a heartbeat unread would reset the connection,
+					// which the client rightly counts as a network error, not the end of the
+					// stream this test cuts. The fake reads on until the client closes its side.
+					cs[0].nc.(*net.TCPConn).CloseWrite()
 				}
 				closed <- len(f.conns) // one per user
 				f.mu.Unlock()
