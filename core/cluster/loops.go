@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+
+	"github.com/imdhq/imd/core/runtime"
 )
 
 // NewNodeView names this process (InstanceName) and returns its view of the nodes.
@@ -23,15 +25,13 @@ func NewNodeView(cfg Config, log *slog.Logger) (*View, error) {
 // them, once the listener has closed every connection and the workers have finished.
 type Loops struct {
 	keeper   *Keeper
-	tracker  *Tracker
 	receiver *Receiver
-	cancel   context.CancelFunc
-	removals chan struct{} // closed when the tracker's Run returned
+	removals *runtime.Background // the tracker's presence removals
 }
 
 // NewLoops returns the loops, not started.
 func NewLoops(k *Keeper, t *Tracker, r *Receiver) *Loops {
-	return &Loops{keeper: k, tracker: t, receiver: r}
+	return &Loops{keeper: k, receiver: r, removals: runtime.NewBackground(t.Run)}
 }
 
 // Start runs the keeper's first passes (Keeper.Start), then the removals and the receiver.
@@ -39,10 +39,9 @@ func (l *Loops) Start(ctx context.Context) error {
 	if err := l.keeper.Start(ctx); err != nil {
 		return fmt.Errorf("node lease: %w", err)
 	}
-	var run context.Context
-	run, l.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	l.removals = make(chan struct{})
-	go func() { defer close(l.removals); l.tracker.Run(run) }()
+	if err := l.removals.Start(ctx); err != nil {
+		return fmt.Errorf("presence removals: %w", err)
+	}
 	l.receiver.Start(ctx)
 	return nil
 }
@@ -50,16 +49,10 @@ func (l *Loops) Start(ctx context.Context) error {
 // Stop ends the receiver, writes the removals still queued, then gives the lease and
 // partitions up (Keeper.Stop); it waits for the removals at most until ctx ends.
 func (l *Loops) Stop(ctx context.Context) error {
-	if l.cancel == nil {
-		return nil
-	}
 	l.receiver.Stop()
-	l.cancel()
 	var waited error
-	select {
-	case <-l.removals:
-	case <-ctx.Done():
-		waited = fmt.Errorf("presence removals: %w", ctx.Err())
+	if err := l.removals.Stop(ctx); err != nil {
+		waited = fmt.Errorf("presence removals: %w", err)
 	}
 	return errors.Join(waited, l.keeper.Stop(ctx))
 }
