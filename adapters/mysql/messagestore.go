@@ -70,17 +70,21 @@ type WriterStats struct {
 	Transactions int64
 	// Appends is the number of appends those transactions answered.
 	Appends int64
+	// MarkTransactions is the number of queued-mark transactions of their own: marks no batch
+	// transaction carried (an idle writer, a failed batch).
+	MarkTransactions int64
 }
 
 type writerStats struct {
-	transactions, appends atomic.Int64
-	// markTransactions: queued marks written in a transaction of their own, not in a batch's.
-	markTransactions atomic.Int64
+	transactions, appends, markTransactions atomic.Int64
 }
 
 // Stats reports how well appends were batched: Appends/Transactions is the mean batch size.
 func (s *MessageStore) Stats() WriterStats {
-	return WriterStats{Transactions: s.stats.transactions.Load(), Appends: s.stats.appends.Load()}
+	return WriterStats{
+		Transactions: s.stats.transactions.Load(), Appends: s.stats.appends.Load(),
+		MarkTransactions: s.stats.markTransactions.Load(),
+	}
 }
 
 type writerKey struct {

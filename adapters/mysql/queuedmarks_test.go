@@ -200,7 +200,7 @@ func TestQueuedMarkWaitingForABatch(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := stallWriter(t)
 			mustStore(t, f.s, f.tenant, stored)
-			before := f.s.stats.markTransactions.Load()
+			before := f.s.Stats().MarkTransactions
 			done := f.mark(t, tt.mark)
 			tt.meanwhile(t, f)
 			ok, err := answered(done, 200*time.Millisecond)
@@ -222,7 +222,7 @@ func TestQueuedMarkWaitingForABatch(t *testing.T) {
 			if got := dedupStatus(t, f.db, tt.mark); got != tt.want {
 				t.Fatalf("status %q once MarkQueued returned, want %q", got, tt.want)
 			}
-			if got := f.s.stats.markTransactions.Load() - before; got != tt.alone {
+			if got := f.s.Stats().MarkTransactions - before; got != tt.alone {
 				t.Fatalf("%d mark transactions of their own, want %d", got, tt.alone)
 			}
 			f.release()
@@ -243,7 +243,7 @@ func TestQueuedMarkIdleWriter(t *testing.T) {
 	if err := s.MarkQueued(ctx, tenant, m.Topic, m.From, m.ClientMsgID); err != nil {
 		t.Fatalf("MarkQueued: %v", err)
 	}
-	if got := s.stats.markTransactions.Load(); got != 1 {
+	if got := s.Stats().MarkTransactions; got != 1 {
 		t.Fatalf("%d mark transactions, want 1", got)
 	}
 	if got := dedupStatus(t, rawDB(t, c, tenant), m); got != dedupQueued {
@@ -302,7 +302,7 @@ func TestQueuedMarksWithConcurrentSends(t *testing.T) {
 	}
 	st := s.Stats()
 	t.Logf("%d appends in %d batch transactions, %d mark transactions of their own",
-		st.Appends, st.Transactions, s.stats.markTransactions.Load())
+		st.Appends, st.Transactions, st.MarkTransactions)
 }
 
 // sendAndMark is the send path's store, enqueue-and-mark, and a client's resend (before the
