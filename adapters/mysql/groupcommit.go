@@ -349,29 +349,29 @@ func (w *writer) plan(ctx context.Context, tx *sql.Tx, q *sqlcdb.Queries, reqs [
 			b.addRow(tombstoneRow(m))
 			continue
 		}
-		if d, ok := known[r.dedupKey()]; ok {
-			existing, err := w.readRecorded(ctx, tx, d)
-			if err != nil {
+		d, recorded := known[r.dedupKey()]
+		var existing message.Message
+		if recorded {
+			var err error
+			if existing, err = w.readRecorded(ctx, tx, d); err != nil {
 				// Only this request is stuck (say, its record points to a dropped month); a
 				// failed statement does not abort the transaction, so the others go on.
 				b.answers[i].err = err
 				continue
 			}
-			queued := d.Status == dedupQueued
 			if d.MessageID.Valid && d.MessageID.Int64 == m.MsgID {
-				b.answers[i].res = ports.AppendResult{Outcome: ports.AlreadyStored, Existing: existing, Hash: d.PayloadHash, Queued: queued}
+				b.answers[i].res = ports.AppendResult{Outcome: ports.AlreadyStored, Existing: existing, Hash: d.PayloadHash, Queued: d.Status == dedupQueued}
 				continue
 			}
-			if newer := shard.Superseding(w.month, r.allocatedAt, later); newer != 0 {
-				b.answers[i].err = w.behind(m, newer)
-				continue
-			}
-			b.answers[i].res = ports.AppendResult{Outcome: ports.DuplicateClientMsgID, Existing: existing, Hash: d.PayloadHash, Queued: queued}
-			b.addRow(tombstoneRow(m))
-			continue
 		}
+		// A new row, or the tombstone of a seq whose client_msg_id another message holds.
 		if newer := shard.Superseding(w.month, r.allocatedAt, later); newer != 0 {
 			b.answers[i].err = w.behind(m, newer)
+			continue
+		}
+		if recorded {
+			b.answers[i].res = ports.AppendResult{Outcome: ports.DuplicateClientMsgID, Existing: existing, Hash: d.PayloadHash, Queued: d.Status == dedupQueued}
+			b.addRow(tombstoneRow(m))
 			continue
 		}
 		row, err := messageRow(m)

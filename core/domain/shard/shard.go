@@ -90,10 +90,10 @@ func (e *BehindError) Unwrap() error { return ErrMonthBehind }
 // switch and written after it (a send in flight across a normal switch) is not superseded,
 // since ActiveSince is never earlier than the switch itself. A zero at is never superseded.
 func Superseding(m month.Month, at time.Time, catalog []Info) month.Month {
-	var newest month.Month
 	if at.IsZero() {
 		return 0
 	}
+	var newest month.Month
 	for _, in := range catalog {
 		if in.Month > m && in.Month > newest && !in.ActiveSince.IsZero() && in.ActiveSince.Before(at) {
 			newest = in.Month
