@@ -53,7 +53,7 @@ type Deps struct {
 	// RequestMetrics records every request (metrics.go); nil records nothing.
 	RequestMetrics ports.Metrics
 	// Ready checks the dependencies (e.g. pings) for /readyz; nil means nothing to check.
-	Ready ReadyCheck `optional:"true"`
+	Ready ReadyCheck
 	// Listeners are the node's other listeners (the frame listener): each reports nil while it
 	// accepts, and /readyz is 503 while any does not, so no client is routed to a node that
 	// answers HTTP but cannot take connections.
