@@ -387,8 +387,6 @@ func fromRow(r sqlcdb.ImGroupMessagesTpl, m month.Month) (message.Message, error
 			return message.Message{}, fmt.Errorf("decode mentions of %s seq %d: %w", r.Topic, r.Seqid, err)
 		}
 	}
-	if r.EditedAt.Valid {
-		msg.EditedAt = r.EditedAt.Time.UTC()
-	}
+	msg.EditedAt = nullTimeUTC(r.EditedAt)
 	return msg, nil
 }

@@ -222,6 +222,14 @@ func nullInt(v sql.NullInt64) *int64 {
 	return &v.Int64
 }
 
+// nullTimeUTC is t in UTC, zero when NULL.
+func nullTimeUTC(t sql.NullTime) time.Time {
+	if !t.Valid {
+		return time.Time{}
+	}
+	return t.Time.UTC()
+}
+
 func nullTime(v sql.NullTime) *time.Time {
 	if !v.Valid {
 		return nil

@@ -132,14 +132,6 @@ func (s *ShardStore) RecordSwitch(ctx context.Context, tenant string, m month.Mo
 	return nil
 }
 
-// nullTimeUTC is t in UTC, zero when NULL.
-func nullTimeUTC(t sql.NullTime) time.Time {
-	if !t.Valid {
-		return time.Time{}
-	}
-	return t.Time.UTC()
-}
-
 // ErrStateChanged: SetState found the month in another state than expected.
 var ErrStateChanged = errors.New("month state changed")
 

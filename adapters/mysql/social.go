@@ -289,11 +289,7 @@ func (d *Directory) GroupPolicy(ctx context.Context, tenant string, groupID int6
 }
 
 func memberOf(user int64, role string, mutedUntil sql.NullTime, joined time.Time) social.Member {
-	m := social.Member{UserID: user, Role: social.Role(role), JoinedAt: joined.UTC()}
-	if mutedUntil.Valid {
-		m.MutedUntil = mutedUntil.Time.UTC()
-	}
-	return m
+	return social.Member{UserID: user, Role: social.Role(role), JoinedAt: joined.UTC(), MutedUntil: nullTimeUTC(mutedUntil)}
 }
 
 // Group reads a group.
