@@ -68,7 +68,9 @@ func run(args []string) error {
 	}
 	log := slogtint.New(cfg.Env, cfg.Log.Level, cfg.NodeID, os.Stderr)
 
-	app := fx.New(
+	// app.Run exits non-zero when start or stop fails, or when a component that cannot go on
+	// asks for it (fx.Shutdowner with an exit code); fx logs why.
+	fx.New(
 		// fx's own events at debug level, its failures as errors.
 		fx.WithLogger(func() fxevent.Logger {
 			l := &fxevent.SlogLogger{Logger: log}
@@ -78,30 +80,16 @@ func run(args []string) error {
 		fx.StartTimeout(cfg.Shutdown.Timeout*3),
 		fx.StopTimeout(cfg.Shutdown.Timeout),
 		Options(cfg, log),
-	)
-	if err := app.Err(); err != nil {
-		return fmt.Errorf("assemble: %w", err)
-	}
-
-	startCtx, cancel := context.WithTimeout(context.Background(), cfg.Shutdown.Timeout*3)
-	defer cancel()
-	if err := app.Start(startCtx); err != nil {
-		return fmt.Errorf("start: %w", err)
-	}
-	log.Info("imd ready", "tcp", cfg.TCP.Addr, "http", cfg.HTTP.Addr, "tenants", cfg.TenantNames())
-
-	// SIGINT, SIGTERM, or a component that cannot go on (fx.Shutdowner with an exit code).
-	got := <-app.Wait()
-	log.Info("shutting down", "signal", got.String(), "exit_code", got.ExitCode)
-
-	stopCtx, cancelStop := context.WithTimeout(context.Background(), cfg.Shutdown.Timeout)
-	defer cancelStop()
-	if err := app.Stop(stopCtx); err != nil && !errors.Is(err, context.Canceled) {
-		return fmt.Errorf("stop: %w", err)
-	}
-	log.Info("imd stopped")
-	if got.ExitCode != 0 {
-		return fmt.Errorf("stopped with exit code %d", got.ExitCode)
-	}
+		// Appended last: it runs after every other start hook and before every stop hook.
+		fx.Invoke(func(lc fx.Lifecycle) {
+			lc.Append(fx.Hook{
+				OnStart: func(context.Context) error {
+					log.Info("imd ready", "tcp", cfg.TCP.Addr, "http", cfg.HTTP.Addr, "tenants", cfg.TenantNames())
+					return nil
+				},
+				OnStop: func(context.Context) error { log.Info("shutting down"); return nil },
+			})
+		}),
+	).Run()
 	return nil
 }
