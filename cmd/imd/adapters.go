@@ -29,31 +29,21 @@ import (
 	"github.com/imdhq/imd/ports"
 )
 
-// The few things the rest of the wiring needs from the adapters beyond ports.
-type (
-	// tenantStorage readies a tenant's database before its loops start.
-	tenantStorage = runtime.ReadyStorage
-	// baseEditor is the store's message editor before dual read and archiving wrap it.
-	baseEditor struct{ ports.MessageEditor }
-)
-
-// mediaStores are where uploads go: the presigner of upload and download URLs, and the
-// /files/ handler of the HTTP listener when the store is the local directory (nil for S3).
-type mediaStores struct {
-	signer ports.ObjectStore
-	files  httpapi.FileStore
-}
+// baseEditor is the store's message editor before dual read and archiving wrap it.
+type baseEditor struct{ ports.MessageEditor }
 
 // Adapters provides every port from MySQL, Redis, sonyflake, JWT, Prometheus, Bleve and the
-// blob stores, and opens and closes them in the start order of seed 003 §18: MySQL, Redis,
-// ID. Tests replace it with the memory fakes (app_test.go) and keep the rest.
+// blob stores, and opens them in the start order of seed 003 §18 (MySQL, Redis, ID); each
+// closes at stop after everything built on it has stopped. Tests replace it with the memory
+// fakes (app_test.go) and keep the rest.
 func Adapters(cfg config.Config) fx.Option {
 	return fx.Options(
 		fx.Provide(
-			fxdeps.As(openMySQL, fx.Self(), new(ports.TenantStorage)),
-			fxdeps.As(func(c *mysql.Cluster, m ports.Metrics) *mysql.MessageStore {
+			fx.Annotate(openMySQL, fx.As(fx.Self()), fx.As(new(ports.TenantStorage)), fx.OnStop((*mysql.Cluster).Close)),
+			fx.Annotate(func(c *mysql.Cluster, m ports.Metrics) *mysql.MessageStore {
 				return mysql.NewMessageStore(c, mysql.MessageStoreOptions{DedupTTL: time.Duration(cfg.Shard.DedupRetentionDays) * 24 * time.Hour, Metrics: m})
-			}, fx.Self(), new(ports.MessageStore), new(ports.QueuedMarks), new(ports.SeqHoles), new(ports.MessageSearch), new(ports.MessageFinder)),
+			}, fx.OnStop((*mysql.MessageStore).Close), fx.As(fx.Self()), fx.As(new(ports.MessageStore)), fx.As(new(ports.QueuedMarks)),
+				fx.As(new(ports.SeqHoles)), fx.As(new(ports.MessageSearch)), fx.As(new(ports.MessageFinder))),
 			fxdeps.As(mysql.NewDirectory, new(ports.Directory), new(ports.GroupOwners), new(ports.Profiles), new(ports.Friends),
 				new(ports.Blocks), new(ports.Groups), new(ports.SendRules), new(conversation.Graph)),
 			func(c *mysql.Cluster) baseEditor { return baseEditor{mysql.NewMessageEditor(c)} },
@@ -66,13 +56,15 @@ func Adapters(cfg config.Config) fx.Option {
 			fxdeps.As(mysql.NewReports, new(ports.Reports)),
 			fxdeps.As(mysql.NewSummaries, new(ports.Summaries), new(ports.DailyCounter)),
 			fxdeps.As(mysql.NewRevocations, new(ports.TokenRevocations)),
-			openTenantRegistry,
+			// The registry's database is opened at start, before the tenants are loaded.
+			fx.Annotate(func(c *mysql.Cluster) *mysql.TenantRegistry { return mysql.NewTenantRegistry(c, cfg.Registry.Database) },
+				fx.As(fx.Self()), fx.As(new(ports.TenantStore)), fx.OnStart((*mysql.TenantRegistry).Open), fx.OnStop((*mysql.TenantRegistry).Close)),
 			fxdeps.As(mysql.NewMonthRows, new(ports.MonthRows), new(ports.MonthCatalog)),
 			fxdeps.As(mysql.NewReferences, new(ports.Favorites), new(ports.GroupFiles), new(ports.References)),
 			fxdeps.As(mysql.NewLegacy, new(ports.LegacyMessages)),
 			fxdeps.As(mysql.NewMigrations, new(ports.MigrationStore), new(dualread.Copier)),
 
-			openRedis,
+			fx.Annotate(openRedis, fx.OnStop(rueidis.Client.Close)),
 			func(c rueidis.Client) httpapi.ReadyCheck { return redisadapter.Ready(c) },
 			fxdeps.As(redisadapter.NewNodes, new(ports.NodeLeases), new(ports.Presence), new(ports.NodeChannel), new(ports.NodeInspector)),
 			fxdeps.As(func(c rueidis.Client) *redisadapter.SeqAllocator { return redisadapter.NewSeqAllocator(c, 0) },
@@ -96,12 +88,14 @@ func Adapters(cfg config.Config) fx.Option {
 			fxdeps.As(prometheus.New, fx.Self(), new(ports.Metrics), new(ports.CounterAdder)),
 			func(m *prometheus.Metrics) http.Handler { return m.Handler() },
 			func() ports.Clock { return systemClock{} },
-			newSearchIndex,
+			fx.Annotate(func() (*bleveindex.Index, error) { return bleveindex.New(cfg.Search.Dir) },
+				fx.As(fx.Self()), fx.As(new(ports.SearchIndex)), fx.OnStop((*bleveindex.Index).Close)),
 			newBlobStore,
 			newObjectStore,
 			newPushNotifier,
 		),
-		fx.Invoke(closeStorage),
+		// Opened in this order at start whoever needs them first.
+		fx.Invoke(func(*mysql.Cluster, *mysql.MessageStore, rueidis.Client, ports.IDGenerator) {}),
 	)
 }
 
@@ -113,43 +107,14 @@ func openMySQL(cfg config.Config) (*mysql.Cluster, error) {
 	return mysql.Open(cfg.MySQL.DSN, cfg.MySQL.MaxOpenConns, mysql.WithTLS(certs))
 }
 
-// closeStorage closes the writers, then the pools, at stop; the runtime readies each tenant's
-// database at start.
-func closeStorage(lc fx.Lifecycle, cluster *mysql.Cluster, store *mysql.MessageStore) {
-	lc.Append(fx.StopHook(cluster.Close))
-	lc.Append(fx.StopHook(store.Close))
-}
-
-// openTenantRegistry opens the registry's database at start, before the tenants are loaded.
-func openTenantRegistry(lc fx.Lifecycle, c *mysql.Cluster, cfg config.Config) ports.TenantStore {
-	r := mysql.NewTenantRegistry(c, cfg.Registry.Database)
-	lc.Append(fx.Hook{OnStart: r.Open, OnStop: func(context.Context) error { return r.Close() }})
-	return r
-}
-
-// openRedis connects to Redis; the client closes last but one, after everything using it.
-func openRedis(lc fx.Lifecycle, cfg config.Config) (rueidis.Client, error) {
+func openRedis(cfg config.Config) (rueidis.Client, error) {
 	certs, err := cfg.Redis.TLS.Build()
 	if err != nil {
 		return nil, fmt.Errorf("redis: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := redisadapter.Open(ctx, cfg.Redis.Addr, redisadapter.WithAuth(cfg.Redis.Username, cfg.Redis.Password), redisadapter.WithTLS(certs))
-	if err != nil {
-		return nil, fmt.Errorf("redis %s: %w", cfg.Redis.Addr, err)
-	}
-	lc.Append(fx.StopHook(c.Close))
-	return c, nil
-}
-
-func newSearchIndex(lc fx.Lifecycle, cfg config.Config) (ports.SearchIndex, error) {
-	x, err := bleveindex.New(cfg.Search.Dir)
-	if err != nil {
-		return nil, err
-	}
-	lc.Append(fx.StopHook(x.Close))
-	return x, nil
+	return redisadapter.Open(ctx, cfg.Redis.Addr, redisadapter.WithAuth(cfg.Redis.Username, cfg.Redis.Password), redisadapter.WithTLS(certs))
 }
 
 // newBlobStore is the archive's home: a local directory (default) or an S3-compatible bucket
@@ -162,19 +127,17 @@ func newBlobStore(cfg config.Config) (ports.BlobStore, error) {
 	return blobfs.New(a.Dir)
 }
 
-// newObjectStore is the uploads store: an S3-compatible bucket, or the local directory
-// (default).
-func newObjectStore(cfg config.Config) (mediaStores, error) {
+// newObjectStore is the uploads store, the presigner of upload and download URLs: an
+// S3-compatible bucket, or the local directory (default), which is also the /files/ handler of
+// the HTTP listener (nil for S3).
+func newObjectStore(cfg config.Config) (ports.ObjectStore, httpapi.FileStore, error) {
 	u := cfg.Uploads
 	if u.Store == "s3" {
 		s, err := s3blob.New(s3blob.Config(u.S3))
-		return mediaStores{signer: s}, err
+		return s, nil, err
 	}
 	s, err := localfs.New(localfs.Config{Dir: u.Dir, BaseURL: cfg.UploadsBaseURL(), Secret: cfg.URLSecret()})
-	if err != nil {
-		return mediaStores{}, err
-	}
-	return mediaStores{signer: s, files: s}, nil
+	return s, s, err
 }
 
 // newPushNotifier is the webhook when one is configured, else Noop. The webhook's queue is

@@ -101,7 +101,6 @@ func socialGraph() fx.Option {
 		fxdeps.Inject(tenantregistry.New),
 		func(r *tenantregistry.Registry) ports.KnownTenant { return r.Known },
 		fxdeps.As(fxdeps.Inject(authn.New), fx.Self(), new(ports.Authenticator)),
-		func(m mediaStores) (ports.ObjectStore, httpapi.FileStore) { return m.signer, m.files },
 		fxdeps.Inject(uploads.New),
 		fxdeps.Inject(reports.New),
 		fxdeps.Gather[httpapi.SocialDeps](),
@@ -182,15 +181,11 @@ func legacyMigration(cfg config.Config) fx.Option {
 			fx.Provide(func(l ports.LegacyMessages, c ports.Clock, log *slog.Logger) *dualread.Source {
 				return dualread.NewSource(l, c, cfg.Migration.StatusTTL, log)
 			}),
-			fx.Decorate(
-				func(s ports.MessageStore, src *dualread.Source) ports.MessageStore { return dualread.NewStore(s, src) },
-				func(s ports.MessageSearch, src *dualread.Source) ports.MessageSearch {
-					return dualread.NewSearch(s, src)
-				},
-				func(f ports.MessageFinder, src *dualread.Source) ports.MessageFinder {
-					return dualread.NewFinder(f, src)
-				},
-			),
+			fx.Decorate(func(s ports.MessageStore, q ports.MessageSearch, f ports.MessageFinder, src *dualread.Source) (
+				ports.MessageStore, ports.MessageSearch, ports.MessageFinder,
+			) {
+				return dualread.NewStore(s, src), dualread.NewSearch(q, src), dualread.NewFinder(f, src)
+			}),
 		)
 	}
 	return fx.Options(opts...)

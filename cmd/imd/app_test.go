@@ -24,6 +24,7 @@ import (
 	"github.com/imdhq/imd/core/domain/social"
 	"github.com/imdhq/imd/core/domain/tenant"
 	"github.com/imdhq/imd/core/dualread"
+	"github.com/imdhq/imd/core/runtime"
 	"github.com/imdhq/imd/ports"
 )
 
@@ -105,7 +106,7 @@ func memoryAdapters(t *testing.T, cfg config.Config) fx.Option {
 		func() ports.CompensationList { return memory.NewCompensationList() },
 		func() ports.Locks { return memory.NewLocks(clock.Now) },
 		func() ports.IDGenerator { return memory.NewIDs(clock) },
-		func() tenantStorage { return func(context.Context, tenant.Info) error { return nil } },
+		func() runtime.ReadyStorage { return func(context.Context, tenant.Info) error { return nil } },
 		func() ports.Tokens { return tokens },
 		func() ports.TokenInspector { return tokens },
 		func() *prometheus.Metrics { return prometheus.New(nil) },
@@ -115,7 +116,7 @@ func memoryAdapters(t *testing.T, cfg config.Config) fx.Option {
 		func() ports.Clock { return clock },
 		func() ports.SearchIndex { return memory.NewSearchIndex() },
 		func() ports.BlobStore { return memory.NewBlobStore() },
-		func() mediaStores { return mediaStores{signer: files, files: files} },
+		func() (ports.ObjectStore, httpapi.FileStore) { return files, files },
 		func() ports.PushNotifier { return push.Noop{} },
 	)
 }
