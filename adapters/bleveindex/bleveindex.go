@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/analysis/analyzer/keyword"
@@ -51,6 +52,16 @@ const removeBatch = 1000
 // one directory): such a node fails its calls on that index instead of hanging in them.
 const boltTimeout = "2s"
 
+// persistNap is how long Bleve's persister waits after writing a snapshot to disk: writes
+// return once searchable (unsafe_batch), their in-memory segments are merged while it naps,
+// and the merged one is written once. Waiting for each write's own file instead cost ~30 %
+// more CPU per document (docs/BENCHMARKS.md, change 19). A crash loses at most the last nap's
+// documents on top of the indexer's queue; the backfill (reindex) restores both.
+const persistNap = 1000 // ms
+
+// persistWait bounds how long Close waits for the last writes to be persisted.
+const persistWait = 10 * time.Second
+
 // Index keeps one Bleve index per tenant, opened on first use.
 type Index struct {
 	dir string
@@ -65,6 +76,8 @@ type Index struct {
 type tenantIndex struct {
 	bleve.Index
 	numericSeq bool // created before fieldOrder: the seq is the numeric fieldSeq
+	// unpersisted counts the writes Bleve has not yet persisted.
+	unpersisted *sync.WaitGroup
 }
 
 var _ ports.SearchIndex = (*Index)(nil)
@@ -136,7 +149,10 @@ func (x *Index) of(name string) (tenantIndex, error) {
 		return idx, nil
 	}
 	path := filepath.Join(x.dir, name+".bleve")
-	cfg := map[string]any{"bolt_timeout": boltTimeout}
+	cfg := map[string]any{
+		"bolt_timeout": boltTimeout, "unsafe_batch": true,
+		"scorchPersisterOptions": map[string]any{"PersisterNapTimeMSec": persistNap},
+	}
 	idx, err := bleve.OpenUsing(path, cfg)
 	if errors.Is(err, bleve.ErrorIndexPathDoesNotExist) {
 		idx, err = bleve.NewUsing(path, docMapping(), bleve.Config.DefaultIndexType, bleve.Config.DefaultKVStore, cfg)
@@ -144,7 +160,7 @@ func (x *Index) of(name string) (tenantIndex, error) {
 	if err != nil {
 		return tenantIndex{}, fmt.Errorf("open search index of %s: %w", name, err)
 	}
-	t := tenantIndex{Index: idx, numericSeq: idx.Mapping().FieldMappingForPath(fieldOrder).Type == ""}
+	t := tenantIndex{Index: idx, numericSeq: idx.Mapping().FieldMappingForPath(fieldOrder).Type == "", unpersisted: new(sync.WaitGroup)}
 	x.tenants[name] = t
 	return t, nil
 }
@@ -205,7 +221,7 @@ func (x *Index) Index(ctx context.Context, tenantName string, docs []fulltext.Do
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := idx.Batch(b); err != nil {
+	if err := x.batch(idx, b); err != nil {
 		return fmt.Errorf("index %d documents of %s: %w", len(docs), tenantName, err)
 	}
 	return nil
@@ -224,7 +240,7 @@ func (x *Index) Remove(ctx context.Context, tenantName string, keys []fulltext.K
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := idx.Batch(b); err != nil {
+	if err := x.batch(idx, b); err != nil {
 		return fmt.Errorf("remove %d documents of %s: %w", len(keys), tenantName, err)
 	}
 	return nil
@@ -251,11 +267,31 @@ func (x *Index) RemoveMonth(ctx context.Context, tenantName string, m month.Mont
 		for _, h := range res.Hits {
 			b.Delete(h.ID)
 		}
-		if err := idx.Batch(b); err != nil {
+		if err := x.batch(idx, b); err != nil {
 			return removed, fmt.Errorf("remove documents of %s: %w", m, err)
 		}
 		removed += len(res.Hits)
 	}
+}
+
+// batch writes b, counted until Bleve calls back that it is persisted (a failed write may or
+// may not call back). The count is taken under the lock Close holds, so Close never waits on
+// a count that may still grow.
+func (x *Index) batch(idx tenantIndex, b *bleve.Batch) error {
+	x.mu.Lock()
+	if x.closed {
+		x.mu.Unlock()
+		return errors.New("bleveindex: closed")
+	}
+	idx.unpersisted.Add(1)
+	x.mu.Unlock()
+	persisted := sync.OnceFunc(idx.unpersisted.Done)
+	b.SetPersistedCallback(func(error) { persisted() })
+	err := idx.Batch(b)
+	if err != nil {
+		persisted()
+	}
+	return err
 }
 
 // Search matches every analyzed term of the text (so a Chinese phrase matches by all of its
@@ -319,10 +355,25 @@ func (x *Index) Close() error {
 	x.closed = true
 	var errs []error
 	for name, idx := range x.tenants {
+		if !waited(idx.unpersisted, persistWait) {
+			errs = append(errs, fmt.Errorf("search index of %s: the last writes were not persisted within %s; a reindex restores them", name, persistWait))
+		}
 		if err := idx.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close search index of %s: %w", name, err))
 		}
 	}
 	x.tenants = map[string]tenantIndex{}
 	return errors.Join(errs...)
+}
+
+// waited reports whether wg reached zero within limit.
+func waited(wg *sync.WaitGroup, limit time.Duration) bool {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(limit):
+		return false
+	}
 }
