@@ -145,7 +145,7 @@ func TestNodesRefusedPushGetsItsRowAndSystemPushOnEveryNode(t *testing.T) {
 			})
 		}
 	}
-	time.Sleep(time.Second) // a second notification would show by now
+	handOffsDone(t, 30*time.Second, nodes...) // a second notification would have been posted by now
 	for _, p := range pairs {
 		for _, msg := range missed(p.notified) {
 			if n := hook.times(msg, p.notified); n != 1 {

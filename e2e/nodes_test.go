@@ -263,10 +263,27 @@ func TestNodesKilledNodeLosesNoAckedMessage(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	// A duplicate would come from a survivor redelivering after a lease runs out, an event the
-	// observer cannot wait on: the sleep is the window such a redelivery needs to show.
-	time.Sleep(time.Second)
+	// A duplicate would come from a job redelivered after the dead node's lease ran out. Once
+	// the queue drained, none is left to come; a last message from a second device of another
+	// survivor member reaches every survivor connection after whatever was pushed to it before
+	// (a device gets a topic's pushes in seq order).
+	deliveryDrained(t, survivor, time.Minute)
+	last, err := survivor.Connect(ctx, tokens[members/2+1], 2).Send(ctx, textMessage(topic, "last", "x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "the last message pushed to every survivor connection", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, got := range seen {
+			if got[last.Seq] == 0 {
+				return false
+			}
+		}
+		return true
+	})
 	mu.Lock()
+	sentBy[last.Seq] = -1
 	for i, got := range seen {
 		for s, n := range got {
 			if n != 1 || sentBy[s] == i {

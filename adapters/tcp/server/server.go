@@ -171,8 +171,9 @@ func (s *Server) Start(ctx context.Context) error {
 	s.commands.Start(ctx)
 	go func() {
 		s.runErr = gnet.Run(&events{s: s}, url, s.options()...)
-		close(s.done)
+		// Noted before done closes, so once Stop returns a loss has been reported or never is.
 		s.noteEngineEnd()
+		close(s.done)
 	}()
 	select {
 	case <-s.bootCh:
