@@ -440,27 +440,16 @@ func TestRecallInBigGroupWritesConstantRows(t *testing.T) {
 	collectMessages(t, online, 1, 10*time.Second)
 
 	db := srv.TenantDB()
-	// counts waits until the counts hold still, so background work of the setup (membership
-	// events, deliver jobs) is not mistaken for the recall's.
+	// counts reads the rows once the deliver queue drained, so the setup's background work
+	// (membership events, deliver jobs) is not mistaken for the recall's, and the recall's own
+	// job has written all it writes.
 	counts := func() [3]int64 {
-		read := func() [3]int64 {
-			return [3]int64{
-				countRows(t, db, "SELECT COUNT(*) FROM t_mailbox_events"),
-				countRows(t, db, fmt.Sprintf("SELECT COUNT(*) FROM im_group_messages_%s WHERE topic = ?", Month(0)), topic),
-				countRows(t, db, "SELECT COUNT(*) FROM im_message_revisions"),
-			}
+		deliveryDrained(t, srv, 30*time.Second)
+		return [3]int64{
+			countRows(t, db, "SELECT COUNT(*) FROM t_mailbox_events"),
+			countRows(t, db, fmt.Sprintf("SELECT COUNT(*) FROM im_group_messages_%s WHERE topic = ?", Month(0)), topic),
+			countRows(t, db, "SELECT COUNT(*) FROM im_message_revisions"),
 		}
-		last := read()
-		for range 20 {
-			time.Sleep(250 * time.Millisecond)
-			now := read()
-			if now == last {
-				return now
-			}
-			last = now
-		}
-		t.Fatalf("row counts keep changing: %v", last)
-		return last
 	}
 	before := counts()
 	if _, err := recall(ctx, sender, topic, ack.Seq); err != nil {
