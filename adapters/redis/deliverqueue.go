@@ -48,20 +48,29 @@ func (q *DeliverQueue) Partitions() int { return q.partitions }
 
 // Push stamps the job with the node's time and appends it to its topic's partition.
 func (q *DeliverQueue) Push(ctx context.Context, job delivery.Job) error {
-	k, err := KeysOf(job.Tenant)
+	key, raw, err := q.pushArgs(job)
 	if err != nil {
-		return fmt.Errorf("push deliver job: %w", err)
+		return err
 	}
-	job.QueuedAt = time.Now().UnixMilli()
-	raw, err := marshalJSON(job)
-	if err != nil {
-		return fmt.Errorf("encode deliver job %d: %w", job.MsgID, err)
-	}
-	key := k.DeliverQueueOf(delivery.PartitionOf(job.Topic, q.partitions), q.partitions)
-	if err := q.c.Do(ctx, q.c.B().Rpush().Key(key).Element(string(raw)).Build()).Error(); err != nil {
+	if err := q.c.Do(ctx, q.c.B().Rpush().Key(key).Element(raw).Build()).Error(); err != nil {
 		return fmt.Errorf("push deliver job %d in %s: %w", job.MsgID, job.Tenant, err)
 	}
 	return nil
+}
+
+// pushArgs stamps the job with the node's time and returns the list of its topic's partition
+// and the job as it is queued.
+func (q *DeliverQueue) pushArgs(job delivery.Job) (key, raw string, err error) {
+	k, err := KeysOf(job.Tenant)
+	if err != nil {
+		return "", "", fmt.Errorf("push deliver job: %w", err)
+	}
+	job.QueuedAt = time.Now().UnixMilli()
+	encoded, err := marshalJSON(job)
+	if err != nil {
+		return "", "", fmt.Errorf("encode deliver job %d: %w", job.MsgID, err)
+	}
+	return k.DeliverQueueOf(delivery.PartitionOf(job.Topic, q.partitions), q.partitions), string(encoded), nil
 }
 
 // Take moves the oldest job of a partition to its processing list, waiting up to timeout

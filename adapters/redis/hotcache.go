@@ -52,59 +52,44 @@ func NewHotCache(c rueidis.Client, opts HotCacheOptions) *HotCache {
 // HotMessages is the topic's hot-message ZSET (DESIGN §3: 24 h hot messages per topic).
 func (k Keys) HotMessages(topic string) string { return k.prefix + "groupmsg:hot:" + topic }
 
-// putHotScript replaces the entry of one seq, trims the topic and restarts its expiry. Trimming
-// always removes the lowest seqs, so the entries left stay contiguous wherever they were.
-// KEYS: hot. ARGV: seq, member, created_ms, window_ms, max_per_topic.
-var putHotScript = rueidis.NewLuaScript(`
-local key = KEYS[1]
-redis.call('ZREMRANGEBYSCORE', key, ARGV[1], ARGV[1])
-redis.call('ZADD', key, ARGV[1], ARGV[2])
-local over = redis.call('ZCARD', key) - tonumber(ARGV[5])
-if over > 0 then
-  redis.call('ZREMRANGEBYRANK', key, 0, over - 1)
-end
-local cutoff = tonumber(ARGV[3]) - tonumber(ARGV[4])
--- Most puts find nothing stale: look at the oldest entry before reading 64 of them.
-local first = redis.call('ZRANGE', key, 0, 0)[1]
-while first and tonumber(string.match(first, '^(%d+):')) < cutoff do
-  local oldest = redis.call('ZRANGE', key, 0, 63)
-  local stale = 0
-  for _, member in ipairs(oldest) do
-    if tonumber(string.match(member, '^(%d+):')) >= cutoff then break end
-    stale = stale + 1
-  end
-  if stale > 0 then
-    redis.call('ZREMRANGEBYRANK', key, 0, stale - 1)
-  end
-  if stale < 64 then break end
-  first = redis.call('ZRANGE', key, 0, 0)[1]
-end
-redis.call('PEXPIRE', key, ARGV[4])
+// putHotScript caches one message (luaPutHot). KEYS: hot. ARGV: hotPutArgs.
+var putHotScript = rueidis.NewLuaScript(luaPutHot + `
+put_hot(KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5])
 return redis.status_reply('OK')
 `)
 
 // Put caches a committed message (see ports.HotCache).
 func (h *HotCache) Put(ctx context.Context, tenant string, m message.Message) error {
-	k, err := keysForTopic(tenant, m.Topic)
-	if err != nil {
-		return fmt.Errorf("cache message: %w", err)
-	}
-	if ok, err := ports.Cacheable(m); !ok {
+	key, args, cache, err := h.putArgs(tenant, m)
+	if !cache {
 		return err
 	}
-	raw, err := marshalJSON(m)
-	if err != nil {
-		return fmt.Errorf("cache %s seq %d: encode: %w", m.Topic, m.Seq, err)
-	}
-	created := strconv.FormatInt(m.CreatedAt.UnixMilli(), 10)
-	args := []string{
-		itoa(m.Seq), created + ":" + string(raw), created,
-		itoa(h.opts.Window.Milliseconds()), strconv.Itoa(h.opts.MaxPerTopic),
-	}
-	if err := putHotScript.Exec(ctx, h.c, []string{k.HotMessages(m.Topic)}, args).Error(); err != nil {
+	if err := putHotScript.Exec(ctx, h.c, []string{key}, args).Error(); err != nil {
 		return fmt.Errorf("cache %s seq %d in %s: %w", m.Topic, m.Seq, tenant, err)
 	}
 	return nil
+}
+
+// putArgs validates m and returns what put_hot (luaPutHot) takes: the topic's key, and seq,
+// member, created_ms, window_ms and max_per_topic. cache=false: nothing to write, because m is
+// invalid (err) or not cacheable (ports.Cacheable).
+func (h *HotCache) putArgs(tenant string, m message.Message) (key string, args []string, cache bool, err error) {
+	k, err := keysForTopic(tenant, m.Topic)
+	if err != nil {
+		return "", nil, false, fmt.Errorf("cache message: %w", err)
+	}
+	if ok, err := ports.Cacheable(m); !ok {
+		return "", nil, false, err
+	}
+	raw, err := marshalJSON(m)
+	if err != nil {
+		return "", nil, false, fmt.Errorf("cache %s seq %d: encode: %w", m.Topic, m.Seq, err)
+	}
+	created := strconv.FormatInt(m.CreatedAt.UnixMilli(), 10)
+	return k.HotMessages(m.Topic), []string{
+		itoa(m.Seq), created + ":" + string(raw), created,
+		itoa(h.opts.Window.Milliseconds()), strconv.Itoa(h.opts.MaxPerTopic),
+	}, true, nil
 }
 
 // After returns cached messages with seq > after, ascending.

@@ -46,3 +46,67 @@ local function utc_month(unix_seconds)
   return string.format('%04d%02d', y, m)
 end
 `
+
+// luaApplyRoute merges one committed range into a topic's route if the topic has one: the
+// month's min seq into the route ZSET, the range into its route_meta field (RouteCache.Apply,
+// which documents why a missing route stays missing). It needs luaDecLess.
+const luaApplyRoute = `
+local function apply_route(rkey, mkey, m, lo, hi, n, t0, t1)
+  if redis.call('EXISTS', rkey) == 0 then
+    return
+  end
+  redis.call('ZADD', rkey, 'LT', lo, m)
+  local cur = redis.call('HGET', mkey, m)
+  if cur then
+    local f = {}
+    for v in string.gmatch(cur, '[^,]+') do f[#f + 1] = v end
+    if dec_less(f[1], lo) then lo = f[1] end
+    if dec_less(hi, f[2]) then hi = f[2] end
+    n = string.format('%d', tonumber(f[3]) + tonumber(n))
+    if f[4] ~= '0' and (t0 == '0' or tonumber(f[4]) < tonumber(t0)) then t0 = f[4] end
+    if tonumber(f[5]) > tonumber(t1) then t1 = f[5] end
+  end
+  redis.call('HSET', mkey, m, lo .. ',' .. hi .. ',' .. n .. ',' .. t0 .. ',' .. t1)
+end
+`
+
+// luaPutHot replaces the hot-cache entry of one seq, trims the topic and restarts its expiry
+// (HotCache.Put). Trimming always removes the lowest seqs, so the entries left stay contiguous
+// wherever they were.
+const luaPutHot = `
+local function put_hot(key, seq, member, created_ms, window_ms, max_per_topic)
+  redis.call('ZREMRANGEBYSCORE', key, seq, seq)
+  redis.call('ZADD', key, seq, member)
+  local over = redis.call('ZCARD', key) - tonumber(max_per_topic)
+  if over > 0 then
+    redis.call('ZREMRANGEBYRANK', key, 0, over - 1)
+  end
+  local cutoff = tonumber(created_ms) - tonumber(window_ms)
+  -- Most puts find nothing stale: look at the oldest entry before reading 64 of them.
+  local first = redis.call('ZRANGE', key, 0, 0)[1]
+  while first and tonumber(string.match(first, '^(%d+):')) < cutoff do
+    local oldest = redis.call('ZRANGE', key, 0, 63)
+    local stale = 0
+    for _, entry in ipairs(oldest) do
+      if tonumber(string.match(entry, '^(%d+):')) >= cutoff then break end
+      stale = stale + 1
+    end
+    if stale > 0 then
+      redis.call('ZREMRANGEBYRANK', key, 0, stale - 1)
+    end
+    if stale < 64 then break end
+    first = redis.call('ZRANGE', key, 0, 0)[1]
+  end
+  redis.call('PEXPIRE', key, window_ms)
+end
+`
+
+// luaMarkAcked flags an existing idempotency record as acked (SeqAllocator.MarkAcked); an
+// expired record is not recreated, because without its seq it would be a lie.
+const luaMarkAcked = `
+local function mark_acked(idem_key)
+  if redis.call('EXISTS', idem_key) == 1 then
+    redis.call('HSET', idem_key, 'state', 'acked')
+  end
+end
+`

@@ -72,27 +72,11 @@ func (c *RouteCache) Segments(ctx context.Context, tenant, topic string) (route.
 // applyScript merges updates into routes that exist. A topic without a route is left alone:
 // creating one from a single update would hide the topic's older months from readers, while a
 // missing route makes them rebuild the whole route from the MySQL mirror (seed 000 §3.4).
-// KEYS: route, route_meta per update. ARGV: month, min_seq, max_seq, count, min_created_ms,
-// max_created_ms per update; times are 0 when unknown.
-var applyScript = rueidis.NewLuaScript(luaDecLess + `
+// KEYS: route, route_meta per update. ARGV: routeUpdateArgs per update.
+var applyScript = rueidis.NewLuaScript(luaDecLess + luaApplyRoute + `
 for i = 1, #KEYS / 2 do
-  local rkey, mkey = KEYS[2 * i - 1], KEYS[2 * i]
   local a = 6 * (i - 1)
-  local m, lo, hi, n, t0, t1 = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6]
-  if redis.call('EXISTS', rkey) == 1 then
-    redis.call('ZADD', rkey, 'LT', lo, m)
-    local cur = redis.call('HGET', mkey, m)
-    if cur then
-      local f = {}
-      for v in string.gmatch(cur, '[^,]+') do f[#f + 1] = v end
-      if dec_less(f[1], lo) then lo = f[1] end
-      if dec_less(hi, f[2]) then hi = f[2] end
-      n = string.format('%d', tonumber(f[3]) + tonumber(n))
-      if f[4] ~= '0' and (t0 == '0' or tonumber(f[4]) < tonumber(t0)) then t0 = f[4] end
-      if tonumber(f[5]) > tonumber(t1) then t1 = f[5] end
-    end
-    redis.call('HSET', mkey, m, lo .. ',' .. hi .. ',' .. n .. ',' .. t0 .. ',' .. t1)
-  end
+  apply_route(KEYS[2 * i - 1], KEYS[2 * i], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6])
 end
 return redis.status_reply('OK')
 `)
@@ -106,22 +90,32 @@ func (c *RouteCache) Apply(ctx context.Context, tenant string, updates []ports.R
 	keys := make([]string, 0, 2*len(updates))
 	args := make([]string, 0, 6*len(updates))
 	for _, u := range updates {
-		k, err := keysForTopic(tenant, u.Topic)
+		k, a, err := routeUpdateArgs(tenant, u)
 		if err != nil {
-			return fmt.Errorf("apply route: %w", err)
+			return err
 		}
-		if err := u.Segment.Validate(); err != nil {
-			return fmt.Errorf("apply route of %s: %w", u.Topic, err)
-		}
-		s := u.Segment
-		keys = append(keys, k.Route(u.Topic), k.RouteMeta(u.Topic))
-		args = append(args, s.Month.String(), itoa(s.MinSeq), itoa(s.MaxSeq), itoa(s.Count),
-			itoa(unixMilli(s.MinCreatedAt)), itoa(unixMilli(s.MaxCreatedAt)))
+		keys, args = append(keys, k...), append(args, a...)
 	}
 	if err := applyScript.Exec(ctx, c.c, keys, args).Error(); err != nil {
 		return fmt.Errorf("apply %d route updates in %s: %w", len(updates), tenant, err)
 	}
 	return nil
+}
+
+// routeUpdateArgs validates one update and returns what apply_route (luaApplyRoute) takes: the
+// keys route and route_meta, and month, min_seq, max_seq, count, min_created_ms and
+// max_created_ms, the times 0 when unknown.
+func routeUpdateArgs(tenant string, u ports.RouteUpdate) (keys, args []string, err error) {
+	k, err := keysForTopic(tenant, u.Topic)
+	if err != nil {
+		return nil, nil, fmt.Errorf("apply route: %w", err)
+	}
+	if err := u.Segment.Validate(); err != nil {
+		return nil, nil, fmt.Errorf("apply route of %s: %w", u.Topic, err)
+	}
+	s := u.Segment
+	return []string{k.Route(u.Topic), k.RouteMeta(u.Topic)}, []string{s.Month.String(), itoa(s.MinSeq), itoa(s.MaxSeq), itoa(s.Count),
+		itoa(unixMilli(s.MinCreatedAt)), itoa(unixMilli(s.MaxCreatedAt))}, nil
 }
 
 // replaceScript swaps a topic's route atomically, so readers never see half of it.

@@ -240,12 +240,9 @@ func (s *SeqAllocator) Reseed(ctx context.Context, tenant, topic string, floor i
 	return nil
 }
 
-// markAckedScript flags an existing record; an expired record is not recreated, because
-// without its seq it would be a lie.
-var markAckedScript = rueidis.NewLuaScript(`
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  redis.call('HSET', KEYS[1], 'state', 'acked')
-end
+// markAckedScript flags an existing record (luaMarkAcked). KEYS: idem.
+var markAckedScript = rueidis.NewLuaScript(luaMarkAcked + `
+mark_acked(KEYS[1])
 return redis.status_reply('OK')
 `)
 
@@ -296,9 +293,14 @@ func (s *SeqAllocator) Settle(ctx context.Context, tenant, topic string, seqNo i
 	if err != nil {
 		return fmt.Errorf("settle seq: %w", err)
 	}
-	member := strconv.FormatInt(seqNo, 10) + ":" + attempt
-	if err := s.c.Do(ctx, s.c.B().Zrem().Key(k.Pending(topic)).Member(member).Build()).Error(); err != nil {
+	if err := s.c.Do(ctx, s.c.B().Zrem().Key(k.Pending(topic)).Member(pendingMember(seqNo, attempt)).Build()).Error(); err != nil {
 		return fmt.Errorf("settle seq %d of %s in %s: %w", seqNo, topic, tenant, err)
 	}
 	return nil
+}
+
+// pendingMember is the pending ZSET's member of one attempt's mark at a seq, as allocateScript
+// writes it.
+func pendingMember(seqNo int64, attempt string) string {
+	return strconv.FormatInt(seqNo, 10) + ":" + attempt
 }
