@@ -1,0 +1,180 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/redis/rueidis"
+
+	"github.com/imdhq/imd/ports"
+)
+
+// CommitFollowUp is ports.CommitFollowUp: one script call writes the route update, the hot
+// entry, the deliver job, the acked mark and the pending settles of a committed message, with
+// the Lua functions of the single-purpose scripts. Every key carries the tenant's hash tag, so
+// the call is legal on Redis Cluster too.
+type CommitFollowUp struct {
+	c     rueidis.Client
+	queue *DeliverQueue
+	hot   *HotCache
+}
+
+var _ ports.CommitFollowUp = (*CommitFollowUp)(nil)
+
+// NewCommitFollowUp returns the follow-up on queue's client that pushes to queue's partitions
+// and caches with hot's limits, as queue.Push and hot.Put would.
+func NewCommitFollowUp(queue *DeliverQueue, hot *HotCache) *CommitFollowUp {
+	return &CommitFollowUp{c: queue.c, queue: queue, hot: hot}
+}
+
+// The parts of a follow-up, in the order of the script's presence flags and of its reply.
+const (
+	partRoute = iota
+	partHot
+	partJob
+	partAcked
+	partSettle
+	parts
+)
+
+var partNames = [parts]string{"route update", "hot cache write", "deliver job push", "acked mark", "pending settle"}
+
+// followUpScript runs the parts ARGV[1] flags ('1' at its position: present), each in its own
+// pcall, so one part's failure (a key of the wrong type) leaves the others written. The acked
+// mark and the settle run only once the job, if present, is queued. It returns one entry per
+// part: the empty string when absent, 'ok', 'skip' (not attempted), or the part's error.
+// KEYS, then ARGV after the flags, per present part in flag order: route (route, route_meta;
+// routeUpdateArgs), hot (hot; hotPutArgs), job (partition list; the job), acked (idem; none),
+// settle (pending; the members to remove, to the end).
+var followUpScript = rueidis.NewLuaScript(luaDecLess + luaApplyRoute + luaPutHot + luaMarkAcked + `
+local function has(i) return string.sub(ARGV[1], i, i) == '1' end
+local k, a = 1, 2
+local route, hot, job, acked, settle
+if has(1) then route = {k, a}; k = k + 2; a = a + 6 end
+if has(2) then hot = {k, a}; k = k + 1; a = a + 5 end
+if has(3) then job = {k, a}; k = k + 1; a = a + 1 end
+if has(4) then acked = k; k = k + 1 end
+if has(5) then settle = {k, a} end
+local out = {'', '', '', '', ''}
+local function run(i, f, ...)
+  local ok, err = pcall(f, ...)
+  if ok then
+    out[i] = 'ok'
+  elseif type(err) == 'table' then
+    out[i] = tostring(err.err)
+  else
+    out[i] = tostring(err)
+  end
+end
+local function push_job(key, raw) redis.call('RPUSH', key, raw) end
+local function settle_marks(key, from) redis.call('ZREM', key, unpack(ARGV, from, #ARGV)) end
+if job then run(3, push_job, KEYS[job[1]], ARGV[job[2]]) end
+local queued = not job or out[3] == 'ok'
+if acked then
+  if queued then run(4, mark_acked, KEYS[acked]) else out[4] = 'skip' end
+end
+if settle then
+  if queued then run(5, settle_marks, KEYS[settle[1]], settle[2]) else out[5] = 'skip' end
+end
+if route then
+  local r, x = route[1], route[2]
+  run(1, apply_route, KEYS[r], KEYS[r + 1], ARGV[x], ARGV[x + 1], ARGV[x + 2], ARGV[x + 3], ARGV[x + 4], ARGV[x + 5])
+end
+if hot then
+  local x = hot[2]
+  run(2, put_hot, KEYS[hot[1]], ARGV[x], ARGV[x + 1], ARGV[x + 2], ARGV[x + 3], ARGV[x + 4])
+end
+return out
+`)
+
+// Apply writes f's parts in one script call. Each part is validated first, so bad input fails
+// only its own part, before anything is written; the script's parts then fail only on what
+// Redis holds.
+func (c *CommitFollowUp) Apply(ctx context.Context, tenant string, f ports.FollowUp) ports.FollowUpResult {
+	if _, err := KeysOf(tenant); err != nil {
+		return f.Failed(fmt.Errorf("commit follow-up: %w", err))
+	}
+	var r ports.FollowUpResult
+	outcome := [parts]*error{&r.Route, &r.Hot, &r.Job, &r.Acked, &r.Settle}
+	var sent [parts]bool
+	flags := []byte("00000")
+	keys := []string{}
+	args := []string{""} // the flags
+	add := func(part int, k []string, a []string) {
+		sent[part], flags[part] = true, '1'
+		keys, args = append(keys, k...), append(args, a...)
+	}
+	if f.Route != nil {
+		k, a, err := routeUpdateArgs(tenant, *f.Route)
+		if err != nil {
+			r.Route = err
+		} else {
+			add(partRoute, k, a)
+		}
+	}
+	if f.Hot != nil {
+		key, a, cache, err := c.hot.putArgs(tenant, *f.Hot)
+		r.Hot = err
+		if cache {
+			add(partHot, []string{key}, a)
+		}
+	}
+	if f.Job != nil {
+		job := *f.Job
+		job.Tenant = tenant
+		key, raw, err := c.queue.pushArgs(job)
+		if err != nil {
+			r.Job = err
+		} else {
+			add(partJob, []string{key}, []string{raw})
+		}
+	}
+	if a := f.Acked; a != nil {
+		switch k, err := keysForTopic(tenant, a.Topic); {
+		case r.Job != nil:
+			r.Acked = ports.ErrNotAttempted
+		case err != nil:
+			r.Acked = fmt.Errorf("mark acked: %w", err)
+		default:
+			add(partAcked, []string{k.Idem(a.Topic, a.From, a.ClientMsgID)}, nil)
+		}
+	}
+	if s := f.Settle; s != nil {
+		switch k, err := keysForTopic(tenant, s.Topic); {
+		case r.Job != nil:
+			r.Settle = ports.ErrNotAttempted
+		case err != nil:
+			r.Settle = fmt.Errorf("settle seqs: %w", err)
+		case len(s.Seqs) > 0: // nothing to settle otherwise
+			members := make([]string, len(s.Seqs))
+			for i, n := range s.Seqs {
+				members[i] = pendingMember(n, s.Attempt)
+			}
+			add(partSettle, []string{k.Pending(s.Topic)}, members)
+		}
+	}
+	if len(keys) == 0 {
+		return r
+	}
+	args[0] = string(flags)
+	reply, err := followUpScript.Exec(ctx, c.c, keys, args).AsStrSlice()
+	if err == nil && len(reply) != parts {
+		err = fmt.Errorf("script reply has %d entries, want %d", len(reply), parts)
+	}
+	for i := range parts {
+		if !sent[i] {
+			continue
+		}
+		switch {
+		case err != nil:
+			*outcome[i] = fmt.Errorf("%s after commit in %s: %w", partNames[i], tenant, err)
+		case reply[i] == "ok":
+		case reply[i] == "skip":
+			*outcome[i] = ports.ErrNotAttempted
+		default:
+			*outcome[i] = fmt.Errorf("%s after commit in %s: %w", partNames[i], tenant, errors.New(reply[i]))
+		}
+	}
+	return r
+}

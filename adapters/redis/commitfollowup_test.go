@@ -1,0 +1,100 @@
+package redis
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/imdhq/imd/core/domain/delivery"
+	"github.com/imdhq/imd/core/domain/message"
+	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/route"
+	"github.com/imdhq/imd/ports"
+	"github.com/imdhq/imd/ports/contract"
+)
+
+func TestCommitFollowUpContract(t *testing.T) {
+	onEachRedis(t, func(t *testing.T, c rueidis.Client) {
+		contract.CommitFollowUp(t, func(t *testing.T, partitions int) contract.FollowUpFixture {
+			queue, err := NewDeliverQueue(c).WithPartitions(partitions)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hot := NewHotCache(c, HotCacheOptions{Window: time.Hour, MaxPerTopic: 100})
+			seqs := NewSeqAllocator(c, 0)
+			return contract.FollowUpFixture{
+				Tenant: testTenant(t, c), FollowUp: NewCommitFollowUp(queue, hot),
+				Routes: NewRouteCache(c), Hot: hot, Queue: queue, Seq: seqs, Pending: seqs, Months: NewMonthState(c),
+			}
+		})
+	})
+}
+
+// TestCommitFollowUpPartsFailApart: a part whose key Redis holds with another type fails in the
+// script, and the others are still written; a failed job leaves the acked mark and the settle
+// unattempted.
+func TestCommitFollowUpPartsFailApart(t *testing.T) {
+	const topic = "grp_1"
+	cases := []struct {
+		name    string
+		spoiled func(k Keys) string
+		want    func(r ports.FollowUpResult) bool
+	}{
+		{"route", func(k Keys) string { return k.RouteMeta(topic) }, func(r ports.FollowUpResult) bool {
+			return r.Route != nil && r.Hot == nil && r.Job == nil && r.Acked == nil && r.Settle == nil
+		}},
+		{"hot", func(k Keys) string { return k.HotMessages(topic) }, func(r ports.FollowUpResult) bool {
+			return r.Route == nil && r.Hot != nil && r.Job == nil && r.Acked == nil && r.Settle == nil
+		}},
+		{"acked", func(k Keys) string { return k.Idem(topic, 7, "c") }, func(r ports.FollowUpResult) bool {
+			return r.Route == nil && r.Hot == nil && r.Job == nil && r.Acked != nil && r.Settle == nil
+		}},
+		{"settle", func(k Keys) string { return k.Pending(topic) }, func(r ports.FollowUpResult) bool {
+			return r.Route == nil && r.Hot == nil && r.Job == nil && r.Acked == nil && r.Settle != nil
+		}},
+		{"job", func(k Keys) string { return k.DeliverQueue() }, func(r ports.FollowUpResult) bool {
+			return r.Route == nil && r.Hot == nil && r.Job != nil &&
+				errors.Is(r.Acked, ports.ErrNotAttempted) && errors.Is(r.Settle, ports.ErrNotAttempted)
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := testClient(t)
+			tenant := testTenant(t, c)
+			k, _ := KeysOf(tenant)
+			ctx := t.Context()
+			routes := NewRouteCache(c)
+			jun := month.Month(203106)
+			if err := routes.Replace(ctx, tenant, topic, route.Route{{Month: jun, MinSeq: 1, MaxSeq: 1, Count: 1}}); err != nil {
+				t.Fatal(err)
+			}
+			// The allocation's record, then the spoiled key: a string where Redis wants a hash,
+			// a list or a ZSET, so every command of that part fails with WRONGTYPE.
+			if err := c.Do(ctx, c.B().Hset().Key(k.Idem(topic, 7, "c")).FieldValue().FieldValue("seq", "2").Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Do(ctx, c.B().Set().Key(tc.spoiled(k)).Value("x").Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+			m := message.Message{Topic: topic, Seq: 2, MsgID: 9, From: 7, ClientMsgID: "c", Month: jun, CreatedAt: time.Now().UTC()}
+			f := ports.FollowUp{
+				Route:  &ports.RouteUpdate{Topic: topic, Segment: route.Segment{Month: jun, MinSeq: 2, MaxSeq: 2, Count: 1}},
+				Hot:    &m,
+				Job:    &delivery.Job{Kind: delivery.KindMessage, MsgID: 9, Topic: topic, Message: &m},
+				Acked:  &ports.AckedMark{Topic: topic, From: 7, ClientMsgID: "c"},
+				Settle: &ports.PendingSettle{Topic: topic, Attempt: "a", Seqs: []int64{2}},
+			}
+			r := NewCommitFollowUp(NewDeliverQueue(c), NewHotCache(c, HotCacheOptions{})).Apply(ctx, tenant, f)
+			if !tc.want(r) {
+				t.Fatalf("with %s spoiled: %+v", tc.name, r)
+			}
+			if tc.name != "route" {
+				if got, _, err := routes.Segments(ctx, tenant, topic); err != nil || len(got) != 1 || got[0].MaxSeq != 2 || got[0].Count != 2 {
+					t.Fatalf("route after the follow-up: %+v, %v; want seq 2 merged in", got, err)
+				}
+			}
+		})
+	}
+}
