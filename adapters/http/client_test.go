@@ -68,8 +68,9 @@ func newClientStack(t *testing.T) *clientStack {
 		Directory: dir, Profiles: dir, Friends: dir, Blocks: dir, Groups: dir, Resolver: resolver, IDs: ids, Clock: clock, Log: log,
 	})
 	hist := history.New(history.Deps{Store: store, Routes: routes, Months: months, Metrics: metrics, Resolver: resolver, Log: log})
+	seqs := memory.NewSeqAllocator(months, clock.Now)
 	sender := send.New(send.Config{MsgIDWindow: time.Minute}, send.Deps{
-		Seq: memory.NewSeqAllocator(months, clock.Now), Store: store, Queue: queue, Routes: routes, IDs: ids, Clock: clock,
+		Seq: seqs, Store: store, FollowUp: &memory.CommitFollowUp{Routes: routes, Queue: queue, Seqs: seqs}, IDs: ids, Clock: clock,
 		Metrics: metrics, Resolver: resolver, Log: log, Months: manager,
 	})
 	registry, err := tenantregistry.New(tenantregistry.Config{Configured: []tenant.Info{{Name: "default"}, {Name: "other"}}},

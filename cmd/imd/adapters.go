@@ -71,12 +71,13 @@ func Adapters(cfg config.Config) fx.Option {
 				new(ports.SeqAllocator), new(ports.PendingSeqs)),
 			fxdeps.As(redisadapter.NewMonthState, new(ports.MonthState)),
 			fxdeps.As(redisadapter.NewRouteCache, new(ports.RouteCache), new(ports.RouteFiller), new(ports.RoutePurger)),
-			func(c rueidis.Client) ports.HotCache {
+			fxdeps.As(func(c rueidis.Client) *redisadapter.HotCache {
 				return redisadapter.NewHotCache(c, redisadapter.HotCacheOptions{})
-			},
-			func(c rueidis.Client) (ports.DeliverQueue, error) {
+			}, fx.Self(), new(ports.HotCache)),
+			fxdeps.As(func(c rueidis.Client) (*redisadapter.DeliverQueue, error) {
 				return redisadapter.NewDeliverQueue(c).WithPartitions(cfg.Deliver.Partitions)
-			},
+			}, fx.Self(), new(ports.DeliverQueue)),
+			fxdeps.As(redisadapter.NewCommitFollowUp, new(ports.CommitFollowUp)),
 			fxdeps.As(redisadapter.NewDialogStore, new(ports.DialogStore), new(ports.DialogRemover)),
 			fxdeps.As(redisadapter.NewRepairQueue, new(ports.RouteRepairQueue)),
 			fxdeps.As(redisadapter.NewCompensationList, new(ports.CompensationList)),

@@ -100,6 +100,9 @@ func memoryAdapters(t *testing.T, cfg config.Config) fx.Option {
 		func() (ports.DeliverQueue, error) {
 			return memory.NewDeliverQueue(clock.Now).WithPartitions(cfg.Deliver.Partitions)
 		},
+		func(r ports.RouteCache, h ports.HotCache, q ports.DeliverQueue, s *memory.SeqAllocator) ports.CommitFollowUp {
+			return &memory.CommitFollowUp{Routes: r, Hot: h, Queue: q, Seqs: s, Pending: s}
+		},
 		func() ports.DialogStore { return dialogs },
 		func() ports.DialogRemover { return dialogs },
 		func() ports.RouteRepairQueue { return memory.NewRepairQueue() },

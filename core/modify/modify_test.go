@@ -119,8 +119,9 @@ func newFixture(t *testing.T, cfg modify.Config) *fixture {
 		t.Fatal(err)
 	}
 	resolver := conversation.NewResolver(dir, ids, membership.New(dir, f.clock, time.Second))
+	seqs := memory.NewSeqAllocator(months, f.clock.Now)
 	f.send = send.New(send.Config{MsgIDWindow: 5 * time.Minute}, send.Deps{
-		Seq: memory.NewSeqAllocator(months, f.clock.Now), Store: store, Queue: f.queue, Routes: routes, IDs: ids,
+		Seq: seqs, Store: store, FollowUp: &memory.CommitFollowUp{Routes: routes, Queue: f.queue, Seqs: seqs}, IDs: ids,
 		Clock: f.clock, Metrics: f.metrics, Resolver: resolver, Log: log, Months: f.manager,
 	})
 	f.history = history.New(history.Deps{Store: store, Routes: routes, Months: months, Metrics: f.metrics, Resolver: resolver, Log: log})

@@ -55,8 +55,9 @@ func newFixture(t *testing.T) *fixture {
 	}
 	resolver := conversation.NewResolver(dir, ids, membership.New(dir, clock, time.Second))
 	f := &fixture{dialogs: memory.NewDialogStore(clock.Now), queue: memory.NewDeliverQueue(clock.Now), manager: manager}
+	seqs := memory.NewSeqAllocator(months, clock.Now)
 	sender := send.New(send.Config{MsgIDWindow: time.Minute}, send.Deps{
-		Seq: memory.NewSeqAllocator(months, clock.Now), Store: store, Queue: memory.NewDeliverQueue(clock.Now), Routes: routes,
+		Seq: seqs, Store: store, FollowUp: &memory.CommitFollowUp{Routes: routes, Queue: memory.NewDeliverQueue(clock.Now), Seqs: seqs},
 		IDs: ids, Clock: clock, Metrics: metrics, Resolver: resolver, Log: log, Months: manager,
 	})
 	f.sender = sender

@@ -48,8 +48,9 @@ func newFixture(t *testing.T) *reports.Service {
 	ids := memory.NewIDs(clock)
 	routes := memory.NewRouteCache()
 	resolver := conversation.NewResolver(dir, ids, membership.New(dir, clock, time.Minute), conversation.WithClock(clock))
+	seqs := memory.NewSeqAllocator(months, clock.Now)
 	sender := send.New(send.Config{MsgIDWindow: time.Minute}, send.Deps{
-		Seq: memory.NewSeqAllocator(months, clock.Now), Store: store, Queue: memory.NewDeliverQueue(clock.Now), Routes: routes,
+		Seq: seqs, Store: store, FollowUp: &memory.CommitFollowUp{Routes: routes, Queue: memory.NewDeliverQueue(clock.Now), Seqs: seqs},
 		IDs: ids, Clock: clock, Metrics: metrics, Resolver: resolver, Log: log, Months: manager,
 	})
 	if _, err := sender.Send(ctx, send.Request{

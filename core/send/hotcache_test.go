@@ -13,6 +13,7 @@ import (
 	"github.com/imdhq/imd/core/domain/message"
 	"github.com/imdhq/imd/core/membership"
 	"github.com/imdhq/imd/core/send"
+	"github.com/imdhq/imd/ports"
 )
 
 // brokenHotCache fails every write, like Redis refusing the hot-cache script.
@@ -39,16 +40,16 @@ func TestSendWritesTheHotCacheAfterCommit(t *testing.T) {
 			f := newFixture(t)
 			hot := memory.NewHotCache(f.clock.Now, 24*time.Hour, 100)
 			ids := memory.NewIDs(f.clock)
-			d := send.Deps{
-				Seq: f.seqs, Store: f.store, Queue: f.queue, Routes: memory.NewRouteCache(), IDs: ids, Clock: f.clock,
+			var cache ports.HotCache = hot
+			if tc.broken {
+				cache = brokenHotCache{hot}
+			}
+			f.svc = send.New(send.Config{MsgIDWindow: 5 * time.Minute}, send.Deps{
+				Seq: f.seqs, Store: f.store, FollowUp: f.followUp(memory.NewRouteCache(), cache), IDs: ids, Clock: f.clock,
 				Metrics: f.metrics, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 				Resolver: conversation.NewResolver(f.dir, ids, membership.New(f.dir, f.clock, time.Second)),
-				Months:   f.manager, Hot: hot,
-			}
-			if tc.broken {
-				d.Hot = brokenHotCache{hot}
-			}
-			f.svc = send.New(send.Config{MsgIDWindow: 5 * time.Minute}, d)
+				Months:   f.manager,
+			})
 			res, err := f.send(1, conversation.Address{Topic: f.group}, "c1", "hi")
 			if err != nil {
 				t.Fatalf("send: %v", err)

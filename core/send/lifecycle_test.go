@@ -65,7 +65,7 @@ func newLifecycleFixture(t *testing.T) *lifecycleFixture {
 	}
 	ids := memory.NewIDs(f.clock)
 	f.svc = send.New(send.Config{MsgIDWindow: 5 * time.Minute}, send.Deps{
-		Seq: f.seqs, Store: f.store, Queue: f.queue, Routes: f.routes, IDs: ids, Clock: f.clock,
+		Seq: f.seqs, Store: f.store, FollowUp: f.followUp(f.routes, nil), IDs: ids, Clock: f.clock,
 		Metrics: f.metrics, Resolver: conversation.NewResolver(f.dir, ids, membership.New(f.dir, f.clock, time.Second)),
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Months: f.manager,
 		Repairs: f.repairs, Compensation: f.compensation,

@@ -36,7 +36,7 @@ func TestListenersHearStoredMessagesAfterCommit(t *testing.T) {
 	h := &heard{}
 	ids := memory.NewIDs(f.clock)
 	f.svc = send.New(send.Config{MsgIDWindow: 5 * time.Minute}, send.Deps{
-		Seq: f.seqs, Store: f.store, Queue: f.queue, Routes: memory.NewRouteCache(), IDs: ids, Clock: f.clock,
+		Seq: f.seqs, Store: f.store, FollowUp: f.followUp(memory.NewRouteCache(), nil), IDs: ids, Clock: f.clock,
 		Metrics: f.metrics, Resolver: conversation.NewResolver(f.dir, ids, membership.New(f.dir, f.clock, time.Second)),
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Months: f.manager,
 		Listeners: []ports.CommitListener{h},

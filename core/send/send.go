@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/imdhq/imd/core/conversation"
@@ -45,11 +44,12 @@ type Result struct {
 type Deps struct {
 	Seq   ports.SeqAllocator
 	Store ports.MessageStore
-	Queue ports.DeliverQueue
+	// FollowUp writes what follows a COMMIT into Redis in one round trip: the route, the hot
+	// cache, the deliver job, the acked mark and the settling of the pending marks.
+	FollowUp ports.CommitFollowUp
 	// Queued records that a message's deliver job was queued, in the message's durable dedup
 	// record: what a resend consults instead of a Redis marker that expires.
 	Queued   ports.QueuedMarks
-	Routes   ports.RouteCache
 	IDs      ports.IDGenerator
 	Clock    ports.Clock
 	Metrics  ports.Metrics
@@ -65,8 +65,6 @@ type Deps struct {
 	Repairs ports.RouteRepairs
 	// Compensation keeps writes whose fixed month is sealed (seed 000 §5.3).
 	Compensation ports.CompensationList
-	// Hot is the Redis hot-message cache written after COMMIT (seed 000 §6.1); nil: none.
-	Hot ports.HotCache
 	// Listeners hear of each stored message after COMMIT (search index, file index); they
 	// never fail or hold up the send.
 	Listeners []ports.CommitListener `group:"commit_listeners"`
@@ -75,7 +73,8 @@ type Deps struct {
 	InFlight *inflight.Sends
 	// Pending is where the seq script's marks are settled: each seq this send allocated is
 	// marked pending cluster-wide for Config.PendingFor, so a deliver consumer on any node
-	// waits for it; the mark goes when the job is queued or the send fails. Nil: no marks.
+	// waits for it; the mark goes when the job is queued (FollowUp) or the send fails. Nil: no
+	// marks.
 	Pending ports.PendingSeqs
 }
 
@@ -162,7 +161,6 @@ func (s *Service) post(ctx context.Context, r Request, conv social.Conversation)
 		return Result{}, err
 	}
 	hash := r.Draft.Hash()
-	settleQueued := func(*sync.WaitGroup) {}
 	req := seq.Request{Topic: conv.Topic, From: r.From, ClientMsgID: r.Draft.ClientMsgID, MsgID: msgID, Hash: hash}
 
 	// Every seq this send holds is in flight until the send returns: queued, or failed.
@@ -174,22 +172,19 @@ func (s *Service) post(ctx context.Context, r Request, conv social.Conversation)
 			}
 		}()
 	}
+	var pendingAttempt string
+	settled := false // the follow-up after COMMIT has settled the marks, or tried to
 	if s.marks() {
-		attempt, err := s.attemptID(msgID, r.MsgID)
+		pendingAttempt, err = s.attemptID(msgID, r.MsgID)
 		if err != nil {
 			return Result{}, err
 		}
-		req.Attempt, req.PendingFor = attempt, s.cfg.PendingFor
-		settled := false
+		req.Attempt, req.PendingFor = pendingAttempt, s.cfg.PendingFor
 		defer func() {
 			if !settled { // failed: the seqs it marked will never be queued by this attempt
-				s.settle(context.WithoutCancel(ctx), r.Tenant, conv.Topic, attempt, held)
+				s.settle(context.WithoutCancel(ctx), r.Tenant, conv.Topic, pendingAttempt, held)
 			}
 		}()
-		settleQueued = func(wg *sync.WaitGroup) {
-			settled = true
-			wg.Go(func() { s.settle(ctx, r.Tenant, conv.Topic, attempt, held) })
-		}
 	}
 	for range maxReallocations {
 		alloc, err := s.allocate(ctx, r.Tenant, req)
@@ -267,17 +262,17 @@ func (s *Service) post(ctx context.Context, r Request, conv social.Conversation)
 			}
 			m = res.Existing
 		}
-		// The route and the hot cache describe what MySQL holds, so they follow the COMMIT
-		// whatever happens to the enqueue; they run while the job is queued, and the send waits
-		// for two Redis round trips instead of four.
-		var after sync.WaitGroup
+		// One round trip writes what follows the COMMIT into Redis. The route and the hot cache
+		// describe what MySQL holds, so they follow it whatever happens to the enqueue.
+		f := ports.FollowUp{Acked: &ports.AckedMark{Topic: m.Topic, From: m.From, ClientMsgID: m.ClientMsgID}}
 		if res.Outcome != ports.AlreadyStored {
 			// A duplicate's attempt left a tombstone at its seq: the route covers it too.
-			after.Go(func() { s.updateRoute(ctx, r.Tenant, attempt) })
+			u := routeUpdateOf(attempt)
+			f.Route = &u
 		}
 		if res.Outcome != ports.DuplicateClientMsgID {
 			// A retry caches too: it heals a write lost with the first attempt.
-			after.Go(func() { s.cacheHot(ctx, r.Tenant, m) })
+			f.Hot = &m
 		}
 		// Deliver-once rests on the dedup record (DESIGN §11): the job is queued by the send
 		// that committed the message, or by a resend while the record does not say it was
@@ -289,25 +284,51 @@ func (s *Service) post(ctx context.Context, r Request, conv social.Conversation)
 		// before the ACK, and a failed mark withholds it (50301): an ACKed message is never
 		// queued again, and the resend that the missing ACK brings comes while the done marker
 		// still drops its second job.
-		err = nil
-		var markErr error
 		if res.Outcome == ports.Stored || !res.Queued {
-			err = s.enqueue(ctx, r, m)
-			if err == nil {
-				after.Go(func() { markErr = s.markQueued(ctx, r.Tenant, m) })
+			job := delivery.Job{
+				Tenant: r.Tenant, Kind: delivery.KindMessage, MsgID: m.MsgID, Topic: m.Topic,
+				ConversationID: m.ConversationID, From: m.From, ExcludeDevice: r.FromDevice, Message: &m,
+			}
+			f.Job = &job
+		}
+		if s.marks() {
+			// Once queued (or queued before, for a resend), the marks may go: the follow-up
+			// settles them only after its job, if any, is queued (ports.CommitFollowUp).
+			f.Settle = &ports.PendingSettle{Topic: conv.Topic, Attempt: pendingAttempt, Seqs: held}
+		}
+		started = s.d.Clock.Now()
+		out := s.d.FollowUp.Apply(ctx, r.Tenant, f)
+		if out.Route != nil {
+			s.routeNotUpdated(ctx, r.Tenant, attempt, out.Route)
+		}
+		if out.Hot != nil {
+			// Readers use the cache only where it covers a page whole, so a failed write costs a
+			// MySQL read, never a wrong answer.
+			s.d.Metrics.Inc("group_message_hot_cache_write_failed_total")
+			s.d.Log.WarnContext(ctx, "hot cache write failed", "topic", m.Topic, "seq", m.Seq, "err", out.Hot)
+		}
+		if f.Job != nil {
+			// The last step before SEND_ACK (seed 003 C5): without it there is no ACK.
+			if out.Job != nil {
+				return Result{}, apperr.Wrap(apperr.Busy, "deliver queue unavailable, retry", out.Job)
+			}
+			s.d.Metrics.Observe("enqueue_latency", s.d.Clock.Now().Sub(started).Seconds())
+		}
+		settled = true
+		// The acked mark and the settle only save work: the record answers retries with the same
+		// seq either way, and a mark left behind expires at its deadline.
+		if out.Acked != nil {
+			s.d.Log.WarnContext(ctx, "mark acked failed", "topic", m.Topic, "msg_id", m.MsgID, "err", out.Acked)
+		}
+		if out.Settle != nil {
+			for _, n := range held {
+				s.warnUnsettled(ctx, r.Tenant, conv.Topic, n, out.Settle)
 			}
 		}
-		if err == nil {
-			after.Go(func() { s.markAcked(ctx, r.Tenant, m) })
-			// Queued (or queued before, for a resend): the marks may go.
-			settleQueued(&after)
-		}
-		after.Wait()
-		if err == nil && markErr != nil {
-			err = apperr.Wrap(apperr.Busy, "message queued but not yet recorded as queued, retry", markErr)
-		}
-		if err != nil {
-			return Result{}, err
+		if f.Job != nil {
+			if err := s.markQueued(ctx, r.Tenant, m); err != nil {
+				return Result{}, apperr.Wrap(apperr.Busy, "message queued but not yet recorded as queued, retry", err)
+			}
 		}
 		if res.Outcome != ports.DuplicateClientMsgID {
 			for _, l := range s.d.Listeners {
@@ -336,13 +357,18 @@ func (s *Service) attemptID(msgID, clientMsgID int64) (string, error) {
 	return strconv.FormatInt(id, 10), nil
 }
 
-// settle removes the attempt's pending marks; a failure only leaves them to their deadline.
+// settle removes the marks of an attempt that failed; a failure only leaves them to their
+// deadline.
 func (s *Service) settle(ctx context.Context, tenant, topic, attempt string, seqs []int64) {
 	for _, n := range seqs {
 		if err := s.d.Pending.Settle(ctx, tenant, topic, n, attempt); err != nil {
-			s.d.Log.WarnContext(ctx, "pending seq mark not settled", "tenant", tenant, "topic", topic, "seq", n, "err", err)
+			s.warnUnsettled(ctx, tenant, topic, n, err)
 		}
 	}
+}
+
+func (s *Service) warnUnsettled(ctx context.Context, tenant, topic string, seqNo int64, err error) {
+	s.d.Log.WarnContext(ctx, "pending seq mark not settled", "tenant", tenant, "topic", topic, "seq", seqNo, "err", err)
 }
 
 // msgID accepts a client pre-generated id within the window, else issues a new one (003 §9.2).
@@ -413,20 +439,6 @@ func (s *Service) reseed(ctx context.Context, tenant, topic string) error {
 	return nil
 }
 
-// enqueue is the last step before SEND_ACK (seed 003 C5): without it there is no ACK.
-func (s *Service) enqueue(ctx context.Context, r Request, m message.Message) error {
-	job := delivery.Job{
-		Tenant: r.Tenant, Kind: delivery.KindMessage, MsgID: m.MsgID, Topic: m.Topic,
-		ConversationID: m.ConversationID, From: m.From, ExcludeDevice: r.FromDevice, Message: &m,
-	}
-	started := s.d.Clock.Now()
-	if err := s.d.Queue.Push(ctx, job); err != nil {
-		return apperr.Wrap(apperr.Busy, "deliver queue unavailable, retry", err)
-	}
-	s.d.Metrics.Observe("enqueue_latency", s.d.Clock.Now().Sub(started).Seconds())
-	return nil
-}
-
 // outcomeOf is the status label of message_send_total: "ok", or the contract code the sender
 // got (PROTOCOL §5), so a dashboard tells refusals (4xxxx) from server trouble (5xxxx).
 func outcomeOf(err error) string {
@@ -434,14 +446,6 @@ func outcomeOf(err error) string {
 		return "ok"
 	}
 	return strconv.Itoa(int(apperr.CodeOf(err)))
-}
-
-// markAcked records in the idempotency record that the allocation was stored and enqueued; a
-// failure is only logged: the record answers retries with the same seq either way.
-func (s *Service) markAcked(ctx context.Context, tenant string, m message.Message) {
-	if err := s.d.Seq.MarkAcked(ctx, tenant, m.Topic, m.From, m.ClientMsgID); err != nil {
-		s.d.Log.WarnContext(ctx, "mark acked failed", "topic", m.Topic, "msg_id", m.MsgID, "err", err)
-	}
 }
 
 // markQueued records in the dedup record that the job is queued. On failure the message is
@@ -458,29 +462,19 @@ func (s *Service) markQueued(ctx context.Context, tenant string, m message.Messa
 	return nil
 }
 
-// updateRoute refreshes the Redis route after COMMIT; a failure never rolls back the message
-// (seed 000 §3.4 rule 2): readers fall back to the MySQL mirror.
-func (s *Service) updateRoute(ctx context.Context, tenant string, m message.Message) {
-	u := ports.RouteUpdate{Topic: m.Topic, Segment: route.Segment{
+// routeUpdateOf is the route update of one committed message.
+func routeUpdateOf(m message.Message) ports.RouteUpdate {
+	return ports.RouteUpdate{Topic: m.Topic, Segment: route.Segment{
 		Month: m.Month, MinSeq: m.Seq, MaxSeq: m.Seq, Count: 1, MinCreatedAt: m.CreatedAt, MaxCreatedAt: m.CreatedAt,
 	}}
-	if err := s.d.Routes.Apply(ctx, tenant, []ports.RouteUpdate{u}); err != nil {
-		s.d.Log.WarnContext(ctx, "route update failed, queued for repair", "topic", m.Topic, "seq", m.Seq, "err", err)
-		if err := s.d.Repairs.Enqueue(ctx, tenant, m.Topic); err != nil {
-			s.d.Log.ErrorContext(ctx, "route repair not queued", "topic", m.Topic, "seq", m.Seq, "err", err)
-		}
-	}
 }
 
-// cacheHot adds a committed message to the hot cache. Readers use the cache only where it
-// covers a page whole, so a failed write costs a MySQL read, never a wrong answer.
-func (s *Service) cacheHot(ctx context.Context, tenant string, m message.Message) {
-	if s.d.Hot == nil {
-		return
-	}
-	if err := s.d.Hot.Put(ctx, tenant, m); err != nil {
-		s.d.Metrics.Inc("group_message_hot_cache_write_failed_total")
-		s.d.Log.WarnContext(ctx, "hot cache write failed", "topic", m.Topic, "seq", m.Seq, "err", err)
+// routeNotUpdated queues the topic's route for repair: a failed route update never rolls back
+// the message (seed 000 §3.4 rule 2), readers fall back to the MySQL mirror meanwhile.
+func (s *Service) routeNotUpdated(ctx context.Context, tenant string, m message.Message, err error) {
+	s.d.Log.WarnContext(ctx, "route update failed, queued for repair", "topic", m.Topic, "seq", m.Seq, "err", err)
+	if err := s.d.Repairs.Enqueue(ctx, tenant, m.Topic); err != nil {
+		s.d.Log.ErrorContext(ctx, "route repair not queued", "topic", m.Topic, "seq", m.Seq, "err", err)
 	}
 }
 

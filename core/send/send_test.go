@@ -89,7 +89,7 @@ func newFixture(t *testing.T) *fixture {
 	}
 	members := membership.New(f.dir, f.clock, time.Second)
 	f.svc = send.New(send.Config{MsgIDWindow: 5 * time.Minute, PendingFor: 10 * time.Second}, send.Deps{
-		Seq: f.seqs, Store: f.store, Queue: f.queue, Queued: f.store, Routes: memory.NewRouteCache(), IDs: ids, Clock: f.clock,
+		Seq: f.seqs, Store: f.store, Queued: f.store, FollowUp: f.followUp(memory.NewRouteCache(), nil), IDs: ids, Clock: f.clock,
 		Metrics: f.metrics, Resolver: conversation.NewResolver(f.dir, ids, members), Log: log,
 		Months: f.manager, InFlight: f.inflight,
 		Pending: f.seqs,
@@ -105,6 +105,12 @@ func newFixture(t *testing.T) *fixture {
 	}
 	f.group = c.Topic
 	return f
+}
+
+// followUp is the memory follow-up after COMMIT over the fixture's queue and allocator, with
+// routes and hot (nil: no hot cache).
+func (f *fixture) followUp(routes ports.RouteCache, hot ports.HotCache) *memory.CommitFollowUp {
+	return &memory.CommitFollowUp{Routes: routes, Hot: hot, Queue: f.queue, Seqs: f.seqs, Pending: f.seqs}
 }
 
 func (f *fixture) send(from int64, addr conversation.Address, clientID, text string) (send.Result, error) {
@@ -455,7 +461,7 @@ func TestFailedQueuedMarkWithholdsTheAck(t *testing.T) {
 	f := newFixture(t)
 	svc := f.svc
 	f.svc = send.New(send.Config{MsgIDWindow: 5 * time.Minute}, send.Deps{
-		Seq: f.seqs, Store: f.store, Queue: f.queue, Queued: failingMarks{errors.New("mysql down")}, Routes: memory.NewRouteCache(),
+		Seq: f.seqs, Store: f.store, Queued: failingMarks{errors.New("mysql down")}, FollowUp: f.followUp(memory.NewRouteCache(), nil),
 		IDs: memory.NewIDs(f.clock), Clock: f.clock, Metrics: f.metrics, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Resolver: conversation.NewResolver(f.dir, memory.NewIDs(f.clock), membership.New(f.dir, f.clock, time.Second)),
 		Months:   f.manager,
@@ -496,7 +502,7 @@ func TestStaleActiveMonthIsRefusedToAProcessThatNeverSawTheSwitch(t *testing.T) 
 	})
 	ids := memory.NewIDs(f.clock)
 	f.svc = send.New(send.Config{MsgIDWindow: 5 * time.Minute}, send.Deps{
-		Seq: f.seqs, Store: f.store, Queue: f.queue, Queued: f.store, Routes: memory.NewRouteCache(), IDs: ids, Clock: f.clock,
+		Seq: f.seqs, Store: f.store, Queued: f.store, FollowUp: f.followUp(memory.NewRouteCache(), nil), IDs: ids, Clock: f.clock,
 		Metrics: f.metrics, Resolver: conversation.NewResolver(f.dir, ids, membership.New(f.dir, f.clock, time.Second)),
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Months: fresh,
 	})

@@ -54,6 +54,8 @@ type gate struct {
 	// switch in flight between a send's allocation and its write (kSendAcrossSwitch), which
 	// must not refuse the write.
 	beforeAppend func()
+	// failParts, when set, fails those parts of the next commit follow-up (kFollowUpFault).
+	failParts followUpParts
 }
 
 type freshAllocation struct {
@@ -63,19 +65,12 @@ type freshAllocation struct {
 	at    time.Time
 }
 
-// inFlight are the send path's after-commit calls, which run concurrently with its enqueue
-// (crashPoints leaves them out as crash targets). A crash at a sequential call does not cut
-// them: whether they ran before it is the Go scheduler's choice, so treating them as already
-// issued when the node dies keeps every seed replaying exactly, as an issued call would
-// complete on the server anyway.
-var inFlight = map[string]bool{"Routes.Apply": true, "Hot.Put": true, "Seq.MarkAcked": true, "Store.MarkQueued": true}
-
 // pass is called first by every wrapped port method.
 func (g *gate) pass(b backend, method string) error {
 	g.w.mu.Lock()
 	defer g.w.mu.Unlock()
 	g.w.stats.calls++
-	if g.crashed && !inFlight[method] {
+	if g.crashed {
 		return errCrashed
 	}
 	if g.method == method {
@@ -120,13 +115,6 @@ func (s gatedSeq) Reseed(ctx context.Context, tenant, topic string, floor int64)
 		return err
 	}
 	return s.SeqAllocator.Reseed(ctx, tenant, topic, floor)
-}
-
-func (s gatedSeq) MarkAcked(ctx context.Context, tenant, topic string, from int64, clientMsgID string) error {
-	if err := s.g.pass(redisBackend, "Seq.MarkAcked"); err != nil {
-		return err
-	}
-	return s.SeqAllocator.MarkAcked(ctx, tenant, topic, from, clientMsgID)
 }
 
 // storePorts is the memory message store in all the roles the nodes read it in.
@@ -244,13 +232,6 @@ func (r gatedRoutes) Segments(ctx context.Context, tenant, topic string) (route.
 	return r.RouteFiller.Segments(ctx, tenant, topic)
 }
 
-func (r gatedRoutes) Apply(ctx context.Context, tenant string, updates []ports.RouteUpdate) error {
-	if err := r.g.pass(redisBackend, "Routes.Apply"); err != nil {
-		return err
-	}
-	return r.RouteFiller.Apply(ctx, tenant, updates)
-}
-
 func (r gatedRoutes) Replace(ctx context.Context, tenant, topic string, rt route.Route) error {
 	if err := r.g.pass(redisBackend, "Routes.Replace"); err != nil {
 		return err
@@ -350,13 +331,6 @@ type gatedHot struct {
 	g *gate
 }
 
-func (h gatedHot) Put(ctx context.Context, tenant string, m message.Message) error {
-	if err := h.g.pass(redisBackend, "Hot.Put"); err != nil {
-		return err
-	}
-	return h.HotCache.Put(ctx, tenant, m)
-}
-
 func (h gatedHot) After(ctx context.Context, tenant, topic string, after int64, limit int) ([]message.Message, error) {
 	if err := h.g.pass(redisBackend, "Hot.After"); err != nil {
 		return nil, err
@@ -376,6 +350,82 @@ func (h gatedHot) Invalidate(ctx context.Context, tenant, topic string, sq int64
 		return err
 	}
 	return h.HotCache.Invalidate(ctx, tenant, topic, sq)
+}
+
+// followUpParts is a set of the parts of a commit follow-up.
+type followUpParts uint8
+
+const (
+	failRoute followUpParts = 1 << iota
+	failHot
+	failJob
+	failAcked
+	failSettle
+	allFollowUpParts = 1<<iota - 1
+)
+
+// errPart is a part of a follow-up failing alone (a damaged key: WRONGTYPE).
+var errPart = errors.New("sim: WRONGTYPE in one part of the follow-up")
+
+type gatedFollowUp struct {
+	ports.CommitFollowUp
+	g *gate
+}
+
+// Apply is one script call: a crash or an outage fails every part, a follow-up fault the
+// parts it names; a failed job leaves the acked mark and the settle unattempted, as the script
+// does.
+func (f gatedFollowUp) Apply(ctx context.Context, tenant string, u ports.FollowUp) ports.FollowUpResult {
+	if err := f.g.pass(redisBackend, "FollowUp.Apply"); err != nil {
+		return u.Failed(err)
+	}
+	failing := f.g.failParts
+	f.g.failParts = 0
+	if failing&failJob != 0 && u.Job != nil {
+		failing |= failAcked | failSettle
+	}
+	kept := u
+	if failing&failRoute != 0 {
+		kept.Route = nil
+	}
+	if failing&failHot != 0 {
+		kept.Hot = nil
+	}
+	if failing&failJob != 0 {
+		kept.Job = nil
+	}
+	if failing&failAcked != 0 {
+		kept.Acked = nil
+	}
+	if failing&failSettle != 0 {
+		kept.Settle = nil
+	}
+	r := f.CommitFollowUp.Apply(ctx, tenant, kept)
+	broken := u.Failed(errPart)
+	if failing&failRoute != 0 {
+		r.Route = broken.Route
+	}
+	if failing&failHot != 0 {
+		r.Hot = broken.Hot
+	}
+	if failing&failJob != 0 {
+		r.Job = broken.Job
+	}
+	if failing&failAcked != 0 {
+		r.Acked = broken.Acked
+	}
+	if failing&failSettle != 0 {
+		r.Settle = broken.Settle
+	}
+	if r.Job != nil {
+		if u.Acked != nil {
+			r.Acked = ports.ErrNotAttempted
+		}
+		if u.Settle != nil {
+			r.Settle = ports.ErrNotAttempted
+		}
+	}
+	return r
 }
 
 type gatedDialogs struct {

@@ -52,6 +52,7 @@ const (
 	kMigrate
 	kFailover
 	kSendAcrossSwitch
+	kFollowUpFault
 	kinds
 )
 
@@ -59,7 +60,7 @@ var kindNames = [kinds]string{
 	"send", "retry", "deliver", "sync", "read", "tick", "ensure", "advance", "repair", "crash",
 	"redis-lose", "redis-snapshot", "redis-restore", "mysql-outage", "redis-outage", "slow-device", "offline",
 	"issue-token", "revoke-token", "change", "delete-self", "auth", "sweep", "member", "pool-full",
-	"migrate", "failover", "send-across-switch",
+	"migrate", "failover", "send-across-switch", "follow-up-fault",
 }
 
 // weights of the kinds in a random step list.
@@ -67,7 +68,7 @@ var weights = [kinds]int{
 	kSend: 24, kRetry: 12, kDeliver: 14, kSync: 8, kRead: 5, kTick: 12, kEnsure: 3, kAdvance: 1, kRepair: 2, kCrash: 5,
 	kRedisLose: 1, kRedisSnapshot: 1, kRedisRestore: 1, kMySQLOutage: 1, kRedisOutage: 1, kSlowDevice: 2, kOffline: 1,
 	kIssueToken: 2, kRevokeToken: 2, kChange: 3, kDeleteSelf: 1, kAuth: 3, kSweep: 3, kMember: 2, kPoolFull: 1,
-	kMigrate: 4, kFailover: 1, kSendAcrossSwitch: 1,
+	kMigrate: 4, kFailover: 1, kSendAcrossSwitch: 1, kFollowUpFault: 2,
 }
 
 type step struct {
@@ -100,17 +101,16 @@ func generate(seed uint64, n int) []step {
 }
 
 // crashPoints are the port calls a crash may come before, by the step kind that makes them.
-// The send path's after-commit calls (Routes.Apply, Hot.Put, Seq.MarkAcked, Store.MarkQueued)
-// run concurrently: which of them ran before a crash in one of them is up to the Go scheduler,
-// so they are left out and every seed replays exactly (TestSimulationIsDeterministic).
+// The send path's Redis writes after COMMIT are one call (FollowUp.Apply): a crash before it
+// writes none of them; Store.MarkQueued follows a queued job.
 var crashPoints = map[kind][]string{
-	kSend: {"Seq.Allocate", "Store.Append", "Queue.Push", "Store.MaxSeq", "Seq.Reseed",
+	kSend: {"Seq.Allocate", "Store.Append", "FollowUp.Apply", "Store.MarkQueued", "Store.MaxSeq", "Seq.Reseed",
 		"Directory.IsMember", "Months.Now", "Months.Advance", "Shards.EnsureTable", "Months.MarkReady"},
 	kDeliver: {"Queue.RequeueStale", "Queue.Take", "Queue.TakeMore", "Dialogs.AppliedSeq", "Directory.Members", "Dialogs.Apply",
 		"Queue.MarkDone", "Queue.Ack", "Queue.Retry", "Mailbox.Append"},
 	kEnsure: {"Months.Now", "Shards.EnsureTable", "Months.MarkReady", "Locks.Acquire", "Months.Advance", "Shards.Catalog", "Shards.SetState"},
-	kRetry:  {"Seq.Allocate", "Store.Append", "Queue.Push", "Store.MaxSeq", "Seq.Reseed"},
-	kChange: {"Editor.Modify", "Store.Get", "Seq.Allocate", "Store.Append", "Queue.Push", "Hot.Invalidate"},
+	kRetry:  {"Seq.Allocate", "Store.Append", "FollowUp.Apply", "Store.MarkQueued", "Store.MaxSeq", "Seq.Reseed"},
+	kChange: {"Editor.Modify", "Store.Get", "Seq.Allocate", "Store.Append", "FollowUp.Apply", "Hot.Invalidate"},
 	kSweep:  {"Shards.Catalog", "Holes.HoleSuspects", "Store.Segments", "Store.Page", "Holes.CloseHole"},
 	kMigrate: {"Migrations.Job", "Migrations.Cutover", "Migrations.SetPhase", "Migrations.Rerun", "Migrations.Reverify",
 		"Migrations.PrepareTable", "Migrations.Progress", "Shards.Catalog", "Shards.EnsureTable", "Shards.SetState", "Seq.Reseed",
@@ -258,6 +258,12 @@ func (w *world) exec(s step) {
 		w.migrate(n, s)
 	case kFailover:
 		w.failover(n, s)
+	case kFollowUpFault:
+		// Some parts of the node's next follow-up fail alone: a damaged key, or a script error
+		// in one part.
+		n.g.failParts = followUpParts(s.a%allFollowUpParts + 1)
+		w.stats.faults++
+		w.trace("node %d: next follow-up fails parts %05b", s.node, n.g.failParts)
 	case kSweep:
 		closed, err := n.sweeper.Sweep(ctx, tenant)
 		w.trace("sweep closed %d seq holes: %v", closed, err)

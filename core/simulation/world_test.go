@@ -274,11 +274,14 @@ func (w *world) boot(g *gate) *node {
 	})
 	sending := inflight.New()
 	hot := gatedHot{HotCache: w.hot, g: g}
+	// One gated call, as the Redis adapter makes one script call: it fails as a whole, or only
+	// in the parts a follow-up fault names.
+	followUp := gatedFollowUp{CommitFollowUp: &memory.CommitFollowUp{Routes: w.routes, Hot: w.hot, Queue: w.queue, Seqs: w.seqs}, g: g}
 	n := &node{g: g, manager: manager, repair: repair}
 	n.send = send.New(send.Config{MsgIDWindow: msgIDWindow}, send.Deps{
-		Seq: gatedSeq{SeqAllocator: w.seqs, g: g}, Store: store, Queue: queue, Queued: store, Routes: routes, IDs: w.ids, Clock: w.clock,
+		Seq: gatedSeq{SeqAllocator: w.seqs, g: g}, Store: store, FollowUp: followUp, Queued: store, IDs: w.ids, Clock: w.clock,
 		Metrics: w.metrics, Resolver: resolver, Log: w.log, Months: manager,
-		Hot: hot, Repairs: repair, Compensation: gatedCompensation{CompensationList: w.comp, g: g}, InFlight: sending,
+		Repairs: repair, Compensation: gatedCompensation{CompensationList: w.comp, g: g}, InFlight: sending,
 	})
 	n.sweeper = seqholes.New(seqholes.Config{After: holeAfter}, seqholes.Deps{
 		Holes: gatedHoles{SeqHoles: w.store, g: g}, Store: store, Shards: gatedShards{ShardStore: w.shards, g: g},
@@ -326,6 +329,7 @@ func (w *world) boot(g *gate) *node {
 func (w *world) reboot(i int) {
 	g := w.nodes[i].g
 	g.crashed, g.method, g.n, g.seen, g.sawMonth, g.fresh, g.beforeAppend = false, "", 0, 0, 0, freshAllocation{}, nil
+	g.failParts = 0
 	w.nodes[i] = w.boot(g)
 }
 

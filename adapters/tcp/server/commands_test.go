@@ -72,11 +72,12 @@ func newStack(t *testing.T, wrap ...func(ports.MessageStore) ports.MessageStore)
 	}
 	routes := memory.NewRouteCache()
 	queue := memory.NewDeliverQueue(clock.Now)
+	seqs := memory.NewSeqAllocator(months, clock.Now)
 	return stack{
 		queue: queue,
 		deps: Deps{
 			Send: send.New(send.Config{MsgIDWindow: 5 * time.Minute}, send.Deps{
-				Seq: memory.NewSeqAllocator(months, clock.Now), Store: store, Queue: queue, Routes: routes,
+				Seq: seqs, Store: store, FollowUp: &memory.CommitFollowUp{Routes: routes, Queue: queue, Seqs: seqs},
 				IDs: ids, Clock: clock, Metrics: metrics, Resolver: resolver, Log: log,
 			}),
 			History: history.New(history.Deps{

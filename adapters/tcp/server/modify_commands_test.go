@@ -50,9 +50,10 @@ func newModifyDeps(t *testing.T) Deps {
 	resolver := conversation.NewResolver(dir, ids, membership.New(dir, clock, time.Minute))
 	store := memory.NewMessageStore(shards)
 	routes := memory.NewRouteCache()
+	seqs := memory.NewSeqAllocator(months, clock.Now)
 	sender := send.New(send.Config{MsgIDWindow: 5 * time.Minute}, send.Deps{
-		Seq: memory.NewSeqAllocator(months, clock.Now), Store: store, Queue: memory.NewDeliverQueue(clock.Now),
-		Routes: routes, IDs: ids, Clock: clock, Metrics: metrics, Resolver: resolver, Log: log,
+		Seq: seqs, Store: store, FollowUp: &memory.CommitFollowUp{Routes: routes, Queue: memory.NewDeliverQueue(clock.Now), Seqs: seqs},
+		IDs: ids, Clock: clock, Metrics: metrics, Resolver: resolver, Log: log,
 	})
 	hist := history.New(history.Deps{Store: store, Routes: routes, Months: months, Metrics: metrics, Resolver: resolver, Log: log})
 	return Deps{
