@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/imdhq/imd/core/domain/apperr"
@@ -161,6 +162,9 @@ func (m *Manager) reconcile(ctx context.Context, tenant string) (month.Month, er
 	if err := m.d.Months.MarkReady(ctx, tenant, floor); err != nil {
 		return 0, fmt.Errorf("mark %s ready in %s: %w", floor, tenant, err)
 	}
+	if err := m.recordRaise(ctx, tenant, infos, floor); err != nil {
+		return 0, err
+	}
 	active, err := m.d.Months.Advance(ctx, tenant, floor)
 	if err != nil {
 		return 0, fmt.Errorf("advance active month of %s to %s: %w", tenant, floor, err)
@@ -169,6 +173,29 @@ func (m *Manager) reconcile(ctx context.Context, tenant string) (month.Month, er
 		m.d.Log.InfoContext(ctx, "active month ahead of the catalog floor", "tenant", tenant, "month", active.String(), "floor", floor.String())
 	}
 	return active, nil
+}
+
+// recordRaise records, before Redis is raised to the writable month floor, an instant by
+// which floor is active when the catalog has none earlier than floor's first instant: floor
+// was switched to early by an advance that died before it recorded the switch, and Redis lost
+// or never saw the flip. Without the record, a Redis rolled back once more could hand out the
+// month before and its writes would not be refused.
+func (m *Manager) recordRaise(ctx context.Context, tenant string, infos []shard.Info, floor month.Month) error {
+	i := slices.IndexFunc(infos, func(in shard.Info) bool { return in.Month == floor })
+	if i >= 0 && !infos[i].ActiveSince.IsZero() && infos[i].ActiveSince.Before(floor.Start()) {
+		return nil // an early switch, recorded
+	}
+	now, err := m.d.Months.Now(ctx)
+	if err != nil {
+		return fmt.Errorf("redis time: %w", err)
+	}
+	if i >= 0 && !infos[i].ActiveSince.IsZero() && !now.Before(infos[i].ActiveSince) {
+		return nil // already active by its first instant
+	}
+	if err := m.d.Store.RecordSwitch(ctx, tenant, floor, now); err != nil {
+		return fmt.Errorf("record the raise of %s to %s: %w", tenant, floor, err)
+	}
+	return nil
 }
 
 // exclusively runs fn under the tenant's switch lock, or skips it when another node holds the
@@ -233,7 +260,9 @@ func (m *Manager) Advance(ctx context.Context, tenant string, target month.Month
 	m.d.Floors.Raise(tenant, got)
 	// Redis TIME read after the flip: any allocation in an older month later than it came from
 	// a Redis that lost the switch, any before it may be a send in flight across it. Until it
-	// is recorded the write transaction goes by the month's first instant, recorded at prepare.
+	// is recorded the write transaction goes by the month's first instant, recorded at prepare;
+	// a node that dies before recording it leaves the instant to the next pass that raises
+	// Redis from the catalog (recordRaise).
 	switched, err := m.d.Months.Now(ctx)
 	if err != nil {
 		return 0, apperr.Wrap(apperr.Busy, "month state unavailable", err)

@@ -30,6 +30,7 @@ type fixture struct {
 	clock        *memory.Clock
 	shards       *failingShards
 	months       *memory.MonthState
+	flips        *flakyFlips
 	locks        *flakyLocks
 	repairs      *fakeBacklog
 	compensation *memory.CompensationList
@@ -79,6 +80,19 @@ func (l *flakyLocks) Acquire(ctx context.Context, tenant, name string, ttl time.
 	return l.Locks.Acquire(ctx, tenant, name, ttl)
 }
 
+// flakyFlips fails the Advance to refused: the node dies, or Redis goes away, at that flip.
+type flakyFlips struct {
+	*memory.MonthState
+	refused month.Month
+}
+
+func (m *flakyFlips) Advance(ctx context.Context, tenant string, mo month.Month) (month.Month, error) {
+	if mo == m.refused {
+		return 0, errors.New("redis down")
+	}
+	return m.MonthState.Advance(ctx, tenant, mo)
+}
+
 // recordedHousekeeping remembers how many rows each purge deleted.
 type recordedHousekeeping struct {
 	*memory.Housekeeping
@@ -108,9 +122,10 @@ func newFixture(t *testing.T, now time.Time) *fixture {
 	f.store = memory.NewMessageStore(mem)
 	f.housekeeping = &recordedHousekeeping{Housekeeping: memory.NewHousekeeping(mem)}
 	f.months = memory.NewMonthState(f.clock.Now)
+	f.flips = &flakyFlips{MonthState: f.months}
 	f.locks = &flakyLocks{Locks: memory.NewLocks(f.clock.Now)}
 	f.manager = shardmanager.New(shardmanager.Config{SealingDays: 7, DedupPurgeBatch: 2, DedupPurgeBatches: 3}, shardmanager.Deps{
-		Store: f.shards, Months: f.months, Locks: f.locks, Repairs: f.repairs, Compensation: f.compensation,
+		Store: f.shards, Months: f.flips, Locks: f.locks, Repairs: f.repairs, Compensation: f.compensation,
 		Housekeeping: f.housekeeping, Metrics: f.metrics, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	return f
@@ -460,5 +475,58 @@ func (f *fixture) holdLock(t *testing.T) {
 	t.Helper()
 	if _, ok, err := f.locks.Acquire(context.Background(), tenant, "shard_switch", time.Minute); err != nil || !ok {
 		t.Fatalf("another node's lock: %v %v", ok, err)
+	}
+}
+
+// TestEarlySwitchRefusesTheMonthBeforeWhateverRedisLoses: once an early switch to November
+// is in Redis, through the advance or through a pass raising Redis from the catalog after an
+// advance that failed or died before it recorded the switch, a Redis that hands out October
+// again (a failover that lost the flip) gets no new October row written after it: the write
+// refuses it as behind, and the send allocates again in November.
+func TestEarlySwitchRefusesTheMonthBeforeWhateverRedisLoses(t *testing.T) {
+	cases := []struct {
+		name  string
+		reach func(t *testing.T, f *fixture)
+	}{
+		{"Redis loses the flip", func(t *testing.T, f *fixture) {
+			if got, err := f.manager.Advance(t.Context(), tenant, nov); err != nil || got != nov {
+				t.Fatalf("Advance(%s) = %s, %v", nov, got, err)
+			}
+		}},
+		{"the flip fails, the next pass raises Redis from the catalog", func(t *testing.T, f *fixture) {
+			f.flips.refused = nov
+			if _, err := f.manager.Advance(t.Context(), tenant, nov); err == nil {
+				t.Fatal("Advance succeeded without its flip")
+			}
+			f.flips.refused = 0
+			f.ensure(t)
+			if got := f.active(t); got != nov {
+				t.Fatalf("active month %s after the pass, want %s", got, nov)
+			}
+		}},
+		{"the advance died before recording; the catalog raises Redis", func(t *testing.T, f *fixture) {
+			f.walk(t, nov, shard.Writable)
+			if err := f.manager.Reconcile(t.Context(), tenant); err != nil {
+				t.Fatal(err)
+			}
+			if got := f.active(t); got != nov {
+				t.Fatalf("active month %s after the raise, want %s", got, nov)
+			}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, at(2026, 10, 15, 0))
+			f.ensure(t)
+			c.reach(t, f)
+			f.clock.Advance(time.Millisecond)
+			f.months.ForceActive(tenant, oct) // Redis back before the switch
+			m := message.Message{Topic: "grp_1", Seq: 1, MsgID: 1, From: 2, ClientMsgID: "c1", Type: "text",
+				Content: []byte(`{"text":"x"}`), Month: oct, CreatedAt: f.clock.Now()}
+			_, err := f.store.AppendFresh(t.Context(), tenant, m, "h", f.clock.Now())
+			if behind := (*shard.BehindError)(nil); !errors.As(err, &behind) || behind.Newer != nov {
+				t.Fatalf("an October row allocated after the switch: %v, want behind %s", err, nov)
+			}
+		})
 	}
 }
