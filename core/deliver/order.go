@@ -1,6 +1,7 @@
 package deliver
 
 import (
+	"cmp"
 	"slices"
 	"time"
 
@@ -27,6 +28,8 @@ type sequencer struct {
 	// maxHold since it was queued.
 	sending func(topic string, from, to int64) bool
 	maxHold time.Duration
+	// late: add returned a job behind its topic's next seq since the last lateSeen.
+	late bool
 }
 
 // topicOrder is what the sequencer knows of one topic.
@@ -72,6 +75,7 @@ func (s *sequencer) add(job delivery.Job, now time.Time) []delivery.Job {
 	seq := job.Message.Seq
 	switch {
 	case seq < t.next:
+		s.late = true
 		return []delivery.Job{job}
 	case seq == t.next:
 		t.next++
@@ -120,6 +124,40 @@ func (s *sequencer) expire(caughtUp, now time.Time) []delivery.Job {
 		}
 	}
 	return out
+}
+
+// lateSeen reports whether add returned a late job since the last call.
+func (s *sequencer) lateSeen() bool {
+	late := s.late
+	s.late = false
+	return late
+}
+
+// inSeqOrder sorts each topic's MESSAGE jobs of one pass by seq, in the places that topic's
+// jobs hold. Late jobs go out as they were taken, which is queue order: jobs a takeover
+// requeued, whose lists the consumer that died had already moved past them (the new
+// consumer's baseline), come back in the order they were queued, not by seq, and a connection
+// that got a later seq first would see the earlier one out of order.
+func inSeqOrder(jobs []delivery.Job) {
+	places := map[string][]int{}
+	for i, job := range jobs {
+		if job.Kind == delivery.KindMessage && job.Message != nil {
+			places[job.Topic] = append(places[job.Topic], i)
+		}
+	}
+	for _, at := range places {
+		if len(at) < 2 {
+			continue
+		}
+		topic := make([]delivery.Job, len(at))
+		for k, i := range at {
+			topic[k] = jobs[i]
+		}
+		slices.SortStableFunc(topic, func(a, b delivery.Job) int { return cmp.Compare(a.Message.Seq, b.Message.Seq) })
+		for k, i := range at {
+			jobs[i] = topic[k]
+		}
+	}
 }
 
 // nextDue is the earliest time a held job becomes due; ok=false when none is held.

@@ -319,3 +319,42 @@ func TestSequencerWaitsForARunningSend(t *testing.T) {
 		})
 	}
 }
+
+// TestLateJobsOfAPassGoOutInSeqOrder: after a takeover the new consumer's baseline is past the
+// jobs the dead one had moved the lists for, so they are late, and they come back in the order
+// they were queued (b21 before b20). The pass puts each topic's jobs in seq order in the places
+// that topic's jobs hold; other jobs keep their places; a pass without a late job is left alone.
+func TestLateJobsOfAPassGoOutInSeqOrder(t *testing.T) {
+	cases := []struct {
+		name string
+		jobs []delivery.Job
+		want []string
+	}{
+		{"requeued in queue order", []delivery.Job{orderJob("b", 21, 1), orderJob("a", 5, 2), orderJob("b", 20, 3), orderJob("b", 22, 4)},
+			[]string{"b20", "a5", "b21", "b22"}},
+		{"in order already", []delivery.Job{orderJob("b", 20, 1), orderJob("b", 21, 2)}, []string{"b20", "b21"}},
+		{"repeats keep their order", []delivery.Job{orderJob("b", 21, 100), orderJob("b", 20, 101), orderJob("b", 21, 102)},
+			[]string{"b20#101", "b21#100", "b21#102"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := newSequencer(200*time.Millisecond, 10)
+			s.start("a", 4, sequencerStart)
+			s.start("b", 22, sequencerStart) // the dead consumer moved b's lists up to 22
+			var ready []delivery.Job
+			for _, job := range c.jobs {
+				ready = append(ready, s.add(job, sequencerStart)...)
+			}
+			if !s.lateSeen() {
+				t.Fatal("no late job seen")
+			}
+			inSeqOrder(ready)
+			if got := labels(ready); !slices.Equal(got, c.want) {
+				t.Fatalf("pass %v, want %v", got, c.want)
+			}
+			if s.lateSeen() {
+				t.Fatal("late seen again without a late job")
+			}
+		})
+	}
+}

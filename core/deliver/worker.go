@@ -204,7 +204,11 @@ func (w *Workers) consume(ctx context.Context, tenant string, partition int) {
 		if empty { // everything queued until now was taken
 			caughtUp = later(caughtUp, w.d.Clock.Now())
 		}
-		w.handle(work, append(ready, order.expire(caughtUp, w.d.Clock.Now())...)...)
+		ready = append(ready, order.expire(caughtUp, w.d.Clock.Now())...)
+		if order.lateSeen() {
+			inSeqOrder(ready)
+		}
+		w.handle(work, ready...)
 		if now := w.d.Clock.Now(); now.Sub(lastForget) >= idleTopicAfter {
 			order.forget(now.Add(-idleTopicAfter))
 			lastForget = now
