@@ -118,7 +118,7 @@ func (m *Manager) Ensure(ctx context.Context, tenant string) error {
 	}
 	// Outside the lock: the repair is forward-only and atomic in Redis, so it is safe on every
 	// node at once, and a node that finds the lock taken still heals a Redis that lost the month.
-	_, repairErr := m.reconcile(ctx, tenant)
+	_, repairErr := m.reconcile(ctx, tenant, now)
 	err = m.exclusively(ctx, tenant, func(ctx context.Context) error {
 		active, err := m.d.Months.Advance(ctx, tenant, cur)
 		if err != nil {
@@ -138,13 +138,14 @@ func (m *Manager) Ensure(ctx context.Context, tenant string) error {
 func (m *Manager) Floors() *month.Floors { return m.d.Floors }
 
 func (m *Manager) Reconcile(ctx context.Context, tenant string) error {
-	_, err := m.reconcile(ctx, tenant)
+	_, err := m.reconcile(ctx, tenant, time.Time{})
 	return err
 }
 
 // reconcile raises active_month to the newest writable month of the catalog and returns the
-// resulting active month, the zero Month when neither has one yet.
-func (m *Manager) reconcile(ctx context.Context, tenant string) (month.Month, error) {
+// resulting active month, the zero Month when neither has one yet. now is Redis TIME read
+// earlier in the caller's pass, zero when it has none.
+func (m *Manager) reconcile(ctx context.Context, tenant string, now time.Time) (month.Month, error) {
 	infos, err := m.d.Store.Catalog(ctx, tenant)
 	if err != nil {
 		return 0, fmt.Errorf("catalog of %s: %w", tenant, err)
@@ -162,7 +163,8 @@ func (m *Manager) reconcile(ctx context.Context, tenant string) (month.Month, er
 	if err := m.d.Months.MarkReady(ctx, tenant, floor); err != nil {
 		return 0, fmt.Errorf("mark %s ready in %s: %w", floor, tenant, err)
 	}
-	if err := m.recordRaise(ctx, tenant, infos, floor); err != nil {
+	unrecorded, err := m.switchUnrecorded(ctx, infos, floor, now)
+	if err != nil {
 		return 0, err
 	}
 	active, err := m.d.Months.Advance(ctx, tenant, floor)
@@ -172,30 +174,37 @@ func (m *Manager) reconcile(ctx context.Context, tenant string) (month.Month, er
 	if active != floor {
 		m.d.Log.InfoContext(ctx, "active month ahead of the catalog floor", "tenant", tenant, "month", active.String(), "floor", floor.String())
 	}
+	if unrecorded && active == floor {
+		// Read after the raise, as Advance reads it after its flip: a send allocated in the
+		// month before until then was in flight across it, not behind it.
+		raised, err := m.d.Months.Now(ctx)
+		if err != nil {
+			return 0, fmt.Errorf("redis time: %w", err)
+		}
+		if err := m.d.Store.RecordSwitch(ctx, tenant, floor, raised); err != nil {
+			return 0, fmt.Errorf("record the raise of %s to %s: %w", tenant, floor, err)
+		}
+	}
 	return active, nil
 }
 
-// recordRaise records, before Redis is raised to the writable month floor, an instant by
-// which floor is active when the catalog has none earlier than floor's first instant: floor
-// was switched to early by an advance that died before it recorded the switch, and Redis lost
-// or never saw the flip. Without the record, a Redis rolled back once more could hand out the
-// month before and its writes would not be refused.
-func (m *Manager) recordRaise(ctx context.Context, tenant string, infos []shard.Info, floor month.Month) error {
+// switchUnrecorded reports whether the writable month floor is active before its first
+// instant with no instant recorded for it: it was switched to early by an advance that failed
+// or died before it recorded the switch, and Redis lost or never saw the flip. Raising Redis
+// to it then records one, or a Redis rolled back once more could hand out the month before
+// and its writes would not be refused. now is read only when the catalog cannot tell.
+func (m *Manager) switchUnrecorded(ctx context.Context, infos []shard.Info, floor month.Month, now time.Time) (bool, error) {
 	i := slices.IndexFunc(infos, func(in shard.Info) bool { return in.Month == floor })
 	if i >= 0 && !infos[i].ActiveSince.IsZero() && infos[i].ActiveSince.Before(floor.Start()) {
-		return nil // an early switch, recorded
+		return false, nil // an early switch, recorded
 	}
-	now, err := m.d.Months.Now(ctx)
-	if err != nil {
-		return fmt.Errorf("redis time: %w", err)
+	if now.IsZero() {
+		var err error
+		if now, err = m.d.Months.Now(ctx); err != nil {
+			return false, fmt.Errorf("redis time: %w", err)
+		}
 	}
-	if i >= 0 && !infos[i].ActiveSince.IsZero() && !now.Before(infos[i].ActiveSince) {
-		return nil // already active by its first instant
-	}
-	if err := m.d.Store.RecordSwitch(ctx, tenant, floor, now); err != nil {
-		return fmt.Errorf("record the raise of %s to %s: %w", tenant, floor, err)
-	}
-	return nil
+	return i < 0 || infos[i].ActiveSince.IsZero() || now.Before(infos[i].ActiveSince), nil
 }
 
 // exclusively runs fn under the tenant's switch lock, or skips it when another node holds the
@@ -235,7 +244,7 @@ func (m *Manager) Advance(ctx context.Context, tenant string, target month.Month
 	}
 	// Compared with the catalog's floor too, not only with what Redis holds: a Redis that lost
 	// the month must not let an operator move it back.
-	active, err := m.reconcile(ctx, tenant)
+	active, err := m.reconcile(ctx, tenant, now)
 	if err != nil {
 		return 0, apperr.Wrap(apperr.Busy, "month state unavailable", err)
 	}
@@ -262,7 +271,7 @@ func (m *Manager) Advance(ctx context.Context, tenant string, target month.Month
 	// a Redis that lost the switch, any before it may be a send in flight across it. Until it
 	// is recorded the write transaction goes by the month's first instant, recorded at prepare;
 	// a node that dies before recording it leaves the instant to the next pass that raises
-	// Redis from the catalog (recordRaise).
+	// Redis from the catalog (switchUnrecorded).
 	switched, err := m.d.Months.Now(ctx)
 	if err != nil {
 		return 0, apperr.Wrap(apperr.Busy, "month state unavailable", err)

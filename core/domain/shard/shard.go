@@ -46,7 +46,7 @@ type Info struct {
 	// ActiveSince is an instant, on the Redis clock, by which the month is the active one: its
 	// first instant (recorded when the shard manager prepares it: the seq script switches to a
 	// ready month as Redis TIME enters it), or, for an early switch, a reading of Redis TIME
-	// after the flip, or before Redis is raised to it from the catalog. Zero until recorded.
+	// after the flip, or after Redis is raised to it from the catalog. Zero until recorded.
 	ActiveSince time.Time
 	// TableDropped: the month was archived and its table dropped; Table names what it was.
 	// Only the admin listing fills it in (it asks MySQL per archived month).
