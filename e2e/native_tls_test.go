@@ -80,8 +80,10 @@ func (s *sClient) why() string {
 
 func startSClient(t *testing.T, srv *Server, addr, serverName, caFile string, args ...string) *sClient {
 	t.Helper()
+	// -nocommands: without it s_client reads a write whose first byte is Q, R, K or k as a
+	// command (quit, renegotiate, key update) instead of sending it, and a frame can start so.
 	all := append([]string{"s_client", "-connect", addr, "-servername", serverName, "-CAfile", caFile,
-		"-verify_return_error", "-brief", "-no_ign_eof"}, args...)
+		"-verify_return_error", "-brief", "-no_ign_eof", "-nocommands"}, args...)
 	cmd := exec.Command("openssl", all...)
 	s := &sClient{cmd: cmd, frames: make(chan frame.Frame, 1024), srv: srv}
 	cmd.Stderr = &s.stderr
