@@ -9,7 +9,11 @@ import (
 	"syscall"
 
 	"github.com/imdhq/imd/cmd/imctl/bench"
+	"github.com/imdhq/imd/cmd/internal/buildinfo"
 )
+
+// version is the release, stamped at link time as imd's is (go tool task build).
+var version string
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -20,6 +24,7 @@ func main() {
 		stderr:    os.Stderr,
 		terminal:  isTerminal(os.Stderr),
 		runBench:  bench.Run,
+		version:   buildinfo.Read(version).String(),
 
 		userConfigDir: os.UserConfigDir,
 	}).ExecuteContext(ctx)

@@ -30,6 +30,7 @@ type deps struct {
 	runBench  func(context.Context, bench.Config) (report.Report, error)
 	// userConfigDir locates the default config file (os.UserConfigDir); nil: none.
 	userConfigDir func() (string, error)
+	version       string // what --version prints after "imctl"
 }
 
 // globals are the connection settings every command shares.
@@ -146,7 +147,9 @@ default the file's "default"), whose keys are the flags' names and mysql-dsn:
     dev:  {http: "http://127.0.0.1:8080", admin-key: dev-admin-key}`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       d.version,
 	}
+	root.SetVersionTemplate("imctl {{.Version}}\n")
 	g.bind(root.PersistentFlags())
 	// Only the root has this hook: cobra runs the nearest one alone.
 	root.PersistentPreRunE = func(*cobra.Command, []string) error {

@@ -26,6 +26,7 @@ type cli struct {
 	stdin    string
 	// configDir is the user's config directory; "": none, so no config file is read.
 	configDir string
+	version   string
 }
 
 func (c cli) run(args ...string) (string, string, error) {
@@ -36,6 +37,7 @@ func (c cli) run(args ...string) (string, string, error) {
 		stdout:    &out,
 		stderr:    &errOut,
 		runBench:  c.runBench,
+		version:   c.version,
 	}
 	if c.configDir != "" {
 		d.userConfigDir = func() (string, error) { return c.configDir, nil }
@@ -160,6 +162,14 @@ func TestAdminErrorsAndBadArgs(t *testing.T) {
 				t.Fatalf("err = %v, want %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestVersion: --version names the build and needs no running imd.
+func TestVersion(t *testing.T) {
+	out, _, err := cli{version: "v1.4.0 (revision 850f25f) go1.26.8"}.run("--version")
+	if err != nil || out != "imctl v1.4.0 (revision 850f25f) go1.26.8\n" {
+		t.Fatalf("--version: %v %q", err, out)
 	}
 }
 

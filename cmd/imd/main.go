@@ -16,7 +16,7 @@ import (
 	"github.com/imdhq/imd/adapters/config"
 	httpapi "github.com/imdhq/imd/adapters/http"
 	"github.com/imdhq/imd/adapters/slogtint"
-	"github.com/imdhq/imd/cmd/imd/internal/buildinfo"
+	"github.com/imdhq/imd/cmd/internal/buildinfo"
 )
 
 func main() {
@@ -51,7 +51,7 @@ func run(args []string) error {
 		return err
 	}
 	if *showVersion {
-		fmt.Println(buildinfo.Read(version))
+		fmt.Println("imd", buildinfo.Read(version))
 		return nil
 	}
 	cfg, err := config.Load(*path, os.Environ())

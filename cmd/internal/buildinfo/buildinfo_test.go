@@ -15,10 +15,10 @@ func TestFromBuildInfo(t *testing.T) {
 		extra   []debug.BuildSetting
 		want    string
 	}{
-		{"stamped release wins", "v1.4.0", "v0.0.0-2026", vcs, "imd v1.4.0 (revision 850f25f, 2026-12-01T20:00:00Z) go1.26.8"},
-		{"module version from go install", "", "v1.3.0", nil, "imd v1.3.0 go1.26.8"},
-		{"local build", "", "(devel)", vcs, "imd devel (revision 850f25f, 2026-12-01T20:00:00Z) go1.26.8"},
-		{"modified tree", "", "(devel)", append(vcs, debug.BuildSetting{Key: "vcs.modified", Value: "true"}), "imd devel (revision 850f25f-dirty, 2026-12-01T20:00:00Z) go1.26.8"},
+		{"stamped release wins", "v1.4.0", "v0.0.0-2026", vcs, "v1.4.0 (revision 850f25f, 2026-12-01T20:00:00Z) go1.26.8"},
+		{"module version from go install", "", "v1.3.0", nil, "v1.3.0 go1.26.8"},
+		{"local build", "", "(devel)", vcs, "devel (revision 850f25f, 2026-12-01T20:00:00Z) go1.26.8"},
+		{"modified tree", "", "(devel)", append(vcs, debug.BuildSetting{Key: "vcs.modified", Value: "true"}), "devel (revision 850f25f-dirty, 2026-12-01T20:00:00Z) go1.26.8"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -32,7 +32,8 @@ func TestFromBuildInfo(t *testing.T) {
 
 // TestReadRunningBinary: the test binary has build info too.
 func TestReadRunningBinary(t *testing.T) {
-	if got := Read("").String(); !strings.HasPrefix(got, "imd ") || !strings.Contains(got, "go1.") {
-		t.Fatalf("got %q", got)
+	info := Read("")
+	if got := info.String(); info.Version == "" || !strings.HasPrefix(got, info.Version+" ") || !strings.Contains(got, "go1.") {
+		t.Fatalf("got %q from %+v", got, info)
 	}
 }

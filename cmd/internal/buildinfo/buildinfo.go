@@ -1,6 +1,6 @@
-// Package buildinfo says which build of imd runs: the release version stamped at link time
-// (-ldflags "-X main.version=…") and what the Go toolchain recorded in the binary (module
-// version, VCS revision and time, Go version).
+// Package buildinfo says which build of imd and imctl runs, for their --version: the release
+// version stamped at link time (-ldflags "-X main.version=…") and what the Go toolchain
+// recorded in the binary (module version, VCS revision and time, Go version).
 package buildinfo
 
 import (
@@ -56,10 +56,10 @@ func orDevel(v string) string {
 	return v
 }
 
-// String is the line `imd --version` prints.
+// String is what --version prints after the command's name.
 func (i Info) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "imd %s", i.Version)
+	b.WriteString(i.Version)
 	if i.Revision != "" {
 		fmt.Fprintf(&b, " (revision %s", i.Revision)
 		if i.Time != "" {
