@@ -31,11 +31,15 @@ type CommitFollowUp interface {
 type FollowUp struct {
 	// Route merges the committed seq into the topic's cached route (RouteCache.Apply).
 	Route *RouteUpdate
-	// Hot caches the committed message (HotCache.Put).
+	// Hot caches the committed message in the HotCache, replacing any entry with the same seq,
+	// then trims the topic to the window before this message and to the count cap (oldest seqs
+	// first, so what stays is contiguous) and restarts the topic's expiry. A seq past
+	// MaxHotSeq is not cached and is no error (Cacheable).
 	Hot *message.Message
 	// Job queues the message for delivery (DeliverQueue.Push), as a job of the call's tenant.
 	Job *delivery.Job
-	// Acked flags the idempotency record as stored and queued (SeqAllocator.MarkAcked).
+	// Acked flags the SeqAllocator's idempotency record as stored and queued, so a retry is
+	// answered at once; a missing or expired record is not recreated.
 	Acked *AckedMark
 	// Settle removes the send attempt's pending marks (PendingSeqs.Settle, per seq).
 	Settle *PendingSettle

@@ -11,13 +11,9 @@ import (
 // HotCache is the Redis copy of each topic's newest messages (seed 000 §1.7, §6.1): a ZSET per
 // topic, score seq, trimmed to a time window (24 h) and a count cap. MySQL stays the source of
 // truth; readers use a cached page only when it covers the page whole, so the cache may lose
-// entries at any time (trim, eviction, a failed write) without making a read wrong.
+// entries at any time (trim, eviction, a failed write) without making a read wrong. It is
+// written by the hot part of a commit follow-up (FollowUp.Hot).
 type HotCache interface {
-	// Put caches a committed message, replacing any entry with the same seq, then trims the
-	// topic to the window before this message and to the count cap (oldest seqs first, so what
-	// stays is contiguous) and restarts the topic's expiry. Seqs past 2^53 are not cached: a ZSET
-	// score could not hold them exactly.
-	Put(ctx context.Context, tenant string, m message.Message) error
 	// After returns up to limit cached messages of topic with seq > after, ascending.
 	After(ctx context.Context, tenant, topic string, after int64, limit int) ([]message.Message, error)
 	// Before returns up to limit cached messages of topic with seq < before (0: from the newest),
@@ -32,7 +28,7 @@ type HotCache interface {
 // 2^53. Every HotCache keeps to it, so the fake behaves as Redis does.
 const MaxHotSeq = int64(1) << 53
 
-// Cacheable is the rule of HotCache.Put for m: an error for a message without a positive seq
+// Cacheable is the rule of FollowUp.Hot for m: an error for a message without a positive seq
 // or a creation time, false for a seq past MaxHotSeq (not cached, not an error).
 func Cacheable(m message.Message) (bool, error) {
 	if m.Seq <= 0 || m.CreatedAt.IsZero() || m.CreatedAt.UnixMilli() < 0 {

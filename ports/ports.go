@@ -36,8 +36,6 @@ type SeqAllocator interface {
 	Allocate(ctx context.Context, tenant string, req seq.Request) (seq.Allocation, error)
 	// Reseed raises the topic counter to at least floor (never lowers it).
 	Reseed(ctx context.Context, tenant, topic string, floor int64) error
-	// MarkAcked records that the allocation was stored and enqueued, so retries answer at once.
-	MarkAcked(ctx context.Context, tenant, topic string, from int64, clientMsgID string) error
 }
 
 // PendingSeqs is the cluster-wide view of the seqs whose sends still run (seq.Request.Attempt

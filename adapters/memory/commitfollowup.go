@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 
+	"github.com/imdhq/imd/core/domain/message"
 	"github.com/imdhq/imd/ports"
 )
 
@@ -11,10 +12,15 @@ import (
 // only once it is queued. A nil Hot is no hot cache: its part is a no-op.
 type CommitFollowUp struct {
 	Routes  ports.RouteCache
-	Hot     ports.HotCache
+	Hot     HotWriter
 	Queue   ports.DeliverQueue
-	Seqs    ports.SeqAllocator
+	Seqs    *SeqAllocator
 	Pending ports.PendingSeqs
+}
+
+// HotWriter is what the hot part writes through: a HotCache, or a test's stand-in that fails.
+type HotWriter interface {
+	Put(ctx context.Context, tenant string, m message.Message) error
 }
 
 var _ ports.CommitFollowUp = (*CommitFollowUp)(nil)

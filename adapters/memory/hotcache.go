@@ -44,7 +44,8 @@ func NewHotCache(clock func() time.Time, window time.Duration, maxPerTopic int) 
 	return &HotCache{clock: clock, window: window, maxPerTopic: maxPerTopic, topics: make(map[tenantTopic]*hotTopic)}
 }
 
-// Put caches a committed message, then trims the topic.
+// Put caches a committed message, then trims the topic: the hot part of a commit follow-up
+// (ports.FollowUp.Hot), and how tests fill the cache.
 func (h *HotCache) Put(_ context.Context, tenant string, m message.Message) error {
 	tk, err := validTenantTopic(tenant, m.Topic)
 	if err != nil {

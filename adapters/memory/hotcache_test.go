@@ -11,7 +11,8 @@ import (
 
 func TestHotCacheContract(t *testing.T) {
 	contract.HotCache(t, func(_ *testing.T, window time.Duration, maxPerTopic int) contract.HotFixture {
-		return contract.HotFixture{Tenant: contractTenant, Cache: NewHotCache(time.Now, window, maxPerTopic)}
+		hot := NewHotCache(time.Now, window, maxPerTopic)
+		return contract.HotFixture{Tenant: contractTenant, Cache: hot, FollowUp: &CommitFollowUp{Hot: hot}}
 	})
 }
 

@@ -170,7 +170,8 @@ func (s *SeqAllocator) Reseed(_ context.Context, name, topicName string, floor i
 	return nil
 }
 
-// MarkAcked flags a live record; a missing or expired one is not recreated.
+// MarkAcked flags a live record, the acked part of a commit follow-up (ports.FollowUp.Acked);
+// a missing or expired one is not recreated.
 func (s *SeqAllocator) MarkAcked(_ context.Context, name, topicName string, from int64, clientMsgID string) error {
 	tk, err := validTenantTopic(name, topicName)
 	if err != nil {

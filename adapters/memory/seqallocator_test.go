@@ -15,14 +15,15 @@ func TestPendingSeqsContract(t *testing.T) {
 	contract.PendingSeqs(t, func(*testing.T) contract.SeqFixture {
 		ms := NewMonthState(time.Now)
 		s := NewSeqAllocator(ms, time.Now)
-		return contract.SeqFixture{Tenant: contractTenant, Seq: s, Months: ms, Pending: s}
+		return contract.SeqFixture{Tenant: contractTenant, Seq: s, Months: ms, Pending: s, FollowUp: &CommitFollowUp{Seqs: s}}
 	})
 }
 
 func TestSeqAllocatorContract(t *testing.T) {
 	contract.SeqAllocator(t, func(*testing.T) contract.SeqFixture {
 		ms := NewMonthState(time.Now)
-		return contract.SeqFixture{Tenant: contractTenant, Seq: NewSeqAllocator(ms, time.Now), Months: ms}
+		s := NewSeqAllocator(ms, time.Now)
+		return contract.SeqFixture{Tenant: contractTenant, Seq: s, Months: ms, FollowUp: &CommitFollowUp{Seqs: s}}
 	})
 }
 

@@ -12,7 +12,8 @@ import (
 
 // CommitFollowUp is ports.CommitFollowUp: one script call writes the route update, the hot
 // entry, the deliver job, the acked mark and the pending settles of a committed message, with
-// the Lua functions of the single-purpose scripts. Every key carries the tenant's hash tag, so
+// the Lua functions it shares with the single-purpose scripts of the route cache and the
+// queue. Every key carries the tenant's hash tag, so
 // the call is legal on Redis Cluster too.
 type CommitFollowUp struct {
 	c     rueidis.Client
@@ -22,8 +23,8 @@ type CommitFollowUp struct {
 
 var _ ports.CommitFollowUp = (*CommitFollowUp)(nil)
 
-// NewCommitFollowUp returns the follow-up on queue's client that pushes to queue's partitions
-// and caches with hot's limits, as queue.Push and hot.Put would.
+// NewCommitFollowUp returns the follow-up on queue's client that pushes to queue's partitions,
+// as queue.Push would, and caches with hot's limits.
 func NewCommitFollowUp(queue *DeliverQueue, hot *HotCache) *CommitFollowUp {
 	return &CommitFollowUp{c: queue.c, queue: queue, hot: hot}
 }

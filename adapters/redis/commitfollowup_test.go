@@ -86,7 +86,7 @@ func TestCommitFollowUpPartsFailApart(t *testing.T) {
 				Acked:  &ports.AckedMark{Topic: topic, From: 7, ClientMsgID: "c"},
 				Settle: &ports.PendingSettle{Topic: topic, Attempt: "a", Seqs: []int64{2}},
 			}
-			r := NewCommitFollowUp(NewDeliverQueue(c), NewHotCache(c, HotCacheOptions{})).Apply(ctx, tenant, f)
+			r := testFollowUp(c).Apply(ctx, tenant, f)
 			if !tc.want(r) {
 				t.Fatalf("with %s spoiled: %+v", tc.name, r)
 			}

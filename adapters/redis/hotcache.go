@@ -52,25 +52,7 @@ func NewHotCache(c rueidis.Client, opts HotCacheOptions) *HotCache {
 // HotMessages is the topic's hot-message ZSET (DESIGN §3: 24 h hot messages per topic).
 func (k Keys) HotMessages(topic string) string { return k.prefix + "groupmsg:hot:" + topic }
 
-// putHotScript caches one message (luaPutHot). KEYS: hot. ARGV: hotPutArgs.
-var putHotScript = rueidis.NewLuaScript(luaPutHot + `
-put_hot(KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5])
-return redis.status_reply('OK')
-`)
-
-// Put caches a committed message (see ports.HotCache).
-func (h *HotCache) Put(ctx context.Context, tenant string, m message.Message) error {
-	key, args, cache, err := h.putArgs(tenant, m)
-	if !cache {
-		return err
-	}
-	if err := putHotScript.Exec(ctx, h.c, []string{key}, args).Error(); err != nil {
-		return fmt.Errorf("cache %s seq %d in %s: %w", m.Topic, m.Seq, tenant, err)
-	}
-	return nil
-}
-
-// putArgs validates m and returns what put_hot (luaPutHot) takes: the topic's key, and seq,
+// putArgs validates m and returns what put_hot (luaPutHot, run by CommitFollowUp) takes: the topic's key, and seq,
 // member, created_ms, window_ms and max_per_topic. cache=false: nothing to write, because m is
 // invalid (err) or not cacheable (ports.Cacheable).
 func (h *HotCache) putArgs(tenant string, m message.Message) (key string, args []string, cache bool, err error) {

@@ -7,13 +7,15 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/imdhq/imd/core/domain/message"
+	"github.com/imdhq/imd/ports"
 	"github.com/imdhq/imd/ports/contract"
 )
 
 func TestHotCacheContract(t *testing.T) {
 	onEachRedis(t, func(t *testing.T, c rueidis.Client) {
 		contract.HotCache(t, func(t *testing.T, window time.Duration, maxPerTopic int) contract.HotFixture {
-			return contract.HotFixture{Tenant: testTenant(t, c), Cache: NewHotCache(c, HotCacheOptions{Window: window, MaxPerTopic: maxPerTopic})}
+			hot := NewHotCache(c, HotCacheOptions{Window: window, MaxPerTopic: maxPerTopic})
+			return contract.HotFixture{Tenant: testTenant(t, c), Cache: hot, FollowUp: NewCommitFollowUp(NewDeliverQueue(c), hot)}
 		})
 	})
 }
@@ -33,7 +35,7 @@ func TestHotCacheKeyExpires(t *testing.T) {
 	tenant := testTenant(t, c)
 	h := NewHotCache(c, HotCacheOptions{Window: time.Hour})
 	m := message.Message{Topic: "grp_1", Seq: 1, MsgID: 1, Status: message.StatusNormal, CreatedAt: time.Now()}
-	if err := h.Put(t.Context(), tenant, m); err != nil {
+	if err := NewCommitFollowUp(NewDeliverQueue(c), h).Apply(t.Context(), tenant, ports.FollowUp{Hot: &m}).Hot; err != nil {
 		t.Fatal(err)
 	}
 	k, _ := KeysOf(tenant)

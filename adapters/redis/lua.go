@@ -71,7 +71,7 @@ end
 `
 
 // luaPutHot replaces the hot-cache entry of one seq, trims the topic and restarts its expiry
-// (HotCache.Put). Trimming always removes the lowest seqs, so the entries left stay contiguous
+// (ports.FollowUp.Hot). Trimming always removes the lowest seqs, so the entries left stay contiguous
 // wherever they were.
 const luaPutHot = `
 local function put_hot(key, seq, member, created_ms, window_ms, max_per_topic)
@@ -101,7 +101,7 @@ local function put_hot(key, seq, member, created_ms, window_ms, max_per_topic)
 end
 `
 
-// luaMarkAcked flags an existing idempotency record as acked (SeqAllocator.MarkAcked); an
+// luaMarkAcked flags an existing idempotency record as acked (ports.FollowUp.Acked); an
 // expired record is not recreated, because without its seq it would be a lie.
 const luaMarkAcked = `
 local function mark_acked(idem_key)

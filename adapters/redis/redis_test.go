@@ -113,10 +113,15 @@ func deleteMatching(c rueidis.Client, pattern string) error {
 	}
 }
 
+// testFollowUp is the commit follow-up on c with the default queue and hot-cache limits.
+func testFollowUp(c rueidis.Client) *CommitFollowUp {
+	return NewCommitFollowUp(NewDeliverQueue(c), NewHotCache(c, HotCacheOptions{}))
+}
+
 func TestSeqAllocatorContract(t *testing.T) {
 	onEachRedis(t, func(t *testing.T, c rueidis.Client) {
 		contract.SeqAllocator(t, func(t *testing.T) contract.SeqFixture {
-			return contract.SeqFixture{Tenant: testTenant(t, c), Seq: NewSeqAllocator(c, 0), Months: NewMonthState(c)}
+			return contract.SeqFixture{Tenant: testTenant(t, c), Seq: NewSeqAllocator(c, 0), Months: NewMonthState(c), FollowUp: testFollowUp(c)}
 		})
 	})
 }
@@ -125,7 +130,7 @@ func TestPendingSeqsContract(t *testing.T) {
 	onEachRedis(t, func(t *testing.T, c rueidis.Client) {
 		contract.PendingSeqs(t, func(t *testing.T) contract.SeqFixture {
 			s := NewSeqAllocator(c, 0)
-			return contract.SeqFixture{Tenant: testTenant(t, c), Seq: s, Months: NewMonthState(c), Pending: s}
+			return contract.SeqFixture{Tenant: testTenant(t, c), Seq: s, Months: NewMonthState(c), Pending: s, FollowUp: testFollowUp(c)}
 		})
 	})
 }

@@ -240,24 +240,6 @@ func (s *SeqAllocator) Reseed(ctx context.Context, tenant, topic string, floor i
 	return nil
 }
 
-// markAckedScript flags an existing record (luaMarkAcked). KEYS: idem.
-var markAckedScript = rueidis.NewLuaScript(luaMarkAcked + `
-mark_acked(KEYS[1])
-return redis.status_reply('OK')
-`)
-
-// MarkAcked records that the allocation was stored and enqueued.
-func (s *SeqAllocator) MarkAcked(ctx context.Context, tenant, topic string, from int64, clientMsgID string) error {
-	k, err := keysForTopic(tenant, topic)
-	if err != nil {
-		return fmt.Errorf("mark acked: %w", err)
-	}
-	if err := markAckedScript.Exec(ctx, s.c, []string{k.Idem(topic, from, clientMsgID)}, nil).Error(); err != nil {
-		return fmt.Errorf("mark acked %s/%d/%s in %s: %w", topic, from, clientMsgID, tenant, err)
-	}
-	return nil
-}
-
 // pendingSeqsScript returns 1 when an unexpired mark of KEYS[1] has a seq in [ARGV[1], ARGV[2]].
 var pendingSeqsScript = rueidis.NewLuaScript(`
 local t = redis.call('TIME')

@@ -12,6 +12,7 @@ import (
 
 	"github.com/imdhq/imd/core/domain/month"
 	"github.com/imdhq/imd/core/domain/seq"
+	"github.com/imdhq/imd/ports"
 )
 
 // TestLuaUTCMonth checks the script's civil-from-days arithmetic against Go's calendar on
@@ -77,7 +78,8 @@ func TestSeqKeysLifetime(t *testing.T) {
 			t.Errorf("PTTL %s = %v; want in [%v, %v]", cs.key, got, cs.lo, cs.hi)
 		}
 	}
-	if err := s.MarkAcked(t.Context(), tenant, "grp_1", 3, "c"); err != nil {
+	mark := ports.FollowUp{Acked: &ports.AckedMark{Topic: "grp_1", From: 3, ClientMsgID: "c"}}
+	if err := testFollowUp(c).Apply(t.Context(), tenant, mark).Acked; err != nil {
 		t.Fatal(err)
 	}
 	state, err := c.Do(t.Context(), c.B().Hget().Key(k.Idem("grp_1", 3, "c")).Field("state").Build()).ToString()
@@ -85,7 +87,7 @@ func TestSeqKeysLifetime(t *testing.T) {
 		t.Fatalf("state = %q, %v; want acked", state, err)
 	}
 	if got := pttl(t, c, k.Idem("grp_1", 3, "c")); got < ttl-time.Minute {
-		t.Errorf("MarkAcked dropped the TTL: PTTL %v", got)
+		t.Errorf("the acked mark dropped the TTL: PTTL %v", got)
 	}
 }
 

@@ -96,11 +96,12 @@ func memoryAdapters(t *testing.T, cfg config.Config) fx.Option {
 		func() ports.RouteCache { return routes },
 		func() ports.RouteFiller { return routes },
 		func() ports.RoutePurger { return routes },
-		func() ports.HotCache { return memory.NewHotCache(clock.Now, time.Hour, 100) },
+		func() *memory.HotCache { return memory.NewHotCache(clock.Now, time.Hour, 100) },
+		func(h *memory.HotCache) ports.HotCache { return h },
 		func() (ports.DeliverQueue, error) {
 			return memory.NewDeliverQueue(clock.Now).WithPartitions(cfg.Deliver.Partitions)
 		},
-		func(r ports.RouteCache, h ports.HotCache, q ports.DeliverQueue, s *memory.SeqAllocator) ports.CommitFollowUp {
+		func(r ports.RouteCache, h *memory.HotCache, q ports.DeliverQueue, s *memory.SeqAllocator) ports.CommitFollowUp {
 			return &memory.CommitFollowUp{Routes: r, Hot: h, Queue: q, Seqs: s, Pending: s}
 		},
 		func() ports.DialogStore { return dialogs },

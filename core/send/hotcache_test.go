@@ -13,7 +13,6 @@ import (
 	"github.com/imdhq/imd/core/domain/message"
 	"github.com/imdhq/imd/core/membership"
 	"github.com/imdhq/imd/core/send"
-	"github.com/imdhq/imd/ports"
 )
 
 // brokenHotCache fails every write, like Redis refusing the hot-cache script.
@@ -40,7 +39,7 @@ func TestSendWritesTheHotCacheAfterCommit(t *testing.T) {
 			f := newFixture(t)
 			hot := memory.NewHotCache(f.clock.Now, 24*time.Hour, 100)
 			ids := memory.NewIDs(f.clock)
-			var cache ports.HotCache = hot
+			var cache memory.HotWriter = hot
 			if tc.broken {
 				cache = brokenHotCache{hot}
 			}

@@ -109,7 +109,7 @@ func newFixture(t *testing.T) *fixture {
 
 // followUp is the memory follow-up after COMMIT over the fixture's queue and allocator, with
 // routes and hot (nil: no hot cache).
-func (f *fixture) followUp(routes ports.RouteCache, hot ports.HotCache) *memory.CommitFollowUp {
+func (f *fixture) followUp(routes ports.RouteCache, hot memory.HotWriter) *memory.CommitFollowUp {
 	return &memory.CommitFollowUp{Routes: routes, Hot: hot, Queue: f.queue, Seqs: f.seqs, Pending: f.seqs}
 }
 

@@ -16,7 +16,8 @@ import (
 
 // FollowUpFixture is a commit follow-up and the ports whose keys it writes, all on the same
 // store and bound to one fresh tenant: what the follow-up writes, they read back, and their own
-// writes are the separate calls the follow-up stands for. Hot has the limits of the
+// writes (a follow-up of one part for the hot entry and the acked mark, which have no call of
+// their own) are the separate calls the follow-up stands for. Hot has the limits of the
 // follow-up's hot part, Queue its partitions.
 type FollowUpFixture struct {
 	Tenant   string
@@ -204,14 +205,15 @@ func followUpSeparately(t *testing.T, fx FollowUpFixture, f ports.FollowUp) {
 	if f.Route != nil {
 		errs = append(errs, fx.Routes.Apply(ctx, fx.Tenant, []ports.RouteUpdate{*f.Route}))
 	}
+	// The hot entry and the acked mark have no call of their own: each is a follow-up alone.
 	if f.Hot != nil {
-		errs = append(errs, fx.Hot.Put(ctx, fx.Tenant, *f.Hot))
+		errs = append(errs, fx.FollowUp.Apply(ctx, fx.Tenant, ports.FollowUp{Hot: f.Hot}).Hot)
 	}
 	if f.Job != nil {
 		errs = append(errs, fx.Queue.Push(ctx, *f.Job))
 	}
-	if a := f.Acked; a != nil {
-		errs = append(errs, fx.Seq.MarkAcked(ctx, fx.Tenant, a.Topic, a.From, a.ClientMsgID))
+	if f.Acked != nil {
+		errs = append(errs, fx.FollowUp.Apply(ctx, fx.Tenant, ports.FollowUp{Acked: f.Acked}).Acked)
 	}
 	if s := f.Settle; s != nil {
 		for _, n := range s.Seqs {

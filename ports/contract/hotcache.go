@@ -16,10 +16,11 @@ import (
 )
 
 // HotFixture is a hot cache bound to one fresh tenant, keeping Window of messages and at most
-// MaxPerTopic per topic.
+// MaxPerTopic per topic, and the commit follow-up that writes it (ports.FollowUp.Hot).
 type HotFixture struct {
-	Tenant string
-	Cache  ports.HotCache
+	Tenant   string
+	Cache    ports.HotCache
+	FollowUp ports.CommitFollowUp
 }
 
 // hotWindow and hotMax are the limits the suite asks its fixtures for.
@@ -28,9 +29,10 @@ const (
 	hotMax    = 10
 )
 
-// HotCache checks ports.HotCache (seed 000 §6.1): ranges in both directions, one entry per seq,
-// trimming from the lowest seq by count and by age, invalidation, isolation. fresh must return
-// a new tenant whose cache keeps window and maxPerTopic.
+// HotCache checks ports.HotCache as a commit follow-up's hot part writes it (seed 000 §6.1):
+// ranges in both directions, one entry per seq, trimming from the lowest seq by count and by
+// age, invalidation, isolation, bad input refused. fresh must return a new tenant whose cache
+// keeps window and maxPerTopic.
 func HotCache(t *testing.T, fresh func(t *testing.T, window time.Duration, maxPerTopic int) HotFixture) {
 	base := time.Date(2031, 6, 1, 12, 0, 0, 0, time.UTC)
 	msg := func(topicName string, sq int64, at time.Time) message.Message {
@@ -122,19 +124,22 @@ func HotCache(t *testing.T, fresh func(t *testing.T, window time.Duration, maxPe
 		}},
 		{"bad input is rejected", func(t *testing.T, f HotFixture) {
 			ctx := context.Background()
-			if err := f.Cache.Put(ctx, f.Tenant, msg("not a topic", 1, base)); err == nil {
-				t.Error("Put of a bad topic succeeded")
+			put := func(tenant string, m message.Message) error {
+				return f.FollowUp.Apply(ctx, tenant, ports.FollowUp{Hot: &m}).Hot
 			}
-			if err := f.Cache.Put(ctx, "bad{tenant}", msg("grp_1", 1, base)); err == nil {
-				t.Error("Put for a bad tenant succeeded")
+			if err := put(f.Tenant, msg("not a topic", 1, base)); err == nil {
+				t.Error("caching a bad topic succeeded")
 			}
-			if err := f.Cache.Put(ctx, f.Tenant, msg("grp_1", 0, base)); err == nil {
-				t.Error("Put of seq 0 succeeded")
+			if err := put("bad{tenant}", msg("grp_1", 1, base)); err == nil {
+				t.Error("caching for a bad tenant succeeded")
+			}
+			if err := put(f.Tenant, msg("grp_1", 0, base)); err == nil {
+				t.Error("caching seq 0 succeeded")
 			}
 			noTime := msg("grp_1", 1, base)
 			noTime.CreatedAt = time.Time{}
-			if err := f.Cache.Put(ctx, f.Tenant, noTime); err == nil {
-				t.Error("Put without a creation time succeeded")
+			if err := put(f.Tenant, noTime); err == nil {
+				t.Error("caching without a creation time succeeded")
 			}
 			if _, err := f.Cache.After(ctx, f.Tenant, "grp_01", 0, 1); err == nil {
 				t.Error("After of a bad topic succeeded")
@@ -160,8 +165,8 @@ func seqs(from, to int64) []int64 {
 
 func hotPut(t *testing.T, f HotFixture, m message.Message) {
 	t.Helper()
-	if err := f.Cache.Put(context.Background(), f.Tenant, m); err != nil {
-		t.Fatalf("Put %s seq %d: %v", m.Topic, m.Seq, err)
+	if err := f.FollowUp.Apply(context.Background(), f.Tenant, ports.FollowUp{Hot: &m}).Hot; err != nil {
+		t.Fatalf("caching %s seq %d: %v", m.Topic, m.Seq, err)
 	}
 }
 

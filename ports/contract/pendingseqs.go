@@ -8,7 +8,8 @@ import (
 )
 
 // PendingSeqs checks ports.PendingSeqs together with the allocation that sets its marks
-// (seq.Request.Attempt). fresh must return a new tenant on every call, with Pending set.
+// (seq.Request.Attempt). fresh must return a new tenant on every call, with Pending and
+// FollowUp set.
 func PendingSeqs(t *testing.T, fresh func(t *testing.T) SeqFixture) {
 	ready := func(t *testing.T) SeqFixture {
 		f := fresh(t)
@@ -85,9 +86,7 @@ func PendingSeqs(t *testing.T, fresh func(t *testing.T) SeqFixture) {
 		f := ready(t)
 		req := seqReq("grp_1", 1)
 		a := seqAllocate(t, f, req)
-		if err := f.Seq.MarkAcked(t.Context(), f.Tenant, req.Topic, req.From, req.ClientMsgID); err != nil {
-			t.Fatalf("MarkAcked: %v", err)
-		}
+		seqMarkAcked(t, f, req)
 		if r := seqAllocate(t, f, marked(req, "retry")); !r.Acked {
 			t.Fatalf("retry = %+v, want acked", r)
 		}

@@ -21,6 +21,8 @@ type SeqFixture struct {
 	Months ports.MonthState
 	// Pending is the allocator's view of its marks, for PendingSeqs.
 	Pending ports.PendingSeqs
+	// FollowUp writes the acked mark of the allocator's records (ports.FollowUp.Acked).
+	FollowUp ports.CommitFollowUp
 }
 
 // seqMonth is the month most cases allocate in, via MonthOverride, so they never depend on
@@ -28,7 +30,7 @@ type SeqFixture struct {
 const seqMonth = month.Month(203106)
 
 // SeqAllocator checks ports.SeqAllocator (DESIGN §4 step 4, §1 "Seq after Redis loss").
-// fresh must return a new tenant on every call.
+// fresh must return a new tenant on every call, with FollowUp set.
 func SeqAllocator(t *testing.T, fresh func(t *testing.T) SeqFixture) {
 	// ready returns a fixture whose topic counter exists and whose seqMonth is ready and active.
 	ready := func(t *testing.T, topics ...string) SeqFixture {
@@ -69,9 +71,7 @@ func SeqAllocator(t *testing.T, fresh func(t *testing.T) SeqFixture) {
 		if got := seqAllocate(t, f, retry); got != want {
 			t.Fatalf("retry = %+v; want %+v", got, want)
 		}
-		if err := f.Seq.MarkAcked(t.Context(), f.Tenant, "grp_1", retry.From, retry.ClientMsgID); err != nil {
-			t.Fatalf("MarkAcked: %v", err)
-		}
+		seqMarkAcked(t, f, retry)
 		want.Acked = true
 		if got := seqAllocate(t, f, retry); got != want {
 			t.Fatalf("retry after ack = %+v; want %+v", got, want)
@@ -93,11 +93,9 @@ func SeqAllocator(t *testing.T, fresh func(t *testing.T) SeqFixture) {
 		t.Parallel()
 		f := ready(t, "grp_1")
 		req := seqReq("grp_1", 1)
-		if err := f.Seq.MarkAcked(t.Context(), f.Tenant, "grp_1", req.From, req.ClientMsgID); err != nil {
-			t.Fatalf("MarkAcked: %v", err)
-		}
+		seqMarkAcked(t, f, req)
 		if a := seqAllocate(t, f, req); a.Existing || a.Acked || a.Seq != 1 {
-			t.Fatalf("after MarkAcked of nothing: %+v; want a fresh seq 1", a)
+			t.Fatalf("after an acked mark of nothing: %+v; want a fresh seq 1", a)
 		}
 	})
 
@@ -375,5 +373,14 @@ func activate(t *testing.T, f SeqFixture, m month.Month) {
 	}
 	if got, err := f.Months.Advance(t.Context(), f.Tenant, m); err != nil || got != m {
 		t.Fatalf("Advance(%s) = %v, %v", m, got, err)
+	}
+}
+
+// seqMarkAcked flags the record of req's send as acked, as a commit follow-up does.
+func seqMarkAcked(t *testing.T, f SeqFixture, req seq.Request) {
+	t.Helper()
+	mark := &ports.AckedMark{Topic: req.Topic, From: req.From, ClientMsgID: req.ClientMsgID}
+	if err := f.FollowUp.Apply(t.Context(), f.Tenant, ports.FollowUp{Acked: mark}).Acked; err != nil {
+		t.Fatalf("acked mark of %s/%d/%s: %v", req.Topic, req.From, req.ClientMsgID, err)
 	}
 }
