@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	mathrand "math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -344,14 +345,25 @@ func (s *Server) Dial(ctx context.Context) *client.Conn {
 	return c
 }
 
+// freeAddr is a loopback address nothing listens on, for a process this test starts. Its port
+// is below the kernel's ephemeral range (32768–60999 by default) and above the fixed ports of
+// deploy/local/services.sh: a port of that range can be taken between this check and its use
+// by the local end of any outgoing connection or a listener on :0 (CI: Nginx could not bind
+// the one it was given).
 func freeAddr(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	const low, high = 27000, 32768
+	for range 100 {
+		addr := fmt.Sprintf("127.0.0.1:%d", low+mathrand.IntN(high-low))
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			continue // in use
+		}
+		_ = l.Close()
+		return addr
 	}
-	defer l.Close()
-	return l.Addr().String()
+	t.Fatalf("no free loopback port in [%d, %d) after 100 tries", low, high)
+	return ""
 }
 
 func randomHex(n int) string {
