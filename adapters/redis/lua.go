@@ -1,9 +1,10 @@
 package redis
 
-// Lua snippets shared by several scripts. Redis runs Lua 5.1, whose numbers are doubles: an
-// int64 past 2^53 would round, and tostring() prints anything past 10^14 in exponent form. So
-// seqs and msg_ids travel as decimal strings, are compared as strings, and are never fed
-// through arithmetic.
+// Lua functions the scripts are built from, each defined once here and prepended to the
+// scripts that call it (the commit follow-up calls most of them). Redis runs Lua 5.1, whose
+// numbers are doubles: an int64 past 2^53 would round, and tostring() prints anything past
+// 10^14 in exponent form. So seqs and msg_ids travel as decimal strings, are compared as
+// strings, and are never fed through arithmetic.
 
 // luaDecLess compares two canonical non-negative decimal strings (as strconv and INCR write
 // them) without converting them to numbers.
