@@ -38,7 +38,8 @@ func (s *MessageStore) Append(_ context.Context, tenant string, m message.Messag
 }
 
 // AppendFresh is Append of a new allocation made at instant at: a new row in a month the
-// catalog had switched past by then fails (shard.Superseding).
+// catalog had switched past by then fails (shard.Superseding), and a stored one records its
+// month active by at (shard.EarlierActive).
 func (s *MessageStore) AppendFresh(_ context.Context, tenant string, m message.Message, hash string, at time.Time) (ports.AppendResult, error) {
 	return s.append(tenant, m, hash, at)
 }
@@ -80,6 +81,10 @@ func (s *MessageStore) append(tenant string, m message.Message, hash string, all
 
 	if err := d.put(row); err != nil {
 		return ports.AppendResult{}, err
+	}
+	if !allocatedAt.IsZero() {
+		e := d.catalog[m.Month]
+		e.activeSince, _ = shard.EarlierActive(e.activeSince, allocatedAt.UTC().Truncate(time.Millisecond))
 	}
 	if !known {
 		d.dedup[key] = messageDedupRecord{seq: m.Seq, month: m.Month, msgID: m.MsgID, hash: hash, expires: s.shards.millisNow().Add(s.shards.dedupTTL)}

@@ -170,9 +170,7 @@ func (s *ShardStore) RecordSwitch(_ context.Context, tenant string, m month.Mont
 	if !ok {
 		return nil
 	}
-	if at = at.UTC().Truncate(time.Millisecond); e.activeSince.IsZero() || at.Before(e.activeSince) {
-		e.activeSince = at
-	}
+	e.activeSince, _ = shard.EarlierActive(e.activeSince, at.UTC().Truncate(time.Millisecond))
 	return nil
 }
 

@@ -268,6 +268,9 @@ func (w *writer) write(ctx context.Context, reqs []*appendReq, carryMarks bool) 
 	if err != nil {
 		return nil, err
 	}
+	if err := w.recordActive(ctx, q, later[0], b.activeBy); err != nil {
+		return nil, err
+	}
 	if len(b.rows) > 0 {
 		if err := w.checkOverlap(ctx, q, b.ranges); err != nil {
 			return nil, err
@@ -313,13 +316,37 @@ func (w *writer) checkWritable(ctx context.Context, q *sqlcdb.Queries) ([]shard.
 	return later, nil
 }
 
+// recordActive lowers the month's ActiveSince to activeBy, the earliest allocation instant of
+// the batch's fresh rows, when the catalog holds a later one (shard.EarlierActive): that
+// happens only to the first writes after an early switch that is not recorded yet, so the
+// batch then upgrades its shared lock on the month's row, and a deadlock with another such
+// batch is retried as any other.
+func (w *writer) recordActive(ctx context.Context, q *sqlcdb.Queries, own shard.Info, activeBy time.Time) error {
+	if activeBy.IsZero() {
+		return nil
+	}
+	activeBy = activeBy.UTC().Truncate(time.Millisecond)
+	if _, moved := shard.EarlierActive(own.ActiveSince, activeBy); !moved {
+		return nil
+	}
+	err := q.RecordMonthSwitch(ctx, sqlcdb.RecordMonthSwitchParams{
+		ActiveSince: sql.NullTime{Time: activeBy, Valid: true}, ShardMonth: w.month.String(),
+	})
+	if err != nil {
+		return fmt.Errorf("record %s active by %s: %w", w.month, activeBy.Format(time.RFC3339Nano), err)
+	}
+	return nil
+}
+
 // batchWrite is what a batch will insert, and the answers it will give.
 type batchWrite struct {
 	answers []appendResp
 	rows    []sqlcdb.InsertMessagesParams // new messages and tombstones
-	dedup   []sqlcdb.InsertDedupParams
-	ranges  map[string]*seqRange // per topic, over rows
-	latest  map[int64]sqlcdb.AdvanceConversationsParams
+	// activeBy is the earliest allocation instant of the fresh requests with a new row.
+	activeBy time.Time
+	dedup    []sqlcdb.InsertDedupParams
+	ranges   map[string]*seqRange // per topic, over rows
+	latest   map[int64]sqlcdb.AdvanceConversationsParams
 }
 
 type seqRange struct {
@@ -368,6 +395,9 @@ func (w *writer) plan(ctx context.Context, tx *sql.Tx, q *sqlcdb.Queries, reqs [
 		if newer := shard.Superseding(w.month, r.allocatedAt, later); newer != 0 {
 			b.answers[i].err = w.behind(m, newer)
 			continue
+		}
+		if !r.allocatedAt.IsZero() {
+			b.activeBy, _ = shard.EarlierActive(b.activeBy, r.allocatedAt)
 		}
 		if recorded {
 			b.answers[i].res = ports.AppendResult{Outcome: ports.DuplicateClientMsgID, Existing: existing, Hash: d.PayloadHash, Queued: d.Status == dedupQueued}

@@ -50,6 +50,7 @@ func MessageStore(t *testing.T, newStore MessageStoreFactory) {
 		{"concurrent retries of one message store it once", concurrentRetries},
 		{"a queued mark answers every later resend", queuedMark},
 		{"a fresh allocation behind the newest writable month is refused", freshBehindNewestWritable},
+		{"a stored fresh allocation records its month active", freshRecordsItsMonthActive},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -222,6 +223,42 @@ func freshBehindNewestWritable(t *testing.T, s ports.MessageStore, shards ports.
 	// A late write of a month an idempotency record fixed before the switch (seed 000 §5.3).
 	mustAppend(t, s, tenant, stale, ports.Stored)
 	wantRoute(t, s, tenant, "grp_1", segment{monthA, 1, 4, 4}, segment{monthB, 5, 5, 1})
+}
+
+// freshRecordsItsMonthActive: a new row AppendFresh stores records its month active by the
+// allocation's instant when the catalog holds only a later one (an early switch whose record
+// was lost with the node that made it), so a fresh allocation in the month before made after
+// it is refused though nothing else recorded the switch, while one made before it is taken;
+// a later allocation in the month leaves the instant.
+func freshRecordsItsMonthActive(t *testing.T, s ports.MessageStore, shards ports.ShardStore, tenant string) {
+	ctx := context.Background()
+	writable(t, shards, tenant, monthA)
+	writable(t, shards, tenant, monthB)
+	// The month's first instant, as preparing it records.
+	if err := shards.RecordSwitch(ctx, tenant, monthB, monthB.Start()); err != nil {
+		t.Fatalf("RecordSwitch %s: %v", monthB, err)
+	}
+	early := monthB.Start().Add(-time.Hour)
+	first := newMessage("grp_1", 1, 1001, monthB)
+	if res, err := s.AppendFresh(ctx, tenant, first, hashOf(first), early); err != nil || res.Outcome != ports.Stored {
+		t.Fatalf("AppendFresh in %s before its first instant: %+v, %v", monthB, res, err)
+	}
+	next := newMessage("grp_1", 2, 1002, monthB)
+	if res, err := s.AppendFresh(ctx, tenant, next, hashOf(next), early.Add(time.Minute)); err != nil || res.Outcome != ports.Stored {
+		t.Fatalf("AppendFresh of a later allocation in %s: %+v, %v", monthB, res, err)
+	}
+	if got := catalogInfo(t, shards, tenant, monthB).ActiveSince; !got.Equal(early) {
+		t.Fatalf("ActiveSince of %s = %s, want the first stored allocation's instant %s", monthB, got, early)
+	}
+	stale := newMessage("grp_2", 1, 1003, monthA)
+	if _, err := s.AppendFresh(ctx, tenant, stale, hashOf(stale), early.Add(time.Millisecond)); !errors.Is(err, shard.ErrMonthBehind) {
+		t.Fatalf("AppendFresh in %s allocated after a stored one of %s: err = %v, want shard.ErrMonthBehind", monthA, monthB, err)
+	}
+	inFlight := newMessage("grp_2", 1, 1004, monthA)
+	if res, err := s.AppendFresh(ctx, tenant, inFlight, hashOf(inFlight), early.Add(-time.Millisecond)); err != nil || res.Outcome != ports.Stored {
+		t.Fatalf("AppendFresh in %s allocated before the stored one of %s: %+v, %v", monthA, monthB, res, err)
+	}
+	wantRoute(t, s, tenant, "grp_2", segment{monthA, 1, 1, 1})
 }
 
 // catalogInfo is m's catalog row.

@@ -101,3 +101,16 @@ func Superseding(m month.Month, at time.Time, catalog []Info) month.Month {
 	}
 	return newest
 }
+
+// EarlierActive is the instant the catalog keeps for a month that is known to be active by at
+// (a recorded switch, or a fresh allocation in it that is being stored), given the one it
+// holds (zero: none): the earlier of the two, since each is an instant by which the month is
+// active. moved reports whether it is at. A month is active by the instant of every fresh
+// allocation stored in it, so recording that instant in the write that stores it keeps a
+// Redis that later forgets an early switch from handing the month before out unrefused.
+func EarlierActive(held, at time.Time) (earliest time.Time, moved bool) {
+	if held.IsZero() || at.Before(held) {
+		return at, true
+	}
+	return held, false
+}
