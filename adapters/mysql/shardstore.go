@@ -95,8 +95,14 @@ func (s *ShardStore) SetState(ctx context.Context, tenant string, m month.Month,
 	if !knownState(to) {
 		return fmt.Errorf("set state of %s: unknown state %q", m, to)
 	}
-	n, err := t.q.SetMonthState(ctx, sqlcdb.SetMonthStateParams{
-		ToStatus: string(to), ShardMonth: m.String(), FromStatus: string(from),
+	// Retried: batches that record their month active upgrade their shared lock on its row
+	// (writer.recordActive), and InnoDB may pick this statement as the deadlock's victim.
+	var n int64
+	err = retryTransient(func() error {
+		n, err = t.q.SetMonthState(ctx, sqlcdb.SetMonthStateParams{
+			ToStatus: string(to), ShardMonth: m.String(), FromStatus: string(from),
+		})
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("set state of %s: %w", m, err)
@@ -124,8 +130,11 @@ func (s *ShardStore) RecordSwitch(ctx context.Context, tenant string, m month.Mo
 	if err != nil {
 		return err
 	}
-	if err := t.q.RecordMonthSwitch(ctx, sqlcdb.RecordMonthSwitchParams{
-		ActiveSince: sql.NullTime{Time: at.UTC().Truncate(time.Millisecond), Valid: true}, ShardMonth: m.String(),
+	// Retried as SetState is: a batch recording the month active may deadlock with it.
+	if err := retryTransient(func() error {
+		return t.q.RecordMonthSwitch(ctx, sqlcdb.RecordMonthSwitchParams{
+			ActiveSince: sql.NullTime{Time: at.UTC().Truncate(time.Millisecond), Valid: true}, ShardMonth: m.String(),
+		})
 	}); err != nil {
 		return fmt.Errorf("record switch to %s: %w", m, err)
 	}
