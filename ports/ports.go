@@ -96,10 +96,11 @@ type MessageStore interface {
 	// had already switched to a later month at that instant (shard.Superseding): only a stale
 	// Redis hands such a month out (seed 000 §3.3: the active month never goes back). A send
 	// allocated before a switch and written after it is taken. A message stored before is
-	// still answered from its dedup record, whatever its month. A new row it stores records
-	// its month active by at in the same transaction (ShardStore's ActiveSince lowered to at,
-	// shard.EarlierActive), so a Redis that forgets an early switch afterwards cannot have a
-	// later allocation in the month before taken.
+	// still answered from its dedup record, whatever its month. It first records the month
+	// active by at (ShardStore's ActiveSince lowered to at, shard.EarlierActive), since the
+	// seq script handed the month out then, so a Redis that forgets an early switch
+	// afterwards cannot have a later allocation in the month before taken once a message of
+	// the month is stored.
 	AppendFresh(ctx context.Context, tenant string, m message.Message, hash string, at time.Time) (AppendResult, error)
 	// MaxSeq is the highest seq ever stored for the topic (re-seeding after Redis loss).
 	MaxSeq(ctx context.Context, tenant, topic string) (int64, error)

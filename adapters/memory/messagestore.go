@@ -37,9 +37,9 @@ func (s *MessageStore) Append(_ context.Context, tenant string, m message.Messag
 	return s.append(tenant, m, hash, time.Time{})
 }
 
-// AppendFresh is Append of a new allocation made at instant at: a new row in a month the
-// catalog had switched past by then fails (shard.Superseding), and a stored one records its
-// month active by at (shard.EarlierActive).
+// AppendFresh is Append of a new allocation made at instant at: it records the month active
+// by at (shard.EarlierActive), and a new row in a month the catalog had switched past by then
+// fails (shard.Superseding).
 func (s *MessageStore) AppendFresh(_ context.Context, tenant string, m message.Message, hash string, at time.Time) (ports.AppendResult, error) {
 	return s.append(tenant, m, hash, at)
 }
@@ -56,6 +56,10 @@ func (s *MessageStore) append(tenant string, m message.Message, hash string, all
 	s.shards.mu.Lock()
 	defer s.shards.mu.Unlock()
 	d := s.shards.db(tenant)
+	// As the real store does, before anything else: the seq script handed the month out then.
+	if e, ok := d.catalog[m.Month]; ok && !allocatedAt.IsZero() {
+		e.activeSince, _ = shard.EarlierActive(e.activeSince, allocatedAt.UTC().Truncate(time.Millisecond))
+	}
 	if err := d.writable(m); err != nil {
 		return ports.AppendResult{}, err
 	}
@@ -81,10 +85,6 @@ func (s *MessageStore) append(tenant string, m message.Message, hash string, all
 
 	if err := d.put(row); err != nil {
 		return ports.AppendResult{}, err
-	}
-	if !allocatedAt.IsZero() {
-		e := d.catalog[m.Month]
-		e.activeSince, _ = shard.EarlierActive(e.activeSince, allocatedAt.UTC().Truncate(time.Millisecond))
 	}
 	if !known {
 		d.dedup[key] = messageDedupRecord{seq: m.Seq, month: m.Month, msgID: m.MsgID, hash: hash, expires: s.shards.millisNow().Add(s.shards.dedupTTL)}

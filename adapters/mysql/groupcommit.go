@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/imdhq/imd/adapters/mysql/sqlcdb"
@@ -82,6 +83,9 @@ type writer struct {
 	marks *queuedMarker // the tenant's, carried by the batch transactions
 	month month.Month
 	reqs  chan *appendReq // closed by MessageStore.Close
+	// activeSince is the month's ActiveSince as this writer's last batch read it, in Unix
+	// milliseconds (0: not known yet). The catalog's only goes down, so it is never below it.
+	activeSince atomic.Int64
 }
 
 // run collects and commits batches until reqs is closed and drained, then waits for the
@@ -225,6 +229,9 @@ func (w *writer) writeAlone(r *appendReq, carryMarks bool) (ports.AppendResult, 
 // request, in request order. With carryMarks it also writes the tenant's waiting queued marks
 // and settles them once the transaction has ended.
 func (w *writer) write(ctx context.Context, reqs []*appendReq, carryMarks bool) (answers []appendResp, err error) {
+	if err := w.recordActive(ctx, reqs); err != nil {
+		return nil, err
+	}
 	// READ COMMITTED: the locking reads below then lock only rows that exist, not gaps, which
 	// would make concurrent batches deadlock on inserts.
 	began := time.Now()
@@ -250,6 +257,9 @@ func (w *writer) write(ctx context.Context, reqs []*appendReq, carryMarks bool) 
 	if err != nil {
 		return nil, err
 	}
+	if since := later[0].ActiveSince; !since.IsZero() {
+		w.activeSince.Store(since.UnixMilli())
+	}
 	table, err := w.t.months.on(ctx, tx, w.month)
 	if err != nil {
 		return nil, err
@@ -266,9 +276,6 @@ func (w *writer) write(ctx context.Context, reqs []*appendReq, carryMarks bool) 
 	}
 	b, err := w.plan(ctx, tx, q, reqs, later)
 	if err != nil {
-		return nil, err
-	}
-	if err := w.recordActive(ctx, q, later[0], b.activeBy); err != nil {
 		return nil, err
 	}
 	if len(b.rows) > 0 {
@@ -288,6 +295,37 @@ func (w *writer) write(ctx context.Context, reqs []*appendReq, carryMarks bool) 
 	w.stats.transactions.Add(1)
 	w.stats.appends.Add(int64(len(reqs)))
 	return b.answers, nil
+}
+
+// recordActive records the month active by the earliest allocation instant of the batch's
+// fresh requests when the catalog may hold a later instant or none (the first writes after an
+// early switch that is not recorded yet, and a writer's first batch). The seq script handed
+// the month out at that instant, so the record is true whatever the batch then does; once any
+// message of the month is stored, no later allocation in the month before is taken, whatever
+// Redis forgets (shard.Superseding). It runs before the batch transaction: recorded inside
+// it, the batch would upgrade its shared lock on the catalog row and deadlock with the shard
+// manager's own updates of the row.
+func (w *writer) recordActive(ctx context.Context, reqs []*appendReq) error {
+	var activeBy time.Time
+	for _, r := range reqs {
+		if !r.allocatedAt.IsZero() {
+			activeBy, _ = shard.EarlierActive(activeBy, r.allocatedAt.UTC().Truncate(time.Millisecond))
+		}
+	}
+	if activeBy.IsZero() {
+		return nil
+	}
+	if known := w.activeSince.Load(); known != 0 {
+		if _, moved := shard.EarlierActive(time.UnixMilli(known).UTC(), activeBy); !moved {
+			return nil
+		}
+	}
+	if err := recordActive(ctx, w.t.q, w.month, activeBy); err != nil {
+		return fmt.Errorf("record %s active by %s: %w", w.month, activeBy.Format(time.RFC3339Nano), err)
+	}
+	// Not kept as known: a month missing from the catalog took no record. The batch's read
+	// of the row tells.
+	return nil
 }
 
 // checkWritable reads the catalog states of the month and the later ones under a shared
@@ -316,37 +354,13 @@ func (w *writer) checkWritable(ctx context.Context, q *sqlcdb.Queries) ([]shard.
 	return later, nil
 }
 
-// recordActive lowers the month's ActiveSince to activeBy, the earliest allocation instant of
-// the batch's fresh rows, when the catalog holds a later one (shard.EarlierActive): that
-// happens only to the first writes after an early switch that is not recorded yet, so the
-// batch then upgrades its shared lock on the month's row, and a deadlock with another such
-// batch is retried as any other.
-func (w *writer) recordActive(ctx context.Context, q *sqlcdb.Queries, own shard.Info, activeBy time.Time) error {
-	if activeBy.IsZero() {
-		return nil
-	}
-	activeBy = activeBy.UTC().Truncate(time.Millisecond)
-	if _, moved := shard.EarlierActive(own.ActiveSince, activeBy); !moved {
-		return nil
-	}
-	err := q.RecordMonthSwitch(ctx, sqlcdb.RecordMonthSwitchParams{
-		ActiveSince: sql.NullTime{Time: activeBy, Valid: true}, ShardMonth: w.month.String(),
-	})
-	if err != nil {
-		return fmt.Errorf("record %s active by %s: %w", w.month, activeBy.Format(time.RFC3339Nano), err)
-	}
-	return nil
-}
-
 // batchWrite is what a batch will insert, and the answers it will give.
 type batchWrite struct {
 	answers []appendResp
 	rows    []sqlcdb.InsertMessagesParams // new messages and tombstones
-	// activeBy is the earliest allocation instant of the fresh requests with a new row.
-	activeBy time.Time
-	dedup    []sqlcdb.InsertDedupParams
-	ranges   map[string]*seqRange // per topic, over rows
-	latest   map[int64]sqlcdb.AdvanceConversationsParams
+	dedup   []sqlcdb.InsertDedupParams
+	ranges  map[string]*seqRange // per topic, over rows
+	latest  map[int64]sqlcdb.AdvanceConversationsParams
 }
 
 type seqRange struct {
@@ -395,9 +409,6 @@ func (w *writer) plan(ctx context.Context, tx *sql.Tx, q *sqlcdb.Queries, reqs [
 		if newer := shard.Superseding(w.month, r.allocatedAt, later); newer != 0 {
 			b.answers[i].err = w.behind(m, newer)
 			continue
-		}
-		if !r.allocatedAt.IsZero() {
-			b.activeBy, _ = shard.EarlierActive(b.activeBy, r.allocatedAt)
 		}
 		if recorded {
 			b.answers[i].res = ports.AppendResult{Outcome: ports.DuplicateClientMsgID, Existing: existing, Hash: d.PayloadHash, Queued: d.Status == dedupQueued}

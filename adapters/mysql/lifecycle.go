@@ -163,10 +163,7 @@ func (h *Housekeeping) RefreshStats(ctx context.Context, tenant string, m month.
 	} else if err != nil {
 		return fmt.Errorf("refresh stats of %s: %w", m, err)
 	}
-	// Retried as ShardStore.SetState is: a batch recording the month active may deadlock with it.
-	if err := retryTransient(func() error {
-		return t.q.RefreshMonthStats(ctx, sqlcdb.RefreshMonthStatsParams{Month: m.String()})
-	}); err != nil {
+	if err := t.q.RefreshMonthStats(ctx, sqlcdb.RefreshMonthStatsParams{Month: m.String()}); err != nil {
 		return fmt.Errorf("refresh stats of %s: %w", m, err)
 	}
 	return nil

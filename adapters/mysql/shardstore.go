@@ -95,14 +95,8 @@ func (s *ShardStore) SetState(ctx context.Context, tenant string, m month.Month,
 	if !knownState(to) {
 		return fmt.Errorf("set state of %s: unknown state %q", m, to)
 	}
-	// Retried: batches that record their month active upgrade their shared lock on its row
-	// (writer.recordActive), and InnoDB may pick this statement as the deadlock's victim.
-	var n int64
-	err = retryTransient(func() error {
-		n, err = t.q.SetMonthState(ctx, sqlcdb.SetMonthStateParams{
-			ToStatus: string(to), ShardMonth: m.String(), FromStatus: string(from),
-		})
-		return err
+	n, err := t.q.SetMonthState(ctx, sqlcdb.SetMonthStateParams{
+		ToStatus: string(to), ShardMonth: m.String(), FromStatus: string(from),
 	})
 	if err != nil {
 		return fmt.Errorf("set state of %s: %w", m, err)
@@ -130,15 +124,19 @@ func (s *ShardStore) RecordSwitch(ctx context.Context, tenant string, m month.Mo
 	if err != nil {
 		return err
 	}
-	// Retried as SetState is: a batch recording the month active may deadlock with it.
-	if err := retryTransient(func() error {
-		return t.q.RecordMonthSwitch(ctx, sqlcdb.RecordMonthSwitchParams{
-			ActiveSince: sql.NullTime{Time: at.UTC().Truncate(time.Millisecond), Valid: true}, ShardMonth: m.String(),
-		})
-	}); err != nil {
+	if err := recordActive(ctx, t.q, m, at); err != nil {
 		return fmt.Errorf("record switch to %s: %w", m, err)
 	}
 	return nil
+}
+
+// recordActive lowers m's ActiveSince to at when it holds a later one or none: each record is
+// an instant by which m is active, so the earliest stands (shard.EarlierActive). It runs as a
+// statement of its own, holding no other lock while it waits for the batches' shared ones.
+func recordActive(ctx context.Context, q *sqlcdb.Queries, m month.Month, at time.Time) error {
+	return q.RecordMonthSwitch(ctx, sqlcdb.RecordMonthSwitchParams{
+		ActiveSince: sql.NullTime{Time: at.UTC().Truncate(time.Millisecond), Valid: true}, ShardMonth: m.String(),
+	})
 }
 
 // ErrStateChanged: SetState found the month in another state than expected.

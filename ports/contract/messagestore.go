@@ -225,11 +225,11 @@ func freshBehindNewestWritable(t *testing.T, s ports.MessageStore, shards ports.
 	wantRoute(t, s, tenant, "grp_1", segment{monthA, 1, 4, 4}, segment{monthB, 5, 5, 1})
 }
 
-// freshRecordsItsMonthActive: a new row AppendFresh stores records its month active by the
-// allocation's instant when the catalog holds only a later one (an early switch whose record
-// was lost with the node that made it), so a fresh allocation in the month before made after
-// it is refused though nothing else recorded the switch, while one made before it is taken;
-// a later allocation in the month leaves the instant.
+// freshRecordsItsMonthActive: AppendFresh records its month active by the allocation's
+// instant when the catalog holds only a later one (an early switch whose record was lost with
+// the node that made it), so a fresh allocation in the month before made after it is refused
+// though nothing else recorded the switch, while one made before it is taken; a later
+// allocation in the month leaves the instant.
 func freshRecordsItsMonthActive(t *testing.T, s ports.MessageStore, shards ports.ShardStore, tenant string) {
 	ctx := context.Background()
 	writable(t, shards, tenant, monthA)
