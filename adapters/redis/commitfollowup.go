@@ -13,8 +13,7 @@ import (
 // CommitFollowUp is ports.CommitFollowUp: one script call writes the route update, the hot
 // entry, the deliver job, the acked mark and the pending settles of a committed message, with
 // the Lua functions it shares with the single-purpose scripts of the route cache and the
-// queue. Every key carries the tenant's hash tag, so
-// the call is legal on Redis Cluster too.
+// queue. Every key carries the tenant's hash tag, so the call is legal on Redis Cluster too.
 type CommitFollowUp struct {
 	c     rueidis.Client
 	queue *DeliverQueue

@@ -52,9 +52,9 @@ func NewHotCache(c rueidis.Client, opts HotCacheOptions) *HotCache {
 // HotMessages is the topic's hot-message ZSET (DESIGN §3: 24 h hot messages per topic).
 func (k Keys) HotMessages(topic string) string { return k.prefix + "groupmsg:hot:" + topic }
 
-// putArgs validates m and returns what put_hot (luaPutHot, run by CommitFollowUp) takes: the topic's key, and seq,
-// member, created_ms, window_ms and max_per_topic. cache=false: nothing to write, because m is
-// invalid (err) or not cacheable (ports.Cacheable).
+// putArgs validates m and returns what put_hot (luaPutHot, run by CommitFollowUp) takes: the
+// topic's key, and seq, member, created_ms, window_ms and max_per_topic. cache=false: nothing
+// to write, because m is invalid (err) or not cacheable (ports.Cacheable).
 func (h *HotCache) putArgs(tenant string, m message.Message) (key string, args []string, cache bool, err error) {
 	k, err := keysForTopic(tenant, m.Topic)
 	if err != nil {

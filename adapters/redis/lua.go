@@ -72,8 +72,8 @@ end
 `
 
 // luaPutHot replaces the hot-cache entry of one seq, trims the topic and restarts its expiry
-// (ports.FollowUp.Hot). Trimming always removes the lowest seqs, so the entries left stay contiguous
-// wherever they were.
+// (ports.FollowUp.Hot). Trimming always removes the lowest seqs, so the entries left stay
+// contiguous wherever they were.
 const luaPutHot = `
 local function put_hot(key, seq, member, created_ms, window_ms, max_per_topic)
   redis.call('ZREMRANGEBYSCORE', key, seq, seq)
