@@ -21,6 +21,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -345,6 +346,16 @@ func (s *Server) Dial(ctx context.Context) *client.Conn {
 	return c
 }
 
+// freePortLow and freePortHigh bound the ports freeAddr hands out; it walks them in turn from
+// a random start, so no two calls of this test process get the same one (two addresses asked
+// for at once are both still free when each is checked).
+const freePortLow, freePortHigh = 27000, 32768
+
+var (
+	freePortStart = mathrand.IntN(freePortHigh - freePortLow)
+	freePortNext  atomic.Int64
+)
+
 // freeAddr is a loopback address nothing listens on, for a process this test starts. Its port
 // is below the kernel's ephemeral range (32768–60999 by default) and above the fixed ports of
 // deploy/local/services.sh: a port of that range can be taken between this check and its use
@@ -352,9 +363,9 @@ func (s *Server) Dial(ctx context.Context) *client.Conn {
 // the one it was given).
 func freeAddr(t testing.TB) string {
 	t.Helper()
-	const low, high = 27000, 32768
 	for range 100 {
-		addr := fmt.Sprintf("127.0.0.1:%d", low+mathrand.IntN(high-low))
+		port := freePortLow + (freePortStart+int(freePortNext.Add(1)))%(freePortHigh-freePortLow)
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
 		l, err := net.Listen("tcp", addr)
 		if err != nil {
 			continue // in use
@@ -362,7 +373,7 @@ func freeAddr(t testing.TB) string {
 		_ = l.Close()
 		return addr
 	}
-	t.Fatalf("no free loopback port in [%d, %d) after 100 tries", low, high)
+	t.Fatalf("no free loopback port in [%d, %d) after 100 tries", freePortLow, freePortHigh)
 	return ""
 }
 
