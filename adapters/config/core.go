@@ -41,9 +41,13 @@ func (Config) Authn() authn.Config {
 }
 
 // Send bounds the send path: a client's pre-generated ids, and its pending marks, which live as
-// long as the send may (its request timeout bounds every step).
+// long as the send may (its request timeout bounds every step, on every transport).
 func (c Config) Send() send.Config {
-	return send.Config{MsgIDWindow: time.Duration(c.Message.MsgIDExpireMS) * time.Millisecond, PendingFor: c.TCP.RequestTimeout}
+	return send.Config{
+		MsgIDWindow: time.Duration(c.Message.MsgIDExpireMS) * time.Millisecond,
+		PendingFor:  c.TCP.RequestTimeout,
+		MaxDuration: c.TCP.RequestTimeout,
+	}
 }
 
 // ShardManager is the month tables' lifecycle.

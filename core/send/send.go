@@ -94,6 +94,10 @@ type Config struct {
 	// PendingFor is how long a seq's pending mark lives: as long as the send may (its request
 	// timeout bounds every step). ≤ 0: no marks.
 	PendingFor time.Duration
+	// MaxDuration bounds a send whose caller set no deadline (the HTTP API): once allocating,
+	// a send no longer stops when its caller goes (detach), so its own bound must. ≤ 0: only
+	// the caller's deadline.
+	MaxDuration time.Duration
 }
 
 // Service runs the send path.
@@ -156,6 +160,8 @@ func (s *Service) Publish(ctx context.Context, e Event) (Result, error) {
 
 // post runs DESIGN §4 from step 3 for a validated draft in an authorized conversation.
 func (s *Service) post(ctx context.Context, r Request, conv social.Conversation) (Result, error) {
+	ctx, cancel := s.detach(ctx)
+	defer cancel()
 	msgID, err := s.msgID(r.MsgID)
 	if err != nil {
 		return Result{}, err
@@ -338,6 +344,23 @@ func (s *Service) post(ctx context.Context, r Request, conv social.Conversation)
 		return Result{Message: m, ServerTime: s.d.Clock.Now()}, nil
 	}
 	return Result{}, apperr.New(apperr.Busy, "seq allocation kept colliding, retry")
+}
+
+// detach is the context of a send from its allocation on: the caller's values and deadline,
+// not its cancellation. A client that disconnects, or a node that begins to shut down,
+// between the allocation and SEND_ACK must not cancel the COMMIT, its follow-up or the queued
+// mark halfway: a cancelled mark leaves a message stored and queued whose record says it is
+// not, and its resend queues it again (issue 34). Finished, the send answers a caller that is
+// gone; its seqs are settled either way.
+func (s *Service) detach(ctx context.Context) (context.Context, context.CancelFunc) {
+	detached := context.WithoutCancel(ctx)
+	if deadline, ok := ctx.Deadline(); ok {
+		return context.WithDeadline(detached, deadline)
+	}
+	if s.cfg.MaxDuration > 0 {
+		return context.WithTimeout(detached, s.cfg.MaxDuration)
+	}
+	return detached, func() {}
 }
 
 // marks reports whether allocations mark their seqs pending (Deps.Pending).

@@ -30,6 +30,8 @@ const (
 type stack struct {
 	deps  Deps
 	queue *memory.DeliverQueue
+	// send is what deps.Send was made of, for a test that needs a send path of its own.
+	send send.Deps
 }
 
 // newStack wires the core services over memory adapters; wrap, when given, replaces the
@@ -73,13 +75,15 @@ func newStack(t *testing.T, wrap ...func(ports.MessageStore) ports.MessageStore)
 	routes := memory.NewRouteCache()
 	queue := memory.NewDeliverQueue(clock.Now)
 	seqs := memory.NewSeqAllocator(months, clock.Now)
+	sendDeps := send.Deps{
+		Seq: seqs, Store: store, FollowUp: &memory.CommitFollowUp{Routes: routes, Queue: queue, Seqs: seqs},
+		IDs: ids, Clock: clock, Metrics: metrics, Resolver: resolver, Log: log,
+	}
 	return stack{
 		queue: queue,
+		send:  sendDeps,
 		deps: Deps{
-			Send: send.New(send.Config{MsgIDWindow: 5 * time.Minute}, send.Deps{
-				Seq: seqs, Store: store, FollowUp: &memory.CommitFollowUp{Routes: routes, Queue: queue, Seqs: seqs},
-				IDs: ids, Clock: clock, Metrics: metrics, Resolver: resolver, Log: log,
-			}),
+			Send: send.New(send.Config{MsgIDWindow: 5 * time.Minute}, sendDeps),
 			History: history.New(history.Deps{
 				Store: store, Routes: routes, Months: months, Metrics: metrics, Resolver: resolver, Log: log,
 			}),
