@@ -286,3 +286,66 @@ func envCode(t *testing.T, f frame.Frame) int {
 	}
 	return env.Code
 }
+
+// pythonClient is adapters/tcp/server/testdata/pipeline_client.py: an OpenSSL client (Python's
+// ssl module) that drives one SSL object from one thread, as OpenSSL requires.
+const pythonClient = "../adapters/tcp/server/testdata/pipeline_client.py"
+
+// runPythonClient runs the Python client against imd's native listener with args over the
+// defaults and returns its verdict.
+func runPythonClient(t *testing.T, srv *Server, certs, domain string, args map[string]any) (answered int, errs []string) {
+	t.Helper()
+	ap := netip.MustParseAddrPort(srv.TCPAddr)
+	cfg := map[string]any{"host": ap.Addr().String(), "port": ap.Port(), "ca": filepath.Join(certs, "ca.crt"),
+		"sni": "im." + domain, "timeout": 60}
+	for k, v := range args {
+		cfg[k] = v
+	}
+	raw, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.CommandContext(t.Context(), "python3", pythonClient, string(raw)).Output()
+	var run struct {
+		Answered int      `json:"answered"`
+		Errors   []string `json:"errors"`
+	}
+	if jerr := json.Unmarshal(out, &run); jerr != nil {
+		t.Fatalf("python3 client: %v (exit: %v), stdout %q", jerr, err, out)
+	}
+	return run.Answered, run.Errors
+}
+
+// Issue 34 as a client app meets it: an OpenSSL client pipelines through imd's native TLS
+// over the real send path (MySQL, Redis, delivery to the same user's other connections, whose
+// pushes interleave with the answers and are PUSH_ACKed): 8 connections × 150 SEND_MESSAGEs
+// written back to back, one record per frame or several in one, bodies across the compression
+// threshold; then 40 fresh connections whose first frame is answered. TLS 1.2 and 1.3.
+func TestNativeTLSPythonClientPipelines(t *testing.T) {
+	srv, certs, _, domain := startNativeIMD(t)
+	fx := newNginxFixture(srv)
+	const connections, sends = 8, 150
+	for i, version := range []string{"1.3", "1.2"} {
+		t.Run("TLS "+version, func(t *testing.T) {
+			answered, errs := runPythonClient(t, srv, certs, domain, map[string]any{
+				"mode": "pipeline", "tls": version, "connections": connections, "sends": sends, "seed": i,
+				"tokens": []string{fx.receiverToken}, "topic": fx.topic, "max_body": 700, "compress_min": 512, "coalesce": 0.1,
+			})
+			if len(errs) > 0 || answered != connections*sends {
+				t.Fatalf("%d of %d answered, errors %v", answered, connections*sends, errs)
+			}
+			if _, errs := runPythonClient(t, srv, certs, domain, map[string]any{
+				"mode": "first", "tls": version, "connections": 40, "timeout": 3,
+				"tokens": []string{fx.receiverToken, fx.senderToken},
+			}); len(errs) > 0 {
+				t.Fatalf("first frames: %v", errs)
+			}
+		})
+	}
+	if rec, ok := srv.WaitLogRecord(0, func(r map[string]any) bool {
+		err, _ := r["err"].(string)
+		return strings.Contains(err, "tls")
+	}); ok {
+		t.Fatalf("imd logged a TLS error: %v", rec)
+	}
+}
