@@ -17,6 +17,7 @@ import (
 	"github.com/imdhq/imd/cmd/imctl/bench"
 	"github.com/imdhq/imd/cmd/imctl/bench/procstat"
 	"github.com/imdhq/imd/cmd/imctl/bench/report"
+	"github.com/imdhq/imd/cmd/imctl/bench/serverwork"
 	"github.com/imdhq/imd/cmd/imctl/bench/stages"
 )
 
@@ -222,6 +223,8 @@ func newWorkloadCmd(g *globals, d deps, name, short string, own func(*pflag.Flag
 	cpuProfile := fs.String("cpuprofile", "", "write the load generator's own CPU profile to this file")
 	extra := fs.StringToString("param", nil, "facts about the setup the report should carry among its parameters, e.g. history=10M/24mo")
 	imdProfile := fs.String("imd-cpuprofile", "", "write imd's CPU profile over the measured window (/debug/pprof/profile, admin key) to this file")
+	redisAddrs := fs.String("redis", "", "the tenant's Redis (one address, or Cluster nodes a,b,c): its commands, round trips and main-thread CPU per ACKed message")
+	mysqlDSN := fs.String("mysql-dsn", "", "the tenant's MySQL server DSN (go-sql-driver form): its rows written, COMMITs and fsyncs per ACKed message")
 
 	cmd.RunE = func(cmd *cobra.Command, _ []string) (err error) {
 		if *cpuProfile != "" {
@@ -252,6 +255,14 @@ func newWorkloadCmd(g *globals, d deps, name, short string, own func(*pflag.Flag
 			run.ServerProfile = func(ctx context.Context, window time.Duration) error {
 				return writeFile(*imdProfile, func(f *os.File) error { return run.Admin.CPUProfile(ctx, window, f) })
 			}
+		}
+		if *redisAddrs != "" || *mysqlDSN != "" {
+			servers, err := serverwork.Open(bench.SplitList(*redisAddrs), *mysqlDSN)
+			if err != nil {
+				return err
+			}
+			defer servers.Close()
+			run.ServerWork = servers.Read
 		}
 		run.Status = cmd.ErrOrStderr()
 		run.Live = d.terminal

@@ -245,7 +245,7 @@ for run in "${runs[@]}"; do
 	if ! "$out/bin/imctl" bench "${args[@]}" \
 		--http "http://$HTTP_ADDR" "${client_args[@]}" --tenant "$tenant" --admin-key "$ADMIN_KEY" \
 		--duration "$duration" --warmup "$WARMUP" --source-ips "$SOURCE_IPS" \
-		--pids "$pids" \
+		--pids "$pids" --redis "127.0.0.1:$REDIS_PORT" --mysql-dsn "imd:imd@tcp(127.0.0.1:$MYSQL_PORT)/" \
 		--json "$out/$name.json" --md "$out/$name.md" >/dev/null; then
 		failed+=("$name")
 	fi

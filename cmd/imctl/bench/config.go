@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/imdhq/imd/cmd/imctl/bench/serverwork"
 	"io"
 	"net/netip"
 	"strconv"
@@ -86,6 +87,9 @@ type Config struct {
 	// ServerProfile, when set, records the server's CPU profile over the measured window
 	// (bench --imd-cpuprofile): the samples the per-stage table divides up.
 	ServerProfile func(ctx context.Context, window time.Duration) error
+	// ServerWork, when set, reads the Redis and MySQL counters at the start and end of the
+	// measured window (bench --redis, --mysql-dsn): the servers' work per ACKed message.
+	ServerWork func(ctx context.Context) (serverwork.Snapshot, error)
 
 	// Status receives progress; Live makes it a redrawn line (a terminal)
 	// instead of a line every few seconds (a log).

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/imdhq/imd/cmd/imctl/bench/serverwork"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -142,7 +143,7 @@ func Run(ctx context.Context, cfg Config) (report.Report, error) {
 	windowUsage := r.watchWindow(ctx)
 	w.load(ctx, r)
 	stopStatus()
-	window := windowUsage()
+	window, work := windowUsage()
 
 	// An interrupted run still reports what it measured, but skips the
 	// checks at the end that would take a while.
@@ -170,6 +171,7 @@ func Run(ctx context.Context, cfg Config) (report.Report, error) {
 		ReadBackErrors: int(r.readBackErrors.Load()),
 		Processes:      usage,
 		Window:         window,
+		ServerWork:     work,
 		MachineCPU:     util,
 		Interrupted:    interrupted,
 	}
@@ -194,10 +196,11 @@ func (r *run) since(t time.Time) int64 { return int64(t.Sub(r.epoch)) }
 
 // watchWindow reads the processes' CPU at the start and end of the measured window, so that
 // CPU per ACKed message divides the window's CPU by the window's ACKs (setup, warm-up, drain
-// and read-back excluded), and records the server's CPU profile over the same window when
-// asked to. The returned function waits for both.
-func (r *run) watchWindow(ctx context.Context) func() []procstat.Usage {
+// and read-back excluded), and records the server's CPU profile and the Redis and MySQL
+// counters over the same window when asked to. The returned function waits for all.
+func (r *run) watchWindow(ctx context.Context) func() ([]procstat.Usage, *serverwork.Snapshot) {
 	var usage []procstat.Usage
+	var work *serverwork.Snapshot
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		sleep(ctx, time.Duration(r.windowStart.Load()-r.since(time.Now())))
@@ -212,14 +215,34 @@ func (r *run) watchWindow(ctx context.Context) func() []procstat.Usage {
 				}
 			})
 		}
+		before, workErr := r.serverWork(ctx)
 		watch := procstat.Start(procstat.Proc(), r.cfg.Targets)
 		sleep(ctx, time.Duration(r.windowEnd.Load()-r.since(time.Now())))
 		usage, _ = watch.Stop()
+		if after, err := r.serverWork(ctx); workErr == nil && err == nil && after != nil {
+			d := after.Sub(*before)
+			work = &d
+		}
 	})
-	return func() []procstat.Usage {
+	return func() ([]procstat.Usage, *serverwork.Snapshot) {
 		wg.Wait()
-		return usage
+		return usage, work
 	}
+}
+
+// serverWork reads the servers' counters, nil when not asked to; a failure is reported and
+// counted, and leaves the window without them.
+func (r *run) serverWork(ctx context.Context) (*serverwork.Snapshot, error) {
+	if r.cfg.ServerWork == nil {
+		return nil, nil
+	}
+	s, err := r.cfg.ServerWork(ctx)
+	if err != nil {
+		r.logf("warning: server counters: %v", err)
+		r.errs.add("server_counters")
+		return nil, err
+	}
+	return &s, nil
 }
 
 // inWindow reports whether t falls in the measured window.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/imdhq/imd/cmd/imctl/bench/hist"
 	"github.com/imdhq/imd/cmd/imctl/bench/procstat"
+	"github.com/imdhq/imd/cmd/imctl/bench/serverwork"
 	"github.com/imdhq/imd/cmd/imctl/bench/verify"
 )
 
@@ -47,11 +48,14 @@ type Report struct {
 	Processes      []procstat.Usage `json:"processes"`
 	// Window is the processes' use over the measured window alone: the base of the CPU cost
 	// per ACKed message (CostPerMessage).
-	Window      []procstat.Usage `json:"window_processes,omitempty"`
-	MachineCPU  float64          `json:"machine_cpu_utilization"` // 0–1, all cores, over the whole run
-	Interrupted bool             `json:"interrupted,omitempty"`   // stopped early: the end-of-run checks were skipped
-	Pass        bool             `json:"pass"`
-	Problems    []string         `json:"problems,omitempty"`
+	Window []procstat.Usage `json:"window_processes,omitempty"`
+	// ServerWork is what Redis and MySQL did over the measured window (bench --redis,
+	// --mysql-dsn): divided by the window's ACKs in WriteMarkdown.
+	ServerWork  *serverwork.Snapshot `json:"server_work,omitempty"`
+	MachineCPU  float64              `json:"machine_cpu_utilization"` // 0–1, all cores, over the whole run
+	Interrupted bool                 `json:"interrupted,omitempty"`   // stopped early: the end-of-run checks were skipped
+	Pass        bool                 `json:"pass"`
+	Problems    []string             `json:"problems,omitempty"`
 }
 
 // Connections counts the client connections of a run.
@@ -195,6 +199,7 @@ func WriteMarkdown(w io.Writer, r Report) error {
 		}
 		table(&b, []string{"process", "CPU s", "cores", "µs per ACKed msg"}, rows)
 	}
+	writeServerWork(&b, r)
 	_, err := io.WriteString(w, b.String())
 	if err != nil {
 		return fmt.Errorf("report: write markdown: %w", err)

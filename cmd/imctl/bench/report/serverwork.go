@@ -1,0 +1,93 @@
+package report
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/imdhq/imd/cmd/imctl/bench/serverwork"
+)
+
+// topCommands is how many of Redis's busiest commands the report lists.
+const topCommands = 8
+
+// RedisCeiling is the ceiling the Redis main thread of the busiest master sets: its CPU per
+// ACKed message, and the messages per second that one core allows (1 s ÷ that). ok is false
+// when the run measured no Redis counters or ACKed nothing.
+func (r Report) RedisCeiling() (microsPerMsg, msgPerSec float64, ok bool) {
+	if r.ServerWork == nil || len(r.ServerWork.Redis) == 0 || r.Acked == 0 {
+		return 0, 0, false
+	}
+	busiest := slices.MaxFunc(r.ServerWork.Redis, func(a, b serverwork.Redis) int { return cmp.Compare(a.MainThreadCPU, b.MainThreadCPU) })
+	microsPerMsg = busiest.MainThreadCPU * 1e6 / float64(r.Acked)
+	if microsPerMsg <= 0 {
+		return 0, 0, false
+	}
+	return microsPerMsg, 1e6 / microsPerMsg, true
+}
+
+// writeServerWork adds the servers' work per ACKed message and the Redis ceiling line.
+func writeServerWork(b *strings.Builder, r Report) {
+	w := r.ServerWork
+	if w == nil || r.Acked == 0 {
+		return
+	}
+	per := func(n float64) string { return fmt.Sprintf("%.2f", n/float64(r.Acked)) }
+	b.WriteString("\nServer work per ACKed message (measured window)\n\n")
+	var rows [][]string
+	all := map[string]serverwork.Command{} // every master's, summed
+	if len(w.Redis) > 0 {
+		var commands, reads int64
+		var cpu float64
+		for _, s := range w.Redis {
+			commands += s.Commands
+			reads += s.Reads
+			cpu += s.MainThreadCPU
+			for name, c := range s.ByCommand {
+				sum := all[name]
+				all[name] = serverwork.Command{Calls: sum.Calls + c.Calls, Usec: sum.Usec + c.Usec}
+			}
+		}
+		label := "Redis"
+		if len(w.Redis) > 1 {
+			label = fmt.Sprintf("Redis (%d masters)", len(w.Redis))
+		}
+		rows = append(rows,
+			[]string{label, "commands (scripts' own included)", per(float64(commands)), Thousands(commands)},
+			[]string{label, "round trips (client read events)", per(float64(reads)), Thousands(reads)},
+			[]string{label, "main-thread CPU µs, all masters", per(cpu * 1e6), fmt.Sprintf("%.2f s", cpu)})
+	}
+	if m := w.MySQL; m != nil {
+		rows = append(rows,
+			[]string{"MySQL", "InnoDB rows written", per(float64(m.RowsWritten)), Thousands(m.RowsWritten)},
+			[]string{"MySQL", "COMMITs", per(float64(m.Commits)), Thousands(m.Commits)},
+			[]string{"MySQL", "InnoDB fsyncs", per(float64(m.Fsyncs)), Thousands(m.Fsyncs)})
+	}
+	table(b, []string{"server", "figure", "per ACKed msg", "window"}, rows)
+	if us, ceiling, ok := r.RedisCeiling(); ok {
+		fmt.Fprintf(b, "\nCeiling: the busiest Redis main thread spends %.0f µs per ACKed message, so one Redis core carries at most %s msg/s (1 s ÷ %.0f µs).\n",
+			us, rate(ceiling), us)
+	}
+	if len(all) > 0 {
+		writeRedisCommands(b, r, all)
+	}
+}
+
+// writeRedisCommands lists the commands Redis spent most time in.
+func writeRedisCommands(b *strings.Builder, r Report, all map[string]serverwork.Command) {
+	names := slices.SortedFunc(maps.Keys(all), func(x, y string) int {
+		return cmp.Or(cmp.Compare(all[y].Usec, all[x].Usec), cmp.Compare(x, y))
+	})
+	if len(names) > topCommands {
+		names = names[:topCommands]
+	}
+	b.WriteString("\nRedis commands by time (a script's time includes the commands it ran)\n\n")
+	var rows [][]string
+	for _, n := range names {
+		c := all[n]
+		rows = append(rows, []string{n, fmt.Sprintf("%.2f", float64(c.Calls)/float64(r.Acked)), fmt.Sprintf("%.1f", float64(c.Usec)/float64(r.Acked))})
+	}
+	table(b, []string{"command", "calls per ACKed msg", "µs per ACKed msg"}, rows)
+}
