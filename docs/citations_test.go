@@ -49,12 +49,16 @@ var (
 	// section is one section after its §, with an optional range end and qualifier.
 	section = regexp.MustCompile(`^(` + number + `)(?:` + gap + `[–-]` + gap + `§?(` + number + `))?` +
 		`(?:[ \t]+(?:rules?|items?|steps?|#)[ \t]*\d+(?:[ \t]*(?:[–-]|,|and)[ \t]*\d+)*)?`)
-	// next joins another § of the same document.
-	// A separator stays on the line of the section before it.
+	// next joins another § of the same document; its separator stays on the line of the
+	// section before it, so a blank line or a new paragraph ends the chain.
 	next       = regexp.MustCompile(`^[ \t]*(?:,|/|\band\b)?` + gap + `§`)
 	constraint = regexp.MustCompile(`(?i:\bseeds?)` + gap + `(003)` + gap + `\b(C\d+)\b`)
 	issue      = regexp.MustCompile(`\b(?i:issues?)[ \t]+(\d+)\b`)
+	sign       = regexp.MustCompile(`§`)
 )
+
+// malformed prefixes the anchor of a § that a document name precedes but no number follows.
+const malformed = "malformed:"
 
 // parseCitations reads every citation of text, in order of position.
 func parseCitations(text string) []citation {
@@ -80,13 +84,12 @@ func parseCitations(text string) []citation {
 		default:
 			rfc = true
 		}
-		sign := m[1] - len("§")
+		at := m[1]
 		for {
-			consumed[sign] = true
-			at := sign + len("§")
+			consumed[at-len("§")] = true
 			s := section.FindStringSubmatchIndex(text[at:])
 			if s == nil {
-				add(sign, citation{Anchor: "malformed:" + doc})
+				add(at, citation{Anchor: malformed + doc})
 				break
 			}
 			for _, g := range [][2]int{{s[2], s[3]}, {s[4], s[5]}} {
@@ -106,7 +109,7 @@ func parseCitations(text string) []citation {
 			if n == nil {
 				break
 			}
-			sign = after + n[1] - len("§")
+			at = after + n[1]
 		}
 	}
 	for _, m := range constraint.FindAllStringSubmatchIndex(text, -1) {
@@ -115,21 +118,15 @@ func parseCitations(text string) []citation {
 	for _, m := range issue.FindAllStringSubmatchIndex(text, -1) {
 		add(m[2], citation{Anchor: "issue-" + text[m[2]:m[3]]})
 	}
-	for i := strings.Index(text, "§"); i >= 0; {
-		if !consumed[i] {
-			at := i + len("§")
-			s := section.FindStringSubmatchIndex(text[at:])
-			bare := "?"
-			if s != nil {
-				bare = text[at+s[2] : at+s[3]]
-			}
-			add(i, citation{Bare: bare})
+	for _, m := range sign.FindAllStringIndex(text, -1) {
+		if consumed[m[0]] {
+			continue
 		}
-		j := strings.Index(text[i+len("§"):], "§")
-		if j < 0 {
-			break
+		bare := "?"
+		if s := section.FindStringSubmatchIndex(text[m[1]:]); s != nil {
+			bare = text[m[1]+s[2] : m[1]+s[3]]
 		}
-		i += len("§") + j
+		add(m[0], citation{Bare: bare})
 	}
 	slices.SortStableFunc(all, func(a, b found) int { return a.at - b.at })
 	out := make([]citation, 0, len(all))
@@ -173,7 +170,7 @@ func TestParseCitations(t *testing.T) {
 		{"bare", "one frame of §2 per message", []citation{{1, "", "2"}}},
 		{"bare after a sentence", "(DESIGN §4). See §6.", []citation{{1, "design-4", ""}, {1, "", "6"}}},
 		{"blank line ends a chain", "seed 000 §9\n\n§10", []citation{{1, "seed-000-9", ""}, {3, "", "10"}}},
-		{"sign without section", "seed 000 §x", []citation{{1, "malformed:seed-000-", ""}}},
+		{"sign without section", "seed 000 §x", []citation{{1, malformed + "seed-000-", ""}}},
 		{"words that are not citations", "re-seeded from MySQL; seeds 1–8; design notes; 2000 §", []citation{{1, "", "?"}}},
 	}
 	for _, tt := range tests {
@@ -283,7 +280,7 @@ func unresolved(c citation, known, own map[string]bool) string {
 		return fmt.Sprintf("§%s names no document: write DESIGN §…, PROTOCOL §…, seed 000 §… or seed 003 §…", c.Bare)
 	case c.Bare != "" && !own[c.Bare]:
 		return fmt.Sprintf("§%s: this file has no section %s", c.Bare, c.Bare)
-	case strings.HasPrefix(c.Anchor, "malformed:"):
+	case strings.HasPrefix(c.Anchor, malformed):
 		return "§ without a section number"
 	case c.Anchor != "" && !known[c.Anchor]:
 		return fmt.Sprintf("%s has no anchor %q", designDoc, c.Anchor)
