@@ -1,7 +1,8 @@
 package e2e
 
-// Query paths of seed 000 §6 through the real binary: reply context across months (§12.7), the
-// hot cache falling back to MySQL when incomplete (§12.10), and short-term search.
+// Query paths of seed 000 §6 through the real binary: reply context across months (seed 000
+// §12.7), the hot cache falling back to MySQL when incomplete (seed 000 §12.10), and
+// short-term search.
 
 import (
 	"bufio"

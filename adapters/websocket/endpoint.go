@@ -1,5 +1,5 @@
 // Package websocket is the browser transport of PROTOCOL.md §7 on coder/websocket: GET /ws
-// with subprotocol imd.v1, one frame of §2 per binary message. Its connections are sessions
+// with subprotocol imd.v1, one frame of PROTOCOL §2 per binary message. Its connections are sessions
 // like the TCP listener's: they are handed to the same dispatch.Dispatcher, so commands,
 // codes, rate limits, kicks and pushes are the same on both transports. Each connection has a
 // reader goroutine (the handler's) and a writer goroutine; nothing else waits on its socket.

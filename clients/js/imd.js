@@ -1,4 +1,4 @@
-// imd JavaScript SDK: the frame protocol of PROTOCOL.md over WebSocket (§7), for browsers
+// imd JavaScript SDK: the frame protocol of PROTOCOL.md over WebSocket (PROTOCOL §7), for browsers
 // and any runtime with WebSocket and DecompressionStream. An ES module used as it is, no
 // build step; types are in imd.d.ts beside it.
 //
@@ -43,7 +43,7 @@ export class ImdError extends Error {
   }
 }
 
-/** Encodes one frame (§2); body is an object (JSON-encoded) or bytes. */
+/** Encodes one frame (PROTOCOL §2); body is an object (JSON-encoded) or bytes. */
 export function encodeFrame(command, requestId, sequenceId, body = {}) {
   const bytes = body instanceof Uint8Array ? body : new TextEncoder().encode(JSON.stringify(body));
   if (bytes.length > MAX_BODY) throw new ImdError(Code.TOO_LARGE, `body of ${bytes.length} bytes > ${MAX_BODY}`);
@@ -116,7 +116,7 @@ export async function envelopeOf(frame) {
   return JSON.parse(new TextDecoder().decode(body));
 }
 
-/** The final response command of a request (§2). */
+/** The final response command of a request (PROTOCOL §2). */
 function finalCommand(cmd) {
   switch (cmd) {
     case Cmd.SEND_MESSAGE: return Cmd.SEND_ACK;
@@ -205,7 +205,7 @@ export class Client {
   }
 
   /**
-   * Sends a message (§4) and resolves with its SEND_ACK data. A client_msg_id is chosen when
+   * Sends a message (PROTOCOL §4) and resolves with its SEND_ACK data. A client_msg_id is chosen when
    * missing; until acknowledged the send is repeated, with that id, after every reconnect.
    */
   send(req) {
@@ -453,7 +453,7 @@ export class Client {
   push(ws, frame, env) {
     switch (frame.command) {
       case Cmd.MESSAGE:
-        // Acknowledged at once (transport level, §3): the app has it from here on.
+        // Acknowledged at once (transport level, PROTOCOL §3): the app has it from here on.
         try { ws?.send(encodeFrame(Cmd.PUSH_ACK, 0, frame.sequenceId, {})); } catch { /* closing */ }
         this.deliver(env.data);
         break;
