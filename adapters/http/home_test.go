@@ -50,7 +50,7 @@ func TestHomePageLinksAnswer(t *testing.T) {
 			t.Errorf("the page links %s, which answers %d", m[1], got.Code)
 		}
 	}
-	for _, want := range []string{"/chat/", "/console/", "/sdk/imd.js", "/metrics", "/openapi.yaml", "/docs/"} {
+	for _, want := range []string{"/chat/", "/console/", "/sdk/imd.js", "/metrics", "/openapi.yaml", "/docs/", "/docs/SCALING.md"} {
 		if !seen[want] {
 			t.Errorf("the page does not link %s", want)
 		}
