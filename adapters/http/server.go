@@ -1,8 +1,9 @@
 // Package http serves the Echo HTTP listener: the admin API of PROTOCOL §6 under /admin/v1,
 // the client API under /api/v1 (client*.go), signed object URLs under /files/, the OpenAPI
 // document of both APIs at /openapi.yaml, the /healthz, /readyz and /metrics probes, and Go's
-// runtime profiles under /debug/pprof/ (admin key), and the operator console under /console/
-// (console.go).
+// runtime profiles under /debug/pprof/ (admin key), the operator console under /console/
+// (console.go), and for browsers a page at / linking what the listener serves, with the
+// repository's documents under /docs/ (home.go).
 package http
 
 import (
@@ -124,6 +125,7 @@ func (s *Server) routes(e *echo.Echo) {
 	s.pprofRoutes(e)
 	s.consoleRoutes(e)
 	s.browserRoutes(e)
+	s.homeRoutes(e)
 	t := e.Group("/admin/v1", s.requireAdminKey).Group("/tenants/:tenant", s.requireTenant)
 	t.POST("/users", s.createUser)
 	t.POST("/tokens", s.issueToken)
