@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/adapters/client"
+	"github.com/imdhq/imd/clients/go/client"
 )
 
 // TestGoClientOverWebSocketAndTCPSurvivesARestart drives the importable Go client
