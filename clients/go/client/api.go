@@ -10,8 +10,12 @@ import (
 
 // Auth authenticates the connection.
 func (c *Conn) Auth(ctx context.Context, token string, deviceID uint64) (wire.AuthResponse, error) {
+	return c.authenticate(ctx, wire.AuthRequest{Token: token, DeviceID: deviceID})
+}
+
+func (c *Conn) authenticate(ctx context.Context, req wire.AuthRequest) (wire.AuthResponse, error) {
 	var resp wire.AuthResponse
-	err := c.call(ctx, wire.CmdAuth, wire.AuthRequest{Token: token, DeviceID: deviceID}, &resp)
+	err := c.call(ctx, wire.CmdAuth, req, &resp)
 	return resp, err
 }
 
@@ -34,6 +38,58 @@ func (c *Conn) History(ctx context.Context, topic string, before int64, limit in
 	var resp wire.GetHistoryResponse
 	err := c.call(ctx, wire.CmdGetHistory, wire.GetHistoryRequest{Topic: topic, BeforeSeq: before, Limit: limit}, &resp)
 	return resp.Messages, err
+}
+
+// MarkRead moves the user's read mark of topic up to seq (READ_MESSAGE) and
+// returns the mark the server stored; the user's other devices get it pushed.
+func (c *Conn) MarkRead(ctx context.Context, topic string, seq int64) (wire.ReadResponse, error) {
+	var resp wire.ReadResponse
+	err := c.call(ctx, wire.CmdReadMessage, wire.ReadRequest{Topic: topic, Seq: seq}, &resp)
+	return resp, err
+}
+
+// dialogsPage is the page size Dialogs asks for.
+const dialogsPage = 100
+
+// Dialogs lists every conversation of the user's inbox: SYNC_INBOX from the
+// start, all pages. The mailbox events it also returns are left out.
+func (c *Conn) Dialogs(ctx context.Context) ([]wire.Dialog, error) {
+	var dialogs []wire.Dialog
+	var score int64
+	for {
+		pages, finish, err := c.syncInbox(ctx, 0, score, dialogsPage)
+		if err != nil {
+			return nil, err
+		}
+		for _, page := range pages {
+			dialogs = append(dialogs, page.Dialogs...)
+		}
+		// A cursor that does not move would list the same page again.
+		if !finish.HasMore || finish.DialogScore == score {
+			return dialogs, nil
+		}
+		score = finish.DialogScore
+	}
+}
+
+// syncInbox runs one SYNC_INBOX from the given cursors and returns its pages
+// and FINISH data.
+func (c *Conn) syncInbox(ctx context.Context, mailbox, score int64, limit int) ([]wire.SyncInboxPage, wire.SyncInboxFinish, error) {
+	var finish wire.SyncInboxFinish
+	envs, err := c.RequestStream(ctx, wire.CmdSyncInbox, wire.SyncInboxRequest{MailboxSeq: mailbox, DialogScore: score, Limit: limit})
+	if err != nil {
+		return nil, finish, err
+	}
+	if err := decodeData(wire.CmdSyncInboxFinish, envs[len(envs)-1], &finish); err != nil {
+		return nil, finish, err
+	}
+	pages := make([]wire.SyncInboxPage, len(envs)-1)
+	for i, env := range envs[:len(envs)-1] {
+		if err := decodeData(wire.CmdSyncInbox, env, &pages[i]); err != nil {
+			return nil, finish, err
+		}
+	}
+	return pages, finish, nil
 }
 
 // SyncMessages returns the messages of topic after seq since, in ascending

@@ -37,7 +37,7 @@ func (c *Client) catchUp(conn *Conn) error {
 	lastSeq := make(map[string]wire.Dialog)
 	var order []string
 	for {
-		pages, finish, err := syncInbox(c, conn, mailbox, from)
+		pages, finish, err := conn.syncInbox(c.ctx, mailbox, from, wire.MaxSyncLimit)
 		if err != nil {
 			return err
 		}
@@ -72,24 +72,6 @@ func (c *Client) catchUp(conn *Conn) error {
 	c.state.DialogScore = max(c.state.DialogScore, from)
 	c.mu.Unlock()
 	return nil
-}
-
-func syncInbox(c *Client, conn *Conn, mailbox, score int64) ([]wire.SyncInboxPage, wire.SyncInboxFinish, error) {
-	var finish wire.SyncInboxFinish
-	envs, err := conn.RequestStream(c.ctx, wire.CmdSyncInbox, wire.SyncInboxRequest{MailboxSeq: mailbox, DialogScore: score, Limit: wire.MaxSyncLimit})
-	if err != nil {
-		return nil, finish, err
-	}
-	if err := decodeData(wire.CmdSyncInboxFinish, envs[len(envs)-1], &finish); err != nil {
-		return nil, finish, err
-	}
-	pages := make([]wire.SyncInboxPage, len(envs)-1)
-	for i, env := range envs[:len(envs)-1] {
-		if err := decodeData(wire.CmdSyncInbox, env, &pages[i]); err != nil {
-			return nil, finish, err
-		}
-	}
-	return pages, finish, nil
 }
 
 // replayEvents delivers mailbox events that were not pushed live.

@@ -36,7 +36,7 @@ type Config struct {
 	// (re)connect, so it may hand out a fresh one; StaticToken keeps one.
 	Token    func(ctx context.Context) (string, error)
 	DeviceID uint64
-	Platform string
+	Platform string // sent with AUTH: "ios", "android", "web", …
 	// Heartbeat is the time between HEARTBEATs (0 = DefaultHeartbeat). A
 	// heartbeat that fails closes the connection, and the client reconnects.
 	Heartbeat time.Duration
@@ -293,6 +293,25 @@ func (c *Client) History(ctx context.Context, topic string, before int64, limit 
 	return msgs, err
 }
 
+// MarkRead is Conn.MarkRead on the current connection.
+func (c *Client) MarkRead(ctx context.Context, topic string, seq int64) (mark wire.ReadResponse, err error) {
+	err = c.Do(ctx, func(conn *Conn) error {
+		mark, err = conn.MarkRead(ctx, topic, seq)
+		return err
+	})
+	return mark, err
+}
+
+// Dialogs is Conn.Dialogs on the current connection: the whole conversation
+// list, apart from catch-up, which only fetches what changed.
+func (c *Client) Dialogs(ctx context.Context) (dialogs []wire.Dialog, err error) {
+	err = c.Do(ctx, func(conn *Conn) error {
+		dialogs, err = conn.Dialogs(ctx)
+		return err
+	})
+	return dialogs, err
+}
+
 // SyncMessages is Conn.SyncMessages on the current connection. Messages it
 // returns are not marked delivered: Events still replays what it missed.
 func (c *Client) SyncMessages(ctx context.Context, topic string, since int64, limit int) (msgs []wire.Message, finish wire.SyncMessagesFinish, err error) {
@@ -357,7 +376,7 @@ func (c *Client) open(ctx context.Context) (*Conn, error) {
 		conn.Close()
 		return nil, fmt.Errorf("client: token: %w", err)
 	}
-	me, err := conn.Auth(ctx, token, c.cfg.DeviceID)
+	me, err := conn.authenticate(ctx, wire.AuthRequest{Token: token, DeviceID: c.cfg.DeviceID, Platform: c.cfg.Platform})
 	if err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("client: auth: %w", err)

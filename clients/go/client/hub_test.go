@@ -22,7 +22,8 @@ type hub struct {
 	sent     map[string]wire.SendAck // by topic and client_msg_id
 	sessions map[*session]bool       // authenticated
 	auths    int
-	down     bool // AUTH answers 50301 and closes, as a node that is starting up
+	platform string // of the last AUTH
+	down     bool   // AUTH answers 50301 and closes, as a node that is starting up
 	// dropAcks makes the next sends store the message and close the connection before
 	// the SEND_ACK, so the client cannot know it was stored.
 	dropAcks   int
@@ -51,6 +52,7 @@ func (h *hub) handle(ss *session, f frame.Frame) {
 			ss.fail(f, wire.CmdAuth, wire.CodeUnauthenticated, "bad token")
 		default:
 			h.auths++
+			h.platform = req.Platform
 			h.sessions[ss] = true
 			ss.ok(f, wire.CmdAuth, wire.AuthResponse{UserID: userID, TenantID: "default", DeviceID: req.DeviceID, ServerTime: h.clock})
 		}
@@ -108,6 +110,9 @@ func (h *hub) handle(ss *session, f frame.Frame) {
 			ss.send(wire.CmdSyncMessages, f.RequestID, f.SequenceID, body, 0)
 		}
 		ss.ok(f, wire.CmdSyncMessagesFinish, fin)
+	case wire.CmdReadMessage:
+		req := decodeBody[wire.ReadRequest](h.t, f)
+		ss.ok(f, wire.CmdReadMessage, wire.ReadResponse{Topic: req.Topic, Seq: req.Seq})
 	case wire.CmdPushAck:
 	default:
 		ss.fail(f, f.Command, wire.CodeInvalidArgument, "unknown command")

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -268,4 +269,37 @@ func TestClientState(t *testing.T) {
 	resumed := connectHub(t, h, Config{Resume: &state})
 	waitKind(t, resumed, EventConnected)
 	equal(t, "resumed", messages(t, resumed, 1), []string{`grp_1/2 "while the app was off" (replayed)`})
+}
+
+// TestClientRequests covers what the JavaScript SDK offers besides sends and events: the
+// platform in AUTH, the whole conversation list and read marks.
+func TestClientRequests(t *testing.T) {
+	h := newHub(t)
+	c := connectHub(t, h, Config{Platform: "ios"})
+	waitKind(t, c, EventSynced)
+	h.post("grp_1", 7, "one")
+	h.post("p2p_1_7", 7, "two")
+	messages(t, c, 2)
+	ctx := context.Background()
+
+	h.mu.Lock()
+	platform := h.platform
+	h.mu.Unlock()
+	if platform != "ios" {
+		t.Errorf("AUTH platform %q, want ios", platform)
+	}
+	dialogs, err := c.Dialogs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var topics []string
+	for _, d := range dialogs {
+		topics = append(topics, d.Topic)
+	}
+	slices.Sort(topics)
+	equal(t, "dialogs", topics, []string{"grp_1", "p2p_1_7"})
+	mark, err := c.MarkRead(ctx, "grp_1", 1)
+	if err != nil || mark.Topic != "grp_1" || mark.Seq != 1 {
+		t.Fatalf("MarkRead = %+v, %v", mark, err)
+	}
 }
