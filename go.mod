@@ -15,6 +15,7 @@ require (
 	github.com/goccy/go-yaml v1.19.2
 	github.com/golang-jwt/jwt/v5 v5.3.1
 	github.com/golang-migrate/migrate/v4 v4.20.1
+	github.com/imdhq/imd/clients/go v0.0.0-00010101000000-000000000000
 	github.com/labstack/echo/v4 v4.16.0
 	github.com/lmittmann/tint v1.2.1
 	github.com/panjf2000/gnet/v2 v2.9.7
@@ -105,7 +106,6 @@ require (
 	github.com/clipperhouse/displaywidth v0.11.0 // indirect
 	github.com/clipperhouse/uax29/v2 v2.7.0 // indirect
 	github.com/cncf/xds/go v0.0.0-20260202195803-dba9d589def2 // indirect
-	github.com/coder/websocket v1.8.15 // indirect
 	github.com/coreos/go-semver v0.3.1 // indirect
 	github.com/cubicdaiya/gonp v1.0.4 // indirect
 	github.com/davecgh/go-spew v1.1.2-0.20180830191138-d8f796af33cc // indirect
@@ -244,3 +244,7 @@ tool (
 	github.com/go-task/task/v3/cmd/task
 	github.com/sqlc-dev/sqlc/cmd/sqlc
 )
+
+// The Go SDK is a module of its own (clients/go) that the server builds on: one frame codec
+// and one set of wire types for both sides.
+replace github.com/imdhq/imd/clients/go => ./clients/go

@@ -19,7 +19,6 @@ var crossTests = map[string]string{
 	"tcp/server/bench_test.go":              "measures frames with the production metrics adapter (docs/BENCHMARKS.md)",
 	"protocol/session/fanout_bench_test.go": "measures fan-out with Redis conversation lists when IMD_TEST_REDIS_ADDR is set",
 	"http/client_test.go":                   "serves /files/ through the real localfs signatures and jwt tokens",
-	"tcp/server/tls_test.go":                "drives native TLS with the Go client, as apps do",
 	"http/admin_test.go":                    "checks the tokens the admin API issues with the real jwt adapter",
 }
 

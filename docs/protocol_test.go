@@ -12,15 +12,16 @@ import (
 	"testing"
 	"unicode"
 
-	"github.com/imdhq/imd/adapters/protocol/frame"
+	"github.com/imdhq/imd/clients/go/frame"
 )
 
 // protocolConstants reads the command numbers (Cmd…) and result codes (Code…) declared in
-// adapters/protocol, so a command or code added there without a word here fails the test.
+// the SDK's wire package (clients/go/wire), which the server uses too, so a command or code
+// added there without a word here fails the test.
 func protocolConstants(t *testing.T) (commands map[string]string, codes map[string]string) {
 	t.Helper()
 	fset := token.NewFileSet()
-	files, err := filepath.Glob("../adapters/protocol/*.go")
+	files, err := filepath.Glob("../clients/go/wire/*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +55,7 @@ func protocolConstants(t *testing.T) (commands map[string]string, codes map[stri
 		})
 	}
 	if len(commands) < 18 || len(codes) < 10 {
-		t.Fatalf("found %d commands and %d codes in adapters/protocol; the parser missed some", len(commands), len(codes))
+		t.Fatalf("found %d commands and %d codes in clients/go/wire; the parser missed some", len(commands), len(codes))
 	}
 	return commands, codes
 }

@@ -20,8 +20,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/adapters/client"
-	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/clients/go/client"
+	"github.com/imdhq/imd/clients/go/wire"
 )
 
 // archiveServer starts imd on archiveDir (its search index is its own); with a tenant, it is
@@ -92,12 +92,12 @@ func (s *Server) monthOp(op, month string) {
 	s.MustAdmin("POST", "/shards/"+month+"/"+op+"?wait=50s", nil, nil)
 }
 
-func fileMessage(topic, clientID, name string, size int64) protocol.SendMessageRequest {
+func fileMessage(topic, clientID, name string, size int64) wire.SendMessageRequest {
 	content, _ := json.Marshal(map[string]any{"key": "files/" + clientID, "name": name, "size": size})
-	return protocol.SendMessageRequest{Topic: topic, ClientMsgID: clientID, Type: "file", Content: content}
+	return wire.SendMessageRequest{Topic: topic, ClientMsgID: clientID, Type: "file", Content: content}
 }
 
-func mustSend(t *testing.T, ctx context.Context, c *client.Conn, req protocol.SendMessageRequest) protocol.SendAck {
+func mustSend(t *testing.T, ctx context.Context, c *client.Conn, req wire.SendMessageRequest) wire.SendAck {
 	t.Helper()
 	ack, err := c.Send(ctx, req)
 	if err != nil {
@@ -195,12 +195,12 @@ func sameAnswers(t *testing.T, when string, got, want map[string]string, skip st
 }
 
 // awaitSearch polls a search until it finds want messages (the index is fed asynchronously).
-func awaitSearch(t *testing.T, srv *Server, token, q string, want int) []protocol.Message {
+func awaitSearch(t *testing.T, srv *Server, token, q string, want int) []wire.Message {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		var res struct {
-			Messages []protocol.Message `json:"messages"`
+			Messages []wire.Message `json:"messages"`
 		}
 		if code, e := call(t, srv, token, "GET", "/api/v1/search?q="+url.QueryEscape(q), nil, &res); code != http.StatusOK {
 			t.Fatalf("search %q: HTTP %d %+v", q, code, e)
@@ -591,7 +591,7 @@ func TestLongSearchFindsChineseAndEnglishWithinMembershipAndDellog(t *testing.T)
 	}
 }
 
-func hitsOf(msgs []protocol.Message) []string {
+func hitsOf(msgs []wire.Message) []string {
 	var out []string
 	for _, m := range msgs {
 		out = append(out, fmt.Sprintf("%s/%d", m.Topic, m.Seq))

@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/adapters/client"
-	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/clients/go/client"
+	"github.com/imdhq/imd/clients/go/wire"
 )
 
 // chatIdleTimeout stands in for the default 120 s: the chat heartbeats well inside it.
@@ -96,7 +96,7 @@ func TestChatSurvivesIdleCutAndRestart(t *testing.T) {
 
 	// Nothing lost, nothing twice: every stored message of the peer printed once, each
 	// line of the chat stored once.
-	var stored []protocol.Message
+	var stored []wire.Message
 	if err := peer.Do(ctx, func(c *client.Conn) error { stored = syncAll(t, ctx, c, topic); return nil }); err != nil {
 		t.Fatal(err)
 	}

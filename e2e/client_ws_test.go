@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/adapters/client"
+	"github.com/imdhq/imd/clients/go/client"
 )
 
 // TestGoClientOverWebSocketAndTCPSurvivesARestart drives the importable Go client
-// (adapters/client.Client) against the real binary: one user on GET /ws, one on the frame
+// (clients/go/client.Client) against the real binary: one user on GET /ws, one on the frame
 // listener. Messages go both ways live; imd is killed, the TCP user's sends made while it is
 // down are resent by its client once it is back, and the WebSocket user's client reconnects
 // and gets each of them exactly once, live or by its catch-up sync.

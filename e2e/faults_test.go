@@ -26,8 +26,8 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/imdhq/imd/adapters/client"
-	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/clients/go/client"
+	"github.com/imdhq/imd/clients/go/wire"
 )
 
 // faultDuration is how long the senders run; IMD_FAULT_DURATION overrides it (e.g. 60s).
@@ -154,13 +154,13 @@ func (s *faultSender) run(ctx context.Context, addr func() string, stop <-chan s
 				break
 			}
 			s.mu.Lock()
-			if isCode(err, protocol.CodeBusy) {
+			if isCode(err, wire.CodeBusy) {
 				s.busy++
 			} else {
 				s.other++
 			}
 			s.mu.Unlock()
-			if !isCode(err, protocol.CodeBusy) {
+			if !isCode(err, wire.CodeBusy) {
 				c.Close()
 				c = nil
 			}

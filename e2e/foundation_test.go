@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/adapters/client"
-	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/clients/go/client"
+	"github.com/imdhq/imd/clients/go/wire"
 )
 
 // TestMessageFromClientToClient is the foundation acceptance of issue 2: two users in a group,
@@ -29,7 +29,7 @@ func TestMessageFromClientToClient(t *testing.T) {
 	b := srv.Connect(ctx, tokB, 1)
 
 	const n = 200
-	acks := make([]protocol.SendAck, n)
+	acks := make([]wire.SendAck, n)
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
 	for i := range n {
@@ -88,7 +88,7 @@ func TestMessageFromClientToClient(t *testing.T) {
 	})
 	t.Run("the same client_msg_id with other content is a conflict", func(t *testing.T) {
 		_, err := a.Send(ctx, textMessage(topic, "cm-17", "something else"))
-		assertCode(t, err, protocol.CodeConflict)
+		assertCode(t, err, wire.CodeConflict)
 	})
 	t.Run("SYNC_MESSAGES from 0 returns all in order", func(t *testing.T) {
 		msgs, fin, err := b.SyncMessages(ctx, topic, 0, 200)
@@ -115,7 +115,7 @@ func TestMessageFromClientToClient(t *testing.T) {
 		}
 	})
 	t.Run("admin looks up seq 1", func(t *testing.T) {
-		var m protocol.Message
+		var m wire.Message
 		srv.MustAdmin("GET", "/topics/"+topic+"/messages/1", nil, &m)
 		var content map[string]string
 		_ = json.Unmarshal(m.Content, &content)
@@ -129,7 +129,7 @@ func TestMessageFromClientToClient(t *testing.T) {
 	t.Run("a non-member cannot send", func(t *testing.T) {
 		c := srv.Connect(ctx, srv.User(1003), 1)
 		_, err := c.Send(ctx, textMessage(topic, "x-1", "let me in"))
-		assertCode(t, err, protocol.CodeForbidden)
+		assertCode(t, err, wire.CodeForbidden)
 	})
 }
 
@@ -141,8 +141,8 @@ func TestProtocolGuards(t *testing.T) {
 	t.Run("any command before AUTH is 40101", func(t *testing.T) {
 		c := srv.Dial(ctx)
 		_, err := c.Send(ctx, textMessage("grp_1", "c1", "hi"))
-		assertCode(t, err, protocol.CodeUnauthenticated)
-		if _, _, err := c.SyncMessages(ctx, "grp_1", 0, 10); !isCode(err, protocol.CodeUnauthenticated) {
+		assertCode(t, err, wire.CodeUnauthenticated)
+		if _, _, err := c.SyncMessages(ctx, "grp_1", 0, 10); !isCode(err, wire.CodeUnauthenticated) {
 			t.Fatalf("sync before auth: %v", err)
 		}
 		if err := c.Heartbeat(ctx); err != nil {
@@ -152,7 +152,7 @@ func TestProtocolGuards(t *testing.T) {
 	t.Run("a bad token is 40101", func(t *testing.T) {
 		c := srv.Dial(ctx)
 		_, err := c.Auth(ctx, "not-a-token", 1)
-		assertCode(t, err, protocol.CodeUnauthenticated)
+		assertCode(t, err, wire.CodeUnauthenticated)
 	})
 	t.Run("bad magic closes the connection", func(t *testing.T) {
 		c := srv.Dial(ctx)
@@ -172,9 +172,9 @@ func TestProtocolGuards(t *testing.T) {
 	})
 }
 
-func textMessage(topic, clientID, text string) protocol.SendMessageRequest {
+func textMessage(topic, clientID, text string) wire.SendMessageRequest {
 	content, _ := json.Marshal(map[string]string{"text": text})
-	return protocol.SendMessageRequest{Topic: topic, ClientMsgID: clientID, Type: "text", Content: content}
+	return wire.SendMessageRequest{Topic: topic, ClientMsgID: clientID, Type: "text", Content: content}
 }
 
 // collectMessages counts MESSAGE pushes by seq until want distinct seqs arrived or limit passed,
@@ -186,7 +186,7 @@ func collectMessages(t *testing.T, c *client.Conn, want int, limit time.Duration
 	for len(got) < want {
 		select {
 		case p := <-c.Pushes():
-			if p.Command == protocol.CmdMessage && p.Message != nil {
+			if p.Command == wire.CmdMessage && p.Message != nil {
 				got[p.Message.Seq]++
 			}
 		case <-deadline:
@@ -197,7 +197,7 @@ func collectMessages(t *testing.T, c *client.Conn, want int, limit time.Duration
 	for {
 		select {
 		case p := <-c.Pushes():
-			if p.Command == protocol.CmdMessage && p.Message != nil {
+			if p.Command == wire.CmdMessage && p.Message != nil {
 				got[p.Message.Seq]++
 			}
 		case <-settle:
@@ -212,7 +212,7 @@ func assertNoMessage(t *testing.T, c *client.Conn, wait time.Duration) {
 	for {
 		select {
 		case p := <-c.Pushes():
-			if p.Command == protocol.CmdMessage {
+			if p.Command == wire.CmdMessage {
 				t.Fatalf("unexpected MESSAGE push: %+v", p.Message)
 			}
 		case <-timeout:

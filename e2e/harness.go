@@ -25,7 +25,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/adapters/client"
+	"github.com/imdhq/imd/clients/go/client"
 
 	_ "github.com/go-sql-driver/mysql"
 )

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/adapters/client"
-	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/clients/go/client"
+	"github.com/imdhq/imd/clients/go/wire"
 )
 
 // BenchmarkSyncInbox1000Conversations measures SYNC_INBOX through the real binary for a user
@@ -93,18 +93,18 @@ func BenchmarkSyncInbox1000Conversations(b *testing.B) {
 func syncPages(b *testing.B, ctx context.Context, c *client.Conn, limit, maxPages int) int {
 	var (
 		n      int
-		cursor protocol.SyncInboxFinish
+		cursor wire.SyncInboxFinish
 	)
 	for page := 1; ; page++ {
-		envs, err := c.RequestStream(ctx, protocol.CmdSyncInbox, protocol.SyncInboxRequest{MailboxSeq: cursor.MailboxSeq, DialogScore: cursor.DialogScore, Limit: limit})
+		envs, err := c.RequestStream(ctx, wire.CmdSyncInbox, wire.SyncInboxRequest{MailboxSeq: cursor.MailboxSeq, DialogScore: cursor.DialogScore, Limit: limit})
 		if err != nil {
 			b.Fatal(err)
 		}
-		if fin := envs[len(envs)-1]; fin.Code != protocol.CodeOK {
+		if fin := envs[len(envs)-1]; fin.Code != wire.CodeOK {
 			b.Fatalf("SYNC_INBOX: code %d %s", fin.Code, fin.Msg)
 		}
 		for _, env := range envs[:len(envs)-1] {
-			var p protocol.SyncInboxPage
+			var p wire.SyncInboxPage
 			if err := json.Unmarshal(env.Data, &p); err != nil {
 				b.Fatal(err)
 			}

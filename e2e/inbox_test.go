@@ -15,32 +15,32 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/imdhq/imd/adapters/client"
-	"github.com/imdhq/imd/adapters/protocol"
-	"github.com/imdhq/imd/adapters/protocol/frame"
+	"github.com/imdhq/imd/clients/go/client"
+	"github.com/imdhq/imd/clients/go/frame"
+	"github.com/imdhq/imd/clients/go/wire"
 )
 
 // syncInbox runs SYNC_INBOX and returns its dialogs and events over all pages, and the FINISH.
-func syncInbox(t *testing.T, ctx context.Context, c *client.Conn, req protocol.SyncInboxRequest) ([]protocol.Dialog, []protocol.Event, protocol.SyncInboxFinish) {
+func syncInbox(t *testing.T, ctx context.Context, c *client.Conn, req wire.SyncInboxRequest) ([]wire.Dialog, []wire.Event, wire.SyncInboxFinish) {
 	t.Helper()
-	envs, err := c.RequestStream(ctx, protocol.CmdSyncInbox, req)
+	envs, err := c.RequestStream(ctx, wire.CmdSyncInbox, req)
 	if err != nil {
 		t.Fatalf("SYNC_INBOX: %v", err)
 	}
 	var (
-		dialogs []protocol.Dialog
-		events  []protocol.Event
-		finish  protocol.SyncInboxFinish
+		dialogs []wire.Dialog
+		events  []wire.Event
+		finish  wire.SyncInboxFinish
 	)
 	last := envs[len(envs)-1]
-	if last.Code != protocol.CodeOK {
+	if last.Code != wire.CodeOK {
 		t.Fatalf("SYNC_INBOX: code %d %s", last.Code, last.Msg)
 	}
 	if err := json.Unmarshal(last.Data, &finish); err != nil {
 		t.Fatal(err)
 	}
 	for _, env := range envs[:len(envs)-1] {
-		var page protocol.SyncInboxPage
+		var page wire.SyncInboxPage
 		if err := json.Unmarshal(env.Data, &page); err != nil {
 			t.Fatal(err)
 		}
@@ -51,27 +51,27 @@ func syncInbox(t *testing.T, ctx context.Context, c *client.Conn, req protocol.S
 }
 
 // dialogOf returns the dialog of topic from a full SYNC_INBOX; ok=false when it is not listed.
-func dialogOf(t *testing.T, ctx context.Context, c *client.Conn, topic string) (protocol.Dialog, bool) {
+func dialogOf(t *testing.T, ctx context.Context, c *client.Conn, topic string) (wire.Dialog, bool) {
 	t.Helper()
-	dialogs, _, _ := syncInbox(t, ctx, c, protocol.SyncInboxRequest{})
+	dialogs, _, _ := syncInbox(t, ctx, c, wire.SyncInboxRequest{})
 	for _, d := range dialogs {
 		if d.Topic == topic {
 			return d, true
 		}
 	}
-	return protocol.Dialog{}, false
+	return wire.Dialog{}, false
 }
 
 // readMessage sends READ_MESSAGE with body (a struct or raw JSON) and returns the watermark.
-func readMessage(ctx context.Context, c *client.Conn, body any) (protocol.ReadResponse, error) {
-	env, err := c.Request(ctx, protocol.CmdReadMessage, body)
+func readMessage(ctx context.Context, c *client.Conn, body any) (wire.ReadResponse, error) {
+	env, err := c.Request(ctx, wire.CmdReadMessage, body)
 	if err != nil {
-		return protocol.ReadResponse{}, err
+		return wire.ReadResponse{}, err
 	}
-	if env.Code != protocol.CodeOK {
-		return protocol.ReadResponse{}, &client.CodeError{Code: env.Code, Msg: env.Msg}
+	if env.Code != wire.CodeOK {
+		return wire.ReadResponse{}, &client.CodeError{Code: env.Code, Msg: env.Msg}
 	}
-	var w protocol.ReadResponse
+	var w wire.ReadResponse
 	err = json.Unmarshal(env.Data, &w)
 	return w, err
 }
@@ -148,9 +148,9 @@ func TestInboxOfflineUserSeesTheConversationThenSyncsItsMessages(t *testing.T) {
 	eventually(t, 10*time.Second, "B's unread count", func() bool { return unreadOf(srv, rc, 502, topic) == 3 })
 
 	b := srv.Connect(ctx, tokB, 1)
-	dialogs, events, _ := syncInbox(t, ctx, b, protocol.SyncInboxRequest{})
+	dialogs, events, _ := syncInbox(t, ctx, b, wire.SyncInboxRequest{})
 	var (
-		d  protocol.Dialog
+		d  wire.Dialog
 		ok bool
 	)
 	for _, x := range dialogs {
@@ -183,8 +183,8 @@ func TestInboxOfflineUserSeesTheConversationThenSyncsItsMessages(t *testing.T) {
 		t.Fatalf("%d mailbox rows after the sends, %d before; offline users get none", n, mailboxRows)
 	}
 	t.Run("the device cursor is stored and the next sync is empty", func(t *testing.T) {
-		_, _, fin := syncInbox(t, ctx, b, protocol.SyncInboxRequest{})
-		dialogs, events, again := syncInbox(t, ctx, b, protocol.SyncInboxRequest{MailboxSeq: fin.MailboxSeq, DialogScore: fin.DialogScore})
+		_, _, fin := syncInbox(t, ctx, b, wire.SyncInboxRequest{})
+		dialogs, events, again := syncInbox(t, ctx, b, wire.SyncInboxRequest{MailboxSeq: fin.MailboxSeq, DialogScore: fin.DialogScore})
 		if len(dialogs) != 0 || len(events) != 0 || again.HasMore {
 			t.Fatalf("sync from the finish cursors: %d dialogs, %d events, %+v", len(dialogs), len(events), again)
 		}
@@ -208,7 +208,7 @@ func TestInboxOnlinePushWritesNoMailboxRowAndReachesTheSendersOtherDevice(t *tes
 		t.Fatal(err)
 	}
 	for name, c := range map[string]*client.Conn{"recipient": b, "sender's second device": a2} {
-		if p := awaitPush(t, c, protocol.CmdMessage, 10*time.Second); p.Message == nil || p.Message.Seq != ack.Seq {
+		if p := awaitPush(t, c, wire.CmdMessage, 10*time.Second); p.Message == nil || p.Message.Seq != ack.Seq {
 			t.Fatalf("%s got %+v", name, p)
 		}
 	}
@@ -235,8 +235,8 @@ func TestInboxUnacknowledgedPushLeavesAMissedMessageRow(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer raw.Close()
-	body, _ := json.Marshal(protocol.AuthRequest{Token: tokB, DeviceID: 9})
-	auth, err := frame.Append(nil, protocol.CmdAuth, 1, 1, body, 0)
+	body, _ := json.Marshal(wire.AuthRequest{Token: tokB, DeviceID: 9})
+	auth, err := frame.Append(nil, wire.CmdAuth, 1, 1, body, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +255,7 @@ func TestInboxUnacknowledgedPushLeavesAMissedMessageRow(t *testing.T) {
 	raw.Close()
 
 	b := srv.Connect(ctx, tokB, 9)
-	_, events, _ := syncInbox(t, ctx, b, protocol.SyncInboxRequest{})
+	_, events, _ := syncInbox(t, ctx, b, wire.SyncInboxRequest{})
 	var found bool
 	for _, e := range events {
 		var msgID int64
@@ -268,7 +268,7 @@ func TestInboxUnacknowledgedPushLeavesAMissedMessageRow(t *testing.T) {
 		t.Fatalf("SYNC_INBOX of device 9 has no missed_message for msg %d: %v", ack.MsgID, events)
 	}
 	other := srv.Connect(ctx, tokB, 10)
-	if _, events, _ := syncInbox(t, ctx, other, protocol.SyncInboxRequest{}); hasType(events, "missed_message") {
+	if _, events, _ := syncInbox(t, ctx, other, wire.SyncInboxRequest{}); hasType(events, "missed_message") {
 		t.Fatalf("another device of B sees device 9's missed message: %v", events)
 	}
 }
@@ -289,7 +289,7 @@ func awaitResponse(t *testing.T, c net.Conn, requestID uint64) {
 				continue
 			}
 			var env struct{ Code int }
-			if err := json.Unmarshal(f.Body, &env); err != nil || env.Code != protocol.CodeOK {
+			if err := json.Unmarshal(f.Body, &env); err != nil || env.Code != wire.CodeOK {
 				t.Fatalf("response to request %d: code %d (%v), want OK", requestID, env.Code, err)
 			}
 			return
@@ -304,7 +304,7 @@ func awaitResponse(t *testing.T, c net.Conn, requestID uint64) {
 	}
 }
 
-func hasType(events []protocol.Event, typ string) bool {
+func hasType(events []wire.Event, typ string) bool {
 	for _, e := range events {
 		if string(e["type"]) == strconv.Quote(typ) {
 			return true
@@ -322,7 +322,7 @@ func TestInboxReadReachesTheOtherDevice(t *testing.T) {
 	topic := srv.Group(52, 521, 522)
 	a := srv.Connect(ctx, tokA, 1)
 	b1, b2 := srv.Connect(ctx, tokB, 1), srv.Connect(ctx, tokB, 2)
-	var acks []protocol.SendAck
+	var acks []wire.SendAck
 	for i := range 3 {
 		ack, err := a.Send(ctx, textMessage(topic, fmt.Sprint("r-", i), "read me"))
 		if err != nil {
@@ -335,16 +335,16 @@ func TestInboxReadReachesTheOtherDevice(t *testing.T) {
 		t.Fatalf("unread before READ = %d, want 3", d.Unread)
 	}
 
-	w, err := readMessage(ctx, b1, protocol.ReadRequest{Topic: topic, Seq: 2})
+	w, err := readMessage(ctx, b1, wire.ReadRequest{Topic: topic, Seq: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := protocol.ReadResponse{Topic: topic, ConversationID: acks[1].ConversationID, Seq: 2, MsgID: acks[1].MsgID}
+	want := wire.ReadResponse{Topic: topic, ConversationID: acks[1].ConversationID, Seq: 2, MsgID: acks[1].MsgID}
 	if w != want {
 		t.Fatalf("READ answered %+v, want %+v", w, want)
 	}
-	p := awaitPush(t, b2, protocol.CmdReadMessage, 10*time.Second)
-	var pushed protocol.ReadResponse
+	p := awaitPush(t, b2, wire.CmdReadMessage, 10*time.Second)
+	var pushed wire.ReadResponse
 	if err := json.Unmarshal(p.Envelope.Data, &pushed); err != nil || pushed != want {
 		t.Fatalf("other device got cmd 8 %s (%v), want %+v", p.Envelope.Data, err, want)
 	}
@@ -354,17 +354,17 @@ func TestInboxReadReachesTheOtherDevice(t *testing.T) {
 
 	conv := acks[0].ConversationID
 	t.Run("the watermark never moves back", func(t *testing.T) {
-		w, err := readMessage(ctx, b1, protocol.ReadRequest{ConversationID: conv, MsgID: acks[0].MsgID})
+		w, err := readMessage(ctx, b1, wire.ReadRequest{ConversationID: conv, MsgID: acks[0].MsgID})
 		if err != nil || w.Seq != 2 || w.MsgID != acks[1].MsgID {
 			t.Fatalf("READ of an older message = %+v, %v; want the stored seq 2", w, err)
 		}
 	})
 	t.Run("the last_msg_id form with peer_id", func(t *testing.T) {
-		w, err := readMessage(ctx, b1, protocol.ReadRequest{ConversationID: conv, LastMsgID: acks[2].MsgID, PeerID: 521})
+		w, err := readMessage(ctx, b1, wire.ReadRequest{ConversationID: conv, LastMsgID: acks[2].MsgID, PeerID: 521})
 		if err != nil || w.Seq != 3 || w.MsgID != acks[2].MsgID {
 			t.Fatalf("READ = %+v, %v", w, err)
 		}
-		awaitPush(t, b2, protocol.CmdReadMessage, 10*time.Second)
+		awaitPush(t, b2, wire.CmdReadMessage, 10*time.Second)
 	})
 	t.Run("codes", func(t *testing.T) {
 		outsider := srv.Connect(ctx, srv.User(523), 1)
@@ -374,10 +374,10 @@ func TestInboxReadReachesTheOtherDevice(t *testing.T) {
 			body any
 			code int
 		}{
-			{"conversation_id missing", b1, json.RawMessage(fmt.Sprintf(`{"msg_id":%d}`, acks[0].MsgID)), protocol.CodeInvalidArgument},
-			{"both ids not positive", b1, json.RawMessage(fmt.Sprintf(`{"conversation_id":%d,"msg_id":0,"last_msg_id":-1}`, conv)), protocol.CodeInvalidArgument},
-			{"message not found", b1, protocol.ReadRequest{ConversationID: conv, MsgID: acks[0].MsgID + 1_000_000}, protocol.CodeNotFound},
-			{"not a member", outsider, protocol.ReadRequest{ConversationID: conv, MsgID: acks[0].MsgID}, protocol.CodeForbidden},
+			{"conversation_id missing", b1, json.RawMessage(fmt.Sprintf(`{"msg_id":%d}`, acks[0].MsgID)), wire.CodeInvalidArgument},
+			{"both ids not positive", b1, json.RawMessage(fmt.Sprintf(`{"conversation_id":%d,"msg_id":0,"last_msg_id":-1}`, conv)), wire.CodeInvalidArgument},
+			{"message not found", b1, wire.ReadRequest{ConversationID: conv, MsgID: acks[0].MsgID + 1_000_000}, wire.CodeNotFound},
+			{"not a member", outsider, wire.ReadRequest{ConversationID: conv, MsgID: acks[0].MsgID}, wire.CodeForbidden},
 		}
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
@@ -479,7 +479,7 @@ func TestInboxRedisLossRebuildsListsFromMySQL(t *testing.T) {
 		}
 	}
 	collectMessages(t, b, 3, 10*time.Second)
-	if _, err := readMessage(ctx, b, protocol.ReadRequest{Topic: topic, Seq: 1}); err != nil {
+	if _, err := readMessage(ctx, b, wire.ReadRequest{Topic: topic, Seq: 1}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -497,7 +497,7 @@ func TestInboxRedisLossRebuildsListsFromMySQL(t *testing.T) {
 	if err != nil || ack.Seq != 4 {
 		t.Fatalf("send after the loss: %+v, %v; want seq 4", ack, err)
 	}
-	awaitPush(t, b, protocol.CmdMessage, 10*time.Second)
+	awaitPush(t, b, wire.CmdMessage, 10*time.Second)
 	if d, _ := dialogOf(t, ctx, b, topic); d.Unread != 3 || d.LastSeq != 4 {
 		t.Fatalf("after a new message: %+v, want unread 3, last seq 4", d)
 	}
@@ -519,13 +519,13 @@ func TestInboxRedisLossRebuildsListsFromMySQL(t *testing.T) {
 	})
 	t.Run("muted conversations are listed read", func(t *testing.T) {
 		srv.MustAdmin("PUT", fmt.Sprintf("/users/542/dialogs/%d", ack.ConversationID), map[string]bool{"muted": true}, nil)
-		if _, err := readMessage(ctx, b, protocol.ReadRequest{Topic: topic, Seq: 4}); err != nil {
+		if _, err := readMessage(ctx, b, wire.ReadRequest{Topic: topic, Seq: 4}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := a.Send(ctx, textMessage(topic, "loss-muted", "shh")); err != nil {
 			t.Fatal(err)
 		}
-		awaitPush(t, b, protocol.CmdMessage, 10*time.Second)
+		awaitPush(t, b, wire.CmdMessage, 10*time.Second)
 		if d, _ := dialogOf(t, ctx, b, topic); d.Unread != 0 || !d.Muted || d.LastSeq != 5 {
 			t.Fatalf("muted dialog %+v, want re-scored, muted, nothing unread", d)
 		}
@@ -558,7 +558,7 @@ func TestInboxBigGroupSendWritesConstantRows(t *testing.T) {
 	}
 	before := counts()
 	const sends = 5
-	var last protocol.SendAck
+	var last wire.SendAck
 	for i := range sends {
 		ack, err := sender.Send(ctx, textMessage(topic, fmt.Sprint("big-", i), "to a thousand"))
 		if err != nil {

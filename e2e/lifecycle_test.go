@@ -18,9 +18,9 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/imdhq/imd/adapters/protocol"
 	"github.com/imdhq/imd/adapters/redis"
 	"github.com/imdhq/imd/adapters/snowflake"
+	"github.com/imdhq/imd/clients/go/wire"
 	"github.com/imdhq/imd/core/domain/message"
 	"github.com/imdhq/imd/core/domain/seq"
 )
@@ -224,16 +224,16 @@ func TestLifecycleLateWriteIntoSealedMonthIsCompensated(t *testing.T) {
 	}
 
 	for attempt := range 2 { // the client retries with the same client_msg_id
-		if _, err := c.conns[0].Send(ctx, req); !isCode(err, protocol.CodeBusy) {
+		if _, err := c.conns[0].Send(ctx, req); !isCode(err, wire.CodeBusy) {
 			t.Fatalf("attempt %d into a sealed month: %v, want 50301", attempt, err)
 		}
 	}
 	var list struct {
 		Total   int64 `json:"total"`
 		Entries []struct {
-			ShardMonth string           `json:"shard_month"`
-			Reason     string           `json:"reason"`
-			Message    protocol.Message `json:"message"`
+			ShardMonth string       `json:"shard_month"`
+			Reason     string       `json:"reason"`
+			Message    wire.Message `json:"message"`
 		} `json:"entries"`
 	}
 	srv.MustAdmin("GET", "/compensation", nil, &list)

@@ -21,9 +21,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/adapters/protocol"
-	"github.com/imdhq/imd/adapters/protocol/frame"
 	"github.com/imdhq/imd/adapters/redis"
+	"github.com/imdhq/imd/clients/go/frame"
+	"github.com/imdhq/imd/clients/go/wire"
 )
 
 // dialUnreading opens a connection with a tiny receive buffer, authenticates it with raw
@@ -44,8 +44,8 @@ func dialUnreading(t *testing.T, ctx context.Context, srv *Server, token string,
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { nc.Close() })
-	body, _ := json.Marshal(protocol.AuthRequest{Token: token, DeviceID: device})
-	auth, err := frame.Append(nil, protocol.CmdAuth, 1, 1, body, 0)
+	body, _ := json.Marshal(wire.AuthRequest{Token: token, DeviceID: device})
+	auth, err := frame.Append(nil, wire.CmdAuth, 1, 1, body, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func dialUnreading(t *testing.T, ctx context.Context, srv *Server, token string,
 		if err != nil {
 			continue // incomplete
 		}
-		if f.Command != protocol.ResponseCommand(protocol.CmdAuth) {
+		if f.Command != wire.ResponseCommand(wire.CmdAuth) {
 			t.Fatalf("first frame is command %d, not the AUTH answer", f.Command)
 		}
 		return nc

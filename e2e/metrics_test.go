@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/adapters/client"
-	"github.com/imdhq/imd/adapters/protocol"
-	"github.com/imdhq/imd/adapters/protocol/frame"
 	"github.com/imdhq/imd/adapters/redis"
+	"github.com/imdhq/imd/clients/go/client"
+	"github.com/imdhq/imd/clients/go/frame"
+	"github.com/imdhq/imd/clients/go/wire"
 	"github.com/imdhq/imd/core/domain/delivery"
 	"github.com/imdhq/imd/core/domain/message"
 	"github.com/imdhq/imd/core/domain/month"
@@ -80,7 +80,7 @@ func TestMetricsMoveWithTheirEvents(t *testing.T) {
 	})
 	t.Run("refused send", func(t *testing.T) {
 		rises(t, srv, func() {
-			if _, err := c.conns[0].Send(ctx, protocol.SendMessageRequest{Topic: c.topic, ClientMsgID: "bad", Type: "no-such-type"}); !isCode(err, protocol.CodeInvalidArgument) {
+			if _, err := c.conns[0].Send(ctx, wire.SendMessageRequest{Topic: c.topic, ClientMsgID: "bad", Type: "no-such-type"}); !isCode(err, wire.CodeInvalidArgument) {
 				t.Fatalf("send of an unknown type: %v, want 40001", err)
 			}
 		}, metric("message_send_total", "status", "40001"))
@@ -107,13 +107,13 @@ func TestMetricsMoveWithTheirEvents(t *testing.T) {
 		}, metric("message_sync_total"), count("group_message_query_latency"), count("group_message_query_tables"))
 	})
 	t.Run("sync inbox", func(t *testing.T) {
-		rises(t, srv, func() { syncInbox(t, ctx, c.conns[1], protocol.SyncInboxRequest{}) },
+		rises(t, srv, func() { syncInbox(t, ctx, c.conns[1], wire.SyncInboxRequest{}) },
 			metric("inbox_sync_total"), metric("inbox_rebuild_total", "trigger", "sync"))
 	})
 	t.Run("recall", func(t *testing.T) {
 		ack := sendN(t, ctx, c.conns[0], c.topic, "recall", 1)[0]
 		rises(t, srv, func() {
-			if _, err := c.conns[0].Request(ctx, protocol.CmdRecallMessage, protocol.RecallRequest{Topic: c.topic, Seq: ack.Seq}); err != nil {
+			if _, err := c.conns[0].Request(ctx, wire.CmdRecallMessage, wire.RecallRequest{Topic: c.topic, Seq: ack.Seq}); err != nil {
 				t.Fatal(err)
 			}
 		}, metric("message_modify_total", "action", "recall", "status", "ok"))
@@ -311,8 +311,8 @@ func TestMetricsOfUnacknowledgedPushes(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { nc.Close() })
-	body, _ := json.Marshal(protocol.AuthRequest{Token: srv.User(730_002), DeviceID: 7})
-	auth, err := frame.Append(nil, protocol.CmdAuth, 1, 1, body, 0)
+	body, _ := json.Marshal(wire.AuthRequest{Token: srv.User(730_002), DeviceID: 7})
+	auth, err := frame.Append(nil, wire.CmdAuth, 1, 1, body, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,7 +335,7 @@ func TestMetricsOfUnacknowledgedPushes(t *testing.T) {
 					break
 				}
 				buf = buf[used:]
-				if f.Command == protocol.ResponseCommand(protocol.CmdAuth) {
+				if f.Command == wire.ResponseCommand(wire.CmdAuth) {
 					close(authed)
 				}
 			}

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/adapters/client"
 	"github.com/imdhq/imd/adapters/mysql/legacygen"
+	"github.com/imdhq/imd/clients/go/client"
 	"github.com/imdhq/imd/cmd/imctl/adminapi"
 )
 

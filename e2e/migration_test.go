@@ -19,10 +19,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/adapters/client"
 	"github.com/imdhq/imd/adapters/mysql/legacygen"
-	"github.com/imdhq/imd/adapters/protocol"
 	"github.com/imdhq/imd/adapters/snowflake"
+	"github.com/imdhq/imd/clients/go/client"
+	"github.com/imdhq/imd/clients/go/wire"
 	"github.com/imdhq/imd/cmd/imctl/adminapi"
 )
 
@@ -134,7 +134,7 @@ func sampleTopics(sum legacygen.Summary) []legacygen.Topic {
 // at most once, in order. Equal views mean equal answers.
 func (lt *legacyTenant) view(ctx context.Context, r reader, upTo int64) (string, error) {
 	var b strings.Builder
-	line := func(m protocol.Message) {
+	line := func(m wire.Message) {
 		if m.Seq <= upTo {
 			sum := sha256.Sum256(m.Content)
 			fmt.Fprintf(&b, " %d/%d/%d/%s/%d/%d/%s", m.Seq, m.MsgID, m.ConversationID, m.Status, m.Version, m.CreatedAt, hex.EncodeToString(sum[:6]))
@@ -186,7 +186,7 @@ func (lt *legacyTenant) view(ctx context.Context, r reader, upTo int64) (string,
 		}
 	}
 	var ctxMsgs struct {
-		Messages []protocol.Message `json:"messages"`
+		Messages []wire.Message `json:"messages"`
 	}
 	if code, err := lt.getJSON(ctx, fmt.Sprintf("/topics/%s/messages/%d/context?n=5", r.topic.Name, (r.topic.MaxSeq+1)/2), &ctxMsgs); err != nil || code != 200 && code != 404 {
 		return "", fmt.Errorf("context %s: HTTP %d: %v", r.topic.Name, code, err)
@@ -198,7 +198,7 @@ func (lt *legacyTenant) view(ctx context.Context, r reader, upTo int64) (string,
 	to := lt.sum.To.Add(time.Millisecond)
 	from := time.Date(to.Year(), to.Month()-2, 1, 0, 0, 0, 0, time.UTC)
 	var found struct {
-		Messages []protocol.Message `json:"messages"`
+		Messages []wire.Message `json:"messages"`
 	}
 	q := url.Values{"topic": {r.topic.Name}, "q": {"收到"}, "from": {from.Format(time.RFC3339)}, "to": {to.Format(time.RFC3339Nano)}, "limit": {"100"}}
 	if code, err := lt.getJSON(ctx, "/search?"+q.Encode(), &found); err != nil || code != 200 {

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/adapters/client"
-	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/clients/go/client"
+	"github.com/imdhq/imd/clients/go/wire"
 )
 
 // change sends RECALL_MESSAGE, EDIT_MESSAGE or DELETE_MESSAGES and decodes the data into out
@@ -23,7 +23,7 @@ func change(ctx context.Context, c *client.Conn, cmd uint16, body, out any) erro
 	if err != nil {
 		return err
 	}
-	if env.Code != protocol.CodeOK {
+	if env.Code != wire.CodeOK {
 		return &client.CodeError{Code: env.Code, Msg: env.Msg}
 	}
 	if out == nil {
@@ -32,22 +32,22 @@ func change(ctx context.Context, c *client.Conn, cmd uint16, body, out any) erro
 	return json.Unmarshal(env.Data, out)
 }
 
-func recall(ctx context.Context, c *client.Conn, topic string, seq int64) (protocol.Message, error) {
-	var m protocol.Message
-	err := change(ctx, c, protocol.CmdRecallMessage, protocol.RecallRequest{Topic: topic, Seq: seq}, &m)
+func recall(ctx context.Context, c *client.Conn, topic string, seq int64) (wire.Message, error) {
+	var m wire.Message
+	err := change(ctx, c, wire.CmdRecallMessage, wire.RecallRequest{Topic: topic, Seq: seq}, &m)
 	return m, err
 }
 
-func edit(ctx context.Context, c *client.Conn, topic string, seq int64, text string, version int64) (protocol.Message, error) {
+func edit(ctx context.Context, c *client.Conn, topic string, seq int64, text string, version int64) (wire.Message, error) {
 	content, _ := json.Marshal(map[string]string{"text": text})
-	var m protocol.Message
-	err := change(ctx, c, protocol.CmdEditMessage, protocol.EditRequest{Topic: topic, Seq: seq, Content: content, Version: version}, &m)
+	var m wire.Message
+	err := change(ctx, c, wire.CmdEditMessage, wire.EditRequest{Topic: topic, Seq: seq, Content: content, Version: version}, &m)
 	return m, err
 }
 
 func deleteRange(ctx context.Context, c *client.Conn, topic string, low, hi int64) error {
 	var data map[string]any
-	if err := change(ctx, c, protocol.CmdDeleteMessages, protocol.DeleteRequest{Topic: topic, Low: low, Hi: hi}, &data); err != nil {
+	if err := change(ctx, c, wire.CmdDeleteMessages, wire.DeleteRequest{Topic: topic, Low: low, Hi: hi}, &data); err != nil {
 		return err
 	}
 	if len(data) != 0 {
@@ -64,13 +64,13 @@ type topicEvent struct {
 }
 
 // awaitEvent waits for the MESSAGE push of a topic event and returns the message and its event.
-func awaitEvent(t *testing.T, c *client.Conn, limit time.Duration) (protocol.Message, topicEvent) {
+func awaitEvent(t *testing.T, c *client.Conn, limit time.Duration) (wire.Message, topicEvent) {
 	t.Helper()
 	deadline := time.After(limit)
 	for {
 		select {
 		case p := <-c.Pushes():
-			if p.Command != protocol.CmdMessage || p.Message == nil || p.Message.Type != protocol.TypeSystem {
+			if p.Command != wire.CmdMessage || p.Message == nil || p.Message.Type != wire.TypeSystem {
 				continue
 			}
 			var e topicEvent
@@ -84,7 +84,7 @@ func awaitEvent(t *testing.T, c *client.Conn, limit time.Duration) (protocol.Mes
 	}
 }
 
-func syncAll(t *testing.T, ctx context.Context, c *client.Conn, topic string) []protocol.Message {
+func syncAll(t *testing.T, ctx context.Context, c *client.Conn, topic string) []wire.Message {
 	t.Helper()
 	msgs, fin, err := c.SyncMessages(ctx, topic, 0, 200)
 	if err != nil || fin.HasMore {
@@ -93,7 +93,7 @@ func syncAll(t *testing.T, ctx context.Context, c *client.Conn, topic string) []
 	return msgs
 }
 
-func textOf(t *testing.T, m protocol.Message) string {
+func textOf(t *testing.T, m wire.Message) string {
 	t.Helper()
 	var c struct {
 		Text string `json:"text"`
@@ -130,14 +130,14 @@ func TestRecallIsPushedAndSyncedAsOneTopicEvent(t *testing.T) {
 
 	t.Run("only the sender may recall", func(t *testing.T) {
 		_, err := recall(ctx, b, topic, ack.Seq)
-		assertCode(t, err, protocol.CodeForbidden)
+		assertCode(t, err, wire.CodeForbidden)
 	})
 	t.Run("the recall answers the updated message", func(t *testing.T) {
 		m, err := recall(ctx, a, topic, ack.Seq)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if m.Status != protocol.StatusRecalled || m.Version != 2 || string(m.Content) != "{}" || m.MsgID != ack.MsgID {
+		if m.Status != wire.StatusRecalled || m.Version != 2 || string(m.Content) != "{}" || m.MsgID != ack.MsgID {
 			t.Fatalf("recalled message = %+v", m)
 		}
 	})
@@ -152,7 +152,7 @@ func TestRecallIsPushedAndSyncedAsOneTopicEvent(t *testing.T) {
 	})
 	t.Run("a retry answers the same and writes no second event", func(t *testing.T) {
 		m, err := recall(ctx, a, topic, ack.Seq)
-		if err != nil || m.Version != 2 || m.Status != protocol.StatusRecalled {
+		if err != nil || m.Version != 2 || m.Status != wire.StatusRecalled {
 			t.Fatalf("retry: %+v, %v", m, err)
 		}
 		assertNoMessage(t, b, 500*time.Millisecond)
@@ -162,10 +162,10 @@ func TestRecallIsPushedAndSyncedAsOneTopicEvent(t *testing.T) {
 		if len(msgs) != 2 {
 			t.Fatalf("sync returned %d messages: %+v", len(msgs), msgs)
 		}
-		if m := msgs[0]; m.Status != protocol.StatusRecalled || m.Version != 2 || string(m.Content) != "{}" {
+		if m := msgs[0]; m.Status != wire.StatusRecalled || m.Version != 2 || string(m.Content) != "{}" {
 			t.Fatalf("recalled message in sync = %+v", m)
 		}
-		if m := msgs[1]; m.Type != protocol.TypeSystem || m.ClientMsgID != fmt.Sprintf("recall:%d:2", ack.Seq) {
+		if m := msgs[1]; m.Type != wire.TypeSystem || m.ClientMsgID != fmt.Sprintf("recall:%d:2", ack.Seq) {
 			t.Fatalf("event in sync = %+v", m)
 		}
 	})
@@ -205,18 +205,18 @@ func TestEditNeedsTheCurrentVersion(t *testing.T) {
 		code    int
 		want    int64 // the version afterwards
 	}{
-		{"another member", b, "hijack", 1, protocol.CodeForbidden, 1},
-		{"a version from the future", a, "hello", 2, protocol.CodeConflict, 1},
-		{"the current version", a, "hello", 1, protocol.CodeOK, 2},
-		{"the now stale version", a, "hello!", 1, protocol.CodeConflict, 2},
-		{"the new current version", a, "hello!", 2, protocol.CodeOK, 3},
+		{"another member", b, "hijack", 1, wire.CodeForbidden, 1},
+		{"a version from the future", a, "hello", 2, wire.CodeConflict, 1},
+		{"the current version", a, "hello", 1, wire.CodeOK, 2},
+		{"the now stale version", a, "hello!", 1, wire.CodeConflict, 2},
+		{"the new current version", a, "hello!", 2, wire.CodeOK, 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m, err := edit(ctx, tt.conn, topic, ack.Seq, tt.text, tt.version)
-			if tt.code != protocol.CodeOK {
+			if tt.code != wire.CodeOK {
 				assertCode(t, err, tt.code)
-			} else if err != nil || m.Version != tt.want || m.EditedAt == nil || textOf(t, m) != tt.text || m.Status != protocol.StatusNormal {
+			} else if err != nil || m.Version != tt.want || m.EditedAt == nil || textOf(t, m) != tt.text || m.Status != wire.StatusNormal {
 				t.Fatalf("edit: %+v, %v", m, err)
 			}
 			stored := syncAll(t, ctx, b, topic)[0]
@@ -242,7 +242,7 @@ func TestEditNeedsTheCurrentVersion(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := edit(ctx, a, topic, ack.Seq, "too late", 4)
-		assertCode(t, err, protocol.CodeConflict)
+		assertCode(t, err, wire.CodeConflict)
 	})
 }
 
@@ -263,7 +263,7 @@ func TestShard08RecallAndEditLocateOldMonth(t *testing.T) {
 		t.Fatalf("edit of the old month: %+v, %v", edited, err)
 	}
 	recalled, err := recall(ctx, c.conns[0], c.topic, old[1].Seq)
-	if err != nil || recalled.Status != protocol.StatusRecalled {
+	if err != nil || recalled.Status != wire.StatusRecalled {
 		t.Fatalf("recall of the old month: %+v, %v", recalled, err)
 	}
 
@@ -292,7 +292,7 @@ func TestShard08RecallAndEditLocateOldMonth(t *testing.T) {
 		t.Fatalf("current month holds %v, want the new message and both events", got)
 	}
 	msgs := syncAll(t, ctx, c.conns[1], c.topic)
-	if len(msgs) != 5 || textOf(t, msgs[0]) != "edited" || msgs[1].Status != protocol.StatusRecalled {
+	if len(msgs) != 5 || textOf(t, msgs[0]) != "edited" || msgs[1].Status != wire.StatusRecalled {
 		t.Fatalf("sync across both months: %+v", msgs)
 	}
 }
@@ -313,12 +313,12 @@ func TestShard09UserDeleteRangeAcrossMonths(t *testing.T) {
 
 	t.Run("invalid ranges are 40001", func(t *testing.T) {
 		for _, r := range [][2]int64{{0, 3}, {3, 3}, {5, 2}, {1, 100_002}, {11, 20}} {
-			assertCode(t, deleteRange(ctx, b, topic, r[0], r[1]), protocol.CodeInvalidArgument)
+			assertCode(t, deleteRange(ctx, b, topic, r[0], r[1]), wire.CodeInvalidArgument)
 		}
 	})
 	t.Run("a non-member cannot delete", func(t *testing.T) {
 		c := srv.Connect(ctx, srv.User(3203), 1)
-		assertCode(t, deleteRange(ctx, c, topic, 1, 3), protocol.CodeForbidden)
+		assertCode(t, deleteRange(ctx, c, topic, 1, 3), wire.CodeForbidden)
 	})
 	if err := deleteRange(ctx, b, topic, 3, 8); err != nil {
 		t.Fatal(err)
@@ -375,7 +375,7 @@ func TestShard09UserDeleteRangeAcrossMonths(t *testing.T) {
 	})
 	t.Run("the admin sees everything", func(t *testing.T) {
 		var out struct {
-			Messages []protocol.Message `json:"messages"`
+			Messages []wire.Message `json:"messages"`
 		}
 		srv.MustAdmin("GET", "/topics/"+topic+"/messages?since=0&limit=50", nil, &out)
 		if got := seqsOf(out.Messages); !slices.Equal(got, seqRange(1, 11)) {
@@ -397,10 +397,10 @@ func TestDeleteForAllByTheGroupOwner(t *testing.T) {
 	}
 	collectMessages(t, b, 1, 10*time.Second)
 	forAll := func(c *client.Conn, seq int64) error {
-		return change(ctx, c, protocol.CmdDeleteMessages, map[string]any{"topic": topic, "low": seq, "hi": seq + 1, "for_all": true}, nil)
+		return change(ctx, c, wire.CmdDeleteMessages, map[string]any{"topic": topic, "low": seq, "hi": seq + 1, "for_all": true}, nil)
 	}
-	assertCode(t, forAll(b, ack.Seq), protocol.CodeForbidden)
-	assertCode(t, change(ctx, owner, protocol.CmdDeleteMessages, map[string]any{"topic": topic, "low": 1, "hi": 3, "for_all": true}, nil), protocol.CodeInvalidArgument)
+	assertCode(t, forAll(b, ack.Seq), wire.CodeForbidden)
+	assertCode(t, change(ctx, owner, wire.CmdDeleteMessages, map[string]any{"topic": topic, "low": 1, "hi": 3, "for_all": true}, nil), wire.CodeInvalidArgument)
 	if err := forAll(owner, ack.Seq); err != nil {
 		t.Fatal(err)
 	}
@@ -408,7 +408,7 @@ func TestDeleteForAllByTheGroupOwner(t *testing.T) {
 		t.Fatalf("event %+v", e)
 	}
 	msgs := syncAll(t, ctx, b, topic)
-	if len(msgs) != 2 || msgs[0].Status != protocol.StatusDeleted || string(msgs[0].Content) != "{}" {
+	if len(msgs) != 2 || msgs[0].Status != wire.StatusDeleted || string(msgs[0].Content) != "{}" {
 		t.Fatalf("sync after delete for all: %+v", msgs)
 	}
 	if hist, err := b.History(ctx, topic, 0, 10); err != nil || !slices.Equal(seqsOf(hist), []int64{2}) {

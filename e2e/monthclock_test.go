@@ -14,7 +14,7 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/imdhq/imd/adapters/client"
+	"github.com/imdhq/imd/clients/go/client"
 )
 
 // A month switch with nodes racing on the real clock path (seed 000 §12 item 15, issue 14

@@ -16,11 +16,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/adapters/client"
-	"github.com/imdhq/imd/adapters/protocol"
-	"github.com/imdhq/imd/adapters/protocol/frame"
-	"github.com/imdhq/imd/adapters/protocol/proxyhdr"
 	"github.com/imdhq/imd/adapters/protocol/tlstest"
+	"github.com/imdhq/imd/clients/go/client"
+	"github.com/imdhq/imd/clients/go/frame"
+	"github.com/imdhq/imd/clients/go/proxyheader"
+	"github.com/imdhq/imd/clients/go/wire"
 )
 
 // startNativeIMD runs imd in tcp.tls: native with proxy_protocol: true and the im certificate
@@ -182,7 +182,7 @@ func TestNativeTLSOpenSSLClient(t *testing.T) {
 	srv, certs, _, domain := startNativeIMD(t)
 	fx := newNginxFixture(srv)
 	proxy := tlstest.NewProxy(t, srv.TCPAddr, func(i int) []byte {
-		return proxyhdr.AppendV2(nil, opensslSource(i), netip.MustParseAddrPort("127.0.0.1:443"))
+		return proxyheader.AppendV2(nil, opensslSource(i), netip.MustParseAddrPort("127.0.0.1:443"))
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -212,8 +212,8 @@ func TestNativeTLSOpenSSLClient(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				s := startSClient(t, srv, proxy.Addr(), "im."+domain, filepath.Join(certs, "ca.crt"), version, sessionArg, session)
 				device := uint64(100 + conn)
-				s.write(t, mustFrame(t, protocol.CmdAuth, 1, protocol.AuthRequest{Token: fx.receiverToken, DeviceID: device}, 0))
-				if f := s.next(t, 15*time.Second); f.Command != protocol.ResponseCommand(protocol.CmdAuth) || f.SequenceID != 1 || envCode(t, f) != protocol.CodeOK {
+				s.write(t, mustFrame(t, wire.CmdAuth, 1, wire.AuthRequest{Token: fx.receiverToken, DeviceID: device}, 0))
+				if f := s.next(t, 15*time.Second); f.Command != wire.ResponseCommand(wire.CmdAuth) || f.SequenceID != 1 || envCode(t, f) != wire.CodeOK {
 					t.Fatalf("AUTH answer: command %d seq %d", f.Command, f.SequenceID)
 				}
 				var batch []byte
@@ -224,9 +224,9 @@ func TestNativeTLSOpenSSLClient(t *testing.T) {
 						text = long
 					}
 					req := textMessage(fx.topic, fmt.Sprintf("ossl-%s-%d-%s", name, i, randomHex(3)), text)
-					batch = append(batch, mustFrame(t, protocol.CmdSendMessage, uint32(2+i), req, 64)...)
+					batch = append(batch, mustFrame(t, wire.CmdSendMessage, uint32(2+i), req, 64)...)
 				}
-				batch = append(batch, mustFrame(t, protocol.CmdHeartbeat, uint32(2+sends), struct{}{}, 0)...)
+				batch = append(batch, mustFrame(t, wire.CmdHeartbeat, uint32(2+sends), struct{}{}, 0)...)
 				var pushing sync.WaitGroup
 				defer pushing.Wait()
 				pushing.Go(func() { // pushes to this connection race its answers
@@ -243,19 +243,19 @@ func TestNativeTLSOpenSSLClient(t *testing.T) {
 				got := 0
 				for len(answered) < sends+1 || got < pushes {
 					f := s.next(t, 30*time.Second)
-					if f.Command == protocol.CmdMessage {
+					if f.Command == wire.CmdMessage {
 						got++
-						s.write(t, mustFrame(t, protocol.CmdPushAck, f.SequenceID, struct{}{}, 0))
+						s.write(t, mustFrame(t, wire.CmdPushAck, f.SequenceID, struct{}{}, 0))
 						continue
 					}
-					want := protocol.ResponseCommand(protocol.CmdSendMessage)
+					want := wire.ResponseCommand(wire.CmdSendMessage)
 					if f.SequenceID == uint32(2+sends) {
-						want = protocol.ResponseCommand(protocol.CmdHeartbeat)
+						want = wire.ResponseCommand(wire.CmdHeartbeat)
 					}
 					if f.Command != want || answered[f.SequenceID] || f.SequenceID < 2 || f.SequenceID > uint32(2+sends) {
 						t.Fatalf("unexpected answer: command %d seq %d (seen before: %v)", f.Command, f.SequenceID, answered[f.SequenceID])
 					}
-					if code := envCode(t, f); code != protocol.CodeOK {
+					if code := envCode(t, f); code != wire.CodeOK {
 						t.Fatalf("seq %d: code %d", f.SequenceID, code)
 					}
 					answered[f.SequenceID] = true
@@ -280,7 +280,7 @@ func TestNativeTLSOpenSSLClient(t *testing.T) {
 
 func envCode(t *testing.T, f frame.Frame) int {
 	t.Helper()
-	var env protocol.Envelope
+	var env wire.Envelope
 	if err := json.Unmarshal(f.Body, &env); err != nil {
 		t.Fatalf("envelope of command %d: %v", f.Command, err)
 	}

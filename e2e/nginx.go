@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/adapters/client"
+	"github.com/imdhq/imd/clients/go/client"
 )
 
 // Nginx is a private Nginx in front of one imd, started by deploy/local/nginx.sh from

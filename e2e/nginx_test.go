@@ -19,10 +19,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/adapters/client"
-	"github.com/imdhq/imd/adapters/protocol"
 	"github.com/imdhq/imd/adapters/protocol/proxyhdr"
 	"github.com/imdhq/imd/adapters/protocol/tlstest"
+	"github.com/imdhq/imd/clients/go/client"
+	"github.com/imdhq/imd/clients/go/wire"
 )
 
 // The client side of these tests binds 127.0.0.2 (and 127.0.0.3): any 127/8 address is
@@ -153,7 +153,7 @@ func checkIMThroughNginx(t *testing.T, ctx context.Context, srv *Server, ngx *Ng
 		t.Fatalf("imd logged no connection accepted with real_ip %s from peer 127.0.0.1", clientIP)
 	}
 	sendRec, ok := srv.WaitLogRecord(5*time.Second, func(r map[string]any) bool {
-		return r["msg"] == "tcp request" && fmt.Sprint(r["command"]) == strconv.Itoa(int(protocol.CmdSendMessage)) &&
+		return r["msg"] == "tcp request" && fmt.Sprint(r["command"]) == strconv.Itoa(int(wire.CmdSendMessage)) &&
 			fmt.Sprint(r["msg_id"]) == strconv.FormatInt(ack.MsgID, 10)
 	})
 	if !ok {
@@ -349,19 +349,19 @@ func checkDirectWithProxy(t *testing.T, ctx context.Context, srv *Server, fx ngi
 	}
 	if _, ok := srv.WaitLogRecord(5*time.Second, func(r map[string]any) bool {
 		return r["msg"] == "tcp request" && r["real_ip"] == src.Addr().String() &&
-			fmt.Sprint(r["command"]) == strconv.Itoa(int(protocol.CmdAuth))
+			fmt.Sprint(r["command"]) == strconv.Itoa(int(wire.CmdAuth))
 	}); !ok {
 		t.Fatalf("imd logged no AUTH from real_ip %s", src.Addr())
 	}
 }
 
-func waitMessage(t *testing.T, c *client.Conn, seq int64, limit time.Duration) protocol.Message {
+func waitMessage(t *testing.T, c *client.Conn, seq int64, limit time.Duration) wire.Message {
 	t.Helper()
 	deadline := time.After(limit)
 	for {
 		select {
 		case p := <-c.Pushes():
-			if p.Command == protocol.CmdMessage && p.Message != nil && p.Message.Seq == seq {
+			if p.Command == wire.CmdMessage && p.Message != nil && p.Message.Seq == seq {
 				return *p.Message
 			}
 		case <-c.Closed():

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/adapters/client"
-	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/clients/go/client"
+	"github.com/imdhq/imd/clients/go/wire"
 )
 
 // Several nodes of one tenant behave, to every client, like one node (issue 14, DESIGN §11).
@@ -54,10 +54,10 @@ func collectPushes(t *testing.T, c *client.Conn, limit time.Duration, done func(
 				t.Fatalf("connection closed after %d messages: %v", len(got.seqs), c.Err())
 			}
 			switch {
-			case p.Command == protocol.CmdMessage && p.Message != nil:
+			case p.Command == wire.CmdMessage && p.Message != nil:
 				got.seqs = append(got.seqs, p.Message.Seq)
-			case p.Command == protocol.CmdReadMessage:
-				var r protocol.ReadResponse
+			case p.Command == wire.CmdReadMessage:
+				var r wire.ReadResponse
 				if err := json.Unmarshal(p.Envelope.Data, &r); err != nil {
 					t.Fatalf("READ push %s: %v", p.Envelope.Data, err)
 				}
@@ -118,7 +118,7 @@ func TestNodesLivePushesReachEveryNode(t *testing.T) {
 	a, b := ids[0], ids[1]
 	nodes[0].MustAdmin("POST", "/friendships", map[string]any{"user_a": a, "user_b": b}, nil)
 	bOther := nodes[2].Connect(ctx, tokens[1], 2)
-	ack, err := conns[0].Send(ctx, protocol.SendMessageRequest{ToUser: b, ClientMsgID: "p2p-1", Type: "text", Content: []byte(`{"text":"hi"}`)})
+	ack, err := conns[0].Send(ctx, wire.SendMessageRequest{ToUser: b, ClientMsgID: "p2p-1", Type: "text", Content: []byte(`{"text":"hi"}`)})
 	if err != nil {
 		t.Fatalf("p2p send: %v", err)
 	}
@@ -129,8 +129,8 @@ func TestNodesLivePushesReachEveryNode(t *testing.T) {
 	if got := collectPushes(t, bOther, time.Minute, one).seqs; !slices.Equal(got, []int64{ack.Seq}) {
 		t.Errorf("p2p recipient's other device on node 3 got %v", got)
 	}
-	var read protocol.ReadResponse
-	env, err := conns[1].Request(ctx, protocol.CmdReadMessage, protocol.ReadRequest{Topic: ack.Topic, Seq: ack.Seq})
+	var read wire.ReadResponse
+	env, err := conns[1].Request(ctx, wire.CmdReadMessage, wire.ReadRequest{Topic: ack.Topic, Seq: ack.Seq})
 	if err != nil || env.Code != 0 || json.Unmarshal(env.Data, &read) != nil {
 		t.Fatalf("read: %v %+v", err, env)
 	}
@@ -147,7 +147,7 @@ func TestNodesSecondAuthOnAnotherNodeKicksTheFirst(t *testing.T) {
 	tok := nodes[0].User(7001)
 	first, otherDevice := nodes[0].Connect(ctx, tok, 1), nodes[0].Connect(ctx, tok, 2)
 	second := nodes[1].Connect(ctx, tok, 1)
-	transportExpectKick(t, first, protocol.KickReasonReplaced)
+	transportExpectKick(t, first, wire.KickReasonReplaced)
 	for name, c := range map[string]*client.Conn{"replacement": second, "other device": otherDevice} {
 		if err := c.Heartbeat(ctx); err != nil {
 			t.Fatalf("%s: %v", name, err)
@@ -155,7 +155,7 @@ func TestNodesSecondAuthOnAnotherNodeKicksTheFirst(t *testing.T) {
 	}
 	// And back: the device returns to node 1, node 2's connection is kicked.
 	third := nodes[0].Connect(ctx, tok, 1)
-	transportExpectKick(t, second, protocol.KickReasonReplaced)
+	transportExpectKick(t, second, wire.KickReasonReplaced)
 	if err := third.Heartbeat(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +232,7 @@ func TestNodesKilledNodeLosesNoAckedMessage(t *testing.T) {
 				defer close(done)
 			}
 			for p := range conns[i].Pushes() {
-				if p.Command == protocol.CmdMessage && p.Message != nil {
+				if p.Command == wire.CmdMessage && p.Message != nil {
 					mu.Lock()
 					seen[i][p.Message.Seq]++
 					mu.Unlock()
@@ -342,7 +342,7 @@ func TestNodesLogoutOnOneNodeIsRefusedByTheOther(t *testing.T) {
 
 	for i, srv := range nodes {
 		c := srv.Dial(ctx)
-		if _, err := c.Auth(ctx, tok, 2); !isCode(err, protocol.CodeUnauthenticated) {
+		if _, err := c.Auth(ctx, tok, 2); !isCode(err, wire.CodeUnauthenticated) {
 			t.Fatalf("AUTH on node %d with the logged-out token: %v, want 40101", i+1, err)
 		}
 	}

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/adapters/client"
-	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/clients/go/client"
+	"github.com/imdhq/imd/clients/go/wire"
 )
 
 // TestGroupMessagesReachEveryMemberInSeqOrder sends into one group from many senders at once,
@@ -93,7 +93,7 @@ func seqsInArrivalOrder(t *testing.T, c *client.Conn, want int, limit time.Durat
 	for len(got) < want {
 		select {
 		case p := <-c.Pushes():
-			if p.Command == protocol.CmdMessage && p.Message != nil {
+			if p.Command == wire.CmdMessage && p.Message != nil {
 				got = append(got, p.Message.Seq)
 			}
 		case <-deadline:
@@ -104,7 +104,7 @@ func seqsInArrivalOrder(t *testing.T, c *client.Conn, want int, limit time.Durat
 	for {
 		select {
 		case p := <-c.Pushes():
-			if p.Command == protocol.CmdMessage && p.Message != nil {
+			if p.Command == wire.CmdMessage && p.Message != nil {
 				got = append(got, p.Message.Seq)
 			}
 		case <-settle:

@@ -16,11 +16,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/clients/go/wire"
 )
 
 type messagesBody struct {
-	Messages []protocol.Message `json:"messages"`
+	Messages []wire.Message `json:"messages"`
 }
 
 type errorBody struct {
@@ -61,7 +61,7 @@ func wantSources(t *testing.T, before, after map[string]float64, want map[string
 	}
 }
 
-func (s *Server) context(topic string, seq int64, n int) []protocol.Message {
+func (s *Server) context(topic string, seq int64, n int) []wire.Message {
 	s.t.Helper()
 	var out messagesBody
 	s.MustAdmin("GET", fmt.Sprintf("/topics/%s/messages/%d/context?n=%d", topic, seq, n), nil, &out)
@@ -79,7 +79,7 @@ func TestShard07ReplyContextAcrossMonths(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got protocol.Message
+	var got wire.Message
 	srv.MustAdmin("GET", fmt.Sprintf("/topics/%s/messages/%d", c.topic, ack.Seq), nil, &got)
 	if got.ReplySeq != 30 {
 		t.Fatalf("reply stored with reply_seq %d", got.ReplySeq)
@@ -219,7 +219,7 @@ func TestShard10IncompleteHotCacheFallsBackToMySQL(t *testing.T) {
 	}
 }
 
-func (s *Server) search(q url.Values) []protocol.Message {
+func (s *Server) search(q url.Values) []wire.Message {
 	s.t.Helper()
 	var out messagesBody
 	s.MustAdmin("GET", "/search?"+q.Encode(), nil, &out)

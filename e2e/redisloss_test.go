@@ -13,13 +13,13 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/imdhq/imd/adapters/client"
-	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/clients/go/client"
+	"github.com/imdhq/imd/clients/go/wire"
 )
 
 // sendUntilAcked retries one send the way a client does after 50301, until it is ACKed or
 // limit passes; it returns the ACK and how many answers were 50301.
-func sendUntilAcked(t *testing.T, ctx context.Context, c *client.Conn, req protocol.SendMessageRequest, limit time.Duration) (protocol.SendAck, int) {
+func sendUntilAcked(t *testing.T, ctx context.Context, c *client.Conn, req wire.SendMessageRequest, limit time.Duration) (wire.SendAck, int) {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	busy := 0
@@ -28,7 +28,7 @@ func sendUntilAcked(t *testing.T, ctx context.Context, c *client.Conn, req proto
 		if err == nil {
 			return ack, busy
 		}
-		if !isCode(err, protocol.CodeBusy) || time.Now().After(deadline) {
+		if !isCode(err, wire.CodeBusy) || time.Now().After(deadline) {
 			t.Fatalf("send %s after %d busy answers: %v", req.ClientMsgID, busy, err)
 		}
 		busy++
@@ -141,7 +141,7 @@ func TestRevokedTokenStaysRevokedAfterRedisLoss(t *testing.T) {
 		for _, tok := range []string{one, all} {
 			refused(t, srv, tok, "GET", "/api/v1/me", nil, 40101)
 			c := srv.Dial(ctx)
-			if _, err := c.Auth(ctx, tok, 1); !isCode(err, protocol.CodeUnauthenticated) {
+			if _, err := c.Auth(ctx, tok, 1); !isCode(err, wire.CodeUnauthenticated) {
 				t.Fatalf("%s: AUTH with a revoked token: %v, want 40101", step, err)
 			}
 		}
@@ -175,7 +175,7 @@ func pushesUntil(t *testing.T, c *client.Conn, last int64, limit time.Duration) 
 	for got[last] == 0 {
 		select {
 		case p := <-c.Pushes():
-			if p.Command == protocol.CmdMessage && p.Message != nil {
+			if p.Command == wire.CmdMessage && p.Message != nil {
 				got[p.Message.Seq]++
 			}
 		case <-deadline:

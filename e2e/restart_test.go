@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/adapters/client"
+	"github.com/imdhq/imd/clients/go/client"
 )
 
 // restartBound is how long a restarted node may take to answer frames: generous for a loaded

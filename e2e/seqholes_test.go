@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/adapters/protocol"
 	"github.com/imdhq/imd/adapters/redis"
+	"github.com/imdhq/imd/clients/go/wire"
 )
 
 // TestSeqHoleIsClosedWithATombstone: a node that dies between the seq allocation and the
@@ -41,17 +41,17 @@ func TestSeqHoleIsClosedWithATombstone(t *testing.T) {
 		t.Fatalf("send after the hole got seq %d, want %d", after.Seq, hole+1)
 	}
 
-	var msgs []protocol.Message
+	var msgs []wire.Message
 	eventually(t, 60*time.Second, "the hole closed as a tombstone", func() bool {
 		msgs = syncAll(t, ctx, b, topic)
 		return slices.Equal(seqsOf(msgs), []int64{first.Seq, hole, after.Seq})
 	})
 	tomb := msgs[1]
-	if tomb.Status != protocol.StatusDeleted || tomb.MsgID == first.MsgID || tomb.MsgID == after.MsgID {
+	if tomb.Status != wire.StatusDeleted || tomb.MsgID == first.MsgID || tomb.MsgID == after.MsgID {
 		t.Fatalf("seq %d after the sweep: %+v, want a tombstone of its own msg_id", hole, tomb)
 	}
-	for _, m := range []protocol.Message{msgs[0], msgs[2]} {
-		if m.Status == protocol.StatusDeleted {
+	for _, m := range []wire.Message{msgs[0], msgs[2]} {
+		if m.Status == wire.StatusDeleted {
 			t.Fatalf("a sent message became a tombstone: %+v", m)
 		}
 	}

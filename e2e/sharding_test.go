@@ -15,10 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/adapters/client"
-	"github.com/imdhq/imd/adapters/protocol"
 	"github.com/imdhq/imd/adapters/redis"
 	"github.com/imdhq/imd/adapters/snowflake"
+	"github.com/imdhq/imd/clients/go/client"
+	"github.com/imdhq/imd/clients/go/wire"
 	"github.com/imdhq/imd/core/domain/message"
 	"github.com/imdhq/imd/core/domain/seq"
 )
@@ -44,9 +44,9 @@ func newChat(t *testing.T, srv *Server, ctx context.Context, groupID int64, user
 	return c
 }
 
-func sendN(t *testing.T, ctx context.Context, c *client.Conn, topic, prefix string, n int) []protocol.SendAck {
+func sendN(t *testing.T, ctx context.Context, c *client.Conn, topic, prefix string, n int) []wire.SendAck {
 	t.Helper()
-	acks := make([]protocol.SendAck, n)
+	acks := make([]wire.SendAck, n)
 	for i := range n {
 		ack, err := c.Send(ctx, textMessage(topic, fmt.Sprintf("%s-%d", prefix, i), fmt.Sprintf("%s %d", prefix, i)))
 		if err != nil {
@@ -187,7 +187,7 @@ func twoMonthTopic(t *testing.T, srv *Server, ctx context.Context, groupID int64
 	return c
 }
 
-func seqsOf(msgs []protocol.Message) []int64 {
+func seqsOf(msgs []wire.Message) []int64 {
 	out := make([]int64, len(msgs))
 	for i, m := range msgs {
 		out[i] = m.Seq
@@ -254,7 +254,7 @@ func TestShard06TopicSeqLocatesHistoricalMessage(t *testing.T) {
 	defer cancel()
 	c := twoMonthTopic(t, srv, ctx, 6)
 	for _, s := range []int64{1, 30, 31, 60} {
-		var m protocol.Message
+		var m wire.Message
 		srv.MustAdmin("GET", fmt.Sprintf("/topics/%s/messages/%d", c.topic, s), nil, &m)
 		if m.Seq != s {
 			t.Fatalf("lookup %d returned %d", s, m.Seq)
@@ -277,7 +277,7 @@ func TestShard11MissingMonthTableIsRetriedNeverWrittenElsewhere(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := c.conns[0].Send(ctx, textMessage(c.topic, "lost-table", "x"))
-	if !isCode(err, protocol.CodeBusy) {
+	if !isCode(err, wire.CodeBusy) {
 		t.Fatalf("send into a missing table: %v, want 50301", err)
 	}
 	if got := srv.SeqsInTable(db, Month(0), c.topic); !slices.Equal(got, []int64{1, 2}) {
@@ -294,7 +294,7 @@ func TestShard11MissingMonthTableIsRetriedNeverWrittenElsewhere(t *testing.T) {
 		t.Fatalf("group_message_persist_total{month=%s,status=failed} = %v, want at least 1", Month(1), n)
 	}
 	// The shard manager recreates the table; the client's retry then lands with its fixed seq.
-	var ack protocol.SendAck
+	var ack wire.SendAck
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		ack, err = c.conns[0].Send(ctx, textMessage(c.topic, "lost-table", "x"))
@@ -362,7 +362,7 @@ func TestShard14IllegalMonthsAndTableNamesAreRejected(t *testing.T) {
 		}
 	}
 	c := srv.Connect(ctx, srv.User(1), 1)
-	if _, _, err := c.SyncMessages(ctx, "im_group_messages_"+Month(0), 0, 10); !isCode(err, protocol.CodeInvalidArgument) {
+	if _, _, err := c.SyncMessages(ctx, "im_group_messages_"+Month(0), 0, 10); !isCode(err, wire.CodeInvalidArgument) {
 		t.Errorf("sync of a table name: %v", err)
 	}
 }
@@ -495,10 +495,10 @@ func TestShardReadByMsgIDAfterAnEarlyMonthSwitch(t *testing.T) {
 		}
 		for _, form := range []struct {
 			name string
-			req  protocol.ReadRequest
+			req  wire.ReadRequest
 		}{
-			{"msg_id", protocol.ReadRequest{ConversationID: ack.ConversationID, MsgID: ack.MsgID}},
-			{"last_msg_id", protocol.ReadRequest{ConversationID: ack.ConversationID, LastMsgID: ack.MsgID, PeerID: 170_001}},
+			{"msg_id", wire.ReadRequest{ConversationID: ack.ConversationID, MsgID: ack.MsgID}},
+			{"last_msg_id", wire.ReadRequest{ConversationID: ack.ConversationID, LastMsgID: ack.MsgID, PeerID: 170_001}},
 		} {
 			w, err := readMessage(ctx, c.conns[1], form.req)
 			if err != nil || w.Seq != ack.Seq || w.MsgID != ack.MsgID {
@@ -514,7 +514,7 @@ func TestShardReadByMsgIDAfterAnEarlyMonthSwitch(t *testing.T) {
 	if err := rc.Do(ctx, rc.B().Del().Key(srv.hotKey(c.topic)).Build()).Error(); err != nil {
 		t.Fatal(err)
 	}
-	var got protocol.Message
+	var got wire.Message
 	srv.MustAdmin("GET", fmt.Sprintf("/topics/%s/messages/%d", c.topic, last[0]), nil, &got)
 	if got.Seq != last[0] {
 		t.Fatalf("admin lookup of seq %d answered %+v", last[0], got)
@@ -529,10 +529,10 @@ func TestShardReadByMsgIDAfterAnEarlyMonthSwitch(t *testing.T) {
 		}
 	}
 	// The message of the calendar month is still found, and the watermark does not move back.
-	w, err := readMessage(ctx, c.conns[1], protocol.ReadRequest{ConversationID: before.ConversationID, MsgID: before.MsgID})
+	w, err := readMessage(ctx, c.conns[1], wire.ReadRequest{ConversationID: before.ConversationID, MsgID: before.MsgID})
 	if err != nil || w.Seq != before.Seq+2 {
 		t.Fatalf("READ of the first message = %+v, %v; want the stored watermark seq %d", w, err, before.Seq+2)
 	}
-	_, err = readMessage(ctx, c.conns[1], protocol.ReadRequest{ConversationID: before.ConversationID, MsgID: before.MsgID + 1_000_000})
-	assertCode(t, err, protocol.CodeNotFound)
+	_, err = readMessage(ctx, c.conns[1], wire.ReadRequest{ConversationID: before.ConversationID, MsgID: before.MsgID + 1_000_000})
+	assertCode(t, err, wire.CodeNotFound)
 }

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/adapters/client"
-	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/clients/go/client"
+	"github.com/imdhq/imd/clients/go/wire"
 )
 
 // dailyTotals sums the day rows of GET /stats.
@@ -95,13 +95,13 @@ func TestSocialDailyStats(t *testing.T) {
 }
 
 // awaitMessage waits for a MESSAGE push of topic that match accepts, skipping others.
-func awaitMessage(t *testing.T, c *client.Conn, topic string, match func(protocol.Message) bool) protocol.Message {
+func awaitMessage(t *testing.T, c *client.Conn, topic string, match func(wire.Message) bool) wire.Message {
 	t.Helper()
 	deadline := time.After(10 * time.Second)
 	for {
 		select {
 		case p := <-c.Pushes():
-			if p.Command == protocol.CmdMessage && p.Message != nil && p.Message.Topic == topic && match(*p.Message) {
+			if p.Command == wire.CmdMessage && p.Message != nil && p.Message.Topic == topic && match(*p.Message) {
 				return *p.Message
 			}
 		case <-deadline:
@@ -144,7 +144,7 @@ func TestSocialOwnershipTransfer(t *testing.T) {
 	refused(t, srv, tok[2], "DELETE", "/api/v1/groups/61/members/2", nil, 40301) // the new owner stays
 
 	mustCall(t, srv, tok[2], "PUT", "/api/v1/groups/61/mute_all", map[string]bool{"mute_all": true}, nil)
-	ev := awaitMessage(t, c3, topic, func(m protocol.Message) bool { return m.Type == protocol.TypeSystem })
+	ev := awaitMessage(t, c3, topic, func(m wire.Message) bool { return m.Type == wire.TypeSystem })
 	var content struct {
 		Event   string `json:"event"`
 		MuteAll bool   `json:"mute_all"`
@@ -167,12 +167,12 @@ func TestSocialOwnershipTransfer(t *testing.T) {
 	// The same switch again changes and announces nothing.
 	mustCall(t, srv, tok[2], "PUT", "/api/v1/groups/61/mute_all", map[string]bool{"mute_all": true}, nil)
 	var page struct {
-		Messages []protocol.Message `json:"messages"`
+		Messages []wire.Message `json:"messages"`
 	}
 	mustCall(t, srv, tok[3], "GET", "/api/v1/topics/"+topic+"/messages", nil, &page)
 	events := 0
 	for _, m := range page.Messages {
-		if m.Type == protocol.TypeSystem {
+		if m.Type == wire.TypeSystem {
 			events++
 		}
 	}
@@ -196,7 +196,7 @@ func TestSocialRemovedMemberLosesTheConversation(t *testing.T) {
 	c1, c2 := srv.Connect(ctx, tok1, 1), srv.Connect(ctx, tok2, 1)
 	mustSend(t, ctx, c1, textMessage(g.Topic, "m-1", "hello"))
 	listed := func() bool {
-		dialogs, _, _ := syncInbox(t, ctx, c2, protocol.SyncInboxRequest{})
+		dialogs, _, _ := syncInbox(t, ctx, c2, wire.SyncInboxRequest{})
 		for _, d := range dialogs {
 			if d.ConversationID == g.ConversationID || d.Topic == g.Topic {
 				return true

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/adapters/client"
-	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/clients/go/client"
+	"github.com/imdhq/imd/clients/go/wire"
 )
 
 // apiError is the {"code","msg"} body of a failed HTTP call.
@@ -85,7 +85,7 @@ func withRegistry(t *testing.T, env map[string]string) map[string]string {
 	return env
 }
 
-func sendTo(ctx context.Context, c *client.Conn, toUser int64, clientID, text string) (protocol.SendAck, error) {
+func sendTo(ctx context.Context, c *client.Conn, toUser int64, clientID, text string) (wire.SendAck, error) {
 	req := textMessage("", clientID, text)
 	req.ToUser = toUser
 	return c.Send(ctx, req)
@@ -98,7 +98,7 @@ func awaitSocialEvent(t *testing.T, c *client.Conn, kind, action string) {
 	for {
 		select {
 		case p := <-c.Pushes():
-			if p.Command != protocol.CmdEvent {
+			if p.Command != wire.CmdEvent {
 				continue
 			}
 			var ev struct {
@@ -224,7 +224,7 @@ func TestSocialPermissions(t *testing.T) {
 
 	t.Run("system accounts have their own switch", func(t *testing.T) {
 		sys := textMessage("", "sys-1", "maintenance tonight")
-		sys.ToUser, sys.Type = 4, protocol.TypeSystem
+		sys.ToUser, sys.Type = 4, wire.TypeSystem
 		if _, err := c9.Send(ctx, sys); err != nil {
 			t.Fatalf("system account to a stranger: %v", err)
 		}
@@ -261,7 +261,7 @@ func TestClientAPISendReachesTCP(t *testing.T) {
 	for {
 		select {
 		case p := <-b.Pushes():
-			if p.Command != protocol.CmdMessage || p.Message == nil {
+			if p.Command != wire.CmdMessage || p.Message == nil {
 				continue
 			}
 			if p.Message.MsgID != ack.MsgID || p.Message.From != 1 || p.Message.Topic != ack.Topic {
@@ -276,7 +276,7 @@ func TestClientAPISendReachesTCP(t *testing.T) {
 				t.Fatalf("retry got msg_id %d, want %d", again.MsgID, ack.MsgID)
 			}
 			var page struct {
-				Messages []protocol.Message `json:"messages"`
+				Messages []wire.Message `json:"messages"`
 			}
 			mustCall(t, srv, tokB, "GET", "/api/v1/topics/p2p_1_2/messages", nil, &page)
 			if len(page.Messages) != 1 || page.Messages[0].MsgID != ack.MsgID {

@@ -19,10 +19,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/adapters/client"
-	"github.com/imdhq/imd/adapters/protocol"
-	"github.com/imdhq/imd/adapters/protocol/frame"
 	"github.com/imdhq/imd/adapters/protocol/tlstest"
+	"github.com/imdhq/imd/clients/go/client"
+	"github.com/imdhq/imd/clients/go/frame"
+	"github.com/imdhq/imd/clients/go/wire"
 )
 
 // transportServerName is the SNI the transport tests' certificate is for.
@@ -133,10 +133,10 @@ func transportExpectKick(t *testing.T, c *client.Conn, reason string) {
 		if !ok {
 			t.Fatalf("connection closed or silent without KICK %q (err %v)", reason, c.Err())
 		}
-		if p.Command != protocol.CmdKick {
+		if p.Command != wire.CmdKick {
 			continue
 		}
-		var k protocol.Kick
+		var k wire.Kick
 		if err := json.Unmarshal(p.Envelope.Data, &k); err != nil || k.Reason != reason {
 			t.Fatalf("KICK %s, want reason %q", p.Envelope.Data, reason)
 		}
@@ -243,7 +243,7 @@ func TestTransportSecondAuthKicksFirst(t *testing.T) {
 			}
 			first, otherDevice := connect(1), connect(2)
 			second := connect(1)
-			transportExpectKick(t, first, protocol.KickReasonReplaced)
+			transportExpectKick(t, first, wire.KickReasonReplaced)
 			for name, c := range map[string]*client.Conn{"replacement": second, "other device": otherDevice} {
 				if err := c.Heartbeat(ctx); err != nil {
 					t.Fatalf("%s: %v", name, err)
@@ -273,7 +273,7 @@ func TestTransportSendRateLimit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if burst, err = frame.Append(burst, protocol.CmdSendMessage, uint64(900000+i), uint32(900000+i), body, 0); err != nil {
+		if burst, err = frame.Append(burst, wire.CmdSendMessage, uint64(900000+i), uint32(900000+i), body, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -288,13 +288,13 @@ func TestTransportSendRateLimit(t *testing.T) {
 		if !ok {
 			t.Fatalf("answers so far %v; connection: %v", codes, c.Err())
 		}
-		if p.Command != protocol.CmdSendAck {
+		if p.Command != wire.CmdSendAck {
 			t.Fatalf("answer on command %d, want SEND_ACK", p.Command)
 		}
 		codes[p.Envelope.Code]++
 	}
 	elapsed := time.Since(started)
-	acked, limited := codes[protocol.CodeOK], codes[protocol.CodeRateLimited]
+	acked, limited := codes[wire.CodeOK], codes[wire.CodeRateLimited]
 	t.Logf("30 sends at once: %d acknowledged, %d rate limited, in %v", acked, limited, elapsed.Round(time.Millisecond))
 	if acked+limited != sends || acked == 0 || acked > budget || limited < sends-budget {
 		t.Fatalf("answers %v: want at most %d acknowledged and the rest 42901", codes, budget)
@@ -368,7 +368,7 @@ func TestTransportProxyRequired(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer nc.Close()
-		hb, err := frame.Append(nil, protocol.CmdHeartbeat, 1, 1, []byte(`{}`), 0)
+		hb, err := frame.Append(nil, wire.CmdHeartbeat, 1, 1, []byte(`{}`), 0)
 		if err != nil {
 			t.Fatal(err)
 		}

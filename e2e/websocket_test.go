@@ -11,8 +11,8 @@ import (
 
 	cws "github.com/coder/websocket"
 
-	"github.com/imdhq/imd/adapters/protocol"
-	"github.com/imdhq/imd/adapters/protocol/frame"
+	"github.com/imdhq/imd/clients/go/frame"
+	"github.com/imdhq/imd/clients/go/wire"
 )
 
 // wsThroughNginx dials wss://api.<domain>/ws through Nginx's public port from localIP.
@@ -28,7 +28,7 @@ func wsThroughNginx(t *testing.T, ctx context.Context, ngx *Nginx, localIP, orig
 }
 
 // waitWSMessage reads until the MESSAGE push of seq arrives.
-func waitWSMessage(t *testing.T, ctx context.Context, c *WSConn, seq int64) protocol.Message {
+func waitWSMessage(t *testing.T, ctx context.Context, c *WSConn, seq int64) wire.Message {
 	t.Helper()
 	for _, f := range c.Pushes {
 		if m, ok := wsMessage(f); ok && m.Seq == seq {
@@ -46,15 +46,15 @@ func waitWSMessage(t *testing.T, ctx context.Context, c *WSConn, seq int64) prot
 	}
 }
 
-func wsMessage(f frame.Frame) (protocol.Message, bool) {
-	if f.Command != protocol.CmdMessage {
-		return protocol.Message{}, false
+func wsMessage(f frame.Frame) (wire.Message, bool) {
+	if f.Command != wire.CmdMessage {
+		return wire.Message{}, false
 	}
 	var env struct {
-		Data protocol.Message `json:"data"`
+		Data wire.Message `json:"data"`
 	}
 	if json.Unmarshal(f.Body, &env) != nil {
-		return protocol.Message{}, false
+		return wire.Message{}, false
 	}
 	return env.Data, true
 }
@@ -78,7 +78,7 @@ func TestWebSocketThroughNginx(t *testing.T) {
 	if got := browser.WS.Subprotocol(); got != "imd.v1" {
 		t.Fatalf("subprotocol %q", got)
 	}
-	if env, err := browser.Call(ctx, protocol.CmdAuth, protocol.AuthRequest{Token: fx.senderToken, DeviceID: 1}); err != nil || env.Code != 0 {
+	if env, err := browser.Call(ctx, wire.CmdAuth, wire.AuthRequest{Token: fx.senderToken, DeviceID: 1}); err != nil || env.Code != 0 {
 		t.Fatalf("browser auth: %v %+v", err, env)
 	}
 	mobile, err := ngx.DialIM(ctx, peerIP)
@@ -90,11 +90,11 @@ func TestWebSocketThroughNginx(t *testing.T) {
 	}
 
 	t.Run("browser to TCP and back", func(t *testing.T) {
-		env, err := browser.Call(ctx, protocol.CmdSendMessage, textMessage(fx.topic, "ws-"+randomHex(4), "from the browser"))
+		env, err := browser.Call(ctx, wire.CmdSendMessage, textMessage(fx.topic, "ws-"+randomHex(4), "from the browser"))
 		if err != nil || env.Code != 0 {
 			t.Fatalf("send over WebSocket: %v %+v", err, env)
 		}
-		var ack protocol.SendAck
+		var ack wire.SendAck
 		if err := json.Unmarshal(env.Data, &ack); err != nil {
 			t.Fatal(err)
 		}
@@ -112,7 +112,7 @@ func TestWebSocketThroughNginx(t *testing.T) {
 
 	t.Run("the client's address comes from X-Real-IP", func(t *testing.T) {
 		rec, ok := srv.WaitLogRecord(5*time.Second, func(r map[string]any) bool {
-			return r["msg"] == "ws request" && fmt.Sprint(r["command"]) == strconv.Itoa(int(protocol.CmdSendMessage))
+			return r["msg"] == "ws request" && fmt.Sprint(r["command"]) == strconv.Itoa(int(wire.CmdSendMessage))
 		})
 		if !ok || rec["real_ip"] != clientIP || fmt.Sprint(rec["user_id"]) != strconv.FormatInt(fx.sender, 10) {
 			t.Fatalf("imd logged the browser's send as %v, want real_ip %s", rec, clientIP)
@@ -133,7 +133,7 @@ func TestWebSocketThroughNginx(t *testing.T) {
 		if _, err := bad.Next(ctx); cws.CloseStatus(err) != cws.StatusUnsupportedData {
 			t.Fatalf("text message: %v, want close 1003", err)
 		}
-		if env, err := browser.Call(ctx, protocol.CmdHeartbeat, struct{}{}); err != nil || env.Code != 0 {
+		if env, err := browser.Call(ctx, wire.CmdHeartbeat, struct{}{}); err != nil || env.Code != 0 {
 			t.Fatalf("the browser's own connection suffered: %v %+v", err, env)
 		}
 	})
@@ -151,7 +151,7 @@ func TestWebSocketThroughNginx(t *testing.T) {
 			if err != nil {
 				t.Fatalf("browser closed without a KICK: %v", err)
 			}
-			if f.Command == protocol.CmdKick {
+			if f.Command == wire.CmdKick {
 				if string(f.Body) == "" || !json.Valid(f.Body) {
 					t.Fatalf("KICK body %q", f.Body)
 				}

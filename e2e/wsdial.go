@@ -8,8 +8,8 @@ import (
 
 	cws "github.com/coder/websocket"
 
-	"github.com/imdhq/imd/adapters/protocol"
-	"github.com/imdhq/imd/adapters/protocol/frame"
+	"github.com/imdhq/imd/clients/go/frame"
+	"github.com/imdhq/imd/clients/go/wire"
 )
 
 // WSConn is the e2e tests' raw WebSocket client (PROTOCOL §7): one frame per binary message,
@@ -59,8 +59,8 @@ func (c *WSConn) readLoop() {
 		if err == nil && (typ != cws.MessageBinary || n != len(data)) {
 			err = fmt.Errorf("server message of type %v is not one frame", typ)
 		}
-		if err == nil && f.Command == protocol.CmdMessage {
-			ack, _ := frame.Append(nil, protocol.CmdPushAck, 0, f.SequenceID, []byte(`{}`), 0)
+		if err == nil && f.Command == wire.CmdMessage {
+			ack, _ := frame.Append(nil, wire.CmdPushAck, 0, f.SequenceID, []byte(`{}`), 0)
 			_ = c.WS.Write(context.Background(), cws.MessageBinary, ack)
 		}
 		c.read <- wsFrame{f: f, err: err}
@@ -72,24 +72,24 @@ func (c *WSConn) readLoop() {
 
 // Call sends one request and returns its final response's envelope; pushes that arrive
 // meanwhile are kept in Pushes, stream pages are skipped.
-func (c *WSConn) Call(ctx context.Context, cmd uint16, body any) (protocol.Envelope, error) {
+func (c *WSConn) Call(ctx context.Context, cmd uint16, body any) (wire.Envelope, error) {
 	c.seq++
 	b, err := json.Marshal(body)
 	if err != nil {
-		return protocol.Envelope{}, err
+		return wire.Envelope{}, err
 	}
 	f, err := frame.Append(nil, cmd, uint64(c.seq), c.seq, b, 0)
 	if err != nil {
-		return protocol.Envelope{}, err
+		return wire.Envelope{}, err
 	}
 	if err := c.WS.Write(ctx, cws.MessageBinary, f); err != nil {
-		return protocol.Envelope{}, err
+		return wire.Envelope{}, err
 	}
-	final := protocol.ResponseCommand(cmd)
+	final := wire.ResponseCommand(cmd)
 	for {
 		in, err := c.Next(ctx)
 		if err != nil {
-			return protocol.Envelope{}, err
+			return wire.Envelope{}, err
 		}
 		if in.RequestID != uint64(c.seq) || in.SequenceID != c.seq {
 			c.Pushes = append(c.Pushes, in)
@@ -98,7 +98,7 @@ func (c *WSConn) Call(ctx context.Context, cmd uint16, body any) (protocol.Envel
 		if in.Command != final {
 			continue // a page of SYNC_*
 		}
-		var env protocol.Envelope
+		var env wire.Envelope
 		err = json.Unmarshal(in.Body, &env)
 		return env, err
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/clients/go/wire"
 	"github.com/imdhq/imd/core/admin"
 	"github.com/imdhq/imd/core/domain/apperr"
 	"github.com/imdhq/imd/core/domain/route"
@@ -116,7 +117,7 @@ func (s *Server) getMessage(c echo.Context) error {
 }
 
 type messagesResponse struct {
-	Messages []protocol.Message `json:"messages"`
+	Messages []wire.Message `json:"messages"`
 	// Forward pages (since=) also say where to continue and whether more is there.
 	LastSeq *int64 `json:"last_seq,omitempty"`
 	HasMore *bool  `json:"has_more,omitempty"`

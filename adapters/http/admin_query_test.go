@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/clients/go/wire"
 	"github.com/imdhq/imd/core/domain/apperr"
 	"github.com/imdhq/imd/core/domain/message"
 	"github.com/imdhq/imd/core/domain/month"
@@ -34,7 +34,7 @@ func TestMessageContext(t *testing.T) {
 	}
 	for _, tc := range cases {
 		var body struct {
-			Messages []protocol.Message `json:"messages"`
+			Messages []wire.Message `json:"messages"`
 		}
 		s.ok("GET", tc.path, "", &body)
 		seqs := make([]int64, len(body.Messages))

@@ -6,6 +6,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/clients/go/wire"
 	"github.com/imdhq/imd/core/domain/apperr"
 	"github.com/imdhq/imd/core/domain/month"
 	"github.com/imdhq/imd/core/routerepair"
@@ -57,10 +58,10 @@ func (s *Server) archiveMonth(c echo.Context) error {
 }
 
 type compensationEntry struct {
-	ShardMonth string           `json:"shard_month"`
-	Reason     string           `json:"reason"`
-	At         int64            `json:"at"` // Unix ms the write was first refused
-	Message    protocol.Message `json:"message"`
+	ShardMonth string       `json:"shard_month"`
+	Reason     string       `json:"reason"`
+	At         int64        `json:"at"` // Unix ms the write was first refused
+	Message    wire.Message `json:"message"`
 }
 
 type compensationResponse struct {

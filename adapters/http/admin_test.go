@@ -16,7 +16,7 @@ import (
 
 	"github.com/imdhq/imd/adapters/jwt"
 	"github.com/imdhq/imd/adapters/memory"
-	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/clients/go/wire"
 	"github.com/imdhq/imd/core/admin"
 	"github.com/imdhq/imd/core/conversation"
 	"github.com/imdhq/imd/core/directory"
@@ -233,13 +233,13 @@ func TestGetMessage(t *testing.T) {
 		t.Errorf("created_at = %s, want ms", plain["created_at"])
 	}
 
-	var full protocol.Message
+	var full wire.Message
 	s.ok("GET", "/topics/grp_5/messages/2", "", &full)
 	editedAt := edited.UnixMilli()
-	want := protocol.Message{
+	want := wire.Message{
 		Topic: "grp_5", Seq: 2, MsgID: 2000, From: 2, ClientMsgID: "c2", Type: "image",
 		Content: json.RawMessage(`{"key":"k/1.png","w":3}`), Mentions: []int64{1, 3}, MentionAll: true,
-		ReplySeq: 1, Status: protocol.StatusNormal, Version: 2,
+		ReplySeq: 1, Status: wire.StatusNormal, Version: 2,
 		CreatedAt: s.now.Add(2 * time.Second).UnixMilli(), EditedAt: &editedAt,
 	}
 	if !reflect.DeepEqual(full, want) {
@@ -288,9 +288,9 @@ func TestListMessagesAcrossMonths(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.query, func(t *testing.T) {
 			var got struct {
-				Messages []protocol.Message `json:"messages"`
-				LastSeq  *int64             `json:"last_seq"`
-				HasMore  *bool              `json:"has_more"`
+				Messages []wire.Message `json:"messages"`
+				LastSeq  *int64         `json:"last_seq"`
+				HasMore  *bool          `json:"has_more"`
 			}
 			rec := s.do("GET", "/admin/v1/tenants/default/topics/grp_5/messages"+tt.query, "")
 			if rec.Code != http.StatusOK {

@@ -6,6 +6,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/clients/go/wire"
 	"github.com/imdhq/imd/core/domain/apperr"
 	"github.com/imdhq/imd/core/domain/dialog"
 	"github.com/imdhq/imd/core/domain/topic"
@@ -187,7 +188,7 @@ func (s *Server) userMessage(c echo.Context) error {
 
 // sendRequest is SEND_MESSAGE's body (PROTOCOL §4) plus the optional sending device.
 type sendRequest struct {
-	protocol.SendMessageRequest
+	wire.SendMessageRequest
 	DeviceID uint64 `json:"device_id"` // optional: this device gets no copy
 }
 
@@ -199,7 +200,7 @@ func (s *Server) sendUserMessage(c echo.Context) error {
 		return err
 	}
 	who := caller(c)
-	sr, err := req.SendRequest(who.Tenant, who.UserID, req.DeviceID)
+	sr, err := protocol.SendRequest(req.SendMessageRequest, who.Tenant, who.UserID, req.DeviceID)
 	if err != nil {
 		return err
 	}
@@ -226,7 +227,7 @@ type reportJSON struct {
 	CreatedAt int64  `json:"created_at"` // Unix ms
 	UpdatedAt int64  `json:"updated_at"` // Unix ms
 	// Evidence is the reported message (admin listings only); null when it is gone.
-	Evidence *protocol.Message `json:"evidence,omitempty"`
+	Evidence *wire.Message `json:"evidence,omitempty"`
 }
 
 // fileReport reports a message the caller can read.

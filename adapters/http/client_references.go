@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/clients/go/wire"
 	"github.com/imdhq/imd/core/domain/apperr"
 	"github.com/imdhq/imd/core/domain/message"
 	"github.com/imdhq/imd/core/domain/topic"
@@ -81,11 +82,11 @@ type favoriteRequest struct {
 
 // favoriteJSON is a saved message; Message is null when the caller can no longer read it.
 type favoriteJSON struct {
-	FavoriteID int64             `json:"favorite_id"`
-	Topic      string            `json:"topic"`
-	Seq        int64             `json:"seq"`
-	CreatedAt  int64             `json:"created_at"` // Unix ms
-	Message    *protocol.Message `json:"message"`
+	FavoriteID int64         `json:"favorite_id"`
+	Topic      string        `json:"topic"`
+	Seq        int64         `json:"seq"`
+	CreatedAt  int64         `json:"created_at"` // Unix ms
+	Message    *wire.Message `json:"message"`
 }
 
 type favoritesJSON struct {
@@ -213,9 +214,9 @@ func (s *Server) groupFiles(c echo.Context) error {
 }
 
 type searchJSON struct {
-	Messages   []protocol.Message `json:"messages"`
-	NextOffset int                `json:"next_offset"`
-	HasMore    bool               `json:"has_more"`
+	Messages   []wire.Message `json:"messages"`
+	NextOffset int            `json:"next_offset"`
+	HasMore    bool           `json:"has_more"`
 }
 
 // longSearchRequest reads ?q=&from=&to=&offset=&limit= (times optional, RFC 3339 or Unix ms).

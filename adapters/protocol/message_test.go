@@ -5,8 +5,26 @@ import (
 	"testing"
 	"time"
 
+	"github.com/imdhq/imd/clients/go/wire"
 	"github.com/imdhq/imd/core/domain/message"
 )
+
+// TestWireStatusesAreTheDomains keeps the SDK's status strings, which cannot import the
+// server's domain, equal to the statuses FromMessage writes.
+func TestWireStatusesAreTheDomains(t *testing.T) {
+	for _, tt := range []struct {
+		wire   string
+		domain message.Status
+	}{
+		{wire.StatusNormal, message.StatusNormal},
+		{wire.StatusRecalled, message.StatusRecalled},
+		{wire.StatusDeleted, message.StatusDeleted},
+	} {
+		if tt.wire != string(tt.domain) {
+			t.Errorf("wire status %q, domain status %q", tt.wire, tt.domain)
+		}
+	}
+}
 
 func TestFromMessage(t *testing.T) {
 	created := time.Date(2026, 1, 2, 3, 4, 5, 678_000_000, time.UTC)

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"github.com/imdhq/imd/clients/go/wire"
 	"github.com/imdhq/imd/core/conversation"
 	"github.com/imdhq/imd/core/domain/apperr"
 	"github.com/imdhq/imd/core/domain/message"
@@ -10,10 +11,10 @@ import (
 // errAddress refuses a SEND_MESSAGE that names no conversation, or more than one way.
 var errAddress = apperr.New(apperr.InvalidArgument, "exactly one of topic, conversation_id and to_user is required")
 
-// SendRequest is the send path's request for this body, from the given user's device: every
+// SendRequest is the send path's request for body r, from the given user's device: every
 // transport's SEND takes the same path. It fails with 40001 unless exactly one of topic,
 // conversation_id and to_user addresses the message (PROTOCOL §4).
-func (r SendMessageRequest) SendRequest(tenant string, from int64, device uint64) (send.Request, error) {
+func SendRequest(r wire.SendMessageRequest, tenant string, from int64, device uint64) (send.Request, error) {
 	addressed := 0
 	for _, set := range []bool{r.Topic != "", r.ConversationID != 0, r.ToUser != 0} {
 		if set {
@@ -41,9 +42,9 @@ func (r SendMessageRequest) SendRequest(tenant string, from int64, device uint64
 }
 
 // SendAckOf is the SEND_ACK data of a stored and queued message.
-func SendAckOf(res send.Result) SendAck {
+func SendAckOf(res send.Result) wire.SendAck {
 	m := res.Message
-	return SendAck{
+	return wire.SendAck{
 		MsgID:          m.MsgID,
 		Seq:            m.Seq,
 		Topic:          m.Topic,

@@ -3,6 +3,7 @@ package protocol
 import (
 	"testing"
 
+	"github.com/imdhq/imd/clients/go/wire"
 	"github.com/imdhq/imd/core/domain/apperr"
 )
 
@@ -10,21 +11,21 @@ import (
 func TestSendRequestNeedsExactlyOneAddress(t *testing.T) {
 	for _, tt := range []struct {
 		name string
-		req  SendMessageRequest
+		req  wire.SendMessageRequest
 		ok   bool
 	}{
-		{"topic", SendMessageRequest{Topic: "grp_1"}, true},
-		{"conversation_id", SendMessageRequest{ConversationID: 7}, true},
-		{"to_user", SendMessageRequest{ToUser: 2}, true},
-		{"none", SendMessageRequest{}, false},
-		{"topic and conversation_id", SendMessageRequest{Topic: "grp_1", ConversationID: 7}, false},
-		{"topic and to_user", SendMessageRequest{Topic: "grp_1", ToUser: 2}, false},
-		{"conversation_id and to_user", SendMessageRequest{ConversationID: 7, ToUser: 2}, false},
-		{"all three", SendMessageRequest{Topic: "grp_1", ConversationID: 7, ToUser: 2}, false},
+		{"topic", wire.SendMessageRequest{Topic: "grp_1"}, true},
+		{"conversation_id", wire.SendMessageRequest{ConversationID: 7}, true},
+		{"to_user", wire.SendMessageRequest{ToUser: 2}, true},
+		{"none", wire.SendMessageRequest{}, false},
+		{"topic and conversation_id", wire.SendMessageRequest{Topic: "grp_1", ConversationID: 7}, false},
+		{"topic and to_user", wire.SendMessageRequest{Topic: "grp_1", ToUser: 2}, false},
+		{"conversation_id and to_user", wire.SendMessageRequest{ConversationID: 7, ToUser: 2}, false},
+		{"all three", wire.SendMessageRequest{Topic: "grp_1", ConversationID: 7, ToUser: 2}, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.req.ClientMsgID = "c1"
-			r, err := tt.req.SendRequest("acme", 1, 9)
+			r, err := SendRequest(tt.req, "acme", 1, 9)
 			if !tt.ok {
 				if apperr.CodeOf(err) != apperr.InvalidArgument {
 					t.Fatalf("err = %v, want 40001", err)

@@ -16,10 +16,10 @@ import (
 	cws "github.com/coder/websocket"
 
 	"github.com/imdhq/imd/adapters/memory"
-	"github.com/imdhq/imd/adapters/protocol"
 	"github.com/imdhq/imd/adapters/protocol/dispatch"
-	"github.com/imdhq/imd/adapters/protocol/frame"
 	"github.com/imdhq/imd/adapters/protocol/session"
+	"github.com/imdhq/imd/clients/go/frame"
+	"github.com/imdhq/imd/clients/go/wire"
 	"github.com/imdhq/imd/core/domain/apperr"
 	"github.com/imdhq/imd/core/domain/auth"
 	"github.com/imdhq/imd/core/domain/delivery"
@@ -128,7 +128,7 @@ func (c *client) raw(typ cws.MessageType, b []byte) {
 }
 
 // read returns the next frame and its envelope.
-func (c *client) read() (frame.Frame, protocol.Envelope) {
+func (c *client) read() (frame.Frame, wire.Envelope) {
 	c.t.Helper()
 	ctx, cancel := context.WithTimeout(c.t.Context(), 10*time.Second)
 	defer cancel()
@@ -143,14 +143,14 @@ func (c *client) read() (frame.Frame, protocol.Envelope) {
 	if err != nil || n != len(data) {
 		c.t.Fatalf("server message is not one frame: %v (%d of %d bytes)", err, n, len(data))
 	}
-	var env protocol.Envelope
+	var env wire.Envelope
 	if err := json.Unmarshal(f.Body, &env); err != nil {
 		c.t.Fatalf("envelope %s: %v", f.Body, err)
 	}
 	return f, env
 }
 
-func (c *client) call(cmd uint16, seq uint32, body any) (frame.Frame, protocol.Envelope) {
+func (c *client) call(cmd uint16, seq uint32, body any) (frame.Frame, wire.Envelope) {
 	c.t.Helper()
 	c.send(cmd, seq, body)
 	return c.read()
@@ -158,7 +158,7 @@ func (c *client) call(cmd uint16, seq uint32, body any) (frame.Frame, protocol.E
 
 func (c *client) auth(user int64, device uint64) {
 	c.t.Helper()
-	if _, env := c.call(protocol.CmdAuth, 1, protocol.AuthRequest{Token: "tok-" + strconv.FormatInt(user, 10), DeviceID: device}); env.Code != 0 {
+	if _, env := c.call(wire.CmdAuth, 1, wire.AuthRequest{Token: "tok-" + strconv.FormatInt(user, 10), DeviceID: device}); env.Code != 0 {
 		c.t.Fatalf("auth: %d %s", env.Code, env.Msg)
 	}
 }
@@ -179,18 +179,18 @@ func (c *client) closed() cws.StatusCode {
 func TestCommandsOverWebSocket(t *testing.T) {
 	h := start(t, Config{})
 	c := h.dial(t)
-	if _, env := c.call(protocol.CmdHeartbeat, 7, struct{}{}); env.Code != 0 || env.RequestID != "7" {
+	if _, env := c.call(wire.CmdHeartbeat, 7, struct{}{}); env.Code != 0 || env.RequestID != "7" {
 		t.Fatalf("heartbeat before AUTH: %+v", env)
 	}
-	if f, env := c.call(protocol.CmdGetHistory, 8, struct{}{}); env.Code != protocol.CodeUnauthenticated || f.Command != protocol.CmdGetHistory {
+	if f, env := c.call(wire.CmdGetHistory, 8, struct{}{}); env.Code != wire.CodeUnauthenticated || f.Command != wire.CmdGetHistory {
 		t.Fatalf("command before AUTH: command %d code %d", f.Command, env.Code)
 	}
-	if _, env := c.call(protocol.CmdAuth, 9, protocol.AuthRequest{Token: "nope", DeviceID: 1}); env.Code != protocol.CodeUnauthenticated {
+	if _, env := c.call(wire.CmdAuth, 9, wire.AuthRequest{Token: "nope", DeviceID: 1}); env.Code != wire.CodeUnauthenticated {
 		t.Fatalf("bad token: code %d", env.Code)
 	}
 	c.auth(5, 1)
-	var data protocol.AuthResponse
-	_, env := c.call(protocol.CmdHeartbeat, 10, struct{}{})
+	var data wire.AuthResponse
+	_, env := c.call(wire.CmdHeartbeat, 10, struct{}{})
 	if env.Code != 0 || json.Unmarshal(env.Data, &data) != nil {
 		t.Fatalf("heartbeat after AUTH: %+v", env)
 	}
@@ -210,30 +210,30 @@ func TestPushAndKickAcrossSessions(t *testing.T) {
 		t.Fatalf("push report %+v, want the desk only", rep)
 	}
 	f, env := desk.read()
-	var got protocol.Message
-	if f.Command != protocol.CmdMessage || json.Unmarshal(env.Data, &got) != nil || got.Seq != 3 {
+	var got wire.Message
+	if f.Command != wire.CmdMessage || json.Unmarshal(env.Data, &got) != nil || got.Seq != 3 {
 		t.Fatalf("push: command %d data %s", f.Command, env.Data)
 	}
-	desk.send(protocol.CmdPushAck, f.SequenceID, struct{}{})
+	desk.send(wire.CmdPushAck, f.SequenceID, struct{}{})
 
 	// The same device again replaces the older connection: KICK, then the close.
 	again := h.dial(t)
 	again.auth(5, 2)
 	f, env = desk.read()
-	if f.Command != protocol.CmdKick || string(env.Data) != `{"reason":"replaced"}` {
+	if f.Command != wire.CmdKick || string(env.Data) != `{"reason":"replaced"}` {
 		t.Fatalf("replaced connection got command %d %s", f.Command, env.Data)
 	}
 	if code := desk.closed(); code != cws.StatusNormalClosure {
 		t.Fatalf("close after KICK: %v", code)
 	}
-	if _, env := phone.call(protocol.CmdHeartbeat, 2, struct{}{}); env.Code != 0 {
+	if _, env := phone.call(wire.CmdHeartbeat, 2, struct{}{}); env.Code != 0 {
 		t.Fatal("the user's other device was affected")
 	}
 }
 
 // Every bad message closes its own connection with PROTOCOL §7's code and no other.
 func TestBadMessagesCloseTheirConnection(t *testing.T) {
-	valid, _ := frame.Append(nil, protocol.CmdHeartbeat, 1, 1, []byte(`{}`), 0)
+	valid, _ := frame.Append(nil, wire.CmdHeartbeat, 1, 1, []byte(`{}`), 0)
 	oversize := append([]byte(nil), valid[:frame.HeaderLen]...)
 	oversize[frame.HeaderLen-4], oversize[frame.HeaderLen-3] = 0x00, 0x02 // body_length 131072
 	tests := []struct {
@@ -259,7 +259,7 @@ func TestBadMessagesCloseTheirConnection(t *testing.T) {
 			if code := c.closed(); code != tt.want {
 				t.Fatalf("close code %v, want %v", code, tt.want)
 			}
-			if _, env := bystander.call(protocol.CmdHeartbeat, 3, struct{}{}); env.Code != 0 {
+			if _, env := bystander.call(wire.CmdHeartbeat, 3, struct{}{}); env.Code != 0 {
 				t.Fatal("another connection was affected")
 			}
 		})
@@ -319,7 +319,7 @@ func TestSlowBrowser(t *testing.T) {
 			if !dropped {
 				t.Fatal("no push was dropped before the slow client was closed")
 			}
-			if _, env := other.call(protocol.CmdHeartbeat, 4, struct{}{}); env.Code != 0 {
+			if _, env := other.call(wire.CmdHeartbeat, 4, struct{}{}); env.Code != 0 {
 				t.Fatal("another connection was affected")
 			}
 			return
@@ -338,7 +338,7 @@ func TestShutdownKicks(t *testing.T) {
 	stopped := make(chan error, 1)
 	go func() { stopped <- h.ep.Stop(t.Context()) }()
 	f, env := c.read()
-	if f.Command != protocol.CmdKick || string(env.Data) != `{"reason":"shutdown"}` {
+	if f.Command != wire.CmdKick || string(env.Data) != `{"reason":"shutdown"}` {
 		t.Fatalf("got command %d %s, want KICK shutdown", f.Command, env.Data)
 	}
 	_ = c.closed()
@@ -371,26 +371,26 @@ func TestRateLimits(t *testing.T) {
 		Device: dispatch.Budgets{Auth: perMinute(2)}, IP: dispatch.Budgets{Auth: perMinute(3)},
 	}})
 	badAuth := func(c *client) int {
-		_, env := c.call(protocol.CmdAuth, 1, protocol.AuthRequest{Token: "nope", DeviceID: 1})
+		_, env := c.call(wire.CmdAuth, 1, wire.AuthRequest{Token: "nope", DeviceID: 1})
 		return env.Code
 	}
 	via := func(ip string) *client {
 		return h.dialWith(t, &cws.DialOptions{Subprotocols: []string{Subprotocol}, HTTPHeader: http.Header{"X-Real-IP": {ip}}})
 	}
 	a := via("203.0.113.5")
-	for i, want := range []int{protocol.CodeUnauthenticated, protocol.CodeUnauthenticated, protocol.CodeRateLimited} {
+	for i, want := range []int{wire.CodeUnauthenticated, wire.CodeUnauthenticated, wire.CodeRateLimited} {
 		if got := badAuth(a); got != want {
 			t.Fatalf("attempt %d on one connection: code %d, want %d", i+1, got, want)
 		}
 	}
 	b := via("203.0.113.5")
-	if got := badAuth(b); got != protocol.CodeUnauthenticated {
+	if got := badAuth(b); got != wire.CodeUnauthenticated {
 		t.Fatalf("the address's third attempt: code %d, want 40101", got)
 	}
-	if got := badAuth(b); got != protocol.CodeRateLimited {
+	if got := badAuth(b); got != wire.CodeRateLimited {
 		t.Fatalf("the address's fourth attempt: code %d, want 42901", got)
 	}
-	if got := badAuth(via("203.0.113.6")); got != protocol.CodeUnauthenticated {
+	if got := badAuth(via("203.0.113.6")); got != wire.CodeUnauthenticated {
 		t.Fatalf("another address: code %d, want 40101", got)
 	}
 }

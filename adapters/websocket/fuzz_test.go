@@ -6,7 +6,7 @@ import (
 
 	cws "github.com/coder/websocket"
 
-	"github.com/imdhq/imd/adapters/protocol/frame"
+	"github.com/imdhq/imd/clients/go/frame"
 )
 
 // FuzzDecodeMessage: any message is one frame or a close code of PROTOCOL §7, never a panic;

@@ -9,8 +9,8 @@ import (
 
 	cws "github.com/coder/websocket"
 
-	"github.com/imdhq/imd/adapters/protocol/frame"
 	"github.com/imdhq/imd/adapters/protocol/session"
+	"github.com/imdhq/imd/clients/go/frame"
 )
 
 // errLinkClosed refuses writes after the link closed.

@@ -6,7 +6,7 @@ import (
 
 	cws "github.com/coder/websocket"
 
-	"github.com/imdhq/imd/adapters/protocol/frame"
+	"github.com/imdhq/imd/clients/go/frame"
 )
 
 // readLimit is the largest WebSocket message a client may send: one frame of PROTOCOL §2 with

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/clients/go/wire"
 	"github.com/imdhq/imd/cmd/imctl/adminapi"
 )
 
@@ -230,7 +230,7 @@ func newMessagesCmd(g *globals) *cobra.Command {
 			return err
 		}
 		if page.Messages == nil {
-			page.Messages = []protocol.Message{}
+			page.Messages = []wire.Message{}
 		}
 		return out.print(cmd, page, func(w io.Writer) {
 			messagesTable(w, page.Messages)
@@ -259,7 +259,7 @@ func newMessageCmd(g *globals) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		return out.print(cmd, m, func(w io.Writer) { messagesTable(w, []protocol.Message{m}) })
+		return out.print(cmd, m, func(w io.Writer) { messagesTable(w, []wire.Message{m}) })
 	}
 	return cmd
 }

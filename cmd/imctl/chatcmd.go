@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/imdhq/imd/adapters/client"
+	"github.com/imdhq/imd/clients/go/client"
 	"github.com/imdhq/imd/cmd/imctl/chat"
 	"github.com/imdhq/imd/core/domain/topic"
 )

@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/clients/go/wire"
 	"github.com/imdhq/imd/cmd/imctl/adminapi"
 	"github.com/imdhq/imd/cmd/imctl/chat"
 )
@@ -54,7 +54,7 @@ func table(w io.Writer, header []string, rows [][]string) {
 	tw.Flush()
 }
 
-func messagesTable(w io.Writer, msgs []protocol.Message) {
+func messagesTable(w io.Writer, msgs []wire.Message) {
 	if len(msgs) == 0 {
 		fmt.Fprintln(w, "(no messages)")
 		return

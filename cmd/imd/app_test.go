@@ -9,16 +9,16 @@ import (
 
 	"go.uber.org/fx"
 
-	"github.com/imdhq/imd/adapters/client"
 	"github.com/imdhq/imd/adapters/config"
 	httpapi "github.com/imdhq/imd/adapters/http"
 	"github.com/imdhq/imd/adapters/jwt"
 	"github.com/imdhq/imd/adapters/localfs"
 	"github.com/imdhq/imd/adapters/memory"
 	"github.com/imdhq/imd/adapters/prometheus"
-	"github.com/imdhq/imd/adapters/protocol"
 	"github.com/imdhq/imd/adapters/push"
 	tcpserver "github.com/imdhq/imd/adapters/tcp/server"
+	"github.com/imdhq/imd/clients/go/client"
+	"github.com/imdhq/imd/clients/go/wire"
 	"github.com/imdhq/imd/core/admin"
 	"github.com/imdhq/imd/core/conversation"
 	"github.com/imdhq/imd/core/domain/social"
@@ -185,7 +185,7 @@ func TestWholeGraphCarriesAMessage(t *testing.T) {
 		return c
 	}
 	alice, bob := connect(1), connect(2)
-	ack, err := alice.Send(ctx, protocol.SendMessageRequest{
+	ack, err := alice.Send(ctx, wire.SendMessageRequest{
 		Topic: group.Topic, ClientMsgID: "c1", Type: "text", Content: []byte(`{"text":"hello"}`),
 	})
 	if err != nil {

@@ -3,7 +3,8 @@
 #
 #   fuzz.sh [-q] FUZZTIME TARGET...
 #
-# TARGET is <package dir>:<FuzzName>, e.g. ./adapters/protocol/frame:FuzzDecode.
+# TARGET is <package dir>:<FuzzName>, e.g. ./clients/go/frame:FuzzDecode. go test runs in
+# the package dir, so a package of a nested module (the Go SDK, clients/go) fuzzes too.
 # A target whose package does not exist yet is skipped with a message; a package
 # that exists without the named fuzz test is a failure. With -q the go test
 # output goes to <state dir>/fuzz/<FuzzName>.log and only one line per target is
@@ -44,7 +45,7 @@ for target in "$@"; do
 		continue
 	fi
 	log="$logdir/$name.log"
-	cmd=(go test -run='^$' -fuzz="^${name}\$" -fuzztime="$fuzztime" "$pkg")
+	cmd=(go -C "$pkg" test -run='^$' -fuzz="^${name}\$" -fuzztime="$fuzztime" .)
 	echo "fuzz: ${cmd[*]}"
 	crashers="$pkg/testdata/fuzz/$name"
 	for attempt in 1 2; do

@@ -6,8 +6,9 @@ import (
 	"fmt"
 
 	"github.com/imdhq/imd/adapters/protocol"
-	"github.com/imdhq/imd/adapters/protocol/frame"
 	"github.com/imdhq/imd/adapters/protocol/session"
+	"github.com/imdhq/imd/clients/go/frame"
+	"github.com/imdhq/imd/clients/go/wire"
 	"github.com/imdhq/imd/core/domain/apperr"
 	"github.com/imdhq/imd/core/history"
 )
@@ -21,7 +22,7 @@ func (d *Dispatcher) auth(ctx context.Context, r *request) (data any, err error)
 			c.advance(stateAuthenticating, stateConnected) // the client may try again
 		}
 	}()
-	var req protocol.AuthRequest
+	var req wire.AuthRequest
 	if err := decodeBody(r.frame.Body, &req); err != nil {
 		return nil, err
 	}
@@ -42,7 +43,7 @@ func (d *Dispatcher) auth(ctx context.Context, r *request) (data any, err error)
 		d.sessions.Unbind(c.out)
 		return nil, apperr.New(apperr.Unauthenticated, "connection closed")
 	}
-	return protocol.AuthResponse{
+	return wire.AuthResponse{
 		UserID:     who.UserID,
 		TenantID:   who.Tenant,
 		DeviceID:   req.DeviceID,
@@ -55,17 +56,17 @@ func (d *Dispatcher) generateMsgID(context.Context, *request) (any, error) {
 	if err != nil {
 		return nil, apperr.Wrap(apperr.Busy, "id generation failed, retry", err)
 	}
-	return protocol.GenerateMsgIDResponse{MsgID: id}, nil
+	return wire.GenerateMsgIDResponse{MsgID: id}, nil
 }
 
 // sendMessage runs the send path; SEND_ACK means stored and enqueued (DESIGN §4).
 func (d *Dispatcher) sendMessage(ctx context.Context, r *request) (any, error) {
-	var req protocol.SendMessageRequest
+	var req wire.SendMessageRequest
 	if err := decodeBody(r.frame.Body, &req); err != nil {
 		return nil, err
 	}
 	r.topic, r.conversationID, r.msgID = req.Topic, req.ConversationID, req.MsgID
-	sr, err := req.SendRequest(r.identity.Tenant, r.identity.User, r.identity.Device)
+	sr, err := protocol.SendRequest(req, r.identity.Tenant, r.identity.User, r.identity.Device)
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +81,7 @@ func (d *Dispatcher) sendMessage(ctx context.Context, r *request) (any, error) {
 
 // syncMessages answers SYNC_MESSAGES with message pages (cmd 12) and then the FINISH frame.
 func (d *Dispatcher) syncMessages(ctx context.Context, r *request) (any, error) {
-	var req protocol.SyncMessagesRequest
+	var req wire.SyncMessagesRequest
 	if err := decodeBody(r.frame.Body, &req); err != nil {
 		return nil, err
 	}
@@ -94,20 +95,20 @@ func (d *Dispatcher) syncMessages(ctx context.Context, r *request) (any, error) 
 	if err := d.sendPages(r, protocol.FromMessages(res.Messages)); err != nil {
 		return nil, err
 	}
-	return protocol.SyncMessagesFinish{Topic: req.Topic, LastSeq: res.LastSeq, HasMore: res.HasMore}, nil
+	return wire.SyncMessagesFinish{Topic: req.Topic, LastSeq: res.LastSeq, HasMore: res.HasMore}, nil
 }
 
 // sendPages writes msgs as SYNC_MESSAGES pages, halving a page until its frame fits MaxBody.
 // No page is written for no messages (PROTOCOL: zero or more pages).
-func (d *Dispatcher) sendPages(r *request, msgs []protocol.Message) error {
+func (d *Dispatcher) sendPages(r *request, msgs []wire.Message) error {
 	if len(msgs) == 0 {
 		return nil
 	}
-	body, err := protocol.OK(r.frame.RequestID, protocol.SyncMessagesPage{Messages: msgs})
+	body, err := wire.OK(r.frame.RequestID, wire.SyncMessagesPage{Messages: msgs})
 	if err != nil {
 		return apperr.Wrap(apperr.Internal, "internal error", err)
 	}
-	f, err := frame.Append(nil, protocol.CmdSyncMessages, r.frame.RequestID, r.frame.SequenceID, body, d.cfg.CompressMin)
+	f, err := frame.Append(nil, wire.CmdSyncMessages, r.frame.RequestID, r.frame.SequenceID, body, d.cfg.CompressMin)
 	if errors.Is(err, frame.ErrTooLarge) && len(msgs) > 1 {
 		half := len(msgs) / 2
 		if err := d.sendPages(r, msgs[:half]); err != nil {
@@ -126,7 +127,7 @@ func (d *Dispatcher) sendPages(r *request, msgs []protocol.Message) error {
 }
 
 // historyPage is the data of GET_HISTORY, newest first; it shrinks from the oldest end.
-type historyPage protocol.GetHistoryResponse
+type historyPage wire.GetHistoryResponse
 
 func (p historyPage) shrink() (any, bool) {
 	if len(p.Messages) <= 1 {
@@ -136,7 +137,7 @@ func (p historyPage) shrink() (any, bool) {
 }
 
 func (d *Dispatcher) getHistory(ctx context.Context, r *request) (any, error) {
-	var req protocol.GetHistoryRequest
+	var req wire.GetHistoryRequest
 	if err := decodeBody(r.frame.Body, &req); err != nil {
 		return nil, err
 	}

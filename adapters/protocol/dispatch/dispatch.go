@@ -10,10 +10,10 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/imdhq/imd/adapters/protocol"
-	"github.com/imdhq/imd/adapters/protocol/frame"
 	"github.com/imdhq/imd/adapters/protocol/session"
 	"github.com/imdhq/imd/adapters/protocol/taskpool"
+	"github.com/imdhq/imd/clients/go/frame"
+	"github.com/imdhq/imd/clients/go/wire"
 	"github.com/imdhq/imd/core/domain/apperr"
 )
 
@@ -50,17 +50,17 @@ func (d *Dispatcher) newRequest(c *Client, f frame.Frame) *request {
 func (d *Dispatcher) Dispatch(c *Client, f frame.Frame) {
 	r := d.newRequest(c, f)
 	switch {
-	case f.Command == protocol.CmdHeartbeat:
-		d.respond(r, protocol.HeartbeatResponse{ServerTime: d.deps.Clock.Now().UnixMilli()}, nil)
+	case f.Command == wire.CmdHeartbeat:
+		d.respond(r, wire.HeartbeatResponse{ServerTime: d.deps.Clock.Now().UnixMilli()}, nil)
 		return
-	case f.Command == protocol.CmdPushAck && c.load() == stateAuthenticated:
+	case f.Command == wire.CmdPushAck && c.load() == stateAuthenticated:
 		// Transport-level only (seed 003 §14): it settles the push, nothing is stored or answered.
 		c.out.Ack(f.SequenceID)
 		return
 	case d.stopping.Load():
 		d.respond(r, nil, apperr.New(apperr.Busy, "server is shutting down, reconnect"))
 		return
-	case f.Command == protocol.CmdAuth:
+	case f.Command == wire.CmdAuth:
 		// Checked before the rate limit, so a repeated AUTH costs no budget. Only the
 		// dispatching goroutine leaves stateConnected, so the state cannot change before the advance below.
 		if c.load() != stateConnected {
@@ -78,7 +78,7 @@ func (d *Dispatcher) Dispatch(c *Client, f frame.Frame) {
 			return
 		}
 	}
-	if f.Command == protocol.CmdAuth && !c.advance(stateConnected, stateAuthenticating) {
+	if f.Command == wire.CmdAuth && !c.advance(stateConnected, stateAuthenticating) {
 		d.respond(r, nil, apperr.New(apperr.InvalidArgument, "already authenticated on this connection"))
 		return
 	}
@@ -88,7 +88,7 @@ func (d *Dispatcher) Dispatch(c *Client, f frame.Frame) {
 		return
 	}
 	if err := d.pool.Submit(func() { d.run(h, r) }); err != nil {
-		if f.Command == protocol.CmdAuth {
+		if f.Command == wire.CmdAuth {
 			c.advance(stateAuthenticating, stateConnected)
 		}
 		msg := "server busy, retry"
@@ -134,7 +134,7 @@ func (d *Dispatcher) respond(r *request, data any, err error) {
 			d.logRequest(r, apperr.CodeOf(err), errors.Join(err, sendErr))
 			return
 		}
-		if r.frame.Command == protocol.CmdSendMessage {
+		if r.frame.Command == wire.CmdSendMessage {
 			d.deps.Metrics.Observe("send_ack_latency", time.Since(r.started).Seconds())
 		}
 	}
@@ -143,10 +143,10 @@ func (d *Dispatcher) respond(r *request, data any, err error) {
 
 // encodeResponse returns the response frame and the error it reports (nil on success).
 func (d *Dispatcher) encodeResponse(r *request, data any, err error) ([]byte, error) {
-	cmd := protocol.ResponseCommand(r.frame.Command)
+	cmd := wire.ResponseCommand(r.frame.Command)
 	id, seq := r.frame.RequestID, r.frame.SequenceID
 	for err == nil {
-		body, mErr := protocol.OK(id, data)
+		body, mErr := wire.OK(id, data)
 		if mErr != nil {
 			err = apperr.Wrap(apperr.Internal, "internal error", mErr)
 			break
@@ -162,7 +162,7 @@ func (d *Dispatcher) encodeResponse(r *request, data any, err error) ([]byte, er
 		}
 		err = apperr.Wrap(apperr.Internal, "response does not fit in a frame", fErr)
 	}
-	body := protocol.Err(id, int(apperr.CodeOf(err)), apperr.MessageOf(err))
+	body := wire.Err(id, int(apperr.CodeOf(err)), apperr.MessageOf(err))
 	f, fErr := frame.Append(nil, cmd, id, seq, body, d.cfg.CompressMin)
 	if fErr != nil {
 		return nil, errors.Join(err, fErr)

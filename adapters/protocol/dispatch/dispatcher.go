@@ -14,6 +14,7 @@ import (
 	"github.com/imdhq/imd/adapters/protocol"
 	"github.com/imdhq/imd/adapters/protocol/session"
 	"github.com/imdhq/imd/adapters/protocol/taskpool"
+	"github.com/imdhq/imd/clients/go/wire"
 	"github.com/imdhq/imd/core/domain/message"
 	"github.com/imdhq/imd/core/history"
 	"github.com/imdhq/imd/core/inbox"
@@ -122,11 +123,11 @@ func New(cfg Config, deps Deps, log *slog.Logger) *Dispatcher {
 	// Clients made before Start (none in a running server) get a context that Stop ends too.
 	d.base, d.cancelBase = context.WithCancel(context.Background())
 	d.handlers = map[uint16]handler{
-		protocol.CmdAuth:          d.auth,
-		protocol.CmdGenerateMsgID: d.generateMsgID,
-		protocol.CmdSendMessage:   d.sendMessage,
-		protocol.CmdSyncMessages:  d.syncMessages,
-		protocol.CmdGetHistory:    d.getHistory,
+		wire.CmdAuth:          d.auth,
+		wire.CmdGenerateMsgID: d.generateMsgID,
+		wire.CmdSendMessage:   d.sendMessage,
+		wire.CmdSyncMessages:  d.syncMessages,
+		wire.CmdGetHistory:    d.getHistory,
 	}
 	d.addModifyCommands()
 	d.addInboxCommands()

@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/imdhq/imd/adapters/protocol"
-	"github.com/imdhq/imd/adapters/protocol/frame"
+	"github.com/imdhq/imd/clients/go/frame"
+	"github.com/imdhq/imd/clients/go/wire"
 	"github.com/imdhq/imd/core/domain/apperr"
 	"github.com/imdhq/imd/core/inbox"
 	"github.com/imdhq/imd/core/read"
@@ -15,13 +15,13 @@ import (
 
 // addInboxCommands registers READ_MESSAGE and SYNC_INBOX.
 func (d *Dispatcher) addInboxCommands() {
-	d.handlers[protocol.CmdReadMessage] = d.readMessage
-	d.handlers[protocol.CmdSyncInbox] = d.syncInbox
+	d.handlers[wire.CmdReadMessage] = d.readMessage
+	d.handlers[wire.CmdSyncInbox] = d.syncInbox
 }
 
 // readMessage answers READ_MESSAGE with the stored watermark (PROTOCOL cmd 8).
 func (d *Dispatcher) readMessage(ctx context.Context, r *request) (any, error) {
-	var req protocol.ReadRequest
+	var req wire.ReadRequest
 	if err := decodeBody(r.frame.Body, &req); err != nil {
 		return nil, err
 	}
@@ -34,12 +34,12 @@ func (d *Dispatcher) readMessage(ctx context.Context, r *request) (any, error) {
 		return nil, err
 	}
 	r.topic, r.conversationID, r.msgID = w.Topic, w.ConversationID, w.MsgID
-	return protocol.ReadResponse{Topic: w.Topic, ConversationID: w.ConversationID, Seq: w.Seq, MsgID: w.MsgID}, nil
+	return wire.ReadResponse{Topic: w.Topic, ConversationID: w.ConversationID, Seq: w.Seq, MsgID: w.MsgID}, nil
 }
 
 // syncInbox answers SYNC_INBOX with its pages (cmd 10) and then the FINISH frame (cmd 11).
 func (d *Dispatcher) syncInbox(ctx context.Context, r *request) (any, error) {
-	var req protocol.SyncInboxRequest
+	var req wire.SyncInboxRequest
 	if err := decodeBody(r.frame.Body, &req); err != nil {
 		return nil, err
 	}
@@ -50,13 +50,13 @@ func (d *Dispatcher) syncInbox(ctx context.Context, r *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	dialogs := make([]protocol.Dialog, len(res.Dialogs))
+	dialogs := make([]wire.Dialog, len(res.Dialogs))
 	for i, d := range res.Dialogs {
 		if dialogs[i], err = wireDialog(d); err != nil {
 			return nil, apperr.Wrap(apperr.Internal, "internal error", err)
 		}
 	}
-	events := make([]protocol.Event, len(res.Events))
+	events := make([]wire.Event, len(res.Events))
 	for i, e := range res.Events {
 		data, err := e.Data()
 		if err == nil {
@@ -69,18 +69,18 @@ func (d *Dispatcher) syncInbox(ctx context.Context, r *request) (any, error) {
 	if err := d.sendInboxPages(r, dialogs, events); err != nil {
 		return nil, err
 	}
-	return protocol.SyncInboxFinish{MailboxSeq: res.MailboxSeq, DialogScore: res.DialogScore, HasMore: res.HasMore}, nil
+	return wire.SyncInboxFinish{MailboxSeq: res.MailboxSeq, DialogScore: res.DialogScore, HasMore: res.HasMore}, nil
 }
 
-func wireDialog(d inbox.Dialog) (protocol.Dialog, error) {
-	w := protocol.Dialog{
+func wireDialog(d inbox.Dialog) (wire.Dialog, error) {
+	w := wire.Dialog{
 		Topic: d.Topic, ConversationID: d.ConversationID, Score: d.Score, LastSeq: d.LastSeq,
 		ReadSeq: d.ReadSeq, Unread: d.Unread, Muted: d.Muted, Pinned: d.Pinned,
 	}
 	if d.Preview.MsgID != 0 {
 		raw, err := json.Marshal(d.Preview)
 		if err != nil {
-			return protocol.Dialog{}, fmt.Errorf("preview of conversation %d: %w", d.ConversationID, err)
+			return wire.Dialog{}, fmt.Errorf("preview of conversation %d: %w", d.ConversationID, err)
 		}
 		w.Preview = raw
 	}
@@ -89,22 +89,22 @@ func wireDialog(d inbox.Dialog) (protocol.Dialog, error) {
 
 // sendInboxPages writes one SYNC_INBOX page, or several when it does not fit a frame: dialogs
 // and events apart, then halves. No page is written for nothing.
-func (d *Dispatcher) sendInboxPages(r *request, dialogs []protocol.Dialog, events []protocol.Event) error {
+func (d *Dispatcher) sendInboxPages(r *request, dialogs []wire.Dialog, events []wire.Event) error {
 	if len(dialogs)+len(events) == 0 {
 		return nil
 	}
-	body, err := protocol.OK(r.frame.RequestID, protocol.SyncInboxPage{Dialogs: dialogs, Events: events})
+	body, err := wire.OK(r.frame.RequestID, wire.SyncInboxPage{Dialogs: dialogs, Events: events})
 	if err != nil {
 		return apperr.Wrap(apperr.Internal, "internal error", err)
 	}
-	f, err := frame.Append(nil, protocol.CmdSyncInbox, r.frame.RequestID, r.frame.SequenceID, body, d.cfg.CompressMin)
+	f, err := frame.Append(nil, wire.CmdSyncInbox, r.frame.RequestID, r.frame.SequenceID, body, d.cfg.CompressMin)
 	if errors.Is(err, frame.ErrTooLarge) {
 		switch {
 		case len(dialogs) > 0 && len(events) > 0:
-			if err := d.sendInboxPages(r, dialogs, []protocol.Event{}); err != nil {
+			if err := d.sendInboxPages(r, dialogs, []wire.Event{}); err != nil {
 				return err
 			}
-			return d.sendInboxPages(r, []protocol.Dialog{}, events)
+			return d.sendInboxPages(r, []wire.Dialog{}, events)
 		case len(dialogs) > 1:
 			half := len(dialogs) / 2
 			if err := d.sendInboxPages(r, dialogs[:half], events); err != nil {

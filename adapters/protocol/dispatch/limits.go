@@ -4,7 +4,7 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/clients/go/wire"
 	"github.com/imdhq/imd/core/ratelimit"
 )
 
@@ -40,15 +40,15 @@ func (b budget) String() string {
 
 func budgetOf(cmd uint16) budget {
 	switch cmd {
-	case protocol.CmdAuth:
+	case wire.CmdAuth:
 		return budgetAuth
-	case protocol.CmdSendMessage:
+	case wire.CmdSendMessage:
 		return budgetSend
-	case protocol.CmdSyncInbox:
+	case wire.CmdSyncInbox:
 		return budgetSyncInbox
-	case protocol.CmdSyncMessages:
+	case wire.CmdSyncMessages:
 		return budgetSyncMessages
-	case protocol.CmdGetHistory:
+	case wire.CmdGetHistory:
 		return budgetHistory
 	}
 	return budgetNone

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/clients/go/wire"
 	"github.com/imdhq/imd/core/domain/apperr"
 	"github.com/imdhq/imd/core/modify"
 )
@@ -11,7 +12,7 @@ import (
 // recallMessage answers RECALL_MESSAGE with the recalled message; the other members learn it
 // from the topic event the recall writes.
 func (d *Dispatcher) recallMessage(ctx context.Context, r *request) (any, error) {
-	var req protocol.RecallRequest
+	var req wire.RecallRequest
 	if err := decodeBody(r.frame.Body, &req); err != nil {
 		return nil, err
 	}
@@ -26,7 +27,7 @@ func (d *Dispatcher) recallMessage(ctx context.Context, r *request) (any, error)
 
 // editMessage answers EDIT_MESSAGE with the edited message; a stale version is 40901.
 func (d *Dispatcher) editMessage(ctx context.Context, r *request) (any, error) {
-	var req protocol.EditRequest
+	var req wire.EditRequest
 	if err := decodeBody(r.frame.Body, &req); err != nil {
 		return nil, err
 	}
@@ -45,7 +46,7 @@ func (d *Dispatcher) editMessage(ctx context.Context, r *request) (any, error) {
 // for_all deletes the one message [low, low+1) for every member instead of hiding a range
 // from the requester.
 type deleteRequest struct {
-	protocol.DeleteRequest
+	wire.DeleteRequest
 	ForAll bool `json:"for_all,omitempty"`
 }
 
@@ -79,7 +80,7 @@ func (d *Dispatcher) target(r *request, topic string, seq int64) modify.Target {
 
 // addModifyCommands registers RECALL_MESSAGE, EDIT_MESSAGE and DELETE_MESSAGES.
 func (d *Dispatcher) addModifyCommands() {
-	d.handlers[protocol.CmdRecallMessage] = d.recallMessage
-	d.handlers[protocol.CmdEditMessage] = d.editMessage
-	d.handlers[protocol.CmdDeleteMessages] = d.deleteMessages
+	d.handlers[wire.CmdRecallMessage] = d.recallMessage
+	d.handlers[wire.CmdEditMessage] = d.editMessage
+	d.handlers[wire.CmdDeleteMessages] = d.deleteMessages
 }

@@ -1,4 +1,4 @@
-// Package proxyhdr reads and writes PROXY protocol v1 and v2 headers on byte
+// Package proxyhdr reads PROXY protocol v1 and v2 headers from byte
 // buffers. It never reads from a connection, so an event loop that must not
 // block can feed it whatever has arrived so far and call again when more does.
 package proxyhdr

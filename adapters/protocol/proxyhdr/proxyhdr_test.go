@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/pires/go-proxyproto"
+
+	"github.com/imdhq/imd/clients/go/proxyheader"
 )
 
 var (
@@ -68,14 +70,14 @@ func TestParseValid(t *testing.T) {
 		{"v1 UNKNOWN with addresses", []byte("PROXY UNKNOWN ffff:f::1 ffff:f::2 65535 65535\r\n"), netip.AddrPort{}},
 		{"v1 longest line", []byte("PROXY TCP6 ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff ffff:ffff:ffff:ffff:ffff:ffff:ffff:fffe 65535 65535\r\n"),
 			netip.MustParseAddrPort("[ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff]:65535")},
-		{"AppendV1 IPv4", AppendV1(nil, client4, server4), client4},
-		{"AppendV1 IPv6", AppendV1(nil, client6, server6), client6},
-		{"AppendV1 mixed families", AppendV1(nil, client4, server6), client4},
-		{"AppendV1 invalid source", AppendV1(nil, netip.AddrPort{}, server4), netip.AddrPort{}},
-		{"AppendV2 IPv4", AppendV2(nil, client4, server4), client4},
-		{"AppendV2 IPv6", AppendV2(nil, client6, server6), client6},
-		{"AppendV2 mixed families", AppendV2(nil, client6, server4), client6},
-		{"AppendV2 LOCAL", AppendV2(nil, netip.AddrPort{}, netip.AddrPort{}), netip.AddrPort{}},
+		{"AppendV1 IPv4", proxyheader.AppendV1(nil, client4, server4), client4},
+		{"AppendV1 IPv6", proxyheader.AppendV1(nil, client6, server6), client6},
+		{"AppendV1 mixed families", proxyheader.AppendV1(nil, client4, server6), client4},
+		{"AppendV1 invalid source", proxyheader.AppendV1(nil, netip.AddrPort{}, server4), netip.AddrPort{}},
+		{"AppendV2 IPv4", proxyheader.AppendV2(nil, client4, server4), client4},
+		{"AppendV2 IPv6", proxyheader.AppendV2(nil, client6, server6), client6},
+		{"AppendV2 mixed families", proxyheader.AppendV2(nil, client6, server4), client6},
+		{"AppendV2 LOCAL", proxyheader.AppendV2(nil, netip.AddrPort{}, netip.AddrPort{}), netip.AddrPort{}},
 		{"v2 with TLVs", v2WithTLVs(t), client4},
 		{"v2 LOCAL with address block", v2Raw(0x20, 0x11, make([]byte, 12)), netip.AddrPort{}},
 		{"v2 Unix sockets", v2Unix(t), netip.AddrPort{}},
@@ -104,7 +106,7 @@ func TestParseValid(t *testing.T) {
 }
 
 func TestParseMalformed(t *testing.T) {
-	v2 := AppendV2(nil, client4, server4)
+	v2 := proxyheader.AppendV2(nil, client4, server4)
 	badVersion := bytes.Clone(v2)
 	badVersion[12] = 0x11
 	badCommand := bytes.Clone(v2)
@@ -168,7 +170,7 @@ func TestAppendMatchesLibrary(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			for version, appendFn := range map[byte]func([]byte, netip.AddrPort, netip.AddrPort) []byte{1: AppendV1, 2: AppendV2} {
+			for version, appendFn := range map[byte]func([]byte, netip.AddrPort, netip.AddrPort) []byte{1: proxyheader.AppendV1, 2: proxyheader.AppendV2} {
 				want, err := proxyproto.HeaderProxyFromAddrs(version, net.TCPAddrFromAddrPort(tt.src), net.TCPAddrFromAddrPort(tt.dst)).Format()
 				if err != nil {
 					t.Fatal(err)

@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"sync/atomic"
 
-	"github.com/imdhq/imd/adapters/protocol"
-	"github.com/imdhq/imd/adapters/protocol/frame"
+	"github.com/imdhq/imd/clients/go/frame"
+	"github.com/imdhq/imd/clients/go/wire"
 	"github.com/imdhq/imd/ports"
 )
 
@@ -151,10 +151,10 @@ func (c *Conn) Kick(reason string) {
 	if !c.closing.CompareAndSwap(false, true) {
 		return
 	}
-	body, err := protocol.OK(0, protocol.Kick{Reason: reason})
+	body, err := wire.OK(0, wire.Kick{Reason: reason})
 	var f []byte
 	if err == nil {
-		f, err = frame.Append(nil, protocol.CmdKick, 0, c.nextPushSeq(), body, 0)
+		f, err = frame.Append(nil, wire.CmdKick, 0, c.nextPushSeq(), body, 0)
 	}
 	if err != nil {
 		_ = c.link.Close()

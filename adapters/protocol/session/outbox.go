@@ -3,7 +3,7 @@ package session
 import (
 	"encoding/binary"
 
-	"github.com/imdhq/imd/adapters/protocol/frame"
+	"github.com/imdhq/imd/clients/go/frame"
 )
 
 // outbox gathers the push frames of one Registry.push per connection, so that each connection

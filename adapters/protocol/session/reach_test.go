@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/clients/go/wire"
 	"github.com/imdhq/imd/core/domain/delivery"
 )
 
@@ -52,8 +52,8 @@ func TestPushDevice(t *testing.T) {
 		t.Fatalf("phone %d frames, desk %d; want 1 and 2", len(phone.frames(t)), len(desk.frames(t)))
 	}
 	f := desk.frames(t)[0]
-	var env protocol.Envelope
-	if err := json.Unmarshal(f.Body, &env); err != nil || f.Command != protocol.CmdEvent || string(env.Data) != `{"mailbox_seq":3,"type":"kick"}` {
+	var env wire.Envelope
+	if err := json.Unmarshal(f.Body, &env); err != nil || f.Command != wire.CmdEvent || string(env.Data) != `{"mailbox_seq":3,"type":"kick"}` {
 		t.Fatalf("EVENT frame %+v %s (%v)", f.Header, f.Body, err)
 	}
 	fx.reg.Stop()
@@ -100,7 +100,7 @@ func TestPushReachWritesEachConnectionOnce(t *testing.T) {
 			var seqs []int64
 			for i, f := range two.frames(t) {
 				var env struct {
-					Data protocol.Message `json:"data"`
+					Data wire.Message `json:"data"`
 				}
 				if err := json.Unmarshal(f.Body, &env); err != nil {
 					t.Fatal(err)
@@ -147,7 +147,7 @@ func TestPushesSharingRecipientsKeepOrderAndExclusions(t *testing.T) {
 		var seqs []int64
 		for _, f := range c.fc.frames(t) {
 			var env struct {
-				Data protocol.Message `json:"data"`
+				Data wire.Message `json:"data"`
 			}
 			if err := json.Unmarshal(f.Body, &env); err != nil {
 				t.Fatal(err)

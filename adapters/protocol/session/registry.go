@@ -10,7 +10,8 @@ import (
 	"time"
 
 	"github.com/imdhq/imd/adapters/protocol"
-	"github.com/imdhq/imd/adapters/protocol/frame"
+	"github.com/imdhq/imd/clients/go/frame"
+	"github.com/imdhq/imd/clients/go/wire"
 	"github.com/imdhq/imd/core/domain/delivery"
 	"github.com/imdhq/imd/core/domain/message"
 	"github.com/imdhq/imd/ports"
@@ -162,7 +163,7 @@ func (r *Registry) Bind(c *Conn, id Identity) (replaced bool) {
 	if old == nil || old == c {
 		return false
 	}
-	old.Kick(protocol.KickReasonReplaced)
+	old.Kick(wire.KickReasonReplaced)
 	return true
 }
 
@@ -375,15 +376,15 @@ func (r *Registry) encode(p delivery.Push) ([]byte, error) {
 		if p.Message == nil {
 			return nil, errors.New("session: message push without a message")
 		}
-		cmd, data = protocol.CmdMessage, protocol.FromMessage(*p.Message)
+		cmd, data = wire.CmdMessage, protocol.FromMessage(*p.Message)
 	case delivery.KindRead:
-		cmd, data = protocol.CmdReadMessage, p.Data
+		cmd, data = wire.CmdReadMessage, p.Data
 	case delivery.KindEvent:
-		cmd, data = protocol.CmdEvent, p.Data
+		cmd, data = wire.CmdEvent, p.Data
 	default:
 		return nil, fmt.Errorf("session: unknown push kind %q", p.Kind)
 	}
-	body, err := protocol.OK(0, data)
+	body, err := wire.OK(0, data)
 	if err != nil {
 		return nil, fmt.Errorf("session: encode %s push: %w", p.Kind, err)
 	}

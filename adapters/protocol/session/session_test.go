@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/adapters/protocol"
-	"github.com/imdhq/imd/adapters/protocol/frame"
+	"github.com/imdhq/imd/clients/go/frame"
+	"github.com/imdhq/imd/clients/go/wire"
 	"github.com/imdhq/imd/core/domain/delivery"
 	"github.com/imdhq/imd/core/domain/message"
 )
@@ -201,7 +201,7 @@ func TestPushSequencePerConnection(t *testing.T) {
 	for fc, want := range map[*fakeConn][]uint32{a: {1, 2}, b: {1}} {
 		var seqs []uint32
 		for _, f := range fc.frames(t) {
-			if f.Command != protocol.CmdMessage || f.RequestID != 0 {
+			if f.Command != wire.CmdMessage || f.RequestID != 0 {
 				t.Fatalf("push header %+v", f.Header)
 			}
 			seqs = append(seqs, f.SequenceID)
@@ -267,7 +267,7 @@ func TestResponsesIgnoreLimits(t *testing.T) {
 	fx := newFixture()
 	c, fc := fx.bind(t, Limits{Bytes: 1, Frames: 1}, Identity{"t", 1, 1})
 	for range 3 {
-		f, err := frame.Append(nil, protocol.CmdHeartbeat, 1, 1, []byte(`{}`), 0)
+		f, err := frame.Append(nil, wire.CmdHeartbeat, 1, 1, []byte(`{}`), 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -289,10 +289,10 @@ func TestBindReplacesAndKicks(t *testing.T) {
 		t.Fatal("second bind of the device did not replace the first")
 	}
 	frames := oldFC.frames(t)
-	if len(frames) != 1 || frames[0].Command != protocol.CmdKick {
+	if len(frames) != 1 || frames[0].Command != wire.CmdKick {
 		t.Fatalf("replaced connection got %v, want one KICK", frames)
 	}
-	var env protocol.Envelope
+	var env wire.Envelope
 	if err := json.Unmarshal(frames[0].Body, &env); err != nil || string(env.Data) != `{"reason":"replaced"}` {
 		t.Fatalf("kick body %s (%v)", frames[0].Body, err)
 	}

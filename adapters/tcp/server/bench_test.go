@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/imdhq/imd/adapters/prometheus"
-	"github.com/imdhq/imd/adapters/protocol"
-	"github.com/imdhq/imd/adapters/protocol/frame"
+	"github.com/imdhq/imd/clients/go/frame"
+	"github.com/imdhq/imd/clients/go/wire"
 )
 
 // benchWindow is how many HEARTBEATs each benchmark connection keeps in flight: enough to
@@ -50,7 +50,7 @@ func benchmarkFrames(b *testing.B, native bool) {
 			var batch []byte
 			for i := range benchWindow {
 				var err error
-				if batch, err = frame.Append(batch, protocol.CmdHeartbeat, uint64(i+1), uint32(i+1), []byte(`{}`), 0); err != nil {
+				if batch, err = frame.Append(batch, wire.CmdHeartbeat, uint64(i+1), uint32(i+1), []byte(`{}`), 0); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -122,7 +122,7 @@ func skipFrame(r *bufio.Reader) error {
 	if err != nil {
 		return err
 	}
-	if h.Command != protocol.CmdHeartbeat {
+	if h.Command != wire.CmdHeartbeat {
 		return fmt.Errorf("answer command %d", h.Command)
 	}
 	if _, err := r.Discard(frame.HeaderLen + int(h.BodyLen)); err != nil {

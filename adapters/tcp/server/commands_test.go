@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/imdhq/imd/adapters/memory"
-	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/clients/go/wire"
 	"github.com/imdhq/imd/core/conversation"
 	"github.com/imdhq/imd/core/domain/month"
 	"github.com/imdhq/imd/core/domain/social"
@@ -105,11 +105,11 @@ func TestSendMessage(t *testing.T) {
 	alice.auth(1, 7)
 	stranger.auth(3, 1)
 
-	f, env := alice.call(protocol.CmdSendMessage, protocol.SendMessageRequest{ToUser: 2, ClientMsgID: "m1", Type: "text", Content: text("hi")})
-	if f.Command != protocol.CmdSendAck {
+	f, env := alice.call(wire.CmdSendMessage, wire.SendMessageRequest{ToUser: 2, ClientMsgID: "m1", Type: "text", Content: text("hi")})
+	if f.Command != wire.CmdSendAck {
 		t.Fatalf("answer on command %d, want SEND_ACK", f.Command)
 	}
-	var ack protocol.SendAck
+	var ack wire.SendAck
 	decodeData(t, env, &ack)
 	if ack.Topic != p2pTopic || ack.Seq != 1 || ack.MsgID <= 0 || ack.ClientMsgID != "m1" || ack.ConversationID == 0 ||
 		ack.ServerTime != testTime.UnixMilli() {
@@ -125,19 +125,19 @@ func TestSendMessage(t *testing.T) {
 	}
 
 	t.Run("retry returns the same message", func(t *testing.T) {
-		_, env := alice.call(protocol.CmdSendMessage, protocol.SendMessageRequest{ToUser: 2, ClientMsgID: "m1", Type: "text", Content: text("hi")})
-		var again protocol.SendAck
+		_, env := alice.call(wire.CmdSendMessage, wire.SendMessageRequest{ToUser: 2, ClientMsgID: "m1", Type: "text", Content: text("hi")})
+		var again wire.SendAck
 		decodeData(t, env, &again)
 		if again.MsgID != ack.MsgID || again.Seq != ack.Seq {
 			t.Fatalf("retry ack %+v, want msg %d seq %d", again, ack.MsgID, ack.Seq)
 		}
 	})
 	t.Run("pre-generated msg_id", func(t *testing.T) {
-		_, env := alice.call(protocol.CmdGenerateMsgID, struct{}{})
-		var gen protocol.GenerateMsgIDResponse
+		_, env := alice.call(wire.CmdGenerateMsgID, struct{}{})
+		var gen wire.GenerateMsgIDResponse
 		decodeData(t, env, &gen)
-		_, env = alice.call(protocol.CmdSendMessage, protocol.SendMessageRequest{Topic: groupTopic, ClientMsgID: "g1", MsgID: gen.MsgID, Type: "text", Content: text("group")})
-		var gack protocol.SendAck
+		_, env = alice.call(wire.CmdSendMessage, wire.SendMessageRequest{Topic: groupTopic, ClientMsgID: "g1", MsgID: gen.MsgID, Type: "text", Content: text("group")})
+		var gack wire.SendAck
 		decodeData(t, env, &gack)
 		if gack.MsgID != gen.MsgID || gack.Topic != groupTopic || gack.ConversationID != 5000 || gack.Seq != 1 {
 			t.Fatalf("ack %+v, want msg_id %d in %s", gack, gen.MsgID, groupTopic)
@@ -150,20 +150,20 @@ func TestSendMessage(t *testing.T) {
 		body     any
 		wantCode int
 	}{
-		{"bad JSON", alice, "not an object", protocol.CodeInvalidArgument},
-		{"unknown type", alice, protocol.SendMessageRequest{ToUser: 2, ClientMsgID: "x", Type: "hologram", Content: text("x")}, protocol.CodeInvalidArgument},
-		{"no address", alice, protocol.SendMessageRequest{ClientMsgID: "x", Type: "text", Content: text("x")}, protocol.CodeInvalidArgument},
+		{"bad JSON", alice, "not an object", wire.CodeInvalidArgument},
+		{"unknown type", alice, wire.SendMessageRequest{ToUser: 2, ClientMsgID: "x", Type: "hologram", Content: text("x")}, wire.CodeInvalidArgument},
+		{"no address", alice, wire.SendMessageRequest{ClientMsgID: "x", Type: "text", Content: text("x")}, wire.CodeInvalidArgument},
 		// PROTOCOL §4: one address; the topic is not silently preferred.
-		{"topic and to_user", alice, protocol.SendMessageRequest{Topic: groupTopic, ToUser: 2, ClientMsgID: "x2", Type: "text", Content: text("x")}, protocol.CodeInvalidArgument},
-		{"topic and conversation_id", alice, protocol.SendMessageRequest{Topic: groupTopic, ConversationID: 1, ClientMsgID: "x3", Type: "text", Content: text("x")}, protocol.CodeInvalidArgument},
-		{"not a member", stranger, protocol.SendMessageRequest{Topic: groupTopic, ClientMsgID: "x", Type: "text", Content: text("x")}, protocol.CodeForbidden},
-		{"not friends", stranger, protocol.SendMessageRequest{ToUser: 1, ClientMsgID: "x", Type: "text", Content: text("x")}, protocol.CodeForbidden},
-		{"same client_msg_id, other content", alice, protocol.SendMessageRequest{ToUser: 2, ClientMsgID: "m1", Type: "text", Content: text("changed")}, protocol.CodeConflict},
+		{"topic and to_user", alice, wire.SendMessageRequest{Topic: groupTopic, ToUser: 2, ClientMsgID: "x2", Type: "text", Content: text("x")}, wire.CodeInvalidArgument},
+		{"topic and conversation_id", alice, wire.SendMessageRequest{Topic: groupTopic, ConversationID: 1, ClientMsgID: "x3", Type: "text", Content: text("x")}, wire.CodeInvalidArgument},
+		{"not a member", stranger, wire.SendMessageRequest{Topic: groupTopic, ClientMsgID: "x", Type: "text", Content: text("x")}, wire.CodeForbidden},
+		{"not friends", stranger, wire.SendMessageRequest{ToUser: 1, ClientMsgID: "x", Type: "text", Content: text("x")}, wire.CodeForbidden},
+		{"same client_msg_id, other content", alice, wire.SendMessageRequest{ToUser: 2, ClientMsgID: "m1", Type: "text", Content: text("changed")}, wire.CodeConflict},
 	}
 	for _, tt := range refusals {
 		t.Run(tt.name, func(t *testing.T) {
-			f, env := tt.client.call(protocol.CmdSendMessage, tt.body)
-			if f.Command != protocol.CmdSendAck || env.Code != tt.wantCode || string(env.Data) != "null" {
+			f, env := tt.client.call(wire.CmdSendMessage, tt.body)
+			if f.Command != wire.CmdSendAck || env.Code != tt.wantCode || string(env.Data) != "null" {
 				t.Fatalf("got command %d code %d %q data %s, want SEND_ACK %d", f.Command, env.Code, env.Msg, env.Data, tt.wantCode)
 			}
 		})
@@ -174,19 +174,19 @@ func TestSendMessage(t *testing.T) {
 func sendN(t *testing.T, c *rawClient, n int, body string) {
 	t.Helper()
 	for i := range n {
-		_, env := c.call(protocol.CmdSendMessage, protocol.SendMessageRequest{
+		_, env := c.call(wire.CmdSendMessage, wire.SendMessageRequest{
 			Topic: groupTopic, ClientMsgID: "c" + strconv.Itoa(i), Type: "text", Content: text(body),
 		})
-		if env.Code != protocol.CodeOK {
+		if env.Code != wire.CodeOK {
 			t.Fatalf("send %d: code %d %q", i, env.Code, env.Msg)
 		}
 	}
 }
 
 // syncAll sends SYNC_MESSAGES and collects the pages up to the FINISH frame.
-func syncAll(t *testing.T, c *rawClient, req protocol.SyncMessagesRequest) (pages int, msgs []protocol.Message, finish protocol.Envelope) {
+func syncAll(t *testing.T, c *rawClient, req wire.SyncMessagesRequest) (pages int, msgs []wire.Message, finish wire.Envelope) {
 	t.Helper()
-	seq := c.send(protocol.CmdSyncMessages, req)
+	seq := c.send(wire.CmdSyncMessages, req)
 	for {
 		f := c.read()
 		if f.SequenceID != seq {
@@ -194,12 +194,12 @@ func syncAll(t *testing.T, c *rawClient, req protocol.SyncMessagesRequest) (page
 		}
 		env := envelope(t, f)
 		switch f.Command {
-		case protocol.CmdSyncMessages:
-			var page protocol.SyncMessagesPage
+		case wire.CmdSyncMessages:
+			var page wire.SyncMessagesPage
 			decodeData(t, env, &page)
 			pages++
 			msgs = append(msgs, page.Messages...)
-		case protocol.CmdSyncMessagesFinish:
+		case wire.CmdSyncMessagesFinish:
 			return pages, msgs, env
 		default:
 			t.Fatalf("unexpected command %d during sync", f.Command)
@@ -216,20 +216,20 @@ func TestSyncMessages(t *testing.T) {
 
 	tests := []struct {
 		name      string
-		req       protocol.SyncMessagesRequest
+		req       wire.SyncMessagesRequest
 		wantPages int
 		wantSeqs  []int64
-		want      protocol.SyncMessagesFinish
+		want      wire.SyncMessagesFinish
 		wantCode  int
 	}{
-		{"all", protocol.SyncMessagesRequest{Topic: groupTopic}, 1, []int64{1, 2, 3},
-			protocol.SyncMessagesFinish{Topic: groupTopic, LastSeq: 3}, 0},
-		{"one page of two", protocol.SyncMessagesRequest{Topic: groupTopic, SinceSeq: 0, Limit: 2}, 1, []int64{1, 2},
-			protocol.SyncMessagesFinish{Topic: groupTopic, LastSeq: 2, HasMore: true}, 0},
-		{"nothing new: no page", protocol.SyncMessagesRequest{Topic: groupTopic, SinceSeq: 3}, 0, nil,
-			protocol.SyncMessagesFinish{Topic: groupTopic, LastSeq: 3}, 0},
-		{"limit over 200", protocol.SyncMessagesRequest{Topic: groupTopic, Limit: 500}, 0, nil, protocol.SyncMessagesFinish{}, protocol.CodeInvalidArgument},
-		{"not a member", protocol.SyncMessagesRequest{Topic: "grp_999"}, 0, nil, protocol.SyncMessagesFinish{}, protocol.CodeForbidden},
+		{"all", wire.SyncMessagesRequest{Topic: groupTopic}, 1, []int64{1, 2, 3},
+			wire.SyncMessagesFinish{Topic: groupTopic, LastSeq: 3}, 0},
+		{"one page of two", wire.SyncMessagesRequest{Topic: groupTopic, SinceSeq: 0, Limit: 2}, 1, []int64{1, 2},
+			wire.SyncMessagesFinish{Topic: groupTopic, LastSeq: 2, HasMore: true}, 0},
+		{"nothing new: no page", wire.SyncMessagesRequest{Topic: groupTopic, SinceSeq: 3}, 0, nil,
+			wire.SyncMessagesFinish{Topic: groupTopic, LastSeq: 3}, 0},
+		{"limit over 200", wire.SyncMessagesRequest{Topic: groupTopic, Limit: 500}, 0, nil, wire.SyncMessagesFinish{}, wire.CodeInvalidArgument},
+		{"not a member", wire.SyncMessagesRequest{Topic: "grp_999"}, 0, nil, wire.SyncMessagesFinish{}, wire.CodeForbidden},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -245,7 +245,7 @@ func TestSyncMessages(t *testing.T) {
 			if tt.wantCode != 0 {
 				return
 			}
-			var finish protocol.SyncMessagesFinish
+			var finish wire.SyncMessagesFinish
 			decodeData(t, env, &finish)
 			if finish != tt.want {
 				t.Fatalf("finish %+v, want %+v", finish, tt.want)
@@ -263,25 +263,25 @@ func TestGetHistory(t *testing.T) {
 
 	tests := []struct {
 		name     string
-		req      protocol.GetHistoryRequest
+		req      wire.GetHistoryRequest
 		wantSeqs []int64
 		wantCode int
 	}{
-		{"newest first", protocol.GetHistoryRequest{Topic: groupTopic}, []int64{5, 4, 3, 2, 1}, 0},
-		{"before a seq", protocol.GetHistoryRequest{Topic: groupTopic, BeforeSeq: 4, Limit: 2}, []int64{3, 2}, 0},
-		{"bad limit", protocol.GetHistoryRequest{Topic: groupTopic, Limit: -1}, nil, protocol.CodeInvalidArgument},
-		{"bad topic", protocol.GetHistoryRequest{Topic: "nope"}, nil, protocol.CodeInvalidArgument},
+		{"newest first", wire.GetHistoryRequest{Topic: groupTopic}, []int64{5, 4, 3, 2, 1}, 0},
+		{"before a seq", wire.GetHistoryRequest{Topic: groupTopic, BeforeSeq: 4, Limit: 2}, []int64{3, 2}, 0},
+		{"bad limit", wire.GetHistoryRequest{Topic: groupTopic, Limit: -1}, nil, wire.CodeInvalidArgument},
+		{"bad topic", wire.GetHistoryRequest{Topic: "nope"}, nil, wire.CodeInvalidArgument},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f, env := c.call(protocol.CmdGetHistory, tt.req)
-			if f.Command != protocol.CmdGetHistory || env.Code != tt.wantCode {
+			f, env := c.call(wire.CmdGetHistory, tt.req)
+			if f.Command != wire.CmdGetHistory || env.Code != tt.wantCode {
 				t.Fatalf("command %d code %d %q, want 18 and %d", f.Command, env.Code, env.Msg, tt.wantCode)
 			}
 			if tt.wantCode != 0 {
 				return
 			}
-			var resp protocol.GetHistoryResponse
+			var resp wire.GetHistoryResponse
 			decodeData(t, env, &resp)
 			var seqs []int64
 			for _, m := range resp.Messages {
@@ -308,8 +308,8 @@ func TestLargePagesFitFrames(t *testing.T) {
 	c.auth(1, 1)
 	sendN(t, c, n, strings.Repeat("y", 10<<10))
 
-	pages, msgs, env := syncAll(t, c, protocol.SyncMessagesRequest{Topic: groupTopic, Limit: n})
-	if env.Code != protocol.CodeOK || pages < 4 || len(msgs) != n {
+	pages, msgs, env := syncAll(t, c, wire.SyncMessagesRequest{Topic: groupTopic, Limit: n})
+	if env.Code != wire.CodeOK || pages < 4 || len(msgs) != n {
 		t.Fatalf("sync: code %d, %d pages, %d messages; want several pages with all %d", env.Code, pages, len(msgs), n)
 	}
 	for i, m := range msgs {
@@ -318,8 +318,8 @@ func TestLargePagesFitFrames(t *testing.T) {
 		}
 	}
 
-	_, env = c.call(protocol.CmdGetHistory, protocol.GetHistoryRequest{Topic: groupTopic, Limit: n})
-	var resp protocol.GetHistoryResponse
+	_, env = c.call(wire.CmdGetHistory, wire.GetHistoryRequest{Topic: groupTopic, Limit: n})
+	var resp wire.GetHistoryResponse
 	decodeData(t, env, &resp)
 	if len(resp.Messages) == 0 || len(resp.Messages) >= n || resp.Messages[0].Seq != n {
 		t.Fatalf("history returned %d messages starting at %d; want fewer than %d, newest first", len(resp.Messages), resp.Messages[0].Seq, n)

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/clients/go/wire"
 	"github.com/imdhq/imd/core/send"
 	"github.com/imdhq/imd/ports"
 )
@@ -55,8 +55,8 @@ func TestDisconnectAfterCommitKeepsTheQueuedMark(t *testing.T) {
 
 	alice := h.dial(t)
 	alice.auth(1, 7)
-	req := protocol.SendMessageRequest{ToUser: 2, ClientMsgID: "window", Type: "text", Content: text("hi")}
-	alice.send(protocol.CmdSendMessage, req)
+	req := wire.SendMessageRequest{ToUser: 2, ClientMsgID: "window", Type: "text", Content: text("hi")}
+	alice.send(wire.CmdSendMessage, req)
 	select {
 	case <-marks.entered:
 	case <-time.After(5 * time.Second):
@@ -78,10 +78,10 @@ func TestDisconnectAfterCommitKeepsTheQueuedMark(t *testing.T) {
 
 	again := h.dial(t)
 	again.auth(1, 7)
-	f, env := again.call(protocol.CmdSendMessage, req)
-	var ack protocol.SendAck
+	f, env := again.call(wire.CmdSendMessage, req)
+	var ack wire.SendAck
 	decodeData(t, env, &ack)
-	if f.Command != protocol.CmdSendAck || ack.Seq != 1 {
+	if f.Command != wire.CmdSendAck || ack.Seq != 1 {
 		t.Fatalf("resend: command %d, ack %+v; want SEND_ACK of seq 1", f.Command, ack)
 	}
 	if got := st.queue.Queued("default"); got != 1 {

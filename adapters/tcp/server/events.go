@@ -10,9 +10,9 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 
-	"github.com/imdhq/imd/adapters/protocol/frame"
 	"github.com/imdhq/imd/adapters/protocol/proxyhdr"
 	"github.com/imdhq/imd/adapters/protocol/session"
+	"github.com/imdhq/imd/clients/go/frame"
 )
 
 // unreadFactor: a client whose unread responses exceed this many outbound limits is sending

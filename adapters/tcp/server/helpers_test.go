@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/adapters/protocol"
-	"github.com/imdhq/imd/adapters/protocol/frame"
+	"github.com/imdhq/imd/clients/go/frame"
+	"github.com/imdhq/imd/clients/go/wire"
 	"github.com/imdhq/imd/core/domain/apperr"
 	"github.com/imdhq/imd/core/domain/auth"
 )
@@ -311,7 +311,7 @@ func (c *rawClient) next(wait time.Duration) (frame.Frame, error) {
 }
 
 // call sends a request and reads its one response.
-func (c *rawClient) call(cmd uint16, body any) (frame.Frame, protocol.Envelope) {
+func (c *rawClient) call(cmd uint16, body any) (frame.Frame, wire.Envelope) {
 	c.t.Helper()
 	seq := c.send(cmd, body)
 	f := c.read()
@@ -321,10 +321,10 @@ func (c *rawClient) call(cmd uint16, body any) (frame.Frame, protocol.Envelope) 
 	return f, envelope(c.t, f)
 }
 
-func (c *rawClient) auth(user int64, device uint64) protocol.AuthResponse {
+func (c *rawClient) auth(user int64, device uint64) wire.AuthResponse {
 	c.t.Helper()
-	_, env := c.call(protocol.CmdAuth, protocol.AuthRequest{Token: token(user), DeviceID: device})
-	var resp protocol.AuthResponse
+	_, env := c.call(wire.CmdAuth, wire.AuthRequest{Token: token(user), DeviceID: device})
+	var resp wire.AuthResponse
 	decodeData(c.t, env, &resp)
 	return resp
 }
@@ -360,18 +360,18 @@ func isReset(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "connection reset")
 }
 
-func envelope(t *testing.T, f frame.Frame) protocol.Envelope {
+func envelope(t *testing.T, f frame.Frame) wire.Envelope {
 	t.Helper()
-	var env protocol.Envelope
+	var env wire.Envelope
 	if err := json.Unmarshal(f.Body, &env); err != nil {
 		t.Fatalf("envelope of command %d: %v (%s)", f.Command, err, f.Body)
 	}
 	return env
 }
 
-func decodeData(t *testing.T, env protocol.Envelope, out any) {
+func decodeData(t *testing.T, env wire.Envelope, out any) {
 	t.Helper()
-	if env.Code != protocol.CodeOK {
+	if env.Code != wire.CodeOK {
 		t.Fatalf("code %d %q, want 0", env.Code, env.Msg)
 	}
 	if err := json.Unmarshal(env.Data, out); err != nil {

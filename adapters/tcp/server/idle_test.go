@@ -19,8 +19,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/adapters/protocol"
-	"github.com/imdhq/imd/adapters/protocol/frame"
+	"github.com/imdhq/imd/clients/go/frame"
+	"github.com/imdhq/imd/clients/go/wire"
 )
 
 // Environment of the idle-connection measurement: it is a benchmark of memory, not a check,
@@ -164,7 +164,7 @@ func idleConnect(addr string, cfg *tls.Config, i int) (net.Conn, error) {
 		nc = tc
 	}
 	body := fmt.Appendf(nil, `{"token":%q,"device_id":1}`, token(int64(i+1)))
-	f, err := frame.Append(nil, protocol.CmdAuth, 1, 1, body, 0)
+	f, err := frame.Append(nil, wire.CmdAuth, 1, 1, body, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +181,7 @@ func idleConnect(addr string, cfg *tls.Config, i int) (net.Conn, error) {
 		return nil, err
 	}
 	h, err := frame.ParseHeader(head)
-	if err == nil && h.Command != protocol.CmdAuth {
+	if err == nil && h.Command != wire.CmdAuth {
 		err = fmt.Errorf("answer command %d", h.Command)
 	}
 	if err == nil {

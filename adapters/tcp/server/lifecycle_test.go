@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/adapters/protocol"
-	"github.com/imdhq/imd/adapters/protocol/frame"
-	"github.com/imdhq/imd/adapters/protocol/proxyhdr"
 	"github.com/imdhq/imd/adapters/protocol/session"
+	"github.com/imdhq/imd/clients/go/frame"
+	"github.com/imdhq/imd/clients/go/proxyheader"
+	"github.com/imdhq/imd/clients/go/wire"
 	"github.com/imdhq/imd/core/domain/delivery"
 	"github.com/imdhq/imd/core/domain/message"
 )
@@ -21,10 +21,10 @@ func (c *rawClient) expectKick(reason string) {
 	c.t.Helper()
 	for {
 		f := c.read()
-		if f.Command != protocol.CmdKick {
+		if f.Command != wire.CmdKick {
 			continue // a response or push sent before the KICK
 		}
-		var k protocol.Kick
+		var k wire.Kick
 		decodeData(c.t, envelope(c.t, f), &k)
 		if k.Reason != reason {
 			c.t.Fatalf("KICK reason %q, want %q", k.Reason, reason)
@@ -39,7 +39,7 @@ func TestStopKicksClients(t *testing.T) {
 		h := start(t, Config{}, Deps{})
 		authed, anonymous := h.dial(t), h.dial(t)
 		authed.auth(1, 1)
-		if _, env := anonymous.call(protocol.CmdHeartbeat, struct{}{}); env.Code != protocol.CodeOK {
+		if _, env := anonymous.call(wire.CmdHeartbeat, struct{}{}); env.Code != wire.CodeOK {
 			t.Fatalf("heartbeat code %d", env.Code)
 		}
 		stopped := make(chan error, 1)
@@ -61,7 +61,7 @@ func TestStopKicksClients(t *testing.T) {
 func TestStopClosesConnectionsBeforeFrames(t *testing.T) {
 	h := start(t, Config{ProxyProtocol: true, ProxyTimeout: time.Minute}, Deps{})
 	ready, waiting := h.dial(t), h.dial(t)
-	ready.write(proxyhdr.AppendV2(nil, netip.MustParseAddrPort("192.0.2.4:1"), netip.MustParseAddrPort("127.0.0.1:9000")))
+	ready.write(proxyheader.AppendV2(nil, netip.MustParseAddrPort("192.0.2.4:1"), netip.MustParseAddrPort("127.0.0.1:9000")))
 	ready.auth(1, 1)
 	waiting.write([]byte("PROXY TCP4 "))
 	eventually(t, "both connections open", func() bool { return h.metrics.gauge("tcp_connections") == 2 })
@@ -123,14 +123,14 @@ func TestPushAckTimeout(t *testing.T) {
 		}
 		push(1) // never acknowledged
 		acked := push(2)
-		ack, err := frame.Append(nil, protocol.CmdPushAck, 0, acked, []byte(`{}`), 0)
+		ack, err := frame.Append(nil, wire.CmdPushAck, 0, acked, []byte(`{}`), 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		c.write(ack)
 		// The connection's frames are handled in order: once the heartbeat is answered, the
 		// ack is in.
-		if _, env := c.call(protocol.CmdHeartbeat, struct{}{}); env.Code != protocol.CodeOK {
+		if _, env := c.call(wire.CmdHeartbeat, struct{}{}); env.Code != wire.CodeOK {
 			t.Fatal("heartbeat after the ack")
 		}
 		// The barrier: a push after the acknowledged one, never acknowledged. Its timeout comes
@@ -144,7 +144,7 @@ func TestPushAckTimeout(t *testing.T) {
 		if got := h.metrics.count("push_ack_timeout_total"); got != 2 {
 			t.Fatalf("push_ack_timeout_total %v, want 2", got)
 		}
-		if _, env := c.call(protocol.CmdHeartbeat, struct{}{}); env.Code != protocol.CodeOK {
+		if _, env := c.call(wire.CmdHeartbeat, struct{}{}); env.Code != wire.CodeOK {
 			t.Fatal("connection unusable after an ack timeout")
 		}
 

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/adapters/protocol"
-	"github.com/imdhq/imd/adapters/protocol/frame"
-	"github.com/imdhq/imd/adapters/protocol/proxyhdr"
+	"github.com/imdhq/imd/clients/go/frame"
+	"github.com/imdhq/imd/clients/go/proxyheader"
+	"github.com/imdhq/imd/clients/go/wire"
 	"github.com/imdhq/imd/core/ratelimit"
 )
 
@@ -18,7 +18,7 @@ func perMinute(n int) ratelimit.Rate { return ratelimit.Rate{Count: n, Per: time
 // budget is spent, from the very first request on; other budgets are unaffected.
 func TestDeviceRateLimits(t *testing.T) {
 	sendBody := func(i int) any {
-		return protocol.SendMessageRequest{Topic: groupTopic, ClientMsgID: "rl" + strconv.Itoa(i), Type: "text", Content: text("x")}
+		return wire.SendMessageRequest{Topic: groupTopic, ClientMsgID: "rl" + strconv.Itoa(i), Type: "text", Content: text("x")}
 	}
 	tests := []struct {
 		name     string
@@ -30,13 +30,13 @@ func TestDeviceRateLimits(t *testing.T) {
 		preAuth  bool // sent before AUTH (only AUTH itself)
 		badToken bool
 	}{
-		{"auth", Budgets{Auth: perMinute(2)}, protocol.CmdAuth, func(int) any { return protocol.AuthRequest{Token: "bad", DeviceID: 1} },
-			protocol.CmdAuth, 2, true, true},
-		{"send", Budgets{Send: perMinute(3)}, protocol.CmdSendMessage, sendBody, protocol.CmdSendAck, 3, false, false},
-		{"sync inbox", Budgets{SyncInbox: perMinute(2)}, protocol.CmdSyncInbox, func(int) any { return struct{}{} },
-			protocol.CmdSyncInboxFinish, 2, false, false},
-		{"history", Budgets{History: perMinute(2)}, protocol.CmdGetHistory, func(int) any { return protocol.GetHistoryRequest{Topic: groupTopic} },
-			protocol.CmdGetHistory, 2, false, false},
+		{"auth", Budgets{Auth: perMinute(2)}, wire.CmdAuth, func(int) any { return wire.AuthRequest{Token: "bad", DeviceID: 1} },
+			wire.CmdAuth, 2, true, true},
+		{"send", Budgets{Send: perMinute(3)}, wire.CmdSendMessage, sendBody, wire.CmdSendAck, 3, false, false},
+		{"sync inbox", Budgets{SyncInbox: perMinute(2)}, wire.CmdSyncInbox, func(int) any { return struct{}{} },
+			wire.CmdSyncInboxFinish, 2, false, false},
+		{"history", Budgets{History: perMinute(2)}, wire.CmdGetHistory, func(int) any { return wire.GetHistoryRequest{Topic: groupTopic} },
+			wire.CmdGetHistory, 2, false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -48,19 +48,19 @@ func TestDeviceRateLimits(t *testing.T) {
 			}
 			for i := range tt.budget {
 				f, env := c.call(tt.cmd, tt.body(i))
-				if f.Command != tt.wantCmd || env.Code == protocol.CodeRateLimited {
+				if f.Command != tt.wantCmd || env.Code == wire.CodeRateLimited {
 					t.Fatalf("request %d within budget: command %d code %d %q", i, f.Command, env.Code, env.Msg)
 				}
 			}
 			f, env := c.call(tt.cmd, tt.body(tt.budget))
-			if f.Command != tt.wantCmd || env.Code != protocol.CodeRateLimited || string(env.Data) != "null" {
+			if f.Command != tt.wantCmd || env.Code != wire.CodeRateLimited || string(env.Data) != "null" {
 				t.Fatalf("request over budget: command %d code %d data %s, want command %d code 42901", f.Command, env.Code, env.Data, tt.wantCmd)
 			}
 			if got := h.metrics.count("tcp_rate_limited_total"); got != 1 {
 				t.Fatalf("tcp_rate_limited_total %v, want 1", got)
 			}
 			// HEARTBEAT spends no budget.
-			if _, env := c.call(protocol.CmdHeartbeat, struct{}{}); env.Code != protocol.CodeOK {
+			if _, env := c.call(wire.CmdHeartbeat, struct{}{}); env.Code != wire.CodeOK {
 				t.Fatalf("heartbeat code %d", env.Code)
 			}
 			// A fresh connection of the same device starts with a fresh budget, as long as
@@ -68,7 +68,7 @@ func TestDeviceRateLimits(t *testing.T) {
 			if !tt.preAuth {
 				other := h.dial(t)
 				other.auth(1, 2)
-				if _, env := other.call(tt.cmd, tt.body(100)); env.Code == protocol.CodeRateLimited {
+				if _, env := other.call(tt.cmd, tt.body(100)); env.Code == wire.CodeRateLimited {
 					t.Fatal("another connection was charged for this one's requests")
 				}
 			}
@@ -82,10 +82,10 @@ func TestSyncMessagesRateLimit(t *testing.T) {
 	h := start(t, Config{RateLimits: RateLimits{Device: Budgets{SyncMessages: perMinute(1)}}}, st.deps)
 	c := h.dial(t)
 	c.auth(2, 1)
-	if _, _, env := syncAll(t, c, protocol.SyncMessagesRequest{Topic: groupTopic}); env.Code != protocol.CodeOK {
+	if _, _, env := syncAll(t, c, wire.SyncMessagesRequest{Topic: groupTopic}); env.Code != wire.CodeOK {
 		t.Fatalf("first sync code %d", env.Code)
 	}
-	if _, _, env := syncAll(t, c, protocol.SyncMessagesRequest{Topic: groupTopic}); env.Code != protocol.CodeRateLimited {
+	if _, _, env := syncAll(t, c, wire.SyncMessagesRequest{Topic: groupTopic}); env.Code != wire.CodeRateLimited {
 		t.Fatalf("second sync code %d, want 42901", env.Code)
 	}
 }
@@ -95,26 +95,26 @@ func TestIPRateLimitIsShared(t *testing.T) {
 	h := start(t, Config{ProxyProtocol: true, RateLimits: RateLimits{IP: Budgets{Auth: perMinute(3)}}}, Deps{})
 	via := func(ip string) *rawClient {
 		c := h.dial(t)
-		c.write(proxyhdr.AppendV1(nil, netip.AddrPortFrom(netip.MustParseAddr(ip), 1000), netip.MustParseAddrPort("127.0.0.1:9000")))
+		c.write(proxyheader.AppendV1(nil, netip.AddrPortFrom(netip.MustParseAddr(ip), 1000), netip.MustParseAddrPort("127.0.0.1:9000")))
 		return c
 	}
 	badAuth := func(c *rawClient) int {
-		_, env := c.call(protocol.CmdAuth, protocol.AuthRequest{Token: "bad", DeviceID: 1})
+		_, env := c.call(wire.CmdAuth, wire.AuthRequest{Token: "bad", DeviceID: 1})
 		return env.Code
 	}
 	a, b := via("203.0.113.5"), via("203.0.113.5")
 	for i, c := range []*rawClient{a, b, a} {
-		if code := badAuth(c); code != protocol.CodeUnauthenticated {
+		if code := badAuth(c); code != wire.CodeUnauthenticated {
 			t.Fatalf("attempt %d: code %d, want 40101", i, code)
 		}
 	}
-	if code := badAuth(b); code != protocol.CodeRateLimited {
+	if code := badAuth(b); code != wire.CodeRateLimited {
 		t.Fatalf("fourth attempt from the address: code %d, want 42901", code)
 	}
-	if code := badAuth(via("203.0.113.6")); code != protocol.CodeUnauthenticated {
+	if code := badAuth(via("203.0.113.6")); code != wire.CodeUnauthenticated {
 		t.Fatalf("another address: code %d, want 40101", code)
 	}
-	if code := badAuth(via("2001:db8:1:2::9")); code != protocol.CodeUnauthenticated {
+	if code := badAuth(via("2001:db8:1:2::9")); code != wire.CodeUnauthenticated {
 		t.Fatalf("IPv6 address: code %d", code)
 	}
 }
@@ -129,7 +129,7 @@ func TestSendBurst(t *testing.T) {
 	for i := range 30 {
 		body := []byte(`{"topic":"` + groupTopic + `","client_msg_id":"b` + strconv.Itoa(i) + `","type":"text","content":{"t":1}}`)
 		var err error
-		if burst, err = frame.Append(burst, protocol.CmdSendMessage, uint64(i+1), uint32(i+1), body, 0); err != nil {
+		if burst, err = frame.Append(burst, wire.CmdSendMessage, uint64(i+1), uint32(i+1), body, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -137,12 +137,12 @@ func TestSendBurst(t *testing.T) {
 	codes := map[int]int{}
 	for range 30 {
 		f := c.read()
-		if f.Command != protocol.CmdSendAck {
+		if f.Command != wire.CmdSendAck {
 			t.Fatalf("command %d, want SEND_ACK", f.Command)
 		}
 		codes[envelope(t, f).Code]++
 	}
-	if codes[protocol.CodeOK] != 20 || codes[protocol.CodeRateLimited] != 10 {
+	if codes[wire.CodeOK] != 20 || codes[wire.CodeRateLimited] != 10 {
 		t.Fatalf("answers %v, want 20 ok and 10 rate limited", codes)
 	}
 }

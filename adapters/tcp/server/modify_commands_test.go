@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/imdhq/imd/adapters/memory"
-	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/clients/go/wire"
 	"github.com/imdhq/imd/core/conversation"
 	"github.com/imdhq/imd/core/domain/month"
 	"github.com/imdhq/imd/core/domain/social"
@@ -82,20 +82,20 @@ func TestModifyCommands(t *testing.T) {
 		wantCode int
 		check    func(t *testing.T, data json.RawMessage)
 	}{
-		{"recall answers the recalled message", member, protocol.CmdRecallMessage, protocol.RecallRequest{Topic: groupTopic, Seq: 1}, protocol.CodeOK,
-			wantMessage(func(m protocol.Message) bool {
-				return m.Seq == 1 && m.Status == protocol.StatusRecalled && m.Version == 2
+		{"recall answers the recalled message", member, wire.CmdRecallMessage, wire.RecallRequest{Topic: groupTopic, Seq: 1}, wire.CodeOK,
+			wantMessage(func(m wire.Message) bool {
+				return m.Seq == 1 && m.Status == wire.StatusRecalled && m.Version == 2
 			})},
-		{"recall by another member", owner, protocol.CmdRecallMessage, protocol.RecallRequest{Topic: groupTopic, Seq: 2}, protocol.CodeForbidden, nil},
-		{"recall of bad JSON", member, protocol.CmdRecallMessage, "nope", protocol.CodeInvalidArgument, nil},
-		{"edit answers the edited message", member, protocol.CmdEditMessage, protocol.EditRequest{Topic: groupTopic, Seq: 2, Content: text("fixed"), Version: 1}, protocol.CodeOK,
-			wantMessage(func(m protocol.Message) bool { return m.Seq == 2 && m.Version == 2 && m.EditedAt != nil })},
-		{"edit with a stale version", member, protocol.CmdEditMessage, protocol.EditRequest{Topic: groupTopic, Seq: 2, Content: text("again"), Version: 1}, protocol.CodeConflict, nil},
-		{"delete for oneself answers {}", member, protocol.CmdDeleteMessages, protocol.DeleteRequest{Topic: groupTopic, Low: 3, Hi: 4}, protocol.CodeOK, wantEmpty},
-		{"delete with an empty range", member, protocol.CmdDeleteMessages, protocol.DeleteRequest{Topic: groupTopic, Low: 3, Hi: 3}, protocol.CodeInvalidArgument, nil},
-		{"delete for all by the owner answers {}", owner, protocol.CmdDeleteMessages, map[string]any{"topic": groupTopic, "low": 4, "hi": 5, "for_all": true}, protocol.CodeOK, wantEmpty},
-		{"delete for all of a range", owner, protocol.CmdDeleteMessages, map[string]any{"topic": groupTopic, "low": 1, "hi": 3, "for_all": true}, protocol.CodeInvalidArgument, nil},
-		{"delete for all by a stranger", h.dialAs(t, 3), protocol.CmdDeleteMessages, map[string]any{"topic": groupTopic, "low": 2, "hi": 3, "for_all": true}, protocol.CodeForbidden, nil},
+		{"recall by another member", owner, wire.CmdRecallMessage, wire.RecallRequest{Topic: groupTopic, Seq: 2}, wire.CodeForbidden, nil},
+		{"recall of bad JSON", member, wire.CmdRecallMessage, "nope", wire.CodeInvalidArgument, nil},
+		{"edit answers the edited message", member, wire.CmdEditMessage, wire.EditRequest{Topic: groupTopic, Seq: 2, Content: text("fixed"), Version: 1}, wire.CodeOK,
+			wantMessage(func(m wire.Message) bool { return m.Seq == 2 && m.Version == 2 && m.EditedAt != nil })},
+		{"edit with a stale version", member, wire.CmdEditMessage, wire.EditRequest{Topic: groupTopic, Seq: 2, Content: text("again"), Version: 1}, wire.CodeConflict, nil},
+		{"delete for oneself answers {}", member, wire.CmdDeleteMessages, wire.DeleteRequest{Topic: groupTopic, Low: 3, Hi: 4}, wire.CodeOK, wantEmpty},
+		{"delete with an empty range", member, wire.CmdDeleteMessages, wire.DeleteRequest{Topic: groupTopic, Low: 3, Hi: 3}, wire.CodeInvalidArgument, nil},
+		{"delete for all by the owner answers {}", owner, wire.CmdDeleteMessages, map[string]any{"topic": groupTopic, "low": 4, "hi": 5, "for_all": true}, wire.CodeOK, wantEmpty},
+		{"delete for all of a range", owner, wire.CmdDeleteMessages, map[string]any{"topic": groupTopic, "low": 1, "hi": 3, "for_all": true}, wire.CodeInvalidArgument, nil},
+		{"delete for all by a stranger", h.dialAs(t, 3), wire.CmdDeleteMessages, map[string]any{"topic": groupTopic, "low": 2, "hi": 3, "for_all": true}, wire.CodeForbidden, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -103,7 +103,7 @@ func TestModifyCommands(t *testing.T) {
 			if f.Command != tt.cmd || env.Code != tt.wantCode {
 				t.Fatalf("got command %d code %d %q, want command %d code %d", f.Command, env.Code, env.Msg, tt.cmd, tt.wantCode)
 			}
-			if tt.wantCode != protocol.CodeOK {
+			if tt.wantCode != wire.CodeOK {
 				if string(env.Data) != "null" {
 					t.Fatalf("error data %s, want null", env.Data)
 				}
@@ -113,12 +113,12 @@ func TestModifyCommands(t *testing.T) {
 		})
 	}
 	t.Run("the member's sync shows every change", func(t *testing.T) {
-		_, msgs, _ := syncAll(t, member, protocol.SyncMessagesRequest{Topic: groupTopic})
-		got := make(map[int64]protocol.Message)
+		_, msgs, _ := syncAll(t, member, wire.SyncMessagesRequest{Topic: groupTopic})
+		got := make(map[int64]wire.Message)
 		for _, m := range msgs {
 			got[m.Seq] = m
 		}
-		if got[1].Status != protocol.StatusRecalled || got[2].Version != 2 || got[4].Status != protocol.StatusDeleted {
+		if got[1].Status != wire.StatusRecalled || got[2].Version != 2 || got[4].Status != wire.StatusDeleted {
 			t.Fatalf("sync: %+v", msgs)
 		}
 		if _, hidden := got[3]; hidden {
@@ -126,7 +126,7 @@ func TestModifyCommands(t *testing.T) {
 		}
 		events := 0
 		for _, m := range msgs {
-			if m.Type == protocol.TypeSystem {
+			if m.Type == wire.TypeSystem {
 				events++
 			}
 		}
@@ -143,10 +143,10 @@ func (h *harness) dialAs(t *testing.T, user int64) *rawClient {
 	return c
 }
 
-func wantMessage(ok func(protocol.Message) bool) func(t *testing.T, data json.RawMessage) {
+func wantMessage(ok func(wire.Message) bool) func(t *testing.T, data json.RawMessage) {
 	return func(t *testing.T, data json.RawMessage) {
 		t.Helper()
-		var m protocol.Message
+		var m wire.Message
 		if err := json.Unmarshal(data, &m); err != nil || !ok(m) {
 			t.Fatalf("message %s (%v)", data, err)
 		}

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/clients/go/wire"
 	"github.com/imdhq/imd/core/domain/delivery"
 	"github.com/imdhq/imd/core/domain/message"
 )
@@ -20,13 +20,13 @@ func testMessage(seq int64, content string) *message.Message {
 	}
 }
 
-func readPush(t *testing.T, c *rawClient) (uint32, protocol.Message) {
+func readPush(t *testing.T, c *rawClient) (uint32, wire.Message) {
 	t.Helper()
 	f := c.read()
-	if f.Command != protocol.CmdMessage {
+	if f.Command != wire.CmdMessage {
 		t.Fatalf("got command %d, want MESSAGE", f.Command)
 	}
-	var m protocol.Message
+	var m wire.Message
 	decodeData(t, envelope(t, f), &m)
 	return f.SequenceID, m
 }
@@ -75,8 +75,8 @@ func TestPushReadAndEvent(t *testing.T) {
 		kind    delivery.Kind
 		wantCmd uint16
 	}{
-		{delivery.KindRead, protocol.CmdReadMessage},
-		{delivery.KindEvent, protocol.CmdEvent},
+		{delivery.KindRead, wire.CmdReadMessage},
+		{delivery.KindEvent, wire.CmdEvent},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.kind), func(t *testing.T) {
@@ -113,11 +113,11 @@ func testSlowReaderDoesNotBlockPushes(t *testing.T, start func(*testing.T, Confi
 		defer close(got)
 		for {
 			f, err := fast.next(3 * time.Second)
-			if err != nil || f.Command != protocol.CmdMessage {
+			if err != nil || f.Command != wire.CmdMessage {
 				return
 			}
-			var env protocol.Envelope
-			var m protocol.Message
+			var env wire.Envelope
+			var m wire.Message
 			if json.Unmarshal(f.Body, &env) != nil || json.Unmarshal(env.Data, &m) != nil {
 				return
 			}

@@ -10,23 +10,23 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/adapters/protocol"
-	"github.com/imdhq/imd/adapters/protocol/frame"
-	"github.com/imdhq/imd/adapters/protocol/proxyhdr"
+	"github.com/imdhq/imd/clients/go/frame"
+	"github.com/imdhq/imd/clients/go/proxyheader"
+	"github.com/imdhq/imd/clients/go/wire"
 	"github.com/imdhq/imd/core/domain/apperr"
 )
 
 func TestHeartbeatWithoutAuth(t *testing.T) {
 	h := start(t, Config{}, Deps{})
 	c := h.dial(t)
-	f, env := c.call(protocol.CmdHeartbeat, struct{}{})
-	if f.Command != protocol.CmdHeartbeat || f.RequestID != 1000 {
+	f, env := c.call(wire.CmdHeartbeat, struct{}{})
+	if f.Command != wire.CmdHeartbeat || f.RequestID != 1000 {
 		t.Fatalf("header %+v, want command 2 request_id 1000", f.Header)
 	}
 	if env.RequestID != "1000" {
 		t.Fatalf("envelope request_id %q, want \"1000\"", env.RequestID)
 	}
-	var hb protocol.HeartbeatResponse
+	var hb wire.HeartbeatResponse
 	decodeData(t, env, &hb)
 	if hb.ServerTime != testTime.UnixMilli() {
 		t.Fatalf("server_time %d, want %d", hb.ServerTime, testTime.UnixMilli())
@@ -46,7 +46,7 @@ func TestUnixSocketListener(t *testing.T) {
 		t.Fatalf("Addr %q, want %q", got, path)
 	}
 	c := h.dial(t)
-	if _, env := c.call(protocol.CmdHeartbeat, struct{}{}); env.Code != protocol.CodeOK {
+	if _, env := c.call(wire.CmdHeartbeat, struct{}{}); env.Code != wire.CodeOK {
 		t.Fatalf("heartbeat code %d", env.Code)
 	}
 }
@@ -58,18 +58,18 @@ func TestCommandsBeforeAuth(t *testing.T) {
 		cmd     uint16
 		wantCmd uint16
 	}{
-		{"send answers on SEND_ACK", protocol.CmdSendMessage, protocol.CmdSendAck},
-		{"sync answers on its FINISH", protocol.CmdSyncMessages, protocol.CmdSyncMessagesFinish},
-		{"history", protocol.CmdGetHistory, protocol.CmdGetHistory},
-		{"generate msg id", protocol.CmdGenerateMsgID, protocol.CmdGenerateMsgID},
-		{"push ack", protocol.CmdPushAck, protocol.CmdPushAck},
+		{"send answers on SEND_ACK", wire.CmdSendMessage, wire.CmdSendAck},
+		{"sync answers on its FINISH", wire.CmdSyncMessages, wire.CmdSyncMessagesFinish},
+		{"history", wire.CmdGetHistory, wire.CmdGetHistory},
+		{"generate msg id", wire.CmdGenerateMsgID, wire.CmdGenerateMsgID},
+		{"push ack", wire.CmdPushAck, wire.CmdPushAck},
 		{"unknown command", 99, 99},
 	}
 	c := h.dial(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f, env := c.call(tt.cmd, struct{}{})
-			if f.Command != tt.wantCmd || env.Code != protocol.CodeUnauthenticated || string(env.Data) != "null" {
+			if f.Command != tt.wantCmd || env.Code != wire.CodeUnauthenticated || string(env.Data) != "null" {
 				t.Fatalf("got command %d code %d data %s, want command %d code 40101 data null", f.Command, env.Code, env.Data, tt.wantCmd)
 			}
 		})
@@ -83,25 +83,25 @@ func TestAuth(t *testing.T) {
 		body     any
 		wantCode int
 	}{
-		{"bad token", protocol.AuthRequest{Token: "nope", DeviceID: 1}, protocol.CodeUnauthenticated},
-		{"missing device", protocol.AuthRequest{Token: token(5)}, protocol.CodeInvalidArgument},
-		{"bad JSON", []int{1}, protocol.CodeInvalidArgument},
-		{"ok after failures", protocol.AuthRequest{Token: token(5), DeviceID: 9}, protocol.CodeOK},
-		{"again on the same connection", protocol.AuthRequest{Token: token(5), DeviceID: 9}, protocol.CodeInvalidArgument},
+		{"bad token", wire.AuthRequest{Token: "nope", DeviceID: 1}, wire.CodeUnauthenticated},
+		{"missing device", wire.AuthRequest{Token: token(5)}, wire.CodeInvalidArgument},
+		{"bad JSON", []int{1}, wire.CodeInvalidArgument},
+		{"ok after failures", wire.AuthRequest{Token: token(5), DeviceID: 9}, wire.CodeOK},
+		{"again on the same connection", wire.AuthRequest{Token: token(5), DeviceID: 9}, wire.CodeInvalidArgument},
 	}
 	c := h.dial(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f, env := c.call(protocol.CmdAuth, tt.body)
-			if f.Command != protocol.CmdAuth || env.Code != tt.wantCode {
+			f, env := c.call(wire.CmdAuth, tt.body)
+			if f.Command != wire.CmdAuth || env.Code != tt.wantCode {
 				t.Fatalf("got command %d code %d %q, want command 1 code %d", f.Command, env.Code, env.Msg, tt.wantCode)
 			}
-			if tt.wantCode != protocol.CodeOK {
+			if tt.wantCode != wire.CodeOK {
 				return
 			}
-			var resp protocol.AuthResponse
+			var resp wire.AuthResponse
 			decodeData(t, env, &resp)
-			want := protocol.AuthResponse{UserID: 5, TenantID: "default", DeviceID: 9, ServerTime: testTime.UnixMilli()}
+			want := wire.AuthResponse{UserID: 5, TenantID: "default", DeviceID: 9, ServerTime: testTime.UnixMilli()}
 			if resp != want {
 				t.Fatalf("auth data %+v, want %+v", resp, want)
 			}
@@ -109,19 +109,19 @@ func TestAuth(t *testing.T) {
 	}
 	t.Run("unknown command after auth keeps its command", func(t *testing.T) {
 		f, env := c.call(99, struct{}{})
-		if f.Command != 99 || env.Code != protocol.CodeInvalidArgument {
+		if f.Command != 99 || env.Code != wire.CodeInvalidArgument {
 			t.Fatalf("got command %d code %d, want 99 and 40001", f.Command, env.Code)
 		}
 	})
 	t.Run("push ack is not answered", func(t *testing.T) {
-		c.send(protocol.CmdPushAck, struct{}{})
+		c.send(wire.CmdPushAck, struct{}{})
 		c.expectOpen(100 * time.Millisecond)
 	})
 }
 
 func TestBadFramesClose(t *testing.T) {
 	valid := func() []byte {
-		f, err := frame.Append(nil, protocol.CmdHeartbeat, 1, 1, []byte(`{}`), 0)
+		f, err := frame.Append(nil, wire.CmdHeartbeat, 1, 1, []byte(`{}`), 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -160,7 +160,7 @@ func TestFramesSplitAcrossWrites(t *testing.T) {
 	c := h.dial(t)
 	var stream []byte
 	for seq := uint32(1); seq <= 3; seq++ {
-		f, err := frame.Append(nil, protocol.CmdHeartbeat, uint64(seq), seq, []byte(`{}`), 0)
+		f, err := frame.Append(nil, wire.CmdHeartbeat, uint64(seq), seq, []byte(`{}`), 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -173,7 +173,7 @@ func TestFramesSplitAcrossWrites(t *testing.T) {
 	}
 	c.write(stream[30:])
 	for seq := uint32(1); seq <= 3; seq++ {
-		if f := c.read(); f.SequenceID != seq || f.Command != protocol.CmdHeartbeat {
+		if f := c.read(); f.SequenceID != seq || f.Command != wire.CmdHeartbeat {
 			t.Fatalf("frame %d: %+v", seq, f.Header)
 		}
 	}
@@ -189,17 +189,17 @@ func TestProxyHeader(t *testing.T) {
 		header []byte
 		wantIP string
 	}{
-		{"v1", proxyhdr.AppendV1(nil, client, server), "203.0.113.7"},
-		{"v2", proxyhdr.AppendV2(nil, client, server), "203.0.113.7"},
-		{"v2 IPv6", proxyhdr.AppendV2(nil, client6, server6), "2001:db8::5"},
-		{"v2 LOCAL keeps the peer", proxyhdr.AppendV2(nil, netip.AddrPort{}, netip.AddrPort{}), "127.0.0.1"},
+		{"v1", proxyheader.AppendV1(nil, client, server), "203.0.113.7"},
+		{"v2", proxyheader.AppendV2(nil, client, server), "203.0.113.7"},
+		{"v2 IPv6", proxyheader.AppendV2(nil, client6, server6), "2001:db8::5"},
+		{"v2 LOCAL keeps the peer", proxyheader.AppendV2(nil, netip.AddrPort{}, netip.AddrPort{}), "127.0.0.1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := start(t, Config{ProxyProtocol: true}, Deps{})
 			c := h.dial(t)
 			// The header and the first frame in one write: the frame must survive the header.
-			hb, err := frame.Append(tt.header, protocol.CmdHeartbeat, 7, 7, []byte(`{}`), 0)
+			hb, err := frame.Append(tt.header, wire.CmdHeartbeat, 7, 7, []byte(`{}`), 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -220,12 +220,12 @@ func TestProxyHeader(t *testing.T) {
 
 func TestProxyHeaderPartialWaits(t *testing.T) {
 	h := start(t, Config{ProxyProtocol: true, ProxyTimeout: time.Second}, Deps{})
-	header := proxyhdr.AppendV1(nil, netip.MustParseAddrPort("198.51.100.9:1234"), netip.MustParseAddrPort("127.0.0.1:9000"))
+	header := proxyheader.AppendV1(nil, netip.MustParseAddrPort("198.51.100.9:1234"), netip.MustParseAddrPort("127.0.0.1:9000"))
 	c := h.dial(t)
 	c.write(header[:10])
 	c.expectOpen(150 * time.Millisecond)
 	c.write(header[10:])
-	if _, env := c.call(protocol.CmdHeartbeat, struct{}{}); env.Code != protocol.CodeOK {
+	if _, env := c.call(wire.CmdHeartbeat, struct{}{}); env.Code != wire.CodeOK {
 		t.Fatalf("heartbeat code %d", env.Code)
 	}
 	if rec := h.logs.find("connection accepted"); rec == nil || rec["real_ip"] != "198.51.100.9" {
@@ -240,7 +240,7 @@ func TestProxyHeaderRefused(t *testing.T) {
 	}{
 		{"malformed", []byte("PROXY TCP4 garbage\r\n")},
 		{"frames without a header", func() []byte {
-			f, _ := frame.Append(nil, protocol.CmdHeartbeat, 1, 1, []byte(`{}`), 0)
+			f, _ := frame.Append(nil, wire.CmdHeartbeat, 1, 1, []byte(`{}`), 0)
 			return f
 		}()},
 		{"missing: nothing sent", nil},
@@ -264,32 +264,32 @@ func TestTaskPoolFull(t *testing.T) {
 	h := start(t, Config{Workers: 1, Queue: 1}, Deps{Auth: tokens})
 	busy, queued, refused := h.dial(t), h.dial(t), h.dial(t)
 
-	busy.send(protocol.CmdAuth, protocol.AuthRequest{Token: token(1), DeviceID: 1})
+	busy.send(wire.CmdAuth, wire.AuthRequest{Token: token(1), DeviceID: 1})
 	<-tokens.entered // the only worker is now held
-	queued.send(protocol.CmdAuth, protocol.AuthRequest{Token: token(2), DeviceID: 1})
+	queued.send(wire.CmdAuth, wire.AuthRequest{Token: token(2), DeviceID: 1})
 	eventually(t, "queued AUTH", func() bool { return h.metrics.gauge("taskpool_depth") == 1 })
 
-	f, env := refused.call(protocol.CmdAuth, protocol.AuthRequest{Token: token(3), DeviceID: 1})
-	if f.Command != protocol.CmdAuth || env.Code != protocol.CodeBusy {
+	f, env := refused.call(wire.CmdAuth, wire.AuthRequest{Token: token(3), DeviceID: 1})
+	if f.Command != wire.CmdAuth || env.Code != wire.CodeBusy {
 		t.Fatalf("got command %d code %d, want AUTH 50301", f.Command, env.Code)
 	}
 	if got := h.metrics.count("taskpool_rejected_total"); got != 1 {
 		t.Fatalf("taskpool_rejected_total %v, want 1", got)
 	}
 	// HEARTBEAT does not need the pool.
-	if _, env := refused.call(protocol.CmdHeartbeat, struct{}{}); env.Code != protocol.CodeOK {
+	if _, env := refused.call(wire.CmdHeartbeat, struct{}{}); env.Code != wire.CodeOK {
 		t.Fatalf("heartbeat code %d while the pool is full", env.Code)
 	}
 
 	close(tokens.gate)
 	<-tokens.entered
 	for _, c := range []*rawClient{busy, queued} {
-		if env := envelope(t, c.read()); env.Code != protocol.CodeOK {
+		if env := envelope(t, c.read()); env.Code != wire.CodeOK {
 			t.Fatalf("held AUTH code %d", env.Code)
 		}
 	}
 	// A refused AUTH may be retried.
-	if _, env := refused.call(protocol.CmdAuth, protocol.AuthRequest{Token: token(3), DeviceID: 1}); env.Code != protocol.CodeOK {
+	if _, env := refused.call(wire.CmdAuth, wire.AuthRequest{Token: token(3), DeviceID: 1}); env.Code != wire.CodeOK {
 		t.Fatalf("retried AUTH code %d %q", env.Code, env.Msg)
 	}
 }
@@ -301,18 +301,18 @@ func TestSecondAuthKicksFirst(t *testing.T) {
 	second.auth(4, 77)
 
 	kick := first.read()
-	if kick.Command != protocol.CmdKick {
+	if kick.Command != wire.CmdKick {
 		t.Fatalf("first connection got command %d, want KICK", kick.Command)
 	}
-	var k protocol.Kick
+	var k wire.Kick
 	decodeData(t, envelope(t, kick), &k)
-	if k.Reason != protocol.KickReasonReplaced {
+	if k.Reason != wire.KickReasonReplaced {
 		t.Fatalf("kick reason %q", k.Reason)
 	}
 	first.expectClosed()
 
 	// The newer connection is the device's only one and keeps working.
-	if _, env := second.call(protocol.CmdHeartbeat, struct{}{}); env.Code != protocol.CodeOK {
+	if _, env := second.call(wire.CmdHeartbeat, struct{}{}); env.Code != wire.CodeOK {
 		t.Fatalf("second connection heartbeat code %d", env.Code)
 	}
 	eventually(t, "first connection gone", func() bool { return h.metrics.gauge("tcp_connections") == 1 })
@@ -328,14 +328,14 @@ func TestKick(t *testing.T) {
 		t.Fatalf("kicked %d connections, want 2", n)
 	}
 	for _, c := range []*rawClient{a, b} {
-		var k protocol.Kick
+		var k wire.Kick
 		decodeData(t, envelope(t, c.read()), &k)
 		if k.Reason != "banned" {
 			t.Fatalf("reason %q", k.Reason)
 		}
 		c.expectClosed()
 	}
-	if _, env := other.call(protocol.CmdHeartbeat, struct{}{}); env.Code != protocol.CodeOK {
+	if _, env := other.call(wire.CmdHeartbeat, struct{}{}); env.Code != wire.CodeOK {
 		t.Fatalf("other user's heartbeat code %d", env.Code)
 	}
 }
@@ -345,7 +345,7 @@ func TestIdleTimeout(t *testing.T) {
 	c := h.dial(t)
 	for range 3 { // traffic keeps it open past the timeout
 		time.Sleep(150 * time.Millisecond) // silence shorter than the timeout: time passing is what is tested
-		if _, env := c.call(protocol.CmdHeartbeat, struct{}{}); env.Code != protocol.CodeOK {
+		if _, env := c.call(wire.CmdHeartbeat, struct{}{}); env.Code != wire.CodeOK {
 			t.Fatalf("heartbeat code %d", env.Code)
 		}
 	}
@@ -356,7 +356,7 @@ func TestStopDrainsAcceptedRequests(t *testing.T) {
 	tokens := &fakeTokens{entered: make(chan struct{}, 1), gate: make(chan struct{})}
 	h := start(t, Config{}, Deps{Auth: tokens})
 	c := h.dial(t)
-	c.send(protocol.CmdAuth, protocol.AuthRequest{Token: token(1), DeviceID: 1})
+	c.send(wire.CmdAuth, wire.AuthRequest{Token: token(1), DeviceID: 1})
 	<-tokens.entered
 
 	// What the AUTH had done when Stop returned is read then, so an early return fails the
@@ -371,11 +371,11 @@ func TestStopDrainsAcceptedRequests(t *testing.T) {
 		stopped <- stop{err, tokens.passed.Load()}
 	}()
 	eventually(t, "stopping", h.srv.stopping.Load)
-	if _, env := c.call(protocol.CmdGenerateMsgID, struct{}{}); env.Code != protocol.CodeBusy {
+	if _, env := c.call(wire.CmdGenerateMsgID, struct{}{}); env.Code != wire.CodeBusy {
 		t.Fatalf("request during shutdown: code %d, want 50301", env.Code)
 	}
 	close(tokens.gate)
-	if env := envelope(t, c.read()); env.Code != protocol.CodeOK {
+	if env := envelope(t, c.read()); env.Code != wire.CodeOK {
 		t.Fatalf("accepted AUTH answered %d during shutdown", env.Code)
 	}
 	st := <-stopped
@@ -421,7 +421,7 @@ func TestRequestContext(t *testing.T) {
 		h := start(t, Config{RequestTimeout: 50 * time.Millisecond}, Deps{}, handlers)
 		c := h.dial(t)
 		c.auth(1, 1)
-		if _, env := c.call(cmdWait, struct{}{}); env.Code != protocol.CodeBusy {
+		if _, env := c.call(cmdWait, struct{}{}); env.Code != wire.CodeBusy {
 			t.Fatalf("code %d, want 50301", env.Code)
 		}
 		if err := <-ended; !errors.Is(err, context.DeadlineExceeded) {
@@ -456,10 +456,10 @@ func TestRequestContext(t *testing.T) {
 		h := start(t, Config{}, Deps{}, handlers)
 		c := h.dial(t)
 		c.auth(1, 1)
-		if f, env := c.call(cmdPanic, struct{}{}); f.Command != cmdPanic || env.Code != protocol.CodeInternal {
+		if f, env := c.call(cmdPanic, struct{}{}); f.Command != cmdPanic || env.Code != wire.CodeInternal {
 			t.Fatalf("command %d code %d, want %d and 50001", f.Command, env.Code, cmdPanic)
 		}
-		if _, env := c.call(protocol.CmdHeartbeat, struct{}{}); env.Code != protocol.CodeOK {
+		if _, env := c.call(wire.CmdHeartbeat, struct{}{}); env.Code != wire.CodeOK {
 			t.Fatal("connection unusable after a handler panic")
 		}
 		rec := h.logs.find("tcp request", "command", "201")

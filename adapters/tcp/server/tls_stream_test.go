@@ -14,10 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/adapters/protocol"
-	"github.com/imdhq/imd/adapters/protocol/frame"
-	"github.com/imdhq/imd/adapters/protocol/proxyhdr"
 	"github.com/imdhq/imd/adapters/protocol/tlstest"
+	"github.com/imdhq/imd/clients/go/frame"
+	"github.com/imdhq/imd/clients/go/proxyheader"
+	"github.com/imdhq/imd/clients/go/wire"
 	"github.com/imdhq/imd/core/domain/delivery"
 	"github.com/imdhq/imd/core/domain/message"
 	"github.com/imdhq/imd/core/domain/seq"
@@ -91,7 +91,7 @@ func startNative(t *testing.T, cfg Config, deps Deps) *nativeTLS {
 	n := &nativeTLS{h: start(t, cfg, deps), pki: pki}
 	n.proxy = tlstest.NewProxy(t, n.h.srv.Addr().String(), nil)
 	if cfg.ProxyProtocol {
-		n.proxyHeader = proxyhdr.AppendV2(nil, netip.MustParseAddrPort("198.51.100.7:40000"), netip.MustParseAddrPort("127.0.0.1:9000"))
+		n.proxyHeader = proxyheader.AppendV2(nil, netip.MustParseAddrPort("198.51.100.7:40000"), netip.MustParseAddrPort("127.0.0.1:9000"))
 	}
 	return n
 }
@@ -152,8 +152,8 @@ func TestTLSFirstFrameAlwaysAnswered(t *testing.T) {
 		body     any
 		wantCode int
 	}{
-		{"HEARTBEAT", protocol.CmdHeartbeat, struct{}{}, protocol.CodeOK},
-		{"SEND_MESSAGE before AUTH", protocol.CmdSendMessage, protocol.SendMessageRequest{ToUser: 2, ClientMsgID: "x", Type: "text", Content: text("hi")}, 40101},
+		{"HEARTBEAT", wire.CmdHeartbeat, struct{}{}, wire.CodeOK},
+		{"SEND_MESSAGE before AUTH", wire.CmdSendMessage, wire.SendMessageRequest{ToUser: 2, ClientMsgID: "x", Type: "text", Content: text("hi")}, 40101},
 	}
 	n := startNative(t, Config{ProxyProtocol: true}, Deps{})
 	for _, tt := range tests {
@@ -164,7 +164,7 @@ func TestTLSFirstFrameAlwaysAnswered(t *testing.T) {
 				if tt.resume {
 					cfg.ClientSessionCache = tls.NewLRUClientSessionCache(4)
 					c := &rawClient{t: t, nc: tls.Client(n.dialCorked(t), cfg)}
-					if _, env := c.call(protocol.CmdHeartbeat, struct{}{}); env.Code != protocol.CodeOK { // stores the ticket
+					if _, env := c.call(wire.CmdHeartbeat, struct{}{}); env.Code != wire.CodeOK { // stores the ticket
 						t.Fatalf("first connection: code %d", env.Code)
 					}
 				}
@@ -200,7 +200,7 @@ func TestTLSFirstFrameAlwaysAnswered(t *testing.T) {
 							t.Errorf("connection %d: no answer to the first frame: %v", i, err)
 							return
 						}
-						var env protocol.Envelope
+						var env wire.Envelope
 						if err := json.Unmarshal(f.Body, &env); err != nil || f.SequenceID != 1 || env.Code != req.wantCode {
 							t.Errorf("connection %d: answer seq %d code %d (%v), want seq 1 code %d", i, f.SequenceID, env.Code, err, req.wantCode)
 						}
@@ -242,11 +242,11 @@ func newPipeliner(t testing.TB, n *nativeTLS, cfg *tls.Config, user int64, devic
 		return nil, err
 	}
 	c := &rawClient{nc: tc}
-	auth, err := json.Marshal(protocol.AuthRequest{Token: token(user), DeviceID: device})
+	auth, err := json.Marshal(wire.AuthRequest{Token: token(user), DeviceID: device})
 	if err != nil {
 		return nil, err
 	}
-	f, err := frame.Append(nil, protocol.CmdAuth, 1, 1, auth, 0)
+	f, err := frame.Append(nil, wire.CmdAuth, 1, 1, auth, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -258,9 +258,9 @@ func newPipeliner(t testing.TB, n *nativeTLS, cfg *tls.Config, user int64, devic
 		if err != nil {
 			return nil, fmt.Errorf("auth as %d: %w", user, err)
 		}
-		if f.Command == protocol.ResponseCommand(protocol.CmdAuth) && f.SequenceID == 1 {
-			var env protocol.Envelope
-			if err := json.Unmarshal(f.Body, &env); err != nil || env.Code != protocol.CodeOK {
+		if f.Command == wire.ResponseCommand(wire.CmdAuth) && f.SequenceID == 1 {
+			var env wire.Envelope
+			if err := json.Unmarshal(f.Body, &env); err != nil || env.Code != wire.CodeOK {
 				return nil, fmt.Errorf("auth as %d: code %d %v", user, env.Code, err)
 			}
 			break
@@ -305,7 +305,7 @@ func (p *pipeliner) send(cmd uint16, body any, compressMin int) {
 	defer p.wmu.Unlock()
 	p.seq++
 	p.mu.Lock()
-	p.calls[p.seq] = protocol.ResponseCommand(cmd)
+	p.calls[p.seq] = wire.ResponseCommand(cmd)
 	p.mu.Unlock()
 	f, err := frameOf(cmd, p.seq, body, compressMin)
 	if err == nil {
@@ -336,17 +336,17 @@ func (p *pipeliner) read(c *rawClient) {
 			p.mu.Unlock()
 			return
 		}
-		var env protocol.Envelope
+		var env wire.Envelope
 		if err := json.Unmarshal(f.Body, &env); err != nil {
 			p.fail(fmt.Errorf("frame %d: %w", f.Command, err))
 			continue
 		}
-		if f.Command == protocol.CmdMessage {
+		if f.Command == wire.CmdMessage {
 			p.mu.Lock()
 			p.pushes++
 			p.mu.Unlock()
 			p.wmu.Lock()
-			ack, err := frameOf(protocol.CmdPushAck, f.SequenceID, struct{}{}, 0)
+			ack, err := frameOf(wire.CmdPushAck, f.SequenceID, struct{}{}, 0)
 			if err == nil {
 				_, err = p.tc.Write(ack)
 			}
@@ -363,7 +363,7 @@ func (p *pipeliner) read(c *rawClient) {
 			p.failed = fmt.Errorf("answer command %d seq %d matches no request", f.Command, f.SequenceID)
 		case p.answered[f.SequenceID]:
 			p.failed = fmt.Errorf("seq %d answered twice", f.SequenceID)
-		case env.Code != protocol.CodeOK:
+		case env.Code != wire.CodeOK:
 			p.failed = fmt.Errorf("seq %d: code %d %s", f.SequenceID, env.Code, env.Msg)
 		}
 		p.answered[f.SequenceID] = true
@@ -472,11 +472,11 @@ func TestTLSPipelinedRequestsWithPushes(t *testing.T) {
 			for k := range requests {
 				switch k % 4 {
 				case 0:
-					p.send(protocol.CmdHeartbeat, struct{}{}, 0)
+					p.send(wire.CmdHeartbeat, struct{}{}, 0)
 				case 1:
-					p.send(protocol.CmdSendMessage, protocol.SendMessageRequest{ToUser: 2, ClientMsgID: fmt.Sprintf("c%d-%d", i, k), Type: "text", Content: text(long)}, 64)
+					p.send(wire.CmdSendMessage, wire.SendMessageRequest{ToUser: 2, ClientMsgID: fmt.Sprintf("c%d-%d", i, k), Type: "text", Content: text(long)}, 64)
 				default:
-					p.send(protocol.CmdSendMessage, protocol.SendMessageRequest{ToUser: 2, ClientMsgID: fmt.Sprintf("c%d-%d", i, k), Type: "text", Content: text("short")}, 0)
+					p.send(wire.CmdSendMessage, wire.SendMessageRequest{ToUser: 2, ClientMsgID: fmt.Sprintf("c%d-%d", i, k), Type: "text", Content: text("short")}, 0)
 				}
 			}
 			pushing.Wait()
@@ -574,8 +574,8 @@ func TestTLSSoak(t *testing.T) {
 		wg.Go(func() {
 			for round := 0; time.Now().Before(stop); round++ {
 				for k := range window {
-					body := protocol.SendMessageRequest{ToUser: 2, ClientMsgID: fmt.Sprintf("s%d-%d-%d", i, round, k), Type: "text", Content: text(long)}
-					p.send(protocol.CmdSendMessage, body, 64*(k%2))
+					body := wire.SendMessageRequest{ToUser: 2, ClientMsgID: fmt.Sprintf("s%d-%d-%d", i, round, k), Type: "text", Content: text(long)}
+					p.send(wire.CmdSendMessage, body, 64*(k%2))
 				}
 				sent.Add(window)
 				want := (round + 1) * window

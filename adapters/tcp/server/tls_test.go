@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/adapters/client"
-	"github.com/imdhq/imd/adapters/protocol"
-	"github.com/imdhq/imd/adapters/protocol/frame"
-	"github.com/imdhq/imd/adapters/protocol/proxyhdr"
 	"github.com/imdhq/imd/adapters/protocol/tlstest"
+	"github.com/imdhq/imd/clients/go/client"
+	"github.com/imdhq/imd/clients/go/frame"
+	"github.com/imdhq/imd/clients/go/proxyheader"
+	"github.com/imdhq/imd/clients/go/wire"
 	"github.com/imdhq/imd/core/domain/delivery"
 )
 
@@ -87,7 +87,7 @@ func TestNativeTLS(t *testing.T) {
 				t.Fatalf("heartbeat: %v", err)
 			}
 			long := strings.Repeat("compressed over TLS ", 50)
-			ack, err := alice.Send(t.Context(), protocol.SendMessageRequest{ToUser: 2, ClientMsgID: "m1", Type: "text", Content: text(long)})
+			ack, err := alice.Send(t.Context(), wire.SendMessageRequest{ToUser: 2, ClientMsgID: "m1", Type: "text", Content: text(long)})
 			if err != nil || ack.Seq != 1 {
 				t.Fatalf("send: %+v %v", ack, err)
 			}
@@ -101,7 +101,7 @@ func TestNativeTLS(t *testing.T) {
 				t.Fatalf("push report %+v", rep)
 			}
 			p := nextPush(t, bob)
-			if p.Command != protocol.CmdMessage || p.Message == nil || p.Message.Seq != 1 || !strings.Contains(string(p.Message.Content), long) {
+			if p.Command != wire.CmdMessage || p.Message == nil || p.Message.Seq != 1 || !strings.Contains(string(p.Message.Content), long) {
 				t.Fatalf("push %+v", p)
 			}
 			msgs, err := bob.History(t.Context(), p2pTopic, 0, 10)
@@ -190,7 +190,7 @@ func TestTLSFramesSplitAcrossRecordsAndReads(t *testing.T) {
 	padding, _ := json.Marshal(map[string]string{"pad": strings.Repeat("p", 60<<10)})
 	var stream []byte
 	for seq, body := range [][]byte{[]byte(`{}`), padding, []byte(`{}`)} {
-		if stream, err = frame.Append(stream, protocol.CmdHeartbeat, uint64(seq+1), uint32(seq+1), body, 0); err != nil {
+		if stream, err = frame.Append(stream, wire.CmdHeartbeat, uint64(seq+1), uint32(seq+1), body, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -199,7 +199,7 @@ func TestTLSFramesSplitAcrossRecordsAndReads(t *testing.T) {
 	}
 	c := &rawClient{t: t, nc: tc}
 	for seq := uint32(1); seq <= 3; seq++ {
-		if f := c.read(); f.SequenceID != seq || f.Command != protocol.CmdHeartbeat {
+		if f := c.read(); f.SequenceID != seq || f.Command != wire.CmdHeartbeat {
 			t.Fatalf("answer %d: %+v", seq, f.Header)
 		}
 	}
@@ -207,7 +207,7 @@ func TestTLSFramesSplitAcrossRecordsAndReads(t *testing.T) {
 
 func TestTLSRefusals(t *testing.T) {
 	pki := newTestPKI(t)
-	heartbeat, err := frame.Append(nil, protocol.CmdHeartbeat, 1, 1, []byte(`{}`), 0)
+	heartbeat, err := frame.Append(nil, wire.CmdHeartbeat, 1, 1, []byte(`{}`), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ func TestTLSRefusals(t *testing.T) {
 		{"TLS without the required PROXY header", Config{ProxyProtocol: true, ProxyTimeout: 200 * time.Millisecond},
 			[]byte{0x16, 0x03, 0x01, 0x01, 0x00, 0x01, 0x00}, "realip_missing_total"},
 		{"PROXY header, then a stalled handshake", Config{ProxyProtocol: true},
-			proxyhdr.AppendV2(nil, netip.MustParseAddrPort("203.0.113.1:1000"), netip.MustParseAddrPort("127.0.0.1:9000")),
+			proxyheader.AppendV2(nil, netip.MustParseAddrPort("203.0.113.1:1000"), netip.MustParseAddrPort("127.0.0.1:9000")),
 			"tcp_tls_handshake_failures_total"},
 	}
 	for _, tt := range tests {
@@ -261,7 +261,7 @@ func TestTLSSlowHandshakeWithinTimeout(t *testing.T) {
 		t.Fatalf("handshake: %v", err)
 	}
 	c := &rawClient{t: t, nc: tc}
-	if _, env := c.call(protocol.CmdHeartbeat, struct{}{}); env.Code != protocol.CodeOK {
+	if _, env := c.call(wire.CmdHeartbeat, struct{}{}); env.Code != wire.CodeOK {
 		t.Fatalf("heartbeat code %d", env.Code)
 	}
 }
@@ -273,8 +273,8 @@ func TestTLSSecondAuthKicksFirst(t *testing.T) {
 	first := h.connect(t, opts, 4, 77)
 	second := h.connect(t, opts, 4, 77)
 	p := nextPush(t, first)
-	var k protocol.Kick
-	if p.Command != protocol.CmdKick || json.Unmarshal(p.Envelope.Data, &k) != nil || k.Reason != protocol.KickReasonReplaced {
+	var k wire.Kick
+	if p.Command != wire.CmdKick || json.Unmarshal(p.Envelope.Data, &k) != nil || k.Reason != wire.KickReasonReplaced {
 		t.Fatalf("first connection got %+v, want KICK replaced", p)
 	}
 	select {
@@ -300,7 +300,7 @@ func TestTLSClientCloseNotify(t *testing.T) {
 	}
 	tc := tls.Client(nc, pki.client)
 	c := &rawClient{t: t, nc: tc}
-	if _, env := c.call(protocol.CmdHeartbeat, struct{}{}); env.Code != protocol.CodeOK {
+	if _, env := c.call(wire.CmdHeartbeat, struct{}{}); env.Code != wire.CodeOK {
 		t.Fatalf("heartbeat code %d", env.Code)
 	}
 	if err := tc.CloseWrite(); err != nil { // sends close_notify

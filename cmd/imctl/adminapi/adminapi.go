@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/clients/go/wire"
 )
 
 // maxErrorBody bounds how much of a non-JSON error body an Error keeps.
@@ -146,8 +146,8 @@ func (c *Client) AddMembers(ctx context.Context, groupID int64, userIDs []int64)
 }
 
 // Message reads one message by topic and seq.
-func (c *Client) Message(ctx context.Context, topic string, seq int64) (protocol.Message, error) {
-	var m protocol.Message
+func (c *Client) Message(ctx context.Context, topic string, seq int64) (wire.Message, error) {
+	var m wire.Message
 	err := c.do(ctx, http.MethodGet, "/topics/"+url.PathEscape(topic)+"/messages/"+strconv.FormatInt(seq, 10), nil, &m)
 	return m, err
 }
@@ -155,9 +155,9 @@ func (c *Client) Message(ctx context.Context, topic string, seq int64) (protocol
 // Page is one page of a topic's messages. Forward pages (since) also carry
 // where to continue: LastSeq and HasMore.
 type Page struct {
-	Messages []protocol.Message `json:"messages"`
-	LastSeq  int64              `json:"last_seq,omitempty"`
-	HasMore  bool               `json:"has_more,omitempty"`
+	Messages []wire.Message `json:"messages"`
+	LastSeq  int64          `json:"last_seq,omitempty"`
+	HasMore  bool           `json:"has_more,omitempty"`
 }
 
 // NoSince asks Messages for a backward page.

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/adapters/client"
-	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/clients/go/client"
+	"github.com/imdhq/imd/clients/go/wire"
 	"github.com/imdhq/imd/cmd/imctl/adminapi"
 	"github.com/imdhq/imd/cmd/imctl/bench/hist"
 	"github.com/imdhq/imd/cmd/imctl/bench/report"
@@ -450,9 +450,9 @@ func TestErrorKeyAndRetriable(t *testing.T) {
 		retriable bool
 	}{
 		{nil, "none", false},
-		{fmt.Errorf("send: %w", &client.CodeError{Code: protocol.CodeBusy}), "50301", true},
-		{&client.CodeError{Code: protocol.CodeRateLimited}, "42901", true},
-		{&client.CodeError{Code: protocol.CodeForbidden}, "40301", false},
+		{fmt.Errorf("send: %w", &client.CodeError{Code: wire.CodeBusy}), "50301", true},
+		{&client.CodeError{Code: wire.CodeRateLimited}, "42901", true},
+		{&client.CodeError{Code: wire.CodeForbidden}, "40301", false},
 		{fmt.Errorf("client: command 4: %w", context.DeadlineExceeded), "timeout", true},
 		{context.Canceled, "canceled", false},
 		{client.ErrClosed, "closed", false},

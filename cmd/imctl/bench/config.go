@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/imdhq/imd/adapters/client"
+	"github.com/imdhq/imd/clients/go/client"
 	"github.com/imdhq/imd/cmd/imctl/adminapi"
 	"github.com/imdhq/imd/cmd/imctl/bench/procstat"
 )

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/adapters/protocol"
-	"github.com/imdhq/imd/adapters/protocol/frame"
+	"github.com/imdhq/imd/clients/go/frame"
+	"github.com/imdhq/imd/clients/go/wire"
 	"github.com/imdhq/imd/core/domain/month"
 	"github.com/imdhq/imd/core/domain/topic"
 )
@@ -42,7 +42,7 @@ type fakeIMD struct {
 	tokens  map[string]int64
 	members map[string][]int64
 	conns   map[int64][]*fakeConn
-	msgs    map[string][]protocol.Message
+	msgs    map[string][]wire.Message
 	lastSeq map[string]int64
 	held    map[string][]func() // pushes held back by faultReorder, per topic
 	senders map[int64]bool      // users that sent a message
@@ -70,7 +70,7 @@ func startFake(t *testing.T, fault string) *fakeIMD {
 	f := &fakeIMD{
 		t: t, fault: fault, ln: ln,
 		tokens: map[string]int64{}, members: map[string][]int64{}, conns: map[int64][]*fakeConn{},
-		msgs: map[string][]protocol.Message{}, lastSeq: map[string]int64{}, held: map[string][]func(){}, sources: map[netip.Addr]bool{},
+		msgs: map[string][]wire.Message{}, lastSeq: map[string]int64{}, held: map[string][]func(){}, sources: map[netip.Addr]bool{},
 		senders: map[int64]bool{},
 		// One month ahead of the clock, so the bench must probe for it.
 		active: month.Of(time.Now()).Next(),
@@ -140,7 +140,7 @@ func (c *fakeConn) write(cmd uint16, requestID uint64, seq uint32, body []byte) 
 }
 
 func (c *fakeConn) ok(fr frame.Frame, cmd uint16, data any) {
-	body, err := protocol.OK(fr.RequestID, data)
+	body, err := wire.OK(fr.RequestID, data)
 	if err != nil {
 		panic(err)
 	}
@@ -148,13 +148,13 @@ func (c *fakeConn) ok(fr frame.Frame, cmd uint16, data any) {
 }
 
 func (c *fakeConn) fail(fr frame.Frame, code int) {
-	c.write(protocol.ResponseCommand(fr.Command), fr.RequestID, fr.SequenceID, protocol.Err(fr.RequestID, code, "fake says no"))
+	c.write(wire.ResponseCommand(fr.Command), fr.RequestID, fr.SequenceID, wire.Err(fr.RequestID, code, "fake says no"))
 }
 
 func (f *fakeIMD) handle(c *fakeConn, fr frame.Frame) {
 	switch fr.Command {
-	case protocol.CmdAuth:
-		var req protocol.AuthRequest
+	case wire.CmdAuth:
+		var req wire.AuthRequest
 		json.Unmarshal(fr.Body, &req)
 		f.mu.Lock()
 		user, ok := f.tokens[req.Token]
@@ -164,19 +164,19 @@ func (f *fakeIMD) handle(c *fakeConn, fr frame.Frame) {
 		}
 		f.mu.Unlock()
 		if !ok {
-			c.fail(fr, protocol.CodeUnauthenticated)
+			c.fail(fr, wire.CodeUnauthenticated)
 			return
 		}
-		c.ok(fr, protocol.CmdAuth, protocol.AuthResponse{UserID: user, TenantID: "t", DeviceID: req.DeviceID})
-	case protocol.CmdHeartbeat:
-		c.ok(fr, protocol.CmdHeartbeat, protocol.HeartbeatResponse{ServerTime: time.Now().UnixMilli()})
-	case protocol.CmdSendMessage:
+		c.ok(fr, wire.CmdAuth, wire.AuthResponse{UserID: user, TenantID: "t", DeviceID: req.DeviceID})
+	case wire.CmdHeartbeat:
+		c.ok(fr, wire.CmdHeartbeat, wire.HeartbeatResponse{ServerTime: time.Now().UnixMilli()})
+	case wire.CmdSendMessage:
 		f.send(c, fr)
-	case protocol.CmdSyncMessages:
-		var req protocol.SyncMessagesRequest
+	case wire.CmdSyncMessages:
+		var req wire.SyncMessagesRequest
 		json.Unmarshal(fr.Body, &req)
 		f.mu.Lock()
-		var page []protocol.Message
+		var page []wire.Message
 		all := f.msgs[req.Topic]
 		bytes := 0
 		for _, m := range all {
@@ -192,13 +192,13 @@ func (f *fakeIMD) handle(c *fakeConn, fr frame.Frame) {
 		}
 		f.mu.Unlock()
 		more := len(page) > 0 && page[len(page)-1].Seq < last
-		c.ok(fr, protocol.CmdSyncMessages, protocol.SyncMessagesPage{Messages: page})
-		c.ok(fr, protocol.CmdSyncMessagesFinish, protocol.SyncMessagesFinish{Topic: req.Topic, LastSeq: last, HasMore: more})
-	case protocol.CmdGetHistory:
-		var req protocol.GetHistoryRequest
+		c.ok(fr, wire.CmdSyncMessages, wire.SyncMessagesPage{Messages: page})
+		c.ok(fr, wire.CmdSyncMessagesFinish, wire.SyncMessagesFinish{Topic: req.Topic, LastSeq: last, HasMore: more})
+	case wire.CmdGetHistory:
+		var req wire.GetHistoryRequest
 		json.Unmarshal(fr.Body, &req)
 		f.mu.Lock()
-		var page []protocol.Message
+		var page []wire.Message
 		all := f.msgs[req.Topic]
 		for i := len(all) - 1; i >= 0 && len(page) < req.Limit; i-- {
 			if req.BeforeSeq == 0 || all[i].Seq < req.BeforeSeq {
@@ -206,30 +206,30 @@ func (f *fakeIMD) handle(c *fakeConn, fr frame.Frame) {
 			}
 		}
 		f.mu.Unlock()
-		c.ok(fr, protocol.CmdGetHistory, protocol.GetHistoryResponse{Messages: page})
+		c.ok(fr, wire.CmdGetHistory, wire.GetHistoryResponse{Messages: page})
 	}
 }
 
 // send stores a message, ACKs it and pushes it to every other connection
 // of the topic's members, faults included.
 func (f *fakeIMD) send(c *fakeConn, fr frame.Frame) {
-	var req protocol.SendMessageRequest
+	var req wire.SendMessageRequest
 	json.Unmarshal(fr.Body, &req)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if !memberOf(f.members[req.Topic], c.user) {
-		c.fail(fr, protocol.CodeForbidden)
+		c.fail(fr, wire.CodeForbidden)
 		return
 	}
 	f.senders[c.user] = true
 	f.lastSeq[req.Topic]++
 	seq := f.lastSeq[req.Topic]
-	m := protocol.Message{Topic: req.Topic, Seq: seq, MsgID: seq * 1000, From: c.user, ClientMsgID: req.ClientMsgID,
-		Type: req.Type, Content: req.Content, Status: protocol.StatusNormal}
+	m := wire.Message{Topic: req.Topic, Seq: seq, MsgID: seq * 1000, From: c.user, ClientMsgID: req.ClientMsgID,
+		Type: req.Type, Content: req.Content, Status: wire.StatusNormal}
 	if f.fault != faultLose || seq != 2 {
 		f.msgs[req.Topic] = append(f.msgs[req.Topic], m)
 	}
-	c.ok(fr, protocol.CmdSendAck, protocol.SendAck{MsgID: m.MsgID, Seq: seq, Topic: req.Topic, ClientMsgID: req.ClientMsgID})
+	c.ok(fr, wire.CmdSendAck, wire.SendAck{MsgID: m.MsgID, Seq: seq, Topic: req.Topic, ClientMsgID: req.ClientMsgID})
 
 	var pushes []func()
 	first := true
@@ -240,8 +240,8 @@ func (f *fakeIMD) send(c *fakeConn, fr frame.Frame) {
 			}
 			push := func() {
 				f.pushSeq++
-				body, _ := protocol.OK(0, m)
-				to.write(protocol.CmdMessage, 0, f.pushSeq, body)
+				body, _ := wire.OK(0, m)
+				to.write(wire.CmdMessage, 0, f.pushSeq, body)
 			}
 			switch {
 			case seq == 2 && f.fault == faultDuplicate:

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/imdhq/imd/adapters/client"
+	"github.com/imdhq/imd/clients/go/client"
 )
 
 // clientMsgID names a bench message "b<n>.<sent_ns>": unique per sender,

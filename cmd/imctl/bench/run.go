@@ -15,8 +15,8 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/imdhq/imd/adapters/client"
-	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/clients/go/client"
+	"github.com/imdhq/imd/clients/go/wire"
 	"github.com/imdhq/imd/cmd/imctl/bench/hist"
 	"github.com/imdhq/imd/cmd/imctl/bench/procstat"
 	"github.com/imdhq/imd/cmd/imctl/bench/report"
@@ -380,7 +380,7 @@ func (r *run) pump(p *peer) {
 	defer r.pumps.Done()
 	for push := range p.conn.Pushes() {
 		switch push.Command {
-		case protocol.CmdMessage:
+		case wire.CmdMessage:
 			if push.Message == nil {
 				r.errs.add("push:" + strconv.Itoa(push.Envelope.Code))
 				continue
@@ -394,7 +394,7 @@ func (r *run) pump(p *peer) {
 					r.deliveryLat.Record(time.Duration(r.since(now) - sent))
 				}
 			}
-		case protocol.CmdKick:
+		case wire.CmdKick:
 			r.errs.add("kicked")
 		}
 	}
@@ -418,10 +418,10 @@ const (
 func (r *run) send(ctx context.Context, p *peer, topic string) bool {
 	n := p.count.Add(1)
 	start := time.Now()
-	req := protocol.SendMessageRequest{
+	req := wire.SendMessageRequest{
 		Topic:       topic,
 		ClientMsgID: clientMsgID(n, r.since(start)),
-		Type:        protocol.TypeText,
+		Type:        wire.TypeText,
 		Content:     content(n, r.textBytes),
 	}
 	measured := r.inWindow(start)
@@ -512,7 +512,7 @@ func syncAll(ctx context.Context, c *client.Conn, topic string) ([]verify.Stored
 	var out []verify.Stored
 	var since int64
 	for {
-		msgs, finish, err := c.SyncMessages(ctx, topic, since, protocol.MaxSyncLimit)
+		msgs, finish, err := c.SyncMessages(ctx, topic, since, wire.MaxSyncLimit)
 		if err != nil {
 			return nil, err
 		}
@@ -556,7 +556,7 @@ func sleep(ctx context.Context, d time.Duration) {
 func retriable(err error) bool {
 	var ce *client.CodeError
 	if errors.As(err, &ce) {
-		return ce.Code == protocol.CodeBusy || ce.Code == protocol.CodeRateLimited
+		return ce.Code == wire.CodeBusy || ce.Code == wire.CodeRateLimited
 	}
 	return errors.Is(err, context.DeadlineExceeded)
 }

@@ -16,8 +16,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/imdhq/imd/adapters/client"
-	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/clients/go/client"
+	"github.com/imdhq/imd/clients/go/wire"
 )
 
 // Help lists the commands a session understands.
@@ -29,9 +29,9 @@ const Help = `type a line to send it; commands:
 
 // Conn is what a session needs of a connection; *client.Client has it.
 type Conn interface {
-	Send(ctx context.Context, req protocol.SendMessageRequest) (protocol.SendAck, error)
-	History(ctx context.Context, topic string, before int64, limit int) ([]protocol.Message, error)
-	SyncMessages(ctx context.Context, topic string, since int64, limit int) ([]protocol.Message, protocol.SyncMessagesFinish, error)
+	Send(ctx context.Context, req wire.SendMessageRequest) (wire.SendAck, error)
+	History(ctx context.Context, topic string, before int64, limit int) ([]wire.Message, error)
+	SyncMessages(ctx context.Context, topic string, since int64, limit int) ([]wire.Message, wire.SyncMessagesFinish, error)
 	Events() <-chan client.Event
 	Err() error
 }
@@ -97,8 +97,8 @@ func (s *Session) handle(ctx context.Context, line string) (quit bool) {
 		s.printf("%s\n", Help)
 	case cmd == "/history":
 		n, err := strconv.Atoi(arg)
-		if err != nil || n < 1 || n > protocol.MaxSyncLimit {
-			s.printf("! usage: /history N (1-%d)\n", protocol.MaxSyncLimit)
+		if err != nil || n < 1 || n > wire.MaxSyncLimit {
+			s.printf("! usage: /history N (1-%d)\n", wire.MaxSyncLimit)
 			return false
 		}
 		msgs, err := s.conn.History(ctx, s.topic, 0, n)
@@ -129,7 +129,7 @@ func (s *Session) send(ctx context.Context, text string) {
 		s.printf("! %v\n", err)
 		return
 	}
-	ack, err := s.conn.Send(ctx, protocol.SendMessageRequest{Topic: s.topic, ClientMsgID: s.newID(), Type: protocol.TypeText, Content: body})
+	ack, err := s.conn.Send(ctx, wire.SendMessageRequest{Topic: s.topic, ClientMsgID: s.newID(), Type: wire.TypeText, Content: body})
 	if err != nil {
 		s.printf("! send: %v\n", err)
 		return
@@ -140,7 +140,7 @@ func (s *Session) send(ctx context.Context, text string) {
 // sync prints every message after since, following the pages.
 func (s *Session) sync(ctx context.Context, since int64) {
 	for {
-		msgs, finish, err := s.conn.SyncMessages(ctx, s.topic, since, protocol.MaxSyncLimit)
+		msgs, finish, err := s.conn.SyncMessages(ctx, s.topic, since, wire.MaxSyncLimit)
 		if err != nil {
 			s.printf("! sync: %v\n", err)
 			return
@@ -154,7 +154,7 @@ func (s *Session) sync(ctx context.Context, since int64) {
 	}
 }
 
-func (s *Session) showAll(msgs []protocol.Message) {
+func (s *Session) showAll(msgs []wire.Message) {
 	if len(msgs) == 0 {
 		s.printf("  (no messages)\n")
 	}
@@ -182,11 +182,11 @@ func (s *Session) showEvent(e client.Event) {
 
 func (s *Session) showPush(p client.Push) {
 	switch p.Command {
-	case protocol.CmdKick:
-		var k protocol.Kick
+	case wire.CmdKick:
+		var k wire.Kick
 		_ = json.Unmarshal(p.Envelope.Data, &k)
 		s.printf("! kicked: %s\n", k.Reason)
-	case protocol.CmdEvent:
+	case wire.CmdEvent:
 		var e struct {
 			Type string `json:"type"`
 		}
@@ -197,7 +197,7 @@ func (s *Session) showPush(p client.Push) {
 
 // Format renders a message as "[seq] user: text", naming the topic when it
 // is not the session's.
-func (s *Session) Format(m protocol.Message) string {
+func (s *Session) Format(m wire.Message) string {
 	prefix := ""
 	if m.Topic != "" && m.Topic != s.topic {
 		prefix = "(" + m.Topic + ") "
@@ -206,12 +206,12 @@ func (s *Session) Format(m protocol.Message) string {
 }
 
 // Text is a one-line rendering of a message's content.
-func Text(m protocol.Message) string {
+func Text(m wire.Message) string {
 	switch m.Status {
-	case protocol.StatusRecalled, protocol.StatusDeleted:
+	case wire.StatusRecalled, wire.StatusDeleted:
 		return "(" + m.Status + ")"
 	}
-	if m.Type == protocol.TypeText {
+	if m.Type == wire.TypeText {
 		var c struct {
 			Text *string `json:"text"`
 		}

@@ -12,14 +12,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/adapters/client"
-	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/clients/go/client"
+	"github.com/imdhq/imd/clients/go/wire"
 )
 
 // fakeConn stores sent messages in one topic and answers reads from them.
 type fakeConn struct {
 	mu      sync.Mutex
-	msgs    []protocol.Message
+	msgs    []wire.Message
 	sendErr error
 	events  chan client.Event
 	err     error
@@ -27,21 +27,21 @@ type fakeConn struct {
 
 func newFake() *fakeConn { return &fakeConn{events: make(chan client.Event, 8)} }
 
-func (f *fakeConn) Send(_ context.Context, req protocol.SendMessageRequest) (protocol.SendAck, error) {
+func (f *fakeConn) Send(_ context.Context, req wire.SendMessageRequest) (wire.SendAck, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.sendErr != nil {
-		return protocol.SendAck{}, f.sendErr
+		return wire.SendAck{}, f.sendErr
 	}
 	seq := int64(len(f.msgs) + 1)
-	f.msgs = append(f.msgs, protocol.Message{Topic: req.Topic, Seq: seq, From: 1, Type: req.Type, Content: req.Content, ClientMsgID: req.ClientMsgID})
-	return protocol.SendAck{Seq: seq, Topic: req.Topic, ClientMsgID: req.ClientMsgID}, nil
+	f.msgs = append(f.msgs, wire.Message{Topic: req.Topic, Seq: seq, From: 1, Type: req.Type, Content: req.Content, ClientMsgID: req.ClientMsgID})
+	return wire.SendAck{Seq: seq, Topic: req.Topic, ClientMsgID: req.ClientMsgID}, nil
 }
 
-func (f *fakeConn) History(_ context.Context, _ string, _ int64, limit int) ([]protocol.Message, error) {
+func (f *fakeConn) History(_ context.Context, _ string, _ int64, limit int) ([]wire.Message, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []protocol.Message
+	var out []wire.Message
 	for i := len(f.msgs) - 1; i >= 0 && len(out) < limit; i-- {
 		out = append(out, f.msgs[i])
 	}
@@ -49,20 +49,20 @@ func (f *fakeConn) History(_ context.Context, _ string, _ int64, limit int) ([]p
 }
 
 // SyncMessages pages two messages at a time, to exercise has_more.
-func (f *fakeConn) SyncMessages(_ context.Context, topic string, since int64, _ int) ([]protocol.Message, protocol.SyncMessagesFinish, error) {
+func (f *fakeConn) SyncMessages(_ context.Context, topic string, since int64, _ int) ([]wire.Message, wire.SyncMessagesFinish, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if topic == "grp_denied" {
-		return nil, protocol.SyncMessagesFinish{}, &client.CodeError{Code: protocol.CodeForbidden, Msg: "not a member"}
+		return nil, wire.SyncMessagesFinish{}, &client.CodeError{Code: wire.CodeForbidden, Msg: "not a member"}
 	}
-	var out []protocol.Message
+	var out []wire.Message
 	for _, m := range f.msgs {
 		if m.Seq > since && len(out) < 2 {
 			out = append(out, m)
 		}
 	}
 	last := int64(len(f.msgs))
-	return out, protocol.SyncMessagesFinish{Topic: topic, LastSeq: last, HasMore: len(out) > 0 && out[len(out)-1].Seq < last}, nil
+	return out, wire.SyncMessagesFinish{Topic: topic, LastSeq: last, HasMore: len(out) > 0 && out[len(out)-1].Seq < last}, nil
 }
 
 func (f *fakeConn) Events() <-chan client.Event { return f.events }
@@ -153,7 +153,7 @@ func TestSentMessagesAreTextWithFreshIDs(t *testing.T) {
 	if err := s.Run(context.Background(), strings.NewReader("say \"hi\"\nagain\n")); err != nil {
 		t.Fatal(err)
 	}
-	if len(f.msgs) != 2 || f.msgs[0].ClientMsgID == f.msgs[1].ClientMsgID || f.msgs[0].Type != protocol.TypeText || f.msgs[0].Topic != "p2p_1_2" {
+	if len(f.msgs) != 2 || f.msgs[0].ClientMsgID == f.msgs[1].ClientMsgID || f.msgs[0].Type != wire.TypeText || f.msgs[0].Topic != "p2p_1_2" {
 		t.Fatalf("sent %+v", f.msgs)
 	}
 	if string(f.msgs[0].Content) != `{"text":"say \"hi\""}` {
@@ -189,14 +189,14 @@ func TestEventsAndClose(t *testing.T) {
 	go func() { done <- s.Run(context.Background(), in) }()
 
 	text := json.RawMessage(`{"text":"hi there"}`)
-	f.events <- client.Event{Kind: client.EventMessage, Message: &protocol.Message{Topic: "grp_1", Seq: 7, From: 42, Type: "text", Content: text}}
-	f.events <- client.Event{Kind: client.EventMessage, Message: &protocol.Message{Topic: "p2p_1_42", Seq: 3, From: 42, Type: "image", Content: json.RawMessage(`{"key":"k"}`)}}
-	f.events <- client.Event{Kind: client.EventPush, Push: client.Push{Command: protocol.CmdEvent, Envelope: protocol.Envelope{Data: json.RawMessage(`{"type":"friend_added"}`)}}}
+	f.events <- client.Event{Kind: client.EventMessage, Message: &wire.Message{Topic: "grp_1", Seq: 7, From: 42, Type: "text", Content: text}}
+	f.events <- client.Event{Kind: client.EventMessage, Message: &wire.Message{Topic: "p2p_1_42", Seq: 3, From: 42, Type: "image", Content: json.RawMessage(`{"key":"k"}`)}}
+	f.events <- client.Event{Kind: client.EventPush, Push: client.Push{Command: wire.CmdEvent, Envelope: wire.Envelope{Data: json.RawMessage(`{"type":"friend_added"}`)}}}
 	f.events <- client.Event{Kind: client.EventDisconnected, Err: errors.New("client: read: EOF")}
-	f.events <- client.Event{Kind: client.EventConnected, Me: protocol.AuthResponse{UserID: 42}}
-	f.events <- client.Event{Kind: client.EventMessage, Replayed: true, Message: &protocol.Message{Topic: "grp_1", Seq: 8, From: 7, Type: "text", Content: json.RawMessage(`{"text":"missed"}`)}}
+	f.events <- client.Event{Kind: client.EventConnected, Me: wire.AuthResponse{UserID: 42}}
+	f.events <- client.Event{Kind: client.EventMessage, Replayed: true, Message: &wire.Message{Topic: "grp_1", Seq: 8, From: 7, Type: "text", Content: json.RawMessage(`{"text":"missed"}`)}}
 	f.events <- client.Event{Kind: client.EventSynced}
-	f.events <- client.Event{Kind: client.EventPush, Push: client.Push{Command: protocol.CmdKick, Envelope: protocol.Envelope{Data: json.RawMessage(`{"reason":"replaced"}`)}}}
+	f.events <- client.Event{Kind: client.EventPush, Push: client.Push{Command: wire.CmdKick, Envelope: wire.Envelope{Data: json.RawMessage(`{"reason":"replaced"}`)}}}
 	f.err = errors.New("server went away")
 	close(f.events)
 
@@ -230,14 +230,14 @@ func TestRunEndsWithContext(t *testing.T) {
 func TestText(t *testing.T) {
 	tests := []struct {
 		name string
-		m    protocol.Message
+		m    wire.Message
 		want string
 	}{
-		{"text", protocol.Message{Type: "text", Content: json.RawMessage(`{"text":"yo"}`)}, "yo"},
-		{"text without text", protocol.Message{Type: "text", Content: json.RawMessage(`{"body":"yo"}`)}, `<text> {"body":"yo"}`},
-		{"recalled", protocol.Message{Type: "text", Status: "recalled", Content: json.RawMessage(`{"text":"yo"}`)}, "(recalled)"},
-		{"deleted", protocol.Message{Type: "text", Status: "deleted"}, "(deleted)"},
-		{"location", protocol.Message{Type: "location", Content: json.RawMessage(`{"lat":1}`)}, `<location> {"lat":1}`},
+		{"text", wire.Message{Type: "text", Content: json.RawMessage(`{"text":"yo"}`)}, "yo"},
+		{"text without text", wire.Message{Type: "text", Content: json.RawMessage(`{"body":"yo"}`)}, `<text> {"body":"yo"}`},
+		{"recalled", wire.Message{Type: "text", Status: "recalled", Content: json.RawMessage(`{"text":"yo"}`)}, "(recalled)"},
+		{"deleted", wire.Message{Type: "text", Status: "deleted"}, "(deleted)"},
+		{"location", wire.Message{Type: "location", Content: json.RawMessage(`{"lat":1}`)}, `<location> {"lat":1}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

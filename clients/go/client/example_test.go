@@ -9,9 +9,9 @@ import (
 	"log"
 	"net"
 
-	"github.com/imdhq/imd/adapters/client"
-	"github.com/imdhq/imd/adapters/protocol"
-	"github.com/imdhq/imd/adapters/protocol/frame"
+	"github.com/imdhq/imd/clients/go/client"
+	"github.com/imdhq/imd/clients/go/frame"
+	"github.com/imdhq/imd/clients/go/wire"
 )
 
 // A chat client: connect, send, and print what arrives. Against a real server, Addr is
@@ -33,8 +33,8 @@ func Example() {
 	fmt.Println("signed in as user", c.Me().UserID)
 
 	// Send waits for the SEND_ACK, resending across reconnects with the same client_msg_id.
-	ack, err := c.Send(ctx, protocol.SendMessageRequest{
-		Topic: "grp_1", Type: protocol.TypeText, Content: json.RawMessage(`{"text":"hello"}`),
+	ack, err := c.Send(ctx, wire.SendMessageRequest{
+		Topic: "grp_1", Type: wire.TypeText, Content: json.RawMessage(`{"text":"hello"}`),
 	})
 	if err != nil {
 		log.Fatal(err)
@@ -70,7 +70,7 @@ func exampleServer() string {
 		ln.Close()
 		r := bufio.NewReader(nc)
 		reply := func(cmd uint16, f frame.Frame, data any) {
-			body, _ := protocol.OK(f.RequestID, data)
+			body, _ := wire.OK(f.RequestID, data)
 			out, _ := frame.Append(nil, cmd, f.RequestID, f.SequenceID, body, 0)
 			nc.Write(out)
 		}
@@ -89,17 +89,17 @@ func exampleServer() string {
 				return
 			}
 			switch f.Command {
-			case protocol.CmdAuth:
-				reply(f.Command, f, protocol.AuthResponse{UserID: 42, TenantID: "acme", DeviceID: 1, ServerTime: 1})
-			case protocol.CmdSyncInbox:
-				reply(protocol.CmdSyncInboxFinish, f, protocol.SyncInboxFinish{})
-			case protocol.CmdSendMessage:
-				reply(protocol.CmdSendAck, f, protocol.SendAck{MsgID: 9001, Seq: 1, Topic: "grp_1"})
+			case wire.CmdAuth:
+				reply(f.Command, f, wire.AuthResponse{UserID: 42, TenantID: "acme", DeviceID: 1, ServerTime: 1})
+			case wire.CmdSyncInbox:
+				reply(wire.CmdSyncInboxFinish, f, wire.SyncInboxFinish{})
+			case wire.CmdSendMessage:
+				reply(wire.CmdSendAck, f, wire.SendAck{MsgID: 9001, Seq: 1, Topic: "grp_1"})
 				f.RequestID, f.SequenceID = 0, 1
-				reply(protocol.CmdMessage, f, protocol.Message{Topic: "grp_1", Seq: 2, MsgID: 9002, From: 7,
-					Type: protocol.TypeText, Content: json.RawMessage(`{"text":"hi back"}`), CreatedAt: 2})
-			case protocol.CmdHeartbeat:
-				reply(f.Command, f, protocol.HeartbeatResponse{ServerTime: 2})
+				reply(wire.CmdMessage, f, wire.Message{Topic: "grp_1", Seq: 2, MsgID: 9002, From: 7,
+					Type: wire.TypeText, Content: json.RawMessage(`{"text":"hi back"}`), CreatedAt: 2})
+			case wire.CmdHeartbeat:
+				reply(f.Command, f, wire.HeartbeatResponse{ServerTime: 2})
 			}
 		}
 	}()

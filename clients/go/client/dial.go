@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	proxyproto "github.com/pires/go-proxyproto"
+	"github.com/imdhq/imd/clients/go/proxyheader"
 )
 
 const unixPrefix = "unix:"
@@ -71,11 +71,7 @@ func prepare(ctx context.Context, nc net.Conn, o Options) (net.Conn, error) {
 		return fail(err)
 	}
 	if o.ProxyHeader != 0 {
-		hdr, err := proxyHeader(nc, o)
-		if err != nil {
-			return fail(err)
-		}
-		if _, err := nc.Write(hdr); err != nil {
+		if _, err := nc.Write(proxyHeader(nc, o)); err != nil {
 			return fail(fmt.Errorf("write PROXY header: %w", err))
 		}
 	}
@@ -92,10 +88,10 @@ func prepare(ctx context.Context, nc net.Conn, o Options) (net.Conn, error) {
 	return nc, nil
 }
 
-// proxyHeader is the header Nginx would send for nc. go-proxyproto writes a
-// source and destination of different families as IPv6 (v4-mapped), and an
-// unknown source as UNKNOWN (v1) or LOCAL (v2).
-func proxyHeader(nc net.Conn, o Options) ([]byte, error) {
+// proxyHeader is the header Nginx would send for nc. A source and destination
+// of different families are written as IPv6 (v4-mapped), an unknown source as
+// UNKNOWN (v1) or LOCAL (v2).
+func proxyHeader(nc net.Conn, o Options) []byte {
 	src := o.ProxySource
 	if !src.IsValid() {
 		src = tcpAddrPort(nc.LocalAddr())
@@ -109,15 +105,10 @@ func proxyHeader(nc net.Conn, o Options) ([]byte, error) {
 			dst = netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), 443)
 		}
 	}
-	h := &proxyproto.Header{Version: byte(o.ProxyHeader), Command: proxyproto.LOCAL, TransportProtocol: proxyproto.UNSPEC}
-	if src.IsValid() && dst.IsValid() {
-		h = proxyproto.HeaderProxyFromAddrs(byte(o.ProxyHeader), net.TCPAddrFromAddrPort(src), net.TCPAddrFromAddrPort(dst))
+	if o.ProxyHeader == 1 {
+		return proxyheader.AppendV1(nil, src, dst)
 	}
-	b, err := h.Format()
-	if err != nil {
-		return nil, fmt.Errorf("PROXY header from %v to %v: %w", src, dst, err)
-	}
-	return b, nil
+	return proxyheader.AppendV2(nil, src, dst)
 }
 
 func tcpAddrPort(a net.Addr) netip.AddrPort {

@@ -1,11 +1,12 @@
-// Package client is the Go client of imd's frame protocol (docs/PROTOCOL.md):
+// Package client is the Go client of imd's frame protocol (docs/PROTOCOL.md),
+// in a module that needs nothing of the server (clients/go/README.md):
 //
-//	go get github.com/imdhq/imd/adapters/client
+//	go get github.com/imdhq/imd/clients/go/client@latest
 //
 // It has two layers. Conn is one connection: Dial it (TCP, TLS, TCP with a
 // PROXY header, or WebSocket when Options.Addr is a ws:// or wss:// URL),
-// then call Auth, Send, History, SyncMessages or the generic Request and
-// RequestStream, and read server pushes from Pushes. imd's end-to-end tests
+// then call Auth, Send, History, SyncMessages, MarkRead, Dialogs or the
+// generic Request and RequestStream, and read server pushes from Pushes. imd's end-to-end tests
 // and its load generator use Conn directly.
 //
 // Client is what an app wants: a Conn that heals itself. Connect it with a

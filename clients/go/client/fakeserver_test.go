@@ -4,20 +4,19 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/tls"
+	"crypto/x509"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"io"
 	"net"
-	"net/netip"
+	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
 
-	proxyproto "github.com/pires/go-proxyproto"
-
-	"github.com/imdhq/imd/adapters/protocol"
-	"github.com/imdhq/imd/adapters/protocol/frame"
-	"github.com/imdhq/imd/adapters/protocol/tlstest"
+	"github.com/imdhq/imd/clients/go/frame"
+	"github.com/imdhq/imd/clients/go/wire"
 )
 
 // fakeServer is a minimal imd stand-in: it reads an optional PROXY header, an
@@ -35,10 +34,10 @@ type fakeServer struct {
 
 // session is the server side of one connection.
 type session struct {
-	t      *testing.T
-	conn   net.Conn
-	source netip.AddrPort // from the PROXY header
-	wmu    sync.Mutex
+	t           *testing.T
+	conn        net.Conn
+	proxyHeader []byte // as the client sent it
+	wmu         sync.Mutex
 	// frames receives every frame the default handler does not answer
 	// (PUSH_ACK, unknown commands) and readErr the error that ended reading.
 	frames  chan frame.Frame
@@ -114,13 +113,13 @@ func (s *fakeServer) serve(conn net.Conn) {
 	ss := &session{t: s.t, conn: conn, frames: make(chan frame.Frame, 64), readErr: make(chan error, 1)}
 	var rest []byte
 	if s.proxy {
-		src, leftover, err := readProxyHeader(conn)
+		header, leftover, err := readProxyHeader(conn)
 		if err != nil {
 			ss.readErr <- err
 			s.sessions <- ss
 			return
 		}
-		ss.source, rest = src, leftover
+		ss.proxyHeader, rest = header, leftover
 	}
 	ss.conn = &prefixConn{Conn: conn, prefix: rest}
 	if s.tls != nil {
@@ -136,19 +135,34 @@ func (s *fakeServer) serve(conn net.Conn) {
 	ss.readErr <- ss.readFrames(s.handle)
 }
 
-func readProxyHeader(conn net.Conn) (netip.AddrPort, []byte, error) {
+// readProxyHeader returns the PROXY header at the start of conn, cut by its length
+// only: the test compares it byte for byte with what proxyheader writes, and the
+// server's proxyhdr tests parse that with an independent reader.
+func readProxyHeader(conn net.Conn) (header, rest []byte, err error) {
 	br := bufio.NewReader(conn)
-	h, err := proxyproto.Read(br)
+	first, err := br.Peek(v2FixedLen)
 	if err != nil {
-		return netip.AddrPort{}, nil, err
+		return nil, nil, err
 	}
-	var src netip.AddrPort
-	if a, ok := h.SourceAddr.(*net.TCPAddr); ok { // none for LOCAL and UNKNOWN
-		src = a.AddrPort()
+	if string(first[:len(v2Signature)]) == v2Signature {
+		header = make([]byte, v2FixedLen+int(binary.BigEndian.Uint16(first[14:])))
+		_, err = io.ReadFull(br, header)
+	} else {
+		header, err = br.ReadBytes('\n')
 	}
-	rest, _ := br.Peek(br.Buffered())
-	return src, rest, nil
+	if err != nil {
+		return nil, nil, err
+	}
+	rest, _ = br.Peek(br.Buffered())
+	return header, rest, nil
 }
+
+// v2Signature and v2FixedLen: a v2 header is the signature, version/command,
+// family and a 16-bit length of the addresses that follow.
+const (
+	v2Signature = "\r\n\r\n\x00\r\nQUIT\n"
+	v2FixedLen  = 16
+)
 
 // prefixConn replays bytes read past the PROXY header before reading on.
 type prefixConn struct {
@@ -202,7 +216,7 @@ func (ss *session) send(cmd uint16, requestID uint64, seq uint32, body []byte, c
 
 // ok answers f with a success envelope on command cmd.
 func (ss *session) ok(f frame.Frame, cmd uint16, data any) {
-	body, err := protocol.OK(f.RequestID, data)
+	body, err := wire.OK(f.RequestID, data)
 	if err != nil {
 		ss.t.Errorf("server marshal: %v", err)
 		return
@@ -212,12 +226,12 @@ func (ss *session) ok(f frame.Frame, cmd uint16, data any) {
 
 // fail answers f with an error envelope on command cmd.
 func (ss *session) fail(f frame.Frame, cmd uint16, code int, msg string) {
-	ss.send(cmd, f.RequestID, f.SequenceID, protocol.Err(f.RequestID, code, msg), 0)
+	ss.send(cmd, f.RequestID, f.SequenceID, wire.Err(f.RequestID, code, msg), 0)
 }
 
 // push sends a server-initiated frame with request_id 0.
 func (ss *session) push(cmd uint16, seq uint32, data any) {
-	body, err := protocol.OK(0, data)
+	body, err := wire.OK(0, data)
 	if err != nil {
 		ss.t.Errorf("server marshal: %v", err)
 		return
@@ -256,69 +270,74 @@ const (
 // defaultHandler answers like imd would for the commands the typed helpers use.
 func defaultHandler(ss *session, f frame.Frame) {
 	switch f.Command {
-	case protocol.CmdAuth:
-		req := decodeBody[protocol.AuthRequest](ss.t, f)
+	case wire.CmdAuth:
+		req := decodeBody[wire.AuthRequest](ss.t, f)
 		if req.Token != goodToken {
-			ss.fail(f, protocol.CmdAuth, protocol.CodeUnauthenticated, "bad token")
+			ss.fail(f, wire.CmdAuth, wire.CodeUnauthenticated, "bad token")
 			return
 		}
-		ss.ok(f, protocol.CmdAuth, protocol.AuthResponse{UserID: userID, TenantID: "default", DeviceID: req.DeviceID, ServerTime: 1})
-	case protocol.CmdHeartbeat:
-		ss.ok(f, protocol.CmdHeartbeat, protocol.HeartbeatResponse{ServerTime: 2})
-	case protocol.CmdReadMessage: // echoes the seq, so concurrent callers can check they got their own answer
-		req := decodeBody[protocol.ReadRequest](ss.t, f)
+		ss.ok(f, wire.CmdAuth, wire.AuthResponse{UserID: userID, TenantID: "default", DeviceID: req.DeviceID, ServerTime: 1})
+	case wire.CmdHeartbeat:
+		ss.ok(f, wire.CmdHeartbeat, wire.HeartbeatResponse{ServerTime: 2})
+	case wire.CmdReadMessage: // echoes the seq, so concurrent callers can check they got their own answer
+		req := decodeBody[wire.ReadRequest](ss.t, f)
 		if req.Topic == holdTopic {
 			ss.frames <- f
 			return
 		}
-		ss.ok(f, protocol.CmdReadMessage, protocol.ReadResponse{Topic: req.Topic, Seq: req.Seq})
-	case protocol.CmdSendMessage:
-		req := decodeBody[protocol.SendMessageRequest](ss.t, f)
+		ss.ok(f, wire.CmdReadMessage, wire.ReadResponse{Topic: req.Topic, Seq: req.Seq})
+	case wire.CmdSendMessage:
+		req := decodeBody[wire.SendMessageRequest](ss.t, f)
 		if len(req.Content) > 1000 {
-			ss.fail(f, protocol.CmdSendAck, protocol.CodeTooLarge, "content too large")
+			ss.fail(f, wire.CmdSendAck, wire.CodeTooLarge, "content too large")
 			return
 		}
-		ss.ok(f, protocol.CmdSendAck, protocol.SendAck{MsgID: 100, Seq: 1, Topic: req.Topic, ClientMsgID: req.ClientMsgID, ServerTime: 3})
-	case protocol.CmdGetHistory:
-		req := decodeBody[protocol.GetHistoryRequest](ss.t, f)
-		var resp protocol.GetHistoryResponse
+		ss.ok(f, wire.CmdSendAck, wire.SendAck{MsgID: 100, Seq: 1, Topic: req.Topic, ClientMsgID: req.ClientMsgID, ServerTime: 3})
+	case wire.CmdGetHistory:
+		req := decodeBody[wire.GetHistoryRequest](ss.t, f)
+		var resp wire.GetHistoryResponse
 		for seq := req.BeforeSeq - 1; seq > 0 && len(resp.Messages) < req.Limit; seq-- {
 			resp.Messages = append(resp.Messages, testMessage(req.Topic, seq))
 		}
-		ss.ok(f, protocol.CmdGetHistory, resp)
-	case protocol.CmdSyncMessages:
+		ss.ok(f, wire.CmdGetHistory, resp)
+	case wire.CmdSyncMessages:
 		// Pages of two messages from since_seq+1 to seq 5, compressed like
 		// imd's large bodies; topic "grp_denied" fails on the FINISH command.
-		req := decodeBody[protocol.SyncMessagesRequest](ss.t, f)
+		req := decodeBody[wire.SyncMessagesRequest](ss.t, f)
 		if req.Topic == "grp_denied" {
-			ss.fail(f, protocol.CmdSyncMessagesFinish, protocol.CodeForbidden, "not a member")
+			ss.fail(f, wire.CmdSyncMessagesFinish, wire.CodeForbidden, "not a member")
 			return
 		}
 		for seq := req.SinceSeq + 1; seq <= 5; seq += 2 {
-			page := protocol.SyncMessagesPage{Messages: []protocol.Message{testMessage(req.Topic, seq)}}
+			page := wire.SyncMessagesPage{Messages: []wire.Message{testMessage(req.Topic, seq)}}
 			if seq+1 <= 5 {
 				page.Messages = append(page.Messages, testMessage(req.Topic, seq+1))
 			}
-			body, _ := protocol.OK(f.RequestID, page)
-			ss.send(protocol.CmdSyncMessages, f.RequestID, f.SequenceID, body, 64)
+			body, _ := wire.OK(f.RequestID, page)
+			ss.send(wire.CmdSyncMessages, f.RequestID, f.SequenceID, body, 64)
 		}
-		ss.ok(f, protocol.CmdSyncMessagesFinish, protocol.SyncMessagesFinish{Topic: req.Topic, LastSeq: 5})
+		ss.ok(f, wire.CmdSyncMessagesFinish, wire.SyncMessagesFinish{Topic: req.Topic, LastSeq: 5})
 	default:
 		ss.frames <- f
 	}
 }
 
-func testMessage(topic string, seq int64) protocol.Message {
-	return protocol.Message{Topic: topic, Seq: seq, MsgID: 1000 + seq, From: 7, ClientMsgID: "c", Type: protocol.TypeText,
-		Content: json.RawMessage(`{"text":"hello"}`), Mentions: []int64{}, Status: protocol.StatusNormal, Version: 1, CreatedAt: 5}
+func testMessage(topic string, seq int64) wire.Message {
+	return wire.Message{Topic: topic, Seq: seq, MsgID: 1000 + seq, From: 7, ClientMsgID: "c", Type: wire.TypeText,
+		Content: json.RawMessage(`{"text":"hello"}`), Mentions: []int64{}, Status: wire.StatusNormal, Version: 1, CreatedAt: 5}
 }
 
-// testTLS returns a server config with a fresh self-signed certificate for
-// im.example.test and 127.0.0.1, and a client config that trusts it.
+// testTLS returns a server config with the standard library's test certificate
+// (127.0.0.1, ::1, example.com and *.example.com) and a client config that
+// trusts it.
 func testTLS(t *testing.T) (server, client *tls.Config) {
 	t.Helper()
-	server, pool := tlstest.SelfSigned(t, "im.example.test", "127.0.0.1")
-	return server, &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	srv := httptest.NewUnstartedServer(nil)
+	srv.StartTLS()
+	srv.Close()
+	pool := x509.NewCertPool()
+	pool.AddCert(srv.Certificate())
+	return srv.TLS, &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 }
 
 // isClosedRead reports whether err is how a server read ends when the client

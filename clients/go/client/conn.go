@@ -17,8 +17,8 @@ import (
 	// fast as encoding/json, which matters to a load generator reading 100,000s a second.
 	jsonv2 "github.com/go-json-experiment/json"
 
-	"github.com/imdhq/imd/adapters/protocol"
-	"github.com/imdhq/imd/adapters/protocol/frame"
+	"github.com/imdhq/imd/clients/go/frame"
+	"github.com/imdhq/imd/clients/go/wire"
 )
 
 var (
@@ -43,8 +43,8 @@ type Push struct {
 	Command    uint16
 	SequenceID uint32
 	// Envelope of a MESSAGE has no Data: the body is decoded once, into Message.
-	Envelope protocol.Envelope
-	Message  *protocol.Message // the decoded data of a successful MESSAGE, else nil
+	Envelope wire.Envelope
+	Message  *wire.Message // the decoded data of a successful MESSAGE, else nil
 }
 
 // readBufferSize covers typical frames; larger ones get their own buffer, so
@@ -94,7 +94,7 @@ type call struct {
 	cmd       uint16
 	stream    bool
 	requestID uint64
-	envs      []protocol.Envelope
+	envs      []wire.Envelope
 	err       error
 	done      chan struct{} // closed when envs or err is final
 }
@@ -150,13 +150,13 @@ func (c *Conn) WriteRaw(b []byte) error {
 // its code. body is marshalled to JSON unless it is []byte or
 // json.RawMessage, which are sent as is; nil sends {}. Use RequestStream for
 // SYNC_INBOX and SYNC_MESSAGES.
-func (c *Conn) Request(ctx context.Context, cmd uint16, body any) (protocol.Envelope, error) {
-	if protocol.IsStream(cmd) {
-		return protocol.Envelope{}, fmt.Errorf("client: command %d answers with pages: use RequestStream", cmd)
+func (c *Conn) Request(ctx context.Context, cmd uint16, body any) (wire.Envelope, error) {
+	if wire.IsStream(cmd) {
+		return wire.Envelope{}, fmt.Errorf("client: command %d answers with pages: use RequestStream", cmd)
 	}
 	envs, err := c.roundTrip(ctx, cmd, body, false)
 	if err != nil {
-		return protocol.Envelope{}, err
+		return wire.Envelope{}, err
 	}
 	return envs[0], nil
 }
@@ -164,14 +164,14 @@ func (c *Conn) Request(ctx context.Context, cmd uint16, body any) (protocol.Enve
 // RequestStream sends a SYNC_INBOX or SYNC_MESSAGES request and returns its
 // pages followed by the FINISH envelope, which is always last. An error
 // envelope on the FINISH command ends the stream like a success does.
-func (c *Conn) RequestStream(ctx context.Context, cmd uint16, body any) ([]protocol.Envelope, error) {
-	if !protocol.IsStream(cmd) {
+func (c *Conn) RequestStream(ctx context.Context, cmd uint16, body any) ([]wire.Envelope, error) {
+	if !wire.IsStream(cmd) {
 		return nil, fmt.Errorf("client: command %d has no pages: use Request", cmd)
 	}
 	return c.roundTrip(ctx, cmd, body, true)
 }
 
-func (c *Conn) roundTrip(ctx context.Context, cmd uint16, body any, stream bool) ([]protocol.Envelope, error) {
+func (c *Conn) roundTrip(ctx context.Context, cmd uint16, body any, stream bool) ([]wire.Envelope, error) {
 	payload, err := marshalBody(body)
 	if err != nil {
 		return nil, fmt.Errorf("client: command %d: %w", cmd, err)
@@ -347,10 +347,10 @@ func (c *Conn) flushAcks() error {
 // messageEnvelope is the envelope of a MESSAGE push with its data decoded in
 // the same pass.
 type messageEnvelope struct {
-	Code      int               `json:"code"`
-	Msg       string            `json:"msg"`
-	RequestID string            `json:"request_id"`
-	Data      *protocol.Message `json:"data"`
+	Code      int           `json:"code"`
+	Msg       string        `json:"msg"`
+	RequestID string        `json:"request_id"`
+	Data      *wire.Message `json:"data"`
 }
 
 // readFrame reads one frame. Frames that fit r's buffer are decoded in place;
@@ -397,10 +397,10 @@ func eofInFrame(err error, got int) error {
 // dispatch hands a frame to the request it answers or delivers it as a push.
 // A returned error is fatal.
 func (c *Conn) dispatch(f frame.Frame) error {
-	if f.Command == protocol.CmdMessage {
+	if f.Command == wire.CmdMessage {
 		return c.dispatchMessage(f)
 	}
-	var env protocol.Envelope
+	var env wire.Envelope
 	if err := jsonv2.Unmarshal(f.Body, &env); err != nil {
 		return fmt.Errorf("%w: command %d sequence_id %d: body is not an envelope: %w", ErrProtocol, f.Command, f.SequenceID, err)
 	}
@@ -418,17 +418,17 @@ func (c *Conn) dispatchMessage(f frame.Frame) error {
 	if err := jsonv2.Unmarshal(f.Body, &me); err != nil {
 		return fmt.Errorf("%w: MESSAGE sequence_id %d: bad envelope or message object: %w", ErrProtocol, f.SequenceID, err)
 	}
-	env := protocol.Envelope{Code: me.Code, Msg: me.Msg, RequestID: me.RequestID}
+	env := wire.Envelope{Code: me.Code, Msg: me.Msg, RequestID: me.RequestID}
 	if c.complete(f, env) {
 		return nil
 	}
-	acks, err := frame.Append(c.acks, protocol.CmdPushAck, f.RequestID, f.SequenceID, emptyObject, 0)
+	acks, err := frame.Append(c.acks, wire.CmdPushAck, f.RequestID, f.SequenceID, emptyObject, 0)
 	if err != nil {
 		return fmt.Errorf("client: encode PUSH_ACK: %w", err)
 	}
 	c.acks = acks
 	p := Push{Command: f.Command, SequenceID: f.SequenceID, Envelope: env}
-	if me.Code == protocol.CodeOK {
+	if me.Code == wire.CodeOK {
 		if me.Data == nil {
 			return fmt.Errorf("%w: MESSAGE sequence_id %d: no message object", ErrProtocol, f.SequenceID)
 		}
@@ -458,7 +458,7 @@ func (c *Conn) deliver(p Push) error {
 // complete adds f to the request it answers and reports whether there was
 // one. A frame answers a request when both sequence_id and request_id match;
 // then its command must be the page or the final command of that request.
-func (c *Conn) complete(f frame.Frame, env protocol.Envelope) bool {
+func (c *Conn) complete(f frame.Frame, env wire.Envelope) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cl := c.pending[f.SequenceID]
@@ -471,7 +471,7 @@ func (c *Conn) complete(f frame.Frame, env protocol.Envelope) bool {
 	case cl.stream && f.Command == cl.cmd:
 		cl.envs = append(cl.envs, env)
 		return true
-	case f.Command == protocol.ResponseCommand(cl.cmd):
+	case f.Command == wire.ResponseCommand(cl.cmd):
 		cl.envs = append(cl.envs, env)
 	default:
 		cl.err = fmt.Errorf("%w: command %d answered with command %d", ErrProtocol, cl.cmd, f.Command)

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/clients/go/wire"
 )
 
 // Defaults for zero Config fields.
@@ -36,7 +36,7 @@ type Config struct {
 	// (re)connect, so it may hand out a fresh one; StaticToken keeps one.
 	Token    func(ctx context.Context) (string, error)
 	DeviceID uint64
-	Platform string
+	Platform string // sent with AUTH: "ios", "android", "web", …
 	// Heartbeat is the time between HEARTBEATs (0 = DefaultHeartbeat). A
 	// heartbeat that fails closes the connection, and the client reconnects.
 	Heartbeat time.Duration
@@ -99,10 +99,10 @@ const (
 // Event is one thing that happened on a Client.
 type Event struct {
 	Kind     EventKind
-	Message  *protocol.Message
+	Message  *wire.Message
 	Replayed bool
 	Push     Push
-	Me       protocol.AuthResponse
+	Me       wire.AuthResponse
 	Err      error
 }
 
@@ -122,7 +122,7 @@ type Client struct {
 	mu      sync.Mutex
 	conn    *Conn         // the authenticated connection, nil while reconnecting
 	changed chan struct{} // closed and replaced whenever conn changes or the client ends
-	me      protocol.AuthResponse
+	me      wire.AuthResponse
 	err     error // why the client ended
 	stop    error // set by KICK "replaced": do not reconnect
 
@@ -132,7 +132,7 @@ type Client struct {
 	liveEvents   map[int64]struct{} // mailbox seqs of EVENT pushes since the last catch-up
 	sending      map[string]int     // client_msg_ids of sends not acknowledged yet: a replay skips them
 	holding      bool               // catch-up runs: live messages wait in held
-	held         []protocol.Message
+	held         []wire.Message
 }
 
 // Connect makes the first connection and authenticates, then keeps the
@@ -186,7 +186,7 @@ func Connect(ctx context.Context, cfg Config) (*Client, error) {
 func (c *Client) Events() <-chan Event { return c.events }
 
 // Me is the identity of the last successful AUTH.
-func (c *Client) Me() protocol.AuthResponse {
+func (c *Client) Me() wire.AuthResponse {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.me
@@ -230,7 +230,7 @@ func (c *Client) State() State {
 // next one, and 50301 (busy) is retried after a backoff, so the server stores
 // it once. An empty ClientMsgID is filled with a random one. Other error
 // codes return a *CodeError.
-func (c *Client) Send(ctx context.Context, req protocol.SendMessageRequest) (protocol.SendAck, error) {
+func (c *Client) Send(ctx context.Context, req wire.SendMessageRequest) (wire.SendAck, error) {
 	if req.ClientMsgID == "" {
 		req.ClientMsgID = crand.Text()
 	}
@@ -248,7 +248,7 @@ func (c *Client) Send(ctx context.Context, req protocol.SendMessageRequest) (pro
 	for {
 		conn, err := c.current(ctx)
 		if err != nil {
-			return protocol.SendAck{}, err
+			return wire.SendAck{}, err
 		}
 		ack, err := conn.Send(ctx, req)
 		if err == nil {
@@ -258,16 +258,16 @@ func (c *Client) Send(ctx context.Context, req protocol.SendMessageRequest) (pro
 			return ack, nil
 		}
 		if ctx.Err() != nil {
-			return protocol.SendAck{}, fmt.Errorf("client: send %s: %w", req.ClientMsgID, err)
+			return wire.SendAck{}, fmt.Errorf("client: send %s: %w", req.ClientMsgID, err)
 		}
-		if ce, ok := errors.AsType[*CodeError](err); ok && ce.Code != protocol.CodeBusy {
-			return protocol.SendAck{}, err
+		if ce, ok := errors.AsType[*CodeError](err); ok && ce.Code != wire.CodeBusy {
+			return wire.SendAck{}, err
 		}
 		// Busy, a timeout, or the connection went: try again with the same
 		// client_msg_id, on this connection if it still stands.
 		c.log.DebugContext(ctx, "resending", "client_msg_id", req.ClientMsgID, "err", err)
 		if err := c.sleep(ctx, delay); err != nil {
-			return protocol.SendAck{}, err
+			return wire.SendAck{}, err
 		}
 		delay = min(2*delay, c.cfg.MaxBackoff)
 	}
@@ -285,7 +285,7 @@ func (c *Client) Do(ctx context.Context, f func(*Conn) error) error {
 }
 
 // History is Conn.History on the current connection.
-func (c *Client) History(ctx context.Context, topic string, before int64, limit int) (msgs []protocol.Message, err error) {
+func (c *Client) History(ctx context.Context, topic string, before int64, limit int) (msgs []wire.Message, err error) {
 	err = c.Do(ctx, func(conn *Conn) error {
 		msgs, err = conn.History(ctx, topic, before, limit)
 		return err
@@ -293,9 +293,28 @@ func (c *Client) History(ctx context.Context, topic string, before int64, limit 
 	return msgs, err
 }
 
+// MarkRead is Conn.MarkRead on the current connection.
+func (c *Client) MarkRead(ctx context.Context, topic string, seq int64) (mark wire.ReadResponse, err error) {
+	err = c.Do(ctx, func(conn *Conn) error {
+		mark, err = conn.MarkRead(ctx, topic, seq)
+		return err
+	})
+	return mark, err
+}
+
+// Dialogs is Conn.Dialogs on the current connection: the whole conversation
+// list, apart from catch-up, which only fetches what changed.
+func (c *Client) Dialogs(ctx context.Context) (dialogs []wire.Dialog, err error) {
+	err = c.Do(ctx, func(conn *Conn) error {
+		dialogs, err = conn.Dialogs(ctx)
+		return err
+	})
+	return dialogs, err
+}
+
 // SyncMessages is Conn.SyncMessages on the current connection. Messages it
 // returns are not marked delivered: Events still replays what it missed.
-func (c *Client) SyncMessages(ctx context.Context, topic string, since int64, limit int) (msgs []protocol.Message, finish protocol.SyncMessagesFinish, err error) {
+func (c *Client) SyncMessages(ctx context.Context, topic string, since int64, limit int) (msgs []wire.Message, finish wire.SyncMessagesFinish, err error) {
 	err = c.Do(ctx, func(conn *Conn) error {
 		msgs, finish, err = conn.SyncMessages(ctx, topic, since, limit)
 		return err
@@ -357,7 +376,7 @@ func (c *Client) open(ctx context.Context) (*Conn, error) {
 		conn.Close()
 		return nil, fmt.Errorf("client: token: %w", err)
 	}
-	me, err := conn.Auth(ctx, token, c.cfg.DeviceID)
+	me, err := conn.authenticate(ctx, wire.AuthRequest{Token: token, DeviceID: c.cfg.DeviceID, Platform: c.cfg.Platform})
 	if err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("client: auth: %w", err)
@@ -426,7 +445,7 @@ func (c *Client) reconnect() (*Conn, error) {
 // refusedForGood reports whether an AUTH answered with code will not succeed
 // on retry: a bad token or device id. Busy and rate limits pass.
 func refusedForGood(code int) bool {
-	return code == protocol.CodeUnauthenticated || code == protocol.CodeInvalidArgument || code == protocol.CodeForbidden
+	return code == wire.CodeUnauthenticated || code == wire.CodeInvalidArgument || code == wire.CodeForbidden
 }
 
 // serve runs one authenticated connection: it forwards pushes, catches up,
@@ -485,14 +504,14 @@ func (c *Client) forward(conn *Conn) {
 			c.mu.Unlock()
 			c.offer(*p.Message, false)
 			continue
-		case p.Command == protocol.CmdKick:
-			var k protocol.Kick
-			if json.Unmarshal(p.Envelope.Data, &k) == nil && k.Reason == protocol.KickReasonReplaced {
+		case p.Command == wire.CmdKick:
+			var k wire.Kick
+			if json.Unmarshal(p.Envelope.Data, &k) == nil && k.Reason == wire.KickReasonReplaced {
 				c.mu.Lock()
 				c.stop = ErrReplaced
 				c.mu.Unlock()
 			}
-		case p.Command == protocol.CmdEvent:
+		case p.Command == wire.CmdEvent:
 			if seq, ok := mailboxSeq(p.Envelope.Data); ok {
 				c.mu.Lock()
 				c.liveEvents[seq] = struct{}{}
@@ -525,7 +544,7 @@ func (c *Client) release() {
 
 // offer delivers m unless the caller already has it, or sent it and waits for
 // its SEND_ACK (the replay after a reconnect holds the caller's own sends).
-func (c *Client) offer(m protocol.Message, replayed bool) {
+func (c *Client) offer(m wire.Message, replayed bool) {
 	c.mu.Lock()
 	fresh := c.topic(m.Topic).add(m.Seq)
 	if _, own := c.sending[m.ClientMsgID]; own && m.From == c.me.UserID {

@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/clients/go/wire"
 )
 
 // eventWait bounds every "eventually" of these tests; the machine is loaded.
@@ -103,7 +104,7 @@ func TestClientCatchesUpAfterARestartOnce(t *testing.T) {
 	h.post("grp_2", 8, "new conversation")
 	sent := make(chan error, 1)
 	go func() {
-		ack, err := c.Send(context.Background(), protocol.SendMessageRequest{Topic: "grp_1", ClientMsgID: "while-down", Type: protocol.TypeText, Content: json.RawMessage(`"mine"`)})
+		ack, err := c.Send(context.Background(), wire.SendMessageRequest{Topic: "grp_1", ClientMsgID: "while-down", Type: wire.TypeText, Content: json.RawMessage(`"mine"`)})
 		if err == nil && ack.Seq != 7 {
 			err = fmt.Errorf("ack seq %d, want 7", ack.Seq)
 		}
@@ -144,7 +145,7 @@ func TestClientResendsAnUnacknowledgedSendWithItsID(t *testing.T) {
 	h.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), eventWait)
 	defer cancel()
-	ack, err := c.Send(ctx, protocol.SendMessageRequest{Topic: "grp_1", Type: protocol.TypeText, Content: json.RawMessage(`"once"`)})
+	ack, err := c.Send(ctx, wire.SendMessageRequest{Topic: "grp_1", Type: wire.TypeText, Content: json.RawMessage(`"once"`)})
 	if err != nil {
 		t.Fatalf("Send: %v", err)
 	}
@@ -186,8 +187,8 @@ func TestClientEnds(t *testing.T) {
 		h := newHub(t)
 		c := connectHub(t, h, Config{})
 		waitKind(t, c, EventSynced)
-		h.kick(protocol.KickReasonReplaced)
-		if e := waitKind(t, c, EventPush); e.Push.Command != protocol.CmdKick {
+		h.kick(wire.KickReasonReplaced)
+		if e := waitKind(t, c, EventPush); e.Push.Command != wire.CmdKick {
 			t.Fatalf("push %d, want KICK", e.Push.Command)
 		}
 		waitKind(t, c, EventDisconnected)
@@ -205,7 +206,7 @@ func TestClientEnds(t *testing.T) {
 		if n := h.authCount(); n != 1 {
 			t.Errorf("%d AUTHs, want 1: a replaced device must not reconnect", n)
 		}
-		if _, err := c.Send(context.Background(), protocol.SendMessageRequest{Topic: "grp_1"}); !errors.Is(err, ErrReplaced) {
+		if _, err := c.Send(context.Background(), wire.SendMessageRequest{Topic: "grp_1"}); !errors.Is(err, ErrReplaced) {
 			t.Errorf("Send after the end = %v, want ErrReplaced", err)
 		}
 	})
@@ -221,7 +222,7 @@ func TestClientEnds(t *testing.T) {
 		h := newHub(t)
 		srv := startServer(t, "tcp", "127.0.0.1:0", withHandler(h.handle))
 		_, err := Connect(context.Background(), Config{Dial: Dialer(Options{Addr: srv.addr()}), Token: StaticToken("bad")})
-		if ce, ok := errors.AsType[*CodeError](err); !ok || ce.Code != protocol.CodeUnauthenticated {
+		if ce, ok := errors.AsType[*CodeError](err); !ok || ce.Code != wire.CodeUnauthenticated {
 			t.Fatalf("Connect = %v, want 40101", err)
 		}
 	})
@@ -268,4 +269,37 @@ func TestClientState(t *testing.T) {
 	resumed := connectHub(t, h, Config{Resume: &state})
 	waitKind(t, resumed, EventConnected)
 	equal(t, "resumed", messages(t, resumed, 1), []string{`grp_1/2 "while the app was off" (replayed)`})
+}
+
+// TestClientRequests covers what the JavaScript SDK offers besides sends and events: the
+// platform in AUTH, the whole conversation list and read marks.
+func TestClientRequests(t *testing.T) {
+	h := newHub(t)
+	c := connectHub(t, h, Config{Platform: "ios"})
+	waitKind(t, c, EventSynced)
+	h.post("grp_1", 7, "one")
+	h.post("p2p_1_7", 7, "two")
+	messages(t, c, 2)
+	ctx := context.Background()
+
+	h.mu.Lock()
+	platform := h.platform
+	h.mu.Unlock()
+	if platform != "ios" {
+		t.Errorf("AUTH platform %q, want ios", platform)
+	}
+	dialogs, err := c.Dialogs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var topics []string
+	for _, d := range dialogs {
+		topics = append(topics, d.Topic)
+	}
+	slices.Sort(topics)
+	equal(t, "dialogs", topics, []string{"grp_1", "p2p_1_7"})
+	mark, err := c.MarkRead(ctx, "grp_1", 1)
+	if err != nil || mark.Topic != "grp_1" || mark.Seq != 1 {
+		t.Fatalf("MarkRead = %+v, %v", mark, err)
+	}
 }

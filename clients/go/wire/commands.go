@@ -1,7 +1,7 @@
-// Package protocol holds the command numbers, result codes and JSON bodies of
-// PROTOCOL.md §3–§5, shared by the server and the Go client so both sides
-// marshal the same field names.
-package protocol
+// Package wire holds the command numbers, result codes and JSON bodies of
+// PROTOCOL.md §3–§5. The server marshals the same types the Go SDK does, so
+// both sides agree on every field name by construction.
+package wire
 
 // Command numbers (PROTOCOL.md §3).
 const (

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/clients/go/wire"
 )
 
 // dialogRewind is how far before its cursor catch-up asks for changed
@@ -34,10 +34,10 @@ func (c *Client) catchUp(conn *Conn) error {
 	c.mu.Unlock()
 
 	from := max(0, score-dialogRewind.Milliseconds())
-	lastSeq := make(map[string]protocol.Dialog)
+	lastSeq := make(map[string]wire.Dialog)
 	var order []string
 	for {
-		pages, finish, err := syncInbox(c, conn, mailbox, from)
+		pages, finish, err := conn.syncInbox(c.ctx, mailbox, from, wire.MaxSyncLimit)
 		if err != nil {
 			return err
 		}
@@ -74,26 +74,8 @@ func (c *Client) catchUp(conn *Conn) error {
 	return nil
 }
 
-func syncInbox(c *Client, conn *Conn, mailbox, score int64) ([]protocol.SyncInboxPage, protocol.SyncInboxFinish, error) {
-	var finish protocol.SyncInboxFinish
-	envs, err := conn.RequestStream(c.ctx, protocol.CmdSyncInbox, protocol.SyncInboxRequest{MailboxSeq: mailbox, DialogScore: score, Limit: protocol.MaxSyncLimit})
-	if err != nil {
-		return nil, finish, err
-	}
-	if err := decodeData(protocol.CmdSyncInboxFinish, envs[len(envs)-1], &finish); err != nil {
-		return nil, finish, err
-	}
-	pages := make([]protocol.SyncInboxPage, len(envs)-1)
-	for i, env := range envs[:len(envs)-1] {
-		if err := decodeData(protocol.CmdSyncInbox, env, &pages[i]); err != nil {
-			return nil, finish, err
-		}
-	}
-	return pages, finish, nil
-}
-
 // replayEvents delivers mailbox events that were not pushed live.
-func (c *Client) replayEvents(events []protocol.Event) {
+func (c *Client) replayEvents(events []wire.Event) {
 	for _, e := range events {
 		data, err := json.Marshal(e)
 		if err != nil {
@@ -107,8 +89,8 @@ func (c *Client) replayEvents(events []protocol.Event) {
 				continue
 			}
 		}
-		c.emit(Event{Kind: EventPush, Replayed: true, Push: Push{Command: protocol.CmdEvent,
-			Envelope: protocol.Envelope{Code: protocol.CodeOK, Msg: protocol.MsgOK, Data: data}}})
+		c.emit(Event{Kind: EventPush, Replayed: true, Push: Push{Command: wire.CmdEvent,
+			Envelope: wire.Envelope{Code: wire.CodeOK, Msg: wire.MsgOK, Data: data}}})
 	}
 }
 
@@ -116,7 +98,7 @@ func (c *Client) replayEvents(events []protocol.Event) {
 // topic the client has no position in starts at the larger of the read mark
 // and maxReplay before the end, and only messages after the horizon count as
 // missed: one of the same millisecond as the first AUTH is history.
-func (c *Client) catchUpTopic(conn *Conn, d protocol.Dialog) error {
+func (c *Client) catchUpTopic(conn *Conn, d wire.Dialog) error {
 	c.mu.Lock()
 	t := c.topic(d.Topic)
 	known, since, horizon := t.floorKnown, t.floor, c.state.Horizon
@@ -129,8 +111,8 @@ func (c *Client) catchUpTopic(conn *Conn, d protocol.Dialog) error {
 	}
 	start := since
 	for {
-		msgs, finish, err := conn.SyncMessages(c.ctx, d.Topic, since, protocol.MaxSyncLimit)
-		if ce, ok := errors.AsType[*CodeError](err); ok && (ce.Code == protocol.CodeForbidden || ce.Code == protocol.CodeNotFound) {
+		msgs, finish, err := conn.SyncMessages(c.ctx, d.Topic, since, wire.MaxSyncLimit)
+		if ce, ok := errors.AsType[*CodeError](err); ok && (ce.Code == wire.CodeForbidden || ce.Code == wire.CodeNotFound) {
 			return nil // left or gone since the inbox listed it
 		}
 		if err != nil {

@@ -1,12 +1,15 @@
-package proxyhdr
+// Package proxyheader writes the PROXY protocol header (v1 and v2) that Nginx puts in
+// front of a TCP stream, so a client or a test can stand where Nginx stands.
+package proxyheader
 
 import (
 	"encoding/binary"
 	"net/netip"
 	"strconv"
-
-	"github.com/pires/go-proxyproto"
 )
+
+// signatureV2 starts every v2 header.
+const signatureV2 = "\r\n\r\n\x00\r\nQUIT\n"
 
 // v2 version/command and family/transport bytes.
 const (
@@ -44,7 +47,7 @@ func AppendV1(dst []byte, source, destination netip.AddrPort) []byte {
 // destination. When either address is invalid it appends a LOCAL header.
 // Mixed families are written as TCP over IPv6 with v4-mapped addresses.
 func AppendV2(dst []byte, source, destination netip.AddrPort) []byte {
-	dst = append(dst, proxyproto.SIGV2...)
+	dst = append(dst, signatureV2...)
 	src, dest, ok := sameFamily(source, destination)
 	if !ok {
 		return append(dst, v2Local, 0, 0, 0)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/imdhq/imd/adapters/protocol/frame"
+	"github.com/imdhq/imd/clients/go/frame"
 )
 
 // Subprotocol is the WebSocket subprotocol of the frame protocol (PROTOCOL §7).

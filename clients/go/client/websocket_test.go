@@ -11,8 +11,8 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/imdhq/imd/adapters/protocol"
-	"github.com/imdhq/imd/adapters/protocol/frame"
+	"github.com/imdhq/imd/clients/go/frame"
+	"github.com/imdhq/imd/clients/go/wire"
 )
 
 // startWebSocketServer serves the fake server's sessions on GET /ws as PROTOCOL §7 says:
@@ -97,23 +97,23 @@ func TestWebSocket(t *testing.T) {
 			if _, err := c.Auth(ctx, goodToken, 3); err != nil {
 				t.Fatalf("Auth: %v", err)
 			}
-			if _, err := c.Send(ctx, protocol.SendMessageRequest{Topic: "grp_1", ClientMsgID: "a", Type: protocol.TypeText, Content: []byte(`{"text":"hi"}`)}); err != nil {
+			if _, err := c.Send(ctx, wire.SendMessageRequest{Topic: "grp_1", ClientMsgID: "a", Type: wire.TypeText, Content: []byte(`{"text":"hi"}`)}); err != nil {
 				t.Fatalf("Send: %v", err)
 			}
 			// Two frames in one write (as a batch of PUSH_ACKs is) leave as two messages.
-			two, _ := frame.Append(nil, protocol.CmdHeartbeat, 1, 901, []byte("{}"), 0)
-			two, _ = frame.Append(two, protocol.CmdHeartbeat, 2, 902, []byte("{}"), 0)
+			two, _ := frame.Append(nil, wire.CmdHeartbeat, 1, 901, []byte("{}"), 0)
+			two, _ = frame.Append(two, wire.CmdHeartbeat, 2, 902, []byte("{}"), 0)
 			if err := c.WriteRaw(two); err != nil {
 				t.Fatalf("WriteRaw: %v", err)
 			}
 			for _, seq := range []uint32{901, 902} {
-				if p := <-c.Pushes(); p.Command != protocol.CmdHeartbeat || p.SequenceID != seq {
+				if p := <-c.Pushes(); p.Command != wire.CmdHeartbeat || p.SequenceID != seq {
 					t.Fatalf("answer to a raw heartbeat = %+v, want HEARTBEAT seq %d", p, seq)
 				}
 			}
 			const n = 30
 			for i := range n {
-				ss.push(protocol.CmdMessage, uint32(500+i), testMessage("grp_1", int64(i+1)))
+				ss.push(wire.CmdMessage, uint32(500+i), testMessage("grp_1", int64(i+1)))
 			}
 			for i := range n {
 				if p := <-c.Pushes(); p.Message == nil || p.Message.Seq != int64(i+1) {
@@ -121,7 +121,7 @@ func TestWebSocket(t *testing.T) {
 				}
 			}
 			for i := range n {
-				if f := ss.nextFrame(); f.Command != protocol.CmdPushAck || f.SequenceID != uint32(500+i) {
+				if f := ss.nextFrame(); f.Command != wire.CmdPushAck || f.SequenceID != uint32(500+i) {
 					t.Fatalf("ack %d = cmd %d seq %d", i, f.Command, f.SequenceID)
 				}
 			}

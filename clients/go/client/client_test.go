@@ -16,8 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/adapters/protocol"
-	"github.com/imdhq/imd/adapters/protocol/frame"
+	"github.com/imdhq/imd/clients/go/frame"
+	"github.com/imdhq/imd/clients/go/proxyheader"
+	"github.com/imdhq/imd/clients/go/wire"
 )
 
 func dial(t *testing.T, o Options) *Conn {
@@ -33,7 +34,7 @@ func dial(t *testing.T, o Options) *Conn {
 func TestDialVariants(t *testing.T) {
 	serverTLS, clientTLS := testTLS(t)
 	namedTLS := clientTLS.Clone()
-	namedTLS.ServerName = "im.example.test"
+	namedTLS.ServerName = "im.example.com"
 	source := netip.MustParseAddrPort("198.51.100.9:40000")
 	unixPath := filepath.Join(t.TempDir(), "imd.sock")
 
@@ -43,25 +44,26 @@ func TestDialVariants(t *testing.T) {
 		listen     string
 		serverOpts []serverOption
 		opts       Options
-		wantSource func(c *Conn) netip.AddrPort
+		wantHeader func(c *Conn) []byte // the PROXY header the server must see
 	}{
 		{name: "plain TCP", network: "tcp", listen: "127.0.0.1:0"},
 		{name: "PROXY v1", network: "tcp", listen: "127.0.0.1:0", serverOpts: []serverOption{withProxy()},
-			opts: Options{ProxyHeader: 1}, wantSource: localAddrPort},
+			opts: Options{ProxyHeader: 1}, wantHeader: v1From(localAddrPort)},
 		{name: "PROXY v2", network: "tcp", listen: "127.0.0.1:0", serverOpts: []serverOption{withProxy()},
-			opts: Options{ProxyHeader: 2}, wantSource: localAddrPort},
+			opts: Options{ProxyHeader: 2}, wantHeader: v2From(localAddrPort)},
 		{name: "PROXY v2 with ProxySource", network: "tcp", listen: "127.0.0.1:0", serverOpts: []serverOption{withProxy()},
-			opts: Options{ProxyHeader: 2, ProxySource: source}, wantSource: fixed(source)},
+			opts: Options{ProxyHeader: 2, ProxySource: source}, wantHeader: v2From(fixed(source))},
 		{name: "TLS, ServerName from Addr", network: "tcp", listen: "127.0.0.1:0", serverOpts: []serverOption{withTLS(serverTLS)},
 			opts: Options{TLS: clientTLS}},
 		{name: "PROXY v1 then TLS", network: "tcp", listen: "127.0.0.1:0", serverOpts: []serverOption{withProxy(), withTLS(serverTLS)},
-			opts: Options{ProxyHeader: 1, TLS: namedTLS, ProxySource: source}, wantSource: fixed(source)},
+			opts: Options{ProxyHeader: 1, TLS: namedTLS, ProxySource: source}, wantHeader: v1From(fixed(source))},
 		{name: "PROXY v2 then TLS from 127.0.0.2", network: "tcp", listen: "127.0.0.1:0", serverOpts: []serverOption{withProxy(), withTLS(serverTLS)},
-			opts: Options{ProxyHeader: 2, TLS: namedTLS, LocalAddr: "127.0.0.2"}, wantSource: localAddrPort},
+			opts: Options{ProxyHeader: 2, TLS: namedTLS, LocalAddr: "127.0.0.2"}, wantHeader: v2From(localAddrPort)},
 		{name: "unix socket with PROXY v1", network: "unix", listen: unixPath, serverOpts: []serverOption{withProxy()},
-			opts: Options{ProxyHeader: 1, ProxySource: source}, wantSource: fixed(source)},
+			opts:       Options{ProxyHeader: 1, ProxySource: source},
+			wantHeader: func(*Conn) []byte { return proxyheader.AppendV1(nil, source, netip.MustParseAddrPort("127.0.0.1:443")) }},
 		{name: "unix socket with PROXY v2, no source", network: "unix", listen: unixPath + "2", serverOpts: []serverOption{withProxy()},
-			opts: Options{ProxyHeader: 2}, wantSource: fixed(netip.AddrPort{})},
+			opts: Options{ProxyHeader: 2}, wantHeader: func(*Conn) []byte { return proxyheader.AppendV2(nil, netip.AddrPort{}, netip.AddrPort{}) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -73,9 +75,9 @@ func TestDialVariants(t *testing.T) {
 			if err := c.Heartbeat(context.Background()); err != nil {
 				t.Fatalf("Heartbeat: %v", err)
 			}
-			if tt.wantSource != nil {
-				if want := tt.wantSource(c); ss.source != want {
-					t.Errorf("server saw source %v, want %v", ss.source, want)
+			if tt.wantHeader != nil {
+				if want := tt.wantHeader(c); !bytes.Equal(ss.proxyHeader, want) {
+					t.Errorf("server saw PROXY header %q, want %q", ss.proxyHeader, want)
 				}
 			}
 			if o.LocalAddr != "" {
@@ -91,6 +93,15 @@ func localAddrPort(c *Conn) netip.AddrPort { return tcpAddrPort(c.nc.LocalAddr()
 
 func fixed(ap netip.AddrPort) func(*Conn) netip.AddrPort {
 	return func(*Conn) netip.AddrPort { return ap }
+}
+
+// v1From and v2From are the header from source(c) to the server's address.
+func v1From(source func(*Conn) netip.AddrPort) func(*Conn) []byte {
+	return func(c *Conn) []byte { return proxyheader.AppendV1(nil, source(c), tcpAddrPort(c.nc.RemoteAddr())) }
+}
+
+func v2From(source func(*Conn) netip.AddrPort) func(*Conn) []byte {
+	return func(c *Conn) []byte { return proxyheader.AppendV2(nil, source(c), tcpAddrPort(c.nc.RemoteAddr())) }
 }
 
 func TestDialErrors(t *testing.T) {
@@ -122,7 +133,7 @@ func TestTypedHelpers(t *testing.T) {
 	ctx := context.Background()
 
 	var codeErr *CodeError
-	if _, err := c.Auth(ctx, "wrong", 1); !errors.As(err, &codeErr) || codeErr.Code != protocol.CodeUnauthenticated {
+	if _, err := c.Auth(ctx, "wrong", 1); !errors.As(err, &codeErr) || codeErr.Code != wire.CodeUnauthenticated {
 		t.Fatalf("Auth with a bad token: %v", err)
 	}
 	auth, err := c.Auth(ctx, goodToken, 18446744073709551615)
@@ -130,12 +141,12 @@ func TestTypedHelpers(t *testing.T) {
 		t.Fatalf("Auth = %+v, %v", auth, err)
 	}
 
-	ack, err := c.Send(ctx, protocol.SendMessageRequest{Topic: "grp_1", ClientMsgID: "m1", Type: protocol.TypeText, Content: json.RawMessage(`{"text":"hi"}`)})
+	ack, err := c.Send(ctx, wire.SendMessageRequest{Topic: "grp_1", ClientMsgID: "m1", Type: wire.TypeText, Content: json.RawMessage(`{"text":"hi"}`)})
 	if err != nil || ack.ClientMsgID != "m1" || ack.MsgID != 100 {
 		t.Fatalf("Send = %+v, %v", ack, err)
 	}
 	big := json.RawMessage(`{"text":"` + strings.Repeat("x", 2000) + `"}`)
-	if _, err := c.Send(ctx, protocol.SendMessageRequest{Topic: "grp_1", ClientMsgID: "m2", Type: protocol.TypeText, Content: big}); !errors.As(err, &codeErr) || codeErr.Code != protocol.CodeTooLarge {
+	if _, err := c.Send(ctx, wire.SendMessageRequest{Topic: "grp_1", ClientMsgID: "m2", Type: wire.TypeText, Content: big}); !errors.As(err, &codeErr) || codeErr.Code != wire.CodeTooLarge {
 		t.Fatalf("Send too large: %v", err)
 	}
 
@@ -165,7 +176,7 @@ func TestTypedHelpers(t *testing.T) {
 			t.Errorf("SyncMessages since %d: seqs %v, want %v", tt.since, seqs, tt.wantSeqs)
 		}
 	}
-	if _, _, err := c.SyncMessages(ctx, "grp_denied", 0, 0); !errors.As(err, &codeErr) || codeErr.Code != protocol.CodeForbidden {
+	if _, _, err := c.SyncMessages(ctx, "grp_denied", 0, 0); !errors.As(err, &codeErr) || codeErr.Code != wire.CodeForbidden {
 		t.Fatalf("SyncMessages denied: %v", err)
 	}
 }
@@ -173,22 +184,22 @@ func TestTypedHelpers(t *testing.T) {
 func TestRequestStreamEnvelopes(t *testing.T) {
 	srv := startServer(t, "tcp", "127.0.0.1:0")
 	c := dial(t, Options{Addr: srv.addr()})
-	envs, err := c.RequestStream(context.Background(), protocol.CmdSyncMessages, protocol.SyncMessagesRequest{Topic: "grp_1", SinceSeq: 1})
+	envs, err := c.RequestStream(context.Background(), wire.CmdSyncMessages, wire.SyncMessagesRequest{Topic: "grp_1", SinceSeq: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(envs) != 3 { // pages {2,3}, {4,5}, then FINISH
 		t.Fatalf("%d envelopes, want 3", len(envs))
 	}
-	var finish protocol.SyncMessagesFinish
+	var finish wire.SyncMessagesFinish
 	if err := json.Unmarshal(envs[2].Data, &finish); err != nil || finish.LastSeq != 5 {
 		t.Fatalf("last envelope is not the FINISH: %s", envs[2].Data)
 	}
 
-	if _, err := c.RequestStream(context.Background(), protocol.CmdHeartbeat, nil); err == nil {
+	if _, err := c.RequestStream(context.Background(), wire.CmdHeartbeat, nil); err == nil {
 		t.Error("RequestStream accepted a one-response command")
 	}
-	if _, err := c.Request(context.Background(), protocol.CmdSyncInbox, nil); err == nil {
+	if _, err := c.Request(context.Background(), wire.CmdSyncInbox, nil); err == nil {
 		t.Error("Request accepted a stream command")
 	}
 }
@@ -212,12 +223,12 @@ func TestConcurrentRequestsAnsweredOutOfOrder(t *testing.T) {
 			for i := range perWorker {
 				seq := int64(w*perWorker + i)
 				topic := fmt.Sprintf("grp_%d_%s", w, strings.Repeat("t", i)) // some bodies get compressed
-				env, err := c.Request(context.Background(), protocol.CmdReadMessage, protocol.ReadRequest{Topic: topic, Seq: seq})
+				env, err := c.Request(context.Background(), wire.CmdReadMessage, wire.ReadRequest{Topic: topic, Seq: seq})
 				if err != nil {
 					errs <- err
 					return
 				}
-				var resp protocol.ReadResponse
+				var resp wire.ReadResponse
 				if err := json.Unmarshal(env.Data, &resp); err != nil || resp.Seq != seq || resp.Topic != topic {
 					errs <- fmt.Errorf("request %d got %s (%v)", seq, env.Data, err)
 					return
@@ -239,20 +250,20 @@ func TestPushes(t *testing.T) {
 	ctx := context.Background()
 
 	msg := testMessage("grp_1", 9)
-	ss.push(protocol.CmdMessage, 777, msg)
-	ss.push(protocol.CmdEvent, 778, protocol.Event{"type": json.RawMessage(`"friend_added"`)})
+	ss.push(wire.CmdMessage, 777, msg)
+	ss.push(wire.CmdEvent, 778, wire.Event{"type": json.RawMessage(`"friend_added"`)})
 
 	p := <-c.Pushes()
-	if p.Command != protocol.CmdMessage || p.SequenceID != 777 || p.Message == nil || p.Message.Seq != 9 || p.Message.MsgID != msg.MsgID {
+	if p.Command != wire.CmdMessage || p.SequenceID != 777 || p.Message == nil || p.Message.Seq != 9 || p.Message.MsgID != msg.MsgID {
 		t.Fatalf("first push = %+v", p)
 	}
 	ackFrame := ss.nextFrame()
-	if ackFrame.Command != protocol.CmdPushAck || ackFrame.SequenceID != 777 || string(ackFrame.Body) != "{}" {
+	if ackFrame.Command != wire.CmdPushAck || ackFrame.SequenceID != 777 || string(ackFrame.Body) != "{}" {
 		t.Fatalf("PUSH_ACK = cmd %d seq %d body %q", ackFrame.Command, ackFrame.SequenceID, ackFrame.Body)
 	}
 	p = <-c.Pushes()
-	var ev protocol.Event
-	if p.Command != protocol.CmdEvent || p.Message != nil || json.Unmarshal(p.Envelope.Data, &ev) != nil || string(ev["type"]) != `"friend_added"` {
+	var ev wire.Event
+	if p.Command != wire.CmdEvent || p.Message != nil || json.Unmarshal(p.Envelope.Data, &ev) != nil || string(ev["type"]) != `"friend_added"` {
 		t.Fatalf("second push = %+v", p)
 	}
 
@@ -260,19 +271,19 @@ func TestPushes(t *testing.T) {
 	// sequence_id of a pending READ_MESSAGE must not be taken for its answer.
 	done := make(chan error, 1)
 	go func() {
-		env, err := c.Request(ctx, protocol.CmdReadMessage, protocol.ReadRequest{Topic: holdTopic, Seq: 2})
+		env, err := c.Request(ctx, wire.CmdReadMessage, wire.ReadRequest{Topic: holdTopic, Seq: 2})
 		if err == nil && !bytes.Contains(env.Data, []byte(holdTopic)) {
 			err = fmt.Errorf("answer %s", env.Data)
 		}
 		done <- err
 	}()
 	f := ss.nextFrame()
-	ss.push(protocol.CmdReadMessage, f.SequenceID, protocol.ReadResponse{Topic: "grp_other", Seq: 1})
+	ss.push(wire.CmdReadMessage, f.SequenceID, wire.ReadResponse{Topic: "grp_other", Seq: 1})
 	p = <-c.Pushes()
-	if p.Command != protocol.CmdReadMessage || !bytes.Contains(p.Envelope.Data, []byte("grp_other")) {
+	if p.Command != wire.CmdReadMessage || !bytes.Contains(p.Envelope.Data, []byte("grp_other")) {
 		t.Fatalf("colliding push = %+v", p)
 	}
-	ss.ok(f, protocol.CmdReadMessage, protocol.ReadResponse{Topic: holdTopic, Seq: 2})
+	ss.ok(f, wire.CmdReadMessage, wire.ReadResponse{Topic: holdTopic, Seq: 2})
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
@@ -286,11 +297,11 @@ func TestPushAcksOfABurst(t *testing.T) {
 	ss := srv.nextSession()
 	const n = 20
 	for i := range n {
-		ss.push(protocol.CmdMessage, uint32(100+i), testMessage("grp_1", int64(i+1)))
+		ss.push(wire.CmdMessage, uint32(100+i), testMessage("grp_1", int64(i+1)))
 	}
 	wantAck := func(i int) {
 		t.Helper()
-		if f := ss.nextFrame(); f.Command != protocol.CmdPushAck || f.SequenceID != uint32(100+i) {
+		if f := ss.nextFrame(); f.Command != wire.CmdPushAck || f.SequenceID != uint32(100+i) {
 			t.Fatalf("ack %d = cmd %d seq %d, want PUSH_ACK seq %d", i, f.Command, f.SequenceID, 100+i)
 		}
 	}
@@ -313,11 +324,11 @@ func TestPushAcksOfABurst(t *testing.T) {
 func BenchmarkReadMessages(b *testing.B) {
 	server, client := net.Pipe()
 	go func() { _, _ = io.Copy(io.Discard, server) }() // the acks
-	body, err := protocol.OK(0, testMessage("grp_1", 42))
+	body, err := wire.OK(0, testMessage("grp_1", 42))
 	if err != nil {
 		b.Fatal(err)
 	}
-	one, err := frame.Append(nil, protocol.CmdMessage, 0, 1, body, 0)
+	one, err := frame.Append(nil, wire.CmdMessage, 0, 1, body, 0)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -347,16 +358,16 @@ func TestServerCloseAndKick(t *testing.T) {
 
 	pending := make(chan error, 1)
 	go func() {
-		_, err := c.Request(context.Background(), protocol.CmdEditMessage, protocol.EditRequest{Topic: "grp_1"})
+		_, err := c.Request(context.Background(), wire.CmdEditMessage, wire.EditRequest{Topic: "grp_1"})
 		pending <- err
 	}()
 	ss.nextFrame() // the EDIT_MESSAGE, never answered
-	ss.push(protocol.CmdKick, 1, protocol.Kick{Reason: protocol.KickReasonReplaced})
+	ss.push(wire.CmdKick, 1, wire.Kick{Reason: wire.KickReasonReplaced})
 	ss.conn.Close()
 
 	p := <-c.Pushes()
-	var kick protocol.Kick
-	if p.Command != protocol.CmdKick || json.Unmarshal(p.Envelope.Data, &kick) != nil || kick.Reason != protocol.KickReasonReplaced {
+	var kick wire.Kick
+	if p.Command != wire.CmdKick || json.Unmarshal(p.Envelope.Data, &kick) != nil || kick.Reason != wire.KickReasonReplaced {
 		t.Fatalf("push = %+v", p)
 	}
 	if err := <-pending; !errors.Is(err, io.EOF) {
@@ -384,14 +395,14 @@ func TestClose(t *testing.T) {
 
 	pending := make(chan error, 1)
 	go func() {
-		_, err := c.Request(context.Background(), protocol.CmdDeleteMessages, protocol.DeleteRequest{Topic: "grp_1", Low: 1, Hi: 2})
+		_, err := c.Request(context.Background(), wire.CmdDeleteMessages, wire.DeleteRequest{Topic: "grp_1", Low: 1, Hi: 2})
 		pending <- err
 	}()
 	ss.nextFrame()
 	// Fill the pushes channel and leave the reader blocked on it: Close must
 	// still return.
 	for i := range 3 {
-		ss.push(protocol.CmdEvent, uint32(i), protocol.Event{})
+		ss.push(wire.CmdEvent, uint32(i), wire.Event{})
 	}
 	// No event says the reader is blocked on the full channel; this gives it time to get there,
 	// and Close must return whether it did or not.
@@ -422,7 +433,7 @@ func TestRequestTimeoutAndLateAnswer(t *testing.T) {
 	c := dial(t, Options{Addr: srv.addr(), RequestTimeout: 50 * time.Millisecond})
 	ss := srv.nextSession()
 
-	_, err := c.Request(context.Background(), protocol.CmdGenerateMsgID, nil)
+	_, err := c.Request(context.Background(), wire.CmdGenerateMsgID, nil)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want DeadlineExceeded", err)
 	}
@@ -430,14 +441,14 @@ func TestRequestTimeoutAndLateAnswer(t *testing.T) {
 	if string(f.Body) != "{}" {
 		t.Errorf("nil body sent as %q", f.Body)
 	}
-	ss.ok(f, protocol.CmdGenerateMsgID, protocol.GenerateMsgIDResponse{MsgID: 5})
-	if p := <-c.Pushes(); p.Command != protocol.CmdGenerateMsgID || p.SequenceID != f.SequenceID {
+	ss.ok(f, wire.CmdGenerateMsgID, wire.GenerateMsgIDResponse{MsgID: 5})
+	if p := <-c.Pushes(); p.Command != wire.CmdGenerateMsgID || p.SequenceID != f.SequenceID {
 		t.Fatalf("late answer delivered as %+v", p)
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := c.Request(ctx, protocol.CmdGenerateMsgID, nil); !errors.Is(err, context.Canceled) {
+	if _, err := c.Request(ctx, wire.CmdGenerateMsgID, nil); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled: %v", err)
 	}
 	if c.Err() != nil {
@@ -451,9 +462,9 @@ func TestProtocolViolations(t *testing.T) {
 		answer     func(ss *session, f frame.Frame)
 		connClosed bool
 	}{
-		{"wrong response command", func(ss *session, f frame.Frame) { ss.ok(f, protocol.CmdHeartbeat, struct{}{}) }, false},
+		{"wrong response command", func(ss *session, f frame.Frame) { ss.ok(f, wire.CmdHeartbeat, struct{}{}) }, false},
 		{"envelope request_id differs", func(ss *session, f frame.Frame) {
-			body, _ := protocol.OK(f.RequestID+1, struct{}{})
+			body, _ := wire.OK(f.RequestID+1, struct{}{})
 			ss.send(f.Command, f.RequestID, f.SequenceID, body, 0)
 		}, false},
 		{"body is not an envelope", func(ss *session, f frame.Frame) {
@@ -465,7 +476,7 @@ func TestProtocolViolations(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := startServer(t, "tcp", "127.0.0.1:0", withHandler(tt.answer))
 			c := dial(t, Options{Addr: srv.addr()})
-			_, err := c.Request(context.Background(), protocol.CmdGenerateMsgID, nil)
+			_, err := c.Request(context.Background(), wire.CmdGenerateMsgID, nil)
 			if tt.name == "bad frame magic" {
 				if !errors.Is(err, frame.ErrBadMagic) {
 					t.Fatalf("err = %v, want ErrBadMagic", err)
@@ -509,7 +520,7 @@ func TestLargeAndCompressedFrames(t *testing.T) {
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			req := map[string]string{"text": tt.text}
-			env, err := c.Request(context.Background(), protocol.CmdEditMessage, req)
+			env, err := c.Request(context.Background(), wire.CmdEditMessage, req)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -524,7 +535,7 @@ func TestLargeAndCompressedFrames(t *testing.T) {
 			}
 		})
 	}
-	if _, err := c.Request(context.Background(), protocol.CmdEditMessage, map[string]string{"text": strings.Repeat(string(incompressible), 5)}); !errors.Is(err, frame.ErrTooLarge) {
+	if _, err := c.Request(context.Background(), wire.CmdEditMessage, map[string]string{"text": strings.Repeat(string(incompressible), 5)}); !errors.Is(err, frame.ErrTooLarge) {
 		t.Fatalf("oversized request: %v, want ErrTooLarge", err)
 	}
 	if c.Err() != nil {
@@ -536,7 +547,7 @@ func TestWriteRaw(t *testing.T) {
 	srv := startServer(t, "tcp", "127.0.0.1:0")
 	c := dial(t, Options{Addr: srv.addr()})
 	ss := srv.nextSession()
-	header, err := frame.Append(nil, protocol.CmdHeartbeat, 1, 1, nil, 0)
+	header, err := frame.Append(nil, wire.CmdHeartbeat, 1, 1, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
