@@ -1,6 +1,6 @@
 // Package adapters holds one package per technology, each implementing ports for the core or
-// driving it (listeners); fxdeps adapts the constructors of both to fx for cmd/imd. Adapters do not import each other: cmd/imd wires them together
-// through ports or small interfaces the consumer declares. The only shared vocabulary is
-// adapters/protocol (transport-neutral); tests may also use the memory fakes.
-// imports_test.go enforces that.
+// driving it (listeners). Adapters do not import each other: cmd/imd wires them together
+// through ports or small interfaces the consumer declares (cmd/imd/ports.go names the adapter
+// behind each port). The only shared vocabulary is adapters/protocol (transport-neutral);
+// tests may also use the memory fakes. imports_test.go enforces that.
 package adapters

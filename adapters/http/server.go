@@ -58,7 +58,7 @@ type Deps struct {
 	// Listeners are the node's other listeners (the frame listener): each reports nil while it
 	// accepts, and /readyz is 503 while any does not, so no client is routed to a node that
 	// answers HTTP but cannot take connections.
-	Listeners []Listening `group:"listeners"`
+	Listeners []Listening
 	// Shards serves the shard lifecycle routes of admin_shards.go.
 	Shards ShardOps
 	// Inbox serves the conversation-list routes of admin_inbox.go; nil leaves them out.

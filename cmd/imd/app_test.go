@@ -3,14 +3,12 @@ package main
 import (
 	"context"
 	"log/slog"
-	"net/http"
 	"testing"
 	"time"
 
 	"go.uber.org/fx"
 
 	"github.com/imdhq/imd/adapters/config"
-	httpapi "github.com/imdhq/imd/adapters/http"
 	"github.com/imdhq/imd/adapters/jwt"
 	"github.com/imdhq/imd/adapters/localfs"
 	"github.com/imdhq/imd/adapters/memory"
@@ -20,15 +18,11 @@ import (
 	"github.com/imdhq/imd/clients/go/client"
 	"github.com/imdhq/imd/clients/go/wire"
 	"github.com/imdhq/imd/core/admin"
-	"github.com/imdhq/imd/core/conversation"
 	"github.com/imdhq/imd/core/domain/social"
 	"github.com/imdhq/imd/core/domain/tenant"
-	"github.com/imdhq/imd/core/dualread"
-	"github.com/imdhq/imd/core/runtime"
-	"github.com/imdhq/imd/ports"
 )
 
-// memoryAdapters provides what Adapters does, from the memory fakes and in-process adapters
+// memoryAdapters binds every port as Adapters does, to the memory fakes and in-process adapters
 // (JWT, Prometheus, a local upload directory): no MySQL, no Redis.
 func memoryAdapters(t *testing.T, cfg config.Config) fx.Option {
 	clock := systemClock{}
@@ -42,87 +36,97 @@ func memoryAdapters(t *testing.T, cfg config.Config) fx.Option {
 	legacy := memory.NewLegacy(shards, clock.Now)
 	routes := memory.NewRouteCache()
 	dialogs := memory.NewDialogStore(clock.Now)
+	summaries := memory.NewSummaries(shards, dir)
+	nodes := memory.NewNodes(clock.Now)
+	seqs := memory.NewSeqAllocator(months, clock.Now)
+	hot := memory.NewHotCache(clock.Now, time.Hour, 100)
 	tokens := jwt.New([]byte(cfg.TokenSecret))
+	metrics := prometheus.New(nil)
+	queue, err := memory.NewDeliverQueue(clock.Now).WithPartitions(cfg.Deliver.Partitions)
+	if err != nil {
+		t.Fatal(err)
+	}
 	files, err := localfs.New(localfs.Config{Dir: t.TempDir(), BaseURL: "http://imd.test", Secret: []byte("files")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return fx.Provide(
-		func() ports.MessageStore { return store },
-		func() ports.QueuedMarks { return store },
-		func() ports.SeqHoles { return store },
-		func() *memory.Nodes { return memory.NewNodes(clock.Now) },
-		func(n *memory.Nodes) ports.NodeLeases { return n },
-		func(n *memory.Nodes) ports.Presence { return n },
-		func(n *memory.Nodes) ports.NodeChannel { return n },
-		func(n *memory.Nodes) ports.NodeInspector { return n },
-		func() ports.MessageSearch { return store },
-		func() ports.MessageFinder { return store },
-		func() ports.Directory { return dir },
-		func() ports.GroupOwners { return dir },
-		func() ports.Profiles { return dir },
-		func() ports.Friends { return dir },
-		func() ports.Blocks { return dir },
-		func() ports.Groups { return dir },
-		func() ports.SendRules { return dir },
-		func() conversation.Graph { return dir },
-		func() baseEditor { return baseEditor{memory.NewMessageEditor(shards)} },
-		func() ports.DeleteLog { return dellog },
-		func() ports.HiddenRanges { return dellog },
-		func() ports.ShardStore { return shards },
-		func() ports.ReadStore { return memory.NewReadStore(dir, shards) },
-		func() ports.Mailbox { return memory.NewMailbox() },
-		func() ports.RouteMirror { return memory.NewRouteMirror(shards) },
-		func() ports.ShardHousekeeping { return memory.NewHousekeeping(shards) },
-		func() ports.Reports { return memory.NewReports() },
-		func() *memory.Summaries { return memory.NewSummaries(shards, dir) },
-		func(s *memory.Summaries) ports.Summaries { return s },
-		func(s *memory.Summaries) ports.DailyCounter { return s },
-		func() ports.TokenRevocations { return memory.NewRevocations() },
-		func() ports.TenantStore { return memory.NewTenantStore() },
-		func() ports.MonthRows { return rows },
-		func() ports.MonthCatalog { return rows },
-		func() ports.Favorites { return refs },
-		func() ports.GroupFiles { return refs },
-		func() ports.References { return refs },
-		func() ports.LegacyMessages { return legacy },
-		func() ports.MigrationStore { return legacy },
-		func() dualread.Copier { return legacy },
-		func() httpapi.ReadyCheck { return func(context.Context) error { return nil } },
-		func() *memory.SeqAllocator { return memory.NewSeqAllocator(months, clock.Now) },
-		func(s *memory.SeqAllocator) ports.SeqAllocator { return s },
-		func(s *memory.SeqAllocator) ports.PendingSeqs { return s },
-		func() ports.MonthState { return months },
-		func() ports.RouteCache { return routes },
-		func() ports.RouteFiller { return routes },
-		func() ports.RoutePurger { return routes },
-		func() *memory.HotCache { return memory.NewHotCache(clock.Now, time.Hour, 100) },
-		func(h *memory.HotCache) ports.HotCache { return h },
-		func() (ports.DeliverQueue, error) {
-			return memory.NewDeliverQueue(clock.Now).WithPartitions(cfg.Deliver.Partitions)
-		},
-		func(r ports.RouteCache, h *memory.HotCache, q ports.DeliverQueue, s *memory.SeqAllocator) ports.CommitFollowUp {
-			return &memory.CommitFollowUp{Routes: r, Hot: h, Queue: q, Seqs: s, Pending: s}
-		},
-		func() ports.DialogStore { return dialogs },
-		func() ports.DialogRemover { return dialogs },
-		func() ports.RouteRepairQueue { return memory.NewRepairQueue() },
-		func() ports.CompensationList { return memory.NewCompensationList() },
-		func() ports.Locks { return memory.NewLocks(clock.Now) },
-		func() ports.IDGenerator { return memory.NewIDs(clock) },
-		func() runtime.ReadyStorage { return func(context.Context, tenant.Info) error { return nil } },
-		func() ports.Tokens { return tokens },
-		func() ports.TokenInspector { return tokens },
-		func() *prometheus.Metrics { return prometheus.New(nil) },
-		func(m *prometheus.Metrics) ports.Metrics { return m },
-		func(m *prometheus.Metrics) ports.CounterAdder { return m },
-		func(m *prometheus.Metrics) http.Handler { return m.Handler() },
-		func() ports.Clock { return clock },
-		func() ports.SearchIndex { return memory.NewSearchIndex() },
-		func() ports.BlobStore { return memory.NewBlobStore() },
-		func() (ports.ObjectStore, httpapi.FileStore) { return files, files },
-		func() ports.PushNotifier { return push.Noop{} },
-	)
+	bound := Ports{
+		MessageStore:  store,
+		MessageSearch: store,
+		MessageFinder: store,
+		MessageEditor: memory.NewMessageEditor(shards),
+		QueuedMarks:   store,
+		SeqHoles:      store,
+
+		Directory:   dir,
+		GroupOwners: dir,
+		Profiles:    dir,
+		Friends:     dir,
+		Blocks:      dir,
+		Groups:      dir,
+		Graph:       dir,
+
+		DeleteLog:         dellog,
+		HiddenRanges:      dellog,
+		ShardStore:        shards,
+		ReadStore:         memory.NewReadStore(dir, shards),
+		Mailbox:           memory.NewMailbox(),
+		RouteMirror:       memory.NewRouteMirror(shards),
+		ShardHousekeeping: memory.NewHousekeeping(shards),
+		Reports:           memory.NewReports(),
+		Summaries:         summaries,
+		DailyCounter:      summaries,
+		TokenRevocations:  memory.NewRevocations(),
+		MonthRows:         rows,
+		MonthCatalog:      rows,
+		Favorites:         refs,
+		GroupFiles:        refs,
+		References:        refs,
+		LegacyMessages:    legacy,
+		MigrationStore:    legacy,
+		MigrationCopier:   legacy,
+		TenantStore:       memory.NewTenantStore(),
+
+		Ready:               func(context.Context) error { return nil },
+		NodeLeases:          nodes,
+		Presence:            nodes,
+		NodeChannel:         nodes,
+		NodeInspector:       nodes,
+		SeqAllocator:        seqs,
+		PendingSeqs:         seqs,
+		MonthState:          months,
+		RouteCache:          routes,
+		RouteFiller:         routes,
+		RoutePurger:         routes,
+		HotCache:            hot,
+		CommitFollowUp:      &memory.CommitFollowUp{Routes: routes, Hot: hot, Queue: queue, Seqs: seqs, Pending: seqs},
+		DialogStore:         dialogs,
+		DialogRemover:       dialogs,
+		RouteRepairQueue:    memory.NewRepairQueue(),
+		CompensationList:    memory.NewCompensationList(),
+		Locks:               memory.NewLocks(clock.Now),
+		DeliverQueue:        queue,
+		DeliverInspector:    queue,
+		DeliverLeaseHolders: queue,
+		DeliverBacklog:      queue,
+		DeliverLeases:       queue,
+		DeliverDepth:        queue,
+
+		IDs:            memory.NewIDs(clock),
+		Clock:          clock,
+		ReadyStorage:   func(context.Context, tenant.Info) error { return nil },
+		Tokens:         tokens,
+		TokenInspector: tokens,
+		Metrics:        metrics,
+		CounterAdder:   metrics,
+		MetricsHandler: metrics.Handler(),
+		SearchIndex:    memory.NewSearchIndex(),
+		BlobStore:      memory.NewBlobStore(),
+		ObjectStore:    files,
+		Files:          files,
+		PushNotifier:   push.Noop{},
+	}
+	return fx.Supply(bound, held{})
 }
 
 // TestWholeGraphCarriesAMessage assembles the server as main does, with the memory fakes in

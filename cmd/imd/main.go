@@ -1,9 +1,9 @@
 // Command imd is the IM server: it assembles the adapters around the core with fx and runs
-// until SIGINT/SIGTERM, then stops in reverse order (seed 003 §18).
+// until SIGINT/SIGTERM, then stops in reverse order (seed 003 §18). app.go says where each
+// part of the assembly is.
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -80,16 +80,6 @@ func run(args []string) error {
 		fx.StartTimeout(cfg.Shutdown.Timeout*3),
 		fx.StopTimeout(cfg.Shutdown.Timeout),
 		Options(cfg, log),
-		// Appended last: it runs after every other start hook and before every stop hook.
-		fx.Invoke(func(lc fx.Lifecycle) {
-			lc.Append(fx.Hook{
-				OnStart: func(context.Context) error {
-					log.Info("imd ready", "tcp", cfg.TCP.Addr, "http", cfg.HTTP.Addr, "tenants", cfg.TenantNames())
-					return nil
-				},
-				OnStop: func(context.Context) error { log.Info("shutting down"); return nil },
-			})
-		}),
 	).Run()
 	return nil
 }

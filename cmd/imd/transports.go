@@ -1,57 +1,66 @@
 package main
 
 import (
-	"context"
 	"crypto/tls"
 	"log/slog"
-	"net/http"
-
-	"go.uber.org/fx"
 
 	"github.com/imdhq/imd/adapters/config"
-	"github.com/imdhq/imd/adapters/fxdeps"
 	httpapi "github.com/imdhq/imd/adapters/http"
 	tcpserver "github.com/imdhq/imd/adapters/tcp/server"
 	"github.com/imdhq/imd/adapters/websocket"
 	jssdk "github.com/imdhq/imd/clients/js"
 	"github.com/imdhq/imd/clients/webchat"
+	"github.com/imdhq/imd/core/admin"
+	"github.com/imdhq/imd/core/archiver"
+	"github.com/imdhq/imd/core/authn"
 	"github.com/imdhq/imd/core/cluster"
-	"github.com/imdhq/imd/core/runtime"
-	"github.com/imdhq/imd/ports"
+	"github.com/imdhq/imd/core/deliver"
+	"github.com/imdhq/imd/core/directory"
+	"github.com/imdhq/imd/core/favorites"
+	"github.com/imdhq/imd/core/groupfiles"
+	"github.com/imdhq/imd/core/history"
+	"github.com/imdhq/imd/core/inbox"
+	"github.com/imdhq/imd/core/jobs"
+	"github.com/imdhq/imd/core/longsearch"
+	"github.com/imdhq/imd/core/migration"
+	"github.com/imdhq/imd/core/modify"
+	"github.com/imdhq/imd/core/read"
+	"github.com/imdhq/imd/core/reindex"
+	"github.com/imdhq/imd/core/replies"
+	"github.com/imdhq/imd/core/reports"
+	"github.com/imdhq/imd/core/retention"
+	"github.com/imdhq/imd/core/routerepair"
+	"github.com/imdhq/imd/core/send"
+	"github.com/imdhq/imd/core/shardmanager"
+	"github.com/imdhq/imd/core/tenantregistry"
+	"github.com/imdhq/imd/core/uploads"
 )
 
-// transports are the TCP and HTTP listeners, the WebSocket endpoint (PROTOCOL §7: it hands
-// its connections to the TCP listener's dispatcher, so both share one session registry) and
-// the metrics-only listener. They start in seed 003 §18 order after the tenants' loops: HTTP →
-// TCP → ready; stop runs backwards: not ready → WebSocket and TCP drained → HTTP.
-func transports() fx.Option {
-	return fx.Options(
-		fx.Provide(
-			tcpConfig,
-			fxdeps.As(fxdeps.Inject(tcpserver.New), fx.Self(), new(ports.Pusher), new(cluster.Local), new(ports.Kicker)),
-			// The deliver side pushes through the cross-node pusher, which hands pushes for
-			// devices on other nodes to those nodes; it is bound once both exist.
-			func() *cluster.LatePusher { return &cluster.LatePusher{} },
-			func(l *cluster.LatePusher) ports.DevicePusher { return l },
-			func(cfg config.Config, tcp *tcpserver.Server, m ports.Metrics, log *slog.Logger) *websocket.Endpoint {
-				w := cfg.HTTP.WebSocket
-				return websocket.New(websocket.Config{AllowedOrigins: w.AllowedOrigins, IdleTimeout: w.IdleTimeout,
-					WriteTimeout: w.WriteTimeout, OutboundFrames: cfg.TCP.OutboundLimit}, tcp.Dispatcher(), m, log)
-			},
-			func(ws *websocket.Endpoint) httpapi.Browser {
-				return httpapi.Browser{WebSocket: ws, SDK: jssdk.Files, Chat: webchat.Files}
-			},
-			func(cfg config.Config) httpapi.Config {
-				user, ip := cfg.RateLimit.HTTP()
-				return httpapi.Config{Addr: cfg.HTTP.Addr, AdminKey: cfg.AdminKey, RateLimits: httpapi.ClientRateLimits{User: user, IP: ip}}
-			},
-			fxdeps.Gather[httpapi.ShardOps](),
-			// /readyz is 503 while the frame listener does not accept.
-			fx.Annotate(func(tcp *tcpserver.Server) httpapi.Listening { return tcp.Serving }, fx.ResultTags(`group:"listeners"`)),
-			fxdeps.Inject(httpapi.New),
-		),
-		fx.Invoke(func(l *cluster.LatePusher, p *cluster.Pusher) { l.Bind(p) }, runServer, runMetricsListener),
-	)
+// The transports: the TCP and HTTP listeners and the WebSocket endpoint (PROTOCOL §7: it hands
+// its connections to the TCP listener's dispatcher, so both share one session registry);
+// lifecycle.go starts and stops them, and the metrics-only listener.
+
+func newTCPServer(cfg config.Config, p Ports, log *slog.Logger, auth *authn.Service, sends *send.Service,
+	h *history.Service, changes *modify.Service, box *inbox.Service, reads *read.Service,
+	presence *cluster.Tracker, missed *deliver.Missed,
+) (*tcpserver.Server, error) {
+	c, err := tcpConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return tcpserver.New(c, tcpserver.Deps{
+		Auth:     auth,
+		Send:     sends,
+		History:  h,
+		Modify:   changes,
+		Inbox:    box,
+		Read:     reads,
+		IDs:      p.IDs,
+		Clock:    p.Clock,
+		Metrics:  p.Metrics,
+		Presence: presence,
+		Missed:   missed,
+	}, log), nil
 }
 
 // tcpConfig is the listener's part of the file, with its certificates when TLS is native.
@@ -73,29 +82,71 @@ func tcpConfig(cfg config.Config) (tcpserver.Config, error) {
 	}, nil
 }
 
-func runServer(lc fx.Lifecycle, http *httpapi.Server, tcp *tcpserver.Server, ws *websocket.Endpoint, exit fx.Shutdowner) {
-	lc.Append(fx.Hook{OnStart: http.Start, OnStop: http.Stop})
-	lc.Append(fx.Hook{OnStart: tcp.Start, OnStop: tcp.Stop})
-	// WebSocket clients are kicked before the TCP listener stops the dispatcher they share.
-	lc.Append(fx.StopHook(ws.Stop))
-	// A frame listener that stopped accepting ends the process (exit 1) for its supervisor to
-	// restart; readiness has already dropped through tcp.Serving.
-	watch := runtime.NewBackground(func(ctx context.Context) {
-		select {
-		case <-tcp.Lost():
-			_ = exit.Shutdown(fx.ExitCode(1))
-		case <-ctx.Done():
-		}
-	})
-	lc.Append(fx.Hook{OnStart: watch.Start, OnStop: watch.Stop})
-	lc.Append(fx.Hook{OnStart: http.MarkReady, OnStop: http.WithdrawReady})
+func newWebSocket(cfg config.Config, p Ports, log *slog.Logger, tcp *tcpserver.Server) *websocket.Endpoint {
+	w := cfg.HTTP.WebSocket
+	return websocket.New(websocket.Config{
+		AllowedOrigins: w.AllowedOrigins, IdleTimeout: w.IdleTimeout, WriteTimeout: w.WriteTimeout,
+		OutboundFrames: cfg.TCP.OutboundLimit,
+	}, tcp.Dispatcher(), p.Metrics, log)
 }
 
-// runMetricsListener runs the metrics-only listener when http.metrics_addr is set.
-func runMetricsListener(lc fx.Lifecycle, cfg config.Config, m http.Handler, log *slog.Logger) {
-	if cfg.HTTP.MetricsAddr == "" {
-		return
+func newHTTPServer(cfg config.Config, p Ports, log *slog.Logger, tcp *tcpserver.Server, ws *websocket.Endpoint,
+	adm *admin.Service, h *history.Service, box *inbox.Service, migrations *migration.Service,
+	social httpapi.SocialDeps, shards httpapi.ShardOps, archive httpapi.ArchiveOps, refs httpapi.ReferenceOps,
+	nodes httpapi.NodeOps,
+) *httpapi.Server {
+	user, ip := cfg.RateLimit.HTTP()
+	return httpapi.New(httpapi.Config{
+		Addr: cfg.HTTP.Addr, AdminKey: cfg.AdminKey, RateLimits: httpapi.ClientRateLimits{User: user, IP: ip},
+	}, httpapi.Deps{
+		Admin:          adm,
+		History:        h,
+		Metrics:        p.MetricsHandler,
+		RequestMetrics: p.Metrics,
+		Ready:          p.Ready,
+		// /readyz is 503 while the frame listener does not accept.
+		Listeners:  []httpapi.Listening{tcp.Serving},
+		Shards:     shards,
+		Inbox:      box,
+		Social:     social,
+		Archive:    archive,
+		References: refs,
+		Migration:  migrations,
+		Delivery:   p.DeliverInspector,
+		Nodes:      nodes,
+		Browser:    httpapi.Browser{WebSocket: ws, SDK: jssdk.Files, Chat: webchat.Files},
+	}, log)
+}
+
+func newSocialOps(p Ports, auth *authn.Service, dir *directory.Service, reg *tenantregistry.Registry,
+	sends *send.Service, up *uploads.Service, rep *reports.Service, box *inbox.Service, reads *read.Service,
+) httpapi.SocialDeps {
+	return httpapi.SocialDeps{
+		Auth:      auth,
+		Directory: dir,
+		Tenants:   reg,
+		Send:      sends,
+		Uploads:   up,
+		Reports:   rep,
+		Files:     p.Files,
+		Dialogs:   box,
+		Settings:  box,
+		Reads:     reads,
 	}
-	l := httpapi.NewMetricsOnly(cfg.HTTP.MetricsAddr, m, log)
-	lc.Append(fx.Hook{OnStart: l.Start, OnStop: l.Stop})
+}
+
+func newShardOps(manager *shardmanager.Manager, repair *routerepair.Service) httpapi.ShardOps {
+	return httpapi.ShardOps{Manager: manager, Repair: repair}
+}
+
+func newArchiveOps(a *archiver.Service, r *retention.Service, x *reindex.Service, js *jobs.Jobs, s *longsearch.Searcher) httpapi.ArchiveOps {
+	return httpapi.ArchiveOps{Archiver: a, Retention: r, Reindex: x, Jobs: js, Search: s}
+}
+
+func newReferenceOps(f *favorites.Service, g *groupfiles.Service, r *replies.Service) httpapi.ReferenceOps {
+	return httpapi.ReferenceOps{Favorites: f, Files: g, Replies: r}
+}
+
+func newNodeOps(p Ports) httpapi.NodeOps {
+	return httpapi.NodeOps{Inspect: p.NodeInspector, Holders: p.DeliverLeaseHolders}
 }

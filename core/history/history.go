@@ -49,9 +49,8 @@ type Deps struct {
 	// Repairs queues a route rebuild for a topic that has neither a Redis route nor a mirror
 	// row; nil queues nothing.
 	Repairs ports.RouteRepairs
-	// RecentMonths overrides DefaultRecentMonths when positive (the tag lets a composition root
-	// leave it out).
-	RecentMonths int `optional:"true"`
+	// RecentMonths overrides DefaultRecentMonths when positive.
+	RecentMonths int
 }
 
 // Service answers message queries.

@@ -67,7 +67,7 @@ type Deps struct {
 	Compensation ports.CompensationList
 	// Listeners hear of each stored message after COMMIT (search index, file index); they
 	// never fail or hold up the send.
-	Listeners []ports.CommitListener `group:"commit_listeners"`
+	Listeners []ports.CommitListener
 	// InFlight learns which seqs this node is still sending, so deliver consumers wait for a
 	// slow send instead of delivering the seqs after it first; nil: not tracked.
 	InFlight *inflight.Sends

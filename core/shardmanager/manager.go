@@ -60,9 +60,8 @@ type Deps struct {
 	Metrics      ports.Metrics
 	Log          *slog.Logger
 	// Floors learns the catalog's newest writable month of every reconcile and advance, so this
-	// process's sends raise a Redis that fell behind it (send.Deps.Floors); nil: New makes one
-	// (the tag lets a composition root leave it out).
-	Floors *month.Floors `optional:"true"`
+	// process's sends raise a Redis that fell behind it (send.Deps.Floors); nil: New makes one.
+	Floors *month.Floors
 }
 
 // Manager runs the shard lifecycle.
