@@ -61,7 +61,7 @@ func writeServerWork(b *strings.Builder, r Report) {
 	}
 	if m := w.MySQL; m != nil {
 		rows = append(rows,
-			[]string{"MySQL", "InnoDB rows written", per(float64(m.RowsWritten)), Thousands(m.RowsWritten)},
+			[]string{"MySQL", "rows written (handler writes, updates, deletes)", per(float64(m.RowsWritten)), Thousands(m.RowsWritten)},
 			[]string{"MySQL", "COMMITs", per(float64(m.Commits)), Thousands(m.Commits)},
 			[]string{"MySQL", "InnoDB fsyncs", per(float64(m.Fsyncs)), Thousands(m.Fsyncs)})
 	}

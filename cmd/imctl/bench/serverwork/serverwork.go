@@ -44,7 +44,9 @@ type Command struct {
 
 // MySQL is a MariaDB (or MySQL) server's InnoDB and statement counters (SHOW GLOBAL STATUS).
 type MySQL struct {
-	RowsWritten int64 `json:"rows_written"` // Innodb_rows_inserted + _updated + _deleted
+	// RowsWritten is Handler_write + Handler_update + Handler_delete: the rows the storage
+	// engines were asked to write (MariaDB has no Innodb_rows_* counters).
+	RowsWritten int64 `json:"rows_written"`
 	Commits     int64 `json:"commits"`      // Com_commit: explicit COMMITs
 	Fsyncs      int64 `json:"fsyncs"`       // Innodb_data_fsyncs: every fsync InnoDB made, redo log included
 }
@@ -221,7 +223,7 @@ func (s *Source) Read(ctx context.Context) (Snapshot, error) {
 
 func (s *Source) readMySQL(ctx context.Context) (MySQL, error) {
 	rows, err := s.db.QueryContext(ctx, `SHOW GLOBAL STATUS WHERE Variable_name IN
-		('Innodb_rows_inserted', 'Innodb_rows_updated', 'Innodb_rows_deleted', 'Com_commit', 'Innodb_data_fsyncs')`)
+		('Handler_write', 'Handler_update', 'Handler_delete', 'Com_commit', 'Innodb_data_fsyncs')`)
 	if err != nil {
 		return MySQL{}, fmt.Errorf("mysql status: %w", err)
 	}
@@ -234,7 +236,7 @@ func (s *Source) readMySQL(ctx context.Context) (MySQL, error) {
 			return MySQL{}, fmt.Errorf("mysql status: %w", err)
 		}
 		switch name {
-		case "Innodb_rows_inserted", "Innodb_rows_updated", "Innodb_rows_deleted":
+		case "Handler_write", "Handler_update", "Handler_delete":
 			m.RowsWritten += v
 		case "Com_commit":
 			m.Commits = v

@@ -101,7 +101,7 @@ func TestReadLiveServers(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := after.Sub(before)
-	if len(d.Redis) != 1 || d.Redis[0].Commands < 1 || d.MySQL == nil {
+	if len(d.Redis) != 1 || d.Redis[0].Commands < 1 || d.MySQL == nil || after.MySQL.RowsWritten == 0 {
 		t.Fatalf("the reads themselves did not show: %+v", d)
 	}
 }
