@@ -75,13 +75,22 @@ type Spec struct {
 
 // Load parses docs/openapi.yaml.
 func Load() (*Spec, error) {
-	doc, err := libopenapi.NewDocument(docs.OpenAPI)
+	s, err := Parse(docs.OpenAPI)
 	if err != nil {
-		return nil, fmt.Errorf("parse docs/openapi.yaml: %w", err)
+		return nil, fmt.Errorf("docs/openapi.yaml: %w", err)
+	}
+	return s, nil
+}
+
+// Parse reads an OpenAPI 3.1 document.
+func Parse(document []byte) (*Spec, error) {
+	doc, err := libopenapi.NewDocument(document)
+	if err != nil {
+		return nil, fmt.Errorf("parse: %w", err)
 	}
 	m, err := doc.BuildV3Model()
 	if err != nil {
-		return nil, fmt.Errorf("build the model of docs/openapi.yaml: %w", err)
+		return nil, fmt.Errorf("build the model: %w", err)
 	}
 	s := &Spec{schemas: map[string]*base.SchemaProxy{}}
 	if c := m.Model.Components; c != nil && c.Schemas != nil {
