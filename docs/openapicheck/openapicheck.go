@@ -150,6 +150,17 @@ func (s *Spec) Unbound(prefix string, bound []Body) []string {
 	return out
 }
 
+// Verify checks every body and returns the differences, then the struct types with JSON tags
+// of the Go files that no body reaches (see Unreached).
+func (s *Spec) Verify(bodies []Body, files []string) ([]string, error) {
+	var diffs []string
+	for _, b := range bodies {
+		diffs = append(diffs, s.Check(b)...)
+	}
+	unreached, err := Unreached(files, bodies)
+	return append(diffs, unreached...), err
+}
+
 // Check compares b's Go type with the schema of its body and returns every difference, each
 // naming the body and the JSON path where it is.
 func (s *Spec) Check(b Body) []string {
