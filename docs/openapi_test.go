@@ -149,3 +149,36 @@ func firstTag(op *v3.Operation) string {
 	}
 	return op.Tags[0]
 }
+
+// TestOpenAPIErrorsAreTheErrorSchema: every error answer with a JSON body is the Error schema,
+// so the one Go type bound to it (openapicheck.Component) holds every error of every route.
+func TestOpenAPIErrorsAreTheErrorSchema(t *testing.T) {
+	m := model(t)
+	for path, item := range m.Paths.PathItems.FromOldest() {
+		for method, op := range item.GetOperations().FromOldest() {
+			if op.Responses == nil {
+				continue
+			}
+			answers := map[string]*v3.Response{"default": op.Responses.Default}
+			if op.Responses.Codes != nil {
+				for code, r := range op.Responses.Codes.FromOldest() {
+					if !strings.HasPrefix(code, "2") && !strings.HasPrefix(code, "3") {
+						answers[code] = r
+					}
+				}
+			}
+			for code, r := range answers {
+				if r == nil || r.Content == nil {
+					continue
+				}
+				mt, ok := r.Content.Get("application/json")
+				if !ok {
+					continue
+				}
+				if ref := mt.Schema.GetReference(); ref != "#/components/schemas/Error" {
+					t.Errorf("%s %s: the %s answer is %q, want the Error schema", strings.ToUpper(method), path, code, ref)
+				}
+			}
+		}
+	}
+}

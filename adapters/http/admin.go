@@ -23,7 +23,7 @@ var empty = struct{}{}
 
 type createUserRequest struct {
 	UserID   int64  `json:"user_id"`
-	Nickname string `json:"nickname"`
+	Nickname string `json:"nickname,omitempty"`
 }
 
 func (s *Server) createUser(c echo.Context) error {
@@ -35,12 +35,16 @@ func (s *Server) createUser(c echo.Context) error {
 	if err := s.d.Admin.CreateUser(c.Request().Context(), c.Param("tenant"), u); err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]int64{"user_id": req.UserID})
+	return c.JSON(http.StatusOK, userIDBody{UserID: req.UserID})
 }
 
 type issueTokenRequest struct {
 	UserID     int64 `json:"user_id"`
-	TTLSeconds int64 `json:"ttl_seconds"`
+	TTLSeconds int64 `json:"ttl_seconds,omitempty"`
+}
+
+type tokenJSON struct {
+	Token string `json:"token"`
 }
 
 func (s *Server) issueToken(c echo.Context) error {
@@ -56,7 +60,7 @@ func (s *Server) issueToken(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]string{"token": tok})
+	return c.JSON(http.StatusOK, tokenJSON{Token: tok})
 }
 
 type friendshipRequest struct {
@@ -182,6 +186,10 @@ type shardRow struct {
 	SealsAt int64 `json:"seals_at,omitempty"`
 }
 
+type shardsJSON struct {
+	Shards []shardRow `json:"shards"`
+}
+
 func (s *Server) listShards(c echo.Context) error {
 	infos, err := s.d.Admin.Shards(c.Request().Context(), c.Param("tenant"))
 	if err != nil {
@@ -203,7 +211,7 @@ func (s *Server) listShards(c echo.Context) error {
 			rows[i].SealsAt = m.SealsAt(in.Month).UnixMilli()
 		}
 	}
-	return c.JSON(http.StatusOK, map[string][]shardRow{"shards": rows})
+	return c.JSON(http.StatusOK, shardsJSON{Shards: rows})
 }
 
 type segmentJSON struct {
@@ -242,6 +250,10 @@ type advanceRequest struct {
 	Month string `json:"month"`
 }
 
+type activeMonthJSON struct {
+	ActiveMonth string `json:"active_month"`
+}
+
 func (s *Server) advanceMonth(c echo.Context) error {
 	var req advanceRequest
 	if err := decodeJSON(c, &req); err != nil {
@@ -251,7 +263,7 @@ func (s *Server) advanceMonth(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]string{"active_month": active.String()})
+	return c.JSON(http.StatusOK, activeMonthJSON{ActiveMonth: active.String()})
 }
 
 // pathTopic validates the topic path parameter, so only canonical topic names reach storage.

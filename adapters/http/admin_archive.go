@@ -121,6 +121,13 @@ func pathMonth(c echo.Context) (month.Month, error) {
 	return m, nil
 }
 
+// archivedMonthJSON answers the archive of a month; the state-only archive runs no job.
+type archivedMonthJSON struct {
+	ShardMonth string `json:"shard_month"`
+	Status     string `json:"status"` // archived | running
+	JobID      string `json:"job_id,omitempty"`
+}
+
 // archiveMonthJob runs the full archive of a month (export, read-back, manifest, state) for
 // admin_shards.go's route, answering like the state-only archive did.
 func (s *Server) archiveMonthJob(c echo.Context, m month.Month) error {
@@ -138,11 +145,11 @@ func (s *Server) archiveMonthJob(c echo.Context, m month.Month) error {
 	}
 	switch {
 	case j.Running():
-		return c.JSON(http.StatusAccepted, map[string]string{"shard_month": m.String(), "status": "running", "job_id": j.ID})
+		return c.JSON(http.StatusAccepted, archivedMonthJSON{ShardMonth: m.String(), Status: "running", JobID: j.ID})
 	case j.Err != nil:
 		return j.Err
 	}
-	return c.JSON(http.StatusOK, map[string]string{"shard_month": m.String(), "status": "archived", "job_id": j.ID})
+	return c.JSON(http.StatusOK, archivedMonthJSON{ShardMonth: m.String(), Status: "archived", JobID: j.ID})
 }
 
 // monthJob serves the month operations besides archive.
@@ -264,8 +271,8 @@ func (s *Server) runRetention(c echo.Context) error {
 }
 
 type reindexRequest struct {
-	From string `json:"from"` // YYYYMM, optional
-	To   string `json:"to"`   // YYYYMM, optional
+	From string `json:"from,omitempty"` // YYYYMM
+	To   string `json:"to,omitempty"`   // YYYYMM
 }
 
 // runReindex feeds the stored months to the search and file indexes (the backfill).

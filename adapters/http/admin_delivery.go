@@ -63,6 +63,14 @@ func (s *Server) deliveryDepths(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
+type requeueRequest struct {
+	Max *int `json:"max,omitempty"` // default 100
+}
+
+type requeuedJSON struct {
+	Requeued int `json:"requeued"`
+}
+
 // requeueDead moves the oldest dead letters (up to {"max": n}, default 100) back to their
 // partitions with their attempts reset.
 func (s *Server) requeueDead(c echo.Context) error {
@@ -70,9 +78,7 @@ func (s *Server) requeueDead(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	body := struct {
-		Max *int `json:"max"`
-	}{}
+	var body requeueRequest
 	if c.Request().ContentLength != 0 {
 		if err := decodeJSON(c, &body); err != nil {
 			return err
@@ -89,5 +95,5 @@ func (s *Server) requeueDead(c echo.Context) error {
 	if err != nil {
 		return apperr.Wrap(apperr.Busy, "requeueing dead letters failed", err)
 	}
-	return c.JSON(http.StatusOK, map[string]int{"requeued": moved})
+	return c.JSON(http.StatusOK, requeuedJSON{Requeued: moved})
 }

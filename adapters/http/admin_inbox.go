@@ -47,8 +47,8 @@ func (s *Server) rebuildDialogs(c echo.Context) error {
 
 // dialogSettings changes the fields it carries; an absent field stays as it is.
 type dialogSettings struct {
-	Muted  *bool `json:"muted"`
-	Pinned *bool `json:"pinned"`
+	Muted  *bool `json:"muted,omitempty"`
+	Pinned *bool `json:"pinned,omitempty"`
 }
 
 func (s *Server) setDialog(c echo.Context) error {

@@ -185,6 +185,10 @@ func (s *Server) migrationStatus(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
+type migrationStartRequest struct {
+	Rerun bool `json:"rerun,omitempty"`
+}
+
 // startMigration records the cutover (first start) and starts the copy; {"rerun": true}
 // copies a stopped or verified job again from the first row.
 func (s *Server) startMigration(c echo.Context) error {
@@ -192,9 +196,7 @@ func (s *Server) startMigration(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var body struct {
-		Rerun bool `json:"rerun"`
-	}
+	var body migrationStartRequest
 	if c.Request().ContentLength != 0 {
 		if err := decodeJSON(c, &body); err != nil {
 			return err

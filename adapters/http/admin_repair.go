@@ -38,11 +38,15 @@ func (s *Server) repairBacklog(c echo.Context) error {
 	return c.JSON(http.StatusOK, repairBacklogJSON{Queued: b.Queued, InProcess: b.InProcess, Topics: append([]string{}, b.Topics...)})
 }
 
+type repairedJSON struct {
+	Repaired int `json:"repaired"`
+}
+
 // drainRepairs runs one repair pass now, as the background worker would on its next tick.
 func (s *Server) drainRepairs(c echo.Context) error {
 	n, err := s.d.Shards.Repair.Drain(c.Request().Context(), c.Param("tenant"))
 	if err != nil {
 		return apperr.Wrap(apperr.Busy, "route repair pass failed", err)
 	}
-	return c.JSON(http.StatusOK, map[string]int{"repaired": n})
+	return c.JSON(http.StatusOK, repairedJSON{Repaired: n})
 }

@@ -32,13 +32,17 @@ func (s *Server) shardRoutes(t *echo.Group) {
 	t.GET("/compensation", s.listCompensation)
 }
 
+type routesRebuiltJSON struct {
+	Topics int `json:"topics"`
+}
+
 // rebuildTenantRoutes rewrites every topic's Redis route from the MySQL mirror.
 func (s *Server) rebuildTenantRoutes(c echo.Context) error {
 	n, err := s.d.Shards.Repair.RebuildAll(c.Request().Context(), c.Param("tenant"))
 	if err != nil {
 		return apperr.Wrap(apperr.Busy, "rebuilding routes failed", err)
 	}
-	return c.JSON(http.StatusOK, map[string]int{"topics": n})
+	return c.JSON(http.StatusOK, routesRebuiltJSON{Topics: n})
 }
 
 // archiveMonth archives a sealed month: with an archiver, its rows go to the blob store first
@@ -54,7 +58,7 @@ func (s *Server) archiveMonth(c echo.Context) error {
 	if err := s.d.Shards.Manager.Archive(c.Request().Context(), c.Param("tenant"), m); err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]string{"shard_month": m.String(), "status": "archived"})
+	return c.JSON(http.StatusOK, archivedMonthJSON{ShardMonth: m.String(), Status: "archived"})
 }
 
 type compensationEntry struct {

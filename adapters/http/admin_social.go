@@ -162,8 +162,15 @@ func (s *Server) adminTransferOwnership(c echo.Context) error {
 
 // revokeRequest names one token, or a user whose every token issued so far is revoked.
 type revokeRequest struct {
-	Token  string `json:"token"`
-	UserID int64  `json:"user_id"`
+	Token  string `json:"token,omitempty"`
+	UserID int64  `json:"user_id,omitempty"`
+}
+
+// revokedJSON says what was revoked: a token, or a user's tokens issued before a time.
+type revokedJSON struct {
+	Revoked      string `json:"revoked"` // token | user
+	UserID       int64  `json:"user_id,omitempty"`
+	IssuedBefore int64  `json:"issued_before,omitempty"` // Unix ms
 }
 
 func (s *Server) revokeTokens(c echo.Context) error {
@@ -179,13 +186,13 @@ func (s *Server) revokeTokens(c echo.Context) error {
 		if err := s.d.Social.Auth.RevokeToken(ctx, tenant, req.Token); err != nil {
 			return err
 		}
-		return c.JSON(http.StatusOK, map[string]string{"revoked": "token"})
+		return c.JSON(http.StatusOK, revokedJSON{Revoked: "token"})
 	}
 	at, err := s.d.Social.Auth.RevokeUser(ctx, tenant, req.UserID)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]any{"revoked": "user", "user_id": req.UserID, "issued_before": at.UnixMilli()})
+	return c.JSON(http.StatusOK, revokedJSON{Revoked: "user", UserID: req.UserID, IssuedBefore: at.UnixMilli()})
 }
 
 type monthStatsJSON struct {
@@ -268,6 +275,10 @@ func queryDay(c echo.Context, name string, last bool) (time.Time, error) {
 	return m.Start(), nil
 }
 
+type reportsJSON struct {
+	Reports []reportJSON `json:"reports"`
+}
+
 // listReports answers ?status=&before=<report id>&limit=, newest first, with evidence.
 func (s *Server) listReports(c echo.Context) error {
 	before, _, err := queryInt(c, "before")
@@ -295,11 +306,16 @@ func (s *Server) listReports(c echo.Context) error {
 			out[i].Evidence = &m
 		}
 	}
-	return c.JSON(http.StatusOK, map[string][]reportJSON{"reports": out})
+	return c.JSON(http.StatusOK, reportsJSON{Reports: out})
 }
 
 type reportStatusRequest struct {
 	Status string `json:"status"`
+}
+
+type reportStatusJSON struct {
+	ReportID int64  `json:"report_id"`
+	Status   string `json:"status"`
 }
 
 func (s *Server) setReportStatus(c echo.Context) error {
@@ -314,5 +330,5 @@ func (s *Server) setReportStatus(c echo.Context) error {
 	if err := s.d.Social.Reports.SetStatus(c.Request().Context(), c.Param("tenant"), id, social.ReportStatus(req.Status)); err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]any{"report_id": id, "status": req.Status})
+	return c.JSON(http.StatusOK, reportStatusJSON{ReportID: id, Status: req.Status})
 }

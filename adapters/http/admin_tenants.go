@@ -24,6 +24,10 @@ type tenantJSON struct {
 	CreatedAt int64  `json:"created_at,omitzero"` // Unix ms; absent for configured tenants
 }
 
+type tenantsJSON struct {
+	Tenants []tenantJSON `json:"tenants"`
+}
+
 func newTenantJSON(t tenant.Info) tenantJSON {
 	return tenantJSON{Tenant: t.Name, Database: t.Database, DSN: maskPassword(t.DSN), Source: string(t.Source), CreatedAt: unixMilli(t.CreatedAt)}
 }
@@ -52,13 +56,13 @@ func (s *Server) listTenants(c echo.Context) error {
 	for i, t := range list {
 		out[i] = newTenantJSON(t)
 	}
-	return c.JSON(http.StatusOK, map[string][]tenantJSON{"tenants": out})
+	return c.JSON(http.StatusOK, tenantsJSON{Tenants: out})
 }
 
 type provisionRequest struct {
 	Tenant   string `json:"tenant"`
-	Database string `json:"database"` // optional: imd_<tenant>
-	DSN      string `json:"dsn"`      // optional: the MySQL server holding the database, else the default
+	Database string `json:"database,omitempty"` // default imd_<tenant>
+	DSN      string `json:"dsn,omitempty"`      // the MySQL server holding the database, else the default
 }
 
 // provisionTenant creates a tenant: database, schema, first month tables, workers; 201 when

@@ -128,6 +128,10 @@ type memberJSON struct {
 	JoinedAt   int64  `json:"joined_at,omitzero"`   // Unix ms
 }
 
+type membersJSON struct {
+	Members []memberJSON `json:"members"`
+}
+
 func (s *Server) listMembers(c echo.Context) error {
 	return s.writeMembers(c, caller(c).Tenant, caller(c).UserID)
 }
@@ -158,7 +162,7 @@ func (s *Server) writeMembers(c echo.Context, tenant string, actor int64) error 
 			out[i].MutedUntil = m.MutedUntil.UnixMilli()
 		}
 	}
-	return c.JSON(http.StatusOK, map[string][]memberJSON{"members": out})
+	return c.JSON(http.StatusOK, membersJSON{Members: out})
 }
 
 func (s *Server) addGroupMembers(c echo.Context) error {
@@ -271,12 +275,17 @@ func (s *Server) doSetMuteAll(c echo.Context, tenant string, actor int64) error 
 	if err := s.d.Social.Directory.SetMuteAll(c.Request().Context(), tenant, actor, id, *req.MuteAll); err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]bool{"mute_all": *req.MuteAll})
+	return c.JSON(http.StatusOK, req)
 }
 
 // ownerRequest names the member who takes the group over.
 type ownerRequest struct {
 	UserID int64 `json:"user_id"`
+}
+
+type ownerJSON struct {
+	GroupID int64 `json:"group_id"`
+	Owner   int64 `json:"owner"`
 }
 
 // transferOwnership hands the caller's group to another member; the caller becomes an admin.
@@ -296,7 +305,7 @@ func (s *Server) doTransferOwnership(c echo.Context, tenant string, actor int64)
 	if err := s.d.Social.Directory.TransferOwnership(c.Request().Context(), tenant, actor, id, req.UserID); err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]int64{"group_id": id, "owner": req.UserID})
+	return c.JSON(http.StatusOK, ownerJSON{GroupID: id, Owner: req.UserID})
 }
 
 func groupAndUser(c echo.Context) (groupID, user int64, err error) {

@@ -38,7 +38,7 @@ func TestMigrateCommands(t *testing.T) {
 	}{
 		{"plan", []string{"migrate", "plan"}, "GET /migration/plan ",
 			[]string{"legacy table: 1000 rows, 3 topics, 1 months", "202601  1000  3", "(created by start)", "start adds the index"}},
-		{"start", []string{"migrate", "start"}, `POST /migration/start {"rerun":false}`, []string{"migration copying (run 1)", "400 of 1000 rows handled"}},
+		{"start", []string{"migrate", "start"}, `POST /migration/start {}`, []string{"migration copying (run 1)", "400 of 1000 rows handled"}},
 		{"rerun", []string{"migrate", "start", "--rerun"}, `POST /migration/start {"rerun":true}`, nil},
 		{"pause", []string{"migrate", "pause"}, "POST /migration/pause ", []string{"migration copying"}},
 		{"finish JSON", []string{"migrate", "finish", "--json"}, "POST /migration/finish ", []string{`"phase": "copying"`}},

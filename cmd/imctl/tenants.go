@@ -29,14 +29,15 @@ func newTenantsCmd(g *globals) *cobra.Command {
 	}
 
 	create := &cobra.Command{
-		Use:   "create NAME [--database DB]",
+		Use:   "create NAME [--database DB] [--dsn DSN]",
 		Short: "Provision a tenant: database, schema, month tables and workers, on every node",
 		Args:  cobra.ExactArgs(1),
 	}
 	database := create.Flags().String("database", "", "database name (default imd_NAME)")
+	dsn := create.Flags().String("dsn", "", "go-sql-driver DSN of the MySQL server to hold it (default the server's mysql.dsn)")
 	createOut := withJSON(create)
 	create.RunE = func(cmd *cobra.Command, args []string) error {
-		t, err := g.admin().ProvisionTenant(cmd.Context(), args[0], *database)
+		t, err := g.admin().ProvisionTenant(cmd.Context(), args[0], *database, *dsn)
 		if err != nil {
 			return err
 		}

@@ -23,9 +23,9 @@ const maxErrorBody = 512
 
 // Error is a non-2xx answer: the HTTP status and the {code, msg} body.
 type Error struct {
-	Method string
-	Path   string
-	Status int
+	Method string `json:"-"`
+	Path   string `json:"-"`
+	Status int    `json:"-"`
 	Code   int    `json:"code"`
 	Msg    string `json:"msg"`
 }
@@ -82,25 +82,29 @@ func New(baseURL, adminKey, tenant string, hc *http.Client) *Client {
 // Tenant is the tenant the client acts on.
 func (c *Client) Tenant() string { return c.tenant }
 
+type createUserRequest struct {
+	UserID   int64  `json:"user_id"`
+	Nickname string `json:"nickname,omitempty"`
+}
+
 // CreateUser registers a user; an existing user is left as is.
 func (c *Client) CreateUser(ctx context.Context, userID int64, nickname string) error {
-	body := struct {
-		UserID   int64  `json:"user_id"`
-		Nickname string `json:"nickname,omitempty"`
-	}{userID, nickname}
-	return c.do(ctx, http.MethodPost, "/users", body, nil)
+	return c.do(ctx, http.MethodPost, "/users", createUserRequest{userID, nickname}, nil)
+}
+
+type tokenRequest struct {
+	UserID     int64 `json:"user_id"`
+	TTLSeconds int64 `json:"ttl_seconds,omitempty"`
+}
+
+type tokenAnswer struct {
+	Token string `json:"token"`
 }
 
 // Token mints a client token; ttl 0 means the server's default.
 func (c *Client) Token(ctx context.Context, userID int64, ttl time.Duration) (string, error) {
-	body := struct {
-		UserID     int64 `json:"user_id"`
-		TTLSeconds int64 `json:"ttl_seconds,omitempty"`
-	}{userID, int64(ttl / time.Second)}
-	var out struct {
-		Token string `json:"token"`
-	}
-	if err := c.do(ctx, http.MethodPost, "/tokens", body, &out); err != nil {
+	var out tokenAnswer
+	if err := c.do(ctx, http.MethodPost, "/tokens", tokenRequest{userID, int64(ttl / time.Second)}, &out); err != nil {
 		return "", err
 	}
 	if out.Token == "" {
@@ -109,13 +113,14 @@ func (c *Client) Token(ctx context.Context, userID int64, ttl time.Duration) (st
 	return out.Token, nil
 }
 
+type friendshipRequest struct {
+	UserA int64 `json:"user_a"`
+	UserB int64 `json:"user_b"`
+}
+
 // Friend makes two users friends.
 func (c *Client) Friend(ctx context.Context, a, b int64) error {
-	body := struct {
-		UserA int64 `json:"user_a"`
-		UserB int64 `json:"user_b"`
-	}{a, b}
-	return c.do(ctx, http.MethodPost, "/friendships", body, nil)
+	return c.do(ctx, http.MethodPost, "/friendships", friendshipRequest{a, b}, nil)
 }
 
 // Group is a created group.
@@ -125,24 +130,27 @@ type Group struct {
 	ConversationID int64  `json:"conversation_id"`
 }
 
+type createGroupRequest struct {
+	GroupID int64   `json:"group_id"`
+	Owner   int64   `json:"owner"`
+	Members []int64 `json:"members"`
+}
+
 // CreateGroup creates a group; the owner is a member too.
 func (c *Client) CreateGroup(ctx context.Context, groupID, owner int64, members []int64) (Group, error) {
-	body := struct {
-		GroupID int64   `json:"group_id"`
-		Owner   int64   `json:"owner"`
-		Members []int64 `json:"members"`
-	}{groupID, owner, nonNil(members)}
 	var g Group
-	err := c.do(ctx, http.MethodPost, "/groups", body, &g)
+	err := c.do(ctx, http.MethodPost, "/groups", createGroupRequest{groupID, owner, nonNil(members)}, &g)
 	return g, err
 }
 
+// userIDs is a list of users, sent (add members) and answered (blocks).
+type userIDs struct {
+	UserIDs []int64 `json:"user_ids"`
+}
+
 // AddMembers adds users to a group.
-func (c *Client) AddMembers(ctx context.Context, groupID int64, userIDs []int64) error {
-	body := struct {
-		UserIDs []int64 `json:"user_ids"`
-	}{nonNil(userIDs)}
-	return c.do(ctx, http.MethodPost, "/groups/"+strconv.FormatInt(groupID, 10)+"/members", body, nil)
+func (c *Client) AddMembers(ctx context.Context, groupID int64, ids []int64) error {
+	return c.do(ctx, http.MethodPost, "/groups/"+strconv.FormatInt(groupID, 10)+"/members", userIDs{nonNil(ids)}, nil)
 }
 
 // Message reads one message by topic and seq.
@@ -198,28 +206,35 @@ type Shard struct {
 	MaxCreatedAt int64  `json:"max_created_at"`
 	UpdatedAt    int64  `json:"updated_at"`
 	TableDropped bool   `json:"table_dropped"`
+	// SealsAt is when a writable or sealing month stops taking late writes; 0 for the others.
+	SealsAt int64 `json:"seals_at,omitempty"`
+}
+
+type shardsAnswer struct {
+	Shards []Shard `json:"shards"`
 }
 
 // Shards lists the catalog of the tenant's month tables.
 func (c *Client) Shards(ctx context.Context) ([]Shard, error) {
-	var out struct {
-		Shards []Shard `json:"shards"`
-	}
+	var out shardsAnswer
 	err := c.do(ctx, http.MethodGet, "/shards", nil, &out)
 	return out.Shards, err
+}
+
+type advanceRequest struct {
+	Month string `json:"month"`
+}
+
+type activeMonthAnswer struct {
+	ActiveMonth string `json:"active_month"`
 }
 
 // Advance prepares month (YYYYMM) and moves the active month forward to it;
 // it returns the active month after the call. A month before the active one
 // is refused with 40001.
 func (c *Client) Advance(ctx context.Context, month string) (string, error) {
-	body := struct {
-		Month string `json:"month"`
-	}{month}
-	var out struct {
-		ActiveMonth string `json:"active_month"`
-	}
-	err := c.do(ctx, http.MethodPost, "/shards/advance", body, &out)
+	var out activeMonthAnswer
+	err := c.do(ctx, http.MethodPost, "/shards/advance", advanceRequest{month}, &out)
 	return out.ActiveMonth, err
 }
 

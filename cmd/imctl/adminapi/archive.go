@@ -50,15 +50,20 @@ type ManifestTopic struct {
 	Chunks int    `json:"chunks"`
 }
 
+// monthArchive answers the archive route: the month, its state, and the job that archives it.
+type monthArchive struct {
+	ShardMonth string `json:"shard_month"`
+	Status     string `json:"status"`
+	JobID      string `json:"job_id,omitempty"`
+}
+
 // MonthOp starts an operation on a month — archive, archive/check, drop, restore or purge —
 // without waiting for it.
 func (c *Client) MonthOp(ctx context.Context, op, month string) (Job, error) {
 	path := "/shards/" + url.PathEscape(month) + "/" + op + "?wait=0s"
 	if op == "archive" {
 		// The archive route answers like the state-only archive it replaced; the job follows.
-		var started struct {
-			JobID string `json:"job_id"`
-		}
+		var started monthArchive
 		if err := c.do(ctx, http.MethodPost, path, nil, &started); err != nil {
 			return Job{}, err
 		}
@@ -76,10 +81,15 @@ func (c *Client) RunRetention(ctx context.Context) (Job, error) {
 	return j, err
 }
 
+type reindexRequest struct {
+	From string `json:"from,omitempty"`
+	To   string `json:"to,omitempty"`
+}
+
 // Reindex starts feeding the months in [from, to] (YYYYMM, "" unbounded) to the indexes.
 func (c *Client) Reindex(ctx context.Context, from, to string) (Job, error) {
 	var j Job
-	err := c.do(ctx, http.MethodPost, "/search/reindex?wait=0s", map[string]string{"from": from, "to": to}, &j)
+	err := c.do(ctx, http.MethodPost, "/search/reindex?wait=0s", reindexRequest{from, to}, &j)
 	return j, err
 }
 

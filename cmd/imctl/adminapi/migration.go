@@ -51,15 +51,18 @@ type MigrationReport struct {
 	At          int64               `json:"at"`
 }
 
+// MigrationCursor is where the copy stands in the legacy table.
+type MigrationCursor struct {
+	CreatedAt int64 `json:"created_at"`
+	MessageID int64 `json:"message_id"`
+}
+
 // MigrationJob is a tenant's migration.
 type MigrationJob struct {
-	Phase     string `json:"phase"`
-	CutoverAt int64  `json:"cutover_at"`
-	Prepared  bool   `json:"prepared"`
-	Cursor    struct {
-		CreatedAt int64 `json:"created_at"`
-		MessageID int64 `json:"message_id"`
-	} `json:"cursor"`
+	Phase     string           `json:"phase"`
+	CutoverAt int64            `json:"cutover_at"`
+	Prepared  bool             `json:"prepared"`
+	Cursor    MigrationCursor  `json:"cursor"`
 	CopyDone  bool             `json:"copy_done"`
 	Run       int              `json:"run"`
 	Rows      int64            `json:"rows"`
@@ -120,11 +123,15 @@ func (c *Client) MigrationStatus(ctx context.Context) (MigrationStatus, error) {
 	return out, err
 }
 
+type migrationStartRequest struct {
+	Rerun bool `json:"rerun,omitempty"`
+}
+
 // MigrationStart records the cutover (the first time) and starts the copy; rerun copies a
 // stopped or verified job again from the first row.
 func (c *Client) MigrationStart(ctx context.Context, rerun bool) (MigrationJob, error) {
 	var out MigrationJob
-	err := c.do(ctx, http.MethodPost, "/migration/start", map[string]bool{"rerun": rerun}, &out)
+	err := c.do(ctx, http.MethodPost, "/migration/start", migrationStartRequest{rerun}, &out)
 	return out, err
 }
 

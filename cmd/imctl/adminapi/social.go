@@ -11,10 +11,22 @@ import (
 
 // Tenant is a tenant the server serves.
 type Tenant struct {
-	Tenant    string `json:"tenant"`
-	Database  string `json:"database"`
+	Tenant   string `json:"tenant"`
+	Database string `json:"database"`
+	// DSN is the MySQL server of a tenant placed on another than the default, password masked.
+	DSN       string `json:"dsn,omitempty"`
 	Source    string `json:"source"` // config | provisioned
 	CreatedAt int64  `json:"created_at,omitempty"`
+}
+
+type tenantsAnswer struct {
+	Tenants []Tenant `json:"tenants"`
+}
+
+type provisionRequest struct {
+	Tenant   string `json:"tenant"`
+	Database string `json:"database,omitempty"`
+	DSN      string `json:"dsn,omitempty"`
 }
 
 // server returns a client of the same server whose paths start at /admin/v1 rather than at
@@ -27,32 +39,28 @@ func (c *Client) server() *Client {
 
 // Tenants lists the served tenants, configured and provisioned.
 func (c *Client) Tenants(ctx context.Context) ([]Tenant, error) {
-	var out struct {
-		Tenants []Tenant `json:"tenants"`
-	}
+	var out tenantsAnswer
 	err := c.server().do(ctx, http.MethodGet, "/tenants", nil, &out)
 	return out.Tenants, err
 }
 
-// ProvisionTenant creates a tenant (database "" = imd_<name>) and returns it; provisioning it
-// again with the same database is harmless.
-func (c *Client) ProvisionTenant(ctx context.Context, name, database string) (Tenant, error) {
-	body := struct {
-		Tenant   string `json:"tenant"`
-		Database string `json:"database,omitempty"`
-	}{name, database}
+// ProvisionTenant creates a tenant (database "" = imd_<name>) on the MySQL server dsn names
+// ("" = the server's default) and returns it; provisioning it again with the same database
+// and server is harmless.
+func (c *Client) ProvisionTenant(ctx context.Context, name, database, dsn string) (Tenant, error) {
 	var t Tenant
-	err := c.server().do(ctx, http.MethodPost, "/tenants", body, &t)
+	err := c.server().do(ctx, http.MethodPost, "/tenants", provisionRequest{name, database, dsn}, &t)
 	return t, err
+}
+
+type blockRequest struct {
+	UserID        int64 `json:"user_id"`
+	BlockedUserID int64 `json:"blocked_user_id"`
 }
 
 // Block makes user block blocked: no P2P messages between them either way.
 func (c *Client) Block(ctx context.Context, user, blocked int64) error {
-	body := struct {
-		UserID        int64 `json:"user_id"`
-		BlockedUserID int64 `json:"blocked_user_id"`
-	}{user, blocked}
-	return c.do(ctx, http.MethodPost, "/blocks", body, nil)
+	return c.do(ctx, http.MethodPost, "/blocks", blockRequest{user, blocked}, nil)
 }
 
 // Unblock lifts user's block of blocked.
@@ -62,46 +70,51 @@ func (c *Client) Unblock(ctx context.Context, user, blocked int64) error {
 
 // Blocks lists whom user blocked.
 func (c *Client) Blocks(ctx context.Context, user int64) ([]int64, error) {
-	var out struct {
-		UserIDs []int64 `json:"user_ids"`
-	}
+	var out userIDs
 	err := c.do(ctx, http.MethodGet, "/users/"+id(user)+"/blocks", nil, &out)
 	return out.UserIDs, err
 }
 
+type muteAllRequest struct {
+	MuteAll bool `json:"mute_all"`
+}
+
 // MuteAll mutes (on) or unmutes everyone in a group but its owner and admins.
 func (c *Client) MuteAll(ctx context.Context, group int64, on bool) error {
-	body := struct {
-		MuteAll bool `json:"mute_all"`
-	}{on}
-	return c.do(ctx, http.MethodPut, "/groups/"+id(group)+"/mute_all", body, nil)
+	return c.do(ctx, http.MethodPut, "/groups/"+id(group)+"/mute_all", muteAllRequest{on}, nil)
+}
+
+type muteRequest struct {
+	DurationSeconds int64 `json:"duration_seconds"`
 }
 
 // MuteMember mutes a member for d; 0 unmutes.
 func (c *Client) MuteMember(ctx context.Context, group, user int64, d time.Duration) error {
-	body := struct {
-		DurationSeconds int64 `json:"duration_seconds"`
-	}{int64(d / time.Second)}
-	return c.do(ctx, http.MethodPut, "/groups/"+id(group)+"/members/"+id(user)+"/mute", body, nil)
+	return c.do(ctx, http.MethodPut, "/groups/"+id(group)+"/members/"+id(user)+"/mute", muteRequest{int64(d / time.Second)}, nil)
+}
+
+// revokeRequest names one token or one user.
+type revokeRequest struct {
+	Token  string `json:"token,omitempty"`
+	UserID int64  `json:"user_id,omitempty"`
+}
+
+// revokeAnswer says what was revoked: a token, or a user's tokens issued before a time.
+type revokeAnswer struct {
+	Revoked      string `json:"revoked"`
+	UserID       int64  `json:"user_id,omitempty"`
+	IssuedBefore int64  `json:"issued_before,omitempty"`
 }
 
 // RevokeToken revokes one token of the tenant.
 func (c *Client) RevokeToken(ctx context.Context, token string) error {
-	body := struct {
-		Token string `json:"token"`
-	}{token}
-	return c.do(ctx, http.MethodPost, "/tokens/revoke", body, nil)
+	return c.do(ctx, http.MethodPost, "/tokens/revoke", revokeRequest{Token: token}, nil)
 }
 
 // RevokeUser revokes every token of a user issued so far and returns the cut-off (Unix ms).
 func (c *Client) RevokeUser(ctx context.Context, user int64) (int64, error) {
-	body := struct {
-		UserID int64 `json:"user_id"`
-	}{user}
-	var out struct {
-		IssuedBefore int64 `json:"issued_before"`
-	}
-	err := c.do(ctx, http.MethodPost, "/tokens/revoke", body, &out)
+	var out revokeAnswer
+	err := c.do(ctx, http.MethodPost, "/tokens/revoke", revokeRequest{UserID: user}, &out)
 	return out.IssuedBefore, err
 }
 

@@ -54,10 +54,11 @@ func (c *Client) Stats(ctx context.Context, from, to string) (Stats, error) {
 	return out, err
 }
 
+type ownerRequest struct {
+	UserID int64 `json:"user_id"`
+}
+
 // TransferOwnership hands a group to another member; its owner becomes an admin.
 func (c *Client) TransferOwnership(ctx context.Context, group, user int64) error {
-	body := struct {
-		UserID int64 `json:"user_id"`
-	}{user}
-	return c.do(ctx, http.MethodPut, "/groups/"+id(group)+"/owner", body, nil)
+	return c.do(ctx, http.MethodPut, "/groups/"+id(group)+"/owner", ownerRequest{user}, nil)
 }
