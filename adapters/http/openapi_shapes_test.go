@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/clients/go/wire"
 	"github.com/imdhq/imd/core/retention"
 	"github.com/imdhq/imd/docs/openapicheck"
 )
@@ -83,7 +83,7 @@ func adminBodies() []openapicheck.Body {
 		res[tokenJSON]("issueToken", 200),
 		res[groupResponse]("createGroup", 200),
 		res[membersJSON]("adminListMembers", 200),
-		res[protocol.Message]("getMessage", 200),
+		res[wire.Message]("getMessage", 200),
 		res[routeResponse]("rebuildRoute", 200),
 		res[shardsJSON]("listShards", 200),
 		res[activeMonthJSON]("advanceMonth", 200),

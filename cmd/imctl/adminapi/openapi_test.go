@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/imdhq/imd/adapters/protocol"
+	"github.com/imdhq/imd/clients/go/wire"
 	"github.com/imdhq/imd/docs/openapicheck"
 )
 
@@ -21,7 +21,7 @@ func clientBodies() []openapicheck.Body {
 		openapicheck.Request[createGroupRequest]("createGroup"),
 		openapicheck.Response[Group]("createGroup", 200),
 		openapicheck.Request[userIDs]("adminAddMembers"),
-		openapicheck.Response[protocol.Message]("getMessage", 200),
+		openapicheck.Response[wire.Message]("getMessage", 200),
 		openapicheck.Response[Page]("listMessages", 200),
 		openapicheck.Response[shardsAnswer]("listShards", 200),
 		openapicheck.Request[advanceRequest]("advanceMonth"),
