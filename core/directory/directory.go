@@ -13,9 +13,9 @@ import (
 
 	"github.com/imdhq/imd/core/conversation"
 	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/objectkey"
 	"github.com/imdhq/imd/core/domain/social"
 	"github.com/imdhq/imd/core/send"
-	"github.com/imdhq/imd/core/uploads"
 	"github.com/imdhq/imd/ports"
 )
 
@@ -77,7 +77,7 @@ func (s *Service) UpdateProfile(ctx context.Context, tenant string, p social.Pro
 	if utf8.RuneCountInString(p.Nickname) > social.MaxNickname || !utf8.ValidString(p.Nickname) {
 		return apperr.New(apperr.InvalidArgument, fmt.Sprintf("nickname must be valid UTF-8 of at most %d characters", social.MaxNickname))
 	}
-	if p.Avatar != "" && (!uploads.ValidKey(p.Avatar) || uploads.KeyTenant(p.Avatar) != tenant) {
+	if p.Avatar != "" && (!objectkey.Valid(p.Avatar) || objectkey.Tenant(p.Avatar) != tenant) {
 		return apperr.New(apperr.InvalidArgument, "avatar must be an uploaded object key")
 	}
 	err := s.d.Profiles.UpdateProfile(ctx, tenant, p)

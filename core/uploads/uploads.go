@@ -1,18 +1,17 @@
 // Package uploads hands out short-lived object-store URLs for media (seed 003 §7.1 upload
 // credentials): clients PUT the bytes straight to the store and send only the object key in a
-// message (seed 003 §9.4: media only by reference).
+// message (seed 003 §9.4: media only by reference). What a key looks like is the domain's
+// (core/domain/objectkey), so the blob stores check keys without this use case.
 package uploads
 
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
-	"regexp"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/objectkey"
 	"github.com/imdhq/imd/ports"
 )
 
@@ -21,43 +20,6 @@ const (
 	DefaultMaxSize = 100 << 20
 	DefaultURLTTL  = 15 * time.Minute
 )
-
-// extensions are the content types a client may upload, with the extension their keys get. A
-// short list on purpose: the store serves these bytes back, and nothing on it may be taken for
-// a page (text/html, image/svg+xml).
-var extensions = map[string]string{
-	"image/jpeg": "jpg", "image/png": "png", "image/gif": "gif", "image/webp": "webp", "image/heic": "heic",
-	"audio/mpeg": "mp3", "audio/aac": "aac", "audio/ogg": "ogg", "audio/amr": "amr", "audio/mp4": "m4a",
-	"video/mp4": "mp4", "video/quicktime": "mov", "video/webm": "webm",
-	"application/pdf": "pdf", "application/zip": "zip", "application/octet-stream": "bin",
-}
-
-// ContentTypeOf returns the content type a key was issued for, from its extension.
-func ContentTypeOf(key string) (string, bool) {
-	dot := strings.LastIndexByte(key, '.')
-	if dot < 0 {
-		return "", false
-	}
-	for ct, ext := range extensions {
-		if ext == key[dot+1:] {
-			return ct, true
-		}
-	}
-	return "", false
-}
-
-// keyRE is the shape of every key this package issues: tenant/user/day/random.ext.
-var keyRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,30}/[1-9][0-9]{0,18}/[0-9]{8}/[0-9a-f]{32}\.[a-z0-9]{2,5}$`)
-
-// ValidKey reports whether key has the shape of an issued key, so it can name a file without
-// escaping its directory.
-func ValidKey(key string) bool { return keyRE.MatchString(key) }
-
-// KeyTenant returns the tenant an issued key belongs to.
-func KeyTenant(key string) string {
-	t, _, _ := strings.Cut(key, "/")
-	return t
-}
 
 // Config bounds uploads.
 type Config struct {
@@ -108,7 +70,7 @@ type Grant struct {
 
 // Upload signs a PUT for a new, unguessable key under the tenant and user.
 func (s *Service) Upload(ctx context.Context, r Request) (Grant, error) {
-	ext, ok := extensions[r.ContentType]
+	ext, ok := objectkey.Extension(r.ContentType)
 	if !ok {
 		return Grant{}, apperr.New(apperr.InvalidArgument, "content_type is not accepted")
 	}
@@ -123,7 +85,7 @@ func (s *Service) Upload(ctx context.Context, r Request) (Grant, error) {
 		return Grant{}, apperr.Wrap(apperr.Internal, "key generation failed", err)
 	}
 	now := s.d.Clock.Now().UTC()
-	key := r.Tenant + "/" + strconv.FormatInt(r.User, 10) + "/" + now.Format("20060102") + "/" + hex.EncodeToString(raw[:]) + "." + ext
+	key := objectkey.New(r.Tenant, r.User, now, raw, ext)
 	expires := now.Add(s.cfg.URLTTL).Truncate(time.Second)
 	url, err := s.d.Store.PresignPut(ctx, key, r.ContentType, r.Size, expires)
 	if err != nil {
@@ -135,7 +97,7 @@ func (s *Service) Upload(ctx context.Context, r Request) (Grant, error) {
 // Download signs a GET of a key of the tenant. Keys are unguessable, so any user of the tenant
 // holding one (from a message) may read it; another tenant's key is never signed.
 func (s *Service) Download(ctx context.Context, tenant, key string) (string, time.Time, error) {
-	if !ValidKey(key) || KeyTenant(key) != tenant {
+	if !objectkey.Valid(key) || objectkey.Tenant(key) != tenant {
 		return "", time.Time{}, apperr.New(apperr.NotFound, "no such object")
 	}
 	expires := s.d.Clock.Now().UTC().Add(s.cfg.URLTTL).Truncate(time.Second)

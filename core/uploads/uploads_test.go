@@ -8,6 +8,7 @@ import (
 
 	"github.com/imdhq/imd/adapters/memory"
 	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/objectkey"
 	"github.com/imdhq/imd/core/uploads"
 )
 
@@ -52,10 +53,10 @@ func TestUpload(t *testing.T) {
 			if err != nil {
 				return
 			}
-			if !uploads.ValidKey(g.Key) || !strings.HasPrefix(g.Key, "acme/7/20300405/") || uploads.KeyTenant(g.Key) != "acme" {
+			if !objectkey.Valid(g.Key) || !strings.HasPrefix(g.Key, "acme/7/20300405/") || objectkey.Tenant(g.Key) != "acme" {
 				t.Fatalf("key %q", g.Key)
 			}
-			if ct, ok := uploads.ContentTypeOf(g.Key); !ok || ct != tt.req.ContentType {
+			if ct, ok := objectkey.ContentType(g.Key); !ok || ct != tt.req.ContentType {
 				t.Fatalf("key %q maps back to %q, %v", g.Key, ct, ok)
 			}
 			if sig.key != g.Key || sig.contentType != tt.req.ContentType || sig.size != tt.req.Size || !sig.expires.Equal(now.Add(time.Minute)) {
