@@ -13,7 +13,7 @@ import (
 
 	"github.com/imdhq/imd/core/domain/apperr"
 	"github.com/imdhq/imd/core/domain/objectkey"
-	"github.com/imdhq/imd/core/uploads"
+	"github.com/imdhq/imd/core/usecase/uploads"
 )
 
 // FileStore is the local-filesystem object store behind the /files/ routes: it checks the

@@ -14,7 +14,7 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/labstack/echo/v4"
 
-	"github.com/imdhq/imd/core/inbox"
+	"github.com/imdhq/imd/core/usecase/inbox"
 	"github.com/imdhq/imd/docs"
 )
 

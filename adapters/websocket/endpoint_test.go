@@ -19,12 +19,12 @@ import (
 	"github.com/imdhq/imd/adapters/protocol"
 	"github.com/imdhq/imd/adapters/protocol/dispatch"
 	"github.com/imdhq/imd/adapters/protocol/frame"
+	"github.com/imdhq/imd/adapters/protocol/ratelimit"
 	"github.com/imdhq/imd/adapters/protocol/session"
 	"github.com/imdhq/imd/core/domain/apperr"
 	"github.com/imdhq/imd/core/domain/auth"
 	"github.com/imdhq/imd/core/domain/delivery"
 	"github.com/imdhq/imd/core/domain/message"
-	"github.com/imdhq/imd/core/ratelimit"
 )
 
 // tokens accepts "tok-<user>" for tenant "t".

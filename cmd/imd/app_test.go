@@ -19,12 +19,12 @@ import (
 	"github.com/imdhq/imd/adapters/protocol"
 	"github.com/imdhq/imd/adapters/push"
 	tcpserver "github.com/imdhq/imd/adapters/tcp/server"
-	"github.com/imdhq/imd/core/admin"
-	"github.com/imdhq/imd/core/conversation"
 	"github.com/imdhq/imd/core/domain/social"
 	"github.com/imdhq/imd/core/domain/tenant"
-	"github.com/imdhq/imd/core/dualread"
 	"github.com/imdhq/imd/core/runtime"
+	"github.com/imdhq/imd/core/store/dualread"
+	"github.com/imdhq/imd/core/usecase/admin"
+	"github.com/imdhq/imd/core/usecase/conversation"
 	"github.com/imdhq/imd/ports"
 )
 

@@ -15,8 +15,8 @@ import (
 	"github.com/imdhq/imd/adapters/websocket"
 	jssdk "github.com/imdhq/imd/clients/js"
 	"github.com/imdhq/imd/clients/webchat"
-	"github.com/imdhq/imd/core/cluster"
-	"github.com/imdhq/imd/core/runtime"
+	"github.com/imdhq/imd/core/kit/background"
+	"github.com/imdhq/imd/core/loop/cluster"
 	"github.com/imdhq/imd/ports"
 )
 
@@ -80,7 +80,7 @@ func runServer(lc fx.Lifecycle, http *httpapi.Server, tcp *tcpserver.Server, ws 
 	lc.Append(fx.StopHook(ws.Stop))
 	// A frame listener that stopped accepting ends the process (exit 1) for its supervisor to
 	// restart; readiness has already dropped through tcp.Serving.
-	watch := runtime.NewBackground(func(ctx context.Context) {
+	watch := background.New(func(ctx context.Context) {
 		select {
 		case <-tcp.Lost():
 			_ = exit.Shutdown(fx.ExitCode(1))

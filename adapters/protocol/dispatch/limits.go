@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/imdhq/imd/adapters/protocol"
-	"github.com/imdhq/imd/core/ratelimit"
+	"github.com/imdhq/imd/adapters/protocol/ratelimit"
 )
 
 // budget is one request budget of seed 003 §13/§19; every limited command spends from one.

@@ -9,7 +9,7 @@ import (
 	"github.com/imdhq/imd/adapters/protocol"
 	"github.com/imdhq/imd/adapters/protocol/frame"
 	"github.com/imdhq/imd/adapters/protocol/proxyhdr"
-	"github.com/imdhq/imd/core/ratelimit"
+	"github.com/imdhq/imd/adapters/protocol/ratelimit"
 )
 
 func perMinute(n int) ratelimit.Rate { return ratelimit.Rate{Count: n, Per: time.Minute} }
