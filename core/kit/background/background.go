@@ -1,10 +1,12 @@
+// Package background runs one goroutine from a component's Start until its Stop, for work that
+// is not one of core/runtime's supervised loops but whose place in the start and stop order
+// matters: the tenant refresh starts after the listeners, the presence removals stop after
+// them.
 package background
 
 import "context"
 
-// Task is one goroutine outside the supervised loops, for work whose place in the
-// start and stop order matters (the tenant refresh starts after the listeners, the presence
-// removals stop after them): it runs from Start until Stop, which waits for it to return.
+// Task is one goroutine that runs from Start until Stop, which waits for it to return.
 type Task struct {
 	run    func(ctx context.Context)
 	cancel context.CancelFunc
