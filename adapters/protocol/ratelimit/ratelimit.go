@@ -10,6 +10,9 @@
 // Times are monotonic readings given by the caller as a non-negative time.Duration elapsed
 // since an instant it keeps fixed for the limiter's lifetime, so a wall-clock step never
 // blocks or frees anyone.
+//
+// It lives with the transports' shared code, not in core: only the listeners (TCP, WebSocket,
+// HTTP, through adapters/protocol/dispatch) limit requests, and no use case sees a rate.
 package ratelimit
 
 import (
