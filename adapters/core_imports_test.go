@@ -59,12 +59,26 @@ func TestCheckCoreImport(t *testing.T) {
 // databases and the fakes implement ports and never call a use case; only the drivers do.
 // Tests may drive core as they need.
 func TestAdaptersImportCoreByRole(t *testing.T) {
+	eachImport(t, func(own, file, p string, inTest bool) {
+		if inTest {
+			return
+		}
+		if err := checkCoreImport(own, p); err != nil {
+			t.Errorf("%s: %v", file, err)
+		}
+	})
+}
+
+// eachImport calls fn with every import of every Go file of an adapter (own, its folder under
+// adapters/), and whether the file is a test.
+func eachImport(t *testing.T, fn func(own, file, path string, inTest bool)) {
+	t.Helper()
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") {
 			return err
 		}
 		own, _, nested := strings.Cut(filepath.ToSlash(path), "/")
-		if !nested {
+		if !nested { // this package
 			return nil
 		}
 		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
@@ -73,9 +87,7 @@ func TestAdaptersImportCoreByRole(t *testing.T) {
 		}
 		for _, imp := range f.Imports {
 			p, _ := strconv.Unquote(imp.Path.Value)
-			if err := checkCoreImport(own, p); err != nil {
-				t.Errorf("%s: %v", path, err)
-			}
+			fn(own, filepath.ToSlash(path), p, strings.HasSuffix(path, "_test.go"))
 		}
 		return nil
 	})
