@@ -1,11 +1,6 @@
 package adapters
 
 import (
-	"go/parser"
-	"go/token"
-	"io/fs"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 )
@@ -26,40 +21,21 @@ var crossTests = map[string]string{
 // imports no other adapter but adapters/protocol/..., and its tests add only the memory fakes.
 func TestAdaptersDoNotImportEachOther(t *testing.T) {
 	seen := map[string]bool{}
-	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") {
-			return err
+	eachImport(t, func(own, path, p string, inTest bool) {
+		other, ok := strings.CutPrefix(p, module+"/adapters/")
+		if !ok {
+			return
 		}
-		own, _, _ := strings.Cut(filepath.ToSlash(path), "/")
-		if own == path { // this package
-			return nil
+		other, _, _ = strings.Cut(other, "/")
+		switch {
+		case other == own || other == "protocol":
+		case inTest && other == "memory":
+		case inTest && crossTests[path] != "":
+			seen[path] = true
+		default:
+			t.Errorf("%s imports %q: adapters may import only adapters/protocol (and, in tests, adapters/memory); wire them through ports in cmd/imd", path, p)
 		}
-		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
-		if err != nil {
-			return err
-		}
-		inTest := strings.HasSuffix(path, "_test.go")
-		for _, imp := range f.Imports {
-			p, _ := strconv.Unquote(imp.Path.Value)
-			other, ok := strings.CutPrefix(p, module+"/adapters/")
-			if !ok {
-				continue
-			}
-			other, _, _ = strings.Cut(other, "/")
-			switch {
-			case other == own || other == "protocol":
-			case inTest && other == "memory":
-			case inTest && crossTests[filepath.ToSlash(path)] != "":
-				seen[filepath.ToSlash(path)] = true
-			default:
-				t.Errorf("%s imports %q: adapters may import only adapters/protocol (and, in tests, adapters/memory); wire them through ports in cmd/imd", path, p)
-			}
-		}
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	for path := range crossTests {
 		if !seen[path] {
 			t.Errorf("%s no longer imports another adapter: drop it from crossTests", path)

@@ -1,11 +1,7 @@
 package core
 
 import (
-	"go/parser"
-	"go/token"
-	"io/fs"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 )
@@ -14,25 +10,11 @@ import (
 // library, the module's ports and core — never an adapter, a driver or a framework.
 func TestImportBoundary(t *testing.T) {
 	for _, dir := range []string{".", filepath.Join("..", "ports")} {
-		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") {
-				return err
+		eachImport(t, dir, func(file, p string, inTest bool) {
+			if !allowed(p, inTest) {
+				t.Errorf("%s imports %q: core and ports may import only the standard library, core and ports", file, p)
 			}
-			f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
-			if err != nil {
-				return err
-			}
-			for _, imp := range f.Imports {
-				p, _ := strconv.Unquote(imp.Path.Value)
-				if !allowed(p, strings.HasSuffix(path, "_test.go")) {
-					t.Errorf("%s imports %q: core and ports may import only the standard library, core and ports", path, p)
-				}
-			}
-			return nil
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/imdhq/imd/core/domain/tenant"
-	"github.com/imdhq/imd/core/retention"
+	"github.com/imdhq/imd/core/loop/retention"
 )
 
 // Config is the whole server configuration.
@@ -279,7 +279,7 @@ type Retention struct {
 	PurgeAfterMonths int `yaml:"purge_after_months"`
 }
 
-// Policy is the retention as core/retention applies it.
+// Policy is the retention as core/loop/retention applies it.
 func (r Retention) Policy() retention.Policy {
 	return retention.Policy{KeepOnlineMonths: r.KeepOnlineMonths, PurgeAfterMonths: r.PurgeAfterMonths}
 }

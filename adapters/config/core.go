@@ -1,26 +1,26 @@
 package config
 
 import (
-	"github.com/imdhq/imd/core/admin"
-	"github.com/imdhq/imd/core/authn"
-	"github.com/imdhq/imd/core/retention"
-	"github.com/imdhq/imd/core/send"
+	"github.com/imdhq/imd/core/loop/retention"
+	"github.com/imdhq/imd/core/usecase/admin"
+	"github.com/imdhq/imd/core/usecase/authn"
+	"github.com/imdhq/imd/core/usecase/send"
 	"time"
 
-	"github.com/imdhq/imd/core/archiver"
-	"github.com/imdhq/imd/core/archivereader"
-	"github.com/imdhq/imd/core/cluster"
-	"github.com/imdhq/imd/core/deliver"
 	"github.com/imdhq/imd/core/domain/tenant"
-	"github.com/imdhq/imd/core/longsearch"
-	"github.com/imdhq/imd/core/migration"
-	"github.com/imdhq/imd/core/modify"
-	"github.com/imdhq/imd/core/routerepair"
+	"github.com/imdhq/imd/core/loop/cluster"
+	"github.com/imdhq/imd/core/loop/deliver"
+	"github.com/imdhq/imd/core/loop/migration"
+	"github.com/imdhq/imd/core/loop/routerepair"
+	"github.com/imdhq/imd/core/loop/seqholes"
+	"github.com/imdhq/imd/core/loop/shardmanager"
 	"github.com/imdhq/imd/core/runtime"
-	"github.com/imdhq/imd/core/seqholes"
-	"github.com/imdhq/imd/core/shardmanager"
-	"github.com/imdhq/imd/core/tenantregistry"
-	"github.com/imdhq/imd/core/uploads"
+	"github.com/imdhq/imd/core/store/archivereader"
+	"github.com/imdhq/imd/core/usecase/archiver"
+	"github.com/imdhq/imd/core/usecase/longsearch"
+	"github.com/imdhq/imd/core/usecase/modify"
+	"github.com/imdhq/imd/core/usecase/tenantregistry"
+	"github.com/imdhq/imd/core/usecase/uploads"
 )
 
 // The core's configs, each as its use case's constructor takes it: cmd/imd provides these

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/imdhq/imd/core/migration"
+	"github.com/imdhq/imd/core/loop/migration"
 )
 
 // Migration configures the move of a legacy single table im_group_messages into the month
@@ -44,7 +44,7 @@ func (m Migration) validate() error {
 	return errors.Join(errs...)
 }
 
-// RateCap is RowsPerSecond as core/migration takes it, where no cap is negative.
+// RateCap is RowsPerSecond as core/loop/migration takes it, where no cap is negative.
 func (m Migration) RateCap() int {
 	if m.RowsPerSecond == 0 {
 		return -1

@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/imdhq/imd/adapters/protocol/dispatch"
-	"github.com/imdhq/imd/core/ratelimit"
+	"github.com/imdhq/imd/adapters/protocol/ratelimit"
 )
 
 // Frames is the rate_limit section as the frame commands' budgets (TCP and WebSocket share

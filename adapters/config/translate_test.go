@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/core/ratelimit"
-	"github.com/imdhq/imd/core/retention"
+	"github.com/imdhq/imd/adapters/protocol/ratelimit"
+	"github.com/imdhq/imd/core/loop/retention"
 )
 
 // The translations cmd/imd hands to the adapters and the core, each checked on one value.

@@ -9,13 +9,13 @@ import (
 
 	"github.com/imdhq/imd/adapters/protocol"
 	"github.com/imdhq/imd/clients/go/wire"
-	"github.com/imdhq/imd/core/admin"
 	"github.com/imdhq/imd/core/domain/apperr"
 	"github.com/imdhq/imd/core/domain/route"
 	"github.com/imdhq/imd/core/domain/shard"
 	"github.com/imdhq/imd/core/domain/social"
 	"github.com/imdhq/imd/core/domain/topic"
-	"github.com/imdhq/imd/core/history"
+	"github.com/imdhq/imd/core/usecase/admin"
+	"github.com/imdhq/imd/core/usecase/history"
 )
 
 // empty is the body of successful calls that return nothing.

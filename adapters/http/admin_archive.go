@@ -7,15 +7,15 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/imdhq/imd/core/archiver"
 	"github.com/imdhq/imd/core/domain/apperr"
 	"github.com/imdhq/imd/core/domain/archive"
 	"github.com/imdhq/imd/core/domain/month"
 	"github.com/imdhq/imd/core/domain/topic"
-	"github.com/imdhq/imd/core/jobs"
-	"github.com/imdhq/imd/core/longsearch"
-	"github.com/imdhq/imd/core/reindex"
-	"github.com/imdhq/imd/core/retention"
+	"github.com/imdhq/imd/core/kit/jobs"
+	"github.com/imdhq/imd/core/loop/retention"
+	"github.com/imdhq/imd/core/usecase/archiver"
+	"github.com/imdhq/imd/core/usecase/longsearch"
+	"github.com/imdhq/imd/core/usecase/reindex"
 )
 
 // ArchiveOps serve the archive, retention, reindex and long-term search routes of this file

@@ -9,7 +9,7 @@ import (
 	"github.com/imdhq/imd/core/domain/apperr"
 )
 
-// InboxOps is what the conversation-list routes need (core/inbox.Service).
+// InboxOps is what the conversation-list routes need (core/usecase/inbox.Service).
 type InboxOps interface {
 	// Rebuild replaces a user's lists with ones computed from MySQL and returns how many
 	// conversations they hold.

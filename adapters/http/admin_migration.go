@@ -8,7 +8,7 @@ import (
 
 	"github.com/imdhq/imd/core/domain/apperr"
 	"github.com/imdhq/imd/core/domain/legacy"
-	"github.com/imdhq/imd/core/migration"
+	"github.com/imdhq/imd/core/loop/migration"
 )
 
 // migrationRoutes are the legacy single-table migration of seed 000 §9 (imctl migrate). Every

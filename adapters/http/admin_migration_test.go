@@ -12,7 +12,7 @@ import (
 	"github.com/imdhq/imd/core/domain/apperr"
 	"github.com/imdhq/imd/core/domain/message"
 	"github.com/imdhq/imd/core/domain/month"
-	"github.com/imdhq/imd/core/migration"
+	"github.com/imdhq/imd/core/loop/migration"
 )
 
 const migrationPath = "/admin/v1/tenants/default/migration"

@@ -9,7 +9,7 @@ import (
 
 	"github.com/imdhq/imd/adapters/protocol"
 	"github.com/imdhq/imd/core/domain/apperr"
-	"github.com/imdhq/imd/core/history"
+	"github.com/imdhq/imd/core/usecase/history"
 )
 
 // queryRoutes are the admin reads beyond PROTOCOL §6's minimum: context around a message and

@@ -9,8 +9,8 @@ import (
 	"github.com/imdhq/imd/clients/go/wire"
 	"github.com/imdhq/imd/core/domain/apperr"
 	"github.com/imdhq/imd/core/domain/month"
-	"github.com/imdhq/imd/core/routerepair"
-	"github.com/imdhq/imd/core/shardmanager"
+	"github.com/imdhq/imd/core/loop/routerepair"
+	"github.com/imdhq/imd/core/loop/shardmanager"
 )
 
 // ShardOps are the shard lifecycle use cases behind the routes of this file (seed 000 §3.4,

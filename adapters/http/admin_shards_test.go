@@ -14,8 +14,8 @@ import (
 	"github.com/imdhq/imd/core/domain/month"
 	"github.com/imdhq/imd/core/domain/route"
 	"github.com/imdhq/imd/core/domain/shard"
-	"github.com/imdhq/imd/core/routerepair"
-	"github.com/imdhq/imd/core/shardmanager"
+	"github.com/imdhq/imd/core/loop/routerepair"
+	"github.com/imdhq/imd/core/loop/shardmanager"
 	"github.com/imdhq/imd/ports"
 )
 

@@ -7,11 +7,11 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/imdhq/imd/adapters/protocol"
-	"github.com/imdhq/imd/core/directory"
 	"github.com/imdhq/imd/core/domain/apperr"
 	"github.com/imdhq/imd/core/domain/month"
 	"github.com/imdhq/imd/core/domain/social"
-	"github.com/imdhq/imd/core/reports"
+	"github.com/imdhq/imd/core/usecase/directory"
+	"github.com/imdhq/imd/core/usecase/reports"
 )
 
 // adminSocialRoutes adds user and group management, token revocation, statistics and reports

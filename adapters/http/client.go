@@ -6,17 +6,17 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/imdhq/imd/core/authn"
-	"github.com/imdhq/imd/core/directory"
 	"github.com/imdhq/imd/core/domain/apperr"
 	"github.com/imdhq/imd/core/domain/auth"
 	"github.com/imdhq/imd/core/domain/dialog"
-	"github.com/imdhq/imd/core/inbox"
-	"github.com/imdhq/imd/core/read"
-	"github.com/imdhq/imd/core/reports"
-	"github.com/imdhq/imd/core/send"
-	"github.com/imdhq/imd/core/tenantregistry"
-	"github.com/imdhq/imd/core/uploads"
+	"github.com/imdhq/imd/core/usecase/authn"
+	"github.com/imdhq/imd/core/usecase/directory"
+	"github.com/imdhq/imd/core/usecase/inbox"
+	"github.com/imdhq/imd/core/usecase/read"
+	"github.com/imdhq/imd/core/usecase/reports"
+	"github.com/imdhq/imd/core/usecase/send"
+	"github.com/imdhq/imd/core/usecase/tenantregistry"
+	"github.com/imdhq/imd/core/usecase/uploads"
 )
 
 // SocialDeps serve the client API under /api/v1 (client*.go), the admin additions of
@@ -40,18 +40,18 @@ type SocialDeps struct {
 	Reads MessageReader
 }
 
-// DialogLister is core/inbox.Service's list paging.
+// DialogLister is core/usecase/inbox.Service's list paging.
 type DialogLister interface {
 	Dialogs(ctx context.Context, tenant string, user, after int64, limit int) (inbox.DialogPage, error)
 }
 
-// DialogSettings is core/inbox.Service's per-user conversation settings.
+// DialogSettings is core/usecase/inbox.Service's per-user conversation settings.
 type DialogSettings interface {
 	SetMuted(ctx context.Context, tenant string, user, conversationID int64, muted bool) error
 	SetPinned(ctx context.Context, tenant string, user, conversationID int64, pinned bool) error
 }
 
-// MessageReader is core/read.Service.
+// MessageReader is core/usecase/read.Service.
 type MessageReader interface {
 	Read(ctx context.Context, r read.Request) (dialog.Watermark, error)
 }

@@ -12,7 +12,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/imdhq/imd/core/domain/apperr"
-	"github.com/imdhq/imd/core/uploads"
+	"github.com/imdhq/imd/core/domain/objectkey"
+	"github.com/imdhq/imd/core/usecase/uploads"
 )
 
 // FileStore is the local-filesystem object store behind the /files/ routes: it checks the
@@ -111,7 +112,7 @@ func (s *Server) getFile(c echo.Context) error {
 		return apperr.Wrap(apperr.Internal, "object unreadable", err)
 	}
 	h := c.Response().Header()
-	ct, _ := uploads.ContentTypeOf(key)
+	ct, _ := objectkey.ContentType(key)
 	h.Set(echo.HeaderContentType, ct)
 	h.Set("X-Content-Type-Options", "nosniff")
 	if !strings.HasPrefix(ct, "image/") && !strings.HasPrefix(ct, "audio/") && !strings.HasPrefix(ct, "video/") {

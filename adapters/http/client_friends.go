@@ -5,8 +5,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/imdhq/imd/core/directory"
 	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/usecase/directory"
 )
 
 func (s *Server) friendRoutes(api *echo.Group) {

@@ -6,10 +6,10 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/imdhq/imd/core/directory"
 	"github.com/imdhq/imd/core/domain/apperr"
 	"github.com/imdhq/imd/core/domain/social"
 	"github.com/imdhq/imd/core/domain/topic"
+	"github.com/imdhq/imd/core/usecase/directory"
 )
 
 func (s *Server) groupRoutes(api *echo.Group) {

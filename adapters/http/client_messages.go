@@ -10,8 +10,8 @@ import (
 	"github.com/imdhq/imd/core/domain/apperr"
 	"github.com/imdhq/imd/core/domain/dialog"
 	"github.com/imdhq/imd/core/domain/topic"
-	"github.com/imdhq/imd/core/inbox"
-	"github.com/imdhq/imd/core/read"
+	"github.com/imdhq/imd/core/usecase/inbox"
+	"github.com/imdhq/imd/core/usecase/read"
 )
 
 func (s *Server) messageRoutes(api *echo.Group) {

@@ -11,10 +11,10 @@ import (
 	"github.com/imdhq/imd/core/domain/apperr"
 	"github.com/imdhq/imd/core/domain/message"
 	"github.com/imdhq/imd/core/domain/topic"
-	"github.com/imdhq/imd/core/favorites"
-	"github.com/imdhq/imd/core/groupfiles"
-	"github.com/imdhq/imd/core/longsearch"
-	"github.com/imdhq/imd/core/replies"
+	"github.com/imdhq/imd/core/usecase/favorites"
+	"github.com/imdhq/imd/core/usecase/groupfiles"
+	"github.com/imdhq/imd/core/usecase/longsearch"
+	"github.com/imdhq/imd/core/usecase/replies"
 )
 
 // ReferenceOps serve the client routes of this file: references into messages by topic+seq

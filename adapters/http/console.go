@@ -16,8 +16,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/imdhq/imd/adapters/protocol/ratelimit"
 	"github.com/imdhq/imd/core/domain/apperr"
-	"github.com/imdhq/imd/core/ratelimit"
 )
 
 // The operator console (console/): static pages whose script calls the admin API itself. It

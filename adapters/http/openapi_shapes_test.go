@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/imdhq/imd/clients/go/wire"
-	"github.com/imdhq/imd/core/retention"
+	"github.com/imdhq/imd/core/loop/retention"
 	"github.com/imdhq/imd/docs/openapicheck"
 )
 

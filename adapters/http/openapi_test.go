@@ -13,7 +13,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/imdhq/imd/core/inbox"
+	"github.com/imdhq/imd/core/usecase/inbox"
 	"github.com/imdhq/imd/docs"
 	"github.com/imdhq/imd/docs/openapicheck"
 )

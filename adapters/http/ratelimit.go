@@ -7,9 +7,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/imdhq/imd/adapters/protocol/ratelimit"
 	"github.com/imdhq/imd/core/domain/apperr"
 	"github.com/imdhq/imd/core/domain/auth"
-	"github.com/imdhq/imd/core/ratelimit"
 )
 
 // ClientRateLimits bound the client API (/api/v1) as the frame listener's budgets bound

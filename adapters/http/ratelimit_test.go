@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/imdhq/imd/adapters/protocol/ratelimit"
 	"github.com/imdhq/imd/core/domain/apperr"
-	"github.com/imdhq/imd/core/ratelimit"
 )
 
 // limitedStack is the client stack with budgets on a clock the test moves.

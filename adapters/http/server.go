@@ -18,10 +18,10 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/imdhq/imd/core/admin"
 	"github.com/imdhq/imd/core/domain/apperr"
-	"github.com/imdhq/imd/core/history"
-	"github.com/imdhq/imd/core/migration"
+	"github.com/imdhq/imd/core/loop/migration"
+	"github.com/imdhq/imd/core/usecase/admin"
+	"github.com/imdhq/imd/core/usecase/history"
 	"github.com/imdhq/imd/ports"
 )
 

@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/core/admin"
-	"github.com/imdhq/imd/core/directory"
 	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/usecase/admin"
+	"github.com/imdhq/imd/core/usecase/directory"
 )
 
 const adminKey = "test-admin-key-0123456789"

@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/imdhq/imd/core/domain/apperr"
-	"github.com/imdhq/imd/core/uploads"
+	"github.com/imdhq/imd/core/domain/objectkey"
 	"github.com/imdhq/imd/ports"
 )
 
@@ -61,7 +61,7 @@ func New(cfg Config) (*Store, error) {
 
 // PresignPut signs one PUT of at most maxSize bytes of contentType.
 func (s *Store) PresignPut(_ context.Context, key, contentType string, maxSize int64, expires time.Time) (string, error) {
-	if !uploads.ValidKey(key) {
+	if !objectkey.Valid(key) {
 		return "", ErrBadKey
 	}
 	q := url.Values{"op": {"put"}, "ct": {contentType}, "max": {strconv.FormatInt(maxSize, 10)}, "exp": {strconv.FormatInt(expires.Unix(), 10)}}
@@ -71,7 +71,7 @@ func (s *Store) PresignPut(_ context.Context, key, contentType string, maxSize i
 
 // PresignGet signs reads of key.
 func (s *Store) PresignGet(_ context.Context, key string, expires time.Time) (string, error) {
-	if !uploads.ValidKey(key) {
+	if !objectkey.Valid(key) {
 		return "", ErrBadKey
 	}
 	q := url.Values{"op": {"get"}, "exp": {strconv.FormatInt(expires.Unix(), 10)}}
@@ -92,7 +92,7 @@ func (s *Store) sign(key string, q url.Values) string {
 
 // check verifies signature, operation and expiry of a request for key.
 func (s *Store) check(key, op string, q url.Values) error {
-	if !uploads.ValidKey(key) {
+	if !objectkey.Valid(key) {
 		return ErrBadKey
 	}
 	got, err := hex.DecodeString(q.Get("sig"))

@@ -13,11 +13,11 @@ import (
 	"github.com/imdhq/imd/adapters/memory"
 	"github.com/imdhq/imd/core/domain/month"
 	"github.com/imdhq/imd/core/domain/shard"
-	"github.com/imdhq/imd/core/history"
+	"github.com/imdhq/imd/core/usecase/history"
 )
 
 // BenchmarkHistoryPage measures GET_HISTORY's work below the transport (DESIGN §10 W5): a
-// 50-message page read from the month tables by core/history, within one month and spanning
+// 50-message page read from the month tables by core/usecase/history, within one month and spanning
 // two. The route comes from an in-memory route cache and the hot cache is off, so every page
 // reads MySQL. Each month table also holds other topics' rows, so the index is not trivially
 // small. Reports ns/op and the p99 of single pages.

@@ -26,10 +26,10 @@ import (
 	"github.com/imdhq/imd/core/domain/month"
 	"github.com/imdhq/imd/core/domain/seq"
 	"github.com/imdhq/imd/core/domain/shard"
-	"github.com/imdhq/imd/core/dualread"
-	"github.com/imdhq/imd/core/history"
-	"github.com/imdhq/imd/core/migration"
-	"github.com/imdhq/imd/core/routerepair"
+	"github.com/imdhq/imd/core/loop/migration"
+	"github.com/imdhq/imd/core/loop/routerepair"
+	"github.com/imdhq/imd/core/store/dualread"
+	"github.com/imdhq/imd/core/usecase/history"
 	"github.com/imdhq/imd/ports"
 )
 

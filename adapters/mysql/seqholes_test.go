@@ -14,7 +14,7 @@ import (
 	"github.com/imdhq/imd/core/domain/message"
 	"github.com/imdhq/imd/core/domain/month"
 	"github.com/imdhq/imd/core/domain/shard"
-	"github.com/imdhq/imd/core/seqholes"
+	"github.com/imdhq/imd/core/loop/seqholes"
 )
 
 // TestSeqHoleSweepOnMariaDB runs the sweeper over the real store: the holes older than its

@@ -2,10 +2,10 @@ package protocol
 
 import (
 	"github.com/imdhq/imd/clients/go/wire"
-	"github.com/imdhq/imd/core/conversation"
 	"github.com/imdhq/imd/core/domain/apperr"
 	"github.com/imdhq/imd/core/domain/message"
-	"github.com/imdhq/imd/core/send"
+	"github.com/imdhq/imd/core/usecase/conversation"
+	"github.com/imdhq/imd/core/usecase/send"
 )
 
 // errAddress refuses a SEND_MESSAGE that names no conversation, or more than one way.

@@ -21,7 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/imdhq/imd/core/domain/archive"
-	"github.com/imdhq/imd/core/uploads"
+	"github.com/imdhq/imd/core/domain/objectkey"
 	"github.com/imdhq/imd/ports"
 )
 
@@ -86,7 +86,7 @@ func New(cfg Config) (*Store, error) {
 // the store refuses another type or length (size is what the client declared, within the
 // configured maximum).
 func (s *Store) PresignPut(ctx context.Context, key, contentType string, size int64, expires time.Time) (string, error) {
-	if !uploads.ValidKey(key) {
+	if !objectkey.Valid(key) {
 		return "", fmt.Errorf("s3 presign put %q: invalid key", key)
 	}
 	req, err := s.presign.PresignPutObject(ctx, &s3.PutObjectInput{
@@ -101,7 +101,7 @@ func (s *Store) PresignPut(ctx context.Context, key, contentType string, size in
 
 // PresignGet signs reads of key until expires.
 func (s *Store) PresignGet(ctx context.Context, key string, expires time.Time) (string, error) {
-	if !uploads.ValidKey(key) {
+	if !objectkey.Valid(key) {
 		return "", fmt.Errorf("s3 presign get %q: invalid key", key)
 	}
 	req, err := s.presign.PresignGetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(s.prefix + key)},

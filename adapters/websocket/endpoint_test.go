@@ -17,6 +17,7 @@ import (
 
 	"github.com/imdhq/imd/adapters/memory"
 	"github.com/imdhq/imd/adapters/protocol/dispatch"
+	"github.com/imdhq/imd/adapters/protocol/ratelimit"
 	"github.com/imdhq/imd/adapters/protocol/session"
 	"github.com/imdhq/imd/clients/go/frame"
 	"github.com/imdhq/imd/clients/go/wire"
@@ -24,7 +25,6 @@ import (
 	"github.com/imdhq/imd/core/domain/auth"
 	"github.com/imdhq/imd/core/domain/delivery"
 	"github.com/imdhq/imd/core/domain/message"
-	"github.com/imdhq/imd/core/ratelimit"
 )
 
 // tokens accepts "tok-<user>" for tenant "t".

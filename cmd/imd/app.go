@@ -6,9 +6,9 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/imdhq/imd/adapters/config"
-	"github.com/imdhq/imd/core/cluster"
-	"github.com/imdhq/imd/core/inflight"
-	"github.com/imdhq/imd/core/tenantregistry"
+	"github.com/imdhq/imd/core/kit/inflight"
+	"github.com/imdhq/imd/core/loop/cluster"
+	"github.com/imdhq/imd/core/usecase/tenantregistry"
 )
 
 // Options is the whole server: the real adapters, then the application around them.

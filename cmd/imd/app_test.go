@@ -17,9 +17,9 @@ import (
 	tcpserver "github.com/imdhq/imd/adapters/tcp/server"
 	"github.com/imdhq/imd/clients/go/client"
 	"github.com/imdhq/imd/clients/go/wire"
-	"github.com/imdhq/imd/core/admin"
 	"github.com/imdhq/imd/core/domain/social"
 	"github.com/imdhq/imd/core/domain/tenant"
+	"github.com/imdhq/imd/core/usecase/admin"
 )
 
 // memoryAdapters binds every port as Adapters does, to the memory fakes and in-process adapters

@@ -10,10 +10,11 @@ import (
 	httpapi "github.com/imdhq/imd/adapters/http"
 	tcpserver "github.com/imdhq/imd/adapters/tcp/server"
 	"github.com/imdhq/imd/adapters/websocket"
-	"github.com/imdhq/imd/core/cluster"
-	"github.com/imdhq/imd/core/jobs"
+	"github.com/imdhq/imd/core/kit/background"
+	"github.com/imdhq/imd/core/kit/jobs"
+	"github.com/imdhq/imd/core/loop/cluster"
 	"github.com/imdhq/imd/core/runtime"
-	"github.com/imdhq/imd/core/tenantregistry"
+	"github.com/imdhq/imd/core/usecase/tenantregistry"
 )
 
 // running is every component that starts or stops.
@@ -67,7 +68,7 @@ func lifecycle(lc fx.Lifecycle, c running) {
 	lc.Append(fx.StopHook(c.WebSocket.Stop))
 	// A frame listener that stopped accepting ends the process (exit 1) for its supervisor to
 	// restart; readiness has already dropped through tcp.Serving.
-	watch := runtime.NewBackground(func(ctx context.Context) {
+	watch := background.New(func(ctx context.Context) {
 		select {
 		case <-c.TCP.Lost():
 			_ = c.Exit.Shutdown(fx.ExitCode(1))
@@ -82,7 +83,7 @@ func lifecycle(lc fx.Lifecycle, c running) {
 		lc.Append(fx.Hook{OnStart: m.Start, OnStop: m.Stop})
 	}
 	// 9. The refresh that adds the tenants other nodes provision.
-	refresh := runtime.NewBackground(func(ctx context.Context) { c.Registry.Run(ctx, c.Config.Registry.RefreshInterval) })
+	refresh := background.New(func(ctx context.Context) { c.Registry.Run(ctx, c.Config.Registry.RefreshInterval) })
 	lc.Append(fx.Hook{OnStart: refresh.Start, OnStop: refresh.Stop})
 	// 10. Last: logged once everything runs, and first at stop.
 	lc.Append(fx.Hook{

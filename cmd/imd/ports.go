@@ -22,10 +22,10 @@ import (
 	redisadapter "github.com/imdhq/imd/adapters/redis"
 	"github.com/imdhq/imd/adapters/s3blob"
 	"github.com/imdhq/imd/adapters/snowflake"
-	"github.com/imdhq/imd/core/archivereader"
-	"github.com/imdhq/imd/core/conversation"
-	"github.com/imdhq/imd/core/dualread"
 	"github.com/imdhq/imd/core/runtime"
+	"github.com/imdhq/imd/core/store/archivereader"
+	"github.com/imdhq/imd/core/store/dualread"
+	"github.com/imdhq/imd/core/usecase/conversation"
 	"github.com/imdhq/imd/ports"
 )
 

@@ -6,15 +6,15 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/imdhq/imd/core/dailystats"
-	"github.com/imdhq/imd/core/deliver"
 	"github.com/imdhq/imd/core/domain/tenant"
-	"github.com/imdhq/imd/core/longsearch"
-	"github.com/imdhq/imd/core/migration"
-	"github.com/imdhq/imd/core/retention"
-	"github.com/imdhq/imd/core/routerepair"
-	"github.com/imdhq/imd/core/seqholes"
-	"github.com/imdhq/imd/core/shardmanager"
+	"github.com/imdhq/imd/core/loop/dailystats"
+	"github.com/imdhq/imd/core/loop/deliver"
+	"github.com/imdhq/imd/core/loop/migration"
+	"github.com/imdhq/imd/core/loop/retention"
+	"github.com/imdhq/imd/core/loop/routerepair"
+	"github.com/imdhq/imd/core/loop/seqholes"
+	"github.com/imdhq/imd/core/loop/shardmanager"
+	"github.com/imdhq/imd/core/usecase/longsearch"
 	"github.com/imdhq/imd/ports"
 )
 

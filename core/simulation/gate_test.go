@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/imdhq/imd/core/conversation"
 	"github.com/imdhq/imd/core/domain/auth"
 	"github.com/imdhq/imd/core/domain/delivery"
 	"github.com/imdhq/imd/core/domain/dialog"
@@ -16,6 +15,7 @@ import (
 	"github.com/imdhq/imd/core/domain/seq"
 	"github.com/imdhq/imd/core/domain/shard"
 	"github.com/imdhq/imd/core/domain/social"
+	"github.com/imdhq/imd/core/usecase/conversation"
 	"github.com/imdhq/imd/ports"
 )
 

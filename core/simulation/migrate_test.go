@@ -13,7 +13,7 @@ import (
 	"github.com/imdhq/imd/core/domain/month"
 	"github.com/imdhq/imd/core/domain/shard"
 	"github.com/imdhq/imd/core/domain/social"
-	"github.com/imdhq/imd/core/history"
+	"github.com/imdhq/imd/core/usecase/history"
 	"github.com/imdhq/imd/ports"
 )
 

@@ -6,13 +6,13 @@ import (
 	"slices"
 	"time"
 
-	"github.com/imdhq/imd/core/authn"
 	"github.com/imdhq/imd/core/domain/dialog"
 	"github.com/imdhq/imd/core/domain/message"
 	"github.com/imdhq/imd/core/domain/month"
 	"github.com/imdhq/imd/core/domain/seq"
-	"github.com/imdhq/imd/core/history"
-	"github.com/imdhq/imd/core/inbox"
+	"github.com/imdhq/imd/core/usecase/authn"
+	"github.com/imdhq/imd/core/usecase/history"
+	"github.com/imdhq/imd/core/usecase/inbox"
 )
 
 // sendKey is what makes two sends the same message: (topic, sender, client_msg_id).

@@ -9,13 +9,13 @@ import (
 	"time"
 
 	"github.com/imdhq/imd/adapters/memory"
-	"github.com/imdhq/imd/core/conversation"
-	"github.com/imdhq/imd/core/directory"
 	"github.com/imdhq/imd/core/domain/auth"
 	"github.com/imdhq/imd/core/domain/message"
-	"github.com/imdhq/imd/core/modify"
-	"github.com/imdhq/imd/core/read"
-	"github.com/imdhq/imd/core/send"
+	"github.com/imdhq/imd/core/usecase/conversation"
+	"github.com/imdhq/imd/core/usecase/directory"
+	"github.com/imdhq/imd/core/usecase/modify"
+	"github.com/imdhq/imd/core/usecase/read"
+	"github.com/imdhq/imd/core/usecase/send"
 )
 
 // kind is what a step does. Its operands (node, a, b, c) are drawn up front; a step picks

@@ -1,6 +1,6 @@
 -- The daily summary behind the admin statistics (issue 6; seed 000 §6.6: never a COUNT over a
 -- month table). Counts are aggregated in memory after COMMIT and added every few seconds with
--- one upsert per day (core/dailystats), so no send writes this row itself.
+-- one upsert per day (core/loop/dailystats), so no send writes this row itself.
 CREATE TABLE t_daily_stats (
     day            DATE        NOT NULL COMMENT 'UTC date the messages were stored',
     messages       BIGINT      NOT NULL DEFAULT 0 COMMENT 'group_messages + p2p_messages',

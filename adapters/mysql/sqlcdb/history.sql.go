@@ -30,7 +30,7 @@ type HiddenRangesRow struct {
 	Hi  int64
 }
 
-// Queries of core/history beyond paging (seed 000 §6). The month-table ones name the template
+// Queries of core/usecase/history beyond paging (seed 000 §6). The month-table ones name the template
 // im_group_messages_tpl like month_messages.sql; the adapter sends them to one month's table.
 // The viewer's deleted ranges [low, hi) that intersect seqs [from_seq, to_seq], so a page served
 // from the Redis hot cache hides what the month-table pages hide by joining im_dellog.

@@ -5,8 +5,8 @@ import (
 	"net/netip"
 	"sync/atomic"
 
+	"github.com/imdhq/imd/adapters/protocol/ratelimit"
 	"github.com/imdhq/imd/adapters/protocol/session"
-	"github.com/imdhq/imd/core/ratelimit"
 )
 
 // state is where a client is in its session (seed 003 §8). The transport's own phases (PROXY

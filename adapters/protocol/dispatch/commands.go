@@ -10,7 +10,7 @@ import (
 	"github.com/imdhq/imd/clients/go/frame"
 	"github.com/imdhq/imd/clients/go/wire"
 	"github.com/imdhq/imd/core/domain/apperr"
-	"github.com/imdhq/imd/core/history"
+	"github.com/imdhq/imd/core/usecase/history"
 )
 
 // auth verifies the token once per connection and binds the device (PROTOCOL §3). An older

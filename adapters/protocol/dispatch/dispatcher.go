@@ -16,11 +16,11 @@ import (
 	"github.com/imdhq/imd/adapters/protocol/taskpool"
 	"github.com/imdhq/imd/clients/go/wire"
 	"github.com/imdhq/imd/core/domain/message"
-	"github.com/imdhq/imd/core/history"
-	"github.com/imdhq/imd/core/inbox"
-	"github.com/imdhq/imd/core/modify"
-	"github.com/imdhq/imd/core/read"
-	"github.com/imdhq/imd/core/send"
+	"github.com/imdhq/imd/core/usecase/history"
+	"github.com/imdhq/imd/core/usecase/inbox"
+	"github.com/imdhq/imd/core/usecase/modify"
+	"github.com/imdhq/imd/core/usecase/read"
+	"github.com/imdhq/imd/core/usecase/send"
 	"github.com/imdhq/imd/ports"
 )
 

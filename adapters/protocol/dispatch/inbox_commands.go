@@ -9,8 +9,8 @@ import (
 	"github.com/imdhq/imd/clients/go/frame"
 	"github.com/imdhq/imd/clients/go/wire"
 	"github.com/imdhq/imd/core/domain/apperr"
-	"github.com/imdhq/imd/core/inbox"
-	"github.com/imdhq/imd/core/read"
+	"github.com/imdhq/imd/core/usecase/inbox"
+	"github.com/imdhq/imd/core/usecase/read"
 )
 
 // addInboxCommands registers READ_MESSAGE and SYNC_INBOX.

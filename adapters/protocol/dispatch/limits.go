@@ -4,8 +4,8 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/imdhq/imd/adapters/protocol/ratelimit"
 	"github.com/imdhq/imd/clients/go/wire"
-	"github.com/imdhq/imd/core/ratelimit"
 )
 
 // budget is one request budget of seed 003 §13/§19; every limited command spends from one.

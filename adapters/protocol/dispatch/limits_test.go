@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/core/ratelimit"
+	"github.com/imdhq/imd/adapters/protocol/ratelimit"
 )
 
 func perMinute(n int) ratelimit.Rate { return ratelimit.Rate{Count: n, Per: time.Minute} }

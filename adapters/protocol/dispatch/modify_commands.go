@@ -6,7 +6,7 @@ import (
 	"github.com/imdhq/imd/adapters/protocol"
 	"github.com/imdhq/imd/clients/go/wire"
 	"github.com/imdhq/imd/core/domain/apperr"
-	"github.com/imdhq/imd/core/modify"
+	"github.com/imdhq/imd/core/usecase/modify"
 )
 
 // recallMessage answers RECALL_MESSAGE with the recalled message; the other members learn it

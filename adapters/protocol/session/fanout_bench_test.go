@@ -15,12 +15,12 @@ import (
 
 	"github.com/imdhq/imd/adapters/memory"
 	redisadapter "github.com/imdhq/imd/adapters/redis"
-	"github.com/imdhq/imd/core/deliver"
 	"github.com/imdhq/imd/core/domain/delivery"
 	"github.com/imdhq/imd/core/domain/message"
 	"github.com/imdhq/imd/core/domain/social"
-	"github.com/imdhq/imd/core/inbox"
-	"github.com/imdhq/imd/core/membership"
+	"github.com/imdhq/imd/core/loop/deliver"
+	"github.com/imdhq/imd/core/store/membership"
+	"github.com/imdhq/imd/core/usecase/inbox"
 	"github.com/imdhq/imd/ports"
 )
 

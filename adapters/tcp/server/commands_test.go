@@ -11,12 +11,12 @@ import (
 
 	"github.com/imdhq/imd/adapters/memory"
 	"github.com/imdhq/imd/clients/go/wire"
-	"github.com/imdhq/imd/core/conversation"
 	"github.com/imdhq/imd/core/domain/month"
 	"github.com/imdhq/imd/core/domain/social"
-	"github.com/imdhq/imd/core/history"
-	"github.com/imdhq/imd/core/membership"
-	"github.com/imdhq/imd/core/send"
+	"github.com/imdhq/imd/core/store/membership"
+	"github.com/imdhq/imd/core/usecase/conversation"
+	"github.com/imdhq/imd/core/usecase/history"
+	"github.com/imdhq/imd/core/usecase/send"
 	"github.com/imdhq/imd/ports"
 )
 

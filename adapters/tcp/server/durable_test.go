@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/imdhq/imd/clients/go/wire"
-	"github.com/imdhq/imd/core/send"
+	"github.com/imdhq/imd/core/usecase/send"
 	"github.com/imdhq/imd/ports"
 )
 

@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/imdhq/imd/adapters/protocol/ratelimit"
 	"github.com/imdhq/imd/clients/go/frame"
 	"github.com/imdhq/imd/clients/go/proxyheader"
 	"github.com/imdhq/imd/clients/go/wire"
-	"github.com/imdhq/imd/core/ratelimit"
 )
 
 func perMinute(n int) ratelimit.Rate { return ratelimit.Rate{Count: n, Per: time.Minute} }

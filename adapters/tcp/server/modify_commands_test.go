@@ -9,13 +9,13 @@ import (
 
 	"github.com/imdhq/imd/adapters/memory"
 	"github.com/imdhq/imd/clients/go/wire"
-	"github.com/imdhq/imd/core/conversation"
 	"github.com/imdhq/imd/core/domain/month"
 	"github.com/imdhq/imd/core/domain/social"
-	"github.com/imdhq/imd/core/history"
-	"github.com/imdhq/imd/core/membership"
-	"github.com/imdhq/imd/core/modify"
-	"github.com/imdhq/imd/core/send"
+	"github.com/imdhq/imd/core/store/membership"
+	"github.com/imdhq/imd/core/usecase/conversation"
+	"github.com/imdhq/imd/core/usecase/history"
+	"github.com/imdhq/imd/core/usecase/modify"
+	"github.com/imdhq/imd/core/usecase/send"
 )
 
 // newModifyDeps is the send, history and modify use cases over the in-memory adapters, with
@@ -66,7 +66,7 @@ func newModifyDeps(t *testing.T) Deps {
 }
 
 // TestModifyCommands checks the wire side of RECALL_MESSAGE, EDIT_MESSAGE and DELETE_MESSAGES:
-// bodies, answer commands and codes. The rules themselves are core/modify's tests.
+// bodies, answer commands and codes. The rules themselves are core/usecase/modify's tests.
 func TestModifyCommands(t *testing.T) {
 	h := start(t, Config{}, newModifyDeps(t))
 	owner, member := h.dial(t), h.dial(t)

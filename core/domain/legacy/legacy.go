@@ -1,7 +1,7 @@
 // Package legacy holds the values of the migration from the legacy single table
 // im_group_messages into the month tables (seed 000 §9): the job's phases and cursor, the
 // cutover watermark, copy batches, and what verification compares and reports. The logic lives
-// in core/migration (the job) and core/dualread (reads during the migration).
+// in core/loop/migration (the job) and core/store/dualread (reads during the migration).
 package legacy
 
 import (

@@ -88,7 +88,7 @@ func clip(s string, n int) string {
 }
 
 // Change is a recall, edit or delete-for-all of a message, as its topic event announces it
-// (core/modify writes one `system` message per change).
+// (core/usecase/modify writes one `system` message per change).
 type Change struct {
 	Action message.Action
 	Seq    int64

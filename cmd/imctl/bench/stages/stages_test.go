@@ -20,20 +20,20 @@ func TestStageOf(t *testing.T) {
 		want  string
 	}{
 		{"GC mark worker", []string{"runtime.scanobject", "runtime.gcDrain", "runtime.gcBgMarkWorker"}, "GC"},
-		{"GC assist inside a send is GC's", []string{"runtime.gcAssistAlloc", "runtime.mallocgc", pkg + "core/send.(*Service).post", pkg + "adapters/protocol/dispatch.(*Dispatcher).run"}, "GC"},
-		{"allocation outside GC stays with its owner", []string{"runtime.mallocgc", pkg + "core/send.(*Service).cacheHot", pkg + "core/send.(*Service).post"}, "post-commit"},
-		{"search feed called from the send path", []string{"runtime.chansend", pkg + "core/longsearch.(*Indexer).Committed", pkg + "core/send.(*Service).post"}, "search index"},
+		{"GC assist inside a send is GC's", []string{"runtime.gcAssistAlloc", "runtime.mallocgc", pkg + "core/usecase/send.(*Service).post", pkg + "adapters/protocol/dispatch.(*Dispatcher).run"}, "GC"},
+		{"allocation outside GC stays with its owner", []string{"runtime.mallocgc", pkg + "core/usecase/send.(*Service).cacheHot", pkg + "core/usecase/send.(*Service).post"}, "post-commit"},
+		{"search feed called from the send path", []string{"runtime.chansend", pkg + "core/usecase/longsearch.(*Indexer).Committed", pkg + "core/usecase/send.(*Service).post"}, "search index"},
 		{"bleve merger", []string{"github.com/blevesearch/zapx/v17.mergeSegmentBases", "github.com/blevesearch/bleve/v2/index/scorch.(*Scorch).mergerLoop"}, "search index"},
-		{"seq allocation: the Redis call is the allocator's", []string{"github.com/redis/rueidis.(*mux).Do", pkg + "adapters/redis.(*SeqAllocator).Allocate", pkg + "core/send.(*Service).allocate", pkg + "core/send.(*Service).post"}, "allocate"},
-		{"permission", []string{pkg + "core/conversation.(*Resolver).ForSend", pkg + "core/send.(*Service).Send", pkg + "adapters/protocol/dispatch.(*Dispatcher).sendMessage"}, "permission"},
-		{"draft validation", []string{"unicode/utf8.ValidString", pkg + "core/domain/message.Draft.Validate", pkg + "core/send.(*Service).Send"}, "decode"},
+		{"seq allocation: the Redis call is the allocator's", []string{"github.com/redis/rueidis.(*mux).Do", pkg + "adapters/redis.(*SeqAllocator).Allocate", pkg + "core/usecase/send.(*Service).allocate", pkg + "core/usecase/send.(*Service).post"}, "allocate"},
+		{"permission", []string{pkg + "core/usecase/conversation.(*Resolver).ForSend", pkg + "core/usecase/send.(*Service).Send", pkg + "adapters/protocol/dispatch.(*Dispatcher).sendMessage"}, "permission"},
+		{"draft validation", []string{"unicode/utf8.ValidString", pkg + "core/domain/message.Draft.Validate", pkg + "core/usecase/send.(*Service).Send"}, "decode"},
 		{"request body", []string{"encoding/json.Unmarshal", pkg + "adapters/protocol/dispatch.decodeBody", pkg + "adapters/protocol/dispatch.(*Dispatcher).sendMessage"}, "decode"},
 		{"frames in on the event loop", []string{pkg + "adapters/tcp/server.(*Server).readFrames", pkg + "adapters/tcp/server.(*events).OnTraffic", "github.com/panjf2000/gnet/v2.(*eventloop).read"}, "decode"},
 		{"group commit through sqlc", []string{"github.com/go-sql-driver/mysql.(*mysqlConn).Exec", pkg + "adapters/mysql/sqlcdb.(*Queries).InsertMessages", pkg + "adapters/mysql.(*batchWrite).apply", pkg + "adapters/mysql.(*writer).commit"}, "group commit"},
 		{"mark queued through sqlc is post-commit", []string{pkg + "adapters/mysql/sqlcdb.(*Queries).MarkQueued", pkg + "adapters/mysql.(*queuedMarker).write", pkg + "adapters/mysql.(*queuedMarker).run"}, "post-commit"},
-		{"deliver enqueue", []string{pkg + "adapters/redis.(*DeliverQueue).Push", pkg + "core/send.(*Service).enqueue", pkg + "core/send.(*Service).post"}, "post-commit"},
-		{"deliver consumer", []string{pkg + "adapters/redis.(*DeliverQueue).TakeMore", pkg + "core/deliver.(*Workers).take", pkg + "core/deliver.(*Workers).consume"}, "deliver"},
-		{"push from a deliver consumer", []string{pkg + "adapters/protocol/session.(*Registry).push", pkg + "adapters/protocol/session.(*Registry).PushReach", pkg + "core/cluster.(*Pusher).PushReach", pkg + "core/deliver.(*Workers).handle"}, "push"},
+		{"deliver enqueue", []string{pkg + "adapters/redis.(*DeliverQueue).Push", pkg + "core/usecase/send.(*Service).enqueue", pkg + "core/usecase/send.(*Service).post"}, "post-commit"},
+		{"deliver consumer", []string{pkg + "adapters/redis.(*DeliverQueue).TakeMore", pkg + "core/loop/deliver.(*Workers).take", pkg + "core/loop/deliver.(*Workers).consume"}, "deliver"},
+		{"push from a deliver consumer", []string{pkg + "adapters/protocol/session.(*Registry).push", pkg + "adapters/protocol/session.(*Registry).PushReach", pkg + "core/loop/cluster.(*Pusher).PushReach", pkg + "core/loop/deliver.(*Workers).handle"}, "push"},
 		{"rueidis pipe", []string{"internal/runtime/syscall/linux.Syscall6", "github.com/redis/rueidis.(*pipe)._backgroundWrite"}, "redis client I/O"},
 		{"event loop write", []string{"github.com/panjf2000/gnet/v2/pkg/io.Writev", "github.com/panjf2000/gnet/v2.(*conn).asyncWritev", "github.com/panjf2000/gnet/v2.(*eventloop).orbit"}, "event loops"},
 		{"scheduler", []string{"runtime.futex", "runtime.findRunnable", "runtime.schedule", "runtime.park_m", "runtime.mcall"}, "scheduler"},
@@ -130,10 +130,10 @@ func encodeProfile(t *testing.T, samples map[string]int64) []byte {
 func TestParseAndAttribute(t *testing.T) {
 	const ms = 1_000_000
 	raw := encodeProfile(t, map[string]int64{
-		"runtime.scanobject runtime.gcDrain runtime.gcBgMarkWorker":                                   100 * ms,
-		pkg + "core/send.(*Service).allocate+" + pkg + "core/send.(*Service).post " + pkg + "x.Serve": 200 * ms,
-		"runtime.memmove " + pkg + "core/deliver.(*Workers).handle":                                   300 * ms,
-		"github.com/redis/rueidis.(*pipe)._backgroundRead":                                            350 * ms,
+		"runtime.scanobject runtime.gcDrain runtime.gcBgMarkWorker":                                                   100 * ms,
+		pkg + "core/usecase/send.(*Service).allocate+" + pkg + "core/usecase/send.(*Service).post " + pkg + "x.Serve": 200 * ms,
+		"runtime.memmove " + pkg + "core/loop/deliver.(*Workers).handle":                                              300 * ms,
+		"github.com/redis/rueidis.(*pipe)._backgroundRead":                                                            350 * ms,
 		"net/http.(*conn).serve": 50 * ms,
 	})
 	samples, err := Parse(bytes.NewReader(raw))
@@ -144,7 +144,7 @@ func TestParseAndAttribute(t *testing.T) {
 		t.Fatalf("%d samples", len(samples))
 	}
 	for _, s := range samples {
-		if s.Nanos == 200*ms && (len(s.Stack) != 3 || s.Stack[0] != pkg+"core/send.(*Service).allocate" || s.Stack[1] != pkg+"core/send.(*Service).post") {
+		if s.Nanos == 200*ms && (len(s.Stack) != 3 || s.Stack[0] != pkg+"core/usecase/send.(*Service).allocate" || s.Stack[1] != pkg+"core/usecase/send.(*Service).post") {
 			t.Fatalf("inlined stack %q, want the inner call first", s.Stack)
 		}
 	}

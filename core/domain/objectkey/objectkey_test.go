@@ -1,0 +1,47 @@
+package objectkey
+
+import (
+	"testing"
+	"time"
+)
+
+func TestNewKeysAreValidAndMapBack(t *testing.T) {
+	day := time.Date(2030, 4, 5, 23, 0, 0, 0, time.FixedZone("east", 3*3600))
+	for ct, ext := range extensions {
+		key := New("acme", 7, day, [16]byte{1, 2, 3}, ext)
+		if !Valid(key) || Tenant(key) != "acme" {
+			t.Errorf("New(%s) = %q: not valid, or not acme's", ct, key)
+		}
+		if got, ok := ContentType(key); !ok || got != ct {
+			t.Errorf("ContentType(%q) = %q, %v; want %q", key, got, ok, ct)
+		}
+		if want := "acme/7/20300405/"; key[:len(want)] != want {
+			t.Errorf("New(%s) = %q: want the UTC day under %s", ct, key, want)
+		}
+	}
+}
+
+func TestValidRefusesWhatCouldEscape(t *testing.T) {
+	for _, key := range []string{
+		"",
+		"acme/7/../../secret.png",
+		"acme/7/20300405/short.png",
+		"/acme/7/20300405/0123456789abcdef0123456789abcdef.png",
+		"Acme/7/20300405/0123456789abcdef0123456789abcdef.png",
+		"acme/07/20300405/0123456789abcdef0123456789abcdef.png",
+		"acme/7/20300405/0123456789abcdef0123456789abcdef",
+		"acme/7/20300405/0123456789abcdef0123456789abcdef.png/x",
+	} {
+		if Valid(key) {
+			t.Errorf("Valid(%q) = true", key)
+		}
+	}
+}
+
+func TestExtensionRefusesPages(t *testing.T) {
+	for _, ct := range []string{"text/html", "image/svg+xml", ""} {
+		if ext, ok := Extension(ct); ok {
+			t.Errorf("Extension(%q) = %q, true", ct, ext)
+		}
+	}
+}

@@ -1,0 +1,116 @@
+package deliver
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/imdhq/imd/core/domain/delivery"
+	"github.com/imdhq/imd/core/domain/dialog"
+	"github.com/imdhq/imd/core/domain/mailbox"
+	"github.com/imdhq/imd/core/usecase/inbox"
+	"github.com/imdhq/imd/ports"
+)
+
+// Fallback acts for the recipients a MESSAGE push did not reach: a MISSED_MESSAGE row per
+// connected device that refused it, a system push to the users it did not reach. The deliver
+// worker runs it for its own pass, once per job by the job's done mark; the node that receives
+// a cross-node hand-off (core/loop/cluster.Receiver) runs it for the devices that refused there,
+// once per job and receiving node (ActOnce), so a failure behaves the same wherever the
+// recipient's connection is.
+type Fallback struct {
+	doneTTL  time.Duration
+	done     doneMarker
+	mailer   *inbox.Mailer
+	notifier ports.PushNotifier
+	metrics  ports.Metrics
+	log      *slog.Logger
+}
+
+type doneMarker interface {
+	MarkDone(ctx context.Context, tenant string, ttl time.Duration, keys ...string) (first []bool, err error)
+}
+
+// NewFallback returns the fallback of workers built with cfg and d.
+func NewFallback(cfg Config, d Deps) *Fallback {
+	return &Fallback{doneTTL: cfg.withDefaults().DoneTTL, done: d.Queue, mailer: d.Mailer, notifier: d.Notifier, metrics: d.Metrics, log: d.Log}
+}
+
+// Act writes the rows and sends the system push for u; the caller made sure it acts once.
+func (f *Fallback) Act(ctx context.Context, tenant string, u delivery.Unreached) {
+	if u.Message == nil {
+		return
+	}
+	f.recordMissed(ctx, tenant, u)
+	f.notify(ctx, tenant, u)
+}
+
+// ActOnce acts unless key (a job's done key and where it failed) already acted; a mark that
+// cannot be set acts anyway, as a row or push twice is better than none.
+func (f *Fallback) ActOnce(ctx context.Context, tenant, key string, u delivery.Unreached) {
+	first, err := f.done.MarkDone(ctx, tenant, f.doneTTL, key)
+	switch {
+	case err != nil:
+		f.log.WarnContext(ctx, "fallback once-mark failed; acting anyway", "tenant", tenant, "key", key, "err", err)
+	case !first[0]:
+		f.metrics.Inc("deliver_idempotent_skip_total")
+		return
+	}
+	f.Act(ctx, tenant, u)
+}
+
+// recordMissed writes a MISSED_MESSAGE row for each connected device the push did not reach
+// (DESIGN §1: offline users get none, their list marks the conversation). The rows only save
+// those devices a full list sync, so a failure is logged, not retried: the job already pushed.
+func (f *Fallback) recordMissed(ctx context.Context, tenant string, u delivery.Unreached) {
+	if u.NotMailbox || len(u.Failed) == 0 {
+		return
+	}
+	m := u.Message
+	payload, err := json.Marshal(mailbox.Missed{Topic: m.Topic, ConversationID: m.ConversationID, MsgID: m.MsgID, Seq: m.Seq})
+	if err != nil {
+		f.log.ErrorContext(ctx, "missed-message payload", "msg_id", m.MsgID, "err", err)
+		return
+	}
+	events := make([]mailbox.Event, len(u.Failed))
+	for i, d := range u.Failed {
+		events[i] = mailbox.Event{User: d.User, Device: d.Device, Type: mailbox.MissedMessage, ConversationID: m.ConversationID, Payload: payload}
+	}
+	if _, err := f.mailer.Post(ctx, tenant, events); err != nil {
+		f.metrics.Inc("deliver_mailbox_total", "failed")
+		f.log.ErrorContext(ctx, "missed-message rows not written", "tenant", tenant, "msg_id", m.MsgID, "devices", len(u.Failed), "err", err)
+		return
+	}
+	for range events {
+		f.metrics.Inc("deliver_mailbox_total", "ok")
+	}
+}
+
+// notify hands the message to the system push service for recipients it did not reach: offline
+// users and users with a failed device, never the sender or users who muted the conversation.
+// Topic events (a recall, an edit) are no news worth a notification.
+func (f *Fallback) notify(ctx context.Context, tenant string, u delivery.Unreached) {
+	if u.NotPush || !dialog.CountsAsUnread(*u.Message) {
+		return
+	}
+	users := slices.Clone(u.Offline)
+	for _, d := range u.Failed {
+		users = append(users, d.User)
+	}
+	users = slices.DeleteFunc(users, func(user int64) bool { return user == u.From || u.Muted[user] })
+	if len(users) == 0 {
+		return
+	}
+	slices.Sort(users)
+	users = slices.Compact(users)
+	if err := f.notifier.Notify(ctx, tenant, delivery.Notification{Users: users, Preview: dialog.PreviewOf(*u.Message)}); err != nil {
+		// Counted, and logged at debug only: a push service that is down would otherwise
+		// log once per message.
+		f.metrics.Inc("deliver_notify_total", "failed")
+		f.log.DebugContext(ctx, "system push failed", "tenant", tenant, "msg_id", u.Message.MsgID, "users", len(users), "err", err)
+		return
+	}
+	f.metrics.Inc("deliver_notify_total", "ok")
+}
