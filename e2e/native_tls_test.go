@@ -335,7 +335,7 @@ func TestNativeTLSPythonClientPipelines(t *testing.T) {
 				t.Fatalf("%d of %d answered, errors %v", answered, connections*sends, errs)
 			}
 			if _, errs := runPythonClient(t, srv, certs, domain, map[string]any{
-				"mode": "first", "tls": version, "connections": 40, "timeout": 3,
+				"mode": "first", "tls": version, "connections": 40, "timeout": 30,
 				"tokens": []string{fx.receiverToken, fx.senderToken},
 			}); len(errs) > 0 {
 				t.Fatalf("first frames: %v", errs)
