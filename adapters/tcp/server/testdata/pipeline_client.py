@@ -103,14 +103,19 @@ def pipeline(cfg, index, result):
     rnd = random.Random(cfg["seed"] * 1000 + index)
     s = dial(cfg, index)
     s.sendall(frame(AUTH, 1, {"token": cfg["tokens"][index % len(cfg["tokens"])], "device_id": 1000 + index}, False))
+    out = []  # what waits to be written: each item one send call, so one TLS record
+    early = 0  # the device is bound before AUTH is answered: pushes may come first
     while True:
         cmd, seq, env = read_frame(s)
+        if cmd == MESSAGE:
+            out.append(frame(PUSH_ACK, seq, {}, False))
+            early += 1
+            continue
         if cmd == AUTH and seq == 1:
             if env.get("code") != 0:
                 raise RuntimeError("auth: code %s %s" % (env.get("code"), env.get("msg")))
             break
     sends = cfg["sends"]
-    out = []  # what waits to be written: each item one send call, so one TLS record
     for k in range(sends):
         size = rnd.randint(0, cfg["max_body"])
         body = {"client_msg_id": "p%d-%d-%d" % (cfg["seed"], index, k), "type": "text",
@@ -125,7 +130,8 @@ def pipeline(cfg, index, result):
         else:
             out.append(data)
     pending = set(range(2, sends + 2))
-    pushes, want_pushes = 0, cfg.get("pushes", 0)  # pushes: how many this connection waits for
+    pushes, want_pushes = early, cfg.get("pushes", 0)  # pushes: how many this connection waits for
+    result["pushes"] += early
     inbuf = bytearray()
     failures = []
     s.setblocking(False)
