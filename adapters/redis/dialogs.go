@@ -69,16 +69,37 @@ for r = 1, tonumber(ARGV[1]) do
   end
   local nb = tonumber(ARGV[p + 2])
   local key, arg = k + m + 1, p + 3 + 2 * nb
+  -- Each message's batch markers are read in one HMGET and the new ones written in one HSET
+  -- and one PEXPIRE after the run, not an HSETNX and a PEXPIRE per batch: a small group's
+  -- message has a batch per member. acted[marker][idx] holds what this call marked, so a
+  -- message repeated in the run still acts once per batch.
+  local idxs = {}
+  for b = 1, nb do
+    idxs[b] = ARGV[p + 1 + 2 * b]
+  end
+  local marked = {}
+  for j = 1, m do
+    local marker = KEYS[k - 1 + j]
+    if not marked[marker] then
+      local was = redis.call('HMGET', marker, unpack(idxs))
+      marked[marker] = {}
+      for b = 1, nb do
+        if was[b] then
+          marked[marker][idxs[b]] = 'before'
+        end
+      end
+    end
+  end
   local out = {}
   for b = 1, nb do
-    local idx, n = ARGV[p + 1 + 2 * b], tonumber(ARGV[p + 2 + 2 * b])
+    local idx, n = idxs[b], tonumber(ARGV[p + 2 + 2 * b])
     local firsts, score, counted, own = {}, nil, 0, {}
     for j = 1, m do
       local marker = KEYS[k - 1 + j]
-      local first = redis.call('HSETNX', marker, idx, '1') == 1
+      local first = not marked[marker][idx]
       firsts[j] = first and 1 or 0
       if first then
-        redis.call('PEXPIRE', marker, ttl)
+        marked[marker][idx] = 'now'
         local s, sender, silent = ARGV[a + 3 * j], ARGV[a + 1 + 3 * j], ARGV[a + 2 + 3 * j] == '1'
         if not score or tonumber(s) > tonumber(score) then score = s end
         if not silent then
@@ -111,6 +132,19 @@ for r = 1, tonumber(ARGV[1]) do
     end
     key, arg = key + 4 * n, arg + n
     out[b] = {firsts, muted}
+  end
+  for marker, idx in pairs(marked) do
+    local fields = {}
+    for i, state in pairs(idx) do
+      if state == 'now' then
+        fields[#fields + 1] = i
+        fields[#fields + 1] = '1'
+      end
+    end
+    if #fields > 0 then
+      redis.call('HSET', marker, unpack(fields))
+      redis.call('PEXPIRE', marker, ttl)
+    end
   end
   runs[r] = out
   a, k = arg, key

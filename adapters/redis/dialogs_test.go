@@ -2,9 +2,11 @@ package redis
 
 import (
 	"testing"
+	"time"
 
 	"github.com/redis/rueidis"
 
+	"github.com/imdhq/imd/core/domain/dialog"
 	"github.com/imdhq/imd/ports/contract"
 )
 
@@ -13,5 +15,33 @@ func TestDialogStoreContract(t *testing.T) {
 		contract.DialogStore(t, func(t *testing.T) contract.DialogFixture {
 			return contract.DialogFixture{Tenant: testTenant(t, c), Dialogs: NewDialogStore(c)}
 		})
+	})
+}
+
+// The batch markers of a message expire with the job's done marker (dialog.Update.OnceTTL):
+// they are written once per call, after the batches acted, and must not be left without a TTL.
+func TestDialogMarkersExpire(t *testing.T) {
+	onEachRedis(t, func(t *testing.T, c rueidis.Client) {
+		tenant := testTenant(t, c)
+		s := NewDialogStore(c)
+		u := dialog.Update{ConversationID: 42, Score: 1000, Sender: 1, Once: "job-7", OnceTTL: time.Minute,
+			Preview: dialog.Preview{ConversationID: 42, Seq: 1, Type: "text", Text: "hi", From: 1, CreatedAt: 1000},
+			Batches: []dialog.Batch{{Index: 2, Users: []int64{2}}, {Index: 3, Users: []int64{3}}}}
+		if _, err := s.Apply(t.Context(), tenant, u); err != nil {
+			t.Fatal(err)
+		}
+		k, err := KeysOf(tenant)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := t.Context()
+		fields, err := c.Do(ctx, c.B().Hkeys().Key(k.DeliverLists(u.Once)).Build()).AsStrSlice()
+		if err != nil || len(fields) != 2 {
+			t.Fatalf("marker fields %v, %v: want both batches marked", fields, err)
+		}
+		ttl, err := c.Do(ctx, c.B().Pttl().Key(k.DeliverLists(u.Once)).Build()).AsInt64()
+		if err != nil || ttl <= 0 || ttl > time.Minute.Milliseconds() {
+			t.Fatalf("marker TTL %d ms, %v: want one within a minute", ttl, err)
+		}
 	})
 }

@@ -132,6 +132,22 @@ func batchActsOnce(t *testing.T, f DialogFixture) {
 	if e := entryOf(t, f, 3); e.Unread != 1 {
 		t.Fatalf("another batch of the same message: %+v, want 1 unread", e)
 	}
+	// One job twice in one call (a requeued copy beside the original in one deliver pass):
+	// each batch acts for the first copy only.
+	twice := dialogUpdate("m3", 3, 3000, 1, b, dialog.Batch{Index: 9, Users: []int64{4}})
+	got, err := f.Dialogs.Apply(context.Background(), f.Tenant, twice, twice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 4 || !got[0].First || !got[1].First || got[2].First || got[3].First {
+		t.Fatalf("one job twice in one call: %+v, want its two batches first once", got)
+	}
+	if e := entryOf(t, f, 2); e.Unread != 3 {
+		t.Fatalf("after one job twice in one call: %+v, want 3 unread", e)
+	}
+	if e := entryOf(t, f, 4); e.Unread != 1 {
+		t.Fatalf("the job's other batch: %+v, want 1 unread", e)
+	}
 }
 
 func bigBatches(t *testing.T, f DialogFixture) {
