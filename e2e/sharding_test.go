@@ -195,30 +195,54 @@ func seqsOf(msgs []wire.Message) []int64 {
 	return out
 }
 
+// TestShard04Latest50AcrossTwoMonths is seed 000 §12 item 4: the newest 50 of a topic that spans
+// two months come with the right count, order and cursor, and so does the page the cursor asks
+// for next. It runs twice on one topic: served from the Redis hot cache, then with the hot
+// cache evicted, so the pages come from the month tables and the cursor walks across the month
+// boundary in MySQL. The query-source counters prove which path answered: a cache that served
+// the second run, or MySQL answering the first, fails the test.
 func TestShard04Latest50AcrossTwoMonths(t *testing.T) {
 	srv := Start(t, Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c := twoMonthTopic(t, srv, ctx, 4)
+	c := twoMonthTopic(t, srv, ctx, 4) // seqs 1–30 in Month(0), 31–60 in Month(1)
 	reader := c.conns[1]
-	page, err := reader.History(ctx, c.topic, 0, 50)
-	if err != nil {
+	page := func(before int64, limit int, want []int64) {
+		t.Helper()
+		msgs, err := reader.History(ctx, c.topic, before, limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(seqsOf(msgs), want) {
+			t.Fatalf("history before %d limit %d: %v, want %v", before, limit, seqsOf(msgs), want)
+		}
+	}
+	latest50 := func() {
+		t.Helper()
+		page(0, 50, reversed(seqRange(11, 60)))
+		page(11, 50, reversed(seqRange(1, 10))) // the cursor is the last seq of the page before
+	}
+
+	before := srv.querySources()
+	latest50()
+	wantSources(t, before, srv.querySources(), map[string]float64{"redis": 2})
+
+	rc := srv.Redis()
+	if err := rc.Do(ctx, rc.B().Del().Key(srv.hotKey(c.topic)).Build()).Error(); err != nil {
 		t.Fatal(err)
 	}
-	want := seqRange(11, 60)
-	slices.Reverse(want)
-	if !slices.Equal(seqsOf(page), want) {
-		t.Fatalf("latest 50: %v", seqsOf(page))
-	}
-	next, err := reader.History(ctx, c.topic, page[len(page)-1].Seq, 50)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want = seqRange(1, 10)
-	slices.Reverse(want)
-	if !slices.Equal(seqsOf(next), want) {
-		t.Fatalf("next page by cursor %d: %v", page[len(page)-1].Seq, seqsOf(next))
-	}
+	before = srv.querySources()
+	latest50()
+	// The newest page spans both month tables; the page its cursor asks for lies in the older.
+	wantSources(t, before, srv.querySources(), map[string]float64{"cross_month": 1, "single_month": 1})
+
+	// Pages of 20 from MySQL: the newest month alone, the page whose cursor crosses the
+	// boundary, then the older month alone.
+	before = srv.querySources()
+	page(0, 20, reversed(seqRange(41, 60)))
+	page(41, 20, reversed(seqRange(21, 40)))
+	page(21, 20, reversed(seqRange(1, 20)))
+	wantSources(t, before, srv.querySources(), map[string]float64{"cross_month": 1, "single_month": 2})
 }
 
 func TestShard05SinceAcrossMonthsNoGapNoDuplicate(t *testing.T) {
