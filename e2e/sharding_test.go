@@ -404,7 +404,7 @@ func TestShard13BigGroupConcurrentSendsKeepSeqUnique(t *testing.T) {
 }
 
 // insertUsers creates users straight in the tenant's t_users, in batches of one statement.
-func insertUsers(t *testing.T, db *sql.DB, ids []int64) {
+func insertUsers(t testing.TB, db *sql.DB, ids []int64) {
 	t.Helper()
 	for start := 0; start < len(ids); start += 1000 {
 		batch := ids[start:min(start+1000, len(ids))]
