@@ -49,7 +49,6 @@ func TestEventLoopAnswersHeartbeatsWhileMySQLStalls(t *testing.T) {
 			unlockedAt, locked = time.Now(), false
 		}
 	}
-	defer unlock()
 
 	type sent struct {
 		seq     int64
@@ -88,6 +87,8 @@ func TestEventLoopAnswersHeartbeatsWhileMySQLStalls(t *testing.T) {
 			}
 		}()
 	}
+
+	defer func() { unlock(); wg.Wait() }() // a failing test lets the senders finish first
 
 	// The sends really wait on the lock: MariaDB shows imd's statements waiting for it.
 	eventually(t, 30*time.Second, "a send waiting on the locked table", func() bool {

@@ -50,7 +50,9 @@ func TestStuckClientDoesNotHoldBackTheOtherMembers(t *testing.T) {
 	stuck := dialStuck(t, srv, tokens[1], stuckDevice)
 	stopWriting := make(chan struct{})
 	stuckDone := make(chan struct{})
-	go func() { // it keeps writing heartbeats, never reading a byte, until told to fall silent
+	fallSilent := sync.OnceFunc(func() { close(stopWriting); <-stuckDone })
+	defer fallSilent() // a failing test ends the writer too
+	go func() {        // it keeps writing heartbeats, never reading a byte, until told to fall silent
 		defer close(stuckDone)
 		for n := uint64(2); ; n++ {
 			select {
@@ -119,8 +121,7 @@ func TestStuckClientDoesNotHoldBackTheOtherMembers(t *testing.T) {
 	})
 
 	// Silent from now on, it is cut by the idle timeout.
-	close(stopWriting)
-	<-stuckDone
+	fallSilent()
 	cut := make(chan error, 1)
 	go func() {
 		_ = stuck.SetReadDeadline(time.Now().Add(60 * time.Second))
