@@ -52,7 +52,8 @@ func TestStuckClientDoesNotHoldBackTheOtherMembers(t *testing.T) {
 	stuckDone := make(chan struct{})
 	fallSilent := sync.OnceFunc(func() { close(stopWriting); <-stuckDone })
 	defer fallSilent() // a failing test ends the writer too
-	go func() {        // it keeps writing heartbeats, never reading a byte, until told to fall silent
+	// It keeps writing heartbeats, never reading a byte, until told to fall silent.
+	go func() {
 		defer close(stuckDone)
 		for n := uint64(2); ; n++ {
 			select {
