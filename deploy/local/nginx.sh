@@ -250,6 +250,7 @@ cmd_certs() {
 }
 
 cmd_render() {
+	command -v envsubst >/dev/null || ensure_packages gettext-base
 	render -
 }
 
