@@ -127,6 +127,16 @@ function finalCommand(cmd) {
 }
 
 /** A cursor store kept in memory; pass one backed by localStorage to survive reloads. */
+/**
+ * The wait before reconnect attempt `attempt` (0 first): min doubled per failed attempt up to
+ * max, then a random half to all of it, so the clients a stopping server drains (KICK
+ * "shutdown") or a restarted one lost do not all come back at the same instant (PROTOCOL §5).
+ */
+export function backoffDelay(attempt, minMs, maxMs, random = Math.random) {
+  const base = Math.min(maxMs, minMs * 2 ** attempt);
+  return base / 2 + random() * (base / 2);
+}
+
 export class MemoryStore {
   constructor() { this.map = new Map(); }
   get(key) { return this.map.get(key) ?? null; }
@@ -372,9 +382,8 @@ export class Client {
       return;
     }
     this.setState("connecting");
-    const base = Math.min(this.opts.backoffMaxMs, this.opts.backoffMinMs * 2 ** this.attempt);
+    const delay = backoffDelay(this.attempt, this.opts.backoffMinMs, this.opts.backoffMaxMs);
     this.attempt++;
-    const delay = base / 2 + Math.random() * (base / 2);
     clearTimeout(this.retryTimer);
     this.retryTimer = setTimeout(() => { if (!this.stopped) this.open(); }, delay);
   }

@@ -3,7 +3,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { deflateSync } from "node:zlib";
 
-import { Client, Cmd, Code, ImdError, MemoryStore, decodeFrame, encodeFrame, envelopeOf } from "../imd.js";
+import { Client, Cmd, Code, ImdError, MemoryStore, backoffDelay, decodeFrame, encodeFrame, envelopeOf } from "../imd.js";
 
 // FakeSocket is a WebSocket whose server side is the test: it sees the client's frames
 // (decoded, JSON bodies parsed) and answers with reply/push.
@@ -235,5 +235,38 @@ test("a lost connection is retried with backoff until it opens", async () => {
   await opened;
   assert.equal(c.state, "open");
   assert.ok(states.includes("connecting"));
+  c.close();
+});
+
+test("the reconnect backoff doubles up to its cap, each wait a random half to all of it", () => {
+  const cases = [
+    { attempt: 0, low: 250, high: 500 },
+    { attempt: 1, low: 500, high: 1000 },
+    { attempt: 3, low: 2000, high: 4000 },
+    { attempt: 10, low: 15_000, high: 30_000 }, // capped at max
+  ];
+  for (const { attempt, low, high } of cases) {
+    assert.equal(backoffDelay(attempt, 500, 30_000, () => 0), low);
+    assert.equal(backoffDelay(attempt, 500, 30_000, () => 1), high);
+  }
+  // Clients drained at once spread out: a hundred first waits are not one instant.
+  const waits = new Set(Array.from({ length: 100 }, () => backoffDelay(0, 500, 30_000)));
+  assert.ok(waits.size > 50, `only ${waits.size} distinct waits of 100`);
+  for (const w of waits) assert.ok(w >= 250 && w <= 500, `wait ${w} outside 250-500`);
+});
+
+test("a KICK shutdown (a node draining) is followed by a reconnect, not a stop", async () => {
+  const c = newClient();
+  const kicks = [];
+  c.on("kick", (k) => kicks.push(k.reason));
+  const opened = c.connect();
+  const s = await socket(0);
+  await serveLogin(s);
+  await opened;
+  s.push(Cmd.KICK, 1, { reason: "shutdown" });
+  s.drop(1000);
+  await serveLogin(await socket(1));
+  while (c.state !== "open") await new Promise((r) => setTimeout(r, 1));
+  assert.deepEqual(kicks, ["shutdown"]);
   c.close();
 });
