@@ -20,7 +20,7 @@ func Drain[C comparable](ctx context.Context, window time.Duration, open func() 
 	batches := max(1, int(window/drainTick))
 	tick := time.NewTicker(max(window/time.Duration(batches), time.Millisecond))
 	defer tick.Stop()
-	for left := batches; left > 0; left-- {
+	for batch := 1; ; batch++ {
 		var waiting []C
 		for _, c := range open() {
 			if !told[c] {
@@ -28,12 +28,16 @@ func Drain[C comparable](ctx context.Context, window time.Duration, open func() 
 			}
 		}
 		rand.Shuffle(len(waiting), func(i, j int) { waiting[i], waiting[j] = waiting[j], waiting[i] })
-		// An even share of what waits, rounded up, so the last batch leaves nobody behind.
-		for _, c := range waiting[:(len(waiting)+left-1)/left] {
+		// By batch i of n, i/n of every connection seen is told (rounded up, so the last
+		// batch leaves nobody behind): an even pace, not the first batches taking one each
+		// until nobody is left.
+		seen := len(told) + len(waiting)
+		due := (seen*batch+batches-1)/batches - len(told)
+		for _, c := range waiting[:min(max(due, 0), len(waiting))] {
 			told[c] = true
 			tell(c)
 		}
-		if left == 1 {
+		if batch == batches {
 			return
 		}
 		select {

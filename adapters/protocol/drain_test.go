@@ -40,6 +40,7 @@ func TestDrainTellsEveryConnectionOnceInSmallBatches(t *testing.T) {
 		{"no window: all at once", 40, 0, 1, 40},
 		{"window spreads 40 over 10 batches", 40, 10 * drainTick, 10, 4},
 		{"fewer connections than batches", 3, 10 * drainTick, 10, 1},
+		{"15 over 40 batches: one every two or three", 15, 40 * drainTick, 40, 1},
 		{"nobody to drain", 0, 4 * drainTick, 4, 0},
 	}
 	for _, tt := range tests {
@@ -107,5 +108,21 @@ func TestDrainStopsWhenItsContextEnds(t *testing.T) {
 	Drain(ctx, 10*drainTick, f.list, f.tell)
 	if len(f.batches) != 1 || len(f.open) != 9 {
 		t.Fatalf("batches %v, open %v: want one batch of 1", f.batches, f.open)
+	}
+}
+
+// The pace is even: half the window has told half the connections, not all of them.
+func TestDrainKeepsAnEvenPace(t *testing.T) {
+	f := &fakeConns{}
+	for i := range 15 {
+		f.open = append(f.open, i)
+	}
+	Drain(context.Background(), 40*drainTick, f.list, f.tell)
+	told := 0
+	for _, b := range f.batches[:20] {
+		told += len(b)
+	}
+	if told != 8 { // ceil(15 * 20 / 40)
+		t.Fatalf("the first half of the batches told %d of 15, want 8: %v", told, f.batches)
 	}
 }
