@@ -1,7 +1,8 @@
 package e2e
 
 // A rolling restart behind a real L4 balancer (issue 33 item 1): three nodes behind HAProxy
-// with /readyz health checks, SDK clients spread over them through it, group and P2P senders
+// with /readyz health checks, SDK clients (Go over TCP, one JavaScript over WebSocket) spread
+// over them through it, group and P2P senders
 // in closed loops; each node is stopped with SIGTERM and started again in turn, then the same
 // with kill -9. Users lose a connection, never a message: every acknowledged message stored
 // once, every device ends with every message of its conversations (live or by the SDK's
@@ -10,10 +11,15 @@ package e2e
 // (docs/NODES.md "Rolling restarts").
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -30,11 +36,12 @@ const (
 	rollingDrain = 2 * time.Second
 )
 
-// rollingDevice is one user's SDK client and what it was given.
+// rollingDevice is one user's device, a Go SDK client or a JavaScript SDK one, and what it
+// was given.
 type rollingDevice struct {
 	user   int64
-	topics []string // where it is a member
-	c      *client.Client
+	topics []string       // where it is a member
+	c      *client.Client // nil for the JavaScript client
 
 	mu         sync.Mutex
 	got        map[string]bool // topic/seq
@@ -43,28 +50,115 @@ type rollingDevice struct {
 	kicks      map[string]int // KICK reason → count
 }
 
+func newRollingDevice(user int64, topics ...string) *rollingDevice {
+	return &rollingDevice{user: user, topics: topics, got: map[string]bool{}, kicks: map[string]int{}}
+}
+
+func (d *rollingDevice) message(topic string, seq int64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	k := fmt.Sprintf("%s/%d", topic, seq)
+	if d.got[k] {
+		d.duplicates++
+	}
+	d.got[k] = true
+}
+
+func (d *rollingDevice) connected() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.connects++
+}
+
+func (d *rollingDevice) kicked(reason string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.kicks[reason]++
+}
+
+// watch records the Go client's events.
 func (d *rollingDevice) watch() {
 	for e := range d.c.Events() {
-		d.mu.Lock()
 		switch e.Kind {
 		case client.EventMessage:
-			k := fmt.Sprintf("%s/%d", e.Message.Topic, e.Message.Seq)
-			if d.got[k] {
-				d.duplicates++
-			}
-			d.got[k] = true
+			d.message(e.Message.Topic, e.Message.Seq)
 		case client.EventConnected:
-			d.connects++
+			d.connected()
 		case client.EventPush:
-			if e.Push.Command == wire.CmdKick {
-				var k wire.Kick
-				if err := json.Unmarshal(e.Push.Envelope.Data, &k); err == nil {
-					d.kicks[k.Reason]++
-				}
+			var k wire.Kick
+			if e.Push.Command == wire.CmdKick && json.Unmarshal(e.Push.Envelope.Data, &k) == nil {
+				d.kicked(k.Reason)
 			}
 		}
-		d.mu.Unlock()
 	}
+}
+
+// startJSDevice runs one JavaScript SDK client under Node (e2e/testdata/jsclient.mjs) on url
+// and records what it prints; ok is false when this Node has no WebSocket (Debian 12's
+// Node 18), and the test goes on without it.
+func startJSDevice(t *testing.T, url, token string, d *rollingDevice) (ok bool) {
+	t.Helper()
+	out, err := exec.Command("bash", filepath.Join(repoRoot(), "deploy", "local", "node.sh"), "path").Output()
+	if err != nil {
+		t.Log("no node: the JavaScript client is left out")
+		return false
+	}
+	node := strings.TrimSpace(string(out))
+	var flags []string
+	for _, try := range [][]string{nil, {"--experimental-websocket"}} {
+		if exec.Command(node, append(try, "-e", "process.exit(typeof WebSocket === 'function' ? 0 : 1)")...).Run() == nil {
+			flags, ok = try, true
+			break
+		}
+	}
+	if !ok {
+		t.Log("this Node has no WebSocket: the JavaScript client is left out")
+		return false
+	}
+	cmd := exec.Command(node, append(flags, filepath.Join(repoRoot(), "e2e", "testdata", "jsclient.mjs"))...)
+	cmd.Env = append(os.Environ(), "IMD_JS_URL="+url, "IMD_JS_TOKEN="+token, fmt.Sprint("IMD_JS_DEVICE=", 1))
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start the JavaScript client: %v", err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() {
+		_ = stdin.Close() // it closes its client and exits
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	go func() {
+		defer close(done)
+		lines := bufio.NewScanner(stdout)
+		for lines.Scan() {
+			f := strings.Fields(lines.Text())
+			switch {
+			case len(f) == 3 && f[0] == "message":
+				seq, _ := strconv.ParseInt(f[2], 10, 64)
+				d.message(f[1], seq)
+			case len(f) == 2 && f[0] == "kick":
+				d.kicked(f[1])
+			case len(f) == 2 && f[0] == "state" && f[1] == "open":
+				d.connected()
+			case len(f) > 0 && f[0] == "error":
+				t.Logf("JavaScript client: %s", lines.Text())
+			}
+		}
+		_ = cmd.Wait()
+	}()
+	return true
 }
 
 // rollingSent is an acknowledged send and its sender.
@@ -124,7 +218,8 @@ func TestRollingRestartBehindHAProxyLosesNothing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
-	// A group of 12 (4 of them send) and 4 friend pairs (one sender each way in two of them).
+	// A group of 12 Go clients (4 of them send) and a JavaScript one, and 4 friend pairs (one
+	// sender each way in two of them).
 	const groupSize, pairs = 12, 4
 	first := nodes[0]
 	tokens := map[int64]string{}
@@ -139,17 +234,28 @@ func TestRollingRestartBehindHAProxyLosesNothing(t *testing.T) {
 			t.Fatalf("connect user %d through haproxy: %v", user, err)
 		}
 		t.Cleanup(func() { _ = c.Close() })
-		d := &rollingDevice{user: user, topics: topics, c: c, got: map[string]bool{}, kicks: map[string]int{}}
+		d := newRollingDevice(user, topics...)
+		d.c = c
 		go d.watch()
 		devices = append(devices, d)
 		return d
 	}
-	members := make([]int64, groupSize)
+	members := make([]int64, groupSize+1) // the last one on the JavaScript SDK, over WebSocket
 	for i := range members {
 		members[i] = int64(3301 + i)
 		tokens[members[i]] = first.User(members[i])
 	}
 	group := first.Group(33, members[0], members[1:]...)
+	js := newRollingDevice(members[groupSize], group)
+	if startJSDevice(t, "ws://"+lb.HTTPAddr+"/ws", tokens[js.user], js) {
+		devices = append(devices, js)
+		eventually(t, 30*time.Second, "the JavaScript client connected", func() bool {
+			js.mu.Lock()
+			defer js.mu.Unlock()
+			return js.connects > 0
+		})
+	}
+	members = members[:groupSize]
 	// Every device is connected before the first send: what a device's first AUTH finds is
 	// history to it, not something to catch up.
 	var senders []func(*rollingLoad)
