@@ -2,9 +2,8 @@ package e2e
 
 // A rolling restart behind a real L4 balancer (issue 33 item 1): three nodes behind HAProxy
 // with /readyz health checks, SDK clients (Go over TCP, one JavaScript over WebSocket) spread
-// over them through it, group and P2P senders
-// in closed loops; each node is stopped with SIGTERM and started again in turn, then the same
-// with kill -9. Users lose a connection, never a message: every acknowledged message stored
+// over them through it, group and P2P senders in closed loops; each node is stopped with
+// SIGTERM and started again in turn, then the same with kill -9. Users lose a connection, never a message: every acknowledged message stored
 // once, every device ends with every message of its conversations (live or by the SDK's
 // catch-up), no send refused. A stopping node fails /readyz, waits out its unready grace, and
 // drains its clients over its drain window; the reconnect rate the other nodes take is logged
