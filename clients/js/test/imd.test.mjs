@@ -270,3 +270,47 @@ test("a KICK shutdown (a node draining) is followed by a reconnect, not a stop",
   assert.deepEqual(kicks, ["shutdown"]);
   c.close();
 });
+
+test("a live push that beats the catch-up does not hide the messages under it", { timeout: 10_000 }, async () => {
+  const store = new MemoryStore();
+  store.set("imd:7:seqs", JSON.stringify({ grp_1: 3 }));
+  const c = newClient({ store });
+  const got = [];
+  c.on("message", (m) => got.push(m.seq));
+  const opened = c.connect();
+  const s = await socket(0);
+  s.reply(await s.next(Cmd.AUTH), { user_id: 1 });
+  await opened;
+  const sync = await s.next(Cmd.SYNC_INBOX);
+  // A reconnect's first live push arrives before its catch-up asked for anything.
+  s.push(Cmd.MESSAGE, 1, { topic: "grp_1", seq: 7 });
+  s.page(sync, Cmd.SYNC_INBOX, { dialogs: [{ topic: "grp_1", last_seq: 7 }], events: [] });
+  s.reply(sync, { mailbox_seq: 0, dialog_score: 99, has_more: false });
+  const sm = await s.next(Cmd.SYNC_MESSAGES);
+  assert.equal(sm.body.since_seq, 3, "catch-up must start under the gap, not at the live push");
+  s.page(sm, Cmd.SYNC_MESSAGES, { messages: [4, 5, 6, 7].map((seq) => ({ topic: "grp_1", seq })) });
+  s.reply(sm, { topic: "grp_1", last_seq: 7, has_more: false });
+  while (got.length < 4) await new Promise((r) => setTimeout(r, 1));
+  await new Promise((r) => setTimeout(r, 10));
+  assert.deepEqual(got, [7, 4, 5, 6]); // each once
+  assert.equal(JSON.parse(store.get("imd:7:seqs")).grp_1, 7);
+  c.close();
+});
+
+test("a catch-up asks for conversations from a few seconds below its cursor, and moves the cursor only at its end", { timeout: 10_000 }, async () => {
+  const store = new MemoryStore();
+  store.set("imd:7:inbox", JSON.stringify({ mailbox_seq: 4, dialog_score: 50_000 }));
+  const c = newClient({ store });
+  const opened = c.connect();
+  const s = await socket(0);
+  s.reply(await s.next(Cmd.AUTH), { user_id: 1 });
+  await opened;
+  const sync = await s.next(Cmd.SYNC_INBOX);
+  assert.equal(sync.body.dialog_score, 40_000);
+  assert.equal(sync.body.mailbox_seq, 4);
+  s.page(sync, Cmd.SYNC_INBOX, { dialogs: [{ topic: "grp_1", last_seq: 2 }], events: [] });
+  s.reply(sync, { mailbox_seq: 6, dialog_score: 60_000, has_more: false });
+  while (JSON.parse(store.get("imd:7:inbox")).dialog_score !== 60_000) await new Promise((r) => setTimeout(r, 1));
+  assert.deepEqual(JSON.parse(store.get("imd:7:inbox")), { mailbox_seq: 6, dialog_score: 60_000 });
+  c.close();
+});
