@@ -182,7 +182,9 @@ test("MESSAGE pushes are acknowledged with their sequence id and delivered once"
   c.close();
 });
 
-test("after a reload the missed messages are caught up through SYNC_MESSAGES", async () => {
+// reloaded connects a client whose store says it has grp_1 up to seq 3, as after a page
+// reload, and returns it, the seqs it is given, and its socket waiting for its SYNC_INBOX.
+async function reloaded() {
   const store = new MemoryStore();
   store.set("imd:7:seqs", JSON.stringify({ grp_1: 3 }));
   const c = newClient({ store });
@@ -192,7 +194,11 @@ test("after a reload the missed messages are caught up through SYNC_MESSAGES", a
   const s = await socket(0);
   s.reply(await s.next(Cmd.AUTH), { user_id: 1 });
   await opened;
-  const sync = await s.next(Cmd.SYNC_INBOX);
+  return { c, store, got, s, sync: await s.next(Cmd.SYNC_INBOX) };
+}
+
+test("after a reload the missed messages are caught up through SYNC_MESSAGES", async () => {
+  const { c, store, got, s, sync } = await reloaded();
   s.page(sync, Cmd.SYNC_INBOX, { dialogs: [{ topic: "grp_1", last_seq: 5 }, { topic: "grp_2", last_seq: 9 }], events: [] });
   s.reply(sync, { mailbox_seq: 2, dialog_score: 99, has_more: false });
   const sm = await s.next(Cmd.SYNC_MESSAGES);
@@ -272,16 +278,7 @@ test("a KICK shutdown (a node draining) is followed by a reconnect, not a stop",
 });
 
 test("a live push that beats the catch-up does not hide the messages under it", { timeout: 10_000 }, async () => {
-  const store = new MemoryStore();
-  store.set("imd:7:seqs", JSON.stringify({ grp_1: 3 }));
-  const c = newClient({ store });
-  const got = [];
-  c.on("message", (m) => got.push(m.seq));
-  const opened = c.connect();
-  const s = await socket(0);
-  s.reply(await s.next(Cmd.AUTH), { user_id: 1 });
-  await opened;
-  const sync = await s.next(Cmd.SYNC_INBOX);
+  const { c, store, got, s, sync } = await reloaded();
   // A reconnect's first live push arrives before its catch-up asked for anything.
   s.push(Cmd.MESSAGE, 1, { topic: "grp_1", seq: 7 });
   s.page(sync, Cmd.SYNC_INBOX, { dialogs: [{ topic: "grp_1", last_seq: 7 }], events: [] });
