@@ -22,6 +22,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -127,6 +128,9 @@ func Start(t testing.TB, o Options) *Server {
 		"IMD_MYSQL_DSN": svc.MySQLDSN, "IMD_REDIS_ADDR": svc.RedisAddr,
 		"IMD_TENANTS": tenant + ":imd_" + tenant, "IMD_HTTP_ADDR": s.HTTPAddr, "IMD_TCP_ADDR": s.TCPAddr,
 		"IMD_DELIVER_TAKE_TIMEOUT": "1s", "IMD_SHUTDOWN_TIMEOUT": "10s",
+		// No balancer to wait for: a test's node drains its clients at once unless the test
+		// sets its own grace and window (rolling_test.go).
+		"IMD_SHUTDOWN_UNREADY_GRACE": "0s", "IMD_SHUTDOWN_DRAIN_WINDOW": "0s",
 		// Archive files and search indexes of this process only, removed with the test.
 		"IMD_ARCHIVE_DIR": t.TempDir(), "IMD_SEARCH_DIR": t.TempDir(),
 	}
@@ -217,7 +221,7 @@ func (s *Server) Stop() {
 	if s.cmd == nil {
 		return
 	}
-	_ = s.cmd.Process.Signal(os.Interrupt)
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-s.exited:
 	case <-time.After(20 * time.Second):

@@ -300,8 +300,29 @@ type Search struct {
 	Queue int `yaml:"queue"`
 }
 
+// Shutdown is how a node stops (docs/NODES.md "Rolling restarts"): on SIGTERM /readyz fails
+// at once, everything keeps serving for UnreadyGrace so the balancer's health check takes the
+// node out, then the clients are told to reconnect in small random batches over DrainWindow;
+// Timeout bounds the whole stop.
 type Shutdown struct {
-	Timeout time.Duration `yaml:"timeout"`
+	Timeout      time.Duration `yaml:"timeout"`
+	UnreadyGrace time.Duration `yaml:"unready_grace"`
+	DrainWindow  time.Duration `yaml:"drain_window"`
+}
+
+// stopReserve is what shutdown.timeout must leave after the grace and the drain window: the
+// listeners, the loops' last jobs and the stores still stop within it.
+const stopReserve = 5 * time.Second
+
+func (s Shutdown) validate() error {
+	if s.Timeout <= 0 || s.UnreadyGrace < 0 || s.DrainWindow < 0 {
+		return errors.New("shutdown.timeout must be positive, shutdown.unready_grace and shutdown.drain_window not negative")
+	}
+	if s.UnreadyGrace+s.DrainWindow > s.Timeout-stopReserve {
+		return fmt.Errorf("shutdown.unready_grace + shutdown.drain_window (%v) must leave %v of shutdown.timeout (%v) for the rest of the stop",
+			s.UnreadyGrace+s.DrainWindow, stopReserve, s.Timeout)
+	}
+	return nil
 }
 
 type LogOptions struct {
@@ -329,7 +350,7 @@ func Default() Config {
 			PerIP: IPRateLimit{MessagePerSecond: 200, AuthPerSecond: 50, SyncInboxPerMinute: 600, SyncMessagesPerMinute: 1200, HistoryPerMinute: 2000, HTTPPerSecond: 200}},
 		Shard: Shard{CheckInterval: time.Minute, SealingDays: 7, LockTTL: 30 * time.Second, DedupRetentionDays: 30, DedupPurgeBatch: 1000,
 			SeqHoleSweepInterval: time.Minute, SeqHoleAfter: 10 * time.Minute, RouteRepair: defaultRouteRepair()},
-		Shutdown: Shutdown{Timeout: 20 * time.Second},
+		Shutdown: Shutdown{Timeout: 20 * time.Second, UnreadyGrace: 5 * time.Second, DrainWindow: 5 * time.Second},
 		Log:      LogOptions{Level: "info"},
 		Archive: Archive{Store: "fs", Dir: filepath.Join(os.TempDir(), "imd-archive"), ChunkRows: 1000,
 			ManifestCache: 64, ChunkCache: 256, StateTTL: 10 * time.Second},
@@ -458,7 +479,7 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("shard.route_repair intervals and sizes must be positive, reconcile_deep not negative"))
 	}
 	errs = append(errs, Listener("http", c.HTTP.Addr, c.HTTP.Public), Listener("tcp", c.TCP.Addr, c.TCP.Public))
-	errs = append(errs, c.Archive.validate(), c.Uploads.validateStore(), c.Search.validate(), c.Migration.validate(), c.MySQL.TLS.validate("mysql"), c.Redis.TLS.validate("redis"))
+	errs = append(errs, c.Archive.validate(), c.Uploads.validateStore(), c.Search.validate(), c.Shutdown.validate(), c.Migration.validate(), c.MySQL.TLS.validate("mysql"), c.Redis.TLS.validate("redis"))
 	return errors.Join(errs...)
 }
 

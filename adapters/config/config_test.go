@@ -37,7 +37,7 @@ func TestEnvOverrides(t *testing.T) {
 		"IMD_MYSQL_DSN=u:p@tcp(h:1)/", "IMD_TCP_ADDR=unix:/tmp/x.sock", "IMD_TCP_PROXY_PROTOCOL=true",
 		"IMD_DELIVER_TAKE_TIMEOUT=2s", "IMD_NODE_ID=7", "IMD_TENANTS=a:db_a,b:db_b:imd:pw@tcp(10.0.0.2:3306)/?parseTime=true", "PATH=/bin",
 		"IMD_MESSAGE_RECALL_WINDOW=5m", "IMD_RATE_LIMIT_PER_IP_AUTH_PER_SECOND=9", "IMD_TCP_PUSH_ACK_TIMEOUT=45s",
-		"IMD_SHARD_SEQ_HOLE_SWEEP_INTERVAL=200ms",
+		"IMD_SHARD_SEQ_HOLE_SWEEP_INTERVAL=200ms", "IMD_SHUTDOWN_DRAIN_WINDOW=2s",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -63,6 +63,8 @@ func TestEnvOverrides(t *testing.T) {
 		{"proxy timeout default", cfg.TCP.ProxyTimeout, 3 * time.Second},
 		{"seq hole sweep interval", cfg.Shard.SeqHoleSweepInterval, 200 * time.Millisecond},
 		{"seq hole age default", cfg.Shard.SeqHoleAfter, 10 * time.Minute},
+		{"drain window", cfg.Shutdown.DrainWindow, 2 * time.Second},
+		{"unready grace default", cfg.Shutdown.UnreadyGrace, 5 * time.Second},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {
@@ -89,6 +91,10 @@ func TestValidateRejects(t *testing.T) {
 		{"negative rate limit", []string{"IMD_RATE_LIMIT_PER_IP_MESSAGE_PER_SECOND=-1"}, "rate_limit"},
 		{"no handshake timeout", []string{"IMD_TCP_HANDSHAKE_TIMEOUT=0s"}, "handshake_timeout"},
 		{"no proxy timeout", []string{"IMD_TCP_PROXY_TIMEOUT=0s"}, "proxy_timeout"},
+		{"negative unready grace", []string{"IMD_SHUTDOWN_UNREADY_GRACE=-1s"}, "shutdown.unready_grace"},
+		{"negative drain window", []string{"IMD_SHUTDOWN_DRAIN_WINDOW=-1s"}, "shutdown.drain_window"},
+		{"no shutdown timeout", []string{"IMD_SHUTDOWN_TIMEOUT=0s"}, "shutdown.timeout must be positive"},
+		{"grace and drain fill the timeout", []string{"IMD_SHUTDOWN_TIMEOUT=10s", "IMD_SHUTDOWN_UNREADY_GRACE=3s", "IMD_SHUTDOWN_DRAIN_WINDOW=3s"}, "must leave 5s of shutdown.timeout"},
 		{"no seq hole sweep interval", []string{"IMD_SHARD_SEQ_HOLE_SWEEP_INTERVAL=0s"}, "seq_hole_sweep_interval"},
 		{"negative seq hole age", []string{"IMD_SHARD_SEQ_HOLE_AFTER=-1s"}, "seq_hole_after"},
 		{"uploads s3 without bucket", []string{"IMD_UPLOADS_STORE=s3", "IMD_UPLOADS_S3_REGION=x"}, "uploads.s3 bucket"},

@@ -19,6 +19,7 @@ import (
 
 	cws "github.com/coder/websocket"
 
+	"github.com/imdhq/imd/adapters/protocol"
 	"github.com/imdhq/imd/adapters/protocol/dispatch"
 	"github.com/imdhq/imd/adapters/protocol/session"
 	"github.com/imdhq/imd/ports"
@@ -228,18 +229,31 @@ func (e *Endpoint) untrack(out *session.Conn) {
 // kickReasonShutdown tells a client the server is going away and it should reconnect.
 const kickReasonShutdown = "shutdown"
 
-// Stop refuses new connections, sends every open one KICK {"reason":"shutdown"} (seed 003
-// §18), and waits until they are closed or ctx ends.
-func (e *Endpoint) Stop(ctx context.Context) error {
+// Drain sends the open connections KICK {"reason":"shutdown"} in small random batches over
+// window while the endpoint still serves the others (docs/NODES.md "Rolling restarts"); Stop
+// ends any that arrived after the last batch.
+func (e *Endpoint) Drain(ctx context.Context, window time.Duration) {
+	protocol.Drain(ctx, window, e.openConns, kickForShutdown)
+}
+
+func (e *Endpoint) openConns() []*session.Conn {
 	e.mu.Lock()
-	e.stopping.Store(true)
+	defer e.mu.Unlock()
 	open := make([]*session.Conn, 0, len(e.conns))
 	for out := range e.conns {
 		open = append(open, out)
 	}
-	e.mu.Unlock()
-	for _, out := range open {
-		out.Kick(kickReasonShutdown)
+	return open
+}
+
+func kickForShutdown(out *session.Conn) { out.Kick(kickReasonShutdown) }
+
+// Stop refuses new connections, sends every open one KICK {"reason":"shutdown"} (seed 003
+// §18), and waits until they are closed or ctx ends.
+func (e *Endpoint) Stop(ctx context.Context) error {
+	e.stopping.Store(true)
+	for _, out := range e.openConns() {
+		kickForShutdown(out)
 	}
 	done := make(chan struct{})
 	go func() { e.wg.Wait(); close(done) }()

@@ -351,6 +351,27 @@ func TestShutdownKicks(t *testing.T) {
 	}
 }
 
+// Drain kicks like Stop, but over its window and with the endpoint still taking connections.
+func TestDrainKicksAndKeepsServing(t *testing.T) {
+	h := start(t, Config{})
+	c := h.dial(t)
+	c.auth(1, 1)
+	h.ep.Drain(t.Context(), 0)
+	f, env := c.read()
+	if f.Command != wire.CmdKick || string(env.Data) != `{"reason":"shutdown"}` {
+		t.Fatalf("got command %d %s, want KICK shutdown", f.Command, env.Data)
+	}
+	_ = c.closed()
+	// The reconnect of a client the balancer still sent here is served, and a later drain
+	// tells it too.
+	again := h.dial(t)
+	again.auth(1, 1)
+	h.ep.Drain(t.Context(), 0)
+	if f, _ := again.read(); f.Command != wire.CmdKick {
+		t.Fatalf("the second drain sent command %d, want KICK", f.Command)
+	}
+}
+
 func TestIdleTimeout(t *testing.T) {
 	h := start(t, Config{IdleTimeout: 300 * time.Millisecond})
 	c := h.dial(t)

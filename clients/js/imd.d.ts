@@ -42,6 +42,8 @@ export function encodeFrame(command: number, requestId: number | bigint, sequenc
 export function decodeFrame(data: ArrayBuffer | Uint8Array): Frame;
 export function inflate(bytes: Uint8Array): Promise<Uint8Array>;
 export function envelopeOf<T = unknown>(frame: Frame): Promise<Envelope<T>>;
+/** The wait in ms before reconnect attempt `attempt` (0 first): min doubled per attempt up to max, then a random half to all of it. */
+export function backoffDelay(attempt: number, minMs: number, maxMs: number, random?: () => number): number;
 
 /** The message object of PROTOCOL §4. */
 export interface Message {

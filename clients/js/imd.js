@@ -30,6 +30,11 @@ export const Code = Object.freeze({
 const MAGIC = 0x494d;
 const VERSION = 1;
 export const HEADER_LEN = 23;
+
+// DIALOG_REWIND_MS is how far below its dialog cursor catch-up asks (PROTOCOL §5 step 2).
+const DIALOG_REWIND_MS = 10_000;
+// RECENT_MAX bounds the seqs a topic remembers above its watermark.
+const RECENT_MAX = 1024;
 export const MAX_BODY = 65536;
 const FLAG_ZLIB = 1;
 const MAX_INFLATED = 1 << 20;
@@ -127,6 +132,16 @@ function finalCommand(cmd) {
 }
 
 /** A cursor store kept in memory; pass one backed by localStorage to survive reloads. */
+/**
+ * The wait before reconnect attempt `attempt` (0 first): min doubled per failed attempt up to
+ * max, then a random half to all of it, so the clients a stopping server drains (KICK
+ * "shutdown") or a restarted one lost do not all come back at the same instant (PROTOCOL §5).
+ */
+export function backoffDelay(attempt, minMs, maxMs, random = Math.random) {
+  const base = Math.min(maxMs, minMs * 2 ** attempt);
+  return base / 2 + random() * (base / 2);
+}
+
 export class MemoryStore {
   constructor() { this.map = new Map(); }
   get(key) { return this.map.get(key) ?? null; }
@@ -161,9 +176,11 @@ export class Client {
     this.stopped = true;
     this.identity = null;
     this.inboxCursor = this.load("inbox") ?? { mailbox_seq: 0, dialog_score: 0 };
-    this.seqs = this.load("seqs") ?? {}; // topic → highest seq handed to "message"
+    // topic → the seq up to which every message was handed to "message" (PROTOCOL §5's
+    // have[topic]); catch-up asks from there, so a gap under a later live push is filled.
+    this.seqs = this.load("seqs") ?? {};
     this.floor = { ...this.seqs }; // topic → seq up to which earlier sessions handed over
-    this.recent = new Map(); // topic → recent seqs handed over in this session
+    this.recent = new Map(); // topic → the seqs above this.seqs handed over in this session
   }
 
   on(name, fn) {
@@ -311,14 +328,16 @@ export class Client {
   /** After every AUTH: the inbox since the stored cursor, then each dialog's missed messages. */
   async catchUp() {
     const dialogs = [];
+    // From a few seconds below the dialog cursor: a conversation's score is written just after
+    // its message is stored (PROTOCOL §5 step 2).
+    let from = { ...this.inboxCursor, dialog_score: Math.max(0, this.inboxCursor.dialog_score - DIALOG_REWIND_MS) };
     for (;;) {
-      const { pages, data } = await this.stream(Cmd.SYNC_INBOX, { ...this.inboxCursor, limit: 100 });
+      const { pages, data } = await this.stream(Cmd.SYNC_INBOX, { ...from, limit: 100 });
       for (const p of pages) {
         dialogs.push(...(p.dialogs ?? []));
         for (const e of p.events ?? []) this.emit("event", e);
       }
-      this.inboxCursor = { mailbox_seq: data.mailbox_seq, dialog_score: data.dialog_score };
-      this.save("inbox", this.inboxCursor);
+      from = { mailbox_seq: data.mailbox_seq, dialog_score: Math.max(from.dialog_score, data.dialog_score) };
       if (!data.has_more) break;
     }
     if (dialogs.length) this.emit("dialogs", dialogs);
@@ -334,6 +353,13 @@ export class Client {
       }
     }
     this.save("seqs", this.seqs);
+    // Only now: a catch-up cut short (a drained node's KICK) is redone in full (PROTOCOL §5
+    // step 4). A live EVENT may have moved the mailbox cursor meanwhile.
+    this.inboxCursor = {
+      mailbox_seq: Math.max(this.inboxCursor.mailbox_seq, from.mailbox_seq),
+      dialog_score: Math.max(this.inboxCursor.dialog_score, from.dialog_score),
+    };
+    this.save("inbox", this.inboxCursor);
   }
 
   flushOne(id) {
@@ -372,9 +398,8 @@ export class Client {
       return;
     }
     this.setState("connecting");
-    const base = Math.min(this.opts.backoffMaxMs, this.opts.backoffMinMs * 2 ** this.attempt);
+    const delay = backoffDelay(this.attempt, this.opts.backoffMinMs, this.opts.backoffMaxMs);
     this.attempt++;
-    const delay = base / 2 + Math.random() * (base / 2);
     clearTimeout(this.retryTimer);
     this.retryTimer = setTimeout(() => { if (!this.stopped) this.open(); }, delay);
   }
@@ -484,22 +509,33 @@ export class Client {
   }
 
   // deliver hands each (topic, seq) to "message" once, live or caught up: a seq at or below
-  // the floor (what an earlier session handed over) is old; above it, a recent-seq set per
-  // topic drops the repeats a push racing a catch-up brings.
+  // the floor (what an earlier session handed over) is old; above it, the topic's watermark
+  // and the seqs above it (remember) drop the repeats a push racing a catch-up brings.
   deliver(m) {
     if (!m?.topic || m.seq <= (this.floor[m.topic] ?? 0) || !this.remember(m.topic, m.seq)) return;
     this.emit("message", m);
   }
 
-  // remember notes seq of topic and reports whether it was new.
+  // remember notes seq of topic and reports whether it was new. The topic's watermark moves
+  // only over contiguous seqs: a live push above a gap (pushes a reconnect gets before its
+  // catch-up) leaves the gap for catch-up to fill. A hole that never fills (a seq never
+  // stored) is stepped over once RECENT_MAX seqs wait above it, as the Go SDK does.
   remember(topic, seq) {
+    if (this.seqs[topic] === undefined) this.seqs[topic] = seq - 1; // first seen live: before it is history
+    let have = this.seqs[topic];
     let s = this.recent.get(topic);
     if (!s) this.recent.set(topic, (s = new Set()));
-    if (s.has(seq)) return false;
+    if (seq <= have || s.has(seq)) return false;
     s.add(seq);
-    if (s.size > 1024) s.delete(s.values().next().value);
-    if (seq > (this.seqs[topic] ?? 0)) {
-      this.seqs[topic] = seq;
+    const climb = () => { while (s.delete(have + 1)) have++; };
+    climb();
+    while (s.size > RECENT_MAX) {
+      have = Math.min(...s);
+      s.delete(have);
+      climb();
+    }
+    if (have !== this.seqs[topic]) {
+      this.seqs[topic] = have;
       this.save("seqs", this.seqs);
     }
     return true;

@@ -57,6 +57,59 @@ func TestStopKicksClients(t *testing.T) {
 	})
 }
 
+// Drain tells the connections to reconnect a few at a time over its window and serves the ones
+// not yet told meanwhile; Stop's last pass tells whoever the drain left (its context ended).
+func TestDrainKicksAFewWhileServingTheRest(t *testing.T) {
+	listenerModes(t, func(t *testing.T, start func(*testing.T, Config, Deps) *harness) {
+		h := start(t, Config{}, Deps{})
+		conns := make([]*rawClient, 4)
+		for i := range conns {
+			conns[i] = h.dial(t)
+			conns[i].auth(int64(i+1), 1)
+		}
+		ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
+		drained := make(chan struct{})
+		// Four connections over a minute: the first is told at once, the next 15 s later.
+		go func() { h.srv.Drain(ctx, time.Minute); close(drained) }()
+		first := -1
+		eventuallyWithin(t, 10*time.Second, "a first connection told", func() bool {
+			for i, c := range conns {
+				if f, err := c.next(10 * time.Millisecond); err == nil {
+					var k wire.Kick
+					decodeData(t, envelope(t, f), &k)
+					if f.Command != wire.CmdKick || k.Reason != kickReasonShutdown {
+						t.Fatalf("connection %d got command %d %+v, want KICK shutdown", i, f.Command, k)
+					}
+					c.expectClosed()
+					first = i
+					return true
+				}
+			}
+			return false
+		})
+		for i, c := range conns {
+			if i == first {
+				continue
+			}
+			if f, env := c.call(wire.CmdHeartbeat, struct{}{}); f.Command != wire.CmdHeartbeat || env.Code != wire.CodeOK {
+				t.Fatalf("connection %d not served while the drain ran: command %d code %d", i, f.Command, env.Code)
+			}
+		}
+		cancel()
+		<-drained
+		stopped := make(chan error, 1)
+		go func() { stopped <- h.srv.Stop(context.WithoutCancel(t.Context())) }()
+		for i, c := range conns {
+			if i != first {
+				c.expectKick(kickReasonShutdown)
+			}
+		}
+		if err := <-stopped; err != nil {
+			t.Fatalf("stop: %v", err)
+		}
+	})
+}
+
 // A connection that never got to frames is closed without a KICK it could not parse.
 func TestStopClosesConnectionsBeforeFrames(t *testing.T) {
 	h := start(t, Config{ProxyProtocol: true, ProxyTimeout: time.Minute}, Deps{})

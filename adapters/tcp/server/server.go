@@ -271,18 +271,39 @@ const kickReasonShutdown = "shutdown"
 // connection right after gnet takes the frame, so this is only reached when event loops lag.
 const shutdownKickGrace = 3 * time.Second
 
-// kickAll sends KICK shutdown to every connection that speaks frames, closes the others (PROXY
-// header or TLS handshake still pending) and waits until they are gone or ctx ends.
-func (s *Server) kickAll(ctx context.Context) {
+// Drain tells the connections to reconnect elsewhere (KICK shutdown) in small random batches
+// over window, while the listener still serves the others: the first step of a rolling
+// restart's drain, after readiness was withdrawn (docs/NODES.md "Rolling restarts"). Stop's
+// last pass ends any that arrived after the last batch.
+func (s *Server) Drain(ctx context.Context, window time.Duration) {
+	protocol.Drain(ctx, window, s.openConns, (*connection).endForShutdown)
+}
+
+// openConns lists the connections open now.
+func (s *Server) openConns() []*connection {
+	var out []*connection
 	s.conns.Range(func(_, v any) bool {
-		c := v.(*connection)
-		if p := c.load(); p == phaseProxy || p == phaseHandshake || p == phaseClosed {
-			_ = c.gc.Close()
-		} else {
-			c.out.Kick(kickReasonShutdown)
-		}
+		out = append(out, v.(*connection))
 		return true
 	})
+	return out
+}
+
+// endForShutdown sends KICK shutdown to a connection that speaks frames and closes one that
+// does not yet (PROXY header or TLS handshake still pending).
+func (c *connection) endForShutdown() {
+	if p := c.load(); p == phaseProxy || p == phaseHandshake || p == phaseClosed {
+		_ = c.gc.Close()
+	} else {
+		c.out.Kick(kickReasonShutdown)
+	}
+}
+
+// kickAll ends every connection (endForShutdown) and waits until they are gone or ctx ends.
+func (s *Server) kickAll(ctx context.Context) {
+	for _, c := range s.openConns() {
+		c.endForShutdown()
+	}
 	ctx, cancel := context.WithTimeout(ctx, shutdownKickGrace)
 	defer cancel()
 	tick := time.NewTicker(5 * time.Millisecond)

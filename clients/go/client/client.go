@@ -350,10 +350,14 @@ func (c *Client) setConn(conn *Conn) {
 	c.changed = make(chan struct{})
 }
 
-// sleep waits d with jitter (half to all of it), or until ctx or the client
-// ends.
+// jittered is a random half to all of d: the clients a stopping server
+// drains (KICK "shutdown") or a restarted one lost come back spread out,
+// not at one instant (PROTOCOL §5).
+func jittered(d time.Duration) time.Duration { return d/2 + rand.N(d/2+1) }
+
+// sleep waits d with jitter, or until ctx or the client ends.
 func (c *Client) sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d/2 + rand.N(d/2+1))
+	t := time.NewTimer(jittered(d))
 	defer t.Stop()
 	select {
 	case <-t.C:

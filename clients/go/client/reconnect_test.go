@@ -303,3 +303,21 @@ func TestClientRequests(t *testing.T) {
 		t.Fatalf("MarkRead = %+v, %v", mark, err)
 	}
 }
+
+// Every wait before a reconnect or a resend is a random half to all of the backoff, so the
+// clients of a draining node do not come back at one instant.
+func TestBackoffIsJittered(t *testing.T) {
+	for _, d := range []time.Duration{0, time.Millisecond, DefaultMinBackoff, DefaultMaxBackoff} {
+		waits := map[time.Duration]bool{}
+		for range 200 {
+			w := jittered(d)
+			if w < d/2 || w > d {
+				t.Fatalf("jittered(%v) = %v, want %v to %v", d, w, d/2, d)
+			}
+			waits[w] = true
+		}
+		if d >= DefaultMinBackoff && len(waits) < 100 {
+			t.Fatalf("jittered(%v): %d distinct waits of 200", d, len(waits))
+		}
+	}
+}

@@ -3,7 +3,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { deflateSync } from "node:zlib";
 
-import { Client, Cmd, Code, ImdError, MemoryStore, decodeFrame, encodeFrame, envelopeOf } from "../imd.js";
+import { Client, Cmd, Code, ImdError, MemoryStore, backoffDelay, decodeFrame, encodeFrame, envelopeOf } from "../imd.js";
 
 // FakeSocket is a WebSocket whose server side is the test: it sees the client's frames
 // (decoded, JSON bodies parsed) and answers with reply/push.
@@ -182,7 +182,9 @@ test("MESSAGE pushes are acknowledged with their sequence id and delivered once"
   c.close();
 });
 
-test("after a reload the missed messages are caught up through SYNC_MESSAGES", async () => {
+// reloaded connects a client whose store says it has grp_1 up to seq 3, as after a page
+// reload, and returns it, the seqs it is given, and its socket waiting for its SYNC_INBOX.
+async function reloaded() {
   const store = new MemoryStore();
   store.set("imd:7:seqs", JSON.stringify({ grp_1: 3 }));
   const c = newClient({ store });
@@ -192,7 +194,11 @@ test("after a reload the missed messages are caught up through SYNC_MESSAGES", a
   const s = await socket(0);
   s.reply(await s.next(Cmd.AUTH), { user_id: 1 });
   await opened;
-  const sync = await s.next(Cmd.SYNC_INBOX);
+  return { c, store, got, s, sync: await s.next(Cmd.SYNC_INBOX) };
+}
+
+test("after a reload the missed messages are caught up through SYNC_MESSAGES", async () => {
+  const { c, store, got, s, sync } = await reloaded();
   s.page(sync, Cmd.SYNC_INBOX, { dialogs: [{ topic: "grp_1", last_seq: 5 }, { topic: "grp_2", last_seq: 9 }], events: [] });
   s.reply(sync, { mailbox_seq: 2, dialog_score: 99, has_more: false });
   const sm = await s.next(Cmd.SYNC_MESSAGES);
@@ -235,5 +241,73 @@ test("a lost connection is retried with backoff until it opens", async () => {
   await opened;
   assert.equal(c.state, "open");
   assert.ok(states.includes("connecting"));
+  c.close();
+});
+
+test("the reconnect backoff doubles up to its cap, each wait a random half to all of it", () => {
+  const cases = [
+    { attempt: 0, low: 250, high: 500 },
+    { attempt: 1, low: 500, high: 1000 },
+    { attempt: 3, low: 2000, high: 4000 },
+    { attempt: 10, low: 15_000, high: 30_000 }, // capped at max
+  ];
+  for (const { attempt, low, high } of cases) {
+    assert.equal(backoffDelay(attempt, 500, 30_000, () => 0), low);
+    assert.equal(backoffDelay(attempt, 500, 30_000, () => 1), high);
+  }
+  // Clients drained at once spread out: a hundred first waits are not one instant.
+  const waits = new Set(Array.from({ length: 100 }, () => backoffDelay(0, 500, 30_000)));
+  assert.ok(waits.size > 50, `only ${waits.size} distinct waits of 100`);
+  for (const w of waits) assert.ok(w >= 250 && w <= 500, `wait ${w} outside 250-500`);
+});
+
+test("a KICK shutdown (a node draining) is followed by a reconnect, not a stop", async () => {
+  const c = newClient();
+  const kicks = [];
+  c.on("kick", (k) => kicks.push(k.reason));
+  const opened = c.connect();
+  const s = await socket(0);
+  await serveLogin(s);
+  await opened;
+  s.push(Cmd.KICK, 1, { reason: "shutdown" });
+  s.drop(1000);
+  await serveLogin(await socket(1));
+  while (c.state !== "open") await new Promise((r) => setTimeout(r, 1));
+  assert.deepEqual(kicks, ["shutdown"]);
+  c.close();
+});
+
+test("a live push that beats the catch-up does not hide the messages under it", { timeout: 10_000 }, async () => {
+  const { c, store, got, s, sync } = await reloaded();
+  // A reconnect's first live push arrives before its catch-up asked for anything.
+  s.push(Cmd.MESSAGE, 1, { topic: "grp_1", seq: 7 });
+  s.page(sync, Cmd.SYNC_INBOX, { dialogs: [{ topic: "grp_1", last_seq: 7 }], events: [] });
+  s.reply(sync, { mailbox_seq: 0, dialog_score: 99, has_more: false });
+  const sm = await s.next(Cmd.SYNC_MESSAGES);
+  assert.equal(sm.body.since_seq, 3, "catch-up must start under the gap, not at the live push");
+  s.page(sm, Cmd.SYNC_MESSAGES, { messages: [4, 5, 6, 7].map((seq) => ({ topic: "grp_1", seq })) });
+  s.reply(sm, { topic: "grp_1", last_seq: 7, has_more: false });
+  while (got.length < 4) await new Promise((r) => setTimeout(r, 1));
+  await new Promise((r) => setTimeout(r, 10));
+  assert.deepEqual(got, [7, 4, 5, 6]); // each once
+  assert.equal(JSON.parse(store.get("imd:7:seqs")).grp_1, 7);
+  c.close();
+});
+
+test("a catch-up asks for conversations from a few seconds below its cursor, and moves the cursor only at its end", { timeout: 10_000 }, async () => {
+  const store = new MemoryStore();
+  store.set("imd:7:inbox", JSON.stringify({ mailbox_seq: 4, dialog_score: 50_000 }));
+  const c = newClient({ store });
+  const opened = c.connect();
+  const s = await socket(0);
+  s.reply(await s.next(Cmd.AUTH), { user_id: 1 });
+  await opened;
+  const sync = await s.next(Cmd.SYNC_INBOX);
+  assert.equal(sync.body.dialog_score, 40_000);
+  assert.equal(sync.body.mailbox_seq, 4);
+  s.page(sync, Cmd.SYNC_INBOX, { dialogs: [{ topic: "grp_1", last_seq: 2 }], events: [] });
+  s.reply(sync, { mailbox_seq: 6, dialog_score: 60_000, has_more: false });
+  while (JSON.parse(store.get("imd:7:inbox")).dialog_score !== 60_000) await new Promise((r) => setTimeout(r, 1));
+  assert.deepEqual(JSON.parse(store.get("imd:7:inbox")), { mailbox_seq: 6, dialog_score: 60_000 });
   c.close();
 });

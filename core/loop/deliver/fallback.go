@@ -38,11 +38,20 @@ func NewFallback(cfg Config, d Deps) *Fallback {
 	return &Fallback{doneTTL: cfg.withDefaults().DoneTTL, done: d.Queue, mailer: d.Mailer, notifier: d.Notifier, metrics: d.Metrics, log: d.Log}
 }
 
+// durableTimeout bounds the fallback's writes once they no longer follow their caller's
+// cancellation.
+const durableTimeout = 5 * time.Second
+
 // Act writes the rows and sends the system push for u; the caller made sure it acts once.
+// The push already failed and the job is marked done, so nobody acts for u again: the rows
+// are durable work this node started, written even when a shutdown cancels ctx meanwhile
+// (issue 33: a row lost to `context canceled` 38 ms after SIGTERM), within durableTimeout.
 func (f *Fallback) Act(ctx context.Context, tenant string, u delivery.Unreached) {
 	if u.Message == nil {
 		return
 	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), durableTimeout)
+	defer cancel()
 	f.recordMissed(ctx, tenant, u)
 	f.notify(ctx, tenant, u)
 }
@@ -50,6 +59,9 @@ func (f *Fallback) Act(ctx context.Context, tenant string, u delivery.Unreached)
 // ActOnce acts unless key (a job's done key and where it failed) already acted; a mark that
 // cannot be set acts anyway, as a row or push twice is better than none.
 func (f *Fallback) ActOnce(ctx context.Context, tenant, key string, u delivery.Unreached) {
+	// The mark too outlives a shutdown's cancellation: a mark that fails acts anyway.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), durableTimeout)
+	defer cancel()
 	first, err := f.done.MarkDone(ctx, tenant, f.doneTTL, key)
 	switch {
 	case err != nil:
