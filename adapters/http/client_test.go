@@ -86,7 +86,7 @@ func newClientStack(t *testing.T) *clientStack {
 	adminSvc := admin.New(admin.Deps{Directory: dir, Tokens: tokens, Routes: routerepair.New(routerepair.Config{}, routerepair.Deps{Store: store, Routes: routes, Metrics: metrics, Log: log}), Shards: shards,
 		Manager: manager, Social: socialSvc, Summaries: memory.NewSummaries(shards, dir), Tenants: registry.Known})
 	h := newHarness(t, Config{AdminKey: adminKey}, Deps{Admin: adminSvc, History: hist, Social: SocialDeps{
-		Auth:      authn.New(authn.Config{MaxTTL: admin.MaxTokenTTL}, authn.Deps{Tokens: tokens, Revocations: memory.NewRevocations(), Tenants: registry.Known, Clock: clock}),
+		Auth:      authn.New(authn.Config{MaxTTL: admin.MaxTokenTTL}, authn.Deps{Tokens: tokens, Revocations: memory.NewRevocations(), Tenants: registry.Known, Users: dir, Clock: clock}),
 		Directory: socialSvc, Tenants: registry, Send: sender,
 		Uploads: uploads.New(uploads.Config{MaxSize: 1 << 20}, uploads.Deps{Store: files, Clock: clock}),
 		Reports: reports.New(reports.Deps{Store: memory.NewReports(), History: hist, IDs: ids, Clock: clock}),
@@ -143,6 +143,7 @@ func TestClientAuthentication(t *testing.T) {
 	s := newClientStack(t)
 	tok := s.user("default", 1)
 	unknown, _ := s.tokens.Issue(auth.Identity{Tenant: "gone", UserID: 1}, time.Hour)
+	nobody, _ := s.tokens.Issue(auth.Identity{Tenant: "default", UserID: 404}, time.Hour) // issue 33
 	tests := []struct {
 		name   string
 		header string
@@ -151,6 +152,7 @@ func TestClientAuthentication(t *testing.T) {
 		{"admin key instead", "Bearer " + adminKey},
 		{"not bearer", "Basic " + tok},
 		{"token of an unknown tenant", "Bearer " + unknown},
+		{"token of a user that does not exist", "Bearer " + nobody},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

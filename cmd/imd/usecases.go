@@ -92,6 +92,7 @@ func newAuthn(cfg config.Config, p Ports, reg *tenantregistry.Registry) *authn.S
 		Tokens:      p.TokenInspector,
 		Revocations: p.TokenRevocations,
 		Tenants:     reg.Known,
+		Users:       p.Directory,
 		Clock:       p.Clock,
 	})
 }
