@@ -68,18 +68,21 @@ func newClientStack(t *testing.T) *clientStack {
 		Directory: dir, Profiles: dir, Friends: dir, Blocks: dir, Groups: dir, Resolver: resolver, IDs: ids, Clock: clock, Log: log,
 	})
 	hist := history.New(history.Deps{Store: store, Routes: routes, Months: months, Metrics: metrics, Resolver: resolver, Log: log})
+	files, err := localfs.New(localfs.Config{Dir: t.TempDir(), BaseURL: "http://imd.test", Secret: []byte("files")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	media := uploads.New(uploads.Config{MaxSize: 1 << 20}, uploads.Deps{
+		Store: files, Clock: clock, Refs: memory.NewReferences(), Profiles: dir, Resolver: resolver,
+	})
 	seqs := memory.NewSeqAllocator(months, clock.Now)
 	sender := send.New(send.Config{MsgIDWindow: time.Minute}, send.Deps{
 		Seq: seqs, Store: store, FollowUp: &memory.CommitFollowUp{Routes: routes, Queue: queue, Seqs: seqs}, IDs: ids, Clock: clock,
-		Metrics: metrics, Resolver: resolver, Log: log, Months: manager,
+		Metrics: metrics, Resolver: resolver, Media: media, Log: log, Months: manager,
 	})
 	registry, err := tenantregistry.New(tenantregistry.Config{Configured: []tenant.Info{{Name: "default"}, {Name: "other"}}},
 		tenantregistry.Deps{Store: memory.NewTenantStore(), Clock: clock, Log: log,
 			Activate: func(context.Context, tenant.Info) error { return nil }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, err := localfs.New(localfs.Config{Dir: t.TempDir(), BaseURL: "http://imd.test", Secret: []byte("files")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +91,7 @@ func newClientStack(t *testing.T) *clientStack {
 	h := newHarness(t, Config{AdminKey: adminKey}, Deps{Admin: adminSvc, History: hist, Social: SocialDeps{
 		Auth:      authn.New(authn.Config{MaxTTL: admin.MaxTokenTTL}, authn.Deps{Tokens: tokens, Revocations: memory.NewRevocations(), Tenants: registry.Known, Users: dir, Clock: clock}),
 		Directory: socialSvc, Tenants: registry, Send: sender,
-		Uploads: uploads.New(uploads.Config{MaxSize: 1 << 20}, uploads.Deps{Store: files, Clock: clock}),
+		Uploads: media,
 		Reports: reports.New(reports.Deps{Store: memory.NewReports(), History: hist, IDs: ids, Clock: clock}),
 		Files:   files,
 	}})
@@ -320,6 +323,25 @@ func TestUploadsAndFiles(t *testing.T) {
 
 	other := s.user("other", 1)
 	s.fails(other, "POST", "/api/v1/downloads", fmt.Sprintf(`{"key":%q}`, key), http.StatusNotFound, apperr.NotFound)
+	// Issue 33: a user of the same tenant who learns the key gets no link, until a message of a
+	// conversation it may read references the key.
+	friend, stranger := s.user("default", 2), s.user("default", 3)
+	for _, who := range []string{friend, stranger} {
+		s.fails(who, "POST", "/api/v1/downloads", fmt.Sprintf(`{"key":%q}`, key), http.StatusForbidden, apperr.Forbidden)
+	}
+	if err := s.admin.AddFriendship(context.Background(), "default", 1, 2); err != nil {
+		t.Fatal(err)
+	}
+	image := func(clientID, key string) string {
+		return fmt.Sprintf(`{"to_user":2,"client_msg_id":%q,"type":"image","content":{"key":%q}}`, clientID, key)
+	}
+	s.ok(tok, "POST", "/api/v1/messages", image("img-1", key))
+	s.ok(friend, "POST", "/api/v1/downloads", fmt.Sprintf(`{"key":%q}`, key))
+	s.fails(stranger, "POST", "/api/v1/downloads", fmt.Sprintf(`{"key":%q}`, key), http.StatusForbidden, apperr.Forbidden)
+	// A key that is no upload of the tenant, or one the sender may not read, is refused at SEND.
+	s.fails(tok, "POST", "/api/v1/messages", image("img-2", "../../../etc/passwd"), http.StatusBadRequest, apperr.InvalidArgument)
+	s.fails(tok, "POST", "/api/v1/messages", image("img-3", "other/1/20300405/0123456789abcdef0123456789abcdef.png"), http.StatusBadRequest, apperr.InvalidArgument)
+	s.fails(tok, "POST", "/api/v1/messages", image("img-4", "default/3/20300405/0123456789abcdef0123456789abcdef.png"), http.StatusForbidden, apperr.Forbidden)
 	s.fails(tok, "POST", "/api/v1/uploads", `{"content_type":"text/html","size":5}`, http.StatusBadRequest, apperr.InvalidArgument)
 	s.fails(tok, "POST", "/api/v1/uploads", `{"content_type":"image/png","size":99999999}`, http.StatusRequestEntityTooLarge, apperr.TooLarge)
 
@@ -327,6 +349,8 @@ func TestUploadsAndFiles(t *testing.T) {
 	if me := s.ok(tok, "PUT", "/api/v1/me", fmt.Sprintf(`{"nickname":"ann","avatar":%q}`, key)); me["avatar"] != key || me["nickname"] != "ann" {
 		t.Fatalf("profile = %v", me)
 	}
+	// An avatar is shown to everyone of the tenant.
+	s.ok(stranger, "POST", "/api/v1/downloads", fmt.Sprintf(`{"key":%q}`, key))
 }
 
 func TestReportsReachOperators(t *testing.T) {
