@@ -101,3 +101,20 @@ func TestMediaKeysFollowConversations(t *testing.T) {
 		t.Fatalf("after the refused send the outsider's group holds %d messages (%v), want none", len(msgs), err)
 	}
 }
+
+// TestAdminOnItsOwnListener: with http.admin_addr the admin API and the console answer only
+// there, the client listener (the one Nginx exposes) answers them 404 even with the admin key,
+// and clients keep their API; without it every other test of the suite drives the admin API
+// on the client listener.
+func TestAdminOnItsOwnListener(t *testing.T) {
+	adminAddr := freeAddr(t)
+	srv := Start(t, Options{Env: map[string]string{"IMD_HTTP_ADMIN_ADDR": adminAddr}})
+	onClient, onAdmin := *srv, *srv
+	onAdmin.HTTPAddr = adminAddr
+	path := "/admin/v1/tenants/" + srv.Tenant + "/users"
+	refused(t, &onClient, srv.AdminKey, "POST", path, map[string]int64{"user_id": 1}, 40401)
+	refused(t, &onClient, srv.AdminKey, "GET", "/console/", nil, 40401)
+	token := onAdmin.User(1)
+	mustCall(t, &onClient, token, "GET", "/api/v1/me", nil, nil)
+	refused(t, &onAdmin, token, "GET", "/api/v1/me", nil, 40401)
+}
