@@ -311,14 +311,14 @@ func newRetention(cfg config.Config, p Ports, log *slog.Logger, a *archiver.Serv
 	})
 }
 
-// newReindex backfills the long-term index and the group files from every month, archived ones
-// included.
-func newReindex(p Ports, r messageReads, index *longsearch.Indexer, files *groupfiles.Service) *reindex.Service {
+// newReindex backfills the long-term index, the group files and the media references from
+// every month, archived ones included.
+func newReindex(p Ports, r messageReads, index *longsearch.Indexer, files *groupfiles.Service, media *uploads.Service) *reindex.Service {
 	return reindex.New(reindex.Deps{
 		Catalog: p.ShardStore,
 		Mirror:  p.RouteMirror,
 		Store:   r.Archived,
-		Sinks:   []reindex.Sink{index, files},
+		Sinks:   []reindex.Sink{index, files, media},
 	})
 }
 

@@ -10,10 +10,12 @@ package uploads
 import (
 	"context"
 	"crypto/rand"
+	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/message"
 	"github.com/imdhq/imd/core/domain/objectkey"
 	"github.com/imdhq/imd/core/usecase/conversation"
 	"github.com/imdhq/imd/ports"
@@ -141,6 +143,22 @@ func (s *Service) AdmitMedia(ctx context.Context, tenant string, user int64, key
 	}
 	if err := s.d.Refs.AddMediaRef(ctx, tenant, key, topicName); err != nil {
 		return apperr.Wrap(apperr.Busy, "media reference not recorded, retry", err)
+	}
+	return nil
+}
+
+// Backfill records the media references of stored messages (the reindex command), so the
+// messages stored before references were kept open their media to their readers too. Only
+// keys of the tenant's shape are recorded; recording one twice does no harm.
+func (s *Service) Backfill(ctx context.Context, tenant string, msgs []message.Message) error {
+	for _, m := range msgs {
+		key, media := (message.Draft{Type: m.Type, Content: m.Content}).MediaKey()
+		if !media || !objectkey.Valid(key) || objectkey.Tenant(key) != tenant {
+			continue
+		}
+		if err := s.d.Refs.AddMediaRef(ctx, tenant, key, m.Topic); err != nil {
+			return fmt.Errorf("media reference of %s seq %d: %w", m.Topic, m.Seq, err)
+		}
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package uploads_test
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/imdhq/imd/adapters/memory"
 	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/message"
 	"github.com/imdhq/imd/core/domain/objectkey"
 	"github.com/imdhq/imd/core/domain/social"
 	"github.com/imdhq/imd/core/store/membership"
@@ -172,5 +174,34 @@ func TestAdmitMedia(t *testing.T) {
 	}
 	if _, _, err := r.svc.Download(ctx, "acme", 3, r.sent); err != nil {
 		t.Fatalf("user 3 reads what user 2 forwarded to it: %v", err)
+	}
+}
+
+// TestBackfill: the reindex command records the references of messages stored before they
+// were kept, so their readers may read their media; a key of another shape or tenant is not
+// recorded.
+func TestBackfill(t *testing.T) {
+	ctx := context.Background()
+	r := newRights(t)
+	old := "acme/1/20300405/00000000000000000000000000000001.png"
+	msgs := []message.Message{
+		{Topic: "grp_7", Seq: 1, Type: "image", Content: json.RawMessage(`{"key":"` + old + `"}`)},
+		{Topic: "grp_7", Seq: 2, Type: "file", Content: json.RawMessage(`{"key":"files/f1"}`)},
+		{Topic: "grp_7", Seq: 3, Type: "image", Content: json.RawMessage(`{"key":"other/1/20300405/00000000000000000000000000000001.png"}`)},
+		{Topic: "grp_7", Seq: 4, Type: "text", Content: json.RawMessage(`{"text":"hi"}`)},
+	}
+	if _, _, err := r.svc.Download(ctx, "acme", 2, old); apperr.CodeOf(err) != apperr.Forbidden {
+		t.Fatalf("before the backfill: %v, want 40301", err)
+	}
+	if err := r.svc.Backfill(ctx, "acme", msgs); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := r.svc.Download(ctx, "acme", 2, old); err != nil {
+		t.Fatalf("a member after the backfill: %v", err)
+	}
+	for _, key := range []string{"files/f1", "other/1/20300405/00000000000000000000000000000001.png"} {
+		if topics, err := r.refs.MediaTopics(ctx, "acme", key, 10); err != nil || len(topics) != 0 {
+			t.Fatalf("%s recorded in %q (%v)", key, topics, err)
+		}
 	}
 }
