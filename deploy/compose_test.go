@@ -178,6 +178,24 @@ func TestComposeSecretsAreFiles(t *testing.T) {
 	}
 }
 
+// TestComposeServesAdminApart: the production config serves the admin API on a loopback
+// listener of its own, never the one Nginx proxies clients to (issue 33).
+func TestComposeServesAdminApart(t *testing.T) {
+	p := loadCompose(t)
+	cfg := imdConfig(t)
+	host, _, err := net.SplitHostPort(cfg.HTTP.AdminAddr)
+	if err != nil {
+		t.Fatalf("http.admin_addr %q: %v", cfg.HTTP.AdminAddr, err)
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		t.Errorf("http.admin_addr %q is not loopback", cfg.HTTP.AdminAddr)
+	}
+	proxied := service(t, p, "nginx").Environment["IMD_HTTP"]
+	if proxied == nil || *proxied != cfg.HTTP.Addr || cfg.HTTP.AdminAddr == cfg.HTTP.Addr {
+		t.Errorf("nginx proxies to %v, imd serves clients on %s and the admin API on %s", proxied, cfg.HTTP.Addr, cfg.HTTP.AdminAddr)
+	}
+}
+
 // TestComposeScrapesImdPrivately: Prometheus reaches imd's metrics-only listener over an
 // internal network, not through the public Nginx.
 func TestComposeScrapesImdPrivately(t *testing.T) {

@@ -92,8 +92,10 @@ func (s *Server) monthOp(op, month string) {
 	s.MustAdmin("POST", "/shards/"+month+"/"+op+"?wait=50s", nil, nil)
 }
 
-func fileMessage(topic, clientID, name string, size int64) wire.SendMessageRequest {
-	content, _ := json.Marshal(map[string]any{"key": "files/" + clientID, "name": name, "size": size})
+// fileMessage is a file message of user from, whose key has the shape of an upload of that
+// user (a media key is checked at SEND: issue 33).
+func fileMessage(tenant string, from int64, topic, clientID, name string, size int64) wire.SendMessageRequest {
+	content, _ := json.Marshal(map[string]any{"key": uploadKey(tenant, from, clientID, "pdf"), "name": name, "size": size})
 	return wire.SendMessageRequest{Topic: topic, ClientMsgID: clientID, Type: "file", Content: content}
 }
 
@@ -125,10 +127,10 @@ func newArchivedGroup(t *testing.T, srv *Server, ctx context.Context, groupID in
 	g.topic = srv.Group(groupID, g.owner, g.member)
 	c := srv.Connect(ctx, g.ownerToken, 1)
 	sendN(t, ctx, c, g.topic, "old", 7)
-	g.files = append(g.files, mustSend(t, ctx, c, fileMessage(g.topic, "f1", "plan-v1.pdf", 1200)).Seq)
+	g.files = append(g.files, mustSend(t, ctx, c, fileMessage(srv.Tenant, g.owner, g.topic, "f1", "plan-v1.pdf", 1200)).Seq)
 	srv.Advance(g.m3)
 	sendN(t, ctx, c, g.topic, "mid", 5)
-	g.files = append(g.files, mustSend(t, ctx, c, fileMessage(g.topic, "f2", "归档方案.docx", 34_000)).Seq)
+	g.files = append(g.files, mustSend(t, ctx, c, fileMessage(srv.Tenant, g.owner, g.topic, "f2", "归档方案.docx", 34_000)).Seq)
 	reply := textMessage(g.topic, "r1", "回复上个月的第三条 about the old plan")
 	reply.ReplySeq = 3
 	g.replies = append(g.replies, mustSend(t, ctx, c, reply).Seq)

@@ -96,7 +96,9 @@ func TestMetricsMoveWithTheirEvents(t *testing.T) {
 		}, metric("group_message_dedup_hit_total"))
 	})
 	t.Run("file message", func(t *testing.T) {
-		rises(t, srv, func() { mustSend(t, ctx, c.conns[0], fileMessage(c.topic, "file-1", "report.pdf", 1234)) },
+		rises(t, srv, func() {
+			mustSend(t, ctx, c.conns[0], fileMessage(srv.Tenant, 710001, c.topic, "file-1", "report.pdf", 1234))
+		},
 			metric("group_file_index_total", "status", "ok"))
 	})
 	t.Run("sync messages", func(t *testing.T) {

@@ -69,6 +69,11 @@ func TestWebChatInABrowser(t *testing.T) {
 
 	a := openChat(t, srv, "alice", aliceToken, 11)
 	b := openChat(t, srv, "bob", bobToken, 12)
+	// Issue 33: the token lives with the tab (sessionStorage), never on disk for the next
+	// user of the browser (localStorage).
+	if stored := eval[bool](a.browser, "localStorage.getItem('imd.chat.token') === null && sessionStorage.getItem('imd.chat.token') === "+jsString(aliceToken)); !stored {
+		t.Fatal("the web chat keeps its token in localStorage, or not for the tab")
+	}
 	a.conversation(topic)
 	b.conversation(topic)
 	a.sees("hello from the phone")

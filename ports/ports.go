@@ -166,7 +166,7 @@ type Pusher interface {
 // Directory is the social graph a send is checked against.
 type Directory interface {
 	CreateUser(ctx context.Context, tenant string, u social.User) error
-	UserExists(ctx context.Context, tenant string, userID int64) (bool, error)
+	Users
 	AddFriendship(ctx context.Context, tenant string, a, b int64) error
 	AreFriends(ctx context.Context, tenant string, a, b int64) (bool, error)
 	// CreateGroup creates the group, its conversation and its members (owner included).

@@ -36,3 +36,20 @@ type References interface {
 	// ascending.
 	Referenced(ctx context.Context, tenant, topic string, lo, hi int64) ([]int64, error)
 }
+
+// MediaRefs records which conversations reference each media object key (issue 33), so a
+// download is authorized against the conversations a user may read rather than the key alone.
+type MediaRefs interface {
+	// AddMediaRef records that a message of topic references key; recording it again is a
+	// no-op.
+	AddMediaRef(ctx context.Context, tenant, key, topic string) error
+	// MediaTopics lists the topics referencing key, ascending, at most limit.
+	MediaTopics(ctx context.Context, tenant, key string, limit int) ([]string, error)
+}
+
+// MediaAdmission lets a media key into a conversation (issue 33): the key must be one the
+// sender may read, and once admitted the conversation's readers may read it too. The send and
+// edit paths call it before a message carrying the key is stored.
+type MediaAdmission interface {
+	AdmitMedia(ctx context.Context, tenant string, user int64, key, topic string) error
+}

@@ -153,8 +153,14 @@ type TokenRevocations interface {
 	Revocation(ctx context.Context, tenant, tokenID string, user int64) (tokenRevoked bool, userCutoff time.Time, err error)
 }
 
+// Users answers whether a user exists in a tenant (t_users): a token signed for a user that
+// does not exist authenticates nobody (issue 33).
+type Users interface {
+	UserExists(ctx context.Context, tenant string, userID int64) (bool, error)
+}
+
 // Authenticator turns a client token into an identity: verified, of a tenant this deployment
-// serves, not revoked. A connection's AUTH calls it once per connection; it reads the deny-list.
+// serves, for a user that exists, not revoked. A connection's AUTH calls it once per connection; it reads the deny-list.
 type Authenticator interface {
 	Authenticate(ctx context.Context, token string) (auth.Identity, error)
 }

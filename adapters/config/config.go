@@ -51,6 +51,10 @@ type HTTP struct {
 	// MetricsAddr, when set, is a second listener serving only GET /metrics, for a scraper on
 	// a private network that must not reach the APIs (deploy/compose.yaml).
 	MetricsAddr string `yaml:"metrics_addr"`
+	// AdminAddr, when set, is a listener of its own for the admin API, the operator console
+	// and the runtime profiles, and addr no longer serves them (issue 33): Nginx exposes addr
+	// to clients, never this one. Loopback unless public, like addr.
+	AdminAddr string `yaml:"admin_addr"`
 	// WebSocket is GET /ws on this listener (PROTOCOL §7).
 	WebSocket WebSocket `yaml:"websocket"`
 }
@@ -478,9 +482,23 @@ func (c Config) Validate() error {
 		r.RebuildBatch <= 0 || r.ReconcileSample <= 0 || r.ReconcileDeep < 0 || r.ReconcileMonths <= 0 {
 		errs = append(errs, errors.New("shard.route_repair intervals and sizes must be positive, reconcile_deep not negative"))
 	}
-	errs = append(errs, Listener("http", c.HTTP.Addr, c.HTTP.Public), Listener("tcp", c.TCP.Addr, c.TCP.Public))
+	errs = append(errs, Listener("http", c.HTTP.Addr, c.HTTP.Public), Listener("tcp", c.TCP.Addr, c.TCP.Public), c.HTTP.validateAdmin())
 	errs = append(errs, c.Archive.validate(), c.Uploads.validateStore(), c.Search.validate(), c.Shutdown.validate(), c.Migration.validate(), c.MySQL.TLS.validate("mysql"), c.Redis.TLS.validate("redis"))
 	return errors.Join(errs...)
+}
+
+// validateAdmin checks admin_addr like addr, and that it is a listener of its own.
+func (h HTTP) validateAdmin() error {
+	switch {
+	case h.AdminAddr == "":
+		return nil
+	case h.AdminAddr == h.Addr:
+		return errors.New("http.admin_addr must differ from http.addr")
+	}
+	if err := Listener("http", h.AdminAddr, h.Public); err != nil {
+		return fmt.Errorf("http.admin_addr: %w", err)
+	}
+	return nil
 }
 
 func (a Archive) validate() error {

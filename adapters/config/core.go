@@ -35,9 +35,13 @@ const sendBoundSkew = 2 * time.Second
 // most this long after (README "Losing Redis"); a connection's AUTH always reads the deny-list.
 const recentRevocationTTL = 5 * time.Second
 
+// knownUserTTL is how long a node reuses the directory's "this user exists" for token checks
+// (issue 33): the bound on how long a user removed from t_users keeps authenticating here.
+const knownUserTTL = 30 * time.Second
+
 // Authn bounds token checks: recent answers, and revocations kept as long as a token may live.
 func (Config) Authn() authn.Config {
-	return authn.Config{RecentTTL: recentRevocationTTL, MaxTTL: admin.MaxTokenTTL}
+	return authn.Config{RecentTTL: recentRevocationTTL, MaxTTL: admin.MaxTokenTTL, UserTTL: knownUserTTL}
 }
 
 // Send bounds the send path: a client's pre-generated ids, and its pending marks, which live as

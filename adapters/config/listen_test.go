@@ -53,3 +53,24 @@ func TestLoadRefusesPublicListenersUnlessAllowed(t *testing.T) {
 		}
 	}
 }
+
+func TestAdminListener(t *testing.T) {
+	tests := []struct {
+		name string
+		http HTTP
+		ok   bool
+	}{
+		{"none", HTTP{Addr: "127.0.0.1:8080"}, true},
+		{"loopback", HTTP{Addr: "127.0.0.1:8080", AdminAddr: "127.0.0.1:8081"}, true},
+		{"the client listener's own", HTTP{Addr: "127.0.0.1:8080", AdminAddr: "127.0.0.1:8080"}, false},
+		{"all interfaces", HTTP{Addr: "127.0.0.1:8080", AdminAddr: "0.0.0.0:8081"}, false},
+		{"all interfaces on purpose", HTTP{Addr: "0.0.0.0:8080", AdminAddr: "0.0.0.0:8081", Public: true}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := tt.http.validateAdmin(); (err == nil) != tt.ok {
+				t.Fatalf("validateAdmin(%+v) = %v, want ok %v", tt.http, err, tt.ok)
+			}
+		})
+	}
+}

@@ -28,11 +28,19 @@ func (s *Server) browserRoutes(e *echo.Echo) {
 	}
 	if b.Chat != nil {
 		e.GET("/chat", func(c echo.Context) error { return c.Redirect(http.StatusFound, "/chat/") })
-		// The chat connects back to this host's /ws, whichever scheme the page came by.
-		e.GET("/chat/*", staticFiles("/chat/", b.Chat,
-			"default-src 'self'; script-src 'self'; style-src 'self'; connect-src 'self' ws: wss:; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"))
+		e.GET("/chat/*", staticFiles("/chat/", b.Chat, chatPolicy))
 	}
 }
+
+// chatPolicy is the web chat's Content-Security-Policy (issue 33, DESIGN §12): its own
+// scripts and styles only, no inline code, no plugin, no frame around it, no form posting
+// elsewhere, and connections only to its own origin — 'self' covers the same host's ws: and
+// wss: (CSP Level 3), so the token it sends in AUTH can reach no other server. No sink may
+// take a string as HTML or code (Trusted Types), so a message shown by mistake through one
+// throws instead of running.
+const chatPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; " +
+	"object-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'; " +
+	"require-trusted-types-for 'script'; trusted-types 'none'"
 
 // staticFiles serves files under prefix with the given Content-Security-Policy.
 func staticFiles(prefix string, files fs.FS, csp string) echo.HandlerFunc {
@@ -43,6 +51,8 @@ func staticFiles(prefix string, files fs.FS, csp string) echo.HandlerFunc {
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Referrer-Policy", "no-referrer")
 		h.Set("Cache-Control", "no-cache")
+		// No other window keeps a handle on the page, nor it on them.
+		h.Set("Cross-Origin-Opener-Policy", "same-origin")
 		// Module scripts may be imported by pages of other origins (an app using the SDK).
 		if prefix == "/sdk/" {
 			h.Set("Access-Control-Allow-Origin", "*")

@@ -59,11 +59,9 @@ type MessageReader interface {
 // identityKey is where requireUser leaves the caller's identity in the Echo context.
 const identityKey = "imd.identity"
 
-// clientRoutes registers the client API, the tenant routes of the admin API, the object
-// routes and the OpenAPI document.
+// clientRoutes registers the client API, the object routes and the OpenAPI document.
 func (s *Server) clientRoutes(e *echo.Echo) {
 	e.GET("/openapi.yaml", s.openAPI)
-	s.tenantRoutes(e)
 	s.fileRoutes(e)
 
 	api := e.Group("/api/v1", s.requireUser)

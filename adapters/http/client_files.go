@@ -64,13 +64,14 @@ type downloadRequest struct {
 	Key string `json:"key"`
 }
 
-// download hands out a presigned GET for an object key of the caller's tenant.
+// download hands out a presigned GET for an object key the caller may read (issue 33).
 func (s *Server) download(c echo.Context) error {
 	var req downloadRequest
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	u, expires, err := s.d.Social.Uploads.Download(c.Request().Context(), caller(c).Tenant, req.Key)
+	who := caller(c)
+	u, expires, err := s.d.Social.Uploads.Download(c.Request().Context(), who.Tenant, who.UserID, req.Key)
 	if err != nil {
 		return err
 	}

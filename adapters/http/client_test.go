@@ -68,10 +68,17 @@ func newClientStack(t *testing.T) *clientStack {
 		Directory: dir, Profiles: dir, Friends: dir, Blocks: dir, Groups: dir, Resolver: resolver, IDs: ids, Clock: clock, Log: log,
 	})
 	hist := history.New(history.Deps{Store: store, Routes: routes, Months: months, Metrics: metrics, Resolver: resolver, Log: log})
+	files, err := localfs.New(localfs.Config{Dir: t.TempDir(), BaseURL: "http://imd.test", Secret: []byte("files")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	media := uploads.New(uploads.Config{MaxSize: 1 << 20}, uploads.Deps{
+		Store: files, Clock: clock, Refs: memory.NewReferences(), Profiles: dir, Resolver: resolver,
+	})
 	seqs := memory.NewSeqAllocator(months, clock.Now)
 	sender := send.New(send.Config{MsgIDWindow: time.Minute}, send.Deps{
 		Seq: seqs, Store: store, FollowUp: &memory.CommitFollowUp{Routes: routes, Queue: queue, Seqs: seqs}, IDs: ids, Clock: clock,
-		Metrics: metrics, Resolver: resolver, Log: log, Months: manager,
+		Metrics: metrics, Resolver: resolver, Media: media, Log: log, Months: manager,
 	})
 	registry, err := tenantregistry.New(tenantregistry.Config{Configured: []tenant.Info{{Name: "default"}, {Name: "other"}}},
 		tenantregistry.Deps{Store: memory.NewTenantStore(), Clock: clock, Log: log,
@@ -79,16 +86,12 @@ func newClientStack(t *testing.T) *clientStack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, err := localfs.New(localfs.Config{Dir: t.TempDir(), BaseURL: "http://imd.test", Secret: []byte("files")})
-	if err != nil {
-		t.Fatal(err)
-	}
 	adminSvc := admin.New(admin.Deps{Directory: dir, Tokens: tokens, Routes: routerepair.New(routerepair.Config{}, routerepair.Deps{Store: store, Routes: routes, Metrics: metrics, Log: log}), Shards: shards,
 		Manager: manager, Social: socialSvc, Summaries: memory.NewSummaries(shards, dir), Tenants: registry.Known})
 	h := newHarness(t, Config{AdminKey: adminKey}, Deps{Admin: adminSvc, History: hist, Social: SocialDeps{
-		Auth:      authn.New(authn.Config{MaxTTL: admin.MaxTokenTTL}, authn.Deps{Tokens: tokens, Revocations: memory.NewRevocations(), Tenants: registry.Known, Clock: clock}),
+		Auth:      authn.New(authn.Config{MaxTTL: admin.MaxTokenTTL}, authn.Deps{Tokens: tokens, Revocations: memory.NewRevocations(), Tenants: registry.Known, Users: dir, Clock: clock}),
 		Directory: socialSvc, Tenants: registry, Send: sender,
-		Uploads: uploads.New(uploads.Config{MaxSize: 1 << 20}, uploads.Deps{Store: files, Clock: clock}),
+		Uploads: media,
 		Reports: reports.New(reports.Deps{Store: memory.NewReports(), History: hist, IDs: ids, Clock: clock}),
 		Files:   files,
 	}})
@@ -143,6 +146,7 @@ func TestClientAuthentication(t *testing.T) {
 	s := newClientStack(t)
 	tok := s.user("default", 1)
 	unknown, _ := s.tokens.Issue(auth.Identity{Tenant: "gone", UserID: 1}, time.Hour)
+	nobody, _ := s.tokens.Issue(auth.Identity{Tenant: "default", UserID: 404}, time.Hour) // issue 33
 	tests := []struct {
 		name   string
 		header string
@@ -151,6 +155,7 @@ func TestClientAuthentication(t *testing.T) {
 		{"admin key instead", "Bearer " + adminKey},
 		{"not bearer", "Basic " + tok},
 		{"token of an unknown tenant", "Bearer " + unknown},
+		{"token of a user that does not exist", "Bearer " + nobody},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -318,6 +323,25 @@ func TestUploadsAndFiles(t *testing.T) {
 
 	other := s.user("other", 1)
 	s.fails(other, "POST", "/api/v1/downloads", fmt.Sprintf(`{"key":%q}`, key), http.StatusNotFound, apperr.NotFound)
+	// Issue 33: a user of the same tenant who learns the key gets no link, until a message of a
+	// conversation it may read references the key.
+	friend, stranger := s.user("default", 2), s.user("default", 3)
+	for _, who := range []string{friend, stranger} {
+		s.fails(who, "POST", "/api/v1/downloads", fmt.Sprintf(`{"key":%q}`, key), http.StatusForbidden, apperr.Forbidden)
+	}
+	if err := s.admin.AddFriendship(context.Background(), "default", 1, 2); err != nil {
+		t.Fatal(err)
+	}
+	image := func(clientID, key string) string {
+		return fmt.Sprintf(`{"to_user":2,"client_msg_id":%q,"type":"image","content":{"key":%q}}`, clientID, key)
+	}
+	s.ok(tok, "POST", "/api/v1/messages", image("img-1", key))
+	s.ok(friend, "POST", "/api/v1/downloads", fmt.Sprintf(`{"key":%q}`, key))
+	s.fails(stranger, "POST", "/api/v1/downloads", fmt.Sprintf(`{"key":%q}`, key), http.StatusForbidden, apperr.Forbidden)
+	// A key that is no upload of the tenant, or one the sender may not read, is refused at SEND.
+	s.fails(tok, "POST", "/api/v1/messages", image("img-2", "../../../etc/passwd"), http.StatusBadRequest, apperr.InvalidArgument)
+	s.fails(tok, "POST", "/api/v1/messages", image("img-3", "other/1/20300405/0123456789abcdef0123456789abcdef.png"), http.StatusBadRequest, apperr.InvalidArgument)
+	s.fails(tok, "POST", "/api/v1/messages", image("img-4", "default/3/20300405/0123456789abcdef0123456789abcdef.png"), http.StatusForbidden, apperr.Forbidden)
 	s.fails(tok, "POST", "/api/v1/uploads", `{"content_type":"text/html","size":5}`, http.StatusBadRequest, apperr.InvalidArgument)
 	s.fails(tok, "POST", "/api/v1/uploads", `{"content_type":"image/png","size":99999999}`, http.StatusRequestEntityTooLarge, apperr.TooLarge)
 
@@ -325,6 +349,8 @@ func TestUploadsAndFiles(t *testing.T) {
 	if me := s.ok(tok, "PUT", "/api/v1/me", fmt.Sprintf(`{"nickname":"ann","avatar":%q}`, key)); me["avatar"] != key || me["nickname"] != "ann" {
 		t.Fatalf("profile = %v", me)
 	}
+	// An avatar is shown to everyone of the tenant.
+	s.ok(stranger, "POST", "/api/v1/downloads", fmt.Sprintf(`{"key":%q}`, key))
 }
 
 func TestReportsReachOperators(t *testing.T) {

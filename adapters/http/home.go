@@ -23,7 +23,8 @@ var homeTemplate embed.FS
 // homeLinks are the optional parts the page links; a part the listener leaves out is not
 // linked, so every link on the page answers.
 type homeLinks struct {
-	Chat, SDK, Metrics bool
+	// Console is false where the console is on the admin listener (Config.AdminAddr).
+	Chat, SDK, Metrics, Console bool
 }
 
 // renderHome fills the page once: it changes only with the listener's parts.
@@ -37,7 +38,7 @@ func renderHome(links homeLinks) []byte {
 }
 
 func (s *Server) homeRoutes(e *echo.Echo) {
-	page := renderHome(homeLinks{Chat: s.d.Browser.Chat != nil, SDK: s.d.Browser.SDK != nil, Metrics: s.d.Metrics != nil})
+	page := renderHome(homeLinks{Chat: s.d.Browser.Chat != nil, SDK: s.d.Browser.SDK != nil, Metrics: s.d.Metrics != nil, Console: s.admin == s.echo})
 	e.GET("/", func(c echo.Context) error {
 		if !strings.Contains(c.Request().Header.Get(echo.HeaderAccept), echo.MIMETextHTML) {
 			return apperr.New(apperr.NotFound, "no such endpoint")

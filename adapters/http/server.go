@@ -39,6 +39,11 @@ const (
 // Config of the HTTP listener.
 type Config struct {
 	Addr string
+	// AdminAddr, when set, is a listener of its own for the operator's routes — the admin API,
+	// the console and the runtime profiles — and Addr, the one Nginx exposes to clients, then
+	// serves none of them (issue 33): the admin key is no longer the only thing between the
+	// internet and the operator. Empty: Addr serves everything.
+	AdminAddr string
 	// AdminKey is the bearer token of the admin API; an empty key refuses every admin call.
 	AdminKey string
 	// RateLimits bound the client API (ratelimit.go); zero rates are unlimited.
@@ -88,12 +93,15 @@ type Listening func() error
 
 // Server is the HTTP listener. Start and Stop are called once each, from one goroutine.
 type Server struct {
-	cfg   Config
-	d     Deps
-	log   *slog.Logger
-	echo  *echo.Echo
-	srv   *http.Server
-	ln    net.Listener
+	cfg  Config
+	d    Deps
+	log  *slog.Logger
+	echo *echo.Echo // what Addr serves
+	// admin is what AdminAddr serves: the operator's routes and the probes; echo itself when
+	// AdminAddr is empty.
+	admin *echo.Echo
+	srvs  []*http.Server
+	lns   []net.Listener
 	ready atomic.Bool
 	// limits are the client API's request budgets.
 	limits *clientLimiter
@@ -104,6 +112,25 @@ type Server struct {
 // New builds the server and its routes; nothing listens until Start.
 func New(cfg Config, d Deps, log *slog.Logger) *Server {
 	s := &Server{cfg: cfg, d: d, log: log, limits: newClientLimiter(cfg.RateLimits), sessions: newConsoleSessions()}
+	s.echo = s.newEcho()
+	s.admin = s.echo
+	if cfg.AdminAddr != "" {
+		s.admin = s.newEcho()
+		s.probeRoutes(s.admin)
+	}
+	s.probeRoutes(s.echo)
+	if s.d.Metrics != nil {
+		s.echo.GET("/metrics", echo.WrapHandler(s.d.Metrics))
+	}
+	s.browserRoutes(s.echo)
+	s.homeRoutes(s.echo)
+	s.clientRoutes(s.echo)
+	s.referenceRoutes(s.echo)
+	s.adminRoutes(s.admin)
+	return s
+}
+
+func (s *Server) newEcho() *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
@@ -111,21 +138,20 @@ func New(cfg Config, d Deps, log *slog.Logger) *Server {
 	// could forge it, so its own address is used.
 	e.IPExtractor = echo.ExtractIPFromRealIPHeader(echo.TrustLinkLocal(false), echo.TrustPrivateNet(false))
 	e.Use(s.recordRequests, s.logRequests, s.recoverPanics)
-	s.routes(e)
-	s.echo = e
-	return s
+	return e
 }
 
-func (s *Server) routes(e *echo.Echo) {
+// probeRoutes are the liveness and readiness probes, on every listener.
+func (s *Server) probeRoutes(e *echo.Echo) {
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
-	if s.d.Metrics != nil {
-		e.GET("/metrics", echo.WrapHandler(s.d.Metrics))
-	}
+}
+
+// adminRoutes are the operator's: the runtime profiles, the console and the admin API.
+func (s *Server) adminRoutes(e *echo.Echo) {
 	s.pprofRoutes(e)
 	s.consoleRoutes(e)
-	s.browserRoutes(e)
-	s.homeRoutes(e)
+	s.tenantRoutes(e)
 	t := e.Group("/admin/v1", s.requireAdminKey).Group("/tenants/:tenant", s.requireTenant)
 	t.POST("/users", s.createUser)
 	t.POST("/tokens", s.issueToken)
@@ -146,21 +172,30 @@ func (s *Server) routes(e *echo.Echo) {
 	s.deliveryRoutes(t)
 	s.nodeRoutes(t)
 	s.repairRoutes(t)
-	s.clientRoutes(e)
-	s.referenceRoutes(e)
 }
 
-// Start binds the listener, so the port is taken when Start returns, then serves in the
+// Start binds the listeners, so the ports are taken when Start returns, then serves in the
 // background until Stop.
 func (s *Server) Start(ctx context.Context) error {
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", s.cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("http: listen %s: %w", s.cfg.Addr, err)
+	if err := s.serve(ctx, s.cfg.Addr, s.echo); err != nil {
+		return err
 	}
-	s.ln = ln
-	s.srv = &http.Server{
-		Handler:           s.echo,
+	if s.cfg.AdminAddr != "" {
+		if err := s.serve(ctx, s.cfg.AdminAddr, s.admin); err != nil {
+			return errors.Join(err, s.Stop(ctx))
+		}
+	}
+	return nil
+}
+
+func (s *Server) serve(ctx context.Context, addr string, h http.Handler) error {
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", addr)
+	if err != nil {
+		return fmt.Errorf("http: listen %s: %w", addr, err)
+	}
+	srv := &http.Server{
+		Handler:           h,
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,
@@ -168,33 +203,43 @@ func (s *Server) Start(ctx context.Context) error {
 		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
+	s.lns, s.srvs = append(s.lns, ln), append(s.srvs, srv)
 	go func() {
-		if err := s.srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			s.log.Error("http server stopped", "addr", ln.Addr().String(), "err", err)
 		}
 	}()
-	s.log.Info("http listening", "addr", ln.Addr().String())
+	s.log.Info("http listening", "addr", ln.Addr().String(), "admin", h == s.admin)
 	return nil
 }
 
 // Stop reports not-ready, stops accepting, and waits for requests in flight until ctx ends.
 func (s *Server) Stop(ctx context.Context) error {
 	s.ready.Store(false)
-	if s.srv == nil {
-		return nil
+	var errs []error
+	for _, srv := range s.srvs {
+		if err := srv.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("http: shutdown: %w", err))
+		}
 	}
-	if err := s.srv.Shutdown(ctx); err != nil {
-		return fmt.Errorf("http: shutdown: %w", err)
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // Addr is the bound address after Start (useful with port 0), else the configured one.
 func (s *Server) Addr() string {
-	if s.ln != nil {
-		return s.ln.Addr().String()
+	if len(s.lns) > 0 {
+		return s.lns[0].Addr().String()
 	}
 	return s.cfg.Addr
+}
+
+// AdminAddr is the admin listener's bound address after Start, else the configured one ("" when
+// Addr serves the admin routes).
+func (s *Server) AdminAddr() string {
+	if len(s.lns) > 1 {
+		return s.lns[1].Addr().String()
+	}
+	return s.cfg.AdminAddr
 }
 
 // MarkReady turns /readyz on: the last start hook, once everything else has started.

@@ -423,3 +423,57 @@ func TestStartFailsWhenThePortIsTaken(t *testing.T) {
 		t.Errorf("Stop of a server that never started: %v", err)
 	}
 }
+
+// TestAdminListenerOfItsOwn: with http.admin_addr the operator's routes (admin API, console,
+// profiles) are served there and the client listener answers them 404, while the client API
+// stays on the client listener only; without it one listener serves both (issue 33).
+func TestAdminListenerOfItsOwn(t *testing.T) {
+	operator := []string{"/admin/v1/tenants", "/admin/v1/tenants/default/users/1/profile", "/console/", "/debug/pprof/"}
+	client := []string{"/api/v1/me", "/openapi.yaml"}
+	for _, tc := range []struct {
+		name      string
+		adminAddr string
+	}{{"one listener", ""}, {"admin listener", "127.0.0.1:0"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, Config{Addr: "127.0.0.1:0", AdminAddr: tc.adminAddr, AdminKey: adminKey}, Deps{})
+			if err := h.srv.Start(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = h.srv.Stop(context.Background()) })
+			split := tc.adminAddr != ""
+			if got := h.srv.AdminAddr() != ""; got != split {
+				t.Fatalf("AdminAddr() = %q", h.srv.AdminAddr())
+			}
+			served := func(addr, path string) bool {
+				t.Helper()
+				resp, err := http.Get("http://" + addr + path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				return resp.StatusCode != http.StatusNotFound
+			}
+			for _, path := range operator {
+				if got := served(h.srv.Addr(), path); got == split {
+					t.Errorf("client listener serves %s: %v, want %v", path, got, !split)
+				}
+				if split && !served(h.srv.AdminAddr(), path) {
+					t.Errorf("admin listener does not serve %s", path)
+				}
+			}
+			for _, path := range client {
+				if !served(h.srv.Addr(), path) {
+					t.Errorf("client listener does not serve %s", path)
+				}
+				if split && served(h.srv.AdminAddr(), path) {
+					t.Errorf("admin listener serves %s", path)
+				}
+			}
+			for _, addr := range []string{h.srv.Addr(), h.srv.AdminAddr()} {
+				if addr != "" && !served(addr, "/healthz") {
+					t.Errorf("%s does not answer /healthz", addr)
+				}
+			}
+		})
+	}
+}

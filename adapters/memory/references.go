@@ -10,24 +10,29 @@ import (
 	"github.com/imdhq/imd/ports"
 )
 
-// References is ports.Favorites, ports.GroupFiles and ports.References in memory. Referenced
-// covers favorites and file entries; reports live in the Reports fake.
+// References is ports.Favorites, ports.GroupFiles, ports.References and ports.MediaRefs in
+// memory. Referenced covers favorites and file entries; reports live in the Reports fake.
 type References struct {
 	mu        sync.Mutex
 	nextID    int64
 	favorites map[string][]msgref.Favorite // tenant → favorites in id order
 	files     map[string]map[topicSeqKey]msgref.File
+	media     map[string]map[string][]string // tenant → key → topics, ascending
 }
 
 var (
 	_ ports.Favorites  = (*References)(nil)
 	_ ports.GroupFiles = (*References)(nil)
 	_ ports.References = (*References)(nil)
+	_ ports.MediaRefs  = (*References)(nil)
 )
 
 // NewReferences returns empty reference stores.
 func NewReferences() *References {
-	return &References{favorites: map[string][]msgref.Favorite{}, files: map[string]map[topicSeqKey]msgref.File{}}
+	return &References{
+		favorites: map[string][]msgref.Favorite{}, files: map[string]map[topicSeqKey]msgref.File{},
+		media: map[string]map[string][]string{},
+	}
 }
 
 func (s *References) AddFavorite(_ context.Context, tenant string, f msgref.Favorite) (msgref.Favorite, error) {
@@ -132,4 +137,24 @@ func (s *References) Referenced(_ context.Context, tenant, topicName string, lo,
 	}
 	slices.Sort(out)
 	return slices.Compact(out), nil
+}
+
+func (s *References) AddMediaRef(_ context.Context, tenant, key, topicName string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.media[tenant] == nil {
+		s.media[tenant] = map[string][]string{}
+	}
+	topics := s.media[tenant][key]
+	if i, found := slices.BinarySearch(topics, topicName); !found {
+		s.media[tenant][key] = slices.Insert(topics, i, topicName)
+	}
+	return nil
+}
+
+func (s *References) MediaTopics(_ context.Context, tenant, key string, limit int) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	topics := s.media[tenant][key]
+	return slices.Clone(topics[:min(len(topics), limit)]), nil
 }

@@ -9,7 +9,7 @@ import (
 func TestReferencesContract(t *testing.T) {
 	contract.References(t, func(*testing.T) contract.ReferencesFixture {
 		r := NewReferences()
-		return contract.ReferencesFixture{Tenant: "acme", Favorites: r, Files: r, Refs: r}
+		return contract.ReferencesFixture{Tenant: "acme", Favorites: r, Files: r, Refs: r, Media: r}
 	})
 }
 

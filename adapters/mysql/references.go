@@ -14,7 +14,8 @@ import (
 )
 
 // References implements ports.Favorites, ports.GroupFiles and ports.References on
-// im_favorites, im_group_files and t_reports: references by topic+seq, never by month table.
+// im_favorites, im_group_files and t_reports: references by topic+seq, never by month table;
+// and ports.MediaRefs on im_media_refs.
 type References struct {
 	cluster *Cluster
 }
@@ -23,6 +24,7 @@ var (
 	_ ports.Favorites  = (*References)(nil)
 	_ ports.GroupFiles = (*References)(nil)
 	_ ports.References = (*References)(nil)
+	_ ports.MediaRefs  = (*References)(nil)
 )
 
 // NewReferences returns the reference stores over the provisioned tenants of c.
@@ -176,4 +178,27 @@ func (s *References) Referenced(ctx context.Context, tenant, topicName string, l
 	}
 	slices.Sort(out)
 	return slices.Compact(out), nil
+}
+
+func (s *References) AddMediaRef(ctx context.Context, tenant, key, topicName string) error {
+	t, err := s.cluster.tenant(tenant)
+	if err != nil {
+		return err
+	}
+	if err := t.q.AddMediaRef(ctx, sqlcdb.AddMediaRefParams{ObjectKey: key, Topic: topicName}); err != nil {
+		return fmt.Errorf("add media reference of %s: %w", topicName, err)
+	}
+	return nil
+}
+
+func (s *References) MediaTopics(ctx context.Context, tenant, key string, limit int) ([]string, error) {
+	t, err := s.cluster.tenant(tenant)
+	if err != nil {
+		return nil, err
+	}
+	topics, err := t.q.MediaTopics(ctx, sqlcdb.MediaTopicsParams{ObjectKey: key, Limit: int32(min(limit, math.MaxInt32))})
+	if err != nil {
+		return nil, fmt.Errorf("media references of a key: %w", err)
+	}
+	return topics, nil
 }

@@ -10,7 +10,7 @@ func TestReferencesContract(t *testing.T) {
 	contract.References(t, func(t *testing.T) contract.ReferencesFixture {
 		c, tenant := newTestCluster(t)
 		r := NewReferences(c)
-		return contract.ReferencesFixture{Tenant: tenant, Favorites: r, Files: r, Refs: r}
+		return contract.ReferencesFixture{Tenant: tenant, Favorites: r, Files: r, Refs: r, Media: r}
 	})
 }
 

@@ -1,6 +1,13 @@
 // The web chat: a small app on the imd JavaScript SDK (/sdk/imd.js). Sign in with a token,
 // the conversation list from SYNC_INBOX, history, send, live receive and read marks. The
 // SDK's cursors live in localStorage, so a reload catches up with what it missed.
+//
+// The token is kept in sessionStorage, never localStorage (issue 33, DESIGN §12): it lives as
+// long as the tab, so a reload or a return to the page in the same tab signs in again, while
+// closing the tab forgets it — nothing on the disk for the next user of the browser, nothing
+// shared with other tabs. Memory alone would forget it at every reload; a cookie would ride
+// along with every request to the origin. Any script of the origin can read either store, so
+// the page's Content-Security-Policy runs only its own files.
 import { Client } from "/sdk/imd.js";
 
 const $ = (id) => document.getElementById(id);
@@ -29,7 +36,7 @@ async function signIn(token, device) {
   app.client = client;
   const who = await client.connect();
   app.me = who.user_id;
-  localStorage.setItem(saved.token, token);
+  sessionStorage.setItem(saved.token, token);
   localStorage.setItem(saved.device, String(device));
   $("me").textContent = `user ${who.user_id} · device ${device}`;
   $("login").hidden = true;
@@ -165,12 +172,13 @@ $("compose").addEventListener("submit", async (ev) => {
 
 $("signout").addEventListener("click", () => {
   app.client?.close();
-  localStorage.removeItem(saved.token);
+  sessionStorage.removeItem(saved.token);
   location.reload();
 });
 
 $("device").value = localStorage.getItem(saved.device) ?? String(1 + Math.floor(Math.random() * 1e9));
-const token = localStorage.getItem(saved.token);
+localStorage.removeItem(saved.token); // where versions before issue 33 kept it
+const token = sessionStorage.getItem(saved.token);
 if (token) {
   $("token").value = token;
   signIn(token, Number($("device").value)).catch((e) => {

@@ -82,6 +82,7 @@ func memoryAdapters(t *testing.T, cfg config.Config) fx.Option {
 		Favorites:         refs,
 		GroupFiles:        refs,
 		References:        refs,
+		MediaRefs:         refs,
 		LegacyMessages:    legacy,
 		MigrationStore:    legacy,
 		MigrationCopier:   legacy,

@@ -68,6 +68,7 @@ type Ports struct {
 	Favorites         ports.Favorites
 	GroupFiles        ports.GroupFiles
 	References        ports.References
+	MediaRefs         ports.MediaRefs
 	LegacyMessages    ports.LegacyMessages
 	MigrationStore    ports.MigrationStore
 	MigrationCopier   dualread.Copier
@@ -217,6 +218,7 @@ func openAdapters(cfg config.Config, log *slog.Logger) (Ports, held, error) {
 		Favorites:         references,
 		GroupFiles:        references,
 		References:        references,
+		MediaRefs:         references,
 		LegacyMessages:    mysql.NewLegacy(db),
 		MigrationStore:    migrations,
 		MigrationCopier:   migrations,

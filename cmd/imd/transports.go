@@ -97,7 +97,7 @@ func newHTTPServer(cfg config.Config, p Ports, log *slog.Logger, tcp *tcpserver.
 ) *httpapi.Server {
 	user, ip := cfg.RateLimit.HTTP()
 	return httpapi.New(httpapi.Config{
-		Addr: cfg.HTTP.Addr, AdminKey: cfg.AdminKey, RateLimits: httpapi.ClientRateLimits{User: user, IP: ip},
+		Addr: cfg.HTTP.Addr, AdminAddr: cfg.HTTP.AdminAddr, AdminKey: cfg.AdminKey, RateLimits: httpapi.ClientRateLimits{User: user, IP: ip},
 	}, httpapi.Deps{
 		Admin:          adm,
 		History:        h,

@@ -92,12 +92,15 @@ func newAuthn(cfg config.Config, p Ports, reg *tenantregistry.Registry) *authn.S
 		Tokens:      p.TokenInspector,
 		Revocations: p.TokenRevocations,
 		Tenants:     reg.Known,
+		Users:       p.Directory,
 		Clock:       p.Clock,
 	})
 }
 
-func newUploads(cfg config.Config, p Ports) *uploads.Service {
-	return uploads.New(cfg.UploadLimits(), uploads.Deps{Store: p.ObjectStore, Clock: p.Clock})
+func newUploads(cfg config.Config, p Ports, resolver *conversation.Resolver) *uploads.Service {
+	return uploads.New(cfg.UploadLimits(), uploads.Deps{
+		Store: p.ObjectStore, Clock: p.Clock, Refs: p.MediaRefs, Profiles: p.Profiles, Resolver: resolver,
+	})
 }
 
 func newReports(p Ports, h *history.Service) *reports.Service {
@@ -136,7 +139,7 @@ func newRouteRepairs(cfg config.Config, p Ports, r messageReads, log *slog.Logge
 // the group files.
 func newSend(cfg config.Config, p Ports, r messageReads, log *slog.Logger, resolver *conversation.Resolver,
 	months *shardmanager.Manager, repairs *routerepair.Service, inFlight *inflight.Sends,
-	stats *dailystats.Counter, index *longsearch.Indexer, files *groupfiles.Service,
+	stats *dailystats.Counter, index *longsearch.Indexer, files *groupfiles.Service, media *uploads.Service,
 ) *send.Service {
 	return send.New(cfg.Send(), send.Deps{
 		Seq:          p.SeqAllocator,
@@ -147,6 +150,7 @@ func newSend(cfg config.Config, p Ports, r messageReads, log *slog.Logger, resol
 		Clock:        p.Clock,
 		Metrics:      p.Metrics,
 		Resolver:     resolver,
+		Media:        media,
 		Log:          log,
 		Months:       months,
 		Repairs:      repairs,
@@ -191,7 +195,7 @@ func newAdmin(p Ports, routes *routerepair.Service, manager *shardmanager.Manage
 // newModify recalls, edits and deletes; history locates a message's month and the send path
 // writes the change's event into the topic.
 func newModify(cfg config.Config, p Ports, r messageReads, log *slog.Logger, resolver *conversation.Resolver,
-	h *history.Service, events *send.Service,
+	h *history.Service, events *send.Service, media *uploads.Service,
 ) *modify.Service {
 	return modify.New(cfg.Recall(), modify.Deps{
 		Editor:    r.Editor,
@@ -202,6 +206,7 @@ func newModify(cfg config.Config, p Ports, r messageReads, log *slog.Logger, res
 		Locator:   h,
 		Events:    events,
 		Resolver:  resolver,
+		Media:     media,
 		Clock:     p.Clock,
 		Metrics:   p.Metrics,
 		Log:       log,
@@ -306,14 +311,14 @@ func newRetention(cfg config.Config, p Ports, log *slog.Logger, a *archiver.Serv
 	})
 }
 
-// newReindex backfills the long-term index and the group files from every month, archived ones
-// included.
-func newReindex(p Ports, r messageReads, index *longsearch.Indexer, files *groupfiles.Service) *reindex.Service {
+// newReindex backfills the long-term index, the group files and the media references from
+// every month, archived ones included.
+func newReindex(p Ports, r messageReads, index *longsearch.Indexer, files *groupfiles.Service, media *uploads.Service) *reindex.Service {
 	return reindex.New(reindex.Deps{
 		Catalog: p.ShardStore,
 		Mirror:  p.RouteMirror,
 		Store:   r.Archived,
-		Sinks:   []reindex.Sink{index, files},
+		Sinks:   []reindex.Sink{index, files, media},
 	})
 }
 

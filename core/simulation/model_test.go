@@ -259,7 +259,7 @@ func (w *world) check() {
 	if len(m.revoked) > 0 {
 		auth := authn.New(authn.Config{MaxTTL: tokenTTL}, authn.Deps{
 			Tokens: w.tokens, Revocations: w.revocations,
-			Tenants: func(string) bool { return true }, Clock: w.clock,
+			Tenants: func(string) bool { return true }, Users: w.dir, Clock: w.clock,
 		})
 		for _, tok := range m.revoked {
 			if _, err := auth.Authenticate(ctx, tok); err == nil {

@@ -309,7 +309,7 @@ func (w *world) boot(g *gate) *node {
 	n.inbox = inbox.New(inbox.Deps{Dialogs: dialogs, Reads: reads, Mailbox: mbox, Clock: w.clock, Metrics: w.metrics, Log: w.log})
 	n.authn = authn.New(authn.Config{RecentTTL: recentRevocationTTL, MaxTTL: tokenTTL}, authn.Deps{
 		Tokens: w.tokens, Revocations: gatedRevocations{TokenRevocations: w.revocations, g: g},
-		Tenants: func(name string) bool { return name == tenant }, Clock: w.clock,
+		Tenants: func(name string) bool { return name == tenant }, Users: w.dir, Clock: w.clock,
 	})
 	pusher := &pusher{w: w}
 	mailer := inbox.NewMailer(inbox.MailerDeps{Mailbox: mbox, Pusher: pusher, IDs: w.ids, Clock: w.clock, Log: w.log})

@@ -17,12 +17,13 @@ type ReferencesFixture struct {
 	Favorites ports.Favorites
 	Files     ports.GroupFiles
 	Refs      ports.References
+	Media     ports.MediaRefs
 }
 
 // References checks ports.Favorites, ports.GroupFiles and ports.References (seed 000 §8):
 // saves and entries are kept first-come, pages run newest first below their cursor, and
-// Referenced finds every seq something names in a range. fresh must return a new tenant on
-// every call.
+// Referenced finds every seq something names in a range; ports.MediaRefs lists a key's topics
+// once each, in order. fresh must return a new tenant on every call.
 func References(t *testing.T, fresh func(t *testing.T) ReferencesFixture) {
 	for _, c := range []struct {
 		name string
@@ -31,6 +32,7 @@ func References(t *testing.T, fresh func(t *testing.T) ReferencesFixture) {
 		{"favorites", favoritesKeptAndPaged},
 		{"group files", filesKeptPagedAndRemoved},
 		{"referenced seqs", referencedSeqs},
+		{"media references", mediaTopicsKeptOnceInOrder},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.run(t, fresh(t)) })
 	}
@@ -178,6 +180,37 @@ func referencedSeqs(t *testing.T, f ReferencesFixture) {
 		}
 		if !slices.Equal(got, tt.want) && (len(got) != 0 || len(tt.want) != 0) {
 			t.Errorf("Referenced(%s, %d, %d) = %v, want %v", tt.topic, tt.lo, tt.hi, got, tt.want)
+		}
+	}
+}
+
+func mediaTopicsKeptOnceInOrder(t *testing.T, f ReferencesFixture) {
+	ctx := context.Background()
+	const key, other = "acme/1/20300304/0123456789abcdef0123456789abcdef.png", "acme/2/20300304/0123456789abcdef0123456789abcdef.png"
+	for _, topic := range []string{"p2p_1_2", "grp_9", "grp_10", "grp_9"} {
+		if err := f.Media.AddMediaRef(ctx, f.Tenant, key, topic); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Media.AddMediaRef(ctx, f.Tenant, other, "grp_7"); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		key   string
+		limit int
+		want  []string
+	}{
+		{key, 10, []string{"grp_10", "grp_9", "p2p_1_2"}},
+		{key, 2, []string{"grp_10", "grp_9"}},
+		{other, 10, []string{"grp_7"}},
+		{"acme/3/20300304/0123456789abcdef0123456789abcdef.png", 10, nil},
+	} {
+		got, err := f.Media.MediaTopics(ctx, f.Tenant, c.key, c.limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("MediaTopics(%s, %d) = %q, want %q", c.key, c.limit, got, c.want)
 		}
 	}
 }

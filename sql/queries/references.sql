@@ -37,3 +37,11 @@ SELECT DISTINCT seqid FROM t_reports WHERE topic = sqlc.arg(topic) AND seqid >= 
 
 -- name: FiledSeqs :many
 SELECT seqid FROM im_group_files WHERE topic = sqlc.arg(topic) AND seqid >= sqlc.arg(lo) AND seqid <= sqlc.arg(hi);
+
+-- Media objects and the conversations whose messages reference them (issue 33).
+
+-- name: AddMediaRef :exec
+INSERT IGNORE INTO im_media_refs (object_key, topic) VALUES (?, ?);
+
+-- name: MediaTopics :many
+SELECT topic FROM im_media_refs WHERE object_key = ? ORDER BY topic LIMIT ?;

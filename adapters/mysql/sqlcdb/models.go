@@ -121,6 +121,11 @@ type ImGroupMessagesTpl struct {
 	UpdatedAt        time.Time
 }
 
+type ImMediaRef struct {
+	ObjectKey string
+	Topic     string
+}
+
 type ImMessageRevision struct {
 	ID         int64
 	Topic      string

@@ -66,6 +66,22 @@ func (q *Queries) AddGroupFiles(ctx context.Context, arg AddGroupFilesParams) er
 	return err
 }
 
+const addMediaRef = `-- name: AddMediaRef :exec
+
+INSERT IGNORE INTO im_media_refs (object_key, topic) VALUES (?, ?)
+`
+
+type AddMediaRefParams struct {
+	ObjectKey string
+	Topic     string
+}
+
+// Media objects and the conversations whose messages reference them (issue 33).
+func (q *Queries) AddMediaRef(ctx context.Context, arg AddMediaRefParams) error {
+	_, err := q.db.ExecContext(ctx, addMediaRef, arg.ObjectKey, arg.Topic)
+	return err
+}
+
 const favoritedSeqs = `-- name: FavoritedSeqs :many
 
 SELECT DISTINCT seqid FROM im_favorites WHERE topic = ? AND seqid >= ? AND seqid <= ?
@@ -230,6 +246,38 @@ func (q *Queries) GroupFilesBefore(ctx context.Context, arg GroupFilesBeforePara
 			return nil, err
 		}
 		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const mediaTopics = `-- name: MediaTopics :many
+SELECT topic FROM im_media_refs WHERE object_key = ? ORDER BY topic LIMIT ?
+`
+
+type MediaTopicsParams struct {
+	ObjectKey string
+	Limit     int32
+}
+
+func (q *Queries) MediaTopics(ctx context.Context, arg MediaTopicsParams) ([]string, error) {
+	rows, err := q.db.QueryContext(ctx, mediaTopics, arg.ObjectKey, arg.Limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var topic string
+		if err := rows.Scan(&topic); err != nil {
+			return nil, err
+		}
+		items = append(items, topic)
 	}
 	if err := rows.Close(); err != nil {
 		return nil, err

@@ -15,6 +15,7 @@ import (
 
 	"github.com/imdhq/imd/core/domain/apperr"
 	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/objectkey"
 	"github.com/imdhq/imd/core/domain/topic"
 )
 
@@ -110,6 +111,11 @@ func (d Draft) Validate() error {
 		if err := json.Unmarshal(obj["key"], &key); err != nil || key == "" {
 			return apperr.New(apperr.InvalidArgument, "media content must reference an object-store key")
 		}
+		// The key names a file in the object store: only an issued key's shape, like the
+		// upload's, so no path in a message reaches past its directory (issue 33).
+		if !objectkey.Valid(key) {
+			return apperr.New(apperr.InvalidArgument, "content.key is not an uploaded object key")
+		}
 		if _, inline := obj["data"]; inline {
 			return apperr.New(apperr.InvalidArgument, "media bytes are not accepted; upload and send the key")
 		}
@@ -121,6 +127,21 @@ func (d Draft) Validate() error {
 		return apperr.New(apperr.InvalidArgument, "reply_seq must not be negative")
 	}
 	return nil
+}
+
+// MediaKey is the object key a media draft references; false for other types. It reads a
+// draft Validate accepted.
+func (d Draft) MediaKey() (string, bool) {
+	if !types[d.Type] {
+		return "", false
+	}
+	// The exact member "key", as Validate reads it: a struct field would also take "KEY".
+	var obj map[string]json.RawMessage
+	var key string
+	if json.Unmarshal(d.Content, &obj) != nil || json.Unmarshal(obj["key"], &key) != nil || key == "" {
+		return "", false
+	}
+	return key, true
 }
 
 // Hash fingerprints the payload so a reused client_msg_id with different content is told

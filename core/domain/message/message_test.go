@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/objectkey"
 )
 
 func TestValidate(t *testing.T) {
@@ -25,9 +26,14 @@ func TestValidate(t *testing.T) {
 		{"content not object", Draft{ClientMsgID: "c", Type: "text", Content: json.RawMessage(`"hi"`)}, apperr.InvalidArgument},
 		{"content null", Draft{ClientMsgID: "c", Type: "text", Content: json.RawMessage(`null`)}, apperr.InvalidArgument},
 		{"content too large", Draft{ClientMsgID: "c", Type: "text", Content: json.RawMessage(big)}, apperr.TooLarge},
-		{"image by key", Draft{ClientMsgID: "c", Type: "image", Content: json.RawMessage(`{"key":"img/1.png","w":3}`)}, apperr.OK},
+		{"image by key", Draft{ClientMsgID: "c", Type: "image", Content: json.RawMessage(`{"key":"` + issuedKey + `","w":3}`)}, apperr.OK},
 		{"image without key", Draft{ClientMsgID: "c", Type: "image", Content: json.RawMessage(`{"w":3}`)}, apperr.InvalidArgument},
-		{"image with bytes", Draft{ClientMsgID: "c", Type: "file", Content: json.RawMessage(`{"key":"k","data":"AAAA"}`)}, apperr.InvalidArgument},
+		{"image with bytes", Draft{ClientMsgID: "c", Type: "file", Content: json.RawMessage(`{"key":"` + issuedKey + `","data":"AAAA"}`)}, apperr.InvalidArgument},
+		// Issue 33: a media key is an issued key's shape, never a path.
+		{"image key a path", Draft{ClientMsgID: "c", Type: "image", Content: json.RawMessage(`{"key":"../../../etc/passwd"}`)}, apperr.InvalidArgument},
+		{"file key escaping its day", Draft{ClientMsgID: "c", Type: "file", Content: json.RawMessage(`{"key":"acme/7/../../other/7/20300405/0123456789abcdef0123456789abcdef.pdf"}`)}, apperr.InvalidArgument},
+		{"image key not a string", Draft{ClientMsgID: "c", Type: "image", Content: json.RawMessage(`{"key":7}`)}, apperr.InvalidArgument},
+		{"text may carry any key", Draft{ClientMsgID: "c", Type: "text", Content: json.RawMessage(`{"text":"hi","key":"../x"}`)}, apperr.OK},
 		{"negative reply", Draft{ClientMsgID: "c", Type: "text", Content: json.RawMessage(`{}`), ReplySeq: -1}, apperr.InvalidArgument},
 	}
 	for _, tt := range tests {
@@ -37,6 +43,56 @@ func TestValidate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// issuedKey has the shape of a key the upload use case issues.
+const issuedKey = "acme/7/20300405/0123456789abcdef0123456789abcdef.png"
+
+func TestMediaKey(t *testing.T) {
+	tests := []struct {
+		name string
+		d    Draft
+		key  string
+		ok   bool
+	}{
+		{"image", Draft{Type: "image", Content: json.RawMessage(`{"key":"` + issuedKey + `"}`)}, issuedKey, true},
+		{"text", Draft{Type: "text", Content: json.RawMessage(`{"key":"` + issuedKey + `"}`)}, "", false},
+		{"no key", Draft{Type: "file", Content: json.RawMessage(`{}`)}, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if key, ok := tt.d.MediaKey(); key != tt.key || ok != tt.ok {
+				t.Fatalf("MediaKey = %q, %v; want %q, %v", key, ok, tt.key, tt.ok)
+			}
+		})
+	}
+}
+
+// FuzzMediaKey: whatever content a media draft carries, a draft Validate accepts references
+// an issued key's shape, which names no path outside its directory (issue 33).
+func FuzzMediaKey(f *testing.F) {
+	for _, seed := range []string{
+		`{"key":"` + issuedKey + `"}`, `{"key":"../../../etc/passwd"}`, `{"key":"acme/7/20300405/x.png"}`,
+		`{"key":"` + issuedKey + `","key":"../x"}`, `{"key":"` + issuedKey + `\u0000"}`, `{"KEY":"../x","key":"` + issuedKey + `"}`, `{"key":"` + issuedKey + `","KEY":"../x"}`,
+	} {
+		f.Add("image", seed)
+	}
+	f.Fuzz(func(t *testing.T, typ, content string) {
+		d := Draft{ClientMsgID: "c", Type: typ, Content: json.RawMessage(content)}
+		if d.Validate() != nil {
+			return
+		}
+		key, ok := d.MediaKey()
+		if !types[typ] {
+			if ok {
+				t.Fatalf("a %s draft has media key %q", typ, key)
+			}
+			return
+		}
+		if !ok || !objectkey.Valid(key) || strings.Contains(key, "..") || strings.HasPrefix(key, "/") {
+			t.Fatalf("accepted %s draft %s references %q (ok %v)", typ, content, key, ok)
+		}
+	})
 }
 
 func TestValidateAppend(t *testing.T) {

@@ -55,6 +55,16 @@ var keyRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,30}/[1-9][0-9]{0,18}/[0-9]{8}/
 // escaping its directory.
 func Valid(key string) bool { return keyRE.MatchString(key) }
 
+// User returns the user an issued key was uploaded by.
+func User(key string) int64 {
+	parts := strings.SplitN(key, "/", 3)
+	if len(parts) < 2 {
+		return 0
+	}
+	id, _ := strconv.ParseInt(parts[1], 10, 64)
+	return id
+}
+
 // Tenant returns the tenant an issued key belongs to.
 func Tenant(key string) string {
 	t, _, _ := strings.Cut(key, "/")

@@ -15,6 +15,9 @@ func TestNewKeysAreValidAndMapBack(t *testing.T) {
 		if got, ok := ContentType(key); !ok || got != ct {
 			t.Errorf("ContentType(%q) = %q, %v; want %q", key, got, ok, ct)
 		}
+		if User(key) != 7 {
+			t.Errorf("User(%q) = %d, want 7", key, User(key))
+		}
 		if want := "acme/7/20300405/"; key[:len(want)] != want {
 			t.Errorf("New(%s) = %q: want the UTC day under %s", ct, key, want)
 		}

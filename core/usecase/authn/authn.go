@@ -1,5 +1,5 @@
 // Package authn turns client tokens into identities for both transports: the token verifies,
-// its tenant is served here, and it is not revoked (issue 6). Revocation is a deny-list whose
+// its tenant is served here, its user exists (issue 33), and it is not revoked (issue 6). Revocation is a deny-list whose
 // entries expire with the tokens they deny, kept in MySQL (issue 19). A connection's AUTH reads
 // it every time (two primary-key lookups); a per-request check may use the process's recent
 // answers (recent.go). Nothing of it is in Redis, so no Redis loss or rollback revives a
@@ -22,7 +22,9 @@ type Deps struct {
 	Revocations ports.TokenRevocations
 	// Tenants reports whether a tenant is served (the tenant registry).
 	Tenants ports.KnownTenant
-	Clock   ports.Clock
+	// Users is the directory a token's user must exist in.
+	Users ports.Users
+	Clock ports.Clock
 }
 
 // Config bounds authentication in time.
@@ -33,6 +35,10 @@ type Config struct {
 	RecentTTL time.Duration
 	// MaxTTL is the longest token lifetime, how long a user-wide revocation must be kept.
 	MaxTTL time.Duration
+	// UserTTL is how long an "exists" answer of Users is reused, by AUTH and per-request checks
+	// alike: how long a user removed from the directory may still authenticate. Zero: every
+	// check reads Users.
+	UserTTL time.Duration
 }
 
 // Service authenticates and revokes tokens.
@@ -40,18 +46,20 @@ type Service struct {
 	cfg    Config
 	d      Deps
 	recent *recentChecks
+	users  *knownUsers
 }
 
 var _ ports.Authenticator = (*Service)(nil)
 
 // New returns the service.
 func New(cfg Config, d Deps) *Service {
-	return &Service{cfg: cfg, d: d, recent: newRecentChecks(cfg.RecentTTL)}
+	return &Service{cfg: cfg, d: d, recent: newRecentChecks(cfg.RecentTTL), users: newKnownUsers(cfg.UserTTL)}
 }
 
-// Authenticate verifies a token and checks its tenant and the deny-list itself: a connection's
-// AUTH, once per connection, sees every revocation acknowledged anywhere before it. Every
-// refusal is 40101; a deny-list that cannot be read is 50301, never a pass.
+// Authenticate verifies a token and checks its tenant, its user and the deny-list itself: a
+// connection's AUTH, once per connection, sees every revocation acknowledged anywhere before
+// it. Every refusal is 40101; a deny-list or directory that cannot be read is 50301, never a
+// pass.
 func (s *Service) Authenticate(ctx context.Context, token string) (auth.Identity, error) {
 	t, err := s.inspect(ctx, token, false)
 	return t.Identity, err
@@ -73,6 +81,9 @@ func (s *Service) inspect(ctx context.Context, token string, reuse bool) (auth.T
 	if !s.d.Tenants(t.Tenant) {
 		return auth.Token{}, apperr.New(apperr.Unauthenticated, "unknown tenant")
 	}
+	if err := s.requireUser(ctx, t.Tenant, t.UserID); err != nil {
+		return auth.Token{}, err
+	}
 	revoked, cutoff, err := s.revocation(ctx, t, reuse)
 	if err != nil {
 		return auth.Token{}, apperr.Wrap(apperr.Busy, "token check unavailable, retry", err)
@@ -83,6 +94,24 @@ func (s *Service) inspect(ctx context.Context, token string, reuse bool) (auth.T
 		return auth.Token{}, apperr.New(apperr.Unauthenticated, "token revoked")
 	}
 	return t, nil
+}
+
+// requireUser refuses a token whose user does not exist: signed by the right key but for no
+// one, it must not open a session nor pass a request until a lookup says 40401 (issue 33).
+func (s *Service) requireUser(ctx context.Context, tenant string, user int64) error {
+	now := s.d.Clock.Now()
+	if s.users.known(tenant, user, now) {
+		return nil
+	}
+	found, err := s.d.Users.UserExists(ctx, tenant, user)
+	if err != nil {
+		return apperr.Wrap(apperr.Busy, "token check unavailable, retry", err)
+	}
+	if !found {
+		return apperr.New(apperr.Unauthenticated, "token of an unknown user")
+	}
+	s.users.remember(tenant, user, now)
+	return nil
 }
 
 // revocation reads the deny-list, or with reuse this process's recent answer. A fresh answer

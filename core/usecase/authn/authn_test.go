@@ -2,6 +2,7 @@ package authn_test
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/imdhq/imd/adapters/memory"
 	"github.com/imdhq/imd/core/domain/apperr"
 	"github.com/imdhq/imd/core/domain/auth"
+	"github.com/imdhq/imd/core/domain/social"
 	"github.com/imdhq/imd/core/usecase/authn"
 	"github.com/imdhq/imd/ports"
 )
@@ -34,12 +36,26 @@ func (f *fakeTokens) Inspect(token string) (auth.Token, error) {
 	return t, nil
 }
 
+// usersOf is a directory holding users 1-1000 of acme and other.
+func usersOf(t testing.TB) *memory.Directory {
+	t.Helper()
+	dir := memory.NewDirectory()
+	for _, tenant := range []string{"acme", "other"} {
+		for id := int64(1); id <= 1000; id++ {
+			if err := dir.CreateUser(context.Background(), tenant, social.User{ID: id}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return dir
+}
+
 func newService(t *testing.T) (*authn.Service, *fakeTokens, *memory.Clock) {
 	t.Helper()
 	clock := memory.NewClock(time.Now())
 	tokens := &fakeTokens{clock: clock, issued: map[string]auth.Token{}}
 	svc := authn.New(authn.Config{MaxTTL: 24 * time.Hour}, authn.Deps{
-		Tokens: tokens, Revocations: memory.NewRevocations(), Clock: clock,
+		Tokens: tokens, Revocations: memory.NewRevocations(), Clock: clock, Users: usersOf(t),
 		Tenants: func(name string) bool { return name == "acme" || name == "other" },
 	})
 	return svc, tokens, clock
@@ -55,12 +71,16 @@ func TestAuthenticate(t *testing.T) {
 		{"valid", tokens.issue("acme", 1), apperr.OK},
 		{"unknown tenant", tokens.issue("gone", 1), apperr.Unauthenticated},
 		{"not a token", "garbage", apperr.Unauthenticated},
+		{"user that does not exist", tokens.issue("acme", 4040), apperr.Unauthenticated},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			who, err := svc.Authenticate(context.Background(), tt.token)
 			if got := apperr.CodeOf(err); got != tt.want {
 				t.Fatalf("Authenticate = %+v, %v; want code %d", who, err, tt.want)
+			}
+			if _, err := svc.AuthenticateRequest(context.Background(), tt.token); apperr.CodeOf(err) != tt.want {
+				t.Fatalf("AuthenticateRequest = %v; want code %d", err, tt.want)
 			}
 			if tt.want == apperr.OK && (who.Tenant != "acme" || who.UserID != 1) {
 				t.Fatalf("identity = %+v", who)
@@ -118,9 +138,9 @@ func TestRevocation(t *testing.T) {
 }
 
 // node is one process's authentication over the shared deny-list.
-func node(tokens *fakeTokens, list ports.TokenRevocations, recent time.Duration) *authn.Service {
+func node(t testing.TB, tokens *fakeTokens, list ports.TokenRevocations, recent time.Duration) *authn.Service {
 	return authn.New(authn.Config{RecentTTL: recent, MaxTTL: 24 * time.Hour}, authn.Deps{
-		Tokens: tokens, Revocations: list, Clock: tokens.clock,
+		Tokens: tokens, Revocations: list, Clock: tokens.clock, Users: usersOf(t),
 		Tenants: func(name string) bool { return name == "acme" },
 	})
 }
@@ -148,7 +168,7 @@ func wantAccepted(t *testing.T, step string, check func(context.Context, string)
 func TestRevocationThroughThisNodeIsRefusedAtOnce(t *testing.T) {
 	ctx := context.Background()
 	tokens := &fakeTokens{clock: memory.NewClock(time.Now()), issued: map[string]auth.Token{}}
-	svc := node(tokens, memory.NewRevocations(), time.Hour)
+	svc := node(t, tokens, memory.NewRevocations(), time.Hour)
 	a, b, c := tokens.issue("acme", 1), tokens.issue("acme", 2), tokens.issue("acme", 3)
 	wantAccepted(t, "first checks", svc.AuthenticateRequest, a, b, c)
 	if err := svc.Logout(ctx, a); err != nil {
@@ -174,7 +194,7 @@ func TestRevocationOnAnotherNodeIsBoundedByRecentTTL(t *testing.T) {
 	const recent = 5 * time.Second
 	tokens := &fakeTokens{clock: memory.NewClock(time.Now()), issued: map[string]auth.Token{}}
 	list := memory.NewRevocations()
-	nodeA, nodeB, nodeC := node(tokens, list, recent), node(tokens, list, recent), node(tokens, list, recent)
+	nodeA, nodeB, nodeC := node(t, tokens, list, recent), node(t, tokens, list, recent), node(t, tokens, list, recent)
 	a, b := tokens.issue("acme", 1), tokens.issue("acme", 2)
 	wantAccepted(t, "B's and C's first checks", nodeB.AuthenticateRequest, a, b)
 	wantAccepted(t, "B's and C's first checks", nodeC.AuthenticateRequest, a, b)
@@ -187,7 +207,7 @@ func TestRevocationOnAnotherNodeIsBoundedByRecentTTL(t *testing.T) {
 	}
 	wantRefused(t, "AUTH on C", nodeC.Authenticate, a, b)
 	wantRefused(t, "C per request after its AUTH read the deny-list", nodeC.AuthenticateRequest, a, b)
-	wantRefused(t, "a restarted B", node(tokens, list, recent).AuthenticateRequest, a, b)
+	wantRefused(t, "a restarted B", node(t, tokens, list, recent).AuthenticateRequest, a, b)
 	// B's answers read 2 s before the revocations still stand for 3 s: the bound, not a wish.
 	wantAccepted(t, "B per request inside RecentTTL of its read", nodeB.AuthenticateRequest, a, b)
 	tokens.clock.Advance(recent - 2*time.Second)
@@ -216,7 +236,7 @@ func TestAnAnswerReadBeforeALogoutIsNotKept(t *testing.T) {
 	ctx := context.Background()
 	tokens := &fakeTokens{clock: memory.NewClock(time.Now()), issued: map[string]auth.Token{}}
 	list := &racingRevocations{TokenRevocations: memory.NewRevocations()}
-	svc := node(tokens, list, time.Hour)
+	svc := node(t, tokens, list, time.Hour)
 	a := tokens.issue("acme", 1)
 	list.race = func() {
 		if err := svc.Logout(ctx, a); err != nil {
@@ -237,7 +257,7 @@ func BenchmarkAuthenticateRequest(b *testing.B) {
 	}{{"remembered", time.Hour}, {"deny-list read", 0}} {
 		b.Run(bc.name, func(b *testing.B) {
 			tokens := &fakeTokens{clock: memory.NewClock(time.Now()), issued: map[string]auth.Token{}}
-			svc := node(tokens, memory.NewRevocations(), bc.recent)
+			svc := node(b, tokens, memory.NewRevocations(), bc.recent)
 			toks := make([]string, 1000)
 			for i := range toks {
 				toks[i] = tokens.issue("acme", int64(i+1))
@@ -250,5 +270,62 @@ func BenchmarkAuthenticateRequest(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// countingUsers counts the directory's answers and can fail them.
+type countingUsers struct {
+	*memory.Directory
+	reads int
+	err   error
+}
+
+func (c *countingUsers) UserExists(ctx context.Context, tenant string, user int64) (bool, error) {
+	c.reads++
+	if c.err != nil {
+		return false, c.err
+	}
+	return c.Directory.UserExists(ctx, tenant, user)
+}
+
+// TestUserExistence: a token of a user the directory does not hold is refused with 40101 on
+// AUTH and per request; "exists" is reused for UserTTL and "does not exist" never, so a user
+// created after a refusal logs in at once; a directory that cannot answer is 50301 (issue 33).
+func TestUserExistence(t *testing.T) {
+	ctx := context.Background()
+	clock := memory.NewClock(time.Now())
+	tokens := &fakeTokens{clock: clock, issued: map[string]auth.Token{}}
+	users := &countingUsers{Directory: usersOf(t)}
+	svc := authn.New(authn.Config{MaxTTL: time.Hour, UserTTL: time.Minute}, authn.Deps{
+		Tokens: tokens, Revocations: memory.NewRevocations(), Clock: clock, Users: users,
+		Tenants: func(name string) bool { return name == "acme" || name == "other" },
+	})
+	known, late := tokens.issue("acme", 1), tokens.issue("acme", 4040)
+
+	wantRefused(t, "unknown user", svc.Authenticate, late)
+	wantRefused(t, "unknown user, per request", svc.AuthenticateRequest, late)
+	if users.reads != 2 {
+		t.Fatalf("directory read %d times for two checks of an unknown user, want 2 (no negative answer kept)", users.reads)
+	}
+	if err := users.CreateUser(ctx, "acme", social.User{ID: 4040}); err != nil {
+		t.Fatal(err)
+	}
+	wantAccepted(t, "the user created after", svc.Authenticate, late)
+
+	users.reads = 0
+	wantAccepted(t, "known user", svc.Authenticate, known, known)
+	wantAccepted(t, "known user, per request", svc.AuthenticateRequest, known)
+	if users.reads != 1 {
+		t.Fatalf("directory read %d times for three checks within UserTTL, want 1", users.reads)
+	}
+	if _, err := svc.Authenticate(ctx, tokens.issue("other", 1)); err != nil {
+		t.Fatalf("the same id in another tenant: %v", err)
+	}
+
+	users.err = errors.New("mysql down")
+	wantAccepted(t, "known user, directory down", svc.Authenticate, known)
+	clock.Advance(time.Minute)
+	if _, err := svc.Authenticate(ctx, known); apperr.CodeOf(err) != apperr.Busy {
+		t.Fatalf("directory down past UserTTL: %v, want 50301", err)
 	}
 }

@@ -62,9 +62,12 @@ type Deps struct {
 	Locator  Locator
 	Events   Publisher
 	Resolver *conversation.Resolver
-	Clock    ports.Clock
-	Metrics  ports.Metrics
-	Log      *slog.Logger
+	// Media admits a media key an edit puts into a message, like a send's (issue 33); nil
+	// admits every key of the right shape (tests).
+	Media   ports.MediaAdmission
+	Clock   ports.Clock
+	Metrics ports.Metrics
+	Log     *slog.Logger
 }
 
 // Service recalls, edits and deletes messages.
@@ -166,10 +169,25 @@ func (s *Service) Edit(ctx context.Context, r EditRequest) (message.Message, err
 		if err := draft.Validate(); err != nil {
 			return message.Message{}, err
 		}
+		if err := s.admitMedia(ctx, r.Target, cur, draft); err != nil {
+			return message.Message{}, err
+		}
 		next := cur
 		next.Content, next.Version, next.EditedAt = r.Content, cur.Version+1, now
 		return next, nil
 	})
+}
+
+// admitMedia admits the key of an edited media message when the edit changes it.
+func (s *Service) admitMedia(ctx context.Context, t Target, cur message.Message, edited message.Draft) error {
+	key, media := edited.MediaKey()
+	if !media || s.d.Media == nil {
+		return nil
+	}
+	if old, _ := (message.Draft{Type: cur.Type, Content: cur.Content}).MediaKey(); old == key {
+		return nil
+	}
+	return s.d.Media.AdmitMedia(ctx, t.Tenant, t.User, key, t.Topic)
 }
 
 // DeleteForAll deletes a message for every member: status deleted, content cleared. Its sender

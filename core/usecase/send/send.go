@@ -54,7 +54,10 @@ type Deps struct {
 	Clock    ports.Clock
 	Metrics  ports.Metrics
 	Resolver *conversation.Resolver
-	Log      *slog.Logger
+	// Media admits the key of a media message into its conversation before anything is
+	// allocated (issue 33); nil admits every key of the right shape (tests).
+	Media ports.MediaAdmission
+	Log   *slog.Logger
 	// Months is the shard manager: it prepares a tenant's months when the seq script finds
 	// none writable (Redis lost its month keys) instead of waiting for its next pass, repairs
 	// the active month forward from the catalog when a write collides (Redis behind the catalog
@@ -129,6 +132,11 @@ func (s *Service) Send(ctx context.Context, r Request) (res Result, err error) {
 	conv, err := s.d.Resolver.ForSend(ctx, r.Tenant, r.From, r.Address, r.Draft.Type)
 	if err != nil {
 		return Result{}, err
+	}
+	if key, media := r.Draft.MediaKey(); media && s.d.Media != nil {
+		if err := s.d.Media.AdmitMedia(ctx, r.Tenant, r.From, key, conv.Topic); err != nil {
+			return Result{}, err
+		}
 	}
 	return s.post(ctx, r, conv)
 }

@@ -1,17 +1,23 @@
 // Package uploads hands out short-lived object-store URLs for media (seed 003 §7.1 upload
 // credentials): clients PUT the bytes straight to the store and send only the object key in a
 // message (seed 003 §9.4: media only by reference). What a key looks like is the domain's
-// (core/domain/objectkey), so the blob stores check keys without this use case.
+// (core/domain/objectkey), so the blob stores check keys without this use case. Who may read a
+// key is decided here (issue 33): its uploader, anyone if it is its uploader's avatar, and the
+// readers of each conversation a message referenced it in; the send and edit paths admit a key
+// into a conversation only for a sender who may read it, so a learned key opens nothing.
 package uploads
 
 import (
 	"context"
 	"crypto/rand"
+	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/message"
 	"github.com/imdhq/imd/core/domain/objectkey"
+	"github.com/imdhq/imd/core/usecase/conversation"
 	"github.com/imdhq/imd/ports"
 )
 
@@ -20,6 +26,11 @@ const (
 	DefaultMaxSize = 100 << 20
 	DefaultURLTTL  = 15 * time.Minute
 )
+
+// maxReferencingTopics bounds the conversations a download checks for one key: a key is
+// shared by forwarding it, one conversation at a time, so a reader's conversation is among the
+// first few; past the bound a reader is refused rather than a request made unbounded.
+const maxReferencingTopics = 256
 
 // Config bounds uploads.
 type Config struct {
@@ -31,13 +42,21 @@ type Config struct {
 type Deps struct {
 	Store ports.ObjectStore
 	Clock ports.Clock
+	// Refs are the conversations each key was sent in.
+	Refs ports.MediaRefs
+	// Profiles tells whether a key is its uploader's avatar, which every user may see.
+	Profiles ports.Profiles
+	// Resolver says who may read a conversation, as for its history.
+	Resolver *conversation.Resolver
 }
 
-// Service issues upload and download URLs.
+// Service issues upload and download URLs and admits keys into conversations.
 type Service struct {
 	cfg Config
 	d   Deps
 }
+
+var _ ports.MediaAdmission = (*Service)(nil)
 
 // New returns the service.
 func New(cfg Config, d Deps) *Service {
@@ -94,11 +113,14 @@ func (s *Service) Upload(ctx context.Context, r Request) (Grant, error) {
 	return Grant{Key: key, URL: url, ContentType: r.ContentType, MaxSize: r.Size, ExpiresAt: expires}, nil
 }
 
-// Download signs a GET of a key of the tenant. Keys are unguessable, so any user of the tenant
-// holding one (from a message) may read it; another tenant's key is never signed.
-func (s *Service) Download(ctx context.Context, tenant, key string) (string, time.Time, error) {
+// Download signs a GET of a key for a user who may read it: 40401 for what is no key of the
+// tenant, 40301 for a key the user has no right to (issue 33).
+func (s *Service) Download(ctx context.Context, tenant string, user int64, key string) (string, time.Time, error) {
 	if !objectkey.Valid(key) || objectkey.Tenant(key) != tenant {
 		return "", time.Time{}, apperr.New(apperr.NotFound, "no such object")
+	}
+	if err := s.mayRead(ctx, tenant, user, key); err != nil {
+		return "", time.Time{}, err
 	}
 	expires := s.d.Clock.Now().UTC().Add(s.cfg.URLTTL).Truncate(time.Second)
 	url, err := s.d.Store.PresignGet(ctx, key, expires)
@@ -106,4 +128,67 @@ func (s *Service) Download(ctx context.Context, tenant, key string) (string, tim
 		return "", time.Time{}, apperr.Wrap(apperr.Busy, "object store unavailable", err)
 	}
 	return url, expires, nil
+}
+
+// AdmitMedia lets a message of topic carry key: a key of the tenant the sender may read. The
+// reference is recorded before the message is stored, so every stored message's readers may
+// read its media; a send that fails after it leaves a reference the sender could have made
+// good by retrying, to a key it may read.
+func (s *Service) AdmitMedia(ctx context.Context, tenant string, user int64, key, topicName string) error {
+	if !objectkey.Valid(key) || objectkey.Tenant(key) != tenant {
+		return apperr.New(apperr.InvalidArgument, "content.key is not an uploaded object key of this tenant")
+	}
+	if err := s.mayRead(ctx, tenant, user, key); err != nil {
+		return err
+	}
+	if err := s.d.Refs.AddMediaRef(ctx, tenant, key, topicName); err != nil {
+		return apperr.Wrap(apperr.Busy, "media reference not recorded, retry", err)
+	}
+	return nil
+}
+
+// Backfill records the media references of stored messages (the reindex command), so the
+// messages stored before references were kept open their media to their readers too. Only
+// keys of the tenant's shape are recorded; recording one twice does no harm.
+func (s *Service) Backfill(ctx context.Context, tenant string, msgs []message.Message) error {
+	for _, m := range msgs {
+		key, media := (message.Draft{Type: m.Type, Content: m.Content}).MediaKey()
+		if !media || !objectkey.Valid(key) || objectkey.Tenant(key) != tenant {
+			continue
+		}
+		if err := s.d.Refs.AddMediaRef(ctx, tenant, key, m.Topic); err != nil {
+			return fmt.Errorf("media reference of %s seq %d: %w", m.Topic, m.Seq, err)
+		}
+	}
+	return nil
+}
+
+// mayRead is nil when user uploaded key, when key is its uploader's avatar, or when a
+// conversation user may read references it; otherwise 40301.
+func (s *Service) mayRead(ctx context.Context, tenant string, user int64, key string) error {
+	uploader := objectkey.User(key)
+	if uploader == user {
+		return nil
+	}
+	p, err := s.d.Profiles.Profile(ctx, tenant, uploader)
+	switch {
+	case err == nil && p.Avatar == key:
+		return nil
+	case err != nil && apperr.CodeOf(err) != apperr.NotFound:
+		return apperr.Wrap(apperr.Busy, "object rights unavailable, retry", err)
+	}
+	topics, err := s.d.Refs.MediaTopics(ctx, tenant, key, maxReferencingTopics)
+	if err != nil {
+		return apperr.Wrap(apperr.Busy, "object rights unavailable, retry", err)
+	}
+	for _, t := range topics {
+		_, err := s.d.Resolver.ForRead(ctx, tenant, user, conversation.Address{Topic: t})
+		switch code := apperr.CodeOf(err); {
+		case err == nil:
+			return nil
+		case code != apperr.Forbidden && code != apperr.NotFound:
+			return err
+		}
+	}
+	return apperr.New(apperr.Forbidden, "no conversation of yours references this object")
 }

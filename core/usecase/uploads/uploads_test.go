@@ -2,13 +2,19 @@ package uploads_test
 
 import (
 	"context"
+	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/imdhq/imd/adapters/memory"
 	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/message"
 	"github.com/imdhq/imd/core/domain/objectkey"
+	"github.com/imdhq/imd/core/domain/social"
+	"github.com/imdhq/imd/core/store/membership"
+	"github.com/imdhq/imd/core/usecase/conversation"
 	"github.com/imdhq/imd/core/usecase/uploads"
 )
 
@@ -66,20 +72,136 @@ func TestUpload(t *testing.T) {
 	}
 }
 
-func TestDownloadStaysInTheTenant(t *testing.T) {
-	svc := uploads.New(uploads.Config{}, uploads.Deps{Store: &signer{}, Clock: memory.NewClock(time.Now())})
+// rights is a tenant "acme" with users 1-4, user 1's key sent in group 7 (members 1 and 2),
+// user 4's key as its avatar, and the uploads service over it.
+type rights struct {
+	svc                    *uploads.Service
+	refs                   *memory.References
+	sent, avatar, unshared string
+}
+
+func newRights(t *testing.T) rights {
+	t.Helper()
 	ctx := context.Background()
-	key := "acme/7/20300405/0123456789abcdef0123456789abcdef.png"
-	if _, _, err := svc.Download(ctx, "acme", key); err != nil {
+	clock := memory.NewClock(time.Now())
+	dir := memory.NewDirectory()
+	for id := int64(1); id <= 4; id++ {
+		if err := dir.CreateUser(ctx, "acme", social.User{ID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := dir.CreateGroup(ctx, "acme", social.Group{ID: 7, Owner: 1}, 70, []int64{1, 2}); err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range []struct{ tenant, key string }{
-		{"other", key},
-		{"acme", "acme/7/../../secret.png"},
-		{"acme", "acme/7/20300405/short.png"},
-	} {
-		if _, _, err := svc.Download(ctx, tc.tenant, tc.key); apperr.CodeOf(err) != apperr.NotFound {
-			t.Errorf("Download(%s, %s) = %v, want 40401", tc.tenant, tc.key, err)
+	r := rights{
+		refs:     memory.NewReferences(),
+		sent:     "acme/1/20300405/0123456789abcdef0123456789abcdef.png",
+		avatar:   "acme/4/20300405/0123456789abcdef0123456789abcdef.png",
+		unshared: "acme/1/20300405/ffffffffffffffffffffffffffffffff.pdf",
+	}
+	if err := dir.UpdateProfile(ctx, "acme", social.Profile{UserID: 4, Avatar: r.avatar}); err != nil {
+		t.Fatal(err)
+	}
+	resolver := conversation.NewResolver(dir, memory.NewIDs(clock), membership.New(dir, clock, time.Minute), conversation.WithClock(clock))
+	r.svc = uploads.New(uploads.Config{}, uploads.Deps{Store: &signer{}, Clock: clock, Refs: r.refs, Profiles: dir, Resolver: resolver})
+	if err := r.svc.AdmitMedia(ctx, "acme", 1, r.sent, "grp_7"); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestDownloadRights: a key is read by its uploader, by everyone when it is its uploader's
+// avatar, and by the readers of a conversation that references it; any other user of the
+// tenant is refused with 40301, and what is no key of the tenant is 40401 (issue 33).
+func TestDownloadRights(t *testing.T) {
+	r := newRights(t)
+	tests := []struct {
+		name   string
+		tenant string
+		user   int64
+		key    string
+		want   apperr.Code
+	}{
+		{"uploader", "acme", 1, r.unshared, apperr.OK},
+		{"member of a conversation it was sent in", "acme", 2, r.sent, apperr.OK},
+		{"user who only learned the key", "acme", 3, r.sent, apperr.Forbidden},
+		{"a member, for a key never sent", "acme", 2, r.unshared, apperr.Forbidden},
+		{"anyone, for an avatar", "acme", 3, r.avatar, apperr.OK},
+		{"another tenant", "other", 1, r.sent, apperr.NotFound},
+		{"a path", "acme", 1, "acme/1/../../secret.png", apperr.NotFound},
+		{"short", "acme", 1, "acme/1/20300405/short.png", apperr.NotFound},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, _, err := r.svc.Download(context.Background(), tt.tenant, tt.user, tt.key); apperr.CodeOf(err) != tt.want {
+				t.Fatalf("Download = %v, want code %d", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestAdmitMedia: a key enters a conversation only for a sender who may read it, and then its
+// readers may read it too; a refused key records nothing (issue 33).
+func TestAdmitMedia(t *testing.T) {
+	ctx := context.Background()
+	r := newRights(t)
+	tests := []struct {
+		name  string
+		user  int64
+		key   string
+		topic string
+		want  apperr.Code
+	}{
+		{"own upload", 1, r.unshared, "grp_7", apperr.OK},
+		{"forwarding what a conversation showed", 2, r.sent, "p2p_2_3", apperr.OK},
+		{"a learned key", 3, "acme/2/20300405/0123456789abcdef0123456789abcdef.png", "p2p_1_3", apperr.Forbidden},
+		{"a path", 1, "../../../etc/passwd", "grp_7", apperr.InvalidArgument},
+		{"another tenant's key", 1, "other/1/20300405/0123456789abcdef0123456789abcdef.png", "grp_7", apperr.InvalidArgument},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := r.svc.AdmitMedia(ctx, "acme", tt.user, tt.key, tt.topic); apperr.CodeOf(err) != tt.want {
+				t.Fatalf("AdmitMedia = %v, want code %d", err, tt.want)
+			}
+			topics, err := r.refs.MediaTopics(ctx, "acme", tt.key, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if recorded := slices.Contains(topics, tt.topic); recorded != (tt.want == apperr.OK) {
+				t.Fatalf("reference to %s recorded: %v (topics %q)", tt.topic, recorded, topics)
+			}
+		})
+	}
+	if _, _, err := r.svc.Download(ctx, "acme", 3, r.sent); err != nil {
+		t.Fatalf("user 3 reads what user 2 forwarded to it: %v", err)
+	}
+}
+
+// TestBackfill: the reindex command records the references of messages stored before they
+// were kept, so their readers may read their media; a key of another shape or tenant is not
+// recorded.
+func TestBackfill(t *testing.T) {
+	ctx := context.Background()
+	r := newRights(t)
+	old := "acme/1/20300405/00000000000000000000000000000001.png"
+	msgs := []message.Message{
+		{Topic: "grp_7", Seq: 1, Type: "image", Content: json.RawMessage(`{"key":"` + old + `"}`)},
+		{Topic: "grp_7", Seq: 2, Type: "file", Content: json.RawMessage(`{"key":"files/f1"}`)},
+		{Topic: "grp_7", Seq: 3, Type: "image", Content: json.RawMessage(`{"key":"other/1/20300405/00000000000000000000000000000001.png"}`)},
+		{Topic: "grp_7", Seq: 4, Type: "text", Content: json.RawMessage(`{"text":"hi"}`)},
+	}
+	if _, _, err := r.svc.Download(ctx, "acme", 2, old); apperr.CodeOf(err) != apperr.Forbidden {
+		t.Fatalf("before the backfill: %v, want 40301", err)
+	}
+	if err := r.svc.Backfill(ctx, "acme", msgs); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := r.svc.Download(ctx, "acme", 2, old); err != nil {
+		t.Fatalf("a member after the backfill: %v", err)
+	}
+	for _, key := range []string{"files/f1", "other/1/20300405/00000000000000000000000000000001.png"} {
+		if topics, err := r.refs.MediaTopics(ctx, "acme", key, 10); err != nil || len(topics) != 0 {
+			t.Fatalf("%s recorded in %q (%v)", key, topics, err)
 		}
 	}
 }
