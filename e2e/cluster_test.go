@@ -141,13 +141,7 @@ func TestRedisClusterMasterKilledDuringSendsLosesNoAckedMessage(t *testing.T) {
 	close(stop)
 	running.Wait()
 
-	var all []acked
-	busy, other := 0, 0
-	for _, s := range senders {
-		all = append(all, s.acks...)
-		busy += s.busy
-		other += s.other
-	}
+	all, busy, other := gather(senders)
 	checkAcked(t, svc.MySQLDSN, srv.Tenant, all)
 	t.Logf("master 127.0.0.1:%d killed after %d ACKs, down %v; %d ACKed in all, %d answers of 50301, %d other failed attempts",
 		victim, before, restarted.Sub(killed).Round(time.Millisecond), len(all), busy, other)

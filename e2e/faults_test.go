@@ -106,11 +106,13 @@ type acked struct {
 	seq, msgID               int64
 }
 
-// faultSender sends one group's messages in a closed loop, each until it is ACKed.
+// faultSender sends one conversation's messages in a closed loop, each until it is ACKed: a
+// group's topic, or to toUser (P2P) when that is set.
 type faultSender struct {
-	topic string
-	token string
-	user  int64
+	topic  string
+	toUser int64
+	token  string
+	user   int64
 
 	mu    sync.Mutex
 	acks  []acked
@@ -133,7 +135,7 @@ func (s *faultSender) run(ctx context.Context, addr func() string, stop <-chan s
 		default:
 		}
 		cmid := fmt.Sprintf("u%d-%d", s.user, i)
-		req := textMessage(s.topic, cmid, "fault text "+cmid)
+		req := s.message(cmid)
 		for {
 			if ctx.Err() != nil {
 				return
@@ -148,7 +150,7 @@ func (s *faultSender) run(ctx context.Context, addr func() string, stop <-chan s
 			ack, err := c.Send(ctx, req)
 			if err == nil {
 				s.mu.Lock()
-				s.acks = append(s.acks, acked{topic: s.topic, clientMsgID: cmid, text: "fault text " + cmid, seq: ack.Seq, msgID: ack.MsgID})
+				s.acks = append(s.acks, acked{topic: ack.Topic, clientMsgID: cmid, text: "fault text " + cmid, seq: ack.Seq, msgID: ack.MsgID})
 				s.times = append(s.times, time.Now())
 				s.mu.Unlock()
 				break
@@ -167,6 +169,15 @@ func (s *faultSender) run(ctx context.Context, addr func() string, stop <-chan s
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
+}
+
+// message is the request of client_msg_id cmid, first sent or resent alike.
+func (s *faultSender) message(cmid string) wire.SendMessageRequest {
+	req := textMessage(s.topic, cmid, "fault text "+cmid)
+	if s.toUser != 0 {
+		req.Topic, req.ToUser = "", s.toUser
+	}
+	return req
 }
 
 func (s *faultSender) connect(ctx context.Context, addr string) *client.Conn {
@@ -308,28 +319,45 @@ func TestFaultInjectionLosesAndDuplicatesNothing(t *testing.T) {
 	running.Wait()
 
 	srv := cur.Load()
-	var all []acked
-	busy, other := 0, 0
+	all, busy, other := gather(senders)
+	checkAcked(t, svc.DSN, tenant, all)
+
+	resent := resendAll(t, ctx, srv.TCPAddr, senders)
+
+	t.Logf("fault run of %v: %d senders, %d messages ACKed, %d answers of 50301, %d other failed attempts, %d resends answered alike",
+		duration, len(senders), len(all), busy, other, sum(resent))
+	for _, r := range recoveries {
+		t.Logf("  %-42s fault took %6v; first ACK per sender after it: %v; %d answers of 50301",
+			r.name, r.took.Round(time.Millisecond), roundAll(r.after), r.busy)
+	}
+}
+
+// gather is every ACK of the senders, their 50301 answers and their other failed attempts.
+func gather(senders []*faultSender) (all []acked, busy, other int) {
 	for _, s := range senders {
 		all = append(all, s.acks...)
 		busy += s.busy
 		other += s.other
 	}
-	checkAcked(t, svc.DSN, tenant, all)
+	return all, busy, other
+}
 
-	// A resend of every ACKed message answers its first seq and msg_id.
+// resendAll resends every ACKed message of the senders: each must answer its first seq and
+// msg_id. It returns how many did.
+func resendAll(t *testing.T, ctx context.Context, addr string, senders []*faultSender) []int {
+	t.Helper()
 	resent := make([]int, len(senders))
 	var resends sync.WaitGroup
 	for i, s := range senders {
 		resends.Go(func() {
-			c := s.connect(ctx, srv.TCPAddr)
+			c := s.connect(ctx, addr)
 			if c == nil {
 				t.Errorf("resend: cannot connect as %d", s.user)
 				return
 			}
 			defer c.Close()
 			for _, a := range s.acks {
-				ack, err := c.Send(ctx, textMessage(a.topic, a.clientMsgID, a.text))
+				ack, err := c.Send(ctx, s.message(a.clientMsgID))
 				if err != nil || ack.Seq != a.seq || ack.MsgID != a.msgID {
 					t.Errorf("resend of %s: %+v, %v; first ACK was seq %d msg_id %d", a.clientMsgID, ack, err, a.seq, a.msgID)
 					return
@@ -339,13 +367,7 @@ func TestFaultInjectionLosesAndDuplicatesNothing(t *testing.T) {
 		})
 	}
 	resends.Wait()
-
-	t.Logf("fault run of %v: %d senders, %d messages ACKed, %d answers of 50301, %d other failed attempts, %d resends answered alike",
-		duration, len(senders), len(all), busy, other, sum(resent))
-	for _, r := range recoveries {
-		t.Logf("  %-42s fault took %6v; first ACK per sender after it: %v; %d answers of 50301",
-			r.name, r.took.Round(time.Millisecond), roundAll(r.after), r.busy)
-	}
+	return resent
 }
 
 // checkAcked reads the month tables back: every ACKed message once, with its seq, msg_id and

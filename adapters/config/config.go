@@ -6,8 +6,10 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -112,6 +114,48 @@ type Redis struct {
 	Username string    `yaml:"username"`
 	Password string    `yaml:"password" secret:"true"`
 	TLS      ClientTLS `yaml:"tls"`
+	// Sentinel, when its master_set is named, finds the master through Redis Sentinel and
+	// follows its failovers; addr is then not used (docs/NODES.md "Redis with a replica").
+	Sentinel Sentinel `yaml:"sentinel"`
+}
+
+// Sentinel names the sentinels that monitor imd's Redis master. Username and Password are the
+// sentinels' own AUTH (Redis' sentinel-user and sentinel-pass); the master and replica take
+// redis.username and redis.password, and redis.tls applies to both.
+type Sentinel struct {
+	MasterSet string `yaml:"master_set"`
+	// Addrs is a comma-separated list of sentinel addresses, as redis.addr is of seeds.
+	Addrs    string `yaml:"addrs"`
+	Username string `yaml:"username"`
+	Password string `yaml:"password" secret:"true"`
+	// Refresh is how often the client asks the sentinels who is master, besides following
+	// their +switch-master events: one missed event would otherwise bind it to a demoted
+	// master for good (0 turns it off).
+	Refresh time.Duration `yaml:"refresh"`
+}
+
+// Enabled reports whether imd reaches Redis through Sentinel.
+func (s Sentinel) Enabled() bool { return s.MasterSet != "" }
+
+func (s Sentinel) validate() error {
+	if !s.Enabled() {
+		if s.Addrs != "" || s.Username != "" || s.Password != "" {
+			return errors.New("redis.sentinel: addrs or credentials set but master_set is empty")
+		}
+		return nil
+	}
+	if s.Refresh < 0 {
+		return errors.New("redis.sentinel.refresh must not be negative")
+	}
+	if strings.TrimSpace(s.Addrs) == "" {
+		return errors.New("redis.sentinel: master_set needs addrs")
+	}
+	for _, a := range strings.Split(s.Addrs, ",") {
+		if _, _, err := net.SplitHostPort(strings.TrimSpace(a)); err != nil {
+			return fmt.Errorf("redis.sentinel.addrs: %q: %w", a, err)
+		}
+	}
+	return nil
 }
 
 // Tenant maps a tenant name to its database (DESIGN §1: one database per tenant) and, for a
@@ -341,7 +385,7 @@ func Default() Config {
 		HTTP:     HTTP{Addr: "127.0.0.1:8080", WebSocket: WebSocket{IdleTimeout: 120 * time.Second, WriteTimeout: 10 * time.Second}},
 		TCP:      TCP{Addr: "127.0.0.1:9000", TLS: "off", MaxFrameSize: 65536, IdleTimeout: 120 * time.Second, KeepAlive: 30 * time.Second, Multicore: true, CompressMinSize: 512, RequestTimeout: 10 * time.Second, OutboundLimit: 4096, ProxyTimeout: 3 * time.Second, HandshakeTimeout: 10 * time.Second, PushAckTimeout: 30 * time.Second},
 		MySQL:    MySQL{MaxOpenConns: 64},
-		Redis:    Redis{Addr: "127.0.0.1:6379"},
+		Redis:    Redis{Addr: "127.0.0.1:6379", Sentinel: Sentinel{Refresh: 5 * time.Second}},
 		TaskPool: TaskPool{Workers: 256, Queue: 4096},
 		Deliver:  Deliver{Partitions: 16, ReorderWait: 200 * time.Millisecond, TakeTimeout: 5 * time.Second, DoneTTL: 10 * time.Minute, MaxAttempts: 5},
 		Cluster:  Cluster{LeaseTTL: 10 * time.Second, Backlog: 10_000},
@@ -483,7 +527,7 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("shard.route_repair intervals and sizes must be positive, reconcile_deep not negative"))
 	}
 	errs = append(errs, Listener("http", c.HTTP.Addr, c.HTTP.Public), Listener("tcp", c.TCP.Addr, c.TCP.Public), c.HTTP.validateAdmin())
-	errs = append(errs, c.Archive.validate(), c.Uploads.validateStore(), c.Search.validate(), c.Shutdown.validate(), c.Migration.validate(), c.MySQL.TLS.validate("mysql"), c.Redis.TLS.validate("redis"))
+	errs = append(errs, c.Archive.validate(), c.Uploads.validateStore(), c.Search.validate(), c.Shutdown.validate(), c.Migration.validate(), c.MySQL.TLS.validate("mysql"), c.Redis.TLS.validate("redis"), c.Redis.Sentinel.validate())
 	return errors.Join(errs...)
 }
 

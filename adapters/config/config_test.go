@@ -101,6 +101,10 @@ func TestValidateRejects(t *testing.T) {
 		{"unknown uploads store", []string{"IMD_UPLOADS_STORE=ftp"}, "uploads.store"},
 		{"tls cert without key", []string{"IMD_REDIS_TLS_ENABLED=true", "IMD_REDIS_TLS_CERT_FILE=/x.crt"}, "redis.tls: cert_file and key_file"},
 		{"tls files but off", []string{"IMD_MYSQL_TLS_CA_FILE=/ca.crt"}, "mysql.tls: files or server_name set but enabled is false"},
+		{"sentinels without master set", []string{"IMD_REDIS_SENTINEL_ADDRS=127.0.0.1:26379"}, "master_set is empty"},
+		{"master set without sentinels", []string{"IMD_REDIS_SENTINEL_MASTER_SET=imd"}, "master_set needs addrs"},
+		{"sentinel without port", []string{"IMD_REDIS_SENTINEL_MASTER_SET=imd", "IMD_REDIS_SENTINEL_ADDRS=127.0.0.1:26379,sentinel-b"}, `"sentinel-b"`},
+		{"negative sentinel refresh", []string{"IMD_REDIS_SENTINEL_MASTER_SET=imd", "IMD_REDIS_SENTINEL_ADDRS=127.0.0.1:26379", "IMD_REDIS_SENTINEL_REFRESH=-1s"}, "refresh"},
 		// The environment itself: a variable that names no key, a secret given twice, an
 		// unreadable or empty secret file, _FILE on a key that is no secret.
 		{"misspelt key", []string{"IMD_TCP_ADR=127.0.0.1:1"}, "IMD_TCP_ADR"},
@@ -118,6 +122,18 @@ func TestValidateRejects(t *testing.T) {
 				t.Fatalf("got %v, want error mentioning %q", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+func TestSentinelFromEnv(t *testing.T) {
+	cfg, err := Load(writeConfig(t, validYAML), []string{"IMD_REDIS_SENTINEL_MASTER_SET=imd",
+		"IMD_REDIS_SENTINEL_ADDRS=127.0.0.1:26379, 127.0.0.1:26380", "IMD_REDIS_SENTINEL_PASSWORD=s-pw"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := cfg.Redis.Sentinel
+	if !s.Enabled() || s.MasterSet != "imd" || s.Addrs != "127.0.0.1:26379, 127.0.0.1:26380" || s.Password != "s-pw" || s.Refresh != 5*time.Second {
+		t.Fatalf("sentinel = %+v", s)
 	}
 }
 

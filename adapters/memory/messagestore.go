@@ -78,6 +78,9 @@ func (s *MessageStore) append(tenant string, m message.Message, hash string, all
 	if known {
 		existing := cloneMessage(d.tables[rec.month][topicSeqKey{m.Topic, rec.seq}])
 		res = ports.AppendResult{Outcome: ports.DuplicateClientMsgID, Existing: existing, Hash: rec.hash, Queued: rec.queued}
+		if own, ok := d.tables[m.Month][topicSeqKey{m.Topic, m.Seq}]; ok && own.MsgID == m.MsgID {
+			return res, nil // this attempt's tombstone, stored by the same attempt before
+		}
 		row = tombstone(m)
 	} else {
 		res = ports.AppendResult{Outcome: ports.Stored}

@@ -411,8 +411,15 @@ func (w *writer) plan(ctx context.Context, tx *sql.Tx, q *sqlcdb.Queries, reqs [
 			continue
 		}
 		if recorded {
+			again, err := w.tombstoned(ctx, tx, m)
+			if err != nil {
+				b.answers[i].err = err
+				continue
+			}
 			b.answers[i].res = ports.AppendResult{Outcome: ports.DuplicateClientMsgID, Existing: existing, Hash: d.PayloadHash, Queued: d.Status == dedupQueued}
-			b.addRow(tombstoneRow(m))
+			if !again {
+				b.addRow(tombstoneRow(m))
+			}
 			continue
 		}
 		row, err := messageRow(m)
@@ -488,6 +495,24 @@ func (w *writer) lockDedup(ctx context.Context, tx *sql.Tx, reqs []*appendReq) (
 }
 
 // readRecorded reads the message a dedup record points to, in whatever month it landed.
+// tombstoned reports whether this duplicate attempt's tombstone is stored already: a resend
+// whose idempotency record Redis lost and made again names the attempt that was tombstoned
+// (DESIGN §1.13), and a second tombstone of one msg_id would fail the batch for good.
+func (w *writer) tombstoned(ctx context.Context, tx *sql.Tx, m message.Message) (bool, error) {
+	table, err := w.t.months.on(ctx, tx, w.month)
+	if err != nil {
+		return false, fmt.Errorf("tombstone of %s seq %d: %w", m.Topic, m.Seq, err)
+	}
+	got, err := getMessage(ctx, table, w.month, m.Topic, m.Seq)
+	if errors.Is(err, message.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return got.MsgID == m.MsgID, nil
+}
+
 func (w *writer) readRecorded(ctx context.Context, tx *sql.Tx, d sqlcdb.LockDedupRow) (message.Message, error) {
 	m, err := month.Parse(d.ShardMonth)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/redis/rueidis"
 )
@@ -28,25 +29,47 @@ func WithTLS(c *tls.Config) Option {
 	return func(o *rueidis.ClientOption) { o.TLSConfig = c }
 }
 
+// WithSentinel asks the sentinels at addrs (comma-separated) for the master of masterSet and
+// follows its failovers, instead of connecting to Open's addr. Username and password are the
+// sentinels' own AUTH; refresh > 0 also asks them that often, since a missed +switch-master
+// event would otherwise leave the client on a demoted master (rueidis SentinelOption).
+func WithSentinel(masterSet, addrs, username, password string, refresh time.Duration) Option {
+	return func(o *rueidis.ClientOption) {
+		o.InitAddress = splitAddrs(addrs)
+		o.Sentinel = rueidis.SentinelOption{MasterSet: masterSet, Username: username, Password: password,
+			TopologyRefreshInterval: refresh}
+	}
+}
+
+func splitAddrs(addrs string) []string {
+	out := strings.Split(addrs, ",")
+	for i, a := range out {
+		out[i] = strings.TrimSpace(a)
+	}
+	return out
+}
+
 // Open connects to Redis at addr (a comma-separated list of seed addresses; rueidis detects a
-// cluster by itself) and checks it answers. Auto-pipelining stays on: it is what lets thousands
+// cluster by itself), or through the sentinels WithSentinel names, and checks it answers. Auto-pipelining stays on: it is what lets thousands
 // of concurrent senders share a few connections.
 func Open(ctx context.Context, addr string, opts ...Option) (rueidis.Client, error) {
 	o := rueidis.ClientOption{
-		InitAddress: strings.Split(addr, ","),
+		InitAddress: splitAddrs(addr),
 		// No client-side caching is used, so skip CLIENT TRACKING on every connection.
 		DisableCache: true,
 	}
 	for _, opt := range opts {
 		opt(&o)
 	}
+	// The sentinels speak TLS when the master does: one redis.tls for the whole deployment.
+	o.Sentinel.TLSConfig = o.TLSConfig
 	c, err := rueidis.NewClient(o)
 	if err != nil {
-		return nil, fmt.Errorf("connect redis %s: %w", addr, err)
+		return nil, fmt.Errorf("connect redis %s: %w", strings.Join(o.InitAddress, ","), err)
 	}
 	if err := c.Do(ctx, c.B().Ping().Build()).Error(); err != nil {
 		c.Close()
-		return nil, fmt.Errorf("ping redis %s: %w", addr, err)
+		return nil, fmt.Errorf("ping redis %s: %w", strings.Join(o.InitAddress, ","), err)
 	}
 	return c, nil
 }

@@ -296,7 +296,11 @@ func openRedis(cfg config.Config) (rueidis.Client, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return redisadapter.Open(ctx, cfg.Redis.Addr, redisadapter.WithAuth(cfg.Redis.Username, cfg.Redis.Password), redisadapter.WithTLS(certs))
+	opts := []redisadapter.Option{redisadapter.WithAuth(cfg.Redis.Username, cfg.Redis.Password), redisadapter.WithTLS(certs)}
+	if s := cfg.Redis.Sentinel; s.Enabled() {
+		opts = append(opts, redisadapter.WithSentinel(s.MasterSet, s.Addrs, s.Username, s.Password, s.Refresh))
+	}
+	return redisadapter.Open(ctx, cfg.Redis.Addr, opts...)
 }
 
 // newBlobStore is the archive's home: a local directory (default) or an S3-compatible bucket

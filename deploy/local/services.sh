@@ -87,7 +87,7 @@ S3_BUCKETS=(imd-archive imd-uploads)
 # prometheus: only for its promtool, which checks and unit-tests deploy/prometheus/ (the
 # Prometheus server itself is never started here). datefudge: the e2e month-switch test runs
 # a private redis-server on a shifted clock (libfaketime cannot start Debian's jemalloc build).
-PACKAGES=(mariadb-server redis-server nginx libnginx-mod-stream openssl prometheus datefudge)
+PACKAGES=(mariadb-server redis-server redis-sentinel nginx libnginx-mod-stream openssl prometheus datefudge)
 START_TIMEOUT=30   # seconds a server may take to answer after start
 STOP_TIMEOUT=30    # seconds before a graceful stop turns into SIGKILL
 NOFILE=65536       # open-file limit of the servers

@@ -110,6 +110,10 @@ func reusedClientMsgID(t *testing.T, s ports.MessageStore, shards ports.ShardSto
 	if res.Hash != hashOf(first) {
 		t.Fatalf("Hash = %q, want the first message's %q", res.Hash, hashOf(first))
 	}
+	// The same attempt again: a resend whose idempotency record Redis lost and made again
+	// names the tombstoned attempt. Same answer, one tombstone.
+	again := mustAppend(t, s, tenant, second, ports.DuplicateClientMsgID)
+	sameMessage(t, again.Existing, first)
 
 	tomb, err := s.Get(ctx, tenant, monthA, "grp_1", 2)
 	if err != nil {

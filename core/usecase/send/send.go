@@ -235,6 +235,12 @@ func (s *Service) post(ctx context.Context, r Request, conv social.Conversation)
 		var behind *shard.BehindError
 		switch {
 		case errors.Is(err, seq.ErrTaken):
+			// The seq is stored already: the sweeper's tombstone of a send it gave up on, or a
+			// Redis counter behind MySQL after a failover or restart that lost writes (DESIGN
+			// §1.13), whose lists may then count unread short. Logged for operators: the re-seed
+			// puts the counter right, so a rollback says it about once per topic.
+			s.d.Log.WarnContext(ctx, "seq already stored, re-seeding the counter from MySQL",
+				"tenant", r.Tenant, "topic", conv.Topic, "seq", m.Seq)
 			if err := s.reseed(ctx, r.Tenant, conv.Topic); err != nil {
 				return Result{}, err
 			}
