@@ -651,6 +651,18 @@ func (m gatedMonths) Advance(ctx context.Context, tenant string, mo month.Month)
 	return got, err
 }
 
+func (m gatedMonths) SwitchAt(ctx context.Context, tenant string, mo month.Month, at time.Time) (month.Month, error) {
+	if err := m.g.pass(redisBackend, "Months.SwitchAt"); err != nil {
+		return 0, err
+	}
+	got, err := m.MonthState.SwitchAt(ctx, tenant, mo, at)
+	if err == nil {
+		m.g.sawMonth = max(m.g.sawMonth, got)
+		m.g.w.model.seeActive(got, m.g.w.clock.Now())
+	}
+	return got, err
+}
+
 func (m gatedMonths) Now(ctx context.Context) (time.Time, error) {
 	if err := m.g.pass(redisBackend, "Months.Now"); err != nil {
 		return time.Time{}, err
