@@ -78,7 +78,7 @@ func (s *MonthState) SwitchAt(_ context.Context, name string, m month.Month, at 
 	defer s.mu.Unlock()
 	t := s.of(name)
 	switch {
-	case t.active >= m && t.active != 0:
+	case t.active >= m: // never backward (and 0, none active, is below every month)
 	case !s.clock().Before(at):
 		s.advanceLocked(name, m)
 	case m > t.switchTo:

@@ -31,9 +31,10 @@ type Config struct {
 	// DedupPurgeBatches caps the DELETEs of one pass, so a large backlog drains over several
 	// passes instead of holding the lock.
 	DedupPurgeBatches int
-	// SwitchLead is how far ahead of Redis TIME an early switch is scheduled (Advance): the
-	// catalog records the switch's instant and Redis learns it within this lead, so the
-	// switch takes effect at exactly the recorded instant. An Advance returns after it.
+	// SwitchLead is how far ahead of Redis TIME an early switch is scheduled at least
+	// (Advance): the catalog records the switch's instant and Redis learns it within the lead,
+	// so the switch takes effect at exactly the recorded instant. The lead is twice what the
+	// advance's own catalog work took before, when that is longer. An Advance returns after it.
 	SwitchLead time.Duration
 }
 
@@ -44,9 +45,9 @@ const (
 	DefaultDedupPurgeBatch   = 1000
 	DefaultDedupPurgeBatches = 10
 	// DefaultSwitchLead covers one catalog UPDATE and one Redis script with room to spare; a
-	// slower catalog only costs the sends allocated in the month before in between a retry
-	// in the new month (DESIGN §7.1).
-	DefaultSwitchLead = 250 * time.Millisecond
+	// slower catalog only costs the sends allocated in the month before in between a second
+	// allocation in the new month (DESIGN §7.1).
+	DefaultSwitchLead = 500 * time.Millisecond
 )
 
 // Backlog reports whether work that may still concern month m of a tenant is pending; a
@@ -274,7 +275,7 @@ func (m *Manager) Advance(ctx context.Context, tenant string, target month.Month
 	if err := m.prepare(ctx, tenant, target); err != nil {
 		return 0, apperr.Wrap(apperr.Busy, "preparing the month table failed", err)
 	}
-	at, err := m.scheduleSwitch(ctx, tenant, target)
+	at, err := m.scheduleSwitch(ctx, tenant, target, now)
 	if err != nil {
 		return 0, err
 	}
@@ -298,8 +299,11 @@ func (m *Manager) Advance(ctx context.Context, tenant string, target month.Month
 	return got, nil
 }
 
-// scheduleSwitch records an early switch to target at an instant SwitchLead ahead of Redis
-// TIME, then schedules it in Redis for that instant, and returns the instant. The catalog
+// scheduleSwitch records an early switch to target at an instant a lead ahead of Redis TIME,
+// then schedules it in Redis for that instant, and returns the instant. The lead is SwitchLead,
+// or twice the time since began (Redis TIME when the advance began: its reconcile and prepare
+// made catalog calls of the kind the record is) when that is longer, so a loaded catalog gets
+// a longer lead. The catalog
 // learns the instant before Redis can act on it, so whatever Redis loses afterwards (a
 // failover to a replica, this node killed between the two), an allocation in an older month
 // after the instant is refused by the write transaction (shard.Superseding), and one before it
@@ -307,18 +311,25 @@ func (m *Manager) Advance(ctx context.Context, tenant string, target month.Month
 // month before is neither (DESIGN §7.1). A Redis that learns the schedule after
 // the instant switches at once; the sends it allocated in the month before in between are
 // refused and allocated again in target.
-func (m *Manager) scheduleSwitch(ctx context.Context, tenant string, target month.Month) (time.Time, error) {
+func (m *Manager) scheduleSwitch(ctx context.Context, tenant string, target month.Month, began time.Time) (time.Time, error) {
 	now, err := m.d.Months.Now(ctx)
 	if err != nil {
 		return time.Time{}, apperr.Wrap(apperr.Busy, "month state unavailable", err)
 	}
+	lead := max(m.cfg.SwitchLead, 2*now.Sub(began))
 	// Milliseconds, as the catalog and the seq script keep instants.
-	at := now.Add(m.cfg.SwitchLead).Truncate(time.Millisecond)
+	at := now.Add(lead).Truncate(time.Millisecond)
 	if err := m.d.Store.RecordSwitch(ctx, tenant, target, at); err != nil {
 		return time.Time{}, apperr.Wrap(apperr.Busy, "recording the switch failed", err)
 	}
-	if _, err := m.d.Months.SwitchAt(ctx, tenant, target, at); err != nil {
+	got, err := m.d.Months.SwitchAt(ctx, tenant, target, at)
+	if err != nil {
 		return time.Time{}, apperr.Wrap(apperr.Busy, "scheduling the month switch failed", err)
+	}
+	if got == target {
+		// Redis switched at once: the instant had passed when it learned of the switch.
+		m.d.Log.WarnContext(ctx, "early month switch scheduled after its instant; sends allocated in the month before since then are refused and allocated again",
+			"tenant", tenant, "month", target.String(), "at", at, "lead", lead)
 	}
 	return at, nil
 }
