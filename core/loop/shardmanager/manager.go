@@ -71,7 +71,8 @@ type Deps struct {
 	// Floors learns the catalog's newest writable month of every reconcile and advance, so this
 	// process's sends raise a Redis that fell behind it (send.Deps.Floors); nil: New makes one.
 	Floors *month.Floors
-	// Sleep waits d or until ctx ends (Advance waits for its switch's instant); nil: a timer.
+	// Sleep waits d or until ctx ends (Advance waits for its switch's instant); nil:
+	// periodic.Sleep.
 	// A simulated clock moves itself instead.
 	Sleep func(ctx context.Context, d time.Duration) error
 }
@@ -103,7 +104,7 @@ func New(cfg Config, d Deps) *Manager {
 		cfg.SwitchLead = DefaultSwitchLead
 	}
 	if d.Sleep == nil {
-		d.Sleep = sleep
+		d.Sleep = periodic.Sleep
 	}
 	return &Manager{cfg: cfg, d: d}
 }
@@ -344,18 +345,6 @@ func (m *Manager) until(ctx context.Context, at time.Time) error {
 		return nil
 	}
 	return m.d.Sleep(ctx, at.Sub(now))
-}
-
-// sleep is Deps.Sleep's default.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // markWritable moves a prepared month to writable; a month in any other state keeps it.

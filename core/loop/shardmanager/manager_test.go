@@ -583,16 +583,30 @@ func (d *dying) call() error {
 	return nil
 }
 
+// then runs fn unless the node died before it.
+func (d *dying) then(fn func() error) error {
+	if err := d.call(); err != nil {
+		return err
+	}
+	return fn()
+}
+
+// through runs fn unless the node died before it.
+func through[T any](d *dying, fn func() (T, error)) (T, error) {
+	if err := d.call(); err != nil {
+		var zero T
+		return zero, err
+	}
+	return fn()
+}
+
 type dyingMonths struct {
 	ports.MonthState
 	node *dying
 }
 
 func (m dyingMonths) MarkReady(ctx context.Context, tenant string, mo month.Month) error {
-	if err := m.node.call(); err != nil {
-		return err
-	}
-	return m.MonthState.MarkReady(ctx, tenant, mo)
+	return m.node.then(func() error { return m.MonthState.MarkReady(ctx, tenant, mo) })
 }
 
 func (m dyingMonths) Active(ctx context.Context, tenant string) (month.Month, bool, error) {
@@ -603,24 +617,15 @@ func (m dyingMonths) Active(ctx context.Context, tenant string) (month.Month, bo
 }
 
 func (m dyingMonths) Advance(ctx context.Context, tenant string, mo month.Month) (month.Month, error) {
-	if err := m.node.call(); err != nil {
-		return 0, err
-	}
-	return m.MonthState.Advance(ctx, tenant, mo)
+	return through(m.node, func() (month.Month, error) { return m.MonthState.Advance(ctx, tenant, mo) })
 }
 
 func (m dyingMonths) SwitchAt(ctx context.Context, tenant string, mo month.Month, at time.Time) (month.Month, error) {
-	if err := m.node.call(); err != nil {
-		return 0, err
-	}
-	return m.MonthState.SwitchAt(ctx, tenant, mo, at)
+	return through(m.node, func() (month.Month, error) { return m.MonthState.SwitchAt(ctx, tenant, mo, at) })
 }
 
 func (m dyingMonths) Now(ctx context.Context) (time.Time, error) {
-	if err := m.node.call(); err != nil {
-		return time.Time{}, err
-	}
-	return m.MonthState.Now(ctx)
+	return through(m.node, func() (time.Time, error) { return m.MonthState.Now(ctx) })
 }
 
 type dyingShards struct {
@@ -629,29 +634,17 @@ type dyingShards struct {
 }
 
 func (s dyingShards) EnsureTable(ctx context.Context, tenant string, mo month.Month) error {
-	if err := s.node.call(); err != nil {
-		return err
-	}
-	return s.ShardStore.EnsureTable(ctx, tenant, mo)
+	return s.node.then(func() error { return s.ShardStore.EnsureTable(ctx, tenant, mo) })
 }
 
 func (s dyingShards) Catalog(ctx context.Context, tenant string) ([]shard.Info, error) {
-	if err := s.node.call(); err != nil {
-		return nil, err
-	}
-	return s.ShardStore.Catalog(ctx, tenant)
+	return through(s.node, func() ([]shard.Info, error) { return s.ShardStore.Catalog(ctx, tenant) })
 }
 
 func (s dyingShards) SetState(ctx context.Context, tenant string, mo month.Month, from, to shard.State) error {
-	if err := s.node.call(); err != nil {
-		return err
-	}
-	return s.ShardStore.SetState(ctx, tenant, mo, from, to)
+	return s.node.then(func() error { return s.ShardStore.SetState(ctx, tenant, mo, from, to) })
 }
 
 func (s dyingShards) RecordSwitch(ctx context.Context, tenant string, mo month.Month, at time.Time) error {
-	if err := s.node.call(); err != nil {
-		return err
-	}
-	return s.ShardStore.RecordSwitch(ctx, tenant, mo, at)
+	return s.node.then(func() error { return s.ShardStore.RecordSwitch(ctx, tenant, mo, at) })
 }
