@@ -598,7 +598,13 @@ func (s gatedShards) RecordSwitch(ctx context.Context, tenant string, m month.Mo
 	if err := s.g.pass(mysqlBackend, "Shards.RecordSwitch"); err != nil {
 		return err
 	}
-	return s.ShardStore.RecordSwitch(ctx, tenant, m, at)
+	err := s.ShardStore.RecordSwitch(ctx, tenant, m, at)
+	if err == nil && at.Before(m.Start()) {
+		// An early switch is the active month from the instant it is recorded for, whatever
+		// Redis learns or loses of it (DESIGN §7.1).
+		s.g.w.model.seeActive(m, at)
+	}
+	return err
 }
 
 type gatedHousekeeping struct {
