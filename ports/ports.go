@@ -206,8 +206,16 @@ type MonthState interface {
 	// MarkReady lets the seq script move active_month to m.
 	MarkReady(ctx context.Context, tenant string, m month.Month) error
 	Active(ctx context.Context, tenant string) (m month.Month, found bool, err error)
-	// Advance moves active_month forward to m if m is ready; never backward.
+	// Advance moves active_month forward to m if m is ready; never backward. A scheduled
+	// switch that is due is applied first.
 	Advance(ctx context.Context, tenant string, m month.Month) (month.Month, error)
+	// SwitchAt schedules an early switch: active_month moves forward to m once Redis TIME
+	// reaches at, in the same atomic step that first finds it due (an allocation or an
+	// Advance), as it does when TIME enters a ready month; at once when at has passed. m must
+	// be ready by then. One switch is scheduled at a time: a later month replaces an earlier
+	// one, the same month keeps the earlier instant. It returns the active month after the
+	// call (zero when none).
+	SwitchAt(ctx context.Context, tenant string, m month.Month, at time.Time) (month.Month, error)
 	// Now is Redis TIME, the only clock month decisions use.
 	Now(ctx context.Context) (time.Time, error)
 }

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"context"
 	"sync"
 	"time"
 )
@@ -33,4 +34,10 @@ func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	c.now = c.now.Add(d)
 	c.mu.Unlock()
+}
+
+// Sleep moves the clock forward by d instead of waiting (shardmanager.Deps.Sleep).
+func (c *Clock) Sleep(_ context.Context, d time.Duration) error {
+	c.Advance(d)
+	return nil
 }

@@ -25,6 +25,9 @@ var _ ports.MonthState = (*MonthState)(nil)
 type tenantMonths struct {
 	active month.Month // 0 while none is active
 	ready  map[month.Month]bool
+	// switchTo, when set, is the early switch scheduled for switchAt (SwitchAt).
+	switchTo month.Month
+	switchAt time.Time
 }
 
 // NewMonthState returns an empty month state whose Now is clock.
@@ -62,7 +65,28 @@ func (s *MonthState) Advance(_ context.Context, name string, m month.Month) (mon
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.dueSwitchLocked(name)
 	return s.advanceLocked(name, m), nil
+}
+
+// SwitchAt schedules an early switch to m at at, or makes it at once when at has passed.
+func (s *MonthState) SwitchAt(_ context.Context, name string, m month.Month, at time.Time) (month.Month, error) {
+	if err := validTenantMonth(name, m); err != nil {
+		return 0, fmt.Errorf("schedule month switch: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.of(name)
+	switch {
+	case t.active >= m: // never backward (and 0, none active, is below every month)
+	case !s.clock().Before(at):
+		s.advanceLocked(name, m)
+	case m > t.switchTo:
+		t.switchTo, t.switchAt = m, at
+	case m == t.switchTo && at.Before(t.switchAt):
+		t.switchAt = at
+	}
+	return t.active, nil
 }
 
 // Now is the injected clock, in UTC like Redis TIME.
@@ -79,6 +103,7 @@ func (s *MonthState) activeFor(name string, override, floor month.Month) month.M
 		// Never picked from the clock: a lost active month may have been ahead of it.
 		return 0
 	}
+	s.dueSwitchLocked(name)
 	if floor.Valid() && floor > t.active {
 		t.ready[floor] = true
 		t.active = floor
@@ -88,6 +113,16 @@ func (s *MonthState) activeFor(name string, override, floor month.Month) month.M
 		target = override
 	}
 	return s.advanceLocked(name, target)
+}
+
+// dueSwitchLocked applies the scheduled switch once the clock has reached its instant.
+func (s *MonthState) dueSwitchLocked(name string) {
+	t := s.of(name)
+	if t.switchTo == 0 || s.clock().Before(t.switchAt) {
+		return
+	}
+	s.advanceLocked(name, t.switchTo)
+	t.switchTo, t.switchAt = 0, time.Time{}
 }
 
 func (s *MonthState) advanceLocked(name string, target month.Month) month.Month {

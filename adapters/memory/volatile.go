@@ -75,11 +75,11 @@ func lose[K comparable, V any](mu *sync.Mutex, state map[K]V) {
 	mu.Unlock()
 }
 
-// Snapshot copies the active and ready months.
+// Snapshot copies the active and ready months and the scheduled switch.
 func (s *MonthState) Snapshot() func() {
 	return snapshot(&s.mu, partOf(&s.tenants, func(m map[string]*tenantMonths) map[string]*tenantMonths {
 		return cloneMap(m, func(t *tenantMonths) *tenantMonths {
-			return &tenantMonths{active: t.active, ready: maps.Clone(t.ready)}
+			return &tenantMonths{active: t.active, ready: maps.Clone(t.ready), switchTo: t.switchTo, switchAt: t.switchAt}
 		})
 	}))
 }

@@ -43,6 +43,10 @@ func (k Keys) ActiveMonth() string { return k.prefix + "groupmsg:active_month" }
 // active_month into it.
 func (k Keys) ReadyMonths() string { return k.prefix + "groupmsg:ready_months" }
 
+// SwitchMonth is the HASH of the early switch scheduled for a later instant (month, at: Redis
+// TIME in ms); the scripts that read active_month apply it once due (ports.MonthState.SwitchAt).
+func (k Keys) SwitchMonth() string { return k.prefix + "groupmsg:switch_month" }
+
 // Seq is the per-topic counter; never reset, no TTL.
 func (k Keys) Seq(topic string) string { return k.prefix + "groupmsg:seq:" + topic }
 

@@ -13,6 +13,7 @@ func TestKeysLayout(t *testing.T) {
 	cases := []struct{ got, want string }{
 		{k.ActiveMonth(), "im:{acme}:groupmsg:active_month"},
 		{k.ReadyMonths(), "im:{acme}:groupmsg:ready_months"},
+		{k.SwitchMonth(), "im:{acme}:groupmsg:switch_month"},
 		{k.Seq("grp_1"), "im:{acme}:groupmsg:seq:grp_1"},
 		{k.Idem("p2p_1_2", 1, "a:b{c}"), "im:{acme}:groupmsg:idem:p2p_1_2:1:a:b{c}"},
 		{k.Route("grp_1"), "im:{acme}:groupmsg:route:grp_1"},

@@ -31,6 +31,29 @@ local function advance(active_key, ready_key, target, known)
 end
 `
 
+// luaDueSwitch applies the early switch scheduled in switch_key (HASH month, at: Redis TIME
+// in ms; ports.MonthState.SwitchAt) once now_ms has reached its instant, through advance, so
+// it is subject to the same rules. active is active_month's value the caller read. It returns
+// the resulting active month or false. Instants are below 2^53 ms, exact as Lua doubles.
+const luaDueSwitch = `
+local function due_switch(active_key, ready_key, switch_key, active, now_ms)
+  local s = redis.call('HMGET', switch_key, 'month', 'at')
+  if not s[1] or now_ms < tonumber(s[2]) then
+    return active
+  end
+  redis.call('DEL', switch_key)
+  return advance(active_key, ready_key, s[1], active)
+end
+`
+
+// luaTimeMs is Redis TIME in milliseconds.
+const luaTimeMs = `
+local function time_ms(t)
+  t = t or redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+`
+
 // luaUTCMonth turns Unix seconds into YYYYMM with Howard Hinnant's civil_from_days, so the
 // month comes from Redis TIME and never from a node's clock. All values stay far below 2^53.
 const luaUTCMonth = `

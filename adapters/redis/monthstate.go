@@ -54,10 +54,33 @@ func (s *MonthState) Active(ctx context.Context, tenant string) (month.Month, bo
 	return m, true, nil
 }
 
-// advanceScript returns the active month after the advance rule, or an empty string when none is active.
-// KEYS: active_month, ready_months. ARGV: target month.
-var advanceScript = rueidis.NewLuaScript(luaAdvance + `
-return advance(KEYS[1], KEYS[2], ARGV[1]) or ''
+// advanceScript returns the active month after a due scheduled switch and the advance rule,
+// or an empty string when none is active.
+// KEYS: active_month, ready_months, switch_month. ARGV: target month.
+var advanceScript = rueidis.NewLuaScript(luaAdvance + luaDueSwitch + luaTimeMs + `
+local active = due_switch(KEYS[1], KEYS[2], KEYS[3], redis.call('GET', KEYS[1]), time_ms())
+return advance(KEYS[1], KEYS[2], ARGV[1], active) or ''
+`)
+
+// switchAtScript schedules an early switch, or makes it when its instant has passed; it
+// returns the active month after the call, or an empty string when none is active.
+// KEYS: active_month, ready_months, switch_month. ARGV: target month, instant in Redis TIME ms.
+var switchAtScript = rueidis.NewLuaScript(luaAdvance + luaTimeMs + `
+local active = redis.call('GET', KEYS[1])
+local target, at = ARGV[1], tonumber(ARGV[2])
+if active and tonumber(active) >= tonumber(target) then
+  return active
+end
+if time_ms() >= at then
+  return advance(KEYS[1], KEYS[2], target, active) or ''
+end
+local s = redis.call('HMGET', KEYS[3], 'month', 'at')
+if not s[1] or tonumber(s[1]) < tonumber(target) then
+  redis.call('HSET', KEYS[3], 'month', target, 'at', ARGV[2])
+elseif s[1] == target and at < tonumber(s[2]) then
+  redis.call('HSET', KEYS[3], 'at', ARGV[2])
+end
+return active or ''
 `)
 
 // Advance moves active_month forward to m if m is ready; never backward. It returns the
@@ -67,18 +90,34 @@ func (s *MonthState) Advance(ctx context.Context, tenant string, m month.Month) 
 	if err != nil {
 		return 0, fmt.Errorf("advance month: %w", err)
 	}
-	v, err := advanceScript.Exec(ctx, s.c, []string{k.ActiveMonth(), k.ReadyMonths()}, []string{m.String()}).ToString()
-	if err != nil {
-		return 0, fmt.Errorf("advance %s to %s: %w", tenant, m, err)
-	}
-	if v == "" {
-		return 0, nil
-	}
-	active, err := month.Parse(v)
+	active, err := activeOf(advanceScript.Exec(ctx, s.c, []string{k.ActiveMonth(), k.ReadyMonths(), k.SwitchMonth()}, []string{m.String()}))
 	if err != nil {
 		return 0, fmt.Errorf("advance %s to %s: %w", tenant, m, err)
 	}
 	return active, nil
+}
+
+// SwitchAt schedules an early switch to m at at (ports.MonthState.SwitchAt).
+func (s *MonthState) SwitchAt(ctx context.Context, tenant string, m month.Month, at time.Time) (month.Month, error) {
+	k, err := keysOfMonth(tenant, m)
+	if err != nil {
+		return 0, fmt.Errorf("schedule month switch: %w", err)
+	}
+	active, err := activeOf(switchAtScript.Exec(ctx, s.c, []string{k.ActiveMonth(), k.ReadyMonths(), k.SwitchMonth()},
+		[]string{m.String(), strconv.FormatInt(at.UnixMilli(), 10)}))
+	if err != nil {
+		return 0, fmt.Errorf("schedule the switch of %s to %s at %s: %w", tenant, m, at.Format(time.RFC3339Nano), err)
+	}
+	return active, nil
+}
+
+// activeOf reads a script's reply of the active month, the empty string for none.
+func activeOf(r rueidis.RedisResult) (month.Month, error) {
+	v, err := r.ToString()
+	if err != nil || v == "" {
+		return 0, err
+	}
+	return month.Parse(v)
 }
 
 // Now is Redis TIME: one clock for every node, so nodes with skewed clocks agree on the month.

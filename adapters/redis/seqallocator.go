@@ -47,11 +47,14 @@ func NewSeqAllocator(c rueidis.Client, idemTTL time.Duration) *SeqAllocator {
 // The seq handed out is marked pending in KEYS[5] in the same step (seq.Request.PendingFor),
 // so no node sees it allocated and unmarked; expired marks are pruned there too.
 //
-// KEYS: idem, seq counter, active_month, ready_months, pending.
+// A scheduled early switch that is due is applied first (ports.MonthState.SwitchAt), in the
+// same step as the allocation: no seq is handed out in the month before once TIME reached it.
+//
+// KEYS: idem, seq counter, active_month, ready_months, pending, switch_month.
 // ARGV: msg_id, hash, idem TTL ms, reallocate '0'|'1', month override (empty: use Redis TIME),
 // floor month (empty: none; a table the catalog made writable, so it joins the ready set),
 // attempt, pending ms (empty: no mark).
-var allocateScript = rueidis.NewLuaScript(luaAdvance + luaUTCMonth + `
+var allocateScript = rueidis.NewLuaScript(luaAdvance + luaDueSwitch + luaUTCMonth + `
 -- One TIME per call at most: the month and the pending mark read the same clock.
 local time
 local function clock()
@@ -104,6 +107,7 @@ local current = redis.call('GET', KEYS[3])
 if not current then
   return {'nomonth'}
 end
+current = due_switch(KEYS[3], KEYS[4], KEYS[6], current, clock_ms())
 local floor = ARGV[6]
 if floor ~= '' and tonumber(current) < tonumber(floor) then
   redis.call('SADD', KEYS[4], floor)
@@ -158,7 +162,7 @@ func (s *SeqAllocator) Allocate(ctx context.Context, tenant string, req seq.Requ
 	if req.Attempt != "" && req.PendingFor > 0 {
 		pending = strconv.FormatInt(max(req.PendingFor.Milliseconds(), 1), 10)
 	}
-	keys := []string{k.Idem(req.Topic, req.From, req.ClientMsgID), k.Seq(req.Topic), k.ActiveMonth(), k.ReadyMonths(), k.Pending(req.Topic)}
+	keys := []string{k.Idem(req.Topic, req.From, req.ClientMsgID), k.Seq(req.Topic), k.ActiveMonth(), k.ReadyMonths(), k.Pending(req.Topic), k.SwitchMonth()}
 	args := []string{strconv.FormatInt(req.MsgID, 10), req.Hash, strconv.FormatInt(s.idemTTL.Milliseconds(), 10), reallocate, override, floor,
 		req.Attempt, pending}
 	reply, err := allocateScript.Exec(ctx, s.c, keys, args).AsStrSlice()

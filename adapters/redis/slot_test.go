@@ -15,6 +15,7 @@ import (
 var tenantKeys = map[string]func(Keys) string{
 	"ActiveMonth":         Keys.ActiveMonth,
 	"ReadyMonths":         Keys.ReadyMonths,
+	"SwitchMonth":         Keys.SwitchMonth,
 	"Seq":                 func(k Keys) string { return k.Seq("grp_1") },
 	"Idem":                func(k Keys) string { return k.Idem("p2p_1_2", 1, "x{other}:y") },
 	"Pending":             func(k Keys) string { return k.Pending("grp_1") },

@@ -598,7 +598,13 @@ func (s gatedShards) RecordSwitch(ctx context.Context, tenant string, m month.Mo
 	if err := s.g.pass(mysqlBackend, "Shards.RecordSwitch"); err != nil {
 		return err
 	}
-	return s.ShardStore.RecordSwitch(ctx, tenant, m, at)
+	err := s.ShardStore.RecordSwitch(ctx, tenant, m, at)
+	if err == nil && at.Before(m.Start()) {
+		// An early switch is the active month from the instant it is recorded for, whatever
+		// Redis learns or loses of it (DESIGN §7.1).
+		s.g.w.model.seeActive(m, at)
+	}
+	return err
 }
 
 type gatedHousekeeping struct {
@@ -644,6 +650,18 @@ func (m gatedMonths) Advance(ctx context.Context, tenant string, mo month.Month)
 		return 0, err
 	}
 	got, err := m.MonthState.Advance(ctx, tenant, mo)
+	if err == nil {
+		m.g.sawMonth = max(m.g.sawMonth, got)
+		m.g.w.model.seeActive(got, m.g.w.clock.Now())
+	}
+	return got, err
+}
+
+func (m gatedMonths) SwitchAt(ctx context.Context, tenant string, mo month.Month, at time.Time) (month.Month, error) {
+	if err := m.g.pass(redisBackend, "Months.SwitchAt"); err != nil {
+		return 0, err
+	}
+	got, err := m.MonthState.SwitchAt(ctx, tenant, mo, at)
 	if err == nil {
 		m.g.sawMonth = max(m.g.sawMonth, got)
 		m.g.w.model.seeActive(got, m.g.w.clock.Now())

@@ -15,12 +15,14 @@ import (
 )
 
 var (
-	flagSeed    = flag.Uint64("sim.seed", 0, "replay this seed only (0: the CI seeds)")
-	flagSteps   = flag.Int("sim.steps", 4000, "steps per seed")
-	flagSeeds   = flag.Int("sim.seeds", 8, "how many seeds the CI run tries")
-	flagOnly    = flag.String("sim.only", "", "replay only these step indexes of the seed (comma-separated), as a shrunk failure prints them")
-	flagForever = flag.Duration("sim.forever", 0, "run random seeds for this long (or until Ctrl-C or the first failure), printing progress")
-	flagTrace   = flag.Bool("sim.trace", false, "print what each step did")
+	flagSeed     = flag.Uint64("sim.seed", 0, "replay this seed only (0: the CI seeds)")
+	flagSteps    = flag.Int("sim.steps", 4000, "steps per seed")
+	flagSeeds    = flag.Int("sim.seeds", 4, "the fixed seeds the CI run tries: 1..N")
+	flagRotating = flag.Int("sim.rotating", 4, "how many more seeds the CI run derives from the commit ("+rotationEnv+", else git rev-parse HEAD)")
+	flagList     = flag.Bool("sim.list", false, "print the CI seeds and run none")
+	flagOnly     = flag.String("sim.only", "", "replay only these step indexes of the seed (comma-separated), as a shrunk failure prints them")
+	flagForever  = flag.Duration("sim.forever", 0, "run random seeds for this long (or until Ctrl-C or the first failure), printing progress")
+	flagTrace    = flag.Bool("sim.trace", false, "print what each step did")
 )
 
 // openDefects are failures the simulator finds in today's code whose fix is under way in its
@@ -29,7 +31,13 @@ var (
 var openDefects = []struct {
 	issue string
 	class *regexp.Regexp
-}{}
+}{
+	{
+		// Found by rotating seed 6366665703093049814 (docs/SIMULATION.md "Open defects").
+		"Redis failover with a replica (seq counters step back): a Redis rolled back behind a seq allocated but never stored hands that seq out again, and a send in a later month stores it below a seq stored in an earlier one",
+		regexp.MustCompile(`month segments overlap`),
+	},
+}
 
 func openDefect(violation string) (string, bool) {
 	for _, d := range openDefects {
@@ -182,10 +190,14 @@ func TestSimulation(t *testing.T) {
 	}
 	seeds := []uint64{*flagSeed}
 	if *flagSeed == 0 {
-		seeds = nil
-		for i := range *flagSeeds {
-			seeds = append(seeds, uint64(i+1))
+		var from string
+		seeds, from = ciSeeds(*flagSeeds, *flagRotating)
+		line := fmt.Sprintf("simulation seeds: %v (%s); replay one: go test ./core/simulation -run Simulation -sim.seed=N", seeds, from)
+		if *flagList {
+			fmt.Println(line)
+			t.Skip("-sim.list")
 		}
+		t.Log(line)
 	}
 	for _, seed := range seeds {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {

@@ -271,6 +271,7 @@ func (w *world) boot(g *gate) *node {
 		Store: gatedShards{ShardStore: w.shards, g: g}, Months: months, Locks: gatedLocks{Locks: w.locks, g: g},
 		Repairs: repair, Compensation: gatedCompensation{CompensationList: w.comp, g: g}, Metrics: w.metrics, Log: w.log,
 		Housekeeping: gatedHousekeeping{ShardHousekeeping: memory.NewHousekeeping(w.shards), g: g},
+		Sleep:        w.clock.Sleep,
 	})
 	sending := inflight.New()
 	hot := gatedHot{HotCache: w.hot, g: g}

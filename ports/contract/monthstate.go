@@ -60,6 +60,63 @@ func MonthState(t *testing.T, fresh func(t *testing.T) MonthFixture) {
 		}
 	})
 
+	t.Run("a scheduled switch waits for its instant, forward and into ready months only", func(t *testing.T) {
+		t.Parallel()
+		f := fresh(t)
+		jan, feb, mar, apr := month.Month(203101), month.Month(203102), month.Month(203103), month.Month(203104)
+		for _, m := range []month.Month{jan, feb, mar} {
+			if err := f.Months.MarkReady(t.Context(), f.Tenant, m); err != nil {
+				t.Fatalf("MarkReady(%s): %v", m, err)
+			}
+		}
+		if _, err := f.Months.Advance(t.Context(), f.Tenant, jan); err != nil {
+			t.Fatalf("Advance(%s): %v", jan, err)
+		}
+		now, err := f.Months.Now(t.Context())
+		if err != nil {
+			t.Fatalf("Now: %v", err)
+		}
+		soon, later := now.Add(50*time.Millisecond), now.Add(time.Hour)
+		steps := []struct {
+			name string
+			to   month.Month
+			at   time.Time
+			// waitFor: the month state's clock reaches it before the step's Advance(jan).
+			waitFor time.Time
+			want    month.Month // after SwitchAt and after Advance(jan)
+		}{
+			{name: "scheduled for later", to: feb, at: later, want: jan},
+			{name: "a later month replaces it", to: mar, at: later, want: jan},
+			{name: "an instant passed switches at once", to: feb, at: now.Add(-time.Millisecond), want: feb},
+			{name: "the same month keeps the earlier instant", to: mar, at: soon, want: feb},
+			{name: "the schedule is made once due", to: mar, at: later, waitFor: soon, want: mar},
+			{name: "never backward", to: jan, at: now, want: mar},
+			{name: "only into a ready month", to: apr, at: now, want: mar},
+		}
+		for _, st := range steps {
+			got, err := f.Months.SwitchAt(t.Context(), f.Tenant, st.to, st.at)
+			if err != nil {
+				t.Fatalf("%s: SwitchAt(%s): %v", st.name, st.to, err)
+			}
+			for !st.waitFor.IsZero() {
+				n, err := f.Months.Now(t.Context())
+				if err != nil {
+					t.Fatalf("Now: %v", err)
+				}
+				if !n.Before(st.waitFor) {
+					break
+				}
+				time.Sleep(st.waitFor.Sub(n))
+			}
+			if st.waitFor.IsZero() && got != st.want {
+				t.Fatalf("%s: SwitchAt(%s) = %s; want %s", st.name, st.to, got, st.want)
+			}
+			if got, err := f.Months.Advance(t.Context(), f.Tenant, jan); err != nil || got != st.want {
+				t.Fatalf("%s: then Advance(%s) = %s, %v; want %s", st.name, jan, got, err, st.want)
+			}
+		}
+	})
+
 	t.Run("invalid month is rejected", func(t *testing.T) {
 		t.Parallel()
 		f := fresh(t)
@@ -69,6 +126,9 @@ func MonthState(t *testing.T, fresh func(t *testing.T) MonthFixture) {
 			}
 			if _, err := f.Months.Advance(t.Context(), f.Tenant, m); err == nil {
 				t.Errorf("Advance(%d) succeeded", m)
+			}
+			if _, err := f.Months.SwitchAt(t.Context(), f.Tenant, m, time.Now()); err == nil {
+				t.Errorf("SwitchAt(%d) succeeded", m)
 			}
 		}
 	})

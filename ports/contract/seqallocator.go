@@ -237,6 +237,39 @@ func SeqAllocator(t *testing.T, fresh func(t *testing.T) SeqFixture) {
 		}
 	})
 
+	t.Run("an allocation makes a scheduled switch once its instant is reached, in the same step", func(t *testing.T) {
+		t.Parallel()
+		f := ready(t, "grp_1")
+		jun, jul := seqMonth, seqMonth.Next()
+		if err := f.Months.MarkReady(t.Context(), f.Tenant, jul); err != nil {
+			t.Fatalf("MarkReady: %v", err)
+		}
+		now, err := f.Months.Now(t.Context())
+		if err != nil {
+			t.Fatalf("Now: %v", err)
+		}
+		at := now.Add(50 * time.Millisecond)
+		if _, err := f.Months.SwitchAt(t.Context(), f.Tenant, jul, at); err != nil {
+			t.Fatalf("SwitchAt: %v", err)
+		}
+		req := seqReq("grp_1", 1)
+		req.MonthOverride = jun
+		if a, err := f.Seq.Allocate(t.Context(), f.Tenant, req); err != nil || a.Month != jun || !a.At.Before(at) {
+			t.Fatalf("before the instant: %+v, %v; want %s allocated before %s", a, err, jun, at)
+		}
+		for n := now; n.Before(at); {
+			time.Sleep(at.Sub(n))
+			if n, err = f.Months.Now(t.Context()); err != nil {
+				t.Fatalf("Now: %v", err)
+			}
+		}
+		req = seqReq("grp_1", 2)
+		req.MonthOverride = jun
+		if a, err := f.Seq.Allocate(t.Context(), f.Tenant, req); err != nil || a.Month != jul || a.At.Before(at.Truncate(time.Millisecond)) {
+			t.Fatalf("once due: %+v, %v; want %s allocated at or after %s", a, err, jul, at)
+		}
+	})
+
 	t.Run("without override the month comes from the month state clock", func(t *testing.T) {
 		t.Parallel()
 		f := fresh(t)

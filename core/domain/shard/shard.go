@@ -45,8 +45,9 @@ type Info struct {
 	UpdatedAt    time.Time
 	// ActiveSince is an instant, on the Redis clock, by which the month is the active one: its
 	// first instant (recorded when the shard manager prepares it: the seq script switches to a
-	// ready month as Redis TIME enters it), or, for an early switch, a reading of Redis TIME
-	// after the flip, or after Redis is raised to it from the catalog. Zero until recorded.
+	// ready month as Redis TIME enters it), or, for an early switch, the instant the switch is
+	// scheduled for, recorded before Redis learns of it (DESIGN §7.1), or the instant of a
+	// fresh allocation stored in it (EarlierActive). Zero until recorded.
 	ActiveSince time.Time
 	// TableDropped: the month was archived and its table dropped; Table names what it was.
 	// Only the admin listing fills it in (it asks MySQL per archived month).
@@ -59,9 +60,10 @@ func (s State) Ready() bool { return s == Prepared || s == Writable }
 // AcceptsWrites reports whether writes whose fixed shard_month is this month may land.
 func (s State) AcceptsWrites() bool { return s == Prepared || s == Writable || s == Sealing }
 
-// NewestWritable is the month the active month must be at least: an early switch writes it to
-// the catalog before it moves Redis, and a calendar switch is made writable by the pass after
-// it (until then Redis TIME gives the month again). Zero for a catalog with no writable month.
+// NewestWritable is the month the active month must be at least: an early switch makes it
+// writable once the instant it was scheduled for has passed, and a calendar switch is made
+// writable by the pass after it (until then Redis TIME gives the month again). Zero for a
+// catalog with no writable month.
 func NewestWritable(infos []Info) month.Month {
 	var newest month.Month
 	for _, in := range infos {

@@ -31,3 +31,19 @@ func EveryTenant(ctx context.Context, interval time.Duration, tenants func() []s
 		}
 	})
 }
+
+// Sleep waits d or until ctx ends, and says which: nil after d, ctx's error when it ended
+// first (at once for a d that is not positive and a ctx that has ended).
+func Sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

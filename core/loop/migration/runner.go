@@ -10,6 +10,7 @@ import (
 	"github.com/imdhq/imd/core/domain/legacy"
 	"github.com/imdhq/imd/core/domain/month"
 	"github.com/imdhq/imd/core/domain/shard"
+	"github.com/imdhq/imd/core/kit/periodic"
 )
 
 // Run supervises the jobs of the tenants that tenants names at each pass (so a tenant
@@ -129,7 +130,7 @@ func (s *Service) runTenant(ctx context.Context, tenant string) {
 			}
 			return
 		}
-		if sleep(ctx, s.cfg.FailureBackoff) != nil {
+		if periodic.Sleep(ctx, s.cfg.FailureBackoff) != nil {
 			return
 		}
 	}
@@ -304,22 +305,7 @@ func (p pacer) wait(ctx context.Context, rows int, took time.Duration) error {
 		return nil
 	}
 	want := time.Duration(float64(rows) / float64(p.rate) * float64(time.Second))
-	return sleep(ctx, want-took)
-}
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return periodic.Sleep(ctx, want-took)
 }
 
 // countedRows is what this process has added to migration_rows_total for one run of a

@@ -31,6 +31,11 @@ type Config struct {
 	// DedupPurgeBatches caps the DELETEs of one pass, so a large backlog drains over several
 	// passes instead of holding the lock.
 	DedupPurgeBatches int
+	// SwitchLead is how far ahead of Redis TIME an early switch is scheduled at least
+	// (Advance): the catalog records the switch's instant and Redis learns it within the lead,
+	// so the switch takes effect at exactly the recorded instant. The lead is twice what the
+	// advance's own catalog work took before, when that is longer. An Advance returns after it.
+	SwitchLead time.Duration
 }
 
 // Defaults of Config.
@@ -39,6 +44,10 @@ const (
 	DefaultLockTTL           = 30 * time.Second
 	DefaultDedupPurgeBatch   = 1000
 	DefaultDedupPurgeBatches = 10
+	// DefaultSwitchLead covers one catalog UPDATE and one Redis script with room to spare; a
+	// slower catalog only costs the sends allocated in the month before in between a second
+	// allocation in the new month (DESIGN §7.1).
+	DefaultSwitchLead = 500 * time.Millisecond
 )
 
 // Backlog reports whether work that may still concern month m of a tenant is pending; a
@@ -62,6 +71,10 @@ type Deps struct {
 	// Floors learns the catalog's newest writable month of every reconcile and advance, so this
 	// process's sends raise a Redis that fell behind it (send.Deps.Floors); nil: New makes one.
 	Floors *month.Floors
+	// Sleep waits d or until ctx ends (Advance waits for its switch's instant); nil:
+	// periodic.Sleep.
+	// A simulated clock moves itself instead.
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 // Manager runs the shard lifecycle.
@@ -86,6 +99,12 @@ func New(cfg Config, d Deps) *Manager {
 	}
 	if cfg.DedupPurgeBatches <= 0 {
 		cfg.DedupPurgeBatches = DefaultDedupPurgeBatches
+	}
+	if cfg.SwitchLead <= 0 {
+		cfg.SwitchLead = DefaultSwitchLead
+	}
+	if d.Sleep == nil {
+		d.Sleep = periodic.Sleep
 	}
 	return &Manager{cfg: cfg, d: d}
 }
@@ -188,10 +207,11 @@ func (m *Manager) reconcile(ctx context.Context, tenant string, now time.Time) (
 }
 
 // switchUnrecorded reports whether the writable month floor is active before its first
-// instant with no instant recorded for it: it was switched to early by an advance that failed
-// or died before it recorded the switch, and Redis lost or never saw the flip. Raising Redis
-// to it then records one, or a Redis rolled back once more could hand out the month before
-// and its writes would not be refused. now is read only when the catalog cannot tell.
+// instant with no instant recorded for it. An advance records the instant before the month
+// is writable (scheduleSwitch), so only a catalog written before it did (DESIGN §7.1), by an
+// advance that died between its flip and its record, holds such a month. Raising Redis to it
+// then records one, or a Redis rolled back once more could hand out the month before and its
+// writes would not be refused. now is read only when the catalog cannot tell.
 func (m *Manager) switchUnrecorded(ctx context.Context, infos []shard.Info, floor month.Month, now time.Time) (bool, error) {
 	i := slices.IndexFunc(infos, func(in shard.Info) bool { return in.Month == floor })
 	if i >= 0 && !infos[i].ActiveSince.IsZero() && infos[i].ActiveSince.Before(floor.Start()) {
@@ -256,32 +276,75 @@ func (m *Manager) Advance(ctx context.Context, tenant string, target month.Month
 	if err := m.prepare(ctx, tenant, target); err != nil {
 		return 0, apperr.Wrap(apperr.Busy, "preparing the month table failed", err)
 	}
-	// The catalog learns the switch before Redis does, so a Redis that loses it afterwards is
-	// repaired forward from the catalog (Reconcile) instead of falling back to the month before.
+	at, err := m.scheduleSwitch(ctx, tenant, target, now)
+	if err != nil {
+		return 0, err
+	}
+	if err := m.until(ctx, at); err != nil {
+		return 0, apperr.Wrap(apperr.Busy, "waiting for the month switch failed", err)
+	}
+	// Writable only from the switch's instant on: a reconcile raises Redis to the newest
+	// writable month at once, which before the instant would switch earlier than recorded.
 	if err := m.markWritable(ctx, tenant, target); err != nil {
 		return 0, apperr.Wrap(apperr.Busy, "updating shard states failed", err)
 	}
+	// The instant has passed, so this makes what the seq script's next step would.
 	got, err := m.d.Months.Advance(ctx, tenant, target)
 	if err != nil {
 		return 0, apperr.Wrap(apperr.Busy, "advancing the active month failed", err)
 	}
 	m.d.Floors.Raise(tenant, got)
-	// Redis TIME read after the flip: any allocation in an older month later than it came from
-	// a Redis that lost the switch, any before it may be a send in flight across it. Until it
-	// is recorded the write transaction goes by the month's first instant, recorded at prepare;
-	// a node that dies before recording it leaves the instant to the next pass that raises
-	// Redis from the catalog (switchUnrecorded).
-	switched, err := m.d.Months.Now(ctx)
-	if err != nil {
-		return 0, apperr.Wrap(apperr.Busy, "month state unavailable", err)
-	}
-	if err := m.d.Store.RecordSwitch(ctx, tenant, got, switched); err != nil {
-		return 0, apperr.Wrap(apperr.Busy, "recording the switch failed", err)
-	}
 	if err := m.settle(ctx, tenant, got, now); err != nil {
 		return 0, apperr.Wrap(apperr.Busy, "updating shard states failed", err)
 	}
 	return got, nil
+}
+
+// scheduleSwitch records an early switch to target at an instant a lead ahead of Redis TIME,
+// then schedules it in Redis for that instant, and returns the instant. The lead is SwitchLead,
+// or twice the time since began (Redis TIME when the advance began: its reconcile and prepare
+// made catalog calls of the kind the record is) when that is longer, so a loaded catalog gets
+// a longer lead. The catalog
+// learns the instant before Redis can act on it, so whatever Redis loses afterwards (a
+// failover to a replica, this node killed between the two), an allocation in an older month
+// after the instant is refused by the write transaction (shard.Superseding), and one before it
+// was handed out before the switch and is taken: there is no instant at which a send in the
+// month before is neither (DESIGN §7.1). A Redis that learns the schedule after
+// the instant switches at once; the sends it allocated in the month before in between are
+// refused and allocated again in target.
+func (m *Manager) scheduleSwitch(ctx context.Context, tenant string, target month.Month, began time.Time) (time.Time, error) {
+	now, err := m.d.Months.Now(ctx)
+	if err != nil {
+		return time.Time{}, apperr.Wrap(apperr.Busy, "month state unavailable", err)
+	}
+	lead := max(m.cfg.SwitchLead, 2*now.Sub(began))
+	// Milliseconds, as the catalog and the seq script keep instants.
+	at := now.Add(lead).Truncate(time.Millisecond)
+	if err := m.d.Store.RecordSwitch(ctx, tenant, target, at); err != nil {
+		return time.Time{}, apperr.Wrap(apperr.Busy, "recording the switch failed", err)
+	}
+	got, err := m.d.Months.SwitchAt(ctx, tenant, target, at)
+	if err != nil {
+		return time.Time{}, apperr.Wrap(apperr.Busy, "scheduling the month switch failed", err)
+	}
+	if got == target {
+		// Redis switched at once: the instant had passed when it learned of the switch.
+		m.d.Log.WarnContext(ctx, "early month switch scheduled after its instant; sends allocated in the month before since then are refused and allocated again",
+			"tenant", tenant, "month", target.String(), "at", at, "lead", lead)
+	}
+	return at, nil
+}
+
+// until sleeps out what is left, by Redis TIME, before at.
+func (m *Manager) until(ctx context.Context, at time.Time) error {
+	now, err := m.d.Months.Now(ctx)
+	if err != nil {
+		return fmt.Errorf("redis time: %w", err)
+	}
+	if !now.Before(at) {
+		return nil
+	}
+	return m.d.Sleep(ctx, at.Sub(now))
 }
 
 // markWritable moves a prepared month to writable; a month in any other state keeps it.
@@ -305,14 +368,15 @@ func (m *Manager) prepare(ctx context.Context, tenant string, mo month.Month) er
 	if err := m.d.Store.EnsureTable(ctx, tenant, mo); err != nil {
 		return fmt.Errorf("ensure table %s: %w", mo, err)
 	}
-	if err := m.d.Months.MarkReady(ctx, tenant, mo); err != nil {
-		return fmt.Errorf("mark %s ready: %w", mo, err)
-	}
 	// Ready, the month is the active one once Redis TIME enters it (the seq script switches
 	// then), so a fresh allocation in an older month after its first instant came from a
-	// Redis that lost the switch (shard.Superseding).
+	// Redis that lost the switch (shard.Superseding). Recorded before Redis learns the month
+	// is ready, as an early switch is (scheduleSwitch).
 	if err := m.d.Store.RecordSwitch(ctx, tenant, mo, mo.Start()); err != nil {
 		return fmt.Errorf("record the switch to %s: %w", mo, err)
+	}
+	if err := m.d.Months.MarkReady(ctx, tenant, mo); err != nil {
+		return fmt.Errorf("mark %s ready: %w", mo, err)
 	}
 	return nil
 }

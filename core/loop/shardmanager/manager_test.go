@@ -126,7 +126,7 @@ func newFixture(t *testing.T, now time.Time) *fixture {
 	f.locks = &flakyLocks{Locks: memory.NewLocks(f.clock.Now)}
 	f.manager = shardmanager.New(shardmanager.Config{SealingDays: 7, DedupPurgeBatch: 2, DedupPurgeBatches: 3}, shardmanager.Deps{
 		Store: f.shards, Months: f.flips, Locks: f.locks, Repairs: f.repairs, Compensation: f.compensation,
-		Housekeeping: f.housekeeping, Metrics: f.metrics, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Housekeeping: f.housekeeping, Metrics: f.metrics, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Sleep: f.clock.Sleep,
 	})
 	return f
 }
@@ -529,4 +529,122 @@ func TestEarlySwitchRefusesTheMonthBeforeWhateverRedisLoses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestEarlySwitchLeavesNoWindowWhereverTheAdvanceDies: an advance whose node dies before any
+// one of its port calls, followed by a Redis failover that loses everything the advance told
+// Redis, never lets an October row allocated after Redis would have handed out November be
+// stored: the write refuses it as behind. It is the schedule the simulator found at seed 28 of
+// 48 (DESIGN §7.1): the node died between its flip and its record of the switch's instant, Redis
+// lost the flip, and a process that never saw November went on storing October.
+func TestEarlySwitchLeavesNoWindowWhereverTheAdvanceDies(t *testing.T) {
+	for die := 1; ; die++ {
+		f := newFixture(t, at(2026, 10, 15, 0))
+		f.ensure(t)
+		failover := f.months.Snapshot()
+		node := &dying{at: die}
+		advancing := shardmanager.New(shardmanager.Config{SealingDays: 7}, shardmanager.Deps{
+			Store: dyingShards{ShardStore: f.shards, node: node}, Months: dyingMonths{MonthState: f.months, node: node},
+			Metrics: f.metrics, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Sleep: f.clock.Sleep,
+		})
+		_, advanceErr := advancing.Advance(t.Context(), tenant, nov)
+		// Past any switch the advance scheduled: what a Redis that survived would hand out now.
+		f.clock.Advance(time.Second)
+		survived, err := f.months.Advance(t.Context(), tenant, oct)
+		if err != nil {
+			t.Fatal(err)
+		}
+		failover()
+		f.clock.Advance(time.Millisecond)
+		m := message.Message{Topic: "grp_1", Seq: 1, MsgID: 1, From: 2, ClientMsgID: "c1", Type: "text",
+			Content: []byte(`{"text":"x"}`), Month: oct, CreatedAt: f.clock.Now()}
+		_, err = f.store.AppendFresh(t.Context(), tenant, m, "h", f.clock.Now())
+		if behind := (*shard.BehindError)(nil); survived == nov && (!errors.As(err, &behind) || behind.Newer != nov) {
+			t.Fatalf("node died before port call %d of the advance (%v); Redis had switched to %s, lost it, and an October row allocated after: %v, want behind %s",
+				die, advanceErr, nov, err, nov)
+		}
+		if advanceErr == nil {
+			return // it lived through every call
+		}
+	}
+}
+
+// dying is a node that dies before its port call number at (counted from 1): that call and
+// every one after fail.
+type dying struct{ calls, at int }
+
+var errDied = errors.New("node died")
+
+func (d *dying) call() error {
+	d.calls++
+	if d.calls >= d.at {
+		return errDied
+	}
+	return nil
+}
+
+// then runs fn unless the node died before it.
+func (d *dying) then(fn func() error) error {
+	if err := d.call(); err != nil {
+		return err
+	}
+	return fn()
+}
+
+// through runs fn unless the node died before it.
+func through[T any](d *dying, fn func() (T, error)) (T, error) {
+	if err := d.call(); err != nil {
+		var zero T
+		return zero, err
+	}
+	return fn()
+}
+
+type dyingMonths struct {
+	ports.MonthState
+	node *dying
+}
+
+func (m dyingMonths) MarkReady(ctx context.Context, tenant string, mo month.Month) error {
+	return m.node.then(func() error { return m.MonthState.MarkReady(ctx, tenant, mo) })
+}
+
+func (m dyingMonths) Active(ctx context.Context, tenant string) (month.Month, bool, error) {
+	if err := m.node.call(); err != nil {
+		return 0, false, err
+	}
+	return m.MonthState.Active(ctx, tenant)
+}
+
+func (m dyingMonths) Advance(ctx context.Context, tenant string, mo month.Month) (month.Month, error) {
+	return through(m.node, func() (month.Month, error) { return m.MonthState.Advance(ctx, tenant, mo) })
+}
+
+func (m dyingMonths) SwitchAt(ctx context.Context, tenant string, mo month.Month, at time.Time) (month.Month, error) {
+	return through(m.node, func() (month.Month, error) { return m.MonthState.SwitchAt(ctx, tenant, mo, at) })
+}
+
+func (m dyingMonths) Now(ctx context.Context) (time.Time, error) {
+	return through(m.node, func() (time.Time, error) { return m.MonthState.Now(ctx) })
+}
+
+type dyingShards struct {
+	ports.ShardStore
+	node *dying
+}
+
+func (s dyingShards) EnsureTable(ctx context.Context, tenant string, mo month.Month) error {
+	return s.node.then(func() error { return s.ShardStore.EnsureTable(ctx, tenant, mo) })
+}
+
+func (s dyingShards) Catalog(ctx context.Context, tenant string) ([]shard.Info, error) {
+	return through(s.node, func() ([]shard.Info, error) { return s.ShardStore.Catalog(ctx, tenant) })
+}
+
+func (s dyingShards) SetState(ctx context.Context, tenant string, mo month.Month, from, to shard.State) error {
+	return s.node.then(func() error { return s.ShardStore.SetState(ctx, tenant, mo, from, to) })
+}
+
+func (s dyingShards) RecordSwitch(ctx context.Context, tenant string, mo month.Month, at time.Time) error {
+	return s.node.then(func() error { return s.ShardStore.RecordSwitch(ctx, tenant, mo, at) })
 }

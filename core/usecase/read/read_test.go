@@ -49,7 +49,7 @@ func newFixture(t *testing.T) *fixture {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ids := memory.NewIDs(clock)
 	routes := memory.NewRouteCache()
-	manager := shardmanager.New(shardmanager.Config{SealingDays: 7}, shardmanager.Deps{Store: shards, Months: months, Metrics: metrics, Log: log})
+	manager := shardmanager.New(shardmanager.Config{SealingDays: 7}, shardmanager.Deps{Store: shards, Months: months, Metrics: metrics, Log: log, Sleep: clock.Sleep})
 	if err := manager.Ensure(ctx, tenant); err != nil {
 		t.Fatal(err)
 	}

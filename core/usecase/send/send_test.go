@@ -82,7 +82,7 @@ func newFixture(t *testing.T) *fixture {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ids := memory.NewIDs(f.clock)
 	f.manager = shardmanager.New(shardmanager.Config{SealingDays: 7}, shardmanager.Deps{
-		Store: f.shards, Months: f.months, Metrics: f.metrics, Log: log,
+		Store: f.shards, Months: f.months, Metrics: f.metrics, Log: log, Sleep: f.clock.Sleep,
 	})
 	if err := f.manager.Ensure(ctx, tenant); err != nil {
 		t.Fatal(err)
