@@ -140,7 +140,7 @@ func (h *HotCache) Snapshot() func() {
 // Lose forgets every cached message.
 func (h *HotCache) Lose() { lose(&h.mu, h.topics) }
 
-// Snapshot copies every list, count, marker and preview.
+// Snapshot copies every list, count, marker, gap and preview.
 func (s *DialogStore) Snapshot() func() {
 	return snapshot(&s.mu, partOf(&s.tenants, func(m map[string]*userLists) map[string]*userLists {
 		return cloneMap(m, func(t *userLists) *userLists {
@@ -154,6 +154,7 @@ func (s *DialogStore) Snapshot() func() {
 				markers: cloneMap(t.markers, func(s markerSet) markerSet {
 					return markerSet{batches: maps.Clone(s.batches), expires: s.expires}
 				}),
+				gaps: maps.Clone(t.gaps),
 			}
 		})
 	}), partOf(&s.previews, func(m map[string]map[int64]dialog.Preview) map[string]map[int64]dialog.Preview {
@@ -161,7 +162,7 @@ func (s *DialogStore) Snapshot() func() {
 	}))
 }
 
-// Lose forgets every list, count, marker and preview.
+// Lose forgets every list, count, marker, gap and preview.
 func (s *DialogStore) Lose() {
 	s.mu.Lock()
 	defer s.mu.Unlock()

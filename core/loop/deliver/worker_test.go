@@ -220,7 +220,7 @@ func (f *fixture) drain(t *testing.T) {
 		if !ok {
 			return
 		}
-		f.workers.handle(context.Background(), taken)
+		f.workers.handle(context.Background(), nil, taken)
 	}
 }
 
@@ -804,9 +804,9 @@ func TestJobsHandledTogetherActLikeOneAfterAnother(t *testing.T) {
 		ExcludeDevice: 9, NotPush: true, NotMailbox: true, Recipients: []int64{3}, Event: json.RawMessage(`{"seq":1}`),
 	})
 	jobs := f.takeAll(t)
-	f.workers.handle(context.Background(), jobs...)
+	f.workers.handle(context.Background(), nil, jobs...)
 	once := f.pusher.received()
-	f.workers.handle(context.Background(), jobs...) // a rerun after a crash acts no more
+	f.workers.handle(context.Background(), nil, jobs...) // a rerun after a crash acts no more
 	// …but pushes again (at least once: the connection drops what it already queued).
 	if again := f.pusher.received()[len(once):]; !slices.Equal(again, once) {
 		t.Errorf("the rerun pushed %v, want the same pushes %v again", again, once)
@@ -844,7 +844,7 @@ func TestFailedListsHoldBackOnlyMessageJobs(t *testing.T) {
 		ExcludeDevice: 5, NotPush: true, NotMailbox: true, Recipients: []int64{2}, Event: json.RawMessage(`{"seq":1}`),
 	})
 	for jobs := f.takeAll(t); len(jobs) > 0; jobs = f.takeAll(t) {
-		f.workers.handle(context.Background(), jobs...)
+		f.workers.handle(context.Background(), nil, jobs...)
 	}
 	if got := f.pusher.received(); len(got) != 1 || got[0].kind != delivery.KindRead {
 		t.Fatalf("pushes %+v; want only the read receipt", got)
