@@ -243,7 +243,9 @@ func (w *Workers) noteGaps(ctx context.Context, tenant string, gaps []dialog.Gap
 		w.d.Log.WarnContext(ctx, "deliver gaps not recorded yet", "tenant", tenant, "gaps", len(gaps), "err", err)
 		return gaps
 	}
-	w.d.Metrics.Inc("deliver_list_gap_total")
+	for range gaps {
+		w.d.Metrics.Inc("deliver_list_gap_total")
+	}
 	return nil
 }
 
