@@ -119,6 +119,19 @@ func (q *DeliverQueue) Snapshot() func() {
 // Lose forgets every job and marker.
 func (q *DeliverQueue) Lose() { lose(&q.s.mu, q.s.tenants) }
 
+// LosePartition forgets the jobs queued and taken in one partition of the tenant's queue (of
+// this queue's partition count): a partial loss, the other partitions, the done markers and
+// everything beside the queue intact (seed 003 §20 item 13).
+func (q *DeliverQueue) LosePartition(tenant string, partition int) {
+	q.s.mu.Lock()
+	defer q.s.mu.Unlock()
+	if l, ok := q.s.tenants[tenant]; ok {
+		k := partitionKey{partition, q.partitions}
+		delete(l.queues, k)
+		delete(l.processing, k)
+	}
+}
+
 // Snapshot copies the routes.
 func (c *RouteCache) Snapshot() func() {
 	return snapshot(&c.mu, partOf(&c.routes, func(m map[tenantTopic]route.Route) map[tenantTopic]route.Route {

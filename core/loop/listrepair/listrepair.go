@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -59,7 +60,8 @@ type Config struct {
 	Window time.Duration
 	// Gaps is how many gaps one pass works through per tenant.
 	Gaps int
-	// Topics is how many topics of the active month one pass samples per tenant for a tail.
+	// Topics is how many topics one pass samples per tenant for a tail, shared by the months
+	// the window reaches back to (the active one and those before it).
 	Topics int
 	// Messages is how many messages one gap or tail re-applies per pass (at most a history
 	// page); a longer gap goes on in the next pass.
@@ -109,18 +111,17 @@ type Service struct {
 	d   Deps
 
 	mu      sync.Mutex
-	cursors map[string]topicCursor // tenant → where the tail sample goes on
+	cursors map[cursorKey]string // the last topic the tail sample took in a month
 }
 
-// topicCursor is the last topic sampled in a month.
-type topicCursor struct {
-	month month.Month
-	after string
+type cursorKey struct {
+	tenant string
+	month  month.Month
 }
 
 // New returns the repair.
 func New(cfg Config, d Deps) *Service {
-	return &Service{cfg: cfg.withDefaults(), d: d, cursors: map[string]topicCursor{}}
+	return &Service{cfg: cfg.withDefaults(), d: d, cursors: map[cursorKey]string{}}
 }
 
 // Report is what one pass did.
@@ -218,38 +219,52 @@ func (s *Service) close(ctx context.Context, tenant string, g dialog.Gap, rest *
 	return nil
 }
 
-// tails samples the next Topics topics of the active month (each pass goes on where the last
-// stopped, wrapping at the end) and repairs those whose newest message is past the preview.
-// A topic whose newest message is younger than Settle is left to its jobs (and to a later
-// pass): what they lose before a later message shows as a gap.
+// tails samples the next topics of each month the window reaches back to, up to Topics in
+// all (each pass goes on where the last stopped in each month, wrapping at its end), and
+// repairs those whose newest message is past the preview. A topic whose newest message is
+// younger than Settle is left to its jobs (and to a later pass): what they lose before a
+// later message shows as a gap.
 func (s *Service) tails(ctx context.Context, tenant string, rep *Report) error {
-	m, err := s.activeMonth(ctx, tenant)
+	active, err := s.activeMonth(ctx, tenant)
 	if err != nil {
 		return err
 	}
-	s.mu.Lock()
-	cur := s.cursors[tenant]
-	s.mu.Unlock()
-	if cur.month != m {
-		cur = topicCursor{month: m}
-	}
-	topics, err := s.d.Mirror.TopicsIn(ctx, tenant, m, cur.after, s.cfg.Topics)
-	if err != nil {
-		return fmt.Errorf("list repair of %s: topics of %s: %w", tenant, m, err)
-	}
-	cur.after = ""
-	if len(topics) == s.cfg.Topics {
-		cur.after = topics[len(topics)-1]
-	}
-	s.mu.Lock()
-	s.cursors[tenant] = cur
-	s.mu.Unlock()
 	now := s.d.Clock.Now()
+	var months []month.Month
+	for m := active; m >= month.Of(now.Add(-s.cfg.Window)) || m == active; m = m.Add(-1) {
+		months = append(months, m)
+	}
+	s.mu.Lock()
+	for k := range s.cursors {
+		if k.tenant == tenant && !slices.Contains(months, k.month) {
+			delete(s.cursors, k) // a month the window left
+		}
+	}
+	s.mu.Unlock()
+	quota := (s.cfg.Topics + len(months) - 1) / len(months)
 	var errs error
-	for _, topic := range topics {
-		rep.Sampled++
-		if err := s.tail(ctx, tenant, topic, now, rep); err != nil {
-			errs = errors.Join(errs, s.failed(err))
+	for _, m := range months {
+		key := cursorKey{tenant: tenant, month: m}
+		s.mu.Lock()
+		after := s.cursors[key]
+		s.mu.Unlock()
+		topics, err := s.d.Mirror.TopicsIn(ctx, tenant, m, after, quota)
+		if err != nil {
+			errs = errors.Join(errs, s.failed(fmt.Errorf("list repair of %s: topics of %s: %w", tenant, m, err)))
+			continue
+		}
+		next := ""
+		if len(topics) == quota {
+			next = topics[len(topics)-1]
+		}
+		s.mu.Lock()
+		s.cursors[key] = next
+		s.mu.Unlock()
+		for _, topic := range topics {
+			rep.Sampled++
+			if err := s.tail(ctx, tenant, topic, now, rep); err != nil {
+				errs = errors.Join(errs, s.failed(err))
+			}
 		}
 	}
 	return errs
