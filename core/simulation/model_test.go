@@ -84,8 +84,8 @@ type model struct {
 	spans       map[userTopic][]memberSpan
 	// cleared is, per user and topic, the newest seq the lists had applied at the user's
 	// last read, which clears the count (checkLists).
-	cleared map[userTopic]int64
-	violations  []string
+	cleared    map[userTopic]int64
+	violations []string
 }
 
 type userTopic struct {

@@ -71,7 +71,7 @@ const (
 	// most of the clock's jumps, so the lists must converge for nearly every lost job.
 	repairSettle = 30 * time.Second
 	repairWindow = 7 * 24 * time.Hour
-	startOfWorld        = "2026-09-30T23:00:00Z"
+	startOfWorld = "2026-09-30T23:00:00Z"
 )
 
 // world is the shared state: the fakes standing for MySQL and Redis, the clients' view, the
