@@ -49,6 +49,8 @@ var movedBy = map[string]string{
 	"realip_missing_total":             "TestMetricsOfMissingRealIP",
 	// imd's own.
 	"group_message_route_repair_total":           "TestLifecycleFailedRouteUpdateIsRepairedFromTheQueue",
+	"deliver_list_gap_total":                     "TestLostDeliverPartitionIsRepaired",
+	"deliver_list_repair_total":                  "TestLostDeliverPartitionIsRepaired",
 	"group_message_route_reconcile_total":        "TestMetricsMoveWithTheirEvents",
 	"group_message_seq_hole_closed_total":        "TestSeqHoleIsClosedWithATombstone",
 	"group_message_shard_ready":                  "TestMetricsMoveWithTheirEvents",
