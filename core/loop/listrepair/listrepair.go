@@ -23,8 +23,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
-	"sync"
 	"time"
 
 	"github.com/imdhq/imd/core/domain/delivery"
@@ -32,6 +30,7 @@ import (
 	"github.com/imdhq/imd/core/domain/message"
 	"github.com/imdhq/imd/core/domain/month"
 	"github.com/imdhq/imd/core/kit/periodic"
+	"github.com/imdhq/imd/core/kit/topicsample"
 	"github.com/imdhq/imd/core/store/membership"
 	"github.com/imdhq/imd/core/usecase/history"
 	"github.com/imdhq/imd/ports"
@@ -110,18 +109,12 @@ type Service struct {
 	cfg Config
 	d   Deps
 
-	mu      sync.Mutex
-	cursors map[cursorKey]string // the last topic the tail sample took in a month
-}
-
-type cursorKey struct {
-	tenant string
-	month  month.Month
+	cursors *topicsample.Cursors // where the tail sample goes on in each month
 }
 
 // New returns the repair.
 func New(cfg Config, d Deps) *Service {
-	return &Service{cfg: cfg.withDefaults(), d: d, cursors: map[cursorKey]string{}}
+	return &Service{cfg: cfg.withDefaults(), d: d, cursors: topicsample.New()}
 }
 
 // Report is what one pass did.
@@ -234,37 +227,17 @@ func (s *Service) tails(ctx context.Context, tenant string, rep *Report) error {
 	for m := active; m >= month.Of(now.Add(-s.cfg.Window)) || m == active; m = m.Add(-1) {
 		months = append(months, m)
 	}
-	s.mu.Lock()
-	for k := range s.cursors {
-		if k.tenant == tenant && !slices.Contains(months, k.month) {
-			delete(s.cursors, k) // a month the window left
-		}
+	topics, err := s.cursors.Next(ctx, tenant, months, s.cfg.Topics, func(ctx context.Context, m month.Month, after string, limit int) ([]string, error) {
+		return s.d.Mirror.TopicsIn(ctx, tenant, m, after, limit)
+	})
+	if err != nil {
+		return s.failed(fmt.Errorf("list repair of %s: %w", tenant, err))
 	}
-	s.mu.Unlock()
-	quota := (s.cfg.Topics + len(months) - 1) / len(months)
 	var errs error
-	for _, m := range months {
-		key := cursorKey{tenant: tenant, month: m}
-		s.mu.Lock()
-		after := s.cursors[key]
-		s.mu.Unlock()
-		topics, err := s.d.Mirror.TopicsIn(ctx, tenant, m, after, quota)
-		if err != nil {
-			errs = errors.Join(errs, s.failed(fmt.Errorf("list repair of %s: topics of %s: %w", tenant, m, err)))
-			continue
-		}
-		next := ""
-		if len(topics) == quota {
-			next = topics[len(topics)-1]
-		}
-		s.mu.Lock()
-		s.cursors[key] = next
-		s.mu.Unlock()
-		for _, topic := range topics {
-			rep.Sampled++
-			if err := s.tail(ctx, tenant, topic, now, rep); err != nil {
-				errs = errors.Join(errs, s.failed(err))
-			}
+	for _, topic := range topics {
+		rep.Sampled++
+		if err := s.tail(ctx, tenant, topic, now, rep); err != nil {
+			errs = errors.Join(errs, s.failed(err))
 		}
 	}
 	return errs
