@@ -19,6 +19,7 @@
 package listrepair
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -67,25 +68,14 @@ type Config struct {
 	Messages int
 }
 
+// withDefaults gives every field not set (zero or less) its default.
 func (c Config) withDefaults() Config {
-	set := func(v *int, d int) {
-		if *v <= 0 {
-			*v = d
-		}
-	}
-	set(&c.Gaps, DefaultGaps)
-	set(&c.Topics, DefaultTopics)
-	set(&c.Messages, DefaultMessages)
-	c.Messages = min(c.Messages, history.MaxLimit)
-	if c.Interval <= 0 {
-		c.Interval = DefaultInterval
-	}
-	if c.Settle <= 0 {
-		c.Settle = DefaultSettle
-	}
-	if c.Window <= 0 {
-		c.Window = DefaultWindow
-	}
+	c.Interval = cmp.Or(max(c.Interval, 0), DefaultInterval)
+	c.Settle = cmp.Or(max(c.Settle, 0), DefaultSettle)
+	c.Window = cmp.Or(max(c.Window, 0), DefaultWindow)
+	c.Gaps = cmp.Or(max(c.Gaps, 0), DefaultGaps)
+	c.Topics = cmp.Or(max(c.Topics, 0), DefaultTopics)
+	c.Messages = min(cmp.Or(max(c.Messages, 0), DefaultMessages), history.MaxLimit)
 	return c
 }
 
