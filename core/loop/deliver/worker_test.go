@@ -187,7 +187,7 @@ func (f *fixture) newWorkers(cfg Config, queue ports.DeliverQueue) *Workers {
 	return New(cfg, Deps{
 		Queue: queue, Pusher: f.pusher, Dialogs: f.dialogs, Notifier: f.notifier,
 		Mailer:  inbox.NewMailer(inbox.MailerDeps{Mailbox: f.mailbox, Pusher: f.pusher, IDs: memory.NewIDs(f.clock), Clock: f.clock, Log: f.log}),
-		Members: f.members, Metrics: f.metrics, Clock: f.clock, Log: f.log,
+		Members: f.members, Metrics: f.metrics, Clock: f.clock, Log: f.log, Gaps: f.dialogs,
 	})
 }
 
@@ -685,6 +685,11 @@ func TestConsumerGivesUpAGapAfterTheWait(t *testing.T) {
 	f.clock.Advance(consumerWait)
 	if got := f.waitMessages(t, 2); !slices.Equal(got, []string{"grp_10/2", "grp_10/3"}) {
 		t.Fatalf("pushed %v after the wait; want seqs 2 and 3", got)
+	}
+	// The seq given up is a gap for the list repair, recorded before the jobs after it acted.
+	gaps, err := f.dialogs.Due(context.Background(), tenant, f.clock.Now(), 10)
+	if want := (dialog.Gap{Topic: "grp_10", ConversationID: 5000, From: 1, To: 1, Noted: f.clock.Now()}); err != nil || len(gaps) != 1 || gaps[0] != want {
+		t.Fatalf("list gaps %+v, %v; want %+v", gaps, err, want)
 	}
 	// The missing seq turns up after all: late, but delivered.
 	pushAll(t, q, f.messageIn(10, 1))
