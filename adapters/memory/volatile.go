@@ -120,16 +120,20 @@ func (q *DeliverQueue) Snapshot() func() {
 func (q *DeliverQueue) Lose() { lose(&q.s.mu, q.s.tenants) }
 
 // LosePartition forgets the jobs queued and taken in one partition of the tenant's queue (of
-// this queue's partition count): a partial loss, the other partitions, the done markers and
-// everything beside the queue intact (seed 003 §20 item 13).
-func (q *DeliverQueue) LosePartition(tenant string, partition int) {
+// this queue's partition count) and returns how many: a partial loss, the other partitions,
+// the done markers and everything beside the queue intact (seed 003 §20 item 13).
+func (q *DeliverQueue) LosePartition(tenant string, partition int) int {
 	q.s.mu.Lock()
 	defer q.s.mu.Unlock()
-	if l, ok := q.s.tenants[tenant]; ok {
-		k := partitionKey{partition, q.partitions}
-		delete(l.queues, k)
-		delete(l.processing, k)
+	l, ok := q.s.tenants[tenant]
+	if !ok {
+		return 0
 	}
+	k := partitionKey{partition, q.partitions}
+	n := len(l.queues[k]) + len(l.processing[k])
+	delete(l.queues, k)
+	delete(l.processing, k)
+	return n
 }
 
 // Snapshot copies the routes.

@@ -261,11 +261,16 @@ func (w *world) exec(s step) {
 		w.failover(n, s)
 	case kQueueLost:
 		// One partition's queue and processing list are gone, the lists and everything else
-		// intact (seed 003 §20 item 13): the list repair must make up for the jobs.
-		p := s.a % partitions
-		w.queue.LosePartition(tenant, p)
-		w.stats.faults++
-		w.trace("deliver partition %d lost its jobs", p)
+		// intact (seed 003 §20 item 13): the list repair must make up for the jobs. The
+		// first partition from a that holds jobs loses them.
+		for i := range partitions {
+			p := (s.a + i) % partitions
+			if n := w.queue.LosePartition(tenant, p); n > 0 {
+				w.stats.faults++
+				w.trace("deliver partition %d lost its %d jobs", p, n)
+				break
+			}
+		}
 	case kListRepair:
 		rep, err := n.lists.Pass(ctx, tenant)
 		w.trace("list repair: %+v, %v", rep, err)
