@@ -78,6 +78,8 @@ var movedBy = map[string]string{
 	"group_message_archive_chunk_cache_total":    "TestArchiveDropAndReadBack",
 	"group_file_index_total":                     "TestMetricsMoveWithTheirEvents",
 	"message_search_index_total":                 "TestMetricsMoveWithTheirEvents",
+	"deliver_list_gap_total":                     "TestLostDeliverPartitionIsRepaired",
+	"deliver_list_repair_total":                  "TestLostDeliverPartitionIsRepaired",
 }
 
 // seedNames are the metric names of seed 000 §11 and seed 003 §17, as written there; a

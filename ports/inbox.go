@@ -2,6 +2,7 @@ package ports
 
 import (
 	"context"
+	"time"
 
 	"github.com/imdhq/imd/core/domain/dialog"
 	"github.com/imdhq/imd/core/domain/message"
@@ -69,4 +70,18 @@ type DialogRemover interface {
 	// HASH, muted SET and pinned ZSET at once; removing an absent dialog is no error. The
 	// conversation's preview stays: it is shared by the remaining members.
 	RemoveDialog(ctx context.Context, tenant string, user, conversationID int64) error
+}
+
+// ListGaps is the per-tenant record of the seqs deliver consumers went past without their jobs
+// (dialog.Gap), shared by every node, which the list repair works through (seed 003 §20 item
+// 13, issue 33). It lives beside the lists it repairs: a loss that takes the lists takes it
+// too, and the lists are then rebuilt from MySQL anyway.
+type ListGaps interface {
+	// Note records gaps noted at at; a gap recorded already keeps its first time.
+	Note(ctx context.Context, tenant string, at time.Time, gaps ...dialog.Gap) error
+	// Due returns up to limit gaps noted at or before notedBy, oldest first (ties in no
+	// particular order), with their time.
+	Due(ctx context.Context, tenant string, notedBy time.Time, limit int) ([]dialog.Gap, error)
+	// Close removes gaps (matched by topic, conversation and range); absent ones are no error.
+	Close(ctx context.Context, tenant string, gaps ...dialog.Gap) error
 }

@@ -185,6 +185,14 @@ type Deliver struct {
 	TakeTimeout time.Duration `yaml:"take_timeout"`
 	DoneTTL     time.Duration `yaml:"done_ttl"`
 	MaxAttempts int           `yaml:"max_attempts"`
+	// The list repair (seed 003 §20 item 13): every repair_interval each node re-applies to
+	// the conversation lists the messages of the gaps consumers noted at least repair_settle
+	// ago, and of the sampled topics whose newest message is past their lists; a gap or
+	// message older than repair_window is left (at least done_ttl: the list markers of a job
+	// behind its topic live that long).
+	RepairInterval time.Duration `yaml:"repair_interval"`
+	RepairSettle   time.Duration `yaml:"repair_settle"`
+	RepairWindow   time.Duration `yaml:"repair_window"`
 }
 
 // Cluster tunes several nodes on one tenant (DESIGN §11): every node renews a lease in Redis,
@@ -387,7 +395,8 @@ func Default() Config {
 		MySQL:    MySQL{MaxOpenConns: 64},
 		Redis:    Redis{Addr: "127.0.0.1:6379", Sentinel: Sentinel{Refresh: 5 * time.Second}},
 		TaskPool: TaskPool{Workers: 256, Queue: 4096},
-		Deliver:  Deliver{Partitions: 16, ReorderWait: 200 * time.Millisecond, TakeTimeout: 5 * time.Second, DoneTTL: 10 * time.Minute, MaxAttempts: 5},
+		Deliver: Deliver{Partitions: 16, ReorderWait: 200 * time.Millisecond, TakeTimeout: 5 * time.Second, DoneTTL: 10 * time.Minute, MaxAttempts: 5,
+			RepairInterval: 10 * time.Second, RepairSettle: 30 * time.Second, RepairWindow: time.Hour},
 		Cluster:  Cluster{LeaseTTL: 10 * time.Second, Backlog: 10_000},
 		Push:     Push{Timeout: 2 * time.Second, Queue: 10_000},
 		Registry: Registry{Database: "imd_registry", RefreshInterval: 30 * time.Second},
@@ -489,6 +498,9 @@ func (c Config) Validate() error {
 	}
 	if c.Deliver.Partitions <= 0 || c.Deliver.ReorderWait <= 0 || c.Deliver.TakeTimeout <= 0 || c.Deliver.MaxAttempts <= 0 {
 		errs = append(errs, errors.New("deliver partitions, reorder_wait, take_timeout and max_attempts must be positive"))
+	}
+	if c.Deliver.RepairInterval <= 0 || c.Deliver.RepairSettle <= 0 || c.Deliver.RepairWindow < c.Deliver.DoneTTL {
+		errs = append(errs, errors.New("deliver repair_interval and repair_settle must be positive and repair_window at least done_ttl"))
 	}
 	if c.Cluster.LeaseTTL < time.Second || c.Cluster.Backlog <= 0 {
 		errs = append(errs, errors.New("cluster.lease_ttl must be at least 1s and cluster.backlog positive"))

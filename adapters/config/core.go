@@ -10,6 +10,7 @@ import (
 	"github.com/imdhq/imd/core/domain/tenant"
 	"github.com/imdhq/imd/core/loop/cluster"
 	"github.com/imdhq/imd/core/loop/deliver"
+	"github.com/imdhq/imd/core/loop/listrepair"
 	"github.com/imdhq/imd/core/loop/migration"
 	"github.com/imdhq/imd/core/loop/routerepair"
 	"github.com/imdhq/imd/core/loop/seqholes"
@@ -75,7 +76,13 @@ func (c Config) RouteRepairs() routerepair.Config {
 func (c Config) DeliverWorkers() deliver.Config {
 	d := c.Deliver
 	return deliver.Config{TakeTimeout: d.TakeTimeout, DoneTTL: d.DoneTTL, MaxAttempts: d.MaxAttempts, ReorderWait: d.ReorderWait,
-		SendBound: c.TCP.RequestTimeout + sendBoundSkew}
+		SendBound: c.TCP.RequestTimeout + sendBoundSkew, RepairWindow: d.RepairWindow}
+}
+
+// ListRepair is the list repair's pace and window (deliver.repair_*).
+func (c Config) ListRepair() listrepair.Config {
+	d := c.Deliver
+	return listrepair.Config{Interval: d.RepairInterval, Settle: d.RepairSettle, Window: d.RepairWindow}
 }
 
 // Recall is how long a sender may recall a message.

@@ -25,7 +25,8 @@ type DialogStore struct {
 
 type userLists struct {
 	lists   map[int64]*lists
-	markers map[string]markerSet // once → applied batch indexes
+	markers map[string]markerSet     // once → applied batch indexes
+	gaps    map[dialog.Gap]time.Time // ListGaps: gap (Noted unset) → when first noted
 }
 
 type markerSet struct {
@@ -42,7 +43,10 @@ type lists struct {
 	built        bool
 }
 
-var _ ports.DialogStore = (*DialogStore)(nil)
+var (
+	_ ports.DialogStore = (*DialogStore)(nil)
+	_ ports.ListGaps    = (*DialogStore)(nil)
+)
 
 // NewDialogStore returns empty lists; clock expires batch markers.
 func NewDialogStore(clock func() time.Time) *DialogStore {
@@ -56,7 +60,7 @@ func (s *DialogStore) of(name string) (*userLists, error) {
 	}
 	return stateOf(s.tenants, name, func() *userLists {
 		s.previews[name] = make(map[int64]dialog.Preview)
-		return &userLists{lists: make(map[int64]*lists), markers: make(map[string]markerSet)}
+		return &userLists{lists: make(map[int64]*lists), markers: make(map[string]markerSet), gaps: make(map[dialog.Gap]time.Time)}
 	}), nil
 }
 
@@ -269,4 +273,55 @@ func (s *DialogStore) Forget(name string) {
 	defer s.mu.Unlock()
 	delete(s.tenants, name)
 	delete(s.previews, name)
+}
+
+// onTenant runs f on the tenant's lists under s.mu.
+func (s *DialogStore) onTenant(name string, f func(*userLists)) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, err := s.of(name)
+	if err != nil {
+		return err
+	}
+	f(t)
+	return nil
+}
+
+// Note records the gaps, keeping the first time of one recorded already.
+func (s *DialogStore) Note(_ context.Context, name string, at time.Time, gaps ...dialog.Gap) error {
+	return s.onTenant(name, func(t *userLists) {
+		for _, g := range gaps {
+			g.Noted = time.Time{}
+			if _, ok := t.gaps[g]; !ok {
+				t.gaps[g] = at
+			}
+		}
+	})
+}
+
+// Due returns the gaps noted by notedBy, oldest first.
+func (s *DialogStore) Due(_ context.Context, name string, notedBy time.Time, limit int) ([]dialog.Gap, error) {
+	var out []dialog.Gap
+	err := s.onTenant(name, func(t *userLists) {
+		for g, at := range t.gaps {
+			if !at.After(notedBy) {
+				g.Noted = at
+				out = append(out, g)
+			}
+		}
+	})
+	slices.SortFunc(out, func(a, b dialog.Gap) int {
+		return cmp.Or(a.Noted.Compare(b.Noted), cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.From, b.From), cmp.Compare(a.To, b.To))
+	})
+	return out[:min(len(out), max(limit, 0))], err
+}
+
+// Close removes the gaps.
+func (s *DialogStore) Close(_ context.Context, name string, gaps ...dialog.Gap) error {
+	return s.onTenant(name, func(t *userLists) {
+		for _, g := range gaps {
+			g.Noted = time.Time{}
+			delete(t.gaps, g)
+		}
+	})
 }

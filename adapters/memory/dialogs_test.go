@@ -12,3 +12,9 @@ func TestDialogStoreContract(t *testing.T) {
 		return contract.DialogFixture{Tenant: contractTenant, Dialogs: NewDialogStore(time.Now)}
 	})
 }
+
+func TestListGapsContract(t *testing.T) {
+	contract.ListGaps(t, func(*testing.T) contract.ListGapsFixture {
+		return contract.ListGapsFixture{Tenant: contractTenant, Gaps: NewDialogStore(time.Now)}
+	})
+}

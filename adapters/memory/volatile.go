@@ -119,6 +119,23 @@ func (q *DeliverQueue) Snapshot() func() {
 // Lose forgets every job and marker.
 func (q *DeliverQueue) Lose() { lose(&q.s.mu, q.s.tenants) }
 
+// LosePartition forgets the jobs queued and taken in one partition of the tenant's queue (of
+// this queue's partition count) and returns how many: a partial loss, the other partitions,
+// the done markers and everything beside the queue intact (seed 003 §20 item 13).
+func (q *DeliverQueue) LosePartition(tenant string, partition int) int {
+	q.s.mu.Lock()
+	defer q.s.mu.Unlock()
+	l, ok := q.s.tenants[tenant]
+	if !ok {
+		return 0
+	}
+	k := partitionKey{partition, q.partitions}
+	n := len(l.queues[k]) + len(l.processing[k])
+	delete(l.queues, k)
+	delete(l.processing, k)
+	return n
+}
+
 // Snapshot copies the routes.
 func (c *RouteCache) Snapshot() func() {
 	return snapshot(&c.mu, partOf(&c.routes, func(m map[tenantTopic]route.Route) map[tenantTopic]route.Route {
@@ -140,7 +157,7 @@ func (h *HotCache) Snapshot() func() {
 // Lose forgets every cached message.
 func (h *HotCache) Lose() { lose(&h.mu, h.topics) }
 
-// Snapshot copies every list, count, marker and preview.
+// Snapshot copies every list, count, marker, gap and preview.
 func (s *DialogStore) Snapshot() func() {
 	return snapshot(&s.mu, partOf(&s.tenants, func(m map[string]*userLists) map[string]*userLists {
 		return cloneMap(m, func(t *userLists) *userLists {
@@ -154,6 +171,7 @@ func (s *DialogStore) Snapshot() func() {
 				markers: cloneMap(t.markers, func(s markerSet) markerSet {
 					return markerSet{batches: maps.Clone(s.batches), expires: s.expires}
 				}),
+				gaps: maps.Clone(t.gaps),
 			}
 		})
 	}), partOf(&s.previews, func(m map[string]map[int64]dialog.Preview) map[string]map[int64]dialog.Preview {
@@ -161,7 +179,7 @@ func (s *DialogStore) Snapshot() func() {
 	}))
 }
 
-// Lose forgets every list, count, marker and preview.
+// Lose forgets every list, count, marker, gap and preview.
 func (s *DialogStore) Lose() {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -79,6 +79,8 @@ func catalog() []spec {
 		{name: "deliver_queue_depth", kind: gauge, help: "Jobs waiting in deliver:queue, per partition.", labels: []string{"tenant", "partition"}},
 		{name: "deliver_processing_depth", kind: gauge, help: "Jobs taken but not acknowledged (deliver:processing), per partition.", labels: []string{"tenant", "partition"}},
 		{name: "deliver_queue_lag_seconds", kind: gauge, help: "Seconds the job at the head of a partition's queue has waited; 0 when the partition is empty.", labels: []string{"tenant", "partition"}},
+		{name: "deliver_list_gap_total", kind: counter, help: "Runs of seqs a deliver consumer went past without their jobs (a failed send, a job still on its way, or one the queue lost), recorded for the list repair."},
+		{name: "deliver_list_repair_total", kind: counter, help: "List repair outcomes (seed 003 §20 item 13): messages re-applied to the conversation lists a lost deliver job never changed (repaired), gaps left past the repair window (expired), gaps or topics whose repair failed and waits for the next pass (failed).", labels: []string{"result"}},
 		{name: "deliver_dead_letters", kind: gauge, help: "Deliver jobs on the dead-letter list, waiting for an operator.", labels: []string{"tenant"}},
 		{name: "outbound_drop_total", kind: counter, help: "Frames dropped because a connection's outbound buffer was full."},
 		{name: "cross_node_push_total", kind: counter, help: "Pushes between nodes of one tenant, by result: forwarded|overflow|error|stale on the node that had them, delivered|failed|malformed on the node that holds the connection.", labels: []string{"result"}},

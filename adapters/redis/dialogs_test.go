@@ -18,6 +18,14 @@ func TestDialogStoreContract(t *testing.T) {
 	})
 }
 
+func TestListGapsContract(t *testing.T) {
+	onEachRedis(t, func(t *testing.T, c rueidis.Client) {
+		contract.ListGaps(t, func(t *testing.T) contract.ListGapsFixture {
+			return contract.ListGapsFixture{Tenant: testTenant(t, c), Gaps: NewDialogStore(c)}
+		})
+	})
+}
+
 // The batch markers of a message expire with the job's done marker (dialog.Update.OnceTTL):
 // they are written once per call, after the batches acted, and must not be left without a TTL.
 func TestDialogMarkersExpire(t *testing.T) {

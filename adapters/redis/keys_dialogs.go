@@ -33,3 +33,7 @@ func (k Keys) DialogBuilt(user int64) string { return k.prefix + "dialog:built:"
 // DeliverLists is the HASH batch index → 1 of the recipient batches a deliver job applied to
 // the lists (short TTL).
 func (k Keys) DeliverLists(once string) string { return k.prefix + "deliver:lists:" + once }
+
+// ListGaps is the ZSET of a tenant's list gaps (ports.ListGaps): member
+// "<conversation>:<from>:<to>:<topic>", score when the gap was first noted, in Unix ms.
+func (k Keys) ListGaps() string { return k.prefix + "dialog:gaps" }

@@ -39,6 +39,7 @@ var tenantKeys = map[string]func(Keys) string{
 	"DialogPinned":        func(k Keys) string { return k.DialogPinned(42) },
 	"DialogPreview":       func(k Keys) string { return k.DialogPreview(7) },
 	"DialogBuilt":         func(k Keys) string { return k.DialogBuilt(42) },
+	"ListGaps":            Keys.ListGaps,
 	"RouteRepair":         Keys.RouteRepair,
 	"RouteRepairVersion":  Keys.RouteRepairVersion,
 	"RoutesBuilt":         Keys.RoutesBuilt,

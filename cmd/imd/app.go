@@ -52,7 +52,7 @@ func Application(cfg config.Config, log *slog.Logger) fx.Option {
 			cluster.NewLoops, newLatePusher, newLateTenants,
 
 			// Every tenant's loops, run by core/runtime.
-			newSeqHoles, newDeliverDeps, newRuntime,
+			newSeqHoles, newListRepair, newDeliverDeps, newRuntime,
 
 			// The listeners.
 			newTCPServer, newWebSocket, newHTTPServer, newSocialOps, newShardOps, newArchiveOps, newReferenceOps,

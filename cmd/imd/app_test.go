@@ -103,6 +103,7 @@ func memoryAdapters(t *testing.T, cfg config.Config) fx.Option {
 		CommitFollowUp:      &memory.CommitFollowUp{Routes: routes, Hot: hot, Queue: queue, Seqs: seqs, Pending: seqs},
 		DialogStore:         dialogs,
 		DialogRemover:       dialogs,
+		ListGaps:            dialogs,
 		RouteRepairQueue:    memory.NewRepairQueue(),
 		CompensationList:    memory.NewCompensationList(),
 		Locks:               memory.NewLocks(clock.Now),

@@ -14,6 +14,7 @@ import (
 	tcpserver "github.com/imdhq/imd/adapters/tcp/server"
 	"github.com/imdhq/imd/core/loop/cluster"
 	"github.com/imdhq/imd/core/loop/deliver"
+	"github.com/imdhq/imd/core/loop/listrepair"
 	"github.com/imdhq/imd/core/loop/migration"
 	"github.com/imdhq/imd/core/loop/retention"
 	"github.com/imdhq/imd/core/loop/routerepair"
@@ -60,6 +61,7 @@ var depsStructs = map[string]reflect.Type{
 	"httpapi.SocialDeps":    reflect.TypeFor[httpapi.SocialDeps](),
 	"inbox.Deps":            reflect.TypeFor[inbox.Deps](),
 	"inbox.MailerDeps":      reflect.TypeFor[inbox.MailerDeps](),
+	"listrepair.Deps":       reflect.TypeFor[listrepair.Deps](),
 	"longsearch.SearchDeps": reflect.TypeFor[longsearch.SearchDeps](),
 	"migration.Deps":        reflect.TypeFor[migration.Deps](),
 	"modify.Deps":           reflect.TypeFor[modify.Deps](),

@@ -91,6 +91,7 @@ type Ports struct {
 	CommitFollowUp      ports.CommitFollowUp
 	DialogStore         ports.DialogStore
 	DialogRemover       ports.DialogRemover
+	ListGaps            ports.ListGaps
 	RouteRepairQueue    ports.RouteRepairQueue
 	CompensationList    ports.CompensationList
 	Locks               ports.Locks
@@ -239,6 +240,7 @@ func openAdapters(cfg config.Config, log *slog.Logger) (Ports, held, error) {
 		CommitFollowUp:      redisadapter.NewCommitFollowUp(queue, hot),
 		DialogStore:         dialogs,
 		DialogRemover:       dialogs,
+		ListGaps:            dialogs,
 		RouteRepairQueue:    redisadapter.NewRepairQueue(rdb),
 		CompensationList:    redisadapter.NewCompensationList(rdb),
 		Locks:               redisadapter.NewLocks(rdb),

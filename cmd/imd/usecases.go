@@ -10,6 +10,7 @@ import (
 	"github.com/imdhq/imd/core/loop/cluster"
 	"github.com/imdhq/imd/core/loop/dailystats"
 	"github.com/imdhq/imd/core/loop/deliver"
+	"github.com/imdhq/imd/core/loop/listrepair"
 	"github.com/imdhq/imd/core/loop/migration"
 	"github.com/imdhq/imd/core/loop/retention"
 	"github.com/imdhq/imd/core/loop/routerepair"
@@ -455,12 +456,28 @@ func newDeliverDeps(p Ports, log *slog.Logger, pusher *cluster.LatePusher, maile
 		InFlight: inFlight,
 		Pending:  p.PendingSeqs,
 		Owner:    owner,
+		Gaps:     p.ListGaps,
 	}
+}
+
+// newListRepair re-applies to the lists what a lost deliver job never did (seed 003 §20 item 13).
+func newListRepair(cfg config.Config, p Ports, log *slog.Logger, h *history.Service, members *membership.Cache) *listrepair.Service {
+	return listrepair.New(cfg.ListRepair(), listrepair.Deps{
+		Gaps:    p.ListGaps,
+		Dialogs: p.DialogStore,
+		History: h,
+		Mirror:  p.RouteMirror,
+		Months:  p.MonthState,
+		Members: members,
+		Metrics: p.Metrics,
+		Clock:   p.Clock,
+		Log:     log,
+	})
 }
 
 func newRuntime(cfg config.Config, p Ports, log *slog.Logger, manager *shardmanager.Manager, repair *routerepair.Service,
 	workers deliver.Deps, migrations *migration.Service, retain *retention.Service, index *longsearch.Indexer,
-	stats *dailystats.Counter, missed *deliver.Missed, holes *seqholes.Sweeper,
+	stats *dailystats.Counter, missed *deliver.Missed, holes *seqholes.Sweeper, lists *listrepair.Service,
 ) *runtime.Runtime {
 	return runtime.NewNode(cfg.NodeLoops(), runtime.NodeDeps{
 		Storage:   p.ReadyStorage,
@@ -474,6 +491,7 @@ func newRuntime(cfg config.Config, p Ports, log *slog.Logger, manager *shardmana
 		Stats:     stats,
 		Missed:    missed,
 		SeqHoles:  holes,
+		Lists:     lists,
 		Depth:     p.DeliverDepth,
 		Metrics:   p.Metrics,
 		Clock:     p.Clock,

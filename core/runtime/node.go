@@ -9,6 +9,7 @@ import (
 	"github.com/imdhq/imd/core/domain/tenant"
 	"github.com/imdhq/imd/core/loop/dailystats"
 	"github.com/imdhq/imd/core/loop/deliver"
+	"github.com/imdhq/imd/core/loop/listrepair"
 	"github.com/imdhq/imd/core/loop/migration"
 	"github.com/imdhq/imd/core/loop/retention"
 	"github.com/imdhq/imd/core/loop/routerepair"
@@ -51,6 +52,7 @@ type NodeDeps struct {
 	Stats     *dailystats.Counter
 	Missed    *deliver.Missed
 	SeqHoles  *seqholes.Sweeper
+	Lists     *listrepair.Service
 	Depth     ports.DeliverDepth
 	Metrics   ports.Metrics
 	Clock     ports.Clock
@@ -101,6 +103,12 @@ func (d NodeDeps) nodeLoops(cfg NodeConfig) []NodeLoop {
 			return nil
 		}},
 	}
+	// Seed 003 §20 item 13: what a lost deliver job never did to the lists is re-applied. Every
+	// node repairs: two re-applying one message act once, under the job's marker.
+	loops = append(loops, NodeLoop{Name: "list_repair", Run: func(ctx context.Context, ts func() []string) error {
+		d.Lists.RunEvery(ctx, ts)
+		return nil
+	}})
 	if every := cfg.Retention; every > 0 {
 		loops = append(loops, NodeLoop{Name: "retention", Run: func(ctx context.Context, ts func() []string) error {
 			d.Retention.RunEvery(ctx, ts, every)

@@ -428,6 +428,32 @@ func (f gatedFollowUp) Apply(ctx context.Context, tenant string, u ports.FollowU
 	return r
 }
 
+type gatedGaps struct {
+	ports.ListGaps
+	g *gate
+}
+
+func (d gatedGaps) Note(ctx context.Context, tenant string, at time.Time, gaps ...dialog.Gap) error {
+	if err := d.g.pass(redisBackend, "Gaps.Note"); err != nil {
+		return err
+	}
+	return d.ListGaps.Note(ctx, tenant, at, gaps...)
+}
+
+func (d gatedGaps) Due(ctx context.Context, tenant string, notedBy time.Time, limit int) ([]dialog.Gap, error) {
+	if err := d.g.pass(redisBackend, "Gaps.Due"); err != nil {
+		return nil, err
+	}
+	return d.ListGaps.Due(ctx, tenant, notedBy, limit)
+}
+
+func (d gatedGaps) Close(ctx context.Context, tenant string, gaps ...dialog.Gap) error {
+	if err := d.g.pass(redisBackend, "Gaps.Close"); err != nil {
+		return err
+	}
+	return d.ListGaps.Close(ctx, tenant, gaps...)
+}
+
 type gatedDialogs struct {
 	ports.DialogStore
 	g *gate

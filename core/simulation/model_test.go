@@ -82,7 +82,10 @@ type model struct {
 	hidden      map[userTopic][][2]int64 // seq ranges [low, hi) users deleted for themselves
 	storedAt    map[int64]int64          // the step that committed each msg_id
 	spans       map[userTopic][]memberSpan
-	violations  []string
+	// cleared is, per user and topic, the newest seq the lists had applied at the user's
+	// last read, which clears the count (checkLists).
+	cleared    map[userTopic]int64
+	violations []string
 }
 
 type userTopic struct {
@@ -127,7 +130,7 @@ func newModel() model {
 		watermarks: map[userConv]int64{}, tokens: map[int64][]string{}, revocations: map[string]revocation{}, live: map[deviceKey]map[int64]pushes{},
 		seen: map[deviceKey]map[int64]bool{}, cursors: map[deviceKey]map[string]*deviceTopic{},
 		deleted: map[sendKey]bool{}, hidden: map[userTopic][][2]int64{}, storedAt: map[int64]int64{},
-		spans: map[userTopic][]memberSpan{},
+		spans: map[userTopic][]memberSpan{}, cleared: map[userTopic]int64{},
 	}
 }
 
@@ -482,7 +485,82 @@ func (w *world) heal() {
 		}
 	}
 	w.checkUnread(n)
+	w.repairLists(n)
 	w.check()
+}
+
+// repairLists runs what a node's list repair does within a minute once the gaps are settled,
+// then checks the lists converged to MySQL (checkLists).
+func (w *world) repairLists(n *node) {
+	w.clock.Advance(repairSettle)
+	for range 5 {
+		rep, err := n.lists.Pass(context.Background(), tenant)
+		w.trace("list repair after healing: %+v, %v", rep, err)
+		if err != nil {
+			w.model.violate("list repair failed after healing: %v", err)
+			return
+		}
+	}
+	w.checkLists()
+}
+
+// checkLists: a deliver job the queue lost costs the lists nothing once the repair ran (seed
+// 003 §20 item 13, issue 33). Each member who never left a conversation finds it in its list
+// at its newest message stored within the repair window, and an unread count that holds every
+// message of others stored within the window after both the read watermark and what the lists
+// held at the member's last read (which clears the count). Messages stored before Redis last
+// lost or rolled back the lists are left out: the rebuild counts them its own way.
+func (w *world) checkLists() {
+	ctx := context.Background()
+	since := w.clock.Now().Add(-repairWindow)
+	if w.listsLostAt.After(since) {
+		since = w.listsLostAt
+	}
+	for _, c := range w.model.conversations {
+		var rows []message.Message
+		var newest int64
+		for _, month := range w.storedRows(c.topic) {
+			for _, r := range month {
+				if r.Status != message.StatusDeleted && r.CreatedAt.After(since) {
+					rows = append(rows, r)
+					newest = max(newest, r.Seq)
+				}
+			}
+		}
+		if newest == 0 {
+			continue
+		}
+		for _, u := range c.members {
+			if spans := w.model.spans[userTopic{u, c.topic}]; len(spans) != 1 || spans[0].from != -1 || spans[0].to != -1 {
+				continue // joined or left: its list follows its membership, not every message
+			}
+			entries, err := w.dialogs.Changed(ctx, tenant, u, 0, 100)
+			states, err2 := w.reads.States(ctx, tenant, u, []int64{c.id})
+			if err != nil || err2 != nil || len(states) != 1 {
+				w.model.violate("lists of user %d unreadable after healing: %v, %v", u, err, err2)
+				continue
+			}
+			i := slices.IndexFunc(entries, func(e dialog.Entry) bool { return e.ConversationID == c.id })
+			if i < 0 {
+				w.model.violate("user %d's list misses %s, which holds seq %d", u, c.topic, newest)
+				continue
+			}
+			e := entries[i]
+			if e.Preview.Seq < newest {
+				w.model.violate("user %d's list shows %s at seq %d, but seq %d is stored", u, c.topic, e.Preview.Seq, newest)
+			}
+			floor := max(states[0].ReadSeq, w.model.cleared[userTopic{u, c.topic}])
+			var want int64
+			for _, r := range rows {
+				if r.Seq > floor && r.From != u && dialog.CountsAsUnread(r) {
+					want++
+				}
+			}
+			if e.Unread < want {
+				w.model.violate("user %d has %d unread in %s, but %d messages of others follow seq %d (watermark %d)", u, e.Unread, c.topic, want, floor, states[0].ReadSeq)
+			}
+		}
+	}
 }
 
 // drain runs deliver passes until the queue is empty (jobs retried count as left).

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/imdhq/imd/adapters/memory"
 	"github.com/imdhq/imd/core/domain/auth"
 	"github.com/imdhq/imd/core/domain/message"
 	"github.com/imdhq/imd/core/usecase/conversation"
@@ -53,6 +52,8 @@ const (
 	kFailover
 	kSendAcrossSwitch
 	kFollowUpFault
+	kQueueLost
+	kListRepair
 	kinds
 )
 
@@ -60,7 +61,7 @@ var kindNames = [kinds]string{
 	"send", "retry", "deliver", "sync", "read", "tick", "ensure", "advance", "repair", "crash",
 	"redis-lose", "redis-snapshot", "redis-restore", "mysql-outage", "redis-outage", "slow-device", "offline",
 	"issue-token", "revoke-token", "change", "delete-self", "auth", "sweep", "member", "pool-full",
-	"migrate", "failover", "send-across-switch", "follow-up-fault",
+	"migrate", "failover", "send-across-switch", "follow-up-fault", "queue-lost", "list-repair",
 }
 
 // weights of the kinds in a random step list.
@@ -68,7 +69,7 @@ var weights = [kinds]int{
 	kSend: 24, kRetry: 12, kDeliver: 14, kSync: 8, kRead: 5, kTick: 12, kEnsure: 3, kAdvance: 1, kRepair: 2, kCrash: 5,
 	kRedisLose: 1, kRedisSnapshot: 1, kRedisRestore: 1, kMySQLOutage: 1, kRedisOutage: 1, kSlowDevice: 2, kOffline: 1,
 	kIssueToken: 2, kRevokeToken: 2, kChange: 3, kDeleteSelf: 1, kAuth: 3, kSweep: 3, kMember: 2, kPoolFull: 1,
-	kMigrate: 4, kFailover: 1, kSendAcrossSwitch: 1, kFollowUpFault: 2,
+	kMigrate: 4, kFailover: 1, kSendAcrossSwitch: 1, kFollowUpFault: 2, kQueueLost: 2, kListRepair: 2,
 }
 
 type step struct {
@@ -179,7 +180,7 @@ func (w *world) exec(s step) {
 		for i, v := range w.volatile() {
 			if s.a%2 == 0 || s.b>>i&1 == 1 {
 				v.Lose()
-				w.listsLost = w.listsLost || v == memory.Volatile(w.dialogs)
+				w.loseLists(v)
 			}
 		}
 		w.stats.faults++
@@ -195,7 +196,7 @@ func (w *world) exec(s step) {
 		for i, restore := range w.snapshot {
 			if s.a%2 == 0 || s.b>>i&1 == 1 {
 				restore()
-				w.listsLost = w.listsLost || w.volatile()[i] == memory.Volatile(w.dialogs)
+				w.loseLists(w.volatile()[i])
 			}
 		}
 		w.redisRollbacks++
@@ -258,6 +259,21 @@ func (w *world) exec(s step) {
 		w.migrate(n, s)
 	case kFailover:
 		w.failover(n, s)
+	case kQueueLost:
+		// One partition's queue and processing list are gone, the lists and everything else
+		// intact (seed 003 §20 item 13): the list repair must make up for the jobs. The
+		// first partition from a that holds jobs loses them.
+		for i := range partitions {
+			p := (s.a + i) % partitions
+			if n := w.queue.LosePartition(tenant, p); n > 0 {
+				w.stats.faults++
+				w.trace("deliver partition %d lost its %d jobs", p, n)
+				break
+			}
+		}
+	case kListRepair:
+		rep, err := n.lists.Pass(ctx, tenant)
+		w.trace("list repair: %+v, %v", rep, err)
 	case kFollowUpFault:
 		// Some parts of the node's next follow-up fail alone: a damaged key, or a script error
 		// in one part.
@@ -395,6 +411,11 @@ func (w *world) read(n *node, s step) {
 		last = 1 + int64(s.b)%last
 	}
 	_, _ = n.read.Read(context.Background(), read.Request{Tenant: tenant, User: u, Device: uint64(s.c%deviceCount) + 1, Topic: c.topic, Seq: last})
+	// A read clears the count of what the lists hold by now (whether or not the call got that
+	// far): checkLists expects only what is applied after it to be counted.
+	applied, _ := w.dialogs.AppliedSeq(context.Background(), tenant, c.id)
+	k := userTopic{u, c.topic}
+	w.model.cleared[k] = max(w.model.cleared[k], applied)
 }
 
 // change recalls, edits or deletes for everyone one of the user's ACKed messages (recalls

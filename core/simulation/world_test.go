@@ -19,6 +19,7 @@ import (
 	"github.com/imdhq/imd/core/domain/social"
 	"github.com/imdhq/imd/core/kit/inflight"
 	"github.com/imdhq/imd/core/loop/deliver"
+	"github.com/imdhq/imd/core/loop/listrepair"
 	"github.com/imdhq/imd/core/loop/migration"
 	"github.com/imdhq/imd/core/loop/routerepair"
 	"github.com/imdhq/imd/core/loop/seqholes"
@@ -66,7 +67,11 @@ const (
 	legacyBatch         = 7
 	tokenTTL            = 24 * time.Hour * 3650 // revocations of the memory fake use the wall clock
 	recentRevocationTTL = 5 * time.Second
-	startOfWorld        = "2026-09-30T23:00:00Z"
+	// repairSettle and repairWindow are the list repair's: a week's window reaches back past
+	// most of the clock's jumps, so the lists must converge for nearly every lost job.
+	repairSettle = 30 * time.Second
+	repairWindow = 7 * 24 * time.Hour
+	startOfWorld = "2026-09-30T23:00:00Z"
 )
 
 // world is the shared state: the fakes standing for MySQL and Redis, the clients' view, the
@@ -119,8 +124,10 @@ type world struct {
 	snapshot []func() // a Redis copy to roll back to
 	// redisRollbacks counts rollbacks: a rolled-back queue may push a job again.
 	redisRollbacks int
-	// listsLost: the conversation lists were lost or rolled back, so they were rebuilt.
-	listsLost bool
+	// listsLost: the conversation lists were lost or rolled back, so they were rebuilt;
+	// listsLostAt is when that last happened.
+	listsLost   bool
+	listsLostAt time.Time
 	// sweptAt: when the seq-hole sweeper last ran through without a fault; every hole whose
 	// next message was older than holeAfter then is closed.
 	sweptAt time.Time
@@ -139,6 +146,13 @@ type deviceKey struct {
 
 type stats struct {
 	steps, calls, faults, checks int64
+}
+
+// loseLists notes that v, lost or rolled back, held the conversation lists.
+func (w *world) loseLists(v memory.Volatile) {
+	if v == memory.Volatile(w.dialogs) {
+		w.listsLost, w.listsLostAt = true, w.clock.Now()
+	}
 }
 
 // volatile lists every fake that stands for Redis.
@@ -242,6 +256,7 @@ type node struct {
 	sweeper   *seqholes.Sweeper
 	groups    *directory.Service
 	migration *migration.Service
+	lists     *listrepair.Service
 	newWorker func(partition int, idle func()) *deliver.Workers
 	// poolFull: the node's task pool is full, so its transport refuses every send.
 	poolFull bool
@@ -312,15 +327,20 @@ func (w *world) boot(g *gate) *node {
 		Tokens: w.tokens, Revocations: gatedRevocations{TokenRevocations: w.revocations, g: g},
 		Tenants: func(name string) bool { return name == tenant }, Users: w.dir, Clock: w.clock,
 	})
+	gaps := gatedGaps{ListGaps: w.dialogs, g: g}
+	n.lists = listrepair.New(listrepair.Config{Settle: repairSettle, Window: repairWindow}, listrepair.Deps{
+		Gaps: gaps, Dialogs: dialogs, History: n.history, Mirror: memory.NewRouteMirror(w.shards), Months: months,
+		Members: members, Metrics: w.metrics, Clock: w.clock, Log: w.log,
+	})
 	pusher := &pusher{w: w}
 	mailer := inbox.NewMailer(inbox.MailerDeps{Mailbox: mbox, Pusher: pusher, IDs: w.ids, Clock: w.clock, Log: w.log})
 	n.newWorker = func(partition int, idle func()) *deliver.Workers {
 		q := queue
 		q.idle, q.part = idle, partition
-		return deliver.New(deliver.Config{TakeTimeout: time.Second, DoneTTL: doneTTL, MaxAttempts: maxAttempts, ReorderWait: reorderWait},
+		return deliver.New(deliver.Config{TakeTimeout: time.Second, DoneTTL: doneTTL, MaxAttempts: maxAttempts, ReorderWait: reorderWait, RepairWindow: repairWindow},
 			deliver.Deps{
 				Queue: q, Pusher: pusher, Dialogs: dialogs, Mailer: mailer, Notifier: notifier{}, Members: members,
-				Metrics: w.metrics, Clock: w.clock, Log: w.log, InFlight: sending,
+				Metrics: w.metrics, Clock: w.clock, Log: w.log, InFlight: sending, Gaps: gaps,
 			})
 	}
 	return n

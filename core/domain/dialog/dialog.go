@@ -96,15 +96,46 @@ type Update struct {
 	Batches []Batch
 }
 
+// UpdateOf is what message m changes in the lists of the batches' users: acting once under
+// once, whose markers live ttl. The deliver workers and the list repair build it alike, so a
+// message the repair re-applies changes the lists as its deliver job would have.
+func UpdateOf(m message.Message, once string, ttl time.Duration, batches []Batch) Update {
+	return Update{
+		ConversationID: m.ConversationID, Score: ScoreOf(m.CreatedAt), Sender: m.From,
+		Silent: !CountsAsUnread(m), Preview: PreviewOf(m), Once: once, OnceTTL: ttl, Batches: batches,
+	}
+}
+
+// ListBatches is how many batches the recipients of one message are split into, by user id.
+// A batch is one atomic list change: enough batches keep a 100,000-member group's changes
+// short, and the split depends on the user id only, so a retry after membership changed still
+// finds each user in the batch that already counted them.
+const ListBatches = 64
+
+// BatchesOf splits users into their list batches, by index.
+func BatchesOf(users []int64) []Batch {
+	byIndex := make(map[int][]int64)
+	for _, u := range users {
+		i := int(uint64(u) % ListBatches)
+		byIndex[i] = append(byIndex[i], u)
+	}
+	out := make([]Batch, 0, len(byIndex))
+	for i, us := range byIndex {
+		out = append(out, Batch{Index: i, Users: us})
+	}
+	slices.SortFunc(out, func(a, b Batch) int { return a.Index - b.Index })
+	return out
+}
+
 // Runs splits updates into runs of consecutive updates of one conversation to the same
-// batches. A list store may apply a run together: its effect is that of its updates one after
-// another.
+// batches with markers of the same lifetime. A list store may apply a run together: its effect
+// is that of its updates one after another.
 func Runs(us []Update) [][]Update {
 	var runs [][]Update
 	for i, u := range us {
 		if i > 0 {
 			prev := us[i-1]
-			if u.ConversationID == prev.ConversationID && sameBatches(u.Batches, prev.Batches) {
+			if u.ConversationID == prev.ConversationID && u.OnceTTL == prev.OnceTTL && sameBatches(u.Batches, prev.Batches) {
 				runs[len(runs)-1] = append(runs[len(runs)-1], u)
 				continue
 			}
@@ -170,6 +201,20 @@ func (s State) Unread() int64 {
 // Preview is what a rebuild knows of the last message: ids and seq, no text.
 func (s State) Preview() Preview {
 	return Preview{Topic: s.Topic, ConversationID: s.ConversationID, MsgID: s.LastMsgID, Seq: s.LastSeq, CreatedAt: s.LastMsgAt.UnixMilli()}
+}
+
+// Gap is a run of a conversation's seqs, From to To, that a deliver consumer went past without
+// their jobs: it gave up waiting for them, or stopped while holding later ones (seed 003 §20
+// item 13, issue 33). A seq of a gap is a send that failed (a hole the sweeper closes), a job
+// still on its way (it comes late and acts then), or a job the queue lost, whose message the
+// recipients' lists never counted: the list repair (core/loop/listrepair) re-applies the
+// gap's stored messages.
+type Gap struct {
+	Topic          string
+	ConversationID int64
+	From, To       int64
+	// Noted is when the gap was first noted; a list store fills it in on reads.
+	Noted time.Time
 }
 
 // Watermark is a user's read position in a conversation: the last message read (seed 003

@@ -69,6 +69,7 @@ func TestRuns(t *testing.T) {
 		{"conversations alternate", []Update{up(1, "m1", a), up(2, "m2", a), up(1, "m3", a)}, [][]string{{"m1"}, {"m2"}, {"m3"}}},
 		{"batches differ", []Update{up(1, "m1", a), up(1, "m2", b), up(1, "m3", b)}, [][]string{{"m1"}, {"m2", "m3"}}},
 		{"no batches", []Update{up(1, "m1", nil), up(1, "m2", nil)}, [][]string{{"m1", "m2"}}},
+		{"marker lifetimes differ", []Update{up(1, "m1", a), {ConversationID: 1, Once: "m2", OnceTTL: time.Hour, Batches: a}}, [][]string{{"m1"}, {"m2"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -84,5 +85,13 @@ func TestRuns(t *testing.T) {
 				t.Fatalf("Runs = %v; want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestBatchesOfSplitsByUserID(t *testing.T) {
+	got := BatchesOf([]int64{ListBatches + 1, 1, 2, 3 * ListBatches})
+	want := []Batch{{Index: 0, Users: []int64{3 * ListBatches}}, {Index: 1, Users: []int64{ListBatches + 1, 1}}, {Index: 2, Users: []int64{2}}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("BatchesOf = %v; want %v", got, want)
 	}
 }

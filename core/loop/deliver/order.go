@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/imdhq/imd/core/domain/delivery"
+	"github.com/imdhq/imd/core/domain/dialog"
 )
 
 // sequencer puts one partition's MESSAGE jobs back into seq order per topic. Jobs reach the
@@ -30,6 +31,11 @@ type sequencer struct {
 	maxHold time.Duration
 	// late: add returned a job behind its topic's next seq since the last lateSeen.
 	late bool
+	// behind are the done keys of the jobs add returned behind their topic's next seq since
+	// the last takeBehind: their markers must outlive a list repair (Workers.markerTTL).
+	behind map[string]bool
+	// gaps are the seqs passed without their jobs since the last takeGaps (dialog.Gap).
+	gaps []dialog.Gap
 }
 
 // topicOrder is what the sequencer knows of one topic.
@@ -76,6 +82,10 @@ func (s *sequencer) add(job delivery.Job, now time.Time) []delivery.Job {
 	switch {
 	case seq < t.next:
 		s.late = true
+		if s.behind == nil {
+			s.behind = map[string]bool{}
+		}
+		s.behind[job.DoneKey()] = true
 		return []delivery.Job{job}
 	case seq == t.next:
 		t.next++
@@ -126,6 +136,28 @@ func (s *sequencer) expire(caughtUp, now time.Time) []delivery.Job {
 	return out
 }
 
+// takeBehind returns the done keys of the jobs add returned behind their topic since the last
+// call, nil when none.
+func (s *sequencer) takeBehind() map[string]bool {
+	b := s.behind
+	s.behind = nil
+	return b
+}
+
+// takeGaps returns the gaps passed since the last call.
+func (s *sequencer) takeGaps() []dialog.Gap {
+	g := s.gaps
+	s.gaps = nil
+	return g
+}
+
+// passed notes that the seqs from next up to the held job h went by without their jobs.
+func (s *sequencer) passed(topic string, next int64, h heldJob) {
+	if h.seq() > next {
+		s.gaps = append(s.gaps, dialog.Gap{Topic: topic, ConversationID: h.job.ConversationID, From: next, To: h.seq() - 1})
+	}
+}
+
 // lateSeen reports whether add returned a late job since the last call.
 func (s *sequencer) lateSeen() bool {
 	late := s.late
@@ -171,11 +203,15 @@ func (s *sequencer) nextDue() (due time.Time, ok bool) {
 }
 
 // drain returns every held job, each topic's in seq order, and forgets the topics: the
-// consumer is stopping, and late is better than at the next boot.
+// consumer is stopping, and late is better than at the next boot. The seqs it goes past are
+// gaps, as skip's are.
 func (s *sequencer) drain() []delivery.Job {
 	var out []delivery.Job
 	for topic, t := range s.waiting {
+		next := t.next
 		for _, h := range t.held {
+			s.passed(topic, next, h)
+			next = max(next, h.seq()+1)
 			out = append(out, h.job)
 		}
 		delete(s.topics, topic)
@@ -196,6 +232,7 @@ func (s *sequencer) forget(idleSince time.Time) {
 
 // skip gives up the gap before the first held job and releases what follows it.
 func (s *sequencer) skip(topic string, t *topicOrder, out []delivery.Job) []delivery.Job {
+	s.passed(topic, t.next, t.held[0])
 	t.next = t.held[0].seq()
 	return s.release(topic, t, out)
 }

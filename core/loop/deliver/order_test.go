@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/imdhq/imd/core/domain/delivery"
+	"github.com/imdhq/imd/core/domain/dialog"
 	"github.com/imdhq/imd/core/domain/message"
 )
 
@@ -356,5 +357,37 @@ func TestLateJobsOfAPassGoOutInSeqOrder(t *testing.T) {
 				t.Fatal("late seen again without a late job")
 			}
 		})
+	}
+}
+
+// The seqs a consumer goes past without their jobs are gaps for the list repair: a gap given
+// up after the wait, the seqs between held jobs a stop drains, and none for a late job, which
+// is marked as behind instead.
+func TestSequencerNotesTheGapsItPasses(t *testing.T) {
+	const wait = time.Second
+	start := sequencerStart
+	s := newSequencer(wait, 10)
+	s.start("A", 1, start)
+	s.start("B", 0, start)
+	s.add(orderJob("A", 5, 5), start)
+	if got := labels(s.expire(start.Add(wait), start.Add(wait))); !slices.Equal(got, []string{"A5"}) {
+		t.Fatalf("expire = %v; want A5", got)
+	}
+	late := orderJob("A", 3, 3)
+	s.add(late, start.Add(wait))
+	s.add(orderJob("B", 2, 2), start.Add(wait))
+	s.add(orderJob("B", 5, 5), start.Add(wait))
+	s.drain()
+	gaps := s.takeGaps()
+	slices.SortFunc(gaps, func(a, b dialog.Gap) int { return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.From, b.From)) })
+	want := []dialog.Gap{{Topic: "A", From: 2, To: 4}, {Topic: "B", From: 1, To: 1}, {Topic: "B", From: 3, To: 4}}
+	if !slices.Equal(gaps, want) {
+		t.Fatalf("gaps = %+v; want %+v", gaps, want)
+	}
+	if got := s.takeGaps(); got != nil {
+		t.Fatalf("gaps taken twice: %+v", got)
+	}
+	if behind := s.takeBehind(); len(behind) != 1 || !behind[late.DoneKey()] {
+		t.Fatalf("behind = %v; want only the late A3", behind)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 	"time"
 
@@ -35,6 +34,11 @@ type Config struct {
 	// node cannot see: the job waits up to SendBound instead of ReorderWait. A send that
 	// failed for good then holds its topic that long, once.
 	SendBound time.Duration
+	// RepairWindow is how long the list batch markers of a job that came behind its topic's
+	// next seq live (DoneTTL for the others): such a job's seq was a gap (dialog.Gap) the list
+	// repair may re-apply any time within the window, and the marker keeps the two from both
+	// counting it. Zero: DoneTTL.
+	RepairWindow time.Duration
 }
 
 // Bounds of a consumer's sequencer.
@@ -71,6 +75,9 @@ type Deps struct {
 	// Owner says which partitions this node consumes when several nodes share the tenants
 	// (core/loop/cluster); nil: all of them.
 	Owner Owner
+	// Gaps records the seqs a consumer goes past without their jobs, for the list repair
+	// (seed 003 §20 item 13); nil records none.
+	Gaps ports.ListGaps
 }
 
 // Owner hands partitions to one node at a time, so each topic has one consumer in the whole
@@ -113,6 +120,7 @@ func (c Config) withDefaults() Config {
 	if c.ReorderWait <= 0 {
 		c.ReorderWait = 200 * time.Millisecond
 	}
+	c.RepairWindow = max(c.RepairWindow, c.DoneTTL)
 	return c
 }
 
@@ -181,6 +189,7 @@ func (w *Workers) consume(ctx context.Context, tenant string, partition int) {
 	}
 	lastForget := w.d.Clock.Now()
 	var caughtUp time.Time // every job queued before it was taken
+	var gaps []dialog.Gap  // passed, not yet recorded
 	for ctx.Err() == nil {
 		order.wait = w.reorderWait(tenant)
 		if !w.owns(ctx, tenant, partition, order) {
@@ -208,13 +217,36 @@ func (w *Workers) consume(ctx context.Context, tenant string, partition int) {
 		if order.lateSeen() {
 			inSeqOrder(ready)
 		}
-		w.handle(work, ready...)
+		gaps = w.noteGaps(work, tenant, append(gaps, order.takeGaps()...))
+		w.handle(work, order.takeBehind(), ready...)
 		if now := w.d.Clock.Now(); now.Sub(lastForget) >= idleTopicAfter {
 			order.forget(now.Add(-idleTopicAfter))
 			lastForget = now
 		}
 	}
-	w.handle(work, order.drain()...)
+	held := order.drain()
+	if gaps = w.noteGaps(work, tenant, append(gaps, order.takeGaps()...)); len(gaps) > 0 {
+		w.d.Log.ErrorContext(work, "deliver gaps not recorded: the list repair will not see them", "tenant", tenant, "partition", partition, "gaps", len(gaps))
+	}
+	w.handle(work, nil, held...)
+}
+
+// noteGaps records gaps before the jobs past them are handled, so a crash in between leaves
+// those jobs in processing and the next consumer finds the gaps again. It returns the gaps it
+// could not record, to try again with the next pass: the jobs go on meanwhile, since Redis
+// refusing the record refuses them too, and only a blip between the two loses a gap.
+func (w *Workers) noteGaps(ctx context.Context, tenant string, gaps []dialog.Gap) []dialog.Gap {
+	if len(gaps) == 0 || w.d.Gaps == nil {
+		return nil
+	}
+	if err := w.d.Gaps.Note(ctx, tenant, w.d.Clock.Now(), gaps...); err != nil {
+		w.d.Log.WarnContext(ctx, "deliver gaps not recorded yet", "tenant", tenant, "gaps", len(gaps), "err", err)
+		return gaps
+	}
+	for range gaps {
+		w.d.Metrics.Inc("deliver_list_gap_total")
+	}
+	return nil
 }
 
 // sending reports whether a send of a seq in [from, to] of topic still runs: on this node, or
@@ -253,7 +285,10 @@ func (w *Workers) owns(ctx context.Context, tenant string, partition int, order 
 		return true
 	}
 	if !own.Holds(tenant, partition) {
-		w.handle(context.WithoutCancel(ctx), order.reset()...)
+		work := context.WithoutCancel(ctx)
+		held := order.reset()
+		w.noteGaps(work, tenant, order.takeGaps())
+		w.handle(work, nil, held...)
 		return false
 	}
 	if own.Surplus(tenant, partition) && order.empty() {
@@ -304,6 +339,7 @@ type target struct {
 	job        delivery.Job
 	recipients []int64
 	batches    []dialog.Batch // list batches of a MESSAGE job
+	behind     bool           // it came behind its topic's next seq
 }
 
 // handle runs jobs of one tenant, in order. The list updates come first and act once per job
@@ -312,12 +348,15 @@ type target struct {
 // (deliver:done). A crash anywhere leaves the jobs in processing, and their rerun skips what
 // already acted, so unread never counts a message twice. A step that fails retries the jobs it was for; the
 // others go on.
-func (w *Workers) handle(ctx context.Context, jobs ...delivery.Job) {
+func (w *Workers) handle(ctx context.Context, behind map[string]bool, jobs ...delivery.Job) {
 	if len(jobs) == 0 {
 		return
 	}
 	started := w.d.Clock.Now()
 	targets := w.dropStale(ctx, w.targets(ctx, jobs))
+	for i := range targets {
+		targets[i].behind = behind[targets[i].job.DoneKey()]
+	}
 	muted, targets := w.updateLists(ctx, targets)
 	if len(targets) == 0 {
 		return
@@ -394,12 +433,12 @@ func (w *Workers) targets(ctx context.Context, jobs []delivery.Job) []target {
 					w.retry(ctx, job, err)
 					continue
 				}
-				m = members{users: users, batches: batchesOf(users)}
+				m = members{users: users, batches: dialog.BatchesOf(users)}
 				byTopic[job.Topic] = m
 			}
 			t.recipients, t.batches = m.users, m.batches
 		} else if isMessage(job) {
-			t.batches = batchesOf(t.recipients)
+			t.batches = dialog.BatchesOf(t.recipients)
 		}
 		out = append(out, t)
 	}
@@ -436,12 +475,6 @@ func (w *Workers) dropStale(ctx context.Context, targets []target) []target {
 	return keep
 }
 
-// listBatches is how many batches the recipients of one message are split into, by user id.
-// A batch is one atomic Redis script: enough batches keep a 100,000-member group's scripts
-// short, and the split depends on the user id only, so a retry after membership changed still
-// finds each user in the batch that already counted them.
-const listBatches = 64
-
 // updateLists applies the MESSAGE jobs to every recipient's conversation list (seed 003 §11),
 // all in one call, and returns who muted each conversation, and the targets left to push: when
 // the lists fail, the MESSAGE jobs are retried and only the others go on.
@@ -451,12 +484,7 @@ func (w *Workers) updateLists(ctx context.Context, targets []target) (map[int64]
 		if !isMessage(t.job) {
 			continue
 		}
-		m := t.job.Message
-		updates = append(updates, dialog.Update{
-			ConversationID: m.ConversationID, Score: dialog.ScoreOf(m.CreatedAt), Sender: m.From,
-			Silent: !dialog.CountsAsUnread(*m), Preview: dialog.PreviewOf(*m), Once: t.job.DoneKey(), OnceTTL: w.cfg.DoneTTL,
-			Batches: t.batches,
-		})
+		updates = append(updates, dialog.UpdateOf(*t.job.Message, t.job.DoneKey(), w.markerTTL(t), t.batches))
 	}
 	if len(updates) == 0 {
 		return nil, targets
@@ -491,26 +519,21 @@ func (w *Workers) updateLists(ctx context.Context, targets []target) (map[int64]
 	return muted, targets
 }
 
+// markerTTL is how long the list markers of t's job live: a job behind its topic's next seq
+// is a gap's, which the list repair may re-apply within RepairWindow.
+func (w *Workers) markerTTL(t target) time.Duration {
+	if t.behind {
+		return w.cfg.RepairWindow
+	}
+	return w.cfg.DoneTTL
+}
+
 func batchCount(us []dialog.Update) int {
 	n := 0
 	for _, u := range us {
 		n += len(u.Batches)
 	}
 	return n
-}
-
-func batchesOf(users []int64) []dialog.Batch {
-	byIndex := make(map[int][]int64)
-	for _, u := range users {
-		i := int(uint64(u) % listBatches)
-		byIndex[i] = append(byIndex[i], u)
-	}
-	out := make([]dialog.Batch, 0, len(byIndex))
-	for i, us := range byIndex {
-		out = append(out, dialog.Batch{Index: i, Users: us})
-	}
-	slices.SortFunc(out, func(a, b dialog.Batch) int { return a.Index - b.Index })
-	return out
 }
 
 func (w *Workers) retry(ctx context.Context, job delivery.Job, cause error) {

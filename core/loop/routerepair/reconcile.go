@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/imdhq/imd/core/domain/month"
 	"github.com/imdhq/imd/core/domain/route"
@@ -96,40 +95,13 @@ func (s *Service) recentMonths(ctx context.Context, tenant string) ([]month.Mont
 // sample takes the next topics of each month after its cursor, wrapping to the start when a
 // month's topics run out, and de-duplicates topics found in several months.
 func (s *Service) sample(ctx context.Context, tenant string, months []month.Month) ([]string, error) {
-	s.mu.Lock()
-	for k := range s.cursors {
-		if k.tenant == tenant && !slices.Contains(months, k.month) {
-			delete(s.cursors, k) // a month no longer sampled
-		}
+	topics, err := s.cursors.Next(ctx, tenant, months, s.cfg.ReconcileSample, func(ctx context.Context, m month.Month, after string, limit int) ([]string, error) {
+		return s.d.Mirror.TopicsIn(ctx, tenant, m, after, limit)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reconcile %s: %w", tenant, err)
 	}
-	s.mu.Unlock()
-	quota := (s.cfg.ReconcileSample + len(months) - 1) / len(months)
-	seen := map[string]bool{}
-	var out []string
-	for _, m := range months {
-		key := cursorKey{tenant: tenant, month: m}
-		s.mu.Lock()
-		after := s.cursors[key]
-		s.mu.Unlock()
-		topics, err := s.d.Mirror.TopicsIn(ctx, tenant, m, after, quota)
-		if err != nil {
-			return nil, fmt.Errorf("reconcile %s: topics of %s: %w", tenant, m, err)
-		}
-		next := ""
-		if len(topics) == quota {
-			next = topics[len(topics)-1]
-		}
-		s.mu.Lock()
-		s.cursors[key] = next
-		s.mu.Unlock()
-		for _, t := range topics {
-			if !seen[t] && len(out) < s.cfg.ReconcileSample {
-				seen[t] = true
-				out = append(out, t)
-			}
-		}
-	}
-	return out, nil
+	return topics, nil
 }
 
 // Results of one route check, the values of group_message_route_reconcile_total{result}.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/imdhq/imd/core/domain/month"
 	"github.com/imdhq/imd/core/domain/topic"
+	"github.com/imdhq/imd/core/kit/topicsample"
 	"github.com/imdhq/imd/ports"
 )
 
@@ -93,12 +94,7 @@ type Service struct {
 	fallback  map[string]map[string]bool
 	fallbacks int
 	// cursors is where each tenant's reconciliation continues in each month's topics.
-	cursors map[cursorKey]string
-}
-
-type cursorKey struct {
-	tenant string
-	month  month.Month
+	cursors *topicsample.Cursors
 }
 
 var _ ports.RouteRepairs = (*Service)(nil)
@@ -111,7 +107,7 @@ var ErrFallbackFull = errors.New("route repair fallback full")
 func New(cfg Config, d Deps) *Service {
 	return &Service{
 		cfg: cfg.withDefaults(), d: d,
-		fallback: map[string]map[string]bool{}, cursors: map[cursorKey]string{},
+		fallback: map[string]map[string]bool{}, cursors: topicsample.New(),
 	}
 }
 
