@@ -85,6 +85,7 @@ var depsStructs = map[string]reflect.Type{
 var leftOut = map[string]string{
 	"shardmanager.Deps.Floors":  "New makes the floors the shard manager shares with the send path",
 	"history.Deps.RecentMonths": "zero is DefaultRecentMonths",
+	"shardmanager.Deps.Sleep":   "nil is periodic.Sleep, the wall clock; only the simulation's virtual clock sets it",
 }
 
 // TestEveryFieldIsBoundByName reads cmd/imd's source: every struct literal of Ports (in
