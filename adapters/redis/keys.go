@@ -2,16 +2,19 @@ package redis
 
 import (
 	"fmt"
+	"hash/fnv"
 	"strconv"
 
 	"github.com/imdhq/imd/core/domain/tenant"
 	"github.com/imdhq/imd/core/domain/topic"
 )
 
-// Keys builds every Redis key of one tenant (DESIGN §3). All of them carry the hash tag
-// {tenant}, so Redis Cluster keeps a tenant in one slot and multi-key scripts stay legal.
+// Keys builds every Redis key of one tenant (DESIGN §3). Each key carries a hash tag: {tenant}
+// for the tenant-wide keys, {tenant~g} for the keys of slot group g (Group), so Redis Cluster
+// keeps what one script touches in one slot and spreads the rest (DESIGN §11).
 type Keys struct {
-	prefix string // "im:{tenant}:"
+	tenant string
+	prefix string // "im:{tenant}:" or "im:{tenant~g}:"
 }
 
 // KeysOf returns the key builder of a tenant. The name is validated because it is spliced
@@ -20,8 +23,32 @@ func KeysOf(name string) (Keys, error) {
 	if !tenant.Valid(name) {
 		return Keys{}, fmt.Errorf("invalid tenant %q", name)
 	}
-	return Keys{prefix: "im:{" + name + "}:"}, nil
+	return Keys{tenant: name, prefix: "im:{" + name + "}:"}, nil
 }
+
+// SlotGroups is how many hash tags one tenant's grouped keys are spread over (DESIGN §11): one
+// tenant's Redis work is no longer bound to one Cluster slot, hence one master's core. The
+// number is part of every grouped key's name, so it is fixed: another count would strand the
+// grouped keys as a FLUSHALL would. 64 tags spread evenly enough over any cluster of up to
+// about 16 masters.
+const SlotGroups = 64
+
+// Group is the key builder of slot group g (0 ≤ g < SlotGroups) of the same tenant: the same
+// key names under the hash tag {tenant~g}. '~' is never in a tenant name, so no group's tag is
+// another tenant's tag.
+func (k Keys) Group(g int) Keys {
+	return Keys{tenant: k.tenant, prefix: "im:{" + k.tenant + "~" + strconv.Itoa(g) + "}:"}
+}
+
+// TopicGroup is the slot group of a topic's keys: FNV-1a of its name, so every node agrees.
+func TopicGroup(topicName string) int {
+	h := fnv.New32a()
+	h.Write([]byte(topicName)) // a hash.Hash never fails to write
+	return int(h.Sum32() % SlotGroups)
+}
+
+// UserGroup is the slot group of a user's keys.
+func UserGroup(user int64) int { return int(uint64(user) % SlotGroups) }
 
 // keysForTopic validates both tenant and topic. Topics are checked so a stray ':' can never
 // make two idempotency keys collide.

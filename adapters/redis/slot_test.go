@@ -5,6 +5,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -56,7 +57,7 @@ var tenantKeys = map[string]func(Keys) string{
 func TestKeysCoverEveryBuilder(t *testing.T) {
 	typ := reflect.TypeFor[Keys]()
 	for i := range typ.NumMethod() {
-		if name := typ.Method(i).Name; tenantKeys[name] == nil {
+		if name := typ.Method(i).Name; tenantKeys[name] == nil && name != "Group" { // Group builds builders; TestGroupsSpreadOverSlots checks it
 			t.Errorf("Keys.%s is not in tenantKeys: list it so its slot is checked", name)
 		}
 	}
@@ -123,4 +124,34 @@ func keySlot(key string) uint16 {
 		}
 	}
 	return crc % 16384
+}
+
+// TestGroupsSpreadOverSlots: the groups of one tenant land on many slots, never on the
+// tenant-wide slot's tag or another tenant's, and the group functions stay in range.
+func TestGroupsSpreadOverSlots(t *testing.T) {
+	k, err := KeysOf("acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	slots := map[uint16]bool{}
+	for g := range SlotGroups {
+		key := k.Group(g).Seq("grp_1")
+		if want := "im:{acme~" + strconv.Itoa(g) + "}:groupmsg:seq:grp_1"; key != want {
+			t.Fatalf("Group(%d).Seq = %q; want %q", g, key, want)
+		}
+		slots[keySlot(key)] = true
+	}
+	if len(slots) < SlotGroups*9/10 {
+		t.Errorf("%d groups hash to only %d slots", SlotGroups, len(slots))
+	}
+	for _, topicName := range []string{"grp_1", "p2p_1_2", "grp_999999"} {
+		if g := TopicGroup(topicName); g < 0 || g >= SlotGroups {
+			t.Errorf("TopicGroup(%q) = %d", topicName, g)
+		}
+	}
+	for _, user := range []int64{0, 1, 63, 64, 1 << 40, -1} {
+		if g := UserGroup(user); g < 0 || g >= SlotGroups {
+			t.Errorf("UserGroup(%d) = %d", user, g)
+		}
+	}
 }
