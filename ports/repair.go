@@ -52,6 +52,10 @@ type RouteMirror interface {
 	Topics(ctx context.Context, tenant, after string, limit int) ([]string, error)
 	// TopicsIn is Topics restricted to topics with a segment in month m.
 	TopicsIn(ctx context.Context, tenant string, m month.Month, after string, limit int) ([]string, error)
+	// TopicsSince is TopicsIn restricted to topics whose newest message in m was created at
+	// or after since: the topics a Redis failover may have left behind (DESIGN §5 "After a
+	// Redis failover"). It reads every mirror row of m, so callers use it for rare walks.
+	TopicsSince(ctx context.Context, tenant string, m month.Month, since time.Time, after string, limit int) ([]string, error)
 	// TableSegment reads the topic's real range in m's table (min/max seq, row count, times);
 	// found=false when the table holds none of it. It scans the topic's rows of one month, so
 	// callers use it for small samples only.

@@ -44,6 +44,20 @@ func (r *RouteMirror) TopicsIn(_ context.Context, tenant string, m month.Month, 
 	return pageTopics(r.shards.db(tenant).mirror, in, after, limit), nil
 }
 
+// TopicsSince lists the topics with a message in m at or after since, after `after`, ascending.
+func (r *RouteMirror) TopicsSince(_ context.Context, tenant string, m month.Month, since time.Time, after string, limit int) ([]string, error) {
+	if !m.Valid() {
+		return nil, fmt.Errorf("mirror topics: %w: %d", month.ErrInvalid, int32(m))
+	}
+	r.shards.mu.Lock()
+	defer r.shards.mu.Unlock()
+	in := func(months map[month.Month]route.Segment) bool {
+		seg, ok := months[m]
+		return ok && !seg.MaxCreatedAt.Before(since)
+	}
+	return pageTopics(r.shards.db(tenant).mirror, in, after, limit), nil
+}
+
 func pageTopics(mirror map[string]map[month.Month]route.Segment, keep func(map[month.Month]route.Segment) bool, after string, limit int) []string {
 	var out []string
 	for t, months := range mirror {

@@ -54,6 +54,23 @@ func (r *RouteMirror) TopicsIn(ctx context.Context, tenant string, m month.Month
 	return topics, nil
 }
 
+// TopicsSince lists the topics with a message in m at or after since, after `after`, ascending.
+func (r *RouteMirror) TopicsSince(ctx context.Context, tenant string, m month.Month, since time.Time, after string, limit int) ([]string, error) {
+	t, err := r.cluster.tenant(tenant)
+	if err != nil || limit <= 0 {
+		return nil, err
+	}
+	if !m.Valid() {
+		return nil, fmt.Errorf("mirror topics: %w: %d", month.ErrInvalid, int32(m))
+	}
+	topics, err := t.q.MirrorTopicsSince(ctx, sqlcdb.MirrorTopicsSinceParams{ShardMonth: m.String(), After: after,
+		Since: since.UTC(), Limit: clampLimit(limit)})
+	if err != nil {
+		return nil, fmt.Errorf("mirror topics of %s since %s after %q: %w", m, since, after, err)
+	}
+	return topics, nil
+}
+
 // TableSegment reads the topic's real range in m's table.
 func (r *RouteMirror) TableSegment(ctx context.Context, tenant string, m month.Month, topicName string) (route.Segment, bool, error) {
 	t, err := r.cluster.tenant(tenant)

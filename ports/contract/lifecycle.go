@@ -322,6 +322,28 @@ func RouteMirror(t *testing.T, fresh func(t *testing.T) MirrorFixture) {
 		if _, err := f.Mirror.TopicsIn(ctx, f.Tenant, 203013, "", 10); err == nil {
 			t.Fatal("TopicsIn of an invalid month succeeded")
 		}
+		// Newest messages in monthA: grp_1 at minute 3, p2p_1_2 at 2, grp_3 at 1.
+		since := newMessage("", 2, 0, monthA).CreatedAt
+		for _, c := range []struct {
+			name  string
+			m     month.Month
+			since time.Time
+			after string
+			want  []string
+		}{
+			{"newest at or after since", monthA, since, "", []string{"grp_1", "p2p_1_2"}},
+			{"after a topic", monthA, since, "grp_1", []string{"p2p_1_2"}},
+			{"a millisecond later", monthA, since.Add(time.Millisecond), "", []string{"grp_1"}},
+			{"none so new", monthA, since.Add(time.Hour), "", nil},
+			{"another month", monthB, monthB.Start(), "", []string{"grp_1", "grp_2"}},
+		} {
+			if got, err := f.Mirror.TopicsSince(ctx, f.Tenant, c.m, c.since, c.after, 10); err != nil || !slices.Equal(got, c.want) {
+				t.Fatalf("TopicsSince %s: %v, %v, want %v", c.name, got, err, c.want)
+			}
+		}
+		if _, err := f.Mirror.TopicsSince(ctx, f.Tenant, 203013, since, "", 10); err == nil {
+			t.Fatal("TopicsSince of an invalid month succeeded")
+		}
 	})
 	t.Run("table segment reads the month table", func(t *testing.T) {
 		f := fresh(t)

@@ -15,6 +15,14 @@ WHERE shard_month = sqlc.arg(shard_month) AND topic > sqlc.arg(after)
 ORDER BY topic
 LIMIT ?;
 
+-- The same, only topics with a message at or after a time: idx_month_topic, filtering every
+-- row of the month on max_created_at (a rare walk: after a Redis failover, DESIGN §5).
+-- name: MirrorTopicsSince :many
+SELECT topic FROM im_group_message_topic_shards
+WHERE shard_month = sqlc.arg(shard_month) AND topic > sqlc.arg(after) AND max_created_at >= sqlc.arg(since)
+ORDER BY topic
+LIMIT ?;
+
 -- A topic's real range in one month table (rewritten from the template like every month-table
 -- query). No row when the table holds none of the topic.
 -- name: TableSegment :one

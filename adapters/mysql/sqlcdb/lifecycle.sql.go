@@ -100,6 +100,50 @@ func (q *Queries) MirrorTopicsIn(ctx context.Context, arg MirrorTopicsInParams) 
 	return items, nil
 }
 
+const mirrorTopicsSince = `-- name: MirrorTopicsSince :many
+SELECT topic FROM im_group_message_topic_shards
+WHERE shard_month = ? AND topic > ? AND max_created_at >= ?
+ORDER BY topic
+LIMIT ?
+`
+
+type MirrorTopicsSinceParams struct {
+	ShardMonth string
+	After      string
+	Since      time.Time
+	Limit      int32
+}
+
+// The same, only topics with a message at or after a time: idx_month_topic, filtering every
+// row of the month on max_created_at (a rare walk: after a Redis failover, DESIGN §5).
+func (q *Queries) MirrorTopicsSince(ctx context.Context, arg MirrorTopicsSinceParams) ([]string, error) {
+	rows, err := q.db.QueryContext(ctx, mirrorTopicsSince,
+		arg.ShardMonth,
+		arg.After,
+		arg.Since,
+		arg.Limit,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var topic string
+		if err := rows.Scan(&topic); err != nil {
+			return nil, err
+		}
+		items = append(items, topic)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const purgeExpiredDedup = `-- name: PurgeExpiredDedup :execrows
 DELETE FROM im_group_message_dedup
 WHERE expires_at < ?
