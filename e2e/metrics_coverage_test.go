@@ -80,6 +80,7 @@ var movedBy = map[string]string{
 	"message_search_index_total":                 "TestMetricsMoveWithTheirEvents",
 	"deliver_list_gap_total":                     "TestLostDeliverPartitionIsRepaired",
 	"deliver_list_repair_total":                  "TestLostDeliverPartitionIsRepaired",
+	"redis_lineage_change_total":                 "TestRedisSentinelFailoverLosesNoMessage",
 }
 
 // seedNames are the metric names of seed 000 §11 and seed 003 §17, as written there; a

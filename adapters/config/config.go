@@ -193,6 +193,13 @@ type Deliver struct {
 	RepairInterval time.Duration `yaml:"repair_interval"`
 	RepairSettle   time.Duration `yaml:"repair_settle"`
 	RepairWindow   time.Duration `yaml:"repair_window"`
+	// After a Redis failover or restart (a changed lineage of the masters, seen at each
+	// repair_interval), each node re-applies the messages stored from heal_lookback before
+	// the lineage was last seen unchanged up to the change (DESIGN §5 "After a Redis
+	// failover"): at least the replication lag a failover may lose. The heal must end while
+	// the list markers of those messages live, so heal_lookback + 2 × repair_interval +
+	// repair_settle is at most done_ttl.
+	HealLookback time.Duration `yaml:"heal_lookback"`
 }
 
 // Cluster tunes several nodes on one tenant (DESIGN §11): every node renews a lease in Redis,
@@ -396,7 +403,8 @@ func Default() Config {
 		Redis:    Redis{Addr: "127.0.0.1:6379", Sentinel: Sentinel{Refresh: 5 * time.Second}},
 		TaskPool: TaskPool{Workers: 256, Queue: 4096},
 		Deliver: Deliver{Partitions: 16, ReorderWait: 200 * time.Millisecond, TakeTimeout: 5 * time.Second, DoneTTL: 10 * time.Minute, MaxAttempts: 5,
-			RepairInterval: 10 * time.Second, RepairSettle: 30 * time.Second, RepairWindow: time.Hour},
+			RepairInterval: 10 * time.Second, RepairSettle: 30 * time.Second, RepairWindow: time.Hour,
+			HealLookback: time.Minute},
 		Cluster:  Cluster{LeaseTTL: 10 * time.Second, Backlog: 10_000},
 		Push:     Push{Timeout: 2 * time.Second, Queue: 10_000},
 		Registry: Registry{Database: "imd_registry", RefreshInterval: 30 * time.Second},
@@ -501,6 +509,9 @@ func (c Config) Validate() error {
 	}
 	if c.Deliver.RepairInterval <= 0 || c.Deliver.RepairSettle <= 0 || c.Deliver.RepairWindow < c.Deliver.DoneTTL {
 		errs = append(errs, errors.New("deliver repair_interval and repair_settle must be positive and repair_window at least done_ttl"))
+	}
+	if d := c.Deliver; d.HealLookback <= 0 || d.HealLookback+2*d.RepairInterval+d.RepairSettle > d.DoneTTL {
+		errs = append(errs, errors.New("deliver heal_lookback must be positive and heal_lookback + 2 × repair_interval + repair_settle at most done_ttl"))
 	}
 	if c.Cluster.LeaseTTL < time.Second || c.Cluster.Backlog <= 0 {
 		errs = append(errs, errors.New("cluster.lease_ttl must be at least 1s and cluster.backlog positive"))

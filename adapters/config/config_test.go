@@ -87,6 +87,8 @@ func TestValidateRejects(t *testing.T) {
 		{"short admin key", []string{"IMD_ADMIN_KEY=x"}, "admin_key"},
 		{"node id", []string{"IMD_NODE_ID=5000"}, "node_id"},
 		{"bad duration", []string{"IMD_DELIVER_TAKE_TIMEOUT=soon"}, "IMD_DELIVER_TAKE_TIMEOUT"},
+		{"no heal lookback", []string{"IMD_DELIVER_HEAL_LOOKBACK=0s"}, "heal_lookback"},
+		{"heal past the markers' life", []string{"IMD_DELIVER_DONE_TTL=2m", "IMD_DELIVER_HEAL_LOOKBACK=1m", "IMD_DELIVER_REPAIR_INTERVAL=10s", "IMD_DELIVER_REPAIR_SETTLE=41s"}, "at most done_ttl"},
 		{"no recall window", []string{"IMD_MESSAGE_RECALL_WINDOW=0s"}, "recall_window"},
 		{"negative rate limit", []string{"IMD_RATE_LIMIT_PER_IP_MESSAGE_PER_SECOND=-1"}, "rate_limit"},
 		{"no handshake timeout", []string{"IMD_TCP_HANDSHAKE_TIMEOUT=0s"}, "handshake_timeout"},

@@ -82,7 +82,8 @@ func (c Config) DeliverWorkers() deliver.Config {
 // ListRepair is the list repair's pace and window (deliver.repair_*).
 func (c Config) ListRepair() listrepair.Config {
 	d := c.Deliver
-	return listrepair.Config{Interval: d.RepairInterval, Settle: d.RepairSettle, Window: d.RepairWindow}
+	return listrepair.Config{Interval: d.RepairInterval, Settle: d.RepairSettle, Window: d.RepairWindow,
+		Lookback: d.HealLookback, Markers: d.DoneTTL}
 }
 
 // Recall is how long a sender may recall a message.

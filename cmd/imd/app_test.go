@@ -104,6 +104,7 @@ func memoryAdapters(t *testing.T, cfg config.Config) fx.Option {
 		DialogStore:         dialogs,
 		DialogRemover:       dialogs,
 		ListGaps:            dialogs,
+		RedisLineage:        memory.NewRedisLineage(),
 		RouteRepairQueue:    memory.NewRepairQueue(),
 		CompensationList:    memory.NewCompensationList(),
 		Locks:               memory.NewLocks(clock.Now),

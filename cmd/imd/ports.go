@@ -92,6 +92,7 @@ type Ports struct {
 	DialogStore         ports.DialogStore
 	DialogRemover       ports.DialogRemover
 	ListGaps            ports.ListGaps
+	RedisLineage        ports.RedisLineage
 	RouteRepairQueue    ports.RouteRepairQueue
 	CompensationList    ports.CompensationList
 	Locks               ports.Locks
@@ -241,6 +242,7 @@ func openAdapters(cfg config.Config, log *slog.Logger) (Ports, held, error) {
 		DialogStore:         dialogs,
 		DialogRemover:       dialogs,
 		ListGaps:            dialogs,
+		RedisLineage:        redisadapter.NewLineage(rdb),
 		RouteRepairQueue:    redisadapter.NewRepairQueue(rdb),
 		CompensationList:    redisadapter.NewCompensationList(rdb),
 		Locks:               redisadapter.NewLocks(rdb),

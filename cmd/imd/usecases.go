@@ -468,6 +468,7 @@ func newListRepair(cfg config.Config, p Ports, log *slog.Logger, h *history.Serv
 		History: h,
 		Mirror:  p.RouteMirror,
 		Months:  p.MonthState,
+		Lineage: p.RedisLineage,
 		Members: members,
 		Metrics: p.Metrics,
 		Clock:   p.Clock,

@@ -12,10 +12,15 @@
 //     applied), found by sampling the active month's topics, since a lost job with nothing
 //     after it leaves no gap.
 //
+// A Redis failover shows neither: the lost jobs acted, and their list updates were lost with
+// the replication lag. The node watches the Redis masters' lineage and, when it changes,
+// re-applies every message stored around the change (rollback.go).
+//
 // The repair reads those messages from MySQL and applies them as their deliver jobs would
 // have (dialog.UpdateOf under the job's own marker), so a job that comes after all, or a
 // second repair, counts nothing again. It pushes nothing: devices catch up by sync. Its cost
-// is bounded per pass: Gaps gaps and Topics sampled topics, Messages messages each.
+// is bounded per pass: Gaps gaps and Topics sampled topics, Messages messages each; a heal
+// after a failover reads the messages of its window, once per node.
 package listrepair
 
 import (
@@ -24,6 +29,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/imdhq/imd/core/domain/delivery"
@@ -45,6 +51,8 @@ const (
 	DefaultGaps     = 100
 	DefaultTopics   = 100
 	DefaultMessages = history.MaxLimit
+	DefaultLookback = time.Minute
+	DefaultMarkers  = 10 * time.Minute
 )
 
 // Config bounds the repair.
@@ -66,6 +74,12 @@ type Config struct {
 	// Messages is how many messages one gap or tail re-applies per pass (at most a history
 	// page); a longer gap goes on in the next pass.
 	Messages int
+	// Lookback is how long before the Redis lineage was last seen unchanged a heal starts
+	// (rollback.go): at least the replication lag a failover may lose.
+	Lookback time.Duration
+	// Markers is the shortest life of a deliver job's list markers (deliver.done_ttl): a heal
+	// never re-applies a message older, whose markers may have expired with no failover.
+	Markers time.Duration
 }
 
 // withDefaults gives every field not set (zero or less) its default.
@@ -76,6 +90,8 @@ func (c Config) withDefaults() Config {
 	c.Gaps = cmp.Or(max(c.Gaps, 0), DefaultGaps)
 	c.Topics = cmp.Or(max(c.Topics, 0), DefaultTopics)
 	c.Messages = min(cmp.Or(max(c.Messages, 0), DefaultMessages), history.MaxLimit)
+	c.Lookback = cmp.Or(max(c.Lookback, 0), DefaultLookback)
+	c.Markers = cmp.Or(max(c.Markers, 0), DefaultMarkers)
 	return c
 }
 
@@ -86,8 +102,10 @@ type Deps struct {
 	// History reads the stored messages, as an admin (no member check).
 	History *history.Service
 	// Mirror lists the active month's topics for the tail sample.
-	Mirror  ports.RouteMirror
-	Months  ports.MonthState
+	Mirror ports.RouteMirror
+	Months ports.MonthState
+	// Lineage tells a Redis failover or restart, after which the lists heal.
+	Lineage ports.RedisLineage
 	Members *membership.Cache
 	Metrics ports.Metrics
 	Clock   ports.Clock
@@ -100,11 +118,14 @@ type Service struct {
 	d   Deps
 
 	cursors *topicsample.Cursors // where the tail sample goes on in each month
+
+	mu        sync.Mutex
+	rollbacks rollbacks
 }
 
 // New returns the repair.
 func New(cfg Config, d Deps) *Service {
-	return &Service{cfg: cfg.withDefaults(), d: d, cursors: topicsample.New()}
+	return &Service{cfg: cfg.withDefaults(), d: d, cursors: topicsample.New(), rollbacks: rollbacks{done: map[string]int{}}}
 }
 
 // Report is what one pass did.
@@ -113,6 +134,7 @@ type Report struct {
 	Expired  int // of which were older than the window, left unrepaired
 	Sampled  int // topics sampled for a tail
 	Repaired int // messages re-applied that changed some recipient's list
+	Healed   int // windows around a Redis failover re-applied
 }
 
 // Results of deliver_list_repair_total.
@@ -122,25 +144,32 @@ const (
 	resultFailed   = "failed"   // a gap or topic whose repair failed (tried again next pass)
 )
 
-// RunEvery repairs the tenants every Interval until ctx ends.
+// RunEvery watches Redis' lineage and repairs the tenants every Interval until ctx ends.
 func (s *Service) RunEvery(ctx context.Context, tenants func() []string) {
-	periodic.EveryTenant(ctx, s.cfg.Interval, tenants, func(ctx context.Context, tenant string) {
-		if _, err := s.Pass(ctx, tenant); err != nil && ctx.Err() == nil {
-			s.d.Log.WarnContext(ctx, "list repair failed", "tenant", tenant, "err", err)
+	periodic.Every(ctx, s.cfg.Interval, func(ctx context.Context) {
+		if err := s.Watch(ctx); err != nil && ctx.Err() == nil {
+			s.d.Log.WarnContext(ctx, "redis lineage unknown", "err", err)
+		}
+		for _, tenant := range tenants() {
+			if _, err := s.Pass(ctx, tenant); err != nil && ctx.Err() == nil {
+				s.d.Log.WarnContext(ctx, "list repair failed", "tenant", tenant, "err", err)
+			}
 		}
 	})
 }
 
-// Pass works through the due gaps of the tenant, then samples the next topics for a tail.
+// Pass re-applies the windows around a Redis failover the tenant is owed, works through its
+// due gaps, then samples the next topics for a tail.
 func (s *Service) Pass(ctx context.Context, tenant string) (Report, error) {
 	var rep Report
+	errHeals := s.heals(ctx, tenant, &rep)
 	errGaps := s.gaps(ctx, tenant, &rep)
 	errTails := s.tails(ctx, tenant, &rep)
 	if rep.Repaired > 0 || rep.Expired > 0 {
-		s.d.Log.WarnContext(ctx, "conversation lists repaired", "tenant", tenant, "gaps", rep.Gaps,
+		s.d.Log.WarnContext(ctx, "conversation lists repaired", "tenant", tenant, "healed", rep.Healed, "gaps", rep.Gaps,
 			"expired", rep.Expired, "sampled", rep.Sampled, "messages", rep.Repaired)
 	}
-	return rep, errors.Join(errGaps, errTails)
+	return rep, errors.Join(errHeals, errGaps, errTails)
 }
 
 // gaps re-applies the stored messages of the due gaps, newest first within each, and closes
@@ -208,14 +237,10 @@ func (s *Service) close(ctx context.Context, tenant string, g dialog.Gap, rest *
 // younger than Settle is left to its jobs (and to a later pass): what they lose before a
 // later message shows as a gap.
 func (s *Service) tails(ctx context.Context, tenant string, rep *Report) error {
-	active, err := s.activeMonth(ctx, tenant)
+	now := s.d.Clock.Now()
+	months, err := s.months(ctx, tenant, now.Add(-s.cfg.Window))
 	if err != nil {
 		return err
-	}
-	now := s.d.Clock.Now()
-	var months []month.Month
-	for m := active; m >= month.Of(now.Add(-s.cfg.Window)) || m == active; m = m.Add(-1) {
-		months = append(months, m)
 	}
 	topics, err := s.cursors.Next(ctx, tenant, months, s.cfg.Topics, func(ctx context.Context, m month.Month, after string, limit int) ([]string, error) {
 		return s.d.Mirror.TopicsIn(ctx, tenant, m, after, limit)
@@ -261,6 +286,19 @@ func (s *Service) tail(ctx context.Context, tenant, topic string, now time.Time,
 		}
 	}
 	return s.apply(ctx, tenant, topic, missed, rep)
+}
+
+// months are the active month and those before it back to since's, newest first.
+func (s *Service) months(ctx context.Context, tenant string, since time.Time) ([]month.Month, error) {
+	active, err := s.activeMonth(ctx, tenant)
+	if err != nil {
+		return nil, err
+	}
+	var months []month.Month
+	for m := active; m >= month.Of(since) || m == active; m = m.Add(-1) {
+		months = append(months, m)
+	}
+	return months, nil
 }
 
 // activeMonth is the month new messages go to: Redis's, or the calendar's on Redis TIME.

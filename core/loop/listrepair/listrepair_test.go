@@ -39,6 +39,7 @@ type fixture struct {
 	store   *memory.MessageStore
 	dialogs *memory.DialogStore
 	metrics *memory.Metrics
+	lineage *memory.RedisLineage
 	svc     *listrepair.Service
 	msgs    map[int64]message.Message // by seq
 	acted   map[int64]bool            // the seqs whose deliver jobs acted
@@ -51,7 +52,7 @@ func newFixture(t *testing.T, cfg listrepair.Config) *fixture {
 	shards := memory.NewShardStore()
 	f := &fixture{
 		clock: clock, store: memory.NewMessageStore(shards), dialogs: memory.NewDialogStore(clock.Now),
-		metrics: memory.NewMetrics(), msgs: map[int64]message.Message{}, acted: map[int64]bool{},
+		metrics: memory.NewMetrics(), lineage: memory.NewRedisLineage(), msgs: map[int64]message.Message{}, acted: map[int64]bool{},
 	}
 	months := memory.NewMonthState(clock.Now)
 	if err := shards.EnsureTable(ctx, tenant, oct); err != nil {
@@ -77,7 +78,7 @@ func newFixture(t *testing.T, cfg listrepair.Config) *fixture {
 	cfg.Settle, cfg.Window = settle, window
 	f.svc = listrepair.New(cfg, listrepair.Deps{
 		Gaps: f.dialogs, Dialogs: f.dialogs, History: hist, Mirror: memory.NewRouteMirror(shards), Months: months,
-		Members: membership.New(dir, clock, time.Second), Metrics: f.metrics, Clock: clock, Log: log,
+		Lineage: f.lineage, Members: membership.New(dir, clock, time.Second), Metrics: f.metrics, Clock: clock, Log: log,
 	})
 	return f
 }
@@ -257,4 +258,120 @@ func TestLongGapGoesOnInTheNextPass(t *testing.T) {
 		}
 	}
 	f.expectLists(t, 6, 6)
+}
+
+const lookback = 5 * time.Minute
+
+// After a Redis failover the lists heal by themselves (DESIGN §5 "After a Redis failover"):
+// the list updates the promoted replica lacks are re-applied from MySQL, each message under
+// its own markers, so the counts come out exact, never high.
+func TestListsHealAfterARedisFailover(t *testing.T) {
+	tests := []struct {
+		name string
+		// run stores messages 1-6, delivers some, and fails Redis over (or not) between
+		// Watch calls; the clock then moves settle on and a pass runs.
+		run    func(t *testing.T, f *fixture)
+		unread int64 // of each recipient after the pass
+		want   listrepair.Report
+		change float64 // redis_lineage_change_total
+		pages  int     // Config.Messages; 0: the default
+	}{
+		{
+			name: "the promoted replica lacks updates: they are re-applied",
+			run: func(t *testing.T, f *fixture) {
+				f.watch(t)
+				f.deliver(t, doneTTL, 1, 2)
+				restore := f.dialogs.Snapshot() // what the replica has
+				f.deliver(t, doneTTL, 3, 4)
+				restore()
+				f.lineage.Replace()
+				f.deliver(t, doneTTL, 5, 6) // after the failover, on the new master
+				f.clock.Advance(time.Second)
+				f.watch(t)
+			},
+			unread: 6, want: listrepair.Report{Healed: 1, Sampled: 1, Repaired: 2}, change: 1,
+		},
+		{
+			name: "a window longer than a history page is read a page at a time",
+			run: func(t *testing.T, f *fixture) {
+				f.watch(t)
+				f.deliver(t, doneTTL, 1)
+				restore := f.dialogs.Snapshot()
+				f.deliver(t, doneTTL, 2, 3, 4, 5)
+				restore()
+				f.lineage.Replace()
+				f.deliver(t, doneTTL, 6)
+				f.watch(t)
+			},
+			unread: 6, want: listrepair.Report{Healed: 1, Sampled: 1, Repaired: 4}, change: 1, pages: 2,
+		},
+		{
+			name: "no failover: nothing is re-applied",
+			run: func(t *testing.T, f *fixture) {
+				f.watch(t)
+				f.deliver(t, doneTTL, 1, 2, 3, 4, 5, 6)
+				f.clock.Advance(time.Second)
+				f.watch(t)
+			},
+			unread: 6, want: listrepair.Report{Sampled: 1},
+		},
+		{
+			name: "a failover that lost nothing counts nothing again",
+			run: func(t *testing.T, f *fixture) {
+				f.watch(t)
+				f.deliver(t, doneTTL, 1, 2, 3, 4, 5, 6)
+				f.lineage.Replace()
+				f.watch(t)
+			},
+			unread: 6, want: listrepair.Report{Healed: 1, Sampled: 1}, change: 1,
+		},
+		{
+			name: "the lineage first seen is no failover",
+			run: func(t *testing.T, f *fixture) {
+				f.deliver(t, doneTTL, 1, 2, 3, 4, 5, 6)
+				f.lineage.Replace()
+				f.watch(t)
+			},
+			unread: 6, want: listrepair.Report{Sampled: 1},
+		},
+		{
+			name: "a heal never reaches past the markers' life, whose markers may be gone",
+			run: func(t *testing.T, f *fixture) {
+				f.watch(t)
+				f.deliver(t, doneTTL, 1, 2, 3, 4, 5, 6)
+				f.clock.Advance(2 * doneTTL) // their markers expire
+				f.lineage.Replace()
+				f.watch(t)
+			},
+			unread: 6, want: listrepair.Report{Healed: 1, Sampled: 1}, change: 1,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, listrepair.Config{Lookback: lookback, Markers: doneTTL, Messages: tc.pages})
+			f.commit(t, 1, 2, 3, 4, 5, 6)
+			tc.run(t, f)
+			f.clock.Advance(settle)
+			if rep := f.pass(t); rep != tc.want {
+				t.Fatalf("Pass = %+v; want %+v", rep, tc.want)
+			}
+			f.expectLists(t, tc.unread, 6)
+			if got := f.metrics.Count("redis_lineage_change_total"); got != tc.change {
+				t.Fatalf("redis_lineage_change_total = %v; want %v", got, tc.change)
+			}
+			// A heal is done once: the next pass, and the next failover check, re-apply nothing.
+			f.watch(t)
+			if rep := f.pass(t); rep.Healed != 0 || rep.Repaired != 0 {
+				t.Fatalf("second Pass = %+v; want nothing healed", rep)
+			}
+			f.expectLists(t, tc.unread, 6)
+		})
+	}
+}
+
+func (f *fixture) watch(t *testing.T) {
+	t.Helper()
+	if err := f.svc.Watch(context.Background()); err != nil {
+		t.Fatalf("Watch: %v", err)
+	}
 }
