@@ -92,29 +92,33 @@ func (d *rollingDevice) watch() {
 	}
 }
 
-// startJSDevice runs one JavaScript SDK client under Node (e2e/testdata/jsclient.mjs) on url
-// and records what it prints; ok is false when this Node has no WebSocket (Debian 12's
-// Node 18), and the test goes on without it.
-func startJSDevice(t *testing.T, url, token string, d *rollingDevice) (ok bool) {
+// startJSDevice runs one JavaScript SDK client under Node (e2e/testdata/jsclient.mjs, on the
+// ws package's WebSocket, which Debian 12's Node 18 lacks) on url and records what it prints.
+// Node and ws come from deploy/local/node.sh: installed when IMD_REQUIRE_SERVICES=1 (as CI
+// runs, as root), and the test fails when they cannot be; elsewhere a machine without Node
+// skips the test.
+func startJSDevice(t *testing.T, url, token string, d *rollingDevice) {
 	t.Helper()
-	out, err := exec.Command("bash", filepath.Join(repoRoot(), "deploy", "local", "node.sh"), "path").Output()
+	script := filepath.Join(repoRoot(), "deploy", "local", "node.sh")
+	required := os.Getenv("IMD_REQUIRE_SERVICES") == "1"
+	verb := "path"
+	if required {
+		verb = "up"
+	}
+	out, err := exec.Command("bash", script, verb).Output()
 	if err != nil {
-		t.Log("no node: the JavaScript client is left out")
-		return false
+		if required {
+			t.Fatalf("deploy/local/node.sh up: %v", err)
+		}
+		t.Skip("node not installed: deploy/local/node.sh up (as root) installs it")
 	}
 	node := strings.TrimSpace(string(out))
-	var flags []string
-	for _, try := range [][]string{nil, {"--experimental-websocket"}} {
-		if exec.Command(node, append(try, "-e", "process.exit(typeof WebSocket === 'function' ? 0 : 1)")...).Run() == nil {
-			flags, ok = try, true
-			break
-		}
+	deps := exec.Command("bash", script, "deps")
+	deps.Stderr = os.Stderr
+	if err := deps.Run(); err != nil {
+		t.Fatalf("deploy/local/node.sh deps (the ws package of the JavaScript client): %v", err)
 	}
-	if !ok {
-		t.Log("this Node has no WebSocket: the JavaScript client is left out")
-		return false
-	}
-	cmd := exec.Command(node, append(flags, filepath.Join(repoRoot(), "e2e", "testdata", "jsclient.mjs"))...)
+	cmd := exec.Command(node, filepath.Join(repoRoot(), "e2e", "testdata", "jsclient.mjs"))
 	cmd.Env = append(os.Environ(), "IMD_JS_URL="+url, "IMD_JS_TOKEN="+token, fmt.Sprint("IMD_JS_DEVICE=", 1))
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -157,7 +161,6 @@ func startJSDevice(t *testing.T, url, token string, d *rollingDevice) (ok bool) 
 		}
 		_ = cmd.Wait()
 	}()
-	return true
 }
 
 // rollingSent is an acknowledged send and its sender.
@@ -246,14 +249,13 @@ func TestRollingRestartBehindHAProxyLosesNothing(t *testing.T) {
 	}
 	group := first.Group(33, members[0], members[1:]...)
 	js := newRollingDevice(members[groupSize], group)
-	if startJSDevice(t, "ws://"+lb.HTTPAddr+"/ws", tokens[js.user], js) {
-		devices = append(devices, js)
-		eventually(t, 30*time.Second, "the JavaScript client connected", func() bool {
-			js.mu.Lock()
-			defer js.mu.Unlock()
-			return js.connects > 0
-		})
-	}
+	startJSDevice(t, "ws://"+lb.HTTPAddr+"/ws", tokens[js.user], js)
+	devices = append(devices, js)
+	eventually(t, 30*time.Second, "the JavaScript client connected", func() bool {
+		js.mu.Lock()
+		defer js.mu.Unlock()
+		return js.connects > 0
+	})
 	members = members[:groupSize]
 	// Every device is connected before the first send: what a device's first AUTH finds is
 	// history to it, not something to catch up.

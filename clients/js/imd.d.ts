@@ -142,7 +142,11 @@ export interface ClientOptions {
   syncLimit?: number;
   /** Where the catch-up cursors live: localStorage, or any Store. Default: in memory (a reload starts afresh). */
   store?: Store | Pick<Storage, "getItem" | "setItem">;
-  /** Default: globalThis.WebSocket. */
+  /**
+   * The WebSocket constructor (the browser's API). Default: globalThis.WebSocket; a runtime
+   * without one (Node 18) passes an implementation such as the ws package's `WebSocket`.
+   * The constructor throws when there is none.
+   */
   WebSocket?: new (url: string, protocols: string[]) => WebSocket;
 }
 

@@ -12,6 +12,12 @@
 // sends with their client_msg_id (the server answers a resend with the first send's ack),
 // catches up after every (re)connect through SYNC_INBOX and SYNC_MESSAGES, acknowledges
 // MESSAGE pushes (PUSH_ACK) and inflates zlib bodies with DecompressionStream('deflate').
+//
+// A runtime without a global WebSocket (Node 18) passes an implementation of the browser's
+// WebSocket API, such as the ws package's:
+//
+//   import { WebSocket } from "ws";
+//   const c = new Client({ url, token, deviceId: 42, WebSocket });
 
 export const SUBPROTOCOL = "imd.v1";
 
@@ -166,6 +172,10 @@ export class Client {
       heartbeatMs: 30_000, requestTimeoutMs: 15_000, backoffMinMs: 500, backoffMaxMs: 30_000,
       syncLimit: 200, store: new MemoryStore(), WebSocket: globalThis.WebSocket, ...opts,
     };
+    // Without one, every connect would fail and retry for ever: say so at once.
+    if (typeof this.opts.WebSocket !== "function") {
+      throw new ImdError(0, "no WebSocket in this runtime: pass opts.WebSocket (e.g. the ws package's on Node 18)");
+    }
     this.listeners = new Map();
     this.ws = null;
     this.state = "closed";

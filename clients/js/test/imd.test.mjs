@@ -96,6 +96,14 @@ test("zlib bodies are inflated with DecompressionStream", async () => {
   assert.equal(env.data.x.length, 2000);
 });
 
+test("a runtime without WebSocket is told at once to pass one; a passed one is used", () => {
+  const opts = { url: "wss://api.example.test/ws", token: "tok", deviceId: 7 };
+  for (const WebSocket of [null, {}]) {
+    assert.throws(() => new Client({ ...opts, WebSocket }), (err) => err instanceof ImdError && /opts\.WebSocket/.test(err.message));
+  }
+  assert.equal(new Client({ ...opts, WebSocket: FakeSocket }).opts.WebSocket, FakeSocket);
+});
+
 test("connect authenticates with the subprotocol, then catches up", async () => {
   const c = newClient();
   const opened = c.connect();
