@@ -10,7 +10,7 @@ import (
 	"github.com/imdhq/imd/core/usecase/history"
 )
 
-// After a Redis failover (DESIGN §5 "After a Redis failover", §1.13): replication is
+// After a Redis failover (DESIGN §5 "After a Redis failover", DESIGN §1.13): replication is
 // asynchronous, so the promoted replica (or a restarted master) lacks the last writes of the
 // master before it, list updates among them. The list script writes each batch's marker and
 // its unread increment in one script, which Redis replicates whole: a message whose batch
