@@ -130,7 +130,7 @@ func TestOneTenantsDeliveryLandsOnEveryMaster(t *testing.T) {
 	for addr, node := range masters {
 		before[addr] = evalCalls(t, node)
 	}
-	q, err := NewDeliverQueue(c).WithPartitions(16)
+	q, err := NewDeliverQueue(c).WithPartitions(SlotGroups) // a partition per group
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,13 +139,16 @@ func TestOneTenantsDeliveryLandsOnEveryMaster(t *testing.T) {
 	for u := range int64(SlotGroups) {
 		users = append(users, 1000+u)
 	}
-	for i := range 64 {
-		topic := "grp_" + strconv.Itoa(i+1)
-		if err := q.Push(ctx, delivery.Job{Tenant: tenant, Kind: delivery.KindRead, MsgID: int64(i + 1), Topic: topic}); err != nil {
-			t.Fatal(err)
+	for i, pushed := 1, map[int]bool{}; len(pushed) < SlotGroups; i++ { // a job in every partition
+		topic := "grp_" + strconv.Itoa(i)
+		if p := delivery.PartitionOf(topic, SlotGroups); !pushed[p] {
+			pushed[p] = true
+			if err := q.Push(ctx, delivery.Job{Tenant: tenant, Kind: delivery.KindRead, MsgID: int64(i), Topic: topic}); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
-	for p := range 16 {
+	for p := range SlotGroups {
 		if _, err := q.TakeMore(ctx, tenant, p, 100); err != nil {
 			t.Fatal(err)
 		}
