@@ -29,23 +29,28 @@ var _ ports.DialogStore = (*DialogStore)(nil)
 func NewDialogStore(c rueidis.Client) *DialogStore { return &DialogStore{c: c} }
 
 // applyListsScript applies runs of messages, each run of one conversation, to some batches of its
-// recipients in one slot group, each message once per batch and group: a message's batch
-// marker and the batch's list changes commit together, so a crash can never leave a count
-// without its marker. A call touches the keys of one slot group (DESIGN §11): a deliver pass's
-// runs go in one call per group their recipients live in, as few as maxScriptUsers allows; a
-// big group's batches are split over several, so no single call runs long. The messages of a run act
-// together, as they would one after another: a user's count grows by the new ones not sent by
-// the user and not silent; with none of those the dialog is only re-scored where it is. A
-// dialog keeps the higher of its old and new score, so a late older message never moves it
-// back. The preview moves forward only, so setting it again on a repeat changes nothing. It
-// returns, per run, {first (0/1) per message, muted users} per batch; muted users are reported
-// even on a repeat. The common case, a dialog already in unread, costs four calls per user
-// whatever the number of messages.
-// KEYS, per run: a marker per message, the preview (when the run sets none, any key of the
-// call's group: it is not touched), then unread, read, unreadcnt, muted per user. ARGV: the run count, then per run: marker ttl ms, conversation, message count m, then
-// score, sender and silent (0/1) per message, then the preview's seq and JSON (” for none),
-// the batch count, index and user count per batch, then one user id per user, batch after
-// batch.
+// recipients in one slot group, each message once per batch: a message's batch marker and the
+// batch's list changes commit together, so a crash can never leave a count without its marker.
+// A call touches the keys of one slot group (DESIGN §11): a deliver pass's runs go in one call
+// per group their recipients live in, as few as maxScriptUsers allows; a big group's batches
+// are split over several, so no single call runs long. The messages of a run act together, as
+// they would one after another: a user's count grows by the new ones not sent by the user and
+// not silent; with none of those the dialog is only re-scored where it is. A dialog keeps the
+// higher of its old and new score, so a late older message never moves it back. The preview
+// moves forward only, so setting it again on a repeat changes nothing. It returns, per run,
+// {first (0/1) per message, muted users} per batch; muted users are reported even on a repeat.
+// The common case, a dialog already in unread, costs four calls per user whatever the number
+// of messages.
+// A marker is a STRING per message and batch (Keys.DeliverLists), all of a call's read in one
+// MGET and each new one written with one SET PX: in its group a message has one batch as a
+// rule (dialog.BatchesOf), so that is one write per message and group, where a HASH per
+// message cost an HMGET, an HSET and a PEXPIRE.
+// KEYS, per run: the markers, message after message, each the batch's in batch order; the
+// preview (when the run sets none, any key of the call's group: it is not touched); then
+// unread, read, unreadcnt, muted per user. ARGV: the run count, then per run: marker ttl ms,
+// conversation, message count m, then score, sender and silent (0/1) per message, then the
+// preview's seq and JSON (empty for none), the batch count, index and user count per batch, then
+// one user id per user, batch after batch.
 var applyListsScript = rueidis.NewLuaScript(`
 -- moved takes the dialog out of from, returning the score it should keep there or elsewhere.
 local function moved(from, conv, score)
@@ -56,53 +61,41 @@ local function moved(from, conv, score)
   return score
 end
 
+-- state[marker] is 'before' (set by an earlier call) or 'now' (by this one), so a message
+-- repeated in a run, or in two runs of the call, still acts once per batch.
+local state, ttls = {}, {}
 local runs = {}
 local a, k = 2, 1 -- where the run's ARGV and KEYS begin
 for r = 1, tonumber(ARGV[1]) do
   local ttl, conv, m = ARGV[a], ARGV[a + 1], tonumber(ARGV[a + 2])
   local p = a + 3 + 3 * m
+  local nb = tonumber(ARGV[p + 2])
+  local preview = KEYS[k + m * nb]
   if ARGV[p + 1] ~= '' then
-    local cur = redis.call('GET', KEYS[k + m])
+    local cur = redis.call('GET', preview)
     local seq = cur and string.match(cur, '"seq":(%d+)')
     if not (seq and tonumber(seq) >= tonumber(ARGV[p])) then
-      redis.call('SET', KEYS[k + m], ARGV[p + 1])
+      redis.call('SET', preview, ARGV[p + 1])
     end
   end
-  local nb = tonumber(ARGV[p + 2])
-  local key, arg = k + m + 1, p + 3 + 2 * nb
-  -- Each message's batch markers are read in one HMGET and the new ones written in one HSET
-  -- and one PEXPIRE after the run, not an HSETNX and a PEXPIRE per batch: a small group's
-  -- message has a batch per member. acted[marker][idx] holds what this call marked, so a
-  -- message repeated in the run still acts once per batch.
-  local idxs = {}
-  for b = 1, nb do
-    idxs[b] = ARGV[p + 1 + 2 * b]
-  end
-  local marked = {}
-  for j = 1, m do
-    local marker = KEYS[k - 1 + j]
-    if not marked[marker] then
-      marked[marker] = {}
-      if nb > 0 then
-        local was = redis.call('HMGET', marker, unpack(idxs))
-        for b = 1, nb do
-          if was[b] then
-            marked[marker][idxs[b]] = 'before'
-          end
-        end
-      end
+  local key, arg = k + m * nb + 1, p + 3 + 2 * nb
+  for from = k, k + m * nb - 1, 1000 do -- unpack takes a few thousand values at most
+    local to = math.min(from + 999, k + m * nb - 1)
+    local was = redis.call('MGET', unpack(KEYS, from, to))
+    for i = from, to do
+      if was[i - from + 1] and not state[KEYS[i]] then state[KEYS[i]] = 'before' end
     end
   end
   local out = {}
   for b = 1, nb do
-    local idx, n = idxs[b], tonumber(ARGV[p + 2 + 2 * b])
+    local n = tonumber(ARGV[p + 2 + 2 * b])
     local firsts, score, counted, own = {}, nil, 0, {}
     for j = 1, m do
-      local marker = KEYS[k - 1 + j]
-      local first = not marked[marker][idx]
+      local marker = KEYS[k + (j - 1) * nb + b - 1]
+      local first = not state[marker]
       firsts[j] = first and 1 or 0
       if first then
-        marked[marker][idx] = 'now'
+        state[marker], ttls[marker] = 'now', ttl
         local s, sender, silent = ARGV[a + 3 * j], ARGV[a + 1 + 3 * j], ARGV[a + 2 + 3 * j] == '1'
         if not score or tonumber(s) > tonumber(score) then score = s end
         if not silent then
@@ -136,21 +129,11 @@ for r = 1, tonumber(ARGV[1]) do
     key, arg = key + 4 * n, arg + n
     out[b] = {firsts, muted}
   end
-  for marker, idx in pairs(marked) do
-    local fields = {}
-    for i, state in pairs(idx) do
-      if state == 'now' then
-        fields[#fields + 1] = i
-        fields[#fields + 1] = '1'
-      end
-    end
-    if #fields > 0 then
-      redis.call('HSET', marker, unpack(fields))
-      redis.call('PEXPIRE', marker, ttl)
-    end
-  end
   runs[r] = out
   a, k = arg, key
+end
+for marker, ttl in pairs(ttls) do
+  redis.call('SET', marker, '1', 'PX', ttl)
 end
 return runs
 `)
@@ -342,16 +325,20 @@ func (c scriptCall) argv() []string { return append([]string{strconv.Itoa(c.part
 // add appends the part that applies run (the runs' index i) to batches of its recipients.
 func (c *scriptCall) add(k Keys, run []dialog.Update, batches []placedBatch, p previewArgs, i, users int) {
 	u := run[0]
-	c.keys = slices.Grow(c.keys, len(run)+1+4*users)
+	c.keys = slices.Grow(c.keys, len(run)*len(batches)+1+4*users)
 	c.args = slices.Grow(c.args, 6+3*len(run)+2*len(batches)+users)
 	c.args = append(c.args, strconv.FormatInt(u.OnceTTL.Milliseconds(), 10), itoa(u.ConversationID), strconv.Itoa(len(run)))
 	for _, m := range run {
-		c.keys = append(c.keys, k.DeliverLists(m.Once, c.group))
+		for _, b := range batches {
+			c.keys = append(c.keys, k.DeliverLists(m.Once, b.Index, c.group))
+		}
 		c.args = append(c.args, itoa(m.Score), itoa(m.Sender), flag(m.Silent))
 	}
 	preview := k.DialogPreview(u.ConversationID)
 	if p.json == "" {
-		preview = k.DeliverLists(u.Once, c.group) // not touched; a key of another group would fail on a cluster
+		// Not touched, and a key of another group would fail on a cluster: the part has a batch
+		// (only the preview's own group gets a part without one).
+		preview = k.DeliverLists(u.Once, batches[0].Index, c.group)
 	}
 	c.keys = append(c.keys, preview)
 	c.args = append(c.args, p.seq, p.json, strconv.Itoa(len(batches)))

@@ -1,5 +1,7 @@
 package redis
 
+import "strconv"
+
 // Keys of the conversation lists (seed 003 §11). A user's keys live in the user's slot group
 // and a conversation's preview in the conversation's (DESIGN §11), so a script touches the
 // lists of the users of one group only: the list store splits its work per group.
@@ -45,10 +47,10 @@ func (k Keys) DialogBuilt(user int64) string {
 	return k.user(user).prefix + "dialog:built:" + itoa(user)
 }
 
-// DeliverLists is the HASH batch index → 1 of the recipient batches a deliver job applied to
-// the lists of the users of slot group g (short TTL): each group's script keeps its own.
-func (k Keys) DeliverLists(once string, g int) string {
-	return k.Group(g).prefix + "deliver:lists:" + once
+// DeliverLists marks that a deliver job applied recipient batch b to the lists of the batch's
+// users in slot group g (a STRING, short TTL): each group's script keeps its own.
+func (k Keys) DeliverLists(once string, b, g int) string {
+	return k.Group(g).prefix + "deliver:lists:" + once + ":" + strconv.Itoa(b)
 }
 
 // ListGaps is the ZSET of a tenant's list gaps (ports.ListGaps): member
