@@ -9,7 +9,38 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/redis/rueidis"
+
+	"github.com/imdhq/imd/adapters/redis"
 )
+
+// Keys is the builder of the server's tenant's Redis keys, which lie under the tenant's tag
+// and its slot groups' (DESIGN §11).
+func (s *Server) Keys() redis.Keys {
+	s.t.Helper()
+	k, err := redis.KeysOf(s.Tenant)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return k
+}
+
+// keyPattern matches the tenant's keys whose name after the hash tag matches pattern, under
+// the tenant's own tag and every slot group's.
+func (s *Server) keyPattern(pattern string) string { return "im:{" + s.Tenant + "[}~]*:" + pattern }
+
+// delKeys deletes keys one DEL each: on a cluster they lie in many slots.
+func (s *Server) delKeys(rc rueidis.Client, keys []string) {
+	s.t.Helper()
+	cmds := make(rueidis.Commands, len(keys))
+	for i, key := range keys {
+		cmds[i] = rc.B().Del().Key(key).Build()
+	}
+	for _, r := range rc.DoMulti(context.Background(), cmds...) {
+		if err := r.Error(); err != nil {
+			s.t.Fatal(err)
+		}
+	}
+}
 
 // TenantDB opens the server's tenant database directly, for assertions on what is stored.
 func (s *Server) TenantDB() *sql.DB {

@@ -84,6 +84,70 @@ func TestRedisClusterSendDeliverSyncAndMonthSwitch(t *testing.T) {
 	}
 }
 
+// TestRedisClusterOneTenantsDeliveryLandsOnEveryMaster: one tenant's delivery (the conversation
+// lists of a group of 70, the deliver lists and leases, presence) runs on every master of the
+// cluster (issue 30, DESIGN §11): each holds grouped keys of the tenant and ran its scripts.
+func TestRedisClusterOneTenantsDeliveryLandsOnEveryMaster(t *testing.T) {
+	addrs := RequireRedisCluster(t)
+	srv := Start(t, Options{Env: map[string]string{"IMD_REDIS_ADDR": addrs}})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	masters := map[string]rueidis.Client{}
+	for _, addr := range strings.Split(addrs, ",") {
+		c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, ForceSingleClient: true, DisableCache: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		masters[addr] = c
+	}
+	scripts := func() map[string]int64 {
+		out := map[string]int64{}
+		for addr, c := range masters {
+			info, err := c.Do(ctx, c.B().Info().Section("commandstats").Build()).ToString()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, line := range strings.Split(info, "\n") {
+				if stats, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_evalsha:calls="); ok {
+					n, _ := strconv.ParseInt(stats[:strings.IndexByte(stats, ',')], 10, 64)
+					out[addr] += n
+				}
+			}
+		}
+		return out
+	}
+	before := scripts()
+
+	c := newChat(t, srv, ctx, 1402, 70, 3)
+	acks := sendN(t, ctx, c.conns[0], c.topic, "spread", 5)
+	for i, member := range c.conns[1:] {
+		if got := collectMessages(t, member, len(acks), 30*time.Second); len(got) != len(acks) {
+			t.Fatalf("member %d got %v", i+1, got)
+		}
+	}
+	rc := srv.Redis()
+	for _, member := range []int64{1402*10_000 + 4, 1402*10_000 + 70} { // offline members
+		eventually(t, 30*time.Second, "an offline member's list counts the sends", func() bool {
+			return unreadOf(srv, rc, member, c.topic) == int64(len(acks))
+		})
+	}
+
+	after := scripts()
+	for addr, c := range masters {
+		keys, err := c.Do(ctx, c.B().Keys().Pattern("im:{"+srv.Tenant+"~*").Build()).AsStrSlice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(keys) == 0 {
+			t.Errorf("master %s holds no key of the tenant's slot groups", addr)
+		}
+		if after[addr] <= before[addr] {
+			t.Errorf("master %s ran no script (%d EVALSHA before and after)", addr, after[addr])
+		}
+	}
+}
+
 // TestRedisClusterMasterKilledDuringSendsLosesNoAckedMessage kills -9 the master holding the
 // tenant's slot while senders run, restarts it (it replays its AOF; the cluster has no
 // replicas, see README), and reads everything back: every ACKed message stored once with its

@@ -316,7 +316,7 @@ func TestConsoleOperatorRunsMigrationMonthSwitchAndRouteRepairInABrowser(t *test
 	tp := lt.sum.Topics[0]
 	deadJob := fmt.Sprintf(`{"tenant":%q,"kind":"read","msg_id":1,"topic":%q,"from":%d,"recipients":[%d],"attempts":5,"queued_at":%d}`,
 		srv.Tenant, tp.Name, tp.Members[0], tp.Members[0], time.Now().UnixMilli())
-	if err := rc.Do(ctx, rc.B().Rpush().Key("im:{"+srv.Tenant+"}:deliver:dead").Element(deadJob).Build()).Error(); err != nil {
+	if err := rc.Do(ctx, rc.B().Rpush().Key(srv.Keys().DeliverDead(0)).Element(deadJob).Build()).Error(); err != nil {
 		t.Fatal(err)
 	}
 	b.open("delivery", "#delivery-table tbody")

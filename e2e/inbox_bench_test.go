@@ -47,7 +47,7 @@ func BenchmarkSyncInbox1000Conversations(b *testing.B) {
 	r := srv.Connect(ctx, tokR, 1)
 	rc := srv.Redis()
 	for listed := int64(0); listed < conversations; time.Sleep(100 * time.Millisecond) {
-		n, err := rc.Do(ctx, rc.B().Zcard().Key(fmt.Sprintf("im:{%s}:dialog:unread:%d", srv.Tenant, reader)).Build()).AsInt64()
+		n, err := rc.Do(ctx, rc.B().Zcard().Key(srv.Keys().DialogUnread(reader)).Build()).AsInt64()
 		if err != nil || ctx.Err() != nil {
 			b.Fatalf("%d of %d conversations listed: %v", n, conversations, errors.Join(err, ctx.Err()))
 		}
@@ -74,8 +74,8 @@ func BenchmarkSyncInbox1000Conversations(b *testing.B) {
 		for b.Loop() {
 			b.StopTimer()
 			keys := []string{
-				fmt.Sprintf("im:{%s}:dialog:unread:%d", srv.Tenant, reader), fmt.Sprintf("im:{%s}:dialog:read:%d", srv.Tenant, reader),
-				fmt.Sprintf("im:{%s}:dialog:unreadcnt:%d", srv.Tenant, reader), fmt.Sprintf("im:{%s}:dialog:built:%d", srv.Tenant, reader),
+				srv.Keys().DialogUnread(reader), srv.Keys().DialogRead(reader),
+				srv.Keys().DialogUnreadCount(reader), srv.Keys().DialogBuilt(reader),
 			}
 			if err := rc.Do(ctx, rc.B().Del().Key(keys...).Build()).Error(); err != nil {
 				b.Fatal(err)

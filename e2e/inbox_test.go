@@ -97,7 +97,7 @@ func awaitPush(t *testing.T, c *client.Conn, cmd uint16, limit time.Duration) cl
 
 func (s *Server) unreadInRedis(rc rueidis.Client, user, conversationID int64) int64 {
 	s.t.Helper()
-	key := fmt.Sprintf("im:{%s}:dialog:unreadcnt:%d", s.Tenant, user)
+	key := s.Keys().DialogUnreadCount(user)
 	n, err := rc.Do(context.Background(), rc.B().Hget().Key(key).Field(strconv.FormatInt(conversationID, 10)).Build()).AsInt64()
 	if rueidis.IsRedisNil(err) {
 		return 0
@@ -115,15 +115,11 @@ func (s *Server) dropTenantKeys(rc rueidis.Client) {
 	ctx := context.Background()
 	var cursor uint64
 	for {
-		e, err := rc.Do(ctx, rc.B().Scan().Cursor(cursor).Match("im:{"+s.Tenant+"}:*").Count(1000).Build()).AsScanEntry()
+		e, err := rc.Do(ctx, rc.B().Scan().Cursor(cursor).Match(s.keyPattern("*")).Count(1000).Build()).AsScanEntry()
 		if err != nil {
 			s.t.Fatal(err)
 		}
-		if len(e.Elements) > 0 {
-			if err := rc.Do(ctx, rc.B().Del().Key(e.Elements...).Build()).Error(); err != nil {
-				s.t.Fatal(err)
-			}
-		}
+		s.delKeys(rc, e.Elements)
 		if cursor = e.Cursor; cursor == 0 {
 			return
 		}
@@ -405,7 +401,7 @@ func TestInboxKillAfterAckBeforeDeliveryDeliversOnce(t *testing.T) {
 	// Play a worker that dies right after taking the job: block on the queue first, then wait
 	// out the real worker's 1 s BLMOVE, so Redis (which serves blocked clients in order) hands
 	// the job to this client. It lands in processing, where a crashed worker leaves it.
-	queue, processing := "im:{"+srv.Tenant+"}:deliver:queue", "im:{"+srv.Tenant+"}:deliver:processing"
+	queue, processing := srv.Keys().DeliverQueue(), srv.Keys().DeliverProcessing()
 	taken := make(chan string, 1)
 	go func() {
 		raw, err := rc.Do(ctx, rc.B().Blmove().Source(queue).Destination(processing).Left().Right().Timeout(10).Build()).ToString()
@@ -451,7 +447,7 @@ func TestInboxKillAfterAckBeforeDeliveryDeliversOnce(t *testing.T) {
 	if err != nil || len(msgs) != 2 || msgs[1].Seq != ack.Seq || msgs[1].MsgID != ack.MsgID {
 		t.Fatalf("SYNC_MESSAGES after restart: %+v, %v", msgs, err)
 	}
-	done, err := rc.Do(ctx, rc.B().Exists().Key(fmt.Sprintf("im:{%s}:deliver:done:m%d", srv.Tenant, ack.MsgID)).Build()).AsInt64()
+	done, err := rc.Do(ctx, rc.B().Exists().Key(srv.Keys().DeliverDone(fmt.Sprintf("m%d", ack.MsgID))).Build()).AsInt64()
 	if err != nil || done != 1 {
 		t.Fatalf("deliver:done of the job = %d, %v; want it acted", done, err)
 	}
@@ -577,7 +573,7 @@ func TestInboxBigGroupSendWritesConstantRows(t *testing.T) {
 	}
 	cmds := make(rueidis.Commands, 0, members)
 	for _, id := range ids {
-		key := fmt.Sprintf("im:{%s}:dialog:unreadcnt:%d", srv.Tenant, id)
+		key := srv.Keys().DialogUnreadCount(id)
 		cmds = append(cmds, rc.B().Hget().Key(key).Field(strconv.FormatInt(last.ConversationID, 10)).Build())
 	}
 	for i, r := range rc.DoMulti(ctx, cmds...) {

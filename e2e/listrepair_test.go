@@ -93,13 +93,13 @@ func TestLostDeliverPartitionIsRepaired(t *testing.T) {
 	}
 
 	// Another node holds the partition now: its jobs stay queued.
-	k := "im:{" + srv.Tenant + "}:deliver:"
-	lease := fmt.Sprintf("%slease:%d:%d", k, repairPartitions, lost)
+	k := srv.Keys()
+	lease := k.DeliverLease(lost, repairPartitions)
 	if err := rc.Do(ctx, rc.B().Set().Key(lease).Value("phantom-1").Px(time.Minute).Build()).Error(); err != nil {
 		t.Fatal(err)
 	}
-	queue := fmt.Sprintf("%squeue:%d:%d", k, repairPartitions, lost)
-	processing := fmt.Sprintf("%sprocessing:%d:%d", k, repairPartitions, lost)
+	queue := k.DeliverQueueOf(lost, repairPartitions)
+	processing := k.DeliverProcessingOf(lost, repairPartitions)
 	probe := chats[inLost[0]]
 	eventually(t, 30*time.Second, "the node gives the partition up", func() bool {
 		sendN(t, ctx, probe.conns[0], probe.topic, fmt.Sprintf("probe-%d", sent[inLost[0]]), 1)

@@ -154,15 +154,11 @@ func TestRevokedTokenStaysRevokedAfterRedisLoss(t *testing.T) {
 func (s *Server) dropKeys(rc rueidis.Client, pattern string) int {
 	s.t.Helper()
 	ctx := context.Background()
-	keys, err := rc.Do(ctx, rc.B().Keys().Pattern("im:{"+s.Tenant+"}:"+pattern).Build()).AsStrSlice()
+	keys, err := rc.Do(ctx, rc.B().Keys().Pattern(s.keyPattern(pattern)).Build()).AsStrSlice()
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	if len(keys) > 0 {
-		if err := rc.Do(ctx, rc.B().Del().Key(keys...).Build()).Error(); err != nil {
-			s.t.Fatal(err)
-		}
-	}
+	s.delKeys(rc, keys)
 	return len(keys)
 }
 

@@ -13,7 +13,7 @@ import (
 // CommitFollowUp is ports.CommitFollowUp: one script call writes the route update, the hot
 // entry, the deliver job, the acked mark and the pending settles of a committed message, with
 // the Lua functions it shares with the single-purpose scripts of the route cache and the
-// queue. Every key carries the tenant's hash tag, so the call is legal on Redis Cluster too.
+// queue. Every key of a call carries one hash tag, so the call is legal on Redis Cluster too.
 type CommitFollowUp struct {
 	c     rueidis.Client
 	queue *DeliverQueue
@@ -88,7 +88,21 @@ end
 return out
 `)
 
-// Apply writes f's parts in one script call. Each part is validated first, so bad input fails
+// pushJob runs the script's job part alone.
+func (c *CommitFollowUp) pushJob(ctx context.Context, key, raw string) error {
+	reply, err := followUpScript.Exec(ctx, c.c, []string{key}, []string{"00100", raw}).AsStrSlice()
+	switch {
+	case err != nil:
+		return err
+	case len(reply) != parts:
+		return fmt.Errorf("script reply has %d entries, want %d", len(reply), parts)
+	case reply[partJob] != "ok":
+		return errors.New(reply[partJob])
+	}
+	return nil
+}
+
+// Apply writes f's parts in one script call, and the deliver job in one before it. Each part is validated first, so bad input fails
 // only its own part, before anything is written; the script's parts then fail only on what
 // Redis holds.
 func (c *CommitFollowUp) Apply(ctx context.Context, tenant string, f ports.FollowUp) ports.FollowUpResult {
@@ -121,13 +135,17 @@ func (c *CommitFollowUp) Apply(ctx context.Context, tenant string, f ports.Follo
 		}
 	}
 	if f.Job != nil {
+		// The job's partition list lies in the partition's slot group (DESIGN §11), not under
+		// the tenant's tag like the other parts: it goes first in a call of its own, and the
+		// acked mark and the settle follow only once it is queued, as the script orders them.
 		job := *f.Job
 		job.Tenant = tenant
 		key, raw, err := c.queue.pushArgs(job)
+		if err == nil {
+			err = c.pushJob(ctx, key, raw)
+		}
 		if err != nil {
-			r.Job = err
-		} else {
-			add(partJob, []string{key}, []string{raw})
+			r.Job = fmt.Errorf("%s after commit in %s: %w", partNames[partJob], tenant, err)
 		}
 	}
 	if a := f.Acked; a != nil {

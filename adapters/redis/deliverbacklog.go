@@ -22,8 +22,9 @@ const (
 )
 
 // MonthBacklog counts the jobs of month m's messages in every partition's queue and
-// processing list (of the configured split and any earlier one not yet moved over) and in the
-// dead-letter list. Jobs without a message (control events) concern no month.
+// processing list (of the configured split and any earlier one not yet moved over, grouped or
+// named before the slot groups) and in the dead letters. Jobs without a message (control
+// events) concern no month.
 func (q *DeliverQueue) MonthBacklog(ctx context.Context, tenant string, m month.Month) (archive.Backlog, error) {
 	k, err := KeysOf(tenant)
 	if err != nil {
@@ -44,10 +45,15 @@ func (q *DeliverQueue) MonthBacklog(ctx context.Context, tenant string, m month.
 		key string
 		n   *int64
 	}
-	lists := []list{{k.DeliverDead(), &b.Dead}}
+	lists := []list{{k.UngroupedDeliverDead(), &b.Dead}}
+	for g := range SlotGroups {
+		lists = append(lists, list{k.DeliverDead(g), &b.Dead})
+	}
 	for n := range counts {
 		for i := range n {
-			lists = append(lists, list{k.DeliverQueueOf(i, n), &b.Queued}, list{k.DeliverProcessingOf(i, n), &b.Processing})
+			lists = append(lists,
+				list{k.DeliverQueueOf(i, n), &b.Queued}, list{k.DeliverProcessingOf(i, n), &b.Processing},
+				list{k.UngroupedDeliverQueueOf(i, n), &b.Queued}, list{k.UngroupedDeliverProcessingOf(i, n), &b.Processing})
 		}
 	}
 	for _, l := range lists {

@@ -76,24 +76,26 @@ func (q *DeliverQueue) leaseKeys(tenant string, partition int, node string) (Key
 
 var _ ports.DeliverLeaseHolders = (*DeliverQueue)(nil)
 
-// Holders implements ports.DeliverLeaseHolders with one MGET: the lease keys share the
-// tenant's slot, and an expired lease is gone with its key.
+// Holders implements ports.DeliverLeaseHolders with a GET per partition in one round trip: the
+// leases live in their partitions' slot groups (DESIGN §11), and an expired lease is gone with
+// its key.
 func (q *DeliverQueue) Holders(ctx context.Context, tenant string) ([]string, error) {
 	k, err := KeysOf(tenant)
 	if err != nil {
 		return nil, fmt.Errorf("read deliver lease holders: %w", err)
 	}
-	keys := make([]string, q.partitions)
-	for i := range keys {
-		keys[i] = k.DeliverLease(i, q.partitions)
-	}
-	vals, err := q.c.Do(ctx, q.c.B().Mget().Key(keys...).Build()).ToArray()
-	if err != nil {
-		return nil, fmt.Errorf("read deliver lease holders of %s: %w", tenant, err)
+	cmds := make(rueidis.Commands, q.partitions)
+	for i := range cmds {
+		cmds[i] = q.c.B().Get().Key(k.DeliverLease(i, q.partitions)).Build()
 	}
 	out := make([]string, q.partitions)
-	for i, v := range vals {
-		if s, err := v.ToString(); err == nil && i < len(out) {
+	for i, r := range q.c.DoMulti(ctx, cmds...) {
+		s, err := r.ToString()
+		switch {
+		case rueidis.IsRedisNil(err):
+		case err != nil:
+			return nil, fmt.Errorf("read deliver lease holder %d of %s: %w", i, tenant, err)
+		default:
 			out[i] = s
 		}
 	}

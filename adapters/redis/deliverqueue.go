@@ -103,7 +103,7 @@ func (q *DeliverQueue) Take(ctx context.Context, tenant string, partition int, t
 	}
 	job, err := decodeJob(raw)
 	if err != nil {
-		if _, buryErr := q.move(ctx, processing, k.DeliverDead(), raw, raw); buryErr != nil {
+		if _, buryErr := q.move(ctx, processing, k.DeliverDead(PartitionGroup(partition)), raw, raw); buryErr != nil {
 			return delivery.Job{}, false, fmt.Errorf("undecodable deliver job in %s left in processing: %w", tenant, errors.Join(err, buryErr))
 		}
 		return delivery.Job{}, false, fmt.Errorf("undecodable deliver job in %s moved to dead letters: %w", tenant, err)
@@ -158,7 +158,7 @@ func (q *DeliverQueue) TakeMore(ctx context.Context, tenant string, partition, m
 	for _, raw := range raws {
 		job, err := decodeJob(raw)
 		if err != nil {
-			if _, buryErr := q.move(ctx, processing, k.DeliverDead(), raw, raw); buryErr != nil {
+			if _, buryErr := q.move(ctx, processing, k.DeliverDead(PartitionGroup(partition)), raw, raw); buryErr != nil {
 				bad = append(bad, fmt.Errorf("undecodable deliver job in %s left in processing: %w", tenant, errors.Join(err, buryErr)))
 			}
 			continue
@@ -215,7 +215,7 @@ func (q *DeliverQueue) Retry(ctx context.Context, job delivery.Job, maxAttempts 
 	p := delivery.PartitionOf(job.Topic, q.partitions)
 	target := k.DeliverQueueOf(p, q.partitions)
 	if dead {
-		target = k.DeliverDead()
+		target = k.DeliverDead(PartitionGroup(p))
 	}
 	moved, err := q.move(ctx, k.DeliverProcessingOf(p, q.partitions), target, job.Receipt, string(raw))
 	if err != nil {
@@ -232,8 +232,10 @@ func (q *DeliverQueue) move(ctx context.Context, from, to, old, next string) (bo
 // RequeueStale moves what every partition's processing list holds back to the head of its
 // partition, then the jobs of every other partition count still listed (the configuration
 // changed, or the lists predate the split) into the partitions of the current count, and
-// returns how many jobs moved. The current count is recorded first, so a crash half-way leaves
-// every list that may hold jobs listed for the next boot.
+// returns how many jobs moved. The lists named before the slot groups (Ungrouped*, DESIGN §11)
+// are drained like another split's, their dead letters into group 0's. The current count is
+// recorded first, so a crash half-way leaves every list that may hold jobs listed for the next
+// boot.
 func (q *DeliverQueue) RequeueStale(ctx context.Context, tenant string) (int, error) {
 	k, err := KeysOf(tenant)
 	if err != nil {
@@ -247,27 +249,36 @@ func (q *DeliverQueue) RequeueStale(ctx context.Context, tenant string) (int, er
 		return 0, fmt.Errorf("requeue stale deliver jobs in %s: %w", tenant, err)
 	}
 	total := 0
+	step := func(moved int, err error) error {
+		total += moved
+		return err
+	}
 	for _, n := range counts {
 		for i := range n {
-			moved, err := q.requeue(ctx, k.DeliverProcessingOf(i, n), k.DeliverQueueOf(i, n))
-			total += moved
-			if err != nil {
+			if err := step(q.requeue(ctx, k.DeliverProcessingOf(i, n), k.DeliverQueueOf(i, n))); err != nil {
 				return total, fmt.Errorf("requeue stale deliver jobs in %s: %w", tenant, err)
+			}
+			if err := step(q.requeue(ctx, k.UngroupedDeliverProcessingOf(i, n), k.UngroupedDeliverQueueOf(i, n))); err != nil {
+				return total, fmt.Errorf("requeue stale ungrouped deliver jobs in %s: %w", tenant, err)
+			}
+			if err := step(q.repartition(ctx, k, k.UngroupedDeliverQueueOf(i, n), PartitionGroup(i))); err != nil {
+				return total, fmt.Errorf("move ungrouped deliver jobs in %s: %w", tenant, err)
 			}
 		}
 		if n == q.partitions {
 			continue
 		}
 		for i := range n {
-			moved, err := q.repartition(ctx, k, k.DeliverQueueOf(i, n))
-			total += moved
-			if err != nil {
+			if err := step(q.repartition(ctx, k, k.DeliverQueueOf(i, n), PartitionGroup(i))); err != nil {
 				return total, fmt.Errorf("move deliver jobs of %d partitions in %s: %w", n, tenant, err)
 			}
 		}
 		if err := q.c.Do(ctx, q.c.B().Srem().Key(k.DeliverPartitions()).Member(strconv.Itoa(n)).Build()).Error(); err != nil {
 			return total, fmt.Errorf("forget %d deliver partitions of %s: %w", n, tenant, err)
 		}
+	}
+	if _, err := q.drain(ctx, k.UngroupedDeliverDead(), func(string) string { return k.DeliverDead(0) }); err != nil {
+		return total, fmt.Errorf("move ungrouped dead letters of %s: %w", tenant, err)
 	}
 	return total, nil
 }
@@ -316,29 +327,38 @@ func (q *DeliverQueue) requeue(ctx context.Context, processing, queue string) (i
 	}
 }
 
-// repartitionScript moves jobs from the head of KEYS[1] to their partitions, in order: ARGV
-// holds pairs of a job and its target, an index into KEYS (2 is the dead-letter list). It stops
-// at the first job that is no longer at the head (the list changed since it was read) and
-// returns how many it moved. KEYS: source, dead letters, then every partition of the current
-// count.
-var repartitionScript = rueidis.NewLuaScript(`
-local moved = 0
-for i = 1, #ARGV, 2 do
-  if redis.call('LINDEX', KEYS[1], 0) ~= ARGV[i] then return moved end
+// repartition empties list, whose partition lives in slot group g, into the partitions of the
+// current count, keeping the order of the jobs of each topic: they all sit in one old list,
+// and go in order to one new list's tail. An undecodable job goes to group g's dead letters.
+func (q *DeliverQueue) repartition(ctx context.Context, k Keys, list string, g int) (int, error) {
+	return q.drain(ctx, list, func(raw string) string {
+		job, err := decodeJob(raw)
+		if err != nil {
+			return k.DeliverDead(g) // no retry can ever decode it
+		}
+		p := delivery.PartitionOf(job.Topic, q.partitions)
+		return k.DeliverQueueOf(p, q.partitions)
+	})
+}
+
+// popHeadScript pops the head of KEYS[1] while it is ARGV[i], i = 1, 2, …, and returns how
+// many it popped: it stops at the first job no longer at the head (taken meanwhile).
+var popHeadScript = rueidis.NewLuaScript(`
+local n = 0
+for i = 1, #ARGV do
+  if redis.call('LINDEX', KEYS[1], 0) ~= ARGV[i] then return n end
   redis.call('LPOP', KEYS[1])
-  redis.call('RPUSH', KEYS[tonumber(ARGV[i + 1])], ARGV[i])
-  moved = moved + 1
+  n = n + 1
 end
-return moved
+return n
 `)
 
-// repartition empties list into the partitions of the current count, keeping the order of the
-// jobs of each topic: they all sit in one old list, and go one by one to one new list's tail.
-func (q *DeliverQueue) repartition(ctx context.Context, k Keys, list string) (int, error) {
-	keys := []string{list, k.DeliverDead()}
-	for i := range q.partitions {
-		keys = append(keys, k.DeliverQueueOf(i, q.partitions))
-	}
+// drain moves list to the lists target names, page by page: a page is appended to its targets
+// first and popped from list after, by value. The lists are in other slots (DESIGN §11), so
+// no one script moves a job; pushing first means a crash or a concurrent drain may queue a
+// job twice but never loses one, and the job's done marker makes the copy act once (DESIGN
+// §5). It returns how many jobs it popped.
+func (q *DeliverQueue) drain(ctx context.Context, list string, target func(raw string) string) (int, error) {
 	total := 0
 	for {
 		raws, err := q.c.Do(ctx, q.c.B().Lrange().Key(list).Start(0).Stop(requeueBatch-1).Build()).AsStrSlice()
@@ -348,15 +368,25 @@ func (q *DeliverQueue) repartition(ctx context.Context, k Keys, list string) (in
 		if len(raws) == 0 {
 			return total, nil
 		}
-		args := make([]string, 0, 2*len(raws))
+		var order []string
+		byTarget := map[string][]string{}
 		for _, raw := range raws {
-			target := 2 // undecodable: no retry can ever decode it
-			if job, err := decodeJob(raw); err == nil {
-				target = 3 + delivery.PartitionOf(job.Topic, q.partitions)
+			t := target(raw)
+			if byTarget[t] == nil {
+				order = append(order, t)
 			}
-			args = append(args, raw, strconv.Itoa(target))
+			byTarget[t] = append(byTarget[t], raw)
 		}
-		n, err := repartitionScript.Exec(ctx, q.c, keys, args).AsInt64()
+		cmds := make(rueidis.Commands, len(order))
+		for i, t := range order {
+			cmds[i] = q.c.B().Rpush().Key(t).Element(byTarget[t]...).Build()
+		}
+		for _, r := range q.c.DoMulti(ctx, cmds...) {
+			if err := r.Error(); err != nil {
+				return total, err
+			}
+		}
+		n, err := popHeadScript.Exec(ctx, q.c, []string{list}, raws).AsInt64()
 		if err != nil {
 			return total, err
 		}

@@ -22,7 +22,7 @@ func TestDeliverUndecodableJobGoesToDeadLetters(t *testing.T) {
 	if _, ok, err := q.Take(t.Context(), tenant, 0, time.Second); err == nil || ok {
 		t.Fatalf("Take of garbage = %v, %v; want an error", ok, err)
 	}
-	if got := lrange(t, c, k.DeliverDead()); len(got) != 1 || got[0] != "{not json" {
+	if got := lrange(t, c, k.DeliverDead(0)); len(got) != 1 || got[0] != "{not json" {
 		t.Fatalf("dead letters = %q; want the garbage entry", got)
 	}
 	if got := lrange(t, c, k.DeliverProcessing()); len(got) != 0 {
@@ -45,7 +45,7 @@ func TestDeliverDeadLetterKeepsTheJob(t *testing.T) {
 	if dead, err := q.Retry(t.Context(), job, 1); err != nil || !dead {
 		t.Fatalf("Retry = %v, %v; want dead", dead, err)
 	}
-	dead := lrange(t, c, k.DeliverDead())
+	dead := lrange(t, c, k.DeliverDead(0))
 	if len(dead) != 1 {
 		t.Fatalf("dead letters = %q; want one job", dead)
 	}

@@ -29,22 +29,28 @@ var _ ports.DialogStore = (*DialogStore)(nil)
 func NewDialogStore(c rueidis.Client) *DialogStore { return &DialogStore{c: c} }
 
 // applyListsScript applies runs of messages, each run of one conversation, to some batches of its
-// recipients, each message once per batch: a message's batch marker and the batch's list
-// changes commit together, so a crash can never leave a count without its marker. A deliver
-// pass's runs go in as few calls as maxScriptUsers allows (a P2P pass in one); a big group's
-// batches are split over several, so no single call runs long. The messages of a run act
-// together, as they would one after another: a user's count grows by the new ones not sent by
-// the user and not silent; with none of those the dialog is only re-scored where it is. A
-// dialog keeps the higher of its old and new score, so a late older message never moves it
-// back. The preview moves forward only, so setting it again on a repeat changes nothing. It
-// returns, per run, {first (0/1) per message, muted users} per batch; muted users are reported
-// even on a repeat. The common case, a dialog already in unread, costs four calls per user
-// whatever the number of messages.
-// KEYS, per run: a marker per message, the preview, then unread, read, unreadcnt, muted per
-// user. ARGV: the run count, then per run: marker ttl ms, conversation, message count m, then
-// score, sender and silent (0/1) per message, then the preview's seq and JSON (” for none),
-// the batch count, index and user count per batch, then one user id per user, batch after
-// batch.
+// recipients in one slot group, each message once per batch: a message's batch marker and the
+// batch's list changes commit together, so a crash can never leave a count without its marker.
+// A call touches the keys of one slot group (DESIGN §11): a deliver pass's runs go in one call
+// per group their recipients live in, as few as maxScriptUsers allows; a big group's batches
+// are split over several, so no single call runs long. The messages of a run act together, as
+// they would one after another: a user's count grows by the new ones not sent by the user and
+// not silent; with none of those the dialog is only re-scored where it is. A dialog keeps the
+// higher of its old and new score, so a late older message never moves it back. The preview
+// moves forward only, so setting it again on a repeat changes nothing. It returns, per run,
+// {first (0/1) per message, muted users} per batch; muted users are reported even on a repeat.
+// The common case, a dialog already in unread, costs four calls per user whatever the number
+// of messages.
+// A marker is a STRING per message and batch (Keys.DeliverLists), all of a call's read in one
+// MGET and each new one written with one SET PX: in its group a message has one batch as a
+// rule (dialog.BatchesOf), so that is one write per message and group, where a HASH per
+// message cost an HMGET, an HSET and a PEXPIRE.
+// KEYS, per run: the markers, message after message, each the batch's in batch order; the
+// preview (when the run sets none, any key of the call's group: it is not touched); then
+// unread, read, unreadcnt, muted per user. ARGV: the run count, then per run: marker ttl ms,
+// conversation, message count m, then score, sender and silent (0/1) per message, then the
+// preview's seq and JSON (empty for none), the batch count, index and user count per batch, then
+// one user id per user, batch after batch.
 var applyListsScript = rueidis.NewLuaScript(`
 -- moved takes the dialog out of from, returning the score it should keep there or elsewhere.
 local function moved(from, conv, score)
@@ -55,51 +61,41 @@ local function moved(from, conv, score)
   return score
 end
 
+-- state[marker] is 'before' (set by an earlier call) or 'now' (by this one), so a message
+-- repeated in a run, or in two runs of the call, still acts once per batch.
+local state, ttls = {}, {}
 local runs = {}
 local a, k = 2, 1 -- where the run's ARGV and KEYS begin
 for r = 1, tonumber(ARGV[1]) do
   local ttl, conv, m = ARGV[a], ARGV[a + 1], tonumber(ARGV[a + 2])
   local p = a + 3 + 3 * m
+  local nb = tonumber(ARGV[p + 2])
+  local preview = KEYS[k + m * nb]
   if ARGV[p + 1] ~= '' then
-    local cur = redis.call('GET', KEYS[k + m])
+    local cur = redis.call('GET', preview)
     local seq = cur and string.match(cur, '"seq":(%d+)')
     if not (seq and tonumber(seq) >= tonumber(ARGV[p])) then
-      redis.call('SET', KEYS[k + m], ARGV[p + 1])
+      redis.call('SET', preview, ARGV[p + 1])
     end
   end
-  local nb = tonumber(ARGV[p + 2])
-  local key, arg = k + m + 1, p + 3 + 2 * nb
-  -- Each message's batch markers are read in one HMGET and the new ones written in one HSET
-  -- and one PEXPIRE after the run, not an HSETNX and a PEXPIRE per batch: a small group's
-  -- message has a batch per member. acted[marker][idx] holds what this call marked, so a
-  -- message repeated in the run still acts once per batch.
-  local idxs = {}
-  for b = 1, nb do
-    idxs[b] = ARGV[p + 1 + 2 * b]
-  end
-  local marked = {}
-  for j = 1, m do
-    local marker = KEYS[k - 1 + j]
-    if not marked[marker] then
-      local was = redis.call('HMGET', marker, unpack(idxs))
-      marked[marker] = {}
-      for b = 1, nb do
-        if was[b] then
-          marked[marker][idxs[b]] = 'before'
-        end
-      end
+  local key, arg = k + m * nb + 1, p + 3 + 2 * nb
+  for from = k, k + m * nb - 1, 1000 do -- unpack takes a few thousand values at most
+    local to = math.min(from + 999, k + m * nb - 1)
+    local was = redis.call('MGET', unpack(KEYS, from, to))
+    for i = from, to do
+      if was[i - from + 1] and not state[KEYS[i]] then state[KEYS[i]] = 'before' end
     end
   end
   local out = {}
   for b = 1, nb do
-    local idx, n = idxs[b], tonumber(ARGV[p + 2 + 2 * b])
+    local n = tonumber(ARGV[p + 2 + 2 * b])
     local firsts, score, counted, own = {}, nil, 0, {}
     for j = 1, m do
-      local marker = KEYS[k - 1 + j]
-      local first = not marked[marker][idx]
+      local marker = KEYS[k + (j - 1) * nb + b - 1]
+      local first = not state[marker]
       firsts[j] = first and 1 or 0
       if first then
-        marked[marker][idx] = 'now'
+        state[marker], ttls[marker] = 'now', ttl
         local s, sender, silent = ARGV[a + 3 * j], ARGV[a + 1 + 3 * j], ARGV[a + 2 + 3 * j] == '1'
         if not score or tonumber(s) > tonumber(score) then score = s end
         if not silent then
@@ -133,33 +129,28 @@ for r = 1, tonumber(ARGV[1]) do
     key, arg = key + 4 * n, arg + n
     out[b] = {firsts, muted}
   end
-  for marker, idx in pairs(marked) do
-    local fields = {}
-    for i, state in pairs(idx) do
-      if state == 'now' then
-        fields[#fields + 1] = i
-        fields[#fields + 1] = '1'
-      end
-    end
-    if #fields > 0 then
-      redis.call('HSET', marker, unpack(fields))
-      redis.call('PEXPIRE', marker, ttl)
-    end
-  end
   runs[r] = out
   a, k = arg, key
+end
+for marker, ttl in pairs(ttls) do
+  redis.call('SET', marker, '1', 'PX', ttl)
 end
 return runs
 `)
 
 // maxScriptUsers bounds the recipients one list script changes. A deliver pass of P2P
-// messages or small groups' then costs one script, and a 10,000-member group's stays split
-// into scripts of a few hundred users.
+// messages or small groups' then costs one script per slot group, and a 10,000-member group's
+// stays split into scripts of a few hundred users.
 const maxScriptUsers = 256
 
-// Apply updates the previews and lists in one pipelined round trip. Consecutive updates of one
-// conversation with the same recipient batches run together, which is what makes a backlog
-// of a big group cheap to catch up on; the runs share script calls up to maxScriptUsers.
+// Apply updates the previews and lists in one pipelined round trip, in one script call per
+// slot group its recipients live in (or more, of up to maxScriptUsers each): a batch's users
+// of group g act once under the marker DeliverLists(Once, g), so a job applied twice, or half
+// applied and retried, counts each user once (DESIGN §5, §11). dialog.BatchesOf splits users
+// the way UserGroup does, so a batch is normally in one group; a batch spread over several is
+// First when any of its groups acted now. Consecutive updates of one conversation with the
+// same recipient batches run together, which is what makes a backlog of a big group cheap to
+// catch up on.
 func (s *DialogStore) Apply(ctx context.Context, tenant string, us ...dialog.Update) ([]dialog.Applied, error) {
 	k, err := KeysOf(tenant)
 	if err != nil {
@@ -174,10 +165,7 @@ func (s *DialogStore) Apply(ctx context.Context, tenant string, us ...dialog.Upd
 		return nil, nil
 	}
 	runs := dialog.Runs(us)
-	var (
-		calls []scriptCall
-		call  scriptCall
-	)
+	var byGroup [SlotGroups][]scriptCall
 	for i, run := range runs {
 		newest := run[0]
 		for _, u := range run[1:] {
@@ -189,19 +177,31 @@ func (s *DialogStore) Apply(ctx context.Context, tenant string, us ...dialog.Upd
 		if err != nil {
 			return nil, fmt.Errorf("encode preview of conversation %d: %w", newest.ConversationID, err)
 		}
-		for j, part := range splitBatches(run[0].Batches) {
-			p := previewArgs{seq: itoa(newest.Preview.Seq), json: string(preview)}
-			if j > 0 {
-				p = previewArgs{seq: "0"} // the run's first part sets it
+		home := ConversationGroup(newest.ConversationID)
+		placed := placeBatches(run[0].Batches)
+		for g := range SlotGroups {
+			if len(placed[g]) == 0 && g != home {
+				continue
 			}
-			users := usersOf(part)
-			if call.parts > 0 && call.users+users > maxScriptUsers {
-				calls, call = append(calls, call), scriptCall{}
+			for j, part := range splitBatches(placed[g]) {
+				p := previewArgs{seq: "0"} // the home group's first part sets it
+				if g == home && j == 0 {
+					p = previewArgs{seq: itoa(newest.Preview.Seq), json: string(preview)}
+				}
+				users := usersOf(part)
+				calls := byGroup[g]
+				if n := len(calls); n == 0 || calls[n-1].users+users > maxScriptUsers {
+					calls = append(calls, scriptCall{group: g})
+				}
+				calls[len(calls)-1].add(k, run, part, p, i, users)
+				byGroup[g] = calls
 			}
-			call.add(k, run, part, p, i, users)
 		}
 	}
-	calls = append(calls, call)
+	var calls []scriptCall
+	for _, cs := range byGroup {
+		calls = append(calls, cs...)
+	}
 	var results []rueidis.RedisResult
 	if len(calls) == 1 {
 		// Exec needs no SCRIPT LOAD round trip first, as ExecMulti does.
@@ -213,23 +213,36 @@ func (s *DialogStore) Apply(ctx context.Context, tenant string, us ...dialog.Upd
 		}
 		results = applyListsScript.ExecMulti(ctx, s.c, execs...)
 	}
-	// Answers go per update, then batch, as the updates came.
+	// Answers go per update, then batch, as the updates came; the parts of a batch in several
+	// groups merge.
 	perRun := make([][]batchApplied, len(runs))
+	for i, run := range runs {
+		perRun[i] = make([]batchApplied, len(run[0].Batches))
+		for b := range perRun[i] {
+			perRun[i][b].firsts = make([]bool, len(run))
+		}
+	}
 	for e, r := range results {
 		parts, err := r.ToArray()
 		if err == nil && len(parts) != len(calls[e].runOf) {
 			err = fmt.Errorf("script answered %d runs of %d", len(parts), len(calls[e].runOf))
 		}
 		if err != nil {
-			return nil, fmt.Errorf("apply dialogs of conversation %d in %s: %w", runs[calls[e].runOf[0]][0].ConversationID, tenant, err)
+			return nil, fmt.Errorf("apply dialogs of conversation %d in %s (slot group %d): %w", runs[calls[e].runOf[0]][0].ConversationID, tenant, calls[e].group, err)
 		}
 		for j, part := range parts {
-			i := calls[e].runOf[j]
-			got, err := decodeApplied(part, calls[e].counts[j], len(runs[i]))
+			i, positions := calls[e].runOf[j], calls[e].positions[j]
+			got, err := decodeApplied(part, len(positions), len(runs[i]))
 			if err != nil {
 				return nil, fmt.Errorf("apply dialogs of conversation %d in %s: %w", runs[i][0].ConversationID, tenant, err)
 			}
-			perRun[i] = append(perRun[i], got...)
+			for b, pos := range positions {
+				into := &perRun[i][pos]
+				for m, first := range got[b].firsts {
+					into.firsts[m] = into.firsts[m] || first
+				}
+				into.muted = append(into.muted, got[b].muted...)
+			}
 		}
 	}
 	var out []dialog.Applied
@@ -243,10 +256,35 @@ func (s *DialogStore) Apply(ctx context.Context, tenant string, us ...dialog.Upd
 	return out, nil
 }
 
+// placedBatch is the part of a batch in one slot group, and where the batch stands in its
+// update.
+type placedBatch struct {
+	pos int
+	dialog.Batch
+}
+
+// placeBatches splits batches by the slot groups of their users, keeping their order.
+func placeBatches(bs []dialog.Batch) [SlotGroups][]placedBatch {
+	var out [SlotGroups][]placedBatch
+	for pos, b := range bs {
+		var users [SlotGroups][]int64
+		for _, u := range b.Users {
+			g := UserGroup(u)
+			users[g] = append(users[g], u)
+		}
+		for g, us := range users {
+			if len(us) > 0 {
+				out[g] = append(out[g], placedBatch{pos: pos, Batch: dialog.Batch{Index: b.Index, Users: us}})
+			}
+		}
+	}
+	return out
+}
+
 // splitBatches groups batches into parts of at most maxScriptUsers users (a bigger batch alone),
 // in order; no batches make one empty part, which still sets the preview.
-func splitBatches(bs []dialog.Batch) [][]dialog.Batch {
-	parts := [][]dialog.Batch{nil}
+func splitBatches(bs []placedBatch) [][]placedBatch {
+	parts := [][]placedBatch{nil}
 	users := 0
 	for _, b := range bs {
 		last := len(parts) - 1
@@ -259,7 +297,7 @@ func splitBatches(bs []dialog.Batch) [][]dialog.Batch {
 	return parts
 }
 
-func usersOf(batches []dialog.Batch) int {
+func usersOf(batches []placedBatch) int {
 	n := 0
 	for _, b := range batches {
 		n += len(b.Users)
@@ -270,33 +308,44 @@ func usersOf(batches []dialog.Batch) int {
 // previewArgs are the preview's seq and JSON for the script; an empty JSON sets none.
 type previewArgs struct{ seq, json string }
 
-// scriptCall is one call of applyListsScript: parts of runs, each a run's messages applied to some
-// of its batches.
+// scriptCall is one call of applyListsScript in one slot group: parts of runs, each a run's
+// messages applied to some of its batches.
 type scriptCall struct {
+	group      int
 	keys, args []string
 	parts      int
 	users      int
-	runOf      []int // the run of each part
-	counts     []int // the batches of each part
+	runOf      []int   // the run of each part
+	positions  [][]int // where each part's batches stand in their run's updates
 }
 
 // argv is the call's ARGV: the part count first.
 func (c scriptCall) argv() []string { return append([]string{strconv.Itoa(c.parts)}, c.args...) }
 
 // add appends the part that applies run (the runs' index i) to batches of its recipients.
-func (c *scriptCall) add(k Keys, run []dialog.Update, batches []dialog.Batch, p previewArgs, i, users int) {
+func (c *scriptCall) add(k Keys, run []dialog.Update, batches []placedBatch, p previewArgs, i, users int) {
 	u := run[0]
-	c.keys = slices.Grow(c.keys, len(run)+1+4*users)
+	c.keys = slices.Grow(c.keys, len(run)*len(batches)+1+4*users)
 	c.args = slices.Grow(c.args, 6+3*len(run)+2*len(batches)+users)
 	c.args = append(c.args, strconv.FormatInt(u.OnceTTL.Milliseconds(), 10), itoa(u.ConversationID), strconv.Itoa(len(run)))
 	for _, m := range run {
-		c.keys = append(c.keys, k.DeliverLists(m.Once))
+		for _, b := range batches {
+			c.keys = append(c.keys, k.DeliverLists(m.Once, b.Index, c.group))
+		}
 		c.args = append(c.args, itoa(m.Score), itoa(m.Sender), flag(m.Silent))
 	}
-	c.keys = append(c.keys, k.DialogPreview(u.ConversationID))
+	preview := k.DialogPreview(u.ConversationID)
+	if p.json == "" {
+		// Not touched, and a key of another group would fail on a cluster: the part has a batch
+		// (only the preview's own group gets a part without one).
+		preview = k.DeliverLists(u.Once, batches[0].Index, c.group)
+	}
+	c.keys = append(c.keys, preview)
 	c.args = append(c.args, p.seq, p.json, strconv.Itoa(len(batches)))
-	for _, b := range batches {
+	positions := make([]int, len(batches))
+	for j, b := range batches {
 		c.args = append(c.args, strconv.Itoa(b.Index), strconv.Itoa(len(b.Users)))
+		positions[j] = b.pos
 	}
 	for _, b := range batches {
 		for _, user := range b.Users {
@@ -305,7 +354,7 @@ func (c *scriptCall) add(k Keys, run []dialog.Update, batches []dialog.Batch, p 
 		}
 	}
 	c.parts, c.users = c.parts+1, c.users+users
-	c.runOf, c.counts = append(c.runOf, i), append(c.counts, len(batches))
+	c.runOf, c.positions = append(c.runOf, i), append(c.positions, positions)
 }
 
 // AppliedSeq reads the seq of the conversation's preview, 0 without one.
@@ -449,17 +498,29 @@ func (s *DialogStore) Changed(ctx context.Context, tenant string, user, after in
 // details fills counts, flags and previews of entries.
 func (s *DialogStore) details(ctx context.Context, k Keys, user int64, entries []dialog.Entry) error {
 	members := make([]string, len(entries))
-	previews := make([]string, len(entries))
+	var (
+		previews [SlotGroups][]string // the previews of each slot group (DESIGN §11), one MGET each
+		at       = make([][2]int, len(entries))
+	)
 	for i, e := range entries {
 		members[i] = itoa(e.ConversationID)
-		previews[i] = k.DialogPreview(e.ConversationID)
+		g := ConversationGroup(e.ConversationID)
+		at[i] = [2]int{g, len(previews[g])}
+		previews[g] = append(previews[g], k.DialogPreview(e.ConversationID))
 	}
-	res := s.c.DoMulti(ctx,
+	cmds := rueidis.Commands{
 		s.c.B().Hmget().Key(k.DialogUnreadCount(user)).Field(members...).Build(),
 		s.c.B().Smismember().Key(k.DialogMuted(user)).Member(members...).Build(),
 		s.c.B().Zmscore().Key(k.DialogPinned(user)).Member(members...).Build(),
-		s.c.B().Mget().Key(previews...).Build(),
-	)
+	}
+	var reply [SlotGroups]int // index in res of each group's MGET
+	for g, keys := range previews {
+		if len(keys) > 0 {
+			reply[g] = len(cmds)
+			cmds = append(cmds, s.c.B().Mget().Key(keys...).Build())
+		}
+	}
+	res := s.c.DoMulti(ctx, cmds...)
 	counts, err := res[0].ToArray()
 	if err != nil {
 		return err
@@ -472,11 +533,19 @@ func (s *DialogStore) details(ctx context.Context, k Keys, user int64, entries [
 	if err != nil {
 		return err
 	}
-	texts, err := res[3].ToArray()
-	if err != nil {
-		return err
+	var texts [SlotGroups][]rueidis.RedisMessage
+	for g, keys := range previews {
+		if len(keys) == 0 {
+			continue
+		}
+		if texts[g], err = res[reply[g]].ToArray(); err != nil {
+			return err
+		}
+		if len(texts[g]) != len(keys) {
+			return errors.New("preview replies do not match the dialogs")
+		}
 	}
-	if len(counts) != len(entries) || len(muted) != len(entries) || len(pinned) != len(entries) || len(texts) != len(entries) {
+	if len(counts) != len(entries) || len(muted) != len(entries) || len(pinned) != len(entries) {
 		return errors.New("detail replies do not match the dialogs")
 	}
 	for i := range entries {
@@ -488,7 +557,7 @@ func (s *DialogStore) details(ctx context.Context, k Keys, user int64, entries [
 		}
 		e.Muted = muted[i] == 1
 		e.Pinned = !pinned[i].IsNil()
-		raw, err := texts[i].ToString()
+		raw, err := texts[at[i][0]][at[i][1]].ToString()
 		if rueidis.IsRedisNil(err) {
 			continue
 		}
@@ -521,16 +590,17 @@ const rebuildChunk = 200
 
 // rebuildScript writes one chunk of a user's list from MySQL state. A dialog already listed
 // keeps its ZSET and count, its score only goes up; a new one goes to unread with its count or
-// to read. The muted SET follows MySQL. Previews already stored win. ARGV[1] = '1' drops the
-// user's lists, counts and muted set first; ARGV[2] = '1' marks the list built.
-// KEYS: unread, read, unreadcnt, muted, built, then one preview per conversation.
-// ARGV: replace, mark, then conversation, score, unread, muted (0/1), preview per conversation.
+// to read. The muted SET follows MySQL. ARGV[1] = '1' drops the user's lists, counts and muted
+// set first; ARGV[2] = '1' marks the list built. Every key is the user's, in the user's slot
+// group (DESIGN §11); the previews are written before, each in its conversation's group.
+// KEYS: unread, read, unreadcnt, muted, built.
+// ARGV: replace, mark, then conversation, score, unread, muted (0/1) per conversation.
 var rebuildScript = rueidis.NewLuaScript(`
 local unread, read, cnt, mset, built = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 if ARGV[1] == '1' then redis.call('DEL', unread, read, cnt, mset) end
-for i = 0, (#ARGV - 2) / 5 - 1 do
-  local a = 3 + 5 * i
-  local conv, score, count, is_muted, preview = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]
+for i = 0, (#ARGV - 2) / 4 - 1 do
+  local a = 3 + 4 * i
+  local conv, score, count, is_muted = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
   if is_muted == '1' then redis.call('SADD', mset, conv) else redis.call('SREM', mset, conv) end
   if redis.call('ZSCORE', unread, conv) then
     redis.call('ZADD', unread, 'GT', score, conv)
@@ -542,31 +612,37 @@ for i = 0, (#ARGV - 2) / 5 - 1 do
   else
     redis.call('ZADD', read, score, conv)
   end
-  redis.call('SET', KEYS[6 + i], preview, 'NX')
 end
 if ARGV[2] == '1' then redis.call('SET', built, '1') end
 return 1
 `)
 
 // Rebuild writes the list chunk by chunk and marks it built with the last chunk, so a rebuild
-// cut short is redone by the next sync.
+// cut short is redone by the next sync. A chunk's previews go first, a round trip ahead of its
+// list script (SET NX: a preview already stored wins), so a list is never marked built before
+// its previews are stored.
 func (s *DialogStore) Rebuild(ctx context.Context, tenant string, user int64, states []dialog.State, replace bool) error {
 	k, err := KeysOf(tenant)
 	if err != nil {
 		return fmt.Errorf("rebuild dialogs: %w", err)
 	}
-	base := []string{k.DialogUnread(user), k.DialogRead(user), k.DialogUnreadCount(user), k.DialogMuted(user), k.DialogBuilt(user)}
+	keys := []string{k.DialogUnread(user), k.DialogRead(user), k.DialogUnreadCount(user), k.DialogMuted(user), k.DialogBuilt(user)}
 	for start := 0; start == 0 || start < len(states); start += rebuildChunk {
 		chunk := states[start:min(start+rebuildChunk, len(states))]
-		keys := slices.Clone(base)
 		args := []string{flag(replace && start == 0), flag(start+rebuildChunk >= len(states))}
+		previews := make(rueidis.Commands, 0, len(chunk))
 		for _, st := range chunk {
 			preview, err := json.Marshal(st.Preview())
 			if err != nil {
 				return fmt.Errorf("encode preview of conversation %d: %w", st.ConversationID, err)
 			}
-			keys = append(keys, k.DialogPreview(st.ConversationID))
-			args = append(args, itoa(st.ConversationID), itoa(dialog.ScoreOf(st.LastMsgAt)), itoa(st.Unread()), flag(st.Muted), string(preview))
+			previews = append(previews, s.c.B().Set().Key(k.DialogPreview(st.ConversationID)).Value(string(preview)).Nx().Build())
+			args = append(args, itoa(st.ConversationID), itoa(dialog.ScoreOf(st.LastMsgAt)), itoa(st.Unread()), flag(st.Muted))
+		}
+		for _, r := range s.c.DoMulti(ctx, previews...) {
+			if err := r.Error(); err != nil && !rueidis.IsRedisNil(err) {
+				return fmt.Errorf("rebuild dialog previews of %d in %s: %w", user, tenant, err)
+			}
 		}
 		if err := rebuildScript.Exec(ctx, s.c, keys, args).Error(); err != nil {
 			return fmt.Errorf("rebuild dialogs of %d in %s: %w", user, tenant, err)

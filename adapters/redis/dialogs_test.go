@@ -43,13 +43,15 @@ func TestDialogMarkersExpire(t *testing.T) {
 			t.Fatal(err)
 		}
 		ctx := t.Context()
-		fields, err := c.Do(ctx, c.B().Hkeys().Key(k.DeliverLists(u.Once)).Build()).AsStrSlice()
-		if err != nil || len(fields) != 2 {
-			t.Fatalf("marker fields %v, %v: want both batches marked", fields, err)
-		}
-		ttl, err := c.Do(ctx, c.B().Pttl().Key(k.DeliverLists(u.Once)).Build()).AsInt64()
-		if err != nil || ttl <= 0 || ttl > time.Minute.Milliseconds() {
-			t.Fatalf("marker TTL %d ms, %v: want one within a minute", ttl, err)
+		for _, g := range []int{2, 3} { // each batch's users are in their slot group, with its marker
+			marker := k.DeliverLists(u.Once, g, g)
+			if n, err := c.Do(ctx, c.B().Exists().Key(marker).Build()).AsInt64(); err != nil || n != 1 {
+				t.Fatalf("marker of batch %d: %d, %v; want it set", g, n, err)
+			}
+			ttl, err := c.Do(ctx, c.B().Pttl().Key(marker).Build()).AsInt64()
+			if err != nil || ttl <= 0 || ttl > time.Minute.Milliseconds() {
+				t.Fatalf("marker TTL %d ms, %v: want one within a minute", ttl, err)
+			}
 		}
 	})
 }

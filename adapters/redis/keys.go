@@ -93,37 +93,61 @@ func (k Keys) Route(topic string) string { return k.prefix + "groupmsg:route:" +
 // RouteMeta is the topic's HASH field YYYYMM → "min_seq,max_seq,count,min_created_ms,max_created_ms".
 func (k Keys) RouteMeta(topic string) string { return k.prefix + "groupmsg:route_meta:" + topic }
 
-// DeliverQueue is the LIST of jobs waiting for a worker when the queue has one partition (as
-// every queue had before it was split).
-func (k Keys) DeliverQueue() string { return k.prefix + "deliver:queue" }
+// The deliver lists of partition i of a split live in slot group i % SlotGroups (DESIGN §11):
+// a partition's queue, processing list, lease and dead letters are what one consumer's scripts
+// touch together, and nothing ties one partition to another.
+func (k Keys) partition(i int) Keys { return k.Group(PartitionGroup(i)) }
+
+// PartitionGroup is the slot group of deliver partition i, whatever the split.
+func PartitionGroup(i int) int { return i % SlotGroups }
+
+// DeliverQueue is the LIST of jobs waiting for a worker when the queue has one partition.
+func (k Keys) DeliverQueue() string { return k.DeliverQueueOf(0, 1) }
 
 // DeliverProcessing is the LIST of jobs taken by a worker and not yet acknowledged when the
 // queue has one partition.
-func (k Keys) DeliverProcessing() string { return k.prefix + "deliver:processing" }
+func (k Keys) DeliverProcessing() string { return k.DeliverProcessingOf(0, 1) }
 
-// DeliverQueueOf is partition i of a queue split into n. The count is part of the name, so
-// lists of another split never mix with these; n ≤ 1 is DeliverQueue.
-func (k Keys) DeliverQueueOf(i, n int) string {
-	if n <= 1 {
-		return k.DeliverQueue()
-	}
-	return k.DeliverQueue() + ":" + strconv.Itoa(n) + ":" + strconv.Itoa(i)
-}
+// DeliverQueueOf is partition i of a queue split into n, in the partition's slot group. The
+// count is part of the name, so lists of another split never mix with these; n ≤ 1 is
+// DeliverQueue.
+func (k Keys) DeliverQueueOf(i, n int) string { return k.partition(i).deliverList("queue", i, n) }
 
 // DeliverProcessingOf is the processing LIST of partition i of n; n ≤ 1 is DeliverProcessing.
 func (k Keys) DeliverProcessingOf(i, n int) string {
+	return k.partition(i).deliverList("processing", i, n)
+}
+
+// UngroupedDeliverQueueOf is DeliverQueueOf as it was named before the deliver lists were
+// spread over slot groups, under the tenant's own tag: RequeueStale drains it.
+func (k Keys) UngroupedDeliverQueueOf(i, n int) string { return k.deliverList("queue", i, n) }
+
+// UngroupedDeliverProcessingOf is DeliverProcessingOf before the slot groups.
+func (k Keys) UngroupedDeliverProcessingOf(i, n int) string {
+	return k.deliverList("processing", i, n)
+}
+
+// UngroupedDeliverDead is the tenant's one dead-letter LIST before the slot groups.
+func (k Keys) UngroupedDeliverDead() string { return k.prefix + "deliver:dead" }
+
+func (k Keys) deliverList(name string, i, n int) string {
 	if n <= 1 {
-		return k.DeliverProcessing()
+		return k.prefix + "deliver:" + name
 	}
-	return k.DeliverProcessing() + ":" + strconv.Itoa(n) + ":" + strconv.Itoa(i)
+	return k.prefix + "deliver:" + name + ":" + strconv.Itoa(n) + ":" + strconv.Itoa(i)
 }
 
 // DeliverPartitions is the SET of partition counts whose lists may still hold jobs: the
 // configured count, and an earlier one until a boot has moved its jobs over.
 func (k Keys) DeliverPartitions() string { return k.prefix + "deliver:partitions" }
 
-// DeliverDead is the LIST of jobs that failed too often.
-func (k Keys) DeliverDead() string { return k.prefix + "deliver:dead" }
+// DeliverDead is the LIST of the jobs that failed too often in the partitions of slot group g
+// (one list per group, whatever the split), so a job goes there in one step from its
+// processing list.
+func (k Keys) DeliverDead(g int) string { return k.Group(g).prefix + "deliver:dead" }
 
-// DeliverDone marks a job identity as acted upon (short TTL).
-func (k Keys) DeliverDone(key string) string { return k.prefix + "deliver:done:" + key }
+// DeliverDone marks a job identity as acted upon (short TTL). It is read and written alone, so
+// it goes to the slot group its name hashes to (TopicGroup's hash), which spreads the markers.
+func (k Keys) DeliverDone(key string) string {
+	return k.Group(TopicGroup(key)).prefix + "deliver:done:" + key
+}

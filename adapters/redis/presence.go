@@ -91,39 +91,55 @@ return 1
 `)
 
 // Retire implements ports.NodeLeases: the node's presence entries go first, then its devices
-// set, channel and lease, so a crash half-way leaves the lease to find it by again.
+// sets, channel and lease, so a crash half-way leaves the lease to find it by again. Each
+// round reads a page of every slot group's devices set in one round trip.
 func (n *Nodes) Retire(ctx context.Context, tenant, node string) error {
 	k, err := nodeKeys(tenant, node)
 	if err != nil {
 		return fmt.Errorf("retire node: %w", err)
 	}
-	devices := k.NodeDevices(node)
 	for {
-		members, err := n.c.Do(ctx, n.c.B().Srandmember().Key(devices).Count(retireBatch).Build()).AsStrSlice()
-		if err != nil {
-			return fmt.Errorf("retire node %s in %s: %w", node, tenant, err)
+		pages := make(rueidis.Commands, SlotGroups)
+		for g := range SlotGroups {
+			pages[g] = n.c.B().Srandmember().Key(k.NodeDevices(node, g)).Count(retireBatch).Build()
 		}
-		if len(members) == 0 {
+		var (
+			execs []rueidis.LuaExec
+			srems rueidis.Commands
+		)
+		for g, r := range n.c.DoMulti(ctx, pages...) {
+			members, err := r.AsStrSlice()
+			if err != nil {
+				return fmt.Errorf("retire node %s in %s: %w", node, tenant, err)
+			}
+			if len(members) == 0 {
+				continue
+			}
+			for _, m := range members {
+				user, device, ok := strings.Cut(m, ":")
+				if uid, err := strconv.ParseInt(user, 10, 64); ok && err == nil {
+					execs = append(execs, rueidis.LuaExec{Keys: []string{k.Presence(uid)}, Args: []string{device, node + "|"}})
+				}
+			}
+			srems = append(srems, n.c.B().Srem().Key(k.NodeDevices(node, g)).Member(members...).Build())
+		}
+		if len(srems) == 0 {
 			break
 		}
-		var execs []rueidis.LuaExec
-		for _, m := range members {
-			user, device, ok := strings.Cut(m, ":")
-			if uid, err := strconv.ParseInt(user, 10, 64); ok && err == nil {
-				execs = append(execs, rueidis.LuaExec{Keys: []string{k.Presence(uid)}, Args: []string{device, node + "|"}})
-			}
-		}
 		results := retireScript.ExecMulti(ctx, n.c, execs...)
-		results = append(results, n.c.Do(ctx, n.c.B().Srem().Key(devices).Member(members...).Build()))
+		results = append(results, n.c.DoMulti(ctx, srems...)...)
 		for _, r := range results {
 			if err := r.Error(); err != nil {
 				return fmt.Errorf("retire presence of node %s in %s: %w", node, tenant, err)
 			}
 		}
 	}
-	for _, r := range n.c.DoMulti(ctx,
-		n.c.B().Del().Key(devices, k.NodeChannel(node)).Build(),
-		n.c.B().Zrem().Key(k.Nodes()).Member(node).Build()) {
+	cmds := make(rueidis.Commands, 0, SlotGroups+2)
+	for g := range SlotGroups {
+		cmds = append(cmds, n.c.B().Del().Key(k.NodeDevices(node, g)).Build())
+	}
+	cmds = append(cmds, n.c.B().Del().Key(k.NodeChannel(node)).Build(), n.c.B().Zrem().Key(k.Nodes()).Member(node).Build())
+	for _, r := range n.c.DoMulti(ctx, cmds...) {
 		if err := r.Error(); err != nil {
 			return fmt.Errorf("retire node %s in %s: %w", node, tenant, err)
 		}
@@ -147,7 +163,7 @@ func (n *Nodes) Claim(ctx context.Context, tenant string, e presence.Entry) (pre
 		return presence.Entry{}, false, fmt.Errorf("claim presence: %w", err)
 	}
 	field := strconv.FormatUint(e.Device, 10)
-	old, err := claimScript.Exec(ctx, n.c, []string{k.Presence(e.User), k.NodeDevices(e.Node)},
+	old, err := claimScript.Exec(ctx, n.c, []string{k.Presence(e.User), k.NodeDevices(e.Node, UserGroup(e.User))},
 		[]string{field, e.Value(), itoa(e.User) + ":" + field}).ToString()
 	if rueidis.IsRedisNil(err) {
 		return presence.Entry{}, false, nil
@@ -169,7 +185,7 @@ func (n *Nodes) Release(ctx context.Context, tenant string, e presence.Entry) er
 		return fmt.Errorf("release presence: %w", err)
 	}
 	field := strconv.FormatUint(e.Device, 10)
-	err = releasePresenceScript.Exec(ctx, n.c, []string{k.Presence(e.User), k.NodeDevices(e.Node)},
+	err = releasePresenceScript.Exec(ctx, n.c, []string{k.Presence(e.User), k.NodeDevices(e.Node, UserGroup(e.User))},
 		[]string{field, e.Value(), itoa(e.User) + ":" + field}).Error()
 	if err != nil {
 		return fmt.Errorf("release presence of %d/%d in %s: %w", e.User, e.Device, tenant, err)
@@ -292,8 +308,8 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 return redis.call('ZRANGEBYSCORE', KEYS[1], now, '+inf', 'WITHSCORES')
 `)
 
-// LiveNodes implements ports.NodeInspector: the live members, then SCARD of each devices set
-// and XLEN of each channel in one round trip.
+// LiveNodes implements ports.NodeInspector: the live members, then SCARD of each slot group's
+// devices set and XLEN of each channel in one round trip.
 func (n *Nodes) LiveNodes(ctx context.Context, tenant string) ([]ports.NodeStatus, error) {
 	k, err := KeysOf(tenant)
 	if err != nil {
@@ -303,26 +319,35 @@ func (n *Nodes) LiveNodes(ctx context.Context, tenant string) ([]ports.NodeStatu
 	if err != nil {
 		return nil, fmt.Errorf("list nodes of %s: %w", tenant, err)
 	}
+	const per = SlotGroups + 1 // the SCARDs and the XLEN of one node
 	out := make([]ports.NodeStatus, 0, len(pairs)/2)
-	cmds := make(rueidis.Commands, 0, len(pairs))
+	cmds := make(rueidis.Commands, 0, per*len(pairs)/2)
 	for i := 0; i+1 < len(pairs); i += 2 {
 		until, err := strconv.ParseFloat(pairs[i+1], 64)
 		if err != nil {
 			return nil, fmt.Errorf("lease of node %s in %s: %w", pairs[i], tenant, err)
 		}
 		out = append(out, ports.NodeStatus{Node: pairs[i], LeaseUntil: time.UnixMilli(int64(until))})
-		cmds = append(cmds, n.c.B().Scard().Key(k.NodeDevices(pairs[i])).Build(), n.c.B().Xlen().Key(k.NodeChannel(pairs[i])).Build())
+		for g := range SlotGroups {
+			cmds = append(cmds, n.c.B().Scard().Key(k.NodeDevices(pairs[i], g)).Build())
+		}
+		cmds = append(cmds, n.c.B().Xlen().Key(k.NodeChannel(pairs[i])).Build())
 	}
 	if len(cmds) == 0 {
 		return out, nil
 	}
 	res := n.c.DoMulti(ctx, cmds...)
 	for i := range out {
-		if out[i].Devices, err = res[2*i].AsInt64(); err == nil {
-			out[i].Backlog, err = res[2*i+1].AsInt64()
+		node := res[per*i : per*(i+1)]
+		for _, r := range node[:SlotGroups] {
+			devices, err := r.AsInt64()
+			if err != nil {
+				return nil, fmt.Errorf("count devices of node %s in %s: %w", out[i].Node, tenant, err)
+			}
+			out[i].Devices += devices
 		}
-		if err != nil {
-			return nil, fmt.Errorf("count devices and backlog of node %s in %s: %w", out[i].Node, tenant, err)
+		if out[i].Backlog, err = node[SlotGroups].AsInt64(); err != nil {
+			return nil, fmt.Errorf("count backlog of node %s in %s: %w", out[i].Node, tenant, err)
 		}
 	}
 	slices.SortFunc(out, func(a, b ports.NodeStatus) int { return strings.Compare(a.Node, b.Node) })

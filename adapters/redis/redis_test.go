@@ -78,7 +78,7 @@ func onEachRedis(t *testing.T, run func(t *testing.T, c rueidis.Client)) {
 
 // testTenant returns a random tenant name and deletes its keys when the test ends, so tests
 // share the server without FLUSHALL. Every master is scanned: on a cluster the tenant's keys
-// are on the one holding its slot.
+// are on the masters holding its slots.
 func testTenant(tb testing.TB, c rueidis.Client) string {
 	tb.Helper()
 	b := make([]byte, 8)
@@ -86,7 +86,8 @@ func testTenant(tb testing.TB, c rueidis.Client) string {
 	name := "t" + hex.EncodeToString(b)
 	tb.Cleanup(func() {
 		for addr, node := range c.Nodes() {
-			if err := deleteMatching(node, "im:{"+name+"}:*"); err != nil {
+			// the tenant's own tag and its slot groups' (DESIGN §11)
+			if err := deleteMatching(node, "im:{"+name+"[}~]*"); err != nil {
 				tb.Errorf("delete keys of %s on %s: %v", name, addr, err)
 			}
 		}
@@ -102,8 +103,13 @@ func deleteMatching(c rueidis.Client, pattern string) error {
 		if err != nil {
 			return fmt.Errorf("scan: %w", err)
 		}
-		if len(e.Elements) > 0 {
-			if err := c.Do(ctx, c.B().Del().Key(e.Elements...).Build()).Error(); err != nil {
+		// One DEL per key: a tenant's keys lie in many slots (DESIGN §11).
+		dels := make(rueidis.Commands, len(e.Elements))
+		for i, key := range e.Elements {
+			dels[i] = c.B().Del().Key(key).Build()
+		}
+		for _, r := range c.DoMulti(ctx, dels...) {
+			if err := r.Error(); err != nil {
 				return fmt.Errorf("delete: %w", err)
 			}
 		}

@@ -8,57 +8,98 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/redis/rueidis"
 )
 
 // tenantKeys calls every key builder of Keys once, with arguments that would break a naive
 // hash tag (braces, colons). A new builder must be listed here, or TestKeysCoverEveryBuilder
 // fails: that keeps TestTenantKeysShareOneSlot honest as keys are added.
 var tenantKeys = map[string]func(Keys) string{
-	"ActiveMonth":         Keys.ActiveMonth,
-	"ReadyMonths":         Keys.ReadyMonths,
-	"SwitchMonth":         Keys.SwitchMonth,
-	"Seq":                 func(k Keys) string { return k.Seq("grp_1") },
-	"Idem":                func(k Keys) string { return k.Idem("p2p_1_2", 1, "x{other}:y") },
-	"Pending":             func(k Keys) string { return k.Pending("grp_1") },
-	"Route":               func(k Keys) string { return k.Route("grp_1") },
-	"RouteMeta":           func(k Keys) string { return k.RouteMeta("grp_1") },
-	"HotMessages":         func(k Keys) string { return k.HotMessages("grp_1") },
-	"DeliverQueue":        Keys.DeliverQueue,
-	"DeliverProcessing":   Keys.DeliverProcessing,
-	"DeliverQueueOf":      func(k Keys) string { return k.DeliverQueueOf(7, 16) },
-	"DeliverProcessingOf": func(k Keys) string { return k.DeliverProcessingOf(7, 16) },
-	"DeliverPartitions":   Keys.DeliverPartitions,
-	"DeliverDead":         Keys.DeliverDead,
-	"DeliverDone":         func(k Keys) string { return k.DeliverDone("{m42}") },
-	"DeliverLists":        func(k Keys) string { return k.DeliverLists("{once}") },
-	"RevokedToken":        func(k Keys) string { return k.RevokedToken("{jti}") },
-	"RevokedUser":         func(k Keys) string { return k.RevokedUser(42) },
-	"DialogUnread":        func(k Keys) string { return k.DialogUnread(42) },
-	"DialogRead":          func(k Keys) string { return k.DialogRead(42) },
-	"DialogUnreadCount":   func(k Keys) string { return k.DialogUnreadCount(42) },
-	"DialogMuted":         func(k Keys) string { return k.DialogMuted(42) },
-	"DialogPinned":        func(k Keys) string { return k.DialogPinned(42) },
-	"DialogPreview":       func(k Keys) string { return k.DialogPreview(7) },
-	"DialogBuilt":         func(k Keys) string { return k.DialogBuilt(42) },
-	"ListGaps":            Keys.ListGaps,
-	"RouteRepair":         Keys.RouteRepair,
-	"RouteRepairVersion":  Keys.RouteRepairVersion,
-	"RoutesBuilt":         Keys.RoutesBuilt,
-	"Compensation":        Keys.Compensation,
-	"CompensationIDs":     Keys.CompensationIDs,
-	"Lock":                func(k Keys) string { return k.Lock("{shard}") },
-	"Nodes":               Keys.Nodes,
-	"Presence":            func(k Keys) string { return k.Presence(42) },
-	"NodeDevices":         func(k Keys) string { return k.NodeDevices("1-{ab}:cd") },
-	"NodeChannel":         func(k Keys) string { return k.NodeChannel("1-{ab}:cd") },
-	"DeliverLease":        func(k Keys) string { return k.DeliverLease(7, 16) },
+	"ActiveMonth":                  Keys.ActiveMonth,
+	"ReadyMonths":                  Keys.ReadyMonths,
+	"SwitchMonth":                  Keys.SwitchMonth,
+	"Seq":                          func(k Keys) string { return k.Seq("grp_1") },
+	"Idem":                         func(k Keys) string { return k.Idem("p2p_1_2", 1, "x{other}:y") },
+	"Pending":                      func(k Keys) string { return k.Pending("grp_1") },
+	"Route":                        func(k Keys) string { return k.Route("grp_1") },
+	"RouteMeta":                    func(k Keys) string { return k.RouteMeta("grp_1") },
+	"HotMessages":                  func(k Keys) string { return k.HotMessages("grp_1") },
+	"DeliverPartitions":            Keys.DeliverPartitions,
+	"UngroupedDeliverQueueOf":      func(k Keys) string { return k.UngroupedDeliverQueueOf(7, 16) },
+	"UngroupedDeliverProcessingOf": func(k Keys) string { return k.UngroupedDeliverProcessingOf(7, 16) },
+	"UngroupedDeliverDead":         Keys.UngroupedDeliverDead,
+	"RevokedToken":                 func(k Keys) string { return k.RevokedToken("{jti}") },
+	"RevokedUser":                  func(k Keys) string { return k.RevokedUser(42) },
+	"ListGaps":                     Keys.ListGaps,
+	"RouteRepair":                  Keys.RouteRepair,
+	"RouteRepairVersion":           Keys.RouteRepairVersion,
+	"RoutesBuilt":                  Keys.RoutesBuilt,
+	"Compensation":                 Keys.Compensation,
+	"CompensationIDs":              Keys.CompensationIDs,
+	"Lock":                         func(k Keys) string { return k.Lock("{shard}") },
+	"Nodes":                        Keys.Nodes,
+}
+
+// groupedKeys calls every key builder that places its key in a slot group of its own (DESIGN
+// §11), with the group it must land in: what one script touches together shares a group, and
+// nothing else need.
+var groupedKeys = map[string]struct {
+	key   func(Keys) string
+	group int
+}{
+	"DeliverQueue":        {Keys.DeliverQueue, 0},
+	"DeliverProcessing":   {Keys.DeliverProcessing, 0},
+	"DeliverQueueOf":      {func(k Keys) string { return k.DeliverQueueOf(70, 128) }, 70 % SlotGroups},
+	"DeliverProcessingOf": {func(k Keys) string { return k.DeliverProcessingOf(70, 128) }, 70 % SlotGroups},
+	"DeliverLease":        {func(k Keys) string { return k.DeliverLease(70, 128) }, 70 % SlotGroups},
+	"DeliverDead":         {func(k Keys) string { return k.DeliverDead(6) }, 6},
+	"DeliverDone":         {func(k Keys) string { return k.DeliverDone("{m42}") }, TopicGroup("{m42}")},
+	"DeliverLists":        {func(k Keys) string { return k.DeliverLists("{once}", 9, 9) }, 9},
+	"DialogUnread":        {func(k Keys) string { return k.DialogUnread(130) }, 2},
+	"DialogRead":          {func(k Keys) string { return k.DialogRead(130) }, 2},
+	"DialogUnreadCount":   {func(k Keys) string { return k.DialogUnreadCount(130) }, 2},
+	"DialogMuted":         {func(k Keys) string { return k.DialogMuted(130) }, 2},
+	"DialogPinned":        {func(k Keys) string { return k.DialogPinned(130) }, 2},
+	"DialogBuilt":         {func(k Keys) string { return k.DialogBuilt(130) }, 2},
+	"Presence":            {func(k Keys) string { return k.Presence(130) }, 2},
+	"DialogPreview":       {func(k Keys) string { return k.DialogPreview(71) }, 7},
+	"NodeDevices":         {func(k Keys) string { return k.NodeDevices("1-{ab}:cd", 5) }, 5},
+	"NodeChannel":         {func(k Keys) string { return k.NodeChannel("1-{ab}:cd") }, TopicGroup("1-{ab}:cd")},
+}
+
+// TestGroupedKeysLandInTheirGroup: each grouped key hashes to its group's slot, here and by the
+// cluster's own CLUSTER KEYSLOT when services.sh started one.
+func TestGroupedKeysLandInTheirGroup(t *testing.T) {
+	k, err := KeysOf("acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c rueidis.Client
+	if cluster.configured() {
+		c = cluster.client(t)
+	}
+	for _, name := range slices.Sorted(maps.Keys(groupedKeys)) {
+		e := groupedKeys[name]
+		key, want := e.key(k), keySlot("acme~"+strconv.Itoa(e.group))
+		if got := keySlot(key); got != want {
+			t.Errorf("Keys.%s = %q: slot %d; want group %d's %d", name, key, got, e.group, want)
+		}
+		if c == nil {
+			continue
+		}
+		got, err := c.Do(t.Context(), c.B().ClusterKeyslot().Key(key).Build()).AsInt64()
+		if err != nil || got != int64(want) {
+			t.Errorf("CLUSTER KEYSLOT %q = %d, %v; want %d", key, got, err, want)
+		}
+	}
 }
 
 func TestKeysCoverEveryBuilder(t *testing.T) {
 	typ := reflect.TypeFor[Keys]()
 	for i := range typ.NumMethod() {
-		if name := typ.Method(i).Name; tenantKeys[name] == nil && name != "Group" { // Group builds builders; TestGroupsSpreadOverSlots checks it
-			t.Errorf("Keys.%s is not in tenantKeys: list it so its slot is checked", name)
+		if name := typ.Method(i).Name; tenantKeys[name] == nil && groupedKeys[name].key == nil && name != "Group" { // Group builds builders; TestGroupsSpreadOverSlots checks it
+			t.Errorf("Keys.%s is in neither tenantKeys nor groupedKeys: list it so its slot is checked", name)
 		}
 	}
 }

@@ -155,7 +155,7 @@ deliver_backlog() {
 		exec 3<>"/dev/tcp/127.0.0.1/$REDIS_PORT" || exit 1
 		local pat l n i k keys=() total=0
 		for pat in queue processing; do
-			resp 3 KEYS "im:{$TENANT}:deliver:$pat*"
+			resp 3 KEYS "im:{$TENANT[}~]*:deliver:$pat*" # every slot group (DESIGN §11)
 			IFS= read -r -t 3 l <&3 || exit 1
 			l=${l%$'\r'}
 			[[ "$l" =~ ^\*[0-9]+$ ]] || exit 1

@@ -155,7 +155,7 @@ cleanup() {
 	fi
 	if [[ "${BENCH_KEEP:-0}" != 1 ]]; then
 		mariadb -h127.0.0.1 -P"$MYSQL_PORT" -uimd -pimd -e "DROP DATABASE IF EXISTS \`imd_$tenant\`" 2>/dev/null || true
-		redis-cli -p "$REDIS_PORT" --scan --pattern "im:{$tenant}:*" | xargs -r -n 500 redis-cli -p "$REDIS_PORT" del >/dev/null || true
+		redis-cli -p "$REDIS_PORT" --scan --pattern "im:{$tenant[}~]*" | xargs -r -n 500 redis-cli -p "$REDIS_PORT" del >/dev/null || true
 		rm -rf "$out"/search* "$out/archive" "$out/uploads"
 	fi
 }
@@ -182,7 +182,8 @@ imd_pid="${imd_pids[0]}"
 # drained: the tenant's deliver lists are empty, so one run's backlog never counts in the next.
 drained() {
 	local key n
-	for key in $(redis-cli -p "$REDIS_PORT" --scan --pattern "im:{$tenant}:deliver:*"); do
+	# the tenant's own tag and its slot groups' (docs/DESIGN.md §11)
+	for key in $(redis-cli -p "$REDIS_PORT" --scan --pattern "im:{$tenant[}~]*:deliver:*"); do
 		case "$key" in
 		*:deliver:queue* | *:deliver:processing*)
 			n="$(redis-cli -p "$REDIS_PORT" llen "$key")"
