@@ -273,19 +273,71 @@ func BenchmarkAuthenticateRequest(b *testing.B) {
 	}
 }
 
-// countingUsers counts the directory's answers and can fail them.
+// countingUsers counts the directory's answers and can fail them; during runs while it reads.
 type countingUsers struct {
 	*memory.Directory
-	reads int
-	err   error
+	reads  int
+	err    error
+	during func()
 }
 
-func (c *countingUsers) UserExists(ctx context.Context, tenant string, user int64) (bool, error) {
+func (c *countingUsers) UserStatus(ctx context.Context, tenant string, user int64) (social.UserStatus, error) {
 	c.reads++
-	if c.err != nil {
-		return false, c.err
+	if c.during != nil {
+		c.during()
 	}
-	return c.Directory.UserExists(ctx, tenant, user)
+	if c.err != nil {
+		return social.UserUnknown, c.err
+	}
+	return c.Directory.UserStatus(ctx, tenant, user)
+}
+
+// TestDisabledAndDeletedUsers: a disabled or deleted user's token is 40101 on AUTH and per
+// request once this node forgot its "active" answer (ForgetUser, what the node channel's user
+// envelope does); enabling lets the same token back; an "active" read that a forget overtook
+// is not kept (DESIGN §8.1).
+func TestDisabledAndDeletedUsers(t *testing.T) {
+	ctx := context.Background()
+	clock := memory.NewClock(time.Now())
+	tokens := &fakeTokens{clock: clock, issued: map[string]auth.Token{}}
+	users := &countingUsers{Directory: usersOf(t)}
+	svc := authn.New(authn.Config{MaxTTL: time.Hour, UserTTL: time.Minute}, authn.Deps{
+		Tokens: tokens, Revocations: memory.NewRevocations(), Clock: clock, Users: users,
+		Tenants: func(name string) bool { return name == "acme" },
+	})
+	tok := tokens.issue("acme", 1)
+	set := func(st social.UserStatus) {
+		t.Helper()
+		if err := users.SetUserStatus(ctx, "acme", 1, st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantAccepted(t, "active", svc.Authenticate, tok)
+
+	set(social.UserDisabled)
+	wantAccepted(t, "disabled, this node not told yet (UserTTL)", svc.Authenticate, tok)
+	svc.ForgetUser("acme", 1)
+	wantRefused(t, "disabled", svc.Authenticate, tok)
+	wantRefused(t, "disabled, per request", svc.AuthenticateRequest, tok)
+
+	set(social.UserActive)
+	wantAccepted(t, "enabled again, the same token", svc.Authenticate, tok)
+
+	// A forget that lands while an "active" answer is being read: the answer is used once
+	// and not kept, so the next check reads the directory again.
+	users.during = func() { svc.ForgetUser("acme", 1) }
+	svc.ForgetUser("acme", 1)
+	wantAccepted(t, "read overtaken by a forget", svc.Authenticate, tok)
+	users.during, users.reads = nil, 0
+	wantAccepted(t, "the next check", svc.Authenticate, tok)
+	if users.reads != 1 {
+		t.Fatalf("an overtaken answer was kept: %d reads, want 1", users.reads)
+	}
+
+	set(social.UserDeleted)
+	svc.ForgetUser("acme", 1)
+	wantRefused(t, "deleted", svc.Authenticate, tok)
+	wantRefused(t, "deleted, per request", svc.AuthenticateRequest, tok)
 }
 
 // TestUserExistence: a token of a user the directory does not hold is refused with 40101 on
