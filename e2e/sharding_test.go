@@ -373,32 +373,7 @@ func TestShard13BigGroupConcurrentSendsKeepSeqUnique(t *testing.T) {
 	t.Logf("10,000 members and 50 connections ready in %v", time.Since(started).Round(time.Millisecond))
 	started = time.Now()
 
-	var mu sync.Mutex
-	var seqs []int64
-	round := func(from, to int) {
-		var wg sync.WaitGroup
-		for i, conn := range conns {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for j := from; j < to; j++ {
-					ack, err := conn.Send(ctx, textMessage(topic, fmt.Sprintf("s%d-%d", i, j), "load"))
-					if err != nil {
-						t.Errorf("sender %d: %v", i, err)
-						return
-					}
-					mu.Lock()
-					seqs = append(seqs, ack.Seq)
-					mu.Unlock()
-				}
-			}()
-		}
-		wg.Wait()
-		if t.Failed() {
-			t.FailNow()
-		}
-	}
-	round(0, each/2)
+	seqs := sendAll(t, ctx, conns, topic, 0, each/2, nil)
 	// The first page of history builds the Redis route from the mirror of the first round.
 	if page, err := conns[0].History(ctx, topic, 0, 1); err != nil || len(page) != 1 || page[0].Seq != senders*each/2 {
 		t.Fatalf("history after the first round: %+v %v", page, err)
@@ -407,7 +382,7 @@ func TestShard13BigGroupConcurrentSendsKeepSeqUnique(t *testing.T) {
 	if rt, found, err := routes.Segments(ctx, srv.Tenant, topic); err != nil || !found || len(rt) != 1 || rt[0].MaxSeq != senders*each/2 {
 		t.Fatalf("redis route after the first round: %+v found=%v %v", rt, found, err)
 	}
-	round(each/2, each)
+	seqs = append(seqs, sendAll(t, ctx, conns, topic, each/2, each, nil)...)
 	t.Logf("%d sends acknowledged in %v", senders*each, time.Since(started).Round(time.Millisecond))
 	const n = senders * each
 	slices.Sort(seqs)
@@ -438,6 +413,40 @@ func TestShard13BigGroupConcurrentSendsKeepSeqUnique(t *testing.T) {
 			t.Fatalf("redis route %+v, want %+v like the mirror", got, want)
 		}
 	}
+}
+
+// sendAll has every connection send its messages from..to-1 to topic at once, each closed
+// loop, and returns the acknowledged seqs; before, if set, runs before each send. A failed
+// send fails the test.
+func sendAll(t *testing.T, ctx context.Context, conns []*client.Conn, topic string, from, to int, before func(i, j int)) []int64 {
+	t.Helper()
+	var mu sync.Mutex
+	var seqs []int64
+	var wg sync.WaitGroup
+	for i, conn := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := from; j < to; j++ {
+				if before != nil {
+					before(i, j)
+				}
+				ack, err := conn.Send(ctx, textMessage(topic, fmt.Sprintf("s%d-%d", i, j), "load"))
+				if err != nil {
+					t.Errorf("sender %d: %v", i, err)
+					return
+				}
+				mu.Lock()
+				seqs = append(seqs, ack.Seq)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	return seqs
 }
 
 // insertUsers creates users straight in the tenant's t_users, in batches of one statement.
@@ -498,29 +507,11 @@ func TestShard15ConcurrentNodesAcrossMonthSwitchShareOneActiveMonth(t *testing.T
 		conns = append(conns, node.Connect(ctx, tokens[i], 1))
 	}
 
-	var mu sync.Mutex
-	var seqs []int64
-	var wg sync.WaitGroup
-	for i, conn := range conns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range each {
-				if i == 0 && j == each/2 {
-					first.Advance(Month(1))
-				}
-				ack, err := conn.Send(ctx, textMessage(topic, fmt.Sprintf("n%d-%d", i, j), "x"))
-				if err != nil {
-					t.Errorf("sender %d: %v", i, err)
-					return
-				}
-				mu.Lock()
-				seqs = append(seqs, ack.Seq)
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
+	seqs := sendAll(t, ctx, conns, topic, 0, each, func(i, j int) {
+		if i == 0 && j == each/2 {
+			first.Advance(Month(1))
+		}
+	})
 	slices.Sort(seqs)
 	if !slices.Equal(seqs, seqRange(1, int64(len(conns)*each))) {
 		t.Fatalf("seqs reused or skipped across nodes: %d values", len(seqs))

@@ -298,13 +298,7 @@ func (c *countingUsers) UserStatus(ctx context.Context, tenant string, user int6
 // is not kept (DESIGN §8.1).
 func TestDisabledAndDeletedUsers(t *testing.T) {
 	ctx := context.Background()
-	clock := memory.NewClock(time.Now())
-	tokens := &fakeTokens{clock: clock, issued: map[string]auth.Token{}}
-	users := &countingUsers{Directory: usersOf(t)}
-	svc := authn.New(authn.Config{MaxTTL: time.Hour, UserTTL: time.Minute}, authn.Deps{
-		Tokens: tokens, Revocations: memory.NewRevocations(), Clock: clock, Users: users,
-		Tenants: func(name string) bool { return name == "acme" },
-	})
+	svc, tokens, users, _ := newUserChecks(t)
 	tok := tokens.issue("acme", 1)
 	set := func(st social.UserStatus) {
 		t.Helper()
@@ -340,11 +334,9 @@ func TestDisabledAndDeletedUsers(t *testing.T) {
 	wantRefused(t, "deleted, per request", svc.AuthenticateRequest, tok)
 }
 
-// TestUserExistence: a token of a user the directory does not hold is refused with 40101 on
-// AUTH and per request; "exists" is reused for UserTTL and "does not exist" never, so a user
-// created after a refusal logs in at once; a directory that cannot answer is 50301 (issue 33).
-func TestUserExistence(t *testing.T) {
-	ctx := context.Background()
+// newUserChecks is a service whose users come from a counting directory, with UserTTL a
+// minute, for tenants acme and other.
+func newUserChecks(t *testing.T) (*authn.Service, *fakeTokens, *countingUsers, *memory.Clock) {
 	clock := memory.NewClock(time.Now())
 	tokens := &fakeTokens{clock: clock, issued: map[string]auth.Token{}}
 	users := &countingUsers{Directory: usersOf(t)}
@@ -352,6 +344,15 @@ func TestUserExistence(t *testing.T) {
 		Tokens: tokens, Revocations: memory.NewRevocations(), Clock: clock, Users: users,
 		Tenants: func(name string) bool { return name == "acme" || name == "other" },
 	})
+	return svc, tokens, users, clock
+}
+
+// TestUserExistence: a token of a user the directory does not hold is refused with 40101 on
+// AUTH and per request; "exists" is reused for UserTTL and "does not exist" never, so a user
+// created after a refusal logs in at once; a directory that cannot answer is 50301 (issue 33).
+func TestUserExistence(t *testing.T) {
+	ctx := context.Background()
+	svc, tokens, users, clock := newUserChecks(t)
 	known, late := tokens.issue("acme", 1), tokens.issue("acme", 4040)
 
 	wantRefused(t, "unknown user", svc.Authenticate, late)
