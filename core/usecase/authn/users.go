@@ -37,15 +37,15 @@ func (k *knownUsers) known(tenant string, user int64, now time.Time) (gen uint64
 }
 
 // remember keeps that the directory found the user active at now, unless a forget came since
-// the read began (gen).
-func (k *knownUsers) remember(tenant string, user int64, now time.Time, gen uint64) {
-	if k.ttl <= 0 {
-		return
-	}
+// the read began (gen): then it reports false, and the answer must not be used.
+func (k *knownUsers) remember(tenant string, user int64, now time.Time, gen uint64) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if gen != k.gen {
-		return
+		return false
+	}
+	if k.ttl <= 0 {
+		return true
 	}
 	if len(k.until) >= maxKnownUsers {
 		for key, until := range k.until {
@@ -58,6 +58,7 @@ func (k *knownUsers) remember(tenant string, user int64, now time.Time, gen uint
 		}
 	}
 	k.until[userKey{tenant, user}] = now.Add(k.ttl)
+	return true
 }
 
 // forget drops the answer about the user.
