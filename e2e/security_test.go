@@ -118,3 +118,75 @@ func TestAdminOnItsOwnListener(t *testing.T) {
 	mustCall(t, &onClient, token, "GET", "/api/v1/me", nil, nil)
 	refused(t, &onAdmin, token, "GET", "/api/v1/me", nil, 40401)
 }
+
+// TestDisabledAndDeletedUsersAreShutOut: on two nodes, an operator disables a user through
+// node 1: the user's connection on node 2 gets KICK disabled, and its token is refused with
+// 40101 at once by AUTH (TCP and WebSocket) and the client API on both nodes, although node 2
+// had just accepted it (its "active" answer would otherwise live 30 s); what its friend sends
+// meanwhile is stored. Enabled again, the same token works and the message syncs. Deleted, it
+// is kicked (deleted), refused for good, P2P sends to it are 40401, and it cannot be enabled
+// or created again (DESIGN §8.1).
+func TestDisabledAndDeletedUsersAreShutOut(t *testing.T) {
+	nodes := startNodes(t, 2, nil)
+	one, two := nodes[0], nodes[1]
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	tok, friend := one.User(1), one.User(2)
+	one.MustAdmin("POST", "/friendships", map[string]int64{"user_a": 1, "user_b": 2}, nil)
+	sender := one.Connect(ctx, friend, 1)
+	toOne := func(id string) wire.SendMessageRequest { return textMessage("p2p_1_2", id, "hi") }
+
+	shutOut := func(status int, body any, method, path, reason string) {
+		t.Helper()
+		conn := two.Connect(ctx, tok, 1)
+		mustCall(t, two, tok, "GET", "/api/v1/me", nil, nil)
+		started := time.Now()
+		if got := one.Admin(method, path, body, nil); got != status {
+			t.Fatalf("%s %s: HTTP %d, want %d", method, path, got, status)
+		}
+		transportExpectKick(t, conn, reason)
+		t.Logf("KICK %s on the other node %v after the admin call began", reason, time.Since(started).Round(time.Millisecond))
+		for _, srv := range nodes {
+			for _, addr := range []string{srv.TCPAddr, "ws://" + srv.HTTPAddr + "/ws"} {
+				c, err := client.Dial(ctx, client.Options{Addr: addr, RequestTimeout: 15 * time.Second})
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, err = c.Auth(ctx, tok, 2)
+				c.Close()
+				assertCode(t, err, 40101)
+			}
+			refused(t, srv, tok, "GET", "/api/v1/me", nil, 40101)
+		}
+	}
+
+	shutOut(200, map[string]string{"status": "disabled"}, "PUT", "/users/1/status", wire.KickReasonDisabled)
+	ack := mustSend(t, ctx, sender, toOne("while-disabled"))
+	one.MustAdmin("PUT", "/users/1/status", map[string]string{"status": "active"}, nil)
+	back := two.Connect(ctx, tok, 1)
+	if msgs, _, err := back.SyncMessages(ctx, ack.Topic, 0, 50); err != nil || len(msgs) != 1 || msgs[0].Seq != ack.Seq {
+		t.Fatalf("enabled again, the user syncs %+v (%v), want the message sent while disabled", msgs, err)
+	}
+	mustCall(t, one, tok, "GET", "/api/v1/me", nil, nil)
+	back.Close()
+
+	shutOut(200, nil, "DELETE", "/users/1", wire.KickReasonDeleted)
+	_, err := sender.Send(ctx, toOne("to-the-deleted"))
+	assertCode(t, err, 40401)
+	for _, c := range []struct {
+		method, path string
+		body         any
+		status       int
+	}{
+		{"DELETE", "/users/1", nil, 200},
+		{"PUT", "/users/1/status", map[string]string{"status": "active"}, 409},
+		{"POST", "/users", map[string]int64{"user_id": 1}, 409},
+	} {
+		if got := two.Admin(c.method, c.path, c.body, nil); got != c.status {
+			t.Fatalf("%s %s after the delete: HTTP %d, want %d", c.method, c.path, got, c.status)
+		}
+	}
+	if msgs, _, err := sender.SyncMessages(ctx, ack.Topic, 0, 50); err != nil || len(msgs) != 1 {
+		t.Fatalf("the friend's history with the deleted user: %d messages (%v), want 1", len(msgs), err)
+	}
+}

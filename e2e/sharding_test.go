@@ -340,6 +340,11 @@ func TestShard11MissingMonthTableIsRetriedNeverWrittenElsewhere(t *testing.T) {
 // group with 50 members sending at once. The acknowledged seqs are exactly 1..N, no hole and no
 // duplicate, the month table holds each once, and the topic's route mirror counts them all. The members who only receive are written to t_users in one statement
 // (the admin API would take minutes for 10,000); the group is created through the admin API.
+// The sends come in two concurrent rounds with a history read between them: the read builds
+// the topic's route in Redis from the mirror (seed 000 §3.4 rule 3; a fresh topic has none,
+// and committed ranges only extend a route that exists), so the second round's concurrent
+// commits must keep the Redis copy equal to the mirror. The copy is read through the
+// adapter (ports.RouteCache), never by key name: DESIGN §11 places keys in slot groups.
 func TestShard13BigGroupConcurrentSendsKeepSeqUnique(t *testing.T) {
 	srv := Start(t, Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -368,26 +373,16 @@ func TestShard13BigGroupConcurrentSendsKeepSeqUnique(t *testing.T) {
 	t.Logf("10,000 members and 50 connections ready in %v", time.Since(started).Round(time.Millisecond))
 	started = time.Now()
 
-	var mu sync.Mutex
-	var seqs []int64
-	var wg sync.WaitGroup
-	for i, conn := range conns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range each {
-				ack, err := conn.Send(ctx, textMessage(topic, fmt.Sprintf("s%d-%d", i, j), "load"))
-				if err != nil {
-					t.Errorf("sender %d: %v", i, err)
-					return
-				}
-				mu.Lock()
-				seqs = append(seqs, ack.Seq)
-				mu.Unlock()
-			}
-		}()
+	seqs := sendAll(t, ctx, conns, topic, 0, each/2, nil)
+	// The first page of history builds the Redis route from the mirror of the first round.
+	if page, err := conns[0].History(ctx, topic, 0, 1); err != nil || len(page) != 1 || page[0].Seq != senders*each/2 {
+		t.Fatalf("history after the first round: %+v %v", page, err)
 	}
-	wg.Wait()
+	routes := redis.NewRouteCache(srv.Redis())
+	if rt, found, err := routes.Segments(ctx, srv.Tenant, topic); err != nil || !found || len(rt) != 1 || rt[0].MaxSeq != senders*each/2 {
+		t.Fatalf("redis route after the first round: %+v found=%v %v", rt, found, err)
+	}
+	seqs = append(seqs, sendAll(t, ctx, conns, topic, each/2, each, nil)...)
 	t.Logf("%d sends acknowledged in %v", senders*each, time.Since(started).Round(time.Millisecond))
 	const n = senders * each
 	slices.Sort(seqs)
@@ -401,6 +396,57 @@ func TestShard13BigGroupConcurrentSendsKeepSeqUnique(t *testing.T) {
 	if mirror := srv.Mirror(db, topic); len(mirror) != 1 || mirror[0] != want {
 		t.Fatalf("mirror %+v, want %+v", mirror, want)
 	}
+	// The Redis copy is extended after each commit (seed 000 §3.4 rule 2), so it is awaited.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		rt, found, err := routes.Segments(ctx, srv.Tenant, topic)
+		if err != nil || !found {
+			t.Fatalf("redis route: found=%v %v", found, err)
+		}
+		got := make([]Segment, len(rt))
+		for i, s := range rt {
+			got[i] = Segment{Month: s.Month.String(), MinSeq: s.MinSeq, MaxSeq: s.MaxSeq, Count: s.Count}
+		}
+		if len(got) == 1 && got[0] == want {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("redis route %+v, want %+v like the mirror", got, want)
+		}
+	}
+}
+
+// sendAll has every connection send its messages from..to-1 to topic at once, each closed
+// loop, and returns the acknowledged seqs; before, if set, runs before each send. A failed
+// send fails the test.
+func sendAll(t *testing.T, ctx context.Context, conns []*client.Conn, topic string, from, to int, before func(i, j int)) []int64 {
+	t.Helper()
+	var mu sync.Mutex
+	var seqs []int64
+	var wg sync.WaitGroup
+	for i, conn := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := from; j < to; j++ {
+				if before != nil {
+					before(i, j)
+				}
+				ack, err := conn.Send(ctx, textMessage(topic, fmt.Sprintf("s%d-%d", i, j), "load"))
+				if err != nil {
+					t.Errorf("sender %d: %v", i, err)
+					return
+				}
+				mu.Lock()
+				seqs = append(seqs, ack.Seq)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	return seqs
 }
 
 // insertUsers creates users straight in the tenant's t_users, in batches of one statement.
@@ -461,29 +507,11 @@ func TestShard15ConcurrentNodesAcrossMonthSwitchShareOneActiveMonth(t *testing.T
 		conns = append(conns, node.Connect(ctx, tokens[i], 1))
 	}
 
-	var mu sync.Mutex
-	var seqs []int64
-	var wg sync.WaitGroup
-	for i, conn := range conns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range each {
-				if i == 0 && j == each/2 {
-					first.Advance(Month(1))
-				}
-				ack, err := conn.Send(ctx, textMessage(topic, fmt.Sprintf("n%d-%d", i, j), "x"))
-				if err != nil {
-					t.Errorf("sender %d: %v", i, err)
-					return
-				}
-				mu.Lock()
-				seqs = append(seqs, ack.Seq)
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
+	seqs := sendAll(t, ctx, conns, topic, 0, each, func(i, j int) {
+		if i == 0 && j == each/2 {
+			first.Advance(Month(1))
+		}
+	})
 	slices.Sort(seqs)
 	if !slices.Equal(seqs, seqRange(1, int64(len(conns)*each))) {
 		t.Fatalf("seqs reused or skipped across nodes: %d values", len(seqs))

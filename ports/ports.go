@@ -165,8 +165,10 @@ type Pusher interface {
 
 // Directory is the social graph a send is checked against.
 type Directory interface {
+	// CreateUser creates a user or renames a known one; a deleted user stays deleted.
 	CreateUser(ctx context.Context, tenant string, u social.User) error
 	Users
+	UserStates
 	AddFriendship(ctx context.Context, tenant string, a, b int64) error
 	AreFriends(ctx context.Context, tenant string, a, b int64) (bool, error)
 	// CreateGroup creates the group, its conversation and its members (owner included).

@@ -153,10 +153,32 @@ type TokenRevocations interface {
 	Revocation(ctx context.Context, tenant, tokenID string, user int64) (tokenRevoked bool, userCutoff time.Time, err error)
 }
 
-// Users answers whether a user exists in a tenant (t_users): a token signed for a user that
-// does not exist authenticates nobody (issue 33).
+// Users answers whether a user exists in a tenant (t_users) and in which status: a token
+// signed for a user that does not exist, or no longer does, or is disabled, authenticates
+// nobody (issue 33).
 type Users interface {
+	// UserExists reports a user that was created and not deleted (a disabled user exists).
 	UserExists(ctx context.Context, tenant string, userID int64) (bool, error)
+	// UserStatus is the user's status; social.UserUnknown for a user never created.
+	UserStatus(ctx context.Context, tenant string, userID int64) (social.UserStatus, error)
+}
+
+// UserStates changes a user's status (admin). Deletion is final and keeps the row, so the id is
+// never reused and messages keep naming their sender.
+type UserStates interface {
+	// SetUserStatus moves the user to status (active, disabled or deleted). Setting the status
+	// it has is no error. social.ErrNotFound for a user never created; social.ErrUserDeleted
+	// for moving a deleted user to another status.
+	SetUserStatus(ctx context.Context, tenant string, userID int64, status social.UserStatus) error
+}
+
+// UserSessions ends what a user holds open on every node when an operator disables or deletes
+// it (DESIGN §8.1).
+type UserSessions interface {
+	// EndUser makes every node forget the cached answers that let the user authenticate and
+	// KICK its connections with reason. An error says a live node may not have been told; its
+	// cached answers still end within authn's UserTTL, and a retry tells it again.
+	EndUser(ctx context.Context, tenant string, user int64, reason string) error
 }
 
 // Authenticator turns a client token into an identity: verified, of a tenant this deployment

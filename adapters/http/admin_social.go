@@ -19,6 +19,9 @@ import (
 // directory.Operator: no role checks, and events name no acting user.
 func (s *Server) adminSocialRoutes(t *echo.Group) {
 	t.GET("/users/:user_id", s.adminGetUser)
+	t.DELETE("/users/:user_id", s.adminDeleteUser)
+	t.GET("/users/:user_id/status", s.adminUserStatus)
+	t.PUT("/users/:user_id/status", s.adminSetUserStatus)
 	t.GET("/users/:user_id/groups", s.adminUserGroups)
 	t.GET("/users/:user_id/friends", s.adminUserFriends)
 	t.GET("/users/:user_id/blocks", s.adminUserBlocks)
@@ -44,6 +47,63 @@ func (s *Server) adminGetUser(c echo.Context) error {
 		return err
 	}
 	return s.writeProfile(c, c.Param("tenant"), id)
+}
+
+type userStatusRequest struct {
+	Status string `json:"status"`
+}
+
+type userStatusJSON struct {
+	UserID int64  `json:"user_id"`
+	Status string `json:"status"`
+}
+
+func (s *Server) adminUserStatus(c echo.Context) error {
+	id, err := pathInt(c, "user_id")
+	if err != nil {
+		return err
+	}
+	st, err := s.d.Social.Directory.UserStatus(c.Request().Context(), c.Param("tenant"), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, userStatusJSON{UserID: id, Status: st.String()})
+}
+
+// adminSetUserStatus disables or enables a user; deleting is DELETE, which is final.
+func (s *Server) adminSetUserStatus(c echo.Context) error {
+	id, err := pathInt(c, "user_id")
+	if err != nil {
+		return err
+	}
+	var req userStatusRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	ctx, tenant := c.Request().Context(), c.Param("tenant")
+	switch req.Status {
+	case social.UserDisabled.String():
+		err = s.d.Social.Directory.DisableUser(ctx, tenant, id)
+	case social.UserActive.String():
+		err = s.d.Social.Directory.EnableUser(ctx, tenant, id)
+	default:
+		return apperr.New(apperr.InvalidArgument, "status must be active or disabled (DELETE deletes)")
+	}
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, userStatusJSON{UserID: id, Status: req.Status})
+}
+
+func (s *Server) adminDeleteUser(c echo.Context) error {
+	id, err := pathInt(c, "user_id")
+	if err != nil {
+		return err
+	}
+	if err := s.d.Social.Directory.DeleteUser(c.Request().Context(), c.Param("tenant"), id); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, userStatusJSON{UserID: id, Status: social.UserDeleted.String()})
 }
 
 func (s *Server) adminUserGroups(c echo.Context) error {

@@ -20,7 +20,8 @@ type Directory struct {
 
 type socialGraph struct {
 	users   map[int64]social.User
-	friends map[[2]int64]bool // smaller id first
+	status  map[int64]social.UserStatus // of the users; absent: active
+	friends map[[2]int64]bool           // smaller id first
 	groups  map[int64]social.Group
 	convs   map[int64]social.Conversation
 	topics  map[string]int64         // topic → conversation id
@@ -38,7 +39,7 @@ func NewDirectory() *Directory { return &Directory{tenants: make(map[string]*soc
 func (d *Directory) graph(tenant string) *socialGraph {
 	return stateOf(d.tenants, tenant, func() *socialGraph {
 		return &socialGraph{
-			users: make(map[int64]social.User), friends: make(map[[2]int64]bool),
+			users: make(map[int64]social.User), status: make(map[int64]social.UserStatus), friends: make(map[[2]int64]bool),
 			groups: make(map[int64]social.Group), convs: make(map[int64]social.Conversation),
 			topics: make(map[string]int64), pairs: make(map[[2]int64]int64),
 			members: make(map[int64]map[int64]bool), extras: newSocialExtras(),
@@ -57,11 +58,43 @@ func (d *Directory) CreateUser(_ context.Context, tenant string, u social.User) 
 	return nil
 }
 
-func (d *Directory) UserExists(_ context.Context, tenant string, userID int64) (bool, error) {
+func (d *Directory) UserExists(ctx context.Context, tenant string, userID int64) (bool, error) {
+	st, err := d.UserStatus(ctx, tenant, userID)
+	return st != social.UserUnknown && st != social.UserDeleted, err
+}
+
+func (d *Directory) UserStatus(_ context.Context, tenant string, userID int64) (social.UserStatus, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	_, ok := d.graph(tenant).users[userID]
-	return ok, nil
+	return d.graph(tenant).statusOf(userID), nil
+}
+
+// statusOf is a user's status; the caller holds d.mu.
+func (g *socialGraph) statusOf(user int64) social.UserStatus {
+	if _, ok := g.users[user]; !ok {
+		return social.UserUnknown
+	}
+	if st, ok := g.status[user]; ok {
+		return st
+	}
+	return social.UserActive
+}
+
+func (d *Directory) SetUserStatus(_ context.Context, tenant string, userID int64, status social.UserStatus) error {
+	if !status.Settable() {
+		return apperr.New(apperr.InvalidArgument, "unknown user status")
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	g := d.graph(tenant)
+	switch st := g.statusOf(userID); {
+	case st == social.UserUnknown:
+		return social.ErrNotFound
+	case st == social.UserDeleted && status != social.UserDeleted:
+		return social.ErrUserDeleted
+	}
+	g.status[userID] = status
+	return nil
 }
 
 // AddFriendship records the pair once; adding it again is a no-op.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strconv"
@@ -37,7 +38,45 @@ func newUserCmd(g *globals) *cobra.Command {
 			fmt.Fprintf(w, "created user %d\n", id)
 		})
 	}
-	cmd.AddCommand(create)
+	cmd.AddCommand(create,
+		userStatusCmd(g, "status", "Show a user's status (active, disabled or deleted)",
+			func(ctx context.Context, c *adminapi.Client, id int64) (adminapi.UserStatus, error) {
+				return c.UserStatus(ctx, id)
+			}),
+		userStatusCmd(g, "disable", "Disable a user: its tokens stop working, its connections get KICK disabled",
+			func(ctx context.Context, c *adminapi.Client, id int64) (adminapi.UserStatus, error) {
+				return c.SetUserStatus(ctx, id, "disabled")
+			}),
+		userStatusCmd(g, "enable", "Enable a disabled user: its tokens work again",
+			func(ctx context.Context, c *adminapi.Client, id int64) (adminapi.UserStatus, error) {
+				return c.SetUserStatus(ctx, id, "active")
+			}),
+		userStatusCmd(g, "delete", "Delete a user for good: it leaves its groups and friendships, its messages stay",
+			func(ctx context.Context, c *adminapi.Client, id int64) (adminapi.UserStatus, error) {
+				return c.DeleteUser(ctx, id)
+			}),
+	)
+	return cmd
+}
+
+// userStatusCmd is a `user VERB ID` command that calls the admin API and prints the user's
+// status after the call.
+func userStatusCmd(g *globals, verb, short string, call func(context.Context, *adminapi.Client, int64) (adminapi.UserStatus, error)) *cobra.Command {
+	cmd := &cobra.Command{Use: verb + " ID", Short: short, Args: cobra.ExactArgs(1)}
+	out := withJSON(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		id, err := parseID("user id", args[0])
+		if err != nil {
+			return err
+		}
+		st, err := call(cmd.Context(), g.admin(), id)
+		if err != nil {
+			return err
+		}
+		return out.print(cmd, st, func(w io.Writer) {
+			fmt.Fprintf(w, "user %d is %s\n", st.UserID, st.Status)
+		})
+	}
 	return cmd
 }
 

@@ -80,6 +80,9 @@ const tenantPath = "/admin/v1/tenants/acme"
 func TestAdminCommands(t *testing.T) {
 	answers := map[string]string{
 		"POST " + tenantPath + "/users":                      `{"user_id":7}`,
+		"GET " + tenantPath + "/users/7/status":              `{"user_id":7,"status":"active"}`,
+		"PUT " + tenantPath + "/users/7/status":              `{"user_id":7,"status":"disabled"}`,
+		"DELETE " + tenantPath + "/users/7":                  `{"user_id":7,"status":"deleted"}`,
 		"POST " + tenantPath + "/tokens":                     `{"token":"tok.en"}`,
 		"POST " + tenantPath + "/friendships":                `{}`,
 		"POST " + tenantPath + "/groups":                     `{"group_id":5,"topic":"grp_5","conversation_id":99}`,
@@ -98,6 +101,10 @@ func TestAdminCommands(t *testing.T) {
 	}{
 		{"user create", []string{"user", "create", "7", "--nickname", "ann"}, `POST /users {"user_id":7,"nickname":"ann"}`, []string{"created user 7\n"}},
 		{"user create JSON", []string{"user", "create", "7", "--json"}, `POST /users {"user_id":7}`, []string{"{\n  \"user_id\": 7\n}\n"}},
+		{"user status", []string{"user", "status", "7"}, `GET /users/7/status `, []string{"user 7 is active\n"}},
+		{"user disable", []string{"user", "disable", "7"}, `PUT /users/7/status {"status":"disabled"}`, []string{"user 7 is disabled\n"}},
+		{"user enable", []string{"user", "enable", "7"}, `PUT /users/7/status {"status":"active"}`, nil},
+		{"user delete JSON", []string{"user", "delete", "7", "--json"}, `DELETE /users/7 `, []string{`"status": "deleted"`}},
 		{"token", []string{"token", "7", "--ttl", "2h"}, `POST /tokens {"user_id":7,"ttl_seconds":7200}`, []string{"tok.en\n"}},
 		{"token JSON", []string{"token", "7", "--json"}, `POST /tokens {"user_id":7}`, []string{`"token": "tok.en"`}},
 		{"friend", []string{"friend", "7", "8"}, `POST /friendships {"user_a":7,"user_b":8}`, []string{"7 and 8 are friends\n"}},

@@ -48,7 +48,7 @@ func Application(cfg config.Config, log *slog.Logger) fx.Option {
 			newMigration,
 
 			// Several nodes on one tenant (DESIGN §11).
-			newNodeView, newForwarder, newTracker, newKeeper, newClusterPusher, newFallback, newReceiver,
+			newNodeView, newForwarder, newUserSessions, newTracker, newKeeper, newClusterPusher, newFallback, newReceiver,
 			cluster.NewLoops, newLatePusher, newLateTenants,
 
 			// Every tenant's loops, run by core/runtime.

@@ -61,7 +61,9 @@ func newResolver(cfg config.Config, p Ports, members *membership.Cache) *convers
 		conversation.WithClock(p.Clock), conversation.WithSystemAccounts(cfg.Message.SystemAccounts))
 }
 
-func newDirectory(p Ports, log *slog.Logger, resolver *conversation.Resolver, mailer *inbox.Mailer, topics *send.Service) *directory.Service {
+func newDirectory(p Ports, log *slog.Logger, resolver *conversation.Resolver, mailer *inbox.Mailer, topics *send.Service,
+	sessions *cluster.Sessions,
+) *directory.Service {
 	return directory.New(directory.Deps{
 		Directory: p.Directory,
 		Profiles:  p.Profiles,
@@ -74,6 +76,7 @@ func newDirectory(p Ports, log *slog.Logger, resolver *conversation.Resolver, ma
 		Events:    mailer,
 		Topics:    topics,
 		Dialogs:   p.DialogRemover,
+		Sessions:  sessions,
 		Log:       log,
 	})
 }
@@ -373,6 +376,10 @@ func newForwarder(cfg config.Config, p Ports, log *slog.Logger) *cluster.Forward
 	return cluster.NewForwarder(cfg.Nodes(), p.NodeChannel, p.Clock, p.Metrics, log)
 }
 
+func newUserSessions(view *cluster.View, fwd *cluster.Forwarder, users *authn.Service) *cluster.Sessions {
+	return cluster.NewSessions(view, fwd, users)
+}
+
 func newTracker(p Ports, log *slog.Logger, view *cluster.View, kicks *cluster.Forwarder) *cluster.Tracker {
 	return cluster.NewTracker(view, p.Presence, kicks, log)
 }
@@ -408,13 +415,14 @@ func newFallback(cfg config.Config, d deliver.Deps) *deliver.Fallback {
 }
 
 func newReceiver(p Ports, log *slog.Logger, view *cluster.View, local *tcpserver.Server, tracker *cluster.Tracker,
-	fallback *deliver.Fallback, tenants *cluster.LateTenants,
+	fallback *deliver.Fallback, tenants *cluster.LateTenants, users *authn.Service,
 ) *cluster.Receiver {
 	return cluster.NewReceiver(cluster.ReceiverDeps{
 		View:     view,
 		Channel:  p.NodeChannel,
 		Local:    local,
 		Kicker:   local,
+		Users:    users,
 		Tracker:  tracker,
 		Fallback: fallback,
 		Tenants:  tenants.Names,

@@ -23,6 +23,7 @@ func Directory(t *testing.T, newDir DirectoryFactory) {
 		run  func(t *testing.T, d ports.Directory, tenant string)
 	}{
 		{"users", users},
+		{"disabled and deleted users", userStatus},
 		{"friendships are symmetric", friendships},
 		{"groups with members", groups},
 		{"adding members", addingMembers},
@@ -53,6 +54,57 @@ func users(t *testing.T, d ports.Directory, tenant string) {
 	}
 	if err := d.CreateUser(ctx, tenant, social.User{ID: 0}); err == nil {
 		t.Fatal("CreateUser with id 0 succeeded")
+	}
+}
+
+// userStatus walks a user through every status: a disabled user exists, a deleted one does
+// not and never comes back, not even by creating it again (DESIGN §8.1).
+func userStatus(t *testing.T, d ports.Directory, tenant string) {
+	ctx := context.Background()
+	if st, err := d.UserStatus(ctx, tenant, 5); err != nil || st != social.UserUnknown {
+		t.Fatalf("UserStatus of nobody = %v, %v", st, err)
+	}
+	if err := d.SetUserStatus(ctx, tenant, 5, social.UserDisabled); !errors.Is(err, social.ErrNotFound) {
+		t.Fatalf("SetUserStatus of nobody = %v, want social.ErrNotFound", err)
+	}
+	if err := d.CreateUser(ctx, tenant, social.User{ID: 5, Nickname: "eve"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.SetUserStatus(ctx, tenant, 5, social.UserUnknown); apperr.CodeOf(err) != apperr.InvalidArgument {
+		t.Fatalf("SetUserStatus(unknown) = %v, want 40001", err)
+	}
+	steps := []struct {
+		to      social.UserStatus
+		err     error
+		want    social.UserStatus
+		exists  bool
+		comment string
+	}{
+		{social.UserActive, nil, social.UserActive, true, "created users are active"},
+		{social.UserDisabled, nil, social.UserDisabled, true, "disable"},
+		{social.UserDisabled, nil, social.UserDisabled, true, "disable again"},
+		{social.UserActive, nil, social.UserActive, true, "enable"},
+		{social.UserDeleted, nil, social.UserDeleted, false, "delete"},
+		{social.UserDeleted, nil, social.UserDeleted, false, "delete again"},
+		{social.UserActive, social.ErrUserDeleted, social.UserDeleted, false, "a deleted user is not enabled"},
+		{social.UserDisabled, social.ErrUserDeleted, social.UserDeleted, false, "nor disabled"},
+	}
+	for _, s := range steps {
+		if err := d.SetUserStatus(ctx, tenant, 5, s.to); !errors.Is(err, s.err) {
+			t.Fatalf("%s: SetUserStatus(%v) = %v, want %v", s.comment, s.to, err, s.err)
+		}
+		if st, err := d.UserStatus(ctx, tenant, 5); err != nil || st != s.want {
+			t.Fatalf("%s: UserStatus = %v, %v; want %v", s.comment, st, err, s.want)
+		}
+		if ok, err := d.UserExists(ctx, tenant, 5); err != nil || ok != s.exists {
+			t.Fatalf("%s: UserExists = %v, %v; want %v", s.comment, ok, err, s.exists)
+		}
+	}
+	if err := d.CreateUser(ctx, tenant, social.User{ID: 5, Nickname: "eve again"}); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := d.UserStatus(ctx, tenant, 5); err != nil || st != social.UserDeleted {
+		t.Fatalf("creating a deleted user again: status %v, %v; want it to stay deleted", st, err)
 	}
 }
 

@@ -6,8 +6,17 @@ INSERT INTO t_users (user_id, nickname, created_at, updated_at)
 VALUES (?, ?, ?, ?)
 ON DUPLICATE KEY UPDATE nickname = VALUES(nickname), updated_at = VALUES(updated_at);
 
+-- A deleted user (status 3) no longer exists; a disabled one (2) does.
 -- name: UserExists :one
-SELECT EXISTS(SELECT 1 FROM t_users WHERE user_id = ?) AS found;
+SELECT EXISTS(SELECT 1 FROM t_users WHERE user_id = ? AND status <> 3) AS found;
+
+-- name: UserStatus :one
+SELECT status FROM t_users WHERE user_id = ?;
+
+-- A deleted user stays deleted: the guard makes the update a no-op (0 rows), which the
+-- adapter tells apart from an unchanged status by reading the status.
+-- name: SetUserStatus :execrows
+UPDATE t_users SET status = ?, updated_at = ? WHERE user_id = ? AND status <> 3;
 
 -- name: AddFriendship :exec
 INSERT INTO t_friendships (user_small, user_big, created_at)

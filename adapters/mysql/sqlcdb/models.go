@@ -343,11 +343,11 @@ type TReport struct {
 }
 
 type TUser struct {
-	UserID   int64
-	Nickname string
-	// 1=active 2=disabled
-	Status    int8
+	UserID    int64
+	Nickname  string
 	CreatedAt time.Time
 	UpdatedAt time.Time
 	Avatar    string
+	// 1=active 2=disabled 3=deleted
+	Status int8
 }

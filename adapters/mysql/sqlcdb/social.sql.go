@@ -69,6 +69,26 @@ func (q *Queries) InsertGroup(ctx context.Context, arg InsertGroupParams) error 
 	return err
 }
 
+const setUserStatus = `-- name: SetUserStatus :execrows
+UPDATE t_users SET status = ?, updated_at = ? WHERE user_id = ? AND status <> 3
+`
+
+type SetUserStatusParams struct {
+	Status    int8
+	UpdatedAt time.Time
+	UserID    int64
+}
+
+// A deleted user stays deleted: the guard makes the update a no-op (0 rows), which the
+// adapter tells apart from an unchanged status by reading the status.
+func (q *Queries) SetUserStatus(ctx context.Context, arg SetUserStatusParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, setUserStatus, arg.Status, arg.UpdatedAt, arg.UserID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const upsertUser = `-- name: UpsertUser :exec
 
 INSERT INTO t_users (user_id, nickname, created_at, updated_at)
@@ -96,12 +116,24 @@ func (q *Queries) UpsertUser(ctx context.Context, arg UpsertUserParams) error {
 }
 
 const userExists = `-- name: UserExists :one
-SELECT EXISTS(SELECT 1 FROM t_users WHERE user_id = ?) AS found
+SELECT EXISTS(SELECT 1 FROM t_users WHERE user_id = ? AND status <> 3) AS found
 `
 
+// A deleted user (status 3) no longer exists; a disabled one (2) does.
 func (q *Queries) UserExists(ctx context.Context, userID int64) (bool, error) {
 	row := q.db.QueryRowContext(ctx, userExists, userID)
 	var found bool
 	err := row.Scan(&found)
 	return found, err
+}
+
+const userStatus = `-- name: UserStatus :one
+SELECT status FROM t_users WHERE user_id = ?
+`
+
+func (q *Queries) UserStatus(ctx context.Context, userID int64) (int8, error) {
+	row := q.db.QueryRowContext(ctx, userStatus, userID)
+	var status int8
+	err := row.Scan(&status)
+	return status, err
 }

@@ -173,6 +173,14 @@ type SyncMessagesFinish struct {
 // by a newer AUTH of the same (user, device).
 const KickReasonReplaced = "replaced"
 
+// KickReasonDisabled and KickReasonDeleted are the reasons of the KICK sent to the
+// connections of a user an operator disabled or deleted; AUTH answers 40101 until an operator
+// enables a disabled user again.
+const (
+	KickReasonDisabled = "disabled"
+	KickReasonDeleted  = "deleted"
+)
+
 // Kick is the data of KICK; the server closes the connection after it.
 type Kick struct {
 	Reason string `json:"reason"`

@@ -48,6 +48,10 @@ func clientBodies() []openapicheck.Body {
 		openapicheck.Response[revokeAnswer]("revokeTokens", 200),
 		openapicheck.Response[Stats]("stats", 200),
 		openapicheck.Request[ownerRequest]("adminTransferOwnership"),
+		openapicheck.Request[userStatusRequest]("adminSetUserStatus"),
+		openapicheck.Response[UserStatus]("adminUserStatus", 200),
+		openapicheck.Response[UserStatus]("adminSetUserStatus", 200),
+		openapicheck.Response[UserStatus]("adminDeleteUser", 200),
 	}
 	// MonthOp's other operations, retention and reindex answer with the job, done or running.
 	for _, op := range []string{

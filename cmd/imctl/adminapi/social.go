@@ -119,3 +119,34 @@ func (c *Client) RevokeUser(ctx context.Context, user int64) (int64, error) {
 }
 
 func id(v int64) string { return strconv.FormatInt(v, 10) }
+
+type userStatusRequest struct {
+	Status string `json:"status"`
+}
+
+// UserStatus is a user's status: active, disabled or deleted.
+type UserStatus struct {
+	UserID int64  `json:"user_id"`
+	Status string `json:"status"`
+}
+
+// UserStatus reads a user's status.
+func (c *Client) UserStatus(ctx context.Context, user int64) (UserStatus, error) {
+	var out UserStatus
+	err := c.do(ctx, http.MethodGet, "/users/"+id(user)+"/status", nil, &out)
+	return out, err
+}
+
+// SetUserStatus disables ("disabled") or enables ("active") a user.
+func (c *Client) SetUserStatus(ctx context.Context, user int64, status string) (UserStatus, error) {
+	var out UserStatus
+	err := c.do(ctx, http.MethodPut, "/users/"+id(user)+"/status", userStatusRequest{status}, &out)
+	return out, err
+}
+
+// DeleteUser deletes a user for good.
+func (c *Client) DeleteUser(ctx context.Context, user int64) (UserStatus, error) {
+	var out UserStatus
+	err := c.do(ctx, http.MethodDelete, "/users/"+id(user), nil, &out)
+	return out, err
+}

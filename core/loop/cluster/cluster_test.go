@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -30,6 +31,14 @@ type sessions struct {
 	refuse map[int64]bool // connected, but their outbound queue is full
 	got    []delivery.Addressed
 	kicked []presence.Entry
+	reason []string // of each kick
+	forgot []int64  // users whose cached standing was dropped
+}
+
+func (s *sessions) ForgetUser(_ string, user int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.forgot = append(s.forgot, user)
 }
 
 func newSessions(users ...int64) *sessions {
@@ -77,10 +86,11 @@ func (s *sessions) PushDevice(_ context.Context, _ string, user int64, _ uint64,
 	return 1
 }
 
-func (s *sessions) Kick(_ string, user int64, device uint64, _ string) int {
+func (s *sessions) Kick(_ string, user int64, device uint64, reason string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.kicked = append(s.kicked, presence.Entry{User: user, Device: device})
+	s.reason = append(s.reason, reason)
 	return 1
 }
 
@@ -90,6 +100,7 @@ type node struct {
 	local    *sessions
 	pusher   *Pusher
 	tracker  *Tracker
+	sessions *Sessions
 	receiver *Receiver
 	notifier *memory.Notifier
 	metrics  *memory.Metrics
@@ -130,9 +141,10 @@ func (d *deployment) node(name string, backlog int, users ...int64) *node {
 	n := &node{view: NewView(name), local: newSessions(users...), notifier: memory.NewNotifier(), metrics: memory.NewMetrics()}
 	mailer := inbox.NewMailer(inbox.MailerDeps{Mailbox: d.mailbox, Pusher: n.local, IDs: memory.NewIDs(d.clock), Clock: d.clock, Log: quiet})
 	fallback := deliver.NewFallback(deliver.Config{}, deliver.Deps{Queue: d.queue, Mailer: mailer, Notifier: n.notifier, Metrics: n.metrics, Log: quiet})
+	n.sessions = NewSessions(n.view, NewForwarder(cfg, d.nodes, d.clock, n.metrics, quiet), n.local)
 	n.pusher = NewPusher(cfg, PusherDeps{Local: n.local, View: n.view, Presence: d.nodes, Channel: d.nodes, Clock: d.clock, Metrics: n.metrics, Log: quiet})
 	n.tracker = NewTracker(n.view, d.nodes, NewForwarder(cfg, d.nodes, d.clock, n.metrics, quiet), quiet)
-	n.receiver = NewReceiver(ReceiverDeps{View: n.view, Channel: d.nodes, Local: n.local, Kicker: n.local, Tracker: n.tracker,
+	n.receiver = NewReceiver(ReceiverDeps{View: n.view, Channel: d.nodes, Local: n.local, Kicker: n.local, Users: n.local, Tracker: n.tracker,
 		Fallback: fallback, Tenants: func() []string { return []string{tenant} }, Clock: d.clock, Metrics: n.metrics, Log: quiet})
 	for _, u := range users {
 		n.tracker.Bound(tenant, u, 1)
@@ -312,6 +324,45 @@ func TestTrackerKicksTheOlderConnectionOnAnotherNode(t *testing.T) {
 	d.receive(t, a)
 	if len(a.local.kicked) != 1 {
 		t.Fatalf("a stale kick closed a connection: %+v", a.local.kicked)
+	}
+}
+
+// TestEndUserForgetsAndKicksOnEveryLiveNode: ending a user's sessions drops the node's own
+// cached standing at once and reaches every live node's channel, the calling node's too; each
+// Receiver forgets the user and KICKs all its devices with the reason. A node whose channel
+// does not take the envelope is named in the error (DESIGN §8.1).
+func TestEndUserForgetsAndKicksOnEveryLiveNode(t *testing.T) {
+	d := newDeployment()
+	a, b, c := d.node("1-aa", 100, 7), d.node("2-bb", 100, 7), d.node("3-cc", 100, 7)
+	live([]string{"1-aa", "2-bb"}, a, b)
+	if err := a.sessions.EndUser(t.Context(), tenant, 7, "disabled"); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(a.local.forgot, []int64{7}) || len(a.local.kicked) != 0 {
+		t.Fatalf("before its channel is read, node a forgot %v and kicked %v; want 7 forgotten at once", a.local.forgot, a.local.kicked)
+	}
+	for _, n := range []*node{a, b} {
+		if got := d.receive(t, n); got != 1 {
+			t.Fatalf("node %s got %d envelopes, want 1", n.view.Self(), got)
+		}
+		if !slices.Contains(n.local.forgot, 7) || !slices.Equal(n.local.kicked, []presence.Entry{{User: 7, Device: 0}}) ||
+			!slices.Equal(n.local.reason, []string{"disabled"}) {
+			t.Fatalf("node %s forgot %v, kicked %v for %v; want user 7, every device, disabled", n.view.Self(), n.local.forgot, n.local.kicked, n.local.reason)
+		}
+	}
+	if got := d.receive(t, c); got != 0 {
+		t.Fatalf("a node not live got %d envelopes", got)
+	}
+
+	// c is live now, but its channel is as long as a's forwarder allows (backlog 100).
+	live([]string{"1-aa", "2-bb", "3-cc"}, a)
+	for range 100 {
+		if _, err := d.nodes.Send(t.Context(), tenant, "3-cc", 100, []byte(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.sessions.EndUser(t.Context(), tenant, 7, "deleted"); err == nil || !strings.Contains(err.Error(), "3-cc") {
+		t.Fatalf("EndUser with node 3-cc's channel full: %v, want an error naming it", err)
 	}
 }
 

@@ -14,6 +14,7 @@ const (
 	envPushes = "pushes" // deliver pushes to users connected on the receiving node
 	envDevice = "device" // one push to one device (or every device) of one user: mailbox events
 	envKick   = "kick"   // close a device's older connection: a newer one authenticated elsewhere
+	envUser   = "user"   // a user was disabled or deleted: forget it may authenticate, KICK its connections
 )
 
 // envelope is one entry of a node's channel. Recipient lists are shared by index, so the
@@ -25,7 +26,8 @@ type envelope struct {
 	Pushes []wirePush `json:"pushes,omitempty"`
 	User   int64      `json:"user,omitempty"`
 	Device uint64     `json:"device,omitempty"`
-	Token  uint64     `json:"token,omitempty"` // envKick: the connection to close
+	Token  uint64     `json:"token,omitempty"`  // envKick: the connection to close
+	Reason string     `json:"reason,omitempty"` // envUser: the KICK reason (PROTOCOL §3)
 }
 
 type wirePush struct {
@@ -80,6 +82,10 @@ func decodeEnvelope(body []byte) (envelope, error) {
 	case envKick:
 		if e.User == 0 || e.Device == 0 {
 			return envelope{}, errors.New("node envelope: kick needs a user and a device")
+		}
+	case envUser:
+		if e.User == 0 || e.Reason == "" {
+			return envelope{}, errors.New("node envelope: user envelope needs a user and a reason")
 		}
 	default:
 		return envelope{}, fmt.Errorf("node envelope: unknown kind %q", e.Kind)

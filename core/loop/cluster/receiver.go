@@ -25,10 +25,12 @@ type Fallback interface {
 
 // ReceiverDeps are what the Receiver reads and pushes to.
 type ReceiverDeps struct {
-	View     *View
-	Channel  ports.NodeChannel
-	Local    Local
-	Kicker   ports.Kicker
+	View    *View
+	Channel ports.NodeChannel
+	Local   Local
+	Kicker  ports.Kicker
+	// Users forgets what this node cached about a user an envelope says was disabled or deleted.
+	Users    UserForgetter
 	Tracker  *Tracker
 	Fallback Fallback
 	Tenants  Tenants
@@ -148,6 +150,10 @@ func (r *Receiver) handle(ctx context.Context, tenant string, body []byte) {
 		if r.d.Tracker.holds(tenant, env.User, env.Device, env.Token) {
 			r.d.Kicker.Kick(tenant, env.User, env.Device, kickReasonReplaced)
 		}
+	case envUser:
+		// Forget first: a client the KICK sends back to AUTH here reads the directory again.
+		r.d.Users.ForgetUser(tenant, env.User)
+		r.d.Kicker.Kick(tenant, env.User, 0, env.Reason)
 	case envDevice:
 		r.d.Local.PushDevice(ctx, tenant, env.User, env.Device, env.addressed()[0].Push)
 	case envPushes:

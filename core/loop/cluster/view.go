@@ -47,3 +47,17 @@ func (v *View) Live(tenant, node string) bool {
 	defer v.mu.RUnlock()
 	return v.live[tenant][node]
 }
+
+// nodes lists the live nodes of the tenant, this one always among them, even before the
+// Keeper's first pass.
+func (v *View) nodes(tenant string) []string {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	out := []string{v.self}
+	for n := range v.live[tenant] {
+		if n != v.self {
+			out = append(out, n)
+		}
+	}
+	return out
+}

@@ -71,6 +71,14 @@ func (s *Service) CreateUser(ctx context.Context, tenant string, u social.User) 
 	if len(u.Nickname) > 64 {
 		return apperr.New(apperr.InvalidArgument, "nickname too long")
 	}
+	// A deleted user's id is never given out again (DESIGN §8.1); the store would keep it deleted, so say so instead of answering 200.
+	st, err := s.d.Directory.UserStatus(ctx, tenant, u.ID)
+	if err != nil {
+		return busy("read user status", err)
+	}
+	if st == social.UserDeleted {
+		return apperr.New(apperr.Conflict, "the user was deleted; its id is not reused")
+	}
 	return busy("create user", s.d.Directory.CreateUser(ctx, tenant, u))
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/imdhq/imd/core/domain/apperr"
 	"github.com/imdhq/imd/core/domain/auth"
+	"github.com/imdhq/imd/core/domain/social"
 	"github.com/imdhq/imd/ports"
 )
 
@@ -35,9 +36,9 @@ type Config struct {
 	RecentTTL time.Duration
 	// MaxTTL is the longest token lifetime, how long a user-wide revocation must be kept.
 	MaxTTL time.Duration
-	// UserTTL is how long an "exists" answer of Users is reused, by AUTH and per-request checks
-	// alike: how long a user removed from the directory may still authenticate. Zero: every
-	// check reads Users.
+	// UserTTL is how long an "active" answer of Users is reused, by AUTH and per-request checks
+	// alike: how long a user disabled or deleted may still authenticate on a node that was not
+	// told (ForgetUser). Zero: every check reads Users.
 	UserTTL time.Duration
 }
 
@@ -81,9 +82,6 @@ func (s *Service) inspect(ctx context.Context, token string, reuse bool) (auth.T
 	if !s.d.Tenants(t.Tenant) {
 		return auth.Token{}, apperr.New(apperr.Unauthenticated, "unknown tenant")
 	}
-	if err := s.requireUser(ctx, t.Tenant, t.UserID); err != nil {
-		return auth.Token{}, err
-	}
 	revoked, cutoff, err := s.revocation(ctx, t, reuse)
 	if err != nil {
 		return auth.Token{}, apperr.Wrap(apperr.Busy, "token check unavailable, retry", err)
@@ -93,25 +91,54 @@ func (s *Service) inspect(ctx context.Context, token string, reuse bool) (auth.T
 	if revoked || (!cutoff.IsZero() && !t.IssuedAt.After(cutoff)) {
 		return auth.Token{}, apperr.New(apperr.Unauthenticated, "token revoked")
 	}
+	// The user's status is checked last, so that between its read and the session the caller
+	// binds there is no other I/O a disable could slip into unseen (DESIGN §8.1).
+	if err := s.requireUser(ctx, t.Tenant, t.UserID); err != nil {
+		return auth.Token{}, err
+	}
 	return t, nil
 }
 
-// requireUser refuses a token whose user does not exist: signed by the right key but for no
-// one, it must not open a session nor pass a request until a lookup says 40401 (issue 33).
+// userReads bounds the directory reads of one check whose answers forgets keep overtaking.
+const userReads = 3
+
+// requireUser refuses a token whose user does not exist, no longer exists or is disabled:
+// signed by the right key but for no one allowed in, it must not open a session nor pass a
+// request (issue 33; DESIGN §8.1).
 func (s *Service) requireUser(ctx context.Context, tenant string, user int64) error {
-	now := s.d.Clock.Now()
-	if s.users.known(tenant, user, now) {
-		return nil
+	for range userReads {
+		now := s.d.Clock.Now()
+		gen, known := s.users.known(tenant, user, now)
+		if known {
+			return nil
+		}
+		st, err := s.d.Users.UserStatus(ctx, tenant, user)
+		if err != nil {
+			return apperr.Wrap(apperr.Busy, "token check unavailable, retry", err)
+		}
+		switch st {
+		case social.UserActive:
+		case social.UserDisabled:
+			return apperr.New(apperr.Unauthenticated, "the user is disabled")
+		case social.UserDeleted:
+			return apperr.New(apperr.Unauthenticated, "the user was deleted")
+		default:
+			return apperr.New(apperr.Unauthenticated, "token of an unknown user")
+		}
+		if s.users.remember(tenant, user, now, gen) {
+			return nil
+		}
+		// A forget came while the status was read: "active" may predate a disable it
+		// announces, so read again.
 	}
-	found, err := s.d.Users.UserExists(ctx, tenant, user)
-	if err != nil {
-		return apperr.Wrap(apperr.Busy, "token check unavailable, retry", err)
-	}
-	if !found {
-		return apperr.New(apperr.Unauthenticated, "token of an unknown user")
-	}
-	s.users.remember(tenant, user, now)
-	return nil
+	return apperr.New(apperr.Busy, "user status changing, retry")
+}
+
+// ForgetUser drops this process's "active" answer about the user, so its next AUTH and
+// request read the directory again: what a node does when told the user was disabled or
+// deleted (ports.UserSessions). An answer being read meanwhile is not kept.
+func (s *Service) ForgetUser(tenant string, user int64) {
+	s.users.forget(tenant, user)
 }
 
 // revocation reads the deny-list, or with reuse this process's recent answer. A fresh answer

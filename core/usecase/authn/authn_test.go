@@ -273,26 +273,79 @@ func BenchmarkAuthenticateRequest(b *testing.B) {
 	}
 }
 
-// countingUsers counts the directory's answers and can fail them.
+// countingUsers counts the directory's answers and can fail them; during runs after it read,
+// before the answer is returned.
 type countingUsers struct {
 	*memory.Directory
-	reads int
-	err   error
+	reads  int
+	err    error
+	during func()
 }
 
-func (c *countingUsers) UserExists(ctx context.Context, tenant string, user int64) (bool, error) {
+func (c *countingUsers) UserStatus(ctx context.Context, tenant string, user int64) (social.UserStatus, error) {
 	c.reads++
 	if c.err != nil {
-		return false, c.err
+		return social.UserUnknown, c.err
 	}
-	return c.Directory.UserExists(ctx, tenant, user)
+	st, err := c.Directory.UserStatus(ctx, tenant, user)
+	if c.during != nil {
+		c.during()
+	}
+	return st, err
 }
 
-// TestUserExistence: a token of a user the directory does not hold is refused with 40101 on
-// AUTH and per request; "exists" is reused for UserTTL and "does not exist" never, so a user
-// created after a refusal logs in at once; a directory that cannot answer is 50301 (issue 33).
-func TestUserExistence(t *testing.T) {
+// TestDisabledAndDeletedUsers: a disabled or deleted user's token is 40101 on AUTH and per
+// request once this node forgot its "active" answer (ForgetUser, what the node channel's user
+// envelope does); enabling lets the same token back; an "active" read that a forget overtook
+// is not kept (DESIGN §8.1).
+func TestDisabledAndDeletedUsers(t *testing.T) {
 	ctx := context.Background()
+	svc, tokens, users, _ := newUserChecks(t)
+	tok := tokens.issue("acme", 1)
+	set := func(st social.UserStatus) {
+		t.Helper()
+		if err := users.SetUserStatus(ctx, "acme", 1, st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantAccepted(t, "active", svc.Authenticate, tok)
+
+	set(social.UserDisabled)
+	wantAccepted(t, "disabled, this node not told yet (UserTTL)", svc.Authenticate, tok)
+	svc.ForgetUser("acme", 1)
+	wantRefused(t, "disabled", svc.Authenticate, tok)
+	wantRefused(t, "disabled, per request", svc.AuthenticateRequest, tok)
+
+	set(social.UserActive)
+	wantAccepted(t, "enabled again, the same token", svc.Authenticate, tok)
+
+	// A disable whose forget lands while an "active" answer is being read: the answer is not
+	// used, the check reads again and sees the disable.
+	users.during = func() {
+		users.during = nil
+		set(social.UserDisabled)
+		svc.ForgetUser("acme", 1)
+	}
+	svc.ForgetUser("acme", 1)
+	wantRefused(t, "read overtaken by a disable", svc.Authenticate, tok)
+	// Forgets that keep overtaking the reads make the check 50301, never a pass.
+	set(social.UserActive)
+	users.during = func() { svc.ForgetUser("acme", 1) }
+	if _, err := svc.Authenticate(ctx, tok); apperr.CodeOf(err) != apperr.Busy {
+		t.Fatalf("every read overtaken: %v, want 50301", err)
+	}
+	users.during = nil
+	wantAccepted(t, "enabled, nothing overtaking", svc.Authenticate, tok)
+
+	set(social.UserDeleted)
+	svc.ForgetUser("acme", 1)
+	wantRefused(t, "deleted", svc.Authenticate, tok)
+	wantRefused(t, "deleted, per request", svc.AuthenticateRequest, tok)
+}
+
+// newUserChecks is a service whose users come from a counting directory, with UserTTL a
+// minute, for tenants acme and other.
+func newUserChecks(t *testing.T) (*authn.Service, *fakeTokens, *countingUsers, *memory.Clock) {
 	clock := memory.NewClock(time.Now())
 	tokens := &fakeTokens{clock: clock, issued: map[string]auth.Token{}}
 	users := &countingUsers{Directory: usersOf(t)}
@@ -300,6 +353,15 @@ func TestUserExistence(t *testing.T) {
 		Tokens: tokens, Revocations: memory.NewRevocations(), Clock: clock, Users: users,
 		Tenants: func(name string) bool { return name == "acme" || name == "other" },
 	})
+	return svc, tokens, users, clock
+}
+
+// TestUserExistence: a token of a user the directory does not hold is refused with 40101 on
+// AUTH and per request; "exists" is reused for UserTTL and "does not exist" never, so a user
+// created after a refusal logs in at once; a directory that cannot answer is 50301 (issue 33).
+func TestUserExistence(t *testing.T) {
+	ctx := context.Background()
+	svc, tokens, users, clock := newUserChecks(t)
 	known, late := tokens.issue("acme", 1), tokens.issue("acme", 4040)
 
 	wantRefused(t, "unknown user", svc.Authenticate, late)

@@ -157,6 +157,13 @@ func (r *Resolver) ForSend(ctx context.Context, tenant string, user int64, a Add
 	if err != nil {
 		return social.Conversation{}, err
 	}
+	if rel.Blocked || !rel.Friends {
+		// A deleted peer lost its friendships: say it is gone (40401), not "not friends"
+		// (DESIGN §8.1). Only refusals pay the lookup.
+		if err := r.requireUser(ctx, tenant, p.Peer(user)); err != nil {
+			return social.Conversation{}, err
+		}
+	}
 	switch {
 	case rel.Blocked:
 		return social.Conversation{}, apperr.New(apperr.Forbidden, "blocked")
@@ -234,7 +241,7 @@ func (r *Resolver) requireUser(ctx context.Context, tenant string, user int64) e
 		return apperr.Wrap(apperr.Busy, "user lookup failed", err)
 	}
 	if !ok {
-		return apperr.New(apperr.NotFound, "user not found")
+		return apperr.New(apperr.NotFound, "user not found: never created, or deleted")
 	}
 	return nil
 }

@@ -49,7 +49,10 @@ type Deps struct {
 	// Dialogs takes a group off a removed member's conversation lists; nil leaves the lists to
 	// the next rebuild.
 	Dialogs ports.DialogRemover
-	Log     *slog.Logger
+	// Sessions closes the connections of a user disabled or deleted on every node and makes the
+	// nodes forget it may authenticate; nil leaves that to authn's UserTTL.
+	Sessions ports.UserSessions
+	Log      *slog.Logger
 }
 
 // TopicPublisher writes an event into a topic through the send path (core/usecase/send.Service).

@@ -60,6 +60,7 @@ type fixture struct {
 	resolver *conversation.Resolver
 	events   *events
 	clock    *memory.Clock
+	ended    *endings
 }
 
 // newFixture has users 1–6; group 10 is owned by 1 with admin 2 and members 3, 4.
@@ -76,10 +77,10 @@ func newFixture(t *testing.T) *fixture {
 	ids := memory.NewIDs(clock)
 	resolver := conversation.NewResolver(dir, ids, membership.New(dir, clock, time.Hour),
 		conversation.WithClock(clock), conversation.WithRulesTTL(time.Hour))
-	ev := &events{}
+	ev, ended := &events{}, &endings{}
 	svc := directory.New(directory.Deps{
 		Directory: dir, Profiles: dir, Friends: dir, Blocks: dir, Groups: dir, Resolver: resolver,
-		IDs: ids, Clock: clock, Events: ev, Log: slog.New(slog.DiscardHandler),
+		IDs: ids, Clock: clock, Events: ev, Sessions: ended, Log: slog.New(slog.DiscardHandler),
 	})
 	if _, err := svc.CreateGroup(ctx, tenant, directory.Operator, directory.NewGroup{ID: 10, Owner: 1, Members: []int64{2, 3, 4}}); err != nil {
 		t.Fatal(err)
@@ -88,7 +89,7 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	ev.take(t)
-	return &fixture{svc: svc, dir: dir, resolver: resolver, events: ev, clock: clock}
+	return &fixture{svc: svc, dir: dir, resolver: resolver, events: ev, clock: clock, ended: ended}
 }
 
 func wantCode(t *testing.T, err error, want apperr.Code) {

@@ -69,6 +69,10 @@ func (s *Service) RequestFriend(ctx context.Context, tenant string, from, to int
 
 // AcceptFriend accepts the pending request from → user.
 func (s *Service) AcceptFriend(ctx context.Context, tenant string, user, from int64) error {
+	// A request left by a user deleted since is not accepted (DESIGN §8.1).
+	if err := RequireUsers(ctx, s.d.Directory, tenant, from); err != nil {
+		return err
+	}
 	err := s.d.Friends.AcceptFriendRequest(ctx, tenant, from, user)
 	if errors.Is(err, social.ErrNotFound) {
 		return apperr.New(apperr.NotFound, "no pending friend request from this user")
