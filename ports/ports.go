@@ -156,6 +156,9 @@ type DeliverQueue interface {
 	// MarkDone sets deliver:done:{key} of each key once, for ttl; first[i]=false means the job
 	// of keys[i] already acted.
 	MarkDone(ctx context.Context, tenant string, ttl time.Duration, keys ...string) (first []bool, err error)
+	// Done reports, changing nothing, which keys MarkDone has set and not yet expired: a job
+	// marks its key only after its push, so a set key says the job's message was pushed.
+	Done(ctx context.Context, tenant string, keys ...string) (done []bool, err error)
 }
 
 // Pusher writes to connected devices (the session registry of the transport).

@@ -281,6 +281,23 @@ func (q *DeliverQueue) MarkDone(_ context.Context, name string, ttl time.Duratio
 	return first, nil
 }
 
+// Done reports which keys are set and not expired.
+func (q *DeliverQueue) Done(_ context.Context, name string, keys ...string) ([]bool, error) {
+	if !tenant.Valid(name) {
+		return nil, fmt.Errorf("read deliver done marks: invalid tenant %q", name)
+	}
+	q.s.mu.Lock()
+	defer q.s.mu.Unlock()
+	l := q.s.of(name)
+	now := q.clock()
+	done := make([]bool, len(keys))
+	for i, key := range keys {
+		exp, ok := l.done[key]
+		done[i] = ok && now.Before(exp)
+	}
+	return done, nil
+}
+
 // of returns a tenant's lists; the caller holds s.mu.
 func (s *deliverState) of(name string) *jobLists {
 	return stateOf(s.tenants, name, func() *jobLists {

@@ -159,17 +159,17 @@ func tombstone(m message.Message) message.Message {
 }
 
 // checkOverlap fails when the topic's range in the row's month, grown by the row, would
-// intersect its range in another month.
+// overlap its range in another month or pass it out of the months' order (route.OutOfOrder).
 func (d *tenantMessages) checkOverlap(row message.Message) error {
 	months := d.mirror[row.Topic]
 	lo, hi := row.Seq, row.Seq
 	if own, ok := months[row.Month]; ok {
 		lo, hi = min(lo, own.MinSeq), max(hi, own.MaxSeq)
 	}
-	for m, seg := range months {
-		if m != row.Month && seg.MinSeq <= hi && lo <= seg.MaxSeq {
-			return fmt.Errorf("%w: %s seqs %d-%d in %s overlap %d-%d in %s",
-				seq.ErrTaken, row.Topic, lo, hi, row.Month, seg.MinSeq, seg.MaxSeq, m)
+	for _, seg := range months {
+		if route.OutOfOrder(row.Month, lo, hi, seg) {
+			return fmt.Errorf("%w: %s seqs %d-%d in %s out of month order with %d-%d in %s",
+				seq.ErrTaken, row.Topic, lo, hi, row.Month, seg.MinSeq, seg.MaxSeq, seg.Month)
 		}
 	}
 	return nil

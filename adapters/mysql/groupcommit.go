@@ -15,6 +15,7 @@ import (
 	"github.com/imdhq/imd/adapters/mysql/sqlcdb"
 	"github.com/imdhq/imd/core/domain/message"
 	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/route"
 	"github.com/imdhq/imd/core/domain/seq"
 	"github.com/imdhq/imd/core/domain/shard"
 	"github.com/imdhq/imd/ports"
@@ -526,9 +527,11 @@ func (w *writer) readRecorded(ctx context.Context, tx *sql.Tx, d sqlcdb.LockDedu
 }
 
 // checkOverlap fails with seq.ErrTaken when a topic's range in this month, grown by the batch,
-// would intersect its range in another month: month segments never overlap (seed 000 §12.15),
-// so an intersecting seq belongs to someone else. The read locks the topics' mirror rows, so
-// another month's writer of the same topic is seen committed, not missed.
+// would intersect its range in another month or pass it out of the months' order: month
+// segments never overlap and follow the months (seed 000 §12.15, route.OutOfOrder), so such a
+// seq belongs to someone else, or came from a counter that stepped back. The read locks the
+// topics' mirror rows, so another month's writer of the same topic is seen committed, not
+// missed.
 func (w *writer) checkOverlap(ctx context.Context, q *sqlcdb.Queries, ranges map[string]*seqRange) error {
 	topics := make([]string, 0, len(ranges))
 	for t := range ranges {
@@ -551,9 +554,13 @@ func (w *writer) checkOverlap(ctx context.Context, q *sqlcdb.Queries, ranges map
 		}
 	}
 	for _, s := range segs {
+		other, err := month.Parse(s.ShardMonth)
+		if err != nil {
+			return fmt.Errorf("route mirror of %s: %w", s.Topic, err)
+		}
 		g := grown[s.Topic]
-		if s.ShardMonth != own && s.MinSeq <= g[1] && g[0] <= s.MaxSeq {
-			return fmt.Errorf("%w: %s seqs %d-%d in %s overlap %d-%d in %s",
+		if route.OutOfOrder(w.month, g[0], g[1], route.Segment{Month: other, MinSeq: s.MinSeq, MaxSeq: s.MaxSeq}) {
+			return fmt.Errorf("%w: %s seqs %d-%d in %s out of month order with %d-%d in %s",
 				seq.ErrTaken, s.Topic, g[0], g[1], own, s.MinSeq, s.MaxSeq, s.ShardMonth)
 		}
 	}

@@ -425,6 +425,27 @@ func (q *DeliverQueue) MarkDone(ctx context.Context, tenant string, ttl time.Dur
 	return first, nil
 }
 
+// Done reads deliver:done:{key} of each key (EXISTS), all in one round trip.
+func (q *DeliverQueue) Done(ctx context.Context, tenant string, keys ...string) ([]bool, error) {
+	k, err := KeysOf(tenant)
+	if err != nil {
+		return nil, fmt.Errorf("read deliver done marks: %w", err)
+	}
+	cmds := make(rueidis.Commands, len(keys))
+	for i, key := range keys {
+		cmds[i] = q.c.B().Exists().Key(k.DeliverDone(key)).Build()
+	}
+	done := make([]bool, len(keys))
+	for i, r := range q.c.DoMulti(ctx, cmds...) {
+		n, err := r.AsInt64()
+		if err != nil {
+			return nil, fmt.Errorf("read deliver done mark %s in %s: %w", keys[i], tenant, err)
+		}
+		done[i] = n > 0
+	}
+	return done, nil
+}
+
 // takenKeys checks a job came from Take before its receipt is used.
 func takenKeys(job delivery.Job) (Keys, error) {
 	k, err := KeysOf(job.Tenant)

@@ -326,6 +326,13 @@ func (q gatedQueue) MarkDone(ctx context.Context, tenant string, ttl time.Durati
 	return q.DeliverQueue.MarkDone(ctx, tenant, ttl, keys...)
 }
 
+func (q gatedQueue) Done(ctx context.Context, tenant string, keys ...string) ([]bool, error) {
+	if err := q.g.pass(redisBackend, "Queue.Done"); err != nil {
+		return nil, err
+	}
+	return q.DeliverQueue.Done(ctx, tenant, keys...)
+}
+
 type gatedHot struct {
 	ports.HotCache
 	g *gate

@@ -265,6 +265,23 @@ func DeliverQueue(t *testing.T, fresh func(t *testing.T) DeliverFixture) {
 		}
 	})
 
+	t.Run("done reads the marks and sets none", func(t *testing.T) {
+		t.Parallel()
+		f := fresh(t)
+		if _, err := f.Queue.MarkDone(t.Context(), f.Tenant, time.Minute, "m1", "read1"); err != nil {
+			t.Fatal(err)
+		}
+		for range 2 { // a read sets nothing
+			done, err := f.Queue.Done(t.Context(), f.Tenant, "m1", "m2", "read1")
+			if err != nil || !reflect.DeepEqual(done, []bool{true, false, true}) {
+				t.Fatalf("Done(m1, m2, read1) = %v, %v; want [true false true]", done, err)
+			}
+		}
+		if first, err := f.Queue.MarkDone(t.Context(), f.Tenant, time.Minute, "m2"); err != nil || !first[0] {
+			t.Fatalf("MarkDone(m2) after Done read it = %v, %v; want first", first, err)
+		}
+	})
+
 	t.Run("a topic's jobs share a partition, in push order", func(t *testing.T) {
 		t.Parallel()
 		f := fresh(t)

@@ -46,6 +46,7 @@ func MessageStore(t *testing.T, newStore MessageStoreFactory) {
 		{"pages in both directions within bounds", paging},
 		{"segments and max seq across two months", segmentsAcrossMonths},
 		{"overlap with another month is ErrTaken", overlapAcrossMonths},
+		{"a seq out of month order is ErrTaken", outOfMonthOrder},
 		{"concurrent appends all commit", concurrentAppends},
 		{"concurrent retries of one message store it once", concurrentRetries},
 		{"a queued mark answers every later resend", queuedMark},
@@ -420,6 +421,35 @@ func overlapAcrossMonths(t *testing.T, s ports.MessageStore, shards ports.ShardS
 	}
 	mustAppend(t, s, tenant, newMessage("grp_1", 4, 1004, monthA), ports.Stored) // a late write
 	wantRoute(t, s, tenant, "grp_1", segment{monthA, 1, 5, 3}, segment{monthB, 6, 6, 1})
+}
+
+// outOfMonthOrder: a seq no row holds is still refused where it would sit out of the months'
+// order: below a seq of an earlier month, or above one of a later month (route.OutOfOrder;
+// DESIGN §1.10). Only a counter that stepped back hands such a seq out, and the send re-seeds it.
+func outOfMonthOrder(t *testing.T, s ports.MessageStore, shards ports.ShardStore, tenant string) {
+	ctx := context.Background()
+	writable(t, shards, tenant, monthA)
+	writable(t, shards, tenant, monthB)
+	// Neither refused seq falls inside a range of another month: seqs 1-2 of grp_1 and 1-4
+	// of grp_2 are holes (sends that failed), then the counter stepped back behind them.
+	mustAppend(t, s, tenant, newMessage("grp_1", 3, 1003, monthA), ports.Stored)
+	mustAppend(t, s, tenant, newMessage("grp_2", 6, 2006, monthB), ports.Stored)
+	tests := []struct {
+		name string
+		m    message.Message
+	}{
+		{"below a seq of an earlier month", newMessage("grp_1", 2, 1002, monthB)},
+		{"above a seq of a later month", newMessage("grp_2", 8, 2008, monthA)},
+	}
+	for _, tt := range tests {
+		if _, err := s.Append(ctx, tenant, tt.m, hashOf(tt.m)); !errors.Is(err, seq.ErrTaken) {
+			t.Fatalf("Append %s seq %d in %s, %s: err = %v, want seq.ErrTaken", tt.m.Topic, tt.m.Seq, tt.m.Month, tt.name, err)
+		}
+	}
+	mustAppend(t, s, tenant, newMessage("grp_1", 4, 1004, monthB), ports.Stored)
+	mustAppend(t, s, tenant, newMessage("grp_2", 5, 2005, monthA), ports.Stored)
+	wantRoute(t, s, tenant, "grp_1", segment{monthA, 3, 3, 1}, segment{monthB, 4, 4, 1})
+	wantRoute(t, s, tenant, "grp_2", segment{monthA, 5, 5, 1}, segment{monthB, 6, 6, 1})
 }
 
 func concurrentAppends(t *testing.T, s ports.MessageStore, shards ports.ShardStore, tenant string) {

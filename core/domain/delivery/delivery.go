@@ -33,6 +33,10 @@ type Job struct {
 	Message        *message.Message `json:"message,omitempty"`
 	Event          json.RawMessage  `json:"event,omitempty"`
 	Attempts       int              `json:"attempts,omitempty"`
+	// Resent: queued by a resend whose dedup record did not say the message was queued
+	// (ports.QueuedMarks). A send that died between its enqueue and that mark queued it
+	// already, so the worker pushes this job only if no job of the message is marked done.
+	Resent bool `json:"resent,omitempty"`
 	// QueuedAt is when Push queued the job (Unix ms; a retry keeps it). A partition is FIFO, so
 	// a consumer that took a job queued at T took (about) everything queued before T.
 	QueuedAt int64 `json:"queued_at,omitempty"`

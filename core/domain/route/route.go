@@ -157,6 +157,23 @@ func (r Route) Overlapping() (a, b Segment, found bool) {
 	return Segment{}, Segment{}, false
 }
 
+// OutOfOrder reports whether a topic's seqs lo..hi in month m may not be stored beside other,
+// its segment of another month: a topic's month segments never overlap and follow the months'
+// order (seed 000 §2.2: seq only grows, across months too; seed 000 §12 item 15), so every seq of an
+// earlier month is below lo and every seq of a later month above hi. A seq the write would put
+// out of that order was handed out by a counter that stepped back (a Redis failover that lost
+// it, DESIGN §1.13), even when no row holds it: it belongs below a seq already stored in an
+// earlier month, or above one already stored in a later one.
+func OutOfOrder(m month.Month, lo, hi int64, other Segment) bool {
+	switch {
+	case other.Month < m:
+		return other.MaxSeq >= lo
+	case other.Month > m:
+		return other.MinSeq <= hi
+	}
+	return false
+}
+
 // Merge folds a written batch range into a route, the way the mirror upsert does in MySQL.
 func (r Route) Merge(u Segment) Route {
 	out := slices.Clone(r)

@@ -105,6 +105,31 @@ func TestOverlappingAndMerge(t *testing.T) {
 	}
 }
 
+func TestOutOfOrder(t *testing.T) {
+	sept := Segment{Month: 202609, MinSeq: 1, MaxSeq: 1}
+	oct := Segment{Month: 202610, MinSeq: 3, MaxSeq: 3}
+	tests := []struct {
+		name   string
+		m      month.Month
+		lo, hi int64
+		other  Segment
+		want   bool
+	}{
+		{"after an earlier month", 202610, 2, 3, sept, false},
+		{"below an earlier month's seq, no overlap", 202611, 2, 2, oct, true},
+		{"inside an earlier month's range", 202611, 3, 3, oct, true},
+		{"above a later month's seq, no overlap", 202609, 4, 4, oct, true},
+		{"inside a later month's range", 202609, 1, 3, oct, true},
+		{"before a later month", 202609, 1, 2, oct, false},
+		{"the same month", 202610, 1, 9, oct, false},
+	}
+	for _, tt := range tests {
+		if got := OutOfOrder(tt.m, tt.lo, tt.hi, tt.other); got != tt.want {
+			t.Errorf("%s: OutOfOrder(%s, %d, %d, %+v) = %v, want %v", tt.name, tt.m, tt.lo, tt.hi, tt.other, got, tt.want)
+		}
+	}
+}
+
 func TestValidate(t *testing.T) {
 	tests := []struct {
 		name    string

@@ -353,7 +353,7 @@ func (w *Workers) handle(ctx context.Context, behind map[string]bool, jobs ...de
 		return
 	}
 	started := w.d.Clock.Now()
-	targets := w.dropStale(ctx, w.targets(ctx, jobs))
+	targets := w.dropPushed(ctx, w.dropStale(ctx, w.targets(ctx, jobs)))
 	for i := range targets {
 		targets[i].behind = behind[targets[i].job.DoneKey()]
 	}
@@ -450,14 +450,20 @@ func (w *Workers) targets(ctx context.Context, jobs []delivery.Job) []target {
 // after a crash (RequeueStale at a later boot) when the markers that would recognise it have
 // expired: acting again would push it and count it unread twice. Its devices that were online
 // got it then; the others sync it. A message whose later seqs overtook it this long ago loses
-// its unread count and live push the same way, which only costs it being seen by sync.
+// its unread count and live push the same way, which only costs it being seen by sync. A
+// resent job (delivery.Job.Resent) counts from its message's creation: the job it repeats was
+// queued then, and its markers may have expired since.
 func (w *Workers) dropStale(ctx context.Context, targets []target) []target {
 	now := w.d.Clock.Now()
 	keep := targets[:0]
 	var stale []delivery.Job
 	for _, t := range targets {
 		job := t.job
-		if isMessage(job) && job.QueuedAt > 0 && now.Sub(time.UnixMilli(job.QueuedAt)) >= w.cfg.DoneTTL {
+		queued := time.UnixMilli(job.QueuedAt)
+		if job.Resent && isMessage(job) {
+			queued = job.Message.CreatedAt
+		}
+		if isMessage(job) && job.QueuedAt > 0 && now.Sub(queued) >= w.cfg.DoneTTL {
 			applied, err := w.d.Dialogs.AppliedSeq(ctx, job.Tenant, job.ConversationID)
 			if err == nil && applied >= job.Message.Seq {
 				w.d.Metrics.Inc("deliver_idempotent_skip_total")
@@ -470,6 +476,50 @@ func (w *Workers) dropStale(ctx context.Context, targets []target) []target {
 	if len(stale) > 0 {
 		if err := w.d.Queue.Ack(ctx, stale...); err != nil {
 			w.d.Log.WarnContext(ctx, "deliver ack of stale jobs failed", "tenant", stale[0].Tenant, "jobs", len(stale), "err", err)
+		}
+	}
+	return keep
+}
+
+// dropPushed acks, without acting on them, the resent MESSAGE jobs (delivery.Job.Resent) whose
+// message an earlier job pushed already: a job marks its done key only after its push. A
+// connection drops a MESSAGE it queued before, but a device that reconnected since has a new
+// one, which would take the push again (DESIGN §4 step 6: a resend queues nothing more once
+// the message was queued). The lists counted the message once either way (their markers). A
+// failed read retries the resent jobs, unpushed.
+func (w *Workers) dropPushed(ctx context.Context, targets []target) []target {
+	var keys []string
+	for _, t := range targets {
+		if t.job.Resent && isMessage(t.job) {
+			keys = append(keys, t.job.DoneKey())
+		}
+	}
+	if len(keys) == 0 {
+		return targets
+	}
+	done, err := w.d.Queue.Done(ctx, targets[0].job.Tenant, keys...)
+	keep := targets[:0]
+	var pushed []delivery.Job
+	i := 0
+	for _, t := range targets {
+		if !t.job.Resent || !isMessage(t.job) {
+			keep = append(keep, t)
+			continue
+		}
+		switch {
+		case err != nil:
+			w.retry(ctx, t.job, err)
+		case done[i]:
+			w.d.Metrics.Inc("deliver_idempotent_skip_total")
+			pushed = append(pushed, t.job)
+		default:
+			keep = append(keep, t)
+		}
+		i++
+	}
+	if len(pushed) > 0 {
+		if err := w.d.Queue.Ack(ctx, pushed...); err != nil {
+			w.d.Log.WarnContext(ctx, "deliver ack of jobs pushed before failed", "tenant", pushed[0].Tenant, "jobs", len(pushed), "err", err)
 		}
 	}
 	return keep

@@ -425,6 +425,48 @@ func TestUnreadCountsEachMessageOnce(t *testing.T) {
 	}
 }
 
+// TestAResentJobOfAMessagePushedBeforeIsNotPushedAgain: a send queued its job and died before
+// its dedup record said so; the job was pushed, then the device reconnected (its new
+// connection drops nothing it has not queued itself), then the resend queued the job again
+// (delivery.Job.Resent). The second job pushes nothing and counts nothing; a resent job whose
+// message no job pushed (a send that died before its enqueue) acts as the first. Simulator
+// seed 376 at commit fc55f69 ("pushed 2 times").
+func TestAResentJobOfAMessagePushedBeforeIsNotPushedAgain(t *testing.T) {
+	cases := []struct {
+		name     string
+		original bool          // the send that died had queued its job
+		later    time.Duration // the resend comes this long after the message was stored
+	}{
+		{"queued before", true, 0},
+		{"never queued before", false, 0},
+		// The done marker expired (the fixture's DoneTTL is a minute), the lists still show it.
+		{"queued before, resent past the done marks", true, 2 * time.Minute},
+		{"never queued before, resent past the done marks", false, 2 * time.Minute},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.pusher.online = map[int64][]uint64{2: {5}}
+			if c.original {
+				f.run(t, f.messageJob())
+			}
+			f.clock.Advance(c.later)
+			resent := f.messageJob()
+			resent.Resent = true
+			f.run(t, resent)
+			if got := f.pusher.received(); len(got) != 1 {
+				t.Fatalf("pushes %v, want one", got)
+			}
+			if got, _ := f.unread(t, 2); got != 1 {
+				t.Fatalf("unread of user 2 = %d, want 1", got)
+			}
+			if f.queue.Queued(tenant) != 0 {
+				t.Fatal("the resent job was not acked")
+			}
+		})
+	}
+}
+
 // TestAJobBackFromProcessingAfterItsMarkersExpiredActsNoMore: a node pushed a message and died
 // before the ack; the job stays in processing until a later boot requeues it, after the done
 // markers expired. It must not push or count again (found by core/simulation).

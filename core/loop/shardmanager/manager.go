@@ -142,6 +142,11 @@ func (m *Manager) Ensure(ctx context.Context, tenant string) error {
 		if err != nil {
 			return fmt.Errorf("advance active month of %s: %w", tenant, err)
 		}
+		// What Redis holds active is this process's floor from now on, whatever the catalog
+		// said or failed to say (MySQL down): a failover that rolls Redis back past it must
+		// not hand this process the month before (DESIGN §11, the active month never moves
+		// back).
+		m.d.Floors.Raise(tenant, active)
 		return errors.Join(m.settle(ctx, tenant, active, now), m.upkeep(ctx, tenant, now))
 	})
 	m.report(ctx, tenant, cur)

@@ -471,6 +471,43 @@ func TestActiveMonthSurvivesRedisLoss(t *testing.T) {
 	}
 }
 
+// unreachableCatalog is the fixture's shard store while MySQL is down: the catalog cannot be
+// read and no table prepared.
+type unreachableCatalog struct{ ports.ShardStore }
+
+func (unreachableCatalog) Catalog(context.Context, string) ([]shard.Info, error) {
+	return nil, errors.New("mysql down")
+}
+
+func (unreachableCatalog) EnsureTable(context.Context, string, month.Month) error {
+	return errors.New("mysql down")
+}
+
+// TestAPassMakesTheActiveMonthRedisHoldsItsFloor: a process's shard pass that finds December
+// active in Redis makes December its floor, even with the catalog unreadable (MySQL down), so
+// a failover that then rolls Redis back before the switch hands this process no allocation in
+// November (DESIGN §11). Without it, the process allocated in November, the write refused the
+// row as behind (shard.Superseding) and the seq was a hole: simulator seeds 327 and 354 at
+// commit fc55f69 ("active month moved back").
+func TestAPassMakesTheActiveMonthRedisHoldsItsFloor(t *testing.T) {
+	f := newFixture(t, at(2026, 10, 15, 0))
+	f.ensure(t)
+	if got, err := f.manager.Advance(t.Context(), tenant, dec); err != nil || got != dec {
+		t.Fatalf("early Advance(%s) = %s, %v", dec, got, err)
+	}
+	// Another process, just started: it has seen nothing of the switch.
+	fresh := shardmanager.New(shardmanager.Config{SealingDays: 7}, shardmanager.Deps{
+		Store: unreachableCatalog{f.shards}, Months: f.months, Locks: f.locks, Metrics: f.metrics,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Sleep: f.clock.Sleep,
+	})
+	if err := fresh.Ensure(t.Context(), tenant); err == nil {
+		t.Fatal("a pass with MySQL down reported no error")
+	}
+	if got := fresh.Floors().Of(tenant); got != dec {
+		t.Fatalf("floor after a pass that found %s active in Redis: %s", dec, got)
+	}
+}
+
 func (f *fixture) holdLock(t *testing.T) {
 	t.Helper()
 	if _, ok, err := f.locks.Acquire(context.Background(), tenant, "shard_switch", time.Minute); err != nil || !ok {

@@ -298,16 +298,18 @@ func (s *Service) post(ctx context.Context, r Request, conv social.Conversation)
 		// that committed the message, or by a resend while the record does not say it was
 		// queued. A crash between COMMIT and the enqueue leaves the record unmarked and the
 		// sender without an ACK: its resend queues the job, once. A crash between the enqueue
-		// and the mark leaves a queued job and an unmarked record: the resend queues it again
-		// and the deliver worker's done marker drops the second job — only a resend later than
-		// deliver.done_ttl after such a crash could still deliver twice. The mark is awaited
-		// before the ACK, and a failed mark withholds it (50301): an ACKed message is never
-		// queued again, and the resend that the missing ACK brings comes while the done marker
-		// still drops its second job.
+		// and the mark leaves a queued job and an unmarked record: the resend queues it again,
+		// marked resent, and the deliver worker pushes that job only if no job of the message
+		// is marked done, or, past deliver.done_ttl, only if the lists have not gone past it
+		// (a device that reconnected in between has a connection that drops nothing). The
+		// mark is awaited before the ACK, and a failed mark withholds it (50301): an ACKed
+		// message is never queued again, and the resend that the missing ACK brings comes
+		// while the done marker still drops its second job.
 		if res.Outcome == ports.Stored || !res.Queued {
 			job := delivery.Job{
 				Tenant: r.Tenant, Kind: delivery.KindMessage, MsgID: m.MsgID, Topic: m.Topic,
 				ConversationID: m.ConversationID, From: m.From, ExcludeDevice: r.FromDevice, Message: &m,
+				Resent: res.Outcome != ports.Stored,
 			}
 			f.Job = &job
 		}
