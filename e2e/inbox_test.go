@@ -115,7 +115,7 @@ func (s *Server) dropTenantKeys(rc rueidis.Client) {
 	ctx := context.Background()
 	var cursor uint64
 	for {
-		e, err := rc.Do(ctx, rc.B().Scan().Cursor(cursor).Match("im:{"+s.Tenant+"}:*").Count(1000).Build()).AsScanEntry()
+		e, err := rc.Do(ctx, rc.B().Scan().Cursor(cursor).Match(s.keyPattern(":*")).Count(1000).Build()).AsScanEntry()
 		if err != nil {
 			s.t.Fatal(err)
 		}

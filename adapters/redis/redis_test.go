@@ -78,7 +78,7 @@ func onEachRedis(t *testing.T, run func(t *testing.T, c rueidis.Client)) {
 
 // testTenant returns a random tenant name and deletes its keys when the test ends, so tests
 // share the server without FLUSHALL. Every master is scanned: on a cluster the tenant's keys
-// are on the one holding its slot.
+// lie on every master, under its own tag and its slot groups' (DESIGN §11).
 func testTenant(tb testing.TB, c rueidis.Client) string {
 	tb.Helper()
 	b := make([]byte, 8)
@@ -86,7 +86,7 @@ func testTenant(tb testing.TB, c rueidis.Client) string {
 	name := "t" + hex.EncodeToString(b)
 	tb.Cleanup(func() {
 		for addr, node := range c.Nodes() {
-			if err := deleteMatching(node, "im:{"+name+"}:*"); err != nil {
+			if err := deleteMatching(node, "im:{"+name+"[}~]*"); err != nil {
 				tb.Errorf("delete keys of %s on %s: %v", name, addr, err)
 			}
 		}
@@ -102,8 +102,13 @@ func deleteMatching(c rueidis.Client, pattern string) error {
 		if err != nil {
 			return fmt.Errorf("scan: %w", err)
 		}
-		if len(e.Elements) > 0 {
-			if err := c.Do(ctx, c.B().Del().Key(e.Elements...).Build()).Error(); err != nil {
+		// One DEL per key: a node's keys lie in many slots.
+		cmds := make(rueidis.Commands, len(e.Elements))
+		for i, key := range e.Elements {
+			cmds[i] = c.B().Del().Key(key).Build()
+		}
+		for _, r := range c.DoMulti(ctx, cmds...) {
+			if err := r.Error(); err != nil {
 				return fmt.Errorf("delete: %w", err)
 			}
 		}

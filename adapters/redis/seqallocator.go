@@ -133,7 +133,7 @@ return {'ok', s, active, msg_id, hash, '0', '0', tostring(clock_ms())}
 
 // Allocate runs the allocation script; see ports.SeqAllocator.
 func (s *SeqAllocator) Allocate(ctx context.Context, tenant string, req seq.Request) (seq.Allocation, error) {
-	k, err := keysForTopic(tenant, req.Topic)
+	k, err := topicKeys(tenant, req.Topic)
 	if err != nil {
 		return seq.Allocation{}, fmt.Errorf("allocate seq: %w", err)
 	}
@@ -230,7 +230,7 @@ return redis.status_reply('OK')
 
 // Reseed raises the topic counter to at least floor (the highest seq MySQL holds).
 func (s *SeqAllocator) Reseed(ctx context.Context, tenant, topic string, floor int64) error {
-	k, err := keysForTopic(tenant, topic)
+	k, err := topicKeys(tenant, topic)
 	if err != nil {
 		return fmt.Errorf("reseed: %w", err)
 	}
@@ -261,7 +261,7 @@ return 0
 // Pending reports whether a send of a seq in [from, to] still runs on any node; see
 // ports.PendingSeqs. The marks are compared with Redis TIME, the clock that set them.
 func (s *SeqAllocator) Pending(ctx context.Context, tenant, topic string, from, to int64) (bool, error) {
-	k, err := keysForTopic(tenant, topic)
+	k, err := topicKeys(tenant, topic)
 	if err != nil {
 		return false, fmt.Errorf("pending seqs: %w", err)
 	}
@@ -275,7 +275,7 @@ func (s *SeqAllocator) Pending(ctx context.Context, tenant, topic string, from, 
 
 // Settle removes one attempt's mark; see ports.PendingSeqs.
 func (s *SeqAllocator) Settle(ctx context.Context, tenant, topic string, seqNo int64, attempt string) error {
-	k, err := keysForTopic(tenant, topic)
+	k, err := topicKeys(tenant, topic)
 	if err != nil {
 		return fmt.Errorf("settle seq: %w", err)
 	}

@@ -46,16 +46,11 @@ return out
 func TestSeqKeysLifetime(t *testing.T) {
 	c := testClient(t)
 	tenant := testTenant(t, c)
-	k, _ := KeysOf(tenant)
+	k, _ := topicKeys(tenant, "grp_1")
 	const ttl = time.Hour
 	s, ms := NewSeqAllocator(c, ttl), NewMonthState(c)
 	m := month.Month(203106)
-	if err := ms.MarkReady(t.Context(), tenant, m); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ms.Advance(t.Context(), tenant, m); err != nil {
-		t.Fatal(err)
-	}
+	activateMonth(t, ms, tenant, m)
 	if err := s.Reseed(t.Context(), tenant, "grp_1", 0); err != nil {
 		t.Fatal(err)
 	}
@@ -128,12 +123,7 @@ func BenchmarkAllocate(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := ms.MarkReady(ctx, tenant, month.Of(now)); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := ms.Advance(ctx, tenant, month.Of(now)); err != nil {
-		b.Fatal(err)
-	}
+	activateMonth(b, ms, tenant, month.Of(now))
 	const topics = 64
 	for i := range topics {
 		if err := s.Reseed(ctx, tenant, fmt.Sprintf("grp_%d", i+1), 0); err != nil {
@@ -178,14 +168,10 @@ func TestPendingKeyLifetime(t *testing.T) {
 	c := testClient(t)
 	tenant := testTenant(t, c)
 	k, _ := KeysOf(tenant)
+	pending := func(topic string) string { return k.Group(TopicGroup(topic)).Pending(topic) }
 	s, ms := NewSeqAllocator(c, time.Hour), NewMonthState(c)
 	m := month.Month(203106)
-	if err := ms.MarkReady(t.Context(), tenant, m); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ms.Advance(t.Context(), tenant, m); err != nil {
-		t.Fatal(err)
-	}
+	activateMonth(t, ms, tenant, m)
 	allocate := func(t *testing.T, topic, id string, pendingFor time.Duration) {
 		t.Helper()
 		if err := s.Reseed(t.Context(), tenant, topic, 0); err != nil {
@@ -198,18 +184,18 @@ func TestPendingKeyLifetime(t *testing.T) {
 	}
 	t.Run("a missing key gets the mark's expiry", func(t *testing.T) {
 		allocate(t, "grp_1", "a", time.Minute)
-		if got := pttl(t, c, k.Pending("grp_1")); got < time.Minute-5*time.Second || got > time.Minute {
+		if got := pttl(t, c, pending("grp_1")); got < time.Minute-5*time.Second || got > time.Minute {
 			t.Errorf("PTTL = %v; want about a minute", got)
 		}
 	})
 	t.Run("a shorter mark never shortens the key", func(t *testing.T) {
 		allocate(t, "grp_1", "b", time.Second)
-		if got := pttl(t, c, k.Pending("grp_1")); got < time.Minute-5*time.Second {
+		if got := pttl(t, c, pending("grp_1")); got < time.Minute-5*time.Second {
 			t.Errorf("PTTL = %v; want about a minute still", got)
 		}
 	})
 	t.Run("a key emptied by pruning expires again", func(t *testing.T) {
-		key := k.Pending("grp_2")
+		key := pending("grp_2")
 		// Only an expired mark left, under a key expiry longer than the next mark's.
 		if err := c.Do(t.Context(), c.B().Zadd().Key(key).ScoreMember().ScoreMember(1, "1:old").Build()).Error(); err != nil {
 			t.Fatal(err)
@@ -226,4 +212,18 @@ func TestPendingKeyLifetime(t *testing.T) {
 			t.Errorf("ZCARD = %d, %v; want the new mark alone", n, err)
 		}
 	})
+}
+
+// activateMonth marks m ready and makes it the active month of every slot group, as the
+// shard manager does.
+func activateMonth(tb testing.TB, ms *MonthState, tenant string, m month.Month) {
+	tb.Helper()
+	for g := range ms.Groups() {
+		if err := ms.MarkReady(tb.Context(), tenant, g, m); err != nil {
+			tb.Fatal(err)
+		}
+		if got, err := ms.Advance(tb.Context(), tenant, g, m); err != nil || got != m {
+			tb.Fatalf("Advance(group %d, %s) = %s, %v", g, m, got, err)
+		}
+	}
 }

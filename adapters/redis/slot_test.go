@@ -8,21 +8,18 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/seq"
 )
 
-// tenantKeys calls every key builder of Keys once, with arguments that would break a naive
-// hash tag (braces, colons). A new builder must be listed here, or TestKeysCoverEveryBuilder
-// fails: that keeps TestTenantKeysShareOneSlot honest as keys are added.
-var tenantKeys = map[string]func(Keys) string{
-	"ActiveMonth":         Keys.ActiveMonth,
-	"ReadyMonths":         Keys.ReadyMonths,
-	"SwitchMonth":         Keys.SwitchMonth,
-	"Seq":                 func(k Keys) string { return k.Seq("grp_1") },
-	"Idem":                func(k Keys) string { return k.Idem("p2p_1_2", 1, "x{other}:y") },
-	"Pending":             func(k Keys) string { return k.Pending("grp_1") },
-	"Route":               func(k Keys) string { return k.Route("grp_1") },
-	"RouteMeta":           func(k Keys) string { return k.RouteMeta("grp_1") },
-	"HotMessages":         func(k Keys) string { return k.HotMessages("grp_1") },
+// tenantWideKeys calls every builder of a key under the tenant's own tag {tenant}, with
+// arguments that would break a naive hash tag (braces, colons): what one script must reach
+// together with keys of other topics or users of the tenant, or what is one per tenant.
+var tenantWideKeys = map[string]func(Keys) string{
 	"DeliverQueue":        Keys.DeliverQueue,
 	"DeliverProcessing":   Keys.DeliverProcessing,
 	"DeliverQueueOf":      func(k Keys) string { return k.DeliverQueueOf(7, 16) },
@@ -54,43 +51,90 @@ var tenantKeys = map[string]func(Keys) string{
 	"DeliverLease":        func(k Keys) string { return k.DeliverLease(7, 16) },
 }
 
+// groupedKeys calls every builder of a key under a slot group's tag {tenant~g} (Keys.Group,
+// DESIGN §11), with the same kind of arguments: the group's copy of the month state and the
+// keys of the topics in the group (topicKeys), which is all the seq script and the commit
+// follow-up's topic parts touch in one call.
+var groupedKeys = map[string]func(Keys) string{
+	"ActiveMonth": Keys.ActiveMonth,
+	"ReadyMonths": Keys.ReadyMonths,
+	"SwitchMonth": Keys.SwitchMonth,
+	"Seq":         func(k Keys) string { return k.Seq(slotTopic) },
+	"Idem":        func(k Keys) string { return k.Idem(slotTopic, 1, "x{other}:y") },
+	"Pending":     func(k Keys) string { return k.Pending(slotTopic) },
+	"Route":       func(k Keys) string { return k.Route(slotTopic) },
+	"RouteMeta":   func(k Keys) string { return k.RouteMeta(slotTopic) },
+	"HotMessages": func(k Keys) string { return k.HotMessages(slotTopic) },
+}
+
+// slotTopic is the topic the grouped keys are built for.
+const slotTopic = "p2p_1_2"
+
+// TestKeysCoverEveryBuilder: every key builder is listed once, as tenant-wide or as grouped,
+// so the slot tests below check every key as builders are added.
 func TestKeysCoverEveryBuilder(t *testing.T) {
 	typ := reflect.TypeFor[Keys]()
 	for i := range typ.NumMethod() {
-		if name := typ.Method(i).Name; tenantKeys[name] == nil && name != "Group" { // Group builds builders; TestGroupsSpreadOverSlots checks it
-			t.Errorf("Keys.%s is not in tenantKeys: list it so its slot is checked", name)
+		name := typ.Method(i).Name
+		if name == "Group" { // builds builders; TestGroupsSpreadOverSlots checks it
+			continue
+		}
+		switch wide, grouped := tenantWideKeys[name] != nil, groupedKeys[name] != nil; {
+		case wide && grouped:
+			t.Errorf("Keys.%s is listed both tenant-wide and grouped", name)
+		case !wide && !grouped:
+			t.Errorf("Keys.%s is in neither tenantWideKeys nor groupedKeys: list it so its slot is checked", name)
 		}
 	}
 }
 
-// TestTenantKeysShareOneSlot: Redis Cluster runs a multi-key script or transaction only when
-// all its keys hash to one slot, so every key of a tenant must (DESIGN §3: the {tenant} tag).
-func TestTenantKeysShareOneSlot(t *testing.T) {
+// TestKeysShareTheirTagSlot: Redis Cluster runs a multi-key script or transaction only when
+// all its keys hash to one slot. The tenant-wide keys share the tenant's slot (DESIGN §3: the
+// {tenant} tag); the grouped keys of each slot group share the group's slot, whichever group
+// (DESIGN §11); and the builders the adapters use for a topic build its group's keys.
+func TestKeysShareTheirTagSlot(t *testing.T) {
 	k, err := KeysOf("acme")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := keySlot("acme")
-	names := slices.Sorted(maps.Keys(tenantKeys))
-	for _, name := range names {
-		key := tenantKeys[name](k)
-		if got := keySlot(key); got != want {
-			t.Errorf("Keys.%s = %q: slot %d; want the tenant's %d", name, key, got, want)
+	topic, err := topicKeys("acme", slotTopic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type want struct {
+		keys  Keys
+		slot  uint16
+		names map[string]func(Keys) string
+	}
+	wants := []want{{k, keySlot("acme"), tenantWideKeys}}
+	for _, g := range []int{0, 1, TopicGroup(slotTopic), SlotGroups - 1} {
+		wants = append(wants, want{k.Group(g), keySlot("acme~" + strconv.Itoa(g)), groupedKeys})
+	}
+	var c rueidis.Client
+	if cluster.configured() { // the cluster's own CLUSTER KEYSLOT agrees, when services.sh started one
+		c = cluster.client(t)
+	}
+	for _, w := range wants {
+		for _, name := range slices.Sorted(maps.Keys(w.names)) {
+			key := w.names[name](w.keys)
+			if got := keySlot(key); got != w.slot {
+				t.Errorf("%q: slot %d; want its tag's %d", key, got, w.slot)
+			}
+			if c == nil {
+				continue
+			}
+			got, err := c.Do(context.Background(), c.B().ClusterKeyslot().Key(key).Build()).AsInt64()
+			if err != nil {
+				t.Fatalf("CLUSTER KEYSLOT %s: %v", key, err)
+			}
+			if got != int64(w.slot) {
+				t.Errorf("CLUSTER KEYSLOT %q = %d; want %d", key, got, w.slot)
+			}
 		}
 	}
-	// The cluster's own CLUSTER KEYSLOT agrees, when services.sh started one.
-	if !cluster.configured() {
-		return
-	}
-	c := cluster.client(t)
-	for _, name := range names {
-		key := tenantKeys[name](k)
-		got, err := c.Do(context.Background(), c.B().ClusterKeyslot().Key(key).Build()).AsInt64()
-		if err != nil {
-			t.Fatalf("CLUSTER KEYSLOT %s: %v", key, err)
-		}
-		if got != int64(want) {
-			t.Errorf("CLUSTER KEYSLOT %q = %d; want %d", key, got, want)
+	for name, build := range groupedKeys {
+		if got, want := build(topic), build(k.Group(TopicGroup(slotTopic))); got != want {
+			t.Errorf("topicKeys(%s).%s = %q; want its group's %q", slotTopic, name, got, want)
 		}
 	}
 }
@@ -154,4 +198,80 @@ func TestGroupsSpreadOverSlots(t *testing.T) {
 			t.Errorf("UserGroup(%d) = %d", user, g)
 		}
 	}
+}
+
+// TestOneTenantsSeqWorkReachesEveryMaster: one tenant's sends over many topics run their seq
+// scripts on every master of a three-master Redis Cluster, not on the one holding the tenant's
+// own slot (DESIGN §11): each master ends up holding idempotency records of the tenant, which
+// only the seq script writes, and took seq-script calls by its INFO commandstats.
+func TestOneTenantsSeqWorkReachesEveryMaster(t *testing.T) {
+	c := cluster.client(t)
+	ctx := t.Context()
+	tenant := testTenant(t, c)
+	s, ms := NewSeqAllocator(c, time.Hour), NewMonthState(c)
+	m := month.Month(203106)
+	activateMonth(t, ms, tenant, m)
+	before := scriptCalls(t, c)
+	const topics = 64
+	for i := range topics {
+		topic := "grp_" + strconv.Itoa(i+1)
+		if err := s.Reseed(ctx, tenant, topic, 0); err != nil {
+			t.Fatal(err)
+		}
+		req := seq.Request{Topic: topic, From: 1, ClientMsgID: "c", MsgID: int64(i + 1), Hash: "h", MonthOverride: m}
+		if a, err := s.Allocate(ctx, tenant, req); err != nil || a.Seq != 1 || a.Month != m {
+			t.Fatalf("Allocate(%s) = %+v, %v; want seq 1 in %s", topic, a, err, m)
+		}
+	}
+	after := scriptCalls(t, c)
+	nodes := c.Nodes()
+	if len(nodes) < 3 {
+		t.Fatalf("the cluster has %d masters; want 3", len(nodes))
+	}
+	for addr, node := range nodes {
+		var records int
+		var cursor uint64
+		for {
+			e, err := node.Do(ctx, node.B().Scan().Cursor(cursor).Match("im:{"+tenant+"~*}:groupmsg:idem:*").Count(1000).Build()).AsScanEntry()
+			if err != nil {
+				t.Fatalf("scan %s: %v", addr, err)
+			}
+			records += len(e.Elements)
+			if cursor = e.Cursor; cursor == 0 {
+				break
+			}
+		}
+		t.Logf("master %s: %d of the %d idempotency records, %d script calls", addr, records, topics, after[addr]-before[addr])
+		if records == 0 {
+			t.Errorf("master %s holds none of the tenant's %d idempotency records: its seq scripts ran elsewhere", addr, topics)
+		}
+		if after[addr] <= before[addr] {
+			t.Errorf("master %s took no script call (commandstats %d then %d)", addr, before[addr], after[addr])
+		}
+	}
+}
+
+// scriptCalls reads each master's count of EVAL and EVALSHA calls from INFO commandstats.
+func scriptCalls(t *testing.T, c rueidis.Client) map[string]int64 {
+	t.Helper()
+	out := map[string]int64{}
+	for addr, node := range c.Nodes() {
+		info, err := node.Do(t.Context(), node.B().Info().Section("commandstats").Build()).ToString()
+		if err != nil {
+			t.Fatalf("INFO commandstats of %s: %v", addr, err)
+		}
+		for line := range strings.Lines(info) {
+			name, stats, ok := strings.Cut(strings.TrimSpace(line), ":")
+			if !ok || (name != "cmdstat_eval" && name != "cmdstat_evalsha") {
+				continue
+			}
+			calls, _, _ := strings.Cut(strings.TrimPrefix(stats, "calls="), ",")
+			n, err := strconv.ParseInt(calls, 10, 64)
+			if err != nil {
+				t.Fatalf("commandstats of %s: %q: %v", addr, line, err)
+			}
+			out[addr] += n
+		}
+	}
+	return out
 }
