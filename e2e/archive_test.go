@@ -348,12 +348,12 @@ func (s *Server) dropHot(ctx context.Context, topic string) {
 func (s *Server) routeMonths(ctx context.Context, topic string) (zset, meta []string) {
 	s.t.Helper()
 	rc := s.Redis()
-	prefix := "im:{" + s.Tenant + "}:groupmsg:"
-	zset, err := rc.Do(ctx, rc.B().Zrange().Key(prefix+"route:"+topic).Min("0").Max("-1").Build()).AsStrSlice()
+	k := s.topicKeys(topic)
+	zset, err := rc.Do(ctx, rc.B().Zrange().Key(k.Route(topic)).Min("0").Max("-1").Build()).AsStrSlice()
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	meta, err = rc.Do(ctx, rc.B().Hkeys().Key(prefix+"route_meta:"+topic).Build()).AsStrSlice()
+	meta, err = rc.Do(ctx, rc.B().Hkeys().Key(k.RouteMeta(topic)).Build()).AsStrSlice()
 	if err != nil {
 		s.t.Fatal(err)
 	}

@@ -125,16 +125,27 @@ func (s *Server) Advance(month string) string {
 	return out.ActiveMonth
 }
 
-// ActiveMonth reads the tenant's active month from Redis.
+// ActiveMonth reads the tenant's active month from Redis: the newest of its slot groups'
+// (ports.MonthState.Active).
 func (s *Server) ActiveMonth(c rueidis.Client) string {
 	s.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	v, err := c.Do(ctx, c.B().Get().Key("im:{"+s.Tenant+"}:groupmsg:active_month").Build()).ToString()
+	m, found, err := redis.NewMonthState(c).Active(ctx, s.Tenant)
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	return v
+	if !found {
+		s.t.Fatal("no slot group of the tenant holds an active month")
+	}
+	return m.String()
+}
+
+// topicKeys is the Redis key builder of a topic's slot group, whose tag its seq counter,
+// idempotency records, route and hot cache carry (DESIGN §11).
+func (s *Server) topicKeys(topic string) redis.Keys {
+	s.t.Helper()
+	return s.Keys().Group(redis.TopicGroup(topic))
 }
 
 // Month returns the UTC month n months from now as YYYYMM.

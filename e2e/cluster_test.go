@@ -149,7 +149,7 @@ func TestRedisClusterOneTenantsDeliveryLandsOnEveryMaster(t *testing.T) {
 }
 
 // TestRedisClusterMasterKilledDuringSendsLosesNoAckedMessage kills -9 the master holding the
-// tenant's slot while senders run, restarts it (it replays its AOF; the cluster has no
+// first topic's slot group while senders run, restarts it (it replays its AOF; the cluster has no
 // replicas, see README), and reads everything back: every ACKed message stored once with its
 // seq and msg_id, no seq ACKed twice. Sends fail while the master is down, with 50301 or a
 // timeout, never with an ACK that is then lost.
@@ -157,8 +157,6 @@ func TestRedisClusterMasterKilledDuringSendsLosesNoAckedMessage(t *testing.T) {
 	svc := RequireServices(t)
 	pc := startPrivateCluster(t)
 	srv := Start(t, Options{Env: map[string]string{"IMD_REDIS_ADDR": pc.addrs()}})
-	victim := pc.masterOf(t, "im:{"+srv.Tenant+"}:groupmsg:active_month")
-
 	const groups = 3
 	senders := make([]*faultSender, groups)
 	for g := range groups {
@@ -167,6 +165,8 @@ func TestRedisClusterMasterKilledDuringSendsLosesNoAckedMessage(t *testing.T) {
 		srv.User(member)
 		senders[g] = &faultSender{topic: srv.Group(int64(1410+g), owner, member), token: tok, user: owner}
 	}
+	// The master of the first topic's slot group: its seq counter and its group's month state.
+	victim := pc.masterOf(t, srv.topicKeys(senders[0].topic).Seq(senders[0].topic))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	stop := make(chan struct{})

@@ -272,7 +272,7 @@ func TestConsoleOperatorRunsMigrationMonthSwitchAndRouteRepairInABrowser(t *test
 	// the mirror and shows its month segments.
 	topic := lt.sum.Topics[0].Name
 	rc := srv.Redis()
-	routeKey := "im:{" + srv.Tenant + "}:groupmsg:route:" + topic
+	routeKey := srv.topicKeys(topic).Route(topic)
 	if err := rc.Do(ctx, rc.B().Del().Key(routeKey).Build()).Error(); err != nil {
 		t.Fatal(err)
 	}

@@ -45,21 +45,21 @@ func eventually(t *testing.T, limit time.Duration, what string, cond func() bool
 func (s *Server) routeMeta(rc rueidis.Client, topic string) map[string]string {
 	s.t.Helper()
 	ctx := context.Background()
-	prefix := "im:{" + s.Tenant + "}:groupmsg:"
-	kind, err := rc.Do(ctx, rc.B().Type().Key(prefix+"route:"+topic).Build()).ToString()
+	k := s.topicKeys(topic)
+	kind, err := rc.Do(ctx, rc.B().Type().Key(k.Route(topic)).Build()).ToString()
 	if err != nil {
 		s.t.Fatal(err)
 	}
 	if kind != "zset" {
 		return nil
 	}
-	months, err := rc.Do(ctx, rc.B().Zrange().Key(prefix+"route:"+topic).Min("0").Max("-1").Build()).AsStrSlice()
+	months, err := rc.Do(ctx, rc.B().Zrange().Key(k.Route(topic)).Min("0").Max("-1").Build()).AsStrSlice()
 	if err != nil {
 		s.t.Fatal(err)
 	}
 	out := map[string]string{}
 	for _, m := range months {
-		meta, err := rc.Do(ctx, rc.B().Hget().Key(prefix+"route_meta:"+topic).Field(m).Build()).ToString()
+		meta, err := rc.Do(ctx, rc.B().Hget().Key(k.RouteMeta(topic)).Field(m).Build()).ToString()
 		if err != nil {
 			s.t.Fatalf("route_meta %s of %s: %v", m, topic, err)
 		}
@@ -102,7 +102,7 @@ func TestLifecycleFailedRouteUpdateIsRepairedFromTheQueue(t *testing.T) {
 	}
 
 	// A route key of the wrong type makes the post-COMMIT update fail; the send still succeeds.
-	routeKey := "im:{" + srv.Tenant + "}:groupmsg:route:" + c.topic
+	routeKey := srv.topicKeys(c.topic).Route(c.topic)
 	for _, cmd := range []rueidis.Completed{rc.B().Del().Key(routeKey).Build(), rc.B().Set().Key(routeKey).Value("damaged").Build()} {
 		if err := rc.Do(ctx, cmd).Error(); err != nil {
 			t.Fatal(err)
@@ -135,20 +135,24 @@ func TestLifecycleFailedRouteUpdateIsRepairedFromTheQueue(t *testing.T) {
 func (s *Server) deleteRoutes(rc rueidis.Client, withMarker bool) {
 	s.t.Helper()
 	ctx := context.Background()
-	prefix := "im:{" + s.Tenant + "}:groupmsg:"
-	keys, err := rc.Do(ctx, rc.B().Keys().Pattern(prefix+"route*").Build()).AsStrSlice()
+	// Routes lie in the topics' slot groups, the repair queue and the marker under the
+	// tenant's own tag (DESIGN §11).
+	keys, err := rc.Do(ctx, rc.B().Keys().Pattern(s.keyPattern("groupmsg:route:*")).Build()).AsStrSlice()
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	keys = slices.DeleteFunc(keys, func(k string) bool { return strings.HasPrefix(k, prefix+"route_repair") })
-	if withMarker {
-		keys = append(keys, prefix+"routes_built")
-	}
-	if len(keys) == 0 {
-		return
-	}
-	if err := rc.Do(ctx, rc.B().Del().Key(keys...).Build()).Error(); err != nil {
+	metas, err := rc.Do(ctx, rc.B().Keys().Pattern(s.keyPattern("groupmsg:route_meta:*")).Build()).AsStrSlice()
+	if err != nil {
 		s.t.Fatal(err)
+	}
+	keys = append(keys, metas...)
+	if withMarker {
+		keys = append(keys, "im:{"+s.Tenant+"}:groupmsg:routes_built")
+	}
+	for _, key := range keys { // one at a time: they lie in several slots
+		if err := rc.Do(ctx, rc.B().Del().Key(key).Build()).Error(); err != nil {
+			s.t.Fatal(err)
+		}
 	}
 }
 

@@ -28,7 +28,7 @@ type errorBody struct {
 }
 
 // hotKey is the topic's hot-message ZSET.
-func (s *Server) hotKey(topic string) string { return "im:{" + s.Tenant + "}:groupmsg:hot:" + topic }
+func (s *Server) hotKey(topic string) string { return s.topicKeys(topic).HotMessages(topic) }
 
 // querySources reads how many queries each group_message_query_latency source counted.
 func (s *Server) querySources() map[string]float64 {

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/imdhq/imd/adapters/redis"
 	"github.com/imdhq/imd/clients/go/client"
 	"github.com/imdhq/imd/clients/go/wire"
 )
@@ -86,7 +87,8 @@ func (r *replicaSet) stepBack(from, to int, tenant string, topics []string) int6
 	r.t.Helper()
 	var n int64
 	for _, topic := range topics {
-		key := "im:{" + tenant + "}:groupmsg:seq:" + topic
+		k, _ := redis.KeysOf(tenant)
+		key := k.Group(redis.TopicGroup(topic)).Seq(topic)
 		n += r.counter(to, key) - r.counter(from, key)
 	}
 	return n

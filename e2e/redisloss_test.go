@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/imdhq/imd/adapters/redis"
 	"github.com/imdhq/imd/clients/go/client"
 	"github.com/imdhq/imd/clients/go/wire"
 )
@@ -54,10 +55,12 @@ func TestRedisLossAfterAnEarlyMonthSwitchKeepsTheActiveMonth(t *testing.T) {
 			case "flushall":
 				srv.dropTenantKeys(rc)
 			case "stale replica":
-				// The replica missed the switch: it still has the month before.
-				key := "im:{" + srv.Tenant + "}:groupmsg:active_month"
-				if err := rc.Do(ctx, rc.B().Set().Key(key).Value(Month(0)).Build()).Error(); err != nil {
-					t.Fatal(err)
+				// The replica missed the switch: every slot group still has the month before.
+				k, _ := redis.KeysOf(srv.Tenant)
+				for g := range redis.SlotGroups {
+					if err := rc.Do(ctx, rc.B().Set().Key(k.Group(g).ActiveMonth()).Value(Month(0)).Build()).Error(); err != nil {
+						t.Fatal(err)
+					}
 				}
 			}
 			ack, busy := sendUntilAcked(t, ctx, c.conns[0], textMessage(c.topic, "lost-1", "lost 1"), 20*time.Second)

@@ -138,7 +138,7 @@ func TestShard03SameClientMsgIDAcrossMonthsKeepsOne(t *testing.T) {
 	srv.Advance(Month(1))
 	// Lose Redis' idempotency record too, so only the MySQL dedup table can recognise the retry.
 	rc := srv.Redis()
-	keys, err := rc.Do(ctx, rc.B().Keys().Pattern("im:{"+srv.Tenant+"}:groupmsg:idem:*").Build()).AsStrSlice()
+	keys, err := rc.Do(ctx, rc.B().Keys().Pattern(srv.keyPattern("groupmsg:idem:*")).Build()).AsStrSlice()
 	if err != nil || len(keys) == 0 {
 		t.Fatalf("idem keys %v %v", keys, err)
 	}
@@ -544,8 +544,7 @@ func TestShard16DeletedRouteIsRebuiltFromMirror(t *testing.T) {
 		t.Fatal(err)
 	}
 	rc := srv.Redis()
-	routeKey := "im:{" + srv.Tenant + "}:groupmsg:route:" + c.topic
-	metaKey := "im:{" + srv.Tenant + "}:groupmsg:route_meta:" + c.topic
+	routeKey, metaKey := srv.topicKeys(c.topic).Route(c.topic), srv.topicKeys(c.topic).RouteMeta(c.topic)
 	if err := rc.Do(ctx, rc.B().Del().Key(routeKey, metaKey).Build()).Error(); err != nil {
 		t.Fatal(err)
 	}

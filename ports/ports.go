@@ -207,20 +207,30 @@ type ShardStore interface {
 }
 
 // MonthState is the Redis side of month switching: which months are ready and which is active.
+// Each slot group (DESIGN §11) keeps its own copy, beside the seq counters of its topics, so
+// the seq script reads and moves its group's active month in the step that hands out a seq; the
+// shard manager switches the groups one after another (DESIGN §7.2).
 type MonthState interface {
-	// MarkReady lets the seq script move active_month to m.
-	MarkReady(ctx context.Context, tenant string, m month.Month) error
+	// Groups is how many slot groups keep a copy: they are 0 to Groups()-1.
+	Groups() int
+	// GroupOf is the group whose copy the allocations of a topic read.
+	GroupOf(topic string) int
+	// MarkReady lets the seq script move the group's active_month to m.
+	MarkReady(ctx context.Context, tenant string, group int, m month.Month) error
+	// Active is the newest month active in any group (found=false while none is): the newest
+	// month a message may be in, which readers look up to.
 	Active(ctx context.Context, tenant string) (m month.Month, found bool, err error)
-	// Advance moves active_month forward to m if m is ready; never backward. A scheduled
-	// switch that is due is applied first.
-	Advance(ctx context.Context, tenant string, m month.Month) (month.Month, error)
-	// SwitchAt schedules an early switch: active_month moves forward to m once Redis TIME
-	// reaches at, in the same atomic step that first finds it due (an allocation or an
-	// Advance), as it does when TIME enters a ready month; at once when at has passed. m must
-	// be ready by then. One switch is scheduled at a time: a later month replaces an earlier
-	// one, the same month keeps the earlier instant. It returns the active month after the
-	// call (zero when none).
-	SwitchAt(ctx context.Context, tenant string, m month.Month, at time.Time) (month.Month, error)
+	// Advance moves the group's active_month forward to m if m is ready there; never backward.
+	// A scheduled switch that is due is applied first. It returns the group's active month
+	// after the call (zero when none).
+	Advance(ctx context.Context, tenant string, group int, m month.Month) (month.Month, error)
+	// SwitchAt schedules an early switch of the group: its active_month moves forward to m
+	// once Redis TIME reaches at, in the same atomic step that first finds it due (an
+	// allocation or an Advance), as it does when TIME enters a ready month; at once when at
+	// has passed. m must be ready by then. One switch is scheduled at a time: a later month
+	// replaces an earlier one, the same month keeps the earlier instant. It returns the
+	// group's active month after the call (zero when none).
+	SwitchAt(ctx context.Context, tenant string, group int, m month.Month, at time.Time) (month.Month, error)
 	// Now is Redis TIME, the only clock month decisions use.
 	Now(ctx context.Context) (time.Time, error)
 }

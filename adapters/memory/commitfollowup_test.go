@@ -9,7 +9,7 @@ import (
 
 func TestCommitFollowUpContract(t *testing.T) {
 	contract.CommitFollowUp(t, func(t *testing.T, partitions int) contract.FollowUpFixture {
-		months := NewMonthState(time.Now)
+		months := NewGroupedMonthState(time.Now, 4)
 		seqs := NewSeqAllocator(months, time.Now)
 		routes := NewRouteCache()
 		hot := NewHotCache(time.Now, time.Hour, 100)

@@ -97,7 +97,7 @@ func (s *SeqAllocator) Allocate(_ context.Context, name string, req seq.Request)
 	if !ok {
 		return seq.Allocation{}, fmt.Errorf("allocate seq for %s in %s: %w", req.Topic, name, seq.ErrCounterMissing)
 	}
-	next.Month = s.months.activeFor(name, req.MonthOverride, req.Floor)
+	next.Month = s.months.activeFor(name, req.Topic, req.MonthOverride, req.Floor)
 	if next.Month == 0 {
 		return seq.Allocation{}, fmt.Errorf("allocate seq for %s in %s: %w", req.Topic, name, seq.ErrNoActiveMonth)
 	}

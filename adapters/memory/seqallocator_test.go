@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -12,19 +13,27 @@ import (
 const contractTenant = "acme"
 
 func TestPendingSeqsContract(t *testing.T) {
-	contract.PendingSeqs(t, func(*testing.T) contract.SeqFixture {
-		ms := NewMonthState(time.Now)
-		s := NewSeqAllocator(ms, time.Now)
-		return contract.SeqFixture{Tenant: contractTenant, Seq: s, Months: ms, Pending: s, FollowUp: &CommitFollowUp{Seqs: s}}
-	})
+	for _, groups := range contractGroups {
+		t.Run(fmt.Sprintf("%d groups", groups), func(t *testing.T) {
+			contract.PendingSeqs(t, func(*testing.T) contract.SeqFixture {
+				ms := NewGroupedMonthState(time.Now, groups)
+				s := NewSeqAllocator(ms, time.Now)
+				return contract.SeqFixture{Tenant: contractTenant, Seq: s, Months: ms, Pending: s, FollowUp: &CommitFollowUp{Seqs: s}}
+			})
+		})
+	}
 }
 
 func TestSeqAllocatorContract(t *testing.T) {
-	contract.SeqAllocator(t, func(*testing.T) contract.SeqFixture {
-		ms := NewMonthState(time.Now)
-		s := NewSeqAllocator(ms, time.Now)
-		return contract.SeqFixture{Tenant: contractTenant, Seq: s, Months: ms, FollowUp: &CommitFollowUp{Seqs: s}}
-	})
+	for _, groups := range contractGroups {
+		t.Run(fmt.Sprintf("%d groups", groups), func(t *testing.T) {
+			contract.SeqAllocator(t, func(*testing.T) contract.SeqFixture {
+				ms := NewGroupedMonthState(time.Now, groups)
+				s := NewSeqAllocator(ms, time.Now)
+				return contract.SeqFixture{Tenant: contractTenant, Seq: s, Months: ms, FollowUp: &CommitFollowUp{Seqs: s}}
+			})
+		})
+	}
 }
 
 func TestSeqAllocatorRecordsExpire(t *testing.T) {
@@ -33,10 +42,10 @@ func TestSeqAllocatorRecordsExpire(t *testing.T) {
 	ms := NewMonthState(clock)
 	s := NewSeqAllocator(ms, clock)
 	ctx := t.Context()
-	if err := ms.MarkReady(ctx, contractTenant, 203106); err != nil {
+	if err := ms.MarkReady(ctx, contractTenant, 0, 203106); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ms.Advance(ctx, contractTenant, 203106); err != nil {
+	if _, err := ms.Advance(ctx, contractTenant, 0, 203106); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Reseed(ctx, contractTenant, "grp_1", 0); err != nil {

@@ -77,11 +77,35 @@ func lose[K comparable, V any](mu *sync.Mutex, state map[K]V) {
 
 // Snapshot copies the active and ready months and the scheduled switch.
 func (s *MonthState) Snapshot() func() {
-	return snapshot(&s.mu, partOf(&s.tenants, func(m map[string]*tenantMonths) map[string]*tenantMonths {
-		return cloneMap(m, func(t *tenantMonths) *tenantMonths {
-			return &tenantMonths{active: t.active, ready: maps.Clone(t.ready), switchTo: t.switchTo, switchAt: t.switchAt}
-		})
+	return snapshot(&s.mu, partOf(&s.tenants, func(m map[tenantGroup]*tenantMonths) map[tenantGroup]*tenantMonths {
+		return cloneMap(m, (*tenantMonths).clone)
 	}))
+}
+
+// SnapshotGroup copies one slot group's active and ready months and scheduled switch; restore
+// puts that copy back and leaves the other groups as they are then: a failover of the one
+// master that holds the group's slot.
+func (s *MonthState) SnapshotGroup(name string, group int) (restore func()) {
+	g := tenantGroup{name, group}
+	s.mu.Lock()
+	saved, ok := s.tenants[g]
+	if ok {
+		saved = saved.clone()
+	}
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if !ok {
+			delete(s.tenants, g)
+			return
+		}
+		s.tenants[g] = saved.clone()
+	}
+}
+
+func (t *tenantMonths) clone() *tenantMonths {
+	return &tenantMonths{active: t.active, ready: maps.Clone(t.ready), switchTo: t.switchTo, switchAt: t.switchAt}
 }
 
 // Lose forgets every active and ready month.

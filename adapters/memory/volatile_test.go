@@ -27,10 +27,10 @@ func TestVolatileRollsBackAndLoses(t *testing.T) {
 			fake: func() Volatile {
 				ms := NewMonthState(time.Now)
 				now := month.Of(time.Now())
-				if err := ms.MarkReady(ctx, contractTenant, now); err != nil {
+				if err := ms.MarkReady(ctx, contractTenant, 0, now); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := ms.Advance(ctx, contractTenant, now); err != nil {
+				if _, err := ms.Advance(ctx, contractTenant, 0, now); err != nil {
 					t.Fatal(err)
 				}
 				return NewSeqAllocator(ms, time.Now)
@@ -64,10 +64,10 @@ func TestVolatileRollsBackAndLoses(t *testing.T) {
 			fake: func() Volatile { return NewMonthState(time.Now) },
 			write: func(t *testing.T, v Volatile, n int) {
 				s := v.(*MonthState)
-				if err := s.MarkReady(ctx, contractTenant, m.Add(n)); err != nil {
+				if err := s.MarkReady(ctx, contractTenant, 0, m.Add(n)); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := s.Advance(ctx, contractTenant, m.Add(n)); err != nil {
+				if _, err := s.Advance(ctx, contractTenant, 0, m.Add(n)); err != nil {
 					t.Fatal(err)
 				}
 			},

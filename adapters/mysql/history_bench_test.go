@@ -69,11 +69,11 @@ func BenchmarkHistoryPage(b *testing.B) {
 	clock := memory.NewClock(months[1].Start())
 	state := memory.NewMonthState(clock.Now)
 	for _, m := range months {
-		if err := state.MarkReady(ctx, tenant, m); err != nil {
+		if err := state.MarkReady(ctx, tenant, 0, m); err != nil {
 			b.Fatal(err)
 		}
 	}
-	if _, err := state.Advance(ctx, tenant, months[1]); err != nil {
+	if _, err := state.Advance(ctx, tenant, 0, months[1]); err != nil {
 		b.Fatal(err)
 	}
 	svc := history.New(history.Deps{

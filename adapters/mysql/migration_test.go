@@ -87,14 +87,14 @@ func newMigFixture(t testing.TB, spec legacygen.Spec, cfg migration.Config) *mig
 		if err := f.shards.EnsureTable(ctx, tenant, m); err != nil {
 			t.Fatal(err)
 		}
-		if err := f.months.MarkReady(ctx, tenant, m); err != nil {
+		if err := f.months.MarkReady(ctx, tenant, 0, m); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if err := f.shards.SetState(ctx, tenant, f.active, shard.Prepared, shard.Writable); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.months.Advance(ctx, tenant, f.active); err != nil {
+	if _, err := f.months.Advance(ctx, tenant, 0, f.active); err != nil {
 		t.Fatal(err)
 	}
 	spec.End = now.Add(-time.Minute)

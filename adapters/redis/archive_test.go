@@ -35,7 +35,7 @@ func TestRemoveMonthDropsOneSegment(t *testing.T) {
 	if got, found, err := rc.Segments(ctx, tenant, "grp_1"); err != nil || found {
 		t.Fatalf("after removing every month: %v %v %v", got, found, err)
 	}
-	k, _ := KeysOf(tenant)
+	k, _ := topicKeys(tenant, "grp_1")
 	for _, key := range []string{k.Route("grp_1"), k.RouteMeta("grp_1")} {
 		if n, err := c.Do(ctx, c.B().Exists().Key(key).Build()).AsInt64(); err != nil || n != 0 {
 			t.Fatalf("%s still exists: %d %v", key, n, err)

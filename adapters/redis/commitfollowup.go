@@ -4,16 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/redis/rueidis"
 
 	"github.com/imdhq/imd/ports"
 )
 
-// CommitFollowUp is ports.CommitFollowUp: one script call writes the route update, the hot
-// entry, the deliver job, the acked mark and the pending settles of a committed message, with
-// the Lua functions it shares with the single-purpose scripts of the route cache and the
-// queue. Every key of a call carries one hash tag, so the call is legal on Redis Cluster too.
+// CommitFollowUp is ports.CommitFollowUp: a script writes the route update, the hot entry,
+// the deliver job, the acked mark and the pending settles of a committed message, with the Lua
+// functions it shares with the single-purpose scripts of the route cache and the queue. One
+// call carries the parts whose keys share a hash tag, so each is legal on Redis Cluster too.
 type CommitFollowUp struct {
 	c     rueidis.Client
 	queue *DeliverQueue
@@ -88,36 +90,33 @@ end
 return out
 `)
 
-// pushJob runs the script's job part alone.
-func (c *CommitFollowUp) pushJob(ctx context.Context, key, raw string) error {
-	reply, err := followUpScript.Exec(ctx, c.c, []string{key}, []string{"00100", raw}).AsStrSlice()
-	switch {
-	case err != nil:
-		return err
-	case len(reply) != parts:
-		return fmt.Errorf("script reply has %d entries, want %d", len(reply), parts)
-	case reply[partJob] != "ok":
-		return errors.New(reply[partJob])
-	}
-	return nil
+// followUpCall is one followUpScript call: the parts it carries, in flag order, with their
+// keys and arguments.
+type followUpCall struct {
+	tag   string // the hash tag every key of the call carries
+	flags []byte
+	keys  []string
+	args  []string // after the flags
 }
 
-// Apply writes f's parts in one script call, and the deliver job in one before it. Each part is validated first, so bad input fails
-// only its own part, before anything is written; the script's parts then fail only on what
-// Redis holds.
+// Apply writes f's parts in as few script calls as their slots allow: one when every key
+// carries one hash tag. The topic's parts lie in its slot group, the deliver job in its
+// partition's list, which may lie elsewhere (DESIGN §11): then the job goes first, alone, and
+// the acked mark and the settle go only once it is queued, as the one-call script orders them;
+// the other parts go next, a call per slot. Each part is validated first, so bad
+// input fails only its own part, before anything is written; the script's parts then fail
+// only on what Redis holds.
 func (c *CommitFollowUp) Apply(ctx context.Context, tenant string, f ports.FollowUp) ports.FollowUpResult {
 	if _, err := KeysOf(tenant); err != nil {
 		return f.Failed(fmt.Errorf("commit follow-up: %w", err))
 	}
 	var r ports.FollowUpResult
 	outcome := [parts]*error{&r.Route, &r.Hot, &r.Job, &r.Acked, &r.Settle}
+	var keys [parts][]string
+	var args [parts][]string
 	var sent [parts]bool
-	flags := []byte("00000")
-	keys := []string{}
-	args := []string{""} // the flags
 	add := func(part int, k []string, a []string) {
-		sent[part], flags[part] = true, '1'
-		keys, args = append(keys, k...), append(args, a...)
+		sent[part], keys[part], args[part] = true, k, a
 	}
 	if f.Route != nil {
 		k, a, err := routeUpdateArgs(tenant, *f.Route)
@@ -135,21 +134,17 @@ func (c *CommitFollowUp) Apply(ctx context.Context, tenant string, f ports.Follo
 		}
 	}
 	if f.Job != nil {
-		// The job's partition list lies in the partition's slot group (DESIGN §11), not under
-		// the tenant's tag like the other parts: it goes first in a call of its own, and the
-		// acked mark and the settle follow only once it is queued, as the script orders them.
 		job := *f.Job
 		job.Tenant = tenant
 		key, raw, err := c.queue.pushArgs(job)
-		if err == nil {
-			err = c.pushJob(ctx, key, raw)
-		}
 		if err != nil {
-			r.Job = fmt.Errorf("%s after commit in %s: %w", partNames[partJob], tenant, err)
+			r.Job = err
+		} else {
+			add(partJob, []string{key}, []string{raw})
 		}
 	}
 	if a := f.Acked; a != nil {
-		switch k, err := keysForTopic(tenant, a.Topic); {
+		switch k, err := topicKeys(tenant, a.Topic); {
 		case r.Job != nil:
 			r.Acked = ports.ErrNotAttempted
 		case err != nil:
@@ -159,7 +154,7 @@ func (c *CommitFollowUp) Apply(ctx context.Context, tenant string, f ports.Follo
 		}
 	}
 	if s := f.Settle; s != nil {
-		switch k, err := keysForTopic(tenant, s.Topic); {
+		switch k, err := topicKeys(tenant, s.Topic); {
 		case r.Job != nil:
 			r.Settle = ports.ErrNotAttempted
 		case err != nil:
@@ -172,27 +167,73 @@ func (c *CommitFollowUp) Apply(ctx context.Context, tenant string, f ports.Follo
 			add(partSettle, []string{k.Pending(s.Topic)}, members)
 		}
 	}
-	if len(keys) == 0 {
+	// calls groups the parts still to write by hash tag, in flag order, the first call first.
+	calls := func(only func(part int) bool) []*followUpCall {
+		var out []*followUpCall
+		for i := range parts {
+			if !sent[i] || !only(i) {
+				continue
+			}
+			tag := hashTag(keys[i][0])
+			j := slices.IndexFunc(out, func(c *followUpCall) bool { return c.tag == tag })
+			if j < 0 {
+				out = append(out, &followUpCall{tag: tag, flags: []byte("00000")})
+				j = len(out) - 1
+			}
+			out[j].flags[i] = '1'
+			out[j].keys, out[j].args = append(out[j].keys, keys[i]...), append(out[j].args, args[i]...)
+		}
+		return out
+	}
+	// run writes the calls one after another (a follow-up's parts span two slots at most in
+	// practice, and Exec needs no SCRIPT LOAD round trip first, as ExecMulti does) and records
+	// each sent part's outcome.
+	run := func(batch []*followUpCall) {
+		for _, call := range batch {
+			reply, err := followUpScript.Exec(ctx, c.c, call.keys, append([]string{string(call.flags)}, call.args...)).AsStrSlice()
+			if err == nil && len(reply) != parts {
+				err = fmt.Errorf("script reply has %d entries, want %d", len(reply), parts)
+			}
+			for p := range parts {
+				if call.flags[p] != '1' {
+					continue
+				}
+				switch {
+				case err != nil:
+					*outcome[p] = fmt.Errorf("%s after commit in %s: %w", partNames[p], tenant, err)
+				case reply[p] == "ok":
+				case reply[p] == "skip":
+					*outcome[p] = ports.ErrNotAttempted
+				default:
+					*outcome[p] = fmt.Errorf("%s after commit in %s: %w", partNames[p], tenant, errors.New(reply[p]))
+				}
+			}
+		}
+	}
+	all := calls(func(int) bool { return true })
+	if !sent[partJob] || len(all) == 1 {
+		run(all)
 		return r
 	}
-	args[0] = string(flags)
-	reply, err := followUpScript.Exec(ctx, c.c, keys, args).AsStrSlice()
-	if err == nil && len(reply) != parts {
-		err = fmt.Errorf("script reply has %d entries, want %d", len(reply), parts)
-	}
-	for i := range parts {
-		if !sent[i] {
-			continue
-		}
-		switch {
-		case err != nil:
-			*outcome[i] = fmt.Errorf("%s after commit in %s: %w", partNames[i], tenant, err)
-		case reply[i] == "ok":
-		case reply[i] == "skip":
-			*outcome[i] = ports.ErrNotAttempted
-		default:
-			*outcome[i] = fmt.Errorf("%s after commit in %s: %w", partNames[i], tenant, errors.New(reply[i]))
+	run(calls(func(p int) bool { return p == partJob }))
+	if r.Job != nil {
+		for _, p := range []int{partAcked, partSettle} {
+			if sent[p] {
+				sent[p], *outcome[p] = false, ports.ErrNotAttempted
+			}
 		}
 	}
+	run(calls(func(p int) bool { return p != partJob }))
 	return r
+}
+
+// hashTag is the part of a key Redis Cluster hashes: between the first '{' and the next '}'
+// when not empty, else the whole key.
+func hashTag(key string) string {
+	if open := strings.IndexByte(key, '{'); open >= 0 {
+		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
+			return key[open+1 : open+1+end]
+		}
+	}
+	return key
 }

@@ -42,16 +42,16 @@ func TestCommitFollowUpPartsFailApart(t *testing.T) {
 		spoiled func(k Keys) string
 		want    func(r ports.FollowUpResult) bool
 	}{
-		{"route", func(k Keys) string { return k.RouteMeta(topic) }, func(r ports.FollowUpResult) bool {
+		{"route", func(k Keys) string { return k.Group(TopicGroup(topic)).RouteMeta(topic) }, func(r ports.FollowUpResult) bool {
 			return r.Route != nil && r.Hot == nil && r.Job == nil && r.Acked == nil && r.Settle == nil
 		}},
-		{"hot", func(k Keys) string { return k.HotMessages(topic) }, func(r ports.FollowUpResult) bool {
+		{"hot", func(k Keys) string { return k.Group(TopicGroup(topic)).HotMessages(topic) }, func(r ports.FollowUpResult) bool {
 			return r.Route == nil && r.Hot != nil && r.Job == nil && r.Acked == nil && r.Settle == nil
 		}},
-		{"acked", func(k Keys) string { return k.Idem(topic, 7, "c") }, func(r ports.FollowUpResult) bool {
+		{"acked", func(k Keys) string { return k.Group(TopicGroup(topic)).Idem(topic, 7, "c") }, func(r ports.FollowUpResult) bool {
 			return r.Route == nil && r.Hot == nil && r.Job == nil && r.Acked != nil && r.Settle == nil
 		}},
-		{"settle", func(k Keys) string { return k.Pending(topic) }, func(r ports.FollowUpResult) bool {
+		{"settle", func(k Keys) string { return k.Group(TopicGroup(topic)).Pending(topic) }, func(r ports.FollowUpResult) bool {
 			return r.Route == nil && r.Hot == nil && r.Job == nil && r.Acked == nil && r.Settle != nil
 		}},
 		{"job", func(k Keys) string { return k.DeliverQueue() }, func(r ports.FollowUpResult) bool {
@@ -72,7 +72,7 @@ func TestCommitFollowUpPartsFailApart(t *testing.T) {
 			}
 			// The allocation's record, then the spoiled key: a string where Redis wants a hash,
 			// a list or a ZSET, so every command of that part fails with WRONGTYPE.
-			if err := c.Do(ctx, c.B().Hset().Key(k.Idem(topic, 7, "c")).FieldValue().FieldValue("seq", "2").Build()).Error(); err != nil {
+			if err := c.Do(ctx, c.B().Hset().Key(k.Group(TopicGroup(topic)).Idem(topic, 7, "c")).FieldValue().FieldValue("seq", "2").Build()).Error(); err != nil {
 				t.Fatal(err)
 			}
 			if err := c.Do(ctx, c.B().Set().Key(tc.spoiled(k)).Value("x").Build()).Error(); err != nil {

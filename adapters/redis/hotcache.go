@@ -56,7 +56,7 @@ func (k Keys) HotMessages(topic string) string { return k.prefix + "groupmsg:hot
 // topic's key, and seq, member, created_ms, window_ms and max_per_topic. cache=false: nothing
 // to write, because m is invalid (err) or not cacheable (ports.Cacheable).
 func (h *HotCache) putArgs(tenant string, m message.Message) (key string, args []string, cache bool, err error) {
-	k, err := keysForTopic(tenant, m.Topic)
+	k, err := topicKeys(tenant, m.Topic)
 	if err != nil {
 		return "", nil, false, fmt.Errorf("cache message: %w", err)
 	}
@@ -76,7 +76,7 @@ func (h *HotCache) putArgs(tenant string, m message.Message) (key string, args [
 
 // After returns cached messages with seq > after, ascending.
 func (h *HotCache) After(ctx context.Context, tenant, topic string, after int64, limit int) ([]message.Message, error) {
-	k, err := keysForTopic(tenant, topic)
+	k, err := topicKeys(tenant, topic)
 	if err != nil {
 		return nil, fmt.Errorf("cached messages after %d: %w", after, err)
 	}
@@ -90,7 +90,7 @@ func (h *HotCache) After(ctx context.Context, tenant, topic string, after int64,
 
 // Before returns cached messages with seq < before (0: from the newest), descending.
 func (h *HotCache) Before(ctx context.Context, tenant, topic string, before int64, limit int) ([]message.Message, error) {
-	k, err := keysForTopic(tenant, topic)
+	k, err := topicKeys(tenant, topic)
 	if err != nil {
 		return nil, fmt.Errorf("cached messages before %d: %w", before, err)
 	}
@@ -129,7 +129,7 @@ func (h *HotCache) read(ctx context.Context, cmd rueidis.Completed, topic string
 
 // Invalidate drops the entry of one seq.
 func (h *HotCache) Invalidate(ctx context.Context, tenant, topic string, seq int64) error {
-	k, err := keysForTopic(tenant, topic)
+	k, err := topicKeys(tenant, topic)
 	if err != nil {
 		return fmt.Errorf("invalidate cached message: %w", err)
 	}

@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -38,9 +39,9 @@ func TestHotCacheKeyExpires(t *testing.T) {
 	if err := NewCommitFollowUp(NewDeliverQueue(c), h).Apply(t.Context(), tenant, ports.FollowUp{Hot: &m}).Hot; err != nil {
 		t.Fatal(err)
 	}
-	k, _ := KeysOf(tenant)
+	k, _ := topicKeys(tenant, "grp_1")
 	key := k.HotMessages("grp_1")
-	if want := "im:{" + tenant + "}:groupmsg:hot:grp_1"; key != want {
+	if want := "im:{" + tenant + "~" + strconv.Itoa(TopicGroup("grp_1")) + "}:groupmsg:hot:grp_1"; key != want {
 		t.Fatalf("key %q, want %q", key, want)
 	}
 	if got := pttl(t, c, key); got <= 59*time.Minute || got > time.Hour {

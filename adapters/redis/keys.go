@@ -63,7 +63,20 @@ func keysForTopic(tenantName, topicName string) (Keys, error) {
 	return k, nil
 }
 
-// ActiveMonth is the STRING YYYYMM every node writes new messages to.
+// topicKeys is the key builder of a topic's slot group, once tenant and topic are checked:
+// the topic's seq counter, idempotency records, pending marks, route and hot cache share its
+// group's slot with the group's month state, which is all the seq script and the commit
+// follow-up's topic parts touch (DESIGN §11).
+func topicKeys(tenantName, topicName string) (Keys, error) {
+	k, err := keysForTopic(tenantName, topicName)
+	if err != nil {
+		return Keys{}, err
+	}
+	return k.Group(TopicGroup(topicName)), nil
+}
+
+// ActiveMonth is the STRING YYYYMM every node writes new messages to; each slot group (Group)
+// has its own, which the seq script of the group's topics reads (ports.MonthState).
 func (k Keys) ActiveMonth() string { return k.prefix + "groupmsg:active_month" }
 
 // ReadyMonths is the SET of YYYYMM whose month table exists; the seq script only advances

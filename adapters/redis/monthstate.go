@@ -12,7 +12,9 @@ import (
 	"github.com/imdhq/imd/ports"
 )
 
-// MonthState is ports.MonthState: ready_months SET and active_month STRING of each tenant.
+// MonthState is ports.MonthState: the ready_months SET, active_month STRING and switch_month
+// HASH of each slot group of each tenant, under the group's hash tag beside its topics' seq
+// counters (DESIGN §11), so the seq script reads them in one slot.
 type MonthState struct {
 	c rueidis.Client
 }
@@ -22,36 +24,51 @@ var _ ports.MonthState = (*MonthState)(nil)
 // NewMonthState returns the month state on c.
 func NewMonthState(c rueidis.Client) *MonthState { return &MonthState{c: c} }
 
-// MarkReady adds m to ready_months, which lets the seq script switch to it.
-func (s *MonthState) MarkReady(ctx context.Context, tenant string, m month.Month) error {
-	k, err := keysOfMonth(tenant, m)
+// Groups is SlotGroups.
+func (s *MonthState) Groups() int { return SlotGroups }
+
+// GroupOf is TopicGroup: the group of the topic's seq counter.
+func (s *MonthState) GroupOf(topic string) int { return TopicGroup(topic) }
+
+// MarkReady adds m to the group's ready_months, which lets its seq script switch to it.
+func (s *MonthState) MarkReady(ctx context.Context, tenant string, group int, m month.Month) error {
+	k, err := keysOfMonth(tenant, group, m)
 	if err != nil {
 		return fmt.Errorf("mark month ready: %w", err)
 	}
 	if err := s.c.Do(ctx, s.c.B().Sadd().Key(k.ReadyMonths()).Member(m.String()).Build()).Error(); err != nil {
-		return fmt.Errorf("mark %s ready in %s: %w", m, tenant, err)
+		return fmt.Errorf("mark %s ready in group %d of %s: %w", m, group, tenant, err)
 	}
 	return nil
 }
 
-// Active reads active_month; found=false when no month was ever activated.
+// Active reads every group's active_month, in one pipeline (the groups lie on any master), and
+// returns the newest; found=false when no group has one.
 func (s *MonthState) Active(ctx context.Context, tenant string) (month.Month, bool, error) {
 	k, err := KeysOf(tenant)
 	if err != nil {
 		return 0, false, fmt.Errorf("active month: %w", err)
 	}
-	v, err := s.c.Do(ctx, s.c.B().Get().Key(k.ActiveMonth()).Build()).ToString()
-	if rueidis.IsRedisNil(err) {
-		return 0, false, nil
+	cmds := make(rueidis.Commands, SlotGroups)
+	for g := range cmds {
+		cmds[g] = s.c.B().Get().Key(k.Group(g).ActiveMonth()).Build()
 	}
-	if err != nil {
-		return 0, false, fmt.Errorf("active month of %s: %w", tenant, err)
+	var newest month.Month
+	for g, r := range s.c.DoMulti(ctx, cmds...) {
+		v, err := r.ToString()
+		if rueidis.IsRedisNil(err) {
+			continue
+		}
+		if err != nil {
+			return 0, false, fmt.Errorf("active month of group %d of %s: %w", g, tenant, err)
+		}
+		m, err := month.Parse(v)
+		if err != nil {
+			return 0, false, fmt.Errorf("active month of group %d of %s: %w", g, tenant, err)
+		}
+		newest = max(newest, m)
 	}
-	m, err := month.Parse(v)
-	if err != nil {
-		return 0, false, fmt.Errorf("active month of %s: %w", tenant, err)
-	}
-	return m, true, nil
+	return newest, newest != 0, nil
 }
 
 // advanceScript returns the active month after a due scheduled switch and the advance rule,
@@ -83,30 +100,30 @@ end
 return active or ''
 `)
 
-// Advance moves active_month forward to m if m is ready; never backward. It returns the
-// resulting active month, the zero Month when still none is active.
-func (s *MonthState) Advance(ctx context.Context, tenant string, m month.Month) (month.Month, error) {
-	k, err := keysOfMonth(tenant, m)
+// Advance moves the group's active_month forward to m if m is ready there; never backward. It
+// returns the resulting active month, the zero Month when still none is active.
+func (s *MonthState) Advance(ctx context.Context, tenant string, group int, m month.Month) (month.Month, error) {
+	k, err := keysOfMonth(tenant, group, m)
 	if err != nil {
 		return 0, fmt.Errorf("advance month: %w", err)
 	}
 	active, err := activeOf(advanceScript.Exec(ctx, s.c, []string{k.ActiveMonth(), k.ReadyMonths(), k.SwitchMonth()}, []string{m.String()}))
 	if err != nil {
-		return 0, fmt.Errorf("advance %s to %s: %w", tenant, m, err)
+		return 0, fmt.Errorf("advance group %d of %s to %s: %w", group, tenant, m, err)
 	}
 	return active, nil
 }
 
-// SwitchAt schedules an early switch to m at at (ports.MonthState.SwitchAt).
-func (s *MonthState) SwitchAt(ctx context.Context, tenant string, m month.Month, at time.Time) (month.Month, error) {
-	k, err := keysOfMonth(tenant, m)
+// SwitchAt schedules an early switch of the group to m at at (ports.MonthState.SwitchAt).
+func (s *MonthState) SwitchAt(ctx context.Context, tenant string, group int, m month.Month, at time.Time) (month.Month, error) {
+	k, err := keysOfMonth(tenant, group, m)
 	if err != nil {
 		return 0, fmt.Errorf("schedule month switch: %w", err)
 	}
 	active, err := activeOf(switchAtScript.Exec(ctx, s.c, []string{k.ActiveMonth(), k.ReadyMonths(), k.SwitchMonth()},
 		[]string{m.String(), strconv.FormatInt(at.UnixMilli(), 10)}))
 	if err != nil {
-		return 0, fmt.Errorf("schedule the switch of %s to %s at %s: %w", tenant, m, at.Format(time.RFC3339Nano), err)
+		return 0, fmt.Errorf("schedule the switch of group %d of %s to %s at %s: %w", group, tenant, m, at.Format(time.RFC3339Nano), err)
 	}
 	return active, nil
 }
@@ -140,9 +157,18 @@ func (s *MonthState) Now(ctx context.Context) (time.Time, error) {
 	return time.Unix(sec, usec*int64(time.Microsecond)).UTC(), nil
 }
 
-func keysOfMonth(tenant string, m month.Month) (Keys, error) {
+// keysOfMonth is the key builder of one group's month state, once tenant, group and month are
+// checked.
+func keysOfMonth(tenant string, group int, m month.Month) (Keys, error) {
 	if !m.Valid() {
 		return Keys{}, fmt.Errorf("%w: %d", month.ErrInvalid, m)
 	}
-	return KeysOf(tenant)
+	if group < 0 || group >= SlotGroups {
+		return Keys{}, fmt.Errorf("slot group %d out of [0, %d)", group, SlotGroups)
+	}
+	k, err := KeysOf(tenant)
+	if err != nil {
+		return Keys{}, err
+	}
+	return k.Group(group), nil
 }

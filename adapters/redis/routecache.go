@@ -44,7 +44,7 @@ return out
 // partial eviction) counts as not found, so the caller rebuilds it from the MySQL mirror
 // instead of trusting a route with holes.
 func (c *RouteCache) Segments(ctx context.Context, tenant, topic string) (route.Route, bool, error) {
-	k, err := keysForTopic(tenant, topic)
+	k, err := topicKeys(tenant, topic)
 	if err != nil {
 		return nil, false, fmt.Errorf("route segments: %w", err)
 	}
@@ -81,23 +81,39 @@ end
 return redis.status_reply('OK')
 `)
 
-// Apply merges committed ranges into the cached routes, all in one script call. Topics
-// without a cached route are skipped (see applyScript).
+// Apply merges committed ranges into the cached routes, one script call per slot group the
+// topics lie in (DESIGN §11), sent in one pipeline. Topics without a cached route are skipped
+// (see applyScript).
 func (c *RouteCache) Apply(ctx context.Context, tenant string, updates []ports.RouteUpdate) error {
 	if len(updates) == 0 {
 		return nil
 	}
-	keys := make([]string, 0, 2*len(updates))
-	args := make([]string, 0, 6*len(updates))
+	var execs []rueidis.LuaExec
+	byTag := map[string]int{}
 	for _, u := range updates {
 		k, a, err := routeUpdateArgs(tenant, u)
 		if err != nil {
 			return err
 		}
-		keys, args = append(keys, k...), append(args, a...)
+		tag := hashTag(k[0])
+		i, ok := byTag[tag]
+		if !ok {
+			i, byTag[tag] = len(execs), len(execs)
+			execs = append(execs, rueidis.LuaExec{})
+		}
+		execs[i].Keys, execs[i].Args = append(execs[i].Keys, k...), append(execs[i].Args, a...)
 	}
-	if err := applyScript.Exec(ctx, c.c, keys, args).Error(); err != nil {
-		return fmt.Errorf("apply %d route updates in %s: %w", len(updates), tenant, err)
+	results := []rueidis.RedisResult{}
+	if len(execs) == 1 {
+		// Exec needs no SCRIPT LOAD round trip first, as ExecMulti does.
+		results = append(results, applyScript.Exec(ctx, c.c, execs[0].Keys, execs[0].Args))
+	} else {
+		results = applyScript.ExecMulti(ctx, c.c, execs...)
+	}
+	for _, r := range results {
+		if err := r.Error(); err != nil {
+			return fmt.Errorf("apply %d route updates in %s: %w", len(updates), tenant, err)
+		}
 	}
 	return nil
 }
@@ -106,7 +122,7 @@ func (c *RouteCache) Apply(ctx context.Context, tenant string, updates []ports.R
 // keys route and route_meta, and month, min_seq, max_seq, count, min_created_ms and
 // max_created_ms, the times 0 when unknown.
 func routeUpdateArgs(tenant string, u ports.RouteUpdate) (keys, args []string, err error) {
-	k, err := keysForTopic(tenant, u.Topic)
+	k, err := topicKeys(tenant, u.Topic)
 	if err != nil {
 		return nil, nil, fmt.Errorf("apply route: %w", err)
 	}
@@ -131,7 +147,7 @@ return redis.status_reply('OK')
 
 // Replace overwrites the topic's route with r; an empty r deletes it.
 func (c *RouteCache) Replace(ctx context.Context, tenant, topic string, r route.Route) error {
-	k, err := keysForTopic(tenant, topic)
+	k, err := topicKeys(tenant, topic)
 	if err != nil {
 		return fmt.Errorf("replace route: %w", err)
 	}

@@ -26,7 +26,7 @@ func TestRouteSegmentsDamaged(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			tenant := testTenant(t, c)
-			k, _ := KeysOf(tenant)
+			k, _ := topicKeys(tenant, "grp_1")
 			cmds := []rueidis.Completed{c.B().Zadd().Key(k.Route("grp_1")).ScoreMember().ScoreMember(1, "203106").Build()}
 			if tc.meta != "" {
 				cmds = append(cmds, c.B().Hset().Key(k.RouteMeta("grp_1")).FieldValue().FieldValue("203106", tc.meta).Build())
@@ -48,7 +48,7 @@ func TestRouteSegmentsDamaged(t *testing.T) {
 func TestRouteKeysHaveNoTTL(t *testing.T) {
 	c := testClient(t)
 	tenant := testTenant(t, c)
-	k, _ := KeysOf(tenant)
+	k, _ := topicKeys(tenant, "grp_1")
 	rc := NewRouteCache(c)
 	if err := rc.Replace(t.Context(), tenant, "grp_1", route.Route{{Month: 203106, MinSeq: 1, MaxSeq: 2, Count: 2}}); err != nil {
 		t.Fatal(err)

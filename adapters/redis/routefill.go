@@ -35,7 +35,7 @@ return 1
 
 // ReplaceIfMissing writes r only when the topic has no usable route (see ports.RouteFiller).
 func (c *RouteCache) ReplaceIfMissing(ctx context.Context, tenant, topic string, r route.Route) (bool, error) {
-	k, err := keysForTopic(tenant, topic)
+	k, err := topicKeys(tenant, topic)
 	if err != nil {
 		return false, fmt.Errorf("fill route: %w", err)
 	}

@@ -23,7 +23,7 @@ return 1
 // RemoveMonth removes month m's segment from the topic's route (seed 000 §3.3 rule 5: routes
 // are cleaned only when the retention policy ends a month). Redis deletes a key left empty.
 func (c *RouteCache) RemoveMonth(ctx context.Context, tenant, topic string, m month.Month) error {
-	k, err := keysForTopic(tenant, topic)
+	k, err := topicKeys(tenant, topic)
 	if err != nil {
 		return fmt.Errorf("remove route month: %w", err)
 	}

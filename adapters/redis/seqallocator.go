@@ -23,6 +23,7 @@ const DefaultIdemTTL = 24 * time.Hour
 type SeqAllocator struct {
 	c       rueidis.Client
 	idemTTL time.Duration
+	batches *seqBatches
 }
 
 var (
@@ -35,27 +36,31 @@ func NewSeqAllocator(c rueidis.Client, idemTTL time.Duration) *SeqAllocator {
 	if idemTTL <= 0 {
 		idemTTL = DefaultIdemTTL
 	}
-	return &SeqAllocator{c: c, idemTTL: idemTTL}
+	return &SeqAllocator{c: c, idemTTL: idemTTL, batches: &seqBatches{c: c, groups: map[string]*seqQueue{}}}
 }
 
-// allocateScript returns {'ok', seq, month, msg_id, hash, existing '0'|'1', acked '0'|'1'}
-// and, for a fresh allocation, its Redis TIME in ms (seq.Allocation.At),
-// {'noseq'} when the topic counter is missing, or {'nomonth'} when no month is active (Redis
-// lost it: the caller re-seeds it from the catalog).
-// Nothing is written unless it returns 'ok', so a failed call consumes no seq.
+// allocateScript allocates for a batch of sends of one slot group, each as if alone, in the
+// order given (DESIGN §11: the batch's keys share the group's slot). For each send it returns
+// {'ok', seq, month, msg_id, hash, existing '0'|'1', acked '0'|'1'} and, for a fresh
+// allocation, its Redis TIME in ms (seq.Allocation.At), {'noseq'} when the topic counter is
+// missing, or {'nomonth'} when no month is active (Redis lost it: the caller re-seeds it from
+// the catalog). Nothing of a send is written unless its entry is 'ok', so a failed send
+// consumes no seq.
 //
-// The seq handed out is marked pending in KEYS[5] in the same step (seq.Request.PendingFor),
-// so no node sees it allocated and unmarked; expired marks are pruned there too.
+// The seq handed out is marked pending in the send's pending key in the same step
+// (seq.Request.PendingFor), so no node sees it allocated and unmarked; expired marks are
+// pruned there too.
 //
 // A scheduled early switch that is due is applied first (ports.MonthState.SwitchAt), in the
 // same step as the allocation: no seq is handed out in the month before once TIME reached it.
 //
-// KEYS: idem, seq counter, active_month, ready_months, pending, switch_month.
-// ARGV: msg_id, hash, idem TTL ms, reallocate '0'|'1', month override (empty: use Redis TIME),
-// floor month (empty: none; a table the catalog made writable, so it joins the ready set),
-// attempt, pending ms (empty: no mark).
+// KEYS: the group's active_month, ready_months, switch_month; then per send idem, seq
+// counter, pending. ARGV per send (allocateArgs of them): msg_id, hash, idem TTL ms,
+// reallocate '0'|'1', month override (empty: use Redis TIME), floor month (empty: none; a
+// table the catalog made writable, so it joins the ready set), attempt, pending ms (empty: no
+// mark).
 var allocateScript = rueidis.NewLuaScript(luaAdvance + luaDueSwitch + luaUTCMonth + `
--- One TIME per call at most: the month and the pending mark read the same clock.
+-- One TIME per call at most: the months and the pending marks read the same clock.
 local time
 local function clock()
   if not time then
@@ -67,73 +72,87 @@ local function clock_ms()
   local t = clock()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
-local function mark(s)
-  if ARGV[8] == '' then
-    return
-  end
-  local now = clock_ms()
-  local ttl = tonumber(ARGV[8])
-  -- Settled sends leave no marks, so the key is often gone (-2): nothing to prune then.
-  local pttl = redis.call('PTTL', KEYS[5])
-  local pruned = pttl ~= -2 and redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', now) > 0
-  redis.call('ZADD', KEYS[5], now + ttl, s .. ':' .. ARGV[7])
-  if pruned then
-    -- Pruning may have emptied the key, so ZADD made a new one without an expiry.
-    pttl = redis.call('PTTL', KEYS[5])
-  end
-  -- Never shorten: a node configured with a longer request timeout marked before.
-  if pttl < ttl then
-    redis.call('PEXPIRE', KEYS[5], ttl)
-  end
-end
-local rec = redis.call('HMGET', KEYS[1], 'seq', 'month', 'msg_id', 'hash', 'state')
-local msg_id, hash = ARGV[1], ARGV[2]
-if rec[1] then
-  if ARGV[4] ~= '1' then
-    if rec[5] ~= 'acked' then
-      mark(rec[1])
+local active_key, ready_key, switch_key = KEYS[1], KEYS[2], KEYS[3]
+local function allocate(idem_key, seq_key, pending_key, a)
+  local function mark(s)
+    if ARGV[a + 8] == '' then
+      return
     end
-    return {'ok', rec[1], rec[2], rec[3], rec[4], '1', rec[5] == 'acked' and '1' or '0'}
+    local now = clock_ms()
+    local ttl = tonumber(ARGV[a + 8])
+    -- Settled sends leave no marks, so the key is often gone (-2): nothing to prune then.
+    local pttl = redis.call('PTTL', pending_key)
+    local pruned = pttl ~= -2 and redis.call('ZREMRANGEBYSCORE', pending_key, '-inf', now) > 0
+    redis.call('ZADD', pending_key, now + ttl, s .. ':' .. ARGV[a + 7])
+    if pruned then
+      -- Pruning may have emptied the key, so ZADD made a new one without an expiry.
+      pttl = redis.call('PTTL', pending_key)
+    end
+    -- Never shorten: a node configured with a longer request timeout marked before.
+    if pttl < ttl then
+      redis.call('PEXPIRE', pending_key, ttl)
+    end
   end
-  -- A reallocation only replaces the seq: the msg_id and hash of the first attempt stay.
-  msg_id, hash = rec[3], rec[4]
+  local rec = redis.call('HMGET', idem_key, 'seq', 'month', 'msg_id', 'hash', 'state')
+  local msg_id, hash = ARGV[a + 1], ARGV[a + 2]
+  if rec[1] then
+    if ARGV[a + 4] ~= '1' then
+      if rec[5] ~= 'acked' then
+        mark(rec[1])
+      end
+      return {'ok', rec[1], rec[2], rec[3], rec[4], '1', rec[5] == 'acked' and '1' or '0'}
+    end
+    -- A reallocation only replaces the seq: the msg_id and hash of the first attempt stay.
+    msg_id, hash = rec[3], rec[4]
+  end
+  if redis.call('EXISTS', seq_key) == 0 then
+    return {'noseq'}
+  end
+  -- A missing active_month is never set here from the clock: after a loss it may have been
+  -- ahead of the calendar (an early switch), and only the catalog knows (ports.SeqAllocator).
+  local current = redis.call('GET', active_key)
+  if not current then
+    return {'nomonth'}
+  end
+  current = due_switch(active_key, ready_key, switch_key, current, clock_ms())
+  local floor = ARGV[a + 6]
+  if floor ~= '' and tonumber(current) < tonumber(floor) then
+    redis.call('SADD', ready_key, floor)
+    redis.call('SET', active_key, floor)
+    current = floor
+  end
+  local now = ARGV[a + 5]
+  if now == '' then
+    now = utc_month(tonumber(clock()[1]))
+  end
+  local active = advance(active_key, ready_key, now, current)
+  if not active then
+    return {'nomonth'}
+  end
+  redis.call('INCR', seq_key)
+  -- GET, not INCR's reply: INCR comes back as a Lua double.
+  local s = redis.call('GET', seq_key)
+  redis.call('HSET', idem_key, 'seq', s, 'month', active, 'msg_id', msg_id, 'hash', hash, 'state', 'allocated')
+  redis.call('PEXPIRE', idem_key, ARGV[a + 3])
+  mark(s)
+  return {'ok', s, active, msg_id, hash, '0', '0', tostring(clock_ms())}
 end
-if redis.call('EXISTS', KEYS[2]) == 0 then
-  return {'noseq'}
+local out = {}
+for i = 1, (#KEYS - 3) / 3 do
+  local k = 3 * i + 1
+  out[i] = allocate(KEYS[k], KEYS[k + 1], KEYS[k + 2], 8 * (i - 1)) -- 8: allocateArgs
 end
--- A missing active_month is never set here from the clock: after a loss it may have been
--- ahead of the calendar (an early switch), and only the catalog knows (ports.SeqAllocator).
-local current = redis.call('GET', KEYS[3])
-if not current then
-  return {'nomonth'}
-end
-current = due_switch(KEYS[3], KEYS[4], KEYS[6], current, clock_ms())
-local floor = ARGV[6]
-if floor ~= '' and tonumber(current) < tonumber(floor) then
-  redis.call('SADD', KEYS[4], floor)
-  redis.call('SET', KEYS[3], floor)
-  current = floor
-end
-local now = ARGV[5]
-if now == '' then
-  now = utc_month(tonumber(clock()[1]))
-end
-local active = advance(KEYS[3], KEYS[4], now, current)
-if not active then
-  return {'nomonth'}
-end
-redis.call('INCR', KEYS[2])
--- GET, not INCR's reply: INCR comes back as a Lua double.
-local s = redis.call('GET', KEYS[2])
-redis.call('HSET', KEYS[1], 'seq', s, 'month', active, 'msg_id', msg_id, 'hash', hash, 'state', 'allocated')
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
-mark(s)
-return {'ok', s, active, msg_id, hash, '0', '0', tostring(clock_ms())}
+return out
 `)
 
-// Allocate runs the allocation script; see ports.SeqAllocator.
+// allocateArgs is how many ARGV entries each send of allocateScript takes (KEYS: three).
+const allocateArgs = 8
+
+// Allocate runs the allocation script; see ports.SeqAllocator. Sends of one slot group share
+// a call: while one call of the group is in flight, the sends that come meanwhile wait for it
+// and go together in the next (seqBatches), so a lone send waits for nothing.
 func (s *SeqAllocator) Allocate(ctx context.Context, tenant string, req seq.Request) (seq.Allocation, error) {
-	k, err := keysForTopic(tenant, req.Topic)
+	k, err := topicKeys(tenant, req.Topic)
 	if err != nil {
 		return seq.Allocation{}, fmt.Errorf("allocate seq: %w", err)
 	}
@@ -162,10 +181,13 @@ func (s *SeqAllocator) Allocate(ctx context.Context, tenant string, req seq.Requ
 	if req.Attempt != "" && req.PendingFor > 0 {
 		pending = strconv.FormatInt(max(req.PendingFor.Milliseconds(), 1), 10)
 	}
-	keys := []string{k.Idem(req.Topic, req.From, req.ClientMsgID), k.Seq(req.Topic), k.ActiveMonth(), k.ReadyMonths(), k.Pending(req.Topic), k.SwitchMonth()}
-	args := []string{strconv.FormatInt(req.MsgID, 10), req.Hash, strconv.FormatInt(s.idemTTL.Milliseconds(), 10), reallocate, override, floor,
-		req.Attempt, pending}
-	reply, err := allocateScript.Exec(ctx, s.c, keys, args).AsStrSlice()
+	call := &seqCall{
+		keys: [3]string{k.Idem(req.Topic, req.From, req.ClientMsgID), k.Seq(req.Topic), k.Pending(req.Topic)},
+		args: [allocateArgs]string{strconv.FormatInt(req.MsgID, 10), req.Hash, strconv.FormatInt(s.idemTTL.Milliseconds(), 10), reallocate,
+			override, floor, req.Attempt, pending},
+		done: make(chan struct{}),
+	}
+	reply, err := s.batches.do(ctx, k, call)
 	if err != nil {
 		return seq.Allocation{}, fmt.Errorf("allocate seq for %s in %s: %w", req.Topic, tenant, err)
 	}
@@ -230,7 +252,7 @@ return redis.status_reply('OK')
 
 // Reseed raises the topic counter to at least floor (the highest seq MySQL holds).
 func (s *SeqAllocator) Reseed(ctx context.Context, tenant, topic string, floor int64) error {
-	k, err := keysForTopic(tenant, topic)
+	k, err := topicKeys(tenant, topic)
 	if err != nil {
 		return fmt.Errorf("reseed: %w", err)
 	}
@@ -261,7 +283,7 @@ return 0
 // Pending reports whether a send of a seq in [from, to] still runs on any node; see
 // ports.PendingSeqs. The marks are compared with Redis TIME, the clock that set them.
 func (s *SeqAllocator) Pending(ctx context.Context, tenant, topic string, from, to int64) (bool, error) {
-	k, err := keysForTopic(tenant, topic)
+	k, err := topicKeys(tenant, topic)
 	if err != nil {
 		return false, fmt.Errorf("pending seqs: %w", err)
 	}
@@ -275,7 +297,7 @@ func (s *SeqAllocator) Pending(ctx context.Context, tenant, topic string, from, 
 
 // Settle removes one attempt's mark; see ports.PendingSeqs.
 func (s *SeqAllocator) Settle(ctx context.Context, tenant, topic string, seqNo int64, attempt string) error {
-	k, err := keysForTopic(tenant, topic)
+	k, err := topicKeys(tenant, topic)
 	if err != nil {
 		return fmt.Errorf("settle seq: %w", err)
 	}

@@ -2,8 +2,11 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -46,16 +49,11 @@ return out
 func TestSeqKeysLifetime(t *testing.T) {
 	c := testClient(t)
 	tenant := testTenant(t, c)
-	k, _ := KeysOf(tenant)
+	k, _ := topicKeys(tenant, "grp_1")
 	const ttl = time.Hour
 	s, ms := NewSeqAllocator(c, ttl), NewMonthState(c)
 	m := month.Month(203106)
-	if err := ms.MarkReady(t.Context(), tenant, m); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ms.Advance(t.Context(), tenant, m); err != nil {
-		t.Fatal(err)
-	}
+	activateMonth(t, ms, tenant, m)
 	if err := s.Reseed(t.Context(), tenant, "grp_1", 0); err != nil {
 		t.Fatal(err)
 	}
@@ -128,12 +126,7 @@ func BenchmarkAllocate(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := ms.MarkReady(ctx, tenant, month.Of(now)); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := ms.Advance(ctx, tenant, month.Of(now)); err != nil {
-		b.Fatal(err)
-	}
+	activateMonth(b, ms, tenant, month.Of(now))
 	const topics = 64
 	for i := range topics {
 		if err := s.Reseed(ctx, tenant, fmt.Sprintf("grp_%d", i+1), 0); err != nil {
@@ -178,14 +171,10 @@ func TestPendingKeyLifetime(t *testing.T) {
 	c := testClient(t)
 	tenant := testTenant(t, c)
 	k, _ := KeysOf(tenant)
+	pending := func(topic string) string { return k.Group(TopicGroup(topic)).Pending(topic) }
 	s, ms := NewSeqAllocator(c, time.Hour), NewMonthState(c)
 	m := month.Month(203106)
-	if err := ms.MarkReady(t.Context(), tenant, m); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ms.Advance(t.Context(), tenant, m); err != nil {
-		t.Fatal(err)
-	}
+	activateMonth(t, ms, tenant, m)
 	allocate := func(t *testing.T, topic, id string, pendingFor time.Duration) {
 		t.Helper()
 		if err := s.Reseed(t.Context(), tenant, topic, 0); err != nil {
@@ -198,18 +187,18 @@ func TestPendingKeyLifetime(t *testing.T) {
 	}
 	t.Run("a missing key gets the mark's expiry", func(t *testing.T) {
 		allocate(t, "grp_1", "a", time.Minute)
-		if got := pttl(t, c, k.Pending("grp_1")); got < time.Minute-5*time.Second || got > time.Minute {
+		if got := pttl(t, c, pending("grp_1")); got < time.Minute-5*time.Second || got > time.Minute {
 			t.Errorf("PTTL = %v; want about a minute", got)
 		}
 	})
 	t.Run("a shorter mark never shortens the key", func(t *testing.T) {
 		allocate(t, "grp_1", "b", time.Second)
-		if got := pttl(t, c, k.Pending("grp_1")); got < time.Minute-5*time.Second {
+		if got := pttl(t, c, pending("grp_1")); got < time.Minute-5*time.Second {
 			t.Errorf("PTTL = %v; want about a minute still", got)
 		}
 	})
 	t.Run("a key emptied by pruning expires again", func(t *testing.T) {
-		key := k.Pending("grp_2")
+		key := pending("grp_2")
 		// Only an expired mark left, under a key expiry longer than the next mark's.
 		if err := c.Do(t.Context(), c.B().Zadd().Key(key).ScoreMember().ScoreMember(1, "1:old").Build()).Error(); err != nil {
 			t.Fatal(err)
@@ -226,4 +215,149 @@ func TestPendingKeyLifetime(t *testing.T) {
 			t.Errorf("ZCARD = %d, %v; want the new mark alone", n, err)
 		}
 	})
+}
+
+// activateMonth marks m ready and makes it the active month of every slot group, as the
+// shard manager does.
+func activateMonth(tb testing.TB, ms *MonthState, tenant string, m month.Month) {
+	tb.Helper()
+	for g := range ms.Groups() {
+		if err := ms.MarkReady(tb.Context(), tenant, g, m); err != nil {
+			tb.Fatal(err)
+		}
+		if got, err := ms.Advance(tb.Context(), tenant, g, m); err != nil || got != m {
+			tb.Fatalf("Advance(group %d, %s) = %s, %v", g, m, got, err)
+		}
+	}
+}
+
+// scriptCounter is a client that counts the script calls made through it.
+type scriptCounter struct {
+	rueidis.Client
+	scripts atomic.Int64
+}
+
+func (c *scriptCounter) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	if name := cmd.Commands()[0]; name == "EVALSHA" || name == "EVAL" {
+		c.scripts.Add(1)
+	}
+	return c.Client.Do(ctx, cmd)
+}
+
+// TestConcurrentAllocationsShareScriptCalls: sends of one slot group that come while a call
+// of the group is in flight go together in the next call (issue 30 part 2), each still
+// handed its own seq, in one run 1..N.
+func TestConcurrentAllocationsShareScriptCalls(t *testing.T) {
+	c := testClient(t)
+	tenant := testTenant(t, c)
+	ms := NewMonthState(c)
+	m := month.Month(203106)
+	activateMonth(t, ms, tenant, m)
+	counter := &scriptCounter{Client: c}
+	s := NewSeqAllocator(counter, time.Hour)
+	if err := s.Reseed(t.Context(), tenant, "grp_1", 0); err != nil {
+		t.Fatal(err)
+	}
+	counter.scripts.Store(0)
+	const sends = 200
+	seqs := make([]int64, sends)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range sends {
+		wg.Go(func() {
+			<-start
+			req := seq.Request{Topic: "grp_1", From: 3, ClientMsgID: fmt.Sprint("c", i), MsgID: int64(i + 1), Hash: "h", MonthOverride: m}
+			a, err := s.Allocate(t.Context(), tenant, req)
+			if err != nil || a.Existing || a.Month != m {
+				t.Errorf("send %d: %+v, %v", i, a, err)
+			}
+			seqs[i] = a.Seq
+		})
+	}
+	close(start)
+	wg.Wait()
+	slices.Sort(seqs)
+	for i, n := range seqs {
+		if n != int64(i+1) {
+			t.Fatalf("seqs %v; want 1..%d once each", seqs, sends)
+		}
+	}
+	if got := counter.scripts.Load(); got > sends/2 {
+		t.Errorf("%d sends took %d script calls; want them batched", sends, got)
+	} else {
+		t.Logf("%d sends in %d script calls", sends, got)
+	}
+}
+
+// gatedScripts is a client whose first script call waits until open is closed.
+type gatedScripts struct {
+	rueidis.Client
+	first sync.Once
+	open  chan struct{}
+}
+
+func (c *gatedScripts) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	if name := cmd.Commands()[0]; name == "EVALSHA" || name == "EVAL" {
+		c.first.Do(func() { <-c.open })
+	}
+	return c.Client.Do(ctx, cmd)
+}
+
+// TestAllocationGivenUpWhileQueuedIsNotSent: a send that gives up (its context ends) while it
+// waits for the call in flight of its group is left out of the next call, so it takes no seq.
+func TestAllocationGivenUpWhileQueuedIsNotSent(t *testing.T) {
+	c := testClient(t)
+	tenant := testTenant(t, c)
+	m := month.Month(203106)
+	activateMonth(t, NewMonthState(c), tenant, m)
+	if err := NewSeqAllocator(c, time.Hour).Reseed(t.Context(), tenant, "grp_1", 0); err != nil {
+		t.Fatal(err)
+	}
+	gated := &gatedScripts{Client: c, open: make(chan struct{})}
+	s := NewSeqAllocator(gated, time.Hour)
+	req := func(id string) seq.Request {
+		return seq.Request{Topic: "grp_1", From: 3, ClientMsgID: id, MsgID: 9, Hash: "h", MonthOverride: m}
+	}
+	first := make(chan seq.Allocation, 1)
+	go func() {
+		a, err := s.Allocate(t.Context(), tenant, req("first"))
+		if err != nil {
+			t.Error(err)
+		}
+		first <- a
+	}()
+	// The first call is in flight (held by the gate): the next send queues behind it.
+	k, _ := topicKeys(tenant, "grp_1")
+	queued := func() int {
+		s.batches.mu.Lock()
+		defer s.batches.mu.Unlock()
+		if q := s.batches.groups[k.ActiveMonth()]; q != nil {
+			return len(q.waiting)
+		}
+		return -1
+	}
+	for queued() < 0 {
+		time.Sleep(time.Millisecond)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	gaveUp := make(chan error, 1)
+	go func() {
+		_, err := s.Allocate(ctx, tenant, req("gave-up"))
+		gaveUp <- err
+	}()
+	for queued() < 1 {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-gaveUp; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the send that gave up: %v; want context.Canceled", err)
+	}
+	close(gated.open)
+	if a := <-first; a.Seq != 1 {
+		t.Fatalf("first send: seq %d; want 1", a.Seq)
+	}
+	a, err := s.Allocate(t.Context(), tenant, req("next"))
+	if err != nil || a.Seq != 2 {
+		t.Fatalf("the send after: %+v, %v; want seq 2 (the one that gave up took none)", a, err)
+	}
 }

@@ -8,23 +8,18 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/seq"
 )
 
 // tenantKeys calls every key builder of Keys once, with arguments that would break a naive
 // hash tag (braces, colons). A new builder must be listed here, or TestKeysCoverEveryBuilder
 // fails: that keeps TestTenantKeysShareOneSlot honest as keys are added.
 var tenantKeys = map[string]func(Keys) string{
-	"ActiveMonth":                  Keys.ActiveMonth,
-	"ReadyMonths":                  Keys.ReadyMonths,
-	"SwitchMonth":                  Keys.SwitchMonth,
-	"Seq":                          func(k Keys) string { return k.Seq("grp_1") },
-	"Idem":                         func(k Keys) string { return k.Idem("p2p_1_2", 1, "x{other}:y") },
-	"Pending":                      func(k Keys) string { return k.Pending("grp_1") },
-	"Route":                        func(k Keys) string { return k.Route("grp_1") },
-	"RouteMeta":                    func(k Keys) string { return k.RouteMeta("grp_1") },
-	"HotMessages":                  func(k Keys) string { return k.HotMessages("grp_1") },
 	"DeliverPartitions":            Keys.DeliverPartitions,
 	"UngroupedDeliverQueueOf":      func(k Keys) string { return k.UngroupedDeliverQueueOf(7, 16) },
 	"UngroupedDeliverProcessingOf": func(k Keys) string { return k.UngroupedDeliverProcessingOf(7, 16) },
@@ -66,6 +61,29 @@ var groupedKeys = map[string]struct {
 	"DialogPreview":       {func(k Keys) string { return k.DialogPreview(71) }, 7},
 	"NodeDevices":         {func(k Keys) string { return k.NodeDevices("1-{ab}:cd", 5) }, 5},
 	"NodeChannel":         {func(k Keys) string { return k.NodeChannel("1-{ab}:cd") }, TopicGroup("1-{ab}:cd")},
+	// The seq script's and the commit follow-up's topic keys, built as the adapters build them
+	// (topicKeys): in the topic's group, beside the group's own copy of the month state.
+	"ActiveMonth": {func(k Keys) string { return slotTopicKeys(k).ActiveMonth() }, TopicGroup(slotTopic)},
+	"ReadyMonths": {func(k Keys) string { return slotTopicKeys(k).ReadyMonths() }, TopicGroup(slotTopic)},
+	"SwitchMonth": {func(k Keys) string { return slotTopicKeys(k).SwitchMonth() }, TopicGroup(slotTopic)},
+	"Seq":         {func(k Keys) string { return slotTopicKeys(k).Seq(slotTopic) }, TopicGroup(slotTopic)},
+	"Idem":        {func(k Keys) string { return slotTopicKeys(k).Idem(slotTopic, 1, "x{other}:y") }, TopicGroup(slotTopic)},
+	"Pending":     {func(k Keys) string { return slotTopicKeys(k).Pending(slotTopic) }, TopicGroup(slotTopic)},
+	"Route":       {func(k Keys) string { return slotTopicKeys(k).Route(slotTopic) }, TopicGroup(slotTopic)},
+	"RouteMeta":   {func(k Keys) string { return slotTopicKeys(k).RouteMeta(slotTopic) }, TopicGroup(slotTopic)},
+	"HotMessages": {func(k Keys) string { return slotTopicKeys(k).HotMessages(slotTopic) }, TopicGroup(slotTopic)},
+}
+
+// slotTopic is the topic the send-side grouped keys are built for.
+const slotTopic = "p2p_1_2"
+
+// slotTopicKeys is what the send-side adapters build slotTopic's keys with.
+func slotTopicKeys(k Keys) Keys {
+	tk, err := topicKeys(k.tenant, slotTopic)
+	if err != nil {
+		panic(err) // a valid tenant and topic: only a broken test gets here
+	}
+	return tk
 }
 
 // TestGroupedKeysLandInTheirGroup: each grouped key hashes to its group's slot, here and by the
@@ -193,6 +211,49 @@ func TestGroupsSpreadOverSlots(t *testing.T) {
 	for _, user := range []int64{0, 1, 63, 64, 1 << 40, -1} {
 		if g := UserGroup(user); g < 0 || g >= SlotGroups {
 			t.Errorf("UserGroup(%d) = %d", user, g)
+		}
+	}
+}
+
+// TestOneTenantsSeqWorkReachesEveryMaster: one tenant's sends over many topics run their seq
+// scripts on every master of a three-master Redis Cluster, not on the one holding the tenant's
+// own slot (DESIGN §11): each master ends up holding idempotency records of the tenant, which
+// only the seq script writes, and took seq-script calls by its INFO commandstats.
+func TestOneTenantsSeqWorkReachesEveryMaster(t *testing.T) {
+	c := cluster.client(t)
+	ctx := t.Context()
+	tenant := testTenant(t, c)
+	s, ms := NewSeqAllocator(c, time.Hour), NewMonthState(c)
+	m := month.Month(203106)
+	activateMonth(t, ms, tenant, m)
+	masters := c.Nodes()
+	if len(masters) < 3 {
+		t.Fatalf("the cluster has %d masters; want 3", len(masters))
+	}
+	before := map[string]int64{}
+	for addr, node := range masters {
+		before[addr] = evalCalls(t, node)
+	}
+	const topics = 64
+	for i := range topics {
+		topic := "grp_" + strconv.Itoa(i+1)
+		if err := s.Reseed(ctx, tenant, topic, 0); err != nil {
+			t.Fatal(err)
+		}
+		req := seq.Request{Topic: topic, From: 1, ClientMsgID: "c", MsgID: int64(i + 1), Hash: "h", MonthOverride: m}
+		if a, err := s.Allocate(ctx, tenant, req); err != nil || a.Seq != 1 || a.Month != m {
+			t.Fatalf("Allocate(%s) = %+v, %v; want seq 1 in %s", topic, a, err, m)
+		}
+	}
+	for addr, node := range masters {
+		records := len(scanKeys(t, node, "im:{"+tenant+"~*}:groupmsg:idem:*"))
+		calls := evalCalls(t, node) - before[addr]
+		t.Logf("master %s: %d of the %d idempotency records, %d script calls", addr, records, topics, calls)
+		if records == 0 {
+			t.Errorf("master %s holds none of the tenant's %d idempotency records: its seq scripts ran elsewhere", addr, topics)
+		}
+		if calls <= 0 {
+			t.Errorf("master %s took no script call", addr)
 		}
 	}
 }

@@ -91,6 +91,23 @@ func (g *gate) pass(b backend, method string) error {
 	return nil
 }
 
+// passGroup is pass for a call on the keys of one slot group (DESIGN §11): it fails too while
+// the master that holds the group's slot is down (kGroupOutage).
+func (g *gate) passGroup(method string, group int) error {
+	if err := g.pass(redisBackend, method); err != nil {
+		return err
+	}
+	if g.w.groupIsDown(group) {
+		return errRedis
+	}
+	return nil
+}
+
+// passTopic is passGroup for a call on a topic's keys, which lie in its slot group.
+func (g *gate) passTopic(method, topic string) error {
+	return g.passGroup(method, g.w.months.GroupOf(topic))
+}
+
 // The wrappers below gate every method of the ports the nodes use.
 
 type gatedSeq struct {
@@ -99,7 +116,7 @@ type gatedSeq struct {
 }
 
 func (s gatedSeq) Allocate(ctx context.Context, tenant string, req seq.Request) (seq.Allocation, error) {
-	if err := s.g.pass(redisBackend, "Seq.Allocate"); err != nil {
+	if err := s.g.passTopic("Seq.Allocate", req.Topic); err != nil {
 		return seq.Allocation{}, err
 	}
 	a, err := s.SeqAllocator.Allocate(ctx, tenant, req)
@@ -111,7 +128,7 @@ func (s gatedSeq) Allocate(ctx context.Context, tenant string, req seq.Request) 
 }
 
 func (s gatedSeq) Reseed(ctx context.Context, tenant, topic string, floor int64) error {
-	if err := s.g.pass(redisBackend, "Seq.Reseed"); err != nil {
+	if err := s.g.passTopic("Seq.Reseed", topic); err != nil {
 		return err
 	}
 	return s.SeqAllocator.Reseed(ctx, tenant, topic, floor)
@@ -226,21 +243,21 @@ type gatedRoutes struct {
 }
 
 func (r gatedRoutes) Segments(ctx context.Context, tenant, topic string) (route.Route, bool, error) {
-	if err := r.g.pass(redisBackend, "Routes.Segments"); err != nil {
+	if err := r.g.passTopic("Routes.Segments", topic); err != nil {
 		return nil, false, err
 	}
 	return r.RouteFiller.Segments(ctx, tenant, topic)
 }
 
 func (r gatedRoutes) Replace(ctx context.Context, tenant, topic string, rt route.Route) error {
-	if err := r.g.pass(redisBackend, "Routes.Replace"); err != nil {
+	if err := r.g.passTopic("Routes.Replace", topic); err != nil {
 		return err
 	}
 	return r.RouteFiller.Replace(ctx, tenant, topic, rt)
 }
 
 func (r gatedRoutes) ReplaceIfMissing(ctx context.Context, tenant, topic string, rt route.Route) (bool, error) {
-	if err := r.g.pass(redisBackend, "Routes.ReplaceIfMissing"); err != nil {
+	if err := r.g.passTopic("Routes.ReplaceIfMissing", topic); err != nil {
 		return false, err
 	}
 	return r.RouteFiller.ReplaceIfMissing(ctx, tenant, topic, rt)
@@ -339,21 +356,21 @@ type gatedHot struct {
 }
 
 func (h gatedHot) After(ctx context.Context, tenant, topic string, after int64, limit int) ([]message.Message, error) {
-	if err := h.g.pass(redisBackend, "Hot.After"); err != nil {
+	if err := h.g.passTopic("Hot.After", topic); err != nil {
 		return nil, err
 	}
 	return h.HotCache.After(ctx, tenant, topic, after, limit)
 }
 
 func (h gatedHot) Before(ctx context.Context, tenant, topic string, before int64, limit int) ([]message.Message, error) {
-	if err := h.g.pass(redisBackend, "Hot.Before"); err != nil {
+	if err := h.g.passTopic("Hot.Before", topic); err != nil {
 		return nil, err
 	}
 	return h.HotCache.Before(ctx, tenant, topic, before, limit)
 }
 
 func (h gatedHot) Invalidate(ctx context.Context, tenant, topic string, sq int64) error {
-	if err := h.g.pass(redisBackend, "Hot.Invalidate"); err != nil {
+	if err := h.g.passTopic("Hot.Invalidate", topic); err != nil {
 		return err
 	}
 	return h.HotCache.Invalidate(ctx, tenant, topic, sq)
@@ -388,6 +405,11 @@ func (f gatedFollowUp) Apply(ctx context.Context, tenant string, u ports.FollowU
 	}
 	failing := f.g.failParts
 	f.g.failParts = 0
+	if topic, ok := followUpTopic(u); ok && f.g.w.groupIsDown(f.g.w.months.GroupOf(topic)) {
+		// The job lies under the tenant's tag, the topic's parts on its group's master, which
+		// is down.
+		failing |= failRoute | failHot | failAcked | failSettle
+	}
 	if failing&failJob != 0 && u.Job != nil {
 		failing |= failAcked | failSettle
 	}
@@ -433,6 +455,21 @@ func (f gatedFollowUp) Apply(ctx context.Context, tenant string, u ports.FollowU
 		}
 	}
 	return r
+}
+
+// followUpTopic is the topic whose slot group holds f's route, hot, acked and settle parts.
+func followUpTopic(f ports.FollowUp) (string, bool) {
+	switch {
+	case f.Route != nil:
+		return f.Route.Topic, true
+	case f.Hot != nil:
+		return f.Hot.Topic, true
+	case f.Acked != nil:
+		return f.Acked.Topic, true
+	case f.Settle != nil:
+		return f.Settle.Topic, true
+	}
+	return "", false
 }
 
 type gatedGaps struct {
@@ -664,25 +701,29 @@ type gatedMonths struct {
 	g *gate
 }
 
-func (m gatedMonths) MarkReady(ctx context.Context, tenant string, mo month.Month) error {
-	if err := m.g.pass(redisBackend, "Months.MarkReady"); err != nil {
+func (m gatedMonths) MarkReady(ctx context.Context, tenant string, group int, mo month.Month) error {
+	if err := m.g.passGroup("Months.MarkReady", group); err != nil {
 		return err
 	}
-	return m.MonthState.MarkReady(ctx, tenant, mo)
+	return m.MonthState.MarkReady(ctx, tenant, group, mo)
 }
 
 func (m gatedMonths) Active(ctx context.Context, tenant string) (month.Month, bool, error) {
 	if err := m.g.pass(redisBackend, "Months.Active"); err != nil {
 		return 0, false, err
 	}
+	// It reads every group, so one master down fails it.
+	if m.g.w.groupIsDown(anyGroup) {
+		return 0, false, errRedis
+	}
 	return m.MonthState.Active(ctx, tenant)
 }
 
-func (m gatedMonths) Advance(ctx context.Context, tenant string, mo month.Month) (month.Month, error) {
-	if err := m.g.pass(redisBackend, "Months.Advance"); err != nil {
+func (m gatedMonths) Advance(ctx context.Context, tenant string, group int, mo month.Month) (month.Month, error) {
+	if err := m.g.passGroup("Months.Advance", group); err != nil {
 		return 0, err
 	}
-	got, err := m.MonthState.Advance(ctx, tenant, mo)
+	got, err := m.MonthState.Advance(ctx, tenant, group, mo)
 	if err == nil {
 		m.g.sawMonth = max(m.g.sawMonth, got)
 		m.g.w.model.seeActive(got, m.g.w.clock.Now())
@@ -690,11 +731,11 @@ func (m gatedMonths) Advance(ctx context.Context, tenant string, mo month.Month)
 	return got, err
 }
 
-func (m gatedMonths) SwitchAt(ctx context.Context, tenant string, mo month.Month, at time.Time) (month.Month, error) {
-	if err := m.g.pass(redisBackend, "Months.SwitchAt"); err != nil {
+func (m gatedMonths) SwitchAt(ctx context.Context, tenant string, group int, mo month.Month, at time.Time) (month.Month, error) {
+	if err := m.g.passGroup("Months.SwitchAt", group); err != nil {
 		return 0, err
 	}
-	got, err := m.MonthState.SwitchAt(ctx, tenant, mo, at)
+	got, err := m.MonthState.SwitchAt(ctx, tenant, group, mo, at)
 	if err == nil {
 		m.g.sawMonth = max(m.g.sawMonth, got)
 		m.g.w.model.seeActive(got, m.g.w.clock.Now())

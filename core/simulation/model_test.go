@@ -422,7 +422,7 @@ func (m *model) device(k deviceKey, topic string) *deviceTopic {
 // the read watermark.
 func (w *world) heal() {
 	ctx := context.Background()
-	w.mysqlDown, w.redisDown = false, false
+	w.mysqlDown, w.redisDown, w.groupDown = false, false, noGroup
 	clear(w.slow)
 	for i, n := range w.nodes {
 		n.poolFull = false

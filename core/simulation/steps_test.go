@@ -54,6 +54,9 @@ const (
 	kFollowUpFault
 	kQueueLost
 	kListRepair
+	kGroupFailover
+	kSwitchHalfway
+	kGroupOutage
 	kinds
 )
 
@@ -62,6 +65,7 @@ var kindNames = [kinds]string{
 	"redis-lose", "redis-snapshot", "redis-restore", "mysql-outage", "redis-outage", "slow-device", "offline",
 	"issue-token", "revoke-token", "change", "delete-self", "auth", "sweep", "member", "pool-full",
 	"migrate", "failover", "send-across-switch", "follow-up-fault", "queue-lost", "list-repair",
+	"group-failover", "switch-halfway", "group-outage",
 }
 
 // weights of the kinds in a random step list.
@@ -70,6 +74,7 @@ var weights = [kinds]int{
 	kRedisLose: 1, kRedisSnapshot: 1, kRedisRestore: 1, kMySQLOutage: 1, kRedisOutage: 1, kSlowDevice: 2, kOffline: 1,
 	kIssueToken: 2, kRevokeToken: 2, kChange: 3, kDeleteSelf: 1, kAuth: 3, kSweep: 3, kMember: 2, kPoolFull: 1,
 	kMigrate: 4, kFailover: 1, kSendAcrossSwitch: 1, kFollowUpFault: 2, kQueueLost: 2, kListRepair: 2,
+	kGroupFailover: 1, kSwitchHalfway: 1, kGroupOutage: 1,
 }
 
 type step struct {
@@ -258,7 +263,24 @@ func (w *world) exec(s step) {
 	case kMigrate:
 		w.migrate(n, s)
 	case kFailover:
-		w.failover(n, s)
+		w.failover(n, s, "month state", w.months.Snapshot)
+	case kGroupFailover:
+		g := s.b % w.months.Groups()
+		w.failover(n, s, fmt.Sprintf("month state of slot group %d", g), func() func() { return w.months.SnapshotGroup(tenant, g) })
+	case kSwitchHalfway:
+		w.switchHalfway(n, s)
+	case kGroupOutage:
+		// The master of one slot group goes down, or comes back: the calls on that group's
+		// keys fail, the rest of Redis serves (DESIGN §11).
+		w.mu.Lock()
+		if w.groupDown == noGroup {
+			w.groupDown = s.a % w.months.Groups()
+		} else {
+			w.groupDown = noGroup
+		}
+		w.mu.Unlock()
+		w.stats.faults++
+		w.trace("slot group down: %d", w.groupDown)
 	case kQueueLost:
 		// One partition's queue and processing list are gone, the lists and everything else
 		// intact (seed 003 §20 item 13): the list repair must make up for the jobs. The
@@ -531,21 +553,45 @@ func (w *world) sendAcrossSwitch(n *node, s step) {
 }
 
 // failover is an early month switch that a Redis failover loses: node n advances the month,
-// Redis' month state goes back to before the advance (the replica missed it), and another
-// node restarts, so a process that has seen nothing of the switch serves sends next (issue
-// 19 item 1 across nodes). The catalog keeps the switch.
-func (w *world) failover(n *node, s step) {
+// the month state lost (snapshot: all of it, or one slot group's, whose master alone failed
+// over while the other groups keep the switch, DESIGN §7.2) goes back to before the advance
+// (the replica missed it), and another node restarts, so a process that has seen nothing of
+// the switch serves sends next (issue 19 item 1 across nodes). The catalog keeps the switch.
+func (w *world) failover(n *node, s step, lost string, snapshot func() (restore func())) {
 	active, ok := w.activeMonth()
 	if !ok {
 		return
 	}
-	restore := w.months.Snapshot()
+	restore := snapshot()
 	got, err := n.manager.Advance(context.Background(), tenant, active.Next())
 	w.trace("advance to %s: %s, %v", active.Next(), got, err)
 	restore()
 	w.stats.faults++
 	if other := (s.node + 1 + s.a%(nodeCount-1)) % nodeCount; !w.nodes[other].g.crashed {
-		w.trace("month state rolled back to %s; node %d restarts", active, other)
+		w.trace("%s rolled back to before the advance; node %d restarts", lost, other)
 		w.reboot(other)
+	}
+}
+
+// switchHalfway is an early month switch whose node dies halfway across the slot groups: before
+// its k-th call that makes them ready, schedules or makes their switch, so some groups have
+// learnt the month and the others have not (DESIGN §7.2). The node restarts at the step's end.
+func (w *world) switchHalfway(n *node, s step) {
+	active, ok := w.activeMonth()
+	if !ok {
+		return
+	}
+	groups := w.months.Groups()
+	// The advance's reconcile first marks ready and advances every group to the catalog's
+	// floor: the switch's own calls of those two come after.
+	point := []struct {
+		method string
+		before int
+	}{{"Months.MarkReady", groups}, {"Months.SwitchAt", 0}, {"Months.Advance", groups}}[s.a%3]
+	n.g.method, n.g.n, n.g.seen = point.method, point.before+2+s.c%(groups-1), 0
+	got, err := n.manager.Advance(context.Background(), tenant, active.Next())
+	w.trace("advance to %s dying at %s #%d: %s, %v", active.Next(), n.g.method, n.g.n, got, err)
+	if !n.g.crashed {
+		n.g.method = "" // it got through: the call was never made that often
 	}
 }

@@ -46,6 +46,9 @@ const (
 	userCount   = 6
 	deviceCount = 2
 	partitions  = 3
+	// slotGroups is how many copies of the month state the world keeps (DESIGN §11): its
+	// three topics land in three of the four, one is empty.
+	slotGroups = 4
 )
 
 // Timing rules of the use cases, as the dev configuration has them.
@@ -115,8 +118,10 @@ type world struct {
 	nodes []*node
 	// Faults in force.
 	mysqlDown, redisDown bool
-	slow                 map[deviceKey]bool // pushes to these devices fail
-	offline              map[deviceKey]bool
+	// groupDown is the slot group whose Redis master is down (kGroupOutage), noGroup for none.
+	groupDown int
+	slow      map[deviceKey]bool // pushes to these devices fail
+	offline   map[deviceKey]bool
 	// onConn is the highest MESSAGE seq per topic queued on each device's connection: like
 	// session.Registry, the connection drops a repeat (a deliver job pushed again after its
 	// consumer crashed before marking it done); going offline closes it and forgets.
@@ -182,7 +187,7 @@ func newWorld() (*world, error) {
 	}
 	clock := memory.NewClock(start)
 	w := &world{
-		log: slog.New(slog.NewTextHandler(io.Discard, nil)), clock: clock, ids: memory.NewIDs(clock),
+		groupDown: noGroup, log: slog.New(slog.NewTextHandler(io.Discard, nil)), clock: clock, ids: memory.NewIDs(clock),
 		shards: memory.NewShardStore().WithRetention(clock.Now, dedupRetention), dir: memory.NewDirectory(), mailbox: memory.NewMailbox(),
 		seqs: nil, routes: memory.NewRouteCache(),
 		hot: memory.NewHotCache(clock.Now, hotWindow, hotPerTopic), dialogs: memory.NewDialogStore(clock.Now),
@@ -199,7 +204,7 @@ func newWorld() (*world, error) {
 	w.dellog = memory.NewDeleteLog(w.shards)
 	w.legacy = memory.NewLegacy(w.shards, clock.Now)
 	w.dualRead = dualread.NewStore(w.store, dualread.NewSource(w.legacy, clock, time.Nanosecond, w.log))
-	w.months = memory.NewMonthState(clock.Now)
+	w.months = memory.NewGroupedMonthState(clock.Now, slotGroups)
 	w.seqs = memory.NewSeqAllocator(w.months, clock.Now)
 	w.model = newModel()
 	ctx := context.Background()
@@ -447,6 +452,20 @@ type notifier struct{}
 
 func (notifier) Notify(context.Context, string, delivery.Notification) error { return nil }
 
+// Values of world.groupDown and of groupIsDown's argument.
+const (
+	noGroup  = -1
+	anyGroup = -2
+)
+
+// groupIsDown reports whether the master of the slot group is down, or of any group for
+// anyGroup.
+func (w *world) groupIsDown(group int) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.groupDown != noGroup && (group == w.groupDown || group == anyGroup)
+}
+
 // activeMonth reads the active month straight from the fake, past every gate.
 func (w *world) activeMonth() (month.Month, bool) {
 	m, ok, _ := w.months.Active(context.Background(), tenant)
@@ -471,6 +490,9 @@ func (w *world) String() string {
 	}
 	if w.redisDown {
 		faults = append(faults, "redis down")
+	}
+	if w.groupDown != noGroup {
+		faults = append(faults, fmt.Sprintf("slot group %d down", w.groupDown))
 	}
 	for k := range w.slow {
 		faults = append(faults, fmt.Sprintf("slow %d/%d", k.user, k.device))

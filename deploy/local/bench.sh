@@ -155,6 +155,7 @@ cleanup() {
 	fi
 	if [[ "${BENCH_KEEP:-0}" != 1 ]]; then
 		mariadb -h127.0.0.1 -P"$MYSQL_PORT" -uimd -pimd -e "DROP DATABASE IF EXISTS \`imd_$tenant\`" 2>/dev/null || true
+		# The tenant's own tag {tenant} and its slot groups' {tenant~g} (DESIGN §11).
 		redis-cli -p "$REDIS_PORT" --scan --pattern "im:{$tenant[}~]*" | xargs -r -n 500 redis-cli -p "$REDIS_PORT" del >/dev/null || true
 		rm -rf "$out"/search* "$out/archive" "$out/uploads"
 	fi

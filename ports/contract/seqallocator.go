@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -150,7 +151,7 @@ func SeqAllocator(t *testing.T, fresh func(t *testing.T) SeqFixture) {
 		if _, err := f.Seq.Allocate(t.Context(), f.Tenant, req); !errors.Is(err, seq.ErrNoActiveMonth) {
 			t.Fatalf("Allocate without ready month: %v; want ErrNoActiveMonth", err)
 		}
-		if err := f.Months.MarkReady(t.Context(), f.Tenant, seqMonth.Next()); err != nil {
+		if err := markReady(t.Context(), f.Months, f.Tenant, seqMonth.Next()); err != nil {
 			t.Fatalf("MarkReady: %v", err)
 		}
 		if _, err := f.Seq.Allocate(t.Context(), f.Tenant, req); !errors.Is(err, seq.ErrNoActiveMonth) {
@@ -159,7 +160,7 @@ func SeqAllocator(t *testing.T, fresh func(t *testing.T) SeqFixture) {
 		// A ready month is not enough while none is active: after losing its active month Redis
 		// cannot know it was not ahead of the clock, so only the month state (seeded from the
 		// catalog by the shard manager) sets it again, never the allocation itself.
-		if err := f.Months.MarkReady(t.Context(), f.Tenant, seqMonth); err != nil {
+		if err := markReady(t.Context(), f.Months, f.Tenant, seqMonth); err != nil {
 			t.Fatalf("MarkReady: %v", err)
 		}
 		if _, err := f.Seq.Allocate(t.Context(), f.Tenant, req); !errors.Is(err, seq.ErrNoActiveMonth) {
@@ -168,6 +169,31 @@ func SeqAllocator(t *testing.T, fresh func(t *testing.T) SeqFixture) {
 		activate(t, f, seqMonth)
 		if a := seqAllocate(t, f, req); a.Existing || a.Seq != 1 || a.Month != seqMonth {
 			t.Fatalf("after Advance = %+v; want seq 1 in %s, not existing", a, seqMonth)
+		}
+	})
+
+	t.Run("a topic allocates in its own group's active month", func(t *testing.T) {
+		t.Parallel()
+		f := fresh(t)
+		a, b, ta, tb := twoTopics(t, f.Months)
+		f = ready(t, ta, tb)
+		jun, jul := seqMonth, seqMonth.Next()
+		// Group b switched to jul; group a has not yet (a switch halfway across the groups).
+		if err := f.Months.MarkReady(t.Context(), f.Tenant, b, jul); err != nil {
+			t.Fatalf("MarkReady: %v", err)
+		}
+		if got, err := f.Months.Advance(t.Context(), f.Tenant, b, jul); err != nil || got != jul {
+			t.Fatalf("Advance(group %d) = %v, %v; want %s", b, got, err, jul)
+		}
+		for i, st := range []struct {
+			topic string
+			want  month.Month
+		}{{ta, jun}, {tb, jul}, {ta, jun}} {
+			req := seqReq(st.topic, i+1)
+			req.MonthOverride = jul // the clock is in jul, but a's ready set lacks it
+			if got := seqAllocate(t, f, req); got.Month != st.want {
+				t.Fatalf("%s (group %d or %d): %+v; want %s", st.topic, a, b, got, st.want)
+			}
 		}
 	})
 
@@ -189,7 +215,7 @@ func SeqAllocator(t *testing.T, fresh func(t *testing.T) SeqFixture) {
 		}
 		for i, st := range steps {
 			if st.ready != 0 {
-				if err := f.Months.MarkReady(t.Context(), f.Tenant, st.ready); err != nil {
+				if err := markReady(t.Context(), f.Months, f.Tenant, st.ready); err != nil {
 					t.Fatalf("%s: MarkReady: %v", st.name, err)
 				}
 			}
@@ -241,7 +267,7 @@ func SeqAllocator(t *testing.T, fresh func(t *testing.T) SeqFixture) {
 		t.Parallel()
 		f := ready(t, "grp_1")
 		jun, jul := seqMonth, seqMonth.Next()
-		if err := f.Months.MarkReady(t.Context(), f.Tenant, jul); err != nil {
+		if err := markReady(t.Context(), f.Months, f.Tenant, jul); err != nil {
 			t.Fatalf("MarkReady: %v", err)
 		}
 		now, err := f.Months.Now(t.Context())
@@ -249,7 +275,7 @@ func SeqAllocator(t *testing.T, fresh func(t *testing.T) SeqFixture) {
 			t.Fatalf("Now: %v", err)
 		}
 		at := now.Add(50 * time.Millisecond)
-		if _, err := f.Months.SwitchAt(t.Context(), f.Tenant, jul, at); err != nil {
+		if _, err := f.Months.SwitchAt(t.Context(), f.Tenant, f.Months.GroupOf("grp_1"), jul, at); err != nil {
 			t.Fatalf("SwitchAt: %v", err)
 		}
 		req := seqReq("grp_1", 1)
@@ -279,7 +305,7 @@ func SeqAllocator(t *testing.T, fresh func(t *testing.T) SeqFixture) {
 		}
 		cur := month.Of(before)
 		activate(t, f, cur)
-		if err := f.Months.MarkReady(t.Context(), f.Tenant, cur.Next()); err != nil {
+		if err := markReady(t.Context(), f.Months, f.Tenant, cur.Next()); err != nil {
 			t.Fatalf("MarkReady: %v", err)
 		}
 		if err := f.Seq.Reseed(t.Context(), f.Tenant, "grp_1", 0); err != nil {
@@ -398,15 +424,28 @@ func seqAllocate(t *testing.T, f SeqFixture, req seq.Request) seq.Allocation {
 	return a
 }
 
-// activate marks m ready and makes it the active month, as the shard manager does.
+// activate marks m ready and makes it the active month of every group, as the shard manager
+// does.
 func activate(t *testing.T, f SeqFixture, m month.Month) {
 	t.Helper()
-	if err := f.Months.MarkReady(t.Context(), f.Tenant, m); err != nil {
+	if err := markReady(t.Context(), f.Months, f.Tenant, m); err != nil {
 		t.Fatalf("MarkReady(%s): %v", m, err)
 	}
-	if got, err := f.Months.Advance(t.Context(), f.Tenant, m); err != nil || got != m {
-		t.Fatalf("Advance(%s) = %v, %v", m, got, err)
+	for g := range f.Months.Groups() {
+		if got, err := f.Months.Advance(t.Context(), f.Tenant, g, m); err != nil || got != m {
+			t.Fatalf("Advance(group %d, %s) = %v, %v", g, m, got, err)
+		}
 	}
+}
+
+// markReady marks m ready in every group.
+func markReady(ctx context.Context, ms ports.MonthState, tenant string, m month.Month) error {
+	for g := range ms.Groups() {
+		if err := ms.MarkReady(ctx, tenant, g, m); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // seqMarkAcked flags the record of req's send as acked, as a commit follow-up does.

@@ -46,10 +46,10 @@ func newStack(t *testing.T, wrap ...func(ports.MessageStore) ports.MessageStore)
 	if err := shards.EnsureTable(ctx, "default", m); err != nil {
 		t.Fatal(err)
 	}
-	if err := months.MarkReady(ctx, "default", m); err != nil {
+	if err := months.MarkReady(ctx, "default", 0, m); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := months.Advance(ctx, "default", m); err != nil {
+	if _, err := months.Advance(ctx, "default", 0, m); err != nil {
 		t.Fatal(err)
 	}
 	dir := memory.NewDirectory()

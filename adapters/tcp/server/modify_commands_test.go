@@ -29,10 +29,10 @@ func newModifyDeps(t *testing.T) Deps {
 	if err := shards.EnsureTable(ctx, "default", month.Of(testTime)); err != nil {
 		t.Fatal(err)
 	}
-	if err := months.MarkReady(ctx, "default", month.Of(testTime)); err != nil {
+	if err := months.MarkReady(ctx, "default", 0, month.Of(testTime)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := months.Advance(ctx, "default", month.Of(testTime)); err != nil {
+	if _, err := months.Advance(ctx, "default", 0, month.Of(testTime)); err != nil {
 		t.Fatal(err)
 	}
 	dir := memory.NewDirectory()

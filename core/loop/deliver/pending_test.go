@@ -29,10 +29,10 @@ func TestAGapWhoseRetryRunsOnAnotherNodeIsWaitedFor(t *testing.T) {
 	// The shared Redis: one allocator every node's send path and node B's consumer use.
 	months := memory.NewMonthState(f.clock.Now)
 	m := month.Of(f.clock.Now())
-	if err := months.MarkReady(ctx, tenant, m); err != nil {
+	if err := months.MarkReady(ctx, tenant, 0, m); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := months.Advance(ctx, tenant, m); err != nil {
+	if _, err := months.Advance(ctx, tenant, 0, m); err != nil {
 		t.Fatal(err)
 	}
 	shared := memory.NewSeqAllocator(months, f.clock.Now)

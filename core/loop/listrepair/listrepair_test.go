@@ -58,10 +58,10 @@ func newFixture(t *testing.T, cfg listrepair.Config) *fixture {
 	if err := shards.EnsureTable(ctx, tenant, oct); err != nil {
 		t.Fatal(err)
 	}
-	if err := months.MarkReady(ctx, tenant, oct); err != nil {
+	if err := months.MarkReady(ctx, tenant, 0, oct); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := months.Advance(ctx, tenant, oct); err != nil {
+	if _, err := months.Advance(ctx, tenant, 0, oct); err != nil {
 		t.Fatal(err)
 	}
 	dir := memory.NewDirectory()

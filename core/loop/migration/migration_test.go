@@ -69,10 +69,10 @@ func newFixture(t *testing.T) *fixture {
 	if err := f.shards.SetState(ctx, tenant, active, shard.Prepared, shard.Writable); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.months.MarkReady(ctx, tenant, active); err != nil {
+	if err := f.months.MarkReady(ctx, tenant, 0, active); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.months.Advance(ctx, tenant, active); err != nil {
+	if _, err := f.months.Advance(ctx, tenant, 0, active); err != nil {
 		t.Fatal(err)
 	}
 	id := int64(0)

@@ -43,10 +43,10 @@ func newFixture(t *testing.T) *fixture {
 		if err := f.shards.EnsureTable(ctx, tenant, m); err != nil {
 			t.Fatal(err)
 		}
-		if err := months.MarkReady(ctx, tenant, m); err != nil {
+		if err := months.MarkReady(ctx, tenant, 0, m); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := months.Advance(ctx, tenant, m); err != nil {
+		if _, err := months.Advance(ctx, tenant, 0, m); err != nil {
 			t.Fatal(err)
 		}
 		if err := f.shards.SetState(ctx, tenant, m, shard.Prepared, shard.Writable); err != nil {

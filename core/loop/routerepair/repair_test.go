@@ -118,11 +118,11 @@ func newFixture(t *testing.T, cfg routerepair.Config) *fixture {
 		if err := f.shards.EnsureTable(ctx, tenant, m); err != nil {
 			t.Fatal(err)
 		}
-		if err := f.months.MarkReady(ctx, tenant, m); err != nil {
+		if err := f.months.MarkReady(ctx, tenant, 0, m); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := f.months.Advance(ctx, tenant, oct); err != nil {
+	if _, err := f.months.Advance(ctx, tenant, 0, oct); err != nil {
 		t.Fatal(err)
 	}
 	f.svc = routerepair.New(cfg, routerepair.Deps{

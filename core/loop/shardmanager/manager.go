@@ -138,16 +138,11 @@ func (m *Manager) Ensure(ctx context.Context, tenant string) error {
 	// node at once, and a node that finds the lock taken still heals a Redis that lost the month.
 	_, repairErr := m.reconcile(ctx, tenant, now)
 	err = m.exclusively(ctx, tenant, func(ctx context.Context) error {
-		active, err := m.d.Months.Advance(ctx, tenant, cur)
+		switched, _, err := m.advance(ctx, tenant, cur)
 		if err != nil {
 			return fmt.Errorf("advance active month of %s: %w", tenant, err)
 		}
-		// What Redis holds active is this process's floor from now on, whatever the catalog
-		// said or failed to say (MySQL down): a failover that rolls Redis back past it must
-		// not hand this process the month before (DESIGN §11, the active month never moves
-		// back).
-		m.d.Floors.Raise(tenant, active)
-		return errors.Join(m.settle(ctx, tenant, active, now), m.upkeep(ctx, tenant, now))
+		return errors.Join(m.settle(ctx, tenant, switched, now), m.upkeep(ctx, tenant, now))
 	})
 	m.report(ctx, tenant, cur)
 	return errors.Join(failed, repairErr, err)
@@ -165,8 +160,9 @@ func (m *Manager) Reconcile(ctx context.Context, tenant string) error {
 	return err
 }
 
-// reconcile raises active_month to the newest writable month of the catalog and returns the
-// resulting active month, the zero Month when neither has one yet. now is Redis TIME read
+// reconcile raises every slot group's active_month to the newest writable month of the catalog
+// (a group that lost its copy is re-seeded from it, never moved back) and returns the newest
+// active month of the groups, the zero Month when neither has one yet. now is Redis TIME read
 // earlier in the caller's pass, zero when it has none.
 func (m *Manager) reconcile(ctx context.Context, tenant string, now time.Time) (month.Month, error) {
 	infos, err := m.d.Store.Catalog(ctx, tenant)
@@ -183,21 +179,22 @@ func (m *Manager) reconcile(ctx context.Context, tenant string, now time.Time) (
 		return active, nil
 	}
 	// The ready set is Redis state too: the floor's table exists, so it is ready.
-	if err := m.d.Months.MarkReady(ctx, tenant, floor); err != nil {
-		return 0, fmt.Errorf("mark %s ready in %s: %w", floor, tenant, err)
+	if err := m.markReady(ctx, tenant, floor); err != nil {
+		return 0, err
 	}
 	unrecorded, err := m.switchUnrecorded(ctx, infos, floor, now)
 	if err != nil {
 		return 0, err
 	}
-	active, err := m.d.Months.Advance(ctx, tenant, floor)
+	switched, active, err := m.advance(ctx, tenant, floor)
 	if err != nil {
 		return 0, fmt.Errorf("advance active month of %s to %s: %w", tenant, floor, err)
 	}
 	if active != floor {
 		m.d.Log.InfoContext(ctx, "active month ahead of the catalog floor", "tenant", tenant, "month", active.String(), "floor", floor.String())
 	}
-	if unrecorded && active == floor {
+	// switched == floor: some group holds the floor, not ahead of it.
+	if unrecorded && switched == floor {
 		// Read after the raise, as Advance reads it after its flip: a send allocated in the
 		// month before until then was in flight across it, not behind it.
 		raised, err := m.d.Months.Now(ctx)
@@ -293,8 +290,9 @@ func (m *Manager) Advance(ctx context.Context, tenant string, target month.Month
 	if err := m.markWritable(ctx, tenant, target); err != nil {
 		return 0, apperr.Wrap(apperr.Busy, "updating shard states failed", err)
 	}
-	// The instant has passed, so this makes what the seq script's next step would.
-	got, err := m.d.Months.Advance(ctx, tenant, target)
+	// The instant has passed, so this makes what the seq script's next step would, in every
+	// group; the month before seals only once every group has left it (settle).
+	got, _, err := m.advance(ctx, tenant, target)
 	if err != nil {
 		return 0, apperr.Wrap(apperr.Busy, "advancing the active month failed", err)
 	}
@@ -328,11 +326,18 @@ func (m *Manager) scheduleSwitch(ctx context.Context, tenant string, target mont
 	if err := m.d.Store.RecordSwitch(ctx, tenant, target, at); err != nil {
 		return time.Time{}, apperr.Wrap(apperr.Busy, "recording the switch failed", err)
 	}
-	got, err := m.d.Months.SwitchAt(ctx, tenant, target, at)
-	if err != nil {
-		return time.Time{}, apperr.Wrap(apperr.Busy, "scheduling the month switch failed", err)
+	// Every group learns the same instant, in group order (DESIGN §7.2): a group that never
+	// learns it (this node dies halfway) still holds the month before after the instant, and
+	// its sends are refused and raise it as a failover's would.
+	late := false
+	for g := range m.d.Months.Groups() {
+		got, err := m.d.Months.SwitchAt(ctx, tenant, g, target, at)
+		if err != nil {
+			return time.Time{}, apperr.Wrap(apperr.Busy, "scheduling the month switch failed", fmt.Errorf("group %d: %w", g, err))
+		}
+		late = late || got == target
 	}
-	if got == target {
+	if late {
 		// Redis switched at once: the instant had passed when it learned of the switch.
 		m.d.Log.WarnContext(ctx, "early month switch scheduled after its instant; sends allocated in the month before since then are refused and allocated again",
 			"tenant", tenant, "month", target.String(), "at", at, "lead", lead)
@@ -380,10 +385,39 @@ func (m *Manager) prepare(ctx context.Context, tenant string, mo month.Month) er
 	if err := m.d.Store.RecordSwitch(ctx, tenant, mo, mo.Start()); err != nil {
 		return fmt.Errorf("record the switch to %s: %w", mo, err)
 	}
-	if err := m.d.Months.MarkReady(ctx, tenant, mo); err != nil {
-		return fmt.Errorf("mark %s ready: %w", mo, err)
+	return m.markReady(ctx, tenant, mo)
+}
+
+// markReady marks a month ready in every slot group, in group order.
+func (m *Manager) markReady(ctx context.Context, tenant string, mo month.Month) error {
+	for g := range m.d.Months.Groups() {
+		if err := m.d.Months.MarkReady(ctx, tenant, g, mo); err != nil {
+			return fmt.Errorf("mark %s ready in group %d of %s: %w", mo, g, tenant, err)
+		}
 	}
 	return nil
+}
+
+// advance moves every slot group's active month forward to target, in group order, stopping
+// at the first that fails (DESIGN §7.2). It returns the oldest of the groups' active months
+// after the call, switched (zero while a group has none): the month every group has reached,
+// so the months before it take no more fresh sends and may seal (settle). newest is the
+// newest of them. Each group's month raises this process's floor as it comes: a group that
+// switched makes the month active, so this process's sends to a group not reached yet (this
+// pass fails at it) raise that group rather than allocate behind (seed 000 §3.3).
+func (m *Manager) advance(ctx context.Context, tenant string, target month.Month) (switched, newest month.Month, err error) {
+	for g := range m.d.Months.Groups() {
+		got, err := m.d.Months.Advance(ctx, tenant, g, target)
+		if err != nil {
+			return 0, 0, fmt.Errorf("group %d: %w", g, err)
+		}
+		m.d.Floors.Raise(tenant, got)
+		if g == 0 || got < switched {
+			switched = got
+		}
+		newest = max(newest, got)
+	}
+	return switched, newest, nil
 }
 
 // Run calls Ensure for every tenant every interval until ctx ends; the caller runs the first

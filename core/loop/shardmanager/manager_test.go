@@ -81,17 +81,33 @@ func (l *flakyLocks) Acquire(ctx context.Context, tenant, name string, ttl time.
 }
 
 // flakyFlips fails the Advance to refused: the node dies, or Redis goes away, at that flip.
+// unready fails the MarkReady of its month in the groups from unreadyFrom on: the master of
+// those groups is away while the month is prepared.
+// refusedFrom, when set, limits the refusal to the groups from it on.
 type flakyFlips struct {
 	*memory.MonthState
-	refused month.Month
+	refused     month.Month
+	refusedFrom int
+	unready     month.Month
+	unreadyFrom int
 }
 
-func (m *flakyFlips) Advance(ctx context.Context, tenant string, mo month.Month) (month.Month, error) {
-	if mo == m.refused {
+func (m *flakyFlips) Advance(ctx context.Context, tenant string, group int, mo month.Month) (month.Month, error) {
+	if mo == m.refused && group >= m.refusedFrom {
 		return 0, errors.New("redis down")
 	}
-	return m.MonthState.Advance(ctx, tenant, mo)
+	return m.MonthState.Advance(ctx, tenant, group, mo)
 }
+
+func (m *flakyFlips) MarkReady(ctx context.Context, tenant string, group int, mo month.Month) error {
+	if mo == m.unready && group >= m.unreadyFrom {
+		return errors.New("redis master down")
+	}
+	return m.MonthState.MarkReady(ctx, tenant, group, mo)
+}
+
+// groups is how many slot groups the fixture's month state keeps, as the Redis one keeps 64.
+const groups = 4
 
 // recordedHousekeeping remembers how many rows each purge deleted.
 type recordedHousekeeping struct {
@@ -121,7 +137,7 @@ func newFixture(t *testing.T, now time.Time) *fixture {
 	f.shards = &failingShards{ShardStore: mem}
 	f.store = memory.NewMessageStore(mem)
 	f.housekeeping = &recordedHousekeeping{Housekeeping: memory.NewHousekeeping(mem)}
-	f.months = memory.NewMonthState(f.clock.Now)
+	f.months = memory.NewGroupedMonthState(f.clock.Now, groups)
 	f.flips = &flakyFlips{MonthState: f.months}
 	f.locks = &flakyLocks{Locks: memory.NewLocks(f.clock.Now)}
 	f.manager = shardmanager.New(shardmanager.Config{SealingDays: 7, DedupPurgeBatch: 2, DedupPurgeBatches: 3}, shardmanager.Deps{
@@ -276,6 +292,65 @@ func TestFailedTableKeepsTheActiveMonth(t *testing.T) {
 		if f.metrics.Count("group_message_shard_ready", tenant, which) != 1 {
 			t.Fatalf("shard_ready{%s} = 0 after recovery", which)
 		}
+	}
+}
+
+// TestOldMonthSealsOnlyOnceEveryGroupSwitched: the month turns while some slot groups cannot
+// learn that the new month is ready (the master of their slots is away): those groups go on
+// handing out the month before, so it stays writable and the new one prepared until every
+// group has switched; then the month before is sealing (DESIGN §7.2).
+func TestOldMonthSealsOnlyOnceEveryGroupSwitched(t *testing.T) {
+	f := newFixture(t, at(2026, 10, 15, 0))
+	f.flips.unready, f.flips.unreadyFrom = nov, groups/2
+	if err := f.manager.Ensure(t.Context(), tenant); err == nil {
+		t.Fatal("Ensure must report the groups it could not prepare")
+	}
+	f.clock.Set(at(2026, 11, 1, 0))
+	if err := f.manager.Ensure(t.Context(), tenant); err == nil {
+		t.Fatal("Ensure must report the groups it could not prepare")
+	}
+	for g := range groups {
+		want := nov
+		if g >= groups/2 {
+			want = oct
+		}
+		if got, err := f.months.Advance(t.Context(), tenant, g, oct); err != nil || got != want {
+			t.Fatalf("group %d is at %s, %v; want %s", g, got, err, want)
+		}
+	}
+	if got := f.active(t); got != nov {
+		t.Fatalf("Active = %s, want the newest group's %s", got, nov)
+	}
+	f.wantStates(t, "while groups still hand October out", map[month.Month]shard.State{oct: shard.Writable, nov: shard.Prepared})
+
+	f.flips.unready = 0
+	f.ensure(t)
+	f.wantStates(t, "once every group switched", map[month.Month]shard.State{oct: shard.Sealing, nov: shard.Writable})
+}
+
+// wantStates checks the catalog states of the months in want.
+func (f *fixture) wantStates(t *testing.T, when string, want map[month.Month]shard.State) {
+	t.Helper()
+	for m, state := range want {
+		if got := f.state(t, m); got != state {
+			t.Fatalf("%s: %s is %s; want %s", when, m, got, state)
+		}
+	}
+}
+
+// TestSwitchHalfwayRaisesThisProcessFloor: an early switch that fails halfway across the
+// slot groups (a master goes away after the first groups switched) leaves this process's
+// month floor at the month the first groups hold, so its sends raise the groups the switch did
+// not reach instead of allocating behind it (seed 000 §3.3; DESIGN §7.2).
+func TestSwitchHalfwayRaisesThisProcessFloor(t *testing.T) {
+	f := newFixture(t, at(2026, 10, 15, 0))
+	f.ensure(t)
+	f.flips.refused, f.flips.refusedFrom = nov, groups/2
+	if _, err := f.manager.Advance(t.Context(), tenant, nov); err == nil {
+		t.Fatal("Advance succeeded although half the groups refused it")
+	}
+	if got := f.manager.Floors().Of(tenant); got != nov {
+		t.Fatalf("floor %s after the first groups switched to %s", got, nov)
 	}
 }
 
@@ -587,17 +662,21 @@ func TestEarlySwitchLeavesNoWindowWhereverTheAdvanceDies(t *testing.T) {
 		_, advanceErr := advancing.Advance(t.Context(), tenant, nov)
 		// Past any switch the advance scheduled: what a Redis that survived would hand out now.
 		f.clock.Advance(time.Second)
-		survived, err := f.months.Advance(t.Context(), tenant, oct)
-		if err != nil {
-			t.Fatal(err)
+		var survived month.Month
+		for g := range groups {
+			got, err := f.months.Advance(t.Context(), tenant, g, oct)
+			if err != nil {
+				t.Fatal(err)
+			}
+			survived = max(survived, got)
 		}
 		failover()
 		f.clock.Advance(time.Millisecond)
 		m := message.Message{Topic: "grp_1", Seq: 1, MsgID: 1, From: 2, ClientMsgID: "c1", Type: "text",
 			Content: []byte(`{"text":"x"}`), Month: oct, CreatedAt: f.clock.Now()}
-		_, err = f.store.AppendFresh(t.Context(), tenant, m, "h", f.clock.Now())
+		_, err := f.store.AppendFresh(t.Context(), tenant, m, "h", f.clock.Now())
 		if behind := (*shard.BehindError)(nil); survived == nov && (!errors.As(err, &behind) || behind.Newer != nov) {
-			t.Fatalf("node died before port call %d of the advance (%v); Redis had switched to %s, lost it, and an October row allocated after: %v, want behind %s",
+			t.Fatalf("node died before port call %d of the advance (%v); a group had switched to %s, lost it, and an October row allocated after: %v, want behind %s",
 				die, advanceErr, nov, err, nov)
 		}
 		if advanceErr == nil {
@@ -642,8 +721,8 @@ type dyingMonths struct {
 	node *dying
 }
 
-func (m dyingMonths) MarkReady(ctx context.Context, tenant string, mo month.Month) error {
-	return m.node.then(func() error { return m.MonthState.MarkReady(ctx, tenant, mo) })
+func (m dyingMonths) MarkReady(ctx context.Context, tenant string, group int, mo month.Month) error {
+	return m.node.then(func() error { return m.MonthState.MarkReady(ctx, tenant, group, mo) })
 }
 
 func (m dyingMonths) Active(ctx context.Context, tenant string) (month.Month, bool, error) {
@@ -653,12 +732,12 @@ func (m dyingMonths) Active(ctx context.Context, tenant string) (month.Month, bo
 	return m.MonthState.Active(ctx, tenant)
 }
 
-func (m dyingMonths) Advance(ctx context.Context, tenant string, mo month.Month) (month.Month, error) {
-	return through(m.node, func() (month.Month, error) { return m.MonthState.Advance(ctx, tenant, mo) })
+func (m dyingMonths) Advance(ctx context.Context, tenant string, group int, mo month.Month) (month.Month, error) {
+	return through(m.node, func() (month.Month, error) { return m.MonthState.Advance(ctx, tenant, group, mo) })
 }
 
-func (m dyingMonths) SwitchAt(ctx context.Context, tenant string, mo month.Month, at time.Time) (month.Month, error) {
-	return through(m.node, func() (month.Month, error) { return m.MonthState.SwitchAt(ctx, tenant, mo, at) })
+func (m dyingMonths) SwitchAt(ctx context.Context, tenant string, group int, mo month.Month, at time.Time) (month.Month, error) {
+	return through(m.node, func() (month.Month, error) { return m.MonthState.SwitchAt(ctx, tenant, group, mo, at) })
 }
 
 func (m dyingMonths) Now(ctx context.Context) (time.Time, error) {

@@ -70,10 +70,10 @@ func newFixture(t *testing.T) *fixture {
 	if err := f.shards.SetState(ctx, tenant, m2, shard.Prepared, shard.Writable); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.months.MarkReady(ctx, tenant, m2); err != nil {
+	if err := f.months.MarkReady(ctx, tenant, 0, m2); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.months.Advance(ctx, tenant, m2); err != nil {
+	if _, err := f.months.Advance(ctx, tenant, 0, m2); err != nil {
 		t.Fatal(err)
 	}
 	dir := memory.NewDirectory()

@@ -84,11 +84,11 @@ func newFixture(t *testing.T) *fixture {
 		if err := f.shards.EnsureTable(ctx, tenant, m); err != nil {
 			t.Fatal(err)
 		}
-		if err := months.MarkReady(ctx, tenant, m); err != nil {
+		if err := months.MarkReady(ctx, tenant, 0, m); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := months.Advance(ctx, tenant, m2); err != nil {
+	if _, err := months.Advance(ctx, tenant, 0, m2); err != nil {
 		t.Fatal(err)
 	}
 	dir := memory.NewDirectory()

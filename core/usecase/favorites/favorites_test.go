@@ -35,10 +35,10 @@ func TestFavoritesRecheckWhatTheUserMayRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	months := memory.NewMonthState(clock.Now)
-	if err := months.MarkReady(ctx, tenant, m0); err != nil {
+	if err := months.MarkReady(ctx, tenant, 0, m0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := months.Advance(ctx, tenant, m0); err != nil {
+	if _, err := months.Advance(ctx, tenant, 0, m0); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := dir.CreateGroup(ctx, tenant, social.Group{ID: 1, Owner: 1}, 100, []int64{2}); err != nil {

@@ -85,7 +85,7 @@ func newFixture(t *testing.T) *fixture {
 	for _, m := range []month.Month{m0.Add(-3), m0.Add(-2), m0.Add(-1), m0, m1} {
 		f.writable(m)
 	}
-	if _, err := f.months.Advance(ctx, tenant, m1); err != nil {
+	if _, err := f.months.Advance(ctx, tenant, 0, m1); err != nil {
 		t.Fatal(err)
 	}
 	dir := memory.NewDirectory()
@@ -122,7 +122,7 @@ func (f *fixture) writable(m month.Month) {
 	if err := f.shards.SetState(ctx, tenant, m, shard.Prepared, shard.Writable); err != nil {
 		f.t.Fatal(err)
 	}
-	if err := f.months.MarkReady(ctx, tenant, m); err != nil {
+	if err := f.months.MarkReady(ctx, tenant, 0, m); err != nil {
 		f.t.Fatal(err)
 	}
 }

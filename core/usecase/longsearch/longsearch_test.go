@@ -53,10 +53,10 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	months := memory.NewMonthState(clock.Now)
-	if err := months.MarkReady(ctx, tenant, m0); err != nil {
+	if err := months.MarkReady(ctx, tenant, 0, m0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := months.Advance(ctx, tenant, m0); err != nil {
+	if _, err := months.Advance(ctx, tenant, 0, m0); err != nil {
 		t.Fatal(err)
 	}
 	for id, members := range map[int64][]int64{1: {2}, 2: {3}} {
