@@ -129,7 +129,7 @@ func TestMetricsMoveWithTheirEvents(t *testing.T) {
 		rises(t, srv, func() { srv.Dial(ctx) }, metric("tcp_connections"))
 	})
 	t.Run("route lost", func(t *testing.T) {
-		k, _ := redis.KeysOf(tenant)
+		k := srv.topicKeys(c.topic)
 		rises(t, srv, func() {
 			if err := rc.Do(ctx, rc.B().Del().Key(k.Route(c.topic), k.RouteMeta(c.topic)).Build()).Error(); err != nil {
 				t.Fatal(err)
@@ -149,7 +149,7 @@ func TestMetricsMoveWithTheirEvents(t *testing.T) {
 	})
 	t.Run("hot cache write fails", func(t *testing.T) {
 		// A hot-cache key of the wrong type: the message is stored, its cache write fails.
-		k, _ := redis.KeysOf(tenant)
+		k := srv.topicKeys(c.topic)
 		if err := rc.Do(ctx, rc.B().Set().Key(k.HotMessages(c.topic)).Value("damaged").Build()).Error(); err != nil {
 			t.Fatal(err)
 		}

@@ -200,11 +200,16 @@ func TestRedisClusterShardFailoverLosesNoMessage(t *testing.T) {
 	srv := Start(t, Options{Env: failoverEnv(map[string]string{
 		"IMD_REDIS_ADDR": rs.addr(0) + "," + rs.addr(1) + "," + rs.addr(2),
 	})})
-	// The spare node becomes the replica of the master that holds the tenant's slot.
-	slot, err := strconv.Atoi(rs.cli(0, "CLUSTER", "KEYSLOT", "{"+srv.Tenant+"}"))
-	if err != nil {
-		t.Fatal(err)
+	// The spare node becomes the replica of the master that holds the first group's slot
+	// group (DESIGN §11: a topic's seq counter lies in its group's slot).
+	slotOf := func(topic string) int {
+		slot, err := strconv.Atoi(rs.cli(0, "CLUSTER", "KEYSLOT", srv.topicKeys(topic).Seq(topic)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slot
 	}
+	slot := slotOf(failoverGroupTopic)
 	owner := slotOwner(t, rs.cli(0, "CLUSTER", "NODES"), slot)
 	rs.cli(spare, "CLUSTER", "MEET", "127.0.0.1", strconv.Itoa(rs.base))
 	eventually(t, 30*time.Second, "the spare knows the owner", func() bool {
@@ -217,7 +222,13 @@ func TestRedisClusterShardFailoverLosesNoMessage(t *testing.T) {
 	runFailover(t, srv, func(topics []string) int64 {
 		rs.cutOff(spare)
 		time.Sleep(cutOffFor)
-		behind := rs.stepBack(spare, slotIndex(t, rs, owner), srv.Tenant, topics)
+		var owned []string // the topics whose counters the failed-over master holds
+		for _, topic := range topics {
+			if slotOf(topic) == slot {
+				owned = append(owned, topic)
+			}
+		}
+		behind := rs.stepBack(spare, slotIndex(t, rs, owner), srv.Tenant, owned)
 		// TAKEOVER: no agreement with the master nor a vote, as an operator does when the
 		// master is unreachable; the old master learns it from the cluster bus.
 		rs.cli(spare, "CLUSTER", "FAILOVER", "TAKEOVER")
@@ -277,6 +288,9 @@ func slotOwner(t *testing.T, nodes string, slot int) string {
 // seq ACKed twice, every resend answered alike, no device pushed one message twice, and every
 // recipient's conversation ending with the last seq and, healed with no operator, the unread
 // count MySQL holds.
+// failoverGroupTopic is the topic of runFailover's first group (group id 3300).
+const failoverGroupTopic = "grp_3300"
+
 func runFailover(t *testing.T, srv *Server, failover func(topics []string) int64) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/imdhq/imd/adapters/redis"
 	"github.com/imdhq/imd/clients/go/wire"
 )
 
@@ -27,12 +26,8 @@ func TestSeqHoleIsClosedWithATombstone(t *testing.T) {
 
 	first := sendN(t, ctx, a, topic, "before", 1)[0]
 	// What the crashed send left: its seq allocated in Redis, no row.
-	k, err := redis.KeysOf(srv.Tenant)
-	if err != nil {
-		t.Fatal(err)
-	}
 	rc := srv.Redis()
-	if err := rc.Do(ctx, rc.B().Incr().Key(k.Seq(topic)).Build()).Error(); err != nil {
+	if err := rc.Do(ctx, rc.B().Incr().Key(srv.topicKeys(topic).Seq(topic)).Build()).Error(); err != nil {
 		t.Fatal(err)
 	}
 	hole := first.Seq + 1
