@@ -186,8 +186,7 @@ func (c *CommitFollowUp) Apply(ctx context.Context, tenant string, f ports.Follo
 		return out
 	}
 	// run writes the calls one after another (a follow-up's parts span two slots at most in
-	// practice, and Exec needs no SCRIPT LOAD round trip first, as ExecMulti does) and records
-	// each sent part's outcome.
+	// practice) and records each sent part's outcome.
 	run := func(batch []*followUpCall) {
 		for _, call := range batch {
 			reply, err := followUpScript.Exec(ctx, c.c, call.keys, append([]string{string(call.flags)}, call.args...)).AsStrSlice()

@@ -51,7 +51,7 @@ func NewDialogStore(c rueidis.Client) *DialogStore { return &DialogStore{c: c} }
 // conversation, message count m, then score, sender and silent (0/1) per message, then the
 // preview's seq and JSON (empty for none), the batch count, index and user count per batch, then
 // one user id per user, batch after batch.
-var applyListsScript = rueidis.NewLuaScript(`
+var applyListsScript = newBatchScript(`
 -- moved takes the dialog out of from, returning the score it should keep there or elsewhere.
 local function moved(from, conv, score)
   local prev = redis.call('ZSCORE', from, conv)
@@ -202,17 +202,11 @@ func (s *DialogStore) Apply(ctx context.Context, tenant string, us ...dialog.Upd
 	for _, cs := range byGroup {
 		calls = append(calls, cs...)
 	}
-	var results []rueidis.RedisResult
-	if len(calls) == 1 {
-		// Exec needs no SCRIPT LOAD round trip first, as ExecMulti does.
-		results = []rueidis.RedisResult{applyListsScript.Exec(ctx, s.c, calls[0].keys, calls[0].argv())}
-	} else {
-		execs := make([]rueidis.LuaExec, len(calls))
-		for i, c := range calls {
-			execs[i] = rueidis.LuaExec{Keys: c.keys, Args: c.argv()}
-		}
-		results = applyListsScript.ExecMulti(ctx, s.c, execs...)
+	execs := make([]rueidis.LuaExec, len(calls))
+	for i, c := range calls {
+		execs[i] = rueidis.LuaExec{Keys: c.keys, Args: c.argv()}
 	}
+	results := applyListsScript.ExecBatch(ctx, s.c, execs)
 	// Answers go per update, then batch, as the updates came; the parts of a batch in several
 	// groups merge.
 	perRun := make([][]batchApplied, len(runs))

@@ -84,7 +84,7 @@ return 1
 
 // retireScript removes the value-prefix-ARGV[2] entry of field ARGV[1] in KEYS[1] (whatever
 // token: the node is gone).
-var retireScript = rueidis.NewLuaScript(`
+var retireScript = newBatchScript(`
 local v = redis.call('HGET', KEYS[1], ARGV[1])
 if v and string.sub(v, 1, #ARGV[2]) == ARGV[2] then redis.call('HDEL', KEYS[1], ARGV[1]) end
 return 1
@@ -126,7 +126,7 @@ func (n *Nodes) Retire(ctx context.Context, tenant, node string) error {
 		if len(srems) == 0 {
 			break
 		}
-		results := retireScript.ExecMulti(ctx, n.c, execs...)
+		results := retireScript.ExecBatch(ctx, n.c, execs)
 		results = append(results, n.c.DoMulti(ctx, srems...)...)
 		for _, r := range results {
 			if err := r.Error(); err != nil {

@@ -73,7 +73,7 @@ func (c *RouteCache) Segments(ctx context.Context, tenant, topic string) (route.
 // creating one from a single update would hide the topic's older months from readers, while a
 // missing route makes them rebuild the whole route from the MySQL mirror (seed 000 §3.4).
 // KEYS: route, route_meta per update. ARGV: routeUpdateArgs per update.
-var applyScript = rueidis.NewLuaScript(luaDecLess + luaApplyRoute + `
+var applyScript = newBatchScript(luaDecLess + luaApplyRoute + `
 for i = 1, #KEYS / 2 do
   local a = 6 * (i - 1)
   apply_route(KEYS[2 * i - 1], KEYS[2 * i], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6])
@@ -103,14 +103,7 @@ func (c *RouteCache) Apply(ctx context.Context, tenant string, updates []ports.R
 		}
 		execs[i].Keys, execs[i].Args = append(execs[i].Keys, k...), append(execs[i].Args, a...)
 	}
-	results := []rueidis.RedisResult{}
-	if len(execs) == 1 {
-		// Exec needs no SCRIPT LOAD round trip first, as ExecMulti does.
-		results = append(results, applyScript.Exec(ctx, c.c, execs[0].Keys, execs[0].Args))
-	} else {
-		results = applyScript.ExecMulti(ctx, c.c, execs...)
-	}
-	for _, r := range results {
+	for _, r := range applyScript.ExecBatch(ctx, c.c, execs) {
 		if err := r.Error(); err != nil {
 			return fmt.Errorf("apply %d route updates in %s: %w", len(updates), tenant, err)
 		}
