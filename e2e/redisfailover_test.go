@@ -64,11 +64,26 @@ func (r *replicaSet) addr(i int) string { return fmt.Sprintf("127.0.0.1:%d", r.b
 // cli runs redis-cli against the instance at base+i and returns its answer.
 func (r *replicaSet) cli(i int, args ...string) string {
 	r.t.Helper()
+	out, err := r.redisCLI(i, args...)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return out
+}
+
+// answer is cli's answer for a check that polls: "" while the instance cannot answer (a
+// master turning replica drops its clients), so the poll goes on until its deadline.
+func (r *replicaSet) answer(i int, args ...string) string {
+	out, _ := r.redisCLI(i, args...)
+	return out
+}
+
+func (r *replicaSet) redisCLI(i int, args ...string) (string, error) {
 	out, err := exec.Command("redis-cli", append([]string{"-p", strconv.Itoa(r.base + i)}, args...)...).CombinedOutput()
 	if err != nil || strings.HasPrefix(string(out), "ERR") {
-		r.t.Fatalf("redis-cli -p %d %v: %v %s", r.base+i, args, err, out)
+		return "", fmt.Errorf("redis-cli -p %d %v: %v %s", r.base+i, args, err, out)
 	}
-	return strings.TrimSpace(string(out))
+	return strings.TrimSpace(string(out)), nil
 }
 
 // cutOff makes the replica at base+i stop following its master: its link is dropped and
@@ -77,7 +92,7 @@ func (r *replicaSet) cutOff(i int) {
 	r.cli(i, "CONFIG", "SET", "masteruser", "imd-cut-off", "masterauth", "cut-off")
 	r.cli(i, "CLIENT", "KILL", "TYPE", "master")
 	eventually(r.t, 10*time.Second, "replica link down", func() bool {
-		return strings.Contains(r.cli(i, "INFO", "replication"), "master_link_status:down")
+		return strings.Contains(r.answer(i, "INFO", "replication"), "master_link_status:down")
 	})
 }
 
@@ -157,7 +172,7 @@ func TestRedisSentinelFailoverLosesNoMessage(t *testing.T) {
 			rs.awaitSentinelMaster(sentinel, replica)
 			rs.reconnect(replica)
 			eventually(t, 30*time.Second, "the old master follows", func() bool {
-				return strings.Contains(rs.cli(master, "INFO", "replication"), "master_link_status:up")
+				return strings.Contains(rs.answer(master, "INFO", "replication"), "master_link_status:up")
 			})
 		}},
 		{"the master killed", func(t *testing.T, rs *replicaSet) {
@@ -189,7 +204,7 @@ func TestRedisSentinelFailoverLosesNoMessage(t *testing.T) {
 func (r *replicaSet) awaitSentinelMaster(s, i int) {
 	r.t.Helper()
 	eventually(r.t, 30*time.Second, "sentinel names the replica master", func() bool {
-		return strings.HasSuffix(r.cli(s, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", "imd"), strconv.Itoa(r.base+i))
+		return strings.HasSuffix(r.answer(s, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", "imd"), strconv.Itoa(r.base+i))
 	})
 }
 
@@ -213,11 +228,11 @@ func TestRedisClusterShardFailoverLosesNoMessage(t *testing.T) {
 	owner := slotOwner(t, rs.cli(0, "CLUSTER", "NODES"), slot)
 	rs.cli(spare, "CLUSTER", "MEET", "127.0.0.1", strconv.Itoa(rs.base))
 	eventually(t, 30*time.Second, "the spare knows the owner", func() bool {
-		return strings.Contains(rs.cli(spare, "CLUSTER", "NODES"), owner)
+		return strings.Contains(rs.answer(spare, "CLUSTER", "NODES"), owner)
 	})
 	rs.cli(spare, "CLUSTER", "REPLICATE", owner)
 	eventually(t, 30*time.Second, "the spare replicates", func() bool {
-		return strings.Contains(rs.cli(spare, "INFO", "replication"), "master_link_status:up")
+		return strings.Contains(rs.answer(spare, "INFO", "replication"), "master_link_status:up")
 	})
 	runFailover(t, srv, func(topics []string) int64 {
 		rs.cutOff(spare)
@@ -233,7 +248,7 @@ func TestRedisClusterShardFailoverLosesNoMessage(t *testing.T) {
 		// master is unreachable; the old master learns it from the cluster bus.
 		rs.cli(spare, "CLUSTER", "FAILOVER", "TAKEOVER")
 		eventually(t, 30*time.Second, "the spare is master", func() bool {
-			return strings.HasPrefix(rs.cli(spare, "ROLE"), "master")
+			return strings.HasPrefix(rs.answer(spare, "ROLE"), "master")
 		})
 		rs.reconnect(spare)
 		return behind
