@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/redis/rueidis"
@@ -17,9 +18,10 @@ import (
 // functions it shares with the single-purpose scripts of the route cache and the queue. One
 // call carries the parts whose keys share a hash tag, so each is legal on Redis Cluster too.
 type CommitFollowUp struct {
-	c     rueidis.Client
-	queue *DeliverQueue
-	hot   *HotCache
+	c       rueidis.Client
+	queue   *DeliverQueue
+	hot     *HotCache
+	batches *scriptBatches
 }
 
 var _ ports.CommitFollowUp = (*CommitFollowUp)(nil)
@@ -27,7 +29,7 @@ var _ ports.CommitFollowUp = (*CommitFollowUp)(nil)
 // NewCommitFollowUp returns the follow-up on queue's client that pushes to queue's partitions,
 // as queue.Push would, and caches with hot's limits.
 func NewCommitFollowUp(queue *DeliverQueue, hot *HotCache) *CommitFollowUp {
-	return &CommitFollowUp{c: queue.c, queue: queue, hot: hot}
+	return &CommitFollowUp{c: queue.c, queue: queue, hot: hot, batches: newScriptBatches()}
 }
 
 // The parts of a follow-up, in the order of the script's presence flags and of its reply.
@@ -42,52 +44,64 @@ const (
 
 var partNames = [parts]string{"route update", "hot cache write", "deliver job push", "acked mark", "pending settle"}
 
-// followUpScript runs the parts ARGV[1] flags ('1' at its position: present), each in its own
-// pcall, so one part's failure (a key of the wrong type) leaves the others written. The acked
-// mark and the settle run only once the job, if present, is queued. It returns one entry per
-// part: the empty string when absent, 'ok', 'skip' (not attempted), or the part's error.
-// KEYS, then ARGV after the flags, per present part in flag order: route (route, route_meta;
-// routeUpdateArgs), hot (hot; hotPutArgs), job (partition list; the job), acked (idem; none),
-// settle (pending; the members to remove, to the end).
+// followUpScript runs follow-ups, one after another, each the parts its flags ('1' at a
+// part's position: present) name, each part in its own pcall, so one part's failure (a key of
+// the wrong type) leaves the others written. The acked mark and the settle run only once the
+// job, if present, is queued. It returns per follow-up one entry per part: the empty string
+// when absent, 'ok', 'skip' (not attempted), or the part's error. The follow-ups of one slot
+// group that come together share a call (scriptBatches, issue 30 part 2).
+// Per follow-up, ARGV: the flags, its key count and argument count, then its arguments per
+// present part in flag order: route (routeUpdateArgs), hot (hotPutArgs), job (the job), settle
+// (the members to remove, to the follow-up's end); KEYS, in the same order: route (route,
+// route_meta), hot (hot), job (partition list), acked (idem), settle (pending).
 var followUpScript = rueidis.NewLuaScript(luaDecLess + luaApplyRoute + luaPutHot + luaMarkAcked + `
-local function has(i) return string.sub(ARGV[1], i, i) == '1' end
-local k, a = 1, 2
-local route, hot, job, acked, settle
-if has(1) then route = {k, a}; k = k + 2; a = a + 6 end
-if has(2) then hot = {k, a}; k = k + 1; a = a + 5 end
-if has(3) then job = {k, a}; k = k + 1; a = a + 1 end
-if has(4) then acked = k; k = k + 1 end
-if has(5) then settle = {k, a} end
-local out = {'', '', '', '', ''}
-local function run(i, f, ...)
-  local ok, err = pcall(f, ...)
-  if ok then
-    out[i] = 'ok'
-  elseif type(err) == 'table' then
-    out[i] = tostring(err.err)
-  else
-    out[i] = tostring(err)
-  end
-end
 local function push_job(key, raw) redis.call('RPUSH', key, raw) end
-local function settle_marks(key, from) redis.call('ZREM', key, unpack(ARGV, from, #ARGV)) end
-if job then run(3, push_job, KEYS[job[1]], ARGV[job[2]]) end
-local queued = not job or out[3] == 'ok'
-if acked then
-  if queued then run(4, mark_acked, KEYS[acked]) else out[4] = 'skip' end
+local function settle_marks(key, from, to) redis.call('ZREM', key, unpack(ARGV, from, to)) end
+local function follow_up(flags, k, a, last)
+  local function has(i) return string.sub(flags, i, i) == '1' end
+  local route, hot, job, acked, settle
+  if has(1) then route = {k, a}; k = k + 2; a = a + 6 end
+  if has(2) then hot = {k, a}; k = k + 1; a = a + 5 end
+  if has(3) then job = {k, a}; k = k + 1; a = a + 1 end
+  if has(4) then acked = k; k = k + 1 end
+  if has(5) then settle = {k, a} end
+  local out = {'', '', '', '', ''}
+  local function run(i, f, ...)
+    local ok, err = pcall(f, ...)
+    if ok then
+      out[i] = 'ok'
+    elseif type(err) == 'table' then
+      out[i] = tostring(err.err)
+    else
+      out[i] = tostring(err)
+    end
+  end
+  if job then run(3, push_job, KEYS[job[1]], ARGV[job[2]]) end
+  local queued = not job or out[3] == 'ok'
+  if acked then
+    if queued then run(4, mark_acked, KEYS[acked]) else out[4] = 'skip' end
+  end
+  if settle then
+    if queued then run(5, settle_marks, KEYS[settle[1]], settle[2], last) else out[5] = 'skip' end
+  end
+  if route then
+    local r, x = route[1], route[2]
+    run(1, apply_route, KEYS[r], KEYS[r + 1], ARGV[x], ARGV[x + 1], ARGV[x + 2], ARGV[x + 3], ARGV[x + 4], ARGV[x + 5])
+  end
+  if hot then
+    local x = hot[2]
+    run(2, put_hot, KEYS[hot[1]], ARGV[x], ARGV[x + 1], ARGV[x + 2], ARGV[x + 3], ARGV[x + 4])
+  end
+  return out
 end
-if settle then
-  if queued then run(5, settle_marks, KEYS[settle[1]], settle[2]) else out[5] = 'skip' end
+local results = {}
+local k, a = 1, 1
+while a <= #ARGV do
+  local flags, nk, na = ARGV[a], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
+  results[#results + 1] = follow_up(flags, k, a + 3, a + 2 + na)
+  k, a = k + nk, a + 3 + na
 end
-if route then
-  local r, x = route[1], route[2]
-  run(1, apply_route, KEYS[r], KEYS[r + 1], ARGV[x], ARGV[x + 1], ARGV[x + 2], ARGV[x + 3], ARGV[x + 4], ARGV[x + 5])
-end
-if hot then
-  local x = hot[2]
-  run(2, put_hot, KEYS[hot[1]], ARGV[x], ARGV[x + 1], ARGV[x + 2], ARGV[x + 3], ARGV[x + 4])
-end
-return out
+return results
 `)
 
 // followUpCall is one followUpScript call: the parts it carries, in flag order, with their
@@ -186,10 +200,12 @@ func (c *CommitFollowUp) Apply(ctx context.Context, tenant string, f ports.Follo
 		return out
 	}
 	// run writes the calls one after another (a follow-up's parts span two slots at most in
-	// practice) and records each sent part's outcome.
+	// practice), each in the next script call of its slot, which the follow-ups of other sends
+	// there may share, and records each sent part's outcome.
 	run := func(batch []*followUpCall) {
 		for _, call := range batch {
-			reply, err := followUpScript.Exec(ctx, c.c, call.keys, append([]string{string(call.flags)}, call.args...)).AsStrSlice()
+			args := append([]string{string(call.flags), strconv.Itoa(len(call.keys)), strconv.Itoa(len(call.args))}, call.args...)
+			reply, err := c.batches.do(ctx, call.tag, newBatchedCall(call.keys, args), scriptExec(c.c, followUpScript))
 			if err == nil && len(reply) != parts {
 				err = fmt.Errorf("script reply has %d entries, want %d", len(reply), parts)
 			}

@@ -23,7 +23,7 @@ const DefaultIdemTTL = 24 * time.Hour
 type SeqAllocator struct {
 	c       rueidis.Client
 	idemTTL time.Duration
-	batches *seqBatches
+	batches *scriptBatches
 }
 
 var (
@@ -36,7 +36,7 @@ func NewSeqAllocator(c rueidis.Client, idemTTL time.Duration) *SeqAllocator {
 	if idemTTL <= 0 {
 		idemTTL = DefaultIdemTTL
 	}
-	return &SeqAllocator{c: c, idemTTL: idemTTL, batches: &seqBatches{c: c, groups: map[string]*seqQueue{}}}
+	return &SeqAllocator{c: c, idemTTL: idemTTL, batches: newScriptBatches()}
 }
 
 // allocateScript allocates for a batch of sends of one slot group, each as if alone, in the
@@ -55,7 +55,7 @@ func NewSeqAllocator(c rueidis.Client, idemTTL time.Duration) *SeqAllocator {
 // same step as the allocation: no seq is handed out in the month before once TIME reached it.
 //
 // KEYS: the group's active_month, ready_months, switch_month; then per send idem, seq
-// counter, pending. ARGV per send (allocateArgs of them): msg_id, hash, idem TTL ms,
+// counter, pending. ARGV per send (eight): msg_id, hash, idem TTL ms,
 // reallocate '0'|'1', month override (empty: use Redis TIME), floor month (empty: none; a
 // table the catalog made writable, so it joins the ready set), attempt, pending ms (empty: no
 // mark).
@@ -140,17 +140,14 @@ end
 local out = {}
 for i = 1, (#KEYS - 3) / 3 do
   local k = 3 * i + 1
-  out[i] = allocate(KEYS[k], KEYS[k + 1], KEYS[k + 2], 8 * (i - 1)) -- 8: allocateArgs
+  out[i] = allocate(KEYS[k], KEYS[k + 1], KEYS[k + 2], 8 * (i - 1)) -- 8 ARGV per send
 end
 return out
 `)
 
-// allocateArgs is how many ARGV entries each send of allocateScript takes (KEYS: three).
-const allocateArgs = 8
-
 // Allocate runs the allocation script; see ports.SeqAllocator. Sends of one slot group share
 // a call: while one call of the group is in flight, the sends that come meanwhile wait for it
-// and go together in the next (seqBatches), so a lone send waits for nothing.
+// and go together in the next (scriptBatches), so a lone send waits for nothing.
 func (s *SeqAllocator) Allocate(ctx context.Context, tenant string, req seq.Request) (seq.Allocation, error) {
 	k, err := topicKeys(tenant, req.Topic)
 	if err != nil {
@@ -181,13 +178,10 @@ func (s *SeqAllocator) Allocate(ctx context.Context, tenant string, req seq.Requ
 	if req.Attempt != "" && req.PendingFor > 0 {
 		pending = strconv.FormatInt(max(req.PendingFor.Milliseconds(), 1), 10)
 	}
-	call := &seqCall{
-		keys: [3]string{k.Idem(req.Topic, req.From, req.ClientMsgID), k.Seq(req.Topic), k.Pending(req.Topic)},
-		args: [allocateArgs]string{strconv.FormatInt(req.MsgID, 10), req.Hash, strconv.FormatInt(s.idemTTL.Milliseconds(), 10), reallocate,
-			override, floor, req.Attempt, pending},
-		done: make(chan struct{}),
-	}
-	reply, err := s.batches.do(ctx, k, call)
+	call := newBatchedCall([]string{k.Idem(req.Topic, req.From, req.ClientMsgID), k.Seq(req.Topic), k.Pending(req.Topic)},
+		[]string{strconv.FormatInt(req.MsgID, 10), req.Hash, strconv.FormatInt(s.idemTTL.Milliseconds(), 10), reallocate,
+			override, floor, req.Attempt, pending})
+	reply, err := s.batches.do(ctx, k.ActiveMonth(), call, scriptExec(s.c, allocateScript, k.ActiveMonth(), k.ReadyMonths(), k.SwitchMonth()))
 	if err != nil {
 		return seq.Allocation{}, fmt.Errorf("allocate seq for %s in %s: %w", req.Topic, tenant, err)
 	}
