@@ -49,14 +49,37 @@ var partNames = [parts]string{"route update", "hot cache write", "deliver job pu
 // the wrong type) leaves the others written. The acked mark and the settle run only once the
 // job, if present, is queued. It returns per follow-up one entry per part: the empty string
 // when absent, 'ok', 'skip' (not attempted), or the part's error. The follow-ups of one slot
-// group that come together share a call (scriptBatches, issue 30 part 2).
+// group that come together share a call (scriptBatches, issue 30 part 2), and there the
+// route ranges of a topic's month merge into one update and a topic's hot entries go in before
+// one trim (luaApplyRoute, luaPutHot), both at the end of the call: a failed merged update or
+// trim fails that part of each follow-up it was for.
 // Per follow-up, ARGV: the flags, its key count and argument count, then its arguments per
-// present part in flag order: route (routeUpdateArgs), hot (hotPutArgs), job (the job), settle
+// present part in flag order: route (routeUpdateArgs), hot (HotCache.putArgs), job (the job), settle
 // (the members to remove, to the follow-up's end); KEYS, in the same order: route (route,
 // route_meta), hot (hot), job (partition list), acked (idem), settle (pending).
 var followUpScript = rueidis.NewLuaScript(luaDecLess + luaApplyRoute + luaPutHot + luaMarkAcked + `
 local function push_job(key, raw) redis.call('RPUSH', key, raw) end
 local function settle_marks(key, from, to) redis.call('ZREM', key, unpack(ARGV, from, to)) end
+local function outcome(ok, err)
+  if ok then return 'ok' end
+  if type(err) == 'table' then return tostring(err.err) end
+  return tostring(err)
+end
+-- The merged route updates and the hot trims, each with the replies (and part) it answers for.
+local routes, trims, order = {}, {}, {}
+local function later(tbl, id, out, part, first, merge)
+  local e = tbl[id]
+  if not e then
+    e = first()
+    e.outs, e.part = {}, part
+    tbl[id] = e
+    order[#order + 1] = e
+  else
+    merge(e)
+  end
+  e.outs[#e.outs + 1] = out
+  out[part] = 'ok'
+end
 local function follow_up(flags, k, a, last)
   local function has(i) return string.sub(flags, i, i) == '1' end
   local route, hot, job, acked, settle
@@ -66,16 +89,7 @@ local function follow_up(flags, k, a, last)
   if has(4) then acked = k; k = k + 1 end
   if has(5) then settle = {k, a} end
   local out = {'', '', '', '', ''}
-  local function run(i, f, ...)
-    local ok, err = pcall(f, ...)
-    if ok then
-      out[i] = 'ok'
-    elseif type(err) == 'table' then
-      out[i] = tostring(err.err)
-    else
-      out[i] = tostring(err)
-    end
-  end
+  local function run(i, f, ...) out[i] = outcome(pcall(f, ...)) end
   if job then run(3, push_job, KEYS[job[1]], ARGV[job[2]]) end
   local queued = not job or out[3] == 'ok'
   if acked then
@@ -86,11 +100,23 @@ local function follow_up(flags, k, a, last)
   end
   if route then
     local r, x = route[1], route[2]
-    run(1, apply_route, KEYS[r], KEYS[r + 1], ARGV[x], ARGV[x + 1], ARGV[x + 2], ARGV[x + 3], ARGV[x + 4], ARGV[x + 5])
+    later(routes, KEYS[r] .. ' ' .. ARGV[x], out, 1, function()
+      return {f = apply_route, args = {KEYS[r], KEYS[r + 1], ARGV[x], ARGV[x + 1], ARGV[x + 2], ARGV[x + 3], ARGV[x + 4], ARGV[x + 5]}}
+    end, function(e)
+      local g = e.args
+      g[4], g[5], g[6], g[7], g[8] = merge_range(g[4], g[5], g[6], g[7], g[8], {ARGV[x + 1], ARGV[x + 2], ARGV[x + 3], ARGV[x + 4], ARGV[x + 5]})
+    end)
   end
   if hot then
-    local x = hot[2]
-    run(2, put_hot, KEYS[hot[1]], ARGV[x], ARGV[x + 1], ARGV[x + 2], ARGV[x + 3], ARGV[x + 4])
+    local key, x = KEYS[hot[1]], hot[2]
+    run(2, add_hot, key, ARGV[x], ARGV[x + 1])
+    if out[2] == 'ok' then
+      later(trims, key, out, 2, function()
+        return {f = trim_hot, args = {key, ARGV[x + 2], ARGV[x + 3], ARGV[x + 4]}}
+      end, function(e)
+        if tonumber(ARGV[x + 2]) > tonumber(e.args[2]) then e.args[2] = ARGV[x + 2] end
+      end)
+    end
   end
   return out
 end
@@ -100,6 +126,10 @@ while a <= #ARGV do
   local flags, nk, na = ARGV[a], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
   results[#results + 1] = follow_up(flags, k, a + 3, a + 2 + na)
   k, a = k + nk, a + 3 + na
+end
+for _, e in ipairs(order) do
+  local res = outcome(pcall(e.f, unpack(e.args)))
+  for _, out in ipairs(e.outs) do out[e.part] = res end
 end
 return results
 `)

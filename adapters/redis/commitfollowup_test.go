@@ -105,7 +105,8 @@ func TestCommitFollowUpPartsFailApart(t *testing.T) {
 // TestConcurrentFollowUpsShareScriptCalls: the follow-ups of one slot group that come while a
 // call of the group is in flight go together in the next call (issue 30 part 2), and each
 // still gets its own parts' outcomes: a spoiled idempotency record fails that send's acked
-// mark only.
+// mark only. The topic's route ranges and hot entries of the batch leave what one follow-up
+// after another would.
 func TestConcurrentFollowUpsShareScriptCalls(t *testing.T) {
 	const topic, sends, spoiled = "grp_1", 20, 7
 	c := testClient(t)
@@ -129,7 +130,8 @@ func TestConcurrentFollowUpsShareScriptCalls(t *testing.T) {
 	}
 	counter := &scriptCounter{Client: c}
 	gated := &gatedScripts{Client: counter, open: make(chan struct{})}
-	f := NewCommitFollowUp(NewDeliverQueue(gated), NewHotCache(gated, HotCacheOptions{Window: time.Hour, MaxPerTopic: 100}))
+	const kept = 5 // the hot cap: the batch's entries go in, then one trim keeps the newest
+	f := NewCommitFollowUp(NewDeliverQueue(gated), NewHotCache(gated, HotCacheOptions{Window: time.Hour, MaxPerTopic: kept}))
 	apply := func(i int) ports.FollowUpResult {
 		m := message.Message{Topic: topic, Seq: int64(i + 1), MsgID: int64(i + 1), From: 7, ClientMsgID: fmt.Sprint("c", i), Month: jun, CreatedAt: time.Now().UTC()}
 		return f.Apply(ctx, tenant, ports.FollowUp{
@@ -173,7 +175,7 @@ func TestConcurrentFollowUpsShareScriptCalls(t *testing.T) {
 		t.Fatalf("route after the follow-ups: %+v, %v; want seqs 1..%d merged", routes, err, sends)
 	}
 	hot, err := f.hot.After(ctx, tenant, topic, 0, 100)
-	if err != nil || len(hot) != sends {
-		t.Fatalf("hot cache after the follow-ups: %d messages, %v; want %d", len(hot), err, sends)
+	if err != nil || len(hot) != kept || hot[0].Seq != sends-kept+1 {
+		t.Fatalf("hot cache after the follow-ups: %d messages, %v; want seqs %d..%d", len(hot), err, sends-kept+1, sends)
 	}
 }
