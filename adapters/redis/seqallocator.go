@@ -73,6 +73,12 @@ local function clock_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 local active_key, ready_key, switch_key = KEYS[1], KEYS[2], KEYS[3]
+-- What the call's earlier sends learnt, so that the sends of one call (issue 30 part 2) read
+-- each key once: active_key's value, whether the switch was looked at (on one clock it is due
+-- for the first send or for none), the seq counters known to exist, and each pending key's
+-- PTTL after its last mark (present once the key was pruned at this call's clock).
+local active_now, switch_seen
+local seq_exists, pending_ttl = {}, {}
 local function allocate(idem_key, seq_key, pending_key, a)
   local function mark(s)
     if ARGV[a + 8] == '' then
@@ -80,18 +86,25 @@ local function allocate(idem_key, seq_key, pending_key, a)
     end
     local now = clock_ms()
     local ttl = tonumber(ARGV[a + 8])
-    -- Settled sends leave no marks, so the key is often gone (-2): nothing to prune then.
-    local pttl = redis.call('PTTL', pending_key)
-    local pruned = pttl ~= -2 and redis.call('ZREMRANGEBYSCORE', pending_key, '-inf', now) > 0
-    redis.call('ZADD', pending_key, now + ttl, s .. ':' .. ARGV[a + 7])
-    if pruned then
-      -- Pruning may have emptied the key, so ZADD made a new one without an expiry.
+    local pttl = pending_ttl[pending_key]
+    if pttl then
+      redis.call('ZADD', pending_key, now + ttl, s .. ':' .. ARGV[a + 7])
+    else
+      -- Settled sends leave no marks, so the key is often gone (-2): nothing to prune then.
       pttl = redis.call('PTTL', pending_key)
+      local pruned = pttl ~= -2 and redis.call('ZREMRANGEBYSCORE', pending_key, '-inf', now) > 0
+      redis.call('ZADD', pending_key, now + ttl, s .. ':' .. ARGV[a + 7])
+      if pruned then
+        -- Pruning may have emptied the key, so ZADD made a new one without an expiry.
+        pttl = redis.call('PTTL', pending_key)
+      end
     end
     -- Never shorten: a node configured with a longer request timeout marked before.
     if pttl < ttl then
       redis.call('PEXPIRE', pending_key, ttl)
+      pttl = ttl
     end
+    pending_ttl[pending_key] = pttl
   end
   local rec = redis.call('HMGET', idem_key, 'seq', 'month', 'msg_id', 'hash', 'state')
   local msg_id, hash = ARGV[a + 1], ARGV[a + 2]
@@ -105,16 +118,22 @@ local function allocate(idem_key, seq_key, pending_key, a)
     -- A reallocation only replaces the seq: the msg_id and hash of the first attempt stay.
     msg_id, hash = rec[3], rec[4]
   end
-  if redis.call('EXISTS', seq_key) == 0 then
-    return {'noseq'}
+  if not seq_exists[seq_key] then
+    if redis.call('EXISTS', seq_key) == 0 then
+      return {'noseq'}
+    end
+    seq_exists[seq_key] = true
   end
   -- A missing active_month is never set here from the clock: after a loss it may have been
   -- ahead of the calendar (an early switch), and only the catalog knows (ports.SeqAllocator).
-  local current = redis.call('GET', active_key)
+  local current = active_now or redis.call('GET', active_key)
   if not current then
     return {'nomonth'}
   end
-  current = due_switch(active_key, ready_key, switch_key, current, clock_ms())
+  if not switch_seen then
+    current = due_switch(active_key, ready_key, switch_key, current, clock_ms())
+    switch_seen = true
+  end
   local floor = ARGV[a + 6]
   if floor ~= '' and tonumber(current) < tonumber(floor) then
     redis.call('SADD', ready_key, floor)
@@ -129,6 +148,7 @@ local function allocate(idem_key, seq_key, pending_key, a)
   if not active then
     return {'nomonth'}
   end
+  active_now = active
   redis.call('INCR', seq_key)
   -- GET, not INCR's reply: INCR comes back as a Lua double.
   local s = redis.call('GET', seq_key)
