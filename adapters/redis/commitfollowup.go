@@ -22,6 +22,8 @@ type CommitFollowUp struct {
 	queue   *DeliverQueue
 	hot     *HotCache
 	batches *scriptBatches
+	// oneNode: not a cluster, so the keys of any slots may share a script call (DESIGN §11)
+	oneNode bool
 }
 
 var _ ports.CommitFollowUp = (*CommitFollowUp)(nil)
@@ -29,7 +31,7 @@ var _ ports.CommitFollowUp = (*CommitFollowUp)(nil)
 // NewCommitFollowUp returns the follow-up on queue's client that pushes to queue's partitions,
 // as queue.Push would, and caches with hot's limits.
 func NewCommitFollowUp(queue *DeliverQueue, hot *HotCache) *CommitFollowUp {
-	return &CommitFollowUp{c: queue.c, queue: queue, hot: hot, batches: newScriptBatches()}
+	return &CommitFollowUp{c: queue.c, queue: queue, hot: hot, batches: newScriptBatches(), oneNode: queue.c.Mode() != rueidis.ClientModeCluster}
 }
 
 // The parts of a follow-up, in the order of the script's presence flags and of its reply.
@@ -143,8 +145,8 @@ type followUpCall struct {
 	args  []string // after the flags
 }
 
-// Apply writes f's parts in as few script calls as their slots allow: one when every key
-// carries one hash tag. The topic's parts lie in its slot group, the deliver job in its
+// Apply writes f's parts in as few script calls as their slots allow: one on one node, or
+// when every key carries one hash tag. On a cluster the topic's parts lie in its slot group, the deliver job in its
 // partition's list, which may lie elsewhere (DESIGN §11): then the job goes first, alone, and
 // the acked mark and the settle go only once it is queued, as the one-call script orders them;
 // the other parts go next, a call per slot. Each part is validated first, so bad
@@ -218,7 +220,7 @@ func (c *CommitFollowUp) Apply(ctx context.Context, tenant string, f ports.Follo
 			if !sent[i] || !only(i) {
 				continue
 			}
-			tag := hashTag(keys[i][0])
+			tag := c.slot(tenant, keys[i][0])
 			j := slices.IndexFunc(out, func(c *followUpCall) bool { return c.tag == tag })
 			if j < 0 {
 				out = append(out, &followUpCall{tag: tag, flags: []byte("00000")})
@@ -270,6 +272,16 @@ func (c *CommitFollowUp) Apply(ctx context.Context, tenant string, f ports.Follo
 	}
 	run(calls(func(p int) bool { return p != partJob }))
 	return r
+}
+
+// slot is the batch key of a call that writes key: its hash tag on a cluster; on one node,
+// where the slot groups share one main thread, the tenant, so that a follow-up is one call
+// and the follow-ups of all of a tenant's groups that meet in flight share it.
+func (c *CommitFollowUp) slot(tenant, key string) string {
+	if c.oneNode {
+		return tenant
+	}
+	return hashTag(key)
 }
 
 // hashTag is the part of a key Redis Cluster hashes: between the first '{' and the next '}'

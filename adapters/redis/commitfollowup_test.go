@@ -146,7 +146,7 @@ func TestConcurrentFollowUpsShareScriptCalls(t *testing.T) {
 	queued := func() int {
 		f.batches.mu.Lock()
 		defer f.batches.mu.Unlock()
-		if q := f.batches.groups[hashTag(k.Route(topic))]; q != nil {
+		if q := f.batches.groups[f.slot(tenant, k.Route(topic))]; q != nil {
 			return len(q.waiting)
 		}
 		return -1
@@ -178,4 +178,36 @@ func TestConcurrentFollowUpsShareScriptCalls(t *testing.T) {
 	if err != nil || len(hot) != kept || hot[0].Seq != sends-kept+1 {
 		t.Fatalf("hot cache after the follow-ups: %d messages, %v; want seqs %d..%d", len(hot), err, sends-kept+1, sends)
 	}
+}
+
+// TestFollowUpCallsPerNode: a follow-up whose job and topic lie in two slot groups is two
+// script calls on a cluster, the job's first, and one on one node, where any keys may share a
+// call (issue 30 part 2); its parts are all written either way.
+func TestFollowUpCallsPerNode(t *testing.T) {
+	onEachRedis(t, func(t *testing.T, c rueidis.Client) {
+		const topic = "grp_1"
+		tenant := testTenant(t, c)
+		counter := &scriptCounter{Client: c}
+		queue := NewDeliverQueue(counter)
+		f := NewCommitFollowUp(queue, NewHotCache(counter, HotCacheOptions{Window: time.Hour, MaxPerTopic: 10}))
+		m := message.Message{Topic: topic, Seq: 1, MsgID: 9, From: 7, ClientMsgID: "c", Month: 203106, CreatedAt: time.Now().UTC()}
+		r := f.Apply(t.Context(), tenant, ports.FollowUp{
+			Hot: &m, Job: &delivery.Job{Kind: delivery.KindMessage, MsgID: 9, Topic: topic, Message: &m},
+			Settle: &ports.PendingSettle{Topic: topic, Attempt: "a", Seqs: []int64{1}},
+		})
+		if r != (ports.FollowUpResult{}) {
+			t.Fatalf("follow-up: %+v; want every part written", r)
+		}
+		want := int64(2)
+		if c.Mode() != rueidis.ClientModeCluster {
+			want = 1
+		}
+		if got := counter.scripts.Load(); got != want {
+			t.Errorf("%d script calls; want %d", got, want)
+		}
+		k, _ := KeysOf(tenant)
+		if n, err := c.Do(t.Context(), c.B().Llen().Key(k.DeliverQueue()).Build()).AsInt64(); err != nil || n != 1 {
+			t.Errorf("queued jobs: %d, %v; want 1", n, err)
+		}
+	})
 }

@@ -238,10 +238,21 @@ type scriptCounter struct {
 }
 
 func (c *scriptCounter) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	c.count(cmd)
+	return c.Client.Do(ctx, cmd)
+}
+
+func (c *scriptCounter) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
+	for _, cmd := range cmds {
+		c.count(cmd)
+	}
+	return c.Client.DoMulti(ctx, cmds...)
+}
+
+func (c *scriptCounter) count(cmd rueidis.Completed) {
 	if name := cmd.Commands()[0]; name == "EVALSHA" || name == "EVAL" {
 		c.scripts.Add(1)
 	}
-	return c.Client.Do(ctx, cmd)
 }
 
 // TestConcurrentAllocationsShareScriptCalls: sends of one slot group that come while a call
