@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/redis/rueidis"
@@ -17,9 +18,12 @@ import (
 // functions it shares with the single-purpose scripts of the route cache and the queue. One
 // call carries the parts whose keys share a hash tag, so each is legal on Redis Cluster too.
 type CommitFollowUp struct {
-	c     rueidis.Client
-	queue *DeliverQueue
-	hot   *HotCache
+	c       rueidis.Client
+	queue   *DeliverQueue
+	hot     *HotCache
+	batches *scriptBatches
+	// oneNode: not a cluster, so the keys of any slots may share a script call (DESIGN §11)
+	oneNode bool
 }
 
 var _ ports.CommitFollowUp = (*CommitFollowUp)(nil)
@@ -27,7 +31,7 @@ var _ ports.CommitFollowUp = (*CommitFollowUp)(nil)
 // NewCommitFollowUp returns the follow-up on queue's client that pushes to queue's partitions,
 // as queue.Push would, and caches with hot's limits.
 func NewCommitFollowUp(queue *DeliverQueue, hot *HotCache) *CommitFollowUp {
-	return &CommitFollowUp{c: queue.c, queue: queue, hot: hot}
+	return &CommitFollowUp{c: queue.c, queue: queue, hot: hot, batches: newScriptBatches(), oneNode: queue.c.Mode() != rueidis.ClientModeCluster}
 }
 
 // The parts of a follow-up, in the order of the script's presence flags and of its reply.
@@ -42,52 +46,94 @@ const (
 
 var partNames = [parts]string{"route update", "hot cache write", "deliver job push", "acked mark", "pending settle"}
 
-// followUpScript runs the parts ARGV[1] flags ('1' at its position: present), each in its own
-// pcall, so one part's failure (a key of the wrong type) leaves the others written. The acked
-// mark and the settle run only once the job, if present, is queued. It returns one entry per
-// part: the empty string when absent, 'ok', 'skip' (not attempted), or the part's error.
-// KEYS, then ARGV after the flags, per present part in flag order: route (route, route_meta;
-// routeUpdateArgs), hot (hot; hotPutArgs), job (partition list; the job), acked (idem; none),
-// settle (pending; the members to remove, to the end).
+// followUpScript runs follow-ups, one after another, each the parts its flags ('1' at a
+// part's position: present) name, each part in its own pcall, so one part's failure (a key of
+// the wrong type) leaves the others written. The acked mark and the settle run only once the
+// job, if present, is queued. It returns per follow-up one entry per part: the empty string
+// when absent, 'ok', 'skip' (not attempted), or the part's error. The follow-ups of one slot
+// group that come together share a call (scriptBatches, issue 30 part 2), and there the
+// route ranges of a topic's month merge into one update and a topic's hot entries go in before
+// one trim (luaApplyRoute, luaPutHot), both at the end of the call: a failed merged update or
+// trim fails that part of each follow-up it was for.
+// Per follow-up, ARGV: the flags, its key count and argument count, then its arguments per
+// present part in flag order: route (routeUpdateArgs), hot (HotCache.putArgs), job (the job), settle
+// (the members to remove, to the follow-up's end); KEYS, in the same order: route (route,
+// route_meta), hot (hot), job (partition list), acked (idem), settle (pending).
 var followUpScript = rueidis.NewLuaScript(luaDecLess + luaApplyRoute + luaPutHot + luaMarkAcked + `
-local function has(i) return string.sub(ARGV[1], i, i) == '1' end
-local k, a = 1, 2
-local route, hot, job, acked, settle
-if has(1) then route = {k, a}; k = k + 2; a = a + 6 end
-if has(2) then hot = {k, a}; k = k + 1; a = a + 5 end
-if has(3) then job = {k, a}; k = k + 1; a = a + 1 end
-if has(4) then acked = k; k = k + 1 end
-if has(5) then settle = {k, a} end
-local out = {'', '', '', '', ''}
-local function run(i, f, ...)
-  local ok, err = pcall(f, ...)
-  if ok then
-    out[i] = 'ok'
-  elseif type(err) == 'table' then
-    out[i] = tostring(err.err)
-  else
-    out[i] = tostring(err)
-  end
-end
 local function push_job(key, raw) redis.call('RPUSH', key, raw) end
-local function settle_marks(key, from) redis.call('ZREM', key, unpack(ARGV, from, #ARGV)) end
-if job then run(3, push_job, KEYS[job[1]], ARGV[job[2]]) end
-local queued = not job or out[3] == 'ok'
-if acked then
-  if queued then run(4, mark_acked, KEYS[acked]) else out[4] = 'skip' end
+local function settle_marks(key, from, to) redis.call('ZREM', key, unpack(ARGV, from, to)) end
+local function outcome(ok, err)
+  if ok then return 'ok' end
+  if type(err) == 'table' then return tostring(err.err) end
+  return tostring(err)
 end
-if settle then
-  if queued then run(5, settle_marks, KEYS[settle[1]], settle[2]) else out[5] = 'skip' end
+-- The merged route updates and the hot trims, each with the replies (and part) it answers for.
+local routes, trims, order = {}, {}, {}
+local function later(tbl, id, out, part, first, merge)
+  local e = tbl[id]
+  if not e then
+    e = first()
+    e.outs, e.part = {}, part
+    tbl[id] = e
+    order[#order + 1] = e
+  else
+    merge(e)
+  end
+  e.outs[#e.outs + 1] = out
+  out[part] = 'ok'
 end
-if route then
-  local r, x = route[1], route[2]
-  run(1, apply_route, KEYS[r], KEYS[r + 1], ARGV[x], ARGV[x + 1], ARGV[x + 2], ARGV[x + 3], ARGV[x + 4], ARGV[x + 5])
+local function follow_up(flags, k, a, last)
+  local function has(i) return string.sub(flags, i, i) == '1' end
+  local route, hot, job, acked, settle
+  if has(1) then route = {k, a}; k = k + 2; a = a + 6 end
+  if has(2) then hot = {k, a}; k = k + 1; a = a + 5 end
+  if has(3) then job = {k, a}; k = k + 1; a = a + 1 end
+  if has(4) then acked = k; k = k + 1 end
+  if has(5) then settle = {k, a} end
+  local out = {'', '', '', '', ''}
+  local function run(i, f, ...) out[i] = outcome(pcall(f, ...)) end
+  if job then run(3, push_job, KEYS[job[1]], ARGV[job[2]]) end
+  local queued = not job or out[3] == 'ok'
+  if acked then
+    if queued then run(4, mark_acked, KEYS[acked]) else out[4] = 'skip' end
+  end
+  if settle then
+    if queued then run(5, settle_marks, KEYS[settle[1]], settle[2], last) else out[5] = 'skip' end
+  end
+  if route then
+    local r, x = route[1], route[2]
+    later(routes, KEYS[r] .. ' ' .. ARGV[x], out, 1, function()
+      return {f = apply_route, args = {KEYS[r], KEYS[r + 1], ARGV[x], ARGV[x + 1], ARGV[x + 2], ARGV[x + 3], ARGV[x + 4], ARGV[x + 5]}}
+    end, function(e)
+      local g = e.args
+      g[4], g[5], g[6], g[7], g[8] = merge_range(g[4], g[5], g[6], g[7], g[8], {ARGV[x + 1], ARGV[x + 2], ARGV[x + 3], ARGV[x + 4], ARGV[x + 5]})
+    end)
+  end
+  if hot then
+    local key, x = KEYS[hot[1]], hot[2]
+    run(2, add_hot, key, ARGV[x], ARGV[x + 1])
+    if out[2] == 'ok' then
+      later(trims, key, out, 2, function()
+        return {f = trim_hot, args = {key, ARGV[x + 2], ARGV[x + 3], ARGV[x + 4]}}
+      end, function(e)
+        if tonumber(ARGV[x + 2]) > tonumber(e.args[2]) then e.args[2] = ARGV[x + 2] end
+      end)
+    end
+  end
+  return out
 end
-if hot then
-  local x = hot[2]
-  run(2, put_hot, KEYS[hot[1]], ARGV[x], ARGV[x + 1], ARGV[x + 2], ARGV[x + 3], ARGV[x + 4])
+local results = {}
+local k, a = 1, 1
+while a <= #ARGV do
+  local flags, nk, na = ARGV[a], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
+  results[#results + 1] = follow_up(flags, k, a + 3, a + 2 + na)
+  k, a = k + nk, a + 3 + na
 end
-return out
+for _, e in ipairs(order) do
+  local res = outcome(pcall(e.f, unpack(e.args)))
+  for _, out in ipairs(e.outs) do out[e.part] = res end
+end
+return results
 `)
 
 // followUpCall is one followUpScript call: the parts it carries, in flag order, with their
@@ -99,8 +145,8 @@ type followUpCall struct {
 	args  []string // after the flags
 }
 
-// Apply writes f's parts in as few script calls as their slots allow: one when every key
-// carries one hash tag. The topic's parts lie in its slot group, the deliver job in its
+// Apply writes f's parts in as few script calls as their slots allow: one on one node, or
+// when every key carries one hash tag. On a cluster the topic's parts lie in its slot group, the deliver job in its
 // partition's list, which may lie elsewhere (DESIGN §11): then the job goes first, alone, and
 // the acked mark and the settle go only once it is queued, as the one-call script orders them;
 // the other parts go next, a call per slot. Each part is validated first, so bad
@@ -174,7 +220,7 @@ func (c *CommitFollowUp) Apply(ctx context.Context, tenant string, f ports.Follo
 			if !sent[i] || !only(i) {
 				continue
 			}
-			tag := hashTag(keys[i][0])
+			tag := c.slot(tenant, keys[i][0])
 			j := slices.IndexFunc(out, func(c *followUpCall) bool { return c.tag == tag })
 			if j < 0 {
 				out = append(out, &followUpCall{tag: tag, flags: []byte("00000")})
@@ -186,10 +232,12 @@ func (c *CommitFollowUp) Apply(ctx context.Context, tenant string, f ports.Follo
 		return out
 	}
 	// run writes the calls one after another (a follow-up's parts span two slots at most in
-	// practice) and records each sent part's outcome.
+	// practice), each in the next script call of its slot, which the follow-ups of other sends
+	// there may share, and records each sent part's outcome.
 	run := func(batch []*followUpCall) {
 		for _, call := range batch {
-			reply, err := followUpScript.Exec(ctx, c.c, call.keys, append([]string{string(call.flags)}, call.args...)).AsStrSlice()
+			args := append([]string{string(call.flags), strconv.Itoa(len(call.keys)), strconv.Itoa(len(call.args))}, call.args...)
+			reply, err := c.batches.do(ctx, call.tag, newBatchedCall(call.keys, args), scriptExec(c.c, followUpScript))
 			if err == nil && len(reply) != parts {
 				err = fmt.Errorf("script reply has %d entries, want %d", len(reply), parts)
 			}
@@ -224,6 +272,16 @@ func (c *CommitFollowUp) Apply(ctx context.Context, tenant string, f ports.Follo
 	}
 	run(calls(func(p int) bool { return p != partJob }))
 	return r
+}
+
+// slot is the batch key of a call that writes key: its hash tag on a cluster; on one node,
+// where the slot groups share one main thread, the tenant, so that a follow-up is one call
+// and the follow-ups of all of a tenant's groups that meet in flight share it.
+func (c *CommitFollowUp) slot(tenant, key string) string {
+	if c.oneNode {
+		return tenant
+	}
+	return hashTag(key)
 }
 
 // hashTag is the part of a key Redis Cluster hashes: between the first '{' and the next '}'

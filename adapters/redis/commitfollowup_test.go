@@ -2,6 +2,9 @@ package redis
 
 import (
 	"errors"
+	"fmt"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -97,4 +100,114 @@ func TestCommitFollowUpPartsFailApart(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestConcurrentFollowUpsShareScriptCalls: the follow-ups of one slot group that come while a
+// call of the group is in flight go together in the next call (issue 30 part 2), and each
+// still gets its own parts' outcomes: a spoiled idempotency record fails that send's acked
+// mark only. The topic's route ranges and hot entries of the batch leave what one follow-up
+// after another would.
+func TestConcurrentFollowUpsShareScriptCalls(t *testing.T) {
+	const topic, sends, spoiled = "grp_1", 20, 7
+	c := testClient(t)
+	tenant := testTenant(t, c)
+	k, _ := topicKeys(tenant, topic)
+	ctx := t.Context()
+	jun := month.Month(203106)
+	// The route a follow-up merges into: Apply never creates one.
+	if err := NewRouteCache(c).Replace(ctx, tenant, topic, route.Route{{Month: jun, MinSeq: 1, MaxSeq: 1, Count: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range sends {
+		idem := k.Idem(topic, 7, fmt.Sprint("c", i))
+		cmd := c.B().Hset().Key(idem).FieldValue().FieldValue("seq", strconv.Itoa(i+1)).Build()
+		if i == spoiled {
+			cmd = c.B().Set().Key(idem).Value("x").Build()
+		}
+		if err := c.Do(ctx, cmd).Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	counter := &scriptCounter{Client: c}
+	gated := &gatedScripts{Client: counter, open: make(chan struct{})}
+	const kept = 5 // the hot cap: the batch's entries go in, then one trim keeps the newest
+	f := NewCommitFollowUp(NewDeliverQueue(gated), NewHotCache(gated, HotCacheOptions{Window: time.Hour, MaxPerTopic: kept}))
+	apply := func(i int) ports.FollowUpResult {
+		m := message.Message{Topic: topic, Seq: int64(i + 1), MsgID: int64(i + 1), From: 7, ClientMsgID: fmt.Sprint("c", i), Month: jun, CreatedAt: time.Now().UTC()}
+		return f.Apply(ctx, tenant, ports.FollowUp{
+			Route: &ports.RouteUpdate{Topic: topic, Segment: route.Segment{Month: jun, MinSeq: m.Seq, MaxSeq: m.Seq, Count: 1}},
+			Hot:   &m,
+			Acked: &ports.AckedMark{Topic: topic, From: 7, ClientMsgID: m.ClientMsgID},
+		})
+	}
+	results := make([]ports.FollowUpResult, sends)
+	var wg sync.WaitGroup
+	wg.Go(func() { results[0] = apply(0) })
+	queued := func() int {
+		f.batches.mu.Lock()
+		defer f.batches.mu.Unlock()
+		if q := f.batches.groups[f.slot(tenant, k.Route(topic))]; q != nil {
+			return len(q.waiting)
+		}
+		return -1
+	}
+	for queued() < 0 {
+		time.Sleep(time.Millisecond)
+	}
+	for i := 1; i < sends; i++ {
+		wg.Go(func() { results[i] = apply(i) })
+	}
+	for queued() < sends-1 {
+		time.Sleep(time.Millisecond)
+	}
+	close(gated.open)
+	wg.Wait()
+	for i, r := range results {
+		if r.Route != nil || r.Hot != nil || (r.Acked != nil) != (i == spoiled) {
+			t.Errorf("send %d: %+v; want only send %d's acked mark failed", i, r, spoiled)
+		}
+	}
+	if got := counter.scripts.Load(); got != 2 {
+		t.Errorf("%d follow-ups took %d script calls; want 2 (the first alone, then the rest)", sends, got)
+	}
+	routes, _, err := NewRouteCache(c).Segments(ctx, tenant, topic)
+	if err != nil || len(routes) != 1 || routes[0].MinSeq != 1 || routes[0].MaxSeq != sends || routes[0].Count != sends+1 {
+		t.Fatalf("route after the follow-ups: %+v, %v; want seqs 1..%d merged", routes, err, sends)
+	}
+	hot, err := f.hot.After(ctx, tenant, topic, 0, 100)
+	if err != nil || len(hot) != kept || hot[0].Seq != sends-kept+1 {
+		t.Fatalf("hot cache after the follow-ups: %d messages, %v; want seqs %d..%d", len(hot), err, sends-kept+1, sends)
+	}
+}
+
+// TestFollowUpCallsPerNode: a follow-up whose job and topic lie in two slot groups is two
+// script calls on a cluster, the job's first, and one on one node, where any keys may share a
+// call (issue 30 part 2); its parts are all written either way.
+func TestFollowUpCallsPerNode(t *testing.T) {
+	onEachRedis(t, func(t *testing.T, c rueidis.Client) {
+		const topic = "grp_1"
+		tenant := testTenant(t, c)
+		counter := &scriptCounter{Client: c}
+		queue := NewDeliverQueue(counter)
+		f := NewCommitFollowUp(queue, NewHotCache(counter, HotCacheOptions{Window: time.Hour, MaxPerTopic: 10}))
+		m := message.Message{Topic: topic, Seq: 1, MsgID: 9, From: 7, ClientMsgID: "c", Month: 203106, CreatedAt: time.Now().UTC()}
+		r := f.Apply(t.Context(), tenant, ports.FollowUp{
+			Hot: &m, Job: &delivery.Job{Kind: delivery.KindMessage, MsgID: 9, Topic: topic, Message: &m},
+			Settle: &ports.PendingSettle{Topic: topic, Attempt: "a", Seqs: []int64{1}},
+		})
+		if r != (ports.FollowUpResult{}) {
+			t.Fatalf("follow-up: %+v; want every part written", r)
+		}
+		want := int64(2)
+		if c.Mode() != rueidis.ClientModeCluster {
+			want = 1
+		}
+		if got := counter.scripts.Load(); got != want {
+			t.Errorf("%d script calls; want %d", got, want)
+		}
+		k, _ := KeysOf(tenant)
+		if n, err := c.Do(t.Context(), c.B().Llen().Key(k.DeliverQueue()).Build()).AsInt64(); err != nil || n != 1 {
+			t.Errorf("queued jobs: %d, %v; want 1", n, err)
+		}
+	})
 }

@@ -21,18 +21,23 @@ import (
 // Lua's doubles hold them exactly.
 type DialogStore struct {
 	c rueidis.Client
+	// oneNode: not a cluster, so a pass's lists of every slot group may go in one call
+	oneNode bool
 }
 
 var _ ports.DialogStore = (*DialogStore)(nil)
 
 // NewDialogStore returns the list store on c.
-func NewDialogStore(c rueidis.Client) *DialogStore { return &DialogStore{c: c} }
+func NewDialogStore(c rueidis.Client) *DialogStore {
+	return &DialogStore{c: c, oneNode: c.Mode() != rueidis.ClientModeCluster}
+}
 
 // applyListsScript applies runs of messages, each run of one conversation, to some batches of its
 // recipients in one slot group, each message once per batch: a message's batch marker and the
 // batch's list changes commit together, so a crash can never leave a count without its marker.
-// A call touches the keys of one slot group (DESIGN §11): a deliver pass's runs go in one call
-// per group their recipients live in, as few as maxScriptUsers allows; a big group's batches
+// On a cluster a call touches the keys of one slot group (DESIGN §11): a deliver pass's runs go
+// in one call per group their recipients live in, as few as maxScriptUsers allows (on one node
+// in one call for all groups, DialogStore.callGroup); a big group's batches
 // are split over several, so no single call runs long. The messages of a run act together, as
 // they would one after another: a user's count grows by the new ones not sent by the user and
 // not silent; with none of those the dialog is only re-scored where it is. A dialog keeps the
@@ -144,7 +149,8 @@ return runs
 const maxScriptUsers = 256
 
 // Apply updates the previews and lists in one pipelined round trip, in one script call per
-// slot group its recipients live in (or more, of up to maxScriptUsers each): a batch's users
+// slot group its recipients live in on a cluster, one for all on one node (or more, of up to
+// maxScriptUsers each): a batch's users
 // of group g act once under the marker DeliverLists(Once, g), so a job applied twice, or half
 // applied and retried, counts each user once (DESIGN §5, §11). dialog.BatchesOf splits users
 // the way UserGroup does, so a batch is normally in one group; a batch spread over several is
@@ -189,12 +195,13 @@ func (s *DialogStore) Apply(ctx context.Context, tenant string, us ...dialog.Upd
 					p = previewArgs{seq: itoa(newest.Preview.Seq), json: string(preview)}
 				}
 				users := usersOf(part)
-				calls := byGroup[g]
+				at := s.callGroup(g)
+				calls := byGroup[at]
 				if n := len(calls); n == 0 || calls[n-1].users+users > maxScriptUsers {
-					calls = append(calls, scriptCall{group: g})
+					calls = append(calls, scriptCall{group: at})
 				}
-				calls[len(calls)-1].add(k, run, part, p, i, users)
-				byGroup[g] = calls
+				calls[len(calls)-1].add(k, g, run, part, p, i, users)
+				byGroup[at] = calls
 			}
 		}
 	}
@@ -250,6 +257,16 @@ func (s *DialogStore) Apply(ctx context.Context, tenant string, us ...dialog.Upd
 	return out, nil
 }
 
+// callGroup is where the parts of slot group g go: their own group's calls on a cluster; on one
+// node, where the groups share one main thread, group 0's, so that a pass costs one script call
+// per maxScriptUsers recipients whatever groups they live in (issue 30 part 2).
+func (s *DialogStore) callGroup(g int) int {
+	if s.oneNode {
+		return 0
+	}
+	return g
+}
+
 // placedBatch is the part of a batch in one slot group, and where the batch stands in its
 // update.
 type placedBatch struct {
@@ -302,10 +319,10 @@ func usersOf(batches []placedBatch) int {
 // previewArgs are the preview's seq and JSON for the script; an empty JSON sets none.
 type previewArgs struct{ seq, json string }
 
-// scriptCall is one call of applyListsScript in one slot group: parts of runs, each a run's
-// messages applied to some of its batches.
+// scriptCall is one call of applyListsScript in one slot group (any, on one node: DialogStore.
+// callGroup): parts of runs, each a run's messages applied to some of its batches in one group.
 type scriptCall struct {
-	group      int
+	group      int // the slot group of its keys, or 0 on one node
 	keys, args []string
 	parts      int
 	users      int
@@ -316,15 +333,16 @@ type scriptCall struct {
 // argv is the call's ARGV: the part count first.
 func (c scriptCall) argv() []string { return append([]string{strconv.Itoa(c.parts)}, c.args...) }
 
-// add appends the part that applies run (the runs' index i) to batches of its recipients.
-func (c *scriptCall) add(k Keys, run []dialog.Update, batches []placedBatch, p previewArgs, i, users int) {
+// add appends the part that applies run (the runs' index i) to batches of its recipients in
+// slot group g.
+func (c *scriptCall) add(k Keys, g int, run []dialog.Update, batches []placedBatch, p previewArgs, i, users int) {
 	u := run[0]
 	c.keys = slices.Grow(c.keys, len(run)*len(batches)+1+4*users)
 	c.args = slices.Grow(c.args, 6+3*len(run)+2*len(batches)+users)
 	c.args = append(c.args, strconv.FormatInt(u.OnceTTL.Milliseconds(), 10), itoa(u.ConversationID), strconv.Itoa(len(run)))
 	for _, m := range run {
 		for _, b := range batches {
-			c.keys = append(c.keys, k.DeliverLists(m.Once, b.Index, c.group))
+			c.keys = append(c.keys, k.DeliverLists(m.Once, b.Index, g))
 		}
 		c.args = append(c.args, itoa(m.Score), itoa(m.Sender), flag(m.Silent))
 	}
@@ -332,7 +350,7 @@ func (c *scriptCall) add(k Keys, run []dialog.Update, batches []placedBatch, p p
 	if p.json == "" {
 		// Not touched, and a key of another group would fail on a cluster: the part has a batch
 		// (only the preview's own group gets a part without one).
-		preview = k.DeliverLists(u.Once, batches[0].Index, c.group)
+		preview = k.DeliverLists(u.Once, batches[0].Index, g)
 	}
 	c.keys = append(c.keys, preview)
 	c.args = append(c.args, p.seq, p.json, strconv.Itoa(len(batches)))

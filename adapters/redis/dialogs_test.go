@@ -55,3 +55,36 @@ func TestDialogMarkersExpire(t *testing.T) {
 		}
 	})
 }
+
+// TestDialogCallsPerNode: a pass's list changes go in one script call per slot group its
+// recipients live in on a cluster, and in one call on one node, where the groups share one
+// main thread (issue 30 part 2); either way each recipient counts the message once.
+func TestDialogCallsPerNode(t *testing.T) {
+	onEachRedis(t, func(t *testing.T, c rueidis.Client) {
+		tenant := testTenant(t, c)
+		counter := &scriptCounter{Client: c}
+		s := NewDialogStore(counter)
+		users := []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10} // ten slot groups
+		u := dialog.Update{ConversationID: 42, Score: 1000, Sender: 99, Once: "job-7", OnceTTL: time.Minute,
+			Preview: dialog.Preview{ConversationID: 42, Seq: 1, Type: "text", Text: "hi", From: 99, CreatedAt: 1000},
+			Batches: dialog.BatchesOf(users)}
+		if _, err := s.Apply(t.Context(), tenant, u); err != nil {
+			t.Fatal(err)
+		}
+		// On a cluster the preview's group is one of the ten or one more.
+		low, high := int64(len(users)), int64(len(users)+1)
+		if c.Mode() != rueidis.ClientModeCluster {
+			low, high = 1, 1
+		}
+		if got := counter.scripts.Load(); got < low || got > high {
+			t.Errorf("%d script calls; want %d to %d", got, low, high)
+		}
+		k, _ := KeysOf(tenant)
+		for _, user := range users {
+			n, err := c.Do(t.Context(), c.B().Hget().Key(k.DialogUnreadCount(user)).Field("42").Build()).ToString()
+			if err != nil || n != "1" {
+				t.Errorf("user %d's unread count: %q, %v; want 1", user, n, err)
+			}
+		}
+	})
+}

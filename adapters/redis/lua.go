@@ -73,8 +73,17 @@ end
 
 // luaApplyRoute merges one committed range into a topic's route if the topic has one: the
 // month's min seq into the route ZSET, the range into its route_meta field (RouteCache.Apply,
-// which documents why a missing route stays missing). It needs luaDecLess.
+// which documents why a missing route stays missing). merge_range joins two ranges of a month
+// as the field keeps them, so that several ranges can go in one apply. It needs luaDecLess.
 const luaApplyRoute = `
+local function merge_range(lo, hi, n, t0, t1, f)
+  if dec_less(f[1], lo) then lo = f[1] end
+  if dec_less(hi, f[2]) then hi = f[2] end
+  n = string.format('%d', tonumber(f[3]) + tonumber(n))
+  if f[4] ~= '0' and (t0 == '0' or tonumber(f[4]) < tonumber(t0)) then t0 = f[4] end
+  if tonumber(f[5]) > tonumber(t1) then t1 = f[5] end
+  return lo, hi, n, t0, t1
+end
 local function apply_route(rkey, mkey, m, lo, hi, n, t0, t1)
   if redis.call('EXISTS', rkey) == 0 then
     return
@@ -84,23 +93,23 @@ local function apply_route(rkey, mkey, m, lo, hi, n, t0, t1)
   if cur then
     local f = {}
     for v in string.gmatch(cur, '[^,]+') do f[#f + 1] = v end
-    if dec_less(f[1], lo) then lo = f[1] end
-    if dec_less(hi, f[2]) then hi = f[2] end
-    n = string.format('%d', tonumber(f[3]) + tonumber(n))
-    if f[4] ~= '0' and (t0 == '0' or tonumber(f[4]) < tonumber(t0)) then t0 = f[4] end
-    if tonumber(f[5]) > tonumber(t1) then t1 = f[5] end
+    lo, hi, n, t0, t1 = merge_range(lo, hi, n, t0, t1, f)
   end
   redis.call('HSET', mkey, m, lo .. ',' .. hi .. ',' .. n .. ',' .. t0 .. ',' .. t1)
 end
 `
 
-// luaPutHot replaces the hot-cache entry of one seq, trims the topic and restarts its expiry
-// (ports.FollowUp.Hot). Trimming always removes the lowest seqs, so the entries left stay
-// contiguous wherever they were.
+// luaPutHot replaces the hot-cache entry of one seq (add_hot), then trims the topic and
+// restarts its expiry (trim_hot; ports.FollowUp.Hot): the entries of several seqs of a topic
+// may go in before one trim, by the newest creation time among them, which leaves what
+// trimming after each would had they come in the order of their creation. Trimming always
+// removes the lowest seqs, so the entries left stay contiguous wherever they were.
 const luaPutHot = `
-local function put_hot(key, seq, member, created_ms, window_ms, max_per_topic)
+local function add_hot(key, seq, member)
   redis.call('ZREMRANGEBYSCORE', key, seq, seq)
   redis.call('ZADD', key, seq, member)
+end
+local function trim_hot(key, created_ms, window_ms, max_per_topic)
   local over = redis.call('ZCARD', key) - tonumber(max_per_topic)
   if over > 0 then
     redis.call('ZREMRANGEBYRANK', key, 0, over - 1)

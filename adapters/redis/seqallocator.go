@@ -23,7 +23,7 @@ const DefaultIdemTTL = 24 * time.Hour
 type SeqAllocator struct {
 	c       rueidis.Client
 	idemTTL time.Duration
-	batches *seqBatches
+	batches *scriptBatches
 }
 
 var (
@@ -36,7 +36,7 @@ func NewSeqAllocator(c rueidis.Client, idemTTL time.Duration) *SeqAllocator {
 	if idemTTL <= 0 {
 		idemTTL = DefaultIdemTTL
 	}
-	return &SeqAllocator{c: c, idemTTL: idemTTL, batches: &seqBatches{c: c, groups: map[string]*seqQueue{}}}
+	return &SeqAllocator{c: c, idemTTL: idemTTL, batches: newScriptBatches()}
 }
 
 // allocateScript allocates for a batch of sends of one slot group, each as if alone, in the
@@ -55,7 +55,7 @@ func NewSeqAllocator(c rueidis.Client, idemTTL time.Duration) *SeqAllocator {
 // same step as the allocation: no seq is handed out in the month before once TIME reached it.
 //
 // KEYS: the group's active_month, ready_months, switch_month; then per send idem, seq
-// counter, pending. ARGV per send (allocateArgs of them): msg_id, hash, idem TTL ms,
+// counter, pending. ARGV per send (eight): msg_id, hash, idem TTL ms,
 // reallocate '0'|'1', month override (empty: use Redis TIME), floor month (empty: none; a
 // table the catalog made writable, so it joins the ready set), attempt, pending ms (empty: no
 // mark).
@@ -73,6 +73,12 @@ local function clock_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 local active_key, ready_key, switch_key = KEYS[1], KEYS[2], KEYS[3]
+-- What the call's earlier sends learnt, so that the sends of one call (issue 30 part 2) read
+-- each key once: active_key's value, whether the switch was looked at (on one clock it is due
+-- for the first send or for none), the seq counters known to exist, and each pending key's
+-- PTTL after its last mark (present once the key was pruned at this call's clock).
+local active_now, switch_seen
+local seq_exists, pending_ttl = {}, {}
 local function allocate(idem_key, seq_key, pending_key, a)
   local function mark(s)
     if ARGV[a + 8] == '' then
@@ -80,18 +86,25 @@ local function allocate(idem_key, seq_key, pending_key, a)
     end
     local now = clock_ms()
     local ttl = tonumber(ARGV[a + 8])
-    -- Settled sends leave no marks, so the key is often gone (-2): nothing to prune then.
-    local pttl = redis.call('PTTL', pending_key)
-    local pruned = pttl ~= -2 and redis.call('ZREMRANGEBYSCORE', pending_key, '-inf', now) > 0
-    redis.call('ZADD', pending_key, now + ttl, s .. ':' .. ARGV[a + 7])
-    if pruned then
-      -- Pruning may have emptied the key, so ZADD made a new one without an expiry.
+    local pttl = pending_ttl[pending_key]
+    if pttl then
+      redis.call('ZADD', pending_key, now + ttl, s .. ':' .. ARGV[a + 7])
+    else
+      -- Settled sends leave no marks, so the key is often gone (-2): nothing to prune then.
       pttl = redis.call('PTTL', pending_key)
+      local pruned = pttl ~= -2 and redis.call('ZREMRANGEBYSCORE', pending_key, '-inf', now) > 0
+      redis.call('ZADD', pending_key, now + ttl, s .. ':' .. ARGV[a + 7])
+      if pruned then
+        -- Pruning may have emptied the key, so ZADD made a new one without an expiry.
+        pttl = redis.call('PTTL', pending_key)
+      end
     end
     -- Never shorten: a node configured with a longer request timeout marked before.
     if pttl < ttl then
       redis.call('PEXPIRE', pending_key, ttl)
+      pttl = ttl
     end
+    pending_ttl[pending_key] = pttl
   end
   local rec = redis.call('HMGET', idem_key, 'seq', 'month', 'msg_id', 'hash', 'state')
   local msg_id, hash = ARGV[a + 1], ARGV[a + 2]
@@ -105,16 +118,22 @@ local function allocate(idem_key, seq_key, pending_key, a)
     -- A reallocation only replaces the seq: the msg_id and hash of the first attempt stay.
     msg_id, hash = rec[3], rec[4]
   end
-  if redis.call('EXISTS', seq_key) == 0 then
-    return {'noseq'}
+  if not seq_exists[seq_key] then
+    if redis.call('EXISTS', seq_key) == 0 then
+      return {'noseq'}
+    end
+    seq_exists[seq_key] = true
   end
   -- A missing active_month is never set here from the clock: after a loss it may have been
   -- ahead of the calendar (an early switch), and only the catalog knows (ports.SeqAllocator).
-  local current = redis.call('GET', active_key)
+  local current = active_now or redis.call('GET', active_key)
   if not current then
     return {'nomonth'}
   end
-  current = due_switch(active_key, ready_key, switch_key, current, clock_ms())
+  if not switch_seen then
+    current = due_switch(active_key, ready_key, switch_key, current, clock_ms())
+    switch_seen = true
+  end
   local floor = ARGV[a + 6]
   if floor ~= '' and tonumber(current) < tonumber(floor) then
     redis.call('SADD', ready_key, floor)
@@ -129,6 +148,7 @@ local function allocate(idem_key, seq_key, pending_key, a)
   if not active then
     return {'nomonth'}
   end
+  active_now = active
   redis.call('INCR', seq_key)
   -- GET, not INCR's reply: INCR comes back as a Lua double.
   local s = redis.call('GET', seq_key)
@@ -140,17 +160,14 @@ end
 local out = {}
 for i = 1, (#KEYS - 3) / 3 do
   local k = 3 * i + 1
-  out[i] = allocate(KEYS[k], KEYS[k + 1], KEYS[k + 2], 8 * (i - 1)) -- 8: allocateArgs
+  out[i] = allocate(KEYS[k], KEYS[k + 1], KEYS[k + 2], 8 * (i - 1)) -- 8 ARGV per send
 end
 return out
 `)
 
-// allocateArgs is how many ARGV entries each send of allocateScript takes (KEYS: three).
-const allocateArgs = 8
-
 // Allocate runs the allocation script; see ports.SeqAllocator. Sends of one slot group share
 // a call: while one call of the group is in flight, the sends that come meanwhile wait for it
-// and go together in the next (seqBatches), so a lone send waits for nothing.
+// and go together in the next (scriptBatches), so a lone send waits for nothing.
 func (s *SeqAllocator) Allocate(ctx context.Context, tenant string, req seq.Request) (seq.Allocation, error) {
 	k, err := topicKeys(tenant, req.Topic)
 	if err != nil {
@@ -181,13 +198,10 @@ func (s *SeqAllocator) Allocate(ctx context.Context, tenant string, req seq.Requ
 	if req.Attempt != "" && req.PendingFor > 0 {
 		pending = strconv.FormatInt(max(req.PendingFor.Milliseconds(), 1), 10)
 	}
-	call := &seqCall{
-		keys: [3]string{k.Idem(req.Topic, req.From, req.ClientMsgID), k.Seq(req.Topic), k.Pending(req.Topic)},
-		args: [allocateArgs]string{strconv.FormatInt(req.MsgID, 10), req.Hash, strconv.FormatInt(s.idemTTL.Milliseconds(), 10), reallocate,
-			override, floor, req.Attempt, pending},
-		done: make(chan struct{}),
-	}
-	reply, err := s.batches.do(ctx, k, call)
+	call := newBatchedCall([]string{k.Idem(req.Topic, req.From, req.ClientMsgID), k.Seq(req.Topic), k.Pending(req.Topic)},
+		[]string{strconv.FormatInt(req.MsgID, 10), req.Hash, strconv.FormatInt(s.idemTTL.Milliseconds(), 10), reallocate,
+			override, floor, req.Attempt, pending})
+	reply, err := s.batches.do(ctx, k.ActiveMonth(), call, scriptExec(s.c, allocateScript, k.ActiveMonth(), k.ReadyMonths(), k.SwitchMonth()))
 	if err != nil {
 		return seq.Allocation{}, fmt.Errorf("allocate seq for %s in %s: %w", req.Topic, tenant, err)
 	}

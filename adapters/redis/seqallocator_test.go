@@ -238,15 +238,26 @@ type scriptCounter struct {
 }
 
 func (c *scriptCounter) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	c.count(cmd)
+	return c.Client.Do(ctx, cmd)
+}
+
+func (c *scriptCounter) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
+	for _, cmd := range cmds {
+		c.count(cmd)
+	}
+	return c.Client.DoMulti(ctx, cmds...)
+}
+
+func (c *scriptCounter) count(cmd rueidis.Completed) {
 	if name := cmd.Commands()[0]; name == "EVALSHA" || name == "EVAL" {
 		c.scripts.Add(1)
 	}
-	return c.Client.Do(ctx, cmd)
 }
 
 // TestConcurrentAllocationsShareScriptCalls: sends of one slot group that come while a call
 // of the group is in flight go together in the next call (issue 30 part 2), each still
-// handed its own seq, in one run 1..N.
+// handed its own seq, in one run 1..N, and its own pending mark.
 func TestConcurrentAllocationsShareScriptCalls(t *testing.T) {
 	c := testClient(t)
 	tenant := testTenant(t, c)
@@ -266,7 +277,8 @@ func TestConcurrentAllocationsShareScriptCalls(t *testing.T) {
 	for i := range sends {
 		wg.Go(func() {
 			<-start
-			req := seq.Request{Topic: "grp_1", From: 3, ClientMsgID: fmt.Sprint("c", i), MsgID: int64(i + 1), Hash: "h", MonthOverride: m}
+			req := seq.Request{Topic: "grp_1", From: 3, ClientMsgID: fmt.Sprint("c", i), MsgID: int64(i + 1), Hash: "h", MonthOverride: m,
+				Attempt: fmt.Sprint("a", i), PendingFor: time.Minute}
 			a, err := s.Allocate(t.Context(), tenant, req)
 			if err != nil || a.Existing || a.Month != m {
 				t.Errorf("send %d: %+v, %v", i, a, err)
@@ -281,6 +293,15 @@ func TestConcurrentAllocationsShareScriptCalls(t *testing.T) {
 		if n != int64(i+1) {
 			t.Fatalf("seqs %v; want 1..%d once each", seqs, sends)
 		}
+	}
+	// A call reads the topic's pending key once and marks each of its sends there.
+	k, _ := topicKeys(tenant, "grp_1")
+	pending := k.Pending("grp_1")
+	if n, err := c.Do(t.Context(), c.B().Zcard().Key(pending).Build()).AsInt64(); err != nil || n != sends {
+		t.Errorf("pending marks: %d, %v; want %d", n, err, sends)
+	}
+	if ttl, err := c.Do(t.Context(), c.B().Pttl().Key(pending).Build()).AsInt64(); err != nil || ttl <= 0 || ttl > time.Minute.Milliseconds() {
+		t.Errorf("pending key's PTTL: %d, %v; want (0, 1 min]", ttl, err)
 	}
 	if got := counter.scripts.Load(); got > sends/2 {
 		t.Errorf("%d sends took %d script calls; want them batched", sends, got)
