@@ -23,14 +23,6 @@ import (
 	"github.com/imdhq/imd/clients/go/wire"
 )
 
-// completed is the answer of POST /api/v1/uploads/complete.
-type completed struct {
-	Key      string `json:"key"`
-	ThumbKey string `json:"thumb_key"`
-	Width    int    `json:"width"`
-	Height   int    `json:"height"`
-}
-
 func TestImageThumbnails(t *testing.T) {
 	for _, store := range []string{"fs", "s3"} {
 		t.Run(store, func(t *testing.T) {
@@ -47,7 +39,7 @@ func TestImageThumbnails(t *testing.T) {
 
 			photo := photoJPEG(t, 1200, 800)
 			key := putUpload(t, ctx, srv, owner, "image/jpeg", photo)
-			var done completed
+			var done wire.ImageContent
 			rises(t, srv, func() {
 				mustCall(t, srv, owner, "POST", "/api/v1/uploads/complete", map[string]string{"key": key}, &done)
 			}, metric("media_thumbnail_total", "status", "made"), count("media_thumbnail_seconds"))
@@ -72,7 +64,7 @@ func TestImageThumbnails(t *testing.T) {
 			if err != nil || len(msgs) != 1 {
 				t.Fatalf("the member syncs %d messages (%v), want the photo alone", len(msgs), err)
 			}
-			var content completed
+			var content wire.ImageContent
 			if err := json.Unmarshal(msgs[0].Content, &content); err != nil || content != done {
 				t.Fatalf("the member reads content %s, want %+v", msgs[0].Content, done)
 			}
@@ -142,7 +134,7 @@ func putUpload(t *testing.T, ctx context.Context, srv *Server, token, contentTyp
 }
 
 func imageWithThumb(topic, clientID, key, thumb string, w, h int) wire.SendMessageRequest {
-	content, _ := json.Marshal(completed{Key: key, ThumbKey: thumb, Width: w, Height: h})
+	content, _ := json.Marshal(wire.ImageContent{Key: key, ThumbKey: thumb, Width: w, Height: h})
 	return wire.SendMessageRequest{Topic: topic, ClientMsgID: clientID, Type: wire.TypeImage, Content: content}
 }
 

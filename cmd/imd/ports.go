@@ -116,7 +116,7 @@ type Ports struct {
 	SearchIndex    ports.SearchIndex
 	BlobStore      ports.BlobStore
 	ObjectStore    ports.ObjectStore
-	Imager         ports.Imager
+	Imager         ports.Imager      // stdimage: thumbnails of image uploads (issue 32)
 	Files          httpapi.FileStore // the /files/ handler of a local object store; nil for S3
 	PushNotifier   ports.PushNotifier
 }
