@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/imdhq/imd/clients/go/wire"
 )
 
@@ -108,6 +110,37 @@ func TestImageThumbnails(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestConsoleShowsThumbnails: an operator finds the node's thumbnails on the console's Media
+// page: the one made and the bomb refused for its pixels.
+func TestConsoleShowsThumbnails(t *testing.T) {
+	srv := Start(t, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	owner := srv.User(1)
+	for _, upload := range []struct {
+		contentType string
+		data        []byte
+		code        int
+	}{{"image/jpeg", photoJPEG(t, 64, 48), 0}, {"image/png", pngDeclaring(50_000, 50_000), 41301}} {
+		key := map[string]string{"key": putUpload(t, ctx, srv, owner, upload.contentType, upload.data)}
+		if upload.code == 0 {
+			mustCall(t, srv, owner, "POST", "/api/v1/uploads/complete", key, nil)
+		} else {
+			refused(t, srv, owner, "POST", "/api/v1/uploads/complete", key, upload.code)
+		}
+	}
+
+	b := newBrowser(t)
+	b.do(chromedp.Navigate("http://" + srv.HTTPAddr + "/console/"))
+	b.waitFor("the sign-in form", "!document.getElementById('signin').hidden", 30*time.Second)
+	b.submit("signin", map[string]string{"admin-key": srv.AdminKey})
+	b.waitFor("the console", "!document.getElementById('app').hidden", 30*time.Second)
+	b.open("media", "#media-metrics")
+	b.waitText("#media-metrics", `status="made"`, 30*time.Second)
+	b.waitText("#media-metrics", `reason="pixels"`, 30*time.Second)
+	b.shot("media")
 }
 
 // putUpload asks for an upload of data as contentType and PUTs it on the signed URL.
