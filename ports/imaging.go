@@ -38,4 +38,6 @@ type ImageRefusal struct {
 	Detail string
 }
 
-func (e *ImageRefusal) Error() string { return fmt.Sprintf("image refused (%s): %s", e.Reason, e.Detail) }
+func (e *ImageRefusal) Error() string {
+	return fmt.Sprintf("image refused (%s): %s", e.Reason, e.Detail)
+}

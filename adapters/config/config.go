@@ -242,11 +242,11 @@ type Registry struct {
 // http://<http.addr>), on URLs signed with secret (default: derived from token_secret).
 // Store s3 (production): clients PUT and GET media straight at the bucket on presigned URLs.
 type Uploads struct {
-	Store   string        `yaml:"store"` // fs | s3
-	S3      S3Bucket      `yaml:"s3"`
-	Dir     string        `yaml:"dir"`
-	BaseURL string        `yaml:"base_url"`
-	Secret  string        `yaml:"secret" secret:"true"`
+	Store      string        `yaml:"store"` // fs | s3
+	S3         S3Bucket      `yaml:"s3"`
+	Dir        string        `yaml:"dir"`
+	BaseURL    string        `yaml:"base_url"`
+	Secret     string        `yaml:"secret" secret:"true"`
 	MaxSize    int64         `yaml:"max_size"`
 	URLTTL     time.Duration `yaml:"url_ttl"`
 	Thumbnails Thumbnails    `yaml:"thumbnails"`
@@ -419,9 +419,9 @@ func Default() Config {
 		Cluster:  Cluster{LeaseTTL: 10 * time.Second, Backlog: 10_000},
 		Push:     Push{Timeout: 2 * time.Second, Queue: 10_000},
 		Registry: Registry{Database: "imd_registry", RefreshInterval: 30 * time.Second},
-		Uploads:  Uploads{Store: "fs", Dir: filepath.Join(os.TempDir(), "imd-uploads"), MaxSize: 100 << 20, URLTTL: 15 * time.Minute,
+		Uploads: Uploads{Store: "fs", Dir: filepath.Join(os.TempDir(), "imd-uploads"), MaxSize: 100 << 20, URLTTL: 15 * time.Minute,
 			Thumbnails: Thumbnails{Side: 320, MaxBytes: 25 << 20, MaxPixels: 40_000_000, Workers: 2}},
-		Message:  Message{MaxContentSize: 65536, SyncLimit: 200, MsgIDExpireMS: 300_000, RecallWindow: 2 * time.Minute},
+		Message: Message{MaxContentSize: 65536, SyncLimit: 200, MsgIDExpireMS: 300_000, RecallWindow: 2 * time.Minute},
 		RateLimit: RateLimit{MessagePerSecond: 20, AuthPerSecond: 5, SyncInboxPerMinute: 60, SyncMessagesPerMinute: 120, HistoryPerMinute: 200, HTTPPerSecond: 20,
 			// Ten devices' worth per address: room for a household or an office behind NAT.
 			PerIP: IPRateLimit{MessagePerSecond: 200, AuthPerSecond: 50, SyncInboxPerMinute: 600, SyncMessagesPerMinute: 1200, HistoryPerMinute: 2000, HTTPPerSecond: 200}},
