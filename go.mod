@@ -29,6 +29,7 @@ require (
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.10
 	go.uber.org/fx v1.24.0
+	golang.org/x/image v0.47.0
 	golang.org/x/sync v0.24.0
 	google.golang.org/protobuf v1.36.12
 )

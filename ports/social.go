@@ -188,13 +188,19 @@ type Authenticator interface {
 }
 
 // ObjectStore signs short-lived upload and download URLs for media objects, so media bytes
-// never pass through the message path (seed 003 §9.4: media only by reference).
+// never pass through the message path (seed 003 §9.4: media only by reference). The server
+// itself reads an uploaded image and writes its thumbnail beside it (issue 32).
 type ObjectStore interface {
 	// PresignPut returns a URL accepting one PUT of at most maxSize bytes of contentType at key
 	// until expires.
 	PresignPut(ctx context.Context, key, contentType string, maxSize int64, expires time.Time) (string, error)
 	// PresignGet returns a URL reading key until expires.
 	PresignGet(ctx context.Context, key string, expires time.Time) (string, error)
+	// ReadObject returns the bytes of key: an absent object is apperr.NotFound, one of more
+	// than limit bytes apperr.TooLarge, read no further than past the limit.
+	ReadObject(ctx context.Context, key string, limit int64) ([]byte, error)
+	// WriteObject stores data under key as contentType, replacing what was there.
+	WriteObject(ctx context.Context, key, contentType string, data []byte) error
 }
 
 // ControlEvents posts per-user control events (mailbox rows plus a live EVENT push), e.g.

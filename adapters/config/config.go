@@ -242,13 +242,24 @@ type Registry struct {
 // http://<http.addr>), on URLs signed with secret (default: derived from token_secret).
 // Store s3 (production): clients PUT and GET media straight at the bucket on presigned URLs.
 type Uploads struct {
-	Store   string        `yaml:"store"` // fs | s3
-	S3      S3Bucket      `yaml:"s3"`
-	Dir     string        `yaml:"dir"`
-	BaseURL string        `yaml:"base_url"`
-	Secret  string        `yaml:"secret" secret:"true"`
-	MaxSize int64         `yaml:"max_size"`
-	URLTTL  time.Duration `yaml:"url_ttl"`
+	Store      string        `yaml:"store"` // fs | s3
+	S3         S3Bucket      `yaml:"s3"`
+	Dir        string        `yaml:"dir"`
+	BaseURL    string        `yaml:"base_url"`
+	Secret     string        `yaml:"secret" secret:"true"`
+	MaxSize    int64         `yaml:"max_size"`
+	URLTTL     time.Duration `yaml:"url_ttl"`
+	Thumbnails Thumbnails    `yaml:"thumbnails"`
+}
+
+// Thumbnails bounds the thumbnails made of confirmed image uploads (issue 32): side is the
+// long side in pixels; images of more than max_bytes bytes or max_pixels pixels are refused
+// unread; workers decode at once, each holding up to 8 bytes per pixel.
+type Thumbnails struct {
+	Side      int   `yaml:"side"`
+	MaxBytes  int64 `yaml:"max_bytes"`
+	MaxPixels int64 `yaml:"max_pixels"`
+	Workers   int   `yaml:"workers"`
 }
 
 // RateLimit budgets are per device (seed 003 §13, §19); PerIP budgets are shared by every
@@ -408,8 +419,9 @@ func Default() Config {
 		Cluster:  Cluster{LeaseTTL: 10 * time.Second, Backlog: 10_000},
 		Push:     Push{Timeout: 2 * time.Second, Queue: 10_000},
 		Registry: Registry{Database: "imd_registry", RefreshInterval: 30 * time.Second},
-		Uploads:  Uploads{Store: "fs", Dir: filepath.Join(os.TempDir(), "imd-uploads"), MaxSize: 100 << 20, URLTTL: 15 * time.Minute},
-		Message:  Message{MaxContentSize: 65536, SyncLimit: 200, MsgIDExpireMS: 300_000, RecallWindow: 2 * time.Minute},
+		Uploads: Uploads{Store: "fs", Dir: filepath.Join(os.TempDir(), "imd-uploads"), MaxSize: 100 << 20, URLTTL: 15 * time.Minute,
+			Thumbnails: Thumbnails{Side: 320, MaxBytes: 25 << 20, MaxPixels: 40_000_000, Workers: 2}},
+		Message: Message{MaxContentSize: 65536, SyncLimit: 200, MsgIDExpireMS: 300_000, RecallWindow: 2 * time.Minute},
 		RateLimit: RateLimit{MessagePerSecond: 20, AuthPerSecond: 5, SyncInboxPerMinute: 60, SyncMessagesPerMinute: 120, HistoryPerMinute: 200, HTTPPerSecond: 20,
 			// Ten devices' worth per address: room for a household or an office behind NAT.
 			PerIP: IPRateLimit{MessagePerSecond: 200, AuthPerSecond: 50, SyncInboxPerMinute: 600, SyncMessagesPerMinute: 1200, HistoryPerMinute: 2000, HTTPPerSecond: 200}},
@@ -535,6 +547,9 @@ func (c Config) Validate() error {
 	}
 	if c.Uploads.Dir == "" || c.Uploads.MaxSize <= 0 || c.Uploads.URLTTL <= 0 {
 		errs = append(errs, errors.New("uploads.dir, max_size and url_ttl are required"))
+	}
+	if th := c.Uploads.Thumbnails; th.Side <= 0 || th.MaxBytes <= 0 || th.MaxPixels <= 0 || th.Workers <= 0 {
+		errs = append(errs, errors.New("uploads.thumbnails side, max_bytes, max_pixels and workers must be positive"))
 	}
 	if c.Shard.CheckInterval <= 0 || c.Shard.SealingDays < 0 || c.Shard.LockTTL <= 0 || c.Shard.DedupPurgeBatch <= 0 {
 		errs = append(errs, errors.New("shard check_interval, lock_ttl and dedup_purge_batch must be positive, sealing_days not negative"))

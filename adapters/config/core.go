@@ -103,9 +103,10 @@ func (c Config) MigrationDualRead() migration.DualReading {
 // SeqHoleSweep is how old a seq hole must be before the sweeper closes it.
 func (c Config) SeqHoleSweep() seqholes.Config { return seqholes.Config{After: c.Shard.SeqHoleAfter} }
 
-// UploadLimits bounds an upload and its signed URLs.
+// UploadLimits bounds an upload, its signed URLs and the image read for its thumbnail.
 func (c Config) UploadLimits() uploads.Config {
-	return uploads.Config{MaxSize: c.Uploads.MaxSize, URLTTL: c.Uploads.URLTTL}
+	u := c.Uploads
+	return uploads.Config{MaxSize: u.MaxSize, URLTTL: u.URLTTL, ThumbSide: u.Thumbnails.Side, ThumbMaxBytes: u.Thumbnails.MaxBytes}
 }
 
 // Archiving is the archiver's; it keeps the months the shard manager creates ahead.

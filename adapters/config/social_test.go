@@ -11,12 +11,14 @@ func TestSocialSettings(t *testing.T) {
 	path := writeConfig(t, validYAML)
 	cfg, err := Load(path, []string{
 		"IMD_MESSAGE_SYSTEM_ACCOUNTS=9, 10", "IMD_TENANT_REGISTRY_DATABASE=reg_x", "IMD_UPLOADS_MAX_SIZE=1024",
+		"IMD_UPLOADS_THUMBNAILS_WORKERS=3",
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(cfg.Message.SystemAccounts, []int64{9, 10}) || cfg.Registry.Database != "reg_x" ||
-		cfg.Registry.RefreshInterval != 30*time.Second || cfg.Uploads.MaxSize != 1024 || cfg.Uploads.Dir == "" {
+		cfg.Registry.RefreshInterval != 30*time.Second || cfg.Uploads.MaxSize != 1024 || cfg.Uploads.Dir == "" ||
+		cfg.Uploads.Thumbnails != (Thumbnails{Side: 320, MaxBytes: 25 << 20, MaxPixels: 40_000_000, Workers: 3}) {
 		t.Fatalf("social settings = %+v %+v %+v", cfg.Message.SystemAccounts, cfg.Registry, cfg.Uploads)
 	}
 
@@ -30,6 +32,7 @@ func TestSocialSettings(t *testing.T) {
 		{"no registry database", "IMD_TENANT_REGISTRY_DATABASE=", "tenant_registry"},
 		{"a tenant on the registry's database", "IMD_TENANT_REGISTRY_DATABASE=imd_default", "registry's database"},
 		{"no upload size", "IMD_UPLOADS_MAX_SIZE=0", "uploads"},
+		{"no thumbnail pixels", "IMD_UPLOADS_THUMBNAILS_MAX_PIXELS=0", "uploads.thumbnails"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -60,13 +60,35 @@ func (s *Server) upload(c echo.Context) error {
 	})
 }
 
-type downloadRequest struct {
+type keyRequest struct {
 	Key string `json:"key"`
+}
+
+type completedJSON struct {
+	Key      string `json:"key"`
+	ThumbKey string `json:"thumb_key,omitempty"`
+	Width    int    `json:"width,omitempty"`
+	Height   int    `json:"height,omitempty"`
+}
+
+// completeUpload confirms an upload of the caller's after its PUT: an image gets its
+// thumbnail made, and the answer names it with the image's dimensions (issue 32).
+func (s *Server) completeUpload(c echo.Context) error {
+	var req keyRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	who := caller(c)
+	done, err := s.d.Social.Uploads.Complete(c.Request().Context(), who.Tenant, who.UserID, req.Key)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, completedJSON{Key: done.Key, ThumbKey: done.ThumbKey, Width: done.Width, Height: done.Height})
 }
 
 // download hands out a presigned GET for an object key the caller may read (issue 33).
 func (s *Server) download(c echo.Context) error {
-	var req downloadRequest
+	var req keyRequest
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}

@@ -22,6 +22,7 @@ func (s *Server) messageRoutes(api *echo.Group) {
 	api.GET("/topics/:topic/messages/:seq", s.userMessage)
 	api.POST("/messages", s.sendUserMessage)
 	api.POST("/uploads", s.upload)
+	api.POST("/uploads/complete", s.completeUpload)
 	api.POST("/downloads", s.download)
 	api.POST("/reports", s.fileReport)
 }

@@ -4,6 +4,7 @@
 package localfs
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -126,6 +127,12 @@ func (s *Store) Put(key string, q url.Values, contentType string, body io.Reader
 	if err != nil {
 		return ErrBadSignature
 	}
+	return s.write(key, body, maxSize)
+}
+
+// write stores at most maxSize bytes of body under key: the object appears whole or not at
+// all.
+func (s *Store) write(key string, body io.Reader, maxSize int64) error {
 	path := s.path(key)
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return fmt.Errorf("localfs: put %s: %w", key, err)
@@ -149,6 +156,38 @@ func (s *Store) Put(key string, q url.Values, contentType string, body io.Reader
 		return fmt.Errorf("localfs: put %s: %w", key, err)
 	}
 	return nil
+}
+
+// ReadObject reads an object for the server itself (issue 32: its thumbnail).
+func (s *Store) ReadObject(_ context.Context, key string, limit int64) ([]byte, error) {
+	if !objectkey.Valid(key) {
+		return nil, ErrBadKey
+	}
+	f, err := os.Open(s.path(key))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("localfs: read %s: %w", key, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("localfs: read %s: %w", key, err)
+	}
+	if int64(len(data)) > limit {
+		return nil, apperr.New(apperr.TooLarge, "object larger than "+strconv.FormatInt(limit, 10)+" bytes")
+	}
+	return data, nil
+}
+
+// WriteObject stores an object the server made; the content type follows from the key's
+// extension when it is served.
+func (s *Store) WriteObject(_ context.Context, key, _ string, data []byte) error {
+	if !objectkey.Valid(key) {
+		return ErrBadKey
+	}
+	return s.write(key, bytes.NewReader(data), int64(len(data)))
 }
 
 // Open opens the object of a signed GET; the caller closes it.

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/imdhq/imd/core/domain/objectkey"
+	"github.com/imdhq/imd/ports/contract"
 )
 
 const key = "acme/7/20300101/0123456789abcdef0123456789abcdef.png"
@@ -120,4 +123,8 @@ func TestMissingObject(t *testing.T) {
 	if _, err := s.PresignPut(context.Background(), "../x", "image/png", 1, time.Now()); !errors.Is(err, ErrBadKey) {
 		t.Fatalf("PresignPut of a bad key: %v", err)
 	}
+}
+
+func TestObjectStoreContract(t *testing.T) {
+	contract.ObjectStore(t, newStore(t), objectkey.Thumb(key, "jpg"))
 }

@@ -122,6 +122,10 @@ func catalog() []spec {
 		{name: "group_message_archive_read_total", kind: counter, help: "Reads served from archived months, by op (get|page|search).", labels: []string{"op"}},
 		{name: "group_message_archive_chunk_cache_total", kind: counter, help: "Archive chunk lookups, by result (hit|miss).", labels: []string{"result"}},
 		{name: "group_file_index_total", kind: counter, help: "Group file index updates after COMMIT, by outcome (ok|failed).", labels: []string{"status"}},
+		// Thumbnails of confirmed image uploads (issue 32).
+		{name: "media_thumbnail_total", kind: counter, help: "Thumbnails of confirmed image uploads, by outcome (made|failed: the store or the wait for a worker failed).", labels: []string{"status"}},
+		{name: "media_thumbnail_refused_total", kind: counter, help: "Image uploads no thumbnail is made of, by reason (type|size|pixels|corrupt).", labels: []string{"reason"}},
+		{name: "media_thumbnail_seconds", kind: histogram, help: "Seconds to make one thumbnail: the wait for a worker, decoding, scaling and encoding.", buckets: latencyBuckets},
 		{name: "message_search_index_total", kind: counter, help: "Search index updates after COMMIT, by outcome (indexed|removed|failed|dropped).", labels: []string{"status"}},
 	}
 }

@@ -63,6 +63,10 @@ func TestBlobStoreContractRealServer(t *testing.T) {
 
 // TestPresignedUploadRealServer: a client PUTs a media object straight to the store on the
 // presigned URL, with the signed type and length only, and reads it back on a presigned GET.
+func TestObjectStoreContractRealServer(t *testing.T) {
+	contract.ObjectStore(t, realStore(t, uploadsBucket), "acme/7/20300101/0123456789abcdef0123456789abcdef.png.thumb.jpg")
+}
+
 func TestPresignedUploadRealServer(t *testing.T) {
 	s := realStore(t, uploadsBucket)
 	ctx := context.Background()

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"github.com/imdhq/imd/core/domain/apperr"
 	"github.com/imdhq/imd/core/domain/archive"
 	"github.com/imdhq/imd/core/domain/objectkey"
 	"github.com/imdhq/imd/ports"
@@ -126,9 +128,8 @@ func (s *Store) Put(ctx context.Context, key string, data []byte) error {
 
 // Get downloads a whole object.
 func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
-	out, err := s.c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(s.prefix + key)})
-	var noKey *types.NoSuchKey
-	if errors.As(err, &noKey) {
+	out, found, err := s.getObject(ctx, key)
+	if !found {
 		return nil, fmt.Errorf("s3 get %s: %w", key, archive.ErrNoBlob)
 	}
 	if err != nil {
@@ -140,6 +141,57 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 		return nil, fmt.Errorf("s3 get %s: %w", key, err)
 	}
 	return data, nil
+}
+
+// getObject starts reading key; found is false for an absent object.
+func (s *Store) getObject(ctx context.Context, key string) (out *s3.GetObjectOutput, found bool, err error) {
+	out, err = s.c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(s.prefix + key)})
+	var noKey *types.NoSuchKey
+	return out, !errors.As(err, &noKey), err
+}
+
+// ReadObject reads a media object for the server itself (issue 32: its thumbnail), refusing
+// one longer than limit by its length before reading it.
+func (s *Store) ReadObject(ctx context.Context, key string, limit int64) ([]byte, error) {
+	if !objectkey.Valid(key) {
+		return nil, apperr.New(apperr.NotFound, "no such object")
+	}
+	out, found, err := s.getObject(ctx, key)
+	if !found {
+		return nil, apperr.Wrap(apperr.NotFound, "no such object", err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("s3 read %s: %w", key, err)
+	}
+	defer out.Body.Close()
+	tooLarge := apperr.New(apperr.TooLarge, "object larger than "+strconv.FormatInt(limit, 10)+" bytes")
+	if aws.ToInt64(out.ContentLength) > limit {
+		return nil, tooLarge
+	}
+	data, err := io.ReadAll(io.LimitReader(out.Body, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("s3 read %s: %w", key, err)
+	}
+	if int64(len(data)) > limit {
+		return nil, tooLarge
+	}
+	return data, nil
+}
+
+// WriteObject stores a media object the server made, with the content type presigned GETs
+// serve it as.
+func (s *Store) WriteObject(ctx context.Context, key, contentType string, data []byte) error {
+	if !objectkey.Valid(key) {
+		return fmt.Errorf("s3 write %q: invalid key", key)
+	}
+	_, err := s.c.PutObject(ctx, &s3.PutObjectInput{
+		Bucket: aws.String(s.bucket), Key: aws.String(s.prefix + key), ContentType: aws.String(contentType),
+		Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data))),
+	})
+	if err != nil {
+		return fmt.Errorf("s3 write %s: %w", key, err)
+	}
+	return nil
 }
 
 // List pages ListObjectsV2 under the prefix; S3 returns keys in ascending order.

@@ -64,6 +64,19 @@ export interface Message {
   edited_at?: number;
 }
 
+/**
+ * The content of an `image` message (PROTOCOL.md §4 "Image thumbnails"). `key` is the upload's;
+ * `thumb_key`, `width` and `height` are the answer of `POST /api/v1/uploads/complete`, the same
+ * shape: draw lists from `thumb_key`, fetch `key` when the image is opened.
+ */
+export interface ImageContent {
+  key: string;
+  thumb_key?: string;
+  width?: number;
+  height?: number;
+  [member: string]: unknown;
+}
+
 export interface SendRequest {
   topic?: string;
   conversation_id?: number;

@@ -14,6 +14,7 @@ import (
 	"github.com/imdhq/imd/adapters/memory"
 	"github.com/imdhq/imd/adapters/prometheus"
 	"github.com/imdhq/imd/adapters/push"
+	"github.com/imdhq/imd/adapters/stdimage"
 	tcpserver "github.com/imdhq/imd/adapters/tcp/server"
 	"github.com/imdhq/imd/clients/go/client"
 	"github.com/imdhq/imd/clients/go/wire"
@@ -126,6 +127,7 @@ func memoryAdapters(t *testing.T, cfg config.Config) fx.Option {
 		SearchIndex:    memory.NewSearchIndex(),
 		BlobStore:      memory.NewBlobStore(),
 		ObjectStore:    files,
+		Imager:         stdimage.New(stdimage.Config{}),
 		Files:          files,
 		PushNotifier:   push.Noop{},
 	}

@@ -22,6 +22,7 @@ import (
 	redisadapter "github.com/imdhq/imd/adapters/redis"
 	"github.com/imdhq/imd/adapters/s3blob"
 	"github.com/imdhq/imd/adapters/snowflake"
+	"github.com/imdhq/imd/adapters/stdimage"
 	"github.com/imdhq/imd/core/runtime"
 	"github.com/imdhq/imd/core/store/archivereader"
 	"github.com/imdhq/imd/core/store/dualread"
@@ -115,6 +116,7 @@ type Ports struct {
 	SearchIndex    ports.SearchIndex
 	BlobStore      ports.BlobStore
 	ObjectStore    ports.ObjectStore
+	Imager         ports.Imager      // stdimage: thumbnails of image uploads (issue 32)
 	Files          httpapi.FileStore // the /files/ handler of a local object store; nil for S3
 	PushNotifier   ports.PushNotifier
 }
@@ -266,6 +268,7 @@ func openAdapters(cfg config.Config, log *slog.Logger) (Ports, held, error) {
 		SearchIndex:    index,
 		BlobStore:      blobs,
 		ObjectStore:    objects,
+		Imager:         stdimage.New(stdimage.Config{Workers: cfg.Uploads.Thumbnails.Workers, MaxPixels: cfg.Uploads.Thumbnails.MaxPixels}),
 		Files:          files,
 		PushNotifier:   notifier,
 	}

@@ -104,6 +104,7 @@ func newAuthn(cfg config.Config, p Ports, reg *tenantregistry.Registry) *authn.S
 func newUploads(cfg config.Config, p Ports, resolver *conversation.Resolver) *uploads.Service {
 	return uploads.New(cfg.UploadLimits(), uploads.Deps{
 		Store: p.ObjectStore, Clock: p.Clock, Refs: p.MediaRefs, Profiles: p.Profiles, Resolver: resolver,
+		Imager: p.Imager, Metrics: p.Metrics,
 	})
 }
 

@@ -306,6 +306,21 @@
     };
   }
 
+  // pageMedia shows what the node did with confirmed image uploads (issue 32): thumbnails made
+  // and failed, images refused by reason, and the time making them took.
+  function pageMedia(root) {
+    const counters = el('table', { id: 'media-metrics' });
+    root.append(el('h2', {}, 'Media'),
+      el('p', {}, 'Thumbnails of confirmed image uploads on this node: made or failed (the store, or no decode worker in time), ' +
+        'refused by reason (type: not the image its key says; size: over uploads.thumbnails.max_bytes; ' +
+        'pixels: over max_pixels, a decompression bomb; corrupt: undecodable), and the seconds they took. ' +
+        'More failed than made fires ImdThumbnailsFailing.'),
+      el('h3', {}, 'Thumbnails'), counters);
+    return async () => {
+      await metricsTable(counters, ['media_thumbnail_total', 'media_thumbnail_refused_total', 'media_thumbnail_seconds_sum', 'media_thumbnail_seconds_count']);
+    };
+  }
+
   // The steps of seed 000 §9 and when this job has done each.
   const migrationSteps = [
     ['Route tables, idempotency table and shard manager online', () => true],
@@ -473,6 +488,7 @@
     migration: ['Migration', pageMigration],
     archive: ['Archive', pageArchive],
     messages: ['Messages', pageMessages],
+    media: ['Media', pageMedia],
   };
 
   async function refreshNow() {

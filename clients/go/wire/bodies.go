@@ -42,6 +42,17 @@ const (
 	TypeSystem   = "system"
 )
 
+// ImageContent is the content of an image message (PROTOCOL.md §4 "Image thumbnails") and the
+// answer of POST /api/v1/uploads/complete, which names the thumbnail and the image's upright
+// dimensions: Key is the upload's; ThumbKey, Width and Height are empty for an image that has
+// no thumbnail.
+type ImageContent struct {
+	Key      string `json:"key"`
+	ThumbKey string `json:"thumb_key,omitempty"`
+	Width    int    `json:"width,omitempty"`
+	Height   int    `json:"height,omitempty"`
+}
+
 // SendMessageRequest is the body of SEND_MESSAGE. Exactly one of Topic,
 // ConversationID and ToUser addresses the conversation.
 type SendMessageRequest struct {

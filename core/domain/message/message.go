@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/imdhq/imd/core/domain/apperr"
@@ -113,8 +114,11 @@ func (d Draft) Validate() error {
 		}
 		// The key names a file in the object store: only an issued key's shape, like the
 		// upload's, so no path in a message reaches past its directory (issue 33).
-		if !objectkey.Valid(key) {
+		if !objectkey.Valid(key) || objectkey.IsThumb(key) {
 			return apperr.New(apperr.InvalidArgument, "content.key is not an uploaded object key")
+		}
+		if err := validateThumb(obj, key); err != nil {
+			return err
 		}
 		if _, inline := obj["data"]; inline {
 			return apperr.New(apperr.InvalidArgument, "media bytes are not accepted; upload and send the key")
@@ -125,6 +129,32 @@ func (d Draft) Validate() error {
 	}
 	if d.ReplySeq < 0 {
 		return apperr.New(apperr.InvalidArgument, "reply_seq must not be negative")
+	}
+	return nil
+}
+
+// MaxImageSide bounds content.width and content.height.
+const MaxImageSide = 1 << 20
+
+// validateThumb checks the optional thumbnail members of media content (issue 32): thumb_key
+// only the key derived from content.key, so its readers are the original's and a message
+// names no other object by it; width and height whole numbers of pixels.
+func validateThumb(obj map[string]json.RawMessage, key string) error {
+	if raw, ok := obj["thumb_key"]; ok {
+		var thumb string
+		if json.Unmarshal(raw, &thumb) != nil || !objectkey.Valid(thumb) || !objectkey.IsThumb(thumb) || objectkey.Original(thumb) != key {
+			return apperr.New(apperr.InvalidArgument, "content.thumb_key is not the thumbnail key of content.key")
+		}
+	}
+	for _, name := range []string{"width", "height"} {
+		raw, ok := obj[name]
+		if !ok {
+			continue
+		}
+		var n int64
+		if json.Unmarshal(raw, &n) != nil || n < 1 || n > MaxImageSide {
+			return apperr.New(apperr.InvalidArgument, "content."+name+" must be a whole number of pixels, 1-"+strconv.Itoa(MaxImageSide))
+		}
 	}
 	return nil
 }

@@ -33,6 +33,17 @@ func TestValidate(t *testing.T) {
 		{"image key a path", Draft{ClientMsgID: "c", Type: "image", Content: json.RawMessage(`{"key":"../../../etc/passwd"}`)}, apperr.InvalidArgument},
 		{"file key escaping its day", Draft{ClientMsgID: "c", Type: "file", Content: json.RawMessage(`{"key":"acme/7/../../other/7/20300405/0123456789abcdef0123456789abcdef.pdf"}`)}, apperr.InvalidArgument},
 		{"image key not a string", Draft{ClientMsgID: "c", Type: "image", Content: json.RawMessage(`{"key":7}`)}, apperr.InvalidArgument},
+		// Issue 32: a thumbnail is named only by the key derived from content.key.
+		{"image with its thumbnail", Draft{ClientMsgID: "c", Type: "image", Content: image(`"thumb_key":"` + issuedKey + `.thumb.jpg","width":4032,"height":3024`)}, apperr.OK},
+		{"thumbnail of another key", Draft{ClientMsgID: "c", Type: "image", Content: image(`"thumb_key":"acme/7/20300405/ffffffffffffffffffffffffffffffff.png.thumb.jpg"`)}, apperr.InvalidArgument},
+		{"thumbnail a path", Draft{ClientMsgID: "c", Type: "image", Content: image(`"thumb_key":"../x.thumb.jpg"`)}, apperr.InvalidArgument},
+		{"thumbnail the original", Draft{ClientMsgID: "c", Type: "image", Content: image(`"thumb_key":"` + issuedKey + `"`)}, apperr.InvalidArgument},
+		{"thumbnail not a string", Draft{ClientMsgID: "c", Type: "image", Content: image(`"thumb_key":7`)}, apperr.InvalidArgument},
+		{"thumbnail as the key", Draft{ClientMsgID: "c", Type: "image", Content: json.RawMessage(`{"key":"` + issuedKey + `.thumb.jpg"}`)}, apperr.InvalidArgument},
+		{"zero width", Draft{ClientMsgID: "c", Type: "image", Content: image(`"width":0`)}, apperr.InvalidArgument},
+		{"fractional height", Draft{ClientMsgID: "c", Type: "image", Content: image(`"height":1.5`)}, apperr.InvalidArgument},
+		{"height beyond the bound", Draft{ClientMsgID: "c", Type: "image", Content: image(`"height":2000000`)}, apperr.InvalidArgument},
+		{"width a string", Draft{ClientMsgID: "c", Type: "image", Content: image(`"width":"7"`)}, apperr.InvalidArgument},
 		{"text may carry any key", Draft{ClientMsgID: "c", Type: "text", Content: json.RawMessage(`{"text":"hi","key":"../x"}`)}, apperr.OK},
 		{"negative reply", Draft{ClientMsgID: "c", Type: "text", Content: json.RawMessage(`{}`), ReplySeq: -1}, apperr.InvalidArgument},
 	}
@@ -43,6 +54,11 @@ func TestValidate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// image is image content of issuedKey with more members.
+func image(members string) json.RawMessage {
+	return json.RawMessage(`{"key":"` + issuedKey + `",` + members + `}`)
 }
 
 // issuedKey has the shape of a key the upload use case issues.

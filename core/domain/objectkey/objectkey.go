@@ -48,12 +48,29 @@ func New(tenant string, user int64, day time.Time, random [16]byte, ext string) 
 	return tenant + "/" + strconv.FormatInt(user, 10) + "/" + day.UTC().Format("20060102") + "/" + hex.EncodeToString(random[:]) + "." + ext
 }
 
-// keyRE is the shape of every key New makes.
-var keyRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,30}/[1-9][0-9]{0,18}/[0-9]{8}/[0-9a-f]{32}\.[a-z0-9]{2,5}$`)
+// keyRE is the shape of every key New and Thumb make.
+var keyRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,30}/[1-9][0-9]{0,18}/[0-9]{8}/[0-9a-f]{32}\.[a-z0-9]{2,5}(\.thumb\.(jpg|png))?$`)
 
-// Valid reports whether key has the shape of an issued key, so it can name a file without
-// escaping its directory.
+// thumbInfix separates an original's key from its thumbnail's extension.
+const thumbInfix = ".thumb."
+
+// Valid reports whether key has the shape of an issued key or of its thumbnail's, so it can
+// name a file without escaping its directory.
 func Valid(key string) bool { return keyRE.MatchString(key) }
+
+// Thumb returns the key of the thumbnail of original, an image of extension ext (jpg or png),
+// stored beside it (issue 32): derived from the original's, so whoever may read the original
+// may read it and nothing else names it.
+func Thumb(original, ext string) string { return original + thumbInfix + ext }
+
+// IsThumb reports whether a valid key is a thumbnail's.
+func IsThumb(key string) bool { return strings.Contains(key, thumbInfix) }
+
+// Original returns the key a thumbnail's key was derived from; an original's is itself.
+func Original(key string) string {
+	before, _, _ := strings.Cut(key, thumbInfix)
+	return before
+}
 
 // User returns the user an issued key was uploaded by.
 func User(key string) int64 {

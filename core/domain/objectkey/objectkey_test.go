@@ -48,3 +48,29 @@ func TestExtensionRefusesPages(t *testing.T) {
 		}
 	}
 }
+
+func TestThumbKeysDeriveFromTheirOriginal(t *testing.T) {
+	original := New("acme", 7, time.Date(2030, 4, 5, 0, 0, 0, 0, time.UTC), [16]byte{9}, "webp")
+	for _, tc := range []struct {
+		ext, contentType string
+	}{{"jpg", "image/jpeg"}, {"png", "image/png"}} {
+		thumb := Thumb(original, tc.ext)
+		if !Valid(thumb) || !IsThumb(thumb) || Original(thumb) != original {
+			t.Errorf("Thumb(%q, %s) = %q: valid %v, thumb %v, original %q", original, tc.ext, thumb, Valid(thumb), IsThumb(thumb), Original(thumb))
+		}
+		if ct, ok := ContentType(thumb); !ok || ct != tc.contentType {
+			t.Errorf("ContentType(%q) = %q, %v; want %s", thumb, ct, ok, tc.contentType)
+		}
+		if User(thumb) != 7 || Tenant(thumb) != "acme" {
+			t.Errorf("%q: user %d tenant %q", thumb, User(thumb), Tenant(thumb))
+		}
+	}
+	if IsThumb(original) || Original(original) != original {
+		t.Errorf("an original %q reads as a thumbnail", original)
+	}
+	for _, key := range []string{Thumb(original, "gif"), Thumb(Thumb(original, "jpg"), "jpg"), original + ".thumb"} {
+		if Valid(key) {
+			t.Errorf("Valid(%q) = true", key)
+		}
+	}
+}

@@ -4,12 +4,15 @@
 // (core/domain/objectkey), so the blob stores check keys without this use case. Who may read a
 // key is decided here (issue 33): its uploader, anyone if it is its uploader's avatar, and the
 // readers of each conversation a message referenced it in; the send and edit paths admit a key
-// into a conversation only for a sender who may read it, so a learned key opens nothing.
+// into a conversation only for a sender who may read it, so a learned key opens nothing. An
+// uploaded image's thumbnail is made when its uploader confirms the upload (issue 32), stored
+// beside it under a key derived from its own, and read by whoever may read the original.
 package uploads
 
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -23,8 +26,10 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultMaxSize = 100 << 20
-	DefaultURLTTL  = 15 * time.Minute
+	DefaultMaxSize       = 100 << 20
+	DefaultURLTTL        = 15 * time.Minute
+	DefaultThumbSide     = 320
+	DefaultThumbMaxBytes = 25 << 20
 )
 
 // maxReferencingTopics bounds the conversations a download checks for one key: a key is
@@ -36,6 +41,10 @@ const maxReferencingTopics = 256
 type Config struct {
 	MaxSize int64         // bytes per object; 0 = DefaultMaxSize
 	URLTTL  time.Duration // lifetime of a signed URL; 0 = DefaultURLTTL
+	// ThumbSide is the long side of a thumbnail in pixels; 0 = DefaultThumbSide.
+	ThumbSide int
+	// ThumbMaxBytes is the largest image a thumbnail is made of; 0 = DefaultThumbMaxBytes.
+	ThumbMaxBytes int64
 }
 
 // Deps are the ports uploads use.
@@ -48,6 +57,9 @@ type Deps struct {
 	Profiles ports.Profiles
 	// Resolver says who may read a conversation, as for its history.
 	Resolver *conversation.Resolver
+	// Imager makes thumbnails of confirmed image uploads.
+	Imager  ports.Imager
+	Metrics ports.Metrics
 }
 
 // Service issues upload and download URLs and admits keys into conversations.
@@ -65,6 +77,12 @@ func New(cfg Config, d Deps) *Service {
 	}
 	if cfg.URLTTL <= 0 {
 		cfg.URLTTL = DefaultURLTTL
+	}
+	if cfg.ThumbSide <= 0 {
+		cfg.ThumbSide = DefaultThumbSide
+	}
+	if cfg.ThumbMaxBytes <= 0 {
+		cfg.ThumbMaxBytes = DefaultThumbMaxBytes
 	}
 	return &Service{cfg: cfg, d: d}
 }
@@ -113,6 +131,82 @@ func (s *Service) Upload(ctx context.Context, r Request) (Grant, error) {
 	return Grant{Key: key, URL: url, ContentType: r.ContentType, MaxSize: r.Size, ExpiresAt: expires}, nil
 }
 
+// Completed is a confirmed upload: for an image, its thumbnail's key and its dimensions.
+type Completed struct {
+	Key           string
+	ThumbKey      string // empty when no thumbnail is made (not an image type that is decoded)
+	Width, Height int
+}
+
+// thumbnailed are the upload types a thumbnail is made of; other media complete as they are.
+var thumbnailed = map[string]bool{"image/jpeg": true, "image/png": true, "image/gif": true, "image/webp": true}
+
+// refusalCodes answer each refused image (ports.ImageRefusal.Reason).
+var refusalCodes = map[string]apperr.Code{
+	ports.RefusedType: apperr.InvalidArgument, ports.RefusedCorrupt: apperr.InvalidArgument,
+	ports.RefusedSize: apperr.TooLarge, ports.RefusedPixels: apperr.TooLarge,
+}
+
+// Complete confirms an upload of the caller's (issue 32): an image of a decoded type is read
+// back, no more than ThumbMaxBytes, and its thumbnail written beside it under
+// objectkey.Thumb. The bytes must be of the type the key was issued for, sniffed, never taken
+// from the client; a refused image is 40001 (not that type, undecodable) or 41301 (too many
+// bytes or pixels) and nothing is written. Completing twice makes the same thumbnail again.
+func (s *Service) Complete(ctx context.Context, tenant string, user int64, key string) (Completed, error) {
+	if !objectkey.Valid(key) || objectkey.IsThumb(key) || objectkey.Tenant(key) != tenant {
+		return Completed{}, apperr.New(apperr.NotFound, "no such object")
+	}
+	if objectkey.User(key) != user {
+		return Completed{}, apperr.New(apperr.Forbidden, "only its uploader completes an upload")
+	}
+	declared, _ := objectkey.ContentType(key)
+	if !thumbnailed[declared] {
+		return Completed{Key: key}, nil
+	}
+	data, err := s.d.Store.ReadObject(ctx, key, s.cfg.ThumbMaxBytes)
+	switch apperr.CodeOf(err) {
+	case apperr.OK:
+	case apperr.NotFound:
+		return Completed{}, apperr.New(apperr.NotFound, "no object uploaded under this key yet")
+	case apperr.TooLarge:
+		return Completed{}, s.refused(&ports.ImageRefusal{Reason: ports.RefusedSize, Detail: err.Error()})
+	default:
+		return Completed{}, s.failed("object store unavailable", err)
+	}
+	start := s.d.Clock.Now()
+	t, err := s.d.Imager.Thumbnail(ctx, data, s.cfg.ThumbSide)
+	if err != nil {
+		return Completed{}, s.refused(err)
+	}
+	if t.Source != declared {
+		return Completed{}, s.refused(&ports.ImageRefusal{Reason: ports.RefusedType, Detail: "bytes are " + t.Source + ", not " + declared})
+	}
+	thumb := objectkey.Thumb(key, t.Ext)
+	if err := s.d.Store.WriteObject(ctx, thumb, t.ContentType, t.Data); err != nil {
+		return Completed{}, s.failed("thumbnail not stored", err)
+	}
+	s.d.Metrics.Inc("media_thumbnail_total", "made")
+	s.d.Metrics.Observe("media_thumbnail_seconds", s.d.Clock.Now().Sub(start).Seconds())
+	return Completed{Key: key, ThumbKey: thumb, Width: t.Width, Height: t.Height}, nil
+}
+
+// refused counts and answers an image no thumbnail is made of; an error that is no refusal
+// (the caller gave up waiting for a worker) failed.
+func (s *Service) refused(err error) error {
+	var r *ports.ImageRefusal
+	if !errors.As(err, &r) {
+		return s.failed("thumbnail not made", err)
+	}
+	s.d.Metrics.Inc("media_thumbnail_refused_total", r.Reason)
+	return apperr.Wrap(refusalCodes[r.Reason], "image refused: "+r.Detail, err)
+}
+
+// failed counts a thumbnail that the store or the server could not make: retrying may.
+func (s *Service) failed(msg string, err error) error {
+	s.d.Metrics.Inc("media_thumbnail_total", "failed")
+	return apperr.Wrap(apperr.Busy, msg+", retry", err)
+}
+
 // Download signs a GET of a key for a user who may read it: 40401 for what is no key of the
 // tenant, 40301 for a key the user has no right to (issue 33).
 func (s *Service) Download(ctx context.Context, tenant string, user int64, key string) (string, time.Time, error) {
@@ -135,7 +229,7 @@ func (s *Service) Download(ctx context.Context, tenant string, user int64, key s
 // read its media; a send that fails after it leaves a reference the sender could have made
 // good by retrying, to a key it may read.
 func (s *Service) AdmitMedia(ctx context.Context, tenant string, user int64, key, topicName string) error {
-	if !objectkey.Valid(key) || objectkey.Tenant(key) != tenant {
+	if !objectkey.Valid(key) || objectkey.IsThumb(key) || objectkey.Tenant(key) != tenant {
 		return apperr.New(apperr.InvalidArgument, "content.key is not an uploaded object key of this tenant")
 	}
 	if err := s.mayRead(ctx, tenant, user, key); err != nil {
@@ -164,8 +258,10 @@ func (s *Service) Backfill(ctx context.Context, tenant string, msgs []message.Me
 }
 
 // mayRead is nil when user uploaded key, when key is its uploader's avatar, or when a
-// conversation user may read references it; otherwise 40301.
+// conversation user may read references it; otherwise 40301. A thumbnail is read by the
+// rights of its original (issue 32).
 func (s *Service) mayRead(ctx context.Context, tenant string, user int64, key string) error {
+	key = objectkey.Original(key)
 	uploader := objectkey.User(key)
 	if uploader == user {
 		return nil

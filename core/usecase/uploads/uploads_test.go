@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,10 +17,12 @@ import (
 	"github.com/imdhq/imd/core/store/membership"
 	"github.com/imdhq/imd/core/usecase/conversation"
 	"github.com/imdhq/imd/core/usecase/uploads"
+	"github.com/imdhq/imd/ports"
 )
 
 // signer records what it was asked to sign.
 type signer struct {
+	*memory.ObjectStore
 	key, contentType string
 	size             int64
 	expires          time.Time
@@ -50,7 +53,7 @@ func TestUpload(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			sig := &signer{}
+			sig := &signer{ObjectStore: memory.NewObjectStore()}
 			svc := uploads.New(uploads.Config{MaxSize: 2000, URLTTL: time.Minute}, uploads.Deps{Store: sig, Clock: memory.NewClock(now)})
 			g, err := svc.Upload(context.Background(), tt.req)
 			if got := apperr.CodeOf(err); got != tt.want {
@@ -77,6 +80,8 @@ func TestUpload(t *testing.T) {
 type rights struct {
 	svc                    *uploads.Service
 	refs                   *memory.References
+	store                  *memory.ObjectStore
+	metrics                *memory.Metrics
 	sent, avatar, unshared string
 }
 
@@ -95,6 +100,8 @@ func newRights(t *testing.T) rights {
 	}
 	r := rights{
 		refs:     memory.NewReferences(),
+		store:    memory.NewObjectStore(),
+		metrics:  memory.NewMetrics(),
 		sent:     "acme/1/20300405/0123456789abcdef0123456789abcdef.png",
 		avatar:   "acme/4/20300405/0123456789abcdef0123456789abcdef.png",
 		unshared: "acme/1/20300405/ffffffffffffffffffffffffffffffff.pdf",
@@ -103,7 +110,9 @@ func newRights(t *testing.T) rights {
 		t.Fatal(err)
 	}
 	resolver := conversation.NewResolver(dir, memory.NewIDs(clock), membership.New(dir, clock, time.Minute), conversation.WithClock(clock))
-	r.svc = uploads.New(uploads.Config{}, uploads.Deps{Store: &signer{}, Clock: clock, Refs: r.refs, Profiles: dir, Resolver: resolver})
+	r.svc = uploads.New(uploads.Config{}, uploads.Deps{
+		Store: r.store, Clock: clock, Refs: r.refs, Profiles: dir, Resolver: resolver, Imager: imager{}, Metrics: r.metrics,
+	})
 	if err := r.svc.AdmitMedia(ctx, "acme", 1, r.sent, "grp_7"); err != nil {
 		t.Fatal(err)
 	}
@@ -128,6 +137,11 @@ func TestDownloadRights(t *testing.T) {
 		{"a member, for a key never sent", "acme", 2, r.unshared, apperr.Forbidden},
 		{"anyone, for an avatar", "acme", 3, r.avatar, apperr.OK},
 		{"another tenant", "other", 1, r.sent, apperr.NotFound},
+		// Issue 32: a thumbnail is read by the rights of its original.
+		{"member, for the thumbnail of what was sent", "acme", 2, objectkey.Thumb(r.sent, "jpg"), apperr.OK},
+		{"user who only learned the thumbnail", "acme", 3, objectkey.Thumb(r.sent, "jpg"), apperr.Forbidden},
+		{"a member, for the thumbnail of a key never sent", "acme", 2, objectkey.Thumb(r.unshared, "png"), apperr.Forbidden},
+		{"anyone, for an avatar's thumbnail", "acme", 3, objectkey.Thumb(r.avatar, "jpg"), apperr.OK},
 		{"a path", "acme", 1, "acme/1/../../secret.png", apperr.NotFound},
 		{"short", "acme", 1, "acme/1/20300405/short.png", apperr.NotFound},
 	}
@@ -157,6 +171,7 @@ func TestAdmitMedia(t *testing.T) {
 		{"a learned key", 3, "acme/2/20300405/0123456789abcdef0123456789abcdef.png", "p2p_1_3", apperr.Forbidden},
 		{"a path", 1, "../../../etc/passwd", "grp_7", apperr.InvalidArgument},
 		{"another tenant's key", 1, "other/1/20300405/0123456789abcdef0123456789abcdef.png", "grp_7", apperr.InvalidArgument},
+		{"a thumbnail's key", 1, objectkey.Thumb(r.unshared, "jpg"), "grp_7", apperr.InvalidArgument},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -203,5 +218,86 @@ func TestBackfill(t *testing.T) {
 		if topics, err := r.refs.MediaTopics(ctx, "acme", key, 10); err != nil || len(topics) != 0 {
 			t.Fatalf("%s recorded in %q (%v)", key, topics, err)
 		}
+	}
+}
+
+// imager is a ports.Imager that sniffs only its own marks: "IMG <type>" is an image of that
+// type, 1200 by 800; "BOMB" too many pixels; anything else no image.
+type imager struct{}
+
+func (imager) Thumbnail(_ context.Context, data []byte, maxSide int) (ports.Thumbnail, error) {
+	source, ok := strings.CutPrefix(string(data), "IMG ")
+	switch {
+	case string(data) == "BOMB":
+		return ports.Thumbnail{}, &ports.ImageRefusal{Reason: ports.RefusedPixels, Detail: "50000x50000"}
+	case !ok:
+		return ports.Thumbnail{}, &ports.ImageRefusal{Reason: ports.RefusedType, Detail: "text/plain"}
+	}
+	return ports.Thumbnail{Data: []byte("thumb " + strconv.Itoa(maxSide)), ContentType: "image/jpeg", Ext: "jpg", Source: source, Width: 1200, Height: 800}, nil
+}
+
+// TestComplete: the uploader's confirmed image gets its thumbnail beside it and its
+// dimensions; other media complete as they are; bytes that are not the image the key was
+// issued for, or too many bytes or pixels, are refused and counted by reason, and nothing is
+// written (issue 32).
+func TestComplete(t *testing.T) {
+	ctx := context.Background()
+	png := "acme/1/20300405/0123456789abcdef0123456789abcdef.png"
+	tests := []struct {
+		name    string
+		user    int64
+		key     string
+		data    string // "" uploads nothing
+		want    apperr.Code
+		thumb   bool
+		refused string
+	}{
+		{"an image", 1, png, "IMG image/png", apperr.OK, true, ""},
+		{"a pdf has no thumbnail", 1, "acme/1/20300405/0123456789abcdef0123456789abcdef.pdf", "%PDF", apperr.OK, false, ""},
+		{"heic is not decoded", 1, "acme/1/20300405/0123456789abcdef0123456789abcdef.heic", "x", apperr.OK, false, ""},
+		{"not uploaded yet", 1, png, "", apperr.NotFound, false, ""},
+		{"another user's upload", 2, png, "IMG image/png", apperr.Forbidden, false, ""},
+		{"another tenant's key", 1, "other/1/20300405/0123456789abcdef0123456789abcdef.png", "IMG image/png", apperr.NotFound, false, ""},
+		{"a thumbnail's key", 1, png + ".thumb.jpg", "IMG image/jpeg", apperr.NotFound, false, ""},
+		{"a jpeg under a png key", 1, png, "IMG image/jpeg", apperr.InvalidArgument, false, ports.RefusedType},
+		{"no image", 1, png, "<html>", apperr.InvalidArgument, false, ports.RefusedType},
+		{"a bomb", 1, png, "BOMB", apperr.TooLarge, false, ports.RefusedPixels},
+		{"more bytes than the limit", 1, png, "IMG image/png" + strings.Repeat(" ", 100), apperr.TooLarge, false, ports.RefusedSize},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRights(t)
+			r.svc = uploads.New(uploads.Config{ThumbSide: 200, ThumbMaxBytes: 100}, uploads.Deps{
+				Store: r.store, Clock: memory.NewClock(time.Now()), Imager: imager{}, Metrics: r.metrics,
+			})
+			if tt.data != "" {
+				if err := r.store.WriteObject(ctx, tt.key, "", []byte(tt.data)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := r.svc.Complete(ctx, "acme", tt.user, tt.key)
+			if apperr.CodeOf(err) != tt.want {
+				t.Fatalf("Complete = %+v, %v; want code %d", got, err, tt.want)
+			}
+			thumb := objectkey.Thumb(tt.key, "jpg")
+			stored, readErr := r.store.ReadObject(ctx, thumb, 1000)
+			if !tt.thumb {
+				if got.ThumbKey != "" || readErr == nil {
+					t.Fatalf("Complete = %+v and stored %q; want no thumbnail", got, stored)
+				}
+			} else if got.ThumbKey != thumb || got.Width != 1200 || got.Height != 800 || string(stored) != "thumb 200" {
+				t.Fatalf("Complete = %+v, stored %q (%v); want %s, 1200x800, thumb 200", got, stored, readErr, thumb)
+			}
+			made := 0.0
+			if tt.thumb {
+				made = 1
+			}
+			if n := r.metrics.Count("media_thumbnail_total", "made"); n != made {
+				t.Fatalf("media_thumbnail_total{made} = %v, want %v", n, made)
+			}
+			if tt.refused != "" && r.metrics.Count("media_thumbnail_refused_total", tt.refused) != 1 {
+				t.Fatalf("media_thumbnail_refused_total{%s} did not move", tt.refused)
+			}
+		})
 	}
 }
