@@ -7,11 +7,13 @@ package e2e
 // .run/artifacts, ignored by git).
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"image"
 	"image/color"
 	"image/png"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -107,6 +109,36 @@ func testImage(t *testing.T) string {
 	return path
 }
 
+// setAvatar uploads the picture at path through the client API and makes it the user's avatar.
+func setAvatar(t *testing.T, srv *Server, token, path string) {
+	t.Helper()
+	picture, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var up struct {
+		Key, URL string
+		Headers  map[string]string
+	}
+	mustCall(t, srv, token, "POST", "/api/v1/uploads", map[string]any{"content_type": "image/png", "size": len(picture)}, &up)
+	req, err := http.NewRequest("PUT", up.URL, bytes.NewReader(picture))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range up.Headers {
+		req.Header.Set(k, v)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("PUT %s: HTTP %d", up.URL, res.StatusCode)
+	}
+	mustCall(t, srv, token, "PUT", "/api/v1/me", map[string]any{"avatar": up.Key}, nil)
+}
+
 // TestWebChatDevSignInIsOffByDefault: a server whose config does not switch the development
 // sign-in on — the default, as in production — has no such route (issue 31).
 func TestWebChatDevSignInIsOffByDefault(t *testing.T) {
@@ -133,10 +165,18 @@ func TestWebChatInABrowser(t *testing.T) {
 	mustCall(t, srv, aliceToken, "POST", "/api/v1/groups", map[string]any{"group_id": 77, "name": "Weekend trip", "members": []int64{bob, carol}}, &g)
 	topic := g.Topic
 
+	picture := testImage(t)
+	setAvatar(t, srv, carolToken, picture)
+
 	// Carol is on a phone: TCP, through the Go client. Her older messages fill more than the
-	// page the chat loads first.
+	// page the chat loads first, and the month switches under them: scrolling back crosses
+	// from next month's table into this one's.
 	phone := srv.Connect(ctx, carolToken, 1)
 	for i := 1; i <= 40; i++ {
+		if i == 21 {
+			now := time.Now().UTC()
+			srv.Advance(time.Date(now.Year(), now.Month()+1, 1, 0, 0, 0, 0, time.UTC).Format("200601"))
+		}
 		if _, err := phone.Send(ctx, textMessage(topic, fmt.Sprintf("old-%d", i), fmt.Sprintf("old news %02d", i))); err != nil {
 			t.Fatal(err)
 		}
@@ -178,6 +218,7 @@ func TestWebChatInABrowser(t *testing.T) {
 	a.conversation(topic, "Weekend trip")
 	a.sees("hello from the phone")
 	a.waitText("#messages > li:last-child .from", "Carol Phone", 10*time.Second)
+	a.waitFor("Carol's avatar", "document.querySelector('#messages > li:last-child .avatar img')?.naturalWidth === 320", 10*time.Second)
 	a.waitFor("a message time", "/\\d/.test(document.querySelector('#messages > li:last-child time').textContent)", 10*time.Second)
 	a.waitFor("the badge cleared", "document.querySelector("+jsString(dialog(topic, ".unread"))+").textContent === ''", 10*time.Second)
 	if ids := eval[bool](a.browser, "/User 300\\d|user 300\\d/.test(document.querySelector('main').textContent)"); ids {
@@ -229,7 +270,7 @@ func TestWebChatInABrowser(t *testing.T) {
 	b.shot("bob-sees-a-recall")
 
 	// An image: previewed before it is sent, shown on both sides once sent.
-	a.do(chromedp.SetUploadFiles(chromedp.CSS("#image"), []string{testImage(t)}))
+	a.do(chromedp.SetUploadFiles(chromedp.CSS("#image"), []string{picture}))
 	a.waitFor("the image preview", "document.querySelector('#draft-image').naturalWidth === 320", 10*time.Second)
 	a.shot("alice-image-preview")
 	a.do(chromedp.Click(chromedp.CSS("#compose-submit")))
