@@ -196,6 +196,14 @@ func TestComposeServesAdminApart(t *testing.T) {
 	}
 }
 
+// TestComposeHasNoDevSignIn: the production config never serves the development sign-in,
+// which mints a token for any user id without a key (issue 31).
+func TestComposeHasNoDevSignIn(t *testing.T) {
+	if imdConfig(t).HTTP.DevSignIn {
+		t.Error("imd.compose.yaml switches http.dev_signin on")
+	}
+}
+
 // TestComposeScrapesImdPrivately: Prometheus reaches imd's metrics-only listener over an
 // internal network, not through the public Nginx.
 func TestComposeScrapesImdPrivately(t *testing.T) {

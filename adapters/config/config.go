@@ -59,6 +59,10 @@ type HTTP struct {
 	AdminAddr string `yaml:"admin_addr"`
 	// WebSocket is GET /ws on this listener (PROTOCOL §7).
 	WebSocket WebSocket `yaml:"websocket"`
+	// DevSignIn serves POST /dev/v1/tenants/{tenant}/signin on addr: a token for any user id,
+	// no key asked, so the web chat signs in with an id alone (issue 31). For a developer's
+	// machine only: off by default, and no production config switches it on (DESIGN §12).
+	DevSignIn bool `yaml:"dev_signin"`
 }
 
 // WebSocket configures the browser transport. Commands, limits and the push-ack timeout are

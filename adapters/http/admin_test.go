@@ -49,6 +49,12 @@ func newStack(t *testing.T) *stack {
 // newStackWith lets a test replace the shard store, e.g. by one that fails.
 func newStackWith(t *testing.T, shardsOf func(*memory.ShardStore) ports.ShardStore) *stack {
 	t.Helper()
+	return newStackOf(t, Config{AdminKey: adminKey}, shardsOf)
+}
+
+// newStackOf serves the stack with the given listener config.
+func newStackOf(t *testing.T, cfg Config, shardsOf func(*memory.ShardStore) ports.ShardStore) *stack {
+	t.Helper()
 	now := time.Date(2026, 11, 15, 12, 0, 0, 0, time.UTC)
 	clock := memory.NewClock(now)
 	log := slog.New(slog.DiscardHandler)
@@ -79,7 +85,7 @@ func newStackWith(t *testing.T, shardsOf func(*memory.ShardStore) ports.ShardSto
 	hist := history.New(history.Deps{
 		Store: store, Routes: routes, Months: months, Metrics: metrics, Resolver: resolver, Log: log,
 	})
-	h := newHarness(t, Config{AdminKey: adminKey}, Deps{Admin: adminSvc, History: hist, Social: SocialDeps{Directory: social},
+	h := newHarness(t, cfg, Deps{Admin: adminSvc, History: hist, Social: SocialDeps{Directory: social},
 		Shards: ShardOps{Manager: manager}})
 	return &stack{harness: h, store: store, tokens: tokens, now: now}
 }

@@ -21,7 +21,7 @@ import (
 // everyRoute builds a server whose optional routes are all present.
 func everyRoute(t *testing.T) *Server {
 	t.Helper()
-	h := newHarness(t, Config{AdminKey: adminKey}, Deps{
+	h := newHarness(t, Config{AdminKey: adminKey, DevSignIn: true}, Deps{
 		Metrics: http.NotFoundHandler(),
 		Inbox:   stubInbox{},
 		Social:  SocialDeps{Files: stubFiles{}, Dialogs: stubInbox{}, Settings: stubInbox{}},

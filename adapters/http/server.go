@@ -48,6 +48,9 @@ type Config struct {
 	AdminKey string
 	// RateLimits bound the client API (ratelimit.go); zero rates are unlimited.
 	RateLimits ClientRateLimits
+	// DevSignIn serves POST /dev/v1/tenants/{tenant}/signin on Addr (devsignin.go): a token for
+	// any user id, for the web chat on a developer's machine. Never on in production.
+	DevSignIn bool
 }
 
 // Deps are what the handlers serve.
@@ -126,6 +129,7 @@ func New(cfg Config, d Deps, log *slog.Logger) *Server {
 	s.homeRoutes(s.echo)
 	s.clientRoutes(s.echo)
 	s.referenceRoutes(s.echo)
+	s.devRoutes(s.echo)
 	s.adminRoutes(s.admin)
 	return s
 }

@@ -187,6 +187,12 @@ export class Client {
   /** Resolves once the server acknowledged (SEND_ACK); resent with the same client_msg_id after reconnects. */
   send(req: SendRequest): Promise<SendAck>;
   markRead(topic: string, seq: number): Promise<ReadMark>;
+  /** Recalls an own message; resolves with it (status "recalled"). */
+  recall(topic: string, seq: number): Promise<Message>;
+  /** Edits an own message from the version last seen; a stale one rejects with Code.CONFLICT. */
+  edit(topic: string, seq: number, content: Record<string, unknown>, version: number): Promise<Message>;
+  /** One message as it is now (after an edit or recall event), or null when it is gone. */
+  message(topic: string, seq: number): Promise<Message | null>;
   /** Newest first. */
   history(topic: string, beforeSeq?: number, limit?: number): Promise<Message[]>;
   /** Ascending, every page. */

@@ -260,6 +260,25 @@ export class Client {
   /** Marks the conversation read up to seq (READ_MESSAGE); resolves with the watermark. */
   markRead(topic, seq) { return this.request(Cmd.READ_MESSAGE, { topic, seq }); }
 
+  /** Recalls an own message (RECALL_MESSAGE); resolves with it, status "recalled". */
+  recall(topic, seq) { return this.request(Cmd.RECALL_MESSAGE, { topic, seq }); }
+
+  /**
+   * Edits an own message (EDIT_MESSAGE) from version, the one last seen; resolves with it at
+   * its next version. A stale version rejects with Code.CONFLICT: fetch it (message) and retry.
+   */
+  edit(topic, seq, content, version) { return this.request(Cmd.EDIT_MESSAGE, { topic, seq, content, version }); }
+
+  /**
+   * One message of topic as it is now, or null when it is gone (deleted for this user). A
+   * change arrives as a system message naming the seq (PROTOCOL §4), so this is how an app
+   * refreshes its copy, or finds the message a reply quotes.
+   */
+  async message(topic, seq) {
+    const [m] = await this.history(topic, seq + 1, 1);
+    return m?.seq === seq ? m : null;
+  }
+
   /** Newest-first history page of topic before beforeSeq (0: the newest). */
   async history(topic, beforeSeq = 0, limit = 50) {
     const data = await this.request(Cmd.GET_HISTORY, { topic, before_seq: beforeSeq || undefined, limit });

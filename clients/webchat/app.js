@@ -1,30 +1,152 @@
-// The web chat: a small app on the imd JavaScript SDK (/sdk/imd.js). Sign in with a token,
-// the conversation list from SYNC_INBOX, history, send, live receive and read marks. The
-// SDK's cursors live in localStorage, so a reload catches up with what it missed.
+// The web chat: a client of what imd offers any app (issue 31, DESIGN §12) — the frame
+// protocol through the JavaScript SDK (/sdk/imd.js) for conversations, messages, read marks,
+// edits and recalls, and the client API (/api/v1) for profiles, group names, uploads and
+// downloads. The SDK's cursors live in localStorage, so a reload catches up with what it missed.
 //
 // The token is kept in sessionStorage, never localStorage (issue 33, DESIGN §12): it lives as
 // long as the tab, so a reload or a return to the page in the same tab signs in again, while
 // closing the tab forgets it — nothing on the disk for the next user of the browser, nothing
 // shared with other tabs. Memory alone would forget it at every reload; a cookie would ride
 // along with every request to the origin. Any script of the origin can read either store, so
-// the page's Content-Security-Policy runs only its own files.
-import { Client } from "/sdk/imd.js";
+// the page's Content-Security-Policy runs only its own files, and nothing here turns text into
+// markup: every piece of a message goes in through textContent.
+//
+// Later features hang off two places (issue 31): messageFooter (the line under each message:
+// time, edited mark, actions) and conversationHeader (the bar above the open conversation).
+import { Client, Code } from "/sdk/imd.js";
 
 const $ = (id) => document.getElementById(id);
-const saved = { token: "imd.chat.token", device: "imd.chat.device" };
+const saved = { token: "imd.chat.token", device: "imd.chat.device", tenant: "imd.chat.tenant" };
+// PAGE is one GET_HISTORY page: the newest on opening, then one more per scroll to the top.
+const PAGE = 30;
 
 const app = {
   client: null,
+  token: "",
   me: 0,
   current: "",
-  dialogs: new Map(), // topic → {topic, last_seq, read_seq, unread}
-  shown: new Set(), // seqs shown for the current topic
+  dialogs: new Map(), // topic → {topic, score, last_seq, read_seq, unread, preview}
+  messages: new Map(), // seq → message, of the current topic
+  oldest: 0, // the smallest seq loaded of the current topic
+  olderDone: false, // history has nothing before oldest
+  loadingOlder: null,
+  // stick: the list was scrolled to its end, so what arrives or grows there stays in view.
+  stick: true,
+  draft: null, // {kind: "reply"|"edit", message} or {kind: "image", file, width, height}
+  connectedOnce: false,
 };
+
+// --- the client API ---
+
+async function api(method, path, body) {
+  const res = await fetch(path, {
+    method,
+    headers: { Authorization: `Bearer ${app.token}`, "Content-Type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const data = await res.json().catch(() => ({}));
+  if (!res.ok) throw Object.assign(new Error(data.msg || `${method} ${path}: HTTP ${res.status}`), { code: data.code, status: res.status });
+  return data;
+}
+
+// cached keeps one answer per key, so a name or link is asked for once per page.
+function cached(fetcher) {
+  const memo = new Map();
+  return (key) => {
+    if (!memo.has(key)) memo.set(key, fetcher(key).catch((e) => { memo.delete(key); throw e; }));
+    return memo.get(key);
+  };
+}
+
+const profile = cached((id) => api("GET", `/api/v1/users/${id}`).catch(() => ({ user_id: id })));
+const group = cached((id) => api("GET", `/api/v1/groups/${id}`).catch(() => ({ group_id: id })));
+const download = cached((key) => api("POST", "/api/v1/downloads", { key }).then((d) => d.url));
+
+function nameOf(p) { return p.nickname || `User ${p.user_id}`; }
+
+// conversation is what a topic is called and shown as: the group's name, or the peer's.
+async function conversation(topic) {
+  const g = /^grp_(\d+)$/.exec(topic);
+  if (g) {
+    const info = await group(Number(g[1]));
+    return { title: info.name || `Group ${g[1]}`, avatar: "" };
+  }
+  const p = /^p2p_(\d+)_(\d+)$/.exec(topic);
+  if (p) {
+    const peer = Number(p[1]) === app.me ? Number(p[2]) : Number(p[1]);
+    const info = await profile(peer);
+    return { title: nameOf(info), avatar: info.avatar || "" };
+  }
+  return { title: topic, avatar: "" };
+}
+
+// --- small views ---
+
+function el(tag, className, text) {
+  const e = document.createElement(tag);
+  if (className) e.className = className;
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+function initials(name) {
+  return name.split(/\s+/).filter(Boolean).slice(0, 2).map((w) => [...w][0].toUpperCase()).join("") || "?";
+}
+
+// avatar is a circle with the initials of name, replaced by the picture when there is one.
+function avatar(name, key) {
+  const a = el("span", "avatar", initials(name));
+  let h = 0;
+  for (const c of name) h = (h * 31 + c.codePointAt(0)) % 360;
+  a.style.backgroundColor = `hsl(${h} 45% 55%)`;
+  if (key) {
+    download(key).then((url) => {
+      const img = el("img");
+      img.alt = "";
+      img.src = url;
+      a.replaceChildren(img);
+    }, () => {});
+  }
+  return a;
+}
+
+function clock(ms) {
+  if (!ms) return "";
+  const d = new Date(ms);
+  const now = new Date();
+  if (d.toDateString() === now.toDateString()) return d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+  const opts = d.getFullYear() === now.getFullYear() ? { month: "short", day: "numeric" } : { year: "numeric", month: "short", day: "numeric" };
+  return d.toLocaleDateString([], opts);
+}
+
+function summary(m) {
+  if (!m) return "";
+  if (m.status === "recalled") return "message recalled";
+  switch (m.type) {
+    case "text": return m.content?.text ?? m.text ?? "";
+    case "image": return "Photo";
+    case "system": return systemText(m.content);
+    default: return m.text || `[${m.type}]`;
+  }
+}
+
+function systemText(c) {
+  const what = { recall: "A message was recalled", edit: "A message was edited", delete: "A message was deleted" }[c?.event];
+  return what ?? (c?.event ? `(${c.event})` : "(system)");
+}
+
+// --- sign-in ---
 
 function setStatus(state) {
   const s = $("status");
   s.dataset.state = state;
   s.textContent = { open: "connected", connecting: "connecting…", closed: "signed out", kicked: "signed in elsewhere" }[state] ?? state;
+  // The banner: the SDK reconnects by itself with backoff; say so while it does.
+  if (state === "open") app.connectedOnce = true;
+  const banner = $("banner");
+  banner.hidden = !(app.connectedOnce && (state === "connecting" || state === "kicked"));
+  banner.dataset.state = state;
+  banner.textContent = state === "kicked" ? "Signed in on this device elsewhere: this page stopped." : "Connection lost — reconnecting…";
 }
 
 async function signIn(token, device) {
@@ -32,105 +154,364 @@ async function signIn(token, device) {
   client.on("state", setStatus);
   client.on("message", onMessage);
   client.on("read", onRead);
+  client.on("dialogs", (ds) => { for (const d of ds) upsertDialog(d.topic, d); renderDialogs(); });
   client.on("error", (e) => console.warn("imd:", e));
   app.client = client;
+  app.token = token;
   const who = await client.connect();
   app.me = who.user_id;
   sessionStorage.setItem(saved.token, token);
   localStorage.setItem(saved.device, String(device));
-  $("me").textContent = `user ${who.user_id} · device ${device}`;
   $("login").hidden = true;
   $("chat").hidden = false;
   $("signout").hidden = false;
+  showMe(device);
   for (const d of await client.dialogs()) upsertDialog(d.topic, d);
   renderDialogs();
 }
 
+async function showMe(device) {
+  const p = await profile(app.me);
+  $("me").replaceChildren(avatar(nameOf(p), p.avatar), el("span", "name", nameOf(p)), el("small", "", ` · device ${device}`));
+}
+
+// devToken asks the development sign-in for a token of userID (absent in production).
+async function devToken(tenant, userID, nickname) {
+  const body = { user_id: userID };
+  if (nickname) body.nickname = nickname;
+  const res = await fetch(`/dev/v1/tenants/${encodeURIComponent(tenant)}/signin`, {
+    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
+  });
+  const data = await res.json().catch(() => ({}));
+  if (res.ok) return data.token;
+  if (res.status === 404 && !data.msg?.includes("user")) throw new Error("this server has no sign-in by id (http.dev_signin is off): sign in with a token");
+  if (res.status === 404) throw new Error(`no user ${userID}: give a name to create it`);
+  throw new Error(data.msg || `sign-in: HTTP ${res.status}`);
+}
+
+function loginFailed(e) {
+  $("login-error").textContent = e.message || String(e);
+  app.client?.close();
+}
+
+$("signin").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  $("login-error").textContent = "";
+  try {
+    const tenant = $("tenant").value.trim();
+    const token = await devToken(tenant, Number($("user-id").value), $("nickname").value.trim());
+    localStorage.setItem(saved.tenant, tenant);
+    await signIn(token, Number($("device").value));
+  } catch (e) {
+    loginFailed(e);
+  }
+});
+
+$("token-signin").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  $("login-error").textContent = "";
+  try {
+    await signIn($("token").value.trim(), Number($("device").value));
+  } catch (e) {
+    loginFailed(e);
+  }
+});
+
+$("signout").addEventListener("click", () => {
+  app.client?.close();
+  sessionStorage.removeItem(saved.token);
+  location.reload();
+});
+
+// --- the conversation list ---
+
 function upsertDialog(topic, fields = {}) {
-  const d = app.dialogs.get(topic) ?? { topic, last_seq: 0, read_seq: 0, unread: 0 };
+  const d = app.dialogs.get(topic) ?? { topic, score: 0, last_seq: 0, read_seq: 0, unread: 0, preview: null };
   Object.assign(d, fields);
   app.dialogs.set(topic, d);
   return d;
 }
 
+// renderDialogs lists the conversations by last activity, newest first.
 function renderDialogs() {
-  const ul = $("dialogs");
-  ul.replaceChildren();
-  const sorted = [...app.dialogs.values()].sort((a, b) => (b.last_seq > 0) - (a.last_seq > 0) || a.topic.localeCompare(b.topic));
-  for (const d of sorted) {
-    const li = document.createElement("li");
-    li.dataset.topic = d.topic;
-    li.className = d.topic === app.current ? "current" : "";
-    const name = document.createElement("span");
-    name.textContent = d.topic;
-    const unread = document.createElement("span");
-    unread.className = "unread";
-    unread.textContent = d.unread > 0 ? String(d.unread) : "";
-    li.append(name, unread);
-    li.addEventListener("click", () => openTopic(d.topic));
-    ul.append(li);
-  }
+  const sorted = [...app.dialogs.values()].sort((a, b) => b.score - a.score || a.topic.localeCompare(b.topic));
+  $("dialogs").replaceChildren(...sorted.map(dialogItem));
 }
+
+function dialogItem(d) {
+  const li = el("li", d.topic === app.current ? "current" : "");
+  li.dataset.topic = d.topic;
+  const pic = el("span", "avatar", "");
+  const title = el("span", "title", "");
+  const time = el("span", "time", clock(d.score || d.preview?.created_at));
+  const preview = el("span", "preview", previewText(d.preview));
+  const unread = el("span", "unread", d.unread > 0 ? String(d.unread) : "");
+  const top = el("span", "line");
+  top.append(title, time);
+  const bottom = el("span", "line");
+  bottom.append(preview, unread);
+  const text = el("span", "text");
+  text.append(top, bottom);
+  li.append(pic, text);
+  conversation(d.topic).then((c) => {
+    title.textContent = c.title;
+    pic.replaceWith(avatar(c.title, c.avatar));
+  });
+  li.addEventListener("click", () => openTopic(d.topic));
+  return li;
+}
+
+function previewText(p) {
+  if (!p) return "";
+  const text = summary(p);
+  if (p.from === app.me) return `You: ${text}`;
+  return text;
+}
+
+// --- one conversation ---
 
 async function openTopic(topic) {
   app.current = topic;
-  app.shown = new Set();
+  app.messages = new Map();
+  app.oldest = 0;
+  app.olderDone = false;
+  app.loadingOlder = null;
+  app.stick = true;
+  setDraft(null);
   upsertDialog(topic);
-  $("topic").textContent = topic;
   $("messages").replaceChildren();
   $("readmark").textContent = "";
   $("compose").hidden = false;
   renderDialogs();
-  const page = await app.client.history(topic, 0, 50);
-  for (const m of page.reverse()) showMessage(m);
+  conversationHeader(topic);
+  const page = await app.client.history(topic, 0, PAGE);
+  if (topic !== app.current) return;
+  for (const m of page) showMessage(m);
+  app.olderDone = page.length < PAGE;
+  keepAtEnd();
   await markRead();
 }
 
-function showMessage(m) {
-  if (m.topic !== app.current || app.shown.has(m.seq)) return;
-  app.shown.add(m.seq);
-  const li = document.createElement("li");
-  li.dataset.seq = String(m.seq);
-  li.className = m.from === app.me ? "mine" : "";
-  const from = document.createElement("span");
-  from.className = "from";
-  from.textContent = m.from === app.me ? "me" : `user ${m.from}`;
-  const text = document.createElement("span");
-  text.className = "text";
-  text.textContent = m.status === "recalled" ? "(recalled)" : m.content?.text ?? JSON.stringify(m.content);
-  li.append(from, text);
-  // Keep seq order: a caught-up message may arrive after a later live one.
-  const after = [...$("messages").children].find((el) => Number(el.dataset.seq) > m.seq);
-  $("messages").insertBefore(li, after ?? null);
-  li.scrollIntoView({ block: "nearest" });
+// conversationHeader fills the bar above the conversation: its picture and title.
+async function conversationHeader(topic) {
+  const header = $("conversation-header");
+  header.dataset.topic = topic;
+  $("topic").textContent = "";
+  const c = await conversation(topic);
+  if (header.dataset.topic !== topic) return;
+  $("topic").textContent = c.title;
+  $("conversation-avatar").replaceChildren(avatar(c.title, c.avatar));
 }
 
+// loadOlder loads the GET_HISTORY page before the oldest message shown, across months: the
+// server walks back through the month tables (PROTOCOL §3), the page only follows before_seq.
+function loadOlder() {
+  if (app.olderDone || app.loadingOlder || !app.oldest) return app.loadingOlder;
+  const topic = app.current;
+  const list = $("messages");
+  app.loadingOlder = app.client.history(topic, app.oldest, PAGE).then((page) => {
+    if (topic !== app.current) return;
+    const below = list.scrollHeight - list.scrollTop;
+    for (const m of page) showMessage(m);
+    list.scrollTop = list.scrollHeight - below; // the messages read stay where they were
+    app.olderDone = page.length < PAGE;
+  }).finally(() => { app.loadingOlder = null; });
+  return app.loadingOlder;
+}
+
+$("messages").addEventListener("scroll", () => {
+  const list = $("messages");
+  app.stick = list.scrollHeight - list.scrollTop - list.clientHeight < 60;
+  if (list.scrollTop < 60) loadOlder();
+});
+
+// keepAtEnd scrolls to the newest message while the reader is there: after an arrival, and
+// after a name, quote or picture filled in and made the list taller.
+function keepAtEnd() {
+  const list = $("messages");
+  if (app.stick) list.scrollTop = list.scrollHeight;
+}
+
+// showMessage puts m in seq order, or redraws it in place when it is shown already.
+function showMessage(m) {
+  if (m.topic !== app.current) return;
+  if (m.type === "system" && ["recall", "edit", "delete"].includes(m.content?.event)) {
+    refresh(m.content.seq);
+    return;
+  }
+  app.messages.set(m.seq, m);
+  if (!app.oldest || m.seq < app.oldest) app.oldest = m.seq;
+  const li = messageItem(m);
+  const list = $("messages");
+  const old = list.querySelector(`li[data-seq="${m.seq}"]`);
+  if (old) {
+    old.replaceWith(li);
+    return;
+  }
+  const after = [...list.children].find((e) => Number(e.dataset.seq) > m.seq);
+  list.insertBefore(li, after ?? null);
+  if (!after) keepAtEnd();
+}
+
+// refresh fetches seq again after a change event and redraws it, and any quote of it.
+async function refresh(seq) {
+  const topic = app.current;
+  if (!app.messages.has(seq)) return;
+  const m = await app.client.message(topic, seq);
+  if (topic !== app.current) return;
+  if (!m) {
+    app.messages.delete(seq);
+    $("messages").querySelector(`li[data-seq="${seq}"]`)?.remove();
+    return;
+  }
+  showMessage(m);
+  for (const r of app.messages.values()) if (r.reply_seq === seq) showMessage(r);
+}
+
+function messageItem(m) {
+  const mine = m.from === app.me;
+  const li = el("li", [mine ? "mine" : "", m.status === "recalled" ? "recalled" : "", m.type === "system" ? "system" : ""].filter(Boolean).join(" "));
+  li.dataset.seq = String(m.seq);
+  li.dataset.from = String(m.from);
+  if (m.type === "system") {
+    li.textContent = systemText(m.content);
+    return li;
+  }
+  const pic = el("span", "avatar", "");
+  const bubble = el("div", "bubble");
+  const from = el("span", "from", mine ? "You" : "");
+  bubble.append(from);
+  profile(m.from).then((p) => {
+    if (!mine) from.textContent = nameOf(p);
+    pic.replaceWith(avatar(nameOf(p), p.avatar));
+    keepAtEnd();
+  });
+  if (m.reply_seq) bubble.append(quote(m.reply_seq));
+  bubble.append(messageBody(m), messageFooter(m));
+  li.append(pic, bubble);
+  return li;
+}
+
+function messageBody(m) {
+  if (m.status === "recalled") return el("span", "body recalled-mark", mine(m) ? "You recalled this message" : "This message was recalled");
+  if (m.type === "image") return image(m.content ?? {});
+  return el("span", "body text", m.content?.text ?? JSON.stringify(m.content));
+}
+
+function mine(m) { return m.from === app.me; }
+
+// image shows the thumbnail when the server made one (content.thumb_key, with the picture's
+// width and height), else the picture itself; a click opens the full picture.
+function image(c) {
+  const img = el("img", "body image");
+  img.alt = c.name || "image";
+  const box = fit(c.width, c.height);
+  if (box) {
+    img.width = box.width;
+    img.height = box.height;
+  }
+  img.addEventListener("load", keepAtEnd);
+  download(c.thumb_key || c.key).then((url) => { img.src = url; }, () => { img.alt = "(image unavailable)"; });
+  img.addEventListener("click", async () => window.open(await download(c.key), "_blank", "noopener"));
+  return img;
+}
+
+// fit scales width × height down into 240 × 240 pixels, keeping its shape.
+function fit(width, height) {
+  if (!(width > 0 && height > 0)) return null;
+  const k = Math.min(1, 240 / Math.max(width, height));
+  return { width: Math.round(width * k), height: Math.round(height * k) };
+}
+
+// quote shows the message replied to: its sender and text, loaded when it is not shown.
+function quote(seq) {
+  const q = el("blockquote", "quote");
+  q.dataset.seq = String(seq);
+  const who = el("span", "quote-from", "");
+  const what = el("span", "quote-text", "…");
+  q.append(who, what);
+  const shown = app.messages.get(seq);
+  (shown ? Promise.resolve(shown) : app.client.message(app.current, seq)).then(async (r) => {
+    if (!r) {
+      what.textContent = "(message not available)";
+      return;
+    }
+    who.textContent = mine(r) ? "You" : nameOf(await profile(r.from));
+    what.textContent = summary(r);
+    keepAtEnd();
+  }, () => { what.textContent = "(message not available)"; });
+  return q;
+}
+
+// messageFooter is the line under a message: its time, an edited mark, and what one may do
+// with it (reply; edit and recall one's own).
+function messageFooter(m) {
+  const footer = el("span", "meta");
+  footer.append(el("time", "", clock(m.created_at)));
+  if (m.edited_at && m.status !== "recalled") footer.append(el("span", "edited", "edited"));
+  if (m.status === "recalled") return footer;
+  footer.append(action("Reply", () => setDraft({ kind: "reply", message: m })));
+  if (mine(m)) {
+    if (m.type === "text") footer.append(action("Edit", () => setDraft({ kind: "edit", message: m })));
+    footer.append(action("Recall", () => recall(m)));
+  }
+  return footer;
+}
+
+function action(label, fn) {
+  const b = el("button", `action ${label.toLowerCase()}`, label);
+  b.type = "button";
+  b.addEventListener("click", (ev) => {
+    ev.stopPropagation();
+    fn();
+  });
+  return b;
+}
+
+async function recall(m) {
+  try {
+    showMessage(await app.client.recall(m.topic, m.seq));
+  } catch (e) {
+    flash(e.code === Code.FORBIDDEN ? "Too late to recall this message." : `Recall failed: ${e.message}`);
+  }
+}
+
+function flash(text) {
+  $("readmark").textContent = text;
+}
+
+// --- live ---
+
 function onMessage(m) {
-  const d = upsertDialog(m.topic, { last_seq: Math.max(app.dialogs.get(m.topic)?.last_seq ?? 0, m.seq) });
+  const d = app.dialogs.get(m.topic);
+  upsertDialog(m.topic, {
+    last_seq: Math.max(d?.last_seq ?? 0, m.seq),
+    score: Math.max(d?.score ?? 0, m.created_at ?? 0),
+    preview: m,
+  });
   if (m.topic === app.current) {
     showMessage(m);
     markRead();
-  } else if (m.from !== app.me) {
-    d.unread++;
+  } else if (m.from !== app.me && m.type !== "system") {
+    app.dialogs.get(m.topic).unread++;
   }
   renderDialogs();
 }
 
 // markRead moves the read mark of the open conversation to its newest shown message.
 async function markRead() {
-  const seqs = [...app.shown];
-  if (!seqs.length) return;
-  const seq = Math.max(...seqs);
+  if (!app.messages.size) return;
+  const seq = Math.max(...app.messages.keys());
   const d = upsertDialog(app.current, { unread: 0 });
+  renderDialogs();
   if (seq <= d.read_seq) return;
   try {
     const w = await app.client.markRead(app.current, seq);
     d.read_seq = w.seq;
-    $("readmark").textContent = `read up to #${w.seq}`;
+    if (w.topic === app.current) $("readmark").textContent = `read up to #${w.seq}`;
   } catch (e) {
     console.warn("read mark:", e);
   }
-  renderDialogs();
 }
 
 // onRead is a read mark set by another device of this user.
@@ -140,14 +521,75 @@ function onRead(w) {
   renderDialogs();
 }
 
-$("login").addEventListener("submit", async (ev) => {
+// --- composing ---
+
+// setDraft shows what the next send is: a reply, an edit, an image, or (null) plain text.
+function setDraft(draft) {
+  app.draft = draft;
+  $("draft").hidden = !draft;
+  $("draft-image").hidden = draft?.kind !== "image";
+  if (!draft) {
+    $("draft-label").textContent = "";
+    $("image").value = "";
+    return;
+  }
+  if (draft.kind === "image") {
+    $("draft-label").textContent = `Send ${draft.file.name} (${draft.width}×${draft.height})`;
+    return;
+  }
+  const m = draft.message;
+  $("draft-label").textContent = draft.kind === "edit" ? `Editing: ${summary(m)}` : `Replying to: ${summary(m)}`;
+  if (draft.kind === "edit") $("text").value = m.content?.text ?? "";
+  $("text").focus();
+}
+
+$("draft-cancel").addEventListener("click", () => setDraft(null));
+
+$("image").addEventListener("change", async () => {
+  const file = $("image").files[0];
+  if (!file) return;
+  const bitmap = await createImageBitmap(file);
+  const draft = { kind: "image", file, width: bitmap.width, height: bitmap.height };
+  bitmap.close();
+  // A data: URL, which the page's policy lets images load (img-src 'self' data:).
+  const reader = new FileReader();
+  reader.onload = () => { $("draft-image").src = reader.result; };
+  reader.readAsDataURL(file);
+  setDraft(draft);
+});
+
+// uploadImage puts the file in the object store through a signed PUT and answers the content
+// of its image message.
+async function uploadImage({ file, width, height }) {
+  const up = await api("POST", "/api/v1/uploads", { content_type: file.type, size: file.size });
+  const res = await fetch(up.url, { method: up.method || "PUT", headers: up.headers, body: file });
+  if (!res.ok) throw new Error(`upload: HTTP ${res.status}`);
+  return { key: up.key, name: file.name, size: file.size, width, height };
+}
+
+$("compose").addEventListener("submit", async (ev) => {
   ev.preventDefault();
-  $("login-error").textContent = "";
+  const topic = app.current;
+  const draft = app.draft;
+  const text = $("text").value;
+  if (!topic || (!text && draft?.kind !== "image")) return;
+  $("text").value = "";
+  setDraft(null);
   try {
-    await signIn($("token").value.trim(), Number($("device").value));
+    if (draft?.kind === "edit") {
+      const m = draft.message;
+      showMessage(await app.client.edit(topic, m.seq, { ...m.content, text }, m.version));
+      return;
+    }
+    const req = draft?.kind === "image"
+      ? { topic, type: "image", content: await uploadImage(draft) }
+      : { topic, type: "text", content: { text } };
+    if (draft?.kind === "reply") req.reply_seq = draft.message.seq;
+    const ack = await app.client.send(req);
+    const m = { ...req, seq: ack.seq, msg_id: ack.msg_id, from: app.me, status: "normal", version: 1, created_at: ack.server_time, reply_seq: req.reply_seq ?? 0 };
+    onMessage(m);
   } catch (e) {
-    $("login-error").textContent = e.message || String(e);
-    app.client?.close();
+    flash(`Not sent: ${e.message}`);
   }
 });
 
@@ -158,30 +600,13 @@ $("open").addEventListener("submit", (ev) => {
   $("open-topic").value = "";
 });
 
-$("compose").addEventListener("submit", async (ev) => {
-  ev.preventDefault();
-  const text = $("text").value;
-  if (!text || !app.current) return;
-  $("text").value = "";
-  const topic = app.current;
-  const ack = await app.client.send({ topic, type: "text", content: { text } });
-  upsertDialog(topic, { last_seq: Math.max(app.dialogs.get(topic)?.last_seq ?? 0, ack.seq) });
-  showMessage({ topic, seq: ack.seq, from: app.me, content: { text }, status: "normal" });
-  markRead();
-});
-
-$("signout").addEventListener("click", () => {
-  app.client?.close();
-  sessionStorage.removeItem(saved.token);
-  location.reload();
-});
+// --- start ---
 
 $("device").value = localStorage.getItem(saved.device) ?? String(1 + Math.floor(Math.random() * 1e9));
+$("tenant").value = localStorage.getItem(saved.tenant) ?? "default";
 localStorage.removeItem(saved.token); // where versions before issue 33 kept it
 const token = sessionStorage.getItem(saved.token);
 if (token) {
   $("token").value = token;
-  signIn(token, Number($("device").value)).catch((e) => {
-    $("login-error").textContent = e.message || String(e);
-  });
+  signIn(token, Number($("device").value)).catch(loginFailed);
 }

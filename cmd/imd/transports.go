@@ -98,6 +98,7 @@ func newHTTPServer(cfg config.Config, p Ports, log *slog.Logger, tcp *tcpserver.
 	user, ip := cfg.RateLimit.HTTP()
 	return httpapi.New(httpapi.Config{
 		Addr: cfg.HTTP.Addr, AdminAddr: cfg.HTTP.AdminAddr, AdminKey: cfg.AdminKey, RateLimits: httpapi.ClientRateLimits{User: user, IP: ip},
+		DevSignIn: cfg.HTTP.DevSignIn,
 	}, httpapi.Deps{
 		Admin:          adm,
 		History:        h,

@@ -319,3 +319,31 @@ test("a catch-up asks for conversations from a few seconds below its cursor, and
   assert.deepEqual(JSON.parse(store.get("imd:7:inbox")), { mailbox_seq: 6, dialog_score: 60_000 });
   c.close();
 });
+
+test("recall, edit and message send their commands and answer the message", async () => {
+  const c = newClient();
+  const opened = c.connect();
+  const s0 = await socket(0);
+  await serveLogin(s0);
+  await opened;
+  const m = { topic: "grp_1", seq: 5, from: 1, type: "text", content: { text: "hi" }, status: "normal", version: 1 };
+  for (const [call, cmd, body, answer] of [
+    [() => c.recall("grp_1", 5), Cmd.RECALL_MESSAGE, { topic: "grp_1", seq: 5 }, { ...m, status: "recalled", version: 2 }],
+    [() => c.edit("grp_1", 5, { text: "hi all" }, 1), Cmd.EDIT_MESSAGE, { topic: "grp_1", seq: 5, content: { text: "hi all" }, version: 1 }, { ...m, content: { text: "hi all" }, version: 2 }],
+  ]) {
+    const done = call();
+    const req = await s0.next(cmd);
+    assert.deepEqual(req.body, body);
+    s0.reply(req, answer);
+    assert.deepEqual(await done, answer);
+  }
+  // message(topic, seq) is the history page just above seq, and null when seq is gone.
+  for (const [page, want] of [[[m], m], [[{ ...m, seq: 4 }], null], [[], null]]) {
+    const got = c.message("grp_1", 5);
+    const req = await s0.next(Cmd.GET_HISTORY);
+    assert.deepEqual(req.body, { topic: "grp_1", before_seq: 6, limit: 1 });
+    s0.reply(req, { messages: page });
+    assert.deepEqual(await got, want);
+  }
+  c.close();
+});
