@@ -278,6 +278,10 @@ func TestWebChatInABrowser(t *testing.T) {
 		u.waitFor(u.name+" to see the image", "[...document.querySelectorAll('#messages img.image')].some((i) => i.complete && i.naturalWidth === 320)", 30*time.Second)
 	}
 	b.shot("bob-sees-an-image")
+	// The web chat confirmed the upload, so the list shows the server's thumbnail, not the original.
+	if !eval[bool](b.browser, "[...document.querySelectorAll('#messages img.image')].some((i) => new URL(i.src).pathname.endsWith('.thumb.jpg'))") {
+		t.Error("bob's image is not drawn from its thumbnail")
+	}
 	if preview := b.text(dialog(topic, ".preview")); preview != "Photo" {
 		t.Errorf("bob's list previews the image as %q", preview)
 	}

@@ -558,13 +558,18 @@ $("image").addEventListener("change", async () => {
   setDraft(draft);
 });
 
-// uploadImage puts the file in the object store through a signed PUT and answers the content
-// of its image message.
+// uploadImage puts the file in the object store through a signed PUT, confirms it so the
+// server makes its thumbnail (docs/PROTOCOL.md, "Image thumbnails"), and answers the content
+// of its image message: the server's upright size when it made one, else the size the browser
+// measured.
 async function uploadImage({ file, width, height }) {
   const up = await api("POST", "/api/v1/uploads", { content_type: file.type, size: file.size });
   const res = await fetch(up.url, { method: up.method || "PUT", headers: up.headers, body: file });
   if (!res.ok) throw new Error(`upload: HTTP ${res.status}`);
-  return { key: up.key, name: file.name, size: file.size, width, height };
+  const done = await api("POST", "/api/v1/uploads/complete", { key: up.key });
+  const content = { key: up.key, name: file.name, size: file.size, width, height };
+  if (done.thumb_key) Object.assign(content, { thumb_key: done.thumb_key, width: done.width, height: done.height });
+  return content;
 }
 
 $("compose").addEventListener("submit", async (ev) => {
