@@ -50,6 +50,7 @@ func memoryAdapters(t *testing.T, cfg config.Config) fx.Option {
 	if err != nil {
 		t.Fatal(err)
 	}
+	seen := memory.NewPresence()
 	bound := Ports{
 		MessageStore:  store,
 		MessageSearch: store,
@@ -86,6 +87,8 @@ func memoryAdapters(t *testing.T, cfg config.Config) fx.Option {
 		LegacyMessages:    legacy,
 		MigrationStore:    legacy,
 		MigrationCopier:   legacy,
+		PresenceRecords:   seen,
+		UserSettings:      seen,
 		TenantStore:       memory.NewTenantStore(),
 
 		Ready:               func(context.Context) error { return nil },
