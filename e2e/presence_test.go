@@ -54,7 +54,7 @@ func TestPresenceAndTypingAcrossNodes(t *testing.T) {
 	one.MustAdmin("POST", "/friendships", map[string]any{"user_a": alice, "user_b": bob}, nil)
 	group := one.Group(31, alice, bob, carol)
 
-	watcher := two.Connect(ctx, tb, 1) // bob, on node 2
+	watcher := two.Connect(ctx, tb, 1)                 // bob, on node 2
 	before := two.metricValue("presence_pushes_total") // bob's own arrival: pushed to nobody online
 
 	// Alice comes online on node 1: bob, on node 2, is told.
