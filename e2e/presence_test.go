@@ -66,6 +66,13 @@ func TestPresenceAndTypingAcrossNodes(t *testing.T) {
 		t.Fatalf("query %+v, %v; want alice online, carol offline", got, err)
 	}
 
+	// The REST form answers the same, on the other node.
+	var rest wire.QueryPresenceResponse
+	mustCall(t, two, tb, "POST", "/api/v1/presence", wire.QueryPresenceRequest{UserIDs: []int64{alice}}, &rest)
+	if len(rest.Presence) != 1 || rest.Presence[0] != (wire.Presence{UserID: alice, State: wire.PresenceOnline}) {
+		t.Fatalf("POST /api/v1/presence: %+v", rest)
+	}
+
 	// Typing crosses nodes, to the pair and to the group.
 	for _, req := range []wire.TypingRequest{{ToUser: bob, Typing: true}, {Topic: group, Typing: true}, {Topic: group}} {
 		resp, err := a.Typing(ctx, req)

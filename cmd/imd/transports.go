@@ -124,6 +124,7 @@ func newHTTPServer(cfg config.Config, p Ports, log *slog.Logger, tcp *tcpserver.
 
 func newSocialOps(p Ports, auth *authn.Service, dir *directory.Service, reg *tenantregistry.Registry,
 	sends *send.Service, up *uploads.Service, rep *reports.Service, box *inbox.Service, reads *read.Service,
+	feed *presencefeed.Service,
 ) httpapi.SocialDeps {
 	return httpapi.SocialDeps{
 		Auth:      auth,
@@ -136,6 +137,7 @@ func newSocialOps(p Ports, auth *authn.Service, dir *directory.Service, reg *ten
 		Dialogs:   box,
 		Settings:  box,
 		Reads:     reads,
+		Presence:  feed,
 	}
 }
 
