@@ -99,6 +99,7 @@ var edges = map[edge]string{
 	{"core/usecase/replies", "core/usecase/history"}:         "a reply's preview is the message read through history",
 	{"core/usecase/reports", "core/usecase/history"}:         "a report carries the reported message as evidence, read through history",
 	{"core/usecase/send", "core/usecase/conversation"}:       "a send resolves its address into a conversation the sender may write to",
+	{"core/usecase/typing", "core/usecase/conversation"}:     "a typing notice goes to a conversation the typist is in",
 	{"core/usecase/uploads", "core/usecase/conversation"}:    "a download is for those who may read a conversation that references the key",
 	{"core/usecase/admin", "core/loop/shardmanager"}:         "an operator's advance of the active month is the shard manager's, under its lifecycle lock",
 	{"core/usecase/archiver", "core/loop/shardmanager"}:      "the sealed → archived change and the backlog that holds sealing back are the shard manager's",

@@ -48,6 +48,10 @@ var movedBy = map[string]string{
 	"message_sync_total":               "TestMetricsMoveWithTheirEvents",
 	"realip_missing_total":             "TestMetricsOfMissingRealIP",
 	// imd's own.
+	"presence_changes_total":                     "TestPresenceAndTypingAcrossNodes",
+	"presence_pushes_total":                      "TestPresenceAndTypingAcrossNodes",
+	"typing_total":                               "TestPresenceAndTypingAcrossNodes",
+	"typing_pushes_total":                        "TestPresenceAndTypingAcrossNodes",
 	"group_message_route_repair_total":           "TestLifecycleFailedRouteUpdateIsRepairedFromTheQueue",
 	"group_message_route_reconcile_total":        "TestMetricsMoveWithTheirEvents",
 	"group_message_seq_hole_closed_total":        "TestSeqHoleIsClosedWithATombstone",

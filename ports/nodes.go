@@ -15,8 +15,10 @@ type NodeLeases interface {
 	Renew(ctx context.Context, tenant, node string, ttl time.Duration) (live, expired []string, err error)
 	// Retire removes node: its lease, the presence entries it still holds and its push
 	// channel. Survivors call it for an expired node, a node for itself when it stops. Calling
-	// it twice is harmless.
-	Retire(ctx context.Context, tenant, node string) error
+	// it twice is harmless. users are those whose entry this call removed (each once, however
+	// many devices; two nodes retiring at once split them), so whoever removed a user's last
+	// device can tell others the user went offline (issue 31).
+	Retire(ctx context.Context, tenant, node string) (users []int64, err error)
 }
 
 // Presence maps each connected (user, device) of a tenant to the node instance holding it.

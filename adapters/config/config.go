@@ -35,6 +35,7 @@ type Config struct {
 	TaskPool    TaskPool   `yaml:"taskpool"`
 	Deliver     Deliver    `yaml:"deliver"`
 	Cluster     Cluster    `yaml:"cluster"`
+	Presence    Presence   `yaml:"presence"`
 	Push        Push       `yaml:"push"`
 	Message     Message    `yaml:"message"`
 	RateLimit   RateLimit  `yaml:"rate_limit"`
@@ -213,6 +214,19 @@ type Deliver struct {
 type Cluster struct {
 	LeaseTTL time.Duration `yaml:"lease_ttl"`
 	Backlog  int           `yaml:"backlog"`
+}
+
+// Presence sizes what others see of a user (issue 31): a user's presence changes reach the
+// friends and the members of the user's groups of at most group_limit members (bigger groups
+// query); typing notices reach the other members of a conversation of at most
+// typing_group_limit members (bigger groups refuse TYPING), last typing_expires unless
+// renewed, and a device may send typing_per_device of them per typing_window.
+type Presence struct {
+	GroupLimit       int           `yaml:"group_limit"`
+	TypingGroupLimit int           `yaml:"typing_group_limit"`
+	TypingExpires    time.Duration `yaml:"typing_expires"`
+	TypingPerDevice  int           `yaml:"typing_per_device"`
+	TypingWindow     time.Duration `yaml:"typing_window"`
 }
 
 // Push is the system push service the deliver worker hands missed messages to (seed 003
@@ -420,7 +434,9 @@ func Default() Config {
 		Deliver: Deliver{Partitions: 16, ReorderWait: 200 * time.Millisecond, TakeTimeout: 5 * time.Second, DoneTTL: 10 * time.Minute, MaxAttempts: 5,
 			RepairInterval: 10 * time.Second, RepairSettle: 30 * time.Second, RepairWindow: time.Hour,
 			HealLookback: time.Minute},
-		Cluster:  Cluster{LeaseTTL: 10 * time.Second, Backlog: 10_000},
+		Cluster: Cluster{LeaseTTL: 10 * time.Second, Backlog: 10_000},
+		Presence: Presence{GroupLimit: 200, TypingGroupLimit: 200, TypingExpires: 6 * time.Second, TypingPerDevice: 10,
+			TypingWindow: 10 * time.Second},
 		Push:     Push{Timeout: 2 * time.Second, Queue: 10_000},
 		Registry: Registry{Database: "imd_registry", RefreshInterval: 30 * time.Second},
 		Uploads: Uploads{Store: "fs", Dir: filepath.Join(os.TempDir(), "imd-uploads"), MaxSize: 100 << 20, URLTTL: 15 * time.Minute,

@@ -20,7 +20,9 @@ import (
 	"github.com/imdhq/imd/core/usecase/archiver"
 	"github.com/imdhq/imd/core/usecase/longsearch"
 	"github.com/imdhq/imd/core/usecase/modify"
+	"github.com/imdhq/imd/core/usecase/presence"
 	"github.com/imdhq/imd/core/usecase/tenantregistry"
+	"github.com/imdhq/imd/core/usecase/typing"
 	"github.com/imdhq/imd/core/usecase/uploads"
 )
 
@@ -132,6 +134,17 @@ func (c Config) SearchIndexing() longsearch.IndexerConfig {
 // Nodes is the node lease and the cross-node push backlog.
 func (c Config) Nodes() cluster.Config {
 	return cluster.Config{LeaseTTL: c.Cluster.LeaseTTL, Backlog: c.Cluster.Backlog, NodeID: c.NodeID}
+}
+
+// PresenceFeed is the presence section as the presence use case's configuration.
+func (c Config) PresenceFeed() presence.Config {
+	return presence.Config{GroupLimit: c.Presence.GroupLimit}
+}
+
+// Typing is the presence section as the typing use case's configuration.
+func (c Config) Typing() typing.Config {
+	p := c.Presence
+	return typing.Config{GroupLimit: p.TypingGroupLimit, Expires: p.TypingExpires, PerDevice: p.TypingPerDevice, Window: p.TypingWindow}
 }
 
 // TenantRegistry is the configured tenants; the registry's own database is no tenant's name.

@@ -12,6 +12,7 @@ import (
 	"github.com/imdhq/imd/core/usecase/authn"
 	"github.com/imdhq/imd/core/usecase/directory"
 	"github.com/imdhq/imd/core/usecase/inbox"
+	"github.com/imdhq/imd/core/usecase/presence"
 	"github.com/imdhq/imd/core/usecase/read"
 	"github.com/imdhq/imd/core/usecase/reports"
 	"github.com/imdhq/imd/core/usecase/send"
@@ -38,6 +39,8 @@ type SocialDeps struct {
 	Settings DialogSettings
 	// Reads marks conversations read (READ_MESSAGE); nil answers 50301.
 	Reads MessageReader
+	// Presence answers presence queries and settings (issue 31); nil answers 50301.
+	Presence *presence.Service
 }
 
 // DialogLister is core/usecase/inbox.Service's list paging.
@@ -70,6 +73,7 @@ func (s *Server) clientRoutes(e *echo.Echo) {
 	api.GET("/users/:user_id", s.getUser)
 	api.POST("/logout", s.logout)
 	s.friendRoutes(api)
+	s.presenceRoutes(api)
 	s.groupRoutes(api)
 	s.messageRoutes(api)
 }

@@ -77,22 +77,28 @@ func (n *Nodes) Renew(_ context.Context, name, node string, ttl time.Duration) (
 }
 
 // Retire implements ports.NodeLeases.
-func (n *Nodes) Retire(_ context.Context, name, node string) error {
+func (n *Nodes) Retire(_ context.Context, name, node string) ([]int64, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	s, err := n.of(name, node)
 	if err != nil {
-		return fmt.Errorf("retire node: %w", err)
+		return nil, fmt.Errorf("retire node: %w", err)
 	}
+	var users []int64
 	for user, devices := range s.presence {
+		before := len(devices)
 		maps.DeleteFunc(devices, func(_ uint64, e presence.Entry) bool { return e.Node == node })
+		if len(devices) < before {
+			users = append(users, user)
+		}
 		if len(devices) == 0 {
 			delete(s.presence, user)
 		}
 	}
 	delete(s.channels, node)
 	delete(s.leases, node)
-	return nil
+	slices.Sort(users)
+	return users, nil
 }
 
 // Claim implements ports.Presence.

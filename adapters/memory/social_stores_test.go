@@ -32,3 +32,7 @@ func TestDailySummariesContract(t *testing.T) {
 		return s, s, "acme"
 	})
 }
+
+func TestPresenceContract(t *testing.T) {
+	contract.Presence(t, func(*testing.T) (contract.PresenceStore, string) { return NewPresence(), "acme" })
+}

@@ -69,3 +69,10 @@ func TestRevocationsContract(t *testing.T) {
 		return NewRevocations(c), tenant
 	})
 }
+
+func TestPresenceContract(t *testing.T) {
+	contract.Presence(t, func(t *testing.T) (contract.PresenceStore, string) {
+		c, tenant := newTestCluster(t)
+		return NewPresence(c), tenant
+	})
+}

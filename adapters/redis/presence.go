@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -83,21 +84,23 @@ return 1
 `)
 
 // retireScript removes the value-prefix-ARGV[2] entry of field ARGV[1] in KEYS[1] (whatever
-// token: the node is gone).
+// token: the node is gone) and answers 1 if it did, so of two nodes retiring at once only one
+// reports the user.
 var retireScript = newBatchScript(`
 local v = redis.call('HGET', KEYS[1], ARGV[1])
-if v and string.sub(v, 1, #ARGV[2]) == ARGV[2] then redis.call('HDEL', KEYS[1], ARGV[1]) end
-return 1
+if v and string.sub(v, 1, #ARGV[2]) == ARGV[2] then redis.call('HDEL', KEYS[1], ARGV[1]) return 1 end
+return 0
 `)
 
 // Retire implements ports.NodeLeases: the node's presence entries go first, then its devices
 // sets, channel and lease, so a crash half-way leaves the lease to find it by again. Each
 // round reads a page of every slot group's devices set in one round trip.
-func (n *Nodes) Retire(ctx context.Context, tenant, node string) error {
+func (n *Nodes) Retire(ctx context.Context, tenant, node string) ([]int64, error) {
 	k, err := nodeKeys(tenant, node)
 	if err != nil {
-		return fmt.Errorf("retire node: %w", err)
+		return nil, fmt.Errorf("retire node: %w", err)
 	}
+	removed := map[int64]bool{}
 	for {
 		pages := make(rueidis.Commands, SlotGroups)
 		for g := range SlotGroups {
@@ -105,12 +108,13 @@ func (n *Nodes) Retire(ctx context.Context, tenant, node string) error {
 		}
 		var (
 			execs []rueidis.LuaExec
+			users []int64 // users[i]: the user of execs[i]
 			srems rueidis.Commands
 		)
 		for g, r := range n.c.DoMulti(ctx, pages...) {
 			members, err := r.AsStrSlice()
 			if err != nil {
-				return fmt.Errorf("retire node %s in %s: %w", node, tenant, err)
+				return nil, fmt.Errorf("retire node %s in %s: %w", node, tenant, err)
 			}
 			if len(members) == 0 {
 				continue
@@ -119,6 +123,7 @@ func (n *Nodes) Retire(ctx context.Context, tenant, node string) error {
 				user, device, ok := strings.Cut(m, ":")
 				if uid, err := strconv.ParseInt(user, 10, 64); ok && err == nil {
 					execs = append(execs, rueidis.LuaExec{Keys: []string{k.Presence(uid)}, Args: []string{device, node + "|"}})
+					users = append(users, uid)
 				}
 			}
 			srems = append(srems, n.c.B().Srem().Key(k.NodeDevices(node, g)).Member(members...).Build())
@@ -127,10 +132,16 @@ func (n *Nodes) Retire(ctx context.Context, tenant, node string) error {
 			break
 		}
 		results := retireScript.ExecBatch(ctx, n.c, execs)
-		results = append(results, n.c.DoMulti(ctx, srems...)...)
-		for _, r := range results {
+		for i, r := range results {
+			if did, err := r.AsInt64(); err != nil {
+				return nil, fmt.Errorf("retire presence of node %s in %s: %w", node, tenant, err)
+			} else if did == 1 {
+				removed[users[i]] = true
+			}
+		}
+		for _, r := range n.c.DoMulti(ctx, srems...) {
 			if err := r.Error(); err != nil {
-				return fmt.Errorf("retire presence of node %s in %s: %w", node, tenant, err)
+				return nil, fmt.Errorf("retire presence of node %s in %s: %w", node, tenant, err)
 			}
 		}
 	}
@@ -141,10 +152,10 @@ func (n *Nodes) Retire(ctx context.Context, tenant, node string) error {
 	cmds = append(cmds, n.c.B().Del().Key(k.NodeChannel(node)).Build(), n.c.B().Zrem().Key(k.Nodes()).Member(node).Build())
 	for _, r := range n.c.DoMulti(ctx, cmds...) {
 		if err := r.Error(); err != nil {
-			return fmt.Errorf("retire node %s in %s: %w", node, tenant, err)
+			return nil, fmt.Errorf("retire node %s in %s: %w", node, tenant, err)
 		}
 	}
-	return nil
+	return slices.Sorted(maps.Keys(removed)), nil
 }
 
 // claimScript sets field ARGV[1] of KEYS[1] to ARGV[2], adds ARGV[3] to the node's devices

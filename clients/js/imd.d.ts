@@ -8,7 +8,8 @@ export const Cmd: Readonly<{
   AUTH: 1; HEARTBEAT: 2; GENERATE_MSG_ID: 3; SEND_MESSAGE: 4; SEND_ACK: 5; MESSAGE: 6;
   PUSH_ACK: 7; READ_MESSAGE: 8; RECALL_MESSAGE: 9; SYNC_INBOX: 10; SYNC_INBOX_FINISH: 11;
   SYNC_MESSAGES: 12; SYNC_MESSAGES_FINISH: 13; KICK: 14; EDIT_MESSAGE: 15; DELETE_MESSAGES: 16;
-  EVENT: 17; GET_HISTORY: 18;
+  EVENT: 17; GET_HISTORY: 18; QUERY_PRESENCE: 19; PRESENCE: 20; TYPING: 21; TYPING_NOTICE: 22;
+  SETTINGS: 23;
 }>;
 
 export const Code: Readonly<{
@@ -165,11 +166,43 @@ export interface ClientOptions {
 
 export type State = "connecting" | "open" | "closed" | "kicked";
 
+/** One user's presence (QUERY_PRESENCE entry, PRESENCE push). */
+export interface Presence {
+  user_id: number;
+  /** "unknown": the server cannot tell right now (never a guess); ask again later. */
+  state: "online" | "offline" | "unknown";
+  /** Unix ms the user was last seen; absent when never seen or hidden. */
+  last_seen?: number;
+}
+
+/** How typing names its conversation: exactly one field. */
+export interface ConversationAddress {
+  topic?: string;
+  conversation_id?: number;
+  to_user?: number;
+}
+
+/** A TYPING_NOTICE push: show "user_id is typing" until typing false, their message, or expires_in ms. */
+export interface TypingNotice {
+  topic: string;
+  conversation_id: number;
+  user_id: number;
+  typing: boolean;
+  expires_in?: number;
+}
+
+/** The user's settings (SETTINGS); later settings are new fields. */
+export interface Settings {
+  hide_presence: boolean;
+}
+
 export interface Events {
   state: State;
   message: Message;
   read: ReadMark;
   event: Record<string, unknown>;
+  presence: Presence;
+  typing: TypingNotice;
   dialogs: Dialog[];
   kick: { reason: string };
   error: Error;
@@ -193,6 +226,12 @@ export class Client {
   edit(topic: string, seq: number, content: Record<string, unknown>, version: number): Promise<Message>;
   /** One message as it is now (after an edit or recall event), or null when it is gone. */
   message(topic: string, seq: number): Promise<Message | null>;
+  /** At most 200 ids (more: 40001); one entry per distinct id, in order. */
+  presence(userIds: number[]): Promise<Presence[]>;
+  /** A topic, or an address; typing defaults to true. 42901 past 10 per 10 s per device. */
+  typing(conversation: string | ConversationAddress, typing?: boolean): Promise<{ expires_in: number }>;
+  /** Changes what change names; {} only reads. Resolves with every setting as stored. */
+  settings(change?: Partial<Settings>): Promise<Settings>;
   /** Newest first. */
   history(topic: string, beforeSeq?: number, limit?: number): Promise<Message[]>;
   /** Ascending, every page. */

@@ -25,7 +25,8 @@ export const Cmd = Object.freeze({
   AUTH: 1, HEARTBEAT: 2, GENERATE_MSG_ID: 3, SEND_MESSAGE: 4, SEND_ACK: 5, MESSAGE: 6,
   PUSH_ACK: 7, READ_MESSAGE: 8, RECALL_MESSAGE: 9, SYNC_INBOX: 10, SYNC_INBOX_FINISH: 11,
   SYNC_MESSAGES: 12, SYNC_MESSAGES_FINISH: 13, KICK: 14, EDIT_MESSAGE: 15, DELETE_MESSAGES: 16,
-  EVENT: 17, GET_HISTORY: 18,
+  EVENT: 17, GET_HISTORY: 18, QUERY_PRESENCE: 19, PRESENCE: 20, TYPING: 21, TYPING_NOTICE: 22,
+  SETTINGS: 23,
 });
 
 export const Code = Object.freeze({
@@ -162,8 +163,9 @@ function randomId() {
 /**
  * A connection to imd that keeps itself alive. Events (on/off): "state" (connecting|open|
  * closed|kicked), "message" (message object; live and caught up, each (topic, seq) once),
- * "read" (read watermark of another device), "event" (EVENT push data), "dialogs" (dialogs
- * from SYNC_INBOX), "kick" ({reason}), "error" (Error).
+ * "read" (read watermark of another device), "event" (EVENT push data), "presence" (a friend
+ * or group member came online or went offline), "typing" (another member typing, or not),
+ * "dialogs" (dialogs from SYNC_INBOX), "kick" ({reason}), "error" (Error).
  */
 export class Client {
   constructor(opts) {
@@ -278,6 +280,25 @@ export class Client {
     const [m] = await this.history(topic, seq + 1, 1);
     return m?.seq === seq ? m : null;
   }
+
+  /** Who of userIds (at most 200) is online, and when the others were last seen (QUERY_PRESENCE). */
+  async presence(userIds) {
+    const data = await this.request(Cmd.QUERY_PRESENCE, { user_ids: userIds });
+    return data.presence ?? [];
+  }
+
+  /**
+   * Tells the other members of the conversation (topic, or {topic|conversation_id|to_user})
+   * that the user is typing (TYPING); send again every few seconds while typing, and with
+   * typing false when done. Resolves with {expires_in}.
+   */
+  typing(conversation, typing = true) {
+    const address = typeof conversation === "string" ? { topic: conversation } : conversation;
+    return this.request(Cmd.TYPING, { ...address, typing });
+  }
+
+  /** Changes the settings named in change (e.g. {hide_presence: true}); {} only reads them (SETTINGS). */
+  settings(change = {}) { return this.request(Cmd.SETTINGS, change); }
 
   /** Newest-first history page of topic before beforeSeq (0: the newest). */
   async history(topic, beforeSeq = 0, limit = 50) {
@@ -513,6 +534,12 @@ export class Client {
         break;
       case Cmd.READ_MESSAGE:
         this.emit("read", env.data);
+        break;
+      case Cmd.PRESENCE:
+        this.emit("presence", env.data);
+        break;
+      case Cmd.TYPING_NOTICE:
+        this.emit("typing", env.data);
         break;
       case Cmd.EVENT:
         if (env.data?.mailbox_seq > this.inboxCursor.mailbox_seq) {

@@ -51,6 +51,7 @@ func memoryAdapters(t *testing.T, cfg config.Config) fx.Option {
 	if err != nil {
 		t.Fatal(err)
 	}
+	seen := memory.NewPresence()
 	bound := Ports{
 		MessageStore:  store,
 		MessageSearch: store,
@@ -87,6 +88,8 @@ func memoryAdapters(t *testing.T, cfg config.Config) fx.Option {
 		LegacyMessages:    legacy,
 		MigrationStore:    legacy,
 		MigrationCopier:   legacy,
+		PresenceRecords:   seen,
+		UserSettings:      seen,
 		TenantStore:       memory.NewTenantStore(),
 
 		Ready:               func(context.Context) error { return nil },

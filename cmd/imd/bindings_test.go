@@ -31,11 +31,13 @@ import (
 	"github.com/imdhq/imd/core/usecase/inbox"
 	"github.com/imdhq/imd/core/usecase/longsearch"
 	"github.com/imdhq/imd/core/usecase/modify"
+	"github.com/imdhq/imd/core/usecase/presence"
 	"github.com/imdhq/imd/core/usecase/read"
 	"github.com/imdhq/imd/core/usecase/reindex"
 	"github.com/imdhq/imd/core/usecase/reports"
 	"github.com/imdhq/imd/core/usecase/send"
 	"github.com/imdhq/imd/core/usecase/tenantregistry"
+	"github.com/imdhq/imd/core/usecase/typing"
 	"github.com/imdhq/imd/core/usecase/uploads"
 )
 
@@ -53,6 +55,8 @@ var depsStructs = map[string]reflect.Type{
 	"favorites.Deps":        reflect.TypeFor[favorites.Deps](),
 	"groupfiles.Deps":       reflect.TypeFor[groupfiles.Deps](),
 	"history.Deps":          reflect.TypeFor[history.Deps](),
+	"presence.Deps":         reflect.TypeFor[presence.Deps](),
+	"typing.Deps":           reflect.TypeFor[typing.Deps](),
 	"httpapi.ArchiveOps":    reflect.TypeFor[httpapi.ArchiveOps](),
 	"httpapi.Deps":          reflect.TypeFor[httpapi.Deps](),
 	"httpapi.NodeOps":       reflect.TypeFor[httpapi.NodeOps](),

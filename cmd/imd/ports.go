@@ -73,6 +73,9 @@ type Ports struct {
 	LegacyMessages    ports.LegacyMessages
 	MigrationStore    ports.MigrationStore
 	MigrationCopier   dualread.Copier
+	// MySQL: last_seen and users' settings (one *mysql.Presence).
+	PresenceRecords ports.PresenceRecords
+	UserSettings    ports.UserSettings
 	// MySQL: the tenant registry's own database.
 	TenantStore ports.TenantStore
 
@@ -184,6 +187,7 @@ func openAdapters(cfg config.Config, log *slog.Logger) (Ports, held, error) {
 	references := mysql.NewReferences(db)
 	migrations := mysql.NewMigrations(db)
 	registry := mysql.NewTenantRegistry(db, cfg.Registry.Database)
+	seen := mysql.NewPresence(db)
 	nodes := redisadapter.NewNodes(rdb)
 	seqs := redisadapter.NewSeqAllocator(rdb, 0)
 	routes := redisadapter.NewRouteCache(rdb)
@@ -226,6 +230,8 @@ func openAdapters(cfg config.Config, log *slog.Logger) (Ports, held, error) {
 		LegacyMessages:    mysql.NewLegacy(db),
 		MigrationStore:    migrations,
 		MigrationCopier:   migrations,
+		PresenceRecords:   seen,
+		UserSettings:      seen,
 		TenantStore:       registry,
 
 		Ready:               redisadapter.Ready(rdb),

@@ -27,12 +27,14 @@ import (
 	"github.com/imdhq/imd/core/usecase/inbox"
 	"github.com/imdhq/imd/core/usecase/longsearch"
 	"github.com/imdhq/imd/core/usecase/modify"
+	presencefeed "github.com/imdhq/imd/core/usecase/presence"
 	"github.com/imdhq/imd/core/usecase/read"
 	"github.com/imdhq/imd/core/usecase/reindex"
 	"github.com/imdhq/imd/core/usecase/replies"
 	"github.com/imdhq/imd/core/usecase/reports"
 	"github.com/imdhq/imd/core/usecase/send"
 	"github.com/imdhq/imd/core/usecase/tenantregistry"
+	"github.com/imdhq/imd/core/usecase/typing"
 	"github.com/imdhq/imd/core/usecase/uploads"
 )
 
@@ -42,7 +44,7 @@ import (
 
 func newTCPServer(cfg config.Config, p Ports, log *slog.Logger, auth *authn.Service, sends *send.Service,
 	h *history.Service, changes *modify.Service, box *inbox.Service, reads *read.Service,
-	presence *cluster.Tracker, missed *deliver.Missed,
+	presence *cluster.Tracker, missed *deliver.Missed, feed *presencefeed.Service, typer *typing.Service,
 ) (*tcpserver.Server, error) {
 	c, err := tcpConfig(cfg)
 	if err != nil {
@@ -59,6 +61,8 @@ func newTCPServer(cfg config.Config, p Ports, log *slog.Logger, auth *authn.Serv
 		Clock:    p.Clock,
 		Metrics:  p.Metrics,
 		Presence: presence,
+		Status:   feed,
+		Typing:   typer,
 		Missed:   missed,
 	}, log), nil
 }
@@ -121,6 +125,7 @@ func newHTTPServer(cfg config.Config, p Ports, log *slog.Logger, tcp *tcpserver.
 
 func newSocialOps(p Ports, auth *authn.Service, dir *directory.Service, reg *tenantregistry.Registry,
 	sends *send.Service, up *uploads.Service, rep *reports.Service, box *inbox.Service, reads *read.Service,
+	feed *presencefeed.Service,
 ) httpapi.SocialDeps {
 	return httpapi.SocialDeps{
 		Auth:      auth,
@@ -133,6 +138,7 @@ func newSocialOps(p Ports, auth *authn.Service, dir *directory.Service, reg *ten
 		Dialogs:   box,
 		Settings:  box,
 		Reads:     reads,
+		Presence:  feed,
 	}
 }
 

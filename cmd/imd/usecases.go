@@ -30,12 +30,14 @@ import (
 	"github.com/imdhq/imd/core/usecase/inbox"
 	"github.com/imdhq/imd/core/usecase/longsearch"
 	"github.com/imdhq/imd/core/usecase/modify"
+	"github.com/imdhq/imd/core/usecase/presence"
 	"github.com/imdhq/imd/core/usecase/read"
 	"github.com/imdhq/imd/core/usecase/reindex"
 	"github.com/imdhq/imd/core/usecase/replies"
 	"github.com/imdhq/imd/core/usecase/reports"
 	"github.com/imdhq/imd/core/usecase/send"
 	"github.com/imdhq/imd/core/usecase/tenantregistry"
+	"github.com/imdhq/imd/core/usecase/typing"
 	"github.com/imdhq/imd/core/usecase/uploads"
 	"github.com/imdhq/imd/ports"
 )
@@ -381,17 +383,54 @@ func newUserSessions(view *cluster.View, fwd *cluster.Forwarder, users *authn.Se
 	return cluster.NewSessions(view, fwd, users)
 }
 
-func newTracker(p Ports, log *slog.Logger, view *cluster.View, kicks *cluster.Forwarder) *cluster.Tracker {
-	return cluster.NewTracker(view, p.Presence, kicks, log)
+func newTracker(p Ports, log *slog.Logger, view *cluster.View, kicks *cluster.Forwarder, feed *presence.Service) *cluster.Tracker {
+	return cluster.NewTracker(view, p.Presence, kicks, feed, log)
 }
 
-func newKeeper(cfg config.Config, p Ports, log *slog.Logger, view *cluster.View, tenants *cluster.LateTenants) *cluster.Keeper {
+func newKeeper(cfg config.Config, p Ports, log *slog.Logger, view *cluster.View, tenants *cluster.LateTenants,
+	feed *presence.Service,
+) *cluster.Keeper {
 	return cluster.NewKeeper(cfg.Nodes(), cluster.KeeperDeps{
 		View:    view,
 		Nodes:   p.NodeLeases,
 		Leases:  p.DeliverLeases,
 		Tenants: tenants.Names,
+		Changes: feed,
 		Log:     log,
+	})
+}
+
+// Presence and typing (issue 31): both push through the cross-node pusher, so their pushes
+// reach devices on every node as MESSAGE pushes do.
+
+func newPresence(cfg config.Config, p Ports, log *slog.Logger, view *cluster.View, members *membership.Cache,
+	pusher *cluster.LatePusher,
+) *presence.Service {
+	return presence.New(cfg.PresenceFeed(), presence.Deps{
+		Presence: p.Presence,
+		Nodes:    view,
+		Records:  p.PresenceRecords,
+		Settings: p.UserSettings,
+		Friends:  p.Friends,
+		Groups:   p.Groups,
+		Members:  members,
+		Pusher:   pusher,
+		Clock:    p.Clock,
+		Metrics:  p.Metrics,
+		Log:      log,
+	})
+}
+
+func newTyping(cfg config.Config, p Ports, log *slog.Logger, resolver *conversation.Resolver, members *membership.Cache,
+	pusher *cluster.LatePusher,
+) *typing.Service {
+	return typing.New(cfg.Typing(), typing.Deps{
+		Resolver: resolver,
+		Members:  members,
+		Pusher:   pusher,
+		Clock:    p.Clock,
+		Metrics:  p.Metrics,
+		Log:      log,
 	})
 }
 

@@ -91,9 +91,13 @@ func Nodes(t *testing.T, fresh func(t *testing.T) NodesFixture) {
 		if !slices.Equal(live, []string{"1-aa"}) || !slices.Equal(expired, []string{"2-bb"}) {
 			t.Fatalf("live %v expired %v", live, expired)
 		}
-		for range 2 { // twice: harmless
-			if err := f.Leases.Retire(ctx, f.Tenant, "2-bb"); err != nil {
+		for i := range 2 { // twice: harmless, and only the first removed the user
+			users, err := f.Leases.Retire(ctx, f.Tenant, "2-bb")
+			if err != nil {
 				t.Fatal(err)
+			}
+			if want := []int64{5}; i == 0 && !slices.Equal(users, want) || i == 1 && len(users) != 0 {
+				t.Fatalf("retire #%d removed users %v", i+1, users)
 			}
 		}
 		if got, err := f.Presence.Lookup(ctx, f.Tenant, []int64{5}); err != nil || len(got) != 0 {

@@ -351,3 +351,14 @@ type TUser struct {
 	// 1=active 2=disabled 3=deleted
 	Status int8
 }
+
+type TUserLastSeen struct {
+	UserID int64
+	// Unix ms
+	LastSeen int64
+}
+
+type TUserSetting struct {
+	UserID       int64
+	HidePresence bool
+}

@@ -19,8 +19,10 @@ import (
 	"github.com/imdhq/imd/core/usecase/history"
 	"github.com/imdhq/imd/core/usecase/inbox"
 	"github.com/imdhq/imd/core/usecase/modify"
+	presencefeed "github.com/imdhq/imd/core/usecase/presence"
 	"github.com/imdhq/imd/core/usecase/read"
 	"github.com/imdhq/imd/core/usecase/send"
+	"github.com/imdhq/imd/core/usecase/typing"
 	"github.com/imdhq/imd/ports"
 )
 
@@ -77,6 +79,10 @@ type Deps struct {
 	// Presence, when set, hears which devices this node holds, whatever their transport
 	// (several nodes on one tenant).
 	Presence session.Observer
+	// Status answers QUERY_PRESENCE and SETTINGS, and Typing answers TYPING (issue 31); a
+	// command whose use case is nil is unknown (40001).
+	Status *presencefeed.Service
+	Typing *typing.Service
 	// Missed, when set, takes the MESSAGE pushes a device did not acknowledge in time or
 	// before its connection closed, to become mailbox rows (seed 003 §8: degrade, never
 	// close the connection); it must not block.
@@ -131,6 +137,7 @@ func New(cfg Config, deps Deps, log *slog.Logger) *Dispatcher {
 	}
 	d.addModifyCommands()
 	d.addInboxCommands()
+	d.addPresenceCommands()
 	if deps.Missed != nil {
 		d.sessions.OnUnacked(func(u session.Unacked) {
 			if u.Message != nil {

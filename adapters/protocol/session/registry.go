@@ -381,6 +381,10 @@ func (r *Registry) encode(p delivery.Push) ([]byte, error) {
 		cmd, data = wire.CmdReadMessage, p.Data
 	case delivery.KindEvent:
 		cmd, data = wire.CmdEvent, p.Data
+	case delivery.KindPresence:
+		cmd, data = wire.CmdPresence, p.Data
+	case delivery.KindTyping:
+		cmd, data = wire.CmdTypingNotice, p.Data
 	default:
 		return nil, fmt.Errorf("session: unknown push kind %q", p.Kind)
 	}

@@ -213,3 +213,67 @@ type GetHistoryRequest struct {
 type GetHistoryResponse struct {
 	Messages []Message `json:"messages"`
 }
+
+// Presence states (PROTOCOL.md §3 QUERY_PRESENCE): online on any device of any node, offline
+// (with last_seen when known), or unknown while the server cannot tell.
+const (
+	PresenceOnline  = "online"
+	PresenceOffline = "offline"
+	PresenceUnknown = "unknown"
+)
+
+// MaxPresenceQuery is how many user ids one QUERY_PRESENCE may name.
+const MaxPresenceQuery = 200
+
+// QueryPresenceRequest is the body of QUERY_PRESENCE.
+type QueryPresenceRequest struct {
+	UserIDs []int64 `json:"user_ids"`
+}
+
+// QueryPresenceResponse is the data of QUERY_PRESENCE: one entry per distinct id asked.
+type QueryPresenceResponse struct {
+	Presence []Presence `json:"presence"`
+}
+
+// Presence is one user's state: an entry of QUERY_PRESENCE and the data of the PRESENCE
+// push. LastSeen (Unix ms) is when the user was last known online; 0 when unknown or hidden.
+type Presence struct {
+	UserID   int64  `json:"user_id"`
+	State    string `json:"state"`
+	LastSeen int64  `json:"last_seen,omitempty"`
+}
+
+// TypingRequest is the body of TYPING: the conversation by exactly one of Topic,
+// ConversationID or ToUser, and whether the user started (true) or stopped typing.
+type TypingRequest struct {
+	Topic          string `json:"topic,omitempty"`
+	ConversationID int64  `json:"conversation_id,omitempty"`
+	ToUser         int64  `json:"to_user,omitempty"`
+	Typing         bool   `json:"typing"`
+}
+
+// TypingResponse is the data of TYPING: how long (ms) the notice lasts on the other devices
+// unless renewed or stopped.
+type TypingResponse struct {
+	ExpiresIn int64 `json:"expires_in"`
+}
+
+// TypingNotice is the data of the TYPING_NOTICE push.
+type TypingNotice struct {
+	Topic          string `json:"topic"`
+	ConversationID int64  `json:"conversation_id"`
+	UserID         int64  `json:"user_id"`
+	Typing         bool   `json:"typing"`
+	ExpiresIn      int64  `json:"expires_in,omitempty"`
+}
+
+// SettingsRequest is the body of SETTINGS: the fields to change; absent fields stay, and
+// an empty body only reads them.
+type SettingsRequest struct {
+	HidePresence *bool `json:"hide_presence,omitempty"`
+}
+
+// Settings is the data of SETTINGS: the user's settings as stored.
+type Settings struct {
+	HidePresence bool `json:"hide_presence"`
+}

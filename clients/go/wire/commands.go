@@ -23,6 +23,11 @@ const (
 	CmdDeleteMessages     uint16 = 16
 	CmdEvent              uint16 = 17
 	CmdGetHistory         uint16 = 18
+	CmdQueryPresence      uint16 = 19
+	CmdPresence           uint16 = 20
+	CmdTyping             uint16 = 21
+	CmdTypingNotice       uint16 = 22
+	CmdSettings           uint16 = 23
 )
 
 // ResponseCommand is the command that ends the answer to req, successful or

@@ -37,7 +37,8 @@ func TestCommandNumbers(t *testing.T) {
 	// The table of PROTOCOL.md §3, in order.
 	cmds := []uint16{CmdAuth, CmdHeartbeat, CmdGenerateMsgID, CmdSendMessage, CmdSendAck, CmdMessage,
 		CmdPushAck, CmdReadMessage, CmdRecallMessage, CmdSyncInbox, CmdSyncInboxFinish, CmdSyncMessages,
-		CmdSyncMessagesFinish, CmdKick, CmdEditMessage, CmdDeleteMessages, CmdEvent, CmdGetHistory}
+		CmdSyncMessagesFinish, CmdKick, CmdEditMessage, CmdDeleteMessages, CmdEvent, CmdGetHistory,
+		CmdQueryPresence, CmdPresence, CmdTyping, CmdTypingNotice, CmdSettings}
 	for i, c := range cmds {
 		if int(c) != i+1 {
 			t.Errorf("command #%d is %d", i+1, c)

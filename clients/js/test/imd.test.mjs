@@ -347,3 +347,47 @@ test("recall, edit and message send their commands and answer the message", asyn
   }
   c.close();
 });
+
+test("presence and typing: requests carry their bodies, pushes become events", async () => {
+  const c = newClient();
+  const seen = [];
+  c.on("presence", (p) => seen.push(["presence", p]));
+  c.on("typing", (n) => seen.push(["typing", n]));
+  const opened = c.connect();
+  const s = await socket(0);
+  await serveLogin(s);
+  await opened;
+
+  const asked = c.presence([2, 3]);
+  const q = await s.next(Cmd.QUERY_PRESENCE);
+  assert.deepEqual(q.body, { user_ids: [2, 3] });
+  s.reply(q, { presence: [{ user_id: 2, state: "online" }, { user_id: 3, state: "offline", last_seen: 9 }] });
+  assert.deepEqual(await asked, [{ user_id: 2, state: "online" }, { user_id: 3, state: "offline", last_seen: 9 }]);
+
+  const typed = c.typing("grp_1");
+  const t1 = await s.next(Cmd.TYPING);
+  assert.deepEqual(t1.body, { topic: "grp_1", typing: true });
+  s.reply(t1, { expires_in: 6000 });
+  assert.deepEqual(await typed, { expires_in: 6000 });
+  const stopped = c.typing({ to_user: 2 }, false);
+  const t2 = await s.next(Cmd.TYPING);
+  assert.deepEqual(t2.body, { to_user: 2, typing: false });
+  s.reply(t2, null, { code: Code.RATE_LIMITED, msg: "slow down" });
+  await assert.rejects(stopped, (err) => err instanceof ImdError && err.code === Code.RATE_LIMITED);
+
+  const hidden = c.settings({ hide_presence: true });
+  const st = await s.next(Cmd.SETTINGS);
+  assert.deepEqual(st.body, { hide_presence: true });
+  s.reply(st, { hide_presence: true });
+  assert.deepEqual(await hidden, { hide_presence: true });
+
+  s.push(Cmd.PRESENCE, 21, { user_id: 2, state: "offline", last_seen: 10 });
+  s.push(Cmd.TYPING_NOTICE, 22, { topic: "grp_1", conversation_id: 5, user_id: 2, typing: true, expires_in: 6000 });
+  while (seen.length < 2) await new Promise((r) => setTimeout(r, 1));
+  assert.deepEqual(seen, [
+    ["presence", { user_id: 2, state: "offline", last_seen: 10 }],
+    ["typing", { topic: "grp_1", conversation_id: 5, user_id: 2, typing: true, expires_in: 6000 }],
+  ]);
+  assert.equal(s.sent.filter((r) => r.command === Cmd.PUSH_ACK).length, 0, "live-only pushes are not acknowledged");
+  c.close();
+});

@@ -16,6 +16,9 @@ const (
 	KindMessage Kind = "message" // a new message of a topic
 	KindRead    Kind = "read"    // a read watermark, to the reader's other devices
 	KindEvent   Kind = "event"   // a control event (recall, edit, membership…)
+	// Pushes that never become jobs: live only, nothing stored, nothing missed (issue 31).
+	KindPresence Kind = "presence" // a user came online or went offline, to those who see it
+	KindTyping   Kind = "typing"   // a member started or stopped typing, to the other members
 )
 
 // Job is one unit of fan-out. It carries the message so workers never read MySQL.
@@ -77,7 +80,7 @@ func PartitionOf(topic string, n int) int {
 type Push struct {
 	Kind    Kind
 	Message *message.Message
-	Data    json.RawMessage // KindRead / KindEvent body
+	Data    json.RawMessage // the body of every kind but KindMessage
 }
 
 // Target excludes the sending device of the sender from a fan-out (PROTOCOL §3: a device

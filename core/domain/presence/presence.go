@@ -1,6 +1,7 @@
 // Package presence names where a device's connection lives when several imd nodes share a
 // tenant (DESIGN §11): the node instance that holds it, and the token of that connection, so a
-// stale entry can be told from a fresh one.
+// stale entry can be told from a fresh one; and what others see of a user: online, offline
+// with last_seen, or unknown (issue 31).
 package presence
 
 import (

@@ -143,7 +143,7 @@ func (d *deployment) node(name string, backlog int, users ...int64) *node {
 	fallback := deliver.NewFallback(deliver.Config{}, deliver.Deps{Queue: d.queue, Mailer: mailer, Notifier: n.notifier, Metrics: n.metrics, Log: quiet})
 	n.sessions = NewSessions(n.view, NewForwarder(cfg, d.nodes, d.clock, n.metrics, quiet), n.local)
 	n.pusher = NewPusher(cfg, PusherDeps{Local: n.local, View: n.view, Presence: d.nodes, Channel: d.nodes, Clock: d.clock, Metrics: n.metrics, Log: quiet})
-	n.tracker = NewTracker(n.view, d.nodes, NewForwarder(cfg, d.nodes, d.clock, n.metrics, quiet), quiet)
+	n.tracker = NewTracker(n.view, d.nodes, NewForwarder(cfg, d.nodes, d.clock, n.metrics, quiet), nil, quiet)
 	n.receiver = NewReceiver(ReceiverDeps{View: n.view, Channel: d.nodes, Local: n.local, Kicker: n.local, Users: n.local, Tracker: n.tracker,
 		Fallback: fallback, Tenants: func() []string { return []string{tenant} }, Clock: d.clock, Metrics: n.metrics, Log: quiet})
 	for _, u := range users {

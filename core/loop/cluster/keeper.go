@@ -33,6 +33,8 @@ type KeeperDeps struct {
 	Nodes   ports.NodeLeases
 	Leases  ports.DeliverLeases
 	Tenants Tenants
+	// Changes hears of the users whose devices a retired node held (issue 31); nil: nobody.
+	Changes Changes
 	Log     *slog.Logger
 }
 
@@ -132,9 +134,12 @@ func (k *Keeper) Stop(ctx context.Context) error {
 		}
 	}
 	for _, t := range tenants {
-		if err := k.d.Nodes.Retire(ctx, t, k.d.View.Self()); err != nil {
+		users, err := k.d.Nodes.Retire(ctx, t, k.d.View.Self())
+		if err != nil {
 			k.d.Log.WarnContext(ctx, "node not retired; its lease runs out instead", "tenant", t, "err", err)
+			continue
 		}
+		k.left(ctx, t, users)
 	}
 	return nil
 }
@@ -154,23 +159,35 @@ func (k *Keeper) pass(ctx context.Context) {
 				expired = append(expired, n)
 			}
 		}
+		var retired []int64 // users whose devices the dead nodes held
 		for _, n := range expired {
 			if n == self {
 				continue
 			}
-			if err := k.d.Nodes.Retire(ctx, tenant, n); err != nil {
+			users, err := k.d.Nodes.Retire(ctx, tenant, n)
+			if err != nil {
 				k.d.Log.WarnContext(ctx, "dead node not retired", "tenant", tenant, "node", n, "err", err)
 				continue
 			}
-			k.d.Log.InfoContext(ctx, "retired dead node", "tenant", tenant, "node", n)
+			k.d.Log.InfoContext(ctx, "retired dead node", "tenant", tenant, "node", n, "users", len(users))
+			retired = append(retired, users...)
 		}
 		live = slices.DeleteFunc(live, func(n string) bool { return slices.Contains(expired, n) })
 		slices.Sort(live)
 		k.d.View.set(tenant, live)
+		// After the view forgot the dead nodes, so their entries no longer count as online.
+		k.left(ctx, tenant, retired)
 		k.holdPartitions(ctx, tenant, live)
 		k.mu.Lock()
 		k.seen[tenant] = true
 		k.mu.Unlock()
+	}
+}
+
+// left tells Changes that users lost the devices a retired node held.
+func (k *Keeper) left(ctx context.Context, tenant string, users []int64) {
+	if k.d.Changes != nil && len(users) > 0 {
+		k.d.Changes.Left(ctx, tenant, users)
 	}
 }
 

@@ -26,9 +26,22 @@ type deviceKey struct {
 	device uint64
 }
 
-type release struct {
-	tenant string
-	entry  presence.Entry
+// change is a claim written (arrived) or a removal to write, in the order they happened.
+type change struct {
+	tenant  string
+	entry   presence.Entry
+	arrived bool // the user came online with this claim
+}
+
+// Changes hears of devices arriving and leaving, to tell others when a user comes online or
+// goes offline (issue 31; presence.Service).
+type Changes interface {
+	// Arriving reports, before a claim, whether the user already has a device on a live node.
+	Arriving(ctx context.Context, tenant string, user int64) bool
+	// Arrived follows the claim of a user Arriving found offline: the user came online.
+	Arrived(ctx context.Context, tenant string, user int64)
+	// Left follows the removal of devices of users: those with none left went offline.
+	Left(ctx context.Context, tenant string, users []int64)
 }
 
 // Tracker writes the presence of this node's connections (the session registry's observer)
@@ -37,18 +50,20 @@ type Tracker struct {
 	view     *View
 	presence ports.Presence
 	kicks    *Forwarder
+	changes  Changes // nil: nobody hears
 	log      *slog.Logger
 
-	next     atomic.Uint64
-	mu       sync.Mutex
-	tokens   map[deviceKey]uint64 // the token of each device connected here
-	releases chan release
+	next    atomic.Uint64
+	mu      sync.Mutex
+	tokens  map[deviceKey]uint64 // the token of each device connected here
+	pending chan change
 }
 
-// NewTracker returns a tracker; Run writes its removals.
-func NewTracker(view *View, p ports.Presence, kicks *Forwarder, log *slog.Logger) *Tracker {
-	return &Tracker{view: view, presence: p, kicks: kicks, log: log,
-		tokens: make(map[deviceKey]uint64), releases: make(chan release, releaseQueue)}
+// NewTracker returns a tracker; Run writes its removals and tells changes (nil: nobody) of
+// arrivals and departures.
+func NewTracker(view *View, p ports.Presence, kicks *Forwarder, changes Changes, log *slog.Logger) *Tracker {
+	return &Tracker{view: view, presence: p, kicks: kicks, changes: changes, log: log,
+		tokens: make(map[deviceKey]uint64), pending: make(chan change, releaseQueue)}
 }
 
 // Bound records that the device's connection is here, and kicks the connection it replaced
@@ -61,11 +76,15 @@ func (t *Tracker) Bound(tenant string, user int64, device uint64) {
 	t.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), claimTimeout)
 	defer cancel()
+	wasOnline := t.changes == nil || t.changes.Arriving(ctx, tenant, user)
 	prev, found, err := t.presence.Claim(ctx, tenant, e)
 	if err != nil {
 		t.log.WarnContext(ctx, "presence not written; pushes from other nodes miss this device until it reconnects",
 			"tenant", tenant, "user_id", user, "device_id", device, "err", err)
 		return
+	}
+	if !wasOnline {
+		t.queue(change{tenant: tenant, entry: e, arrived: true})
 	}
 	if found && prev.Node != e.Node && t.view.Live(tenant, prev.Node) && t.kicks.kick(ctx, tenant, prev) {
 		t.log.InfoContext(ctx, "device connection replaced on another node", "tenant", tenant, "user_id", user,
@@ -84,10 +103,16 @@ func (t *Tracker) Unbound(tenant string, user int64, device uint64) {
 	if !ok {
 		return
 	}
+	t.queue(change{tenant: tenant, entry: presence.Entry{User: user, Device: device, Node: t.view.Self(), Token: token}})
+}
+
+// queue hands c to Run without waiting.
+func (t *Tracker) queue(c change) {
 	select {
-	case t.releases <- release{tenant, presence.Entry{User: user, Device: device, Node: t.view.Self(), Token: token}}:
+	case t.pending <- c:
 	default:
-		t.log.Warn("presence removal dropped: queue full", "tenant", tenant, "user_id", user, "device_id", device)
+		t.log.Warn("presence change dropped: queue full", "tenant", c.tenant, "user_id", c.entry.User,
+			"device_id", c.entry.Device, "arrived", c.arrived)
 	}
 }
 
@@ -104,13 +129,13 @@ func (t *Tracker) Run(ctx context.Context) {
 	work := context.WithoutCancel(ctx)
 	for {
 		select {
-		case r := <-t.releases:
-			t.release(work, r)
+		case c := <-t.pending:
+			t.apply(work, c)
 		case <-ctx.Done():
 			for {
 				select {
-				case r := <-t.releases:
-					t.release(work, r)
+				case c := <-t.pending:
+					t.apply(work, c)
 				default:
 					return
 				}
@@ -119,10 +144,19 @@ func (t *Tracker) Run(ctx context.Context) {
 	}
 }
 
-func (t *Tracker) release(ctx context.Context, r release) {
+// apply tells of an arrival, or writes a removal and tells of it.
+func (t *Tracker) apply(ctx context.Context, c change) {
 	ctx, cancel := context.WithTimeout(ctx, claimTimeout)
 	defer cancel()
-	if err := t.presence.Release(ctx, r.tenant, r.entry); err != nil {
-		t.log.WarnContext(ctx, "presence not removed", "tenant", r.tenant, "user_id", r.entry.User, "device_id", r.entry.Device, "err", err)
+	if c.arrived {
+		t.changes.Arrived(ctx, c.tenant, c.entry.User)
+		return
+	}
+	if err := t.presence.Release(ctx, c.tenant, c.entry); err != nil {
+		t.log.WarnContext(ctx, "presence not removed", "tenant", c.tenant, "user_id", c.entry.User, "device_id", c.entry.Device, "err", err)
+		return
+	}
+	if t.changes != nil {
+		t.changes.Left(ctx, c.tenant, []int64{c.entry.User})
 	}
 }

@@ -1,0 +1,275 @@
+package presence_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/imdhq/imd/adapters/memory"
+	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/delivery"
+	domain "github.com/imdhq/imd/core/domain/presence"
+	"github.com/imdhq/imd/core/domain/social"
+	"github.com/imdhq/imd/core/usecase/presence"
+	"github.com/imdhq/imd/ports"
+)
+
+const tenant = "acme"
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// recorder is a DevicePusher that keeps what it was handed; every recipient counts as reached.
+type recorder struct {
+	mu  sync.Mutex
+	got []delivery.Addressed
+}
+
+func (r *recorder) Push(ctx context.Context, t string, tg delivery.Target, p delivery.Push) delivery.Report {
+	return r.PushReach(ctx, t, delivery.Addressed{Target: tg, Push: p})[0].Report
+}
+
+func (r *recorder) PushReach(_ context.Context, _ string, pushes ...delivery.Addressed) []delivery.Outcome {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]delivery.Outcome, len(pushes))
+	for i, a := range pushes {
+		r.got = append(r.got, a)
+		out[i].Delivered = len(a.Target.Recipients)
+	}
+	return out
+}
+
+func (r *recorder) PushDevice(context.Context, string, int64, uint64, delivery.Push) int { return 0 }
+
+// take returns the pushes so far as (recipients, status) and forgets them.
+func (r *recorder) take(t *testing.T) []pushed {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []pushed
+	for _, a := range r.got {
+		if a.Push.Kind != delivery.KindPresence {
+			t.Fatalf("push of kind %q", a.Push.Kind)
+		}
+		var st presence.WireStatus
+		if err := json.Unmarshal(a.Push.Data, &st); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, pushed{to: a.Target.Recipients, st: st})
+	}
+	r.got = nil
+	return out
+}
+
+type pushed struct {
+	to []int64
+	st presence.WireStatus
+}
+
+// liveness is a set of live node names.
+type liveness map[string]bool
+
+func (l liveness) Live(_, node string) bool { return l[node] }
+
+// failingPresence is a registry that cannot be read (Redis down).
+type failingPresence struct{ ports.Presence }
+
+func (failingPresence) Lookup(context.Context, string, []int64) ([]domain.Entry, error) {
+	return nil, errors.New("redis: connection refused")
+}
+
+type world struct {
+	svc     *presence.Service
+	nodes   *memory.Nodes
+	records *memory.Presence
+	pusher  *recorder
+	clock   *memory.Clock
+	metrics *memory.Metrics
+}
+
+// newWorld: user 1 is friends with 2; 1, 3 and 4 share group 10 (3 members); 1 and 5..8
+// share group 11, above the limit of 4.
+func newWorld(t *testing.T, reg func(*memory.Nodes) ports.Presence) *world {
+	t.Helper()
+	ctx := t.Context()
+	clock := memory.NewClock(time.UnixMilli(1_796_169_600_000))
+	dir := memory.NewDirectory()
+	for u := int64(1); u <= 8; u++ {
+		if err := dir.CreateUser(ctx, tenant, social.User{ID: u}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := dir.AddFriendship(ctx, tenant, 1, 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dir.CreateGroup(ctx, tenant, social.Group{ID: 10, Owner: 1}, 100, []int64{1, 3, 4}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dir.CreateGroup(ctx, tenant, social.Group{ID: 11, Owner: 1}, 101, []int64{1, 5, 6, 7, 8}); err != nil {
+		t.Fatal(err)
+	}
+	w := &world{nodes: memory.NewNodes(clock.Now), records: memory.NewPresence(), pusher: &recorder{}, clock: clock, metrics: memory.NewMetrics()}
+	var p ports.Presence = w.nodes
+	if reg != nil {
+		p = reg(w.nodes)
+	}
+	w.svc = presence.New(presence.Config{GroupLimit: 4}, presence.Deps{
+		Presence: p, Nodes: liveness{"1-aa": true, "2-bb": true}, Records: w.records, Settings: w.records,
+		Friends: dir, Groups: dir, Members: dir, Pusher: w.pusher, Clock: clock, Metrics: w.metrics, Log: quiet,
+	})
+	return w
+}
+
+func (w *world) claim(t *testing.T, user int64, device uint64, node string) domain.Entry {
+	t.Helper()
+	e := domain.Entry{User: user, Device: device, Node: node, Token: device}
+	if _, _, err := w.nodes.Claim(t.Context(), tenant, e); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func TestChangesReachFriendsAndSmallGroupsOnly(t *testing.T) {
+	w := newWorld(t, nil)
+	ctx := t.Context()
+	if w.svc.Arriving(ctx, tenant, 1) {
+		t.Fatal("user 1 online before any claim")
+	}
+	w.claim(t, 1, 1, "1-aa")
+	w.svc.Arrived(ctx, tenant, 1)
+	got := w.pusher.take(t)
+	if len(got) != 1 || !slices.Equal(got[0].to, []int64{2, 3, 4}) || got[0].st != (presence.WireStatus{UserID: 1, State: "online"}) {
+		t.Fatalf("online push %+v; want user 1 online to 2, 3, 4 (not the big group's 5..8)", got)
+	}
+	// A second device, on the other node: already online, nothing to tell.
+	if !w.svc.Arriving(ctx, tenant, 1) {
+		t.Fatal("user 1 not online with a device on a live node")
+	}
+	second := w.claim(t, 1, 2, "2-bb")
+
+	// The first device leaves: the second keeps the user online.
+	w.clock.Advance(time.Minute)
+	if err := w.nodes.Release(ctx, tenant, domain.Entry{User: 1, Device: 1, Node: "1-aa", Token: 1}); err != nil {
+		t.Fatal(err)
+	}
+	w.svc.Left(ctx, tenant, []int64{1})
+	if got := w.pusher.take(t); len(got) != 0 {
+		t.Fatalf("pushed %+v while a device stays", got)
+	}
+	// The last leaves: offline, last seen now, in MySQL.
+	if err := w.nodes.Release(ctx, tenant, second); err != nil {
+		t.Fatal(err)
+	}
+	w.svc.Left(ctx, tenant, []int64{1})
+	want := presence.WireStatus{UserID: 1, State: "offline", LastSeen: w.clock.Now().UnixMilli()}
+	if got := w.pusher.take(t); len(got) != 1 || got[0].st != want {
+		t.Fatalf("offline push %+v; want %+v", got, want)
+	}
+	recs, _ := w.records.Records(ctx, tenant, []int64{1})
+	if !recs[1].LastSeen.Equal(w.clock.Now()) {
+		t.Fatalf("last_seen %v; want %v", recs[1].LastSeen, w.clock.Now())
+	}
+	if w.metrics.Count("presence_changes_total", "online") != 1 || w.metrics.Count("presence_changes_total", "offline") != 1 ||
+		w.metrics.Count("presence_pushes_total") != 6 {
+		t.Fatalf("metrics: online %v offline %v pushes %v", w.metrics.Count("presence_changes_total", "online"),
+			w.metrics.Count("presence_changes_total", "offline"), w.metrics.Count("presence_pushes_total"))
+	}
+}
+
+func TestQuery(t *testing.T) {
+	seen := time.UnixMilli(1_796_169_000_000)
+	tests := []struct {
+		name     string
+		registry func(*memory.Nodes) ports.Presence
+		asker    int64
+		ids      []int64
+		hidden   []int64
+		want     []presence.WireStatus
+		code     apperr.Code
+	}{
+		{name: "online, offline with last_seen, never seen; repeats answered once", asker: 9, ids: []int64{1, 2, 3, 1},
+			want: []presence.WireStatus{{UserID: 1, State: "online"}, {UserID: 2, State: "offline", LastSeen: seen.UnixMilli()}, {UserID: 3, State: "offline"}}},
+		{name: "a device on a dead node is not online", asker: 9, ids: []int64{4},
+			want: []presence.WireStatus{{UserID: 4, State: "offline"}}},
+		{name: "hidden to others, not to oneself", asker: 1, ids: []int64{1, 2}, hidden: []int64{1, 2},
+			want: []presence.WireStatus{{UserID: 1, State: "online"}, {UserID: 2, State: "offline"}}},
+		{name: "registry down: unknown, never online; last_seen still known", asker: 9, ids: []int64{1, 2},
+			registry: func(n *memory.Nodes) ports.Presence { return failingPresence{n} },
+			want:     []presence.WireStatus{{UserID: 1, State: "unknown"}, {UserID: 2, State: "unknown", LastSeen: seen.UnixMilli()}}},
+		{name: "201 ids", asker: 9, ids: make([]int64, 201), code: apperr.InvalidArgument},
+		{name: "a zero id", asker: 9, ids: []int64{1, 0}, code: apperr.InvalidArgument},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t, tt.registry)
+			ctx := t.Context()
+			w.claim(t, 1, 1, "1-aa")
+			w.claim(t, 4, 1, "9-dead")
+			if err := w.records.Seen(ctx, tenant, 2, seen); err != nil {
+				t.Fatal(err)
+			}
+			for _, u := range tt.hidden {
+				if err := w.records.SaveSettings(ctx, tenant, u, social.Settings{HidePresence: true}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			sts, err := w.svc.Query(ctx, tenant, tt.asker, tt.ids)
+			if apperr.CodeOf(err) != tt.code {
+				t.Fatalf("code %v (%v); want %v", apperr.CodeOf(err), err, tt.code)
+			}
+			var got []presence.WireStatus
+			for _, st := range sts {
+				got = append(got, presence.Wire(st))
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Fatalf("got %+v; want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestHidingTellsTheAudienceAndSilencesChanges(t *testing.T) {
+	w := newWorld(t, nil)
+	ctx := t.Context()
+	w.claim(t, 1, 1, "1-aa")
+	yes, no := true, false
+	s, err := w.svc.ChangeSettings(ctx, tenant, 1, social.SettingsChange{HidePresence: &yes})
+	if err != nil || !s.HidePresence {
+		t.Fatalf("hide: %+v, %v", s, err)
+	}
+	if got := w.pusher.take(t); len(got) != 1 || got[0].st != (presence.WireStatus{UserID: 1, State: "offline"}) {
+		t.Fatalf("hiding pushed %+v; want offline without last_seen", got)
+	}
+	if _, err := w.svc.ChangeSettings(ctx, tenant, 1, social.SettingsChange{}); err != nil {
+		t.Fatal(err)
+	}
+	w.svc.Left(ctx, tenant, []int64{1}) // still online: nothing; and hidden anyway
+	w.svc.Arrived(ctx, tenant, 1)
+	if got := w.pusher.take(t); len(got) != 0 {
+		t.Fatalf("a hidden user's change was pushed: %+v", got)
+	}
+	if _, err := w.svc.ChangeSettings(ctx, tenant, 1, social.SettingsChange{HidePresence: &no}); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.pusher.take(t); len(got) != 1 || got[0].st.State != "online" {
+		t.Fatalf("showing again pushed %+v; want online", got)
+	}
+}
+
+func TestUnreadableRegistryAnnouncesNothing(t *testing.T) {
+	w := newWorld(t, func(n *memory.Nodes) ports.Presence { return failingPresence{n} })
+	ctx := t.Context()
+	if !w.svc.Arriving(ctx, tenant, 1) {
+		t.Fatal("an unreadable registry must answer online (no announcement) before a claim")
+	}
+	w.svc.Left(ctx, tenant, []int64{1})
+	if got := w.pusher.take(t); len(got) != 0 {
+		t.Fatalf("pushed %+v on an unreadable registry", got)
+	}
+}

@@ -1,0 +1,61 @@
+package contract
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/imdhq/imd/core/domain/social"
+	"github.com/imdhq/imd/ports"
+)
+
+// PresenceStore is what the presence records contract runs on: one value implementing both
+// ports, as both adapters do.
+type PresenceStore interface {
+	ports.PresenceRecords
+	ports.UserSettings
+}
+
+// PresenceFactory returns presence records and an empty tenant.
+type PresenceFactory func(t *testing.T) (PresenceStore, string)
+
+// Presence runs the presence records contract (issue 31): last_seen never moves back, a user
+// never seen has no record, the hide setting shows in the records.
+func Presence(t *testing.T, newStore PresenceFactory) {
+	p, tenant := newStore(t)
+	ctx := context.Background()
+	at := time.UnixMilli(1_796_169_600_123)
+	for _, seen := range []time.Time{at, at.Add(-time.Hour)} { // the older one arrives late
+		if err := p.Seen(ctx, tenant, 1, seen); err != nil {
+			t.Fatalf("Seen: %v", err)
+		}
+	}
+	if s, err := p.Settings(ctx, tenant, 2); err != nil || s != (social.Settings{}) {
+		t.Fatalf("settings of a user who saved none: %+v, %v", s, err)
+	}
+	if err := p.SaveSettings(ctx, tenant, 2, social.Settings{HidePresence: true}); err != nil {
+		t.Fatalf("SaveSettings: %v", err)
+	}
+	if s, err := p.Settings(ctx, tenant, 2); err != nil || !s.HidePresence {
+		t.Fatalf("settings after hiding: %+v, %v", s, err)
+	}
+	recs, err := p.Records(ctx, tenant, []int64{1, 2, 3})
+	if err != nil {
+		t.Fatalf("Records: %v", err)
+	}
+	if r := recs[1]; !r.LastSeen.Equal(at) || r.Hidden {
+		t.Errorf("user 1: %+v; want last seen %v, shown", r, at)
+	}
+	if r := recs[2]; !r.LastSeen.IsZero() || !r.Hidden {
+		t.Errorf("user 2: %+v; want never seen, hidden", r)
+	}
+	if _, ok := recs[3]; ok {
+		t.Errorf("user 3, never seen, has a record: %+v", recs[3])
+	}
+	if err := p.SaveSettings(ctx, tenant, 2, social.Settings{}); err != nil {
+		t.Fatalf("SaveSettings: %v", err)
+	}
+	if recs, err := p.Records(ctx, tenant, []int64{2}); err != nil || recs[2].Hidden {
+		t.Fatalf("user 2 after showing again: %+v, %v", recs[2], err)
+	}
+}
