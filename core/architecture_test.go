@@ -94,6 +94,8 @@ var edges = map[edge]string{
 	{"core/usecase/longsearch", "core/usecase/history"}:      "every hit is read back, and its rights re-checked, through history",
 	{"core/usecase/modify", "core/usecase/conversation"}:     "recall, edit and delete act in a conversation the user may write to",
 	{"core/usecase/modify", "core/usecase/send"}:             "each change is announced as one system message through the send path",
+	{"core/usecase/reactions", "core/usecase/conversation"}:  "reactions and pins act in a conversation the user may read",
+	{"core/usecase/reactions", "core/usecase/send"}:          "each reaction or pin is announced as one system message through the send path",
 	{"core/usecase/read", "core/usecase/conversation"}:       "a read mark is set in a conversation the user is in",
 	{"core/usecase/read", "core/usecase/history"}:            "the watermark is checked against the stored message",
 	{"core/usecase/replies", "core/usecase/history"}:         "a reply's preview is the message read through history",
