@@ -14,6 +14,7 @@ import (
 	"github.com/imdhq/imd/core/usecase/favorites"
 	"github.com/imdhq/imd/core/usecase/groupfiles"
 	"github.com/imdhq/imd/core/usecase/longsearch"
+	"github.com/imdhq/imd/core/usecase/reactions"
 	"github.com/imdhq/imd/core/usecase/replies"
 )
 
@@ -24,6 +25,9 @@ type ReferenceOps struct {
 	Favorites *favorites.Service
 	Files     *groupfiles.Service
 	Replies   *replies.Service
+	// Reactions serves the reaction and pin routes of client_reactions.go and the reaction
+	// summaries of the caller's message pages.
+	Reactions *reactions.Service
 }
 
 // referenceRoutes registers the client routes; they authenticate like the rest of /api/v1.

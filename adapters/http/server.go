@@ -126,6 +126,7 @@ func New(cfg Config, d Deps, log *slog.Logger) *Server {
 	s.homeRoutes(s.echo)
 	s.clientRoutes(s.echo)
 	s.referenceRoutes(s.echo)
+	s.reactionRoutes(s.echo)
 	s.adminRoutes(s.admin)
 	return s
 }

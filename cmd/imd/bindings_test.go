@@ -31,6 +31,7 @@ import (
 	"github.com/imdhq/imd/core/usecase/inbox"
 	"github.com/imdhq/imd/core/usecase/longsearch"
 	"github.com/imdhq/imd/core/usecase/modify"
+	"github.com/imdhq/imd/core/usecase/reactions"
 	"github.com/imdhq/imd/core/usecase/read"
 	"github.com/imdhq/imd/core/usecase/reindex"
 	"github.com/imdhq/imd/core/usecase/reports"
@@ -65,6 +66,7 @@ var depsStructs = map[string]reflect.Type{
 	"longsearch.SearchDeps": reflect.TypeFor[longsearch.SearchDeps](),
 	"migration.Deps":        reflect.TypeFor[migration.Deps](),
 	"modify.Deps":           reflect.TypeFor[modify.Deps](),
+	"reactions.Deps":        reflect.TypeFor[reactions.Deps](),
 	"read.Deps":             reflect.TypeFor[read.Deps](),
 	"reindex.Deps":          reflect.TypeFor[reindex.Deps](),
 	"reports.Deps":          reflect.TypeFor[reports.Deps](),

@@ -27,6 +27,7 @@ import (
 	"github.com/imdhq/imd/core/usecase/inbox"
 	"github.com/imdhq/imd/core/usecase/longsearch"
 	"github.com/imdhq/imd/core/usecase/modify"
+	"github.com/imdhq/imd/core/usecase/reactions"
 	"github.com/imdhq/imd/core/usecase/read"
 	"github.com/imdhq/imd/core/usecase/reindex"
 	"github.com/imdhq/imd/core/usecase/replies"
@@ -41,7 +42,7 @@ import (
 // lifecycle.go starts and stops them, and the metrics-only listener.
 
 func newTCPServer(cfg config.Config, p Ports, log *slog.Logger, auth *authn.Service, sends *send.Service,
-	h *history.Service, changes *modify.Service, box *inbox.Service, reads *read.Service,
+	h *history.Service, changes *modify.Service, marks *reactions.Service, box *inbox.Service, reads *read.Service,
 	presence *cluster.Tracker, missed *deliver.Missed,
 ) (*tcpserver.Server, error) {
 	c, err := tcpConfig(cfg)
@@ -49,17 +50,18 @@ func newTCPServer(cfg config.Config, p Ports, log *slog.Logger, auth *authn.Serv
 		return nil, err
 	}
 	return tcpserver.New(c, tcpserver.Deps{
-		Auth:     auth,
-		Send:     sends,
-		History:  h,
-		Modify:   changes,
-		Inbox:    box,
-		Read:     reads,
-		IDs:      p.IDs,
-		Clock:    p.Clock,
-		Metrics:  p.Metrics,
-		Presence: presence,
-		Missed:   missed,
+		Auth:      auth,
+		Send:      sends,
+		History:   h,
+		Modify:    changes,
+		Reactions: marks,
+		Inbox:     box,
+		Read:      reads,
+		IDs:       p.IDs,
+		Clock:     p.Clock,
+		Metrics:   p.Metrics,
+		Presence:  presence,
+		Missed:    missed,
 	}, log), nil
 }
 
@@ -143,8 +145,8 @@ func newArchiveOps(a *archiver.Service, r *retention.Service, x *reindex.Service
 	return httpapi.ArchiveOps{Archiver: a, Retention: r, Reindex: x, Jobs: js, Search: s}
 }
 
-func newReferenceOps(f *favorites.Service, g *groupfiles.Service, r *replies.Service) httpapi.ReferenceOps {
-	return httpapi.ReferenceOps{Favorites: f, Files: g, Replies: r}
+func newReferenceOps(f *favorites.Service, g *groupfiles.Service, r *replies.Service, m *reactions.Service) httpapi.ReferenceOps {
+	return httpapi.ReferenceOps{Favorites: f, Files: g, Replies: r, Reactions: m}
 }
 
 func newNodeOps(p Ports) httpapi.NodeOps {

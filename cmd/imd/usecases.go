@@ -30,6 +30,7 @@ import (
 	"github.com/imdhq/imd/core/usecase/inbox"
 	"github.com/imdhq/imd/core/usecase/longsearch"
 	"github.com/imdhq/imd/core/usecase/modify"
+	"github.com/imdhq/imd/core/usecase/reactions"
 	"github.com/imdhq/imd/core/usecase/read"
 	"github.com/imdhq/imd/core/usecase/reindex"
 	"github.com/imdhq/imd/core/usecase/replies"
@@ -211,6 +212,22 @@ func newModify(cfg config.Config, p Ports, r messageReads, log *slog.Logger, res
 		Events:    events,
 		Resolver:  resolver,
 		Media:     media,
+		Clock:     p.Clock,
+		Metrics:   p.Metrics,
+		Log:       log,
+	})
+}
+
+// newReactions keeps reactions and pins; history finds the message in any month and the send
+// path announces each change (issue 31).
+func newReactions(p Ports, log *slog.Logger, resolver *conversation.Resolver, h *history.Service, events *send.Service) *reactions.Service {
+	return reactions.New(reactions.Config{}, reactions.Deps{
+		Reactions: p.Reactions,
+		Pins:      p.Pins,
+		Groups:    p.Groups,
+		Messages:  h,
+		Resolver:  resolver,
+		Events:    events,
 		Clock:     p.Clock,
 		Metrics:   p.Metrics,
 		Log:       log,

@@ -19,6 +19,7 @@ import (
 	"github.com/imdhq/imd/core/usecase/history"
 	"github.com/imdhq/imd/core/usecase/inbox"
 	"github.com/imdhq/imd/core/usecase/modify"
+	"github.com/imdhq/imd/core/usecase/reactions"
 	"github.com/imdhq/imd/core/usecase/read"
 	"github.com/imdhq/imd/core/usecase/send"
 	"github.com/imdhq/imd/ports"
@@ -69,11 +70,14 @@ type Deps struct {
 	Send    *send.Service
 	History *history.Service
 	Modify  *modify.Service
-	Inbox   *inbox.Service
-	Read    *read.Service
-	IDs     ports.IDGenerator
-	Clock   ports.Clock
-	Metrics ports.Metrics
+	// Reactions serves the reaction and pin commands and the summaries of message pages; nil
+	// answers those commands 50301 and sends pages without summaries.
+	Reactions *reactions.Service
+	Inbox     *inbox.Service
+	Read      *read.Service
+	IDs       ports.IDGenerator
+	Clock     ports.Clock
+	Metrics   ports.Metrics
 	// Presence, when set, hears which devices this node holds, whatever their transport
 	// (several nodes on one tenant).
 	Presence session.Observer
@@ -130,6 +134,7 @@ func New(cfg Config, deps Deps, log *slog.Logger) *Dispatcher {
 		wire.CmdGetHistory:    d.getHistory,
 	}
 	d.addModifyCommands()
+	d.addReactionCommands()
 	d.addInboxCommands()
 	if deps.Missed != nil {
 		d.sessions.OnUnacked(func(u session.Unacked) {
