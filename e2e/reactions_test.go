@@ -1,0 +1,204 @@
+package e2e
+
+// Reactions and pins (issue 31 parts 4, 5 and 7) through two real nodes, MariaDB and Redis.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/imdhq/imd/clients/go/client"
+	"github.com/imdhq/imd/clients/go/wire"
+)
+
+// markEvent is the content of a reaction or pin topic event.
+type markEvent struct {
+	Event  string `json:"event"`
+	Seq    int64  `json:"seq"`
+	Emoji  string `json:"emoji"`
+	Action string `json:"action"`
+	Count  int    `json:"count"`
+}
+
+// awaitMark waits for the MESSAGE push of a reaction or pin event and returns its sender and
+// content.
+func awaitMark(t *testing.T, c *client.Conn, limit time.Duration) (int64, markEvent) {
+	t.Helper()
+	deadline := time.After(limit)
+	for {
+		select {
+		case p := <-c.Pushes():
+			if p.Command != wire.CmdMessage || p.Message == nil || p.Message.Type != wire.TypeSystem {
+				continue
+			}
+			var e markEvent
+			if err := json.Unmarshal(p.Message.Content, &e); err != nil {
+				t.Fatalf("event content %s: %v", p.Message.Content, err)
+			}
+			return p.Message.From, e
+		case <-deadline:
+			t.Fatalf("no reaction or pin event within %v", limit)
+		}
+	}
+}
+
+func react(ctx context.Context, c *client.Conn, cmd uint16, topic string, seq int64, emoji string) (wire.ReactionSummary, error) {
+	var sum wire.ReactionSummary
+	err := change(ctx, c, cmd, wire.ReactionRequest{Topic: topic, Seq: seq, Emoji: emoji}, &sum)
+	return sum, err
+}
+
+func codeOf(err error) int {
+	var ce *client.CodeError
+	if errors.As(err, &ce) {
+		return ce.Code
+	}
+	return -1
+}
+
+// TestReactionsAndPinsCrossNodesOnSealedMonths: the owner on node 1 and a member on node 2. The
+// member reacts to a message of last month, sealed since: the owner's device on node 1 gets the
+// one topic event, a second identical add changes and announces nothing, history and sync carry
+// the summary with each caller's own marked, bad input and the per-user limit are refused with
+// their codes and change nothing, and only the owner may pin, which reaches node 2.
+func TestReactionsAndPinsCrossNodesOnSealedMonths(t *testing.T) {
+	nodes := startNodes(t, 2, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	const owner, member int64 = 3101, 3102
+	ownerToken, memberToken := nodes[0].User(owner), nodes[0].User(member)
+	topic := nodes[0].Group(31, owner, member)
+	a := nodes[0].Connect(ctx, ownerToken, 1)
+	b := nodes[1].Connect(ctx, memberToken, 1)
+
+	old := mustSend(t, ctx, a, textMessage(topic, "old", "from last month")).Seq
+	nodes[0].Advance(Month(1))
+	seal(t, nodes[0].TenantDB(), Month(0))
+	fresh := mustSend(t, ctx, a, textMessage(topic, "new", "this month")).Seq
+	collectPushes(t, b, time.Minute, func(p pushLog) bool { return len(p.seqs) >= 2 })
+
+	before := nodes[1].metricValue("message_reaction_total", "action", "add", "status", "ok")
+	for i := range 2 {
+		sum, err := react(ctx, b, wire.CmdAddReaction, topic, old, "👍")
+		if err != nil {
+			t.Fatalf("add %d on the sealed month's seq %d: %v", i+1, old, err)
+		}
+		if want := []wire.ReactionCount{{Emoji: "👍", Count: 1, Mine: true}}; !reflect.DeepEqual(sum.Reactions, want) {
+			t.Fatalf("add %d: summary %+v, want %+v", i+1, sum.Reactions, want)
+		}
+	}
+	if got := nodes[1].metricValue("message_reaction_total", "action", "add", "status", "ok") - before; got != 2 {
+		t.Errorf("message_reaction_total{add,ok} rose by %v, want 2", got)
+	}
+	from, e := awaitMark(t, a, 30*time.Second)
+	if want := (markEvent{Event: "reaction", Seq: old, Emoji: "👍", Action: "add", Count: 1}); from != member || e != want {
+		t.Fatalf("node 1 got %+v from %d, want %+v from %d", e, from, want, member)
+	}
+	assertNoMessage(t, a, time.Second) // the second add announced nothing
+	if _, err := react(ctx, a, wire.CmdAddReaction, topic, old, "👍"); err != nil {
+		t.Fatal(err)
+	}
+	if _, e := awaitMark(t, b, 30*time.Second); e.Count != 2 || e.Seq != old {
+		t.Fatalf("node 2 got %+v, want the owner's add with count 2", e)
+	}
+
+	// Bad input, and the 21st emoji of one user on one message: refused, nothing changes.
+	for i := range 20 {
+		if _, err := react(ctx, b, wire.CmdAddReaction, topic, fresh, fmt.Sprintf("e%d", i)); err != nil {
+			t.Fatalf("emoji %d of 20: %v", i+1, err)
+		}
+	}
+	for _, tt := range []struct {
+		name  string
+		seq   int64
+		emoji string
+		code  int
+	}{
+		{"emoji too long", old, strings.Repeat("x", 65), wire.CodeInvalidArgument},
+		{"unknown seq", fresh + 1000, "👍", wire.CodeNotFound},
+		{"a 21st emoji of one user", fresh, "e20", wire.CodeForbidden},
+	} {
+		if _, err := react(ctx, b, wire.CmdAddReaction, topic, tt.seq, tt.emoji); codeOf(err) != tt.code {
+			t.Errorf("%s: %v, want code %d", tt.name, err, tt.code)
+		}
+	}
+	var who wire.GetReactionsResponse
+	if err := change(ctx, b, wire.CmdGetReactions, wire.GetReactionsRequest{Topic: topic, Seq: fresh}, &who); err != nil {
+		t.Fatal(err)
+	}
+	if len(who.Reactions) != 20 {
+		t.Errorf("seq %d holds %d reactions, want the 20 admitted", fresh, len(who.Reactions))
+	}
+
+	// History (owner, node 1) and sync (member, node 2) carry the summary, each one's own marked.
+	var page wire.GetHistoryResponse
+	if err := change(ctx, a, wire.CmdGetHistory, wire.GetHistoryRequest{Topic: topic, Limit: 200}, &page); err != nil {
+		t.Fatal(err)
+	}
+	if got := summaryOf(page.Messages, old); !reflect.DeepEqual(got, []wire.ReactionCount{{Emoji: "👍", Count: 2, Mine: true}}) {
+		t.Errorf("history: seq %d summary %+v", old, got)
+	}
+	if got := summaryOf(page.Messages, fresh); len(got) != 20 || got[0].Mine {
+		t.Errorf("history: seq %d summary %+v, want 20 emojis, none the owner's", fresh, got)
+	}
+	synced, _, err := b.SyncMessages(ctx, topic, 0, 200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := summaryOf(synced, fresh); len(got) != 20 || !got[0].Mine {
+		t.Errorf("sync: seq %d summary %+v, want 20 emojis, the member's", fresh, got)
+	}
+	rest := get(t, nodes[1], memberToken, "/api/v1/topics/"+topic+"/messages/"+fmt.Sprint(old))
+	if want := `"reactions":[{"count":2,"emoji":"👍","mine":true}]`; !strings.Contains(rest, want) {
+		t.Errorf("GET one message: %s, want %s", rest, want)
+	}
+
+	// Pins: a member may not, the owner may; the event reaches node 2.
+	var pins wire.PinsResponse
+	if err := change(ctx, b, wire.CmdPinMessage, wire.PinRequest{Topic: topic, Seq: old}, &pins); codeOf(err) != wire.CodeForbidden {
+		t.Fatalf("a member pins: %v, want 40301", err)
+	}
+	drain(b)
+	beforePins := nodes[0].metricValue("message_pin_total", "action", "pin", "status", "ok")
+	if err := change(ctx, a, wire.CmdPinMessage, wire.PinRequest{Topic: topic, Seq: old}, &pins); err != nil {
+		t.Fatal(err)
+	}
+	if len(pins.Pins) != 1 || pins.Pins[0].Seq != old || pins.Pins[0].PinnedBy != owner {
+		t.Fatalf("pins %+v", pins)
+	}
+	if got := nodes[0].metricValue("message_pin_total", "action", "pin", "status", "ok") - beforePins; got != 1 {
+		t.Errorf("message_pin_total{pin,ok} rose by %v, want 1", got)
+	}
+	if from, e := awaitMark(t, b, 30*time.Second); from != owner || e.Event != "pin" || e.Seq != old {
+		t.Fatalf("node 2 got %+v from %d, want the owner's pin of seq %d", e, from, old)
+	}
+	if got := get(t, nodes[1], memberToken, "/api/v1/topics/"+topic+"/pins"); !strings.Contains(got, fmt.Sprintf(`"seq":%d`, old)) {
+		t.Errorf("GET pins: %s", got)
+	}
+}
+
+// summaryOf is the reaction summary of seq in a page.
+func summaryOf(ms []wire.Message, seq int64) []wire.ReactionCount {
+	for _, m := range ms {
+		if m.Seq == seq {
+			return m.Reactions
+		}
+	}
+	return nil
+}
+
+// drain drops the pushes c has received so far.
+func drain(c *client.Conn) {
+	for {
+		select {
+		case <-c.Pushes():
+		default:
+			return
+		}
+	}
+}
