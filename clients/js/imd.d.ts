@@ -8,7 +8,8 @@ export const Cmd: Readonly<{
   AUTH: 1; HEARTBEAT: 2; GENERATE_MSG_ID: 3; SEND_MESSAGE: 4; SEND_ACK: 5; MESSAGE: 6;
   PUSH_ACK: 7; READ_MESSAGE: 8; RECALL_MESSAGE: 9; SYNC_INBOX: 10; SYNC_INBOX_FINISH: 11;
   SYNC_MESSAGES: 12; SYNC_MESSAGES_FINISH: 13; KICK: 14; EDIT_MESSAGE: 15; DELETE_MESSAGES: 16;
-  EVENT: 17; GET_HISTORY: 18;
+  EVENT: 17; GET_HISTORY: 18; ADD_REACTION: 25; REMOVE_REACTION: 26; GET_REACTIONS: 27;
+  PIN_MESSAGE: 28; UNPIN_MESSAGE: 29; GET_PINS: 30;
 }>;
 
 export const Code: Readonly<{
@@ -62,6 +63,33 @@ export interface Message {
   version: number;
   created_at: number;
   edited_at?: number;
+  /** The reaction summary, in history and sync pages only; absent when there is none. */
+  reactions?: ReactionCount[];
+}
+
+/** One emoji of a message's reaction summary; mine: the user is one of those who reacted. */
+export interface ReactionCount {
+  emoji: string;
+  count: number;
+  mine: boolean;
+}
+
+export interface ReactionSummary {
+  topic: string;
+  seq: number;
+  reactions: ReactionCount[];
+}
+
+export interface Reaction {
+  emoji: string;
+  user: number;
+  created_at: number;
+}
+
+export interface Pin {
+  seq: number;
+  pinned_by: number;
+  pinned_at: number;
 }
 
 export interface SendRequest {
@@ -180,6 +208,15 @@ export class Client {
   syncMessages(topic: string, sinceSeq?: number): Promise<Message[]>;
   /** The whole conversation list. */
   dialogs(): Promise<Dialog[]>;
+  /** Emoji at most 64 bytes; idempotent; any month. */
+  addReaction(topic: string, seq: number, emoji: string): Promise<ReactionSummary>;
+  removeReaction(topic: string, seq: number, emoji: string): Promise<ReactionSummary>;
+  /** Oldest first, at most limit (default 200). */
+  reactions(topic: string, seq: number, limit?: number): Promise<Reaction[]>;
+  /** Newest first, after the change. */
+  pin(topic: string, seq: number): Promise<Pin[]>;
+  unpin(topic: string, seq: number): Promise<Pin[]>;
+  pins(topic: string): Promise<Pin[]>;
   request<T = unknown>(cmd: number, body?: object): Promise<T>;
   stream<T = unknown>(cmd: number, body?: object): Promise<{ pages: unknown[]; data: T }>;
 }

@@ -25,7 +25,8 @@ export const Cmd = Object.freeze({
   AUTH: 1, HEARTBEAT: 2, GENERATE_MSG_ID: 3, SEND_MESSAGE: 4, SEND_ACK: 5, MESSAGE: 6,
   PUSH_ACK: 7, READ_MESSAGE: 8, RECALL_MESSAGE: 9, SYNC_INBOX: 10, SYNC_INBOX_FINISH: 11,
   SYNC_MESSAGES: 12, SYNC_MESSAGES_FINISH: 13, KICK: 14, EDIT_MESSAGE: 15, DELETE_MESSAGES: 16,
-  EVENT: 17, GET_HISTORY: 18,
+  EVENT: 17, GET_HISTORY: 18, ADD_REACTION: 25, REMOVE_REACTION: 26, GET_REACTIONS: 27,
+  PIN_MESSAGE: 28, UNPIN_MESSAGE: 29, GET_PINS: 30,
 });
 
 export const Code = Object.freeze({
@@ -276,6 +277,31 @@ export class Client {
       since = data.last_seq;
     }
   }
+
+  /**
+   * Puts the user's emoji on message seq of topic (ADD_REACTION), any month; resolves with the
+   * message's reaction summary. Members learn it from a `system` message
+   * {"event":"reaction",seq,emoji,action,count} of the topic.
+   */
+  addReaction(topic, seq, emoji) { return this.request(Cmd.ADD_REACTION, { topic, seq, emoji }); }
+
+  /** Takes the user's emoji off the message (REMOVE_REACTION); resolves with the summary. */
+  removeReaction(topic, seq, emoji) { return this.request(Cmd.REMOVE_REACTION, { topic, seq, emoji }); }
+
+  /** Who reacted to the message with what, oldest first (GET_REACTIONS). */
+  async reactions(topic, seq, limit = 0) {
+    const data = await this.request(Cmd.GET_REACTIONS, { topic, seq, limit: limit || undefined });
+    return data.reactions ?? [];
+  }
+
+  /** Pins the message (PIN_MESSAGE): group owner and admins, both members of a pair; resolves with the pins. */
+  async pin(topic, seq) { return (await this.request(Cmd.PIN_MESSAGE, { topic, seq })).pins ?? []; }
+
+  /** Unpins the message (UNPIN_MESSAGE); resolves with the pins left. */
+  async unpin(topic, seq) { return (await this.request(Cmd.UNPIN_MESSAGE, { topic, seq })).pins ?? []; }
+
+  /** The conversation's pinned messages, newest first (GET_PINS). */
+  async pins(topic) { return (await this.request(Cmd.GET_PINS, { topic })).pins ?? []; }
 
   /** Any request whose response is one frame; resolves with its data, rejects with ImdError. */
   async request(cmd, body = {}) { return (await this.stream(cmd, body)).data; }
