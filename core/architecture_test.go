@@ -94,6 +94,8 @@ var edges = map[edge]string{
 	{"core/usecase/longsearch", "core/usecase/history"}:      "every hit is read back, and its rights re-checked, through history",
 	{"core/usecase/modify", "core/usecase/conversation"}:     "recall, edit and delete act in a conversation the user may write to",
 	{"core/usecase/modify", "core/usecase/send"}:             "each change is announced as one system message through the send path",
+	{"core/usecase/forward", "core/usecase/conversation"}:    "a copy is addressed like a send",
+	{"core/usecase/forward", "core/usecase/send"}:            "a copy goes through the send path like any message",
 	{"core/usecase/reactions", "core/usecase/conversation"}:  "reactions and pins act in a conversation the user may read",
 	{"core/usecase/reactions", "core/usecase/send"}:          "each reaction or pin is announced as one system message through the send path",
 	{"core/usecase/read", "core/usecase/conversation"}:       "a read mark is set in a conversation the user is in",

@@ -16,37 +16,6 @@ import (
 	"github.com/imdhq/imd/clients/go/wire"
 )
 
-// markEvent is the content of a reaction or pin topic event.
-type markEvent struct {
-	Event  string `json:"event"`
-	Seq    int64  `json:"seq"`
-	Emoji  string `json:"emoji"`
-	Action string `json:"action"`
-	Count  int    `json:"count"`
-}
-
-// awaitMark waits for the MESSAGE push of a reaction or pin event and returns its sender and
-// content.
-func awaitMark(t *testing.T, c *client.Conn, limit time.Duration) (int64, markEvent) {
-	t.Helper()
-	deadline := time.After(limit)
-	for {
-		select {
-		case p := <-c.Pushes():
-			if p.Command != wire.CmdMessage || p.Message == nil || p.Message.Type != wire.TypeSystem {
-				continue
-			}
-			var e markEvent
-			if err := json.Unmarshal(p.Message.Content, &e); err != nil {
-				t.Fatalf("event content %s: %v", p.Message.Content, err)
-			}
-			return p.Message.From, e
-		case <-deadline:
-			t.Fatalf("no reaction or pin event within %v", limit)
-		}
-	}
-}
-
 func react(ctx context.Context, c *client.Conn, cmd uint16, topic string, seq int64, emoji string) (wire.ReactionSummary, error) {
 	var sum wire.ReactionSummary
 	err := change(ctx, c, cmd, wire.ReactionRequest{Topic: topic, Seq: seq, Emoji: emoji}, &sum)
@@ -95,15 +64,15 @@ func TestReactionsAndPinsCrossNodesOnSealedMonths(t *testing.T) {
 	if got := nodes[1].metricValue("message_reaction_total", "action", "add", "status", "ok") - before; got != 2 {
 		t.Errorf("message_reaction_total{add,ok} rose by %v, want 2", got)
 	}
-	from, e := awaitMark(t, a, 30*time.Second)
-	if want := (markEvent{Event: "reaction", Seq: old, Emoji: "👍", Action: "add", Count: 1}); from != member || e != want {
-		t.Fatalf("node 1 got %+v from %d, want %+v from %d", e, from, want, member)
+	m, e := awaitEvent(t, a, 30*time.Second)
+	if want := (topicEvent{Event: "reaction", Seq: old, Emoji: "👍", Action: "add", Count: 1}); m.From != member || e != want {
+		t.Fatalf("node 1 got %+v from %d, want %+v from %d", e, m.From, want, member)
 	}
 	assertNoMessage(t, a, time.Second) // the second add announced nothing
 	if _, err := react(ctx, a, wire.CmdAddReaction, topic, old, "👍"); err != nil {
 		t.Fatal(err)
 	}
-	if _, e := awaitMark(t, b, 30*time.Second); e.Count != 2 || e.Seq != old {
+	if _, e := awaitEvent(t, b, 30*time.Second); e.Count != 2 || e.Seq != old {
 		t.Fatalf("node 2 got %+v, want the owner's add with count 2", e)
 	}
 
@@ -174,8 +143,8 @@ func TestReactionsAndPinsCrossNodesOnSealedMonths(t *testing.T) {
 	if got := nodes[0].metricValue("message_pin_total", "action", "pin", "status", "ok") - beforePins; got != 1 {
 		t.Errorf("message_pin_total{pin,ok} rose by %v, want 1", got)
 	}
-	if from, e := awaitMark(t, b, 30*time.Second); from != owner || e.Event != "pin" || e.Seq != old {
-		t.Fatalf("node 2 got %+v from %d, want the owner's pin of seq %d", e, from, old)
+	if m, e := awaitEvent(t, b, 30*time.Second); m.From != owner || e.Event != "pin" || e.Seq != old {
+		t.Fatalf("node 2 got %+v from %d, want the owner's pin of seq %d", e, m.From, old)
 	}
 	if got := get(t, nodes[1], memberToken, "/api/v1/topics/"+topic+"/pins"); !strings.Contains(got, fmt.Sprintf(`"seq":%d`, old)) {
 		t.Errorf("GET pins: %s", got)
@@ -200,5 +169,59 @@ func drain(c *client.Conn) {
 		default:
 			return
 		}
+	}
+}
+
+// TestForwardCarriesTheOriginAndItsMedia: a member forwards an image of one group into another
+// over TCP; the other group's member gets the copy pushed with the origin (topic, seq, msg_id,
+// sender) under content.forward and may then download its media, which it could not before. A
+// user outside the origin's group is refused 40301 on TCP and on the REST form, and nothing is
+// stored.
+func TestForwardCarriesTheOriginAndItsMedia(t *testing.T) {
+	srv := Start(t, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const sender, forwarder, reader int64 = 3201, 3202, 3203
+	senderToken, forwarderToken, readerToken := srv.User(sender), srv.User(forwarder), srv.User(reader)
+	origin := srv.Group(3201, sender, forwarder)
+	dest := srv.Group(3202, forwarder, reader)
+	var grant struct{ Key string }
+	mustCall(t, srv, senderToken, "POST", "/api/v1/uploads", map[string]any{"content_type": "image/png", "size": 10}, &grant)
+	download := map[string]string{"key": grant.Key}
+	img := mustSend(t, ctx, srv.Connect(ctx, senderToken, 1), imageMessage(origin, "img", grant.Key))
+	refused(t, srv, readerToken, "POST", "/api/v1/downloads", download, 40301)
+
+	f := srv.Connect(ctx, forwarderToken, 1)
+	r := srv.Connect(ctx, readerToken, 1)
+	var ack wire.SendAck
+	req := wire.ForwardMessageRequest{FromTopic: origin, FromSeq: img.Seq, Topic: dest, ClientMsgID: "fw-1"}
+	for range 2 { // a retry is the same copy
+		if err := change(ctx, f, wire.CmdForwardMessage, req, &ack); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := awaitMessage(t, r, dest, func(wire.Message) bool { return true })
+	var content struct {
+		Key     string             `json:"key"`
+		Forward wire.ForwardOrigin `json:"forward"`
+	}
+	if err := json.Unmarshal(got.Content, &content); err != nil {
+		t.Fatal(err)
+	}
+	want := wire.ForwardOrigin{Topic: origin, Seq: img.Seq, MsgID: img.MsgID, From: sender}
+	if got.Seq != ack.Seq || got.Type != wire.TypeImage || got.From != forwarder || content.Key != grant.Key || content.Forward != want {
+		t.Fatalf("copy %+v content %s, want an image with forward %+v", got, got.Content, want)
+	}
+	assertNoMessage(t, r, time.Second)
+	mustCall(t, srv, readerToken, "POST", "/api/v1/downloads", download, nil)
+
+	// The reader is not in the origin's group.
+	back := wire.ForwardMessageRequest{FromTopic: origin, FromSeq: img.Seq, Topic: dest, ClientMsgID: "fw-2"}
+	if err := change(ctx, r, wire.CmdForwardMessage, back, nil); codeOf(err) != wire.CodeForbidden {
+		t.Fatalf("forward from a group the user is not in: %v, want 40301", err)
+	}
+	refused(t, srv, readerToken, "POST", "/api/v1/messages/forward", back, 40301)
+	if msgs, _, err := r.SyncMessages(ctx, dest, 0, 50); err != nil || len(msgs) != 1 {
+		t.Fatalf("the destination holds %d messages (%v), want the one copy", len(msgs), err)
 	}
 }

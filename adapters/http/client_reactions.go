@@ -11,8 +11,8 @@ import (
 	"github.com/imdhq/imd/core/usecase/reactions"
 )
 
-// reactionRoutes are the REST forms of ADD_REACTION, REMOVE_REACTION, GET_REACTIONS and the pin
-// commands (issue 31); they authenticate like the rest of /api/v1.
+// reactionRoutes are the REST forms of ADD_REACTION, REMOVE_REACTION, GET_REACTIONS, the pin
+// commands and FORWARD_MESSAGE (issue 31); they authenticate like the rest of /api/v1.
 func (s *Server) reactionRoutes(e *echo.Echo) {
 	api := e.Group("/api/v1", s.requireUser)
 	api.GET("/topics/:topic/messages/:seq/reactions", s.listReactions)
@@ -21,6 +21,7 @@ func (s *Server) reactionRoutes(e *echo.Echo) {
 	api.GET("/topics/:topic/pins", s.listPins)
 	api.PUT("/topics/:topic/pins/:seq", s.pinMessage)
 	api.DELETE("/topics/:topic/pins/:seq", s.unpinMessage)
+	api.POST("/messages/forward", s.forwardMessage)
 }
 
 // reactionRequest names the emoji and, optionally, the device that gets no push of the event.

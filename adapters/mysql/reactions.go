@@ -34,20 +34,7 @@ func (s *Reactions) lockedTx(ctx context.Context, tenant string, fn func(q *sqlc
 	if err != nil {
 		return err
 	}
-	return retryTransient(func() error {
-		tx, err := t.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead})
-		if err != nil {
-			return fmt.Errorf("begin: %w", err)
-		}
-		if err := fn(sqlcdb.New(tx)); err != nil {
-			tx.Rollback()
-			return err
-		}
-		if err := tx.Commit(); err != nil {
-			return fmt.Errorf("commit: %w", err)
-		}
-		return nil
-	})
+	return retryTransient(func() error { return inTxAt(ctx, t.db, sql.LevelRepeatableRead, fn) })
 }
 
 func (s *Reactions) AddReaction(ctx context.Context, tenant string, r msgref.Reaction, lim msgref.ReactionLimits) (msgref.ReactionOutcome, time.Time, error) {

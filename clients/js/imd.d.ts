@@ -9,7 +9,7 @@ export const Cmd: Readonly<{
   PUSH_ACK: 7; READ_MESSAGE: 8; RECALL_MESSAGE: 9; SYNC_INBOX: 10; SYNC_INBOX_FINISH: 11;
   SYNC_MESSAGES: 12; SYNC_MESSAGES_FINISH: 13; KICK: 14; EDIT_MESSAGE: 15; DELETE_MESSAGES: 16;
   EVENT: 17; GET_HISTORY: 18; ADD_REACTION: 25; REMOVE_REACTION: 26; GET_REACTIONS: 27;
-  PIN_MESSAGE: 28; UNPIN_MESSAGE: 29; GET_PINS: 30;
+  PIN_MESSAGE: 28; UNPIN_MESSAGE: 29; GET_PINS: 30; FORWARD_MESSAGE: 31;
 }>;
 
 export const Code: Readonly<{
@@ -84,6 +84,14 @@ export interface Reaction {
   emoji: string;
   user: number;
   created_at: number;
+}
+
+/** The reference a forwarded copy carries in content.forward. */
+export interface ForwardOrigin {
+  topic: string;
+  seq: number;
+  msg_id: number;
+  from: number;
 }
 
 export interface Pin {
@@ -217,6 +225,8 @@ export class Client {
   pin(topic: string, seq: number): Promise<Pin[]>;
   unpin(topic: string, seq: number): Promise<Pin[]>;
   pins(topic: string): Promise<Pin[]>;
+  /** A copy with content.forward = ForwardOrigin; clientMsgId defaults to a random one. */
+  forward(fromTopic: string, fromSeq: number, to: { topic: string } | { conversation_id: number } | { to_user: number }, clientMsgId?: string): Promise<SendAck>;
   request<T = unknown>(cmd: number, body?: object): Promise<T>;
   stream<T = unknown>(cmd: number, body?: object): Promise<{ pages: unknown[]; data: T }>;
 }

@@ -26,7 +26,7 @@ export const Cmd = Object.freeze({
   PUSH_ACK: 7, READ_MESSAGE: 8, RECALL_MESSAGE: 9, SYNC_INBOX: 10, SYNC_INBOX_FINISH: 11,
   SYNC_MESSAGES: 12, SYNC_MESSAGES_FINISH: 13, KICK: 14, EDIT_MESSAGE: 15, DELETE_MESSAGES: 16,
   EVENT: 17, GET_HISTORY: 18, ADD_REACTION: 25, REMOVE_REACTION: 26, GET_REACTIONS: 27,
-  PIN_MESSAGE: 28, UNPIN_MESSAGE: 29, GET_PINS: 30,
+  PIN_MESSAGE: 28, UNPIN_MESSAGE: 29, GET_PINS: 30, FORWARD_MESSAGE: 31,
 });
 
 export const Code = Object.freeze({
@@ -302,6 +302,15 @@ export class Client {
 
   /** The conversation's pinned messages, newest first (GET_PINS). */
   async pins(topic) { return (await this.request(Cmd.GET_PINS, { topic })).pins ?? []; }
+
+  /**
+   * Sends a copy of message fromSeq of fromTopic into the conversation `to` names
+   * ({topic} | {conversation_id} | {to_user}) with content.forward = {topic, seq, msg_id, from}
+   * (FORWARD_MESSAGE); resolves with the copy's SEND_ACK data. Pass the same clientMsgId to retry.
+   */
+  forward(fromTopic, fromSeq, to, clientMsgId = randomId()) {
+    return this.request(Cmd.FORWARD_MESSAGE, { from_topic: fromTopic, from_seq: fromSeq, ...to, client_msg_id: clientMsgId });
+  }
 
   /** Any request whose response is one frame; resolves with its data, rejects with ImdError. */
   async request(cmd, body = {}) { return (await this.stream(cmd, body)).data; }

@@ -26,6 +26,7 @@ import (
 	"github.com/imdhq/imd/core/usecase/authn"
 	"github.com/imdhq/imd/core/usecase/directory"
 	"github.com/imdhq/imd/core/usecase/favorites"
+	"github.com/imdhq/imd/core/usecase/forward"
 	"github.com/imdhq/imd/core/usecase/groupfiles"
 	"github.com/imdhq/imd/core/usecase/history"
 	"github.com/imdhq/imd/core/usecase/inbox"
@@ -52,6 +53,7 @@ var depsStructs = map[string]reflect.Type{
 	"deliver.Deps":          reflect.TypeFor[deliver.Deps](),
 	"directory.Deps":        reflect.TypeFor[directory.Deps](),
 	"favorites.Deps":        reflect.TypeFor[favorites.Deps](),
+	"forward.Deps":          reflect.TypeFor[forward.Deps](),
 	"groupfiles.Deps":       reflect.TypeFor[groupfiles.Deps](),
 	"history.Deps":          reflect.TypeFor[history.Deps](),
 	"httpapi.ArchiveOps":    reflect.TypeFor[httpapi.ArchiveOps](),

@@ -22,6 +22,7 @@ import (
 	"github.com/imdhq/imd/core/usecase/authn"
 	"github.com/imdhq/imd/core/usecase/directory"
 	"github.com/imdhq/imd/core/usecase/favorites"
+	"github.com/imdhq/imd/core/usecase/forward"
 	"github.com/imdhq/imd/core/usecase/groupfiles"
 	"github.com/imdhq/imd/core/usecase/history"
 	"github.com/imdhq/imd/core/usecase/inbox"
@@ -42,7 +43,7 @@ import (
 // lifecycle.go starts and stops them, and the metrics-only listener.
 
 func newTCPServer(cfg config.Config, p Ports, log *slog.Logger, auth *authn.Service, sends *send.Service,
-	h *history.Service, changes *modify.Service, marks *reactions.Service, box *inbox.Service, reads *read.Service,
+	h *history.Service, changes *modify.Service, marks *reactions.Service, fwd *forward.Service, box *inbox.Service, reads *read.Service,
 	presence *cluster.Tracker, missed *deliver.Missed,
 ) (*tcpserver.Server, error) {
 	c, err := tcpConfig(cfg)
@@ -55,6 +56,7 @@ func newTCPServer(cfg config.Config, p Ports, log *slog.Logger, auth *authn.Serv
 		History:   h,
 		Modify:    changes,
 		Reactions: marks,
+		Forward:   fwd,
 		Inbox:     box,
 		Read:      reads,
 		IDs:       p.IDs,
@@ -145,8 +147,8 @@ func newArchiveOps(a *archiver.Service, r *retention.Service, x *reindex.Service
 	return httpapi.ArchiveOps{Archiver: a, Retention: r, Reindex: x, Jobs: js, Search: s}
 }
 
-func newReferenceOps(f *favorites.Service, g *groupfiles.Service, r *replies.Service, m *reactions.Service) httpapi.ReferenceOps {
-	return httpapi.ReferenceOps{Favorites: f, Files: g, Replies: r, Reactions: m}
+func newReferenceOps(f *favorites.Service, g *groupfiles.Service, r *replies.Service, m *reactions.Service, fwd *forward.Service) httpapi.ReferenceOps {
+	return httpapi.ReferenceOps{Favorites: f, Files: g, Replies: r, Reactions: m, Forward: fwd}
 }
 
 func newNodeOps(p Ports) httpapi.NodeOps {

@@ -25,6 +25,7 @@ import (
 	"github.com/imdhq/imd/core/usecase/conversation"
 	"github.com/imdhq/imd/core/usecase/directory"
 	"github.com/imdhq/imd/core/usecase/favorites"
+	"github.com/imdhq/imd/core/usecase/forward"
 	"github.com/imdhq/imd/core/usecase/groupfiles"
 	"github.com/imdhq/imd/core/usecase/history"
 	"github.com/imdhq/imd/core/usecase/inbox"
@@ -232,6 +233,11 @@ func newReactions(p Ports, log *slog.Logger, resolver *conversation.Resolver, h 
 		Metrics:   p.Metrics,
 		Log:       log,
 	})
+}
+
+// newForward copies messages into other conversations through the send path (issue 31).
+func newForward(p Ports, h *history.Service, sends *send.Service) *forward.Service {
+	return forward.New(forward.Deps{Messages: h, Hidden: p.HiddenRanges, Sender: sends})
 }
 
 func newInbox(p Ports, log *slog.Logger) *inbox.Service {

@@ -16,6 +16,7 @@ import (
 	"github.com/imdhq/imd/adapters/protocol/taskpool"
 	"github.com/imdhq/imd/clients/go/wire"
 	"github.com/imdhq/imd/core/domain/message"
+	"github.com/imdhq/imd/core/usecase/forward"
 	"github.com/imdhq/imd/core/usecase/history"
 	"github.com/imdhq/imd/core/usecase/inbox"
 	"github.com/imdhq/imd/core/usecase/modify"
@@ -73,11 +74,13 @@ type Deps struct {
 	// Reactions serves the reaction and pin commands and the summaries of message pages; nil
 	// answers those commands 50301 and sends pages without summaries.
 	Reactions *reactions.Service
-	Inbox     *inbox.Service
-	Read      *read.Service
-	IDs       ports.IDGenerator
-	Clock     ports.Clock
-	Metrics   ports.Metrics
+	// Forward serves FORWARD_MESSAGE; nil answers it 50301.
+	Forward *forward.Service
+	Inbox   *inbox.Service
+	Read    *read.Service
+	IDs     ports.IDGenerator
+	Clock   ports.Clock
+	Metrics ports.Metrics
 	// Presence, when set, hears which devices this node holds, whatever their transport
 	// (several nodes on one tenant).
 	Presence session.Observer

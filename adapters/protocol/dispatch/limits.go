@@ -42,8 +42,8 @@ func budgetOf(cmd uint16) budget {
 	switch cmd {
 	case wire.CmdAuth:
 		return budgetAuth
-	case wire.CmdSendMessage, wire.CmdAddReaction, wire.CmdRemoveReaction, wire.CmdPinMessage, wire.CmdUnpinMessage:
-		// Each reaction or pin change writes a message into its topic (issue 31).
+	case wire.CmdSendMessage, wire.CmdForwardMessage, wire.CmdAddReaction, wire.CmdRemoveReaction, wire.CmdPinMessage, wire.CmdUnpinMessage:
+		// A forward is a send; each reaction or pin change writes a message too (issue 31).
 		return budgetSend
 	case wire.CmdSyncInbox:
 		return budgetSyncInbox

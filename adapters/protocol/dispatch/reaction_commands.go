@@ -92,7 +92,30 @@ func (d *Dispatcher) withReactions(ctx context.Context, r *request, msgs []messa
 	return protocol.WithReactions(out, d.deps.Reactions.Summaries(ctx, r.identity.Tenant, r.identity.User, msgs))
 }
 
-// addReactionCommands registers the reaction and pin commands (25-30).
+// forwardMessage answers FORWARD_MESSAGE with the copy's SEND_ACK data, on its own command.
+func (d *Dispatcher) forwardMessage(ctx context.Context, r *request) (any, error) {
+	if d.deps.Forward == nil {
+		return nil, apperr.New(apperr.Busy, "forwarding is not available")
+	}
+	var req wire.ForwardMessageRequest
+	if err := decodeBody(r.frame.Body, &req); err != nil {
+		return nil, err
+	}
+	r.topic, r.conversationID, r.msgID = req.Topic, req.ConversationID, req.MsgID
+	fr, err := protocol.ForwardRequest(req, r.identity.Tenant, r.identity.User, r.identity.Device)
+	if err != nil {
+		return nil, err
+	}
+	res, err := d.deps.Forward.Forward(ctx, fr)
+	if err != nil {
+		return nil, err
+	}
+	m := res.Message
+	r.topic, r.conversationID, r.msgID = m.Topic, m.ConversationID, m.MsgID
+	return protocol.SendAckOf(res), nil
+}
+
+// addReactionCommands registers the reaction and pin commands (25-30) and FORWARD_MESSAGE (31).
 func (d *Dispatcher) addReactionCommands() {
 	d.handlers[wire.CmdAddReaction] = d.react(false)
 	d.handlers[wire.CmdRemoveReaction] = d.react(true)
@@ -100,4 +123,5 @@ func (d *Dispatcher) addReactionCommands() {
 	d.handlers[wire.CmdPinMessage] = d.pin(false)
 	d.handlers[wire.CmdUnpinMessage] = d.pin(true)
 	d.handlers[wire.CmdGetPins] = d.getPins
+	d.handlers[wire.CmdForwardMessage] = d.forwardMessage
 }

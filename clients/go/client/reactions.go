@@ -54,3 +54,13 @@ func (c *Conn) pins(ctx context.Context, cmd uint16, req any) ([]wire.Pin, error
 	err := c.call(ctx, cmd, req, &resp)
 	return resp.Pins, err
 }
+
+// Forward sends a copy of a message into another conversation
+// (FORWARD_MESSAGE) and returns the copy's SEND_ACK; its content carries the
+// origin under "forward" (wire.ForwardOrigin). Retry with the same
+// ClientMsgID.
+func (c *Conn) Forward(ctx context.Context, req wire.ForwardMessageRequest) (wire.SendAck, error) {
+	var ack wire.SendAck
+	err := c.call(ctx, wire.CmdForwardMessage, req, &ack)
+	return ack, err
+}

@@ -31,6 +31,13 @@ func reactionHandler(ss *session, f frame.Frame) {
 	case wire.CmdPinMessage, wire.CmdUnpinMessage:
 		req := decodeBody[wire.PinRequest](ss.t, f)
 		ss.ok(f, f.Command, wire.PinsResponse{Topic: req.Topic, Pins: []wire.Pin{{Seq: req.Seq, PinnedBy: userID, PinnedAt: 2}}})
+	case wire.CmdForwardMessage:
+		req := decodeBody[wire.ForwardMessageRequest](ss.t, f)
+		if req.FromTopic == "grp_denied" {
+			ss.fail(f, f.Command, wire.CodeForbidden, "not a member")
+			return
+		}
+		ss.ok(f, f.Command, wire.SendAck{MsgID: 101, Seq: 2, Topic: req.Topic, ClientMsgID: req.ClientMsgID, ServerTime: 4})
 	case wire.CmdGetPins:
 		req := decodeBody[wire.GetPinsRequest](ss.t, f)
 		ss.ok(f, f.Command, wire.PinsResponse{Topic: req.Topic, Pins: []wire.Pin{}})
@@ -73,5 +80,12 @@ func TestReactionAndPinHelpers(t *testing.T) {
 	}
 	if pins, err := c.Pins(ctx, "grp_1"); err != nil || len(pins) != 0 {
 		t.Errorf("Pins = %+v, %v", pins, err)
+	}
+	ack, err := c.Forward(ctx, wire.ForwardMessageRequest{FromTopic: "grp_1", FromSeq: 3, Topic: "grp_2", ClientMsgID: "f1"})
+	if err != nil || ack.Topic != "grp_2" || ack.ClientMsgID != "f1" || ack.Seq != 2 {
+		t.Errorf("Forward = %+v, %v", ack, err)
+	}
+	if _, err := c.Forward(ctx, wire.ForwardMessageRequest{FromTopic: "grp_denied", FromSeq: 1, Topic: "grp_2", ClientMsgID: "f2"}); !errors.As(err, &codeErr) || codeErr.Code != wire.CodeForbidden {
+		t.Errorf("Forward from a conversation the user cannot read: %v, want 40301", err)
 	}
 }

@@ -358,3 +358,24 @@ test("reactions and pins are one request each, answered with the summary or the 
   assert.deepEqual(await listed, []);
   c.close();
 });
+
+test("forward names the origin and the destination and keeps its client_msg_id", async () => {
+  const c = newClient();
+  const opened = c.connect();
+  const s = await socket(0);
+  await serveLogin(s);
+  await opened;
+  const ack = { msg_id: 9, seq: 5, topic: "p2p_1_43", conversation_id: 2, client_msg_id: "f-1", server_time: 3 };
+  const done = c.forward("grp_7", 12, { to_user: 43 }, "f-1");
+  const req = await s.next(Cmd.FORWARD_MESSAGE);
+  assert.deepEqual(req.body, { from_topic: "grp_7", from_seq: 12, to_user: 43, client_msg_id: "f-1" });
+  s.reply(req, ack);
+  assert.deepEqual(await done, ack);
+
+  const refused = c.forward("grp_8", 1, { topic: "grp_7" });
+  const denied = await s.next(Cmd.FORWARD_MESSAGE);
+  assert.ok(denied.body.client_msg_id.length > 0);
+  s.reply(denied, null, { code: Code.FORBIDDEN, msg: "not a member" });
+  await assert.rejects(refused, (e) => e instanceof ImdError && e.code === Code.FORBIDDEN);
+  c.close();
+});
