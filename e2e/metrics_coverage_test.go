@@ -75,6 +75,8 @@ var movedBy = map[string]string{
 	"deliver_notify_total":                       "TestMetricsOfSystemPush",
 	"push_notify_total":                          "TestMetricsOfSystemPush",
 	"message_modify_total":                       "TestMetricsMoveWithTheirEvents",
+	"message_reaction_total":                     "TestReactionsAndPinsCrossNodesOnSealedMonths",
+	"message_pin_total":                          "TestReactionsAndPinsCrossNodesOnSealedMonths",
 	"http_requests_total":                        "TestMetricsMoveWithTheirEvents",
 	"http_request_duration_seconds":              "TestMetricsMoveWithTheirEvents",
 	"group_message_archive_ops_total":            "TestLifecycleLateWriteIntoSealedMonthIsCompensated",

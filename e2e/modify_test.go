@@ -56,11 +56,15 @@ func deleteRange(ctx context.Context, c *client.Conn, topic string, low, hi int6
 	return nil
 }
 
-// topicEvent is the content of a recall, edit or delete event message.
+// topicEvent is the content of a topic event message: a recall, edit or delete, or a reaction
+// or pin (issue 31) with its emoji, action and count.
 type topicEvent struct {
 	Event   string `json:"event"`
 	Seq     int64  `json:"seq"`
 	Version int64  `json:"version"`
+	Emoji   string `json:"emoji"`
+	Action  string `json:"action"`
+	Count   int    `json:"count"`
 }
 
 // awaitEvent waits for the MESSAGE push of a topic event and returns the message and its event.

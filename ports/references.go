@@ -2,6 +2,7 @@ package ports
 
 import (
 	"context"
+	"time"
 
 	"github.com/imdhq/imd/core/domain/msgref"
 )
@@ -52,4 +53,35 @@ type MediaRefs interface {
 // edit paths call it before a message carrying the key is stored.
 type MediaAdmission interface {
 	AdmitMedia(ctx context.Context, tenant string, user int64, key, topic string) error
+}
+
+// Reactions keeps users' emoji reactions on messages by topic+seq (issue 31), beside the
+// month tables so that a reaction on a message of a sealed or archived month works and a lost
+// Redis loses none (DESIGN §3.1).
+type Reactions interface {
+	// AddReaction records r unless it is there already, checking lim against the message's
+	// other reactions atomically; it returns what it did and the time of the stored reaction
+	// (r.At when added now, the first time when it was there).
+	AddReaction(ctx context.Context, tenant string, r msgref.Reaction, lim msgref.ReactionLimits) (msgref.ReactionOutcome, time.Time, error)
+	// RemoveReaction removes r.User's r.Emoji from the message: ReactionChanged when there was
+	// one, ReactionUnchanged when not.
+	RemoveReaction(ctx context.Context, tenant string, r msgref.Reaction) (msgref.ReactionOutcome, error)
+	// ReactionSummaries returns, in one read, the summary of each of seqs of topic that has
+	// reactions: emojis in the order they were first used, Mine set where viewer reacted.
+	ReactionSummaries(ctx context.Context, tenant, topic string, seqs []int64, viewer int64) (map[int64][]msgref.ReactionCount, error)
+	// Reactors lists the reactions on one message, oldest first, at most limit.
+	Reactors(ctx context.Context, tenant, topic string, seq int64, limit int) ([]msgref.Reaction, error)
+}
+
+// Pins keeps each conversation's pinned messages by topic+seq (issue 31), beside the month
+// tables like Reactions.
+type Pins interface {
+	// AddPin pins p unless the message is pinned already, while the topic holds fewer than max;
+	// it returns the stored pin (the first one when pinned before) and whether it was added now.
+	// A full topic is msgref.ErrPinsFull.
+	AddPin(ctx context.Context, tenant string, p msgref.Pin, max int) (msgref.Pin, bool, error)
+	// RemovePin reports whether the message was pinned.
+	RemovePin(ctx context.Context, tenant, topic string, seq int64) (bool, error)
+	// Pins lists a topic's pins, newest first.
+	Pins(ctx context.Context, tenant, topic string) ([]msgref.Pin, error)
 }

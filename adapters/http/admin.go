@@ -162,14 +162,14 @@ func (s *Server) pageTopic(c echo.Context, tenant string, user int64) error {
 			return err
 		}
 		return c.JSON(http.StatusOK, messagesResponse{
-			Messages: protocol.FromMessages(res.Messages), LastSeq: &res.LastSeq, HasMore: &res.HasMore,
+			Messages: s.withReactions(c, user, tenant, res.Messages), LastSeq: &res.LastSeq, HasMore: &res.HasMore,
 		})
 	}
 	ms, err := s.d.History.History(ctx, history.HistoryRequest{Tenant: tenant, User: user, Topic: name, Before: before, Limit: limit})
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, messagesResponse{Messages: protocol.FromMessages(ms)})
+	return c.JSON(http.StatusOK, messagesResponse{Messages: s.withReactions(c, user, tenant, ms)})
 }
 
 type shardRow struct {

@@ -9,6 +9,7 @@ import (
 	"github.com/imdhq/imd/clients/go/wire"
 	"github.com/imdhq/imd/core/domain/apperr"
 	"github.com/imdhq/imd/core/domain/dialog"
+	"github.com/imdhq/imd/core/domain/message"
 	"github.com/imdhq/imd/core/domain/topic"
 	"github.com/imdhq/imd/core/usecase/inbox"
 	"github.com/imdhq/imd/core/usecase/read"
@@ -184,7 +185,7 @@ func (s *Server) userMessage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, protocol.FromMessage(m))
+	return c.JSON(http.StatusOK, s.withReactions(c, who.UserID, who.Tenant, []message.Message{m})[0])
 }
 
 // sendRequest is SEND_MESSAGE's body (PROTOCOL §4) plus the optional sending device.

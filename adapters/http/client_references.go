@@ -12,8 +12,10 @@ import (
 	"github.com/imdhq/imd/core/domain/message"
 	"github.com/imdhq/imd/core/domain/topic"
 	"github.com/imdhq/imd/core/usecase/favorites"
+	"github.com/imdhq/imd/core/usecase/forward"
 	"github.com/imdhq/imd/core/usecase/groupfiles"
 	"github.com/imdhq/imd/core/usecase/longsearch"
+	"github.com/imdhq/imd/core/usecase/reactions"
 	"github.com/imdhq/imd/core/usecase/replies"
 )
 
@@ -24,6 +26,11 @@ type ReferenceOps struct {
 	Favorites *favorites.Service
 	Files     *groupfiles.Service
 	Replies   *replies.Service
+	// Reactions serves the reaction and pin routes of client_reactions.go and the reaction
+	// summaries of the caller's message pages.
+	Reactions *reactions.Service
+	// Forward serves POST /api/v1/messages/forward (client_forward.go).
+	Forward *forward.Service
 }
 
 // referenceRoutes registers the client routes; they authenticate like the rest of /api/v1.

@@ -130,6 +130,7 @@ func New(cfg Config, d Deps, log *slog.Logger) *Server {
 	s.clientRoutes(s.echo)
 	s.referenceRoutes(s.echo)
 	s.devRoutes(s.echo)
+	s.reactionRoutes(s.echo)
 	s.adminRoutes(s.admin)
 	return s
 }

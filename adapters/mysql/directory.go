@@ -309,7 +309,12 @@ func (d *Directory) EnsureP2P(ctx context.Context, tenant string, a, b int64, id
 
 // inTx runs fn in one READ COMMITTED transaction.
 func inTx(ctx context.Context, db *sql.DB, fn func(*sqlcdb.Queries) error) error {
-	tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	return inTxAt(ctx, db, sql.LevelReadCommitted, fn)
+}
+
+// inTxAt runs fn in one transaction of the given isolation level.
+func inTxAt(ctx context.Context, db *sql.DB, level sql.IsolationLevel, fn func(*sqlcdb.Queries) error) error {
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: level})
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}

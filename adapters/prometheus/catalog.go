@@ -102,6 +102,8 @@ func catalog() []spec {
 		{name: "enqueue_latency", kind: histogram, help: "Seconds to push a deliver job.", buckets: latencyBuckets},
 		{name: "persist_latency", kind: histogram, help: "Seconds per committed group-commit transaction, from BEGIN to COMMIT.", buckets: latencyBuckets},
 		{name: "message_modify_total", kind: counter, help: "Recall, edit and delete requests, by action (recall|edit|delete|delete_self) and outcome (ok|refused|failed).", labels: []string{"action", "status"}},
+		{name: "message_reaction_total", kind: counter, help: "ADD_REACTION and REMOVE_REACTION requests, by action (add|remove) and outcome (ok|refused|failed).", labels: []string{"action", "status"}},
+		{name: "message_pin_total", kind: counter, help: "PIN_MESSAGE and UNPIN_MESSAGE requests, by action (pin|unpin) and outcome (ok|refused|failed).", labels: []string{"action", "status"}},
 
 		// Transport.
 		{name: "taskpool_rejected_total", kind: counter, help: "Tasks refused because the worker pool was full."},

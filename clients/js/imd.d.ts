@@ -9,7 +9,8 @@ export const Cmd: Readonly<{
   PUSH_ACK: 7; READ_MESSAGE: 8; RECALL_MESSAGE: 9; SYNC_INBOX: 10; SYNC_INBOX_FINISH: 11;
   SYNC_MESSAGES: 12; SYNC_MESSAGES_FINISH: 13; KICK: 14; EDIT_MESSAGE: 15; DELETE_MESSAGES: 16;
   EVENT: 17; GET_HISTORY: 18; QUERY_PRESENCE: 19; PRESENCE: 20; TYPING: 21; TYPING_NOTICE: 22;
-  SETTINGS: 23;
+  SETTINGS: 23; ADD_REACTION: 25; REMOVE_REACTION: 26; GET_REACTIONS: 27;
+  PIN_MESSAGE: 28; UNPIN_MESSAGE: 29; GET_PINS: 30; FORWARD_MESSAGE: 31;
 }>;
 
 export const Code: Readonly<{
@@ -63,6 +64,41 @@ export interface Message {
   version: number;
   created_at: number;
   edited_at?: number;
+  /** The reaction summary, in history and sync pages only; absent when there is none. */
+  reactions?: ReactionCount[];
+}
+
+/** One emoji of a message's reaction summary; mine: the user is one of those who reacted. */
+export interface ReactionCount {
+  emoji: string;
+  count: number;
+  mine: boolean;
+}
+
+export interface ReactionSummary {
+  topic: string;
+  seq: number;
+  reactions: ReactionCount[];
+}
+
+export interface Reaction {
+  emoji: string;
+  user: number;
+  created_at: number;
+}
+
+/** The reference a forwarded copy carries in content.forward. */
+export interface ForwardOrigin {
+  topic: string;
+  seq: number;
+  msg_id: number;
+  from: number;
+}
+
+export interface Pin {
+  seq: number;
+  pinned_by: number;
+  pinned_at: number;
 }
 
 /**
@@ -238,6 +274,17 @@ export class Client {
   syncMessages(topic: string, sinceSeq?: number): Promise<Message[]>;
   /** The whole conversation list. */
   dialogs(): Promise<Dialog[]>;
+  /** Emoji at most 64 bytes; idempotent; any month. */
+  addReaction(topic: string, seq: number, emoji: string): Promise<ReactionSummary>;
+  removeReaction(topic: string, seq: number, emoji: string): Promise<ReactionSummary>;
+  /** Oldest first, at most limit (default 200). */
+  reactions(topic: string, seq: number, limit?: number): Promise<Reaction[]>;
+  /** Newest first, after the change. */
+  pin(topic: string, seq: number): Promise<Pin[]>;
+  unpin(topic: string, seq: number): Promise<Pin[]>;
+  pins(topic: string): Promise<Pin[]>;
+  /** A copy with content.forward = ForwardOrigin; clientMsgId defaults to a random one. */
+  forward(fromTopic: string, fromSeq: number, to: { topic: string } | { conversation_id: number } | { to_user: number }, clientMsgId?: string): Promise<SendAck>;
   request<T = unknown>(cmd: number, body?: object): Promise<T>;
   stream<T = unknown>(cmd: number, body?: object): Promise<{ pages: unknown[]; data: T }>;
 }

@@ -26,7 +26,8 @@ export const Cmd = Object.freeze({
   PUSH_ACK: 7, READ_MESSAGE: 8, RECALL_MESSAGE: 9, SYNC_INBOX: 10, SYNC_INBOX_FINISH: 11,
   SYNC_MESSAGES: 12, SYNC_MESSAGES_FINISH: 13, KICK: 14, EDIT_MESSAGE: 15, DELETE_MESSAGES: 16,
   EVENT: 17, GET_HISTORY: 18, QUERY_PRESENCE: 19, PRESENCE: 20, TYPING: 21, TYPING_NOTICE: 22,
-  SETTINGS: 23,
+  SETTINGS: 23, ADD_REACTION: 25, REMOVE_REACTION: 26, GET_REACTIONS: 27,
+  PIN_MESSAGE: 28, UNPIN_MESSAGE: 29, GET_PINS: 30, FORWARD_MESSAGE: 31,
 });
 
 export const Code = Object.freeze({
@@ -315,6 +316,40 @@ export class Client {
       if (!data.has_more || data.last_seq <= since) return out;
       since = data.last_seq;
     }
+  }
+
+  /**
+   * Puts the user's emoji on message seq of topic (ADD_REACTION), any month; resolves with the
+   * message's reaction summary. Members learn it from a `system` message
+   * {"event":"reaction",seq,emoji,action,count} of the topic.
+   */
+  addReaction(topic, seq, emoji) { return this.request(Cmd.ADD_REACTION, { topic, seq, emoji }); }
+
+  /** Takes the user's emoji off the message (REMOVE_REACTION); resolves with the summary. */
+  removeReaction(topic, seq, emoji) { return this.request(Cmd.REMOVE_REACTION, { topic, seq, emoji }); }
+
+  /** Who reacted to the message with what, oldest first (GET_REACTIONS). */
+  async reactions(topic, seq, limit = 0) {
+    const data = await this.request(Cmd.GET_REACTIONS, { topic, seq, limit: limit || undefined });
+    return data.reactions ?? [];
+  }
+
+  /** Pins the message (PIN_MESSAGE): group owner and admins, both members of a pair; resolves with the pins. */
+  async pin(topic, seq) { return (await this.request(Cmd.PIN_MESSAGE, { topic, seq })).pins ?? []; }
+
+  /** Unpins the message (UNPIN_MESSAGE); resolves with the pins left. */
+  async unpin(topic, seq) { return (await this.request(Cmd.UNPIN_MESSAGE, { topic, seq })).pins ?? []; }
+
+  /** The conversation's pinned messages, newest first (GET_PINS). */
+  async pins(topic) { return (await this.request(Cmd.GET_PINS, { topic })).pins ?? []; }
+
+  /**
+   * Sends a copy of message fromSeq of fromTopic into the conversation `to` names
+   * ({topic} | {conversation_id} | {to_user}) with content.forward = {topic, seq, msg_id, from}
+   * (FORWARD_MESSAGE); resolves with the copy's SEND_ACK data. Pass the same clientMsgId to retry.
+   */
+  forward(fromTopic, fromSeq, to, clientMsgId = randomId()) {
+    return this.request(Cmd.FORWARD_MESSAGE, { from_topic: fromTopic, from_seq: fromSeq, ...to, client_msg_id: clientMsgId });
   }
 
   /** Any request whose response is one frame; resolves with its data, rejects with ImdError. */

@@ -34,7 +34,7 @@ func Application(cfg config.Config, log *slog.Logger) fx.Option {
 			newReports,
 
 			// The send path and what reads and changes messages.
-			newShardManager, newRouteRepairs, newSend, newHistory, newAdmin, newModify, newInbox, newMailer,
+			newShardManager, newRouteRepairs, newSend, newHistory, newAdmin, newModify, newReactions, newForward, newInbox, newMailer,
 			newRead, newMissed,
 			// One per node: the send path and the deliver consumers of this process share it.
 			inflight.New,

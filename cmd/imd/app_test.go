@@ -34,6 +34,7 @@ func memoryAdapters(t *testing.T, cfg config.Config) fx.Option {
 	dellog := memory.NewDeleteLog(shards)
 	rows := memory.NewMonthRows(shards)
 	refs := memory.NewReferences()
+	marks := memory.NewReactions()
 	legacy := memory.NewLegacy(shards, clock.Now)
 	routes := memory.NewRouteCache()
 	dialogs := memory.NewDialogStore(clock.Now)
@@ -85,6 +86,8 @@ func memoryAdapters(t *testing.T, cfg config.Config) fx.Option {
 		GroupFiles:        refs,
 		References:        refs,
 		MediaRefs:         refs,
+		Reactions:         marks,
+		Pins:              marks,
 		LegacyMessages:    legacy,
 		MigrationStore:    legacy,
 		MigrationCopier:   legacy,

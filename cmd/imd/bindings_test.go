@@ -26,12 +26,14 @@ import (
 	"github.com/imdhq/imd/core/usecase/authn"
 	"github.com/imdhq/imd/core/usecase/directory"
 	"github.com/imdhq/imd/core/usecase/favorites"
+	"github.com/imdhq/imd/core/usecase/forward"
 	"github.com/imdhq/imd/core/usecase/groupfiles"
 	"github.com/imdhq/imd/core/usecase/history"
 	"github.com/imdhq/imd/core/usecase/inbox"
 	"github.com/imdhq/imd/core/usecase/longsearch"
 	"github.com/imdhq/imd/core/usecase/modify"
 	"github.com/imdhq/imd/core/usecase/presence"
+	"github.com/imdhq/imd/core/usecase/reactions"
 	"github.com/imdhq/imd/core/usecase/read"
 	"github.com/imdhq/imd/core/usecase/reindex"
 	"github.com/imdhq/imd/core/usecase/reports"
@@ -53,6 +55,7 @@ var depsStructs = map[string]reflect.Type{
 	"deliver.Deps":          reflect.TypeFor[deliver.Deps](),
 	"directory.Deps":        reflect.TypeFor[directory.Deps](),
 	"favorites.Deps":        reflect.TypeFor[favorites.Deps](),
+	"forward.Deps":          reflect.TypeFor[forward.Deps](),
 	"groupfiles.Deps":       reflect.TypeFor[groupfiles.Deps](),
 	"history.Deps":          reflect.TypeFor[history.Deps](),
 	"presence.Deps":         reflect.TypeFor[presence.Deps](),
@@ -69,6 +72,7 @@ var depsStructs = map[string]reflect.Type{
 	"longsearch.SearchDeps": reflect.TypeFor[longsearch.SearchDeps](),
 	"migration.Deps":        reflect.TypeFor[migration.Deps](),
 	"modify.Deps":           reflect.TypeFor[modify.Deps](),
+	"reactions.Deps":        reflect.TypeFor[reactions.Deps](),
 	"read.Deps":             reflect.TypeFor[read.Deps](),
 	"reindex.Deps":          reflect.TypeFor[reindex.Deps](),
 	"reports.Deps":          reflect.TypeFor[reports.Deps](),

@@ -70,6 +70,8 @@ type Ports struct {
 	GroupFiles        ports.GroupFiles
 	References        ports.References
 	MediaRefs         ports.MediaRefs
+	Reactions         ports.Reactions
+	Pins              ports.Pins
 	LegacyMessages    ports.LegacyMessages
 	MigrationStore    ports.MigrationStore
 	MigrationCopier   dualread.Copier
@@ -185,6 +187,7 @@ func openAdapters(cfg config.Config, log *slog.Logger) (Ports, held, error) {
 	summaries := mysql.NewSummaries(db)
 	monthRows := mysql.NewMonthRows(db)
 	references := mysql.NewReferences(db)
+	marks := mysql.NewReactions(db)
 	migrations := mysql.NewMigrations(db)
 	registry := mysql.NewTenantRegistry(db, cfg.Registry.Database)
 	seen := mysql.NewPresence(db)
@@ -227,6 +230,8 @@ func openAdapters(cfg config.Config, log *slog.Logger) (Ports, held, error) {
 		GroupFiles:        references,
 		References:        references,
 		MediaRefs:         references,
+		Reactions:         marks,
+		Pins:              marks,
 		LegacyMessages:    mysql.NewLegacy(db),
 		MigrationStore:    migrations,
 		MigrationCopier:   migrations,

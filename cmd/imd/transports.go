@@ -22,12 +22,14 @@ import (
 	"github.com/imdhq/imd/core/usecase/authn"
 	"github.com/imdhq/imd/core/usecase/directory"
 	"github.com/imdhq/imd/core/usecase/favorites"
+	"github.com/imdhq/imd/core/usecase/forward"
 	"github.com/imdhq/imd/core/usecase/groupfiles"
 	"github.com/imdhq/imd/core/usecase/history"
 	"github.com/imdhq/imd/core/usecase/inbox"
 	"github.com/imdhq/imd/core/usecase/longsearch"
 	"github.com/imdhq/imd/core/usecase/modify"
 	presencefeed "github.com/imdhq/imd/core/usecase/presence"
+	"github.com/imdhq/imd/core/usecase/reactions"
 	"github.com/imdhq/imd/core/usecase/read"
 	"github.com/imdhq/imd/core/usecase/reindex"
 	"github.com/imdhq/imd/core/usecase/replies"
@@ -43,7 +45,7 @@ import (
 // lifecycle.go starts and stops them, and the metrics-only listener.
 
 func newTCPServer(cfg config.Config, p Ports, log *slog.Logger, auth *authn.Service, sends *send.Service,
-	h *history.Service, changes *modify.Service, box *inbox.Service, reads *read.Service,
+	h *history.Service, changes *modify.Service, marks *reactions.Service, fwd *forward.Service, box *inbox.Service, reads *read.Service,
 	presence *cluster.Tracker, missed *deliver.Missed, feed *presencefeed.Service, typer *typing.Service,
 ) (*tcpserver.Server, error) {
 	c, err := tcpConfig(cfg)
@@ -51,19 +53,21 @@ func newTCPServer(cfg config.Config, p Ports, log *slog.Logger, auth *authn.Serv
 		return nil, err
 	}
 	return tcpserver.New(c, tcpserver.Deps{
-		Auth:     auth,
-		Send:     sends,
-		History:  h,
-		Modify:   changes,
-		Inbox:    box,
-		Read:     reads,
-		IDs:      p.IDs,
-		Clock:    p.Clock,
-		Metrics:  p.Metrics,
-		Presence: presence,
-		Status:   feed,
-		Typing:   typer,
-		Missed:   missed,
+		Auth:      auth,
+		Send:      sends,
+		History:   h,
+		Modify:    changes,
+		Reactions: marks,
+		Forward:   fwd,
+		Inbox:     box,
+		Read:      reads,
+		IDs:       p.IDs,
+		Clock:     p.Clock,
+		Metrics:   p.Metrics,
+		Presence:  presence,
+		Status:    feed,
+		Typing:    typer,
+		Missed:    missed,
 	}, log), nil
 }
 
@@ -150,8 +154,8 @@ func newArchiveOps(a *archiver.Service, r *retention.Service, x *reindex.Service
 	return httpapi.ArchiveOps{Archiver: a, Retention: r, Reindex: x, Jobs: js, Search: s}
 }
 
-func newReferenceOps(f *favorites.Service, g *groupfiles.Service, r *replies.Service) httpapi.ReferenceOps {
-	return httpapi.ReferenceOps{Favorites: f, Files: g, Replies: r}
+func newReferenceOps(f *favorites.Service, g *groupfiles.Service, r *replies.Service, m *reactions.Service, fwd *forward.Service) httpapi.ReferenceOps {
+	return httpapi.ReferenceOps{Favorites: f, Files: g, Replies: r, Reactions: m, Forward: fwd}
 }
 
 func newNodeOps(p Ports) httpapi.NodeOps {

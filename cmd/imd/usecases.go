@@ -25,12 +25,14 @@ import (
 	"github.com/imdhq/imd/core/usecase/conversation"
 	"github.com/imdhq/imd/core/usecase/directory"
 	"github.com/imdhq/imd/core/usecase/favorites"
+	"github.com/imdhq/imd/core/usecase/forward"
 	"github.com/imdhq/imd/core/usecase/groupfiles"
 	"github.com/imdhq/imd/core/usecase/history"
 	"github.com/imdhq/imd/core/usecase/inbox"
 	"github.com/imdhq/imd/core/usecase/longsearch"
 	"github.com/imdhq/imd/core/usecase/modify"
 	"github.com/imdhq/imd/core/usecase/presence"
+	"github.com/imdhq/imd/core/usecase/reactions"
 	"github.com/imdhq/imd/core/usecase/read"
 	"github.com/imdhq/imd/core/usecase/reindex"
 	"github.com/imdhq/imd/core/usecase/replies"
@@ -218,6 +220,27 @@ func newModify(cfg config.Config, p Ports, r messageReads, log *slog.Logger, res
 		Metrics:   p.Metrics,
 		Log:       log,
 	})
+}
+
+// newReactions keeps reactions and pins; history finds the message in any month and the send
+// path announces each change (issue 31).
+func newReactions(p Ports, log *slog.Logger, resolver *conversation.Resolver, h *history.Service, events *send.Service) *reactions.Service {
+	return reactions.New(reactions.Config{}, reactions.Deps{
+		Reactions: p.Reactions,
+		Pins:      p.Pins,
+		Groups:    p.Groups,
+		Messages:  h,
+		Resolver:  resolver,
+		Events:    events,
+		Clock:     p.Clock,
+		Metrics:   p.Metrics,
+		Log:       log,
+	})
+}
+
+// newForward copies messages into other conversations through the send path (issue 31).
+func newForward(p Ports, h *history.Service, sends *send.Service) *forward.Service {
+	return forward.New(forward.Deps{Messages: h, Hidden: p.HiddenRanges, Sender: sends})
 }
 
 func newInbox(p Ports, log *slog.Logger) *inbox.Service {

@@ -247,6 +247,21 @@ type ImMigrationTopic struct {
 	ConversationID int64
 }
 
+type ImPin struct {
+	Topic     string
+	Seqid     int64
+	PinnedBy  int64
+	CreatedAt time.Time
+}
+
+type ImReaction struct {
+	Topic     string
+	Seqid     int64
+	Emoji     string
+	UserID    int64
+	CreatedAt time.Time
+}
+
 type ImRevokedToken struct {
 	// jti of the revoked token
 	TokenID string

@@ -92,7 +92,7 @@ func (d *Dispatcher) syncMessages(ctx context.Context, r *request) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	if err := d.sendPages(r, protocol.FromMessages(res.Messages)); err != nil {
+	if err := d.sendPages(r, d.withReactions(ctx, r, res.Messages)); err != nil {
 		return nil, err
 	}
 	return wire.SyncMessagesFinish{Topic: req.Topic, LastSeq: res.LastSeq, HasMore: res.HasMore}, nil
@@ -148,5 +148,5 @@ func (d *Dispatcher) getHistory(ctx context.Context, r *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return historyPage{Messages: protocol.FromMessages(msgs)}, nil
+	return historyPage{Messages: d.withReactions(ctx, r, msgs)}, nil
 }

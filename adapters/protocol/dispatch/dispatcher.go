@@ -16,10 +16,12 @@ import (
 	"github.com/imdhq/imd/adapters/protocol/taskpool"
 	"github.com/imdhq/imd/clients/go/wire"
 	"github.com/imdhq/imd/core/domain/message"
+	"github.com/imdhq/imd/core/usecase/forward"
 	"github.com/imdhq/imd/core/usecase/history"
 	"github.com/imdhq/imd/core/usecase/inbox"
 	"github.com/imdhq/imd/core/usecase/modify"
 	presencefeed "github.com/imdhq/imd/core/usecase/presence"
+	"github.com/imdhq/imd/core/usecase/reactions"
 	"github.com/imdhq/imd/core/usecase/read"
 	"github.com/imdhq/imd/core/usecase/send"
 	"github.com/imdhq/imd/core/usecase/typing"
@@ -71,6 +73,11 @@ type Deps struct {
 	Send    *send.Service
 	History *history.Service
 	Modify  *modify.Service
+	// Reactions serves the reaction and pin commands and the summaries of message pages; nil
+	// answers those commands 50301 and sends pages without summaries.
+	Reactions *reactions.Service
+	// Forward serves FORWARD_MESSAGE; nil answers it 50301.
+	Forward *forward.Service
 	Inbox   *inbox.Service
 	Read    *read.Service
 	IDs     ports.IDGenerator
@@ -136,6 +143,7 @@ func New(cfg Config, deps Deps, log *slog.Logger) *Dispatcher {
 		wire.CmdGetHistory:    d.getHistory,
 	}
 	d.addModifyCommands()
+	d.addReactionCommands()
 	d.addInboxCommands()
 	d.addPresenceCommands()
 	if deps.Missed != nil {

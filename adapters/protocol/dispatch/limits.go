@@ -42,7 +42,8 @@ func budgetOf(cmd uint16) budget {
 	switch cmd {
 	case wire.CmdAuth:
 		return budgetAuth
-	case wire.CmdSendMessage:
+	case wire.CmdSendMessage, wire.CmdForwardMessage, wire.CmdAddReaction, wire.CmdRemoveReaction, wire.CmdPinMessage, wire.CmdUnpinMessage:
+		// A forward is a send; each reaction or pin change writes a message too (issue 31).
 		return budgetSend
 	case wire.CmdSyncInbox:
 		return budgetSyncInbox

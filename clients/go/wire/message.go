@@ -28,4 +28,7 @@ type Message struct {
 	Version        int64           `json:"version"`
 	CreatedAt      int64           `json:"created_at"`
 	EditedAt       *int64          `json:"edited_at,omitempty"`
+	// Reactions is the message's reaction summary in history and sync answers
+	// (issue 31); absent when it has none, and in pushes.
+	Reactions []ReactionCount `json:"reactions,omitempty"`
 }

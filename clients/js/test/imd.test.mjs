@@ -391,3 +391,63 @@ test("presence and typing: requests carry their bodies, pushes become events", a
   assert.equal(s.sent.filter((r) => r.command === Cmd.PUSH_ACK).length, 0, "live-only pushes are not acknowledged");
   c.close();
 });
+
+test("reactions and pins are one request each, answered with the summary or the pins", async () => {
+  const c = newClient();
+  const opened = c.connect();
+  const s = await socket(0);
+  await serveLogin(s);
+  await opened;
+  const summary = { topic: "grp_7", seq: 12, reactions: [{ emoji: "👍", count: 2, mine: true }] };
+  const added = c.addReaction("grp_7", 12, "👍");
+  const add = await s.next(Cmd.ADD_REACTION);
+  assert.deepEqual(add.body, { topic: "grp_7", seq: 12, emoji: "👍" });
+  s.reply(add, summary);
+  assert.deepEqual(await added, summary);
+
+  const removed = c.removeReaction("grp_7", 12, "x".repeat(65));
+  s.reply(await s.next(Cmd.REMOVE_REACTION), null, { code: Code.INVALID_ARGUMENT, msg: "emoji is longer than 64 bytes" });
+  await assert.rejects(removed, (e) => e instanceof ImdError && e.code === Code.INVALID_ARGUMENT);
+
+  const who = c.reactions("grp_7", 12);
+  const list = await s.next(Cmd.GET_REACTIONS);
+  assert.deepEqual(list.body, { topic: "grp_7", seq: 12 });
+  s.reply(list, { topic: "grp_7", seq: 12, reactions: [{ emoji: "👍", user: 42, created_at: 1 }] });
+  assert.deepEqual(await who, [{ emoji: "👍", user: 42, created_at: 1 }]);
+
+  const pins = [{ seq: 12, pinned_by: 1, pinned_at: 2 }];
+  for (const [call, cmd] of [[() => c.pin("grp_7", 12), Cmd.PIN_MESSAGE], [() => c.unpin("grp_7", 12), Cmd.UNPIN_MESSAGE]]) {
+    const done = call();
+    const req = await s.next(cmd);
+    assert.deepEqual(req.body, { topic: "grp_7", seq: 12 });
+    s.reply(req, { topic: "grp_7", pins });
+    assert.deepEqual(await done, pins);
+  }
+  const listed = c.pins("grp_7");
+  const get = await s.next(Cmd.GET_PINS);
+  assert.deepEqual(get.body, { topic: "grp_7" });
+  s.reply(get, { topic: "grp_7", pins: [] });
+  assert.deepEqual(await listed, []);
+  c.close();
+});
+
+test("forward names the origin and the destination and keeps its client_msg_id", async () => {
+  const c = newClient();
+  const opened = c.connect();
+  const s = await socket(0);
+  await serveLogin(s);
+  await opened;
+  const ack = { msg_id: 9, seq: 5, topic: "p2p_1_43", conversation_id: 2, client_msg_id: "f-1", server_time: 3 };
+  const done = c.forward("grp_7", 12, { to_user: 43 }, "f-1");
+  const req = await s.next(Cmd.FORWARD_MESSAGE);
+  assert.deepEqual(req.body, { from_topic: "grp_7", from_seq: 12, to_user: 43, client_msg_id: "f-1" });
+  s.reply(req, ack);
+  assert.deepEqual(await done, ack);
+
+  const refused = c.forward("grp_8", 1, { topic: "grp_7" });
+  const denied = await s.next(Cmd.FORWARD_MESSAGE);
+  assert.ok(denied.body.client_msg_id.length > 0);
+  s.reply(denied, null, { code: Code.FORBIDDEN, msg: "not a member" });
+  await assert.rejects(refused, (e) => e instanceof ImdError && e.code === Code.FORBIDDEN);
+  c.close();
+});

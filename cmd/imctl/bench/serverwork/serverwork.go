@@ -47,8 +47,8 @@ type MySQL struct {
 	// RowsWritten is Handler_write + Handler_update + Handler_delete: the rows the storage
 	// engines were asked to write (MariaDB has no Innodb_rows_* counters).
 	RowsWritten int64 `json:"rows_written"`
-	Commits     int64 `json:"commits"`      // Com_commit: explicit COMMITs
-	Fsyncs      int64 `json:"fsyncs"`       // Innodb_data_fsyncs: every fsync InnoDB made, redo log included
+	Commits     int64 `json:"commits"` // Com_commit: explicit COMMITs
+	Fsyncs      int64 `json:"fsyncs"`  // Innodb_data_fsyncs: every fsync InnoDB made, redo log included
 }
 
 // Snapshot is the counters at one instant, or (Sub) their growth over a window.

@@ -1,0 +1,2 @@
+DROP TABLE IF EXISTS im_pins;
+DROP TABLE IF EXISTS im_reactions;
