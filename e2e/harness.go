@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,6 +28,7 @@ import (
 	"time"
 
 	"github.com/imdhq/imd/clients/go/client"
+	"github.com/imdhq/imd/clients/go/wire"
 
 	_ "github.com/go-sql-driver/mysql"
 )
@@ -335,6 +337,22 @@ func (s *Server) Connect(ctx context.Context, token string, device uint64) *clie
 	c := s.Dial(ctx)
 	if _, err := c.Auth(ctx, token, device); err != nil {
 		s.t.Fatalf("auth: %v", err)
+	}
+	return c
+}
+
+// ConnectLive authenticates as Connect does, subscribed to the live pushes (PRESENCE,
+// TYPING_NOTICE), which a plain Connect never gets (docs/PROTOCOL.md, AUTH).
+func (s *Server) ConnectLive(ctx context.Context, token string, device uint64) *client.Conn {
+	s.t.Helper()
+	c := s.Dial(ctx)
+	live := []string{wire.SubscribePresence, wire.SubscribeTyping}
+	me, err := c.AuthWith(ctx, wire.AuthRequest{Token: token, DeviceID: device, Subscribe: live})
+	if err != nil {
+		s.t.Fatalf("auth: %v", err)
+	}
+	if !slices.Equal(me.Subscribed, live) {
+		s.t.Fatalf("AUTH subscribed %v, want %v", me.Subscribed, live)
 	}
 	return c
 }

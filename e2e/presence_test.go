@@ -49,12 +49,12 @@ func TestPresenceAndTypingAcrossNodes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	const alice, bob, carol = 310, 311, 312
-	ta, tb := one.User(alice), one.User(bob)
-	one.User(carol)
+	ta, tb, tc := one.User(alice), one.User(bob), one.User(carol)
 	one.MustAdmin("POST", "/friendships", map[string]any{"user_a": alice, "user_b": bob}, nil)
 	group := one.Group(31, alice, bob, carol)
 
-	watcher := two.Connect(ctx, tb, 1)                 // bob, on node 2
+	watcher := two.ConnectLive(ctx, tb, 1)             // bob, on node 2
+	plain := two.Connect(ctx, tc, 1)                   // carol, on node 2, subscribed to nothing
 	before := two.metricValue("presence_pushes_total") // bob's own arrival: pushed to nobody online
 
 	// Alice comes online on node 1: bob, on node 2, is told.
@@ -143,6 +143,20 @@ func TestPresenceAndTypingAcrossNodes(t *testing.T) {
 		if one.metricValue(m.name, m.labels...) <= 0 {
 			t.Errorf("%s%v did not move on node 1", m.name, m.labels)
 		}
+	}
+
+	// Carol, a member of the group, subscribed to no live push: she got none of them, though
+	// alice came and went and typed to the group (a client of the base protocol).
+	for {
+		select {
+		case p := <-plain.Pushes():
+			if p.Command == wire.CmdPresence || p.Command == wire.CmdTypingNotice {
+				t.Fatalf("an unsubscribed connection got push %d: %s", p.Command, p.Envelope.Data)
+			}
+			continue
+		default:
+		}
+		break
 	}
 
 	// Node 1 dies with alice on it: bob sees her go offline within the lease (and a pass).

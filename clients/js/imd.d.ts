@@ -181,6 +181,11 @@ export interface ClientOptions {
   token: string;
   deviceId: number;
   platform?: string;
+  /**
+   * The live pushes this client reads, sent with AUTH: "presence" (the `presence` event) and
+   * "typing" (the `typing` event). Default both; [] asks for neither.
+   */
+  subscribe?: Array<"presence" | "typing">;
   /** Default 30000. */
   heartbeatMs?: number;
   /** Default 15000. */

@@ -173,7 +173,8 @@ export class Client {
     if (!opts?.url || !opts.token || !opts.deviceId) throw new ImdError(0, "url, token and deviceId are required");
     this.opts = {
       heartbeatMs: 30_000, requestTimeoutMs: 15_000, backoffMinMs: 500, backoffMaxMs: 30_000,
-      syncLimit: 200, store: new MemoryStore(), WebSocket: globalThis.WebSocket, ...opts,
+      syncLimit: 200, store: new MemoryStore(), WebSocket: globalThis.WebSocket,
+      subscribe: ["presence", "typing"], ...opts,
     };
     // Without one, every connect would fail and retry for ever: say so at once.
     if (typeof this.opts.WebSocket !== "function") {
@@ -384,6 +385,8 @@ export class Client {
     try {
       const body = { token: this.opts.token, device_id: this.opts.deviceId };
       if (this.opts.platform) body.platform = this.opts.platform;
+      // The live pushes ("presence", "typing" events) come only to a connection that asks.
+      if (this.opts.subscribe.length) body.subscribe = this.opts.subscribe;
       const { data } = await this.rawRequest(Cmd.AUTH, body);
       if (ws !== this.ws) return;
       this.identity = data;

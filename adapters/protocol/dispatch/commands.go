@@ -34,6 +34,7 @@ func (d *Dispatcher) auth(ctx context.Context, r *request) (data any, err error)
 		return nil, err
 	}
 	r.identity = session.Identity{Tenant: who.Tenant, User: who.UserID, Device: req.DeviceID}
+	subscribed := c.out.Subscribe(req.Subscribe)
 	if d.sessions.Bind(c.out, r.identity) {
 		d.log.InfoContext(c.ctx, "device connection replaced", "user_id", who.UserID, "device_id", req.DeviceID,
 			"connection_id", c.id, "real_ip", c.realIP.String())
@@ -48,6 +49,7 @@ func (d *Dispatcher) auth(ctx context.Context, r *request) (data any, err error)
 		TenantID:   who.Tenant,
 		DeviceID:   req.DeviceID,
 		ServerTime: d.deps.Clock.Now().UnixMilli(),
+		Subscribed: subscribed,
 	}, nil
 }
 

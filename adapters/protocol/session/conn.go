@@ -6,10 +6,12 @@ package session
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync/atomic"
 
 	"github.com/imdhq/imd/clients/go/frame"
 	"github.com/imdhq/imd/clients/go/wire"
+	"github.com/imdhq/imd/core/domain/delivery"
 	"github.com/imdhq/imd/ports"
 )
 
@@ -76,11 +78,34 @@ type Conn struct {
 
 	acks   acks   // MESSAGE pushes waiting for PUSH_ACK
 	pushed pushed // MESSAGE pushes queued, per topic: a repeated one is dropped
+
+	// subscribed: the live push kinds named at AUTH; set before Bind publishes the connection.
+	subscribed []delivery.Kind
 }
 
 // NewConn wraps link. id is the connection id used in logs.
 func NewConn(id uint64, link Link, limits Limits, metrics ports.Metrics) *Conn {
 	return &Conn{id: id, link: link, limits: limits, metrics: metrics}
+}
+
+// Subscribe records which of the live pushes named at AUTH this server sends to c and answers
+// them in the order asked; unknown names are left out, so a newer client meets an older
+// server (docs/PROTOCOL.md, AUTH). Call it before Bind, which publishes c to the pushers.
+func (c *Conn) Subscribe(names []string) []string {
+	var kept []string
+	for _, name := range names {
+		if k := delivery.Kind(name); k.Subscribed() && !slices.Contains(c.subscribed, k) {
+			c.subscribed = append(c.subscribed, k)
+			kept = append(kept, name)
+		}
+	}
+	return kept
+}
+
+// takes reports whether pushes of kind k go to c: those of the base protocol always, the live
+// ones only when subscribed (DESIGN §13).
+func (c *Conn) takes(k delivery.Kind) bool {
+	return !k.Subscribed() || slices.Contains(c.subscribed, k)
 }
 
 // ID is the connection id.

@@ -286,7 +286,7 @@ func (r *Registry) push(ctx context.Context, tenant string, pushes []delivery.Ad
 				q := -1 // c's queue in out, once it has one
 				for i := start; i < end; i++ {
 					t, p, m, g := pushes[i].Target, pushes[i].Push, missOf(i), i-start
-					if user == t.Sender && device == t.ExcludeDevice {
+					if (user == t.Sender && device == t.ExcludeDevice) || !c.takes(p.Kind) {
 						continue
 					}
 					if r.stopped.Load() {

@@ -191,6 +191,63 @@ func TestPushTargets(t *testing.T) {
 	}
 }
 
+// TestLivePushesOnlyToSubscribers: PRESENCE and TYPING_NOTICE reach a connection only when
+// its AUTH subscribed to them; MESSAGE, READ and EVENT reach every connection (DESIGN §13).
+func TestLivePushesOnlyToSubscribers(t *testing.T) {
+	fx := newFixture()
+	plain := NewConn(1, &fakeConn{}, roomy, fx.metrics)
+	both := NewConn(2, &fakeConn{}, roomy, fx.metrics)
+	typingOnly := NewConn(3, &fakeConn{}, roomy, fx.metrics)
+	if got := both.Subscribe([]string{"presence", "stories", "typing", "presence", "message"}); !slices.Equal(got, []string{"presence", "typing"}) {
+		t.Fatalf("subscribed %v, want the known live kinds once each, in order", got)
+	}
+	typingOnly.Subscribe([]string{"typing"})
+	for i, c := range []*Conn{plain, both, typingOnly} {
+		fx.reg.Bind(c, Identity{"t", int64(i + 1), 1})
+	}
+	live := func(k delivery.Kind) delivery.Push { return delivery.Push{Kind: k, Data: json.RawMessage(`{}`)} }
+	all := delivery.Target{Recipients: []int64{1, 2, 3}}
+	tests := []struct {
+		push delivery.Push
+		want delivery.Report
+		cmd  uint16
+		gets []*Conn
+	}{
+		{msgPush(1), delivery.Report{Delivered: 3}, wire.CmdMessage, []*Conn{plain, both, typingOnly}},
+		{live(delivery.KindEvent), delivery.Report{Delivered: 3}, wire.CmdEvent, []*Conn{plain, both, typingOnly}},
+		{live(delivery.KindPresence), delivery.Report{Delivered: 1}, wire.CmdPresence, []*Conn{both}},
+		{live(delivery.KindTyping), delivery.Report{Delivered: 2}, wire.CmdTypingNotice, []*Conn{both, typingOnly}},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.push.Kind), func(t *testing.T) {
+			before := map[*Conn]int{}
+			for _, c := range []*Conn{plain, both, typingOnly} {
+				before[c] = len(c.link.(*fakeConn).frames(t))
+			}
+			if rep := fx.reg.Push(t.Context(), "t", all, tt.push); rep != tt.want {
+				t.Fatalf("report %+v, want %+v", rep, tt.want)
+			}
+			for _, c := range []*Conn{plain, both, typingOnly} {
+				fs := c.link.(*fakeConn).frames(t)
+				got := len(fs) - before[c]
+				if want := btoi(slices.Contains(tt.gets, c)); got != want {
+					t.Fatalf("connection %d got %d frames, want %d", c.ID(), got, want)
+				}
+				if got == 1 && fs[len(fs)-1].Command != tt.cmd {
+					t.Fatalf("connection %d got command %d, want %d", c.ID(), fs[len(fs)-1].Command, tt.cmd)
+				}
+			}
+		})
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 func TestPushSequencePerConnection(t *testing.T) {
 	fx := newFixture()
 	_, a := fx.bind(t, roomy, Identity{"t", 1, 1})

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/netip"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -102,7 +103,7 @@ func TestAuth(t *testing.T) {
 			var resp wire.AuthResponse
 			decodeData(t, env, &resp)
 			want := wire.AuthResponse{UserID: 5, TenantID: "default", DeviceID: 9, ServerTime: testTime.UnixMilli()}
-			if resp != want {
+			if !reflect.DeepEqual(resp, want) {
 				t.Fatalf("auth data %+v, want %+v", resp, want)
 			}
 		})

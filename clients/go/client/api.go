@@ -10,10 +10,12 @@ import (
 
 // Auth authenticates the connection.
 func (c *Conn) Auth(ctx context.Context, token string, deviceID uint64) (wire.AuthResponse, error) {
-	return c.authenticate(ctx, wire.AuthRequest{Token: token, DeviceID: deviceID})
+	return c.AuthWith(ctx, wire.AuthRequest{Token: token, DeviceID: deviceID})
 }
 
-func (c *Conn) authenticate(ctx context.Context, req wire.AuthRequest) (wire.AuthResponse, error) {
+// AuthWith authenticates with a whole AUTH body: the platform, and the live pushes to
+// subscribe to (PRESENCE, TYPING_NOTICE), which a connection gets only when it asks.
+func (c *Conn) AuthWith(ctx context.Context, req wire.AuthRequest) (wire.AuthResponse, error) {
 	var resp wire.AuthResponse
 	err := c.call(ctx, wire.CmdAuth, req, &resp)
 	return resp, err

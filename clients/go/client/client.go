@@ -37,6 +37,9 @@ type Config struct {
 	Token    func(ctx context.Context) (string, error)
 	DeviceID uint64
 	Platform string // sent with AUTH: "ios", "android", "web", …
+	// Subscribe names the live pushes to get (wire.SubscribePresence, wire.SubscribeTyping);
+	// they arrive on Events as pushes of their commands.
+	Subscribe []string
 	// Heartbeat is the time between HEARTBEATs (0 = DefaultHeartbeat). A
 	// heartbeat that fails closes the connection, and the client reconnects.
 	Heartbeat time.Duration
@@ -380,7 +383,7 @@ func (c *Client) open(ctx context.Context) (*Conn, error) {
 		conn.Close()
 		return nil, fmt.Errorf("client: token: %w", err)
 	}
-	me, err := conn.authenticate(ctx, wire.AuthRequest{Token: token, DeviceID: c.cfg.DeviceID, Platform: c.cfg.Platform})
+	me, err := conn.AuthWith(ctx, wire.AuthRequest{Token: token, DeviceID: c.cfg.DeviceID, Platform: c.cfg.Platform, Subscribe: c.cfg.Subscribe})
 	if err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("client: auth: %w", err)

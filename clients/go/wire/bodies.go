@@ -9,7 +9,16 @@ type AuthRequest struct {
 	Token    string `json:"token"`
 	DeviceID uint64 `json:"device_id"`
 	Platform string `json:"platform,omitempty"`
+	// Subscribe names the live pushes the client reads (SubscribePresence, SubscribeTyping);
+	// without it the connection gets none of them (docs/PROTOCOL.md, AUTH).
+	Subscribe []string `json:"subscribe,omitempty"`
 }
+
+// The live pushes an AUTH may subscribe to.
+const (
+	SubscribePresence = "presence" // PRESENCE (20)
+	SubscribeTyping   = "typing"   // TYPING_NOTICE (22)
+)
 
 // AuthResponse is the data of a successful AUTH.
 type AuthResponse struct {
@@ -17,6 +26,9 @@ type AuthResponse struct {
 	TenantID   string `json:"tenant_id"`
 	DeviceID   uint64 `json:"device_id"`
 	ServerTime int64  `json:"server_time"`
+	// Subscribed is what of Subscribe this server sends, in the order asked; an older server
+	// leaves it out.
+	Subscribed []string `json:"subscribed,omitempty"`
 }
 
 // HeartbeatResponse is the data of HEARTBEAT.

@@ -110,7 +110,8 @@ test("connect authenticates with the subprotocol, then catches up", async () => 
   const s = await socket(0);
   assert.deepEqual(s.protocols, ["imd.v1"]);
   const auth = await s.next(Cmd.AUTH);
-  assert.deepEqual(auth.body, { token: "tok", device_id: 7 });
+  // The live pushes come only to a connection that asks for them (PROTOCOL AUTH).
+  assert.deepEqual(auth.body, { token: "tok", device_id: 7, subscribe: ["presence", "typing"] });
   s.reply(auth, { user_id: 1, tenant_id: "t", device_id: 7, server_time: 1 });
   assert.equal((await opened).user_id, 1);
   const sync = await s.next(Cmd.SYNC_INBOX);

@@ -21,6 +21,11 @@ const (
 	KindTyping   Kind = "typing"   // a member started or stopped typing, to the other members
 )
 
+// Subscribed reports whether a connection gets pushes of kind k only when it named k in its
+// AUTH's `subscribe` (docs/PROTOCOL.md, AUTH): these came after the base protocol, and a
+// client written against it reads every push as one of its own commands (DESIGN §13).
+func (k Kind) Subscribed() bool { return k == KindPresence || k == KindTyping }
+
 // Job is one unit of fan-out. It carries the message so workers never read MySQL.
 type Job struct {
 	Tenant         string           `json:"tenant"`
