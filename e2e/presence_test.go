@@ -48,8 +48,9 @@ func TestPresenceAndTypingAcrossNodes(t *testing.T) {
 	one, two := nodes[0], nodes[1]
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	const alice, bob, carol = 310, 311, 312
+	const alice, bob, carol, dave = 310, 311, 312, 313
 	ta, tb, tc := one.User(alice), one.User(bob), one.User(carol)
+	one.User(dave)
 	one.MustAdmin("POST", "/friendships", map[string]any{"user_a": alice, "user_b": bob}, nil)
 	group := one.Group(31, alice, bob, carol)
 
@@ -60,10 +61,12 @@ func TestPresenceAndTypingAcrossNodes(t *testing.T) {
 	// Alice comes online on node 1: bob, on node 2, is told.
 	a := one.Connect(ctx, ta, 1)
 	awaitData(t, watcher, wire.CmdPresence, 15*time.Second, func(p wire.Presence) bool { return p.UserID == alice && p.State == wire.PresenceOnline })
-	got, err := watcher.QueryPresence(ctx, alice, carol, alice)
-	if err != nil || len(got) != 2 || got[0] != (wire.Presence{UserID: alice, State: wire.PresenceOnline}) ||
-		got[1].UserID != carol || got[1].State != wire.PresenceOffline {
-		t.Fatalf("query %+v, %v; want alice online, carol offline", got, err)
+	// Carol is online though she subscribed to nothing: presence is the connection's.
+	got, err := watcher.QueryPresence(ctx, alice, carol, dave, alice)
+	if err != nil || len(got) != 3 || got[0] != (wire.Presence{UserID: alice, State: wire.PresenceOnline}) ||
+		got[1] != (wire.Presence{UserID: carol, State: wire.PresenceOnline}) ||
+		got[2].UserID != dave || got[2].State != wire.PresenceOffline {
+		t.Fatalf("query %+v, %v; want alice and carol online, dave offline", got, err)
 	}
 
 	// The REST form answers the same, on the other node.
