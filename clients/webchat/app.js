@@ -340,6 +340,7 @@ async function openTopic(topic) {
   for (const m of page) showMessage(m);
   app.olderDone = page.length < PAGE;
   keepAtEnd();
+  queryPresence();
   await markRead();
 }
 
@@ -432,13 +433,15 @@ function messageItem(m) {
     li.textContent = systemText(m.content);
     return li;
   }
-  const pic = el("span", "avatar", "");
+  const pic = el("span", "pic");
+  pic.append(el("span", "avatar", ""));
+  if (!mine) pic.append(presenceDot(m.from));
   const bubble = el("div", "bubble");
   const from = el("span", "from", mine ? "You" : "");
   bubble.append(from);
   profile(m.from).then((p) => {
     if (!mine) from.textContent = nameOf(p);
-    pic.replaceWith(avatar(nameOf(p), p.avatar));
+    pic.firstChild.replaceWith(avatar(nameOf(p), p.avatar));
     keepAtEnd();
   });
   if (m.content?.forward) bubble.append(forwarded(m.content.forward));
@@ -712,9 +715,11 @@ function setPresence(p) {
   if (peerOf(app.current) === p.user_id) $("presence").textContent = presenceText(p.user_id);
 }
 
-// queryPresence asks after the people on screen: the peers in the conversation list.
+// queryPresence asks after the people on screen: the peers in the conversation list and the
+// senders in the open conversation.
 async function queryPresence() {
-  const users = [...new Set([...app.dialogs.keys()].map(peerOf).filter(Boolean))];
+  const senders = [...app.messages.values()].map((m) => m.from);
+  const users = [...new Set([...app.dialogs.keys()].map(peerOf).concat(senders))].filter((u) => u && u !== app.me);
   try {
     for (let i = 0; i < users.length; i += PRESENCE_MAX) {
       for (const p of await app.client.presence(users.slice(i, i + PRESENCE_MAX))) setPresence(p);
