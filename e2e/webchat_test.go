@@ -263,6 +263,7 @@ func TestWebChatInABrowser(t *testing.T) {
 	b.say("hi all, bob here")
 	a.sees("hi all, bob here")
 	a.waitText("#messages > li:last-child .from", "Bob Builder", 10*time.Second)
+	a.waitFor("bob's dot on his message", dot("#messages > li:last-child", bob)+" === 'online'", 10*time.Second)
 	a.act("reply", "hi all, bob here")
 	a.shot("alice-replying")
 	a.say("welcome, bob")
