@@ -78,14 +78,32 @@ func messageWith(text string) string {
 	return "[...document.querySelectorAll('#messages > li')].reverse().find((li) => li.textContent.includes(" + jsString(text) + "))"
 }
 
-// act clicks an action (reply, edit, recall) of the newest message containing text.
+// act clicks an action (reply, edit, recall, react, pin, unpin, forward) of the newest message containing text.
 func (u *chatUser) act(action, text string) {
 	u.t.Helper()
 	u.waitFor("the message "+strconv.Quote(text), "!!"+messageWith(text), 30*time.Second)
 	eval[bool](u.browser, "("+messageWith(text)+").querySelector('.action."+action+"').click(), true")
-	if action != "recall" { // a reply or an edit is drafted first
+	if action == "reply" || action == "edit" { // drafted first
 		u.waitFor("the draft bar", "!document.querySelector('#draft').hidden", 10*time.Second)
 	}
+}
+
+// react puts emoji on the newest message containing text through its React palette.
+func (u *chatUser) react(text, emoji string) {
+	u.t.Helper()
+	u.act("react", text)
+	eval[bool](u.browser, "("+messageWith(text)+").querySelector('.palette button[data-emoji="+jsString(emoji)+"]').click(), true")
+}
+
+// reaction is the JS expression of the chip of emoji under the newest message containing
+// text ("" when there is none).
+func reaction(text, emoji string) string {
+	return "((" + messageWith(text) + ")?.querySelector('.reaction[data-emoji=" + jsString(emoji) + "]')?.textContent ?? '')"
+}
+
+// dot is the JS expression of the presence state of user's dot in the selected element.
+func dot(css string, user int64) string {
+	return "document.querySelector(" + jsString(css+" .dot[data-user=\""+strconv.FormatInt(user, 10)+"\"]") + ")?.dataset.state"
 }
 
 // testImage writes a 320×200 PNG for the upload.
@@ -189,11 +207,16 @@ func TestWebChatInABrowser(t *testing.T) {
 	if _, err := sendTo(ctx, bobPhone, alice, "bob-p2p-1", "psst, just us"); err != nil {
 		t.Fatal(err)
 	}
+	bobPhone.Close() // Bob's presence is his browser's from here on
 	p2p := fmt.Sprintf("p2p_%d_%d", alice, bob)
 
 	// Alice signs in with her id alone; Bob gives his name again (a rename to the same).
 	a := openChat(t, srv, "alice", alice, "", 11)
+	a.waitFor("bob's dot offline before he signs in", dot(dialog(p2p, ""), bob)+" === 'offline'", 30*time.Second)
 	b := openChat(t, srv, "bob", bob, "Bob Builder", 12)
+	// Presence (issue 31): Alice's list turns Bob's dot green when his browser connects.
+	a.waitFor("bob's dot online", dot(dialog(p2p, ""), bob)+" === 'online'", 30*time.Second)
+	a.shot("alice-sees-bob-online")
 	// Issue 33: the token lives with the tab (sessionStorage), never on disk for the next
 	// user of the browser (localStorage).
 	if stored := eval[bool](a.browser, "localStorage.getItem('imd.chat.token') === null && !!sessionStorage.getItem('imd.chat.token')"); !stored {
@@ -240,6 +263,7 @@ func TestWebChatInABrowser(t *testing.T) {
 	b.say("hi all, bob here")
 	a.sees("hi all, bob here")
 	a.waitText("#messages > li:last-child .from", "Bob Builder", 10*time.Second)
+	a.waitFor("bob's dot on his message", dot("#messages > li:last-child", bob)+" === 'online'", 10*time.Second)
 	a.act("reply", "hi all, bob here")
 	a.shot("alice-replying")
 	a.say("welcome, bob")
@@ -288,6 +312,8 @@ func TestWebChatInABrowser(t *testing.T) {
 
 	// Bob leaves the page; what is said meanwhile waits for him, counted unread.
 	b.do(chromedp.Navigate("about:blank"))
+	a.waitFor("bob's dot offline once he left", dot(dialog(p2p, ""), bob)+" === 'offline'", 15*time.Second)
+	a.shot("alice-sees-bob-gone")
 	a.say("bob, are you there?")
 	if _, err := phone.Send(ctx, textMessage(topic, "carol-2", "he went away")); err != nil {
 		t.Fatal(err)
@@ -316,4 +342,68 @@ func TestWebChatInABrowser(t *testing.T) {
 	if dup := eval[bool](b.browser, "(() => { const s = [...document.querySelectorAll('#messages > li')].map((li) => li.dataset.seq); return new Set(s).size !== s.length })()"); dup {
 		t.Error("bob's conversation shows a message twice")
 	}
+
+	// Typing (issue 31): Alice sees Bob typing; it goes when he clears the field, and when he
+	// sends.
+	b.do(chromedp.SendKeys(chromedp.CSS("#text"), "scratch that"))
+	a.waitText("#typing", "Bob Builder is typing…", 15*time.Second)
+	a.shot("alice-sees-bob-typing")
+	eval[bool](b.browser, "document.querySelector('#text').value = '', document.querySelector('#text').dispatchEvent(new Event('input')), true")
+	a.waitFor("the typing line gone after a clear", "document.querySelector('#typing').textContent === ''", 15*time.Second)
+	b.do(chromedp.SendKeys(chromedp.CSS("#text"), "on my way"))
+	a.waitText("#typing", "Bob Builder is typing…", 15*time.Second)
+	b.click("#compose-submit")
+	a.sees("on my way")
+	a.waitFor("the typing line gone after a send", "document.querySelector('#typing').textContent === ''", 15*time.Second)
+
+	// Reactions (issue 31): each sees the other's, counted, and a click takes one's own back.
+	a.react("on my way", "👍")
+	b.waitFor("alice's 👍 at bob's", reaction("on my way", "👍")+" === '👍 1'", 15*time.Second)
+	b.react("on my way", "👍")
+	a.waitFor("two 👍 at alice's", reaction("on my way", "👍")+" === '👍 2'", 15*time.Second)
+	a.shot("alice-sees-two-reactions")
+	a.do(chromedp.Click(chromedp.CSS("#messages .reaction.mine")))
+	b.waitFor("one 👍 left at bob's", reaction("on my way", "👍")+" === '👍 1'", 15*time.Second)
+	b.do(chromedp.Click(chromedp.CSS("#messages .reaction.mine")))
+	a.waitFor("no 👍 left at alice's", reaction("on my way", "👍")+" === ''", 15*time.Second)
+
+	// Pins (issue 31): Alice owns the group and pins; both pinned bars show it until she unpins.
+	a.act("pin", "let's meet at noon")
+	for _, u := range []*chatUser{a, b} {
+		u.waitText("#pins", "let's meet at noon", 15*time.Second)
+	}
+	b.shot("bob-sees-a-pin")
+	a.click("#pins .action.unpin")
+	for _, u := range []*chatUser{a, b} {
+		u.waitFor(u.name+"'s pinned bar gone", "document.querySelector('#pins').hidden", 15*time.Second)
+	}
+
+	// Forward (issue 31): Alice sends a copy of Bob's message to their own conversation.
+	a.act("forward", "on my way")
+	a.waitFor("the forward picker", "!document.querySelector('#forward').hidden", 10*time.Second)
+	a.waitText("#forward-list", "Bob Builder", 10*time.Second)
+	a.shot("alice-forward-picker")
+	a.click("#forward-list li[data-topic=" + jsString(p2p) + "]")
+	a.waitText("#readmark", "Forwarded to Bob Builder", 15*time.Second)
+	b.conversation(p2p, "Alice Liddell")
+	b.sees("on my way")
+	b.waitText("#messages > li:last-child .forwarded", "Forwarded from you", 15*time.Second)
+	b.shot("bob-sees-a-forward")
+
+	// Presence in the header, hidden on request (SETTINGS), and a last-seen when Bob leaves.
+	b.waitText("#presence", "online", 15*time.Second)
+	a.click("#hide-presence")
+	b.waitFor("alice offline once hidden", "document.querySelector('#presence').textContent === 'offline'", 15*time.Second)
+	b.shot("bob-sees-alice-hidden")
+	a.click("#hide-presence")
+	b.waitText("#presence", "online", 15*time.Second)
+	a.conversation(p2p, "Bob Builder")
+	a.waitText("#messages > li:last-child .forwarded", "Forwarded from Bob Builder", 15*time.Second)
+	a.waitText("#presence", "online", 15*time.Second)
+	b.do(chromedp.Navigate("about:blank"))
+	a.waitText("#presence", "last seen", 15*time.Second)
+	if state := eval[string](a.browser, dot("#conversation-header", bob)); state != "offline" {
+		t.Errorf("bob's dot in alice's header is %q once he left", state)
+	}
+	a.shot("alice-sees-bob-last-seen")
 }

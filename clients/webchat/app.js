@@ -13,12 +13,23 @@
 //
 // Later features hang off two places (issue 31): messageFooter (the line under each message:
 // time, edited mark, actions) and conversationHeader (the bar above the open conversation).
+// Presence, typing, reactions, pins and forwarding (issue 31 part 6, docs/DESIGN.md) use the
+// SDK's commands for them (docs/PROTOCOL.md, QUERY_PRESENCE to FORWARD_MESSAGE).
 import { Client, Code } from "/sdk/imd.js";
 
 const $ = (id) => document.getElementById(id);
 const saved = { token: "imd.chat.token", device: "imd.chat.device", tenant: "imd.chat.tenant" };
 // PAGE is one GET_HISTORY page: the newest on opening, then one more per scroll to the top.
 const PAGE = 30;
+// TYPING_EVERY is how often a typist repeats TYPING: a notice lasts its expires_in (6 s), so
+// "every few seconds" (docs/PROTOCOL.md, TYPING) keeps it shown, within 10 per 10 s.
+const TYPING_EVERY = 3000;
+// PRESENCE_MAX is the most ids one QUERY_PRESENCE takes (docs/PROTOCOL.md).
+const PRESENCE_MAX = 200;
+const EMOJIS = ["👍", "❤️", "😂", "😮", "😢", "🎉"];
+// LIVE_EVENTS change a shown message or the pins, never the list; a history page holds them
+// newest first, so their counts would go back in time: only live ones (in seq order) apply.
+const LIVE_EVENTS = ["reaction", "pin", "unpin"];
 
 const app = {
   client: null,
@@ -34,6 +45,11 @@ const app = {
   stick: true,
   draft: null, // {kind: "reply"|"edit", message} or {kind: "image", file, width, height}
   connectedOnce: false,
+  presence: new Map(), // user id → {state, last_seen}
+  typing: { topic: "", at: 0 }, // this user's last TYPING true
+  typists: new Map(), // topic → Map(user id → expiry timer)
+  typingDrawn: 0, // the latest renderTyping, so a slower earlier one gives way
+  pins: new Set(), // seqs pinned in the current topic
 };
 
 // --- the client API ---
@@ -71,13 +87,19 @@ async function conversation(topic) {
     const info = await group(Number(g[1]));
     return { title: info.name || `Group ${g[1]}`, avatar: "" };
   }
-  const p = /^p2p_(\d+)_(\d+)$/.exec(topic);
-  if (p) {
-    const peer = Number(p[1]) === app.me ? Number(p[2]) : Number(p[1]);
+  const peer = peerOf(topic);
+  if (peer) {
     const info = await profile(peer);
     return { title: nameOf(info), avatar: info.avatar || "" };
   }
   return { title: topic, avatar: "" };
+}
+
+// peerOf is the other user of a P2P topic, 0 for any other topic.
+function peerOf(topic) {
+  const p = /^p2p_(\d+)_(\d+)$/.exec(topic);
+  if (!p) return 0;
+  return Number(p[1]) === app.me ? Number(p[2]) : Number(p[1]);
 }
 
 // --- small views ---
@@ -131,7 +153,11 @@ function summary(m) {
 }
 
 function systemText(c) {
-  const what = { recall: "A message was recalled", edit: "A message was edited", delete: "A message was deleted" }[c?.event];
+  const what = {
+    recall: "A message was recalled", edit: "A message was edited", delete: "A message was deleted",
+    reaction: c?.action === "remove" ? "A reaction was taken back" : `Reacted ${c?.emoji}`,
+    pin: "A message was pinned", unpin: "A message was unpinned",
+  }[c?.event];
   return what ?? (c?.event ? `(${c.event})` : "(system)");
 }
 
@@ -152,9 +178,13 @@ function setStatus(state) {
 async function signIn(token, device) {
   const client = new Client({ url: `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/ws`, token, deviceId: device, platform: "web", store: localStorage });
   client.on("state", setStatus);
+  // Presence pushes are live only: after a reconnect the page asks again (docs/PROTOCOL.md, PRESENCE).
+  client.on("state", (s) => { if (s === "open" && app.me) queryPresence(); });
   client.on("message", onMessage);
   client.on("read", onRead);
-  client.on("dialogs", (ds) => { for (const d of ds) upsertDialog(d.topic, d); renderDialogs(); });
+  client.on("presence", setPresence);
+  client.on("typing", onTyping);
+  client.on("dialogs", (ds) => { for (const d of ds) upsertDialog(d.topic, d); renderDialogs(); queryPresence(); });
   client.on("error", (e) => console.warn("imd:", e));
   app.client = client;
   app.token = token;
@@ -165,10 +195,23 @@ async function signIn(token, device) {
   $("login").hidden = true;
   $("chat").hidden = false;
   $("signout").hidden = false;
+  $("settings").hidden = false;
   showMe(device);
+  client.settings().then((s) => { $("hide-presence").checked = !!s.hide_presence; }, (e) => console.warn("settings:", e));
   for (const d of await client.dialogs()) upsertDialog(d.topic, d);
   renderDialogs();
+  queryPresence();
 }
+
+$("hide-presence").addEventListener("change", async () => {
+  const box = $("hide-presence");
+  try {
+    box.checked = !!(await app.client.settings({ hide_presence: box.checked })).hide_presence;
+  } catch (e) {
+    box.checked = !box.checked;
+    flash(`Settings not saved: ${e.message}`);
+  }
+});
 
 async function showMe(device) {
   const p = await profile(app.me);
@@ -241,7 +284,10 @@ function renderDialogs() {
 function dialogItem(d) {
   const li = el("li", d.topic === app.current ? "current" : "");
   li.dataset.topic = d.topic;
-  const pic = el("span", "avatar", "");
+  const pic = el("span", "pic");
+  pic.append(el("span", "avatar", ""));
+  const peer = peerOf(d.topic);
+  if (peer) pic.append(presenceDot(peer));
   const title = el("span", "title", "");
   const time = el("span", "time", clock(d.score || d.preview?.created_at));
   const preview = el("span", "preview", previewText(d.preview));
@@ -255,7 +301,7 @@ function dialogItem(d) {
   li.append(pic, text);
   conversation(d.topic).then((c) => {
     title.textContent = c.title;
-    pic.replaceWith(avatar(c.title, c.avatar));
+    pic.firstChild.replaceWith(avatar(c.title, c.avatar));
   });
   li.addEventListener("click", () => openTopic(d.topic));
   return li;
@@ -271,6 +317,7 @@ function previewText(p) {
 // --- one conversation ---
 
 async function openTopic(topic) {
+  stopTyping();
   app.current = topic;
   app.messages = new Map();
   app.oldest = 0;
@@ -282,25 +329,34 @@ async function openTopic(topic) {
   $("messages").replaceChildren();
   $("readmark").textContent = "";
   $("compose").hidden = false;
+  app.pins = new Set();
+  showPins(topic, []);
+  renderTyping();
   renderDialogs();
   conversationHeader(topic);
+  loadPins(topic);
   const page = await app.client.history(topic, 0, PAGE);
   if (topic !== app.current) return;
   for (const m of page) showMessage(m);
   app.olderDone = page.length < PAGE;
   keepAtEnd();
+  queryPresence();
   await markRead();
 }
 
-// conversationHeader fills the bar above the conversation: its picture and title.
+// conversationHeader fills the bar above the conversation: its picture and title, and with
+// one person, whether they are online (the pinned bar below it is showPins').
 async function conversationHeader(topic) {
   const header = $("conversation-header");
   header.dataset.topic = topic;
   $("topic").textContent = "";
+  $("presence").textContent = "";
   const c = await conversation(topic);
   if (header.dataset.topic !== topic) return;
   $("topic").textContent = c.title;
-  $("conversation-avatar").replaceChildren(avatar(c.title, c.avatar));
+  const peer = peerOf(topic);
+  $("conversation-avatar").replaceChildren(avatar(c.title, c.avatar), ...(peer ? [presenceDot(peer)] : []));
+  $("presence").textContent = peer ? presenceText(peer) : "";
 }
 
 // loadOlder loads the GET_HISTORY page before the oldest message shown, across months: the
@@ -334,7 +390,7 @@ function keepAtEnd() {
 
 // showMessage puts m in seq order, or redraws it in place when it is shown already.
 function showMessage(m) {
-  if (m.topic !== app.current) return;
+  if (m.topic !== app.current || (m.type === "system" && LIVE_EVENTS.includes(m.content?.event))) return;
   if (m.type === "system" && ["recall", "edit", "delete"].includes(m.content?.event)) {
     refresh(m.content.seq);
     return;
@@ -377,17 +433,20 @@ function messageItem(m) {
     li.textContent = systemText(m.content);
     return li;
   }
-  const pic = el("span", "avatar", "");
+  const pic = el("span", "pic");
+  pic.append(el("span", "avatar", ""));
+  if (!mine) pic.append(presenceDot(m.from));
   const bubble = el("div", "bubble");
   const from = el("span", "from", mine ? "You" : "");
   bubble.append(from);
   profile(m.from).then((p) => {
     if (!mine) from.textContent = nameOf(p);
-    pic.replaceWith(avatar(nameOf(p), p.avatar));
+    pic.firstChild.replaceWith(avatar(nameOf(p), p.avatar));
     keepAtEnd();
   });
+  if (m.content?.forward) bubble.append(forwarded(m.content.forward));
   if (m.reply_seq) bubble.append(quote(m.reply_seq));
-  bubble.append(messageBody(m), messageFooter(m));
+  bubble.append(messageBody(m), reactionsRow(m), messageFooter(m));
   li.append(pic, bubble);
   return li;
 }
@@ -443,14 +502,30 @@ function quote(seq) {
   return q;
 }
 
+// forwarded labels a copy FORWARD_MESSAGE wrote with whose message it was.
+function forwarded(origin) {
+  const label = el("span", "forwarded", "Forwarded");
+  profile(origin.from).then((p) => { label.textContent = `Forwarded from ${origin.from === app.me ? "you" : nameOf(p)}`; });
+  return label;
+}
+
 // messageFooter is the line under a message: its time, an edited mark, and what one may do
-// with it (reply; edit and recall one's own).
+// with it (reply, react, pin, forward; edit and recall one's own). Read receipts (✓/✓✓,
+// "read by", issue 31 in docs/DESIGN.md) belong right after the time.
 function messageFooter(m) {
   const footer = el("span", "meta");
   footer.append(el("time", "", clock(m.created_at)));
   if (m.edited_at && m.status !== "recalled") footer.append(el("span", "edited", "edited"));
   if (m.status === "recalled") return footer;
   footer.append(action("Reply", () => setDraft({ kind: "reply", message: m })));
+  footer.append(action("React", () => {
+    const open = footer.querySelector(".palette");
+    if (open) open.remove();
+    else footer.append(palette(m));
+  }));
+  const pinned = app.pins.has(m.seq);
+  footer.append(action(pinned ? "Unpin" : "Pin", () => pin(m.topic, m.seq, !pinned)));
+  footer.append(action("Forward", () => pickForward(m)));
   if (mine(m)) {
     if (m.type === "text") footer.append(action("Edit", () => setDraft({ kind: "edit", message: m })));
     footer.append(action("Recall", () => recall(m)));
@@ -480,6 +555,222 @@ function flash(text) {
   $("readmark").textContent = text;
 }
 
+// --- reactions ---
+
+// reactionsRow shows the message's reaction summary; a click on one takes the user's off, or
+// adds it.
+function reactionsRow(m) {
+  const row = el("span", "reactions");
+  for (const r of m.reactions ?? []) {
+    const b = el("button", r.mine ? "reaction mine" : "reaction", `${r.emoji} ${r.count}`);
+    b.type = "button";
+    b.dataset.emoji = r.emoji;
+    b.addEventListener("click", () => react(m, r.emoji, !r.mine));
+    row.append(b);
+  }
+  return row;
+}
+
+function palette(m) {
+  const p = el("span", "palette");
+  for (const emoji of EMOJIS) {
+    const b = el("button", "", emoji);
+    b.type = "button";
+    b.dataset.emoji = emoji;
+    b.addEventListener("click", () => react(m, emoji, true));
+    p.append(b);
+  }
+  return p;
+}
+
+async function react(m, emoji, add) {
+  try {
+    const r = add ? await app.client.addReaction(m.topic, m.seq, emoji) : await app.client.removeReaction(m.topic, m.seq, emoji);
+    setReactions(m.topic, m.seq, r.reactions ?? []);
+  } catch (e) {
+    flash(`Reaction failed: ${e.message}`);
+  }
+}
+
+function setReactions(topic, seq, reactions) {
+  const m = app.messages.get(seq);
+  if (topic === app.current && m) showMessage({ ...m, reactions });
+}
+
+// applyReaction folds a live reaction event into the shown summary: count is the emoji's
+// count after the change, from the one who reacted (docs/PROTOCOL.md, ADD_REACTION).
+function applyReaction(topic, e, from) {
+  const m = app.messages.get(e.seq);
+  if (topic !== app.current || !m) return;
+  const list = (m.reactions ?? []).map((r) => ({ ...r }));
+  let r = list.find((x) => x.emoji === e.emoji);
+  if (!r) list.push(r = { emoji: e.emoji, count: 0, mine: false });
+  r.count = e.count;
+  if (from === app.me) r.mine = e.action === "add";
+  setReactions(topic, e.seq, list.filter((x) => x.count > 0));
+}
+
+// --- pins ---
+
+async function loadPins(topic) {
+  try {
+    showPins(topic, await app.client.pins(topic));
+  } catch (e) {
+    console.warn("pins:", e);
+  }
+}
+
+async function pin(topic, seq, on) {
+  try {
+    showPins(topic, on ? await app.client.pin(topic, seq) : await app.client.unpin(topic, seq));
+  } catch (e) {
+    flash(e.code === Code.FORBIDDEN ? "Only the group's owner and admins may pin." : `Pin failed: ${e.message}`);
+  }
+}
+
+// showPins fills the pinned bar under the header, and turns Pin into Unpin (and back) on the
+// messages whose state changed.
+function showPins(topic, pins) {
+  if (topic !== app.current) return;
+  const before = app.pins;
+  app.pins = new Set(pins.map((p) => p.seq));
+  $("pins").hidden = !pins.length;
+  $("pins").replaceChildren(...pins.map((p) => pinItem(topic, p.seq)));
+  for (const m of app.messages.values()) if (before.has(m.seq) !== app.pins.has(m.seq)) showMessage(m);
+}
+
+function pinItem(topic, seq) {
+  const li = el("li");
+  li.dataset.seq = String(seq);
+  const text = el("span", "pin-text", "…");
+  li.append(el("span", "pin-mark", "📌"), text, action("Unpin", () => pin(topic, seq, false)));
+  const shown = app.messages.get(seq);
+  (shown ? Promise.resolve(shown) : app.client.message(topic, seq)).then(async (m) => {
+    if (!m) {
+      text.textContent = "(message not available)";
+      return;
+    }
+    text.textContent = `${mine(m) ? "You" : nameOf(await profile(m.from))}: ${summary(m)}`;
+  }, () => { text.textContent = "(message not available)"; });
+  li.addEventListener("click", () => $("messages").querySelector(`li[data-seq="${seq}"]`)?.scrollIntoView({ block: "center" }));
+  return li;
+}
+
+// --- forwarding ---
+
+// pickForward lists the user's other conversations; a click sends a copy there.
+function pickForward(m) {
+  const targets = [...app.dialogs.values()].filter((d) => d.topic !== m.topic);
+  $("forward-list").replaceChildren(...targets.map((d) => {
+    const li = el("li", "", d.topic);
+    li.dataset.topic = d.topic;
+    conversation(d.topic).then((c) => { li.textContent = c.title; });
+    li.addEventListener("click", () => forward(m, d.topic));
+    return li;
+  }));
+  $("forward-none").hidden = targets.length > 0;
+  $("forward").hidden = false;
+}
+
+$("forward-cancel").addEventListener("click", () => { $("forward").hidden = true; });
+
+async function forward(m, topic) {
+  $("forward").hidden = true;
+  try {
+    const ack = await app.client.forward(m.topic, m.seq, { topic });
+    const copy = await app.client.message(ack.topic, ack.seq);
+    if (copy) onMessage(copy);
+    flash(`Forwarded to ${(await conversation(ack.topic)).title}`);
+  } catch (e) {
+    flash(`Not forwarded: ${e.message}`);
+  }
+}
+
+// --- presence ---
+
+// presenceDot is a dot that setPresence keeps green while user is online.
+function presenceDot(user) {
+  const dot = el("span", "dot");
+  dot.dataset.user = String(user);
+  paintDot(dot);
+  return dot;
+}
+
+function paintDot(dot) {
+  const user = Number(dot.dataset.user);
+  dot.dataset.state = app.presence.get(user)?.state ?? "unknown";
+  dot.title = presenceText(user);
+}
+
+function presenceText(user) {
+  const p = app.presence.get(user);
+  if (p?.state === "online") return "online";
+  if (p?.state !== "offline") return "";
+  return p.last_seen ? `last seen ${clock(p.last_seen)}` : "offline";
+}
+
+function setPresence(p) {
+  app.presence.set(p.user_id, p);
+  for (const dot of document.querySelectorAll(`.dot[data-user="${p.user_id}"]`)) paintDot(dot);
+  if (peerOf(app.current) === p.user_id) $("presence").textContent = presenceText(p.user_id);
+}
+
+// queryPresence asks after the people on screen: the peers in the conversation list and the
+// senders in the open conversation.
+async function queryPresence() {
+  const senders = [...app.messages.values()].map((m) => m.from);
+  const users = [...new Set([...app.dialogs.keys()].map(peerOf).concat(senders))].filter((u) => u && u !== app.me);
+  try {
+    for (let i = 0; i < users.length; i += PRESENCE_MAX) {
+      for (const p of await app.client.presence(users.slice(i, i + PRESENCE_MAX))) setPresence(p);
+    }
+  } catch (e) {
+    console.warn("presence:", e);
+  }
+}
+
+// --- typing ---
+
+$("text").addEventListener("input", () => {
+  if (!$("text").value) {
+    stopTyping();
+    return;
+  }
+  const now = Date.now();
+  if (!app.current || (app.typing.topic === app.current && now - app.typing.at < TYPING_EVERY)) return;
+  app.typing = { topic: app.current, at: now };
+  app.client.typing(app.current, true).catch((e) => console.warn("typing:", e));
+});
+
+// stopTyping says typing false where the user said true: on send, on clearing the text, on
+// leaving the conversation.
+function stopTyping() {
+  const { topic } = app.typing;
+  if (!topic) return;
+  app.typing = { topic: "", at: 0 };
+  app.client.typing(topic, false).catch((e) => console.warn("typing:", e));
+}
+
+// onTyping shows a notice until typing false, a message from the typist (onMessage), or its
+// expires_in without a new one (docs/PROTOCOL.md, TYPING_NOTICE).
+function onTyping(n) {
+  const typists = app.typists.get(n.topic) ?? new Map();
+  app.typists.set(n.topic, typists);
+  clearTimeout(typists.get(n.user_id));
+  typists.delete(n.user_id);
+  if (n.typing) typists.set(n.user_id, setTimeout(() => onTyping({ ...n, typing: false }), n.expires_in || 6000));
+  if (n.topic === app.current) renderTyping();
+}
+
+async function renderTyping() {
+  const drawn = ++app.typingDrawn;
+  const users = [...(app.typists.get(app.current)?.keys() ?? [])];
+  const names = (await Promise.all(users.map(profile))).map(nameOf);
+  if (drawn !== app.typingDrawn) return;
+  $("typing").textContent = names.length === 0 ? "" : names.length === 1 ? `${names[0]} is typing…`
+    : names.length === 2 ? `${names[0]} and ${names[1]} are typing…` : `${names.length} people are typing…`;
+}
+
 // --- live ---
 
 function onMessage(m) {
@@ -489,7 +780,11 @@ function onMessage(m) {
     score: Math.max(d?.score ?? 0, m.created_at ?? 0),
     preview: m,
   });
+  if (m.type !== "system" && app.typists.get(m.topic)?.has(m.from)) onTyping({ topic: m.topic, user_id: m.from, typing: false });
+  const event = m.type === "system" ? m.content?.event : "";
   if (m.topic === app.current) {
+    if (event === "reaction") applyReaction(m.topic, m.content, m.from);
+    if (event === "pin" || event === "unpin") loadPins(m.topic);
     showMessage(m);
     markRead();
   } else if (m.from !== app.me && m.type !== "system") {
@@ -580,6 +875,8 @@ $("compose").addEventListener("submit", async (ev) => {
   if (!topic || (!text && draft?.kind !== "image")) return;
   $("text").value = "";
   setDraft(null);
+  stopTyping();
+  app.stick = true; // what one sends is shown, however far back one had scrolled
   try {
     if (draft?.kind === "edit") {
       const m = draft.message;
@@ -604,6 +901,12 @@ $("open").addEventListener("submit", (ev) => {
   if (topic) openTopic(topic);
   $("open-topic").value = "";
 });
+
+// A page left for another may stay alive in the browser's back-forward cache, its WebSocket
+// open: its user would read as online to everyone (docs/PROTOCOL.md, PRESENCE). Leaving
+// closes the connection; coming back signs in again from the tab's token.
+addEventListener("pagehide", () => app.client?.close());
+addEventListener("pageshow", (ev) => { if (ev.persisted) location.reload(); });
 
 // --- start ---
 
