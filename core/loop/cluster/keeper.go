@@ -35,7 +35,16 @@ type KeeperDeps struct {
 	Tenants Tenants
 	// Changes hears of the users whose devices a retired node held (issue 31); nil: nobody.
 	Changes Changes
-	Log     *slog.Logger
+	// Held claims again the devices connected here once the registry lost this node's lease
+	// (DESIGN §13 "After a registry loss"); nil: nothing is restored.
+	Held Held
+	Log  *slog.Logger
+}
+
+// Held is this node's connected devices (the Tracker).
+type Held interface {
+	// Restore claims the tenant's devices connected here where the registry has no entry.
+	Restore(ctx context.Context, tenant string) (int, error)
 }
 
 // Tenants are the names of the tenants this process serves, read on every pass so tenants
@@ -66,6 +75,7 @@ type Keeper struct {
 	mu    sync.Mutex
 	parts map[partitionKey]*partitionState
 	seen  map[string]bool // tenants passed at least once
+	owed  map[string]bool // tenants whose lease lapsed and whose devices are not restored yet
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -73,7 +83,7 @@ type Keeper struct {
 
 // NewKeeper returns a stopped keeper.
 func NewKeeper(cfg Config, d KeeperDeps) *Keeper {
-	return &Keeper{cfg: cfg, d: d, parts: make(map[partitionKey]*partitionState), seen: make(map[string]bool)}
+	return &Keeper{cfg: cfg, d: d, parts: make(map[partitionKey]*partitionState), seen: make(map[string]bool), owed: make(map[string]bool)}
 }
 
 // Start makes one pass, waits one interval and passes again, so the other nodes have seen this
@@ -148,7 +158,7 @@ func (k *Keeper) Stop(ctx context.Context) error {
 func (k *Keeper) pass(ctx context.Context) {
 	self := k.d.View.Self()
 	for _, tenant := range k.d.Tenants() {
-		live, expired, err := k.d.Nodes.Renew(ctx, tenant, self, k.cfg.LeaseTTL)
+		live, expired, lapsed, err := k.d.Nodes.Renew(ctx, tenant, self, k.cfg.LeaseTTL)
 		if err != nil {
 			k.d.Log.WarnContext(ctx, "node lease not renewed", "tenant", tenant, "node", self, "err", err)
 			continue
@@ -177,11 +187,36 @@ func (k *Keeper) pass(ctx context.Context) {
 		k.d.View.set(tenant, live)
 		// After the view forgot the dead nodes, so their entries no longer count as online.
 		k.left(ctx, tenant, retired)
+		k.restore(ctx, tenant, lapsed)
 		k.holdPartitions(ctx, tenant, live)
 		k.mu.Lock()
 		k.seen[tenant] = true
 		k.mu.Unlock()
 	}
+}
+
+// restore claims this node's devices again after its lease lapsed, and on later passes until
+// that succeeds: the renewal that noticed has put the lease back, so only owed remembers.
+func (k *Keeper) restore(ctx context.Context, tenant string, lapsed bool) {
+	if k.d.Held == nil {
+		return
+	}
+	k.mu.Lock()
+	owed := k.owed[tenant] || lapsed && k.seen[tenant]
+	k.owed[tenant] = owed
+	k.mu.Unlock()
+	if !owed {
+		return
+	}
+	n, err := k.d.Held.Restore(ctx, tenant)
+	if err != nil {
+		k.d.Log.WarnContext(ctx, "devices not claimed again after a registry loss; retried next pass", "tenant", tenant, "restored", n, "err", err)
+		return
+	}
+	k.mu.Lock()
+	delete(k.owed, tenant)
+	k.mu.Unlock()
+	k.d.Log.WarnContext(ctx, "node lease had lapsed; devices connected here claimed again", "tenant", tenant, "restored", n)
 }
 
 // left tells Changes that users lost the devices a retired node held.
