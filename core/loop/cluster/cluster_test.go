@@ -474,7 +474,12 @@ func TestKeepersRestoreTheirDevicesAfterARegistryLoss(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, b := d.node("1-aa", 10, 7), d.node("2-bb", 10, 8, 9, 10)
+	a, b := d.node("1-aa", 10, 7), d.node("2-bb", 10, 8, 9, 10, 11)
+	// User 11 disconnects while node 2 writes its entry, after its removal was written.
+	b.tracker.presence = restoring{d.nodes, sync.OnceFunc(func() {
+		b.tracker.Unbound(tenant, 11, 1)
+		b.tracker.apply(t.Context(), <-b.tracker.pending)
+	})}
 	keeper := func(n *node) *Keeper {
 		return NewKeeper(Config{LeaseTTL: time.Minute}, KeeperDeps{View: n.view, Nodes: d.nodes, Leases: q, Held: n.tracker,
 			Tenants: func() []string { return []string{tenant} }, Log: quiet})
@@ -497,7 +502,7 @@ func TestKeepersRestoreTheirDevicesAfterARegistryLoss(t *testing.T) {
 	for _, c := range []struct {
 		user int64
 		node string // "": no entry
-	}{{7, "1-aa"}, {8, "2-bb"}, {9, ""}, {10, "1-aa"}} {
+	}{{7, "1-aa"}, {8, "2-bb"}, {9, ""}, {10, "1-aa"}, {11, ""}} {
 		got := d.lookup(t, c.user)
 		switch {
 		case c.node == "" && len(got) != 0:
@@ -506,4 +511,16 @@ func TestKeepersRestoreTheirDevicesAfterARegistryLoss(t *testing.T) {
 			t.Errorf("user %d: entries %+v, want one on live node %s", c.user, got, c.node)
 		}
 	}
+}
+
+// restoring is a registry whose Restore runs before first: what happens on the node between
+// the Tracker's look at its devices and the write.
+type restoring struct {
+	*memory.Nodes
+	before func()
+}
+
+func (r restoring) Restore(ctx context.Context, tenant string, entries []presence.Entry) (int, error) {
+	r.before()
+	return r.Nodes.Restore(ctx, tenant, entries)
 }

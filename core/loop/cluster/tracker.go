@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -131,8 +132,9 @@ const restoreBatch = 500
 
 // Restore claims again, where still vacant, the devices of tenant connected here: the
 // registry lost them while they stayed connected (DESIGN §13 "After a registry loss"). A
-// device that disconnected meanwhile is not among them, so it stays offline. It returns how
-// many entries it wrote.
+// device that disconnected meanwhile is not among them, so it stays offline; one that
+// disconnects while its entry is being written, whose queued removal may have run first, is
+// removed again after. It returns how many entries it wrote.
 func (t *Tracker) Restore(ctx context.Context, tenant string) (int, error) {
 	self := t.view.Self()
 	t.mu.Lock()
@@ -147,6 +149,11 @@ func (t *Tracker) Restore(ctx context.Context, tenant string) (int, error) {
 	for page := range slices.Chunk(held, restoreBatch) {
 		n, err := t.presence.Restore(ctx, tenant, page)
 		restored += n
+		for _, e := range page {
+			if !t.holds(tenant, e.User, e.Device, e.Token) {
+				err = errors.Join(err, t.presence.Release(ctx, tenant, e))
+			}
+		}
 		if err != nil {
 			return restored, fmt.Errorf("restore %d devices of %s: %w", len(held), tenant, err)
 		}
