@@ -420,6 +420,7 @@ func newKeeper(cfg config.Config, p Ports, log *slog.Logger, view *cluster.View,
 		Tenants: tenants.Names,
 		Changes: feed,
 		Held:    tracker,
+		Lineage: p.RedisLineage,
 		Log:     log,
 	})
 }

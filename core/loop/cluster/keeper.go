@@ -36,9 +36,12 @@ type KeeperDeps struct {
 	// Changes hears of the users whose devices a retired node held (issue 31); nil: nobody.
 	Changes Changes
 	// Held claims again the devices connected here once the registry lost this node's lease
-	// (DESIGN §13 "After a registry loss"); nil: nothing is restored.
+	// or Redis failed over (DESIGN §13 "After a registry loss"); nil: nothing is restored.
 	Held Held
-	Log  *slog.Logger
+	// Lineage tells a Redis failover or restart (DESIGN §1.13), which may lose the last claims
+	// while the lease survives; nil: only a lapsed lease restores.
+	Lineage ports.RedisLineage
+	Log     *slog.Logger
 }
 
 // Held is this node's connected devices (the Tracker).
@@ -76,6 +79,8 @@ type Keeper struct {
 	parts map[partitionKey]*partitionState
 	seen  map[string]bool // tenants passed at least once
 	owed  map[string]bool // tenants whose lease lapsed and whose devices are not restored yet
+
+	lineage string // the Redis lineage the last pass read; only passes touch it
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -157,6 +162,13 @@ func (k *Keeper) Stop(ctx context.Context) error {
 // pass renews this node's lease in every tenant, retires dead nodes and holds partitions.
 func (k *Keeper) pass(ctx context.Context) {
 	self := k.d.View.Self()
+	if k.failedOver(ctx) {
+		k.mu.Lock()
+		for tenant := range k.seen {
+			k.owed[tenant] = true
+		}
+		k.mu.Unlock()
+	}
 	for _, tenant := range k.d.Tenants() {
 		live, expired, lapsed, err := k.d.Nodes.Renew(ctx, tenant, self, k.cfg.LeaseTTL)
 		if err != nil {
@@ -195,15 +207,35 @@ func (k *Keeper) pass(ctx context.Context) {
 	}
 }
 
-// restore claims this node's devices again after its lease lapsed, and on later passes until
-// that succeeds: the renewal that noticed has put the lease back, so only owed remembers.
+// failedOver reads the Redis lineage and reports whether it changed since the last pass (the
+// tenants passed before are owed a restore); the first read, or one that fails, reports no
+// change.
+func (k *Keeper) failedOver(ctx context.Context) bool {
+	if k.d.Lineage == nil {
+		return false
+	}
+	now, err := k.d.Lineage.Lineage(ctx)
+	if err != nil {
+		k.d.Log.WarnContext(ctx, "redis lineage unknown", "err", err)
+		return false
+	}
+	was := k.lineage
+	k.lineage = now
+	return was != "" && was != now
+}
+
+// restore claims this node's devices again after its lease lapsed or Redis failed over, and
+// on later passes until that succeeds: the renewal that noticed has put the lease back, so
+// only owed remembers.
 func (k *Keeper) restore(ctx context.Context, tenant string, lapsed bool) {
 	if k.d.Held == nil {
 		return
 	}
 	k.mu.Lock()
-	owed := k.owed[tenant] || lapsed && k.seen[tenant]
-	k.owed[tenant] = owed
+	if lapsed && k.seen[tenant] {
+		k.owed[tenant] = true
+	}
+	owed := k.owed[tenant]
 	k.mu.Unlock()
 	if !owed {
 		return
@@ -216,7 +248,7 @@ func (k *Keeper) restore(ctx context.Context, tenant string, lapsed bool) {
 	k.mu.Lock()
 	delete(k.owed, tenant)
 	k.mu.Unlock()
-	k.d.Log.WarnContext(ctx, "node lease had lapsed; devices connected here claimed again", "tenant", tenant, "restored", n)
+	k.d.Log.WarnContext(ctx, "registry lost or failed over; devices connected here claimed again", "tenant", tenant, "restored", n)
 }
 
 // left tells Changes that users lost the devices a retired node held.
