@@ -162,13 +162,7 @@ func (k *Keeper) Stop(ctx context.Context) error {
 // pass renews this node's lease in every tenant, retires dead nodes and holds partitions.
 func (k *Keeper) pass(ctx context.Context) {
 	self := k.d.View.Self()
-	if k.failedOver(ctx) {
-		k.mu.Lock()
-		for tenant := range k.seen {
-			k.owed[tenant] = true
-		}
-		k.mu.Unlock()
-	}
+	defer k.watchLineage(ctx)
 	for _, tenant := range k.d.Tenants() {
 		live, expired, lapsed, err := k.d.Nodes.Renew(ctx, tenant, self, k.cfg.LeaseTTL)
 		if err != nil {
@@ -207,21 +201,30 @@ func (k *Keeper) pass(ctx context.Context) {
 	}
 }
 
-// failedOver reads the Redis lineage and reports whether it changed since the last pass (the
-// tenants passed before are owed a restore); the first read, or one that fails, reports no
-// change.
-func (k *Keeper) failedOver(ctx context.Context) bool {
+// watchLineage reads the Redis lineage after the renewals, bounded by one pass interval so a
+// master that hangs delays no renewal, and owes the tenants passed so far a restore (in the
+// next pass) when it changed since the last read; a read that fails changes nothing.
+func (k *Keeper) watchLineage(ctx context.Context) {
 	if k.d.Lineage == nil {
-		return false
+		return
 	}
+	ctx, cancel := context.WithTimeout(ctx, renewEvery(k.cfg.LeaseTTL))
+	defer cancel()
 	now, err := k.d.Lineage.Lineage(ctx)
 	if err != nil {
 		k.d.Log.WarnContext(ctx, "redis lineage unknown", "err", err)
-		return false
+		return
 	}
 	was := k.lineage
 	k.lineage = now
-	return was != "" && was != now
+	if was == "" || was == now {
+		return
+	}
+	k.mu.Lock()
+	for tenant := range k.seen {
+		k.owed[tenant] = true
+	}
+	k.mu.Unlock()
 }
 
 // restore claims this node's devices again after its lease lapsed or Redis failed over, and
