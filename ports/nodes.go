@@ -11,8 +11,11 @@ import (
 // its lease (DESIGN §11).
 type NodeLeases interface {
 	// Renew extends node's lease to ttl from the store's clock and returns the nodes whose
-	// lease runs (node included) and those whose lease has run out.
-	Renew(ctx context.Context, tenant, node string, ttl time.Duration) (live, expired []string, err error)
+	// lease runs (node included) and those whose lease has run out. lapsed: node had no running
+	// lease before this renewal (its first, or the registry lost it: a flush, a failover, a
+	// retirement by survivors while it stalled), so the presence entries it holds may be gone
+	// too and it restores them (DESIGN §13 "After a registry loss").
+	Renew(ctx context.Context, tenant, node string, ttl time.Duration) (live, expired []string, lapsed bool, err error)
 	// Retire removes node: its lease, the presence entries it still holds and its push
 	// channel. Survivors call it for an expired node, a node for itself when it stops. Calling
 	// it twice is harmless. users are those whose entry this call removed (each once, however
@@ -29,6 +32,10 @@ type Presence interface {
 	Release(ctx context.Context, tenant string, e presence.Entry) error
 	// Lookup returns the entries of the users' devices; malformed entries are left out.
 	Lookup(ctx context.Context, tenant string, users []int64) ([]presence.Entry, error)
+	// Restore records each of entries (all of one node) whose device has no entry, as Claim
+	// would, and leaves a device claimed since by another connection alone. It returns how many
+	// it recorded.
+	Restore(ctx context.Context, tenant string, entries []presence.Entry) (restored int, err error)
 }
 
 // NodeMessage is one envelope on a node's push channel.

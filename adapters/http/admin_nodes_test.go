@@ -20,7 +20,7 @@ func TestAdminNodesListLiveInstancesWithPartitionsAndDevices(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, node := range []string{"1-aa", "2-bb"} {
-		if _, _, err := n.Renew(ctx, "default", node, time.Minute); err != nil {
+		if _, _, _, err := n.Renew(ctx, "default", node, time.Minute); err != nil {
 			t.Fatal(err)
 		}
 	}

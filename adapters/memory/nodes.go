@@ -57,14 +57,16 @@ func (n *Nodes) of(name, node string) (*nodesOf, error) {
 }
 
 // Renew implements ports.NodeLeases.
-func (n *Nodes) Renew(_ context.Context, name, node string, ttl time.Duration) (live, expired []string, err error) {
+func (n *Nodes) Renew(_ context.Context, name, node string, ttl time.Duration) (live, expired []string, lapsed bool, err error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	s, err := n.of(name, node)
 	if err != nil {
-		return nil, nil, fmt.Errorf("renew node lease: %w", err)
+		return nil, nil, false, fmt.Errorf("renew node lease: %w", err)
 	}
 	now := n.clock()
+	until, ok := s.leases[node]
+	lapsed = !ok || until.Before(now)
 	s.leases[node] = now.Add(ttl)
 	for _, m := range slices.Sorted(maps.Keys(s.leases)) {
 		if s.leases[m].Before(now) {
@@ -73,7 +75,7 @@ func (n *Nodes) Renew(_ context.Context, name, node string, ttl time.Duration) (
 			live = append(live, m)
 		}
 	}
-	return live, expired, nil
+	return live, expired, lapsed, nil
 }
 
 // Retire implements ports.NodeLeases.
@@ -129,6 +131,27 @@ func (n *Nodes) Release(_ context.Context, name string, e presence.Entry) error 
 		delete(s.presence[e.User], e.Device)
 	}
 	return nil
+}
+
+// Restore implements ports.Presence.
+func (n *Nodes) Restore(_ context.Context, name string, entries []presence.Entry) (int, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	restored := 0
+	for _, e := range entries {
+		s, err := n.of(name, e.Node)
+		if err != nil {
+			return restored, fmt.Errorf("restore presence: %w", err)
+		}
+		if s.presence[e.User] == nil {
+			s.presence[e.User] = map[uint64]presence.Entry{}
+		}
+		if _, found := s.presence[e.User][e.Device]; !found {
+			s.presence[e.User][e.Device] = e
+			restored++
+		}
+	}
+	return restored, nil
 }
 
 // Lookup implements ports.Presence.

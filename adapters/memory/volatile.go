@@ -241,3 +241,7 @@ func (l *CompensationList) Snapshot() func() {
 
 // Lose forgets every listed write.
 func (l *CompensationList) Lose() { lose(&l.mu, l.tenants) }
+
+// Lose forgets every lease, presence entry and channel: a Redis flush under running nodes
+// (DESIGN §13 "After a registry loss").
+func (n *Nodes) Lose() { lose(&n.mu, n.ts) }

@@ -43,36 +43,42 @@ func nodeKeys(tenant, node string) (Keys, error) {
 	return k, nil
 }
 
-// renewScript scores ARGV[1] with Redis's now + ARGV[2] ms and returns the live members and
-// up to 100 expired ones. KEYS: nodes.
+// renewScript scores ARGV[1] with Redis's now + ARGV[2] ms and returns the live members, up
+// to 100 expired ones and 1 if ARGV[1] had no running lease before. KEYS: nodes.
 var renewScript = rueidis.NewLuaScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local was = redis.call('ZSCORE', KEYS[1], ARGV[1])
+local lapsed = 0
+if not was or tonumber(was) < now then lapsed = 1 end
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
 return {redis.call('ZRANGEBYSCORE', KEYS[1], now, '+inf'),
-        redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. now, 'LIMIT', 0, 100)}
+        redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. now, 'LIMIT', 0, 100), lapsed}
 `)
 
 // Renew implements ports.NodeLeases with Redis TIME, so node clocks never decide liveness.
-func (n *Nodes) Renew(ctx context.Context, tenant, node string, ttl time.Duration) (live, expired []string, err error) {
+func (n *Nodes) Renew(ctx context.Context, tenant, node string, ttl time.Duration) (live, expired []string, lapsed bool, err error) {
 	k, err := nodeKeys(tenant, node)
 	if err != nil {
-		return nil, nil, fmt.Errorf("renew node lease: %w", err)
+		return nil, nil, false, fmt.Errorf("renew node lease: %w", err)
 	}
 	res, err := renewScript.Exec(ctx, n.c, []string{k.Nodes()}, []string{node, strconv.FormatInt(max(ttl.Milliseconds(), 1), 10)}).ToArray()
-	if err == nil && len(res) != 2 {
+	if err == nil && len(res) != 3 {
 		err = fmt.Errorf("answer of %d parts", len(res))
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("renew lease of node %s in %s: %w", node, tenant, err)
+		return nil, nil, false, fmt.Errorf("renew lease of node %s in %s: %w", node, tenant, err)
 	}
+	var was int64
 	if live, err = res[0].AsStrSlice(); err == nil {
-		expired, err = res[1].AsStrSlice()
+		if expired, err = res[1].AsStrSlice(); err == nil {
+			was, err = res[2].AsInt64()
+		}
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("renew lease of node %s in %s: %w", node, tenant, err)
+		return nil, nil, false, fmt.Errorf("renew lease of node %s in %s: %w", node, tenant, err)
 	}
-	return live, expired, nil
+	return live, expired, was == 1, nil
 }
 
 // releasePresenceScript deletes field ARGV[1] of KEYS[1] if its value is ARGV[2], and always drops
@@ -202,6 +208,43 @@ func (n *Nodes) Release(ctx context.Context, tenant string, e presence.Entry) er
 		return fmt.Errorf("release presence of %d/%d in %s: %w", e.User, e.Device, tenant, err)
 	}
 	return nil
+}
+
+// restoreScript sets field ARGV[1] of KEYS[1] to ARGV[2] unless the field exists, adds ARGV[3]
+// to the node's devices KEYS[2] if it set it, and answers 1 if it did.
+var restoreScript = newBatchScript(`
+if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then return 0 end
+redis.call('SADD', KEYS[2], ARGV[3])
+return 1
+`)
+
+// Restore implements ports.Presence in one round trip per node the keys live on.
+func (n *Nodes) Restore(ctx context.Context, tenant string, entries []presence.Entry) (int, error) {
+	if len(entries) == 0 {
+		return 0, nil
+	}
+	k, err := nodeKeys(tenant, entries[0].Node)
+	if err != nil {
+		return 0, fmt.Errorf("restore presence: %w", err)
+	}
+	execs := make([]rueidis.LuaExec, len(entries))
+	for i, e := range entries {
+		if e.Node != entries[0].Node {
+			return 0, fmt.Errorf("restore presence in %s: entries of nodes %s and %s", tenant, entries[0].Node, e.Node)
+		}
+		field := strconv.FormatUint(e.Device, 10)
+		execs[i] = rueidis.LuaExec{Keys: []string{k.Presence(e.User), k.NodeDevices(e.Node, UserGroup(e.User))},
+			Args: []string{field, e.Value(), itoa(e.User) + ":" + field}}
+	}
+	restored := 0
+	for i, r := range restoreScript.ExecBatch(ctx, n.c, execs) {
+		did, err := r.AsInt64()
+		if err != nil {
+			return restored, fmt.Errorf("restore presence of %d/%d in %s: %w", entries[i].User, entries[i].Device, tenant, err)
+		}
+		restored += int(did)
+	}
+	return restored, nil
 }
 
 // Lookup implements ports.Presence with one HGETALL per user, in one round trip.

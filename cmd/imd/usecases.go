@@ -411,7 +411,7 @@ func newTracker(p Ports, log *slog.Logger, view *cluster.View, kicks *cluster.Fo
 }
 
 func newKeeper(cfg config.Config, p Ports, log *slog.Logger, view *cluster.View, tenants *cluster.LateTenants,
-	feed *presence.Service,
+	feed *presence.Service, tracker *cluster.Tracker,
 ) *cluster.Keeper {
 	return cluster.NewKeeper(cfg.Nodes(), cluster.KeeperDeps{
 		View:    view,
@@ -419,6 +419,8 @@ func newKeeper(cfg config.Config, p Ports, log *slog.Logger, view *cluster.View,
 		Leases:  p.DeliverLeases,
 		Tenants: tenants.Names,
 		Changes: feed,
+		Held:    tracker,
+		Lineage: p.RedisLineage,
 		Log:     log,
 	})
 }

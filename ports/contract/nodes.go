@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"testing"
@@ -109,8 +110,54 @@ func Nodes(t *testing.T, fresh func(t *testing.T) NodesFixture) {
 		if live, expired := mustRenew(t, f, "1-aa", time.Second); len(live) != 1 || len(expired) != 0 {
 			t.Fatalf("after retire: live %v expired %v", live, expired)
 		}
-		if _, _, err := f.Leases.Renew(ctx, f.Tenant, "bad{node}", time.Second); err == nil {
+		if _, _, _, err := f.Leases.Renew(ctx, f.Tenant, "bad{node}", time.Second); err == nil {
 			t.Fatal("a node name with a brace was accepted")
+		}
+	})
+
+	t.Run("a lapsed lease is reported; a restore fills only vacant devices", func(t *testing.T) {
+		t.Parallel()
+		f := fresh(t)
+		ctx := t.Context()
+		for i, want := range []bool{true, false} { // the first renewal, then one within the lease
+			if _, _, lapsed := mustRenewLapsed(t, f, "1-aa", 50*time.Millisecond); lapsed != want {
+				t.Fatalf("renewal #%d: lapsed %v, want %v", i+1, lapsed, want)
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+		if _, _, lapsed := mustRenewLapsed(t, f, "1-aa", time.Minute); !lapsed {
+			t.Fatal("a renewal after the lease ran out is not reported lapsed")
+		}
+		if _, err := f.Leases.Retire(ctx, f.Tenant, "1-aa"); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, lapsed := mustRenewLapsed(t, f, "1-aa", time.Minute); !lapsed {
+			t.Fatal("a renewal after a retirement is not reported lapsed")
+		}
+		moved := presence.Entry{User: 7, Device: 2, Node: "2-bb", Token: 9} // claimed elsewhere meanwhile
+		if _, _, err := f.Presence.Claim(ctx, f.Tenant, moved); err != nil {
+			t.Fatal(err)
+		}
+		held := []presence.Entry{{User: 7, Device: 1, Node: "1-aa", Token: 3}, {User: 7, Device: 2, Node: "1-aa", Token: 4}, {User: 8, Device: 1, Node: "1-aa", Token: 5}}
+		for i, want := range []int{2, 0} { // twice: the second finds every device taken
+			if n, err := f.Presence.Restore(ctx, f.Tenant, held); err != nil || n != want {
+				t.Fatalf("restore #%d: %d, %v; want %d", i+1, n, err, want)
+			}
+		}
+		got, err := f.Presence.Lookup(ctx, f.Tenant, []int64{7, 8})
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.SortFunc(got, func(a, b presence.Entry) int { return cmp.Or(cmp.Compare(a.User, b.User), cmp.Compare(a.Device, b.Device)) })
+		if want := []presence.Entry{held[0], moved, held[2]}; !slices.Equal(got, want) {
+			t.Fatalf("after restore: %+v; want %+v", got, want)
+		}
+		// Restored entries belong to the node: its retirement removes them.
+		if users, err := f.Leases.Retire(ctx, f.Tenant, "1-aa"); err != nil || !slices.Equal(users, []int64{7, 8}) {
+			t.Fatalf("retire after restore removed %v, %v; want 7, 8", users, err)
+		}
+		if got, err := f.Presence.Lookup(ctx, f.Tenant, []int64{7, 8}); err != nil || len(got) != 1 || got[0] != moved {
+			t.Fatalf("after retire: %+v, %v; want only %+v", got, err, moved)
 		}
 	})
 
@@ -257,9 +304,15 @@ func Nodes(t *testing.T, fresh func(t *testing.T) NodesFixture) {
 
 func mustRenew(t *testing.T, f NodesFixture, node string, ttl time.Duration) (live, expired []string) {
 	t.Helper()
-	live, expired, err := f.Leases.Renew(t.Context(), f.Tenant, node, ttl)
+	live, expired, _ = mustRenewLapsed(t, f, node, ttl)
+	return live, expired
+}
+
+func mustRenewLapsed(t *testing.T, f NodesFixture, node string, ttl time.Duration) (live, expired []string, lapsed bool) {
+	t.Helper()
+	live, expired, lapsed, err := f.Leases.Renew(t.Context(), f.Tenant, node, ttl)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return live, expired
+	return live, expired, lapsed
 }

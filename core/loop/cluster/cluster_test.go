@@ -463,3 +463,87 @@ func (d *deployment) lookup(t *testing.T, user int64) []presence.Entry {
 	}
 	return got
 }
+
+// A registry loss under running nodes (DESIGN §13 "After a registry loss"): all of it, as
+// FLUSHALL does, which the next renewal finds by the lease lapsed, or the last claims, as a
+// failover to a lagging replica does, which the lineage tells. Each Keeper then claims its
+// connected devices again, so they have entries on live nodes once more; a device that left
+// during the loss, or while its entry was being written, stays gone, and one claimed since by
+// another node keeps that node's entry.
+func TestKeepersRestoreTheirDevicesAfterARegistryLoss(t *testing.T) {
+	for _, loss := range []struct {
+		name string
+		lose func(t *testing.T, d *deployment, lineage *memory.RedisLineage)
+	}{
+		{"flushall", func(_ *testing.T, d *deployment, _ *memory.RedisLineage) { d.nodes.Lose() }},
+		{"stale replica", func(t *testing.T, d *deployment, lineage *memory.RedisLineage) {
+			for _, u := range []int64{7, 8} { // their claims had not reached the replica
+				for _, e := range d.lookup(t, u) {
+					if err := d.nodes.Release(t.Context(), tenant, e); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			lineage.Replace()
+		}},
+	} {
+		t.Run(loss.name, func(t *testing.T) {
+			d := newDeployment()
+			q, err := memory.NewDeliverQueue(time.Now).WithPartitions(2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lineage := memory.NewRedisLineage()
+			a, b := d.node("1-aa", 10, 7), d.node("2-bb", 10, 8, 9, 10, 11)
+			// User 11 disconnects while node 2 writes its entry, after its removal was written.
+			b.tracker.presence = restoring{d.nodes, sync.OnceFunc(func() {
+				b.tracker.Unbound(tenant, 11, 1)
+				b.tracker.apply(t.Context(), <-b.tracker.pending)
+			})}
+			keeper := func(n *node) *Keeper {
+				return NewKeeper(Config{LeaseTTL: time.Minute}, KeeperDeps{View: n.view, Nodes: d.nodes, Leases: q, Held: n.tracker,
+					Lineage: lineage, Tenants: func() []string { return []string{tenant} }, Log: quiet})
+			}
+			ka, kb := keeper(a), keeper(b)
+			ctx := t.Context()
+			for range 2 {
+				ka.pass(ctx)
+				kb.pass(ctx)
+			}
+
+			loss.lose(t, d, lineage)
+			b.tracker.Unbound(tenant, 9, 1)
+			b.tracker.apply(ctx, <-b.tracker.pending) // left during the loss
+			a.tracker.Bound(tenant, 10, 1)            // moved from node 2 to node 1 during the loss
+			for range 2 {                             // the second round: each node sees the other's renewed lease
+				ka.pass(ctx)
+				kb.pass(ctx)
+			}
+
+			for _, c := range []struct {
+				user int64
+				node string // "": no entry
+			}{{7, "1-aa"}, {8, "2-bb"}, {9, ""}, {10, "1-aa"}, {11, ""}} {
+				got := d.lookup(t, c.user)
+				switch {
+				case c.node == "" && len(got) != 0:
+					t.Errorf("user %d left but has %+v", c.user, got)
+				case c.node != "" && (len(got) != 1 || got[0].Node != c.node || !a.view.Live(tenant, got[0].Node)):
+					t.Errorf("user %d: entries %+v, want one on live node %s", c.user, got, c.node)
+				}
+			}
+		})
+	}
+}
+
+// restoring is a registry whose Restore runs before first: what happens on the node between
+// the Tracker's look at its devices and the write.
+type restoring struct {
+	*memory.Nodes
+	before func()
+}
+
+func (r restoring) Restore(ctx context.Context, tenant string, entries []presence.Entry) (int, error) {
+	r.before()
+	return r.Nodes.Restore(ctx, tenant, entries)
+}

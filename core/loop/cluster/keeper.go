@@ -35,7 +35,19 @@ type KeeperDeps struct {
 	Tenants Tenants
 	// Changes hears of the users whose devices a retired node held (issue 31); nil: nobody.
 	Changes Changes
+	// Held claims again the devices connected here once the registry lost this node's lease
+	// or Redis failed over (DESIGN §13 "After a registry loss"); nil: nothing is restored.
+	Held Held
+	// Lineage tells a Redis failover or restart (DESIGN §1.13), which may lose the last claims
+	// while the lease survives; nil: only a lapsed lease restores.
+	Lineage ports.RedisLineage
 	Log     *slog.Logger
+}
+
+// Held is this node's connected devices (the Tracker).
+type Held interface {
+	// Restore claims the tenant's devices connected here where the registry has no entry.
+	Restore(ctx context.Context, tenant string) (int, error)
 }
 
 // Tenants are the names of the tenants this process serves, read on every pass so tenants
@@ -66,6 +78,9 @@ type Keeper struct {
 	mu    sync.Mutex
 	parts map[partitionKey]*partitionState
 	seen  map[string]bool // tenants passed at least once
+	owed  map[string]bool // tenants whose lease lapsed and whose devices are not restored yet
+
+	lineage string // the Redis lineage the last pass read; only passes touch it
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -73,7 +88,7 @@ type Keeper struct {
 
 // NewKeeper returns a stopped keeper.
 func NewKeeper(cfg Config, d KeeperDeps) *Keeper {
-	return &Keeper{cfg: cfg, d: d, parts: make(map[partitionKey]*partitionState), seen: make(map[string]bool)}
+	return &Keeper{cfg: cfg, d: d, parts: make(map[partitionKey]*partitionState), seen: make(map[string]bool), owed: make(map[string]bool)}
 }
 
 // Start makes one pass, waits one interval and passes again, so the other nodes have seen this
@@ -147,8 +162,9 @@ func (k *Keeper) Stop(ctx context.Context) error {
 // pass renews this node's lease in every tenant, retires dead nodes and holds partitions.
 func (k *Keeper) pass(ctx context.Context) {
 	self := k.d.View.Self()
+	defer k.watchLineage(ctx)
 	for _, tenant := range k.d.Tenants() {
-		live, expired, err := k.d.Nodes.Renew(ctx, tenant, self, k.cfg.LeaseTTL)
+		live, expired, lapsed, err := k.d.Nodes.Renew(ctx, tenant, self, k.cfg.LeaseTTL)
 		if err != nil {
 			k.d.Log.WarnContext(ctx, "node lease not renewed", "tenant", tenant, "node", self, "err", err)
 			continue
@@ -177,11 +193,65 @@ func (k *Keeper) pass(ctx context.Context) {
 		k.d.View.set(tenant, live)
 		// After the view forgot the dead nodes, so their entries no longer count as online.
 		k.left(ctx, tenant, retired)
+		k.restore(ctx, tenant, lapsed)
 		k.holdPartitions(ctx, tenant, live)
 		k.mu.Lock()
 		k.seen[tenant] = true
 		k.mu.Unlock()
 	}
+}
+
+// watchLineage reads the Redis lineage after the renewals, bounded by one pass interval so a
+// master that hangs delays no renewal, and owes the tenants passed so far a restore (in the
+// next pass) when it changed since the last read; a read that fails changes nothing.
+func (k *Keeper) watchLineage(ctx context.Context) {
+	if k.d.Lineage == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, renewEvery(k.cfg.LeaseTTL))
+	defer cancel()
+	now, err := k.d.Lineage.Lineage(ctx)
+	if err != nil {
+		k.d.Log.WarnContext(ctx, "redis lineage unknown", "err", err)
+		return
+	}
+	was := k.lineage
+	k.lineage = now
+	if was == "" || was == now {
+		return
+	}
+	k.mu.Lock()
+	for tenant := range k.seen {
+		k.owed[tenant] = true
+	}
+	k.mu.Unlock()
+}
+
+// restore claims this node's devices again after its lease lapsed or Redis failed over, and
+// on later passes until that succeeds: the renewal that noticed has put the lease back, so
+// only owed remembers.
+func (k *Keeper) restore(ctx context.Context, tenant string, lapsed bool) {
+	if k.d.Held == nil {
+		return
+	}
+	k.mu.Lock()
+	if lapsed && k.seen[tenant] {
+		k.owed[tenant] = true
+	}
+	owed := k.owed[tenant]
+	k.mu.Unlock()
+	if !owed {
+		return
+	}
+	n, err := k.d.Held.Restore(ctx, tenant)
+	if err != nil {
+		k.d.Log.WarnContext(ctx, "devices not claimed again after a registry loss; retried next pass", "tenant", tenant, "restored", n, "err", err)
+		return
+	}
+	k.mu.Lock()
+	delete(k.owed, tenant)
+	k.mu.Unlock()
+	k.d.Log.WarnContext(ctx, "registry lost or failed over; devices connected here claimed again", "tenant", tenant, "restored", n)
 }
 
 // left tells Changes that users lost the devices a retired node held.

@@ -2,7 +2,10 @@ package cluster
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -122,6 +125,40 @@ func (t *Tracker) holds(tenant string, user int64, device uint64, token uint64) 
 	defer t.mu.Unlock()
 	held, ok := t.tokens[deviceKey{tenant, user, device}]
 	return ok && held == token
+}
+
+// restoreBatch bounds the entries one Restore writes, one round trip each.
+const restoreBatch = 500
+
+// Restore claims again, where still vacant, the devices of tenant connected here: the
+// registry lost them while they stayed connected (DESIGN §13 "After a registry loss"). A
+// device that disconnected meanwhile is not among them, so it stays offline; one that
+// disconnects while its entry is being written, whose queued removal may have run first, is
+// removed again after. It returns how many entries it wrote.
+func (t *Tracker) Restore(ctx context.Context, tenant string) (int, error) {
+	self := t.view.Self()
+	t.mu.Lock()
+	var held []presence.Entry
+	for k, token := range t.tokens {
+		if k.tenant == tenant {
+			held = append(held, presence.Entry{User: k.user, Device: k.device, Node: self, Token: token})
+		}
+	}
+	t.mu.Unlock()
+	restored := 0
+	for page := range slices.Chunk(held, restoreBatch) {
+		n, err := t.presence.Restore(ctx, tenant, page)
+		restored += n
+		for _, e := range page {
+			if !t.holds(tenant, e.User, e.Device, e.Token) {
+				err = errors.Join(err, t.presence.Release(ctx, tenant, e))
+			}
+		}
+		if err != nil {
+			return restored, fmt.Errorf("restore %d devices of %s: %w", len(held), tenant, err)
+		}
+	}
+	return restored, nil
 }
 
 // Run writes queued removals until ctx ends, then the ones still queued.
