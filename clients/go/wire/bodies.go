@@ -271,9 +271,11 @@ type TypingNotice struct {
 // an empty body only reads them.
 type SettingsRequest struct {
 	HidePresence *bool `json:"hide_presence,omitempty"`
+	HideReceipts *bool `json:"hide_receipts,omitempty"`
 }
 
 // Settings is the data of SETTINGS: the user's settings as stored.
 type Settings struct {
 	HidePresence bool `json:"hide_presence"`
+	HideReceipts bool `json:"hide_receipts"`
 }

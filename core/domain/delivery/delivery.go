@@ -19,6 +19,7 @@ const (
 	// Pushes that never become jobs: live only, nothing stored, nothing missed (issue 31).
 	KindPresence Kind = "presence" // a user came online or went offline, to those who see it
 	KindTyping   Kind = "typing"   // a member started or stopped typing, to the other members
+	KindReceipt  Kind = "receipt"  // the peer read or got a P2P message, to the sender
 )
 
 // Job is one unit of fan-out. It carries the message so workers never read MySQL.
