@@ -41,14 +41,14 @@ func WireReadState(st receipts.State) wire.ReadState {
 	}
 }
 
-// delivered hands an acknowledged MESSAGE to the receipts on the task pool, off the
+// delivered hands an acknowledged P2P MESSAGE to the receipts on the task pool, off the
 // connection's reader: the PUSH_ACK itself is answered by nothing (PROTOCOL §3). A full pool
 // drops the receipt, which is live only.
 func (d *Dispatcher) delivered(c *Client, m *message.Message) {
-	if d.deps.Receipts == nil || m == nil {
+	id := c.out.Identity()
+	if d.deps.Receipts == nil || !receipts.Tells(id.User, m) {
 		return
 	}
-	id := c.out.Identity()
 	_ = d.pool.Submit(func() {
 		ctx, cancel := context.WithTimeout(c.ctx, d.cfg.RequestTimeout)
 		defer cancel()

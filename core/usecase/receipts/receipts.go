@@ -97,13 +97,21 @@ func (s *Service) Read(ctx context.Context, tenant string, user int64, w dialog.
 // device. Acks of the sender's own devices (they get its messages too) and of group messages
 // say nothing to anyone. hide_receipts does not stop it: it hides reading, not being online.
 func (s *Service) Delivered(ctx context.Context, tenant string, user int64, m *message.Message) {
-	if m == nil || m.From == user {
-		return
-	}
-	if _, ok := p2pPeer(m.Topic, user); !ok {
+	if !Tells(user, m) {
 		return
 	}
 	s.push(ctx, tenant, m.From, "delivered", Receipt{Topic: m.Topic, ConversationID: m.ConversationID, UserID: user, DeliveredSeq: m.Seq})
+}
+
+// Tells reports whether a PUSH_ACK of user for m makes a delivered receipt: a P2P message of
+// the peer. The transports ask before handing the ack over, so the acks of a message to a group
+// of 10,000 cost no task each.
+func Tells(user int64, m *message.Message) bool {
+	if m == nil || m.From == user {
+		return false
+	}
+	_, ok := p2pPeer(m.Topic, user)
+	return ok
 }
 
 // p2pPeer is the other user of a P2P topic of user.
