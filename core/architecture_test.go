@@ -104,6 +104,8 @@ var edges = map[edge]string{
 	{"core/usecase/reports", "core/usecase/history"}:         "a report carries the reported message as evidence, read through history",
 	{"core/usecase/send", "core/usecase/conversation"}:       "a send resolves its address into a conversation the sender may write to",
 	{"core/usecase/typing", "core/usecase/conversation"}:     "a typing notice goes to a conversation the typist is in",
+	{"core/usecase/receipts", "core/usecase/conversation"}:   "who read a message is asked in a conversation the sender is in",
+	{"core/usecase/receipts", "core/usecase/history"}:        "READ_STATE names a stored message: its sender, or 40401",
 	{"core/usecase/uploads", "core/usecase/conversation"}:    "a download is for those who may read a conversation that references the key",
 	{"core/usecase/admin", "core/loop/shardmanager"}:         "an operator's advance of the active month is the shard manager's, under its lifecycle lock",
 	{"core/usecase/archiver", "core/loop/shardmanager"}:      "the sealed → archived change and the backlog that holds sealing back are the shard manager's",

@@ -342,11 +342,11 @@ func (s *Server) Connect(ctx context.Context, token string, device uint64) *clie
 }
 
 // ConnectLive authenticates as Connect does, subscribed to the live pushes (PRESENCE,
-// TYPING_NOTICE), which a plain Connect never gets (docs/PROTOCOL.md, AUTH).
+// TYPING_NOTICE, RECEIPT), which a plain Connect never gets (docs/PROTOCOL.md, AUTH).
 func (s *Server) ConnectLive(ctx context.Context, token string, device uint64) *client.Conn {
 	s.t.Helper()
 	c := s.Dial(ctx)
-	live := []string{wire.SubscribePresence, wire.SubscribeTyping}
+	live := []string{wire.SubscribePresence, wire.SubscribeTyping, wire.SubscribeReceipt}
 	me, err := c.AuthWith(ctx, wire.AuthRequest{Token: token, DeviceID: device, Subscribe: live})
 	if err != nil {
 		s.t.Fatalf("auth: %v", err)

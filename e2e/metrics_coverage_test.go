@@ -52,6 +52,8 @@ var movedBy = map[string]string{
 	"presence_pushes_total":                      "TestPresenceAndTypingAcrossNodes",
 	"typing_total":                               "TestPresenceAndTypingAcrossNodes",
 	"typing_pushes_total":                        "TestPresenceAndTypingAcrossNodes",
+	"receipts_pushed_total":                      "TestReceiptsAcrossNodes",
+	"read_state_queries_total":                   "TestReceiptsAcrossNodes",
 	"group_message_route_repair_total":           "TestLifecycleFailedRouteUpdateIsRepairedFromTheQueue",
 	"group_message_route_reconcile_total":        "TestMetricsMoveWithTheirEvents",
 	"group_message_seq_hole_closed_total":        "TestSeqHoleIsClosedWithATombstone",

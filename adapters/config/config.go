@@ -36,6 +36,7 @@ type Config struct {
 	Deliver     Deliver    `yaml:"deliver"`
 	Cluster     Cluster    `yaml:"cluster"`
 	Presence    Presence   `yaml:"presence"`
+	Receipts    Receipts   `yaml:"receipts"`
 	Push        Push       `yaml:"push"`
 	Message     Message    `yaml:"message"`
 	RateLimit   RateLimit  `yaml:"rate_limit"`
@@ -227,6 +228,12 @@ type Presence struct {
 	TypingExpires    time.Duration `yaml:"typing_expires"`
 	TypingPerDevice  int           `yaml:"typing_per_device"`
 	TypingWindow     time.Duration `yaml:"typing_window"`
+}
+
+// Receipts sizes read receipts (issue 31): READ_STATE lists the readers of a message in groups
+// of at most group_limit members; bigger groups get the counts only.
+type Receipts struct {
+	GroupLimit int `yaml:"group_limit"`
 }
 
 // Push is the system push service the deliver worker hands missed messages to (seed 003
@@ -434,7 +441,8 @@ func Default() Config {
 		Deliver: Deliver{Partitions: 16, ReorderWait: 200 * time.Millisecond, TakeTimeout: 5 * time.Second, DoneTTL: 10 * time.Minute, MaxAttempts: 5,
 			RepairInterval: 10 * time.Second, RepairSettle: 30 * time.Second, RepairWindow: time.Hour,
 			HealLookback: time.Minute},
-		Cluster: Cluster{LeaseTTL: 10 * time.Second, Backlog: 10_000},
+		Cluster:  Cluster{LeaseTTL: 10 * time.Second, Backlog: 10_000},
+		Receipts: Receipts{GroupLimit: 200},
 		Presence: Presence{GroupLimit: 200, TypingGroupLimit: 200, TypingExpires: 6 * time.Second, TypingPerDevice: 10,
 			TypingWindow: 10 * time.Second},
 		Push:     Push{Timeout: 2 * time.Second, Queue: 10_000},

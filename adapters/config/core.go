@@ -21,6 +21,7 @@ import (
 	"github.com/imdhq/imd/core/usecase/longsearch"
 	"github.com/imdhq/imd/core/usecase/modify"
 	"github.com/imdhq/imd/core/usecase/presence"
+	"github.com/imdhq/imd/core/usecase/receipts"
 	"github.com/imdhq/imd/core/usecase/tenantregistry"
 	"github.com/imdhq/imd/core/usecase/typing"
 	"github.com/imdhq/imd/core/usecase/uploads"
@@ -145,6 +146,11 @@ func (c Config) PresenceFeed() presence.Config {
 func (c Config) Typing() typing.Config {
 	p := c.Presence
 	return typing.Config{GroupLimit: p.TypingGroupLimit, Expires: p.TypingExpires, PerDevice: p.TypingPerDevice, Window: p.TypingWindow}
+}
+
+// ReadReceipts is the receipts section as the receipts use case's configuration.
+func (c Config) ReadReceipts() receipts.Config {
+	return receipts.Config{GroupLimit: c.Receipts.GroupLimit}
 }
 
 // TenantRegistry is the configured tenants; the registry's own database is no tenant's name.

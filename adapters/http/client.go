@@ -14,6 +14,7 @@ import (
 	"github.com/imdhq/imd/core/usecase/inbox"
 	"github.com/imdhq/imd/core/usecase/presence"
 	"github.com/imdhq/imd/core/usecase/read"
+	"github.com/imdhq/imd/core/usecase/receipts"
 	"github.com/imdhq/imd/core/usecase/reports"
 	"github.com/imdhq/imd/core/usecase/send"
 	"github.com/imdhq/imd/core/usecase/tenantregistry"
@@ -41,6 +42,8 @@ type SocialDeps struct {
 	Reads MessageReader
 	// Presence answers presence queries and settings (issue 31); nil answers 50301.
 	Presence *presence.Service
+	// Receipts answers READ_STATE (issue 31); nil answers 50301.
+	Receipts *receipts.Service
 }
 
 // DialogLister is core/usecase/inbox.Service's list paging.
@@ -74,6 +77,7 @@ func (s *Server) clientRoutes(e *echo.Echo) {
 	api.POST("/logout", s.logout)
 	s.friendRoutes(api)
 	s.presenceRoutes(api)
+	s.receiptRoutes(api)
 	s.groupRoutes(api)
 	s.messageRoutes(api)
 }

@@ -43,7 +43,7 @@ func (s *Server) changeSettings(c echo.Context) error {
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	return s.applySettings(c, social.SettingsChange{HidePresence: req.HidePresence})
+	return s.applySettings(c, social.SettingsChange{HidePresence: req.HidePresence, HideReceipts: req.HideReceipts})
 }
 
 // applySettings changes what ch names (nothing: a read) and answers the settings as stored.
@@ -55,5 +55,5 @@ func (s *Server) applySettings(c echo.Context, ch social.SettingsChange) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, wire.Settings{HidePresence: st.HidePresence})
+	return c.JSON(http.StatusOK, wire.Settings{HidePresence: st.HidePresence, HideReceipts: st.HideReceipts})
 }

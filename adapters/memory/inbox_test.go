@@ -9,10 +9,11 @@ import (
 func TestReadStoreContract(t *testing.T) {
 	contract.ReadStore(t, func(*testing.T) contract.ReadFixture {
 		dir, shards := NewDirectory(), NewShardStore()
-		store := NewMessageStore(shards)
+		store, reads, settings := NewMessageStore(shards), NewReadStore(dir, shards), NewPresence()
 		return contract.ReadFixture{
-			Tenant: contractTenant, Reads: NewReadStore(dir, shards), Finder: store,
+			Tenant: contractTenant, Reads: reads, Finder: store,
 			Directory: dir, Store: store, Shards: shards,
+			Receipts: NewReceipts(dir, reads, settings), Settings: settings,
 		}
 	})
 }

@@ -72,14 +72,14 @@ func (p *Presence) Settings(ctx context.Context, tenant string, user int64) (soc
 	if err != nil {
 		return social.Settings{}, err
 	}
-	hide, err := t.q.UserSettings(ctx, user)
+	row, err := t.q.UserSettings(ctx, user)
 	if errors.Is(err, sql.ErrNoRows) {
 		return social.Settings{}, nil
 	}
 	if err != nil {
 		return social.Settings{}, fmt.Errorf("settings of user %d of %s: %w", user, tenant, err)
 	}
-	return social.Settings{HidePresence: hide}, nil
+	return social.Settings{HidePresence: row.HidePresence, HideReceipts: row.HideReceipts}, nil
 }
 
 // SaveSettings implements ports.UserSettings.
@@ -88,7 +88,7 @@ func (p *Presence) SaveSettings(ctx context.Context, tenant string, user int64, 
 	if err != nil {
 		return err
 	}
-	if err := t.q.SaveUserSettings(ctx, sqlcdb.SaveUserSettingsParams{UserID: user, HidePresence: s.HidePresence}); err != nil {
+	if err := t.q.SaveUserSettings(ctx, sqlcdb.SaveUserSettingsParams{UserID: user, HidePresence: s.HidePresence, HideReceipts: s.HideReceipts}); err != nil {
 		return fmt.Errorf("save settings of user %d of %s: %w", user, tenant, err)
 	}
 	return nil

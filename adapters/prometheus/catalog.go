@@ -90,6 +90,8 @@ func catalog() []spec {
 		{name: "presence_pushes_total", kind: counter, help: "PRESENCE pushes handed to devices (here, or to another node's channel) for presence changes."},
 		{name: "typing_total", kind: counter, help: "TYPING requests, by result (accepted|limited: over the per-device rate, answered 42901).", labels: []string{"result"}},
 		{name: "typing_pushes_total", kind: counter, help: "TYPING_NOTICE pushes handed to devices (here, or to another node's channel): the fan-out of typing."},
+		{name: "receipts_pushed_total", kind: counter, help: "RECEIPT pushes handed to devices (here, or to another node's channel), by kind (read|delivered).", labels: []string{"kind"}},
+		{name: "read_state_queries_total", kind: counter, help: "READ_STATE requests answered: a message's readers counted from the members' read marks."},
 		{name: "push_ack_timeout_total", kind: counter, help: "Pushes whose PUSH_ACK did not arrive in time."},
 		{name: "inbox_sync_total", kind: counter, help: "SYNC_INBOX requests served."},
 		{name: "inbox_rebuild_total", kind: counter, help: "Conversation lists rebuilt from MySQL, by trigger (sync: lost from Redis|admin).", labels: []string{"trigger"}},

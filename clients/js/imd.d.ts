@@ -182,10 +182,11 @@ export interface ClientOptions {
   deviceId: number;
   platform?: string;
   /**
-   * The live pushes this client reads, sent with AUTH: "presence" (the `presence` event) and
-   * "typing" (the `typing` event). Default both; [] asks for neither.
+   * The live pushes this client reads, sent with AUTH: "presence" (the `presence` event),
+   * "typing" (the `typing` event) and "receipt" (the `receipt` event). Default all three; []
+   * asks for none.
    */
-  subscribe?: Array<"presence" | "typing">;
+  subscribe?: Array<"presence" | "typing" | "receipt">;
   /** Default 30000. */
   heartbeatMs?: number;
   /** Default 15000. */
@@ -235,6 +236,27 @@ export interface TypingNotice {
 /** The user's settings (SETTINGS); later settings are new fields. */
 export interface Settings {
   hide_presence: boolean;
+  /** Your reads are pushed to nobody and counted in no READ_STATE; you still see others'. */
+  hide_receipts: boolean;
+}
+
+/** A RECEIPT push (P2P only): user_id read up to read_seq (✓✓ read), or a device of theirs got delivered_seq (✓✓); exactly one seq is set. */
+export interface Receipt {
+  topic: string;
+  conversation_id: number;
+  user_id: number;
+  read_seq?: number;
+  delivered_seq?: number;
+}
+
+/** READ_STATE: read of the of other members reached seq; readers (ascending) only up to receipts.group_limit members. */
+export interface ReadState {
+  topic: string;
+  conversation_id: number;
+  seq: number;
+  read: number;
+  of: number;
+  readers?: number[];
 }
 
 export interface Events {
@@ -244,6 +266,7 @@ export interface Events {
   event: Record<string, unknown>;
   presence: Presence;
   typing: TypingNotice;
+  receipt: Receipt;
   dialogs: Dialog[];
   kick: { reason: string };
   error: Error;
@@ -271,6 +294,8 @@ export class Client {
   presence(userIds: number[]): Promise<Presence[]>;
   /** A topic, or an address; typing defaults to true. 42901 past 10 per 10 s per device. */
   typing(conversation: string | ConversationAddress, typing?: boolean): Promise<{ expires_in: number }>;
+  /** Only for a message the user sent (40301 otherwise); 40401 for an unknown seq. */
+  readState(topic: string, seq: number): Promise<ReadState>;
   /** Changes what change names; {} only reads. Resolves with every setting as stored. */
   settings(change?: Partial<Settings>): Promise<Settings>;
   /** Newest first. */

@@ -26,8 +26,8 @@ export const Cmd = Object.freeze({
   PUSH_ACK: 7, READ_MESSAGE: 8, RECALL_MESSAGE: 9, SYNC_INBOX: 10, SYNC_INBOX_FINISH: 11,
   SYNC_MESSAGES: 12, SYNC_MESSAGES_FINISH: 13, KICK: 14, EDIT_MESSAGE: 15, DELETE_MESSAGES: 16,
   EVENT: 17, GET_HISTORY: 18, QUERY_PRESENCE: 19, PRESENCE: 20, TYPING: 21, TYPING_NOTICE: 22,
-  SETTINGS: 23, ADD_REACTION: 25, REMOVE_REACTION: 26, GET_REACTIONS: 27,
-  PIN_MESSAGE: 28, UNPIN_MESSAGE: 29, GET_PINS: 30, FORWARD_MESSAGE: 31,
+  SETTINGS: 23, RECEIPT: 24, ADD_REACTION: 25, REMOVE_REACTION: 26, GET_REACTIONS: 27,
+  PIN_MESSAGE: 28, UNPIN_MESSAGE: 29, GET_PINS: 30, FORWARD_MESSAGE: 31, READ_STATE: 32,
 });
 
 export const Code = Object.freeze({
@@ -166,6 +166,7 @@ function randomId() {
  * closed|kicked), "message" (message object; live and caught up, each (topic, seq) once),
  * "read" (read watermark of another device), "event" (EVENT push data), "presence" (a friend
  * or group member came online or went offline), "typing" (another member typing, or not),
+ * "receipt" (the P2P peer read up to read_seq, or a device of theirs got delivered_seq),
  * "dialogs" (dialogs from SYNC_INBOX), "kick" ({reason}), "error" (Error).
  */
 export class Client {
@@ -174,7 +175,7 @@ export class Client {
     this.opts = {
       heartbeatMs: 30_000, requestTimeoutMs: 15_000, backoffMinMs: 500, backoffMaxMs: 30_000,
       syncLimit: 200, store: new MemoryStore(), WebSocket: globalThis.WebSocket,
-      subscribe: ["presence", "typing"], ...opts,
+      subscribe: ["presence", "typing", "receipt"], ...opts,
     };
     // Without one, every connect would fail and retry for ever: say so at once.
     if (typeof this.opts.WebSocket !== "function") {
@@ -299,6 +300,13 @@ export class Client {
     return this.request(Cmd.TYPING, { ...address, typing });
   }
 
+  /**
+   * Who of the other members read message seq of topic, which the user sent (READ_STATE):
+   * resolves with {topic, conversation_id, seq, read, of, readers?}; readers only in
+   * conversations up to the server's receipts.group_limit members.
+   */
+  readState(topic, seq) { return this.request(Cmd.READ_STATE, { topic, seq }); }
+
   /** Changes the settings named in change (e.g. {hide_presence: true}); {} only reads them (SETTINGS). */
   settings(change = {}) { return this.request(Cmd.SETTINGS, change); }
 
@@ -385,7 +393,7 @@ export class Client {
     try {
       const body = { token: this.opts.token, device_id: this.opts.deviceId };
       if (this.opts.platform) body.platform = this.opts.platform;
-      // The live pushes ("presence", "typing" events) come only to a connection that asks.
+      // The live pushes ("presence", "typing", "receipt" events) come only to a connection that asks.
       if (this.opts.subscribe.length) body.subscribe = this.opts.subscribe;
       const { data } = await this.rawRequest(Cmd.AUTH, body);
       if (ws !== this.ws) return;
@@ -578,6 +586,9 @@ export class Client {
         break;
       case Cmd.TYPING_NOTICE:
         this.emit("typing", env.data);
+        break;
+      case Cmd.RECEIPT:
+        this.emit("receipt", env.data);
         break;
       case Cmd.EVENT:
         if (env.data?.mailbox_seq > this.inboxCursor.mailbox_seq) {

@@ -50,8 +50,8 @@ func Application(cfg config.Config, log *slog.Logger) fx.Option {
 			// Several nodes on one tenant (DESIGN §11).
 			newNodeView, newForwarder, newUserSessions, newTracker, newKeeper, newClusterPusher, newFallback, newReceiver,
 			cluster.NewLoops, newLatePusher, newLateTenants,
-			// Presence and typing (issue 31).
-			newPresence, newTyping,
+			// Presence, typing and read receipts (issue 31).
+			newPresence, newTyping, newReceipts,
 
 			// Every tenant's loops, run by core/runtime.
 			newSeqHoles, newListRepair, newDeliverDeps, newRuntime,

@@ -53,6 +53,7 @@ func memoryAdapters(t *testing.T, cfg config.Config) fx.Option {
 		t.Fatal(err)
 	}
 	seen := memory.NewPresence()
+	reads := memory.NewReadStore(dir, shards)
 	bound := Ports{
 		MessageStore:  store,
 		MessageSearch: store,
@@ -72,7 +73,7 @@ func memoryAdapters(t *testing.T, cfg config.Config) fx.Option {
 		DeleteLog:         dellog,
 		HiddenRanges:      dellog,
 		ShardStore:        shards,
-		ReadStore:         memory.NewReadStore(dir, shards),
+		ReadStore:         reads,
 		Mailbox:           memory.NewMailbox(),
 		RouteMirror:       memory.NewRouteMirror(shards),
 		ShardHousekeeping: memory.NewHousekeeping(shards),
@@ -93,6 +94,7 @@ func memoryAdapters(t *testing.T, cfg config.Config) fx.Option {
 		MigrationCopier:   legacy,
 		PresenceRecords:   seen,
 		UserSettings:      seen,
+		ReadReceipts:      memory.NewReceipts(dir, reads, seen),
 		TenantStore:       memory.NewTenantStore(),
 
 		Ready:               func(context.Context) error { return nil },

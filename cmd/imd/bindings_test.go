@@ -35,6 +35,7 @@ import (
 	"github.com/imdhq/imd/core/usecase/presence"
 	"github.com/imdhq/imd/core/usecase/reactions"
 	"github.com/imdhq/imd/core/usecase/read"
+	"github.com/imdhq/imd/core/usecase/receipts"
 	"github.com/imdhq/imd/core/usecase/reindex"
 	"github.com/imdhq/imd/core/usecase/reports"
 	"github.com/imdhq/imd/core/usecase/send"
@@ -60,6 +61,7 @@ var depsStructs = map[string]reflect.Type{
 	"history.Deps":          reflect.TypeFor[history.Deps](),
 	"presence.Deps":         reflect.TypeFor[presence.Deps](),
 	"typing.Deps":           reflect.TypeFor[typing.Deps](),
+	"receipts.Deps":         reflect.TypeFor[receipts.Deps](),
 	"httpapi.ArchiveOps":    reflect.TypeFor[httpapi.ArchiveOps](),
 	"httpapi.Deps":          reflect.TypeFor[httpapi.Deps](),
 	"httpapi.NodeOps":       reflect.TypeFor[httpapi.NodeOps](),

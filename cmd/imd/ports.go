@@ -78,6 +78,8 @@ type Ports struct {
 	// MySQL: last_seen and users' settings (one *mysql.Presence).
 	PresenceRecords ports.PresenceRecords
 	UserSettings    ports.UserSettings
+	// MySQL: who read a message, from the members' watermarks.
+	ReadReceipts ports.ReadReceipts
 	// MySQL: the tenant registry's own database.
 	TenantStore ports.TenantStore
 
@@ -237,6 +239,7 @@ func openAdapters(cfg config.Config, log *slog.Logger) (Ports, held, error) {
 		MigrationCopier:   migrations,
 		PresenceRecords:   seen,
 		UserSettings:      seen,
+		ReadReceipts:      mysql.NewReceipts(db),
 		TenantStore:       registry,
 
 		Ready:               redisadapter.Ready(rdb),

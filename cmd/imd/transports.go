@@ -31,6 +31,7 @@ import (
 	presencefeed "github.com/imdhq/imd/core/usecase/presence"
 	"github.com/imdhq/imd/core/usecase/reactions"
 	"github.com/imdhq/imd/core/usecase/read"
+	"github.com/imdhq/imd/core/usecase/receipts"
 	"github.com/imdhq/imd/core/usecase/reindex"
 	"github.com/imdhq/imd/core/usecase/replies"
 	"github.com/imdhq/imd/core/usecase/reports"
@@ -47,6 +48,7 @@ import (
 func newTCPServer(cfg config.Config, p Ports, log *slog.Logger, auth *authn.Service, sends *send.Service,
 	h *history.Service, changes *modify.Service, marks *reactions.Service, fwd *forward.Service, box *inbox.Service, reads *read.Service,
 	presence *cluster.Tracker, missed *deliver.Missed, feed *presencefeed.Service, typer *typing.Service,
+	seen *receipts.Service,
 ) (*tcpserver.Server, error) {
 	c, err := tcpConfig(cfg)
 	if err != nil {
@@ -67,6 +69,7 @@ func newTCPServer(cfg config.Config, p Ports, log *slog.Logger, auth *authn.Serv
 		Presence:  presence,
 		Status:    feed,
 		Typing:    typer,
+		Receipts:  seen,
 		Missed:    missed,
 	}, log), nil
 }
@@ -129,7 +132,7 @@ func newHTTPServer(cfg config.Config, p Ports, log *slog.Logger, tcp *tcpserver.
 
 func newSocialOps(p Ports, auth *authn.Service, dir *directory.Service, reg *tenantregistry.Registry,
 	sends *send.Service, up *uploads.Service, rep *reports.Service, box *inbox.Service, reads *read.Service,
-	feed *presencefeed.Service,
+	feed *presencefeed.Service, seen *receipts.Service,
 ) httpapi.SocialDeps {
 	return httpapi.SocialDeps{
 		Auth:      auth,
@@ -143,6 +146,7 @@ func newSocialOps(p Ports, auth *authn.Service, dir *directory.Service, reg *ten
 		Settings:  box,
 		Reads:     reads,
 		Presence:  feed,
+		Receipts:  seen,
 	}
 }
 

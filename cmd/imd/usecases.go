@@ -34,6 +34,7 @@ import (
 	"github.com/imdhq/imd/core/usecase/presence"
 	"github.com/imdhq/imd/core/usecase/reactions"
 	"github.com/imdhq/imd/core/usecase/read"
+	"github.com/imdhq/imd/core/usecase/receipts"
 	"github.com/imdhq/imd/core/usecase/reindex"
 	"github.com/imdhq/imd/core/usecase/replies"
 	"github.com/imdhq/imd/core/usecase/reports"
@@ -259,8 +260,11 @@ func newMailer(p Ports, log *slog.Logger, pusher *cluster.LatePusher) *inbox.Mai
 	return inbox.NewMailer(inbox.MailerDeps{Mailbox: p.Mailbox, Pusher: pusher, IDs: p.IDs, Clock: p.Clock, Log: log})
 }
 
-func newRead(p Ports, r messageReads, log *slog.Logger, resolver *conversation.Resolver, h *history.Service) *read.Service {
+func newRead(p Ports, r messageReads, log *slog.Logger, resolver *conversation.Resolver, h *history.Service,
+	seen *receipts.Service,
+) *read.Service {
 	return read.New(read.Deps{
+		Receipts: seen,
 		Resolver: resolver,
 		History:  h,
 		Finder:   r.Finder,
@@ -454,6 +458,23 @@ func newTyping(cfg config.Config, p Ports, log *slog.Logger, resolver *conversat
 		Members:  members,
 		Pusher:   pusher,
 		Clock:    p.Clock,
+		Metrics:  p.Metrics,
+		Log:      log,
+	})
+}
+
+// newReceipts pushes P2P read and delivered receipts through the cross-node pusher, like
+// typing, and answers READ_STATE from the members' watermarks (issue 31).
+func newReceipts(cfg config.Config, p Ports, log *slog.Logger, resolver *conversation.Resolver, h *history.Service,
+	members *membership.Cache, pusher *cluster.LatePusher,
+) *receipts.Service {
+	return receipts.New(cfg.ReadReceipts(), receipts.Deps{
+		Resolver: resolver,
+		History:  h,
+		Members:  members,
+		Receipts: p.ReadReceipts,
+		Settings: p.UserSettings,
+		Pusher:   pusher,
 		Metrics:  p.Metrics,
 		Log:      log,
 	})

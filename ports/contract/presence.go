@@ -33,10 +33,10 @@ func Presence(t *testing.T, newStore PresenceFactory) {
 	if s, err := p.Settings(ctx, tenant, 2); err != nil || s != (social.Settings{}) {
 		t.Fatalf("settings of a user who saved none: %+v, %v", s, err)
 	}
-	if err := p.SaveSettings(ctx, tenant, 2, social.Settings{HidePresence: true}); err != nil {
+	if err := p.SaveSettings(ctx, tenant, 2, social.Settings{HidePresence: true, HideReceipts: true}); err != nil {
 		t.Fatalf("SaveSettings: %v", err)
 	}
-	if s, err := p.Settings(ctx, tenant, 2); err != nil || !s.HidePresence {
+	if s, err := p.Settings(ctx, tenant, 2); err != nil || !s.HidePresence || !s.HideReceipts {
 		t.Fatalf("settings after hiding: %+v, %v", s, err)
 	}
 	recs, err := p.Records(ctx, tenant, []int64{1, 2, 3})

@@ -24,6 +24,8 @@ type ReadFixture struct {
 	Directory ports.Directory
 	Store     ports.MessageStore
 	Shards    ports.ShardStore
+	Receipts  ports.ReadReceipts // reads Reads' watermarks and Settings' hide_receipts
+	Settings  ports.UserSettings
 }
 
 // ReadStore checks ports.ReadStore and ports.MessageFinder (seed 003 §10.2, §14): states follow
@@ -39,6 +41,7 @@ func ReadStore(t *testing.T, fresh func(t *testing.T) ReadFixture) {
 		{"concurrent reads settle on the highest", readConcurrent},
 		{"mute flags", readMuted},
 		{"find by msg_id in a month", findByID},
+		{"readers come from the watermarks", readReaders},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -188,4 +191,37 @@ func findByID(t *testing.T, f ReadFixture) {
 	if _, err := f.Finder.FindByID(ctx, f.Tenant, month.Month(203112), msgs[1].MsgID); !errors.Is(err, shard.ErrMonthMissing) {
 		t.Fatalf("a month without a table: %v, want shard.ErrMonthMissing", err)
 	}
+}
+
+// readReaders checks ports.ReadReceipts: group 5 of users 1 (the sender), 2 and 3; a reader
+// counts once its watermark reaches the seq, a member who hides receipts never, the sender
+// never, and the list stops at limit.
+func readReaders(t *testing.T, f ReadFixture) {
+	ctx := context.Background()
+	msgs := readGroup(t, f, 3)
+	if err := f.Directory.AddMembers(ctx, f.Tenant, "grp_5", []int64{3}); err != nil {
+		t.Fatal(err)
+	}
+	mustAdvance(t, f, 2, 2, msgs[1].MsgID, 2, true)
+	mustAdvance(t, f, 3, 3, msgs[2].MsgID, 3, true)
+	mustAdvance(t, f, 1, 3, msgs[2].MsgID, 3, true)
+	check := func(seq int64, limit int, want dialog.Readers) {
+		t.Helper()
+		got, err := f.Receipts.ReadBy(ctx, f.Tenant, 500, seq, 1, limit)
+		if err != nil {
+			t.Fatalf("ReadBy(%d): %v", seq, err)
+		}
+		if got.Read != want.Read || got.Of != want.Of || !slices.Equal(got.Users, want.Users) {
+			t.Fatalf("ReadBy(seq %d, limit %d) = %+v; want %+v", seq, limit, got, want)
+		}
+	}
+	check(1, 10, dialog.Readers{Read: 2, Of: 2, Users: []int64{2, 3}})
+	check(1, 1, dialog.Readers{Read: 2, Of: 2, Users: []int64{2}})
+	check(1, 0, dialog.Readers{Read: 2, Of: 2, Users: []int64{}})
+	check(3, 10, dialog.Readers{Read: 1, Of: 2, Users: []int64{3}})
+	if err := f.Settings.SaveSettings(ctx, f.Tenant, 3, social.Settings{HideReceipts: true}); err != nil {
+		t.Fatal(err)
+	}
+	check(1, 10, dialog.Readers{Read: 1, Of: 2, Users: []int64{2}})
+	check(3, 10, dialog.Readers{Read: 0, Of: 2, Users: []int64{}})
 }

@@ -12,8 +12,8 @@ SELECT user_id, last_seen FROM t_user_last_seen WHERE user_id IN (sqlc.slice(use
 SELECT user_id FROM t_user_settings WHERE hide_presence = 1 AND user_id IN (sqlc.slice(users));
 
 -- name: UserSettings :one
-SELECT hide_presence FROM t_user_settings WHERE user_id = ?;
+SELECT hide_presence, hide_receipts FROM t_user_settings WHERE user_id = ?;
 
 -- name: SaveUserSettings :exec
-INSERT INTO t_user_settings (user_id, hide_presence) VALUES (?, ?)
-ON DUPLICATE KEY UPDATE hide_presence = VALUES(hide_presence);
+INSERT INTO t_user_settings (user_id, hide_presence, hide_receipts) VALUES (?, ?, ?)
+ON DUPLICATE KEY UPDATE hide_presence = VALUES(hide_presence), hide_receipts = VALUES(hide_receipts);

@@ -404,4 +404,5 @@ type TUserLastSeen struct {
 type TUserSetting struct {
 	UserID       int64
 	HidePresence bool
+	HideReceipts bool
 }

@@ -376,4 +376,5 @@ type TUserLastSeen struct {
 type TUserSetting struct {
 	UserID       int64
 	HidePresence bool
+	HideReceipts bool
 }

@@ -103,27 +103,33 @@ func (q *Queries) RaiseLastSeen(ctx context.Context, arg RaiseLastSeenParams) er
 }
 
 const saveUserSettings = `-- name: SaveUserSettings :exec
-INSERT INTO t_user_settings (user_id, hide_presence) VALUES (?, ?)
-ON DUPLICATE KEY UPDATE hide_presence = VALUES(hide_presence)
+INSERT INTO t_user_settings (user_id, hide_presence, hide_receipts) VALUES (?, ?, ?)
+ON DUPLICATE KEY UPDATE hide_presence = VALUES(hide_presence), hide_receipts = VALUES(hide_receipts)
 `
 
 type SaveUserSettingsParams struct {
 	UserID       int64
 	HidePresence bool
+	HideReceipts bool
 }
 
 func (q *Queries) SaveUserSettings(ctx context.Context, arg SaveUserSettingsParams) error {
-	_, err := q.db.ExecContext(ctx, saveUserSettings, arg.UserID, arg.HidePresence)
+	_, err := q.db.ExecContext(ctx, saveUserSettings, arg.UserID, arg.HidePresence, arg.HideReceipts)
 	return err
 }
 
 const userSettings = `-- name: UserSettings :one
-SELECT hide_presence FROM t_user_settings WHERE user_id = ?
+SELECT hide_presence, hide_receipts FROM t_user_settings WHERE user_id = ?
 `
 
-func (q *Queries) UserSettings(ctx context.Context, userID int64) (bool, error) {
+type UserSettingsRow struct {
+	HidePresence bool
+	HideReceipts bool
+}
+
+func (q *Queries) UserSettings(ctx context.Context, userID int64) (UserSettingsRow, error) {
 	row := q.db.QueryRowContext(ctx, userSettings, userID)
-	var hide_presence bool
-	err := row.Scan(&hide_presence)
-	return hide_presence, err
+	var i UserSettingsRow
+	err := row.Scan(&i.HidePresence, &i.HideReceipts)
+	return i, err
 }

@@ -54,8 +54,11 @@ func (d *Dispatcher) Dispatch(c *Client, f frame.Frame) {
 		d.respond(r, wire.HeartbeatResponse{ServerTime: d.deps.Clock.Now().UnixMilli()}, nil)
 		return
 	case f.Command == wire.CmdPushAck && c.load() == stateAuthenticated:
-		// Transport-level only (seed 003 §14): it settles the push, nothing is stored or answered.
-		c.out.Ack(f.SequenceID)
+		// Transport-level only (seed 003 §14): it settles the push, nothing is stored or answered;
+		// in P2P the sender learns of it (RECEIPT, issue 31).
+		if m, ok := c.out.Ack(f.SequenceID); ok {
+			d.delivered(c, m)
+		}
 		return
 	case d.stopping.Load():
 		d.respond(r, nil, apperr.New(apperr.Busy, "server is shutting down, reconnect"))

@@ -23,6 +23,7 @@ import (
 	presencefeed "github.com/imdhq/imd/core/usecase/presence"
 	"github.com/imdhq/imd/core/usecase/reactions"
 	"github.com/imdhq/imd/core/usecase/read"
+	"github.com/imdhq/imd/core/usecase/receipts"
 	"github.com/imdhq/imd/core/usecase/send"
 	"github.com/imdhq/imd/core/usecase/typing"
 	"github.com/imdhq/imd/ports"
@@ -90,6 +91,9 @@ type Deps struct {
 	// command whose use case is nil is unknown (40001).
 	Status *presencefeed.Service
 	Typing *typing.Service
+	// Receipts answers READ_STATE and hears of each PUSH_ACK (issue 31); nil: READ_STATE is
+	// unknown (40001) and acks tell nobody.
+	Receipts *receipts.Service
 	// Missed, when set, takes the MESSAGE pushes a device did not acknowledge in time or
 	// before its connection closed, to become mailbox rows (seed 003 §8: degrade, never
 	// close the connection); it must not block.
@@ -146,6 +150,7 @@ func New(cfg Config, deps Deps, log *slog.Logger) *Dispatcher {
 	d.addReactionCommands()
 	d.addInboxCommands()
 	d.addPresenceCommands()
+	d.addReceiptCommands()
 	if deps.Missed != nil {
 		d.sessions.OnUnacked(func(u session.Unacked) {
 			if u.Message != nil {

@@ -49,7 +49,8 @@ func budgetOf(cmd uint16) budget {
 		return budgetSyncInbox
 	case wire.CmdSyncMessages:
 		return budgetSyncMessages
-	case wire.CmdGetHistory:
+	case wire.CmdGetHistory, wire.CmdReadState:
+		// READ_STATE reads a message and counts the watermarks of its conversation (issue 31).
 		return budgetHistory
 	}
 	return budgetNone

@@ -58,11 +58,11 @@ func (d *Dispatcher) settings(ctx context.Context, r *request) (any, error) {
 	if err := decodeBody(r.frame.Body, &req); err != nil {
 		return nil, err
 	}
-	s, err := d.deps.Status.ChangeSettings(ctx, r.identity.Tenant, r.identity.User, social.SettingsChange{HidePresence: req.HidePresence})
+	s, err := d.deps.Status.ChangeSettings(ctx, r.identity.Tenant, r.identity.User, social.SettingsChange{HidePresence: req.HidePresence, HideReceipts: req.HideReceipts})
 	if err != nil {
 		return nil, err
 	}
-	return wire.Settings{HidePresence: s.HidePresence}, nil
+	return wire.Settings{HidePresence: s.HidePresence, HideReceipts: s.HideReceipts}, nil
 }
 
 // typing answers TYPING once the notice was handed to the other members' devices.

@@ -56,19 +56,20 @@ func (a *acks) track(next func() uint32, msg *message.Message, due time.Time, wi
 	return seq, dropped
 }
 
-// ack settles seq and reports whether it was outstanding. Acks come in push order unless the
-// client reorders them, so the search almost always stops at the head.
-func (a *acks) ack(seq uint32) bool {
+// ack settles seq and returns its message, reporting whether it was outstanding. Acks come in
+// push order unless the client reorders them, so the search almost always stops at the head.
+func (a *acks) ack(seq uint32) (*message.Message, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for i := a.head; i < len(a.pending); i++ {
 		if p := &a.pending[i]; p.seq == seq && !p.acked {
+			msg := p.msg
 			p.acked, p.msg = true, nil
 			a.trim()
-			return true
+			return msg, true
 		}
 	}
-	return false
+	return nil, false
 }
 
 // expire removes what is due by now and returns the messages of those never acknowledged.

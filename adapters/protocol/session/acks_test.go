@@ -146,7 +146,7 @@ func TestAckQueueReclaimsMemory(t *testing.T) {
 	due := time.Now().Add(time.Minute)
 	for range 1000 {
 		s, _ := a.track(seq, nil, due, 2000)
-		if !a.ack(s) {
+		if _, ok := a.ack(s); !ok {
 			t.Fatalf("ack %d not found", s)
 		}
 	}

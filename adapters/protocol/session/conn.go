@@ -12,6 +12,7 @@ import (
 	"github.com/imdhq/imd/clients/go/frame"
 	"github.com/imdhq/imd/clients/go/wire"
 	"github.com/imdhq/imd/core/domain/delivery"
+	"github.com/imdhq/imd/core/domain/message"
 	"github.com/imdhq/imd/ports"
 )
 
@@ -200,9 +201,10 @@ func (c *Conn) Kick(reason string) {
 	c.metrics.Inc("tcp_frames_out_total")
 }
 
-// Ack settles the MESSAGE push with sequence id seq (PUSH_ACK) and reports whether one was
-// outstanding. Any goroutine.
-func (c *Conn) Ack(seq uint32) bool { return c.acks.ack(seq) }
+// Ack settles the MESSAGE push with sequence id seq (PUSH_ACK) and returns its message,
+// reporting whether one was outstanding: what a delivered receipt tells (issue 31). Any
+// goroutine.
+func (c *Conn) Ack(seq uint32) (*message.Message, bool) { return c.acks.ack(seq) }
 
 // nextPushSeq numbers server-initiated frames of this connection (PROTOCOL §2: pushes use
 // their own sequence ids; the client echoes one in PUSH_ACK).

@@ -385,6 +385,8 @@ func (r *Registry) encode(p delivery.Push) ([]byte, error) {
 		cmd, data = wire.CmdPresence, p.Data
 	case delivery.KindTyping:
 		cmd, data = wire.CmdTypingNotice, p.Data
+	case delivery.KindReceipt:
+		cmd, data = wire.CmdReceipt, p.Data
 	default:
 		return nil, fmt.Errorf("session: unknown push kind %q", p.Kind)
 	}

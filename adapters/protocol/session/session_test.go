@@ -191,7 +191,7 @@ func TestPushTargets(t *testing.T) {
 	}
 }
 
-// TestLivePushesOnlyToSubscribers: PRESENCE and TYPING_NOTICE reach a connection only when
+// TestLivePushesOnlyToSubscribers: PRESENCE, TYPING_NOTICE and RECEIPT reach a connection only when
 // its AUTH subscribed to them; MESSAGE, READ and EVENT reach every connection (DESIGN §13).
 func TestLivePushesOnlyToSubscribers(t *testing.T) {
 	fx := newFixture()
@@ -217,6 +217,7 @@ func TestLivePushesOnlyToSubscribers(t *testing.T) {
 		{live(delivery.KindEvent), delivery.Report{Delivered: 3}, wire.CmdEvent, []*Conn{plain, both, typingOnly}},
 		{live(delivery.KindPresence), delivery.Report{Delivered: 1}, wire.CmdPresence, []*Conn{both}},
 		{live(delivery.KindTyping), delivery.Report{Delivered: 2}, wire.CmdTypingNotice, []*Conn{both, typingOnly}},
+		{live(delivery.KindReceipt), delivery.Report{}, wire.CmdReceipt, nil},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.push.Kind), func(t *testing.T) {

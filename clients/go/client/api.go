@@ -14,7 +14,7 @@ func (c *Conn) Auth(ctx context.Context, token string, deviceID uint64) (wire.Au
 }
 
 // AuthWith authenticates with a whole AUTH body: the platform, and the live pushes to
-// subscribe to (PRESENCE, TYPING_NOTICE), which a connection gets only when it asks.
+// subscribe to (PRESENCE, TYPING_NOTICE, RECEIPT), which a connection gets only when it asks.
 func (c *Conn) AuthWith(ctx context.Context, req wire.AuthRequest) (wire.AuthResponse, error) {
 	var resp wire.AuthResponse
 	err := c.call(ctx, wire.CmdAuth, req, &resp)

@@ -37,7 +37,8 @@ type Config struct {
 	Token    func(ctx context.Context) (string, error)
 	DeviceID uint64
 	Platform string // sent with AUTH: "ios", "android", "web", …
-	// Subscribe names the live pushes to get (wire.SubscribePresence, wire.SubscribeTyping);
+	// Subscribe names the live pushes to get (wire.SubscribePresence, wire.SubscribeTyping,
+	// wire.SubscribeReceipt);
 	// they arrive on Events as pushes of their commands.
 	Subscribe []string
 	// Heartbeat is the time between HEARTBEATs (0 = DefaultHeartbeat). A

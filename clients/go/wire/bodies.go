@@ -9,7 +9,8 @@ type AuthRequest struct {
 	Token    string `json:"token"`
 	DeviceID uint64 `json:"device_id"`
 	Platform string `json:"platform,omitempty"`
-	// Subscribe names the live pushes the client reads (SubscribePresence, SubscribeTyping);
+	// Subscribe names the live pushes the client reads (SubscribePresence, SubscribeTyping,
+	// SubscribeReceipt);
 	// without it the connection gets none of them (docs/PROTOCOL.md, AUTH).
 	Subscribe []string `json:"subscribe,omitempty"`
 }
@@ -18,6 +19,7 @@ type AuthRequest struct {
 const (
 	SubscribePresence = "presence" // PRESENCE (20)
 	SubscribeTyping   = "typing"   // TYPING_NOTICE (22)
+	SubscribeReceipt  = "receipt"  // RECEIPT (24)
 )
 
 // AuthResponse is the data of a successful AUTH.
@@ -283,9 +285,11 @@ type TypingNotice struct {
 // an empty body only reads them.
 type SettingsRequest struct {
 	HidePresence *bool `json:"hide_presence,omitempty"`
+	HideReceipts *bool `json:"hide_receipts,omitempty"`
 }
 
 // Settings is the data of SETTINGS: the user's settings as stored.
 type Settings struct {
 	HidePresence bool `json:"hide_presence"`
+	HideReceipts bool `json:"hide_receipts"`
 }

@@ -38,7 +38,8 @@ func TestCommandNumbers(t *testing.T) {
 	cmds := []uint16{CmdAuth, CmdHeartbeat, CmdGenerateMsgID, CmdSendMessage, CmdSendAck, CmdMessage,
 		CmdPushAck, CmdReadMessage, CmdRecallMessage, CmdSyncInbox, CmdSyncInboxFinish, CmdSyncMessages,
 		CmdSyncMessagesFinish, CmdKick, CmdEditMessage, CmdDeleteMessages, CmdEvent, CmdGetHistory,
-		CmdQueryPresence, CmdPresence, CmdTyping, CmdTypingNotice, CmdSettings}
+		CmdQueryPresence, CmdPresence, CmdTyping, CmdTypingNotice, CmdSettings, CmdReceipt, CmdAddReaction,
+		CmdRemoveReaction, CmdGetReactions, CmdPinMessage, CmdUnpinMessage, CmdGetPins, CmdForwardMessage, CmdReadState}
 	for i, c := range cmds {
 		if int(c) != i+1 {
 			t.Errorf("command #%d is %d", i+1, c)
@@ -55,6 +56,12 @@ func TestJSONFieldNames(t *testing.T) {
 	}{
 		{"AuthRequest", AuthRequest{Token: "t", DeviceID: 18446744073709551615, Platform: "ios"},
 			`{"token":"t","device_id":18446744073709551615,"platform":"ios"}`},
+		{"Receipt read", Receipt{Topic: "p2p_1_2", ConversationID: 9, UserID: 2, ReadSeq: 5},
+			`{"topic":"p2p_1_2","conversation_id":9,"user_id":2,"read_seq":5}`},
+		{"Receipt delivered", Receipt{Topic: "p2p_1_2", ConversationID: 9, UserID: 2, DeliveredSeq: 6},
+			`{"topic":"p2p_1_2","conversation_id":9,"user_id":2,"delivered_seq":6}`},
+		{"ReadState", ReadState{Topic: "grp_7", ConversationID: 9, Seq: 3, Read: 1, Of: 2, Readers: []int64{4}},
+			`{"topic":"grp_7","conversation_id":9,"seq":3,"read":1,"of":2,"readers":[4]}`},
 		{"AuthRequest without platform", AuthRequest{Token: "t", DeviceID: 1}, `{"token":"t","device_id":1}`},
 		{"AuthResponse", AuthResponse{UserID: 9007199254740993, TenantID: "default", DeviceID: 2, ServerTime: 3},
 			`{"user_id":9007199254740993,"tenant_id":"default","device_id":2,"server_time":3}`},

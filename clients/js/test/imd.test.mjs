@@ -111,7 +111,7 @@ test("connect authenticates with the subprotocol, then catches up", async () => 
   assert.deepEqual(s.protocols, ["imd.v1"]);
   const auth = await s.next(Cmd.AUTH);
   // The live pushes come only to a connection that asks for them (PROTOCOL AUTH).
-  assert.deepEqual(auth.body, { token: "tok", device_id: 7, subscribe: ["presence", "typing"] });
+  assert.deepEqual(auth.body, { token: "tok", device_id: 7, subscribe: ["presence", "typing", "receipt"] });
   s.reply(auth, { user_id: 1, tenant_id: "t", device_id: 7, server_time: 1 });
   assert.equal((await opened).user_id, 1);
   const sync = await s.next(Cmd.SYNC_INBOX);
@@ -390,6 +390,43 @@ test("presence and typing: requests carry their bodies, pushes become events", a
     ["typing", { topic: "grp_1", conversation_id: 5, user_id: 2, typing: true, expires_in: 6000 }],
   ]);
   assert.equal(s.sent.filter((r) => r.command === Cmd.PUSH_ACK).length, 0, "live-only pushes are not acknowledged");
+  c.close();
+});
+
+test("receipts: readState asks READ_STATE, RECEIPT pushes become receipt events", async () => {
+  const c = newClient();
+  const seen = [];
+  c.on("receipt", (r) => seen.push(r));
+  const opened = c.connect();
+  const s = await socket(0);
+  await serveLogin(s);
+  await opened;
+
+  const asked = c.readState("grp_1", 7);
+  const q = await s.next(Cmd.READ_STATE);
+  assert.equal(Cmd.READ_STATE, 32);
+  assert.deepEqual(q.body, { topic: "grp_1", seq: 7 });
+  const state = { topic: "grp_1", conversation_id: 5, seq: 7, read: 2, of: 3, readers: [2, 3] };
+  s.reply(q, state);
+  assert.deepEqual(await asked, state);
+  const refused = c.readState("grp_1", 8);
+  s.reply(await s.next(Cmd.READ_STATE), null, { code: Code.FORBIDDEN, msg: "only the sender" });
+  await assert.rejects(refused, (err) => err instanceof ImdError && err.code === Code.FORBIDDEN);
+
+  const hidden = c.settings({ hide_receipts: true });
+  const st = await s.next(Cmd.SETTINGS);
+  assert.deepEqual(st.body, { hide_receipts: true });
+  s.reply(st, { hide_presence: false, hide_receipts: true });
+  assert.deepEqual(await hidden, { hide_presence: false, hide_receipts: true });
+
+  s.push(Cmd.RECEIPT, 23, { topic: "p2p_1_2", conversation_id: 6, user_id: 2, delivered_seq: 4 });
+  s.push(Cmd.RECEIPT, 24, { topic: "p2p_1_2", conversation_id: 6, user_id: 2, read_seq: 4 });
+  while (seen.length < 2) await new Promise((r) => setTimeout(r, 1));
+  assert.deepEqual(seen, [
+    { topic: "p2p_1_2", conversation_id: 6, user_id: 2, delivered_seq: 4 },
+    { topic: "p2p_1_2", conversation_id: 6, user_id: 2, read_seq: 4 },
+  ]);
+  assert.equal(s.sent.filter((r) => r.command === Cmd.PUSH_ACK).length, 0, "receipts are not acknowledged");
   c.close();
 });
 

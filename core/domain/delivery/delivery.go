@@ -19,12 +19,13 @@ const (
 	// Pushes that never become jobs: live only, nothing stored, nothing missed (issue 31).
 	KindPresence Kind = "presence" // a user came online or went offline, to those who see it
 	KindTyping   Kind = "typing"   // a member started or stopped typing, to the other members
+	KindReceipt  Kind = "receipt"  // the peer read or got a P2P message, to the sender
 )
 
 // Subscribed reports whether a connection gets pushes of kind k only when it named k in its
 // AUTH's `subscribe` (docs/PROTOCOL.md, AUTH): these came after the base protocol, and a
 // client written against it reads every push as one of its own commands (DESIGN §13).
-func (k Kind) Subscribed() bool { return k == KindPresence || k == KindTyping }
+func (k Kind) Subscribed() bool { return k == KindPresence || k == KindTyping || k == KindReceipt }
 
 // Job is one unit of fan-out. It carries the message so workers never read MySQL.
 type Job struct {

@@ -33,7 +33,7 @@ func BenchmarkPresenceChurn(b *testing.B) {
 			}
 		}
 	}
-	nodes, records, pusher := memory.NewNodes(clock.Now), memory.NewPresence(), &recorder{}
+	nodes, records, pusher := memory.NewNodes(clock.Now), memory.NewPresence(), &memory.Pushes{}
 	svc := presence.New(presence.Config{}, presence.Deps{
 		Presence: nodes, Nodes: liveness{"1-aa": true}, Records: records, Settings: records,
 		Friends: dir, Groups: dir, Members: dir, Pusher: pusher, Clock: clock, Metrics: memory.NewMetrics(), Log: quiet,
@@ -54,7 +54,7 @@ func BenchmarkPresenceChurn(b *testing.B) {
 		}
 		svc.Left(ctx, tenant, []int64{u})
 		if i%users == users-1 {
-			pusher.got = pusher.got[:0]
+			pusher.Take()
 		}
 	}
 	b.StopTimer()

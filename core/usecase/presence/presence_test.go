@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,36 +23,11 @@ const tenant = "acme"
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-// recorder is a DevicePusher that keeps what it was handed; every recipient counts as reached.
-type recorder struct {
-	mu  sync.Mutex
-	got []delivery.Addressed
-}
-
-func (r *recorder) Push(ctx context.Context, t string, tg delivery.Target, p delivery.Push) delivery.Report {
-	return r.PushReach(ctx, t, delivery.Addressed{Target: tg, Push: p})[0].Report
-}
-
-func (r *recorder) PushReach(_ context.Context, _ string, pushes ...delivery.Addressed) []delivery.Outcome {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make([]delivery.Outcome, len(pushes))
-	for i, a := range pushes {
-		r.got = append(r.got, a)
-		out[i].Delivered = len(a.Target.Recipients)
-	}
-	return out
-}
-
-func (r *recorder) PushDevice(context.Context, string, int64, uint64, delivery.Push) int { return 0 }
-
 // take returns the pushes so far as (recipients, status) and forgets them.
-func (r *recorder) take(t *testing.T) []pushed {
+func take(t *testing.T, r *memory.Pushes) []pushed {
 	t.Helper()
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	var out []pushed
-	for _, a := range r.got {
+	for _, a := range r.Take() {
 		if a.Push.Kind != delivery.KindPresence {
 			t.Fatalf("push of kind %q", a.Push.Kind)
 		}
@@ -63,7 +37,6 @@ func (r *recorder) take(t *testing.T) []pushed {
 		}
 		out = append(out, pushed{to: a.Target.Recipients, st: st})
 	}
-	r.got = nil
 	return out
 }
 
@@ -88,7 +61,7 @@ type world struct {
 	svc     *presence.Service
 	nodes   *memory.Nodes
 	records *memory.Presence
-	pusher  *recorder
+	pusher  *memory.Pushes
 	clock   *memory.Clock
 	metrics *memory.Metrics
 }
@@ -114,7 +87,7 @@ func newWorld(t *testing.T, reg func(*memory.Nodes) ports.Presence) *world {
 	if _, err := dir.CreateGroup(ctx, tenant, social.Group{ID: 11, Owner: 1}, 101, []int64{1, 5, 6, 7, 8}); err != nil {
 		t.Fatal(err)
 	}
-	w := &world{nodes: memory.NewNodes(clock.Now), records: memory.NewPresence(), pusher: &recorder{}, clock: clock, metrics: memory.NewMetrics()}
+	w := &world{nodes: memory.NewNodes(clock.Now), records: memory.NewPresence(), pusher: &memory.Pushes{}, clock: clock, metrics: memory.NewMetrics()}
 	var p ports.Presence = w.nodes
 	if reg != nil {
 		p = reg(w.nodes)
@@ -143,7 +116,7 @@ func TestChangesReachFriendsAndSmallGroupsOnly(t *testing.T) {
 	}
 	w.claim(t, 1, 1, "1-aa")
 	w.svc.Arrived(ctx, tenant, 1)
-	got := w.pusher.take(t)
+	got := take(t, w.pusher)
 	if len(got) != 1 || !slices.Equal(got[0].to, []int64{2, 3, 4}) || got[0].st != (presence.WireStatus{UserID: 1, State: "online"}) {
 		t.Fatalf("online push %+v; want user 1 online to 2, 3, 4 (not the big group's 5..8)", got)
 	}
@@ -159,7 +132,7 @@ func TestChangesReachFriendsAndSmallGroupsOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.svc.Left(ctx, tenant, []int64{1})
-	if got := w.pusher.take(t); len(got) != 0 {
+	if got := take(t, w.pusher); len(got) != 0 {
 		t.Fatalf("pushed %+v while a device stays", got)
 	}
 	// The last leaves: offline, last seen now, in MySQL.
@@ -168,7 +141,7 @@ func TestChangesReachFriendsAndSmallGroupsOnly(t *testing.T) {
 	}
 	w.svc.Left(ctx, tenant, []int64{1})
 	want := presence.WireStatus{UserID: 1, State: "offline", LastSeen: w.clock.Now().UnixMilli()}
-	if got := w.pusher.take(t); len(got) != 1 || got[0].st != want {
+	if got := take(t, w.pusher); len(got) != 1 || got[0].st != want {
 		t.Fatalf("offline push %+v; want %+v", got, want)
 	}
 	recs, _ := w.records.Records(ctx, tenant, []int64{1})
@@ -243,7 +216,7 @@ func TestHidingTellsTheAudienceAndSilencesChanges(t *testing.T) {
 	if err != nil || !s.HidePresence {
 		t.Fatalf("hide: %+v, %v", s, err)
 	}
-	if got := w.pusher.take(t); len(got) != 1 || got[0].st != (presence.WireStatus{UserID: 1, State: "offline"}) {
+	if got := take(t, w.pusher); len(got) != 1 || got[0].st != (presence.WireStatus{UserID: 1, State: "offline"}) {
 		t.Fatalf("hiding pushed %+v; want offline without last_seen", got)
 	}
 	if _, err := w.svc.ChangeSettings(ctx, tenant, 1, social.SettingsChange{}); err != nil {
@@ -251,13 +224,13 @@ func TestHidingTellsTheAudienceAndSilencesChanges(t *testing.T) {
 	}
 	w.svc.Left(ctx, tenant, []int64{1}) // still online: nothing; and hidden anyway
 	w.svc.Arrived(ctx, tenant, 1)
-	if got := w.pusher.take(t); len(got) != 0 {
+	if got := take(t, w.pusher); len(got) != 0 {
 		t.Fatalf("a hidden user's change was pushed: %+v", got)
 	}
 	if _, err := w.svc.ChangeSettings(ctx, tenant, 1, social.SettingsChange{HidePresence: &no}); err != nil {
 		t.Fatal(err)
 	}
-	if got := w.pusher.take(t); len(got) != 1 || got[0].st.State != "online" {
+	if got := take(t, w.pusher); len(got) != 1 || got[0].st.State != "online" {
 		t.Fatalf("showing again pushed %+v; want online", got)
 	}
 }
@@ -269,7 +242,7 @@ func TestUnreadableRegistryAnnouncesNothing(t *testing.T) {
 		t.Fatal("an unreadable registry must answer online (no announcement) before a claim")
 	}
 	w.svc.Left(ctx, tenant, []int64{1})
-	if got := w.pusher.take(t); len(got) != 0 {
+	if got := take(t, w.pusher); len(got) != 0 {
 		t.Fatalf("pushed %+v on an unreadable registry", got)
 	}
 }

@@ -33,7 +33,15 @@ type Deps struct {
 	Reads    ports.ReadStore
 	Dialogs  ports.DialogStore
 	Queue    ports.DeliverQueue
+	// Receipts hears of each watermark that moved, for the peer's read receipt (issue 31,
+	// receipts.Service); nil sends none.
+	Receipts Receipts
 	Log      *slog.Logger
+}
+
+// Receipts is told of the watermarks that moved forward.
+type Receipts interface {
+	Read(ctx context.Context, tenant string, user int64, w dialog.Watermark)
 }
 
 // Service marks conversations read.
@@ -76,6 +84,9 @@ func (s *Service) Read(ctx context.Context, r Request) (dialog.Watermark, error)
 	}
 	if advanced {
 		s.notifyOtherDevices(ctx, r, w)
+		if s.d.Receipts != nil {
+			s.d.Receipts.Read(ctx, r.Tenant, r.User, w)
+		}
 	}
 	return w, nil
 }

@@ -1,7 +1,6 @@
 package typing_test
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -20,27 +19,9 @@ import (
 
 const tenant = "acme"
 
-// recorder keeps the pushes; every recipient counts as reached.
-type recorder struct{ got []delivery.Addressed }
-
-func (r *recorder) Push(ctx context.Context, t string, tg delivery.Target, p delivery.Push) delivery.Report {
-	return r.PushReach(ctx, t, delivery.Addressed{Target: tg, Push: p})[0].Report
-}
-
-func (r *recorder) PushReach(_ context.Context, _ string, pushes ...delivery.Addressed) []delivery.Outcome {
-	out := make([]delivery.Outcome, len(pushes))
-	for i, a := range pushes {
-		r.got = append(r.got, a)
-		out[i].Delivered = len(a.Target.Recipients)
-	}
-	return out
-}
-
-func (r *recorder) PushDevice(context.Context, string, int64, uint64, delivery.Push) int { return 0 }
-
 type world struct {
 	svc     *typing.Service
-	pusher  *recorder
+	pusher  *memory.Pushes
 	clock   *memory.Clock
 	metrics *memory.Metrics
 }
@@ -67,7 +48,7 @@ func newWorld(t *testing.T) *world {
 		t.Fatal(err)
 	}
 	members := membership.New(dir, clock, time.Minute)
-	w := &world{pusher: &recorder{}, clock: clock, metrics: memory.NewMetrics()}
+	w := &world{pusher: &memory.Pushes{}, clock: clock, metrics: memory.NewMetrics()}
 	w.svc = typing.New(typing.Config{GroupLimit: 4, Expires: 5 * time.Second, PerDevice: 3, Window: 10 * time.Second}, typing.Deps{
 		Resolver: conversation.NewResolver(dir, memory.NewIDs(clock), members, conversation.WithClock(clock)),
 		Members:  members, Pusher: w.pusher, Clock: clock, Metrics: w.metrics, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -101,16 +82,17 @@ func TestTypingGoesToTheOtherMembers(t *testing.T) {
 			if apperr.CodeOf(err) != tt.code {
 				t.Fatalf("code %v (%v); want %v", apperr.CodeOf(err), err, tt.code)
 			}
+			got := w.pusher.Take()
 			if tt.code != apperr.OK {
-				if len(w.pusher.got) != 0 {
-					t.Fatalf("a refused notice was pushed: %+v", w.pusher.got)
+				if len(got) != 0 {
+					t.Fatalf("a refused notice was pushed: %+v", got)
 				}
 				return
 			}
-			if len(w.pusher.got) != 1 {
-				t.Fatalf("%d pushes; want 1", len(w.pusher.got))
+			if len(got) != 1 {
+				t.Fatalf("%d pushes; want 1", len(got))
 			}
-			a := w.pusher.got[0]
+			a := got[0]
 			var n typing.Notice
 			if err := json.Unmarshal(a.Push.Data, &n); err != nil {
 				t.Fatal(err)
@@ -147,7 +129,7 @@ func TestTypingIsLimitedPerDevice(t *testing.T) {
 	if c := send(1); c != apperr.OK {
 		t.Fatalf("after the window: %v", c)
 	}
-	if len(w.pusher.got) != 5 || w.metrics.Count("typing_total", "limited") != 1 || w.metrics.Count("typing_pushes_total") != 5 {
-		t.Fatalf("pushes %d, limited %v, fan-out %v", len(w.pusher.got), w.metrics.Count("typing_total", "limited"), w.metrics.Count("typing_pushes_total"))
+	if n := len(w.pusher.Take()); n != 5 || w.metrics.Count("typing_total", "limited") != 1 || w.metrics.Count("typing_pushes_total") != 5 {
+		t.Fatalf("pushes %d, limited %v, fan-out %v", n, w.metrics.Count("typing_total", "limited"), w.metrics.Count("typing_pushes_total"))
 	}
 }

@@ -1,0 +1,44 @@
+package mysql
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/imdhq/imd/adapters/mysql/sqlcdb"
+	"github.com/imdhq/imd/core/domain/dialog"
+	"github.com/imdhq/imd/ports"
+)
+
+// Receipts is ports.ReadReceipts over t_conversation_members and t_user_settings (0012): the
+// readers are a range of idx_conversation_read, hiders left out by their settings row.
+type Receipts struct{ cluster *Cluster }
+
+var _ ports.ReadReceipts = (*Receipts)(nil)
+
+// NewReceipts returns the read receipts of the provisioned tenants of c.
+func NewReceipts(c *Cluster) *Receipts { return &Receipts{cluster: c} }
+
+// ReadBy implements ports.ReadReceipts: two counts and, when limit > 0, one page of ids.
+func (r *Receipts) ReadBy(ctx context.Context, tenant string, conversationID, seq, sender int64, limit int) (dialog.Readers, error) {
+	t, err := r.cluster.tenant(tenant)
+	if err != nil {
+		return dialog.Readers{}, err
+	}
+	read, err := t.q.CountReaders(ctx, sqlcdb.CountReadersParams{ConversationID: conversationID, LastReadSeq: seq, UserID: sender})
+	if err != nil {
+		return dialog.Readers{}, fmt.Errorf("readers of seq %d of conversation %d of %s: %w", seq, conversationID, tenant, err)
+	}
+	of, err := t.q.CountMembers(ctx, sqlcdb.CountMembersParams{ConversationID: conversationID, UserID: sender})
+	if err != nil {
+		return dialog.Readers{}, fmt.Errorf("members of conversation %d of %s: %w", conversationID, tenant, err)
+	}
+	out := dialog.Readers{Read: int(read), Of: int(of), Users: []int64{}}
+	if limit <= 0 || read == 0 {
+		return out, nil
+	}
+	out.Users, err = t.q.ListReaders(ctx, sqlcdb.ListReadersParams{ConversationID: conversationID, LastReadSeq: seq, UserID: sender, Limit: int32(limit)})
+	if err != nil {
+		return dialog.Readers{}, fmt.Errorf("reader ids of seq %d of conversation %d of %s: %w", seq, conversationID, tenant, err)
+	}
+	return out, nil
+}

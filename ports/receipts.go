@@ -1,0 +1,17 @@
+package ports
+
+import (
+	"context"
+
+	"github.com/imdhq/imd/core/domain/dialog"
+)
+
+// ReadReceipts counts a message's readers from the members' read watermarks (issue 31): one
+// range over an index of (conversation, watermark), never a row per message per member.
+type ReadReceipts interface {
+	// ReadBy answers who read message seq, sent by sender, of the conversation: the members
+	// other than sender whose watermark is at least seq and who do not hide receipts (their
+	// number and the first limit of their ids, ascending; none when limit is 0), and the
+	// number of members other than sender.
+	ReadBy(ctx context.Context, tenant string, conversationID, seq, sender int64, limit int) (dialog.Readers, error)
+}
