@@ -30,6 +30,8 @@ const EMOJIS = ["👍", "❤️", "😂", "😮", "😢", "🎉"];
 // LIVE_EVENTS change a shown message or the pins, never the list; a history page holds them
 // newest first, so their counts would go back in time: only live ones (in seq order) apply.
 const LIVE_EVENTS = ["reaction", "pin", "unpin"];
+// SWITCHES are the settings checkboxes, each a SETTINGS field (docs/PROTOCOL.md, SETTINGS).
+const SWITCHES = { "hide-presence": "hide_presence", "hide-receipts": "hide_receipts" };
 
 const app = {
   client: null,
@@ -197,21 +199,27 @@ async function signIn(token, device) {
   $("signout").hidden = false;
   $("settings").hidden = false;
   showMe(device);
-  client.settings().then((s) => { $("hide-presence").checked = !!s.hide_presence; }, (e) => console.warn("settings:", e));
+  client.settings().then(showSettings, (e) => console.warn("settings:", e));
   for (const d of await client.dialogs()) upsertDialog(d.topic, d);
   renderDialogs();
   queryPresence();
 }
 
-$("hide-presence").addEventListener("change", async () => {
-  const box = $("hide-presence");
-  try {
-    box.checked = !!(await app.client.settings({ hide_presence: box.checked })).hide_presence;
-  } catch (e) {
-    box.checked = !box.checked;
-    flash(`Settings not saved: ${e.message}`);
-  }
-});
+function showSettings(s) {
+  for (const [id, field] of Object.entries(SWITCHES)) $(id).checked = !!s[field];
+}
+
+for (const [id, field] of Object.entries(SWITCHES)) {
+  $(id).addEventListener("change", async () => {
+    const box = $(id);
+    try {
+      showSettings(await app.client.settings({ [field]: box.checked }));
+    } catch (e) {
+      box.checked = !box.checked;
+      flash(`Settings not saved: ${e.message}`);
+    }
+  });
+}
 
 async function showMe(device) {
   const p = await profile(app.me);
