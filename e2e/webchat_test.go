@@ -58,7 +58,9 @@ func (u *chatUser) conversation(topic, title string) {
 	u.t.Helper()
 	sel := dialog(topic, "")
 	u.waitFor(topic+" in the conversation list", "!!document.querySelector("+jsString(sel)+")", 30*time.Second)
-	u.click(sel)
+	// Clicked from inside the page: renderDialogs (clients/webchat/app.js) redraws the list
+	// after each read mark, which can drop the node a DevTools click found a moment before.
+	eval[bool](u.browser, "document.querySelector("+jsString(sel)+").click(), true")
 	u.waitText("#topic", title, 10*time.Second)
 }
 
