@@ -13,8 +13,8 @@
 //
 // Later features hang off two places (issue 31): messageFooter (the line under each message:
 // time, edited mark, actions) and conversationHeader (the bar above the open conversation).
-// Presence, typing, reactions, pins and forwarding (issue 31 part 6, docs/DESIGN.md) use the
-// SDK's commands for them (docs/PROTOCOL.md, QUERY_PRESENCE to FORWARD_MESSAGE).
+// Presence, typing, read receipts, reactions, pins and forwarding (issue 31 part 6,
+// docs/DESIGN.md) use the SDK's commands for them (docs/PROTOCOL.md, QUERY_PRESENCE to READ_STATE).
 import { Client, Code } from "/sdk/imd.js";
 
 const $ = (id) => document.getElementById(id);
@@ -30,6 +30,13 @@ const EMOJIS = ["👍", "❤️", "😂", "😮", "😢", "🎉"];
 // LIVE_EVENTS change a shown message or the pins, never the list; a history page holds them
 // newest first, so their counts would go back in time: only live ones (in seq order) apply.
 const LIVE_EVENTS = ["reaction", "pin", "unpin"];
+// READ_STATE_LATEST is how many of one's newest messages READ_STATE is asked about, and
+// READ_STATE_EVERY how often while a group is open: groups get no RECEIPT pushes
+// (docs/PROTOCOL.md, RECEIPT), so "read by K of N" is polled, its cost bounded by both.
+const READ_STATE_LATEST = 3;
+const READ_STATE_EVERY = 5000;
+// SWITCHES are the settings checkboxes, each a SETTINGS field (docs/PROTOCOL.md, SETTINGS).
+const SWITCHES = { "hide-presence": "hide_presence", "hide-receipts": "hide_receipts" };
 
 const app = {
   client: null,
@@ -50,6 +57,9 @@ const app = {
   typists: new Map(), // topic → Map(user id → expiry timer)
   typingDrawn: 0, // the latest renderTyping, so a slower earlier one gives way
   pins: new Set(), // seqs pinned in the current topic
+  receipts: new Map(), // P2P topic → {delivered, read}: the peer's highest seqs
+  readBy: new Map(), // seq → READ_STATE answer, of the current topic
+  readStateAsked: "", // the topic of the READ_STATE round in flight
 };
 
 // --- the client API ---
@@ -180,6 +190,9 @@ async function signIn(token, device) {
   client.on("state", setStatus);
   // Presence pushes are live only: after a reconnect the page asks again (docs/PROTOCOL.md, PRESENCE).
   client.on("state", (s) => { if (s === "open" && app.me) queryPresence(); });
+  // So are RECEIPT pushes: READ_STATE tells what was read meanwhile (docs/PROTOCOL.md, RECEIPT).
+  client.on("state", (s) => { if (s === "open" && app.current) askReadState(); });
+  client.on("receipt", onReceipt);
   client.on("message", onMessage);
   client.on("read", onRead);
   client.on("presence", setPresence);
@@ -197,21 +210,27 @@ async function signIn(token, device) {
   $("signout").hidden = false;
   $("settings").hidden = false;
   showMe(device);
-  client.settings().then((s) => { $("hide-presence").checked = !!s.hide_presence; }, (e) => console.warn("settings:", e));
+  client.settings().then(showSettings, (e) => console.warn("settings:", e));
   for (const d of await client.dialogs()) upsertDialog(d.topic, d);
   renderDialogs();
   queryPresence();
 }
 
-$("hide-presence").addEventListener("change", async () => {
-  const box = $("hide-presence");
-  try {
-    box.checked = !!(await app.client.settings({ hide_presence: box.checked })).hide_presence;
-  } catch (e) {
-    box.checked = !box.checked;
-    flash(`Settings not saved: ${e.message}`);
-  }
-});
+function showSettings(s) {
+  for (const [id, field] of Object.entries(SWITCHES)) $(id).checked = !!s[field];
+}
+
+for (const [id, field] of Object.entries(SWITCHES)) {
+  $(id).addEventListener("change", async () => {
+    const box = $(id);
+    try {
+      showSettings(await app.client.settings({ [field]: box.checked }));
+    } catch (e) {
+      box.checked = !box.checked;
+      flash(`Settings not saved: ${e.message}`);
+    }
+  });
+}
 
 async function showMe(device) {
   const p = await profile(app.me);
@@ -330,6 +349,7 @@ async function openTopic(topic) {
   $("readmark").textContent = "";
   $("compose").hidden = false;
   app.pins = new Set();
+  app.readBy = new Map();
   showPins(topic, []);
   renderTyping();
   renderDialogs();
@@ -341,6 +361,7 @@ async function openTopic(topic) {
   app.olderDone = page.length < PAGE;
   keepAtEnd();
   queryPresence();
+  askReadState();
   await markRead();
 }
 
@@ -509,14 +530,14 @@ function forwarded(origin) {
   return label;
 }
 
-// messageFooter is the line under a message: its time, an edited mark, and what one may do
-// with it (reply, react, pin, forward; edit and recall one's own). Read receipts (✓/✓✓,
-// "read by", issue 31 in docs/DESIGN.md) belong right after the time.
+// messageFooter is the line under a message: its time, an edited mark, the read receipt of
+// one's own, and what one may do with it (reply, react, pin, forward; edit and recall one's own).
 function messageFooter(m) {
   const footer = el("span", "meta");
   footer.append(el("time", "", clock(m.created_at)));
   if (m.edited_at && m.status !== "recalled") footer.append(el("span", "edited", "edited"));
   if (m.status === "recalled") return footer;
+  if (mine(m)) footer.append(receiptMark(m.seq));
   footer.append(action("Reply", () => setDraft({ kind: "reply", message: m })));
   footer.append(action("React", () => {
     const open = footer.querySelector(".palette");
@@ -553,6 +574,79 @@ async function recall(m) {
 
 function flash(text) {
   $("readmark").textContent = text;
+}
+
+// --- read receipts ---
+
+// receiptMark is the mark under one's own message of seq, which paintReceipt keeps current.
+function receiptMark(seq) {
+  const mark = el("button", "receipt");
+  mark.type = "button";
+  mark.dataset.seq = String(seq);
+  mark.addEventListener("click", (ev) => {
+    ev.stopPropagation();
+    if (mark.title) flash(mark.title);
+  });
+  paintReceipt(mark);
+  return mark;
+}
+
+// paintReceipt draws what is known of a message: in P2P ✓ stored (its SEND_ACK), ✓✓ delivered
+// and ✓✓ read from the peer's RECEIPTs; in a group "read by K of N" from READ_STATE, with the
+// readers' names in the title where the answer lists them (docs/PROTOCOL.md, READ_STATE).
+function paintReceipt(mark) {
+  const seq = Number(mark.dataset.seq);
+  const r = app.receipts.get(app.current) ?? { delivered: 0, read: 0 };
+  const s = app.readBy.get(seq);
+  const state = peerOf(app.current) ? (r.read >= seq ? "read" : r.delivered >= seq ? "delivered" : "sent")
+    : s?.read ? "read" : "sent";
+  mark.dataset.state = state;
+  mark.textContent = s && !peerOf(app.current) ? `✓ read by ${s.read} of ${s.of}` : { sent: "✓", delivered: "✓✓", read: "✓✓ read" }[state];
+  mark.title = { sent: "Sent", delivered: "Delivered", read: "Read" }[state];
+  if (!s?.readers?.length || peerOf(app.current)) return;
+  Promise.all(s.readers.map(profile)).then((ps) => {
+    if (mark.isConnected) mark.title = `Read by ${ps.map(nameOf).join(", ")}`;
+  });
+}
+
+function paintReceipts() {
+  for (const mark of $("messages").querySelectorAll(".receipt")) paintReceipt(mark);
+}
+
+// onReceipt keeps the peer's highest delivered and read seqs of each P2P conversation; the
+// seqs only grow, as the read mark never moves back (docs/PROTOCOL.md, READ_MESSAGE).
+function onReceipt(p) {
+  const r = app.receipts.get(p.topic) ?? { delivered: 0, read: 0 };
+  r.delivered = Math.max(r.delivered, p.delivered_seq ?? 0, p.read_seq ?? 0);
+  r.read = Math.max(r.read, p.read_seq ?? 0);
+  app.receipts.set(p.topic, r);
+  if (p.topic === app.current) paintReceipts();
+}
+
+// askReadState asks READ_STATE after one's newest messages of the open conversation, one at
+// a time: in P2P the newest the peer read answers for all before it (RECEIPT pushes are live
+// only, so after a load or reconnect this is where ✓✓ read comes from).
+function askReadState() {
+  const topic = app.current;
+  if (app.readStateAsked === topic) return;
+  app.readStateAsked = topic;
+  const seqs = [...app.messages.values()].filter((m) => mine(m) && m.type !== "system" && m.status !== "recalled")
+    .map((m) => m.seq).sort((x, y) => y - x).slice(0, READ_STATE_LATEST);
+  (async () => {
+    for (const seq of seqs) {
+      const s = await app.client.readState(topic, seq);
+      if (topic !== app.current) return;
+      if (!peerOf(topic)) {
+        app.readBy.set(seq, s);
+      } else if (s.read) {
+        onReceipt({ topic, read_seq: seq });
+        return;
+      }
+    }
+  })().catch((e) => console.warn("read state:", e)).finally(() => {
+    if (app.readStateAsked === topic) app.readStateAsked = "";
+    if (topic === app.current) paintReceipts();
+  });
 }
 
 // --- reactions ---
@@ -907,6 +1001,7 @@ $("open").addEventListener("submit", (ev) => {
 // closes the connection; coming back signs in again from the tab's token.
 addEventListener("pagehide", () => app.client?.close());
 addEventListener("pageshow", (ev) => { if (ev.persisted) location.reload(); });
+setInterval(() => { if (app.current && !peerOf(app.current) && document.visibilityState === "visible") askReadState(); }, READ_STATE_EVERY);
 
 // --- start ---
 
