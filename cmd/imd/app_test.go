@@ -78,6 +78,7 @@ func memoryAdapters(t *testing.T, cfg config.Config) fx.Option {
 		RouteMirror:       memory.NewRouteMirror(shards),
 		ShardHousekeeping: memory.NewHousekeeping(shards),
 		Reports:           memory.NewReports(),
+		WebhookEndpoints:  memory.NewWebhookEndpoints(),
 		Summaries:         summaries,
 		DailyCounter:      summaries,
 		TokenRevocations:  memory.NewRevocations(),

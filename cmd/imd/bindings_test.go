@@ -42,6 +42,7 @@ import (
 	"github.com/imdhq/imd/core/usecase/tenantregistry"
 	"github.com/imdhq/imd/core/usecase/typing"
 	"github.com/imdhq/imd/core/usecase/uploads"
+	"github.com/imdhq/imd/core/usecase/webhooks"
 )
 
 // depsStructs are the structs cmd/imd fills by name (Ports, and the Deps and Ops structs of the
@@ -88,6 +89,7 @@ var depsStructs = map[string]reflect.Type{
 	"tcpserver.Deps":        reflect.TypeFor[tcpserver.Deps](),
 	"tenantregistry.Deps":   reflect.TypeFor[tenantregistry.Deps](),
 	"uploads.Deps":          reflect.TypeFor[uploads.Deps](),
+	"webhooks.Deps":         reflect.TypeFor[webhooks.Deps](),
 	"Ports":                 reflect.TypeFor[Ports](),
 }
 

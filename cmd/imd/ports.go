@@ -61,6 +61,7 @@ type Ports struct {
 	RouteMirror       ports.RouteMirror
 	ShardHousekeeping ports.ShardHousekeeping
 	Reports           ports.Reports
+	WebhookEndpoints  ports.WebhookEndpoints
 	Summaries         ports.Summaries
 	DailyCounter      ports.DailyCounter
 	TokenRevocations  ports.TokenRevocations
@@ -223,6 +224,7 @@ func openAdapters(cfg config.Config, log *slog.Logger) (Ports, held, error) {
 		RouteMirror:       mysql.NewRouteMirror(db),
 		ShardHousekeeping: mysql.NewHousekeeping(db),
 		Reports:           mysql.NewReports(db),
+		WebhookEndpoints:  mysql.NewWebhookEndpoints(db),
 		Summaries:         summaries,
 		DailyCounter:      summaries,
 		TokenRevocations:  mysql.NewRevocations(db),

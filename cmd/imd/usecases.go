@@ -42,6 +42,7 @@ import (
 	"github.com/imdhq/imd/core/usecase/tenantregistry"
 	"github.com/imdhq/imd/core/usecase/typing"
 	"github.com/imdhq/imd/core/usecase/uploads"
+	"github.com/imdhq/imd/core/usecase/webhooks"
 	"github.com/imdhq/imd/ports"
 )
 
@@ -111,6 +112,10 @@ func newUploads(cfg config.Config, p Ports, resolver *conversation.Resolver) *up
 		Store: p.ObjectStore, Clock: p.Clock, Refs: p.MediaRefs, Profiles: p.Profiles, Resolver: resolver,
 		Imager: p.Imager, Metrics: p.Metrics,
 	})
+}
+
+func newWebhooks(p Ports) *webhooks.Service {
+	return webhooks.New(webhooks.Deps{Store: p.WebhookEndpoints, IDs: p.IDs, Clock: p.Clock})
 }
 
 func newReports(p Ports, h *history.Service) *reports.Service {

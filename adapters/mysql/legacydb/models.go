@@ -406,3 +406,15 @@ type TUserSetting struct {
 	HidePresence bool
 	HideReceipts bool
 }
+
+type TWebhookEndpoint struct {
+	ID          int64
+	Url         string
+	Description string
+	// array of subscribed event types
+	Events    string
+	Enabled   bool
+	Secret    string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}

@@ -1,0 +1,73 @@
+package contract
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/imdhq/imd/core/domain/webhook"
+	"github.com/imdhq/imd/ports"
+)
+
+// WebhookEndpointsFactory returns an endpoint registry and an empty tenant.
+type WebhookEndpointsFactory func(t *testing.T) (s ports.WebhookEndpoints, tenant string)
+
+// WebhookEndpoints runs the endpoint registry contract: what is stored reads back whole,
+// secret included, listed by id; updates keep the creation time; unknown ids are
+// webhook.ErrNotFound.
+func WebhookEndpoints(t *testing.T, newStore WebhookEndpointsFactory) {
+	s, tenant := newStore(t)
+	ctx := context.Background()
+	at := time.Date(2030, 3, 4, 5, 6, 7, 8_000_000, time.UTC)
+	a := webhook.Endpoint{ID: 7, URL: "https://hooks.example/a", Description: "crm", Events: []webhook.EventType{webhook.MessageCreated, webhook.ReportFiled},
+		Enabled: true, Secret: "whsec_a", CreatedAt: at, UpdatedAt: at}
+	b := webhook.Endpoint{ID: 3, URL: "http://10.0.0.1:8080/b", Events: []webhook.EventType{webhook.MemberLeft}, Secret: "whsec_b", CreatedAt: at, UpdatedAt: at}
+	for _, e := range []webhook.Endpoint{a, b} {
+		if err := s.CreateEndpoint(ctx, tenant, e); err != nil {
+			t.Fatalf("CreateEndpoint %d: %v", e.ID, err)
+		}
+	}
+	got, err := s.Endpoint(ctx, tenant, 7)
+	if err != nil || !reflect.DeepEqual(got, a) {
+		t.Fatalf("Endpoint(7) = %+v, %v; want %+v", got, err, a)
+	}
+	list, err := s.Endpoints(ctx, tenant)
+	if err != nil || !reflect.DeepEqual(list, []webhook.Endpoint{b, a}) {
+		t.Fatalf("Endpoints = %+v, %v; want [b a] by id", list, err)
+	}
+
+	upd := a
+	upd.URL, upd.Description, upd.Enabled, upd.Secret = "https://hooks.example/new", "", false, "whsec_c"
+	upd.Events = []webhook.EventType{webhook.MessageEdited}
+	upd.CreatedAt, upd.UpdatedAt = at.Add(time.Hour), at.Add(time.Minute)
+	if err := s.UpdateEndpoint(ctx, tenant, upd); err != nil {
+		t.Fatalf("UpdateEndpoint: %v", err)
+	}
+	want := upd
+	want.CreatedAt = at
+	if got, err := s.Endpoint(ctx, tenant, 7); err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("Endpoint(7) after update = %+v, %v; want %+v", got, err, want)
+	}
+
+	if err := s.DeleteEndpoint(ctx, tenant, 3); err != nil {
+		t.Fatalf("DeleteEndpoint(3): %v", err)
+	}
+	unknown := []struct {
+		name string
+		call func() error
+	}{
+		{"read", func() error { _, err := s.Endpoint(ctx, tenant, 3); return err }},
+		{"update", func() error { b.ID = 3; return s.UpdateEndpoint(ctx, tenant, b) }},
+		{"delete", func() error { return s.DeleteEndpoint(ctx, tenant, 3) }},
+	}
+	for _, u := range unknown {
+		if err := u.call(); !errors.Is(err, webhook.ErrNotFound) {
+			t.Errorf("%s of a deleted endpoint: %v, want webhook.ErrNotFound", u.name, err)
+		}
+	}
+	if list, err := s.Endpoints(ctx, tenant); err != nil || len(list) != 1 || list[0].ID != 7 {
+		t.Fatalf("Endpoints after delete = %+v, %v", list, err)
+	}
+}
