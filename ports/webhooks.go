@@ -2,6 +2,7 @@ package ports
 
 import (
 	"context"
+	"time"
 
 	"github.com/imdhq/imd/core/domain/webhook"
 )
@@ -20,4 +21,27 @@ type WebhookEndpoints interface {
 	UpdateEndpoint(ctx context.Context, tenant string, e webhook.Endpoint) error
 	// DeleteEndpoint removes it; webhook.ErrNotFound for an unknown id.
 	DeleteEndpoint(ctx context.Context, tenant string, id int64) error
+}
+
+// WebhookCursors keeps where each endpoint's delivery stands (docs/DESIGN.md issue-32 part 2
+// "Backlog from MySQL"): a scan mark over the route mirror, the last seq delivered per topic,
+// and the dead letters.
+type WebhookCursors interface {
+	// ScanMark is the instant from which the endpoint's next pass looks for changed topics;
+	// found=false before its first pass.
+	ScanMark(ctx context.Context, tenant string, endpoint int64) (at time.Time, found bool, err error)
+	SetScanMark(ctx context.Context, tenant string, endpoint int64, at time.Time) error
+	// TopicCursor is the last seq of topic the endpoint is done with; found=false when none.
+	TopicCursor(ctx context.Context, tenant string, endpoint int64, topic string) (seq int64, found bool, err error)
+	SetTopicCursor(ctx context.Context, tenant string, endpoint int64, topic string, seq int64) error
+	AddDeadLetter(ctx context.Context, tenant string, d webhook.DeadLetter) error
+	// DeadLetters lists the endpoint's dead letters, oldest first, at most limit.
+	DeadLetters(ctx context.Context, tenant string, endpoint int64, limit int) ([]webhook.DeadLetter, error)
+}
+
+// WebhookSender posts one signed webhook request.
+type WebhookSender interface {
+	// Post sends body to url with headers and returns the answer's status; err is a request
+	// that got no answer (refused, timed out).
+	Post(ctx context.Context, url string, headers map[string]string, body []byte) (status int, err error)
 }

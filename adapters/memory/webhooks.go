@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/imdhq/imd/core/domain/webhook"
 	"github.com/imdhq/imd/ports"
@@ -91,4 +92,79 @@ func (s *WebhookEndpoints) DeleteEndpoint(_ context.Context, tenant string, id i
 func cloneEndpoint(e webhook.Endpoint) webhook.Endpoint {
 	e.Events = slices.Clone(e.Events)
 	return e
+}
+
+// WebhookCursors is the in-memory delivery progress of webhook endpoints.
+type WebhookCursors struct {
+	mu     sync.Mutex
+	marks  map[endpointKey]time.Time
+	topics map[topicCursorKey]int64
+	dead   map[endpointKey][]webhook.DeadLetter
+}
+
+type endpointKey struct {
+	tenant string
+	id     int64
+}
+
+type topicCursorKey struct {
+	endpointKey
+	topic string
+}
+
+var _ ports.WebhookCursors = (*WebhookCursors)(nil)
+
+// NewWebhookCursors returns empty progress.
+func NewWebhookCursors() *WebhookCursors {
+	return &WebhookCursors{marks: make(map[endpointKey]time.Time), topics: make(map[topicCursorKey]int64),
+		dead: make(map[endpointKey][]webhook.DeadLetter)}
+}
+
+// ScanMark reads the endpoint's scan mark.
+func (s *WebhookCursors) ScanMark(_ context.Context, tenant string, endpoint int64) (time.Time, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	at, ok := s.marks[endpointKey{tenant, endpoint}]
+	return at, ok, nil
+}
+
+// SetScanMark sets it.
+func (s *WebhookCursors) SetScanMark(_ context.Context, tenant string, endpoint int64, at time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.marks[endpointKey{tenant, endpoint}] = at
+	return nil
+}
+
+// TopicCursor reads the endpoint's cursor of topic.
+func (s *WebhookCursors) TopicCursor(_ context.Context, tenant string, endpoint int64, topic string) (int64, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	seq, ok := s.topics[topicCursorKey{endpointKey{tenant, endpoint}, topic}]
+	return seq, ok, nil
+}
+
+// SetTopicCursor sets it.
+func (s *WebhookCursors) SetTopicCursor(_ context.Context, tenant string, endpoint int64, topic string, seq int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.topics[topicCursorKey{endpointKey{tenant, endpoint}, topic}] = seq
+	return nil
+}
+
+// AddDeadLetter appends d.
+func (s *WebhookCursors) AddDeadLetter(_ context.Context, tenant string, d webhook.DeadLetter) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := endpointKey{tenant, d.EndpointID}
+	s.dead[k] = append(s.dead[k], d)
+	return nil
+}
+
+// DeadLetters lists the endpoint's dead letters, oldest first.
+func (s *WebhookCursors) DeadLetters(_ context.Context, tenant string, endpoint int64, limit int) ([]webhook.DeadLetter, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	all := s.dead[endpointKey{tenant, endpoint}]
+	return slices.Clone(all[:min(len(all), max(limit, 0))]), nil
 }
