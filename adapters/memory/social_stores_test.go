@@ -40,3 +40,7 @@ func TestPresenceContract(t *testing.T) {
 func TestWebhookEndpointsContract(t *testing.T) {
 	contract.WebhookEndpoints(t, func(*testing.T) (ports.WebhookEndpoints, string) { return NewWebhookEndpoints(), "acme" })
 }
+
+func TestWebhookCursorsContract(t *testing.T) {
+	contract.WebhookCursors(t, func(*testing.T) (ports.WebhookCursors, string) { return NewWebhookCursors(), "acme" })
+}

@@ -24,6 +24,13 @@ func TestWebhookEndpointsContract(t *testing.T) {
 	})
 }
 
+func TestWebhookCursorsContract(t *testing.T) {
+	contract.WebhookCursors(t, func(t *testing.T) (ports.WebhookCursors, string) {
+		c, tenant := newTestCluster(t)
+		return NewWebhookCursors(c), tenant
+	})
+}
+
 func TestSummariesContract(t *testing.T) {
 	contract.Summaries(t, func(t *testing.T) (ports.Summaries, ports.MessageStore, ports.ShardStore, ports.Directory, string) {
 		c, tenant := newTestCluster(t)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/imdhq/imd/adapters/mysql/sqlcdb"
@@ -127,4 +128,112 @@ func endpointOf(r sqlcdb.TWebhookEndpoint) (webhook.Endpoint, error) {
 		ID: r.ID, URL: r.Url, Description: r.Description, Events: events, Enabled: r.Enabled, Secret: r.Secret,
 		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 	}, nil
+}
+
+// WebhookCursors implements ports.WebhookCursors over the tables of 0014.
+type WebhookCursors struct{ cluster *Cluster }
+
+var _ ports.WebhookCursors = (*WebhookCursors)(nil)
+
+// NewWebhookCursors returns the delivery progress of the provisioned tenants of c.
+func NewWebhookCursors(c *Cluster) *WebhookCursors { return &WebhookCursors{cluster: c} }
+
+// maxDeadLetterError is t_webhook_dead_letters.last_error's size in characters.
+const maxDeadLetterError = 512
+
+// ScanMark reads the endpoint's scan mark.
+func (s *WebhookCursors) ScanMark(ctx context.Context, tenant string, endpoint int64) (time.Time, bool, error) {
+	t, err := s.cluster.tenant(tenant)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	at, err := t.q.WebhookScanMark(ctx, endpoint)
+	if errors.Is(err, sql.ErrNoRows) {
+		return time.Time{}, false, nil
+	}
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("read scan mark of webhook endpoint %d: %w", endpoint, err)
+	}
+	return at.UTC(), true, nil
+}
+
+// SetScanMark writes it.
+func (s *WebhookCursors) SetScanMark(ctx context.Context, tenant string, endpoint int64, at time.Time) error {
+	t, err := s.cluster.tenant(tenant)
+	if err != nil {
+		return err
+	}
+	err = t.q.SetWebhookScanMark(ctx, sqlcdb.SetWebhookScanMarkParams{EndpointID: endpoint, ScannedTo: at.UTC().Truncate(time.Millisecond)})
+	if err != nil {
+		return fmt.Errorf("set scan mark of webhook endpoint %d: %w", endpoint, err)
+	}
+	return nil
+}
+
+// TopicCursor reads the endpoint's cursor of topic.
+func (s *WebhookCursors) TopicCursor(ctx context.Context, tenant string, endpoint int64, topic string) (int64, bool, error) {
+	t, err := s.cluster.tenant(tenant)
+	if err != nil {
+		return 0, false, err
+	}
+	seq, err := t.q.WebhookTopicCursor(ctx, sqlcdb.WebhookTopicCursorParams{EndpointID: endpoint, Topic: topic})
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("read cursor of webhook endpoint %d on %s: %w", endpoint, topic, err)
+	}
+	return seq, true, nil
+}
+
+// SetTopicCursor writes it.
+func (s *WebhookCursors) SetTopicCursor(ctx context.Context, tenant string, endpoint int64, topic string, seq int64) error {
+	t, err := s.cluster.tenant(tenant)
+	if err != nil {
+		return err
+	}
+	if err := t.q.SetWebhookTopicCursor(ctx, sqlcdb.SetWebhookTopicCursorParams{EndpointID: endpoint, Topic: topic, Seqid: seq}); err != nil {
+		return fmt.Errorf("set cursor of webhook endpoint %d on %s: %w", endpoint, topic, err)
+	}
+	return nil
+}
+
+// AddDeadLetter inserts d, its error cut to the column.
+func (s *WebhookCursors) AddDeadLetter(ctx context.Context, tenant string, d webhook.DeadLetter) error {
+	t, err := s.cluster.tenant(tenant)
+	if err != nil {
+		return err
+	}
+	last := []rune(d.LastError)
+	err = t.q.InsertWebhookDeadLetter(ctx, sqlcdb.InsertWebhookDeadLetterParams{
+		EndpointID: d.EndpointID, Topic: d.Topic, Seqid: d.Seq, EventType: string(d.Type),
+		Attempts: int32(min(d.Attempts, math.MaxInt32)), LastError: string(last[:min(len(last), maxDeadLetterError)]),
+		CreatedAt: d.At.UTC().Truncate(time.Millisecond),
+	})
+	if err != nil {
+		return fmt.Errorf("dead letter of webhook endpoint %d, %s seq %d: %w", d.EndpointID, d.Topic, d.Seq, err)
+	}
+	return nil
+}
+
+// DeadLetters lists the endpoint's dead letters, oldest first.
+func (s *WebhookCursors) DeadLetters(ctx context.Context, tenant string, endpoint int64, limit int) ([]webhook.DeadLetter, error) {
+	t, err := s.cluster.tenant(tenant)
+	if err != nil {
+		return nil, err
+	}
+	lim, err := limit32(limit)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := t.q.WebhookDeadLetters(ctx, sqlcdb.WebhookDeadLettersParams{EndpointID: endpoint, Limit: lim})
+	if err != nil {
+		return nil, fmt.Errorf("list dead letters of webhook endpoint %d: %w", endpoint, err)
+	}
+	out := make([]webhook.DeadLetter, len(rows))
+	for i, r := range rows {
+		out[i] = webhook.DeadLetter{EndpointID: r.EndpointID, Topic: r.Topic, Seq: r.Seqid, Type: webhook.EventType(r.EventType),
+			Attempts: int(r.Attempts), LastError: r.LastError, At: r.CreatedAt.UTC()}
+	}
+	return out, nil
 }

@@ -71,3 +71,64 @@ func WebhookEndpoints(t *testing.T, newStore WebhookEndpointsFactory) {
 		t.Fatalf("Endpoints after delete = %+v, %v", list, err)
 	}
 }
+
+// WebhookCursorsFactory returns delivery progress and an empty tenant.
+type WebhookCursorsFactory func(t *testing.T) (s ports.WebhookCursors, tenant string)
+
+// WebhookCursors runs the delivery progress contract: nothing is found before it is set, the
+// last write wins, endpoints and topics are apart, dead letters list oldest first.
+func WebhookCursors(t *testing.T, newStore WebhookCursorsFactory) {
+	s, tenant := newStore(t)
+	ctx := context.Background()
+	at := time.Date(2030, 3, 4, 5, 6, 7, 8_000_000, time.UTC)
+	if _, found, err := s.ScanMark(ctx, tenant, 1); err != nil || found {
+		t.Fatalf("ScanMark before any = %v, %v", found, err)
+	}
+	if _, found, err := s.TopicCursor(ctx, tenant, 1, "grp_1"); err != nil || found {
+		t.Fatalf("TopicCursor before any = %v, %v", found, err)
+	}
+	for _, mark := range []time.Time{at, at.Add(-time.Hour)} { // a mark may move back (replay)
+		if err := s.SetScanMark(ctx, tenant, 1, mark); err != nil {
+			t.Fatal(err)
+		}
+		if got, found, err := s.ScanMark(ctx, tenant, 1); err != nil || !found || !got.Equal(mark) {
+			t.Fatalf("ScanMark = %v, %v, %v; want %v", got, found, err, mark)
+		}
+	}
+	if _, found, _ := s.ScanMark(ctx, tenant, 2); found {
+		t.Fatal("endpoint 2 has endpoint 1's scan mark")
+	}
+
+	sets := []struct {
+		endpoint int64
+		topic    string
+		seq      int64
+	}{{1, "grp_1", 3}, {1, "grp_1", 7}, {1, "grp_2", 1}, {2, "grp_1", 9}}
+	for _, c := range sets {
+		if err := s.SetTopicCursor(ctx, tenant, c.endpoint, c.topic, c.seq); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range sets[1:] {
+		if got, found, err := s.TopicCursor(ctx, tenant, c.endpoint, c.topic); err != nil || !found || got != c.seq {
+			t.Fatalf("TopicCursor(%d, %s) = %d, %v, %v; want %d", c.endpoint, c.topic, got, found, err, c.seq)
+		}
+	}
+
+	dead := []webhook.DeadLetter{
+		{EndpointID: 1, Topic: "grp_1", Seq: 4, Type: webhook.MessageCreated, Attempts: 8, LastError: "status 500", At: at},
+		{EndpointID: 2, Topic: "grp_1", Seq: 5, Type: webhook.MessageCreated, Attempts: 8, LastError: "timeout", At: at},
+		{EndpointID: 1, Topic: "grp_2", Seq: 1, Type: webhook.MessageCreated, Attempts: 3, LastError: "refused", At: at.Add(time.Second)},
+	}
+	for _, d := range dead {
+		if err := s.AddDeadLetter(ctx, tenant, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := s.DeadLetters(ctx, tenant, 1, 10); err != nil || !reflect.DeepEqual(got, []webhook.DeadLetter{dead[0], dead[2]}) {
+		t.Fatalf("DeadLetters(1) = %+v, %v", got, err)
+	}
+	if got, err := s.DeadLetters(ctx, tenant, 1, 1); err != nil || !reflect.DeepEqual(got, dead[:1]) {
+		t.Fatalf("DeadLetters(1, limit 1) = %+v, %v", got, err)
+	}
+}

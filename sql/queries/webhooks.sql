@@ -17,3 +17,26 @@ WHERE id = ?;
 
 -- name: DeleteWebhookEndpoint :execrows
 DELETE FROM t_webhook_endpoints WHERE id = ?;
+
+-- Delivery progress (0014).
+
+-- name: WebhookScanMark :one
+SELECT scanned_to FROM t_webhook_scan_marks WHERE endpoint_id = ?;
+
+-- name: SetWebhookScanMark :exec
+INSERT INTO t_webhook_scan_marks (endpoint_id, scanned_to) VALUES (?, ?)
+ON DUPLICATE KEY UPDATE scanned_to = VALUES(scanned_to);
+
+-- name: WebhookTopicCursor :one
+SELECT seqid FROM t_webhook_cursors WHERE endpoint_id = ? AND topic = ?;
+
+-- name: SetWebhookTopicCursor :exec
+INSERT INTO t_webhook_cursors (endpoint_id, topic, seqid) VALUES (?, ?, ?)
+ON DUPLICATE KEY UPDATE seqid = VALUES(seqid);
+
+-- name: InsertWebhookDeadLetter :exec
+INSERT INTO t_webhook_dead_letters (endpoint_id, topic, seqid, event_type, attempts, last_error, created_at)
+VALUES (?, ?, ?, ?, ?, ?, ?);
+
+-- name: WebhookDeadLetters :many
+SELECT * FROM t_webhook_dead_letters WHERE endpoint_id = ? ORDER BY id LIMIT ?;

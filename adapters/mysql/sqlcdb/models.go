@@ -379,6 +379,23 @@ type TUserSetting struct {
 	HideReceipts bool
 }
 
+type TWebhookCursor struct {
+	EndpointID int64
+	Topic      string
+	Seqid      int64
+}
+
+type TWebhookDeadLetter struct {
+	ID         int64
+	EndpointID int64
+	Topic      string
+	Seqid      int64
+	EventType  string
+	Attempts   int32
+	LastError  string
+	CreatedAt  time.Time
+}
+
 type TWebhookEndpoint struct {
 	ID          int64
 	Url         string
@@ -389,4 +406,9 @@ type TWebhookEndpoint struct {
 	Secret    string
 	CreatedAt time.Time
 	UpdatedAt time.Time
+}
+
+type TWebhookScanMark struct {
+	EndpointID int64
+	ScannedTo  time.Time
 }

@@ -22,6 +22,34 @@ func (q *Queries) DeleteWebhookEndpoint(ctx context.Context, id int64) (int64, e
 	return result.RowsAffected()
 }
 
+const insertWebhookDeadLetter = `-- name: InsertWebhookDeadLetter :exec
+INSERT INTO t_webhook_dead_letters (endpoint_id, topic, seqid, event_type, attempts, last_error, created_at)
+VALUES (?, ?, ?, ?, ?, ?, ?)
+`
+
+type InsertWebhookDeadLetterParams struct {
+	EndpointID int64
+	Topic      string
+	Seqid      int64
+	EventType  string
+	Attempts   int32
+	LastError  string
+	CreatedAt  time.Time
+}
+
+func (q *Queries) InsertWebhookDeadLetter(ctx context.Context, arg InsertWebhookDeadLetterParams) error {
+	_, err := q.db.ExecContext(ctx, insertWebhookDeadLetter,
+		arg.EndpointID,
+		arg.Topic,
+		arg.Seqid,
+		arg.EventType,
+		arg.Attempts,
+		arg.LastError,
+		arg.CreatedAt,
+	)
+	return err
+}
+
 const insertWebhookEndpoint = `-- name: InsertWebhookEndpoint :exec
 
 INSERT INTO t_webhook_endpoints (id, url, description, events, enabled, secret, created_at, updated_at)
@@ -51,6 +79,37 @@ func (q *Queries) InsertWebhookEndpoint(ctx context.Context, arg InsertWebhookEn
 		arg.CreatedAt,
 		arg.UpdatedAt,
 	)
+	return err
+}
+
+const setWebhookScanMark = `-- name: SetWebhookScanMark :exec
+INSERT INTO t_webhook_scan_marks (endpoint_id, scanned_to) VALUES (?, ?)
+ON DUPLICATE KEY UPDATE scanned_to = VALUES(scanned_to)
+`
+
+type SetWebhookScanMarkParams struct {
+	EndpointID int64
+	ScannedTo  time.Time
+}
+
+func (q *Queries) SetWebhookScanMark(ctx context.Context, arg SetWebhookScanMarkParams) error {
+	_, err := q.db.ExecContext(ctx, setWebhookScanMark, arg.EndpointID, arg.ScannedTo)
+	return err
+}
+
+const setWebhookTopicCursor = `-- name: SetWebhookTopicCursor :exec
+INSERT INTO t_webhook_cursors (endpoint_id, topic, seqid) VALUES (?, ?, ?)
+ON DUPLICATE KEY UPDATE seqid = VALUES(seqid)
+`
+
+type SetWebhookTopicCursorParams struct {
+	EndpointID int64
+	Topic      string
+	Seqid      int64
+}
+
+func (q *Queries) SetWebhookTopicCursor(ctx context.Context, arg SetWebhookTopicCursorParams) error {
+	_, err := q.db.ExecContext(ctx, setWebhookTopicCursor, arg.EndpointID, arg.Topic, arg.Seqid)
 	return err
 }
 
@@ -84,6 +143,47 @@ func (q *Queries) UpdateWebhookEndpoint(ctx context.Context, arg UpdateWebhookEn
 		return 0, err
 	}
 	return result.RowsAffected()
+}
+
+const webhookDeadLetters = `-- name: WebhookDeadLetters :many
+SELECT id, endpoint_id, topic, seqid, event_type, attempts, last_error, created_at FROM t_webhook_dead_letters WHERE endpoint_id = ? ORDER BY id LIMIT ?
+`
+
+type WebhookDeadLettersParams struct {
+	EndpointID int64
+	Limit      int32
+}
+
+func (q *Queries) WebhookDeadLetters(ctx context.Context, arg WebhookDeadLettersParams) ([]TWebhookDeadLetter, error) {
+	rows, err := q.db.QueryContext(ctx, webhookDeadLetters, arg.EndpointID, arg.Limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []TWebhookDeadLetter
+	for rows.Next() {
+		var i TWebhookDeadLetter
+		if err := rows.Scan(
+			&i.ID,
+			&i.EndpointID,
+			&i.Topic,
+			&i.Seqid,
+			&i.EventType,
+			&i.Attempts,
+			&i.LastError,
+			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const webhookEndpoint = `-- name: WebhookEndpoint :one
@@ -140,4 +240,33 @@ func (q *Queries) WebhookEndpoints(ctx context.Context) ([]TWebhookEndpoint, err
 		return nil, err
 	}
 	return items, nil
+}
+
+const webhookScanMark = `-- name: WebhookScanMark :one
+
+SELECT scanned_to FROM t_webhook_scan_marks WHERE endpoint_id = ?
+`
+
+// Delivery progress (0014).
+func (q *Queries) WebhookScanMark(ctx context.Context, endpointID int64) (time.Time, error) {
+	row := q.db.QueryRowContext(ctx, webhookScanMark, endpointID)
+	var scanned_to time.Time
+	err := row.Scan(&scanned_to)
+	return scanned_to, err
+}
+
+const webhookTopicCursor = `-- name: WebhookTopicCursor :one
+SELECT seqid FROM t_webhook_cursors WHERE endpoint_id = ? AND topic = ?
+`
+
+type WebhookTopicCursorParams struct {
+	EndpointID int64
+	Topic      string
+}
+
+func (q *Queries) WebhookTopicCursor(ctx context.Context, arg WebhookTopicCursorParams) (int64, error) {
+	row := q.db.QueryRowContext(ctx, webhookTopicCursor, arg.EndpointID, arg.Topic)
+	var seqid int64
+	err := row.Scan(&seqid)
+	return seqid, err
 }
