@@ -20,6 +20,7 @@ import (
 	"github.com/imdhq/imd/core/loop/routerepair"
 	"github.com/imdhq/imd/core/loop/seqholes"
 	"github.com/imdhq/imd/core/loop/shardmanager"
+	webhookloop "github.com/imdhq/imd/core/loop/webhooks"
 	"github.com/imdhq/imd/core/runtime"
 	"github.com/imdhq/imd/core/usecase/admin"
 	"github.com/imdhq/imd/core/usecase/archiver"
@@ -90,6 +91,7 @@ var depsStructs = map[string]reflect.Type{
 	"tenantregistry.Deps":   reflect.TypeFor[tenantregistry.Deps](),
 	"uploads.Deps":          reflect.TypeFor[uploads.Deps](),
 	"webhooks.Deps":         reflect.TypeFor[webhooks.Deps](),
+	"webhookloop.Deps":      reflect.TypeFor[webhookloop.Deps](),
 	"Ports":                 reflect.TypeFor[Ports](),
 }
 

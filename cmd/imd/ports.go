@@ -14,6 +14,7 @@ import (
 	"github.com/imdhq/imd/adapters/blobfs"
 	"github.com/imdhq/imd/adapters/config"
 	httpapi "github.com/imdhq/imd/adapters/http"
+	"github.com/imdhq/imd/adapters/httpclient"
 	"github.com/imdhq/imd/adapters/jwt"
 	"github.com/imdhq/imd/adapters/localfs"
 	"github.com/imdhq/imd/adapters/mysql"
@@ -62,6 +63,7 @@ type Ports struct {
 	ShardHousekeeping ports.ShardHousekeeping
 	Reports           ports.Reports
 	WebhookEndpoints  ports.WebhookEndpoints
+	WebhookCursors    ports.WebhookCursors
 	Summaries         ports.Summaries
 	DailyCounter      ports.DailyCounter
 	TokenRevocations  ports.TokenRevocations
@@ -127,6 +129,7 @@ type Ports struct {
 	Imager         ports.Imager      // stdimage: thumbnails of image uploads (issue 32)
 	Files          httpapi.FileStore // the /files/ handler of a local object store; nil for S3
 	PushNotifier   ports.PushNotifier
+	WebhookSender  ports.WebhookSender
 }
 
 // held is what the real adapters keep open, as hooks lifecycle.go places in the start and stop
@@ -225,6 +228,7 @@ func openAdapters(cfg config.Config, log *slog.Logger) (Ports, held, error) {
 		ShardHousekeeping: mysql.NewHousekeeping(db),
 		Reports:           mysql.NewReports(db),
 		WebhookEndpoints:  mysql.NewWebhookEndpoints(db),
+		WebhookCursors:    mysql.NewWebhookCursors(db),
 		Summaries:         summaries,
 		DailyCounter:      summaries,
 		TokenRevocations:  mysql.NewRevocations(db),
@@ -287,6 +291,7 @@ func openAdapters(cfg config.Config, log *slog.Logger) (Ports, held, error) {
 		Imager:         stdimage.New(stdimage.Config{Workers: cfg.Uploads.Thumbnails.Workers, MaxPixels: cfg.Uploads.Thumbnails.MaxPixels}),
 		Files:          files,
 		PushNotifier:   notifier,
+		WebhookSender:  httpclient.NewSender(cfg.Webhooks.Timeout),
 	}
 	stores := []fx.Hook{fx.StartStopHook(registry.Open, registry.Close)}
 	if flushNotifier != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/imdhq/imd/core/domain/message"
 	"github.com/imdhq/imd/core/domain/month"
 	"github.com/imdhq/imd/core/domain/webhook"
+	"github.com/imdhq/imd/core/kit/periodic"
 	"github.com/imdhq/imd/core/usecase/history"
 	"github.com/imdhq/imd/ports"
 )
@@ -284,4 +285,14 @@ func (l *Loop) forget(key topicKey) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	delete(l.retries, key)
+}
+
+// RunEvery runs a pass over every tenant each interval until ctx ends; every node runs it and
+// the tenant's lease leaves the delivery to one.
+func (l *Loop) RunEvery(ctx context.Context, tenants func() []string, interval time.Duration) {
+	periodic.EveryTenant(ctx, interval, tenants, func(ctx context.Context, tenant string) {
+		if err := l.Pass(ctx, tenant); err != nil && ctx.Err() == nil {
+			l.d.Log.WarnContext(ctx, "webhook pass failed", "tenant", tenant, "err", err)
+		}
+	})
 }
