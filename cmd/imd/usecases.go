@@ -127,6 +127,7 @@ func newWebhookLoop(cfg config.Config, p Ports, h *history.Service, log *slog.Lo
 		History:   h,
 		Sender:    p.WebhookSender,
 		Locks:     p.Locks,
+		Metrics:   p.Metrics,
 		Clock:     p.Clock,
 		Log:       log,
 	})

@@ -76,6 +76,7 @@ type Deps struct {
 	History   Syncer
 	Sender    ports.WebhookSender
 	Locks     ports.Locks
+	Metrics   ports.Metrics
 	Clock     ports.Clock
 	Log       *slog.Logger
 }
@@ -239,6 +240,7 @@ func (l *Loop) deliver(ctx context.Context, tenant string, e webhook.Endpoint, k
 	status, err := l.d.Sender.Post(ctx, e.URL, headers, body)
 	if err == nil && status >= 200 && status < 300 {
 		l.forget(key)
+		l.d.Metrics.Inc("webhook_deliveries_total", "ok")
 		return true, nil
 	}
 	failure := fmt.Sprintf("status %d", status)
@@ -252,6 +254,7 @@ func (l *Loop) deliver(ctx context.Context, tenant string, e webhook.Endpoint, k
 		l.mu.Lock()
 		l.retries[key] = r
 		l.mu.Unlock()
+		l.d.Metrics.Inc("webhook_deliveries_total", "retry")
 		return false, nil
 	}
 	l.forget(key)
@@ -259,6 +262,7 @@ func (l *Loop) deliver(ctx context.Context, tenant string, e webhook.Endpoint, k
 	if err := l.d.Cursors.AddDeadLetter(ctx, tenant, d); err != nil {
 		return false, fmt.Errorf("dead letter %s: %w", id, err)
 	}
+	l.d.Metrics.Inc("webhook_deliveries_total", "dead")
 	l.d.Log.Warn("webhooks: event given up", "tenant", tenant, "endpoint", e.ID, "event", id, "attempts", r.attempts, "last", failure)
 	return true, nil
 }

@@ -117,6 +117,7 @@ type fixture struct {
 	back    *backlog
 	recv    *receiver
 	cursors *memory.WebhookCursors
+	metrics *memory.Metrics
 	locks   *memory.Locks
 	ep      domain.Endpoint
 }
@@ -125,7 +126,7 @@ func newFixture(t *testing.T, script map[string][]int) *fixture {
 	t.Helper()
 	clock := memory.NewClock(t0)
 	f := &fixture{clock: clock, back: &backlog{topics: map[string][]message.Message{}}, cursors: memory.NewWebhookCursors(),
-		locks: memory.NewLocks(clock.Now)}
+		locks: memory.NewLocks(clock.Now), metrics: memory.NewMetrics()}
 	f.recv = &receiver{t: t, clock: clock, secret: "whsec_test", script: script, attempts: map[string]int{}}
 	endpoints := memory.NewWebhookEndpoints()
 	f.ep = domain.Endpoint{ID: 1, URL: "https://hooks.example/in", Events: []domain.EventType{domain.MessageCreated}, Enabled: true, Secret: "whsec_test", CreatedAt: t0}
@@ -140,7 +141,7 @@ func newFixture(t *testing.T, script map[string][]int) *fixture {
 	}
 	f.loop = webhooks.New(webhooks.Config{FirstRetry: time.Second, MaxBackoff: 4 * time.Second, MaxAttempts: 3, Batch: 2},
 		webhooks.Deps{Endpoints: endpoints, Cursors: f.cursors, Changes: f.back, History: f.back, Sender: f.recv,
-			Locks: f.locks, Clock: clock, Log: slog.New(slog.DiscardHandler)})
+			Locks: f.locks, Metrics: f.metrics, Clock: clock, Log: slog.New(slog.DiscardHandler)})
 	return f
 }
 
@@ -233,6 +234,11 @@ func TestDeadLetterAfterTheLastAttempt(t *testing.T) {
 		f.pass(t)
 	}
 	wantTook(t, f, "grp_1:2:message.created")
+	for status, want := range map[string]float64{"ok": 1, "retry": 2, "dead": 1} {
+		if n := f.metrics.Count("webhook_deliveries_total", status); n != want {
+			t.Errorf("webhook_deliveries_total{%s} = %v, want %v", status, n, want)
+		}
+	}
 	dead, err := f.cursors.DeadLetters(context.Background(), tenant, 1, 10)
 	if err != nil || len(dead) != 1 || dead[0].Seq != 1 || dead[0].Attempts != 3 || dead[0].LastError != "status 500" || dead[0].Type != domain.MessageCreated {
 		t.Fatalf("dead letters = %+v, %v", dead, err)
