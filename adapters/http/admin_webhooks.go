@@ -29,6 +29,23 @@ func (s *Server) webhookService() (*webhooks.Service, error) {
 	return s.d.Webhooks, nil
 }
 
+// webhookTarget is the service and the endpoint id of a route under /webhooks/:webhook_id.
+func (s *Server) webhookTarget(c echo.Context) (*webhooks.Service, int64, error) {
+	svc, err := s.webhookService()
+	if err != nil {
+		return nil, 0, err
+	}
+	id, err := pathInt(c, "webhook_id")
+	return svc, id, err
+}
+
+// withSecret answers e with its secret: the create and the rotation only.
+func withSecret(c echo.Context, e webhook.Endpoint) error {
+	out := webhookOf(e)
+	out.Secret = e.Secret
+	return c.JSON(http.StatusOK, out)
+}
+
 type webhookRequest struct {
 	URL         string   `json:"url"`
 	Description string   `json:"description,omitempty"`
@@ -99,17 +116,11 @@ func (s *Server) createWebhook(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := webhookOf(e)
-	out.Secret = e.Secret
-	return c.JSON(http.StatusOK, out)
+	return withSecret(c, e)
 }
 
 func (s *Server) getWebhook(c echo.Context) error {
-	svc, err := s.webhookService()
-	if err != nil {
-		return err
-	}
-	id, err := pathInt(c, "webhook_id")
+	svc, id, err := s.webhookTarget(c)
 	if err != nil {
 		return err
 	}
@@ -121,11 +132,7 @@ func (s *Server) getWebhook(c echo.Context) error {
 }
 
 func (s *Server) updateWebhook(c echo.Context) error {
-	svc, err := s.webhookService()
-	if err != nil {
-		return err
-	}
-	id, err := pathInt(c, "webhook_id")
+	svc, id, err := s.webhookTarget(c)
 	if err != nil {
 		return err
 	}
@@ -141,11 +148,7 @@ func (s *Server) updateWebhook(c echo.Context) error {
 }
 
 func (s *Server) deleteWebhook(c echo.Context) error {
-	svc, err := s.webhookService()
-	if err != nil {
-		return err
-	}
-	id, err := pathInt(c, "webhook_id")
+	svc, id, err := s.webhookTarget(c)
 	if err != nil {
 		return err
 	}
@@ -156,11 +159,7 @@ func (s *Server) deleteWebhook(c echo.Context) error {
 }
 
 func (s *Server) rotateWebhookSecret(c echo.Context) error {
-	svc, err := s.webhookService()
-	if err != nil {
-		return err
-	}
-	id, err := pathInt(c, "webhook_id")
+	svc, id, err := s.webhookTarget(c)
 	if err != nil {
 		return err
 	}
@@ -168,7 +167,5 @@ func (s *Server) rotateWebhookSecret(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := webhookOf(e)
-	out.Secret = e.Secret
-	return c.JSON(http.StatusOK, out)
+	return withSecret(c, e)
 }

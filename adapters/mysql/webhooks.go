@@ -24,16 +24,12 @@ func NewWebhookEndpoints(c *Cluster) *WebhookEndpoints { return &WebhookEndpoint
 
 // CreateEndpoint inserts e.
 func (s *WebhookEndpoints) CreateEndpoint(ctx context.Context, tenant string, e webhook.Endpoint) error {
-	t, err := s.cluster.tenant(tenant)
+	t, events, err := s.row(tenant, e)
 	if err != nil {
 		return err
 	}
-	events, err := json.Marshal(e.Events)
-	if err != nil {
-		return fmt.Errorf("encode events of webhook endpoint %d: %w", e.ID, err)
-	}
 	err = t.q.InsertWebhookEndpoint(ctx, sqlcdb.InsertWebhookEndpointParams{
-		ID: e.ID, Url: e.URL, Description: e.Description, Events: string(events), Enabled: e.Enabled, Secret: e.Secret,
+		ID: e.ID, Url: e.URL, Description: e.Description, Events: events, Enabled: e.Enabled, Secret: e.Secret,
 		CreatedAt: e.CreatedAt.UTC().Truncate(time.Millisecond), UpdatedAt: e.UpdatedAt.UTC().Truncate(time.Millisecond),
 	})
 	if err != nil {
@@ -79,16 +75,12 @@ func (s *WebhookEndpoints) Endpoints(ctx context.Context, tenant string) ([]webh
 
 // UpdateEndpoint rewrites the settable columns of e.ID.
 func (s *WebhookEndpoints) UpdateEndpoint(ctx context.Context, tenant string, e webhook.Endpoint) error {
-	t, err := s.cluster.tenant(tenant)
+	t, events, err := s.row(tenant, e)
 	if err != nil {
 		return err
 	}
-	events, err := json.Marshal(e.Events)
-	if err != nil {
-		return fmt.Errorf("encode events of webhook endpoint %d: %w", e.ID, err)
-	}
 	n, err := t.q.UpdateWebhookEndpoint(ctx, sqlcdb.UpdateWebhookEndpointParams{
-		ID: e.ID, Url: e.URL, Description: e.Description, Events: string(events), Enabled: e.Enabled, Secret: e.Secret,
+		ID: e.ID, Url: e.URL, Description: e.Description, Events: events, Enabled: e.Enabled, Secret: e.Secret,
 		UpdatedAt: e.UpdatedAt.UTC().Truncate(time.Millisecond),
 	})
 	if err != nil {
@@ -117,6 +109,19 @@ func (s *WebhookEndpoints) DeleteEndpoint(ctx context.Context, tenant string, id
 		return webhook.ErrNotFound
 	}
 	return nil
+}
+
+// row is the tenant's database and e's events column, what a write of e needs.
+func (s *WebhookEndpoints) row(tenant string, e webhook.Endpoint) (*tenantDB, string, error) {
+	t, err := s.cluster.tenant(tenant)
+	if err != nil {
+		return nil, "", err
+	}
+	b, err := json.Marshal(e.Events)
+	if err != nil {
+		return nil, "", fmt.Errorf("encode events of webhook endpoint %d: %w", e.ID, err)
+	}
+	return t, string(b), nil
 }
 
 func endpointOf(r sqlcdb.TWebhookEndpoint) (webhook.Endpoint, error) {
