@@ -20,6 +20,7 @@ func (s *Server) webhookRoutes(t *echo.Group) {
 	t.PUT("/webhooks/:webhook_id", s.updateWebhook)
 	t.DELETE("/webhooks/:webhook_id", s.deleteWebhook)
 	t.POST("/webhooks/:webhook_id/secret", s.rotateWebhookSecret)
+	t.GET("/webhooks/:webhook_id/dead_letters", s.webhookDeadLetters)
 }
 
 func (s *Server) webhookService() (*webhooks.Service, error) {
@@ -63,7 +64,9 @@ func (r webhookRequest) settings() webhooks.Settings {
 }
 
 type webhookJSON struct {
-	ID          int64    `json:"webhook_id"`
+	// ID is a string of digits: ids pass 2^53, past which JavaScript rounds numbers (the
+	// console would show, and look up, another id).
+	ID          int64    `json:"webhook_id,string"`
 	URL         string   `json:"url"`
 	Description string   `json:"description"`
 	Events      []string `json:"events"`
@@ -168,4 +171,40 @@ func (s *Server) rotateWebhookSecret(c echo.Context) error {
 		return err
 	}
 	return withSecret(c, e)
+}
+
+type deadLetterJSON struct {
+	Topic     string `json:"topic"`
+	Seq       int64  `json:"seq"`
+	Type      string `json:"type"`
+	Attempts  int    `json:"attempts"`
+	LastError string `json:"last_error"`
+	At        int64  `json:"at"`
+}
+
+type deadLettersJSON struct {
+	DeadLetters []deadLetterJSON `json:"dead_letters"`
+}
+
+// webhookDeadLetters answers ?limit= (default and most: webhooks.MaxDeadLetters) of the
+// endpoint's dead letters, oldest first.
+func (s *Server) webhookDeadLetters(c echo.Context) error {
+	svc, id, err := s.webhookTarget(c)
+	if err != nil {
+		return err
+	}
+	limit, err := queryLimitOr(c, webhooks.MaxDeadLetters, webhooks.MaxDeadLetters)
+	if err != nil {
+		return err
+	}
+	ds, err := svc.DeadLetters(c.Request().Context(), c.Param("tenant"), id, limit)
+	if err != nil {
+		return err
+	}
+	out := deadLettersJSON{DeadLetters: make([]deadLetterJSON, len(ds))}
+	for i, d := range ds {
+		out.DeadLetters[i] = deadLetterJSON{Topic: d.Topic, Seq: d.Seq, Type: string(d.Type), Attempts: d.Attempts, LastError: d.LastError,
+			At: unixMilli(d.At)}
+	}
+	return c.JSON(http.StatusOK, out)
 }

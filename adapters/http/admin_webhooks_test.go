@@ -10,6 +10,7 @@ import (
 
 	"github.com/imdhq/imd/adapters/memory"
 	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/webhook"
 	"github.com/imdhq/imd/core/usecase/webhooks"
 )
 
@@ -17,7 +18,8 @@ import (
 // secret is in the answers of the create and the rotation and in no other.
 func TestAdminWebhooksShowTheSecretOnlyWhenMade(t *testing.T) {
 	clock := memory.NewClock(time.Date(2030, 2, 3, 4, 5, 6, 0, time.UTC))
-	svc := webhooks.New(webhooks.Deps{Store: memory.NewWebhookEndpoints(), IDs: memory.NewIDs(clock), Clock: clock})
+	cursors := memory.NewWebhookCursors()
+	svc := webhooks.New(webhooks.Deps{Store: memory.NewWebhookEndpoints(), Cursors: cursors, IDs: memory.NewIDs(clock), Clock: clock})
 	h := newHarness(t, Config{AdminKey: adminKey}, Deps{Webhooks: svc})
 	const base = "/admin/v1/tenants/default/webhooks"
 	decode := func(body string) webhookJSON {
@@ -60,11 +62,21 @@ func TestAdminWebhooksShowTheSecretOnlyWhenMade(t *testing.T) {
 		t.Fatalf("rotate = %d %s", rec.Code, rec.Body)
 	}
 
+	dead := webhook.DeadLetter{EndpointID: made.ID, Topic: "grp_1", Seq: 4, Type: webhook.MessageCreated, Attempts: 8, LastError: "status 500", At: clock.Now()}
+	if err := cursors.AddDeadLetter(t.Context(), "default", dead); err != nil {
+		t.Fatal(err)
+	}
+	rec = h.do("GET", one+"/dead_letters?limit=10", "")
+	if want := `{"dead_letters":[{"topic":"grp_1","seq":4,"type":"message.created","attempts":8,"last_error":"status 500","at":1896321906000}]}` + "\n"; rec.Code != http.StatusOK || rec.Body.String() != want {
+		t.Fatalf("dead letters = %d %s, want %s", rec.Code, rec.Body, want)
+	}
+
 	refused := []struct{ method, path, body string }{
 		{"POST", base, `{"url":"ftp://hooks.example/in","events":["message.created"]}`},
 		{"POST", base, `{"url":"https://hooks.example/in","events":["nope"]}`},
 		{"PUT", one, `{"url":"https://hooks.example/in","events":[]}`},
 		{"GET", base + "/x", ""},
+		{"GET", one + "/dead_letters?limit=101", ""},
 	}
 	for _, r := range refused {
 		wantError(t, h.do(r.method, r.path, r.body), http.StatusBadRequest, apperr.InvalidArgument)
@@ -73,8 +85,8 @@ func TestAdminWebhooksShowTheSecretOnlyWhenMade(t *testing.T) {
 	if rec := h.do("DELETE", one, ""); rec.Code != http.StatusOK {
 		t.Fatalf("delete = %d %s", rec.Code, rec.Body)
 	}
-	for _, m := range []string{"GET", "DELETE"} {
-		wantError(t, h.do(m, one, ""), http.StatusNotFound, apperr.NotFound)
+	for _, r := range []struct{ method, path string }{{"GET", one}, {"DELETE", one}, {"GET", one + "/dead_letters"}} {
+		wantError(t, h.do(r.method, r.path, ""), http.StatusNotFound, apperr.NotFound)
 	}
 
 	off := newHarness(t, Config{AdminKey: adminKey}, Deps{})

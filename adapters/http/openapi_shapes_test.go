@@ -111,6 +111,7 @@ func adminBodies() []openapicheck.Body {
 		res[reportsJSON]("listReports", 200),
 		res[reportStatusJSON]("setReportStatus", 200),
 		res[webhooksJSON]("listWebhooks", 200),
+		res[deadLettersJSON]("webhookDeadLetters", 200),
 		each[webhookJSON]([]string{"createWebhook", "getWebhook", "updateWebhook", "rotateWebhookSecret"}, 200),
 	)
 }

@@ -19,10 +19,14 @@ const secretPrefix = "whsec_"
 
 // Deps are the ports the service uses.
 type Deps struct {
-	Store ports.WebhookEndpoints
-	IDs   ports.IDGenerator
-	Clock ports.Clock
+	Store   ports.WebhookEndpoints
+	Cursors ports.WebhookCursors
+	IDs     ports.IDGenerator
+	Clock   ports.Clock
 }
+
+// MaxDeadLetters bounds a page of dead letters.
+const MaxDeadLetters = 100
 
 // Service creates, reads, changes and removes endpoints.
 type Service struct{ d Deps }
@@ -89,6 +93,15 @@ func (s *Service) RotateSecret(ctx context.Context, tenant string, id int64) (we
 		e.Secret = secret
 		return err
 	})
+}
+
+// DeadLetters lists the first limit events given up on for endpoint id, oldest first.
+func (s *Service) DeadLetters(ctx context.Context, tenant string, id int64, limit int) ([]webhook.DeadLetter, error) {
+	if _, err := s.d.Store.Endpoint(ctx, tenant, id); err != nil {
+		return nil, storeErr(err)
+	}
+	ds, err := s.d.Cursors.DeadLetters(ctx, tenant, id, limit)
+	return ds, storeErr(err)
 }
 
 // Delete removes endpoint id.
