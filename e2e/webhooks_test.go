@@ -103,6 +103,7 @@ func TestWebhooksDeliverSignedInOrderWithRetriesAndDeadLetters(t *testing.T) {
 	recv.secret = made.Secret
 	recv.mu.Unlock()
 
+	before := time.Now()
 	c := srv.Connect(ctx, owner, 1)
 	send := func(topic string, seq int) {
 		mustSend(t, ctx, c, wire.SendMessageRequest{Topic: topic, ClientMsgID: fmt.Sprintf("%s-%d", topic, seq), Type: "text",
@@ -142,6 +143,14 @@ func TestWebhooksDeliverSignedInOrderWithRetriesAndDeadLetters(t *testing.T) {
 	srv.MustAdmin("GET", fmt.Sprintf("/webhooks/%d/dead_letters", made.WebhookID), nil, &dead)
 	if d := dead.DeadLetters; len(d) != 1 || d[0].Topic != b || d[0].Seq != 1 || d[0].Attempts != 3 || d[0].LastError != "status 500" {
 		t.Fatalf("dead letters %+v, want %s seq 1 after 3 attempts", d, b)
+	}
+
+	// A replay from before the messages delivers every topic again, in order; the event given
+	// up on is taken this time.
+	srv.MustAdmin("POST", fmt.Sprintf("/webhooks/%d/replay", made.WebhookID), map[string]int64{"since": before.UnixMilli()}, nil)
+	eventually(t, 30*time.Second, "the replay delivered", func() bool { return len(recv.seqs(a)) == 6 && len(recv.seqs(b)) == 3 })
+	if ga, gb := recv.seqs(a), recv.seqs(b); !slices.Equal(ga, []int64{1, 2, 3, 1, 2, 3}) || !slices.Equal(gb, []int64{2, 1, 2}) {
+		t.Fatalf("after the replay %s took %v, %s took %v", a, ga, b, gb)
 	}
 
 	// The operator finds all of it on the console's Webhooks page, and adds an endpoint there.

@@ -27,10 +27,13 @@ type WebhookEndpoints interface {
 // "Backlog from MySQL"): a scan mark over the route mirror, the last seq delivered per topic,
 // and the dead letters.
 type WebhookCursors interface {
-	// ScanMark is the instant from which the endpoint's next pass looks for changed topics;
-	// found=false before its first pass.
-	ScanMark(ctx context.Context, tenant string, endpoint int64) (at time.Time, found bool, err error)
+	// ScanMark is where the endpoint's passes stand; found=false before its first pass.
+	ScanMark(ctx context.Context, tenant string, endpoint int64) (s webhook.Scan, found bool, err error)
+	// SetScanMark moves the mark, keeping the replay point.
 	SetScanMark(ctx context.Context, tenant string, endpoint int64, at time.Time) error
+	// Replay drops the endpoint's topic cursors and sets both mark and replay point to point,
+	// so its events from then are delivered again.
+	Replay(ctx context.Context, tenant string, endpoint int64, point time.Time) error
 	// TopicCursor is the last seq of topic the endpoint is done with; found=false when none.
 	TopicCursor(ctx context.Context, tenant string, endpoint int64, topic string) (seq int64, found bool, err error)
 	SetTopicCursor(ctx context.Context, tenant string, endpoint int64, topic string, seq int64) error

@@ -2,6 +2,7 @@ package http
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -21,6 +22,7 @@ func (s *Server) webhookRoutes(t *echo.Group) {
 	t.DELETE("/webhooks/:webhook_id", s.deleteWebhook)
 	t.POST("/webhooks/:webhook_id/secret", s.rotateWebhookSecret)
 	t.GET("/webhooks/:webhook_id/dead_letters", s.webhookDeadLetters)
+	t.POST("/webhooks/:webhook_id/replay", s.replayWebhook)
 }
 
 func (s *Server) webhookService() (*webhooks.Service, error) {
@@ -207,4 +209,24 @@ func (s *Server) webhookDeadLetters(c echo.Context) error {
 			At: unixMilli(d.At)}
 	}
 	return c.JSON(http.StatusOK, out)
+}
+
+type replayRequest struct {
+	Since int64 `json:"since"` // Unix ms
+}
+
+// replayWebhook delivers the endpoint's events again from since on.
+func (s *Server) replayWebhook(c echo.Context) error {
+	svc, id, err := s.webhookTarget(c)
+	if err != nil {
+		return err
+	}
+	var req replayRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	if err := svc.Replay(c.Request().Context(), c.Param("tenant"), id, time.UnixMilli(req.Since)); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, empty)
 }

@@ -71,12 +71,20 @@ func TestAdminWebhooksShowTheSecretOnlyWhenMade(t *testing.T) {
 		t.Fatalf("dead letters = %d %s, want %s", rec.Code, rec.Body, want)
 	}
 
+	if rec := h.do("POST", one+"/replay", `{"since":1896321906000}`); rec.Code != http.StatusOK {
+		t.Fatalf("replay = %d %s", rec.Code, rec.Body)
+	}
+	if sc, _, _ := cursors.ScanMark(t.Context(), "default", made.ID); !sc.ReplayFrom.Equal(clock.Now()) {
+		t.Fatalf("replay point %v, want %v", sc.ReplayFrom, clock.Now())
+	}
+
 	refused := []struct{ method, path, body string }{
 		{"POST", base, `{"url":"ftp://hooks.example/in","events":["message.created"]}`},
 		{"POST", base, `{"url":"https://hooks.example/in","events":["nope"]}`},
 		{"PUT", one, `{"url":"https://hooks.example/in","events":[]}`},
 		{"GET", base + "/x", ""},
 		{"GET", one + "/dead_letters?limit=101", ""},
+		{"POST", one + "/replay", `{"since":1896321907000}`}, // in the future
 	}
 	for _, r := range refused {
 		wantError(t, h.do(r.method, r.path, r.body), http.StatusBadRequest, apperr.InvalidArgument)
@@ -85,8 +93,11 @@ func TestAdminWebhooksShowTheSecretOnlyWhenMade(t *testing.T) {
 	if rec := h.do("DELETE", one, ""); rec.Code != http.StatusOK {
 		t.Fatalf("delete = %d %s", rec.Code, rec.Body)
 	}
-	for _, r := range []struct{ method, path string }{{"GET", one}, {"DELETE", one}, {"GET", one + "/dead_letters"}} {
-		wantError(t, h.do(r.method, r.path, ""), http.StatusNotFound, apperr.NotFound)
+	gone := []struct{ method, path, body string }{
+		{"GET", one, ""}, {"DELETE", one, ""}, {"GET", one + "/dead_letters", ""}, {"POST", one + "/replay", `{"since":0}`},
+	}
+	for _, r := range gone {
+		wantError(t, h.do(r.method, r.path, r.body), http.StatusNotFound, apperr.NotFound)
 	}
 
 	off := newHarness(t, Config{AdminKey: adminKey}, Deps{})

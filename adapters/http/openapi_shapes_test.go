@@ -45,7 +45,7 @@ func adminBodies() []openapicheck.Body {
 	}
 	emptyOps := []string{
 		"addFriendship", "adminAddMembers", "setDialog", "adminRemoveFriendship", "adminBlock", "adminUnblock",
-		"adminRemoveMember", "adminSetRole", "adminMuteMember", "deleteWebhook",
+		"adminRemoveMember", "adminSetRole", "adminMuteMember", "deleteWebhook", "replayWebhook",
 	}
 	return slices.Concat(
 		[]openapicheck.Body{openapicheck.Component[errorBody]("Error")},
@@ -70,6 +70,7 @@ func adminBodies() []openapicheck.Body {
 		req[reportStatusRequest]("setReportStatus"),
 		req[webhookRequest]("createWebhook"),
 		req[webhookRequest]("updateWebhook"),
+		req[replayRequest]("replayWebhook"),
 		each[jobJSON](jobOps, 200, 202),
 		each[migrationJobJSON](migrationOps, 200),
 		each[struct{}](emptyOps, 200),

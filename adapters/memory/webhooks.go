@@ -97,7 +97,7 @@ func cloneEndpoint(e webhook.Endpoint) webhook.Endpoint {
 // WebhookCursors is the in-memory delivery progress of webhook endpoints.
 type WebhookCursors struct {
 	mu     sync.Mutex
-	marks  map[endpointKey]time.Time
+	marks  map[endpointKey]webhook.Scan
 	topics map[topicCursorKey]int64
 	dead   map[endpointKey][]webhook.DeadLetter
 }
@@ -116,23 +116,40 @@ var _ ports.WebhookCursors = (*WebhookCursors)(nil)
 
 // NewWebhookCursors returns empty progress.
 func NewWebhookCursors() *WebhookCursors {
-	return &WebhookCursors{marks: make(map[endpointKey]time.Time), topics: make(map[topicCursorKey]int64),
+	return &WebhookCursors{marks: make(map[endpointKey]webhook.Scan), topics: make(map[topicCursorKey]int64),
 		dead: make(map[endpointKey][]webhook.DeadLetter)}
 }
 
 // ScanMark reads the endpoint's scan mark.
-func (s *WebhookCursors) ScanMark(_ context.Context, tenant string, endpoint int64) (time.Time, bool, error) {
+func (s *WebhookCursors) ScanMark(_ context.Context, tenant string, endpoint int64) (webhook.Scan, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	at, ok := s.marks[endpointKey{tenant, endpoint}]
-	return at, ok, nil
+	sc, ok := s.marks[endpointKey{tenant, endpoint}]
+	return sc, ok, nil
 }
 
-// SetScanMark sets it.
+// SetScanMark moves the mark.
 func (s *WebhookCursors) SetScanMark(_ context.Context, tenant string, endpoint int64, at time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.marks[endpointKey{tenant, endpoint}] = at
+	k := endpointKey{tenant, endpoint}
+	sc := s.marks[k]
+	sc.Mark = at
+	s.marks[k] = sc
+	return nil
+}
+
+// Replay drops the endpoint's topic cursors and starts it again at point.
+func (s *WebhookCursors) Replay(_ context.Context, tenant string, endpoint int64, point time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := endpointKey{tenant, endpoint}
+	s.marks[k] = webhook.Scan{Mark: point, ReplayFrom: point}
+	for tk := range s.topics {
+		if tk.endpointKey == k {
+			delete(s.topics, tk)
+		}
+	}
 	return nil
 }
 

@@ -147,19 +147,42 @@ func NewWebhookCursors(c *Cluster) *WebhookCursors { return &WebhookCursors{clus
 const maxDeadLetterError = 512
 
 // ScanMark reads the endpoint's scan mark.
-func (s *WebhookCursors) ScanMark(ctx context.Context, tenant string, endpoint int64) (time.Time, bool, error) {
+func (s *WebhookCursors) ScanMark(ctx context.Context, tenant string, endpoint int64) (webhook.Scan, bool, error) {
 	t, err := s.cluster.tenant(tenant)
 	if err != nil {
-		return time.Time{}, false, err
+		return webhook.Scan{}, false, err
 	}
-	at, err := t.q.WebhookScanMark(ctx, endpoint)
+	row, err := t.q.WebhookScanMark(ctx, endpoint)
 	if errors.Is(err, sql.ErrNoRows) {
-		return time.Time{}, false, nil
+		return webhook.Scan{}, false, nil
 	}
 	if err != nil {
-		return time.Time{}, false, fmt.Errorf("read scan mark of webhook endpoint %d: %w", endpoint, err)
+		return webhook.Scan{}, false, fmt.Errorf("read scan mark of webhook endpoint %d: %w", endpoint, err)
 	}
-	return at.UTC(), true, nil
+	sc := webhook.Scan{Mark: row.ScannedTo.UTC()}
+	if row.ReplayFrom.Valid {
+		sc.ReplayFrom = row.ReplayFrom.Time.UTC()
+	}
+	return sc, true, nil
+}
+
+// Replay drops the endpoint's topic cursors, then sets mark and replay point: a pass between
+// the two statements starts its topics over from the old point, which only delivers more.
+func (s *WebhookCursors) Replay(ctx context.Context, tenant string, endpoint int64, point time.Time) error {
+	t, err := s.cluster.tenant(tenant)
+	if err != nil {
+		return err
+	}
+	if err := t.q.DeleteWebhookTopicCursors(ctx, endpoint); err != nil {
+		return fmt.Errorf("drop cursors of webhook endpoint %d: %w", endpoint, err)
+	}
+	point = point.UTC().Truncate(time.Millisecond)
+	err = t.q.ReplayWebhookScanMark(ctx, sqlcdb.ReplayWebhookScanMarkParams{EndpointID: endpoint, ScannedTo: point,
+		ReplayFrom: sql.NullTime{Time: point, Valid: true}})
+	if err != nil {
+		return fmt.Errorf("replay webhook endpoint %d: %w", endpoint, err)
+	}
+	return nil
 }
 
 // SetScanMark writes it.

@@ -87,12 +87,12 @@ func WebhookCursors(t *testing.T, newStore WebhookCursorsFactory) {
 	if _, found, err := s.TopicCursor(ctx, tenant, 1, "grp_1"); err != nil || found {
 		t.Fatalf("TopicCursor before any = %v, %v", found, err)
 	}
-	for _, mark := range []time.Time{at, at.Add(-time.Hour)} { // a mark may move back (replay)
+	for _, mark := range []time.Time{at, at.Add(-time.Hour)} { // a mark may move back
 		if err := s.SetScanMark(ctx, tenant, 1, mark); err != nil {
 			t.Fatal(err)
 		}
-		if got, found, err := s.ScanMark(ctx, tenant, 1); err != nil || !found || !got.Equal(mark) {
-			t.Fatalf("ScanMark = %v, %v, %v; want %v", got, found, err, mark)
+		if got, found, err := s.ScanMark(ctx, tenant, 1); err != nil || !found || !got.Mark.Equal(mark) || !got.ReplayFrom.IsZero() {
+			t.Fatalf("ScanMark = %+v, %v, %v; want mark %v, no replay", got, found, err, mark)
 		}
 	}
 	if _, found, _ := s.ScanMark(ctx, tenant, 2); found {
@@ -113,6 +113,24 @@ func WebhookCursors(t *testing.T, newStore WebhookCursorsFactory) {
 		if got, found, err := s.TopicCursor(ctx, tenant, c.endpoint, c.topic); err != nil || !found || got != c.seq {
 			t.Fatalf("TopicCursor(%d, %s) = %d, %v, %v; want %d", c.endpoint, c.topic, got, found, err, c.seq)
 		}
+	}
+
+	// A replay drops the endpoint's cursors, not another's, and keeps its point across marks.
+	point := at.Add(-24 * time.Hour)
+	if err := s.Replay(ctx, tenant, 1, point); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetScanMark(ctx, tenant, 1, at); err != nil {
+		t.Fatal(err)
+	}
+	if got, found, err := s.ScanMark(ctx, tenant, 1); err != nil || !found || !got.Mark.Equal(at) || !got.ReplayFrom.Equal(point) {
+		t.Fatalf("ScanMark after a replay and a pass = %+v, %v, %v; want mark %v, replay from %v", got, found, err, at, point)
+	}
+	if _, found, err := s.TopicCursor(ctx, tenant, 1, "grp_1"); err != nil || found {
+		t.Fatalf("a cursor of endpoint 1 outlived its replay: %v, %v", found, err)
+	}
+	if seq, found, err := s.TopicCursor(ctx, tenant, 2, "grp_1"); err != nil || !found || seq != 9 {
+		t.Fatalf("endpoint 2's cursor after endpoint 1's replay = %d, %v, %v; want 9", seq, found, err)
 	}
 
 	dead := []webhook.DeadLetter{

@@ -21,11 +21,19 @@ DELETE FROM t_webhook_endpoints WHERE id = ?;
 -- Delivery progress (0014).
 
 -- name: WebhookScanMark :one
-SELECT scanned_to FROM t_webhook_scan_marks WHERE endpoint_id = ?;
+SELECT scanned_to, replay_from FROM t_webhook_scan_marks WHERE endpoint_id = ?;
 
 -- name: SetWebhookScanMark :exec
 INSERT INTO t_webhook_scan_marks (endpoint_id, scanned_to) VALUES (?, ?)
 ON DUPLICATE KEY UPDATE scanned_to = VALUES(scanned_to);
+
+-- A replay: the scan starts again at the point, and every topic cursor goes (next query).
+-- name: ReplayWebhookScanMark :exec
+INSERT INTO t_webhook_scan_marks (endpoint_id, scanned_to, replay_from) VALUES (?, ?, ?)
+ON DUPLICATE KEY UPDATE scanned_to = VALUES(scanned_to), replay_from = VALUES(replay_from);
+
+-- name: DeleteWebhookTopicCursors :exec
+DELETE FROM t_webhook_cursors WHERE endpoint_id = ?;
 
 -- name: WebhookTopicCursor :one
 SELECT seqid FROM t_webhook_cursors WHERE endpoint_id = ? AND topic = ?;

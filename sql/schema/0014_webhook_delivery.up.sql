@@ -1,10 +1,12 @@
 -- Where each webhook endpoint's delivery stands (issue 32, docs/DESIGN.md issue-32 part 2
 -- "Backlog from MySQL"): the backlog itself is the month tables, so only cursors are kept.
 
--- The instant from which the endpoint's next pass looks for changed topics in the route mirror.
+-- The instant from which the endpoint's next pass looks for changed topics in the route mirror,
+-- and the point of the last replay: a topic met anew starts with its messages from then.
 CREATE TABLE t_webhook_scan_marks (
     endpoint_id BIGINT      NOT NULL,
     scanned_to  DATETIME(3) NOT NULL,
+    replay_from DATETIME(3) NULL COMMENT 'NULL: the endpoint''s creation',
     PRIMARY KEY (endpoint_id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci;
 

@@ -411,4 +411,6 @@ type TWebhookEndpoint struct {
 type TWebhookScanMark struct {
 	EndpointID int64
 	ScannedTo  time.Time
+	// NULL: the endpoint's creation
+	ReplayFrom sql.NullTime
 }

@@ -7,6 +7,7 @@ package sqlcdb
 
 import (
 	"context"
+	"database/sql"
 	"time"
 )
 
@@ -20,6 +21,15 @@ func (q *Queries) DeleteWebhookEndpoint(ctx context.Context, id int64) (int64, e
 		return 0, err
 	}
 	return result.RowsAffected()
+}
+
+const deleteWebhookTopicCursors = `-- name: DeleteWebhookTopicCursors :exec
+DELETE FROM t_webhook_cursors WHERE endpoint_id = ?
+`
+
+func (q *Queries) DeleteWebhookTopicCursors(ctx context.Context, endpointID int64) error {
+	_, err := q.db.ExecContext(ctx, deleteWebhookTopicCursors, endpointID)
+	return err
 }
 
 const insertWebhookDeadLetter = `-- name: InsertWebhookDeadLetter :exec
@@ -79,6 +89,23 @@ func (q *Queries) InsertWebhookEndpoint(ctx context.Context, arg InsertWebhookEn
 		arg.CreatedAt,
 		arg.UpdatedAt,
 	)
+	return err
+}
+
+const replayWebhookScanMark = `-- name: ReplayWebhookScanMark :exec
+INSERT INTO t_webhook_scan_marks (endpoint_id, scanned_to, replay_from) VALUES (?, ?, ?)
+ON DUPLICATE KEY UPDATE scanned_to = VALUES(scanned_to), replay_from = VALUES(replay_from)
+`
+
+type ReplayWebhookScanMarkParams struct {
+	EndpointID int64
+	ScannedTo  time.Time
+	ReplayFrom sql.NullTime
+}
+
+// A replay: the scan starts again at the point, and every topic cursor goes (next query).
+func (q *Queries) ReplayWebhookScanMark(ctx context.Context, arg ReplayWebhookScanMarkParams) error {
+	_, err := q.db.ExecContext(ctx, replayWebhookScanMark, arg.EndpointID, arg.ScannedTo, arg.ReplayFrom)
 	return err
 }
 
@@ -244,15 +271,20 @@ func (q *Queries) WebhookEndpoints(ctx context.Context) ([]TWebhookEndpoint, err
 
 const webhookScanMark = `-- name: WebhookScanMark :one
 
-SELECT scanned_to FROM t_webhook_scan_marks WHERE endpoint_id = ?
+SELECT scanned_to, replay_from FROM t_webhook_scan_marks WHERE endpoint_id = ?
 `
 
+type WebhookScanMarkRow struct {
+	ScannedTo  time.Time
+	ReplayFrom sql.NullTime
+}
+
 // Delivery progress (0014).
-func (q *Queries) WebhookScanMark(ctx context.Context, endpointID int64) (time.Time, error) {
+func (q *Queries) WebhookScanMark(ctx context.Context, endpointID int64) (WebhookScanMarkRow, error) {
 	row := q.db.QueryRowContext(ctx, webhookScanMark, endpointID)
-	var scanned_to time.Time
-	err := row.Scan(&scanned_to)
-	return scanned_to, err
+	var i WebhookScanMarkRow
+	err := row.Scan(&i.ScannedTo, &i.ReplayFrom)
+	return i, err
 }
 
 const webhookTopicCursor = `-- name: WebhookTopicCursor :one

@@ -23,6 +23,14 @@ func EventID(topic string, seq int64, t EventType) string {
 	return fmt.Sprintf("%s:%d:%s", topic, seq, t)
 }
 
+// Scan is where an endpoint's passes stand: Mark is from when the next pass looks for
+// changed topics, ReplayFrom the point of the last replay (zero: none), before which a topic
+// met anew has no events for the endpoint.
+type Scan struct {
+	Mark       time.Time
+	ReplayFrom time.Time
+}
+
 // DeadLetter is an event given up on after the endpoint's last attempt; its topic moved on
 // (docs/DESIGN.md issue-32 part 2 "Retries, dead letters").
 type DeadLetter struct {

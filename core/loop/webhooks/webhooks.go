@@ -145,14 +145,19 @@ func (l *Loop) Pass(ctx context.Context, tenant string) error {
 // oldest event still undelivered, so a topic waiting for a retry or a seq is found again.
 func (l *Loop) endpoint(ctx context.Context, tenant string, e webhook.Endpoint) error {
 	now := l.d.Clock.Now()
-	mark, found, err := l.d.Cursors.ScanMark(ctx, tenant, e.ID)
+	scan, found, err := l.d.Cursors.ScanMark(ctx, tenant, e.ID)
 	if err != nil {
 		return fmt.Errorf("read scan mark: %w", err)
 	}
 	if !found {
-		mark = e.CreatedAt
+		scan.Mark = e.CreatedAt
 	}
-	since := mark.Add(-l.cfg.Settle)
+	// Events start at the endpoint's creation, or at the point of its last replay.
+	from := e.CreatedAt
+	if !scan.ReplayFrom.IsZero() {
+		from = scan.ReplayFrom
+	}
+	since := scan.Mark.Add(-l.cfg.Settle)
 	next := now
 	for m := month.Of(since); m <= month.Of(now); m = m.Next() {
 		for after := ""; ; {
@@ -161,7 +166,7 @@ func (l *Loop) endpoint(ctx context.Context, tenant string, e webhook.Endpoint) 
 				return fmt.Errorf("changed topics of %s: %w", m, err)
 			}
 			for _, t := range topics {
-				pending, err := l.topic(ctx, tenant, e, t, now)
+				pending, err := l.topic(ctx, tenant, e, from, t, now)
 				if err != nil {
 					return err
 				}
@@ -185,7 +190,7 @@ func (l *Loop) endpoint(ctx context.Context, tenant string, e webhook.Endpoint) 
 // and returns when the first one it could not deliver was created (zero when none is left).
 // It stops at a missing seq: every allocated seq ends as a message or a tombstone (DESIGN §4),
 // so waiting never skips one.
-func (l *Loop) topic(ctx context.Context, tenant string, e webhook.Endpoint, t string, now time.Time) (time.Time, error) {
+func (l *Loop) topic(ctx context.Context, tenant string, e webhook.Endpoint, from time.Time, t string, now time.Time) (time.Time, error) {
 	key := topicKey{tenant, e.ID, t}
 	if r, ok := l.retryOf(key); ok && now.Before(r.next) {
 		return r.pending, nil
@@ -199,14 +204,14 @@ func (l *Loop) topic(ctx context.Context, tenant string, e webhook.Endpoint, t s
 		return time.Time{}, fmt.Errorf("read %s after seq %d: %w", t, cur, err)
 	}
 	for _, m := range res.Messages {
-		// A topic met for the first time may begin in a month no longer kept, but only before
-		// the endpoint existed: a later first message must follow seq 0 like any other.
-		if m.Seq != cur+1 && (known || !m.CreatedAt.Before(e.CreatedAt)) {
+		// A topic met anew may begin in a month no longer kept, but only before from: a later
+		// first message must follow seq 0 like any other.
+		if m.Seq != cur+1 && (known || !m.CreatedAt.Before(from)) {
 			return m.CreatedAt, nil
 		}
-		// Tombstones close a seq without an event; messages from before the endpoint existed
-		// are not its events.
-		if m.Status != message.StatusDeleted && !m.CreatedAt.Before(e.CreatedAt) {
+		// Tombstones close a seq without an event; messages from before from are not the
+		// endpoint's events.
+		if m.Status != message.StatusDeleted && !m.CreatedAt.Before(from) {
 			done, err := l.deliver(ctx, tenant, e, key, m, now)
 			if err != nil || !done {
 				return m.CreatedAt, err

@@ -257,3 +257,22 @@ func TestAnotherNodesLeaseDeliversNothing(t *testing.T) {
 	}
 	wantTook(t, f)
 }
+
+func TestReplayDeliversAgainFromItsPoint(t *testing.T) {
+	f := newFixture(t, nil)
+	for seq := int64(1); seq <= 3; seq++ {
+		f.back.add("grp_1", seq, t0.Add(time.Duration(seq)*time.Minute), message.StatusNormal)
+	}
+	for range 2 {
+		f.pass(t)
+	}
+	wantTook(t, f, "grp_1:1:message.created", "grp_1:2:message.created", "grp_1:3:message.created")
+	if err := f.cursors.Replay(context.Background(), tenant, 1, t0.Add(2*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		f.pass(t)
+	}
+	wantTook(t, f, "grp_1:1:message.created", "grp_1:2:message.created", "grp_1:3:message.created",
+		"grp_1:2:message.created", "grp_1:3:message.created")
+}

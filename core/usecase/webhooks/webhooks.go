@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/imdhq/imd/core/domain/apperr"
 	"github.com/imdhq/imd/core/domain/webhook"
@@ -102,6 +103,18 @@ func (s *Service) DeadLetters(ctx context.Context, tenant string, id int64, limi
 	}
 	ds, err := s.d.Cursors.DeadLetters(ctx, tenant, id, limit)
 	return ds, storeErr(err)
+}
+
+// Replay delivers endpoint id's events again from point on, each topic in order from its
+// first message at or after point (docs/DESIGN.md issue-32 part 2 "Replay from a point").
+func (s *Service) Replay(ctx context.Context, tenant string, id int64, point time.Time) error {
+	if _, err := s.d.Store.Endpoint(ctx, tenant, id); err != nil {
+		return storeErr(err)
+	}
+	if point.After(s.d.Clock.Now()) {
+		return apperr.New(apperr.InvalidArgument, "since must not be in the future")
+	}
+	return storeErr(s.d.Cursors.Replay(ctx, tenant, id, point))
 }
 
 // Delete removes endpoint id.
