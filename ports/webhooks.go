@@ -34,6 +34,8 @@ type WebhookCursors interface {
 	// Replay drops the endpoint's topic cursors and sets both mark and replay point to point,
 	// so its events from then are delivered again.
 	Replay(ctx context.Context, tenant string, endpoint int64, point time.Time) error
+	// Forget removes all of the endpoint's progress and dead letters (the endpoint is gone).
+	Forget(ctx context.Context, tenant string, endpoint int64) error
 	// TopicCursor is the last seq of topic the endpoint is done with; found=false when none.
 	TopicCursor(ctx context.Context, tenant string, endpoint int64, topic string) (seq int64, found bool, err error)
 	SetTopicCursor(ctx context.Context, tenant string, endpoint int64, topic string, seq int64) error

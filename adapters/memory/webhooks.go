@@ -185,3 +185,18 @@ func (s *WebhookCursors) DeadLetters(_ context.Context, tenant string, endpoint 
 	all := s.dead[endpointKey{tenant, endpoint}]
 	return slices.Clone(all[:min(len(all), max(limit, 0))]), nil
 }
+
+// Forget removes the endpoint's progress and dead letters.
+func (s *WebhookCursors) Forget(_ context.Context, tenant string, endpoint int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := endpointKey{tenant, endpoint}
+	delete(s.marks, k)
+	delete(s.dead, k)
+	for tk := range s.topics {
+		if tk.endpointKey == k {
+			delete(s.topics, tk)
+		}
+	}
+	return nil
+}

@@ -265,3 +265,18 @@ func (s *WebhookCursors) DeadLetters(ctx context.Context, tenant string, endpoin
 	}
 	return out, nil
 }
+
+// Forget deletes the endpoint's rows of 0014, one table at a time: what a failure leaves is
+// removed by the next call, and rows of an endpoint that no longer exists are never read.
+func (s *WebhookCursors) Forget(ctx context.Context, tenant string, endpoint int64) error {
+	t, err := s.cluster.tenant(tenant)
+	if err != nil {
+		return err
+	}
+	for _, del := range []func(context.Context, int64) error{t.q.DeleteWebhookTopicCursors, t.q.DeleteWebhookScanMark, t.q.DeleteWebhookDeadLetters} {
+		if err := del(ctx, endpoint); err != nil {
+			return fmt.Errorf("forget webhook endpoint %d: %w", endpoint, err)
+		}
+	}
+	return nil
+}

@@ -149,4 +149,17 @@ func WebhookCursors(t *testing.T, newStore WebhookCursorsFactory) {
 	if got, err := s.DeadLetters(ctx, tenant, 1, 1); err != nil || !reflect.DeepEqual(got, dead[:1]) {
 		t.Fatalf("DeadLetters(1, limit 1) = %+v, %v", got, err)
 	}
+
+	if err := s.Forget(ctx, tenant, 1); err != nil {
+		t.Fatal(err)
+	}
+	_, marked, _ := s.ScanMark(ctx, tenant, 1)
+	_, cursor, _ := s.TopicCursor(ctx, tenant, 1, "grp_2")
+	left, _ := s.DeadLetters(ctx, tenant, 1, 10)
+	if marked || cursor || len(left) != 0 {
+		t.Fatalf("endpoint 1 forgotten still has a mark %v, a cursor %v, dead letters %v", marked, cursor, left)
+	}
+	if got, err := s.DeadLetters(ctx, tenant, 2, 10); err != nil || len(got) != 1 {
+		t.Fatalf("endpoint 2's dead letters after endpoint 1 was forgotten = %+v, %v", got, err)
+	}
 }

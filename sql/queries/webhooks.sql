@@ -35,6 +35,12 @@ ON DUPLICATE KEY UPDATE scanned_to = VALUES(scanned_to), replay_from = VALUES(re
 -- name: DeleteWebhookTopicCursors :exec
 DELETE FROM t_webhook_cursors WHERE endpoint_id = ?;
 
+-- name: DeleteWebhookScanMark :exec
+DELETE FROM t_webhook_scan_marks WHERE endpoint_id = ?;
+
+-- name: DeleteWebhookDeadLetters :exec
+DELETE FROM t_webhook_dead_letters WHERE endpoint_id = ?;
+
 -- name: WebhookTopicCursor :one
 SELECT seqid FROM t_webhook_cursors WHERE endpoint_id = ? AND topic = ?;
 

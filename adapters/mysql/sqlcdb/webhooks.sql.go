@@ -11,6 +11,15 @@ import (
 	"time"
 )
 
+const deleteWebhookDeadLetters = `-- name: DeleteWebhookDeadLetters :exec
+DELETE FROM t_webhook_dead_letters WHERE endpoint_id = ?
+`
+
+func (q *Queries) DeleteWebhookDeadLetters(ctx context.Context, endpointID int64) error {
+	_, err := q.db.ExecContext(ctx, deleteWebhookDeadLetters, endpointID)
+	return err
+}
+
 const deleteWebhookEndpoint = `-- name: DeleteWebhookEndpoint :execrows
 DELETE FROM t_webhook_endpoints WHERE id = ?
 `
@@ -21,6 +30,15 @@ func (q *Queries) DeleteWebhookEndpoint(ctx context.Context, id int64) (int64, e
 		return 0, err
 	}
 	return result.RowsAffected()
+}
+
+const deleteWebhookScanMark = `-- name: DeleteWebhookScanMark :exec
+DELETE FROM t_webhook_scan_marks WHERE endpoint_id = ?
+`
+
+func (q *Queries) DeleteWebhookScanMark(ctx context.Context, endpointID int64) error {
+	_, err := q.db.ExecContext(ctx, deleteWebhookScanMark, endpointID)
+	return err
 }
 
 const deleteWebhookTopicCursors = `-- name: DeleteWebhookTopicCursors :exec

@@ -117,9 +117,13 @@ func (s *Service) Replay(ctx context.Context, tenant string, id int64, point tim
 	return storeErr(s.d.Cursors.Replay(ctx, tenant, id, point))
 }
 
-// Delete removes endpoint id.
+// Delete removes endpoint id, then its progress and dead letters. The loop reads progress only
+// of listed endpoints, so rows a failure or a racing pass leaves behind are never used.
 func (s *Service) Delete(ctx context.Context, tenant string, id int64) error {
-	return storeErr(s.d.Store.DeleteEndpoint(ctx, tenant, id))
+	if err := s.d.Store.DeleteEndpoint(ctx, tenant, id); err != nil {
+		return storeErr(err)
+	}
+	return storeErr(s.d.Cursors.Forget(ctx, tenant, id))
 }
 
 // change reads, edits, validates and writes back endpoint id. Two operators changing one

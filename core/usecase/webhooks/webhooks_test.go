@@ -15,9 +15,10 @@ import (
 
 const tenant = "acme"
 
-func newService() *webhooks.Service {
+func newService() (*webhooks.Service, *memory.WebhookCursors) {
 	clock := memory.NewClock(time.Date(2030, 2, 3, 4, 5, 6, 0, time.UTC))
-	return webhooks.New(webhooks.Deps{Store: memory.NewWebhookEndpoints(), IDs: memory.NewIDs(clock), Clock: clock})
+	cursors := memory.NewWebhookCursors()
+	return webhooks.New(webhooks.Deps{Store: memory.NewWebhookEndpoints(), Cursors: cursors, IDs: memory.NewIDs(clock), Clock: clock}), cursors
 }
 
 var valid = webhooks.Settings{URL: "https://hooks.example/in", Events: []webhook.EventType{webhook.MessageCreated}, Enabled: true}
@@ -40,7 +41,7 @@ func TestCreateRefusesInvalidSettings(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := newService()
+			s, _ := newService()
 			set := valid
 			c.edit(&set)
 			_, err := s.Create(context.Background(), tenant, set)
@@ -56,7 +57,7 @@ func TestCreateRefusesInvalidSettings(t *testing.T) {
 
 func TestSecretIsKeptAcrossUpdatesAndReplacedByRotation(t *testing.T) {
 	ctx := context.Background()
-	s := newService()
+	s, cursors := newService()
 	e, err := s.Create(ctx, tenant, valid)
 	if err != nil {
 		t.Fatal(err)
@@ -82,11 +83,27 @@ func TestSecretIsKeptAcrossUpdatesAndReplacedByRotation(t *testing.T) {
 	if got, err := s.Get(ctx, tenant, e.ID); err != nil || got.Secret != rot.Secret || len(got.Events) != 2 {
 		t.Fatalf("Get after rotation = %+v, %v", got, err)
 	}
+
+	// Deleting takes the endpoint's progress and dead letters with it.
+	dl := webhook.DeadLetter{EndpointID: e.ID, Topic: "grp_1", Seq: 1, Type: webhook.MessageCreated, Attempts: 8}
+	if err := cursors.AddDeadLetter(ctx, tenant, dl); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Replay(ctx, tenant, e.ID, time.Date(2030, 2, 3, 0, 0, 0, 0, time.UTC)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, tenant, e.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, marked, _ := cursors.ScanMark(ctx, tenant, e.ID)
+	if left, _ := cursors.DeadLetters(ctx, tenant, e.ID, 10); marked || len(left) != 0 {
+		t.Fatalf("a deleted endpoint kept its scan mark (%v) or dead letters %v", marked, left)
+	}
 }
 
 func TestUnknownEndpoint(t *testing.T) {
 	ctx := context.Background()
-	s := newService()
+	s, _ := newService()
 	cases := []struct {
 		name string
 		call func() error
@@ -95,6 +112,8 @@ func TestUnknownEndpoint(t *testing.T) {
 		{"update", func() error { _, err := s.Update(ctx, tenant, 9, valid); return err }},
 		{"rotate", func() error { _, err := s.RotateSecret(ctx, tenant, 9); return err }},
 		{"delete", func() error { return s.Delete(ctx, tenant, 9) }},
+		{"dead letters", func() error { _, err := s.DeadLetters(ctx, tenant, 9, 10); return err }},
+		{"replay", func() error { return s.Replay(ctx, tenant, 9, time.Time{}) }},
 	}
 	for _, c := range cases {
 		if err := c.call(); !errors.Is(err, webhook.ErrNotFound) {
