@@ -16,8 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/chromedp"
-
 	"github.com/imdhq/imd/clients/go/webhook"
 	"github.com/imdhq/imd/clients/go/wire"
 )
@@ -154,11 +152,7 @@ func TestWebhooksDeliverSignedInOrderWithRetriesAndDeadLetters(t *testing.T) {
 	}
 
 	// The operator finds all of it on the console's Webhooks page, and adds an endpoint there.
-	br := newBrowser(t)
-	br.do(chromedp.Navigate("http://" + srv.HTTPAddr + "/console/"))
-	br.waitFor("the sign-in form", "!document.getElementById('signin').hidden", 30*time.Second)
-	br.submit("signin", map[string]string{"admin-key": srv.AdminKey})
-	br.waitFor("the console", "!document.getElementById('app').hidden", 30*time.Second)
+	br := signedInConsole(t, srv)
 	br.open("webhooks", "#webhooks-table tbody tr")
 	br.waitText("#webhooks-table", hooks.URL, 30*time.Second)
 	br.waitText("#webhooks-table", fmt.Sprint(made.WebhookID), 30*time.Second) // exact, not rounded to a float64
