@@ -160,6 +160,11 @@ func TestWebhooksDeliverSignedInOrderWithRetriesAndDeadLetters(t *testing.T) {
 	br.submit("webhook-dead", map[string]string{"webhook-dead-webhook_id": fmt.Sprint(made.WebhookID)})
 	br.waitText("#webhook-dead-result", "1 dead letter(s)", 30*time.Second)
 	br.waitText("#webhook-dead-table", "status 500", 30*time.Second)
+	br.submit("webhook-replay", map[string]string{"webhook-replay-webhook_id": fmt.Sprint(made.WebhookID),
+		"webhook-replay-since": before.UTC().Format(time.RFC3339Nano)})
+	br.click("#webhook-replay-result .confirm-yes")
+	br.waitText("#webhook-replay-result", "replaying from", 30*time.Second)
+	eventually(t, 30*time.Second, "the console's replay delivered", func() bool { return len(recv.seqs(a)) == 9 })
 	br.submit("webhook-add", map[string]string{"webhook-add-url": "https://hooks.example/second"})
 	br.waitText("#webhook-add-result", "whsec_", 30*time.Second)
 	br.waitText("#webhooks-table", "https://hooks.example/second", 30*time.Second)

@@ -346,6 +346,18 @@
           d.dead_letters.map((x) => [x.topic, x.seq, x.type, x.attempts, x.last_error, fmtTime(x.at)]), 'none');
         return d.dead_letters.length + ' dead letter(s)';
       }), dead,
+      el('h3', {}, 'Replay'),
+      el('p', {}, 'Delivers an endpoint\'s events again from a point on, each conversation in order; receivers see the same event ids.'),
+      form('webhook-replay', [
+        { name: 'webhook_id', label: 'Endpoint id', required: true, size: 20 },
+        { name: 'since', label: 'From (UTC, 2026-01-31T12:00:00Z)', required: true, size: 24 },
+      ], 'Replay', async (v, result) => {
+        const since = Date.parse(v.since);
+        if (Number.isNaN(since)) throw new Error('From is not a date and time');
+        if (!await confirmIn(result, 'Deliver endpoint ' + v.webhook_id + '\'s events since ' + v.since + ' again?')) return 'cancelled';
+        await admin('POST', '/webhooks/' + seg(v.webhook_id) + '/replay', { since });
+        return 'replaying from ' + new Date(since).toISOString();
+      }),
       el('h3', {}, 'Counters'), counters);
     return async () => {
       const w = await admin('GET', '/webhooks');
