@@ -4,8 +4,6 @@ import (
 	"context"
 	"testing"
 	"time"
-
-	"github.com/chromedp/chromedp"
 )
 
 // nodesRows is the console's node table as [instance, node_id, lease ends, lease left,
@@ -22,11 +20,7 @@ func TestConsoleNodesPageShowsEachNodeWithItsPartitionsAndDevices(t *testing.T) 
 	conn := nodes[1].Connect(ctx, nodes[0].User(8001), 1)
 	defer conn.Close()
 
-	b := newBrowser(t)
-	b.do(chromedp.Navigate("http://" + nodes[0].HTTPAddr + "/console/"))
-	b.waitFor("the sign-in form", "!document.getElementById('signin').hidden", 30*time.Second)
-	b.submit("signin", map[string]string{"admin-key": nodes[0].AdminKey})
-	b.waitFor("the console", "!document.getElementById('app').hidden", 30*time.Second)
+	b := signedInConsole(t, nodes[0])
 
 	b.open("delivery", "#nodes-table tbody")
 	// Node 2 joined after node 1, so the partitions are split once the keepers settle.

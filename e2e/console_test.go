@@ -47,6 +47,17 @@ type browser struct {
 	shots     int
 }
 
+// signedInConsole opens srv's console in a fresh browser and signs in with the admin key.
+func signedInConsole(t *testing.T, srv *Server) *browser {
+	t.Helper()
+	b := newBrowser(t)
+	b.do(chromedp.Navigate("http://" + srv.HTTPAddr + "/console/"))
+	b.waitFor("the sign-in form", "!document.getElementById('signin').hidden", 30*time.Second)
+	b.submit("signin", map[string]string{"admin-key": srv.AdminKey})
+	b.waitFor("the console", "!document.getElementById('app').hidden", 30*time.Second)
+	return b
+}
+
 func newBrowser(t *testing.T) *browser {
 	t.Helper()
 	exe := chromiumPath(t)

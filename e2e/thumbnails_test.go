@@ -20,8 +20,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/chromedp"
-
 	"github.com/imdhq/imd/clients/go/wire"
 )
 
@@ -132,11 +130,7 @@ func TestConsoleShowsThumbnails(t *testing.T) {
 		}
 	}
 
-	b := newBrowser(t)
-	b.do(chromedp.Navigate("http://" + srv.HTTPAddr + "/console/"))
-	b.waitFor("the sign-in form", "!document.getElementById('signin').hidden", 30*time.Second)
-	b.submit("signin", map[string]string{"admin-key": srv.AdminKey})
-	b.waitFor("the console", "!document.getElementById('app').hidden", 30*time.Second)
+	b := signedInConsole(t, srv)
 	b.open("media", "#media-metrics")
 	b.waitText("#media-metrics", `status="made"`, 30*time.Second)
 	b.waitText("#media-metrics", `reason="pixels"`, 30*time.Second)

@@ -46,6 +46,7 @@ type Config struct {
 	Archive     Archive    `yaml:"archive"`
 	Search      Search     `yaml:"search"`
 	Migration   Migration  `yaml:"migration"`
+	Webhooks    Webhooks   `yaml:"webhooks"`
 }
 
 type HTTP struct {
@@ -242,6 +243,20 @@ type Push struct {
 	Webhook string        `yaml:"webhook"`
 	Timeout time.Duration `yaml:"timeout"`
 	Queue   int           `yaml:"queue"`
+}
+
+// Webhooks paces the delivery of event webhooks (docs/DESIGN.md issue-32 part 2); the
+// endpoints themselves are managed per tenant over the admin API.
+type Webhooks struct {
+	// Interval is how often a node looks for events to deliver.
+	Interval time.Duration `yaml:"interval"`
+	// Settle is how far back each pass looks again for commits that became visible late.
+	Settle      time.Duration `yaml:"settle"`
+	FirstRetry  time.Duration `yaml:"first_retry"`
+	MaxBackoff  time.Duration `yaml:"max_backoff"`
+	MaxAttempts int           `yaml:"max_attempts"`
+	// Timeout bounds one request to an endpoint.
+	Timeout time.Duration `yaml:"timeout"`
 }
 
 type Message struct {
@@ -461,6 +476,8 @@ func Default() Config {
 			ManifestCache: 64, ChunkCache: 256, StateTTL: 10 * time.Second},
 		Search:    Search{Dir: filepath.Join(os.TempDir(), "imd-search"), Queue: 10_000},
 		Migration: defaultMigration(),
+		Webhooks: Webhooks{Interval: time.Second, Settle: 10 * time.Second, FirstRetry: time.Second, MaxBackoff: 10 * time.Minute,
+			MaxAttempts: 8, Timeout: 10 * time.Second},
 	}
 }
 
@@ -584,6 +601,9 @@ func (c Config) Validate() error {
 	}
 	if c.Shard.DedupRetentionDays < 7 || c.Shard.DedupRetentionDays > 30 {
 		errs = append(errs, errors.New("shard.dedup_retention_days must be 7-30"))
+	}
+	if w := c.Webhooks; w.Interval <= 0 || w.Settle <= 0 || w.FirstRetry <= 0 || w.MaxBackoff < w.FirstRetry || w.MaxAttempts <= 0 || w.Timeout <= 0 {
+		errs = append(errs, errors.New("webhooks: interval, settle, first_retry, max_attempts and timeout must be positive, max_backoff at least first_retry"))
 	}
 	if c.Shard.SeqHoleSweepInterval <= 0 || c.Shard.SeqHoleAfter <= 0 {
 		errs = append(errs, errors.New("shard.seq_hole_sweep_interval and shard.seq_hole_after must be positive"))

@@ -15,6 +15,7 @@ import (
 	"github.com/imdhq/imd/core/loop/routerepair"
 	"github.com/imdhq/imd/core/loop/seqholes"
 	"github.com/imdhq/imd/core/loop/shardmanager"
+	"github.com/imdhq/imd/core/loop/webhooks"
 	"github.com/imdhq/imd/core/runtime"
 	"github.com/imdhq/imd/core/store/archivereader"
 	"github.com/imdhq/imd/core/usecase/archiver"
@@ -103,6 +104,12 @@ func (c Config) MigrationDualRead() migration.DualReading {
 	return migration.DualReading(c.Migration.DualRead)
 }
 
+// WebhookDelivery is the pace of the webhook loop.
+func (c Config) WebhookDelivery() webhooks.Config {
+	w := c.Webhooks
+	return webhooks.Config{Settle: w.Settle, FirstRetry: w.FirstRetry, MaxBackoff: w.MaxBackoff, MaxAttempts: w.MaxAttempts}
+}
+
 // SeqHoleSweep is how old a seq hole must be before the sweeper closes it.
 func (c Config) SeqHoleSweep() seqholes.Config { return seqholes.Config{After: c.Shard.SeqHoleAfter} }
 
@@ -164,5 +171,6 @@ func (c Config) TenantRegistry() tenantregistry.Config {
 
 // NodeLoops is how often the runtime's periodic loops run.
 func (c Config) NodeLoops() runtime.NodeConfig {
-	return runtime.NodeConfig{ShardCheck: c.Shard.CheckInterval, SeqHoleSweep: c.Shard.SeqHoleSweepInterval, Retention: c.Archive.RetentionInterval}
+	return runtime.NodeConfig{ShardCheck: c.Shard.CheckInterval, SeqHoleSweep: c.Shard.SeqHoleSweepInterval, Retention: c.Archive.RetentionInterval,
+		Webhooks: c.Webhooks.Interval}
 }

@@ -45,7 +45,7 @@ func adminBodies() []openapicheck.Body {
 	}
 	emptyOps := []string{
 		"addFriendship", "adminAddMembers", "setDialog", "adminRemoveFriendship", "adminBlock", "adminUnblock",
-		"adminRemoveMember", "adminSetRole", "adminMuteMember",
+		"adminRemoveMember", "adminSetRole", "adminMuteMember", "deleteWebhook", "replayWebhook",
 	}
 	return slices.Concat(
 		[]openapicheck.Body{openapicheck.Component[errorBody]("Error")},
@@ -68,6 +68,9 @@ func adminBodies() []openapicheck.Body {
 		req[revokeRequest]("revokeTokens"),
 		req[userStatusRequest]("adminSetUserStatus"),
 		req[reportStatusRequest]("setReportStatus"),
+		req[webhookRequest]("createWebhook"),
+		req[webhookRequest]("updateWebhook"),
+		req[replayRequest]("replayWebhook"),
 		each[jobJSON](jobOps, 200, 202),
 		each[migrationJobJSON](migrationOps, 200),
 		each[struct{}](emptyOps, 200),
@@ -108,6 +111,9 @@ func adminBodies() []openapicheck.Body {
 		res[statsJSON]("stats", 200),
 		res[reportsJSON]("listReports", 200),
 		res[reportStatusJSON]("setReportStatus", 200),
+		res[webhooksJSON]("listWebhooks", 200),
+		res[deadLettersJSON]("webhookDeadLetters", 200),
+		each[webhookJSON]([]string{"createWebhook", "getWebhook", "updateWebhook", "rotateWebhookSecret"}, 200),
 	)
 }
 

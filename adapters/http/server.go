@@ -22,6 +22,7 @@ import (
 	"github.com/imdhq/imd/core/loop/migration"
 	"github.com/imdhq/imd/core/usecase/admin"
 	"github.com/imdhq/imd/core/usecase/history"
+	"github.com/imdhq/imd/core/usecase/webhooks"
 	"github.com/imdhq/imd/ports"
 )
 
@@ -84,6 +85,8 @@ type Deps struct {
 	Delivery ports.DeliverInspector
 	// Nodes serves the node listing of admin_nodes.go.
 	Nodes NodeOps
+	// Webhooks serves the endpoint routes of admin_webhooks.go; nil answers 50301.
+	Webhooks *webhooks.Service
 	// Browser serves the WebSocket transport, the JavaScript SDK and the web chat (browser.go).
 	Browser Browser
 }
@@ -177,6 +180,7 @@ func (s *Server) adminRoutes(e *echo.Echo) {
 	s.deliveryRoutes(t)
 	s.nodeRoutes(t)
 	s.repairRoutes(t)
+	s.webhookRoutes(t)
 }
 
 // Start binds the listeners, so the ports are taken when Start returns, then serves in the

@@ -36,3 +36,11 @@ func TestDailySummariesContract(t *testing.T) {
 func TestPresenceContract(t *testing.T) {
 	contract.Presence(t, func(*testing.T) (contract.PresenceStore, string) { return NewPresence(), "acme" })
 }
+
+func TestWebhookEndpointsContract(t *testing.T) {
+	contract.WebhookEndpoints(t, func(*testing.T) (ports.WebhookEndpoints, string) { return NewWebhookEndpoints(), "acme" })
+}
+
+func TestWebhookCursorsContract(t *testing.T) {
+	contract.WebhookCursors(t, func(*testing.T) (ports.WebhookCursors, string) { return NewWebhookCursors(), "acme" })
+}

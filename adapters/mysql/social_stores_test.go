@@ -17,6 +17,20 @@ func TestReportsContract(t *testing.T) {
 	})
 }
 
+func TestWebhookEndpointsContract(t *testing.T) {
+	contract.WebhookEndpoints(t, func(t *testing.T) (ports.WebhookEndpoints, string) {
+		c, tenant := newTestCluster(t)
+		return NewWebhookEndpoints(c), tenant
+	})
+}
+
+func TestWebhookCursorsContract(t *testing.T) {
+	contract.WebhookCursors(t, func(t *testing.T) (ports.WebhookCursors, string) {
+		c, tenant := newTestCluster(t)
+		return NewWebhookCursors(c), tenant
+	})
+}
+
 func TestSummariesContract(t *testing.T) {
 	contract.Summaries(t, func(t *testing.T) (ports.Summaries, ports.MessageStore, ports.ShardStore, ports.Directory, string) {
 		c, tenant := newTestCluster(t)

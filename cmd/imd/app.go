@@ -32,6 +32,8 @@ func Application(cfg config.Config, log *slog.Logger) fx.Option {
 			// The social graph, the tenant registry, authentication, uploads and reports.
 			newDailyStats, newMembership, newResolver, newDirectory, newTenantRegistry, newAuthn, newUploads,
 			newReports,
+			// Event webhooks (issue 32).
+			newWebhooks,
 
 			// The send path and what reads and changes messages.
 			newShardManager, newRouteRepairs, newSend, newHistory, newAdmin, newModify, newReactions, newForward, newInbox, newMailer,
@@ -54,7 +56,7 @@ func Application(cfg config.Config, log *slog.Logger) fx.Option {
 			newPresence, newTyping, newReceipts,
 
 			// Every tenant's loops, run by core/runtime.
-			newSeqHoles, newListRepair, newDeliverDeps, newRuntime,
+			newSeqHoles, newListRepair, newWebhookLoop, newDeliverDeps, newRuntime,
 
 			// The listeners.
 			newTCPServer, newWebSocket, newHTTPServer, newSocialOps, newShardOps, newArchiveOps, newReferenceOps,

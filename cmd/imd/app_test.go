@@ -9,6 +9,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/imdhq/imd/adapters/config"
+	"github.com/imdhq/imd/adapters/httpclient"
 	"github.com/imdhq/imd/adapters/jwt"
 	"github.com/imdhq/imd/adapters/localfs"
 	"github.com/imdhq/imd/adapters/memory"
@@ -78,6 +79,8 @@ func memoryAdapters(t *testing.T, cfg config.Config) fx.Option {
 		RouteMirror:       memory.NewRouteMirror(shards),
 		ShardHousekeeping: memory.NewHousekeeping(shards),
 		Reports:           memory.NewReports(),
+		WebhookEndpoints:  memory.NewWebhookEndpoints(),
+		WebhookCursors:    memory.NewWebhookCursors(),
 		Summaries:         summaries,
 		DailyCounter:      summaries,
 		TokenRevocations:  memory.NewRevocations(),
@@ -138,6 +141,7 @@ func memoryAdapters(t *testing.T, cfg config.Config) fx.Option {
 		Imager:         stdimage.New(stdimage.Config{}),
 		Files:          files,
 		PushNotifier:   push.Noop{},
+		WebhookSender:  httpclient.NewSender(time.Second),
 	}
 	return fx.Supply(bound, held{})
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/imdhq/imd/core/loop/routerepair"
 	"github.com/imdhq/imd/core/loop/seqholes"
 	"github.com/imdhq/imd/core/loop/shardmanager"
+	webhookloop "github.com/imdhq/imd/core/loop/webhooks"
 	"github.com/imdhq/imd/core/runtime"
 	"github.com/imdhq/imd/core/usecase/admin"
 	"github.com/imdhq/imd/core/usecase/archiver"
@@ -42,6 +43,7 @@ import (
 	"github.com/imdhq/imd/core/usecase/tenantregistry"
 	"github.com/imdhq/imd/core/usecase/typing"
 	"github.com/imdhq/imd/core/usecase/uploads"
+	"github.com/imdhq/imd/core/usecase/webhooks"
 )
 
 // depsStructs are the structs cmd/imd fills by name (Ports, and the Deps and Ops structs of the
@@ -88,6 +90,8 @@ var depsStructs = map[string]reflect.Type{
 	"tcpserver.Deps":        reflect.TypeFor[tcpserver.Deps](),
 	"tenantregistry.Deps":   reflect.TypeFor[tenantregistry.Deps](),
 	"uploads.Deps":          reflect.TypeFor[uploads.Deps](),
+	"webhooks.Deps":         reflect.TypeFor[webhooks.Deps](),
+	"webhookloop.Deps":      reflect.TypeFor[webhookloop.Deps](),
 	"Ports":                 reflect.TypeFor[Ports](),
 }
 

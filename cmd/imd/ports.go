@@ -14,6 +14,7 @@ import (
 	"github.com/imdhq/imd/adapters/blobfs"
 	"github.com/imdhq/imd/adapters/config"
 	httpapi "github.com/imdhq/imd/adapters/http"
+	"github.com/imdhq/imd/adapters/httpclient"
 	"github.com/imdhq/imd/adapters/jwt"
 	"github.com/imdhq/imd/adapters/localfs"
 	"github.com/imdhq/imd/adapters/mysql"
@@ -61,6 +62,8 @@ type Ports struct {
 	RouteMirror       ports.RouteMirror
 	ShardHousekeeping ports.ShardHousekeeping
 	Reports           ports.Reports
+	WebhookEndpoints  ports.WebhookEndpoints
+	WebhookCursors    ports.WebhookCursors
 	Summaries         ports.Summaries
 	DailyCounter      ports.DailyCounter
 	TokenRevocations  ports.TokenRevocations
@@ -126,6 +129,7 @@ type Ports struct {
 	Imager         ports.Imager      // stdimage: thumbnails of image uploads (issue 32)
 	Files          httpapi.FileStore // the /files/ handler of a local object store; nil for S3
 	PushNotifier   ports.PushNotifier
+	WebhookSender  ports.WebhookSender
 }
 
 // held is what the real adapters keep open, as hooks lifecycle.go places in the start and stop
@@ -223,6 +227,8 @@ func openAdapters(cfg config.Config, log *slog.Logger) (Ports, held, error) {
 		RouteMirror:       mysql.NewRouteMirror(db),
 		ShardHousekeeping: mysql.NewHousekeeping(db),
 		Reports:           mysql.NewReports(db),
+		WebhookEndpoints:  mysql.NewWebhookEndpoints(db),
+		WebhookCursors:    mysql.NewWebhookCursors(db),
 		Summaries:         summaries,
 		DailyCounter:      summaries,
 		TokenRevocations:  mysql.NewRevocations(db),
@@ -285,6 +291,7 @@ func openAdapters(cfg config.Config, log *slog.Logger) (Ports, held, error) {
 		Imager:         stdimage.New(stdimage.Config{Workers: cfg.Uploads.Thumbnails.Workers, MaxPixels: cfg.Uploads.Thumbnails.MaxPixels}),
 		Files:          files,
 		PushNotifier:   notifier,
+		WebhookSender:  httpclient.NewSender(cfg.Webhooks.Timeout),
 	}
 	stores := []fx.Hook{fx.StartStopHook(registry.Open, registry.Close)}
 	if flushNotifier != nil {

@@ -39,6 +39,7 @@ import (
 	"github.com/imdhq/imd/core/usecase/tenantregistry"
 	"github.com/imdhq/imd/core/usecase/typing"
 	"github.com/imdhq/imd/core/usecase/uploads"
+	"github.com/imdhq/imd/core/usecase/webhooks"
 )
 
 // The transports: the TCP and HTTP listeners and the WebSocket endpoint (PROTOCOL §7: it hands
@@ -104,7 +105,7 @@ func newWebSocket(cfg config.Config, p Ports, log *slog.Logger, tcp *tcpserver.S
 func newHTTPServer(cfg config.Config, p Ports, log *slog.Logger, tcp *tcpserver.Server, ws *websocket.Endpoint,
 	adm *admin.Service, h *history.Service, box *inbox.Service, migrations *migration.Service,
 	social httpapi.SocialDeps, shards httpapi.ShardOps, archive httpapi.ArchiveOps, refs httpapi.ReferenceOps,
-	nodes httpapi.NodeOps,
+	nodes httpapi.NodeOps, hooks *webhooks.Service,
 ) *httpapi.Server {
 	user, ip := cfg.RateLimit.HTTP()
 	return httpapi.New(httpapi.Config{
@@ -126,6 +127,7 @@ func newHTTPServer(cfg config.Config, p Ports, log *slog.Logger, tcp *tcpserver.
 		Migration:  migrations,
 		Delivery:   p.DeliverInspector,
 		Nodes:      nodes,
+		Webhooks:   hooks,
 		Browser:    httpapi.Browser{WebSocket: ws, SDK: jssdk.Files, Chat: webchat.Files},
 	}, log)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/imdhq/imd/core/loop/routerepair"
 	"github.com/imdhq/imd/core/loop/seqholes"
 	"github.com/imdhq/imd/core/loop/shardmanager"
+	webhookloop "github.com/imdhq/imd/core/loop/webhooks"
 	"github.com/imdhq/imd/core/runtime"
 	"github.com/imdhq/imd/core/store/archivereader"
 	"github.com/imdhq/imd/core/store/membership"
@@ -42,6 +43,7 @@ import (
 	"github.com/imdhq/imd/core/usecase/tenantregistry"
 	"github.com/imdhq/imd/core/usecase/typing"
 	"github.com/imdhq/imd/core/usecase/uploads"
+	"github.com/imdhq/imd/core/usecase/webhooks"
 	"github.com/imdhq/imd/ports"
 )
 
@@ -110,6 +112,24 @@ func newUploads(cfg config.Config, p Ports, resolver *conversation.Resolver) *up
 	return uploads.New(cfg.UploadLimits(), uploads.Deps{
 		Store: p.ObjectStore, Clock: p.Clock, Refs: p.MediaRefs, Profiles: p.Profiles, Resolver: resolver,
 		Imager: p.Imager, Metrics: p.Metrics,
+	})
+}
+
+func newWebhooks(p Ports) *webhooks.Service {
+	return webhooks.New(webhooks.Deps{Store: p.WebhookEndpoints, Cursors: p.WebhookCursors, IDs: p.IDs, Clock: p.Clock})
+}
+
+func newWebhookLoop(cfg config.Config, p Ports, h *history.Service, log *slog.Logger) *webhookloop.Loop {
+	return webhookloop.New(cfg.WebhookDelivery(), webhookloop.Deps{
+		Endpoints: p.WebhookEndpoints,
+		Cursors:   p.WebhookCursors,
+		Changes:   p.RouteMirror,
+		History:   h,
+		Sender:    p.WebhookSender,
+		Locks:     p.Locks,
+		Metrics:   p.Metrics,
+		Clock:     p.Clock,
+		Log:       log,
 	})
 }
 
@@ -573,6 +593,7 @@ func newListRepair(cfg config.Config, p Ports, log *slog.Logger, h *history.Serv
 func newRuntime(cfg config.Config, p Ports, log *slog.Logger, manager *shardmanager.Manager, repair *routerepair.Service,
 	workers deliver.Deps, migrations *migration.Service, retain *retention.Service, index *longsearch.Indexer,
 	stats *dailystats.Counter, missed *deliver.Missed, holes *seqholes.Sweeper, lists *listrepair.Service,
+	hooks *webhookloop.Loop,
 ) *runtime.Runtime {
 	return runtime.NewNode(cfg.NodeLoops(), runtime.NodeDeps{
 		Storage:   p.ReadyStorage,
@@ -586,6 +607,7 @@ func newRuntime(cfg config.Config, p Ports, log *slog.Logger, manager *shardmana
 		Stats:     stats,
 		Missed:    missed,
 		SeqHoles:  holes,
+		Webhooks:  hooks,
 		Lists:     lists,
 		Depth:     p.DeliverDepth,
 		Metrics:   p.Metrics,

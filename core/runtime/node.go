@@ -15,6 +15,7 @@ import (
 	"github.com/imdhq/imd/core/loop/routerepair"
 	"github.com/imdhq/imd/core/loop/seqholes"
 	"github.com/imdhq/imd/core/loop/shardmanager"
+	"github.com/imdhq/imd/core/loop/webhooks"
 	"github.com/imdhq/imd/core/usecase/longsearch"
 	"github.com/imdhq/imd/ports"
 )
@@ -37,6 +38,7 @@ type NodeConfig struct {
 	ShardCheck   time.Duration
 	SeqHoleSweep time.Duration
 	Retention    time.Duration
+	Webhooks     time.Duration
 }
 
 // NodeDeps are the use cases whose loops a node runs.
@@ -52,6 +54,7 @@ type NodeDeps struct {
 	Stats     *dailystats.Counter
 	Missed    *deliver.Missed
 	SeqHoles  *seqholes.Sweeper
+	Webhooks  *webhooks.Loop
 	Lists     *listrepair.Service
 	Depth     ports.DeliverDepth
 	Metrics   ports.Metrics
@@ -103,6 +106,11 @@ func (d NodeDeps) nodeLoops(cfg NodeConfig) []NodeLoop {
 			return nil
 		}},
 	}
+	// Issue 32: every node runs the passes; the tenant's lease leaves the delivery to one.
+	loops = append(loops, NodeLoop{Name: "webhooks", Run: func(ctx context.Context, ts func() []string) error {
+		d.Webhooks.RunEvery(ctx, ts, cfg.Webhooks)
+		return nil
+	}})
 	// Seed 003 §20 item 13: what a lost deliver job never did to the lists is re-applied. Every
 	// node repairs: two re-applying one message act once, under the job's marker.
 	loops = append(loops, NodeLoop{Name: "list_repair", Run: func(ctx context.Context, ts func() []string) error {

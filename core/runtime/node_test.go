@@ -13,7 +13,7 @@ import (
 
 func TestANodeRunsEveryLoopAndRetentionOnlyWhenScheduled(t *testing.T) {
 	tenantLoops := []string{"shard_manager", "route_repair", "deliver"}
-	nodeLoops := []string{"migration", "search_index", "stats_flush", "missed_pushes", "deliver_depth", "seq_holes", "list_repair"}
+	nodeLoops := []string{"migration", "search_index", "stats_flush", "missed_pushes", "deliver_depth", "seq_holes", "webhooks", "list_repair"}
 	for _, tc := range []struct {
 		name      string
 		retention time.Duration

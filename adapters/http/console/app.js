@@ -321,6 +321,53 @@
     };
   }
 
+  // pageWebhooks shows the tenant's event webhook endpoints (issue 32), adds one (its signing
+  // secret shown this once: the admin API never returns it again), lists an endpoint's dead
+  // letters and the node's delivery counters.
+  function pageWebhooks(root) {
+    const list = el('table', { id: 'webhooks-table' });
+    const dead = el('table', { id: 'webhook-dead-table' });
+    const counters = el('table', { id: 'webhooks-metrics' });
+    root.append(el('h2', {}, 'Webhooks'), list,
+      form('webhook-add', [
+        { name: 'url', label: 'URL (http or https)', required: true, size: 40 },
+        { name: 'events', label: 'Events, comma-separated', value: 'message.created', size: 40 },
+      ], 'Add endpoint', async (v) => {
+        const w = await admin('POST', '/webhooks', { url: v.url, events: v.events.split(',').map((s) => s.trim()).filter(Boolean) });
+        await refreshNow();
+        return 'endpoint ' + w.webhook_id + ' added; its signing secret, shown this once: ' + w.secret;
+      }),
+      el('h3', {}, 'Dead letters'),
+      el('p', {}, 'Events an endpoint refused to the last attempt (webhooks.max_attempts); their topic moved on. ' +
+        'A dead letter fires ImdWebhookDeadLetters.'),
+      form('webhook-dead', [{ name: 'webhook_id', label: 'Endpoint id', required: true, size: 20 }], 'Show', async (v) => {
+        const d = await admin('GET', '/webhooks/' + seg(v.webhook_id) + '/dead_letters');
+        fillTable(dead, ['Topic', 'Seq', 'Event', 'Attempts', 'Last error', 'Given up'],
+          d.dead_letters.map((x) => [x.topic, x.seq, x.type, x.attempts, x.last_error, fmtTime(x.at)]), 'none');
+        return d.dead_letters.length + ' dead letter(s)';
+      }), dead,
+      el('h3', {}, 'Replay'),
+      el('p', {}, 'Delivers an endpoint\'s events again from a point on, each conversation in order; receivers see the same event ids.'),
+      form('webhook-replay', [
+        { name: 'webhook_id', label: 'Endpoint id', required: true, size: 20 },
+        { name: 'since', label: 'From (UTC, 2026-01-31T12:00:00Z)', required: true, size: 24 },
+      ], 'Replay', async (v, result) => {
+        const since = Date.parse(v.since);
+        if (Number.isNaN(since)) throw new Error('From is not a date and time');
+        if (!await confirmIn(result, 'Deliver endpoint ' + v.webhook_id + '\'s events since ' + v.since + ' again?')) return 'cancelled';
+        await admin('POST', '/webhooks/' + seg(v.webhook_id) + '/replay', { since });
+        return 'replaying from ' + new Date(since).toISOString();
+      }),
+      el('h3', {}, 'Counters'), counters);
+    return async () => {
+      const w = await admin('GET', '/webhooks');
+      fillTable(list, ['Id', 'URL', 'Events', 'Enabled', 'Description', 'Created'],
+        w.webhooks.map((x) => [String(x.webhook_id), x.url, x.events.join(', '), x.enabled ? 'yes' : 'no', x.description,
+          fmtTime(x.created_at)]), 'no endpoint');
+      await metricsTable(counters, ['webhook_deliveries_total']);
+    };
+  }
+
   // The steps of seed 000 §9 and when this job has done each.
   const migrationSteps = [
     ['Route tables, idempotency table and shard manager online', () => true],
@@ -489,6 +536,7 @@
     archive: ['Archive', pageArchive],
     messages: ['Messages', pageMessages],
     media: ['Media', pageMedia],
+    webhooks: ['Webhooks', pageWebhooks],
   };
 
   async function refreshNow() {

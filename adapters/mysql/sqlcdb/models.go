@@ -378,3 +378,39 @@ type TUserSetting struct {
 	HidePresence bool
 	HideReceipts bool
 }
+
+type TWebhookCursor struct {
+	EndpointID int64
+	Topic      string
+	Seqid      int64
+}
+
+type TWebhookDeadLetter struct {
+	ID         int64
+	EndpointID int64
+	Topic      string
+	Seqid      int64
+	EventType  string
+	Attempts   int32
+	LastError  string
+	CreatedAt  time.Time
+}
+
+type TWebhookEndpoint struct {
+	ID          int64
+	Url         string
+	Description string
+	// array of subscribed event types
+	Events    string
+	Enabled   bool
+	Secret    string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+type TWebhookScanMark struct {
+	EndpointID int64
+	ScannedTo  time.Time
+	// NULL: the endpoint's creation
+	ReplayFrom sql.NullTime
+}

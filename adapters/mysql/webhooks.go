@@ -1,0 +1,282 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/imdhq/imd/adapters/mysql/sqlcdb"
+	"github.com/imdhq/imd/core/domain/webhook"
+	"github.com/imdhq/imd/ports"
+)
+
+// WebhookEndpoints implements ports.WebhookEndpoints over t_webhook_endpoints.
+type WebhookEndpoints struct{ cluster *Cluster }
+
+var _ ports.WebhookEndpoints = (*WebhookEndpoints)(nil)
+
+// NewWebhookEndpoints returns the endpoint registry of the provisioned tenants of c.
+func NewWebhookEndpoints(c *Cluster) *WebhookEndpoints { return &WebhookEndpoints{cluster: c} }
+
+// CreateEndpoint inserts e.
+func (s *WebhookEndpoints) CreateEndpoint(ctx context.Context, tenant string, e webhook.Endpoint) error {
+	t, events, err := s.row(tenant, e)
+	if err != nil {
+		return err
+	}
+	err = t.q.InsertWebhookEndpoint(ctx, sqlcdb.InsertWebhookEndpointParams{
+		ID: e.ID, Url: e.URL, Description: e.Description, Events: events, Enabled: e.Enabled, Secret: e.Secret,
+		CreatedAt: e.CreatedAt.UTC().Truncate(time.Millisecond), UpdatedAt: e.UpdatedAt.UTC().Truncate(time.Millisecond),
+	})
+	if err != nil {
+		return fmt.Errorf("create webhook endpoint %d: %w", e.ID, err)
+	}
+	return nil
+}
+
+// Endpoint reads the endpoint id.
+func (s *WebhookEndpoints) Endpoint(ctx context.Context, tenant string, id int64) (webhook.Endpoint, error) {
+	t, err := s.cluster.tenant(tenant)
+	if err != nil {
+		return webhook.Endpoint{}, err
+	}
+	row, err := t.q.WebhookEndpoint(ctx, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return webhook.Endpoint{}, webhook.ErrNotFound
+	}
+	if err != nil {
+		return webhook.Endpoint{}, fmt.Errorf("read webhook endpoint %d: %w", id, err)
+	}
+	return endpointOf(row)
+}
+
+// Endpoints lists the tenant's endpoints by id.
+func (s *WebhookEndpoints) Endpoints(ctx context.Context, tenant string) ([]webhook.Endpoint, error) {
+	t, err := s.cluster.tenant(tenant)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := t.q.WebhookEndpoints(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list webhook endpoints: %w", err)
+	}
+	out := make([]webhook.Endpoint, len(rows))
+	for i, r := range rows {
+		if out[i], err = endpointOf(r); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// UpdateEndpoint rewrites the settable columns of e.ID.
+func (s *WebhookEndpoints) UpdateEndpoint(ctx context.Context, tenant string, e webhook.Endpoint) error {
+	t, events, err := s.row(tenant, e)
+	if err != nil {
+		return err
+	}
+	n, err := t.q.UpdateWebhookEndpoint(ctx, sqlcdb.UpdateWebhookEndpointParams{
+		ID: e.ID, Url: e.URL, Description: e.Description, Events: events, Enabled: e.Enabled, Secret: e.Secret,
+		UpdatedAt: e.UpdatedAt.UTC().Truncate(time.Millisecond),
+	})
+	if err != nil {
+		return fmt.Errorf("update webhook endpoint %d: %w", e.ID, err)
+	}
+	if n == 0 {
+		// Affected rows count changed rows only; an update to the same values still matched.
+		if _, err := s.Endpoint(ctx, tenant, e.ID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DeleteEndpoint removes the endpoint id.
+func (s *WebhookEndpoints) DeleteEndpoint(ctx context.Context, tenant string, id int64) error {
+	t, err := s.cluster.tenant(tenant)
+	if err != nil {
+		return err
+	}
+	n, err := t.q.DeleteWebhookEndpoint(ctx, id)
+	if err != nil {
+		return fmt.Errorf("delete webhook endpoint %d: %w", id, err)
+	}
+	if n == 0 {
+		return webhook.ErrNotFound
+	}
+	return nil
+}
+
+// row is the tenant's database and e's events column, what a write of e needs.
+func (s *WebhookEndpoints) row(tenant string, e webhook.Endpoint) (*tenantDB, string, error) {
+	t, err := s.cluster.tenant(tenant)
+	if err != nil {
+		return nil, "", err
+	}
+	b, err := json.Marshal(e.Events)
+	if err != nil {
+		return nil, "", fmt.Errorf("encode events of webhook endpoint %d: %w", e.ID, err)
+	}
+	return t, string(b), nil
+}
+
+func endpointOf(r sqlcdb.TWebhookEndpoint) (webhook.Endpoint, error) {
+	var events []webhook.EventType
+	if err := json.Unmarshal([]byte(r.Events), &events); err != nil {
+		return webhook.Endpoint{}, fmt.Errorf("decode events of webhook endpoint %d: %w", r.ID, err)
+	}
+	return webhook.Endpoint{
+		ID: r.ID, URL: r.Url, Description: r.Description, Events: events, Enabled: r.Enabled, Secret: r.Secret,
+		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+	}, nil
+}
+
+// WebhookCursors implements ports.WebhookCursors over the tables of 0014.
+type WebhookCursors struct{ cluster *Cluster }
+
+var _ ports.WebhookCursors = (*WebhookCursors)(nil)
+
+// NewWebhookCursors returns the delivery progress of the provisioned tenants of c.
+func NewWebhookCursors(c *Cluster) *WebhookCursors { return &WebhookCursors{cluster: c} }
+
+// maxDeadLetterError is t_webhook_dead_letters.last_error's size in characters.
+const maxDeadLetterError = 512
+
+// ScanMark reads the endpoint's scan mark.
+func (s *WebhookCursors) ScanMark(ctx context.Context, tenant string, endpoint int64) (webhook.Scan, bool, error) {
+	t, err := s.cluster.tenant(tenant)
+	if err != nil {
+		return webhook.Scan{}, false, err
+	}
+	row, err := t.q.WebhookScanMark(ctx, endpoint)
+	if errors.Is(err, sql.ErrNoRows) {
+		return webhook.Scan{}, false, nil
+	}
+	if err != nil {
+		return webhook.Scan{}, false, fmt.Errorf("read scan mark of webhook endpoint %d: %w", endpoint, err)
+	}
+	sc := webhook.Scan{Mark: row.ScannedTo.UTC()}
+	if row.ReplayFrom.Valid {
+		sc.ReplayFrom = row.ReplayFrom.Time.UTC()
+	}
+	return sc, true, nil
+}
+
+// Replay drops the endpoint's topic cursors, then sets mark and replay point: a pass between
+// the two statements starts its topics over from the old point, which only delivers more.
+func (s *WebhookCursors) Replay(ctx context.Context, tenant string, endpoint int64, point time.Time) error {
+	t, err := s.cluster.tenant(tenant)
+	if err != nil {
+		return err
+	}
+	if err := t.q.DeleteWebhookTopicCursors(ctx, endpoint); err != nil {
+		return fmt.Errorf("drop cursors of webhook endpoint %d: %w", endpoint, err)
+	}
+	point = point.UTC().Truncate(time.Millisecond)
+	err = t.q.ReplayWebhookScanMark(ctx, sqlcdb.ReplayWebhookScanMarkParams{EndpointID: endpoint, ScannedTo: point,
+		ReplayFrom: sql.NullTime{Time: point, Valid: true}})
+	if err != nil {
+		return fmt.Errorf("replay webhook endpoint %d: %w", endpoint, err)
+	}
+	return nil
+}
+
+// SetScanMark writes it.
+func (s *WebhookCursors) SetScanMark(ctx context.Context, tenant string, endpoint int64, at time.Time) error {
+	t, err := s.cluster.tenant(tenant)
+	if err != nil {
+		return err
+	}
+	err = t.q.SetWebhookScanMark(ctx, sqlcdb.SetWebhookScanMarkParams{EndpointID: endpoint, ScannedTo: at.UTC().Truncate(time.Millisecond)})
+	if err != nil {
+		return fmt.Errorf("set scan mark of webhook endpoint %d: %w", endpoint, err)
+	}
+	return nil
+}
+
+// TopicCursor reads the endpoint's cursor of topic.
+func (s *WebhookCursors) TopicCursor(ctx context.Context, tenant string, endpoint int64, topic string) (int64, bool, error) {
+	t, err := s.cluster.tenant(tenant)
+	if err != nil {
+		return 0, false, err
+	}
+	seq, err := t.q.WebhookTopicCursor(ctx, sqlcdb.WebhookTopicCursorParams{EndpointID: endpoint, Topic: topic})
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("read cursor of webhook endpoint %d on %s: %w", endpoint, topic, err)
+	}
+	return seq, true, nil
+}
+
+// SetTopicCursor writes it.
+func (s *WebhookCursors) SetTopicCursor(ctx context.Context, tenant string, endpoint int64, topic string, seq int64) error {
+	t, err := s.cluster.tenant(tenant)
+	if err != nil {
+		return err
+	}
+	if err := t.q.SetWebhookTopicCursor(ctx, sqlcdb.SetWebhookTopicCursorParams{EndpointID: endpoint, Topic: topic, Seqid: seq}); err != nil {
+		return fmt.Errorf("set cursor of webhook endpoint %d on %s: %w", endpoint, topic, err)
+	}
+	return nil
+}
+
+// AddDeadLetter inserts d, its error cut to the column.
+func (s *WebhookCursors) AddDeadLetter(ctx context.Context, tenant string, d webhook.DeadLetter) error {
+	t, err := s.cluster.tenant(tenant)
+	if err != nil {
+		return err
+	}
+	last := []rune(d.LastError)
+	err = t.q.InsertWebhookDeadLetter(ctx, sqlcdb.InsertWebhookDeadLetterParams{
+		EndpointID: d.EndpointID, Topic: d.Topic, Seqid: d.Seq, EventType: string(d.Type),
+		Attempts: int32(min(d.Attempts, math.MaxInt32)), LastError: string(last[:min(len(last), maxDeadLetterError)]),
+		CreatedAt: d.At.UTC().Truncate(time.Millisecond),
+	})
+	if err != nil {
+		return fmt.Errorf("dead letter of webhook endpoint %d, %s seq %d: %w", d.EndpointID, d.Topic, d.Seq, err)
+	}
+	return nil
+}
+
+// DeadLetters lists the endpoint's dead letters, oldest first.
+func (s *WebhookCursors) DeadLetters(ctx context.Context, tenant string, endpoint int64, limit int) ([]webhook.DeadLetter, error) {
+	t, err := s.cluster.tenant(tenant)
+	if err != nil {
+		return nil, err
+	}
+	lim, err := limit32(limit)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := t.q.WebhookDeadLetters(ctx, sqlcdb.WebhookDeadLettersParams{EndpointID: endpoint, Limit: lim})
+	if err != nil {
+		return nil, fmt.Errorf("list dead letters of webhook endpoint %d: %w", endpoint, err)
+	}
+	out := make([]webhook.DeadLetter, len(rows))
+	for i, r := range rows {
+		out[i] = webhook.DeadLetter{EndpointID: r.EndpointID, Topic: r.Topic, Seq: r.Seqid, Type: webhook.EventType(r.EventType),
+			Attempts: int(r.Attempts), LastError: r.LastError, At: r.CreatedAt.UTC()}
+	}
+	return out, nil
+}
+
+// Forget deletes the endpoint's rows of 0014, one table at a time: what a failure leaves is
+// removed by the next call, and rows of an endpoint that no longer exists are never read.
+func (s *WebhookCursors) Forget(ctx context.Context, tenant string, endpoint int64) error {
+	t, err := s.cluster.tenant(tenant)
+	if err != nil {
+		return err
+	}
+	for _, del := range []func(context.Context, int64) error{t.q.DeleteWebhookTopicCursors, t.q.DeleteWebhookScanMark, t.q.DeleteWebhookDeadLetters} {
+		if err := del(ctx, endpoint); err != nil {
+			return fmt.Errorf("forget webhook endpoint %d: %w", endpoint, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,307 @@
+// Package webhooks delivers a tenant's events to its webhook endpoints (docs/DESIGN.md
+// issue-32 part 2): the backlog read from MySQL through the route mirror and the month tables,
+// one request in flight per endpoint and topic, a topic's cursor moved only by a 2xx, retries
+// with backoff, a dead letter after the last attempt. This part delivers message.created.
+package webhooks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/imdhq/imd/core/domain/message"
+	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/webhook"
+	"github.com/imdhq/imd/core/kit/periodic"
+	"github.com/imdhq/imd/core/usecase/history"
+	"github.com/imdhq/imd/ports"
+)
+
+// leaseName is the per-tenant lease that lets one node deliver a tenant's events at a time.
+const leaseName = "webhooks"
+
+// Config bounds the delivery; zero fields take the defaults of DESIGN issue-32.
+type Config struct {
+	// Settle is how far behind its scan mark a pass looks again, so a commit that became
+	// visible after the mark was set is still found.
+	Settle      time.Duration
+	FirstRetry  time.Duration
+	MaxBackoff  time.Duration
+	MaxAttempts int
+	// Batch is how many topics a mirror page and how many messages a topic page hold.
+	Batch int
+	// LeaseTTL must outlast a pass.
+	LeaseTTL time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	def := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&c.Settle, 10*time.Second)
+	def(&c.FirstRetry, time.Second)
+	def(&c.MaxBackoff, 10*time.Minute)
+	def(&c.LeaseTTL, 5*time.Minute)
+	if c.MaxAttempts <= 0 {
+		c.MaxAttempts = 8
+	}
+	if c.Batch <= 0 {
+		c.Batch = 100
+	}
+	return c
+}
+
+// ChangedTopics is the route mirror's TopicsSince (ports.RouteMirror).
+type ChangedTopics interface {
+	TopicsSince(ctx context.Context, tenant string, m month.Month, since time.Time, after string, limit int) ([]string, error)
+}
+
+// Syncer pages a topic forward from MySQL across months (history.Service.Sync).
+type Syncer interface {
+	Sync(ctx context.Context, r history.SyncRequest) (history.SyncResult, error)
+}
+
+// Deps are the ports the loop uses.
+type Deps struct {
+	Endpoints ports.WebhookEndpoints
+	Cursors   ports.WebhookCursors
+	Changes   ChangedTopics
+	History   Syncer
+	Sender    ports.WebhookSender
+	Locks     ports.Locks
+	Metrics   ports.Metrics
+	Clock     ports.Clock
+	Log       *slog.Logger
+}
+
+// Loop runs delivery passes. The retry state of a topic lives in the node that delivers it:
+// a node taking the lease over starts the count again, which only adds attempts.
+type Loop struct {
+	cfg Config
+	d   Deps
+
+	mu      sync.Mutex
+	retries map[topicKey]retry
+}
+
+type topicKey struct {
+	tenant   string
+	endpoint int64
+	topic    string
+}
+
+type retry struct {
+	attempts int
+	next     time.Time
+	// pending is when the event waiting for its retry was created: the scan mark stays there.
+	pending time.Time
+}
+
+// New returns the loop.
+func New(cfg Config, d Deps) *Loop {
+	return &Loop{cfg: cfg.withDefaults(), d: d, retries: make(map[topicKey]retry)}
+}
+
+// Pass delivers what is due to every enabled endpoint of tenant, when this node holds the
+// tenant's lease; another node's lease makes it a no-op.
+func (l *Loop) Pass(ctx context.Context, tenant string) error {
+	token, ok, err := l.d.Locks.Acquire(ctx, tenant, leaseName, l.cfg.LeaseTTL)
+	if err != nil {
+		return fmt.Errorf("webhooks of %s: take the lease: %w", tenant, err)
+	}
+	if !ok {
+		return nil
+	}
+	defer func() {
+		// Released even when ctx ended, so the next pass need not wait for the lease to lapse.
+		if err := l.d.Locks.Release(context.WithoutCancel(ctx), tenant, leaseName, token); err != nil {
+			l.d.Log.Warn("webhooks: release the lease", "tenant", tenant, "err", err)
+		}
+	}()
+	eps, err := l.d.Endpoints.Endpoints(ctx, tenant)
+	if err != nil {
+		return fmt.Errorf("webhooks of %s: list endpoints: %w", tenant, err)
+	}
+	var errs []error
+	for _, e := range eps {
+		if !e.Enabled || !e.Subscribed(webhook.MessageCreated) {
+			continue
+		}
+		if err := l.endpoint(ctx, tenant, e); err != nil {
+			errs = append(errs, fmt.Errorf("webhooks of %s, endpoint %d: %w", tenant, e.ID, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// endpoint walks the topics changed since the endpoint's scan mark and moves the mark to the
+// oldest event still undelivered, so a topic waiting for a retry or a seq is found again.
+func (l *Loop) endpoint(ctx context.Context, tenant string, e webhook.Endpoint) error {
+	now := l.d.Clock.Now()
+	scan, found, err := l.d.Cursors.ScanMark(ctx, tenant, e.ID)
+	if err != nil {
+		return fmt.Errorf("read scan mark: %w", err)
+	}
+	if !found {
+		scan.Mark = e.CreatedAt
+	}
+	// Events start at the endpoint's creation, or at the point of its last replay.
+	from := e.CreatedAt
+	if !scan.ReplayFrom.IsZero() {
+		from = scan.ReplayFrom
+	}
+	since := scan.Mark.Add(-l.cfg.Settle)
+	next := now
+	for m := month.Of(since); m <= month.Of(now); m = m.Next() {
+		for after := ""; ; {
+			topics, err := l.d.Changes.TopicsSince(ctx, tenant, m, since, after, l.cfg.Batch)
+			if err != nil {
+				return fmt.Errorf("changed topics of %s: %w", m, err)
+			}
+			for _, t := range topics {
+				pending, err := l.topic(ctx, tenant, e, from, t, now)
+				if err != nil {
+					return err
+				}
+				if !pending.IsZero() && pending.Before(next) {
+					next = pending
+				}
+			}
+			if len(topics) < l.cfg.Batch {
+				break
+			}
+			after = topics[len(topics)-1]
+		}
+	}
+	if err := l.d.Cursors.SetScanMark(ctx, tenant, e.ID, next); err != nil {
+		return fmt.Errorf("set scan mark: %w", err)
+	}
+	return nil
+}
+
+// topic delivers topic's messages above the endpoint's cursor in seq order, one at a time,
+// and returns when the first one it could not deliver was created (zero when none is left).
+// It stops at a missing seq: every allocated seq ends as a message or a tombstone (DESIGN §4),
+// so waiting never skips one.
+func (l *Loop) topic(ctx context.Context, tenant string, e webhook.Endpoint, from time.Time, t string, now time.Time) (time.Time, error) {
+	key := topicKey{tenant, e.ID, t}
+	if r, ok := l.retryOf(key); ok && now.Before(r.next) {
+		return r.pending, nil
+	}
+	cur, known, err := l.d.Cursors.TopicCursor(ctx, tenant, e.ID, t)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("read cursor of %s: %w", t, err)
+	}
+	res, err := l.d.History.Sync(ctx, history.SyncRequest{Tenant: tenant, Topic: t, Since: cur, Limit: l.cfg.Batch})
+	if err != nil {
+		return time.Time{}, fmt.Errorf("read %s after seq %d: %w", t, cur, err)
+	}
+	for _, m := range res.Messages {
+		// A topic met anew may begin in a month no longer kept, but only before from: a later
+		// first message must follow seq 0 like any other.
+		if m.Seq != cur+1 && (known || !m.CreatedAt.Before(from)) {
+			return m.CreatedAt, nil
+		}
+		// Tombstones close a seq without an event; messages from before from are not the
+		// endpoint's events.
+		if m.Status != message.StatusDeleted && !m.CreatedAt.Before(from) {
+			done, err := l.deliver(ctx, tenant, e, key, m, now)
+			if err != nil || !done {
+				return m.CreatedAt, err
+			}
+		}
+		if err := l.d.Cursors.SetTopicCursor(ctx, tenant, e.ID, t, m.Seq); err != nil {
+			return m.CreatedAt, fmt.Errorf("set cursor of %s to %d: %w", t, m.Seq, err)
+		}
+		cur, known = m.Seq, true
+	}
+	if res.HasMore {
+		return res.Messages[len(res.Messages)-1].CreatedAt, nil
+	}
+	return time.Time{}, nil
+}
+
+// deliver sends m's message.created once; done is true when the topic may move past m: a 2xx,
+// or the last attempt failed and m is now a dead letter.
+func (l *Loop) deliver(ctx context.Context, tenant string, e webhook.Endpoint, key topicKey, m message.Message, now time.Time) (bool, error) {
+	data, err := json.Marshal(m)
+	if err != nil {
+		return false, fmt.Errorf("encode %s seq %d: %w", m.Topic, m.Seq, err)
+	}
+	id := webhook.EventID(m.Topic, m.Seq, webhook.MessageCreated)
+	body, err := json.Marshal(webhook.Event{ID: id, Type: webhook.MessageCreated, Tenant: tenant, Topic: m.Topic, Seq: m.Seq,
+		At: m.CreatedAt.UnixMilli(), Data: data})
+	if err != nil {
+		return false, fmt.Errorf("encode event %s: %w", id, err)
+	}
+	headers := map[string]string{webhook.SignatureHeader: webhook.Sign(e.Secret, now, body), webhook.EventIDHeader: id}
+	status, err := l.d.Sender.Post(ctx, e.URL, headers, body)
+	if err == nil && status >= 200 && status < 300 {
+		l.forget(key)
+		l.d.Metrics.Inc("webhook_deliveries_total", "ok")
+		return true, nil
+	}
+	failure := fmt.Sprintf("status %d", status)
+	if err != nil {
+		failure = err.Error()
+	}
+	r, _ := l.retryOf(key)
+	r.attempts++
+	if r.attempts < l.cfg.MaxAttempts {
+		r.next, r.pending = now.Add(l.backoff(r.attempts)), m.CreatedAt
+		l.mu.Lock()
+		l.retries[key] = r
+		l.mu.Unlock()
+		l.d.Metrics.Inc("webhook_deliveries_total", "retry")
+		return false, nil
+	}
+	l.forget(key)
+	d := webhook.DeadLetter{EndpointID: e.ID, Topic: m.Topic, Seq: m.Seq, Type: webhook.MessageCreated, Attempts: r.attempts, LastError: failure, At: now}
+	if err := l.d.Cursors.AddDeadLetter(ctx, tenant, d); err != nil {
+		return false, fmt.Errorf("dead letter %s: %w", id, err)
+	}
+	l.d.Metrics.Inc("webhook_deliveries_total", "dead")
+	l.d.Log.Warn("webhooks: event given up", "tenant", tenant, "endpoint", e.ID, "event", id, "attempts", r.attempts, "last", failure)
+	return true, nil
+}
+
+// backoff doubles from FirstRetry up to MaxBackoff, the upper half jittered so endpoints that
+// failed together do not retry together.
+func (l *Loop) backoff(attempts int) time.Duration {
+	d := l.cfg.FirstRetry
+	for i := 1; i < attempts && d < l.cfg.MaxBackoff; i++ {
+		d *= 2
+	}
+	d = min(d, l.cfg.MaxBackoff)
+	return d/2 + rand.N(d/2+1)
+}
+
+func (l *Loop) retryOf(key topicKey) (retry, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r, ok := l.retries[key]
+	return r, ok
+}
+
+func (l *Loop) forget(key topicKey) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.retries, key)
+}
+
+// RunEvery runs a pass over every tenant each interval until ctx ends; every node runs it and
+// the tenant's lease leaves the delivery to one.
+func (l *Loop) RunEvery(ctx context.Context, tenants func() []string, interval time.Duration) {
+	periodic.EveryTenant(ctx, interval, tenants, func(ctx context.Context, tenant string) {
+		if err := l.Pass(ctx, tenant); err != nil && ctx.Err() == nil {
+			l.d.Log.WarnContext(ctx, "webhook pass failed", "tenant", tenant, "err", err)
+		}
+	})
+}

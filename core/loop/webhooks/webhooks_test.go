@@ -1,0 +1,278 @@
+package webhooks_test
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/imdhq/imd/adapters/memory"
+	"github.com/imdhq/imd/core/domain/message"
+	"github.com/imdhq/imd/core/domain/month"
+	domain "github.com/imdhq/imd/core/domain/webhook"
+	"github.com/imdhq/imd/core/loop/webhooks"
+	"github.com/imdhq/imd/core/usecase/history"
+)
+
+const tenant = "acme"
+
+var t0 = time.Date(2030, 2, 3, 4, 5, 6, 0, time.UTC)
+
+// backlog stands in for the route mirror and the month tables: messages by topic.
+type backlog struct {
+	mu     sync.Mutex
+	topics map[string][]message.Message
+}
+
+func (b *backlog) add(topic string, seq int64, at time.Time, status message.Status) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.topics[topic] = append(b.topics[topic], message.Message{Topic: topic, Seq: seq, MsgID: seq, Type: "text",
+		Content: json.RawMessage(`{"text":"hi"}`), Status: status, CreatedAt: at, Month: month.Of(at)})
+	slices.SortFunc(b.topics[topic], func(x, y message.Message) int { return int(x.Seq - y.Seq) })
+}
+
+func (b *backlog) TopicsSince(_ context.Context, _ string, m month.Month, since time.Time, after string, limit int) ([]string, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []string
+	for t, ms := range b.topics {
+		if t > after && slices.ContainsFunc(ms, func(x message.Message) bool { return x.Month == m && !x.CreatedAt.Before(since) }) {
+			out = append(out, t)
+		}
+	}
+	slices.Sort(out)
+	return out[:min(len(out), limit)], nil
+}
+
+func (b *backlog) Sync(_ context.Context, r history.SyncRequest) (history.SyncResult, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	res := history.SyncResult{LastSeq: r.Since}
+	for _, m := range b.topics[r.Topic] {
+		if m.Seq <= r.Since {
+			continue
+		}
+		if len(res.Messages) == r.Limit {
+			res.HasMore = true
+			break
+		}
+		res.Messages = append(res.Messages, m)
+		res.LastSeq = m.Seq
+	}
+	return res, nil
+}
+
+// receiver is the endpoint behind a ports.WebhookSender: it checks every signature and
+// answers each attempt of an event with the next status of its script (200 when none left).
+// The wire itself (net/http, the Go client's verifier) is adapters/httpclient's test.
+type receiver struct {
+	t      *testing.T
+	clock  *memory.Clock
+	secret string
+
+	mu       sync.Mutex
+	script   map[string][]int
+	attempts map[string]int
+	took     []string // event ids answered 2xx, in order
+}
+
+func (r *receiver) Post(_ context.Context, url string, headers map[string]string, body []byte) (int, error) {
+	if want := domain.Sign(r.secret, r.clock.Now(), body); headers[domain.SignatureHeader] != want || url != "https://hooks.example/in" {
+		r.t.Errorf("request to %s signed %q, want %q", url, headers[domain.SignatureHeader], want)
+		return http.StatusUnauthorized, nil
+	}
+	var e domain.Event
+	if err := json.Unmarshal(body, &e); err != nil || e.ID != headers[domain.EventIDHeader] || e.Type != domain.MessageCreated || e.Tenant != tenant {
+		r.t.Errorf("event %s (%v), header id %q", body, err, headers[domain.EventIDHeader])
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.attempts[e.ID]++
+	status := http.StatusOK
+	if s := r.script[e.ID]; len(s) > 0 {
+		status, r.script[e.ID] = s[0], s[1:]
+	}
+	if status < 300 {
+		r.took = append(r.took, e.ID)
+	}
+	return status, nil
+}
+
+func (r *receiver) got() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.took)
+}
+
+type fixture struct {
+	loop    *webhooks.Loop
+	clock   *memory.Clock
+	back    *backlog
+	recv    *receiver
+	cursors *memory.WebhookCursors
+	metrics *memory.Metrics
+	locks   *memory.Locks
+	ep      domain.Endpoint
+}
+
+func newFixture(t *testing.T, script map[string][]int) *fixture {
+	t.Helper()
+	clock := memory.NewClock(t0)
+	f := &fixture{clock: clock, back: &backlog{topics: map[string][]message.Message{}}, cursors: memory.NewWebhookCursors(),
+		locks: memory.NewLocks(clock.Now), metrics: memory.NewMetrics()}
+	f.recv = &receiver{t: t, clock: clock, secret: "whsec_test", script: script, attempts: map[string]int{}}
+	endpoints := memory.NewWebhookEndpoints()
+	f.ep = domain.Endpoint{ID: 1, URL: "https://hooks.example/in", Events: []domain.EventType{domain.MessageCreated}, Enabled: true, Secret: "whsec_test", CreatedAt: t0}
+	others := []domain.Endpoint{
+		{ID: 2, URL: "https://hooks.example/off", Events: []domain.EventType{domain.MessageCreated}, Secret: "whsec_other", CreatedAt: t0},
+		{ID: 3, URL: "https://hooks.example/reports", Events: []domain.EventType{domain.ReportFiled}, Enabled: true, Secret: "whsec_other", CreatedAt: t0},
+	}
+	for _, e := range append(others, f.ep) {
+		if err := endpoints.CreateEndpoint(context.Background(), tenant, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.loop = webhooks.New(webhooks.Config{FirstRetry: time.Second, MaxBackoff: 4 * time.Second, MaxAttempts: 3, Batch: 2},
+		webhooks.Deps{Endpoints: endpoints, Cursors: f.cursors, Changes: f.back, History: f.back, Sender: f.recv,
+			Locks: f.locks, Metrics: f.metrics, Clock: clock, Log: slog.New(slog.DiscardHandler)})
+	return f
+}
+
+// pass runs one pass a minute of clock later, past any backoff.
+func (f *fixture) pass(t *testing.T) {
+	t.Helper()
+	f.clock.Advance(time.Minute)
+	if err := f.loop.Pass(context.Background(), tenant); err != nil {
+		t.Fatalf("Pass: %v", err)
+	}
+}
+
+// wantTook compares the events taken per topic, in order: topics are independent, so their
+// interleaving is not part of the contract.
+func wantTook(t *testing.T, f *fixture, want ...string) {
+	t.Helper()
+	perTopic := func(ids []string) map[string][]string {
+		out := map[string][]string{}
+		for _, id := range ids {
+			topic := strings.SplitN(id, ":", 2)[0]
+			out[topic] = append(out[topic], id)
+		}
+		return out
+	}
+	if got := f.recv.got(); !reflect.DeepEqual(perTopic(got), perTopic(want)) {
+		t.Fatalf("delivered %v, want per topic %v", got, want)
+	}
+}
+
+func TestDeliversEachTopicInSeqOrderSigned(t *testing.T) {
+	f := newFixture(t, nil)
+	f.back.add("grp_1", 1, t0.Add(-time.Hour), message.StatusNormal) // before the endpoint existed
+	f.back.add("grp_1", 2, t0.Add(time.Second), message.StatusDeleted)
+	for seq := int64(3); seq <= 5; seq++ { // more than a page (Batch 2)
+		f.back.add("grp_1", seq, t0.Add(time.Duration(seq)*time.Second), message.StatusNormal)
+	}
+	f.back.add("grp_2", 1, t0.Add(time.Second), message.StatusNormal)
+	f.back.add("grp_2", 3, t0.Add(2*time.Second), message.StatusNormal) // seq 2 not committed yet
+	for range 3 {                                                       // a page of two messages per topic and pass
+		f.pass(t)
+	}
+	wantTook(t, f, "grp_1:3:message.created", "grp_1:4:message.created", "grp_2:1:message.created", "grp_1:5:message.created")
+
+	f.back.add("grp_2", 2, t0.Add(3*time.Second), message.StatusNormal) // the late commit
+	f.pass(t)
+	wantTook(t, f, "grp_1:3:message.created", "grp_1:4:message.created", "grp_2:1:message.created", "grp_1:5:message.created",
+		"grp_2:2:message.created", "grp_2:3:message.created")
+	f.pass(t) // nothing new: nothing sent again
+	if n := len(f.recv.got()); n != 6 {
+		t.Fatalf("a quiet pass sent again: %v", f.recv.got())
+	}
+	if seq, ok, _ := f.cursors.TopicCursor(context.Background(), tenant, 1, "grp_2"); !ok || seq != 3 {
+		t.Fatalf("cursor of grp_2 = %d, %v; want 3", seq, ok)
+	}
+	for _, other := range []int64{2, 3} {
+		if _, ok, _ := f.cursors.ScanMark(context.Background(), tenant, other); ok {
+			t.Fatalf("endpoint %d (disabled or not subscribed) was scanned", other)
+		}
+	}
+}
+
+func TestRetriesAfter500sKeepingTheTopicsOrder(t *testing.T) {
+	f := newFixture(t, map[string][]int{"grp_1:1:message.created": {500, 503}})
+	f.back.add("grp_1", 1, t0.Add(time.Second), message.StatusNormal)
+	f.back.add("grp_1", 2, t0.Add(2*time.Second), message.StatusNormal)
+	f.back.add("grp_2", 1, t0.Add(3*time.Second), message.StatusNormal)
+	f.pass(t)
+	wantTook(t, f, "grp_2:1:message.created") // another topic is not held up
+
+	// Within the backoff nothing is sent again.
+	if err := f.loop.Pass(context.Background(), tenant); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.recv.attempts["grp_1:1:message.created"]; n != 1 {
+		t.Fatalf("%d attempts within the backoff, want 1", n)
+	}
+	f.pass(t)
+	f.pass(t)
+	wantTook(t, f, "grp_2:1:message.created", "grp_1:1:message.created", "grp_1:2:message.created")
+	if n := f.recv.attempts["grp_1:2:message.created"]; n != 1 {
+		t.Fatalf("seq 2 tried %d times, want once after seq 1 was taken", n)
+	}
+}
+
+func TestDeadLetterAfterTheLastAttempt(t *testing.T) {
+	f := newFixture(t, map[string][]int{"grp_1:1:message.created": {500, 500, 500, 500}})
+	f.back.add("grp_1", 1, t0.Add(time.Second), message.StatusNormal)
+	f.back.add("grp_1", 2, t0.Add(2*time.Second), message.StatusNormal)
+	for range 3 {
+		f.pass(t)
+	}
+	wantTook(t, f, "grp_1:2:message.created")
+	for status, want := range map[string]float64{"ok": 1, "retry": 2, "dead": 1} {
+		if n := f.metrics.Count("webhook_deliveries_total", status); n != want {
+			t.Errorf("webhook_deliveries_total{%s} = %v, want %v", status, n, want)
+		}
+	}
+	dead, err := f.cursors.DeadLetters(context.Background(), tenant, 1, 10)
+	if err != nil || len(dead) != 1 || dead[0].Seq != 1 || dead[0].Attempts != 3 || dead[0].LastError != "status 500" || dead[0].Type != domain.MessageCreated {
+		t.Fatalf("dead letters = %+v, %v", dead, err)
+	}
+}
+
+func TestAnotherNodesLeaseDeliversNothing(t *testing.T) {
+	f := newFixture(t, nil)
+	f.back.add("grp_1", 1, t0.Add(time.Second), message.StatusNormal)
+	f.clock.Advance(time.Minute)
+	if _, ok, err := f.locks.Acquire(context.Background(), tenant, "webhooks", time.Hour); err != nil || !ok {
+		t.Fatalf("Acquire = %v, %v", ok, err)
+	}
+	if err := f.loop.Pass(context.Background(), tenant); err != nil {
+		t.Fatal(err)
+	}
+	wantTook(t, f)
+}
+
+func TestReplayDeliversAgainFromItsPoint(t *testing.T) {
+	f := newFixture(t, nil)
+	for seq := int64(1); seq <= 3; seq++ {
+		f.back.add("grp_1", seq, t0.Add(time.Duration(seq)*time.Minute), message.StatusNormal)
+	}
+	for range 2 {
+		f.pass(t)
+	}
+	wantTook(t, f, "grp_1:1:message.created", "grp_1:2:message.created", "grp_1:3:message.created")
+	if err := f.cursors.Replay(context.Background(), tenant, 1, t0.Add(2*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		f.pass(t)
+	}
+	wantTook(t, f, "grp_1:1:message.created", "grp_1:2:message.created", "grp_1:3:message.created",
+		"grp_1:2:message.created", "grp_1:3:message.created")
+}

@@ -1,0 +1,164 @@
+// Package webhooks manages a tenant's event webhook endpoints for the admin API
+// (docs/DESIGN.md issue-32 part 2 "Endpoints"): a secret is made by the server and shown once.
+package webhooks
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/webhook"
+	"github.com/imdhq/imd/ports"
+)
+
+// secretPrefix marks a webhook secret in logs and config files, so a leaked one is recognised.
+const secretPrefix = "whsec_"
+
+// Deps are the ports the service uses.
+type Deps struct {
+	Store   ports.WebhookEndpoints
+	Cursors ports.WebhookCursors
+	IDs     ports.IDGenerator
+	Clock   ports.Clock
+}
+
+// MaxDeadLetters bounds a page of dead letters.
+const MaxDeadLetters = 100
+
+// Service creates, reads, changes and removes endpoints.
+type Service struct{ d Deps }
+
+// New returns the service.
+func New(d Deps) *Service { return &Service{d: d} }
+
+// Settings are what an operator sets on an endpoint.
+type Settings struct {
+	URL         string
+	Description string
+	Events      []webhook.EventType
+	Enabled     bool
+}
+
+// Create stores a new endpoint with a fresh secret and returns it, secret included: the only
+// answer that carries it.
+func (s *Service) Create(ctx context.Context, tenant string, set Settings) (webhook.Endpoint, error) {
+	id, err := s.d.IDs.NextID()
+	if err != nil {
+		return webhook.Endpoint{}, apperr.Wrap(apperr.Busy, "id generation failed", err)
+	}
+	secret, err := newSecret()
+	if err != nil {
+		return webhook.Endpoint{}, err
+	}
+	now := s.d.Clock.Now().UTC()
+	e := webhook.Endpoint{ID: id, URL: set.URL, Description: set.Description, Events: set.Events, Enabled: set.Enabled,
+		Secret: secret, CreatedAt: now, UpdatedAt: now}
+	if err := e.Validate(); err != nil {
+		return webhook.Endpoint{}, err
+	}
+	if err := s.d.Store.CreateEndpoint(ctx, tenant, e); err != nil {
+		return webhook.Endpoint{}, apperr.Wrap(apperr.Busy, "webhook store unavailable", err)
+	}
+	return e, nil
+}
+
+// Get reads an endpoint, secret included: the caller decides what to show.
+func (s *Service) Get(ctx context.Context, tenant string, id int64) (webhook.Endpoint, error) {
+	e, err := s.d.Store.Endpoint(ctx, tenant, id)
+	return e, storeErr(err)
+}
+
+// List reads every endpoint of the tenant.
+func (s *Service) List(ctx context.Context, tenant string) ([]webhook.Endpoint, error) {
+	es, err := s.d.Store.Endpoints(ctx, tenant)
+	return es, storeErr(err)
+}
+
+// Update replaces the settings of endpoint id, keeping its secret.
+func (s *Service) Update(ctx context.Context, tenant string, id int64, set Settings) (webhook.Endpoint, error) {
+	return s.change(ctx, tenant, id, func(e *webhook.Endpoint) error {
+		e.URL, e.Description, e.Events, e.Enabled = set.URL, set.Description, set.Events, set.Enabled
+		return nil
+	})
+}
+
+// RotateSecret gives endpoint id a fresh secret and returns the endpoint with it: the only
+// other answer that carries a secret.
+func (s *Service) RotateSecret(ctx context.Context, tenant string, id int64) (webhook.Endpoint, error) {
+	return s.change(ctx, tenant, id, func(e *webhook.Endpoint) error {
+		secret, err := newSecret()
+		e.Secret = secret
+		return err
+	})
+}
+
+// DeadLetters lists the first limit events given up on for endpoint id, oldest first.
+func (s *Service) DeadLetters(ctx context.Context, tenant string, id int64, limit int) ([]webhook.DeadLetter, error) {
+	if _, err := s.d.Store.Endpoint(ctx, tenant, id); err != nil {
+		return nil, storeErr(err)
+	}
+	ds, err := s.d.Cursors.DeadLetters(ctx, tenant, id, limit)
+	return ds, storeErr(err)
+}
+
+// Replay delivers endpoint id's events again from point on, each topic in order from its
+// first message at or after point (docs/DESIGN.md issue-32 part 2 "Replay from a point").
+func (s *Service) Replay(ctx context.Context, tenant string, id int64, point time.Time) error {
+	if _, err := s.d.Store.Endpoint(ctx, tenant, id); err != nil {
+		return storeErr(err)
+	}
+	if point.After(s.d.Clock.Now()) {
+		return apperr.New(apperr.InvalidArgument, "since must not be in the future")
+	}
+	return storeErr(s.d.Cursors.Replay(ctx, tenant, id, point))
+}
+
+// Delete removes endpoint id, then its progress and dead letters. The loop reads progress only
+// of listed endpoints, so rows a failure or a racing pass leaves behind are never used.
+func (s *Service) Delete(ctx context.Context, tenant string, id int64) error {
+	if err := s.d.Store.DeleteEndpoint(ctx, tenant, id); err != nil {
+		return storeErr(err)
+	}
+	return storeErr(s.d.Cursors.Forget(ctx, tenant, id))
+}
+
+// change reads, edits, validates and writes back endpoint id. Two operators changing one
+// endpoint at once: the later write wins whole, which is what a settings form expects.
+func (s *Service) change(ctx context.Context, tenant string, id int64, edit func(*webhook.Endpoint) error) (webhook.Endpoint, error) {
+	e, err := s.d.Store.Endpoint(ctx, tenant, id)
+	if err != nil {
+		return webhook.Endpoint{}, storeErr(err)
+	}
+	if err := edit(&e); err != nil {
+		return webhook.Endpoint{}, err
+	}
+	if err := e.Validate(); err != nil {
+		return webhook.Endpoint{}, err
+	}
+	e.UpdatedAt = s.d.Clock.Now().UTC()
+	if err := s.d.Store.UpdateEndpoint(ctx, tenant, e); err != nil {
+		return webhook.Endpoint{}, storeErr(err)
+	}
+	return e, nil
+}
+
+// storeErr passes webhook.ErrNotFound through and answers any other store failure 50301.
+func storeErr(err error) error {
+	if err == nil || errors.Is(err, webhook.ErrNotFound) {
+		return err
+	}
+	return apperr.Wrap(apperr.Busy, "webhook store unavailable", err)
+}
+
+// newSecret is 32 random bytes, hex, prefixed: as strong as the HMAC-SHA256 key can use.
+func newSecret() (string, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("webhook secret: %w", err)
+	}
+	return secretPrefix + hex.EncodeToString(b[:]), nil
+}

@@ -1,0 +1,52 @@
+package ports
+
+import (
+	"context"
+	"time"
+
+	"github.com/imdhq/imd/core/domain/webhook"
+)
+
+// WebhookEndpoints keeps a tenant's webhook endpoints (docs/DESIGN.md issue-32, part 2) in
+// the tenant database, secrets included: the deliverer signs with them.
+type WebhookEndpoints interface {
+	// CreateEndpoint stores e, its ID and times set by the caller.
+	CreateEndpoint(ctx context.Context, tenant string, e webhook.Endpoint) error
+	// Endpoint fails with webhook.ErrNotFound for an unknown id.
+	Endpoint(ctx context.Context, tenant string, id int64) (webhook.Endpoint, error)
+	// Endpoints lists every endpoint of the tenant by id.
+	Endpoints(ctx context.Context, tenant string) ([]webhook.Endpoint, error)
+	// UpdateEndpoint replaces URL, description, events, enabled, secret and UpdatedAt of the
+	// endpoint e.ID; webhook.ErrNotFound for an unknown id.
+	UpdateEndpoint(ctx context.Context, tenant string, e webhook.Endpoint) error
+	// DeleteEndpoint removes it; webhook.ErrNotFound for an unknown id.
+	DeleteEndpoint(ctx context.Context, tenant string, id int64) error
+}
+
+// WebhookCursors keeps where each endpoint's delivery stands (docs/DESIGN.md issue-32 part 2
+// "Backlog from MySQL"): a scan mark over the route mirror, the last seq delivered per topic,
+// and the dead letters.
+type WebhookCursors interface {
+	// ScanMark is where the endpoint's passes stand; found=false before its first pass.
+	ScanMark(ctx context.Context, tenant string, endpoint int64) (s webhook.Scan, found bool, err error)
+	// SetScanMark moves the mark, keeping the replay point.
+	SetScanMark(ctx context.Context, tenant string, endpoint int64, at time.Time) error
+	// Replay drops the endpoint's topic cursors and sets both mark and replay point to point,
+	// so its events from then are delivered again.
+	Replay(ctx context.Context, tenant string, endpoint int64, point time.Time) error
+	// Forget removes all of the endpoint's progress and dead letters (the endpoint is gone).
+	Forget(ctx context.Context, tenant string, endpoint int64) error
+	// TopicCursor is the last seq of topic the endpoint is done with; found=false when none.
+	TopicCursor(ctx context.Context, tenant string, endpoint int64, topic string) (seq int64, found bool, err error)
+	SetTopicCursor(ctx context.Context, tenant string, endpoint int64, topic string, seq int64) error
+	AddDeadLetter(ctx context.Context, tenant string, d webhook.DeadLetter) error
+	// DeadLetters lists the endpoint's dead letters, oldest first, at most limit.
+	DeadLetters(ctx context.Context, tenant string, endpoint int64, limit int) ([]webhook.DeadLetter, error)
+}
+
+// WebhookSender posts one signed webhook request.
+type WebhookSender interface {
+	// Post sends body to url with headers and returns the answer's status; err is a request
+	// that got no answer (refused, timed out).
+	Post(ctx context.Context, url string, headers map[string]string, body []byte) (status int, err error)
+}

@@ -1,0 +1,56 @@
+-- Event webhook endpoints (0013).
+
+-- name: InsertWebhookEndpoint :exec
+INSERT INTO t_webhook_endpoints (id, url, description, events, enabled, secret, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?);
+
+-- name: WebhookEndpoint :one
+SELECT * FROM t_webhook_endpoints WHERE id = ?;
+
+-- name: WebhookEndpoints :many
+SELECT * FROM t_webhook_endpoints ORDER BY id;
+
+-- name: UpdateWebhookEndpoint :execrows
+UPDATE t_webhook_endpoints
+SET url = ?, description = ?, events = ?, enabled = ?, secret = ?, updated_at = ?
+WHERE id = ?;
+
+-- name: DeleteWebhookEndpoint :execrows
+DELETE FROM t_webhook_endpoints WHERE id = ?;
+
+-- Delivery progress (0014).
+
+-- name: WebhookScanMark :one
+SELECT scanned_to, replay_from FROM t_webhook_scan_marks WHERE endpoint_id = ?;
+
+-- name: SetWebhookScanMark :exec
+INSERT INTO t_webhook_scan_marks (endpoint_id, scanned_to) VALUES (?, ?)
+ON DUPLICATE KEY UPDATE scanned_to = VALUES(scanned_to);
+
+-- A replay: the scan starts again at the point, and every topic cursor goes (next query).
+-- name: ReplayWebhookScanMark :exec
+INSERT INTO t_webhook_scan_marks (endpoint_id, scanned_to, replay_from) VALUES (?, ?, ?)
+ON DUPLICATE KEY UPDATE scanned_to = VALUES(scanned_to), replay_from = VALUES(replay_from);
+
+-- name: DeleteWebhookTopicCursors :exec
+DELETE FROM t_webhook_cursors WHERE endpoint_id = ?;
+
+-- name: DeleteWebhookScanMark :exec
+DELETE FROM t_webhook_scan_marks WHERE endpoint_id = ?;
+
+-- name: DeleteWebhookDeadLetters :exec
+DELETE FROM t_webhook_dead_letters WHERE endpoint_id = ?;
+
+-- name: WebhookTopicCursor :one
+SELECT seqid FROM t_webhook_cursors WHERE endpoint_id = ? AND topic = ?;
+
+-- name: SetWebhookTopicCursor :exec
+INSERT INTO t_webhook_cursors (endpoint_id, topic, seqid) VALUES (?, ?, ?)
+ON DUPLICATE KEY UPDATE seqid = VALUES(seqid);
+
+-- name: InsertWebhookDeadLetter :exec
+INSERT INTO t_webhook_dead_letters (endpoint_id, topic, seqid, event_type, attempts, last_error, created_at)
+VALUES (?, ?, ?, ?, ?, ?, ?);
+
+-- name: WebhookDeadLetters :many
+SELECT * FROM t_webhook_dead_letters WHERE endpoint_id = ? ORDER BY id LIMIT ?;
