@@ -148,7 +148,9 @@ func Nodes(t *testing.T, fresh func(t *testing.T) NodesFixture) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		slices.SortFunc(got, func(a, b presence.Entry) int { return cmp.Or(cmp.Compare(a.User, b.User), cmp.Compare(a.Device, b.Device)) })
+		slices.SortFunc(got, func(a, b presence.Entry) int {
+			return cmp.Or(cmp.Compare(a.User, b.User), cmp.Compare(a.Device, b.Device))
+		})
 		if want := []presence.Entry{held[0], moved, held[2]}; !slices.Equal(got, want) {
 			t.Fatalf("after restore: %+v; want %+v", got, want)
 		}
