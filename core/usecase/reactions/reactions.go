@@ -11,6 +11,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -258,6 +259,11 @@ func (s *Service) publish(ctx context.Context, t Target, conv social.Conversatio
 		Tenant: t.Tenant, Conversation: conv, Actor: t.User, ActorDevice: t.Device,
 		ClientMsgID: fmt.Sprintf("%s:%d:%s", e.Event, t.Seq, hex.EncodeToString(h[:10])), Content: content,
 	})
+	if errors.Is(err, send.ErrClientMsgIDReused) {
+		// The change's event is written already, with the counts of its time: a retry after
+		// others reacted carries other counts, and the first announcement stands (issue 31).
+		return nil
+	}
 	if err != nil {
 		s.d.Log.WarnContext(ctx, "change stored but its event is not written yet", "topic", t.Topic, "seq", t.Seq, "event", e.Event, "err", err)
 		if apperr.CodeOf(err) == apperr.Busy {

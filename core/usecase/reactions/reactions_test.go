@@ -296,3 +296,40 @@ func TestPins(t *testing.T) {
 		t.Fatalf("an outsider lists pins: %v, want 40301", err)
 	}
 }
+
+func TestRetriesAfterOthersActed(t *testing.T) {
+	f := newFixture(t, reactions.Config{})
+	ctx := context.Background()
+	seq := f.post(t, owner, f.group, "hello")
+	for _, tt := range []struct {
+		name   string
+		user   int64
+		emojis int // the 👍 count after the step
+	}{
+		{"the member reacts", member, 1},
+		{"the owner reacts too", owner, 2},
+		{"the member's retry answers the summary", member, 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			sum, err := f.svc.React(ctx, f.target(tt.user, f.group, seq), "👍", false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(sum.Reactions) != 1 || sum.Reactions[0].Count != tt.emojis {
+				t.Fatalf("summary %+v, want 👍 x%d", sum.Reactions, tt.emojis)
+			}
+		})
+	}
+	before := len(f.events(t, f.group))
+	if _, err := f.svc.Pin(ctx, f.target(owner, f.group, seq), false); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Set(f.clock.Now().Add(time.Second))
+	if _, err := f.svc.Pin(ctx, f.target(admin, f.group, seq), false); err != nil {
+		t.Fatalf("an admin pins what the owner pinned: %v", err)
+	}
+	want := fmt.Sprintf(`{"event":"pin","seq":%d}`, seq)
+	if got := f.events(t, f.group)[before:]; !reflect.DeepEqual(got, []string{want}) {
+		t.Fatalf("pin events %q, want one %q", got, want)
+	}
+}
