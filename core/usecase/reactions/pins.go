@@ -25,7 +25,7 @@ func (s *Service) Pin(ctx context.Context, t Target, unpin bool) ([]msgref.Pin, 
 }
 
 func (s *Service) pin(ctx context.Context, t Target, unpin bool, action string) ([]msgref.Pin, error) {
-	conv, m, err := s.target(ctx, t)
+	conv, m, err := s.target(ctx, t, s.d.Resolver.ForEvent)
 	if err != nil {
 		return nil, err
 	}
