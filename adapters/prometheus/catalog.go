@@ -137,7 +137,7 @@ func catalog() []spec {
 		// Thumbnails of confirmed image uploads (issue 32).
 		{name: "media_thumbnail_total", kind: counter, help: "Thumbnails of confirmed image uploads, by outcome (made|failed: the store or the wait for a worker failed).", labels: []string{"status"}, values: []string{"made", "failed"}},
 		{name: "media_thumbnail_refused_total", kind: counter, help: "Image uploads no thumbnail is made of, by reason (type|size|pixels|corrupt).", labels: []string{"reason"}},
-		{name: "media_thumbnail_seconds", kind: histogram, help: "Seconds to make one thumbnail: the wait for a worker, decoding, scaling and encoding.", buckets: latencyBuckets},
+		{name: "media_thumbnail_seconds", kind: histogram, help: "Seconds to make one thumbnail once read: decoding, scaling and encoding (the wait for a worker comes before the read).", buckets: latencyBuckets},
 		// Event webhooks (issue 32): requests to the endpoints.
 		{name: "webhook_deliveries_total", kind: counter, help: "Webhook requests, by outcome (ok: 2xx; retry: failed, tried again after a backoff; dead: the last attempt failed, the event is a dead letter).", labels: []string{"status"}, values: []string{"ok", "retry", "dead"}},
 		{name: "message_search_index_total", kind: counter, help: "Search index updates after COMMIT, by outcome (indexed|removed|failed|dropped).", labels: []string{"status"}},
