@@ -21,6 +21,8 @@ type PresenceRecords interface {
 type UserSettings interface {
 	// Settings returns the user's settings; a user who never saved any has the zero value.
 	Settings(ctx context.Context, tenant string, user int64) (social.Settings, error)
-	// SaveSettings stores s as the user's settings.
-	SaveSettings(ctx context.Context, tenant string, user int64, s social.Settings) error
+	// ChangeSettings sets the settings c names, in one step that leaves the others as stored,
+	// so two changes of different settings never undo each other (issue 31), and returns the
+	// user's settings afterwards.
+	ChangeSettings(ctx context.Context, tenant string, user int64, c social.SettingsChange) (social.Settings, error)
 }

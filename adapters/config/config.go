@@ -294,7 +294,8 @@ type Uploads struct {
 
 // Thumbnails bounds the thumbnails made of confirmed image uploads (issue 32): side is the
 // long side in pixels; images of more than max_bytes bytes or max_pixels pixels are refused
-// unread; workers decode at once, each holding up to 8 bytes per pixel.
+// unread; workers are made at once, each holding its bytes, read only once its turn has come,
+// and up to 8 bytes per pixel.
 type Thumbnails struct {
 	Side      int   `yaml:"side"`
 	MaxBytes  int64 `yaml:"max_bytes"`

@@ -116,7 +116,7 @@ func (c Config) SeqHoleSweep() seqholes.Config { return seqholes.Config{After: c
 // UploadLimits bounds an upload, its signed URLs and the image read for its thumbnail.
 func (c Config) UploadLimits() uploads.Config {
 	u := c.Uploads
-	return uploads.Config{MaxSize: u.MaxSize, URLTTL: u.URLTTL, ThumbSide: u.Thumbnails.Side, ThumbMaxBytes: u.Thumbnails.MaxBytes}
+	return uploads.Config{MaxSize: u.MaxSize, URLTTL: u.URLTTL, ThumbSide: u.Thumbnails.Side, ThumbMaxBytes: u.Thumbnails.MaxBytes, ThumbWorkers: u.Thumbnails.Workers}
 }
 
 // Archiving is the archiver's; it keeps the months the shard manager creates ahead.

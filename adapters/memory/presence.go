@@ -62,10 +62,11 @@ func (p *Presence) Settings(_ context.Context, tenant string, user int64) (socia
 	return p.settings[userKey(tenant, user)], nil
 }
 
-// SaveSettings implements ports.UserSettings.
-func (p *Presence) SaveSettings(_ context.Context, tenant string, user int64, s social.Settings) error {
+// ChangeSettings implements ports.UserSettings.
+func (p *Presence) ChangeSettings(_ context.Context, tenant string, user int64, c social.SettingsChange) (social.Settings, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.settings[userKey(tenant, user)] = s
-	return nil
+	k := userKey(tenant, user)
+	p.settings[k] = p.settings[k].With(c)
+	return p.settings[k], nil
 }

@@ -82,14 +82,23 @@ func (p *Presence) Settings(ctx context.Context, tenant string, user int64) (soc
 	return social.Settings{HidePresence: row.HidePresence, HideReceipts: row.HideReceipts}, nil
 }
 
-// SaveSettings implements ports.UserSettings.
-func (p *Presence) SaveSettings(ctx context.Context, tenant string, user int64, s social.Settings) error {
+// ChangeSettings implements ports.UserSettings: one upsert sets the named settings and keeps
+// the others, then a read by primary key answers what is stored.
+func (p *Presence) ChangeSettings(ctx context.Context, tenant string, user int64, c social.SettingsChange) (social.Settings, error) {
 	t, err := p.cluster.tenant(tenant)
 	if err != nil {
-		return err
+		return social.Settings{}, err
 	}
-	if err := t.q.SaveUserSettings(ctx, sqlcdb.SaveUserSettingsParams{UserID: user, HidePresence: s.HidePresence, HideReceipts: s.HideReceipts}); err != nil {
-		return fmt.Errorf("save settings of user %d of %s: %w", user, tenant, err)
+	if err := t.q.ChangeUserSettings(ctx, sqlcdb.ChangeUserSettingsParams{UserID: user, HidePresence: nullBool(c.HidePresence), HideReceipts: nullBool(c.HideReceipts)}); err != nil {
+		return social.Settings{}, fmt.Errorf("change settings of user %d of %s: %w", user, tenant, err)
 	}
-	return nil
+	return p.Settings(ctx, tenant, user)
+}
+
+// nullBool is NULL for a setting a change leaves as stored.
+func nullBool(b *bool) sql.NullBool {
+	if b == nil {
+		return sql.NullBool{}
+	}
+	return sql.NullBool{Bool: *b, Valid: true}
 }

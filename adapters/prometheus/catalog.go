@@ -29,6 +29,10 @@ type spec struct {
 	help    string
 	labels  []string
 	buckets []float64 // histograms only
+	// values are the values of a counter's one label that an alert watches: each series is
+	// created at 0 on start, so the alert's rate() or increase() sees it before its first event
+	// (a series born at 1 shows no increase).
+	values []string
 }
 
 // Bucket layouts, in seconds for latencies.
@@ -50,7 +54,7 @@ func catalog() []spec {
 		{name: "group_message_shard_missing_total", kind: counter, help: "Writes or preparations that found a month table missing."},
 		{name: "group_message_dedup_hit_total", kind: counter, help: "Sends answered from an existing (topic, from, client_msg_id) record."},
 		{name: "group_message_route_miss_total", kind: counter, help: "Queries whose Redis route was missing or unreadable."},
-		{name: "group_message_route_rebuild_total", kind: counter, help: "Redis routes rebuilt from the MySQL mirror, by outcome (ok|failed).", labels: []string{"status"}},
+		{name: "group_message_route_rebuild_total", kind: counter, help: "Redis routes rebuilt from the MySQL mirror, by outcome (ok|failed).", labels: []string{"status"}, values: []string{"ok", "failed"}},
 		{name: "group_message_route_repair_total", kind: counter, help: "Redis route updates repaired after a failed write-back."},
 		{name: "group_message_seq_hole_closed_total", kind: counter, help: "Seqs allocated whose message never committed, closed with a tombstone by the seq-hole sweeper."},
 		{name: "group_message_dead_letter_total", kind: counter, help: "Deliver jobs moved to the dead-letter list, and late writes into sealed months moved to the compensation list."},
@@ -58,7 +62,7 @@ func catalog() []spec {
 		{name: "group_message_query_latency", kind: histogram, help: "Seconds per message query, by route source.", labels: []string{"source"}, buckets: latencyBuckets},
 		{name: "group_message_query_tables", kind: histogram, help: "Month tables touched per message query.", buckets: tableBuckets},
 		{name: "group_message_route_repair_backlog", kind: gauge, help: "Topics whose Redis route waits to be rebuilt from the mirror.", labels: []string{"tenant"}},
-		{name: "group_message_route_reconcile_total", kind: counter, help: "Topics compared by the route reconciliation, by result (ok|missing|stale|mismatch|failed), plus mirror segments recounted from month tables (recounted).", labels: []string{"result"}},
+		{name: "group_message_route_reconcile_total", kind: counter, help: "Topics compared by the route reconciliation, by result (ok|missing|stale|mismatch|failed), plus mirror segments recounted from month tables (recounted).", labels: []string{"result"}, values: []string{"ok", "missing", "stale", "mismatch", "failed", "recounted"}},
 		{name: "group_message_shard_ready", kind: gauge, help: "1 when the month table takes writes: the active month (set and writable), the current calendar month (writable) or the next one (ready to switch to).", labels: []string{"tenant", "month"}},
 		{name: "group_message_compensation_backlog", kind: gauge, help: "Late writes into sealed months waiting on the compensation list.", labels: []string{"tenant"}},
 		{name: "group_message_hot_cache_write_failed_total", kind: counter, help: "Committed messages the Redis hot cache failed to take (readers fall back to MySQL)."},
@@ -99,7 +103,7 @@ func catalog() []spec {
 		{name: "deliver_notify_total", kind: counter, help: "System-push notifications deliver jobs handed to the notifier, by outcome (ok|failed).", labels: []string{"status"}},
 		{name: "push_notify_total", kind: counter, help: "System-push webhook posts, by outcome (ok|failed|dropped).", labels: []string{"status"}},
 		{name: "message_sync_total", kind: counter, help: "SYNC_MESSAGES requests served (frames, client and admin HTTP API)."},
-		{name: "message_send_total", kind: counter, help: "SEND_MESSAGE requests (frames and the client HTTP API), by outcome: ok or the error code of PROTOCOL §5.", labels: []string{"status"}},
+		{name: "message_send_total", kind: counter, help: "SEND_MESSAGE requests (frames and the client HTTP API), by outcome: ok or the error code of PROTOCOL §5.", labels: []string{"status"}, values: []string{"ok", "50001", "50301"}},
 		{name: "send_ack_latency", kind: histogram, help: "Seconds from SEND_MESSAGE received to SEND_ACK written.", buckets: latencyBuckets},
 		{name: "enqueue_latency", kind: histogram, help: "Seconds to push a deliver job.", buckets: latencyBuckets},
 		{name: "persist_latency", kind: histogram, help: "Seconds per committed group-commit transaction, from BEGIN to COMMIT.", buckets: latencyBuckets},
@@ -131,11 +135,11 @@ func catalog() []spec {
 		{name: "group_message_archive_chunk_cache_total", kind: counter, help: "Archive chunk lookups, by result (hit|miss).", labels: []string{"result"}},
 		{name: "group_file_index_total", kind: counter, help: "Group file index updates after COMMIT, by outcome (ok|failed).", labels: []string{"status"}},
 		// Thumbnails of confirmed image uploads (issue 32).
-		{name: "media_thumbnail_total", kind: counter, help: "Thumbnails of confirmed image uploads, by outcome (made|failed: the store or the wait for a worker failed).", labels: []string{"status"}},
+		{name: "media_thumbnail_total", kind: counter, help: "Thumbnails of confirmed image uploads, by outcome (made|failed: the store or the wait for a worker failed).", labels: []string{"status"}, values: []string{"made", "failed"}},
 		{name: "media_thumbnail_refused_total", kind: counter, help: "Image uploads no thumbnail is made of, by reason (type|size|pixels|corrupt).", labels: []string{"reason"}},
-		{name: "media_thumbnail_seconds", kind: histogram, help: "Seconds to make one thumbnail: the wait for a worker, decoding, scaling and encoding.", buckets: latencyBuckets},
+		{name: "media_thumbnail_seconds", kind: histogram, help: "Seconds to make one thumbnail once read: decoding, scaling and encoding (the wait for a worker comes before the read).", buckets: latencyBuckets},
 		// Event webhooks (issue 32): requests to the endpoints.
-		{name: "webhook_deliveries_total", kind: counter, help: "Webhook requests, by outcome (ok: 2xx; retry: failed, tried again after a backoff; dead: the last attempt failed, the event is a dead letter).", labels: []string{"status"}},
+		{name: "webhook_deliveries_total", kind: counter, help: "Webhook requests, by outcome (ok: 2xx; retry: failed, tried again after a backoff; dead: the last attempt failed, the event is a dead letter).", labels: []string{"status"}, values: []string{"ok", "retry", "dead"}},
 		{name: "message_search_index_total", kind: counter, help: "Search index updates after COMMIT, by outcome (indexed|removed|failed|dropped).", labels: []string{"status"}},
 	}
 }

@@ -43,8 +43,9 @@ func New(log *slog.Logger) *Metrics {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		buildInfo(),
 	)
-	// A metric without labels has exactly one series; creating it now makes the scrape show 0
-	// before the first event, so rate() and alerts work from the start.
+	// A metric without labels has exactly one series, and a counter an alert watches declares
+	// the values it watches: creating them now makes the scrape show 0 before the first event,
+	// so rate() and alerts work from the start.
 	for _, s := range catalog() {
 		switch s.kind {
 		case counter:
@@ -53,6 +54,9 @@ func New(log *slog.Logger) *Metrics {
 			m.counters[s.name] = v
 			if len(s.labels) == 0 {
 				v.WithLabelValues()
+			}
+			for _, value := range s.values {
+				v.WithLabelValues(value)
 			}
 		case histogram:
 			v := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: s.name, Help: s.help, Buckets: s.buckets}, s.labels)

@@ -24,19 +24,15 @@ import (
 	"github.com/imdhq/imd/ports"
 )
 
-// Defaults of Config.
-const (
-	DefaultWorkers   = 2
-	DefaultMaxPixels = 40_000_000
-)
+// DefaultMaxPixels is Config.MaxPixels's default.
+const DefaultMaxPixels = 40_000_000
 
 // jpegQuality of thumbnails: small files that still read well at list size.
 const jpegQuality = 80
 
-// Config bounds the work.
+// Config bounds the work; how many images are made at once is the caller's (issue 32: the
+// uploads use case waits for a worker before it reads the bytes).
 type Config struct {
-	// Workers is how many images are decoded at once; more wait their turn.
-	Workers int
 	// MaxPixels refuses larger images unread: a decode holds up to 8 bytes per pixel.
 	MaxPixels int64
 }
@@ -55,28 +51,24 @@ var codecs = map[string]codec{
 	"image/webp": {webp.DecodeConfig, webp.Decode},
 }
 
-// Imager makes thumbnails, Workers at a time.
+// Imager makes thumbnails.
 type Imager struct {
-	cfg   Config
-	turns chan struct{}
+	cfg Config
 }
 
 var _ ports.Imager = (*Imager)(nil)
 
 // New returns an Imager; zero fields take their defaults.
 func New(cfg Config) *Imager {
-	if cfg.Workers <= 0 {
-		cfg.Workers = DefaultWorkers
-	}
 	if cfg.MaxPixels <= 0 {
 		cfg.MaxPixels = DefaultMaxPixels
 	}
-	return &Imager{cfg: cfg, turns: make(chan struct{}, cfg.Workers)}
+	return &Imager{cfg: cfg}
 }
 
 // Thumbnail sniffs, bounds, decodes, scales into maxSide by maxSide (never up), turns upright
 // and encodes: JPEG when the result is opaque, else PNG.
-func (m *Imager) Thumbnail(ctx context.Context, data []byte, maxSide int) (ports.Thumbnail, error) {
+func (m *Imager) Thumbnail(_ context.Context, data []byte, maxSide int) (ports.Thumbnail, error) {
 	source := http.DetectContentType(data)
 	c, ok := codecs[source]
 	if !ok {
@@ -92,12 +84,6 @@ func (m *Imager) Thumbnail(ctx context.Context, data []byte, maxSide int) (ports
 	if px := int64(cfg.Width) * int64(cfg.Height); px > m.cfg.MaxPixels {
 		return ports.Thumbnail{}, &ports.ImageRefusal{Reason: ports.RefusedPixels,
 			Detail: fmt.Sprintf("%dx%d is more than %d pixels", cfg.Width, cfg.Height, m.cfg.MaxPixels)}
-	}
-	select {
-	case m.turns <- struct{}{}:
-		defer func() { <-m.turns }()
-	case <-ctx.Done():
-		return ports.Thumbnail{}, fmt.Errorf("thumbnail: waiting for a worker: %w", ctx.Err())
 	}
 	img, err := c.decode(bytes.NewReader(data))
 	if err != nil {

@@ -119,7 +119,7 @@ func TestThumbnail(t *testing.T) {
 		{"zero width", pngHeader(0, 10), "", "", 0, 0, 0, 0, ports.RefusedCorrupt},
 		{"bomb", pngHeader(50_000, 50_000), "", "", 0, 0, 0, 0, ports.RefusedPixels},
 	}
-	m := New(Config{Workers: 1, MaxPixels: 4_000_000})
+	m := New(Config{MaxPixels: 4_000_000})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := m.Thumbnail(context.Background(), tt.data, 320)
@@ -219,18 +219,6 @@ func TestEXIFIsGoneAndOrientationApplied(t *testing.T) {
 	}
 }
 
-// TestWaitingForAWorkerEndsWithTheContext: with every worker busy, a thumbnail waits, and
-// gives up when its context ends.
-func TestWaitingForAWorkerEndsWithTheContext(t *testing.T) {
-	m := New(Config{Workers: 1})
-	m.turns <- struct{}{}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if _, err := m.Thumbnail(ctx, encodePNG(t, halves(4, 4, 255)), 320); !errors.Is(err, context.Canceled) {
-		t.Fatalf("Thumbnail with no free worker = %v, want context.Canceled", err)
-	}
-}
-
 // FuzzThumbnail: any bytes give a refusal or a thumbnail within the box that decodes; nothing
 // panics, and nothing past the pixel limit is decoded.
 func FuzzThumbnail(f *testing.F) {
@@ -242,7 +230,7 @@ func FuzzThumbnail(f *testing.F) {
 	if webp, err := os.ReadFile("testdata/blue-purple-pink.lossy.webp"); err == nil {
 		f.Add(webp)
 	}
-	m := New(Config{Workers: 1, MaxPixels: 1 << 20})
+	m := New(Config{MaxPixels: 1 << 20})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		got, err := m.Thumbnail(context.Background(), data, 64)
 		var r *ports.ImageRefusal

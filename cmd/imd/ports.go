@@ -288,7 +288,7 @@ func openAdapters(cfg config.Config, log *slog.Logger) (Ports, held, error) {
 		SearchIndex:    index,
 		BlobStore:      blobs,
 		ObjectStore:    objects,
-		Imager:         stdimage.New(stdimage.Config{Workers: cfg.Uploads.Thumbnails.Workers, MaxPixels: cfg.Uploads.Thumbnails.MaxPixels}),
+		Imager:         stdimage.New(stdimage.Config{MaxPixels: cfg.Uploads.Thumbnails.MaxPixels}),
 		Files:          files,
 		PushNotifier:   notifier,
 		WebhookSender:  httpclient.NewSender(cfg.Webhooks.Timeout),

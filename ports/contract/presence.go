@@ -33,8 +33,12 @@ func Presence(t *testing.T, newStore PresenceFactory) {
 	if s, err := p.Settings(ctx, tenant, 2); err != nil || s != (social.Settings{}) {
 		t.Fatalf("settings of a user who saved none: %+v, %v", s, err)
 	}
-	if err := p.SaveSettings(ctx, tenant, 2, social.Settings{HidePresence: true, HideReceipts: true}); err != nil {
-		t.Fatalf("SaveSettings: %v", err)
+	yes, no := true, false
+	if s, err := p.ChangeSettings(ctx, tenant, 2, social.SettingsChange{HidePresence: &yes}); err != nil || s != (social.Settings{HidePresence: true}) {
+		t.Fatalf("ChangeSettings of hide_presence = %+v, %v; want only it set", s, err)
+	}
+	if s, err := p.ChangeSettings(ctx, tenant, 2, social.SettingsChange{HideReceipts: &yes}); err != nil || s != (social.Settings{HidePresence: true, HideReceipts: true}) {
+		t.Fatalf("ChangeSettings of hide_receipts = %+v, %v; want hide_presence kept", s, err)
 	}
 	if s, err := p.Settings(ctx, tenant, 2); err != nil || !s.HidePresence || !s.HideReceipts {
 		t.Fatalf("settings after hiding: %+v, %v", s, err)
@@ -52,8 +56,8 @@ func Presence(t *testing.T, newStore PresenceFactory) {
 	if _, ok := recs[3]; ok {
 		t.Errorf("user 3, never seen, has a record: %+v", recs[3])
 	}
-	if err := p.SaveSettings(ctx, tenant, 2, social.Settings{}); err != nil {
-		t.Fatalf("SaveSettings: %v", err)
+	if s, err := p.ChangeSettings(ctx, tenant, 2, social.SettingsChange{HidePresence: &no}); err != nil || s != (social.Settings{HideReceipts: true}) {
+		t.Fatalf("ChangeSettings showing presence = %+v, %v; want hide_receipts kept", s, err)
 	}
 	if recs, err := p.Records(ctx, tenant, []int64{2}); err != nil || recs[2].Hidden {
 		t.Fatalf("user 2 after showing again: %+v, %v", recs[2], err)

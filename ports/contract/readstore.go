@@ -219,7 +219,8 @@ func readReaders(t *testing.T, f ReadFixture) {
 	check(1, 1, dialog.Readers{Read: 2, Of: 2, Users: []int64{2}})
 	check(1, 0, dialog.Readers{Read: 2, Of: 2, Users: []int64{}})
 	check(3, 10, dialog.Readers{Read: 1, Of: 2, Users: []int64{3}})
-	if err := f.Settings.SaveSettings(ctx, f.Tenant, 3, social.Settings{HideReceipts: true}); err != nil {
+	hide := true
+	if _, err := f.Settings.ChangeSettings(ctx, f.Tenant, 3, social.SettingsChange{HideReceipts: &hide}); err != nil {
 		t.Fatal(err)
 	}
 	check(1, 10, dialog.Readers{Read: 1, Of: 2, Users: []int64{2}})

@@ -14,6 +14,11 @@ SELECT user_id FROM t_user_settings WHERE hide_presence = 1 AND user_id IN (sqlc
 -- name: UserSettings :one
 SELECT hide_presence, hide_receipts FROM t_user_settings WHERE user_id = ?;
 
--- name: SaveUserSettings :exec
-INSERT INTO t_user_settings (user_id, hide_presence, hide_receipts) VALUES (?, ?, ?)
-ON DUPLICATE KEY UPDATE hide_presence = VALUES(hide_presence), hide_receipts = VALUES(hide_receipts);
+-- A change names only the settings it changes; the others stay as stored, in one statement, so
+-- two changes of different settings never undo each other (issue 31).
+-- name: ChangeUserSettings :exec
+INSERT INTO t_user_settings (user_id, hide_presence, hide_receipts)
+VALUES (sqlc.arg(user_id), COALESCE(sqlc.narg(hide_presence), 0), COALESCE(sqlc.narg(hide_receipts), 0))
+ON DUPLICATE KEY UPDATE
+  hide_presence = COALESCE(sqlc.narg(hide_presence), hide_presence),
+  hide_receipts = COALESCE(sqlc.narg(hide_receipts), hide_receipts);

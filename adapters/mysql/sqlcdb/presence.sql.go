@@ -7,8 +7,36 @@ package sqlcdb
 
 import (
 	"context"
+	"database/sql"
 	"strings"
 )
+
+const changeUserSettings = `-- name: ChangeUserSettings :exec
+INSERT INTO t_user_settings (user_id, hide_presence, hide_receipts)
+VALUES (?, COALESCE(?, 0), COALESCE(?, 0))
+ON DUPLICATE KEY UPDATE
+  hide_presence = COALESCE(?, hide_presence),
+  hide_receipts = COALESCE(?, hide_receipts)
+`
+
+type ChangeUserSettingsParams struct {
+	UserID       int64
+	HidePresence sql.NullBool
+	HideReceipts sql.NullBool
+}
+
+// A change names only the settings it changes; the others stay as stored, in one statement, so
+// two changes of different settings never undo each other (issue 31).
+func (q *Queries) ChangeUserSettings(ctx context.Context, arg ChangeUserSettingsParams) error {
+	_, err := q.db.ExecContext(ctx, changeUserSettings,
+		arg.UserID,
+		arg.HidePresence,
+		arg.HideReceipts,
+		arg.HidePresence,
+		arg.HideReceipts,
+	)
+	return err
+}
 
 const hiddenOf = `-- name: HiddenOf :many
 SELECT user_id FROM t_user_settings WHERE hide_presence = 1 AND user_id IN (/*SLICE:users*/?)
@@ -99,22 +127,6 @@ type RaiseLastSeenParams struct {
 // last_seen never moves back: two nodes telling of one user's change in either order agree.
 func (q *Queries) RaiseLastSeen(ctx context.Context, arg RaiseLastSeenParams) error {
 	_, err := q.db.ExecContext(ctx, raiseLastSeen, arg.UserID, arg.LastSeen)
-	return err
-}
-
-const saveUserSettings = `-- name: SaveUserSettings :exec
-INSERT INTO t_user_settings (user_id, hide_presence, hide_receipts) VALUES (?, ?, ?)
-ON DUPLICATE KEY UPDATE hide_presence = VALUES(hide_presence), hide_receipts = VALUES(hide_receipts)
-`
-
-type SaveUserSettingsParams struct {
-	UserID       int64
-	HidePresence bool
-	HideReceipts bool
-}
-
-func (q *Queries) SaveUserSettings(ctx context.Context, arg SaveUserSettingsParams) error {
-	_, err := q.db.ExecContext(ctx, saveUserSettings, arg.UserID, arg.HidePresence, arg.HideReceipts)
 	return err
 }
 

@@ -49,8 +49,9 @@ func budgetOf(cmd uint16) budget {
 		return budgetSyncInbox
 	case wire.CmdSyncMessages:
 		return budgetSyncMessages
-	case wire.CmdGetHistory, wire.CmdReadState:
-		// READ_STATE reads a message and counts the watermarks of its conversation (issue 31).
+	case wire.CmdGetHistory, wire.CmdReadState, wire.CmdGetReactions, wire.CmdGetPins:
+		// READ_STATE reads a message and counts the watermarks of its conversation;
+		// GET_REACTIONS and GET_PINS read a message's or a conversation's list (issue 31).
 		return budgetHistory
 	}
 	return budgetNone

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/imdhq/imd/adapters/protocol/ratelimit"
+	"github.com/imdhq/imd/clients/go/wire"
 )
 
 func perMinute(n int) ratelimit.Rate { return ratelimit.Rate{Count: n, Per: time.Minute} }
@@ -75,5 +76,26 @@ func TestLimitKey(t *testing.T) {
 	}
 	if limitKey(netip.Addr{}).IsValid() {
 		t.Error("an unknown address got a key")
+	}
+}
+
+// TestBudgetOf: every read of a conversation's stored lists spends from the history budget,
+// every command that writes a message from the send budget (issue 31).
+func TestBudgetOf(t *testing.T) {
+	for _, tt := range []struct {
+		cmd  uint16
+		want budget
+	}{
+		{wire.CmdGetHistory, budgetHistory},
+		{wire.CmdReadState, budgetHistory},
+		{wire.CmdGetReactions, budgetHistory},
+		{wire.CmdGetPins, budgetHistory},
+		{wire.CmdSendMessage, budgetSend},
+		{wire.CmdAddReaction, budgetSend},
+		{wire.CmdPinMessage, budgetSend},
+	} {
+		if got := budgetOf(tt.cmd); got != tt.want {
+			t.Errorf("budgetOf(%d) = %s, want %s", tt.cmd, got, tt.want)
+		}
 	}
 }

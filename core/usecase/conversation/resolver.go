@@ -150,27 +150,31 @@ func (r *Resolver) ForSend(ctx context.Context, tenant string, user int64, a Add
 		}
 		return r.lookup(ctx, tenant, p.Name)
 	}
-	if !p.Has(user) {
-		return social.Conversation{}, apperr.New(apperr.Forbidden, "not a member of this conversation")
+	if err := r.checkPairSend(ctx, tenant, p, user); err != nil {
+		return social.Conversation{}, err
 	}
-	rel, err := r.Relation(ctx, tenant, user, p.Peer(user))
+	return r.ensurePair(ctx, tenant, p)
+}
+
+// ForEvent resolves an address for a member acting in a conversation without sending a
+// message: a reaction, a pin, a typing notice (issue 31). It checks the rights ForSend checks
+// of a user (membership and mute in a group; friendship and no block in a pair) but creates no
+// conversation: a pair nobody wrote in yet is answered as ForRead answers it.
+func (r *Resolver) ForEvent(ctx context.Context, tenant string, user int64, a Address) (social.Conversation, error) {
+	p, err := r.parse(ctx, tenant, user, a)
 	if err != nil {
 		return social.Conversation{}, err
 	}
-	if rel.Blocked || !rel.Friends {
-		// A deleted peer lost its friendships: say it is gone (40401), not "not friends"
-		// (DESIGN §8.1). Only refusals pay the lookup.
-		if err := r.requireUser(ctx, tenant, p.Peer(user)); err != nil {
+	if p.Kind == topic.Group {
+		if err := r.checkGroupSend(ctx, tenant, p, user); err != nil {
 			return social.Conversation{}, err
 		}
+		return r.lookup(ctx, tenant, p.Name)
 	}
-	switch {
-	case rel.Blocked:
-		return social.Conversation{}, apperr.New(apperr.Forbidden, "blocked")
-	case !rel.Friends:
-		return social.Conversation{}, apperr.New(apperr.Forbidden, "not friends")
+	if err := r.checkPairSend(ctx, tenant, p, user); err != nil {
+		return social.Conversation{}, err
 	}
-	return r.ensurePair(ctx, tenant, p)
+	return r.pair(ctx, tenant, p)
 }
 
 // ForRead resolves an address for a reader: a member of the group, or one of the P2P pair.
@@ -188,12 +192,42 @@ func (r *Resolver) ForRead(ctx context.Context, tenant string, user int64, a Add
 	if !p.Has(user) {
 		return social.Conversation{}, apperr.New(apperr.Forbidden, "not a member of this conversation")
 	}
+	return r.pair(ctx, tenant, p)
+}
+
+// pair returns a pair's conversation, or an empty one if nobody wrote yet: legitimately
+// readable, and created by the first message only.
+func (r *Resolver) pair(ctx context.Context, tenant string, p topic.Parsed) (social.Conversation, error) {
 	c, err := r.lookup(ctx, tenant, p.Name)
 	if apperr.CodeOf(err) == apperr.NotFound {
-		// Nobody wrote yet: the conversation is empty but legitimately readable.
 		return social.Conversation{Topic: p.Name, Kind: social.KindP2P}, nil
 	}
 	return c, err
+}
+
+// checkPairSend lets one of a pair send to the other: friends, and no block either way.
+func (r *Resolver) checkPairSend(ctx context.Context, tenant string, p topic.Parsed, user int64) error {
+	if !p.Has(user) {
+		return apperr.New(apperr.Forbidden, "not a member of this conversation")
+	}
+	rel, err := r.Relation(ctx, tenant, user, p.Peer(user))
+	if err != nil {
+		return err
+	}
+	if rel.Blocked || !rel.Friends {
+		// A deleted peer lost its friendships: say it is gone (40401), not "not friends"
+		// (DESIGN §8.1). Only refusals pay the lookup.
+		if err := r.requireUser(ctx, tenant, p.Peer(user)); err != nil {
+			return err
+		}
+	}
+	switch {
+	case rel.Blocked:
+		return apperr.New(apperr.Forbidden, "blocked")
+	case !rel.Friends:
+		return apperr.New(apperr.Forbidden, "not friends")
+	}
+	return nil
 }
 
 // InvalidateGroup forgets what is cached about a group topic (members, roles, mutes) after a

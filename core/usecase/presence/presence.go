@@ -275,18 +275,20 @@ func (s *Service) Settings(ctx context.Context, tenant string, user int64) (soci
 	return st, nil
 }
 
-// ChangeSettings applies c and returns the settings as stored. Hiding presence tells the
-// audience the user is offline (with no last_seen); showing it again tells them the truth.
+// ChangeSettings applies c and returns the settings as stored. Only the settings c names are
+// written, in one step, so a concurrent change of another setting stands (issue 31). Hiding
+// presence tells the audience the user is offline (with no last_seen); showing it again tells
+// them the truth.
 func (s *Service) ChangeSettings(ctx context.Context, tenant string, user int64, c social.SettingsChange) (social.Settings, error) {
 	old, err := s.Settings(ctx, tenant, user)
 	if err != nil {
 		return social.Settings{}, err
 	}
-	next := old.With(c)
-	if next == old {
+	if old.With(c) == old {
 		return old, nil
 	}
-	if err := s.d.Settings.SaveSettings(ctx, tenant, user, next); err != nil {
+	next, err := s.d.Settings.ChangeSettings(ctx, tenant, user, c)
+	if err != nil {
 		return social.Settings{}, apperr.Wrap(apperr.Busy, "settings not saved", err)
 	}
 	if next.HidePresence != old.HidePresence {

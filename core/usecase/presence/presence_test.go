@@ -69,6 +69,11 @@ type world struct {
 // newWorld: user 1 is friends with 2; 1, 3 and 4 share group 10 (3 members); 1 and 5..8
 // share group 11, above the limit of 4.
 func newWorld(t *testing.T, reg func(*memory.Nodes) ports.Presence) *world {
+	return newWorldWith(t, reg, nil)
+}
+
+// newWorldWith is newWorld with the settings store wrapped by wrap (nil: as it is).
+func newWorldWith(t *testing.T, reg func(*memory.Nodes) ports.Presence, wrap func(*memory.Presence) ports.UserSettings) *world {
 	t.Helper()
 	ctx := t.Context()
 	clock := memory.NewClock(time.UnixMilli(1_796_169_600_000))
@@ -92,8 +97,12 @@ func newWorld(t *testing.T, reg func(*memory.Nodes) ports.Presence) *world {
 	if reg != nil {
 		p = reg(w.nodes)
 	}
+	var settings ports.UserSettings = w.records
+	if wrap != nil {
+		settings = wrap(w.records)
+	}
 	w.svc = presence.New(presence.Config{GroupLimit: 4}, presence.Deps{
-		Presence: p, Nodes: liveness{"1-aa": true, "2-bb": true}, Records: w.records, Settings: w.records,
+		Presence: p, Nodes: liveness{"1-aa": true, "2-bb": true}, Records: w.records, Settings: settings,
 		Friends: dir, Groups: dir, Members: dir, Pusher: w.pusher, Clock: clock, Metrics: w.metrics, Log: quiet,
 	})
 	return w
@@ -188,7 +197,8 @@ func TestQuery(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, u := range tt.hidden {
-				if err := w.records.SaveSettings(ctx, tenant, u, social.Settings{HidePresence: true}); err != nil {
+				hide := true
+				if _, err := w.records.ChangeSettings(ctx, tenant, u, social.SettingsChange{HidePresence: &hide}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -244,5 +254,32 @@ func TestUnreadableRegistryAnnouncesNothing(t *testing.T) {
 	w.svc.Left(ctx, tenant, []int64{1})
 	if got := take(t, w.pusher); len(got) != 0 {
 		t.Fatalf("pushed %+v on an unreadable registry", got)
+	}
+}
+
+// racing is a settings store where another request changes hide_presence right after each
+// read, before the change that read is for is written.
+type racing struct{ *memory.Presence }
+
+func (r racing) Settings(ctx context.Context, tenant string, user int64) (social.Settings, error) {
+	s, err := r.Presence.Settings(ctx, tenant, user)
+	hide := true
+	if _, err := r.Presence.ChangeSettings(ctx, tenant, user, social.SettingsChange{HidePresence: &hide}); err != nil {
+		return social.Settings{}, err
+	}
+	return s, err
+}
+
+// TestConcurrentChangesOfOtherSettingsStand: a change writes only the settings it names, so
+// one landing between its read and its write is kept (issue 31).
+func TestConcurrentChangesOfOtherSettingsStand(t *testing.T) {
+	w := newWorldWith(t, nil, func(p *memory.Presence) ports.UserSettings { return racing{p} })
+	ctx := t.Context()
+	hide := true
+	if _, err := w.svc.ChangeSettings(ctx, tenant, 1, social.SettingsChange{HideReceipts: &hide}); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := w.records.Settings(ctx, tenant, 1); err != nil || s != (social.Settings{HidePresence: true, HideReceipts: true}) {
+		t.Fatalf("stored %+v, %v; want both hidden", s, err)
 	}
 }

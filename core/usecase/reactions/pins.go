@@ -25,14 +25,14 @@ func (s *Service) Pin(ctx context.Context, t Target, unpin bool) ([]msgref.Pin, 
 }
 
 func (s *Service) pin(ctx context.Context, t Target, unpin bool, action string) ([]msgref.Pin, error) {
-	conv, m, err := s.target(ctx, t)
+	conv, m, err := s.target(ctx, t, s.d.Resolver.ForEvent)
 	if err != nil {
 		return nil, err
 	}
 	if err := s.mayPin(ctx, t, conv); err != nil {
 		return nil, err
 	}
-	at, changed := s.d.Clock.Now(), false
+	at, changed, by := s.d.Clock.Now(), false, t.User
 	if unpin {
 		changed, err = s.d.Pins.RemovePin(ctx, t.Tenant, t.Topic, t.Seq)
 	} else {
@@ -41,7 +41,7 @@ func (s *Service) pin(ctx context.Context, t Target, unpin bool, action string) 
 		}
 		var p msgref.Pin
 		p, changed, err = s.d.Pins.AddPin(ctx, t.Tenant, msgref.Pin{Topic: t.Topic, Seq: t.Seq, By: t.User, At: at}, s.cfg.MaxPins)
-		at = p.At
+		at, by = p.At, p.By
 	}
 	switch {
 	case errors.Is(err, msgref.ErrPinsFull):
@@ -53,7 +53,9 @@ func (s *Service) pin(ctx context.Context, t Target, unpin bool, action string) 
 	if err != nil {
 		return nil, apperr.Wrap(apperr.Busy, "pins unavailable, retry", err)
 	}
-	if !changed && (unpin || s.d.Clock.Now().Sub(at) > retryWindow) {
+	// Only the retry of the request that pinned may write its event again: a pin by someone
+	// else of a message already pinned changes nothing and announces nothing (issue 31).
+	if !changed && (unpin || by != t.User || s.d.Clock.Now().Sub(at) > retryWindow) {
 		return pins, nil
 	}
 	return pins, s.publish(ctx, t, conv, event{Event: action, Seq: t.Seq}, at, "")

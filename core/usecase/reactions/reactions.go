@@ -11,6 +11,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -120,7 +121,7 @@ func (s *Service) react(ctx context.Context, t Target, emoji string, remove bool
 	if err := msgref.ValidateEmoji(emoji); err != nil {
 		return Summary{}, err
 	}
-	conv, m, err := s.target(ctx, t)
+	conv, m, err := s.target(ctx, t, s.d.Resolver.ForEvent)
 	if err != nil {
 		return Summary{}, err
 	}
@@ -180,7 +181,7 @@ func (s *Service) Reactors(ctx context.Context, t Target, limit int) ([]msgref.R
 	case limit < 0 || limit > MaxReactors:
 		return nil, apperr.New(apperr.InvalidArgument, fmt.Sprintf("limit must be 1-%d", MaxReactors))
 	}
-	if _, _, err := s.target(ctx, t); err != nil {
+	if _, _, err := s.target(ctx, t, s.d.Resolver.ForRead); err != nil {
 		return nil, err
 	}
 	rs, err := s.d.Reactions.Reactors(ctx, t.Tenant, t.Topic, t.Seq, limit)
@@ -214,13 +215,17 @@ func (s *Service) Summaries(ctx context.Context, tenant string, viewer int64, ms
 	return sums
 }
 
-// target checks the seq, that the user may read the conversation and that the message exists
-// in some month, live, sealed or archived (history finds it wherever it is).
-func (s *Service) target(ctx context.Context, t Target) (social.Conversation, message.Message, error) {
+// resolve checks a user's rights in a conversation: ForRead to list, ForEvent to change, which
+// needs the right to send (issue 31: a muted member or a blocked peer may not react or pin).
+type resolve func(ctx context.Context, tenant string, user int64, a conversation.Address) (social.Conversation, error)
+
+// target checks the seq, the user's rights in the conversation and that the message exists in
+// some month, live, sealed or archived (history finds it wherever it is).
+func (s *Service) target(ctx context.Context, t Target, may resolve) (social.Conversation, message.Message, error) {
 	if t.Seq <= 0 {
 		return social.Conversation{}, message.Message{}, apperr.New(apperr.InvalidArgument, "seq must be positive")
 	}
-	conv, err := s.d.Resolver.ForRead(ctx, t.Tenant, t.User, conversation.Address{Topic: t.Topic})
+	conv, err := may(ctx, t.Tenant, t.User, conversation.Address{Topic: t.Topic})
 	if err != nil {
 		return social.Conversation{}, message.Message{}, err
 	}
@@ -258,6 +263,11 @@ func (s *Service) publish(ctx context.Context, t Target, conv social.Conversatio
 		Tenant: t.Tenant, Conversation: conv, Actor: t.User, ActorDevice: t.Device,
 		ClientMsgID: fmt.Sprintf("%s:%d:%s", e.Event, t.Seq, hex.EncodeToString(h[:10])), Content: content,
 	})
+	if errors.Is(err, send.ErrClientMsgIDReused) {
+		// The change's event is written already, with the counts of its time: a retry after
+		// others reacted carries other counts, and the first announcement stands (issue 31).
+		return nil
+	}
 	if err != nil {
 		s.d.Log.WarnContext(ctx, "change stored but its event is not written yet", "topic", t.Topic, "seq", t.Seq, "event", e.Event, "err", err)
 		if apperr.CodeOf(err) == apperr.Busy {

@@ -41,6 +41,8 @@ var start = time.Date(2026, 9, 30, 23, 0, 0, 0, time.UTC)
 
 type fixture struct {
 	clock   *memory.Clock
+	dir     *memory.Directory
+	resolve *conversation.Resolver
 	shards  *memory.ShardStore
 	manager *shardmanager.Manager
 	metrics *memory.Metrics
@@ -58,6 +60,7 @@ func newFixture(t *testing.T, cfg reactions.Config) *fixture {
 	store := memory.NewMessageStore(f.shards)
 	months := memory.NewMonthState(f.clock.Now)
 	dir := memory.NewDirectory()
+	f.dir = dir
 	routes := memory.NewRouteCache()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ids := memory.NewIDs(f.clock)
@@ -67,7 +70,8 @@ func newFixture(t *testing.T, cfg reactions.Config) *fixture {
 	if err := f.manager.Ensure(ctx, tenant); err != nil {
 		t.Fatal(err)
 	}
-	resolver := conversation.NewResolver(dir, ids, membership.New(dir, f.clock, time.Second))
+	resolver := conversation.NewResolver(dir, ids, membership.New(dir, f.clock, time.Second), conversation.WithClock(f.clock))
+	f.resolve = resolver
 	seqs := memory.NewSeqAllocator(months, f.clock.Now)
 	f.send = send.New(send.Config{MsgIDWindow: 5 * time.Minute}, send.Deps{
 		Seq: seqs, Store: store, FollowUp: &memory.CommitFollowUp{Routes: routes, Queue: memory.NewDeliverQueue(f.clock.Now), Seqs: seqs}, IDs: ids,
@@ -294,5 +298,87 @@ func TestPins(t *testing.T) {
 	}
 	if _, err := f.svc.Pins(ctx, tenant, outsider, f.group); apperr.CodeOf(err) != apperr.Forbidden {
 		t.Fatalf("an outsider lists pins: %v, want 40301", err)
+	}
+}
+
+func TestRetriesAfterOthersActed(t *testing.T) {
+	f := newFixture(t, reactions.Config{})
+	ctx := context.Background()
+	seq := f.post(t, owner, f.group, "hello")
+	for _, tt := range []struct {
+		name   string
+		user   int64
+		emojis int // the 👍 count after the step
+	}{
+		{"the member reacts", member, 1},
+		{"the owner reacts too", owner, 2},
+		{"the member's retry answers the summary", member, 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			sum, err := f.svc.React(ctx, f.target(tt.user, f.group, seq), "👍", false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(sum.Reactions) != 1 || sum.Reactions[0].Count != tt.emojis {
+				t.Fatalf("summary %+v, want 👍 x%d", sum.Reactions, tt.emojis)
+			}
+		})
+	}
+	before := len(f.events(t, f.group))
+	if _, err := f.svc.Pin(ctx, f.target(owner, f.group, seq), false); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Set(f.clock.Now().Add(time.Second))
+	if _, err := f.svc.Pin(ctx, f.target(admin, f.group, seq), false); err != nil {
+		t.Fatalf("an admin pins what the owner pinned: %v", err)
+	}
+	want := fmt.Sprintf(`{"event":"pin","seq":%d}`, seq)
+	if got := f.events(t, f.group)[before:]; !reflect.DeepEqual(got, []string{want}) {
+		t.Fatalf("pin events %q, want one %q", got, want)
+	}
+}
+
+// TestChangesNeedTheRightToSend: a muted member or a blocked peer may read but not react or
+// pin (issue 31), and the refusal changes nothing.
+func TestChangesNeedTheRightToSend(t *testing.T) {
+	f := newFixture(t, reactions.Config{})
+	ctx := context.Background()
+	g, p := f.post(t, owner, f.group, "group"), f.post(t, owner, f.pair, "pair")
+	if err := f.dir.MuteMember(ctx, tenant, 10, admin, f.clock.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.dir.Block(ctx, tenant, owner, member); err != nil {
+		t.Fatal(err)
+	}
+	f.resolve.InvalidateGroup(tenant, f.group) // as the group and block commands do
+	f.resolve.InvalidatePair(tenant, owner, member)
+	for _, tt := range []struct {
+		name   string
+		target reactions.Target
+	}{
+		{"a muted admin", f.target(admin, f.group, g)},
+		{"a blocked peer", f.target(member, f.pair, p)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			before := f.events(t, tt.target.Topic)
+			_, err := f.svc.React(ctx, tt.target, "👍", false)
+			wantCode(t, err, apperr.Forbidden)
+			_, err = f.svc.Pin(ctx, tt.target, false)
+			wantCode(t, err, apperr.Forbidden)
+			if _, err := f.svc.Reactors(ctx, tt.target, 0); err != nil {
+				t.Fatalf("reading reactions: %v", err)
+			}
+			if after := f.events(t, tt.target.Topic); !reflect.DeepEqual(after, before) {
+				t.Fatalf("refusals wrote events: %q", after[len(before):])
+			}
+			pins, err := f.svc.Pins(ctx, tenant, owner, tt.target.Topic)
+			if err != nil || len(pins) != 0 {
+				t.Fatalf("pins %v, %v; want none", pins, err)
+			}
+			rs, err := f.svc.Reactors(ctx, f.target(owner, tt.target.Topic, tt.target.Seq), 0)
+			if err != nil || len(rs) != 0 {
+				t.Fatalf("reactions %v, %v; want none", rs, err)
+			}
+		})
 	}
 }

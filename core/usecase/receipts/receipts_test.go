@@ -112,7 +112,8 @@ func (w *world) read(tb testing.TB, user int64, topic string, seq int64) {
 
 func (w *world) hide(tb testing.TB, user int64) {
 	tb.Helper()
-	if err := w.settings.SaveSettings(context.Background(), tenant, user, social.Settings{HideReceipts: true}); err != nil {
+	hide := true
+	if _, err := w.settings.ChangeSettings(context.Background(), tenant, user, social.SettingsChange{HideReceipts: &hide}); err != nil {
 		tb.Fatal(err)
 	}
 }

@@ -119,6 +119,13 @@ func New(cfg Config, d Deps) *Service {
 	return s
 }
 
+// ErrClientMsgIDReused is the cause of the 40901 a send gets when its client_msg_id names a
+// message of other content already stored, so a caller that derives the id from a change
+// (issue 31's events) can tell that its change was announced before.
+var ErrClientMsgIDReused = errors.New("client_msg_id reused for other content")
+
+var errReused = apperr.Wrap(apperr.Conflict, "client_msg_id was used for a different message", ErrClientMsgIDReused)
+
 // maxReallocations bounds re-seeding after a stale counter; more means something else is wrong.
 const maxReallocations = 3
 
@@ -214,7 +221,7 @@ func (s *Service) post(ctx context.Context, r Request, conv social.Conversation)
 		if alloc.Existing {
 			s.d.Metrics.Inc("group_message_dedup_hit_total")
 			if alloc.Hash != hash {
-				return Result{}, apperr.New(apperr.Conflict, "client_msg_id was used for a different message")
+				return Result{}, errReused
 			}
 		}
 		m := message.Message{
@@ -278,7 +285,7 @@ func (s *Service) post(ctx context.Context, r Request, conv social.Conversation)
 		case ports.DuplicateClientMsgID:
 			s.d.Metrics.Inc("group_message_dedup_hit_total")
 			if res.Hash != hash {
-				return Result{}, apperr.New(apperr.Conflict, "client_msg_id was used for a different message")
+				return Result{}, errReused
 			}
 			m = res.Existing
 		}

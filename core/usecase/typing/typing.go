@@ -120,7 +120,7 @@ func (s *Service) Typing(ctx context.Context, r Request) (time.Duration, error) 
 		s.d.Metrics.Inc("typing_total", "limited")
 		return 0, apperr.New(apperr.RateLimited, "typing too often, slow down")
 	}
-	conv, err := s.d.Resolver.ForRead(ctx, r.Tenant, r.User, r.Address)
+	conv, err := s.d.Resolver.ForEvent(ctx, r.Tenant, r.User, r.Address)
 	if err != nil {
 		return 0, err
 	}

@@ -47,6 +47,16 @@ func newWorld(t *testing.T) *world {
 	if _, err := dir.CreateGroup(ctx, tenant, social.Group{ID: 11, Owner: 1}, 101, []int64{1, 4, 5, 6, 7}); err != nil {
 		t.Fatal(err)
 	}
+	// 3 is muted in group 10; 8 blocked its friend 1.
+	if err := dir.MuteMember(ctx, tenant, 10, 3, clock.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := dir.AddFriendship(ctx, tenant, 1, 8); err != nil {
+		t.Fatal(err)
+	}
+	if err := dir.Block(ctx, tenant, 8, 1); err != nil {
+		t.Fatal(err)
+	}
 	members := membership.New(dir, clock, time.Minute)
 	w := &world{pusher: &memory.Pushes{}, clock: clock, metrics: memory.NewMetrics()}
 	w.svc = typing.New(typing.Config{GroupLimit: 4, Expires: 5 * time.Second, PerDevice: 3, Window: 10 * time.Second}, typing.Deps{
@@ -73,6 +83,8 @@ func TestTypingGoesToTheOtherMembers(t *testing.T) {
 		{name: "a group above the limit", user: 1, addr: conversation.Address{Topic: "grp_11"}, typing: true, code: apperr.Forbidden},
 		{name: "not a member", user: 4, addr: conversation.Address{Topic: "grp_10"}, typing: true, code: apperr.Forbidden},
 		{name: "a pair one is not in", user: 3, addr: conversation.Address{Topic: "p2p_1_2"}, typing: true, code: apperr.Forbidden},
+		{name: "a muted member", user: 3, addr: conversation.Address{Topic: "grp_10"}, typing: true, code: apperr.Forbidden},
+		{name: "a blocked peer", user: 1, addr: conversation.Address{ToUser: 8}, typing: true, code: apperr.Forbidden},
 		{name: "a bad topic", user: 1, addr: conversation.Address{Topic: "grp_x"}, typing: true, code: apperr.InvalidArgument},
 	}
 	for _, tt := range tests {

@@ -30,6 +30,7 @@ const (
 	DefaultURLTTL        = 15 * time.Minute
 	DefaultThumbSide     = 320
 	DefaultThumbMaxBytes = 25 << 20
+	DefaultThumbWorkers  = 2
 )
 
 // maxReferencingTopics bounds the conversations a download checks for one key: a key is
@@ -45,6 +46,10 @@ type Config struct {
 	ThumbSide int
 	// ThumbMaxBytes is the largest image a thumbnail is made of; 0 = DefaultThumbMaxBytes.
 	ThumbMaxBytes int64
+	// ThumbWorkers is how many thumbnails are made at once, counted from reading the image:
+	// more wait their turn before their bytes are read, so memory holds at most ThumbWorkers
+	// images (issue 32); 0 = DefaultThumbWorkers.
+	ThumbWorkers int
 }
 
 // Deps are the ports uploads use.
@@ -64,8 +69,9 @@ type Deps struct {
 
 // Service issues upload and download URLs and admits keys into conversations.
 type Service struct {
-	cfg Config
-	d   Deps
+	cfg   Config
+	d     Deps
+	turns chan struct{} // a thumbnail worker each
 }
 
 var _ ports.MediaAdmission = (*Service)(nil)
@@ -84,7 +90,10 @@ func New(cfg Config, d Deps) *Service {
 	if cfg.ThumbMaxBytes <= 0 {
 		cfg.ThumbMaxBytes = DefaultThumbMaxBytes
 	}
-	return &Service{cfg: cfg, d: d}
+	if cfg.ThumbWorkers <= 0 {
+		cfg.ThumbWorkers = DefaultThumbWorkers
+	}
+	return &Service{cfg: cfg, d: d, turns: make(chan struct{}, cfg.ThumbWorkers)}
 }
 
 // Request asks to upload one object.
@@ -163,6 +172,12 @@ func (s *Service) Complete(ctx context.Context, tenant string, user int64, key s
 	if !thumbnailed[declared] {
 		return Completed{Key: key}, nil
 	}
+	select {
+	case s.turns <- struct{}{}:
+		defer func() { <-s.turns }()
+	case <-ctx.Done():
+		return Completed{}, s.failed("thumbnail not made", fmt.Errorf("waiting for a thumbnail worker: %w", ctx.Err()))
+	}
 	data, err := s.d.Store.ReadObject(ctx, key, s.cfg.ThumbMaxBytes)
 	switch apperr.CodeOf(err) {
 	case apperr.OK:
@@ -191,7 +206,7 @@ func (s *Service) Complete(ctx context.Context, tenant string, user int64, key s
 }
 
 // refused counts and answers an image no thumbnail is made of; an error that is no refusal
-// (the caller gave up waiting for a worker) failed.
+// failed.
 func (s *Service) refused(err error) error {
 	var r *ports.ImageRefusal
 	if !errors.As(err, &r) {

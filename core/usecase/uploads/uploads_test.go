@@ -1,11 +1,13 @@
 package uploads_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -299,5 +301,72 @@ func TestComplete(t *testing.T) {
 				t.Fatalf("media_thumbnail_refused_total{%s} did not move", tt.refused)
 			}
 		})
+	}
+}
+
+// holdingImager holds the worker of an image whose bytes are "IMG image/png hold" until
+// released, so a test sees what the next completion does meanwhile.
+type holdingImager struct {
+	entered, release chan struct{}
+}
+
+func (h holdingImager) Thumbnail(ctx context.Context, data []byte, maxSide int) (ports.Thumbnail, error) {
+	if strings.HasSuffix(string(data), " hold") {
+		h.entered <- struct{}{}
+		<-h.release
+		data = bytes.TrimSuffix(data, []byte(" hold"))
+	}
+	return imager{}.Thumbnail(ctx, data, maxSide)
+}
+
+// countingStore counts the objects read.
+type countingStore struct {
+	*memory.ObjectStore
+	reads atomic.Int32
+}
+
+func (c *countingStore) ReadObject(ctx context.Context, key string, limit int64) ([]byte, error) {
+	c.reads.Add(1)
+	return c.ObjectStore.ReadObject(ctx, key, limit)
+}
+
+// TestCompleteWaitsForAWorkerBeforeReading: with every thumbnail worker busy, a completion
+// waits before it reads the image, so memory holds no more images than there are workers,
+// and it gives up, unread, when its context ends (issue 32).
+func TestCompleteWaitsForAWorkerBeforeReading(t *testing.T) {
+	ctx := context.Background()
+	held, waiting := "acme/1/20300405/0123456789abcdef0123456789abcdef.png", "acme/1/20300405/ffffffffffffffffffffffffffffffff.png"
+	store := &countingStore{ObjectStore: memory.NewObjectStore()}
+	for key, data := range map[string]string{held: "IMG image/png hold", waiting: "IMG image/png"} {
+		if err := store.WriteObject(ctx, key, "", []byte(data)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := holdingImager{entered: make(chan struct{}), release: make(chan struct{})}
+	metrics := memory.NewMetrics()
+	svc := uploads.New(uploads.Config{ThumbWorkers: 1}, uploads.Deps{
+		Store: store, Clock: memory.NewClock(time.Now()), Imager: h, Metrics: metrics,
+	})
+	done := make(chan error)
+	go func() {
+		_, err := svc.Complete(ctx, "acme", 1, held)
+		done <- err
+	}()
+	<-h.entered
+	gone, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err := svc.Complete(gone, "acme", 1, waiting)
+	if apperr.CodeOf(err) != apperr.Busy {
+		t.Fatalf("Complete with no free worker = %v, want 50301", err)
+	}
+	if n := store.reads.Load(); n != 1 {
+		t.Fatalf("%d images read with one worker busy, want 1", n)
+	}
+	close(h.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got, err := svc.Complete(ctx, "acme", 1, waiting); err != nil || got.ThumbKey == "" {
+		t.Fatalf("Complete once the worker is free = %+v, %v", got, err)
 	}
 }
