@@ -17,7 +17,7 @@ type DialogStore interface {
 	// Apply updates every recipient's list for each message, in order: the sender's dialog
 	// (every dialog of a Silent update) is re-scored where it is, a muted dialog moves to the
 	// read ZSET, any other dialog moves to the unread ZSET with its count +1. Scores never go
-	// down. Each batch of each update acts at most once, atomically with its marker; the
+	// down. Each batch acts at most once per message, atomically with its mark; the
 	// preview moves forward by seq only. Results: one per update and batch, in that order.
 	Apply(ctx context.Context, tenant string, us ...dialog.Update) ([]dialog.Applied, error)
 	// AppliedSeq is the seq of the conversation's preview: the newest message applied to its

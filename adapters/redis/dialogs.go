@@ -33,8 +33,8 @@ func NewDialogStore(c rueidis.Client) *DialogStore {
 }
 
 // applyListsScript applies runs of messages, each run of one conversation, to some batches of its
-// recipients in one slot group, each message once per batch: a message's batch marker and the
-// batch's list changes commit together, so a crash can never leave a count without its marker.
+// recipients in one slot group, each message once per batch: a batch's marks of a message and the
+// batch's list changes commit together, so a crash can never leave a count without its mark.
 // On a cluster a call touches the keys of one slot group (DESIGN §11): a deliver pass's runs go
 // in one call per group their recipients live in, as few as maxScriptUsers allows (on one node
 // in one call for all groups, DialogStore.callGroup); a big group's batches
@@ -46,17 +46,22 @@ func NewDialogStore(c rueidis.Client) *DialogStore {
 // {first (0/1) per message, muted users} per batch; muted users are reported even on a repeat.
 // The common case, a dialog already in unread, costs four calls per user whatever the number
 // of messages.
-// A marker is a STRING per message and batch (Keys.DeliverLists), all of a call's read in one
-// MGET and each new one written with one SET PX: in its group a message has one batch as a
-// rule (dialog.BatchesOf), so that is one write per message and group, where a HASH per
-// message cost an HMGET, an HSET and a PEXPIRE.
-// KEYS, per run: the markers, message after message, each the batch's in batch order; the
-// preview (when the run sets none, any key of the call's group: it is not touched); then
-// unread, read, unreadcnt, muted per user. ARGV: the run count, then per run: marker ttl ms,
-// conversation, message count m, then score, sender and silent (0/1) per message, then the
-// preview's seq and JSON (empty for none), the batch count, index and user count per batch, then
-// one user id per user, batch after batch.
+// A batch's marks are the seqs of the conversation it applied, as at most maxMarkRanges ranges
+// of seqs in one STRING per conversation, batch and group (Keys.DeliverListSeqs): a message is
+// named by its seq in its conversation's topic as well as by its job (DESIGN §1.3, issue 30), so
+// a run's marks cost one MGET and one SET PX per batch whatever the number of messages, where a
+// STRING per message and batch cost a SET per message and group. The value is
+// "<until ms>|lo-hi,lo-hi,…": until is the latest expiry any write asked (now + its ttl, by
+// Redis's TIME), so a short-lived job's write never cuts the life a behind job's seq was given.
+// Past maxMarkRanges the oldest range is forgotten, as an old marker's TTL forgot it.
+// KEYS, per run: the batches' marks in batch order; the preview (when the run sets none, any
+// key of the call's group: it is not touched); then unread, read, unreadcnt, muted per user.
+// ARGV: the run count, then per run: marks ttl ms, conversation, message count m, then score,
+// sender, silent (0/1) and seq per message, then the preview's seq and JSON (empty for none),
+// the batch count, index and user count per batch, then one user id per user, batch after
+// batch.
 var applyListsScript = newBatchScript(`
+local MAX_RANGES = ` + strconv.Itoa(maxMarkRanges) + `
 -- moved takes the dialog out of from, returning the score it should keep there or elsewhere.
 local function moved(from, conv, score)
   local prev = redis.call('ZSCORE', from, conv)
@@ -66,16 +71,54 @@ local function moved(from, conv, score)
   return score
 end
 
--- state[marker] is 'before' (set by an earlier call) or 'now' (by this one), so a message
+local function parse(raw)
+  local m = {ranges = {}, untl = 0}
+  if not raw then return m end
+  local untl, body = string.match(raw, '^(%d+)|(.*)$')
+  if not untl then return m end
+  m.untl = tonumber(untl)
+  for lo, hi in string.gmatch(body, '(%d+)-(%d+)') do
+    m.ranges[#m.ranges + 1] = {tonumber(lo), tonumber(hi)}
+  end
+  return m
+end
+
+local function has(rs, s)
+  for i = 1, #rs do
+    if s >= rs[i][1] and s <= rs[i][2] then return true end
+  end
+  return false
+end
+
+-- add puts s in the sorted, disjoint ranges rs, merging neighbours.
+local function add(rs, s)
+  local i = 1
+  while i <= #rs and rs[i][2] < s - 1 do i = i + 1 end
+  if i <= #rs and rs[i][1] <= s + 1 then
+    if s < rs[i][1] then rs[i][1] = s end
+    if s > rs[i][2] then
+      rs[i][2] = s
+      if i < #rs and rs[i + 1][1] <= s + 1 then
+        rs[i][2] = rs[i + 1][2]
+        table.remove(rs, i + 1)
+      end
+    end
+  else
+    table.insert(rs, i, {s, s})
+  end
+  while #rs > MAX_RANGES do table.remove(rs, 1) end
+end
+
+-- marks[key] holds a batch's ranges as read, then as this call changed them, so a message
 -- repeated in a run, or in two runs of the call, still acts once per batch.
-local state, ttls = {}, {}
+local marks, dirty = {}, {}
 local runs = {}
 local a, k = 2, 1 -- where the run's ARGV and KEYS begin
 for r = 1, tonumber(ARGV[1]) do
-  local ttl, conv, m = ARGV[a], ARGV[a + 1], tonumber(ARGV[a + 2])
-  local p = a + 3 + 3 * m
+  local ttl, conv, m = tonumber(ARGV[a]), ARGV[a + 1], tonumber(ARGV[a + 2])
+  local p = a + 3 + 4 * m
   local nb = tonumber(ARGV[p + 2])
-  local preview = KEYS[k + m * nb]
+  local preview = KEYS[k + nb]
   if ARGV[p + 1] ~= '' then
     local cur = redis.call('GET', preview)
     local seq = cur and string.match(cur, '"seq":(%d+)')
@@ -83,25 +126,32 @@ for r = 1, tonumber(ARGV[1]) do
       redis.call('SET', preview, ARGV[p + 1])
     end
   end
-  local key, arg = k + m * nb + 1, p + 3 + 2 * nb
-  for from = k, k + m * nb - 1, 1000 do -- unpack takes a few thousand values at most
-    local to = math.min(from + 999, k + m * nb - 1)
-    local was = redis.call('MGET', unpack(KEYS, from, to))
+  local key, arg = k + nb + 1, p + 3 + 2 * nb
+  local toread = {}
+  for i = k, k + nb - 1 do
+    if not marks[KEYS[i]] then toread[#toread + 1] = KEYS[i] end
+  end
+  for from = 1, #toread, 1000 do -- unpack takes a few thousand values at most
+    local to = math.min(from + 999, #toread)
+    local was = redis.call('MGET', unpack(toread, from, to))
     for i = from, to do
-      if was[i - from + 1] and not state[KEYS[i]] then state[KEYS[i]] = 'before' end
+      if not marks[toread[i]] then marks[toread[i]] = parse(was[i - from + 1]) end
     end
   end
   local out = {}
   for b = 1, nb do
     local n = tonumber(ARGV[p + 2 + 2 * b])
+    local mk = KEYS[k + b - 1]
+    local rs = marks[mk].ranges
     local firsts, score, counted, own = {}, nil, 0, {}
     for j = 1, m do
-      local marker = KEYS[k + (j - 1) * nb + b - 1]
-      local first = not state[marker]
+      local seq = tonumber(ARGV[a + 2 + 4 * j])
+      local first = not has(rs, seq)
       firsts[j] = first and 1 or 0
       if first then
-        state[marker], ttls[marker] = 'now', ttl
-        local s, sender, silent = ARGV[a + 3 * j], ARGV[a + 1 + 3 * j], ARGV[a + 2 + 3 * j] == '1'
+        add(rs, seq)
+        dirty[mk] = math.max(dirty[mk] or 0, ttl)
+        local s, sender, silent = ARGV[a - 1 + 4 * j], ARGV[a + 4 * j], ARGV[a + 1 + 4 * j] == '1'
         if not score or tonumber(s) > tonumber(score) then score = s end
         if not silent then
           counted = counted + 1
@@ -137,11 +187,23 @@ for r = 1, tonumber(ARGV[1]) do
   runs[r] = out
   a, k = arg, key
 end
-for marker, ttl in pairs(ttls) do
-  redis.call('SET', marker, '1', 'PX', ttl)
+if next(dirty) then
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  for mk, ttl in pairs(dirty) do
+    local mark = marks[mk]
+    local untl = math.max(mark.untl, now + ttl)
+    local parts = {}
+    for i, r in ipairs(mark.ranges) do parts[i] = r[1] .. '-' .. r[2] end
+    redis.call('SET', mk, untl .. '|' .. table.concat(parts, ','), 'PX', untl - now)
+  end
 end
 return runs
 `)
+
+// maxMarkRanges bounds the seq ranges a batch's marks keep per conversation: ranges are
+// out-of-order gaps still open (DESIGN §5), so a few suffice, and the value stays short.
+const maxMarkRanges = 32
 
 // maxScriptUsers bounds the recipients one list script changes. A deliver pass of P2P
 // messages or small groups' then costs one script per slot group, and a 10,000-member group's
@@ -151,8 +213,8 @@ const maxScriptUsers = 256
 // Apply updates the previews and lists in one pipelined round trip, in one script call per
 // slot group its recipients live in on a cluster, one for all on one node (or more, of up to
 // maxScriptUsers each): a batch's users
-// of group g act once under the marker DeliverLists(Once, g), so a job applied twice, or half
-// applied and retried, counts each user once (DESIGN §5, §11). dialog.BatchesOf splits users
+// of group g act once per message under the marks DeliverListSeqs(conversation, batch, g), so a
+// job applied twice, or half applied and retried, counts each user once (DESIGN §5, §11). dialog.BatchesOf splits users
 // the way UserGroup does, so a batch is normally in one group; a batch spread over several is
 // First when any of its groups acted now. Consecutive updates of one conversation with the
 // same recipient batches run together, which is what makes a backlog of a big group cheap to
@@ -163,8 +225,8 @@ func (s *DialogStore) Apply(ctx context.Context, tenant string, us ...dialog.Upd
 		return nil, fmt.Errorf("apply dialogs: %w", err)
 	}
 	for _, u := range us {
-		if u.Once == "" || u.OnceTTL < time.Millisecond {
-			return nil, fmt.Errorf("apply dialogs of conversation %d: need a marker and a ttl ≥ 1ms", u.ConversationID)
+		if u.OnceTTL < time.Millisecond || u.Preview.Seq < 1 {
+			return nil, fmt.Errorf("apply dialogs of conversation %d: need a marks ttl ≥ 1ms and the message's seq", u.ConversationID)
 		}
 	}
 	if len(us) == 0 {
@@ -337,20 +399,20 @@ func (c scriptCall) argv() []string { return append([]string{strconv.Itoa(c.part
 // slot group g.
 func (c *scriptCall) add(k Keys, g int, run []dialog.Update, batches []placedBatch, p previewArgs, i, users int) {
 	u := run[0]
-	c.keys = slices.Grow(c.keys, len(run)*len(batches)+1+4*users)
-	c.args = slices.Grow(c.args, 6+3*len(run)+2*len(batches)+users)
+	c.keys = slices.Grow(c.keys, len(batches)+1+4*users)
+	c.args = slices.Grow(c.args, 6+4*len(run)+2*len(batches)+users)
 	c.args = append(c.args, strconv.FormatInt(u.OnceTTL.Milliseconds(), 10), itoa(u.ConversationID), strconv.Itoa(len(run)))
+	for _, b := range batches {
+		c.keys = append(c.keys, k.DeliverListSeqs(u.ConversationID, b.Index, g))
+	}
 	for _, m := range run {
-		for _, b := range batches {
-			c.keys = append(c.keys, k.DeliverLists(m.Once, b.Index, g))
-		}
-		c.args = append(c.args, itoa(m.Score), itoa(m.Sender), flag(m.Silent))
+		c.args = append(c.args, itoa(m.Score), itoa(m.Sender), flag(m.Silent), itoa(m.Preview.Seq))
 	}
 	preview := k.DialogPreview(u.ConversationID)
 	if p.json == "" {
 		// Not touched, and a key of another group would fail on a cluster: the part has a batch
 		// (only the preview's own group gets a part without one).
-		preview = k.DeliverLists(u.Once, batches[0].Index, g)
+		preview = k.DeliverListSeqs(u.ConversationID, batches[0].Index, g)
 	}
 	c.keys = append(c.keys, preview)
 	c.args = append(c.args, p.seq, p.json, strconv.Itoa(len(batches)))

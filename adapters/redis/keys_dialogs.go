@@ -47,10 +47,11 @@ func (k Keys) DialogBuilt(user int64) string {
 	return k.user(user).prefix + "dialog:built:" + itoa(user)
 }
 
-// DeliverLists marks that a deliver job applied recipient batch b to the lists of the batch's
-// users in slot group g (a STRING, short TTL): each group's script keeps its own.
-func (k Keys) DeliverLists(once string, b, g int) string {
-	return k.Group(g).prefix + "deliver:lists:" + once + ":" + strconv.Itoa(b)
+// DeliverListSeqs holds the seqs of conversation conv that recipient batch b applied to the
+// lists of the batch's users in slot group g, as ranges (a STRING, short TTL, applyListsScript):
+// each group's script keeps its own.
+func (k Keys) DeliverListSeqs(conv int64, b, g int) string {
+	return k.Group(g).prefix + "deliver:listseqs:" + itoa(conv) + ":" + strconv.Itoa(b)
 }
 
 // ListGaps is the ZSET of a tenant's list gaps (ports.ListGaps): member

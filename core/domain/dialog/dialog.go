@@ -81,8 +81,10 @@ func CountsAsUnread(m message.Message) bool {
 }
 
 // Update is what one message changes in its recipients' lists. Recipients come in batches;
-// each batch acts at most once under (Once, its Index), atomically with its list changes, so a
-// crash between a batch and its marker can never count a message twice.
+// each batch acts at most once per message, atomically with its list changes, so a crash
+// between a batch and its mark can never count a message twice. The message is named by Once
+// and, equally, by Preview.Seq in its conversation (a conversation is one topic, DESIGN §1.3):
+// a store may mark either (the Redis one marks seq ranges, DESIGN §11).
 type Update struct {
 	ConversationID int64
 	Score          int64 // ScoreOf the message
@@ -91,8 +93,8 @@ type Update struct {
 	// does not CountsAsUnread).
 	Silent  bool
 	Preview Preview
-	Once    string        // the job's identity
-	OnceTTL time.Duration // how long the batch markers live
+	Once    string        // the job's identity, the message's
+	OnceTTL time.Duration // how long the batch marks live at least
 	Batches []Batch
 }
 
