@@ -191,9 +191,9 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 	}
 	var m struct {
 		Message struct {
-			Token        string            `json:"token"`
+			Token        string                       `json:"token"`
 			Notification struct{ Title, Body string } `json:"notification"`
-			Data         map[string]string `json:"data"`
+			Data         map[string]string            `json:"data"`
 			Android      struct {
 				CollapseKey  string `json:"collapse_key"`
 				Notification struct {
