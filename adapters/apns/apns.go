@@ -26,7 +26,7 @@ type Config struct {
 	KeyPEM []byte // the .p8 file's contents
 	KeyID  string
 	TeamID string
-	// Host is apns2.HostProduction, apns2.HostDevelopment or a local fake's URL.
+	// Host is "production", "development" (the sandbox) or a URL (a local fake).
 	Host string
 	// TLS is the client's TLS config; nil: the system roots.
 	TLS     *tls.Config
@@ -51,7 +51,10 @@ func New(cfg Config) (*Client, error) {
 		cfg.Timeout = 10 * time.Second
 	}
 	c := apns2.NewTokenClient(&token.Token{AuthKey: key, KeyID: cfg.KeyID, TeamID: cfg.TeamID})
-	c.Host = cfg.Host
+	c.Host = map[string]string{"production": apns2.HostProduction, "development": apns2.HostDevelopment}[cfg.Host]
+	if c.Host == "" {
+		c.Host = cfg.Host
+	}
 	// apns2's own transport dials through a package variable; this one is the client's.
 	c.HTTPClient = &http.Client{Timeout: cfg.Timeout, Transport: &http2.Transport{TLSClientConfig: cfg.TLS, ReadIdleTimeout: 15 * time.Second}}
 	return &Client{c: c}, nil

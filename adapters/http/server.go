@@ -87,6 +87,8 @@ type Deps struct {
 	Nodes NodeOps
 	// Webhooks serves the endpoint routes of admin_webhooks.go; nil answers 50301.
 	Webhooks *webhooks.Service
+	// PushTokens serves the push token routes of client_push.go; nil answers 50301.
+	PushTokens PushTokenOps
 	// Browser serves the WebSocket transport, the JavaScript SDK and the web chat (browser.go).
 	Browser Browser
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/imdhq/imd/core/usecase/inbox"
 	"github.com/imdhq/imd/core/usecase/longsearch"
 	"github.com/imdhq/imd/core/usecase/modify"
+	"github.com/imdhq/imd/core/usecase/nativepush"
 	presencefeed "github.com/imdhq/imd/core/usecase/presence"
 	"github.com/imdhq/imd/core/usecase/reactions"
 	"github.com/imdhq/imd/core/usecase/read"
@@ -105,7 +106,7 @@ func newWebSocket(cfg config.Config, p Ports, log *slog.Logger, tcp *tcpserver.S
 func newHTTPServer(cfg config.Config, p Ports, log *slog.Logger, tcp *tcpserver.Server, ws *websocket.Endpoint,
 	adm *admin.Service, h *history.Service, box *inbox.Service, migrations *migration.Service,
 	social httpapi.SocialDeps, shards httpapi.ShardOps, archive httpapi.ArchiveOps, refs httpapi.ReferenceOps,
-	nodes httpapi.NodeOps, hooks *webhooks.Service,
+	nodes httpapi.NodeOps, hooks *webhooks.Service, pushTokens *nativepush.Registry,
 ) *httpapi.Server {
 	user, ip := cfg.RateLimit.HTTP()
 	return httpapi.New(httpapi.Config{
@@ -128,6 +129,7 @@ func newHTTPServer(cfg config.Config, p Ports, log *slog.Logger, tcp *tcpserver.
 		Delivery:   p.DeliverInspector,
 		Nodes:      nodes,
 		Webhooks:   hooks,
+		PushTokens: pushTokens,
 		Browser:    httpapi.Browser{WebSocket: ws, SDK: jssdk.Files, Chat: webchat.Files},
 	}, log)
 }
