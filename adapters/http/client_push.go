@@ -18,8 +18,7 @@ type PushTokenOps interface {
 	Unregister(ctx context.Context, tenant string, user int64, deviceID string) error
 }
 
-// pushTokenRoutes are PUSH_TOKEN_SET and PUSH_TOKEN_DELETE in REST form (issue 32, PROTOCOL
-// §33, §34): the same parser, the same codes.
+// pushTokenRoutes are PUSH_TOKEN_SET and PUSH_TOKEN_DELETE in REST form (issue 32, docs/PROTOCOL.md): the same parser, the same codes.
 func (s *Server) pushTokenRoutes(api *echo.Group) {
 	api.PUT("/push-tokens", s.putPushToken)
 	api.DELETE("/push-tokens", s.deletePushToken)
@@ -53,5 +52,5 @@ func (s *Server) deletePushToken(c echo.Context) error {
 	if err := s.d.PushTokens.Unregister(c.Request().Context(), who.Tenant, who.UserID, c.QueryParam("device_id")); err != nil {
 		return err
 	}
-	return c.NoContent(http.StatusNoContent)
+	return c.JSON(http.StatusOK, struct{}{})
 }

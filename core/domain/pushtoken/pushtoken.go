@@ -48,7 +48,7 @@ type Token struct {
 }
 
 // Registration is the body of PUT /api/v1/push-tokens and of the PUSH_TOKEN_SET frame
-// (PROTOCOL §33); DELETE and PUSH_TOKEN_DELETE carry DeviceID alone.
+// (docs/PROTOCOL.md); DELETE and PUSH_TOKEN_DELETE carry DeviceID alone.
 type Registration struct {
 	DeviceID string   `json:"device_id"`
 	Platform Platform `json:"platform"`
@@ -58,7 +58,7 @@ type Registration struct {
 }
 
 // ParseRegistration decodes and checks a registration body from a device: unknown fields,
-// a missing or oversized field, or a platform other than apns/fcm are 40001 (PROTOCOL §33),
+// a missing or oversized field, or a platform other than apns/fcm are 40001 (docs/PROTOCOL.md),
 // so nothing bad reaches the table or a provider.
 func ParseRegistration(body []byte) (Registration, error) {
 	if len(body) > MaxBody {

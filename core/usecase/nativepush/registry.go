@@ -9,7 +9,7 @@ import (
 )
 
 // Registry registers and removes a device's push token: PUT/DELETE /api/v1/push-tokens and
-// the PUSH_TOKEN_SET/PUSH_TOKEN_DELETE frames (PROTOCOL §33, §34) answer through it.
+// the PUSH_TOKEN_SET/PUSH_TOKEN_DELETE frames (docs/PROTOCOL.md) answer through it.
 type Registry struct {
 	tokens ports.PushTokens
 	clock  ports.Clock
