@@ -84,7 +84,6 @@ func TestNativePushReachesOfflineDevicesOnly(t *testing.T) {
 	register := map[int64]map[string]any{
 		iphone:  {"device_id": "iphone", "platform": "apns", "app_id": apnstest.Topic, "token": apnsOffline, "locale": "en-US"},
 		android: {"device_id": "pixel", "platform": "fcm", "app_id": fcmtest.Project, "token": fcmOffline},
-		online:  {"device_id": "iphone", "platform": "apns", "app_id": apnstest.Topic, "token": apnsOnline},
 		gone:    {"device_id": "old", "platform": "apns", "app_id": apnstest.Topic, "token": apnsGone},
 	}
 	for u, body := range register {
@@ -96,9 +95,18 @@ func TestNativePushReachesOfflineDevicesOnly(t *testing.T) {
 	if code := pushTokenCall(t, srv, tokens[iphone], http.MethodPut, "", map[string]any{"device_id": "x", "platform": "sms", "app_id": "a", "token": "t"}); code != http.StatusBadRequest {
 		t.Fatalf("PUT of a bad platform: HTTP %d, want 400", code)
 	}
+	tokens[online] = srv.User(online)
 	group := srv.Group(3201, sender, iphone, android, online, gone)
 	a := srv.Connect(ctx, ts, 1)
-	srv.Connect(ctx, tokens[online], 1) // takes the message live (the Go client acknowledges it)
+	o := srv.Connect(ctx, tokens[online], 1) // takes the message live (the Go client acknowledges it)
+	// The online user's phone registers over the frame (PUSH_TOKEN_SET), with the same parser.
+	want := wire.PushToken{DeviceID: "iphone", Platform: wire.PlatformAPNs, AppID: apnstest.Topic, Token: apnsOnline}
+	if got, err := o.SetPushToken(ctx, want); err != nil || got != want {
+		t.Fatalf("PUSH_TOKEN_SET = %+v, %v; want %+v", got, err, want)
+	}
+	if _, err := o.SetPushToken(ctx, wire.PushToken{DeviceID: "iphone", Platform: "sms", AppID: "a", Token: "t"}); !isCode(err, wire.CodeInvalidArgument) {
+		t.Fatalf("PUSH_TOKEN_SET of a bad platform: %v; want 40001", err)
+	}
 
 	ack, err := a.Send(ctx, wire.SendMessageRequest{Topic: group, ClientMsgID: "np-1", Type: "text", Content: json.RawMessage(`{"text":"hello"}`)})
 	if err != nil {
@@ -125,6 +133,11 @@ func TestNativePushReachesOfflineDevicesOnly(t *testing.T) {
 	// The 410 token is gone: deleting it finds nothing.
 	if code := pushTokenCall(t, srv, tokens[gone], http.MethodDelete, "?device_id=old", nil); code != http.StatusNotFound {
 		t.Fatalf("DELETE of the token APNs called unregistered: HTTP %d, want 404 (removed)", code)
+	}
+	for i, wantCode := range []int{0, wire.CodeNotFound} {
+		if err := o.DeletePushToken(ctx, "iphone"); (wantCode == 0 && err != nil) || (wantCode != 0 && !isCode(err, wantCode)) {
+			t.Fatalf("PUSH_TOKEN_DELETE #%d: %v; want code %d", i+1, err, wantCode)
+		}
 	}
 	if code := pushTokenCall(t, srv, tokens[iphone], http.MethodDelete, "?device_id=iphone", nil); code != http.StatusOK {
 		t.Fatalf("DELETE of a registered token: HTTP %d, want 200", code)

@@ -50,29 +50,30 @@ import (
 func newTCPServer(cfg config.Config, p Ports, log *slog.Logger, auth *authn.Service, sends *send.Service,
 	h *history.Service, changes *modify.Service, marks *reactions.Service, fwd *forward.Service, box *inbox.Service, reads *read.Service,
 	presence *cluster.Tracker, missed *deliver.Missed, feed *presencefeed.Service, typer *typing.Service,
-	seen *receipts.Service,
+	seen *receipts.Service, pushTokens *nativepush.Registry,
 ) (*tcpserver.Server, error) {
 	c, err := tcpConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
 	return tcpserver.New(c, tcpserver.Deps{
-		Auth:      auth,
-		Send:      sends,
-		History:   h,
-		Modify:    changes,
-		Reactions: marks,
-		Forward:   fwd,
-		Inbox:     box,
-		Read:      reads,
-		IDs:       p.IDs,
-		Clock:     p.Clock,
-		Metrics:   p.Metrics,
-		Presence:  presence,
-		Status:    feed,
-		Typing:    typer,
-		Receipts:  seen,
-		Missed:    missed,
+		Auth:       auth,
+		Send:       sends,
+		History:    h,
+		Modify:     changes,
+		Reactions:  marks,
+		Forward:    fwd,
+		Inbox:      box,
+		Read:       reads,
+		IDs:        p.IDs,
+		Clock:      p.Clock,
+		Metrics:    p.Metrics,
+		Presence:   presence,
+		Status:     feed,
+		Typing:     typer,
+		Receipts:   seen,
+		PushTokens: pushTokens,
+		Missed:     missed,
 	}, log), nil
 }
 
