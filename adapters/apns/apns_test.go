@@ -25,7 +25,7 @@ const (
 	goneToken = "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210"
 )
 
-func newClient(t *testing.T, s *apnstest.Server) *Client {
+func newClient(t testing.TB, s *apnstest.Server) *Client {
 	t.Helper()
 	roots := x509.NewCertPool()
 	roots.AddCert(s.Certificate())
