@@ -9,9 +9,9 @@ import (
 	"github.com/imdhq/imd/adapters/apns/apnstest"
 )
 
-// BenchmarkSend is one alert to the local APNs per op over one HTTP/2 connection (BENCHMARKS
-// §30): ns/op is the latency, cpu-µs/alert the process's user+system CPU per alert, the fake
-// server's share (TLS, JWT verification, JSON) included.
+// BenchmarkSend is one alert to the local APNs per op over one HTTP/2 connection
+// (docs/BENCHMARKS.md, item 30): ns/op is the latency, cpu-µs/alert the process's user+system
+// CPU per alert, the fake server's share (TLS, JWT verification, JSON) included.
 func BenchmarkSend(b *testing.B) {
 	s, err := apnstest.New()
 	if err != nil {
