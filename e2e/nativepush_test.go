@@ -108,15 +108,16 @@ func TestNativePushReachesOfflineDevicesOnly(t *testing.T) {
 		t.Fatalf("PUSH_TOKEN_SET of a bad platform: %v; want 40001", err)
 	}
 
-	ack, err := a.Send(ctx, wire.SendMessageRequest{Topic: group, ClientMsgID: "np-1", Type: "text", Content: json.RawMessage(`{"text":"hello"}`)})
-	if err != nil {
-		t.Fatalf("send: %v", err)
-	}
-
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) && (len(apns.Accepted()) < 1 || len(fcm.Accepted()) < 1) {
-		time.Sleep(50 * time.Millisecond)
-	}
+	var ack wire.SendAck
+	rises(t, srv, func() {
+		var err error
+		ack, err = a.Send(ctx, wire.SendMessageRequest{Topic: group, ClientMsgID: "np-1", Type: "text", Content: json.RawMessage(`{"text":"hello"}`)})
+		if err != nil {
+			t.Fatalf("send: %v", err)
+		}
+		eventually(t, 20*time.Second, "one alert at each provider", func() bool { return len(apns.Accepted()) >= 1 && len(fcm.Accepted()) >= 1 })
+	}, metric("push_send_total", "provider", "apns", "result", "ok"), metric("push_send_total", "provider", "fcm", "result", "ok"),
+		metric("push_send_total", "provider", "apns", "result", "invalid"))
 	time.Sleep(time.Second) // room for a request that should not come
 	ap, fc := apns.Accepted(), fcm.Accepted()
 	if len(ap) != 1 || ap[0].Token != apnsOffline {
