@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,13 +79,15 @@ func TestNativePushReachesOfflineDevicesOnly(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	const sender, iphone, android, online, gone = 3201, 3202, 3203, 3204, 3205
+	const sender, iphone, android, online, gone, otherApp = 3201, 3202, 3203, 3204, 3205, 3206
 	ts := srv.User(sender)
 	tokens := map[int64]string{}
 	register := map[int64]map[string]any{
 		iphone:  {"device_id": "iphone", "platform": "apns", "app_id": apnstest.Topic, "token": apnsOffline, "locale": "en-US"},
 		android: {"device_id": "pixel", "platform": "fcm", "app_id": fcmtest.Project, "token": fcmOffline},
 		gone:    {"device_id": "old", "platform": "apns", "app_id": apnstest.Topic, "token": apnsGone},
+		// APNs refuses a topic the key's team has no app for (400 BadTopic): final, a dead letter.
+		otherApp: {"device_id": "ipad", "platform": "apns", "app_id": "com.other.app", "token": apnsOnline},
 	}
 	for u, body := range register {
 		tokens[u] = srv.User(u)
@@ -96,7 +99,7 @@ func TestNativePushReachesOfflineDevicesOnly(t *testing.T) {
 		t.Fatalf("PUT of a bad platform: HTTP %d, want 400", code)
 	}
 	tokens[online] = srv.User(online)
-	group := srv.Group(3201, sender, iphone, android, online, gone)
+	group := srv.Group(3201, sender, iphone, android, online, gone, otherApp)
 	a := srv.Connect(ctx, ts, 1)
 	o := srv.Connect(ctx, tokens[online], 1) // takes the message live (the Go client acknowledges it)
 	// The online user's phone registers over the frame (PUSH_TOKEN_SET), with the same parser.
@@ -117,7 +120,7 @@ func TestNativePushReachesOfflineDevicesOnly(t *testing.T) {
 		}
 		eventually(t, 20*time.Second, "one alert at each provider", func() bool { return len(apns.Accepted()) >= 1 && len(fcm.Accepted()) >= 1 })
 	}, metric("push_send_total", "provider", "apns", "result", "ok"), metric("push_send_total", "provider", "fcm", "result", "ok"),
-		metric("push_send_total", "provider", "apns", "result", "invalid"))
+		metric("push_send_total", "provider", "apns", "result", "invalid"), metric("push_send_total", "provider", "apns", "result", "dead"))
 	time.Sleep(time.Second) // room for a request that should not come
 	ap, fc := apns.Accepted(), fcm.Accepted()
 	if len(ap) != 1 || ap[0].Token != apnsOffline {
@@ -131,6 +134,26 @@ func TestNativePushReachesOfflineDevicesOnly(t *testing.T) {
 	if len(fc) != 1 || fc[0].Token != fcmOffline || fc[0].Badge != 1 || fc[0].Body != "hello" {
 		t.Fatalf("FCM got %+v; want one request with badge 1", fc)
 	}
+	var dead struct {
+		DeadLetters []struct {
+			UserID    int64  `json:"user_id"`
+			DeviceID  string `json:"device_id"`
+			MsgID     int64  `json:"msg_id"`
+			LastError string `json:"last_error"`
+		} `json:"dead_letters"`
+	}
+	srv.MustAdmin("GET", "/push/dead_letters?provider=apns", nil, &dead)
+	if d := dead.DeadLetters; len(d) != 1 || d[0].UserID != otherApp || d[0].DeviceID != "ipad" || d[0].MsgID != ack.MsgID || !strings.Contains(d[0].LastError, "BadTopic") {
+		t.Fatalf("APNs dead letters %+v; want the BadTopic alert of %d", d, otherApp)
+	}
+
+	// The operator sees the counters and the dead letter on the console's Push page.
+	br := signedInConsole(t, srv)
+	br.open("push", "#push-dead-table tbody tr")
+	br.waitText("#push-metrics", `result="dead"`, 30*time.Second)
+	br.waitText("#push-dead-table", "BadTopic", 30*time.Second)
+	br.shot("push")
+
 	// The 410 token is gone: deleting it finds nothing.
 	if code := pushTokenCall(t, srv, tokens[gone], http.MethodDelete, "?device_id=old", nil); code != http.StatusNotFound {
 		t.Fatalf("DELETE of the token APNs called unregistered: HTTP %d, want 404 (removed)", code)

@@ -16,6 +16,7 @@ import (
 type PushTokenOps interface {
 	Register(ctx context.Context, tenant string, user int64, body []byte) (pushtoken.Token, error)
 	Unregister(ctx context.Context, tenant string, user int64, deviceID string) error
+	DeadLetters(ctx context.Context, tenant, provider string, limit int) ([]pushtoken.DeadLetter, error)
 }
 
 // pushTokenRoutes are PUSH_TOKEN_SET and PUSH_TOKEN_DELETE in REST form (issue 32, docs/PROTOCOL.md): the same parser, the same codes.

@@ -211,12 +211,13 @@ func (s *Service) deliver(ctx context.Context, tenant string, p ports.PushProvid
 		}
 		break
 	}
-	s.d.Metrics.Inc("push_send_total", provider, "dead")
 	d := pushtoken.DeadLetter{Provider: a.Token.Platform, User: a.Token.User, DeviceID: a.Token.DeviceID, MsgID: a.MsgID,
 		Attempts: attempt, LastError: err.Error(), CreatedAt: time.Now()}
 	if derr := s.d.Tokens.AddDeadLetter(ctx, tenant, d); derr != nil {
 		s.d.Log.WarnContext(ctx, "native push: dead letter not written", "tenant", tenant, "provider", provider, "err", derr)
 	}
+	// Counted once the letter is readable, so the alert and the console agree.
+	s.d.Metrics.Inc("push_send_total", provider, "dead")
 }
 
 func (s *Service) try(ctx context.Context, p ports.PushProvider, a pushtoken.Alert) error {

@@ -48,3 +48,20 @@ func (r *Registry) Unregister(ctx context.Context, tenant string, user int64, de
 	}
 	return nil
 }
+
+// MaxDeadLetters is the most dead letters one read lists.
+const MaxDeadLetters = 100
+
+// DeadLetters lists the provider's newest dead letters, at most limit (1 to MaxDeadLetters),
+// for the admin API and the console's Push page; another provider is 40001.
+func (r *Registry) DeadLetters(ctx context.Context, tenant, provider string, limit int) ([]pushtoken.DeadLetter, error) {
+	p := pushtoken.Platform(provider)
+	if p != pushtoken.APNs && p != pushtoken.FCM {
+		return nil, apperr.New(apperr.InvalidArgument, `provider must be "apns" or "fcm"`)
+	}
+	ds, err := r.tokens.DeadLetters(ctx, tenant, p, min(max(limit, 1), MaxDeadLetters))
+	if err != nil {
+		return nil, apperr.Wrap(apperr.Busy, "push dead letters not read", err)
+	}
+	return ds, nil
+}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/imdhq/imd/adapters/memory"
 	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/pushtoken"
 )
 
 func TestRegistry(t *testing.T) {
@@ -43,6 +44,31 @@ func TestRegistry(t *testing.T) {
 		}
 		if len(left) == 1 && st.name == "replace" && (left[0].Token != "cd" || left[0].UpdatedAt.Year() != 2030) {
 			t.Fatalf("replace: %+v", left[0])
+		}
+	}
+}
+
+func TestRegistryDeadLetters(t *testing.T) {
+	ctx := context.Background()
+	tokens := memory.NewPushTokens()
+	r := NewRegistry(tokens, memory.NewClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)))
+	for i := range 3 {
+		if err := tokens.AddDeadLetter(ctx, "acme", pushtoken.DeadLetter{Provider: pushtoken.FCM, MsgID: int64(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		provider string
+		limit    int
+		want     int
+		code     apperr.Code
+	}{
+		{"fcm", 2, 2, apperr.OK}, {"fcm", 0, 1, apperr.OK}, {"apns", 10, 0, apperr.OK}, {"sms", 10, 0, apperr.InvalidArgument},
+	}
+	for _, tc := range tests {
+		ds, err := r.DeadLetters(ctx, "acme", tc.provider, tc.limit)
+		if apperr.CodeOf(err) != tc.code || len(ds) != tc.want {
+			t.Fatalf("DeadLetters(%s, %d) = %d, %v; want %d, code %d", tc.provider, tc.limit, len(ds), err, tc.want, tc.code)
 		}
 	}
 }
