@@ -88,6 +88,7 @@ var movedBy = map[string]string{
 	"message_search_index_total":                 "TestMetricsMoveWithTheirEvents",
 	"media_thumbnail_total":                      "TestImageThumbnails",
 	"webhook_deliveries_total":                   "TestWebhooksDeliverSignedInOrderWithRetriesAndDeadLetters",
+	"push_send_total":                            "TestNativePushReachesOfflineDevicesOnly",
 	"media_thumbnail_refused_total":              "TestImageThumbnails",
 	"media_thumbnail_seconds":                    "TestImageThumbnails",
 	"deliver_list_gap_total":                     "TestLostDeliverPartitionIsRepaired",

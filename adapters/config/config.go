@@ -243,6 +243,33 @@ type Push struct {
 	Webhook string        `yaml:"webhook"`
 	Timeout time.Duration `yaml:"timeout"`
 	Queue   int           `yaml:"queue"`
+	// APNs and FCM send native alerts themselves (docs/DESIGN.md issue-32 "Native push"),
+	// each on when its credential is set; the webhook above is posted to either way.
+	APNs APNs `yaml:"apns"`
+	FCM  FCM  `yaml:"fcm"`
+	// HideContent lists the tenants whose native alerts carry a title only, no message text.
+	HideContent []string `yaml:"hide_content"`
+	// Attempts per native alert before it becomes a dead letter; retries wait Backoff,
+	// doubling up to MaxBackoff.
+	Attempts   int           `yaml:"attempts"`
+	Backoff    time.Duration `yaml:"backoff"`
+	MaxBackoff time.Duration `yaml:"max_backoff"`
+}
+
+// APNs is the provider key (.p8) of an Apple developer team: IMD_PUSH_APNS_KEY_FILE names the
+// .p8 file. Host is production, development or a URL.
+type APNs struct {
+	Key    string `yaml:"key" secret:"true"`
+	KeyID  string `yaml:"key_id"`
+	TeamID string `yaml:"team_id"`
+	Host   string `yaml:"host"`
+}
+
+// FCM is a Firebase project's service account: IMD_PUSH_FCM_CREDENTIALS_FILE names its JSON
+// key file. Endpoint is FCM's unless set (a local fake in tests).
+type FCM struct {
+	Credentials string `yaml:"credentials" secret:"true"`
+	Endpoint    string `yaml:"endpoint"`
 }
 
 // Webhooks paces the delivery of event webhooks (docs/DESIGN.md issue-32 part 2); the
@@ -461,7 +488,7 @@ func Default() Config {
 		Receipts: Receipts{GroupLimit: 200},
 		Presence: Presence{GroupLimit: 200, TypingGroupLimit: 200, TypingExpires: 6 * time.Second, TypingPerDevice: 10,
 			TypingWindow: 10 * time.Second},
-		Push:     Push{Timeout: 2 * time.Second, Queue: 10_000},
+		Push:     Push{Timeout: 2 * time.Second, Queue: 10_000, Attempts: 4, Backoff: time.Second, MaxBackoff: time.Minute, APNs: APNs{Host: "production"}},
 		Registry: Registry{Database: "imd_registry", RefreshInterval: 30 * time.Second},
 		Uploads: Uploads{Store: "fs", Dir: filepath.Join(os.TempDir(), "imd-uploads"), MaxSize: 100 << 20, URLTTL: 15 * time.Minute,
 			Thumbnails: Thumbnails{Side: 320, MaxBytes: 25 << 20, MaxPixels: 40_000_000, Workers: 2}},
@@ -602,6 +629,12 @@ func (c Config) Validate() error {
 	}
 	if c.Shard.DedupRetentionDays < 7 || c.Shard.DedupRetentionDays > 30 {
 		errs = append(errs, errors.New("shard.dedup_retention_days must be 7-30"))
+	}
+	if p := c.Push; p.Attempts <= 0 || p.Backoff <= 0 || p.MaxBackoff < p.Backoff {
+		errs = append(errs, errors.New("push: attempts and backoff must be positive, max_backoff at least backoff"))
+	}
+	if a := c.Push.APNs; a.Key != "" && (a.KeyID == "" || a.TeamID == "" || a.Host == "") {
+		errs = append(errs, errors.New("push.apns: key_id, team_id and host are required with a key"))
 	}
 	if w := c.Webhooks; w.Interval <= 0 || w.Settle <= 0 || w.FirstRetry <= 0 || w.MaxBackoff < w.FirstRetry || w.MaxAttempts <= 0 || w.Timeout <= 0 {
 		errs = append(errs, errors.New("webhooks: interval, settle, first_retry, max_attempts and timeout must be positive, max_backoff at least first_retry"))

@@ -80,6 +80,7 @@ func (s *Server) clientRoutes(e *echo.Echo) {
 	s.receiptRoutes(api)
 	s.groupRoutes(api)
 	s.messageRoutes(api)
+	s.pushTokenRoutes(api)
 }
 
 // requireUser authenticates "Authorization: Bearer <user token>": a valid token of a served

@@ -113,6 +113,7 @@ func adminBodies() []openapicheck.Body {
 		res[reportStatusJSON]("setReportStatus", 200),
 		res[webhooksJSON]("listWebhooks", 200),
 		res[deadLettersJSON]("webhookDeadLetters", 200),
+		res[pushDeadLettersJSON]("pushDeadLetters", 200),
 		each[webhookJSON]([]string{"createWebhook", "getWebhook", "updateWebhook", "rotateWebhookSecret"}, 200),
 	)
 }

@@ -87,6 +87,9 @@ type Deps struct {
 	Nodes NodeOps
 	// Webhooks serves the endpoint routes of admin_webhooks.go; nil answers 50301.
 	Webhooks *webhooks.Service
+	// PushTokens serves the push token routes of client_push.go and the dead letters of
+	// admin_push.go; nil answers 50301.
+	PushTokens PushTokenOps
 	// Browser serves the WebSocket transport, the JavaScript SDK and the web chat (browser.go).
 	Browser Browser
 }
@@ -181,6 +184,7 @@ func (s *Server) adminRoutes(e *echo.Echo) {
 	s.nodeRoutes(t)
 	s.repairRoutes(t)
 	s.webhookRoutes(t)
+	s.pushRoutes(t)
 }
 
 // Start binds the listeners, so the ports are taken when Start returns, then serves in the

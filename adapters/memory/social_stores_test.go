@@ -44,3 +44,7 @@ func TestWebhookEndpointsContract(t *testing.T) {
 func TestWebhookCursorsContract(t *testing.T) {
 	contract.WebhookCursors(t, func(*testing.T) (ports.WebhookCursors, string) { return NewWebhookCursors(), "acme" })
 }
+
+func TestPushTokensContract(t *testing.T) {
+	contract.PushTokens(t, func(*testing.T) (ports.PushTokens, string) { return NewPushTokens(), "acme" })
+}

@@ -90,3 +90,10 @@ func TestPresenceContract(t *testing.T) {
 		return NewPresence(c), tenant
 	})
 }
+
+func TestPushTokensContract(t *testing.T) {
+	contract.PushTokens(t, func(t *testing.T) (ports.PushTokens, string) {
+		c, tenant := newTestCluster(t)
+		return NewPushTokens(c), tenant
+	})
+}

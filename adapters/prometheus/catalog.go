@@ -102,6 +102,8 @@ func catalog() []spec {
 		{name: "deliver_mailbox_total", kind: counter, help: "MISSED_MESSAGE rows for connected devices a push did not reach or that never acknowledged it, by outcome (ok|failed|dropped).", labels: []string{"status"}},
 		{name: "deliver_notify_total", kind: counter, help: "System-push notifications deliver jobs handed to the notifier, by outcome (ok|failed).", labels: []string{"status"}},
 		{name: "push_notify_total", kind: counter, help: "System-push webhook posts, by outcome (ok|failed|dropped).", labels: []string{"status"}},
+		// Native push (issue 32): alerts to APNs and FCM.
+		{name: "push_send_total", kind: counter, help: "Native push alerts, by provider (apns|fcm; none: before a provider was chosen) and result (ok; invalid: the token is no more and was removed; retry: 429/5xx/no answer, tried again after a backoff; dead: the last attempt failed, a dead letter; dropped: the queue was full; failed: the tokens were not read).", labels: []string{"provider", "result"}},
 		{name: "message_sync_total", kind: counter, help: "SYNC_MESSAGES requests served (frames, client and admin HTTP API)."},
 		{name: "message_send_total", kind: counter, help: "SEND_MESSAGE requests (frames and the client HTTP API), by outcome: ok or the error code of PROTOCOL §5.", labels: []string{"status"}, values: []string{"ok", "50001", "50301"}},
 		{name: "send_ack_latency", kind: histogram, help: "Seconds from SEND_MESSAGE received to SEND_ACK written.", buckets: latencyBuckets},

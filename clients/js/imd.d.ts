@@ -240,6 +240,17 @@ export interface Settings {
   hide_receipts: boolean;
 }
 
+/** A device's native push token (PUSH_TOKEN_SET); the server alerts it while none of the user's devices is connected. */
+export interface PushToken {
+  /** Your own name for the device, at most 64 bytes. */
+  device_id: string;
+  platform: "apns" | "fcm";
+  /** The APNs bundle id or the FCM project. */
+  app_id: string;
+  token: string;
+  locale?: string;
+}
+
 /** A RECEIPT push (P2P only): user_id read up to read_seq (✓✓ read), or a device of theirs got delivered_seq (✓✓); exactly one seq is set. */
 export interface Receipt {
   topic: string;
@@ -296,6 +307,10 @@ export class Client {
   typing(conversation: string | ConversationAddress, typing?: boolean): Promise<{ expires_in: number }>;
   /** Only for a message the user sent (40301 otherwise); 40401 for an unknown seq. */
   readState(topic: string, seq: number): Promise<ReadState>;
+  /** 40001 for a bad body (unknown field, other platform); replaces the device's last token. */
+  setPushToken(token: PushToken): Promise<PushToken>;
+  /** 40401 when the device has no token. */
+  deletePushToken(deviceId: string): Promise<Record<string, never>>;
   /** Changes what change names; {} only reads. Resolves with every setting as stored. */
   settings(change?: Partial<Settings>): Promise<Settings>;
   /** Newest first. */

@@ -28,6 +28,7 @@ export const Cmd = Object.freeze({
   EVENT: 17, GET_HISTORY: 18, QUERY_PRESENCE: 19, PRESENCE: 20, TYPING: 21, TYPING_NOTICE: 22,
   SETTINGS: 23, RECEIPT: 24, ADD_REACTION: 25, REMOVE_REACTION: 26, GET_REACTIONS: 27,
   PIN_MESSAGE: 28, UNPIN_MESSAGE: 29, GET_PINS: 30, FORWARD_MESSAGE: 31, READ_STATE: 32,
+  PUSH_TOKEN_SET: 33, PUSH_TOKEN_DELETE: 34,
 });
 
 export const Code = Object.freeze({
@@ -306,6 +307,15 @@ export class Client {
    * conversations up to the server's receipts.group_limit members.
    */
   readState(topic, seq) { return this.request(Cmd.READ_STATE, { topic, seq }); }
+
+  /**
+   * Registers this device's APNs or FCM token (PUSH_TOKEN_SET): {device_id, platform: "apns" |
+   * "fcm", app_id, token, locale?}. Resolves with the token as stored.
+   */
+  setPushToken(token) { return this.request(Cmd.PUSH_TOKEN_SET, token); }
+
+  /** Removes the device's push token (PUSH_TOKEN_DELETE); 40401 when it has none. */
+  deletePushToken(deviceId) { return this.request(Cmd.PUSH_TOKEN_DELETE, { device_id: deviceId }); }
 
   /** Changes the settings named in change (e.g. {hide_presence: true}); {} only reads them (SETTINGS). */
   settings(change = {}) { return this.request(Cmd.SETTINGS, change); }

@@ -141,6 +141,7 @@ func memoryAdapters(t *testing.T, cfg config.Config) fx.Option {
 		Imager:         stdimage.New(stdimage.Config{}),
 		Files:          files,
 		PushNotifier:   push.Noop{},
+		PushTokens:     memory.NewPushTokens(),
 		WebhookSender:  httpclient.NewSender(time.Second),
 	}
 	return fx.Supply(bound, held{})

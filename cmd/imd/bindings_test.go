@@ -33,6 +33,7 @@ import (
 	"github.com/imdhq/imd/core/usecase/inbox"
 	"github.com/imdhq/imd/core/usecase/longsearch"
 	"github.com/imdhq/imd/core/usecase/modify"
+	"github.com/imdhq/imd/core/usecase/nativepush"
 	"github.com/imdhq/imd/core/usecase/presence"
 	"github.com/imdhq/imd/core/usecase/reactions"
 	"github.com/imdhq/imd/core/usecase/read"
@@ -91,6 +92,7 @@ var depsStructs = map[string]reflect.Type{
 	"tenantregistry.Deps":   reflect.TypeFor[tenantregistry.Deps](),
 	"uploads.Deps":          reflect.TypeFor[uploads.Deps](),
 	"webhooks.Deps":         reflect.TypeFor[webhooks.Deps](),
+	"nativepush.Deps":       reflect.TypeFor[nativepush.Deps](),
 	"webhookloop.Deps":      reflect.TypeFor[webhookloop.Deps](),
 	"Ports":                 reflect.TypeFor[Ports](),
 }
@@ -100,6 +102,7 @@ var leftOut = map[string]string{
 	"shardmanager.Deps.Floors":  "New makes the floors the shard manager shares with the send path",
 	"history.Deps.RecentMonths": "zero is DefaultRecentMonths",
 	"shardmanager.Deps.Sleep":   "nil is periodic.Sleep, the wall clock; only the simulation's virtual clock sets it",
+	"nativepush.Deps.Sleep":     "nil is a wall-clock timer; only the use case's tests set it",
 }
 
 // TestEveryFieldIsBoundByName reads cmd/imd's source: every struct literal of Ports (in

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -10,9 +11,11 @@ import (
 	"github.com/redis/rueidis"
 	"go.uber.org/fx"
 
+	"github.com/imdhq/imd/adapters/apns"
 	"github.com/imdhq/imd/adapters/bleveindex"
 	"github.com/imdhq/imd/adapters/blobfs"
 	"github.com/imdhq/imd/adapters/config"
+	"github.com/imdhq/imd/adapters/fcm"
 	httpapi "github.com/imdhq/imd/adapters/http"
 	"github.com/imdhq/imd/adapters/httpclient"
 	"github.com/imdhq/imd/adapters/jwt"
@@ -24,10 +27,12 @@ import (
 	"github.com/imdhq/imd/adapters/s3blob"
 	"github.com/imdhq/imd/adapters/snowflake"
 	"github.com/imdhq/imd/adapters/stdimage"
+	"github.com/imdhq/imd/core/domain/pushtoken"
 	"github.com/imdhq/imd/core/runtime"
 	"github.com/imdhq/imd/core/store/archivereader"
 	"github.com/imdhq/imd/core/store/dualread"
 	"github.com/imdhq/imd/core/usecase/conversation"
+	"github.com/imdhq/imd/core/usecase/nativepush"
 	"github.com/imdhq/imd/ports"
 )
 
@@ -129,6 +134,7 @@ type Ports struct {
 	Imager         ports.Imager      // stdimage: thumbnails of image uploads (issue 32)
 	Files          httpapi.FileStore // the /files/ handler of a local object store; nil for S3
 	PushNotifier   ports.PushNotifier
+	PushTokens     ports.PushTokens
 	WebhookSender  ports.WebhookSender
 }
 
@@ -186,6 +192,7 @@ func openAdapters(cfg config.Config, log *slog.Logger) (Ports, held, error) {
 	if err != nil {
 		return Ports{}, held{}, err
 	}
+	pushTokens := mysql.NewPushTokens(db)
 
 	directory := mysql.NewDirectory(db)
 	deleteLog := mysql.NewDeleteLog(db)
@@ -202,6 +209,10 @@ func openAdapters(cfg config.Config, log *slog.Logger) (Ports, held, error) {
 	routes := redisadapter.NewRouteCache(rdb)
 	hot := redisadapter.NewHotCache(rdb, redisadapter.HotCacheOptions{})
 	dialogs := redisadapter.NewDialogStore(rdb)
+	notifier, flushNotifier, err = withNativePush(cfg, notifier, flushNotifier, pushTokens, dialogs, metrics, log)
+	if err != nil {
+		return Ports{}, held{}, err
+	}
 	tokens := jwt.New([]byte(cfg.TokenSecret))
 	bound := Ports{
 		MessageStore:  messages,
@@ -291,6 +302,7 @@ func openAdapters(cfg config.Config, log *slog.Logger) (Ports, held, error) {
 		Imager:         stdimage.New(stdimage.Config{MaxPixels: cfg.Uploads.Thumbnails.MaxPixels}),
 		Files:          files,
 		PushNotifier:   notifier,
+		PushTokens:     pushTokens,
 		WebhookSender:  httpclient.NewSender(cfg.Webhooks.Timeout),
 	}
 	stores := []fx.Hook{fx.StartStopHook(registry.Open, registry.Close)}
@@ -365,6 +377,46 @@ func newPushNotifier(cfg config.Config, met ports.Metrics, log *slog.Logger) (po
 		return nil, nil, err
 	}
 	return w, w.Close, nil
+}
+
+// withNativePush puts native APNs/FCM alerts (docs/DESIGN.md issue-32 "Native push") in front
+// of next when a provider has credentials; its flush closes the alerts' queue, then next's.
+func withNativePush(cfg config.Config, next ports.PushNotifier, flushNext func(context.Context) error,
+	tokens ports.PushTokens, dialogs ports.DialogStore, met ports.Metrics, log *slog.Logger,
+) (ports.PushNotifier, func(context.Context) error, error) {
+	providers := map[pushtoken.Platform]ports.PushProvider{}
+	p := cfg.Push
+	if p.APNs.Key != "" {
+		c, err := apns.New(apns.Config{KeyPEM: []byte(p.APNs.Key), KeyID: p.APNs.KeyID, TeamID: p.APNs.TeamID, Host: p.APNs.Host})
+		if err != nil {
+			return nil, nil, err
+		}
+		providers[pushtoken.APNs] = c
+	}
+	if p.FCM.Credentials != "" {
+		c, err := fcm.New(fcm.Config{CredentialsJSON: []byte(p.FCM.Credentials), Endpoint: p.FCM.Endpoint})
+		if err != nil {
+			return nil, nil, err
+		}
+		providers[pushtoken.FCM] = c
+	}
+	if len(providers) == 0 {
+		return next, flushNext, nil
+	}
+	hide := make(map[string]bool, len(p.HideContent))
+	for _, t := range p.HideContent {
+		hide[t] = true
+	}
+	s := nativepush.New(nativepush.Config{Queue: p.Queue, Attempts: p.Attempts, Backoff: p.Backoff, MaxBackoff: p.MaxBackoff, HideContent: hide}, nativepush.Deps{
+		Tokens: tokens, Dialogs: dialogs, Providers: providers, Next: next, Metrics: met, Log: log, Sleep: nil,
+	})
+	return s, func(ctx context.Context) error {
+		err := s.Close(ctx)
+		if flushNext != nil {
+			err = errors.Join(err, flushNext(ctx))
+		}
+		return err
+	}, nil
 }
 
 // messageReads are the message ports every use case reads and changes messages through.

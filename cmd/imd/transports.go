@@ -28,6 +28,7 @@ import (
 	"github.com/imdhq/imd/core/usecase/inbox"
 	"github.com/imdhq/imd/core/usecase/longsearch"
 	"github.com/imdhq/imd/core/usecase/modify"
+	"github.com/imdhq/imd/core/usecase/nativepush"
 	presencefeed "github.com/imdhq/imd/core/usecase/presence"
 	"github.com/imdhq/imd/core/usecase/reactions"
 	"github.com/imdhq/imd/core/usecase/read"
@@ -49,29 +50,30 @@ import (
 func newTCPServer(cfg config.Config, p Ports, log *slog.Logger, auth *authn.Service, sends *send.Service,
 	h *history.Service, changes *modify.Service, marks *reactions.Service, fwd *forward.Service, box *inbox.Service, reads *read.Service,
 	presence *cluster.Tracker, missed *deliver.Missed, feed *presencefeed.Service, typer *typing.Service,
-	seen *receipts.Service,
+	seen *receipts.Service, pushTokens *nativepush.Registry,
 ) (*tcpserver.Server, error) {
 	c, err := tcpConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
 	return tcpserver.New(c, tcpserver.Deps{
-		Auth:      auth,
-		Send:      sends,
-		History:   h,
-		Modify:    changes,
-		Reactions: marks,
-		Forward:   fwd,
-		Inbox:     box,
-		Read:      reads,
-		IDs:       p.IDs,
-		Clock:     p.Clock,
-		Metrics:   p.Metrics,
-		Presence:  presence,
-		Status:    feed,
-		Typing:    typer,
-		Receipts:  seen,
-		Missed:    missed,
+		Auth:       auth,
+		Send:       sends,
+		History:    h,
+		Modify:     changes,
+		Reactions:  marks,
+		Forward:    fwd,
+		Inbox:      box,
+		Read:       reads,
+		IDs:        p.IDs,
+		Clock:      p.Clock,
+		Metrics:    p.Metrics,
+		Presence:   presence,
+		Status:     feed,
+		Typing:     typer,
+		Receipts:   seen,
+		PushTokens: pushTokens,
+		Missed:     missed,
 	}, log), nil
 }
 
@@ -105,7 +107,7 @@ func newWebSocket(cfg config.Config, p Ports, log *slog.Logger, tcp *tcpserver.S
 func newHTTPServer(cfg config.Config, p Ports, log *slog.Logger, tcp *tcpserver.Server, ws *websocket.Endpoint,
 	adm *admin.Service, h *history.Service, box *inbox.Service, migrations *migration.Service,
 	social httpapi.SocialDeps, shards httpapi.ShardOps, archive httpapi.ArchiveOps, refs httpapi.ReferenceOps,
-	nodes httpapi.NodeOps, hooks *webhooks.Service,
+	nodes httpapi.NodeOps, hooks *webhooks.Service, pushTokens *nativepush.Registry,
 ) *httpapi.Server {
 	user, ip := cfg.RateLimit.HTTP()
 	return httpapi.New(httpapi.Config{
@@ -128,6 +130,7 @@ func newHTTPServer(cfg config.Config, p Ports, log *slog.Logger, tcp *tcpserver.
 		Delivery:   p.DeliverInspector,
 		Nodes:      nodes,
 		Webhooks:   hooks,
+		PushTokens: pushTokens,
 		Browser:    httpapi.Browser{WebSocket: ws, SDK: jssdk.Files, Chat: webchat.Files},
 	}, log)
 }

@@ -32,6 +32,7 @@ import (
 	"github.com/imdhq/imd/core/usecase/inbox"
 	"github.com/imdhq/imd/core/usecase/longsearch"
 	"github.com/imdhq/imd/core/usecase/modify"
+	"github.com/imdhq/imd/core/usecase/nativepush"
 	"github.com/imdhq/imd/core/usecase/presence"
 	"github.com/imdhq/imd/core/usecase/reactions"
 	"github.com/imdhq/imd/core/usecase/read"
@@ -117,6 +118,10 @@ func newUploads(cfg config.Config, p Ports, resolver *conversation.Resolver) *up
 
 func newWebhooks(p Ports) *webhooks.Service {
 	return webhooks.New(webhooks.Deps{Store: p.WebhookEndpoints, Cursors: p.WebhookCursors, IDs: p.IDs, Clock: p.Clock})
+}
+
+func newPushTokenRegistry(p Ports) *nativepush.Registry {
+	return nativepush.NewRegistry(p.PushTokens, p.Clock)
 }
 
 func newWebhookLoop(cfg config.Config, p Ports, h *history.Service, log *slog.Logger) *webhookloop.Loop {

@@ -368,6 +368,28 @@
     };
   }
 
+  // pagePush shows native push (issue 32): the node's alert counters by provider and result,
+  // and the tenant's newest dead letters of each provider.
+  function pagePush(root) {
+    const dead = el('table', { id: 'push-dead-table' });
+    const counters = el('table', { id: 'push-metrics' });
+    root.append(el('h2', {}, 'Push'),
+      el('p', {}, 'Alerts sent to APNs and FCM for users no device took a message from live: ok, invalid (the token is ' +
+        'no more and was removed), retry (429, 5xx, no answer), dead (given up after push.attempts; fires ' +
+        'ImdPushDeadLetters), dropped (queue full). More retried, dropped or dead than sent fires ImdPushFailing.'),
+      el('h3', {}, 'Counters'), counters,
+      el('h3', {}, 'Dead letters'), dead);
+    return async () => {
+      await metricsTable(counters, ['push_send_total']);
+      const rows = [];
+      for (const provider of ['apns', 'fcm']) {
+        const d = await admin('GET', '/push/dead_letters?provider=' + provider + '&limit=20');
+        for (const x of d.dead_letters) rows.push([x.provider, String(x.user_id), x.device_id, String(x.msg_id), x.attempts, x.last_error, fmtTime(x.at)]);
+      }
+      fillTable(dead, ['Provider', 'User', 'Device', 'Message', 'Attempts', 'Last error', 'Given up'], rows, 'none');
+    };
+  }
+
   // The steps of seed 000 §9 and when this job has done each.
   const migrationSteps = [
     ['Route tables, idempotency table and shard manager online', () => true],
@@ -537,6 +559,7 @@
     messages: ['Messages', pageMessages],
     media: ['Media', pageMedia],
     webhooks: ['Webhooks', pageWebhooks],
+    push: ['Push', pagePush],
   };
 
   async function refreshNow() {

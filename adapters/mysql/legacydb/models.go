@@ -372,6 +372,28 @@ type TP2pConversation struct {
 	ConversationID int64
 }
 
+type TPushDeadLetter struct {
+	ID        int64
+	Provider  string
+	UserID    int64
+	DeviceID  string
+	MsgID     int64
+	Attempts  int32
+	LastError string
+	CreatedAt time.Time
+}
+
+type TPushToken struct {
+	UserID   int64
+	DeviceID string
+	// apns or fcm
+	Platform  string
+	AppID     string
+	Token     string
+	Locale    string
+	UpdatedAt time.Time
+}
+
 type TReport struct {
 	// sonyflake id
 	ID       int64

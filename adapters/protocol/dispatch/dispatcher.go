@@ -94,6 +94,8 @@ type Deps struct {
 	// Receipts answers READ_STATE and hears of each PUSH_ACK (issue 31); nil: READ_STATE is
 	// unknown (40001) and acks tell nobody.
 	Receipts *receipts.Service
+	// PushTokens answers PUSH_TOKEN_SET and PUSH_TOKEN_DELETE (issue 32); nil: unknown (40001).
+	PushTokens PushTokenRegistry
 	// Missed, when set, takes the MESSAGE pushes a device did not acknowledge in time or
 	// before its connection closed, to become mailbox rows (seed 003 §8: degrade, never
 	// close the connection); it must not block.
@@ -151,6 +153,7 @@ func New(cfg Config, deps Deps, log *slog.Logger) *Dispatcher {
 	d.addInboxCommands()
 	d.addPresenceCommands()
 	d.addReceiptCommands()
+	d.addPushTokenCommands()
 	if deps.Missed != nil {
 		d.sessions.OnUnacked(func(u session.Unacked) {
 			if u.Message != nil {

@@ -489,3 +489,27 @@ test("forward names the origin and the destination and keeps its client_msg_id",
   await assert.rejects(refused, (e) => e instanceof ImdError && e.code === Code.FORBIDDEN);
   c.close();
 });
+
+test("push tokens: setPushToken and deletePushToken are PUSH_TOKEN_SET and PUSH_TOKEN_DELETE", async () => {
+  const c = newClient();
+  const opened = c.connect();
+  const s = await socket(0);
+  await serveLogin(s);
+  await opened;
+
+  const token = { device_id: "pixel", platform: "fcm", app_id: "proj", token: "t-1" };
+  const set = c.setPushToken(token);
+  const q = await s.next(Cmd.PUSH_TOKEN_SET);
+  assert.equal(Cmd.PUSH_TOKEN_SET, 33);
+  assert.deepEqual(q.body, token);
+  s.reply(q, token);
+  assert.deepEqual(await set, token);
+
+  const gone = c.deletePushToken("pixel");
+  const d = await s.next(Cmd.PUSH_TOKEN_DELETE);
+  assert.equal(Cmd.PUSH_TOKEN_DELETE, 34);
+  assert.deepEqual(d.body, { device_id: "pixel" });
+  s.reply(d, null, { code: Code.NOT_FOUND, msg: "no push token for this device" });
+  await assert.rejects(gone, (e) => e instanceof ImdError && e.code === Code.NOT_FOUND);
+  c.close();
+});

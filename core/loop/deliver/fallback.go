@@ -101,8 +101,9 @@ func (f *Fallback) recordMissed(ctx context.Context, tenant string, u delivery.U
 }
 
 // notify hands the message to the system push service for recipients it did not reach: offline
-// users and users with a failed device, never the sender or users who muted the conversation.
-// Topic events (a recall, an edit) are no news worth a notification.
+// users and users with a failed device, never the sender or users who muted the conversation
+// unless the message mentions them (issue 32: a mention gets through a mute). Topic events (a
+// recall, an edit) are no news worth a notification.
 func (f *Fallback) notify(ctx context.Context, tenant string, u delivery.Unreached) {
 	if u.NotPush || !dialog.CountsAsUnread(*u.Message) {
 		return
@@ -111,7 +112,10 @@ func (f *Fallback) notify(ctx context.Context, tenant string, u delivery.Unreach
 	for _, d := range u.Failed {
 		users = append(users, d.User)
 	}
-	users = slices.DeleteFunc(users, func(user int64) bool { return user == u.From || u.Muted[user] })
+	m := u.Message
+	users = slices.DeleteFunc(users, func(user int64) bool {
+		return user == u.From || (u.Muted[user] && !m.MentionAll && !slices.Contains(m.Mentions, user))
+	})
 	if len(users) == 0 {
 		return
 	}

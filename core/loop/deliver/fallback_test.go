@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
@@ -54,6 +55,39 @@ func TestFallbackWritesRowsAfterItsCallerWasCancelled(t *testing.T) {
 			}
 			if got := metrics.Count("deliver_mailbox_total", "failed"); got != 0 {
 				t.Fatalf("failed rows = %v, want 0", got)
+			}
+		})
+	}
+}
+
+// The system push skips the sender and users who muted the conversation, unless the message
+// mentions them (issue 32).
+func TestFallbackNotifiesMutedOnlyWhenMentioned(t *testing.T) {
+	tests := []struct {
+		name       string
+		mentions   []int64
+		mentionAll bool
+		want       []int64
+	}{
+		{name: "muted skipped", want: []int64{3}},
+		{name: "muted but mentioned", mentions: []int64{2}, want: []int64{2, 3}},
+		{name: "mention all", mentionAll: true, want: []int64{2, 3}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := memory.NewClock(time.Date(2026, 5, 14, 10, 0, 0, 0, time.UTC))
+			log := slog.New(slog.NewTextHandler(io.Discard, nil))
+			notifier := memory.NewNotifier()
+			mailer := inbox.NewMailer(inbox.MailerDeps{Mailbox: memory.NewMailbox(), Pusher: &fakePusher{}, IDs: memory.NewIDs(clock), Clock: clock, Log: log})
+			f := NewFallback(Config{}, Deps{Queue: memory.NewDeliverQueue(clock.Now), Mailer: mailer, Notifier: notifier, Metrics: memory.NewMetrics(), Log: log})
+			u := delivery.Unreached{
+				Message: &message.Message{Topic: "grp_1", ConversationID: 9, Seq: 4, MsgID: 104, Type: "text", From: 1,
+					Mentions: tc.mentions, MentionAll: tc.mentionAll},
+				From: 1, Offline: []int64{1, 2, 3}, Muted: map[int64]bool{2: true},
+			}
+			f.Act(context.Background(), tenant, u)
+			if got := notifier.Users(); len(got) != 1 || !slices.Equal(got[0], tc.want) {
+				t.Fatalf("notified %v; want [%v]", got, tc.want)
 			}
 		})
 	}

@@ -1,0 +1,138 @@
+package nativepush
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/imdhq/imd/adapters/memory"
+	"github.com/imdhq/imd/core/domain/delivery"
+	"github.com/imdhq/imd/core/domain/dialog"
+	"github.com/imdhq/imd/core/domain/pushtoken"
+	"github.com/imdhq/imd/ports"
+)
+
+// provider records alerts and answers each token from a script (then nil).
+type provider struct {
+	mu      sync.Mutex
+	sent    []pushtoken.Alert
+	answers map[string][]error
+}
+
+func (p *provider) Send(_ context.Context, a pushtoken.Alert) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.sent = append(p.sent, a)
+	if q := p.answers[a.Token.Token]; len(q) > 0 {
+		p.answers[a.Token.Token] = q[1:]
+		return q[0]
+	}
+	return nil
+}
+
+// dialogs answers Changed with fixed unread counts per user.
+type dialogs struct {
+	ports.DialogStore
+	unread map[int64][]int64
+}
+
+func (d dialogs) Changed(_ context.Context, _ string, user, _ int64, _ int) ([]dialog.Entry, error) {
+	var out []dialog.Entry
+	for i, n := range d.unread[user] {
+		out = append(out, dialog.Entry{ConversationID: int64(i + 1), Unread: n})
+	}
+	return out, nil
+}
+
+func TestService(t *testing.T) {
+	retry := fmt.Errorf("HTTP 503: %w", pushtoken.ErrRetryable)
+	tests := []struct {
+		name        string
+		hide        bool
+		answers     map[string][]error
+		wantSent    int
+		wantBody    string
+		wantMetrics map[[2]string]float64 // push_send_total{provider,result} → count
+		wantTokens  int                   // left after the alert
+		wantDead    int
+	}{
+		{name: "both sent", wantSent: 2, wantBody: "hi", wantMetrics: map[[2]string]float64{{"apns", "ok"}: 1, {"fcm", "ok"}: 1}, wantTokens: 3},
+		{name: "hide content", hide: true, wantSent: 2, wantBody: "", wantMetrics: map[[2]string]float64{{"apns", "ok"}: 1, {"fcm", "ok"}: 1}, wantTokens: 3},
+		{name: "invalid token removed", answers: map[string][]error{"apns-1": {fmt.Errorf("410: %w", pushtoken.ErrInvalidToken)}},
+			wantSent: 2, wantBody: "hi", wantMetrics: map[[2]string]float64{{"apns", "invalid"}: 1, {"fcm", "ok"}: 1}, wantTokens: 2},
+		{name: "retried then sent", answers: map[string][]error{"fcm-1": {retry, retry}},
+			wantSent: 4, wantBody: "hi", wantMetrics: map[[2]string]float64{{"apns", "ok"}: 1, {"fcm", "retry"}: 2, {"fcm", "ok"}: 1}, wantTokens: 3},
+		{name: "dead letter after the tries", answers: map[string][]error{"fcm-1": {retry, retry, retry}},
+			wantSent: 4, wantBody: "hi", wantMetrics: map[[2]string]float64{{"apns", "ok"}: 1, {"fcm", "retry"}: 2, {"fcm", "dead"}: 1}, wantTokens: 3, wantDead: 1},
+		{name: "final error not retried", answers: map[string][]error{"fcm-1": {fmt.Errorf("HTTP 400")}},
+			wantSent: 2, wantBody: "hi", wantMetrics: map[[2]string]float64{{"apns", "ok"}: 1, {"fcm", "dead"}: 1}, wantTokens: 3, wantDead: 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			tokens := memory.NewPushTokens()
+			for _, tok := range []pushtoken.Token{
+				{User: 1, DeviceID: "phone", Platform: pushtoken.APNs, AppID: "com.example", Token: "apns-1"},
+				{User: 1, DeviceID: "tablet", Platform: pushtoken.FCM, AppID: "proj", Token: "fcm-1"},
+				{User: 9, DeviceID: "phone", Platform: pushtoken.APNs, AppID: "com.example", Token: "apns-9"},
+			} {
+				if err := tokens.PutToken(ctx, "acme", tok); err != nil {
+					t.Fatal(err)
+				}
+			}
+			p := &provider{answers: tc.answers}
+			next := memory.NewNotifier()
+			metrics := memory.NewMetrics()
+			var waits []time.Duration
+			s := New(Config{Senders: 1, Attempts: 3, Backoff: time.Second, HideContent: map[string]bool{"acme": tc.hide}}, Deps{
+				Tokens: tokens, Dialogs: dialogs{unread: map[int64][]int64{1: {2, 5}}},
+				Providers: map[pushtoken.Platform]ports.PushProvider{pushtoken.APNs: p, pushtoken.FCM: p},
+				Next:      next, Metrics: metrics, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+				Sleep: func(_ context.Context, d time.Duration) error { waits = append(waits, d); return nil },
+			})
+			n := delivery.Notification{Users: []int64{1}, Preview: dialog.Preview{ConversationID: 42, MsgID: 7, Text: "hi", Type: "text"}}
+			if err := s.Notify(ctx, "acme", n); err != nil {
+				t.Fatalf("Notify: %v", err)
+			}
+			if err := s.Close(ctx); err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+			if got := next.Users(); len(got) != 1 || !slices.Equal(got[0], []int64{1}) {
+				t.Fatalf("next notifier got %v; want the notification", got)
+			}
+			if len(p.sent) != tc.wantSent {
+				t.Fatalf("sent %d alerts; want %d", len(p.sent), tc.wantSent)
+			}
+			for _, a := range p.sent {
+				if a.Badge != 7 || a.CollapseID != "c42" || a.Body != tc.wantBody || a.Title == "" || a.Token.User != 1 {
+					t.Fatalf("alert %+v: want badge 7, collapse c42, body %q", a, tc.wantBody)
+				}
+			}
+			for l, want := range tc.wantMetrics {
+				if got := metrics.Count("push_send_total", l[0], l[1]); got != want {
+					t.Errorf("push_send_total%v = %v; want %v", l, got, want)
+				}
+			}
+			if left, _ := tokens.TokensOf(ctx, "acme", []int64{1, 9}); len(left) != tc.wantTokens {
+				t.Errorf("%d tokens left; want %d", len(left), tc.wantTokens)
+			}
+			for i, w := range waits {
+				if want := time.Second << i; w != want {
+					t.Errorf("wait %d = %v; want %v (doubling)", i, w, want)
+				}
+			}
+			for _, pl := range pushtoken.Platforms {
+				dead, _ := tokens.DeadLetters(ctx, "acme", pl, 10)
+				tc.wantDead -= len(dead)
+			}
+			if tc.wantDead != 0 {
+				t.Errorf("dead letters off by %d", tc.wantDead)
+			}
+		})
+	}
+}

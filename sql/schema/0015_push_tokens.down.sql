@@ -1,0 +1,2 @@
+DROP TABLE t_push_dead_letters;
+DROP TABLE t_push_tokens;
