@@ -16,9 +16,13 @@ type WebhookEndpoints interface {
 	Endpoint(ctx context.Context, tenant string, id int64) (webhook.Endpoint, error)
 	// Endpoints lists every endpoint of the tenant by id.
 	Endpoints(ctx context.Context, tenant string) ([]webhook.Endpoint, error)
-	// UpdateEndpoint replaces URL, description, events, enabled, secret and UpdatedAt of the
-	// endpoint e.ID; webhook.ErrNotFound for an unknown id.
+	// UpdateEndpoint replaces URL, description, events, enabled and UpdatedAt of the endpoint
+	// e.ID, never its secret, so a settings change racing a rotation cannot bring an old secret
+	// back; webhook.ErrNotFound for an unknown id.
 	UpdateEndpoint(ctx context.Context, tenant string, e webhook.Endpoint) error
+	// SetSecret replaces the endpoint's secret and UpdatedAt (a rotation); webhook.ErrNotFound
+	// for an unknown id.
+	SetSecret(ctx context.Context, tenant string, id int64, secret string, at time.Time) error
 	// DeleteEndpoint removes it; webhook.ErrNotFound for an unknown id.
 	DeleteEndpoint(ctx context.Context, tenant string, id int64) error
 }

@@ -212,7 +212,9 @@ func (s *Server) webhookDeadLetters(c echo.Context) error {
 }
 
 type replayRequest struct {
-	Since int64 `json:"since"` // Unix ms
+	// Since is Unix ms; a pointer, since a missing since must be refused rather than read as
+	// "from the beginning" (DESIGN issue-32 "Replay from a point").
+	Since *int64 `json:"since"`
 }
 
 // replayWebhook delivers the endpoint's events again from since on.
@@ -225,7 +227,10 @@ func (s *Server) replayWebhook(c echo.Context) error {
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	if err := svc.Replay(c.Request().Context(), c.Param("tenant"), id, time.UnixMilli(req.Since)); err != nil {
+	if req.Since == nil {
+		return apperr.New(apperr.InvalidArgument, "since (Unix ms) is required")
+	}
+	if err := svc.Replay(c.Request().Context(), c.Param("tenant"), id, time.UnixMilli(*req.Since)); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, empty)

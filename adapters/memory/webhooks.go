@@ -64,7 +64,7 @@ func (s *WebhookEndpoints) Endpoints(_ context.Context, tenant string) ([]webhoo
 	return out, nil
 }
 
-// UpdateEndpoint replaces the endpoint's settable fields, keeping CreatedAt.
+// UpdateEndpoint replaces the endpoint's settable fields, keeping CreatedAt and the secret.
 func (s *WebhookEndpoints) UpdateEndpoint(_ context.Context, tenant string, e webhook.Endpoint) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -72,8 +72,21 @@ func (s *WebhookEndpoints) UpdateEndpoint(_ context.Context, tenant string, e we
 	if !ok {
 		return webhook.ErrNotFound
 	}
-	e.CreatedAt = old.CreatedAt
+	e.CreatedAt, e.Secret = old.CreatedAt, old.Secret
 	s.tenants[tenant][e.ID] = cloneEndpoint(e)
+	return nil
+}
+
+// SetSecret replaces the endpoint's secret.
+func (s *WebhookEndpoints) SetSecret(_ context.Context, tenant string, id int64, secret string, at time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.tenants[tenant][id]
+	if !ok {
+		return webhook.ErrNotFound
+	}
+	e.Secret, e.UpdatedAt = secret, at
+	s.tenants[tenant][id] = e
 	return nil
 }
 

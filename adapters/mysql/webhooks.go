@@ -73,26 +73,43 @@ func (s *WebhookEndpoints) Endpoints(ctx context.Context, tenant string) ([]webh
 	return out, nil
 }
 
-// UpdateEndpoint rewrites the settable columns of e.ID.
+// UpdateEndpoint rewrites the settable columns of e.ID, the secret not among them.
 func (s *WebhookEndpoints) UpdateEndpoint(ctx context.Context, tenant string, e webhook.Endpoint) error {
 	t, events, err := s.row(tenant, e)
 	if err != nil {
 		return err
 	}
 	n, err := t.q.UpdateWebhookEndpoint(ctx, sqlcdb.UpdateWebhookEndpointParams{
-		ID: e.ID, Url: e.URL, Description: e.Description, Events: events, Enabled: e.Enabled, Secret: e.Secret,
+		ID: e.ID, Url: e.URL, Description: e.Description, Events: events, Enabled: e.Enabled,
 		UpdatedAt: e.UpdatedAt.UTC().Truncate(time.Millisecond),
 	})
 	if err != nil {
 		return fmt.Errorf("update webhook endpoint %d: %w", e.ID, err)
 	}
-	if n == 0 {
-		// Affected rows count changed rows only; an update to the same values still matched.
-		if _, err := s.Endpoint(ctx, tenant, e.ID); err != nil {
-			return err
-		}
+	return s.matched(ctx, tenant, e.ID, n)
+}
+
+// SetSecret writes a rotated secret.
+func (s *WebhookEndpoints) SetSecret(ctx context.Context, tenant string, id int64, secret string, at time.Time) error {
+	t, err := s.cluster.tenant(tenant)
+	if err != nil {
+		return err
 	}
-	return nil
+	n, err := t.q.SetWebhookSecret(ctx, sqlcdb.SetWebhookSecretParams{ID: id, Secret: secret, UpdatedAt: at.UTC().Truncate(time.Millisecond)})
+	if err != nil {
+		return fmt.Errorf("rotate the secret of webhook endpoint %d: %w", id, err)
+	}
+	return s.matched(ctx, tenant, id, n)
+}
+
+// matched turns an update that changed no row into webhook.ErrNotFound when the endpoint is
+// gone: affected rows count changed rows only, so an update to the same values still matched.
+func (s *WebhookEndpoints) matched(ctx context.Context, tenant string, id int64, changed int64) error {
+	if changed > 0 {
+		return nil
+	}
+	_, err := s.Endpoint(ctx, tenant, id)
+	return err
 }
 
 // DeleteEndpoint removes the endpoint id.

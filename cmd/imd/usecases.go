@@ -116,7 +116,7 @@ func newUploads(cfg config.Config, p Ports, resolver *conversation.Resolver) *up
 }
 
 func newWebhooks(p Ports) *webhooks.Service {
-	return webhooks.New(webhooks.Deps{Store: p.WebhookEndpoints, Cursors: p.WebhookCursors, IDs: p.IDs, Clock: p.Clock})
+	return webhooks.New(webhooks.Deps{Store: p.WebhookEndpoints, Cursors: p.WebhookCursors, Locks: p.Locks, IDs: p.IDs, Clock: p.Clock})
 }
 
 func newWebhookLoop(cfg config.Config, p Ports, h *history.Service, log *slog.Logger) *webhookloop.Loop {

@@ -46,9 +46,17 @@ func WebhookEndpoints(t *testing.T, newStore WebhookEndpointsFactory) {
 		t.Fatalf("UpdateEndpoint: %v", err)
 	}
 	want := upd
-	want.CreatedAt = at
+	want.CreatedAt, want.Secret = at, a.Secret // an update never writes the secret
 	if got, err := s.Endpoint(ctx, tenant, 7); err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("Endpoint(7) after update = %+v, %v; want %+v", got, err, want)
+	}
+	rotated := at.Add(2 * time.Minute)
+	if err := s.SetSecret(ctx, tenant, 7, "whsec_d", rotated); err != nil {
+		t.Fatalf("SetSecret: %v", err)
+	}
+	want.Secret, want.UpdatedAt = "whsec_d", rotated
+	if got, err := s.Endpoint(ctx, tenant, 7); err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("Endpoint(7) after rotation = %+v, %v; want %+v", got, err, want)
 	}
 
 	if err := s.DeleteEndpoint(ctx, tenant, 3); err != nil {
@@ -61,6 +69,7 @@ func WebhookEndpoints(t *testing.T, newStore WebhookEndpointsFactory) {
 		{"read", func() error { _, err := s.Endpoint(ctx, tenant, 3); return err }},
 		{"update", func() error { b.ID = 3; return s.UpdateEndpoint(ctx, tenant, b) }},
 		{"delete", func() error { return s.DeleteEndpoint(ctx, tenant, 3) }},
+		{"rotate", func() error { return s.SetSecret(ctx, tenant, 3, "whsec_e", at) }},
 	}
 	for _, u := range unknown {
 		if err := u.call(); !errors.Is(err, webhook.ErrNotFound) {

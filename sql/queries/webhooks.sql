@@ -12,8 +12,11 @@ SELECT * FROM t_webhook_endpoints ORDER BY id;
 
 -- name: UpdateWebhookEndpoint :execrows
 UPDATE t_webhook_endpoints
-SET url = ?, description = ?, events = ?, enabled = ?, secret = ?, updated_at = ?
+SET url = ?, description = ?, events = ?, enabled = ?, updated_at = ?
 WHERE id = ?;
+
+-- name: SetWebhookSecret :execrows
+UPDATE t_webhook_endpoints SET secret = ?, updated_at = ? WHERE id = ?;
 
 -- name: DeleteWebhookEndpoint :execrows
 DELETE FROM t_webhook_endpoints WHERE id = ?;

@@ -142,6 +142,24 @@ func (q *Queries) SetWebhookScanMark(ctx context.Context, arg SetWebhookScanMark
 	return err
 }
 
+const setWebhookSecret = `-- name: SetWebhookSecret :execrows
+UPDATE t_webhook_endpoints SET secret = ?, updated_at = ? WHERE id = ?
+`
+
+type SetWebhookSecretParams struct {
+	Secret    string
+	UpdatedAt time.Time
+	ID        int64
+}
+
+func (q *Queries) SetWebhookSecret(ctx context.Context, arg SetWebhookSecretParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, setWebhookSecret, arg.Secret, arg.UpdatedAt, arg.ID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const setWebhookTopicCursor = `-- name: SetWebhookTopicCursor :exec
 INSERT INTO t_webhook_cursors (endpoint_id, topic, seqid) VALUES (?, ?, ?)
 ON DUPLICATE KEY UPDATE seqid = VALUES(seqid)
@@ -160,7 +178,7 @@ func (q *Queries) SetWebhookTopicCursor(ctx context.Context, arg SetWebhookTopic
 
 const updateWebhookEndpoint = `-- name: UpdateWebhookEndpoint :execrows
 UPDATE t_webhook_endpoints
-SET url = ?, description = ?, events = ?, enabled = ?, secret = ?, updated_at = ?
+SET url = ?, description = ?, events = ?, enabled = ?, updated_at = ?
 WHERE id = ?
 `
 
@@ -169,7 +187,6 @@ type UpdateWebhookEndpointParams struct {
 	Description string
 	Events      string
 	Enabled     bool
-	Secret      string
 	UpdatedAt   time.Time
 	ID          int64
 }
@@ -180,7 +197,6 @@ func (q *Queries) UpdateWebhookEndpoint(ctx context.Context, arg UpdateWebhookEn
 		arg.Description,
 		arg.Events,
 		arg.Enabled,
-		arg.Secret,
 		arg.UpdatedAt,
 		arg.ID,
 	)

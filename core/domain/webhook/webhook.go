@@ -28,6 +28,11 @@ const (
 // EventTypes are every known type, in the order the API documents them.
 var EventTypes = []EventType{MessageCreated, MessageEdited, MessageRecalled, MemberJoined, MemberLeft, FriendshipChanged, ReportFiled}
 
+// LeaseName is the per-tenant lease (ports.Locks) of webhook delivery: a pass holds it so one
+// node delivers a tenant's events at a time, and a replay takes it so no pass writes a cursor
+// over the replay's reset (docs/DESIGN.md issue-32 part 2 "One deliverer per tenant").
+const LeaseName = "webhooks"
+
 // Limits of an endpoint's fields, so a row always fits its columns.
 const (
 	MaxURL         = 2048

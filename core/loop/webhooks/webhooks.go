@@ -22,9 +22,6 @@ import (
 	"github.com/imdhq/imd/ports"
 )
 
-// leaseName is the per-tenant lease that lets one node deliver a tenant's events at a time.
-const leaseName = "webhooks"
-
 // Config bounds the delivery; zero fields take the defaults of DESIGN issue-32.
 type Config struct {
 	// Settle is how far behind its scan mark a pass looks again, so a commit that became
@@ -35,7 +32,8 @@ type Config struct {
 	MaxAttempts int
 	// Batch is how many topics a mirror page and how many messages a topic page hold.
 	Batch int
-	// LeaseTTL must outlast a pass.
+	// LeaseTTL is the lease a pass holds; a pass renews it each third of it, so a long pass
+	// keeps it and a dead node's lapses soon.
 	LeaseTTL time.Duration
 }
 
@@ -63,9 +61,11 @@ type ChangedTopics interface {
 	TopicsSince(ctx context.Context, tenant string, m month.Month, since time.Time, after string, limit int) ([]string, error)
 }
 
-// Syncer pages a topic forward from MySQL across months (history.Service.Sync).
+// Syncer pages a topic from MySQL across months: forward (history.Service.Sync) and backward
+// (history.Service.History).
 type Syncer interface {
 	Sync(ctx context.Context, r history.SyncRequest) (history.SyncResult, error)
+	History(ctx context.Context, r history.HistoryRequest) ([]message.Message, error)
 }
 
 // Deps are the ports the loop uses.
@@ -98,6 +98,9 @@ type topicKey struct {
 }
 
 type retry struct {
+	// seq is the event retried: another node may have delivered it meanwhile (the lease moves
+	// between passes), and a new seq starts its count again.
+	seq      int64
 	attempts int
 	next     time.Time
 	// pending is when the event waiting for its retry was created: the scan mark stays there.
@@ -112,7 +115,7 @@ func New(cfg Config, d Deps) *Loop {
 // Pass delivers what is due to every enabled endpoint of tenant, when this node holds the
 // tenant's lease; another node's lease makes it a no-op.
 func (l *Loop) Pass(ctx context.Context, tenant string) error {
-	token, ok, err := l.d.Locks.Acquire(ctx, tenant, leaseName, l.cfg.LeaseTTL)
+	token, ok, err := l.d.Locks.Acquire(ctx, tenant, webhook.LeaseName, l.cfg.LeaseTTL)
 	if err != nil {
 		return fmt.Errorf("webhooks of %s: take the lease: %w", tenant, err)
 	}
@@ -121,10 +124,11 @@ func (l *Loop) Pass(ctx context.Context, tenant string) error {
 	}
 	defer func() {
 		// Released even when ctx ended, so the next pass need not wait for the lease to lapse.
-		if err := l.d.Locks.Release(context.WithoutCancel(ctx), tenant, leaseName, token); err != nil {
+		if err := l.d.Locks.Release(context.WithoutCancel(ctx), tenant, webhook.LeaseName, token); err != nil {
 			l.d.Log.Warn("webhooks: release the lease", "tenant", tenant, "err", err)
 		}
 	}()
+	p := &pass{tenant: tenant, token: token, renewed: l.d.Clock.Now()}
 	eps, err := l.d.Endpoints.Endpoints(ctx, tenant)
 	if err != nil {
 		return fmt.Errorf("webhooks of %s: list endpoints: %w", tenant, err)
@@ -134,16 +138,52 @@ func (l *Loop) Pass(ctx context.Context, tenant string) error {
 		if !e.Enabled || !e.Subscribed(webhook.MessageCreated) {
 			continue
 		}
-		if err := l.endpoint(ctx, tenant, e); err != nil {
+		if err := l.endpoint(ctx, p, e); err != nil {
 			errs = append(errs, fmt.Errorf("webhooks of %s, endpoint %d: %w", tenant, e.ID, err))
+		}
+		if errors.Is(err, errLeaseLost) {
+			break
 		}
 	}
 	return errors.Join(errs...)
 }
 
+// errLeaseLost ends a pass whose lease lapsed or was taken: another node or a replay now owns
+// the tenant's cursors, and a write of this pass would be stale.
+var errLeaseLost = errors.New("webhook lease lost")
+
+// pass is one delivery pass of a tenant under its lease.
+type pass struct {
+	tenant  string
+	token   string
+	renewed time.Time
+}
+
+// keep renews the pass's lease once a third of it has gone, before every event, so a pass
+// longer than LeaseTTL keeps it, and fails with errLeaseLost when it is gone.
+func (l *Loop) keep(ctx context.Context, p *pass) error {
+	now := l.d.Clock.Now()
+	if now.Sub(p.renewed) < l.cfg.LeaseTTL/3 {
+		return nil
+	}
+	ok, err := l.d.Locks.Renew(ctx, p.tenant, webhook.LeaseName, p.token, l.cfg.LeaseTTL)
+	if err != nil {
+		return fmt.Errorf("renew the lease: %w", err)
+	}
+	if !ok {
+		return errLeaseLost
+	}
+	p.renewed = now
+	return nil
+}
+
 // endpoint walks the topics changed since the endpoint's scan mark and moves the mark to the
 // oldest event still undelivered, so a topic waiting for a retry or a seq is found again.
-func (l *Loop) endpoint(ctx context.Context, tenant string, e webhook.Endpoint) error {
+//
+// A topic that fails (its read, its cursor's write) is logged and left for the next pass while
+// the others go on; the mark then stays where it was, so that topic is found again.
+func (l *Loop) endpoint(ctx context.Context, p *pass, e webhook.Endpoint) error {
+	tenant := p.tenant
 	now := l.d.Clock.Now()
 	scan, found, err := l.d.Cursors.ScanMark(ctx, tenant, e.ID)
 	if err != nil {
@@ -158,7 +198,7 @@ func (l *Loop) endpoint(ctx context.Context, tenant string, e webhook.Endpoint) 
 		from = scan.ReplayFrom
 	}
 	since := scan.Mark.Add(-l.cfg.Settle)
-	next := now
+	next, failed := now, false
 	for m := month.Of(since); m <= month.Of(now); m = m.Next() {
 		for after := ""; ; {
 			topics, err := l.d.Changes.TopicsSince(ctx, tenant, m, since, after, l.cfg.Batch)
@@ -166,9 +206,14 @@ func (l *Loop) endpoint(ctx context.Context, tenant string, e webhook.Endpoint) 
 				return fmt.Errorf("changed topics of %s: %w", m, err)
 			}
 			for _, t := range topics {
-				pending, err := l.topic(ctx, tenant, e, from, t, now)
-				if err != nil {
+				pending, err := l.topic(ctx, p, e, from, t, now)
+				if errors.Is(err, errLeaseLost) {
 					return err
+				}
+				if err != nil {
+					l.d.Log.WarnContext(ctx, "webhooks: topic failed, left for the next pass", "tenant", tenant, "endpoint", e.ID, "topic", t, "err", err)
+					failed = true
+					continue
 				}
 				if !pending.IsZero() && pending.Before(next) {
 					next = pending
@@ -180,6 +225,12 @@ func (l *Loop) endpoint(ctx context.Context, tenant string, e webhook.Endpoint) 
 			after = topics[len(topics)-1]
 		}
 	}
+	if failed && scan.Mark.Before(next) {
+		next = scan.Mark
+	}
+	if err := l.keep(ctx, p); err != nil {
+		return err
+	}
 	if err := l.d.Cursors.SetScanMark(ctx, tenant, e.ID, next); err != nil {
 		return fmt.Errorf("set scan mark: %w", err)
 	}
@@ -190,7 +241,8 @@ func (l *Loop) endpoint(ctx context.Context, tenant string, e webhook.Endpoint) 
 // and returns when the first one it could not deliver was created (zero when none is left).
 // It stops at a missing seq: every allocated seq ends as a message or a tombstone (DESIGN §4),
 // so waiting never skips one.
-func (l *Loop) topic(ctx context.Context, tenant string, e webhook.Endpoint, from time.Time, t string, now time.Time) (time.Time, error) {
+func (l *Loop) topic(ctx context.Context, p *pass, e webhook.Endpoint, from time.Time, t string, now time.Time) (time.Time, error) {
+	tenant := p.tenant
 	key := topicKey{tenant, e.ID, t}
 	if r, ok := l.retryOf(key); ok && now.Before(r.next) {
 		return r.pending, nil
@@ -199,20 +251,28 @@ func (l *Loop) topic(ctx context.Context, tenant string, e webhook.Endpoint, fro
 	if err != nil {
 		return time.Time{}, fmt.Errorf("read cursor of %s: %w", t, err)
 	}
+	if !known {
+		if cur, err = l.start(ctx, tenant, t, from); err != nil {
+			return time.Time{}, err
+		}
+		if err := l.d.Cursors.SetTopicCursor(ctx, tenant, e.ID, t, cur); err != nil {
+			return time.Time{}, fmt.Errorf("set cursor of %s to %d: %w", t, cur, err)
+		}
+	}
 	res, err := l.d.History.Sync(ctx, history.SyncRequest{Tenant: tenant, Topic: t, Since: cur, Limit: l.cfg.Batch})
 	if err != nil {
 		return time.Time{}, fmt.Errorf("read %s after seq %d: %w", t, cur, err)
 	}
 	for _, m := range res.Messages {
-		// A topic met anew may begin in a month no longer kept, but only before from: a later
-		// first message must follow seq 0 like any other.
-		if m.Seq != cur+1 && (known || !m.CreatedAt.Before(from)) {
+		if m.Seq != cur+1 {
 			return m.CreatedAt, nil
 		}
-		// Tombstones close a seq without an event; messages from before from are not the
-		// endpoint's events.
-		if m.Status != message.StatusDeleted && !m.CreatedAt.Before(from) {
-			done, err := l.deliver(ctx, tenant, e, key, m, now)
+		if err := l.keep(ctx, p); err != nil {
+			return m.CreatedAt, err
+		}
+		// Tombstones close a seq without an event.
+		if m.Status != message.StatusDeleted {
+			done, err := l.deliver(ctx, tenant, e, key, m)
 			if err != nil || !done {
 				return m.CreatedAt, err
 			}
@@ -220,7 +280,7 @@ func (l *Loop) topic(ctx context.Context, tenant string, e webhook.Endpoint, fro
 		if err := l.d.Cursors.SetTopicCursor(ctx, tenant, e.ID, t, m.Seq); err != nil {
 			return m.CreatedAt, fmt.Errorf("set cursor of %s to %d: %w", t, m.Seq, err)
 		}
-		cur, known = m.Seq, true
+		cur = m.Seq
 	}
 	if res.HasMore {
 		return res.Messages[len(res.Messages)-1].CreatedAt, nil
@@ -228,9 +288,33 @@ func (l *Loop) topic(ctx context.Context, tenant string, e webhook.Endpoint, fro
 	return time.Time{}, nil
 }
 
+// start is the cursor of a topic new to the endpoint: the seq of its newest message created
+// before from (its events begin after it), found by paging back from the newest, so the cost
+// is the messages since from, never the topic's whole history (DESIGN issue-32 "Backlog from
+// MySQL"). A topic all of whose kept messages are from then starts before its oldest one.
+func (l *Loop) start(ctx context.Context, tenant, t string, from time.Time) (int64, error) {
+	oldest := int64(0)
+	for before := int64(0); ; {
+		page, err := l.d.History.History(ctx, history.HistoryRequest{Tenant: tenant, Topic: t, Before: before, Limit: l.cfg.Batch})
+		if err != nil {
+			return 0, fmt.Errorf("find where %s begins for the endpoint: %w", t, err)
+		}
+		for _, m := range page {
+			if m.CreatedAt.Before(from) {
+				return m.Seq, nil
+			}
+			oldest = m.Seq
+		}
+		if len(page) < l.cfg.Batch || oldest <= 1 {
+			return max(oldest-1, 0), nil
+		}
+		before = oldest
+	}
+}
+
 // deliver sends m's message.created once; done is true when the topic may move past m: a 2xx,
 // or the last attempt failed and m is now a dead letter.
-func (l *Loop) deliver(ctx context.Context, tenant string, e webhook.Endpoint, key topicKey, m message.Message, now time.Time) (bool, error) {
+func (l *Loop) deliver(ctx context.Context, tenant string, e webhook.Endpoint, key topicKey, m message.Message) (bool, error) {
 	data, err := json.Marshal(m)
 	if err != nil {
 		return false, fmt.Errorf("encode %s seq %d: %w", m.Topic, m.Seq, err)
@@ -241,8 +325,11 @@ func (l *Loop) deliver(ctx context.Context, tenant string, e webhook.Endpoint, k
 	if err != nil {
 		return false, fmt.Errorf("encode event %s: %w", id, err)
 	}
-	headers := map[string]string{webhook.SignatureHeader: webhook.Sign(e.Secret, now, body), webhook.EventIDHeader: id}
+	// Signed as it leaves, not when the pass began: a receiver refuses a timestamp more than
+	// 5 minutes old, and a long pass is longer than that.
+	headers := map[string]string{webhook.SignatureHeader: webhook.Sign(e.Secret, l.d.Clock.Now(), body), webhook.EventIDHeader: id}
 	status, err := l.d.Sender.Post(ctx, e.URL, headers, body)
+	now := l.d.Clock.Now()
 	if err == nil && status >= 200 && status < 300 {
 		l.forget(key)
 		l.d.Metrics.Inc("webhook_deliveries_total", "ok")
@@ -253,6 +340,9 @@ func (l *Loop) deliver(ctx context.Context, tenant string, e webhook.Endpoint, k
 		failure = err.Error()
 	}
 	r, _ := l.retryOf(key)
+	if r.seq != m.Seq {
+		r = retry{seq: m.Seq}
+	}
 	r.attempts++
 	if r.attempts < l.cfg.MaxAttempts {
 		r.next, r.pending = now.Add(l.backoff(r.attempts)), m.CreatedAt
