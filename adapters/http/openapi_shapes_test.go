@@ -71,6 +71,7 @@ func adminBodies() []openapicheck.Body {
 		req[webhookRequest]("createWebhook"),
 		req[webhookRequest]("updateWebhook"),
 		req[replayRequest]("replayWebhook"),
+		req[botRequest]("createBot"),
 		each[jobJSON](jobOps, 200, 202),
 		each[migrationJobJSON](migrationOps, 200),
 		each[struct{}](emptyOps, 200),
@@ -112,6 +113,9 @@ func adminBodies() []openapicheck.Body {
 		res[reportsJSON]("listReports", 200),
 		res[reportStatusJSON]("setReportStatus", 200),
 		res[webhooksJSON]("listWebhooks", 200),
+		res[botsJSON]("listBots", 200),
+		res[botJSON]("createBot", 200),
+		res[tokenJSON]("botToken", 200),
 		res[deadLettersJSON]("webhookDeadLetters", 200),
 		each[webhookJSON]([]string{"createWebhook", "getWebhook", "updateWebhook", "rotateWebhookSecret"}, 200),
 	)

@@ -44,3 +44,7 @@ func TestWebhookEndpointsContract(t *testing.T) {
 func TestWebhookCursorsContract(t *testing.T) {
 	contract.WebhookCursors(t, func(*testing.T) (ports.WebhookCursors, string) { return NewWebhookCursors(), "acme" })
 }
+
+func TestBotsContract(t *testing.T) {
+	contract.Bots(t, func(*testing.T) (ports.Bots, string) { return NewBots(), "acme" })
+}

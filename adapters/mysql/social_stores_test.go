@@ -90,3 +90,10 @@ func TestPresenceContract(t *testing.T) {
 		return NewPresence(c), tenant
 	})
 }
+
+func TestBotsContract(t *testing.T) {
+	contract.Bots(t, func(t *testing.T) (ports.Bots, string) {
+		c, tenant := newTestCluster(t)
+		return NewBots(c), tenant
+	})
+}

@@ -29,7 +29,7 @@ func (s *WebhookEndpoints) CreateEndpoint(ctx context.Context, tenant string, e 
 		return err
 	}
 	err = t.q.InsertWebhookEndpoint(ctx, sqlcdb.InsertWebhookEndpointParams{
-		ID: e.ID, Url: e.URL, Description: e.Description, Events: events, Enabled: e.Enabled, Secret: e.Secret,
+		ID: e.ID, Url: e.URL, Description: e.Description, Events: events, Enabled: e.Enabled, BotID: e.BotID, Secret: e.Secret,
 		CreatedAt: e.CreatedAt.UTC().Truncate(time.Millisecond), UpdatedAt: e.UpdatedAt.UTC().Truncate(time.Millisecond),
 	})
 	if err != nil {
@@ -80,7 +80,7 @@ func (s *WebhookEndpoints) UpdateEndpoint(ctx context.Context, tenant string, e 
 		return err
 	}
 	n, err := t.q.UpdateWebhookEndpoint(ctx, sqlcdb.UpdateWebhookEndpointParams{
-		ID: e.ID, Url: e.URL, Description: e.Description, Events: events, Enabled: e.Enabled,
+		ID: e.ID, Url: e.URL, Description: e.Description, Events: events, Enabled: e.Enabled, BotID: e.BotID,
 		UpdatedAt: e.UpdatedAt.UTC().Truncate(time.Millisecond),
 	})
 	if err != nil {
@@ -147,7 +147,7 @@ func endpointOf(r sqlcdb.TWebhookEndpoint) (webhook.Endpoint, error) {
 		return webhook.Endpoint{}, fmt.Errorf("decode events of webhook endpoint %d: %w", r.ID, err)
 	}
 	return webhook.Endpoint{
-		ID: r.ID, URL: r.Url, Description: r.Description, Events: events, Enabled: r.Enabled, Secret: r.Secret,
+		ID: r.ID, URL: r.Url, Description: r.Description, Events: events, Enabled: r.Enabled, BotID: r.BotID, Secret: r.Secret,
 		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 	}, nil
 }

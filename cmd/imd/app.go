@@ -33,7 +33,7 @@ func Application(cfg config.Config, log *slog.Logger) fx.Option {
 			newDailyStats, newMembership, newResolver, newDirectory, newTenantRegistry, newAuthn, newUploads,
 			newReports,
 			// Event webhooks (issue 32).
-			newWebhooks,
+			newWebhooks, newBots,
 
 			// The send path and what reads and changes messages.
 			newShardManager, newRouteRepairs, newSend, newHistory, newAdmin, newModify, newReactions, newForward, newInbox, newMailer,

@@ -81,6 +81,7 @@ func memoryAdapters(t *testing.T, cfg config.Config) fx.Option {
 		Reports:           memory.NewReports(),
 		WebhookEndpoints:  memory.NewWebhookEndpoints(),
 		WebhookCursors:    memory.NewWebhookCursors(),
+		Bots:              memory.NewBots(),
 		Summaries:         summaries,
 		DailyCounter:      summaries,
 		TokenRevocations:  memory.NewRevocations(),

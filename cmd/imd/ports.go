@@ -64,6 +64,7 @@ type Ports struct {
 	Reports           ports.Reports
 	WebhookEndpoints  ports.WebhookEndpoints
 	WebhookCursors    ports.WebhookCursors
+	Bots              ports.Bots
 	Summaries         ports.Summaries
 	DailyCounter      ports.DailyCounter
 	TokenRevocations  ports.TokenRevocations
@@ -229,6 +230,7 @@ func openAdapters(cfg config.Config, log *slog.Logger) (Ports, held, error) {
 		Reports:           mysql.NewReports(db),
 		WebhookEndpoints:  mysql.NewWebhookEndpoints(db),
 		WebhookCursors:    mysql.NewWebhookCursors(db),
+		Bots:              mysql.NewBots(db),
 		Summaries:         summaries,
 		DailyCounter:      summaries,
 		TokenRevocations:  mysql.NewRevocations(db),

@@ -23,6 +23,7 @@ import (
 	"github.com/imdhq/imd/core/usecase/admin"
 	"github.com/imdhq/imd/core/usecase/archiver"
 	"github.com/imdhq/imd/core/usecase/authn"
+	"github.com/imdhq/imd/core/usecase/bots"
 	"github.com/imdhq/imd/core/usecase/conversation"
 	"github.com/imdhq/imd/core/usecase/directory"
 	"github.com/imdhq/imd/core/usecase/favorites"
@@ -116,15 +117,21 @@ func newUploads(cfg config.Config, p Ports, resolver *conversation.Resolver) *up
 }
 
 func newWebhooks(p Ports) *webhooks.Service {
-	return webhooks.New(webhooks.Deps{Store: p.WebhookEndpoints, Cursors: p.WebhookCursors, Locks: p.Locks, IDs: p.IDs, Clock: p.Clock})
+	return webhooks.New(webhooks.Deps{Store: p.WebhookEndpoints, Cursors: p.WebhookCursors, Locks: p.Locks, Bots: p.Bots, IDs: p.IDs,
+		Clock: p.Clock})
 }
 
-func newWebhookLoop(cfg config.Config, p Ports, h *history.Service, log *slog.Logger) *webhookloop.Loop {
+func newBots(p Ports) *bots.Service {
+	return bots.New(bots.Deps{Users: p.Directory, Bots: p.Bots, Tokens: p.Tokens, Clock: p.Clock})
+}
+
+func newWebhookLoop(cfg config.Config, p Ports, h *history.Service, resolver *conversation.Resolver, log *slog.Logger) *webhookloop.Loop {
 	return webhookloop.New(cfg.WebhookDelivery(), webhookloop.Deps{
 		Endpoints: p.WebhookEndpoints,
 		Cursors:   p.WebhookCursors,
 		Changes:   p.RouteMirror,
 		History:   h,
+		Readers:   resolver,
 		Sender:    p.WebhookSender,
 		Locks:     p.Locks,
 		Metrics:   p.Metrics,

@@ -1,8 +1,8 @@
 -- Event webhook endpoints (0013).
 
 -- name: InsertWebhookEndpoint :exec
-INSERT INTO t_webhook_endpoints (id, url, description, events, enabled, secret, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?);
+INSERT INTO t_webhook_endpoints (id, url, description, events, enabled, bot_id, secret, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?);
 
 -- name: WebhookEndpoint :one
 SELECT * FROM t_webhook_endpoints WHERE id = ?;
@@ -12,7 +12,7 @@ SELECT * FROM t_webhook_endpoints ORDER BY id;
 
 -- name: UpdateWebhookEndpoint :execrows
 UPDATE t_webhook_endpoints
-SET url = ?, description = ?, events = ?, enabled = ?, updated_at = ?
+SET url = ?, description = ?, events = ?, enabled = ?, bot_id = ?, updated_at = ?
 WHERE id = ?;
 
 -- name: SetWebhookSecret :execrows

@@ -80,8 +80,8 @@ func (q *Queries) InsertWebhookDeadLetter(ctx context.Context, arg InsertWebhook
 
 const insertWebhookEndpoint = `-- name: InsertWebhookEndpoint :exec
 
-INSERT INTO t_webhook_endpoints (id, url, description, events, enabled, secret, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+INSERT INTO t_webhook_endpoints (id, url, description, events, enabled, bot_id, secret, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 `
 
 type InsertWebhookEndpointParams struct {
@@ -90,6 +90,7 @@ type InsertWebhookEndpointParams struct {
 	Description string
 	Events      string
 	Enabled     bool
+	BotID       int64
 	Secret      string
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
@@ -103,6 +104,7 @@ func (q *Queries) InsertWebhookEndpoint(ctx context.Context, arg InsertWebhookEn
 		arg.Description,
 		arg.Events,
 		arg.Enabled,
+		arg.BotID,
 		arg.Secret,
 		arg.CreatedAt,
 		arg.UpdatedAt,
@@ -178,7 +180,7 @@ func (q *Queries) SetWebhookTopicCursor(ctx context.Context, arg SetWebhookTopic
 
 const updateWebhookEndpoint = `-- name: UpdateWebhookEndpoint :execrows
 UPDATE t_webhook_endpoints
-SET url = ?, description = ?, events = ?, enabled = ?, updated_at = ?
+SET url = ?, description = ?, events = ?, enabled = ?, bot_id = ?, updated_at = ?
 WHERE id = ?
 `
 
@@ -187,6 +189,7 @@ type UpdateWebhookEndpointParams struct {
 	Description string
 	Events      string
 	Enabled     bool
+	BotID       int64
 	UpdatedAt   time.Time
 	ID          int64
 }
@@ -197,6 +200,7 @@ func (q *Queries) UpdateWebhookEndpoint(ctx context.Context, arg UpdateWebhookEn
 		arg.Description,
 		arg.Events,
 		arg.Enabled,
+		arg.BotID,
 		arg.UpdatedAt,
 		arg.ID,
 	)
@@ -248,7 +252,7 @@ func (q *Queries) WebhookDeadLetters(ctx context.Context, arg WebhookDeadLetters
 }
 
 const webhookEndpoint = `-- name: WebhookEndpoint :one
-SELECT id, url, description, events, enabled, secret, created_at, updated_at FROM t_webhook_endpoints WHERE id = ?
+SELECT id, url, description, events, enabled, secret, created_at, updated_at, bot_id FROM t_webhook_endpoints WHERE id = ?
 `
 
 func (q *Queries) WebhookEndpoint(ctx context.Context, id int64) (TWebhookEndpoint, error) {
@@ -263,12 +267,13 @@ func (q *Queries) WebhookEndpoint(ctx context.Context, id int64) (TWebhookEndpoi
 		&i.Secret,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.BotID,
 	)
 	return i, err
 }
 
 const webhookEndpoints = `-- name: WebhookEndpoints :many
-SELECT id, url, description, events, enabled, secret, created_at, updated_at FROM t_webhook_endpoints ORDER BY id
+SELECT id, url, description, events, enabled, secret, created_at, updated_at, bot_id FROM t_webhook_endpoints ORDER BY id
 `
 
 func (q *Queries) WebhookEndpoints(ctx context.Context) ([]TWebhookEndpoint, error) {
@@ -289,6 +294,7 @@ func (q *Queries) WebhookEndpoints(ctx context.Context) ([]TWebhookEndpoint, err
 			&i.Secret,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.BotID,
 		); err != nil {
 			return nil, err
 		}

@@ -50,9 +50,12 @@ type Endpoint struct {
 	Description string
 	Events      []EventType
 	Enabled     bool
-	Secret      string
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
+	// BotID binds the endpoint to a bot: it receives the events of the conversations the bot
+	// may read only (DESIGN issue-32 "Bots"); 0 is every conversation of the tenant.
+	BotID     int64
+	Secret    string
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // Subscribed reports whether e receives events of type t.
@@ -70,6 +73,9 @@ func (e Endpoint) Validate() error {
 	}
 	if len(e.Description) > MaxDescription {
 		return apperr.New(apperr.InvalidArgument, fmt.Sprintf("description longer than %d bytes", MaxDescription))
+	}
+	if e.BotID < 0 {
+		return apperr.New(apperr.InvalidArgument, "bot_id must not be negative")
 	}
 	if len(e.Events) == 0 {
 		return apperr.New(apperr.InvalidArgument, "events must name at least one event type")

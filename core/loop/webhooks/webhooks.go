@@ -14,10 +14,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/imdhq/imd/core/domain/apperr"
 	"github.com/imdhq/imd/core/domain/message"
 	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/social"
 	"github.com/imdhq/imd/core/domain/webhook"
 	"github.com/imdhq/imd/core/kit/periodic"
+	"github.com/imdhq/imd/core/usecase/conversation"
 	"github.com/imdhq/imd/core/usecase/history"
 	"github.com/imdhq/imd/ports"
 )
@@ -68,12 +71,19 @@ type Syncer interface {
 	History(ctx context.Context, r history.HistoryRequest) ([]message.Message, error)
 }
 
+// Readers says whether a user may read a conversation (conversation.Resolver.ForRead): an
+// endpoint bound to a bot receives only what the bot may read.
+type Readers interface {
+	ForRead(ctx context.Context, tenant string, user int64, a conversation.Address) (social.Conversation, error)
+}
+
 // Deps are the ports the loop uses.
 type Deps struct {
 	Endpoints ports.WebhookEndpoints
 	Cursors   ports.WebhookCursors
 	Changes   ChangedTopics
 	History   Syncer
+	Readers   Readers
 	Sender    ports.WebhookSender
 	Locks     ports.Locks
 	Metrics   ports.Metrics
@@ -246,6 +256,16 @@ func (l *Loop) topic(ctx context.Context, p *pass, e webhook.Endpoint, from time
 	key := topicKey{tenant, e.ID, t}
 	if r, ok := l.retryOf(key); ok && now.Before(r.next) {
 		return r.pending, nil
+	}
+	if e.BotID != 0 {
+		// A conversation the bot may not read is none of its endpoint's business; asked again
+		// each time the topic changes, so one it joins later is delivered from then.
+		switch _, err := l.d.Readers.ForRead(ctx, tenant, e.BotID, conversation.Address{Topic: t}); {
+		case apperr.CodeOf(err) == apperr.Forbidden || apperr.CodeOf(err) == apperr.NotFound:
+			return time.Time{}, nil
+		case err != nil:
+			return time.Time{}, fmt.Errorf("may bot %d read %s: %w", e.BotID, t, err)
+		}
 	}
 	cur, known, err := l.d.Cursors.TopicCursor(ctx, tenant, e.ID, t)
 	if err != nil {

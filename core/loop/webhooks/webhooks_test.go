@@ -15,10 +15,13 @@ import (
 	"time"
 
 	"github.com/imdhq/imd/adapters/memory"
+	"github.com/imdhq/imd/core/domain/apperr"
 	"github.com/imdhq/imd/core/domain/message"
 	"github.com/imdhq/imd/core/domain/month"
 	domain "github.com/imdhq/imd/core/domain/webhook"
+	"github.com/imdhq/imd/core/domain/social"
 	"github.com/imdhq/imd/core/loop/webhooks"
+	"github.com/imdhq/imd/core/usecase/conversation"
 	"github.com/imdhq/imd/core/usecase/history"
 )
 
@@ -92,6 +95,16 @@ func (b *backlog) History(_ context.Context, r history.HistoryRequest) ([]messag
 	return out, nil
 }
 
+// readers lets each user read the topics listed for it.
+type readers map[int64][]string
+
+func (r readers) ForRead(_ context.Context, _ string, user int64, a conversation.Address) (social.Conversation, error) {
+	if !slices.Contains(r[user], a.Topic) {
+		return social.Conversation{}, apperr.New(apperr.Forbidden, "not a member")
+	}
+	return social.Conversation{Topic: a.Topic}, nil
+}
+
 // receiver is the endpoint behind a ports.WebhookSender: it checks every signature and
 // answers each attempt of an event with the next status of its script (200 when none left).
 // The wire itself (net/http, the Go client's verifier) is adapters/httpclient's test.
@@ -153,13 +166,14 @@ type fixture struct {
 	ep      domain.Endpoint
 
 	endpoints *memory.WebhookEndpoints
+	readers   readers
 }
 
 func newFixture(t *testing.T, script map[string][]int) *fixture {
 	t.Helper()
 	clock := memory.NewClock(t0)
 	f := &fixture{clock: clock, back: &backlog{topics: map[string][]message.Message{}, broken: map[string]bool{}}, cursors: memory.NewWebhookCursors(),
-		locks: memory.NewLocks(clock.Now), metrics: memory.NewMetrics()}
+		locks: memory.NewLocks(clock.Now), metrics: memory.NewMetrics(), readers: readers{}}
 	f.recv = &receiver{t: t, clock: clock, secret: "whsec_test", script: script, attempts: map[string]int{}}
 	endpoints := memory.NewWebhookEndpoints()
 	f.ep = domain.Endpoint{ID: 1, URL: "https://hooks.example/in", Events: []domain.EventType{domain.MessageCreated}, Enabled: true, Secret: "whsec_test", CreatedAt: t0}
@@ -180,7 +194,7 @@ func newFixture(t *testing.T, script map[string][]int) *fixture {
 // node is another node's loop over the same stores: its retry state is its own.
 func (f *fixture) node() *webhooks.Loop {
 	return webhooks.New(webhooks.Config{FirstRetry: time.Second, MaxBackoff: 4 * time.Second, MaxAttempts: 3, Batch: 2},
-		webhooks.Deps{Endpoints: f.endpoints, Cursors: f.cursors, Changes: f.back, History: f.back, Sender: f.recv,
+		webhooks.Deps{Endpoints: f.endpoints, Cursors: f.cursors, Changes: f.back, History: f.back, Readers: f.readers, Sender: f.recv,
 			Locks: f.locks, Metrics: f.metrics, Clock: f.clock, Log: slog.New(slog.DiscardHandler)})
 }
 
@@ -387,4 +401,24 @@ func TestALongTopicNewToTheEndpointStartsAtItsPoint(t *testing.T) {
 	f.back.add("grp_1", 61, t0.Add(time.Second), message.StatusNormal)
 	f.pass(t)
 	wantTook(t, f, "grp_1:61:message.created")
+}
+
+// An endpoint bound to a bot receives the events of the conversations the bot may read only,
+// and those of one it joins later from then on.
+func TestABotsEndpointSeesItsConversationsOnly(t *testing.T) {
+	f := newFixture(t, nil)
+	bound := f.ep
+	bound.BotID = 90
+	if err := f.endpoints.UpdateEndpoint(context.Background(), tenant, bound); err != nil {
+		t.Fatal(err)
+	}
+	f.readers[90] = []string{"grp_1"}
+	f.back.add("grp_1", 1, t0.Add(time.Second), message.StatusNormal)
+	f.back.add("grp_2", 1, t0.Add(time.Second), message.StatusNormal)
+	f.pass(t)
+	wantTook(t, f, "grp_1:1:message.created")
+	f.readers[90] = append(f.readers[90], "grp_2")
+	f.back.add("grp_2", 2, f.clock.Now(), message.StatusNormal)
+	f.pass(t)
+	wantTook(t, f, "grp_1:1:message.created", "grp_2:1:message.created", "grp_2:2:message.created")
 }

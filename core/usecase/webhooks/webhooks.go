@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/bot"
 	"github.com/imdhq/imd/core/domain/month"
 	"github.com/imdhq/imd/core/domain/webhook"
 	"github.com/imdhq/imd/ports"
@@ -24,6 +25,7 @@ type Deps struct {
 	Store   ports.WebhookEndpoints
 	Cursors ports.WebhookCursors
 	Locks   ports.Locks
+	Bots    ports.Bots
 	IDs     ports.IDGenerator
 	Clock   ports.Clock
 }
@@ -43,6 +45,7 @@ type Settings struct {
 	Description string
 	Events      []webhook.EventType
 	Enabled     bool
+	BotID       int64
 }
 
 // Create stores a new endpoint with a fresh secret and returns it, secret included: the only
@@ -58,8 +61,8 @@ func (s *Service) Create(ctx context.Context, tenant string, set Settings) (webh
 	}
 	now := s.d.Clock.Now().UTC()
 	e := webhook.Endpoint{ID: id, URL: set.URL, Description: set.Description, Events: set.Events, Enabled: set.Enabled,
-		Secret: secret, CreatedAt: now, UpdatedAt: now}
-	if err := e.Validate(); err != nil {
+		BotID: set.BotID, Secret: secret, CreatedAt: now, UpdatedAt: now}
+	if err := s.validate(ctx, tenant, e); err != nil {
 		return webhook.Endpoint{}, err
 	}
 	if err := s.d.Store.CreateEndpoint(ctx, tenant, e); err != nil {
@@ -88,8 +91,8 @@ func (s *Service) Update(ctx context.Context, tenant string, id int64, set Setti
 	if err != nil {
 		return webhook.Endpoint{}, storeErr(err)
 	}
-	e.URL, e.Description, e.Events, e.Enabled = set.URL, set.Description, set.Events, set.Enabled
-	if err := e.Validate(); err != nil {
+	e.URL, e.Description, e.Events, e.Enabled, e.BotID = set.URL, set.Description, set.Events, set.Enabled, set.BotID
+	if err := s.validate(ctx, tenant, e); err != nil {
 		return webhook.Endpoint{}, err
 	}
 	e.UpdatedAt = s.d.Clock.Now().UTC()
@@ -165,6 +168,22 @@ func (s *Service) Delete(ctx context.Context, tenant string, id int64) error {
 		return storeErr(err)
 	}
 	return storeErr(s.d.Cursors.Forget(ctx, tenant, id))
+}
+
+// validate checks e's fields and that the bot it is bound to is one: an endpoint bound to any
+// other user would hand its conversations to whoever holds the endpoint (40001).
+func (s *Service) validate(ctx context.Context, tenant string, e webhook.Endpoint) error {
+	if err := e.Validate(); err != nil {
+		return err
+	}
+	if e.BotID == 0 {
+		return nil
+	}
+	_, err := s.d.Bots.Bot(ctx, tenant, e.BotID)
+	if errors.Is(err, bot.ErrNotFound) {
+		return apperr.New(apperr.InvalidArgument, "bot_id is not a bot of the tenant")
+	}
+	return storeErr(err)
 }
 
 // storeErr passes webhook.ErrNotFound through and answers any other store failure 50301.

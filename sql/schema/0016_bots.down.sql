@@ -1,0 +1,2 @@
+ALTER TABLE t_webhook_endpoints DROP COLUMN bot_id;
+DROP TABLE t_bots;
