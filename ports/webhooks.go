@@ -48,6 +48,14 @@ type WebhookCursors interface {
 	DeadLetters(ctx context.Context, tenant string, endpoint int64, limit int) ([]webhook.DeadLetter, error)
 }
 
+// WebhookRevisions reads the edits and recalls of a tenant's messages in the order they were
+// recorded (docs/DESIGN.md issue-32 part 2 "Edits and recalls").
+type WebhookRevisions interface {
+	// RevisionsAfter lists at most limit records with id > after, made at or after from and
+	// before until, by id.
+	RevisionsAfter(ctx context.Context, tenant string, after int64, from, until time.Time, limit int) ([]webhook.Revision, error)
+}
+
 // WebhookSender posts one signed webhook request.
 type WebhookSender interface {
 	// Post sends body to url with headers and returns the answer's status; err is a request

@@ -213,3 +213,38 @@ func (s *WebhookCursors) Forget(_ context.Context, tenant string, endpoint int64
 	}
 	return nil
 }
+
+// WebhookRevisions is an in-memory ports.WebhookRevisions: the edits and recalls Record was
+// given, by id.
+type WebhookRevisions struct {
+	mu      sync.Mutex
+	tenants map[string][]webhook.Revision
+}
+
+var _ ports.WebhookRevisions = (*WebhookRevisions)(nil)
+
+// NewWebhookRevisions returns an empty record.
+func NewWebhookRevisions() *WebhookRevisions {
+	return &WebhookRevisions{tenants: make(map[string][]webhook.Revision)}
+}
+
+// Record adds r, as a change's transaction writes im_message_revisions.
+func (s *WebhookRevisions) Record(tenant string, r webhook.Revision) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tenants[tenant] = append(s.tenants[tenant], r)
+	slices.SortFunc(s.tenants[tenant], func(a, b webhook.Revision) int { return int(a.ID - b.ID) })
+}
+
+// RevisionsAfter lists the records after id after, made in [from, until), by id.
+func (s *WebhookRevisions) RevisionsAfter(_ context.Context, tenant string, after int64, from, until time.Time, limit int) ([]webhook.Revision, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []webhook.Revision
+	for _, r := range s.tenants[tenant] {
+		if len(out) < limit && r.ID > after && !r.At.Before(from) && r.At.Before(until) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}

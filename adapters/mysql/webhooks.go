@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/imdhq/imd/adapters/mysql/sqlcdb"
+	"github.com/imdhq/imd/core/domain/message"
 	"github.com/imdhq/imd/core/domain/webhook"
 	"github.com/imdhq/imd/ports"
 )
@@ -296,4 +297,37 @@ func (s *WebhookCursors) Forget(ctx context.Context, tenant string, endpoint int
 		}
 	}
 	return nil
+}
+
+// WebhookRevisions implements ports.WebhookRevisions over im_message_revisions.
+type WebhookRevisions struct{ cluster *Cluster }
+
+var _ ports.WebhookRevisions = (*WebhookRevisions)(nil)
+
+// NewWebhookRevisions returns the revision reader of the provisioned tenants of c.
+func NewWebhookRevisions(c *Cluster) *WebhookRevisions { return &WebhookRevisions{cluster: c} }
+
+// RevisionsAfter reads the edits and recalls after id after, made in [from, until).
+func (s *WebhookRevisions) RevisionsAfter(ctx context.Context, tenant string, after int64, from, until time.Time, limit int) ([]webhook.Revision, error) {
+	t, err := s.cluster.tenant(tenant)
+	if err != nil {
+		return nil, err
+	}
+	lim, err := limit32(limit)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := t.q.WebhookRevisions(ctx, sqlcdb.WebhookRevisionsParams{ID: after, CreatedAt: from.UTC(), CreatedAt_2: until.UTC(), Limit: lim})
+	if err != nil {
+		return nil, fmt.Errorf("read revisions after %d: %w", after, err)
+	}
+	out := make([]webhook.Revision, len(rows))
+	for i, r := range rows {
+		out[i] = webhook.Revision{ID: r.ID, Topic: r.Topic, Seq: r.Seqid, MsgID: r.MessageID, Version: int(r.Version), Editor: r.Editor,
+			Recall: r.Action == string(message.ActionRecall), At: r.CreatedAt.UTC()}
+		if r.NewContent.Valid {
+			out[i].Content = json.RawMessage(r.NewContent.String)
+		}
+	}
+	return out, nil
 }

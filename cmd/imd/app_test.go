@@ -82,6 +82,7 @@ func memoryAdapters(t *testing.T, cfg config.Config) fx.Option {
 		WebhookEndpoints:  memory.NewWebhookEndpoints(),
 		WebhookCursors:    memory.NewWebhookCursors(),
 		Bots:              memory.NewBots(),
+		WebhookRevisions:  memory.NewWebhookRevisions(),
 		Summaries:         summaries,
 		DailyCounter:      summaries,
 		TokenRevocations:  memory.NewRevocations(),

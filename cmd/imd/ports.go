@@ -65,6 +65,7 @@ type Ports struct {
 	WebhookEndpoints  ports.WebhookEndpoints
 	WebhookCursors    ports.WebhookCursors
 	Bots              ports.Bots
+	WebhookRevisions  ports.WebhookRevisions
 	Summaries         ports.Summaries
 	DailyCounter      ports.DailyCounter
 	TokenRevocations  ports.TokenRevocations
@@ -231,6 +232,7 @@ func openAdapters(cfg config.Config, log *slog.Logger) (Ports, held, error) {
 		WebhookEndpoints:  mysql.NewWebhookEndpoints(db),
 		WebhookCursors:    mysql.NewWebhookCursors(db),
 		Bots:              mysql.NewBots(db),
+		WebhookRevisions:  mysql.NewWebhookRevisions(db),
 		Summaries:         summaries,
 		DailyCounter:      summaries,
 		TokenRevocations:  mysql.NewRevocations(db),

@@ -131,6 +131,7 @@ func newWebhookLoop(cfg config.Config, p Ports, h *history.Service, resolver *co
 		Cursors:   p.WebhookCursors,
 		Changes:   p.RouteMirror,
 		History:   h,
+		Revisions: p.WebhookRevisions,
 		Readers:   resolver,
 		Sender:    p.WebhookSender,
 		Locks:     p.Locks,

@@ -57,3 +57,13 @@ VALUES (?, ?, ?, ?, ?, ?, ?);
 
 -- name: WebhookDeadLetters :many
 SELECT * FROM t_webhook_dead_letters WHERE endpoint_id = ? ORDER BY id LIMIT ?;
+
+-- The edits and recalls after a webhook endpoint's revision cursor (issue 32 part 2): written
+-- in the transaction of the change itself, read in id order, only once older than the settle
+-- window so an id allocated earlier and committed later is not passed over.
+-- name: WebhookRevisions :many
+SELECT id, topic, seqid, message_id, version, editor, action, new_content, created_at
+FROM im_message_revisions
+WHERE id > ? AND created_at >= ? AND created_at < ? AND action IN ('edit', 'recall')
+ORDER BY id
+LIMIT ?;

@@ -309,6 +309,74 @@ func (q *Queries) WebhookEndpoints(ctx context.Context) ([]TWebhookEndpoint, err
 	return items, nil
 }
 
+const webhookRevisions = `-- name: WebhookRevisions :many
+SELECT id, topic, seqid, message_id, version, editor, action, new_content, created_at
+FROM im_message_revisions
+WHERE id > ? AND created_at >= ? AND created_at < ? AND action IN ('edit', 'recall')
+ORDER BY id
+LIMIT ?
+`
+
+type WebhookRevisionsParams struct {
+	ID          int64
+	CreatedAt   time.Time
+	CreatedAt_2 time.Time
+	Limit       int32
+}
+
+type WebhookRevisionsRow struct {
+	ID         int64
+	Topic      string
+	Seqid      int64
+	MessageID  int64
+	Version    int32
+	Editor     int64
+	Action     string
+	NewContent sql.NullString
+	CreatedAt  time.Time
+}
+
+// The edits and recalls after a webhook endpoint's revision cursor (issue 32 part 2): written
+// in the transaction of the change itself, read in id order, only once older than the settle
+// window so an id allocated earlier and committed later is not passed over.
+func (q *Queries) WebhookRevisions(ctx context.Context, arg WebhookRevisionsParams) ([]WebhookRevisionsRow, error) {
+	rows, err := q.db.QueryContext(ctx, webhookRevisions,
+		arg.ID,
+		arg.CreatedAt,
+		arg.CreatedAt_2,
+		arg.Limit,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []WebhookRevisionsRow
+	for rows.Next() {
+		var i WebhookRevisionsRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Topic,
+			&i.Seqid,
+			&i.MessageID,
+			&i.Version,
+			&i.Editor,
+			&i.Action,
+			&i.NewContent,
+			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const webhookScanMark = `-- name: WebhookScanMark :one
 
 SELECT scanned_to, replay_from FROM t_webhook_scan_marks WHERE endpoint_id = ?

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -83,6 +84,7 @@ type Deps struct {
 	Cursors   ports.WebhookCursors
 	Changes   ChangedTopics
 	History   Syncer
+	Revisions ports.WebhookRevisions
 	Readers   Readers
 	Sender    ports.WebhookSender
 	Locks     ports.Locks
@@ -145,7 +147,7 @@ func (l *Loop) Pass(ctx context.Context, tenant string) error {
 	}
 	var errs []error
 	for _, e := range eps {
-		if !e.Enabled || !e.Subscribed(webhook.MessageCreated) {
+		if !e.Enabled || !slices.ContainsFunc(e.Events, delivered) {
 			continue
 		}
 		if err := l.endpoint(ctx, p, e); err != nil {
@@ -156,6 +158,11 @@ func (l *Loop) Pass(ctx context.Context, tenant string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// delivered are the event types this loop sends; the others come in a later part.
+func delivered(t webhook.EventType) bool {
+	return t == webhook.MessageCreated || t == webhook.MessageEdited || t == webhook.MessageRecalled
 }
 
 // errLeaseLost ends a pass whose lease lapsed or was taken: another node or a replay now owns
@@ -209,7 +216,22 @@ func (l *Loop) endpoint(ctx context.Context, p *pass, e webhook.Endpoint) error 
 	}
 	since := scan.Mark.Add(-l.cfg.Settle)
 	next, failed := now, false
-	for m := month.Of(since); m <= month.Of(now); m = m.Next() {
+	fail := func(what string, err error) {
+		l.d.Log.WarnContext(ctx, "webhooks: left for the next pass", "tenant", tenant, "endpoint", e.ID, "what", what, "err", err)
+		failed = true
+	}
+	if e.Subscribed(webhook.MessageEdited) || e.Subscribed(webhook.MessageRecalled) {
+		pending, err := l.revisions(ctx, p, e, latest(from, since), now)
+		switch {
+		case errors.Is(err, errLeaseLost):
+			return err
+		case err != nil:
+			fail("edits and recalls", err)
+		case !pending.IsZero() && pending.Before(next):
+			next = pending
+		}
+	}
+	for m := month.Of(since); e.Subscribed(webhook.MessageCreated) && m <= month.Of(now); m = m.Next() {
 		for after := ""; ; {
 			topics, err := l.d.Changes.TopicsSince(ctx, tenant, m, since, after, l.cfg.Batch)
 			if err != nil {
@@ -221,8 +243,7 @@ func (l *Loop) endpoint(ctx context.Context, p *pass, e webhook.Endpoint) error 
 					return err
 				}
 				if err != nil {
-					l.d.Log.WarnContext(ctx, "webhooks: topic failed, left for the next pass", "tenant", tenant, "endpoint", e.ID, "topic", t, "err", err)
-					failed = true
+					fail(t, err)
 					continue
 				}
 				if !pending.IsZero() && pending.Before(next) {
@@ -257,15 +278,8 @@ func (l *Loop) topic(ctx context.Context, p *pass, e webhook.Endpoint, from time
 	if r, ok := l.retryOf(key); ok && now.Before(r.next) {
 		return r.pending, nil
 	}
-	if e.BotID != 0 {
-		// A conversation the bot may not read is none of its endpoint's business; asked again
-		// each time the topic changes, so one it joins later is delivered from then.
-		switch _, err := l.d.Readers.ForRead(ctx, tenant, e.BotID, conversation.Address{Topic: t}); {
-		case apperr.CodeOf(err) == apperr.Forbidden || apperr.CodeOf(err) == apperr.NotFound:
-			return time.Time{}, nil
-		case err != nil:
-			return time.Time{}, fmt.Errorf("may bot %d read %s: %w", e.BotID, t, err)
-		}
+	if ok, err := l.readable(ctx, tenant, e, t); err != nil || !ok {
+		return time.Time{}, err
 	}
 	cur, known, err := l.d.Cursors.TopicCursor(ctx, tenant, e.ID, t)
 	if err != nil {
@@ -292,7 +306,11 @@ func (l *Loop) topic(ctx context.Context, p *pass, e webhook.Endpoint, from time
 		}
 		// Tombstones close a seq without an event.
 		if m.Status != message.StatusDeleted {
-			done, err := l.deliver(ctx, tenant, e, key, m)
+			ev, err := created(tenant, m)
+			if err != nil {
+				return m.CreatedAt, err
+			}
+			done, err := l.deliver(ctx, tenant, e, key, ev, m.Seq)
 			if err != nil || !done {
 				return m.CreatedAt, err
 			}
@@ -306,6 +324,78 @@ func (l *Loop) topic(ctx context.Context, p *pass, e webhook.Endpoint, from time
 		return res.Messages[len(res.Messages)-1].CreatedAt, nil
 	}
 	return time.Time{}, nil
+}
+
+// readable is whether endpoint e receives topic's events: every topic, or for an endpoint bound
+// to a bot those the bot may read, asked each time so a conversation it joins later is
+// delivered from then.
+func (l *Loop) readable(ctx context.Context, tenant string, e webhook.Endpoint, t string) (bool, error) {
+	if e.BotID == 0 {
+		return true, nil
+	}
+	switch _, err := l.d.Readers.ForRead(ctx, tenant, e.BotID, conversation.Address{Topic: t}); {
+	case apperr.CodeOf(err) == apperr.Forbidden || apperr.CodeOf(err) == apperr.NotFound:
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("may bot %d read %s: %w", e.BotID, t, err)
+	}
+	return true, nil
+}
+
+// revisions delivers the edits and recalls recorded from lower on, in the order of their
+// records, one at a time (docs/DESIGN.md issue-32 part 2 "Edits and recalls"); records are
+// read once older than Settle, so one committed late is still in order. It returns when the
+// first one it could not deliver was made (zero when none is left).
+func (l *Loop) revisions(ctx context.Context, p *pass, e webhook.Endpoint, lower, now time.Time) (time.Time, error) {
+	tenant := p.tenant
+	key := topicKey{tenant, e.ID, webhook.RevisionStream}
+	if r, ok := l.retryOf(key); ok && now.Before(r.next) {
+		return r.pending, nil
+	}
+	cur, _, err := l.d.Cursors.TopicCursor(ctx, tenant, e.ID, webhook.RevisionStream)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("read the revision cursor: %w", err)
+	}
+	page, err := l.d.Revisions.RevisionsAfter(ctx, tenant, cur, lower, now.Add(-l.cfg.Settle), l.cfg.Batch)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("read revisions after %d: %w", cur, err)
+	}
+	for _, r := range page {
+		if err := l.keep(ctx, p); err != nil {
+			return r.At, err
+		}
+		ok, err := l.readable(ctx, tenant, e, r.Topic)
+		if err != nil {
+			return r.At, err
+		}
+		if ok && e.Subscribed(r.Type()) {
+			data, err := json.Marshal(webhook.RevisionData{Topic: r.Topic, Seq: r.Seq, MsgID: r.MsgID, Version: r.Version, Editor: r.Editor,
+				Content: r.Content, EditedAt: r.At.UnixMilli()})
+			if err != nil {
+				return r.At, fmt.Errorf("encode revision %d: %w", r.ID, err)
+			}
+			ev := webhook.Event{ID: webhook.RevisionEventID(r), Type: r.Type(), Tenant: tenant, Topic: r.Topic, Seq: r.Seq, At: r.At.UnixMilli(), Data: data}
+			done, err := l.deliver(ctx, tenant, e, key, ev, r.ID)
+			if err != nil || !done {
+				return r.At, err
+			}
+		}
+		if err := l.d.Cursors.SetTopicCursor(ctx, tenant, e.ID, webhook.RevisionStream, r.ID); err != nil {
+			return r.At, fmt.Errorf("set the revision cursor to %d: %w", r.ID, err)
+		}
+	}
+	if len(page) == l.cfg.Batch {
+		return page[len(page)-1].At, nil
+	}
+	return time.Time{}, nil
+}
+
+// latest is the later of a and b.
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // start is the cursor of a topic new to the endpoint: the seq of its newest message created
@@ -332,16 +422,22 @@ func (l *Loop) start(ctx context.Context, tenant, t string, from time.Time) (int
 	}
 }
 
-// deliver sends m's message.created once; done is true when the topic may move past m: a 2xx,
-// or the last attempt failed and m is now a dead letter.
-func (l *Loop) deliver(ctx context.Context, tenant string, e webhook.Endpoint, key topicKey, m message.Message) (bool, error) {
+// created is m's message.created event.
+func created(tenant string, m message.Message) (webhook.Event, error) {
 	data, err := json.Marshal(m)
 	if err != nil {
-		return false, fmt.Errorf("encode %s seq %d: %w", m.Topic, m.Seq, err)
+		return webhook.Event{}, fmt.Errorf("encode %s seq %d: %w", m.Topic, m.Seq, err)
 	}
-	id := webhook.EventID(m.Topic, m.Seq, webhook.MessageCreated)
-	body, err := json.Marshal(webhook.Event{ID: id, Type: webhook.MessageCreated, Tenant: tenant, Topic: m.Topic, Seq: m.Seq,
-		At: m.CreatedAt.UnixMilli(), Data: data})
+	return webhook.Event{ID: webhook.EventID(m.Topic, m.Seq, webhook.MessageCreated), Type: webhook.MessageCreated, Tenant: tenant,
+		Topic: m.Topic, Seq: m.Seq, At: m.CreatedAt.UnixMilli(), Data: data}, nil
+}
+
+// deliver sends ev once; done is true when its stream (a topic, the revisions) may move past
+// it: a 2xx, or the last attempt failed and ev is now a dead letter. mark is the seq or
+// record id the retry count is kept for.
+func (l *Loop) deliver(ctx context.Context, tenant string, e webhook.Endpoint, key topicKey, ev webhook.Event, mark int64) (bool, error) {
+	id := ev.ID
+	body, err := json.Marshal(ev)
 	if err != nil {
 		return false, fmt.Errorf("encode event %s: %w", id, err)
 	}
@@ -360,12 +456,12 @@ func (l *Loop) deliver(ctx context.Context, tenant string, e webhook.Endpoint, k
 		failure = err.Error()
 	}
 	r, _ := l.retryOf(key)
-	if r.seq != m.Seq {
-		r = retry{seq: m.Seq}
+	if r.seq != mark {
+		r = retry{seq: mark}
 	}
 	r.attempts++
 	if r.attempts < l.cfg.MaxAttempts {
-		r.next, r.pending = now.Add(l.backoff(r.attempts)), m.CreatedAt
+		r.next, r.pending = now.Add(l.backoff(r.attempts)), time.UnixMilli(ev.At)
 		l.mu.Lock()
 		l.retries[key] = r
 		l.mu.Unlock()
@@ -373,7 +469,7 @@ func (l *Loop) deliver(ctx context.Context, tenant string, e webhook.Endpoint, k
 		return false, nil
 	}
 	l.forget(key)
-	d := webhook.DeadLetter{EndpointID: e.ID, Topic: m.Topic, Seq: m.Seq, Type: webhook.MessageCreated, Attempts: r.attempts, LastError: failure, At: now}
+	d := webhook.DeadLetter{EndpointID: e.ID, Topic: ev.Topic, Seq: ev.Seq, Type: ev.Type, Attempts: r.attempts, LastError: failure, At: now}
 	if err := l.d.Cursors.AddDeadLetter(ctx, tenant, d); err != nil {
 		return false, fmt.Errorf("dead letter %s: %w", id, err)
 	}

@@ -129,7 +129,7 @@ func (r *receiver) Post(_ context.Context, url string, headers map[string]string
 		return http.StatusUnauthorized, nil
 	}
 	var e domain.Event
-	if err := json.Unmarshal(body, &e); err != nil || e.ID != headers[domain.EventIDHeader] || e.Type != domain.MessageCreated || e.Tenant != tenant {
+	if err := json.Unmarshal(body, &e); err != nil || e.ID != headers[domain.EventIDHeader] || !slices.Contains(domain.EventTypes, e.Type) || e.Tenant != tenant {
 		r.t.Errorf("event %s (%v), header id %q", body, err, headers[domain.EventIDHeader])
 	}
 	r.clock.Advance(r.tick)
@@ -167,13 +167,15 @@ type fixture struct {
 
 	endpoints *memory.WebhookEndpoints
 	readers   readers
+	revs      *memory.WebhookRevisions
 }
 
 func newFixture(t *testing.T, script map[string][]int) *fixture {
 	t.Helper()
 	clock := memory.NewClock(t0)
 	f := &fixture{clock: clock, back: &backlog{topics: map[string][]message.Message{}, broken: map[string]bool{}}, cursors: memory.NewWebhookCursors(),
-		locks: memory.NewLocks(clock.Now), metrics: memory.NewMetrics(), readers: readers{}}
+		locks: memory.NewLocks(clock.Now), metrics: memory.NewMetrics(), readers: readers{},
+		revs: memory.NewWebhookRevisions()}
 	f.recv = &receiver{t: t, clock: clock, secret: "whsec_test", script: script, attempts: map[string]int{}}
 	endpoints := memory.NewWebhookEndpoints()
 	f.ep = domain.Endpoint{ID: 1, URL: "https://hooks.example/in", Events: []domain.EventType{domain.MessageCreated}, Enabled: true, Secret: "whsec_test", CreatedAt: t0}
@@ -194,7 +196,7 @@ func newFixture(t *testing.T, script map[string][]int) *fixture {
 // node is another node's loop over the same stores: its retry state is its own.
 func (f *fixture) node() *webhooks.Loop {
 	return webhooks.New(webhooks.Config{FirstRetry: time.Second, MaxBackoff: 4 * time.Second, MaxAttempts: 3, Batch: 2},
-		webhooks.Deps{Endpoints: f.endpoints, Cursors: f.cursors, Changes: f.back, History: f.back, Readers: f.readers, Sender: f.recv,
+		webhooks.Deps{Endpoints: f.endpoints, Cursors: f.cursors, Changes: f.back, History: f.back, Revisions: f.revs, Readers: f.readers, Sender: f.recv,
 			Locks: f.locks, Metrics: f.metrics, Clock: f.clock, Log: slog.New(slog.DiscardHandler)})
 }
 
@@ -421,4 +423,31 @@ func TestABotsEndpointSeesItsConversationsOnly(t *testing.T) {
 	f.back.add("grp_2", 2, f.clock.Now(), message.StatusNormal)
 	f.pass(t)
 	wantTook(t, f, "grp_1:1:message.created", "grp_2:1:message.created", "grp_2:2:message.created")
+}
+
+// Edits and recalls go out in the order they were recorded, each edit of a message an event of
+// its own, only the types subscribed to, and a failed one holds the ones after it.
+func TestEditsAndRecallsInTheirOrder(t *testing.T) {
+	f := newFixture(t, map[string][]int{"grp_1:1:message.edited:2": {500}})
+	ep := f.ep
+	ep.Events = []domain.EventType{domain.MessageEdited, domain.MessageRecalled}
+	if err := f.endpoints.UpdateEndpoint(context.Background(), tenant, ep); err != nil {
+		t.Fatal(err)
+	}
+	f.back.add("grp_1", 1, t0.Add(time.Second), message.StatusNormal)                                                                                   // not subscribed: not sent
+	f.revs.Record(tenant, domain.Revision{ID: 1, Topic: "grp_1", Seq: 1, Version: 2, Content: json.RawMessage(`{"text":"a"}`), At: t0.Add(-time.Hour)}) // before the endpoint
+	f.revs.Record(tenant, domain.Revision{ID: 2, Topic: "grp_1", Seq: 1, Version: 2, Content: json.RawMessage(`{"text":"b"}`), At: t0.Add(2 * time.Second)})
+	f.revs.Record(tenant, domain.Revision{ID: 3, Topic: "grp_1", Seq: 1, Version: 3, Content: json.RawMessage(`{"text":"c"}`), At: t0.Add(3 * time.Second)})
+	f.revs.Record(tenant, domain.Revision{ID: 4, Topic: "grp_2", Seq: 7, Version: 2, Recall: true, At: t0.Add(4 * time.Second)})
+	f.pass(t)
+	wantTook(t, f) // the first edit failed; the rest waits behind it
+	f.pass(t)
+	f.pass(t) // a page (Batch 2) per pass
+	if got, want := f.recv.got(), []string{"grp_1:1:message.edited:2", "grp_1:1:message.edited:3", "grp_2:7:message.recalled:2"}; !slices.Equal(got, want) {
+		t.Fatalf("delivered %v, want %v in record order", got, want)
+	}
+	f.pass(t)
+	if n := len(f.recv.got()); n != 3 {
+		t.Fatalf("a quiet pass sent again: %v", f.recv.got())
+	}
 }

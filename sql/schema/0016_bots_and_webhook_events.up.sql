@@ -11,3 +11,7 @@ CREATE TABLE t_bots (
 -- An endpoint bound to a bot receives the events of the conversations the bot may read only;
 -- 0: every conversation of the tenant.
 ALTER TABLE t_webhook_endpoints ADD COLUMN bot_id BIGINT NOT NULL DEFAULT 0 AFTER enabled;
+
+-- Webhook delivery reads edits and recalls by the window of their creation (issue 32 part 2
+-- "Edits and recalls"), so a pass reads what is new, not the table from its first row.
+ALTER TABLE im_message_revisions ADD KEY idx_created (created_at);
