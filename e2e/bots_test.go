@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -151,5 +152,80 @@ func TestABotAnswersAPingThroughASignedWebhook(t *testing.T) {
 	eventually(t, 30*time.Second, "the bot saw its pong", func() bool { return bot.seen(withBot) == 2 })
 	if n := bot.seen(without); n != 0 {
 		t.Fatalf("the bot's endpoint got %d events of %s, a group it is not in", n, without)
+	}
+}
+
+// TestEditsAndRecallsReachAnEndpoint: an edit and a recall made over the frame protocol reach
+// an endpoint subscribed to them as signed message.edited and message.recalled events, with
+// the content after the edit, from the revision records MySQL keeps.
+func TestEditsAndRecallsReachAnEndpoint(t *testing.T) {
+	srv := Start(t, Options{Env: map[string]string{"IMD_WEBHOOKS_INTERVAL": "100ms", "IMD_WEBHOOKS_SETTLE": "500ms"}})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	owner := srv.User(1)
+	srv.User(2)
+	topic := srv.Group(41, 1, 2)
+
+	type event struct {
+		ID   string `json:"id"`
+		Type string `json:"type"`
+		Data struct {
+			Seq     int64 `json:"seq"`
+			Version int   `json:"version"`
+			Editor  int64 `json:"editor"`
+			Content struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"data"`
+	}
+	var (
+		mu     sync.Mutex
+		secret string
+		got    []event
+	)
+	hooks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		body, err := webhook.ReadVerified(r, secret, time.Now())
+		var e event
+		if err == nil {
+			err = json.Unmarshal(body, &e)
+		}
+		if err != nil || e.ID != r.Header.Get(webhook.EventIDHeader) {
+			t.Errorf("event %s: %v", body, err)
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		got = append(got, e)
+	}))
+	defer hooks.Close()
+	var made struct {
+		Secret string `json:"secret"`
+	}
+	srv.MustAdmin("POST", "/webhooks", map[string]any{"url": hooks.URL, "events": []string{"message.edited", "message.recalled"}}, &made)
+	mu.Lock()
+	secret = made.Secret
+	mu.Unlock()
+
+	c := srv.Connect(ctx, owner, 1)
+	for i := 1; i <= 2; i++ {
+		mustSend(t, ctx, c, wire.SendMessageRequest{Topic: topic, ClientMsgID: "m" + strconv.Itoa(i), Type: "text", Content: json.RawMessage(`{"text":"a"}`)})
+	}
+	if _, err := edit(ctx, c, topic, 1, "b", 1); err != nil {
+		t.Fatalf("edit: %v", err)
+	}
+	if _, err := recall(ctx, c, topic, 2); err != nil {
+		t.Fatalf("recall: %v", err)
+	}
+	eventually(t, 30*time.Second, "the edit and the recall delivered", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(got) >= 2
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 2 || got[0].ID != topic+":1:message.edited:2" || got[0].Data.Content.Text != "b" || got[0].Data.Editor != 1 ||
+		got[1].ID != topic+":2:message.recalled:2" || got[1].Type != "message.recalled" || got[1].Data.Seq != 2 {
+		t.Fatalf("events %+v, want the edit (text b) then the recall", got)
 	}
 }
