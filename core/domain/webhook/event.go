@@ -51,7 +51,7 @@ func (r Revision) Type() EventType {
 }
 
 // RevisionData is the data of a message.edited or message.recalled event: the message as it
-// is after the change (PROTOCOL, webhooks).
+// is after the change (README "Event webhooks").
 type RevisionData struct {
 	Topic    string          `json:"topic"`
 	Seq      int64           `json:"seq"`
