@@ -159,7 +159,8 @@ func TestABotAnswersAPingThroughASignedWebhook(t *testing.T) {
 // an endpoint subscribed to them as signed message.edited and message.recalled events, with
 // the content after the edit, from the revision records MySQL keeps.
 func TestEditsAndRecallsReachAnEndpoint(t *testing.T) {
-	srv := Start(t, Options{Env: map[string]string{"IMD_WEBHOOKS_INTERVAL": "100ms", "IMD_WEBHOOKS_SETTLE": "500ms"}})
+	srv := Start(t, Options{Env: map[string]string{"IMD_WEBHOOKS_INTERVAL": "100ms", "IMD_WEBHOOKS_SETTLE": "500ms",
+		"IMD_WEBHOOKS_FIRST_RETRY": "200ms", "IMD_WEBHOOKS_MAX_BACKOFF": "400ms", "IMD_WEBHOOKS_MAX_ATTEMPTS": "1000"}})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	owner := srv.User(1)
@@ -181,6 +182,7 @@ func TestEditsAndRecallsReachAnEndpoint(t *testing.T) {
 	var (
 		mu     sync.Mutex
 		secret string
+		refuse = true // until the backlog's age was seen to grow
 		got    []event
 	)
 	hooks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -194,6 +196,10 @@ func TestEditsAndRecallsReachAnEndpoint(t *testing.T) {
 		if err != nil || e.ID != r.Header.Get(webhook.EventIDHeader) {
 			t.Errorf("event %s: %v", body, err)
 			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		if refuse {
+			w.WriteHeader(http.StatusServiceUnavailable)
 			return
 		}
 		got = append(got, e)
@@ -211,12 +217,17 @@ func TestEditsAndRecallsReachAnEndpoint(t *testing.T) {
 	for i := 1; i <= 2; i++ {
 		mustSend(t, ctx, c, wire.SendMessageRequest{Topic: topic, ClientMsgID: "m" + strconv.Itoa(i), Type: "text", Content: json.RawMessage(`{"text":"a"}`)})
 	}
-	if _, err := edit(ctx, c, topic, 1, "b", 1); err != nil {
-		t.Fatalf("edit: %v", err)
-	}
-	if _, err := recall(ctx, c, topic, 2); err != nil {
-		t.Fatalf("recall: %v", err)
-	}
+	rises(t, srv, func() {
+		if _, err := edit(ctx, c, topic, 1, "b", 1); err != nil {
+			t.Fatalf("edit: %v", err)
+		}
+		if _, err := recall(ctx, c, topic, 2); err != nil {
+			t.Fatalf("recall: %v", err)
+		}
+	}, metric("webhook_oldest_undelivered_seconds")) // the receiver refuses: the edit waits
+	mu.Lock()
+	refuse = false
+	mu.Unlock()
 	eventually(t, 30*time.Second, "the edit and the recall delivered", func() bool {
 		mu.Lock()
 		defer mu.Unlock()

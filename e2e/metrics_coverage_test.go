@@ -87,6 +87,7 @@ var movedBy = map[string]string{
 	"group_file_index_total":                     "TestMetricsMoveWithTheirEvents",
 	"message_search_index_total":                 "TestMetricsMoveWithTheirEvents",
 	"media_thumbnail_total":                      "TestImageThumbnails",
+	"webhook_oldest_undelivered_seconds":         "TestEditsAndRecallsReachAnEndpoint",
 	"webhook_deliveries_total":                   "TestWebhooksDeliverSignedInOrderWithRetriesAndDeadLetters",
 	"media_thumbnail_refused_total":              "TestImageThumbnails",
 	"media_thumbnail_seconds":                    "TestImageThumbnails",

@@ -135,6 +135,7 @@ func catalog() []spec {
 		{name: "media_thumbnail_refused_total", kind: counter, help: "Image uploads no thumbnail is made of, by reason (type|size|pixels|corrupt).", labels: []string{"reason"}},
 		{name: "media_thumbnail_seconds", kind: histogram, help: "Seconds to make one thumbnail: the wait for a worker, decoding, scaling and encoding.", buckets: latencyBuckets},
 		// Event webhooks (issue 32): requests to the endpoints.
+		{name: "webhook_oldest_undelivered_seconds", kind: gauge, help: "Age of the oldest event of a webhook endpoint not yet delivered (0: none waits), set by the node delivering its tenant.", labels: []string{"tenant", "endpoint"}},
 		{name: "webhook_deliveries_total", kind: counter, help: "Webhook requests, by outcome (ok: 2xx; retry: failed, tried again after a backoff; dead: the last attempt failed, the event is a dead letter).", labels: []string{"status"}},
 		{name: "message_search_index_total", kind: counter, help: "Search index updates after COMMIT, by outcome (indexed|removed|failed|dropped).", labels: []string{"status"}},
 	}

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -101,6 +102,9 @@ type Loop struct {
 
 	mu      sync.Mutex
 	retries map[topicKey]retry
+	// aged are the endpoints of each tenant whose backlog age this node reports, zeroed when
+	// another node holds the tenant so a stale age of this node does not alert.
+	aged map[string][]int64
 }
 
 type topicKey struct {
@@ -121,7 +125,7 @@ type retry struct {
 
 // New returns the loop.
 func New(cfg Config, d Deps) *Loop {
-	return &Loop{cfg: cfg.withDefaults(), d: d, retries: make(map[topicKey]retry)}
+	return &Loop{cfg: cfg.withDefaults(), d: d, retries: make(map[topicKey]retry), aged: make(map[string][]int64)}
 }
 
 // Pass delivers what is due to every enabled endpoint of tenant, when this node holds the
@@ -132,6 +136,7 @@ func (l *Loop) Pass(ctx context.Context, tenant string) error {
 		return fmt.Errorf("webhooks of %s: take the lease: %w", tenant, err)
 	}
 	if !ok {
+		l.unreport(tenant)
 		return nil
 	}
 	defer func() {
@@ -265,7 +270,31 @@ func (l *Loop) endpoint(ctx context.Context, p *pass, e webhook.Endpoint) error 
 	if err := l.d.Cursors.SetScanMark(ctx, tenant, e.ID, next); err != nil {
 		return fmt.Errorf("set scan mark: %w", err)
 	}
+	l.report(tenant, e.ID, now.Sub(next))
 	return nil
+}
+
+// report sets the age of endpoint's oldest undelivered event (the scan mark: a retry waiting, a
+// seq not committed, a topic that failed), so an endpoint that is slow but never fails outright
+// is seen (docs/DESIGN.md issue-32 part 2 "Operators").
+func (l *Loop) report(tenant string, endpoint int64, age time.Duration) {
+	l.d.Metrics.Set("webhook_oldest_undelivered_seconds", max(age, 0).Seconds(), tenant, strconv.FormatInt(endpoint, 10))
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !slices.Contains(l.aged[tenant], endpoint) {
+		l.aged[tenant] = append(l.aged[tenant], endpoint)
+	}
+}
+
+// unreport zeroes the ages this node reported for tenant: another node delivers it now.
+func (l *Loop) unreport(tenant string) {
+	l.mu.Lock()
+	eps := l.aged[tenant]
+	delete(l.aged, tenant)
+	l.mu.Unlock()
+	for _, id := range eps {
+		l.d.Metrics.Set("webhook_oldest_undelivered_seconds", 0, tenant, strconv.FormatInt(id, 10))
+	}
 }
 
 // topic delivers topic's messages above the endpoint's cursor in seq order, one at a time,

@@ -451,3 +451,34 @@ func TestEditsAndRecallsInTheirOrder(t *testing.T) {
 		t.Fatalf("a quiet pass sent again: %v", f.recv.got())
 	}
 }
+
+// The age of the oldest undelivered event grows while a retry waits, is 0 once it is taken,
+// and a node that no longer holds the tenant reports 0, not its last age.
+func TestTheBacklogAgeGauge(t *testing.T) {
+	f := newFixture(t, map[string][]int{"grp_1:1:message.created": {500, 500}})
+	f.back.add("grp_1", 1, t0.Add(time.Second), message.StatusNormal)
+	age := func() float64 { return f.metrics.Count("webhook_oldest_undelivered_seconds", tenant, "1") }
+	f.pass(t)
+	if got := age(); got != 59 { // the event was made a second after t0, the pass ran at t0 + 1m
+		t.Fatalf("age after a failure = %v, want 59", got)
+	}
+	f.pass(t)
+	if got := age(); got != 119 {
+		t.Fatalf("age after a second failure = %v, want 119", got)
+	}
+	f.pass(t)
+	if got := age(); got != 0 {
+		t.Fatalf("age once taken = %v, want 0", got)
+	}
+	f.metrics.Set("webhook_oldest_undelivered_seconds", 42, tenant, "1")
+	f.clock.Advance(time.Minute)
+	if _, ok, err := f.locks.Acquire(context.Background(), tenant, domain.LeaseName, time.Hour); err != nil || !ok {
+		t.Fatalf("Acquire = %v, %v", ok, err)
+	}
+	if err := f.loop.Pass(context.Background(), tenant); err != nil {
+		t.Fatal(err)
+	}
+	if got := age(); got != 0 {
+		t.Fatalf("age reported by a node without the lease = %v, want 0", got)
+	}
+}
