@@ -153,6 +153,16 @@ func TestABotAnswersAPingThroughASignedWebhook(t *testing.T) {
 	if n := bot.seen(without); n != 0 {
 		t.Fatalf("the bot's endpoint got %d events of %s, a group it is not in", n, without)
 	}
+
+	// The operator finds the bot and its endpoint on the console's Webhooks page, and adds one.
+	br := signedInConsole(t, srv)
+	br.open("webhooks", "#bots-table tbody tr")
+	br.waitText("#bots-table", "pingbot", 30*time.Second)
+	br.waitText("#webhooks-table", "900", 30*time.Second)
+	br.submit("bot-add", map[string]string{"bot-add-bot_id": "901", "bot-add-name": "second"})
+	br.waitText("#bot-add-result", "shown this once", 30*time.Second)
+	br.waitText("#bots-table", "second", 30*time.Second)
+	br.shot("bots")
 }
 
 // TestEditsAndRecallsReachAnEndpoint: an edit and a recall made over the frame protocol reach
