@@ -87,6 +87,7 @@ var movedBy = map[string]string{
 	"group_file_index_total":                     "TestMetricsMoveWithTheirEvents",
 	"message_search_index_total":                 "TestMetricsMoveWithTheirEvents",
 	"media_thumbnail_total":                      "TestImageThumbnails",
+	"webhook_oldest_undelivered_seconds":         "TestEditsAndRecallsReachAnEndpoint",
 	"webhook_deliveries_total":                   "TestWebhooksDeliverSignedInOrderWithRetriesAndDeadLetters",
 	"push_send_total":                            "TestNativePushReachesOfflineDevicesOnly",
 	"media_thumbnail_refused_total":              "TestImageThumbnails",

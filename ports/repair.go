@@ -91,6 +91,9 @@ type Locks interface {
 	Acquire(ctx context.Context, tenant, name string, ttl time.Duration) (token string, ok bool, err error)
 	// Release gives the lease back if token still holds it; an expired lease is left alone.
 	Release(ctx context.Context, tenant, name, token string) error
+	// Renew gives the lease token holds a fresh ttl; ok=false when it lapsed or another
+	// holder has it, so a long holder learns it may no longer act (docs/DESIGN.md issue-32).
+	Renew(ctx context.Context, tenant, name, token string, ttl time.Duration) (ok bool, err error)
 }
 
 // ShardHousekeeping is the periodic MySQL upkeep of the shard manager.

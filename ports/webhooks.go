@@ -16,9 +16,13 @@ type WebhookEndpoints interface {
 	Endpoint(ctx context.Context, tenant string, id int64) (webhook.Endpoint, error)
 	// Endpoints lists every endpoint of the tenant by id.
 	Endpoints(ctx context.Context, tenant string) ([]webhook.Endpoint, error)
-	// UpdateEndpoint replaces URL, description, events, enabled, secret and UpdatedAt of the
-	// endpoint e.ID; webhook.ErrNotFound for an unknown id.
+	// UpdateEndpoint replaces URL, description, events, enabled and UpdatedAt of the endpoint
+	// e.ID, never its secret, so a settings change racing a rotation cannot bring an old secret
+	// back; webhook.ErrNotFound for an unknown id.
 	UpdateEndpoint(ctx context.Context, tenant string, e webhook.Endpoint) error
+	// SetSecret replaces the endpoint's secret and UpdatedAt (a rotation); webhook.ErrNotFound
+	// for an unknown id.
+	SetSecret(ctx context.Context, tenant string, id int64, secret string, at time.Time) error
 	// DeleteEndpoint removes it; webhook.ErrNotFound for an unknown id.
 	DeleteEndpoint(ctx context.Context, tenant string, id int64) error
 }
@@ -42,6 +46,14 @@ type WebhookCursors interface {
 	AddDeadLetter(ctx context.Context, tenant string, d webhook.DeadLetter) error
 	// DeadLetters lists the endpoint's dead letters, oldest first, at most limit.
 	DeadLetters(ctx context.Context, tenant string, endpoint int64, limit int) ([]webhook.DeadLetter, error)
+}
+
+// WebhookRevisions reads the edits and recalls of a tenant's messages in the order they were
+// recorded (docs/DESIGN.md issue-32 part 2 "Edits and recalls").
+type WebhookRevisions interface {
+	// RevisionsAfter lists at most limit records with id > after, made at or after from and
+	// before until, by id.
+	RevisionsAfter(ctx context.Context, tenant string, after int64, from, until time.Time, limit int) ([]webhook.Revision, error)
 }
 
 // WebhookSender posts one signed webhook request.

@@ -55,10 +55,12 @@ type webhookRequest struct {
 	Events      []string `json:"events"`
 	// Enabled is true when left out: an endpoint is made to receive.
 	Enabled *bool `json:"enabled,omitempty"`
+	// BotID binds the endpoint to a bot: only the conversations it may read (0: all).
+	BotID int64 `json:"bot_id,omitempty"`
 }
 
 func (r webhookRequest) settings() webhooks.Settings {
-	set := webhooks.Settings{URL: r.URL, Description: r.Description, Enabled: r.Enabled == nil || *r.Enabled}
+	set := webhooks.Settings{URL: r.URL, Description: r.Description, Enabled: r.Enabled == nil || *r.Enabled, BotID: r.BotID}
 	for _, e := range r.Events {
 		set.Events = append(set.Events, webhook.EventType(e))
 	}
@@ -73,6 +75,7 @@ type webhookJSON struct {
 	Description string   `json:"description"`
 	Events      []string `json:"events"`
 	Enabled     bool     `json:"enabled"`
+	BotID       int64    `json:"bot_id,omitempty"`
 	Secret      string   `json:"secret,omitempty"`
 	CreatedAt   int64    `json:"created_at"`
 	UpdatedAt   int64    `json:"updated_at"`
@@ -81,7 +84,7 @@ type webhookJSON struct {
 // webhookOf renders e without its secret; the two answers that show it set it afterwards.
 func webhookOf(e webhook.Endpoint) webhookJSON {
 	out := webhookJSON{ID: e.ID, URL: e.URL, Description: e.Description, Events: make([]string, len(e.Events)),
-		Enabled: e.Enabled, CreatedAt: unixMilli(e.CreatedAt), UpdatedAt: unixMilli(e.UpdatedAt)}
+		Enabled: e.Enabled, BotID: e.BotID, CreatedAt: unixMilli(e.CreatedAt), UpdatedAt: unixMilli(e.UpdatedAt)}
 	for i, t := range e.Events {
 		out.Events[i] = string(t)
 	}
@@ -212,7 +215,9 @@ func (s *Server) webhookDeadLetters(c echo.Context) error {
 }
 
 type replayRequest struct {
-	Since int64 `json:"since"` // Unix ms
+	// Since is Unix ms; a pointer, since a missing since must be refused rather than read as
+	// "from the beginning" (DESIGN issue-32 "Replay from a point").
+	Since *int64 `json:"since"`
 }
 
 // replayWebhook delivers the endpoint's events again from since on.
@@ -225,7 +230,10 @@ func (s *Server) replayWebhook(c echo.Context) error {
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	if err := svc.Replay(c.Request().Context(), c.Param("tenant"), id, time.UnixMilli(req.Since)); err != nil {
+	if req.Since == nil {
+		return apperr.New(apperr.InvalidArgument, "since (Unix ms) is required")
+	}
+	if err := svc.Replay(c.Request().Context(), c.Param("tenant"), id, time.UnixMilli(*req.Since)); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, empty)

@@ -19,7 +19,8 @@ import (
 func TestAdminWebhooksShowTheSecretOnlyWhenMade(t *testing.T) {
 	clock := memory.NewClock(time.Date(2030, 2, 3, 4, 5, 6, 0, time.UTC))
 	cursors := memory.NewWebhookCursors()
-	svc := webhooks.New(webhooks.Deps{Store: memory.NewWebhookEndpoints(), Cursors: cursors, IDs: memory.NewIDs(clock), Clock: clock})
+	svc := webhooks.New(webhooks.Deps{Store: memory.NewWebhookEndpoints(), Cursors: cursors, Locks: memory.NewLocks(clock.Now),
+		IDs: memory.NewIDs(clock), Clock: clock})
 	h := newHarness(t, Config{AdminKey: adminKey}, Deps{Webhooks: svc})
 	const base = "/admin/v1/tenants/default/webhooks"
 	decode := func(body string) webhookJSON {
@@ -85,6 +86,9 @@ func TestAdminWebhooksShowTheSecretOnlyWhenMade(t *testing.T) {
 		{"GET", base + "/x", ""},
 		{"GET", one + "/dead_letters?limit=101", ""},
 		{"POST", one + "/replay", `{"since":1896321907000}`}, // in the future
+		{"POST", one + "/replay", `{}`},                      // not "from the beginning"
+		{"POST", one + "/replay", `{"since":0}`},
+		{"POST", one + "/replay", `{"since":946684799999}`}, // 1999-12-31, before any month kept
 	}
 	for _, r := range refused {
 		wantError(t, h.do(r.method, r.path, r.body), http.StatusBadRequest, apperr.InvalidArgument)

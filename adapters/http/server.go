@@ -21,6 +21,7 @@ import (
 	"github.com/imdhq/imd/core/domain/apperr"
 	"github.com/imdhq/imd/core/loop/migration"
 	"github.com/imdhq/imd/core/usecase/admin"
+	"github.com/imdhq/imd/core/usecase/bots"
 	"github.com/imdhq/imd/core/usecase/history"
 	"github.com/imdhq/imd/core/usecase/webhooks"
 	"github.com/imdhq/imd/ports"
@@ -90,6 +91,8 @@ type Deps struct {
 	// PushTokens serves the push token routes of client_push.go and the dead letters of
 	// admin_push.go; nil answers 50301.
 	PushTokens PushTokenOps
+	// Bots serves the bot routes of admin_bots.go; nil answers 50301.
+	Bots *bots.Service
 	// Browser serves the WebSocket transport, the JavaScript SDK and the web chat (browser.go).
 	Browser Browser
 }
@@ -185,6 +188,7 @@ func (s *Server) adminRoutes(e *echo.Echo) {
 	s.repairRoutes(t)
 	s.webhookRoutes(t)
 	s.pushRoutes(t)
+	s.botRoutes(t)
 }
 
 // Start binds the listeners, so the ports are taken when Start returns, then serves in the

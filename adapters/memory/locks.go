@@ -69,3 +69,20 @@ func (l *Locks) Release(_ context.Context, name, lock, token string) error {
 	}
 	return nil
 }
+
+// Renew gives the lease a fresh ttl if token still holds it.
+func (l *Locks) Renew(_ context.Context, name, lock, token string, ttl time.Duration) (bool, error) {
+	if !tenant.Valid(name) || !lockNameRE.MatchString(lock) {
+		return false, fmt.Errorf("renew lock: invalid tenant %q or lock %q", name, lock)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := lockKey{name, lock}
+	now := l.clock()
+	cur, held := l.leases[k]
+	if !held || cur.token != token || !now.Before(cur.expires) {
+		return false, nil
+	}
+	l.leases[k] = lease{token: token, expires: now.Add(max(ttl, time.Millisecond))}
+	return true, nil
+}

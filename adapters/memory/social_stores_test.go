@@ -48,3 +48,7 @@ func TestWebhookCursorsContract(t *testing.T) {
 func TestPushTokensContract(t *testing.T) {
 	contract.PushTokens(t, func(*testing.T) (ports.PushTokens, string) { return NewPushTokens(), "acme" })
 }
+
+func TestBotsContract(t *testing.T) {
+	contract.Bots(t, func(*testing.T) (ports.Bots, string) { return NewBots(), "acme" })
+}

@@ -64,7 +64,7 @@ func (s *WebhookEndpoints) Endpoints(_ context.Context, tenant string) ([]webhoo
 	return out, nil
 }
 
-// UpdateEndpoint replaces the endpoint's settable fields, keeping CreatedAt.
+// UpdateEndpoint replaces the endpoint's settable fields, keeping CreatedAt and the secret.
 func (s *WebhookEndpoints) UpdateEndpoint(_ context.Context, tenant string, e webhook.Endpoint) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -72,8 +72,21 @@ func (s *WebhookEndpoints) UpdateEndpoint(_ context.Context, tenant string, e we
 	if !ok {
 		return webhook.ErrNotFound
 	}
-	e.CreatedAt = old.CreatedAt
+	e.CreatedAt, e.Secret = old.CreatedAt, old.Secret
 	s.tenants[tenant][e.ID] = cloneEndpoint(e)
+	return nil
+}
+
+// SetSecret replaces the endpoint's secret.
+func (s *WebhookEndpoints) SetSecret(_ context.Context, tenant string, id int64, secret string, at time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.tenants[tenant][id]
+	if !ok {
+		return webhook.ErrNotFound
+	}
+	e.Secret, e.UpdatedAt = secret, at
+	s.tenants[tenant][id] = e
 	return nil
 }
 
@@ -199,4 +212,39 @@ func (s *WebhookCursors) Forget(_ context.Context, tenant string, endpoint int64
 		}
 	}
 	return nil
+}
+
+// WebhookRevisions is an in-memory ports.WebhookRevisions: the edits and recalls Record was
+// given, by id.
+type WebhookRevisions struct {
+	mu      sync.Mutex
+	tenants map[string][]webhook.Revision
+}
+
+var _ ports.WebhookRevisions = (*WebhookRevisions)(nil)
+
+// NewWebhookRevisions returns an empty record.
+func NewWebhookRevisions() *WebhookRevisions {
+	return &WebhookRevisions{tenants: make(map[string][]webhook.Revision)}
+}
+
+// Record adds r, as a change's transaction writes im_message_revisions.
+func (s *WebhookRevisions) Record(tenant string, r webhook.Revision) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tenants[tenant] = append(s.tenants[tenant], r)
+	slices.SortFunc(s.tenants[tenant], func(a, b webhook.Revision) int { return int(a.ID - b.ID) })
+}
+
+// RevisionsAfter lists the records after id after, made in [from, until), by id.
+func (s *WebhookRevisions) RevisionsAfter(_ context.Context, tenant string, after int64, from, until time.Time, limit int) ([]webhook.Revision, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []webhook.Revision
+	for _, r := range s.tenants[tenant] {
+		if len(out) < limit && r.ID > after && !r.At.Before(from) && r.At.Before(until) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
 }

@@ -97,3 +97,10 @@ func TestPushTokensContract(t *testing.T) {
 		return NewPushTokens(c), tenant
 	})
 }
+
+func TestBotsContract(t *testing.T) {
+	contract.Bots(t, func(t *testing.T) (ports.Bots, string) {
+		c, tenant := newTestCluster(t)
+		return NewBots(c), tenant
+	})
+}

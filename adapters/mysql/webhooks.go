@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/imdhq/imd/adapters/mysql/sqlcdb"
+	"github.com/imdhq/imd/core/domain/message"
 	"github.com/imdhq/imd/core/domain/webhook"
 	"github.com/imdhq/imd/ports"
 )
@@ -29,7 +30,7 @@ func (s *WebhookEndpoints) CreateEndpoint(ctx context.Context, tenant string, e 
 		return err
 	}
 	err = t.q.InsertWebhookEndpoint(ctx, sqlcdb.InsertWebhookEndpointParams{
-		ID: e.ID, Url: e.URL, Description: e.Description, Events: events, Enabled: e.Enabled, Secret: e.Secret,
+		ID: e.ID, Url: e.URL, Description: e.Description, Events: events, Enabled: e.Enabled, BotID: e.BotID, Secret: e.Secret,
 		CreatedAt: e.CreatedAt.UTC().Truncate(time.Millisecond), UpdatedAt: e.UpdatedAt.UTC().Truncate(time.Millisecond),
 	})
 	if err != nil {
@@ -73,26 +74,43 @@ func (s *WebhookEndpoints) Endpoints(ctx context.Context, tenant string) ([]webh
 	return out, nil
 }
 
-// UpdateEndpoint rewrites the settable columns of e.ID.
+// UpdateEndpoint rewrites the settable columns of e.ID, the secret not among them.
 func (s *WebhookEndpoints) UpdateEndpoint(ctx context.Context, tenant string, e webhook.Endpoint) error {
 	t, events, err := s.row(tenant, e)
 	if err != nil {
 		return err
 	}
 	n, err := t.q.UpdateWebhookEndpoint(ctx, sqlcdb.UpdateWebhookEndpointParams{
-		ID: e.ID, Url: e.URL, Description: e.Description, Events: events, Enabled: e.Enabled, Secret: e.Secret,
+		ID: e.ID, Url: e.URL, Description: e.Description, Events: events, Enabled: e.Enabled, BotID: e.BotID,
 		UpdatedAt: e.UpdatedAt.UTC().Truncate(time.Millisecond),
 	})
 	if err != nil {
 		return fmt.Errorf("update webhook endpoint %d: %w", e.ID, err)
 	}
-	if n == 0 {
-		// Affected rows count changed rows only; an update to the same values still matched.
-		if _, err := s.Endpoint(ctx, tenant, e.ID); err != nil {
-			return err
-		}
+	return s.matched(ctx, tenant, e.ID, n)
+}
+
+// SetSecret writes a rotated secret.
+func (s *WebhookEndpoints) SetSecret(ctx context.Context, tenant string, id int64, secret string, at time.Time) error {
+	t, err := s.cluster.tenant(tenant)
+	if err != nil {
+		return err
 	}
-	return nil
+	n, err := t.q.SetWebhookSecret(ctx, sqlcdb.SetWebhookSecretParams{ID: id, Secret: secret, UpdatedAt: at.UTC().Truncate(time.Millisecond)})
+	if err != nil {
+		return fmt.Errorf("rotate the secret of webhook endpoint %d: %w", id, err)
+	}
+	return s.matched(ctx, tenant, id, n)
+}
+
+// matched turns an update that changed no row into webhook.ErrNotFound when the endpoint is
+// gone: affected rows count changed rows only, so an update to the same values still matched.
+func (s *WebhookEndpoints) matched(ctx context.Context, tenant string, id int64, changed int64) error {
+	if changed > 0 {
+		return nil
+	}
+	_, err := s.Endpoint(ctx, tenant, id)
+	return err
 }
 
 // DeleteEndpoint removes the endpoint id.
@@ -130,7 +148,7 @@ func endpointOf(r sqlcdb.TWebhookEndpoint) (webhook.Endpoint, error) {
 		return webhook.Endpoint{}, fmt.Errorf("decode events of webhook endpoint %d: %w", r.ID, err)
 	}
 	return webhook.Endpoint{
-		ID: r.ID, URL: r.Url, Description: r.Description, Events: events, Enabled: r.Enabled, Secret: r.Secret,
+		ID: r.ID, URL: r.Url, Description: r.Description, Events: events, Enabled: r.Enabled, BotID: r.BotID, Secret: r.Secret,
 		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 	}, nil
 }
@@ -279,4 +297,37 @@ func (s *WebhookCursors) Forget(ctx context.Context, tenant string, endpoint int
 		}
 	}
 	return nil
+}
+
+// WebhookRevisions implements ports.WebhookRevisions over im_message_revisions.
+type WebhookRevisions struct{ cluster *Cluster }
+
+var _ ports.WebhookRevisions = (*WebhookRevisions)(nil)
+
+// NewWebhookRevisions returns the revision reader of the provisioned tenants of c.
+func NewWebhookRevisions(c *Cluster) *WebhookRevisions { return &WebhookRevisions{cluster: c} }
+
+// RevisionsAfter reads the edits and recalls after id after, made in [from, until).
+func (s *WebhookRevisions) RevisionsAfter(ctx context.Context, tenant string, after int64, from, until time.Time, limit int) ([]webhook.Revision, error) {
+	t, err := s.cluster.tenant(tenant)
+	if err != nil {
+		return nil, err
+	}
+	lim, err := limit32(limit)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := t.q.WebhookRevisions(ctx, sqlcdb.WebhookRevisionsParams{ID: after, CreatedAt: from.UTC(), CreatedAt_2: until.UTC(), Limit: lim})
+	if err != nil {
+		return nil, fmt.Errorf("read revisions after %d: %w", after, err)
+	}
+	out := make([]webhook.Revision, len(rows))
+	for i, r := range rows {
+		out[i] = webhook.Revision{ID: r.ID, Topic: r.Topic, Seq: r.Seqid, MsgID: r.MessageID, Version: int(r.Version), Editor: r.Editor,
+			Recall: r.Action == string(message.ActionRecall), At: r.CreatedAt.UTC()}
+		if r.NewContent.Valid {
+			out[i].Content = json.RawMessage(r.NewContent.String)
+		}
+	}
+	return out, nil
 }

@@ -142,6 +142,7 @@ func catalog() []spec {
 		{name: "media_thumbnail_seconds", kind: histogram, help: "Seconds to make one thumbnail once read: decoding, scaling and encoding (the wait for a worker comes before the read).", buckets: latencyBuckets},
 		// Event webhooks (issue 32): requests to the endpoints.
 		{name: "webhook_deliveries_total", kind: counter, help: "Webhook requests, by outcome (ok: 2xx; retry: failed, tried again after a backoff; dead: the last attempt failed, the event is a dead letter).", labels: []string{"status"}, values: []string{"ok", "retry", "dead"}},
+		{name: "webhook_oldest_undelivered_seconds", kind: gauge, help: "Age of the oldest event of a webhook endpoint not yet delivered (0: none waits), set by the node delivering its tenant.", labels: []string{"tenant", "endpoint"}},
 		{name: "message_search_index_total", kind: counter, help: "Search index updates after COMMIT, by outcome (indexed|removed|failed|dropped).", labels: []string{"status"}},
 	}
 }

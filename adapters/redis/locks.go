@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"regexp"
+	"strconv"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -67,6 +68,28 @@ func (l *Locks) Release(ctx context.Context, tenant, name, token string) error {
 		return fmt.Errorf("release lock %s of %s: %w", name, tenant, err)
 	}
 	return nil
+}
+
+// renewLockScript moves the lease's expiry only while it still holds token. KEYS: lock. ARGV:
+// token, ttl ms.
+var renewLockScript = rueidis.NewLuaScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0
+`)
+
+// Renew gives the lease a fresh ttl if token still holds it.
+func (l *Locks) Renew(ctx context.Context, tenant, name, token string, ttl time.Duration) (bool, error) {
+	k, err := lockKeys(tenant, name)
+	if err != nil {
+		return false, fmt.Errorf("renew lock: %w", err)
+	}
+	n, err := renewLockScript.Exec(ctx, l.c, []string{k.Lock(name)}, []string{token, strconv.FormatInt(max(ttl.Milliseconds(), 1), 10)}).AsInt64()
+	if err != nil {
+		return false, fmt.Errorf("renew lock %s of %s: %w", name, tenant, err)
+	}
+	return n == 1, nil
 }
 
 func lockKeys(tenant, name string) (Keys, error) {

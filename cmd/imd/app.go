@@ -32,8 +32,8 @@ func Application(cfg config.Config, log *slog.Logger) fx.Option {
 			// The social graph, the tenant registry, authentication, uploads and reports.
 			newDailyStats, newMembership, newResolver, newDirectory, newTenantRegistry, newAuthn, newUploads,
 			newReports,
-			// Event webhooks and native push tokens (issue 32).
-			newWebhooks, newPushTokenRegistry,
+			// Event webhooks, bots and native push tokens (issue 32).
+			newWebhooks, newBots, newPushTokenRegistry,
 
 			// The send path and what reads and changes messages.
 			newShardManager, newRouteRepairs, newSend, newHistory, newAdmin, newModify, newReactions, newForward, newInbox, newMailer,

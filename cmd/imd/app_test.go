@@ -81,6 +81,8 @@ func memoryAdapters(t *testing.T, cfg config.Config) fx.Option {
 		Reports:           memory.NewReports(),
 		WebhookEndpoints:  memory.NewWebhookEndpoints(),
 		WebhookCursors:    memory.NewWebhookCursors(),
+		Bots:              memory.NewBots(),
+		WebhookRevisions:  memory.NewWebhookRevisions(),
 		Summaries:         summaries,
 		DailyCounter:      summaries,
 		TokenRevocations:  memory.NewRevocations(),

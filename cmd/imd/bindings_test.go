@@ -25,6 +25,7 @@ import (
 	"github.com/imdhq/imd/core/usecase/admin"
 	"github.com/imdhq/imd/core/usecase/archiver"
 	"github.com/imdhq/imd/core/usecase/authn"
+	"github.com/imdhq/imd/core/usecase/bots"
 	"github.com/imdhq/imd/core/usecase/directory"
 	"github.com/imdhq/imd/core/usecase/favorites"
 	"github.com/imdhq/imd/core/usecase/forward"
@@ -94,6 +95,7 @@ var depsStructs = map[string]reflect.Type{
 	"webhooks.Deps":         reflect.TypeFor[webhooks.Deps](),
 	"nativepush.Deps":       reflect.TypeFor[nativepush.Deps](),
 	"webhookloop.Deps":      reflect.TypeFor[webhookloop.Deps](),
+	"bots.Deps":             reflect.TypeFor[bots.Deps](),
 	"Ports":                 reflect.TypeFor[Ports](),
 }
 

@@ -69,6 +69,8 @@ type Ports struct {
 	Reports           ports.Reports
 	WebhookEndpoints  ports.WebhookEndpoints
 	WebhookCursors    ports.WebhookCursors
+	Bots              ports.Bots
+	WebhookRevisions  ports.WebhookRevisions
 	Summaries         ports.Summaries
 	DailyCounter      ports.DailyCounter
 	TokenRevocations  ports.TokenRevocations
@@ -240,6 +242,8 @@ func openAdapters(cfg config.Config, log *slog.Logger) (Ports, held, error) {
 		Reports:           mysql.NewReports(db),
 		WebhookEndpoints:  mysql.NewWebhookEndpoints(db),
 		WebhookCursors:    mysql.NewWebhookCursors(db),
+		Bots:              mysql.NewBots(db),
+		WebhookRevisions:  mysql.NewWebhookRevisions(db),
 		Summaries:         summaries,
 		DailyCounter:      summaries,
 		TokenRevocations:  mysql.NewRevocations(db),

@@ -20,6 +20,7 @@ import (
 	"github.com/imdhq/imd/core/usecase/admin"
 	"github.com/imdhq/imd/core/usecase/archiver"
 	"github.com/imdhq/imd/core/usecase/authn"
+	"github.com/imdhq/imd/core/usecase/bots"
 	"github.com/imdhq/imd/core/usecase/directory"
 	"github.com/imdhq/imd/core/usecase/favorites"
 	"github.com/imdhq/imd/core/usecase/forward"
@@ -107,7 +108,7 @@ func newWebSocket(cfg config.Config, p Ports, log *slog.Logger, tcp *tcpserver.S
 func newHTTPServer(cfg config.Config, p Ports, log *slog.Logger, tcp *tcpserver.Server, ws *websocket.Endpoint,
 	adm *admin.Service, h *history.Service, box *inbox.Service, migrations *migration.Service,
 	social httpapi.SocialDeps, shards httpapi.ShardOps, archive httpapi.ArchiveOps, refs httpapi.ReferenceOps,
-	nodes httpapi.NodeOps, hooks *webhooks.Service, pushTokens *nativepush.Registry,
+	nodes httpapi.NodeOps, hooks *webhooks.Service, pushTokens *nativepush.Registry, bots *bots.Service,
 ) *httpapi.Server {
 	user, ip := cfg.RateLimit.HTTP()
 	return httpapi.New(httpapi.Config{
@@ -131,6 +132,7 @@ func newHTTPServer(cfg config.Config, p Ports, log *slog.Logger, tcp *tcpserver.
 		Nodes:      nodes,
 		Webhooks:   hooks,
 		PushTokens: pushTokens,
+		Bots:       bots,
 		Browser:    httpapi.Browser{WebSocket: ws, SDK: jssdk.Files, Chat: webchat.Files},
 	}, log)
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/imdhq/imd/core/usecase/admin"
 	"github.com/imdhq/imd/core/usecase/archiver"
 	"github.com/imdhq/imd/core/usecase/authn"
+	"github.com/imdhq/imd/core/usecase/bots"
 	"github.com/imdhq/imd/core/usecase/conversation"
 	"github.com/imdhq/imd/core/usecase/directory"
 	"github.com/imdhq/imd/core/usecase/favorites"
@@ -117,19 +118,26 @@ func newUploads(cfg config.Config, p Ports, resolver *conversation.Resolver) *up
 }
 
 func newWebhooks(p Ports) *webhooks.Service {
-	return webhooks.New(webhooks.Deps{Store: p.WebhookEndpoints, Cursors: p.WebhookCursors, IDs: p.IDs, Clock: p.Clock})
+	return webhooks.New(webhooks.Deps{Store: p.WebhookEndpoints, Cursors: p.WebhookCursors, Locks: p.Locks, Bots: p.Bots, IDs: p.IDs,
+		Clock: p.Clock})
 }
 
 func newPushTokenRegistry(p Ports) *nativepush.Registry {
 	return nativepush.NewRegistry(p.PushTokens, p.Clock)
 }
 
-func newWebhookLoop(cfg config.Config, p Ports, h *history.Service, log *slog.Logger) *webhookloop.Loop {
+func newBots(p Ports) *bots.Service {
+	return bots.New(bots.Deps{Users: p.Directory, Bots: p.Bots, Tokens: p.Tokens, Clock: p.Clock})
+}
+
+func newWebhookLoop(cfg config.Config, p Ports, h *history.Service, resolver *conversation.Resolver, log *slog.Logger) *webhookloop.Loop {
 	return webhookloop.New(cfg.WebhookDelivery(), webhookloop.Deps{
 		Endpoints: p.WebhookEndpoints,
 		Cursors:   p.WebhookCursors,
 		Changes:   p.RouteMirror,
 		History:   h,
+		Revisions: p.WebhookRevisions,
+		Readers:   resolver,
 		Sender:    p.WebhookSender,
 		Locks:     p.Locks,
 		Metrics:   p.Metrics,

@@ -234,12 +234,27 @@ func Locks(t *testing.T, fresh func(t *testing.T) LocksFixture) {
 		if err != nil || !ok {
 			t.Fatalf("Acquire = %v, %v", ok, err)
 		}
-		time.Sleep(150 * time.Millisecond)
+		// A renewal before the expiry keeps the lease past it.
+		if ok, err := f.Locks.Renew(ctx, f.Tenant, "shard_switch", old, 300*time.Millisecond); err != nil || !ok {
+			t.Fatalf("Renew = %v, %v", ok, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+		if _, ok, _ := f.Locks.Acquire(ctx, f.Tenant, "shard_switch", time.Minute); ok {
+			t.Fatal("a renewed lease was taken at its first expiry")
+		}
+		time.Sleep(300 * time.Millisecond)
 		token, ok, err := f.Locks.Acquire(ctx, f.Tenant, "shard_switch", time.Minute)
 		if err != nil || !ok {
 			t.Fatalf("Acquire after expiry = %v, %v", ok, err)
 		}
-		// The first holder wakes up late: its release must not free the new holder's lease.
+		// The first holder wakes up late: neither its renewal nor its release may touch the new
+		// holder's lease, which its own token renews.
+		if ok, err := f.Locks.Renew(ctx, f.Tenant, "shard_switch", old, time.Minute); err != nil || ok {
+			t.Fatalf("Renew by the expired holder = %v, %v; want refused", ok, err)
+		}
+		if ok, err := f.Locks.Renew(ctx, f.Tenant, "shard_switch", token, time.Minute); err != nil || !ok {
+			t.Fatalf("Renew by the holder = %v, %v", ok, err)
+		}
 		if err := f.Locks.Release(ctx, f.Tenant, "shard_switch", old); err != nil {
 			t.Fatal(err)
 		}

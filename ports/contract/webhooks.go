@@ -22,7 +22,7 @@ func WebhookEndpoints(t *testing.T, newStore WebhookEndpointsFactory) {
 	ctx := context.Background()
 	at := time.Date(2030, 3, 4, 5, 6, 7, 8_000_000, time.UTC)
 	a := webhook.Endpoint{ID: 7, URL: "https://hooks.example/a", Description: "crm", Events: []webhook.EventType{webhook.MessageCreated, webhook.ReportFiled},
-		Enabled: true, Secret: "whsec_a", CreatedAt: at, UpdatedAt: at}
+		Enabled: true, BotID: 90, Secret: "whsec_a", CreatedAt: at, UpdatedAt: at}
 	b := webhook.Endpoint{ID: 3, URL: "http://10.0.0.1:8080/b", Events: []webhook.EventType{webhook.MemberLeft}, Secret: "whsec_b", CreatedAt: at, UpdatedAt: at}
 	for _, e := range []webhook.Endpoint{a, b} {
 		if err := s.CreateEndpoint(ctx, tenant, e); err != nil {
@@ -40,15 +40,23 @@ func WebhookEndpoints(t *testing.T, newStore WebhookEndpointsFactory) {
 
 	upd := a
 	upd.URL, upd.Description, upd.Enabled, upd.Secret = "https://hooks.example/new", "", false, "whsec_c"
-	upd.Events = []webhook.EventType{webhook.MessageEdited}
+	upd.Events, upd.BotID = []webhook.EventType{webhook.MessageEdited}, 0
 	upd.CreatedAt, upd.UpdatedAt = at.Add(time.Hour), at.Add(time.Minute)
 	if err := s.UpdateEndpoint(ctx, tenant, upd); err != nil {
 		t.Fatalf("UpdateEndpoint: %v", err)
 	}
 	want := upd
-	want.CreatedAt = at
+	want.CreatedAt, want.Secret = at, a.Secret // an update never writes the secret
 	if got, err := s.Endpoint(ctx, tenant, 7); err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("Endpoint(7) after update = %+v, %v; want %+v", got, err, want)
+	}
+	rotated := at.Add(2 * time.Minute)
+	if err := s.SetSecret(ctx, tenant, 7, "whsec_d", rotated); err != nil {
+		t.Fatalf("SetSecret: %v", err)
+	}
+	want.Secret, want.UpdatedAt = "whsec_d", rotated
+	if got, err := s.Endpoint(ctx, tenant, 7); err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("Endpoint(7) after rotation = %+v, %v; want %+v", got, err, want)
 	}
 
 	if err := s.DeleteEndpoint(ctx, tenant, 3); err != nil {
@@ -61,6 +69,7 @@ func WebhookEndpoints(t *testing.T, newStore WebhookEndpointsFactory) {
 		{"read", func() error { _, err := s.Endpoint(ctx, tenant, 3); return err }},
 		{"update", func() error { b.ID = 3; return s.UpdateEndpoint(ctx, tenant, b) }},
 		{"delete", func() error { return s.DeleteEndpoint(ctx, tenant, 3) }},
+		{"rotate", func() error { return s.SetSecret(ctx, tenant, 3, "whsec_e", at) }},
 	}
 	for _, u := range unknown {
 		if err := u.call(); !errors.Is(err, webhook.ErrNotFound) {

@@ -1,8 +1,8 @@
 -- Event webhook endpoints (0013).
 
 -- name: InsertWebhookEndpoint :exec
-INSERT INTO t_webhook_endpoints (id, url, description, events, enabled, secret, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?);
+INSERT INTO t_webhook_endpoints (id, url, description, events, enabled, bot_id, secret, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?);
 
 -- name: WebhookEndpoint :one
 SELECT * FROM t_webhook_endpoints WHERE id = ?;
@@ -12,8 +12,11 @@ SELECT * FROM t_webhook_endpoints ORDER BY id;
 
 -- name: UpdateWebhookEndpoint :execrows
 UPDATE t_webhook_endpoints
-SET url = ?, description = ?, events = ?, enabled = ?, secret = ?, updated_at = ?
+SET url = ?, description = ?, events = ?, enabled = ?, bot_id = ?, updated_at = ?
 WHERE id = ?;
+
+-- name: SetWebhookSecret :execrows
+UPDATE t_webhook_endpoints SET secret = ?, updated_at = ? WHERE id = ?;
 
 -- name: DeleteWebhookEndpoint :execrows
 DELETE FROM t_webhook_endpoints WHERE id = ?;
@@ -54,3 +57,13 @@ VALUES (?, ?, ?, ?, ?, ?, ?);
 
 -- name: WebhookDeadLetters :many
 SELECT * FROM t_webhook_dead_letters WHERE endpoint_id = ? ORDER BY id LIMIT ?;
+
+-- The edits and recalls after a webhook endpoint's revision cursor (issue 32 part 2): written
+-- in the transaction of the change itself, read in id order, only once older than the settle
+-- window so an id allocated earlier and committed later is not passed over.
+-- name: WebhookRevisions :many
+SELECT id, topic, seqid, message_id, version, editor, action, new_content, created_at
+FROM im_message_revisions
+WHERE id > ? AND created_at >= ? AND created_at < ? AND action IN ('edit', 'recall')
+ORDER BY id
+LIMIT ?;

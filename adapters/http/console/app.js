@@ -323,17 +323,22 @@
 
   // pageWebhooks shows the tenant's event webhook endpoints (issue 32), adds one (its signing
   // secret shown this once: the admin API never returns it again), lists an endpoint's dead
-  // letters and the node's delivery counters.
+  // letters and the node's delivery counters, and the tenant's bots (a bot's token, too, is
+  // shown once, when it is made).
   function pageWebhooks(root) {
     const list = el('table', { id: 'webhooks-table' });
+    const bots = el('table', { id: 'bots-table' });
     const dead = el('table', { id: 'webhook-dead-table' });
     const counters = el('table', { id: 'webhooks-metrics' });
     root.append(el('h2', {}, 'Webhooks'), list,
       form('webhook-add', [
         { name: 'url', label: 'URL (http or https)', required: true, size: 40 },
         { name: 'events', label: 'Events, comma-separated', value: 'message.created', size: 40 },
+        { name: 'bot_id', label: 'Bound to bot (id, optional)', size: 12 },
       ], 'Add endpoint', async (v) => {
-        const w = await admin('POST', '/webhooks', { url: v.url, events: v.events.split(',').map((s) => s.trim()).filter(Boolean) });
+        const body = { url: v.url, events: v.events.split(',').map((s) => s.trim()).filter(Boolean) };
+        if (v.bot_id) body.bot_id = Number(v.bot_id);
+        const w = await admin('POST', '/webhooks', body);
         await refreshNow();
         return 'endpoint ' + w.webhook_id + ' added; its signing secret, shown this once: ' + w.secret;
       }),
@@ -358,13 +363,26 @@
         await admin('POST', '/webhooks/' + seg(v.webhook_id) + '/replay', { since });
         return 'replaying from ' + new Date(since).toISOString();
       }),
+      el('h3', {}, 'Bots'),
+      el('p', {}, 'Users driven by a program: they send and read through the HTTP API with their own token and receive through an endpoint bound to them.'),
+      bots,
+      form('bot-add', [
+        { name: 'bot_id', label: 'Bot (user) id', required: true, size: 12 },
+        { name: 'name', label: 'Name', required: true, size: 24 },
+      ], 'Add bot', async (v) => {
+        const b = await admin('POST', '/bots', { bot_id: Number(v.bot_id), name: v.name });
+        await refreshNow();
+        return 'bot ' + b.bot_id + ' added; its token, shown this once: ' + b.token;
+      }),
       el('h3', {}, 'Counters'), counters);
     return async () => {
       const w = await admin('GET', '/webhooks');
-      fillTable(list, ['Id', 'URL', 'Events', 'Enabled', 'Description', 'Created'],
-        w.webhooks.map((x) => [String(x.webhook_id), x.url, x.events.join(', '), x.enabled ? 'yes' : 'no', x.description,
-          fmtTime(x.created_at)]), 'no endpoint');
-      await metricsTable(counters, ['webhook_deliveries_total']);
+      fillTable(list, ['Id', 'URL', 'Events', 'Enabled', 'Bot', 'Description', 'Created'],
+        w.webhooks.map((x) => [String(x.webhook_id), x.url, x.events.join(', '), x.enabled ? 'yes' : 'no', x.bot_id ? String(x.bot_id) : '',
+          x.description, fmtTime(x.created_at)]), 'no endpoint');
+      const b = await admin('GET', '/bots');
+      fillTable(bots, ['Id', 'Name', 'Created'], b.bots.map((x) => [String(x.bot_id), x.name, fmtTime(x.created_at)]), 'no bot');
+      await metricsTable(counters, ['webhook_deliveries_total', 'webhook_oldest_undelivered_seconds']);
     };
   }
 

@@ -255,6 +255,12 @@ type TBlock struct {
 	CreatedAt     time.Time
 }
 
+type TBot struct {
+	UserID    int64
+	Name      string
+	CreatedAt time.Time
+}
+
 type TConversation struct {
 	ID int64
 	// 1=P2P 2=GROUP
@@ -428,6 +434,7 @@ type TWebhookEndpoint struct {
 	Secret    string
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	BotID     int64
 }
 
 type TWebhookScanMark struct {

@@ -80,8 +80,8 @@ func (q *Queries) InsertWebhookDeadLetter(ctx context.Context, arg InsertWebhook
 
 const insertWebhookEndpoint = `-- name: InsertWebhookEndpoint :exec
 
-INSERT INTO t_webhook_endpoints (id, url, description, events, enabled, secret, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+INSERT INTO t_webhook_endpoints (id, url, description, events, enabled, bot_id, secret, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 `
 
 type InsertWebhookEndpointParams struct {
@@ -90,6 +90,7 @@ type InsertWebhookEndpointParams struct {
 	Description string
 	Events      string
 	Enabled     bool
+	BotID       int64
 	Secret      string
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
@@ -103,6 +104,7 @@ func (q *Queries) InsertWebhookEndpoint(ctx context.Context, arg InsertWebhookEn
 		arg.Description,
 		arg.Events,
 		arg.Enabled,
+		arg.BotID,
 		arg.Secret,
 		arg.CreatedAt,
 		arg.UpdatedAt,
@@ -142,6 +144,24 @@ func (q *Queries) SetWebhookScanMark(ctx context.Context, arg SetWebhookScanMark
 	return err
 }
 
+const setWebhookSecret = `-- name: SetWebhookSecret :execrows
+UPDATE t_webhook_endpoints SET secret = ?, updated_at = ? WHERE id = ?
+`
+
+type SetWebhookSecretParams struct {
+	Secret    string
+	UpdatedAt time.Time
+	ID        int64
+}
+
+func (q *Queries) SetWebhookSecret(ctx context.Context, arg SetWebhookSecretParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, setWebhookSecret, arg.Secret, arg.UpdatedAt, arg.ID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const setWebhookTopicCursor = `-- name: SetWebhookTopicCursor :exec
 INSERT INTO t_webhook_cursors (endpoint_id, topic, seqid) VALUES (?, ?, ?)
 ON DUPLICATE KEY UPDATE seqid = VALUES(seqid)
@@ -160,7 +180,7 @@ func (q *Queries) SetWebhookTopicCursor(ctx context.Context, arg SetWebhookTopic
 
 const updateWebhookEndpoint = `-- name: UpdateWebhookEndpoint :execrows
 UPDATE t_webhook_endpoints
-SET url = ?, description = ?, events = ?, enabled = ?, secret = ?, updated_at = ?
+SET url = ?, description = ?, events = ?, enabled = ?, bot_id = ?, updated_at = ?
 WHERE id = ?
 `
 
@@ -169,7 +189,7 @@ type UpdateWebhookEndpointParams struct {
 	Description string
 	Events      string
 	Enabled     bool
-	Secret      string
+	BotID       int64
 	UpdatedAt   time.Time
 	ID          int64
 }
@@ -180,7 +200,7 @@ func (q *Queries) UpdateWebhookEndpoint(ctx context.Context, arg UpdateWebhookEn
 		arg.Description,
 		arg.Events,
 		arg.Enabled,
-		arg.Secret,
+		arg.BotID,
 		arg.UpdatedAt,
 		arg.ID,
 	)
@@ -232,7 +252,7 @@ func (q *Queries) WebhookDeadLetters(ctx context.Context, arg WebhookDeadLetters
 }
 
 const webhookEndpoint = `-- name: WebhookEndpoint :one
-SELECT id, url, description, events, enabled, secret, created_at, updated_at FROM t_webhook_endpoints WHERE id = ?
+SELECT id, url, description, events, enabled, secret, created_at, updated_at, bot_id FROM t_webhook_endpoints WHERE id = ?
 `
 
 func (q *Queries) WebhookEndpoint(ctx context.Context, id int64) (TWebhookEndpoint, error) {
@@ -247,12 +267,13 @@ func (q *Queries) WebhookEndpoint(ctx context.Context, id int64) (TWebhookEndpoi
 		&i.Secret,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.BotID,
 	)
 	return i, err
 }
 
 const webhookEndpoints = `-- name: WebhookEndpoints :many
-SELECT id, url, description, events, enabled, secret, created_at, updated_at FROM t_webhook_endpoints ORDER BY id
+SELECT id, url, description, events, enabled, secret, created_at, updated_at, bot_id FROM t_webhook_endpoints ORDER BY id
 `
 
 func (q *Queries) WebhookEndpoints(ctx context.Context) ([]TWebhookEndpoint, error) {
@@ -273,6 +294,75 @@ func (q *Queries) WebhookEndpoints(ctx context.Context) ([]TWebhookEndpoint, err
 			&i.Secret,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.BotID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const webhookRevisions = `-- name: WebhookRevisions :many
+SELECT id, topic, seqid, message_id, version, editor, action, new_content, created_at
+FROM im_message_revisions
+WHERE id > ? AND created_at >= ? AND created_at < ? AND action IN ('edit', 'recall')
+ORDER BY id
+LIMIT ?
+`
+
+type WebhookRevisionsParams struct {
+	ID          int64
+	CreatedAt   time.Time
+	CreatedAt_2 time.Time
+	Limit       int32
+}
+
+type WebhookRevisionsRow struct {
+	ID         int64
+	Topic      string
+	Seqid      int64
+	MessageID  int64
+	Version    int32
+	Editor     int64
+	Action     string
+	NewContent sql.NullString
+	CreatedAt  time.Time
+}
+
+// The edits and recalls after a webhook endpoint's revision cursor (issue 32 part 2): written
+// in the transaction of the change itself, read in id order, only once older than the settle
+// window so an id allocated earlier and committed later is not passed over.
+func (q *Queries) WebhookRevisions(ctx context.Context, arg WebhookRevisionsParams) ([]WebhookRevisionsRow, error) {
+	rows, err := q.db.QueryContext(ctx, webhookRevisions,
+		arg.ID,
+		arg.CreatedAt,
+		arg.CreatedAt_2,
+		arg.Limit,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []WebhookRevisionsRow
+	for rows.Next() {
+		var i WebhookRevisionsRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Topic,
+			&i.Seqid,
+			&i.MessageID,
+			&i.Version,
+			&i.Editor,
+			&i.Action,
+			&i.NewContent,
+			&i.CreatedAt,
 		); err != nil {
 			return nil, err
 		}

@@ -28,6 +28,11 @@ const (
 // EventTypes are every known type, in the order the API documents them.
 var EventTypes = []EventType{MessageCreated, MessageEdited, MessageRecalled, MemberJoined, MemberLeft, FriendshipChanged, ReportFiled}
 
+// LeaseName is the per-tenant lease (ports.Locks) of webhook delivery: a pass holds it so one
+// node delivers a tenant's events at a time, and a replay takes it so no pass writes a cursor
+// over the replay's reset (docs/DESIGN.md issue-32 part 2 "One deliverer per tenant").
+const LeaseName = "webhooks"
+
 // Limits of an endpoint's fields, so a row always fits its columns.
 const (
 	MaxURL         = 2048
@@ -45,9 +50,12 @@ type Endpoint struct {
 	Description string
 	Events      []EventType
 	Enabled     bool
-	Secret      string
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
+	// BotID binds the endpoint to a bot: it receives the events of the conversations the bot
+	// may read only (DESIGN issue-32 "Bots"); 0 is every conversation of the tenant.
+	BotID     int64
+	Secret    string
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // Subscribed reports whether e receives events of type t.
@@ -65,6 +73,9 @@ func (e Endpoint) Validate() error {
 	}
 	if len(e.Description) > MaxDescription {
 		return apperr.New(apperr.InvalidArgument, fmt.Sprintf("description longer than %d bytes", MaxDescription))
+	}
+	if e.BotID < 0 {
+		return apperr.New(apperr.InvalidArgument, "bot_id must not be negative")
 	}
 	if len(e.Events) == 0 {
 		return apperr.New(apperr.InvalidArgument, "events must name at least one event type")

@@ -11,19 +11,21 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
+	"strconv"
 	"sync"
 	"time"
 
+	"github.com/imdhq/imd/core/domain/apperr"
 	"github.com/imdhq/imd/core/domain/message"
 	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/social"
 	"github.com/imdhq/imd/core/domain/webhook"
 	"github.com/imdhq/imd/core/kit/periodic"
+	"github.com/imdhq/imd/core/usecase/conversation"
 	"github.com/imdhq/imd/core/usecase/history"
 	"github.com/imdhq/imd/ports"
 )
-
-// leaseName is the per-tenant lease that lets one node deliver a tenant's events at a time.
-const leaseName = "webhooks"
 
 // Config bounds the delivery; zero fields take the defaults of DESIGN issue-32.
 type Config struct {
@@ -35,7 +37,8 @@ type Config struct {
 	MaxAttempts int
 	// Batch is how many topics a mirror page and how many messages a topic page hold.
 	Batch int
-	// LeaseTTL must outlast a pass.
+	// LeaseTTL is the lease a pass holds; a pass renews it each third of it, so a long pass
+	// keeps it and a dead node's lapses soon.
 	LeaseTTL time.Duration
 }
 
@@ -63,9 +66,17 @@ type ChangedTopics interface {
 	TopicsSince(ctx context.Context, tenant string, m month.Month, since time.Time, after string, limit int) ([]string, error)
 }
 
-// Syncer pages a topic forward from MySQL across months (history.Service.Sync).
+// Syncer pages a topic from MySQL across months: forward (history.Service.Sync) and backward
+// (history.Service.History).
 type Syncer interface {
 	Sync(ctx context.Context, r history.SyncRequest) (history.SyncResult, error)
+	History(ctx context.Context, r history.HistoryRequest) ([]message.Message, error)
+}
+
+// Readers says whether a user may read a conversation (conversation.Resolver.ForRead): an
+// endpoint bound to a bot receives only what the bot may read.
+type Readers interface {
+	ForRead(ctx context.Context, tenant string, user int64, a conversation.Address) (social.Conversation, error)
 }
 
 // Deps are the ports the loop uses.
@@ -74,6 +85,8 @@ type Deps struct {
 	Cursors   ports.WebhookCursors
 	Changes   ChangedTopics
 	History   Syncer
+	Revisions ports.WebhookRevisions
+	Readers   Readers
 	Sender    ports.WebhookSender
 	Locks     ports.Locks
 	Metrics   ports.Metrics
@@ -89,6 +102,9 @@ type Loop struct {
 
 	mu      sync.Mutex
 	retries map[topicKey]retry
+	// aged are the endpoints of each tenant whose backlog age this node reports, zeroed when
+	// another node holds the tenant so a stale age of this node does not alert.
+	aged map[string][]int64
 }
 
 type topicKey struct {
@@ -98,6 +114,9 @@ type topicKey struct {
 }
 
 type retry struct {
+	// seq is the event retried: another node may have delivered it meanwhile (the lease moves
+	// between passes), and a new seq starts its count again.
+	seq      int64
 	attempts int
 	next     time.Time
 	// pending is when the event waiting for its retry was created: the scan mark stays there.
@@ -106,44 +125,87 @@ type retry struct {
 
 // New returns the loop.
 func New(cfg Config, d Deps) *Loop {
-	return &Loop{cfg: cfg.withDefaults(), d: d, retries: make(map[topicKey]retry)}
+	return &Loop{cfg: cfg.withDefaults(), d: d, retries: make(map[topicKey]retry), aged: make(map[string][]int64)}
 }
 
 // Pass delivers what is due to every enabled endpoint of tenant, when this node holds the
 // tenant's lease; another node's lease makes it a no-op.
 func (l *Loop) Pass(ctx context.Context, tenant string) error {
-	token, ok, err := l.d.Locks.Acquire(ctx, tenant, leaseName, l.cfg.LeaseTTL)
+	token, ok, err := l.d.Locks.Acquire(ctx, tenant, webhook.LeaseName, l.cfg.LeaseTTL)
 	if err != nil {
 		return fmt.Errorf("webhooks of %s: take the lease: %w", tenant, err)
 	}
 	if !ok {
+		l.unreport(tenant)
 		return nil
 	}
 	defer func() {
 		// Released even when ctx ended, so the next pass need not wait for the lease to lapse.
-		if err := l.d.Locks.Release(context.WithoutCancel(ctx), tenant, leaseName, token); err != nil {
+		if err := l.d.Locks.Release(context.WithoutCancel(ctx), tenant, webhook.LeaseName, token); err != nil {
 			l.d.Log.Warn("webhooks: release the lease", "tenant", tenant, "err", err)
 		}
 	}()
+	p := &pass{tenant: tenant, token: token, renewed: l.d.Clock.Now()}
 	eps, err := l.d.Endpoints.Endpoints(ctx, tenant)
 	if err != nil {
 		return fmt.Errorf("webhooks of %s: list endpoints: %w", tenant, err)
 	}
 	var errs []error
 	for _, e := range eps {
-		if !e.Enabled || !e.Subscribed(webhook.MessageCreated) {
+		if !e.Enabled || !slices.ContainsFunc(e.Events, delivered) {
 			continue
 		}
-		if err := l.endpoint(ctx, tenant, e); err != nil {
+		if err := l.endpoint(ctx, p, e); err != nil {
 			errs = append(errs, fmt.Errorf("webhooks of %s, endpoint %d: %w", tenant, e.ID, err))
+		}
+		if errors.Is(err, errLeaseLost) {
+			break
 		}
 	}
 	return errors.Join(errs...)
 }
 
+// delivered are the event types this loop sends; the others come in a later part.
+func delivered(t webhook.EventType) bool {
+	return t == webhook.MessageCreated || t == webhook.MessageEdited || t == webhook.MessageRecalled
+}
+
+// errLeaseLost ends a pass whose lease lapsed or was taken: another node or a replay now owns
+// the tenant's cursors, and a write of this pass would be stale.
+var errLeaseLost = errors.New("webhook lease lost")
+
+// pass is one delivery pass of a tenant under its lease.
+type pass struct {
+	tenant  string
+	token   string
+	renewed time.Time
+}
+
+// keep renews the pass's lease once a third of it has gone, before every event, so a pass
+// longer than LeaseTTL keeps it, and fails with errLeaseLost when it is gone.
+func (l *Loop) keep(ctx context.Context, p *pass) error {
+	now := l.d.Clock.Now()
+	if now.Sub(p.renewed) < l.cfg.LeaseTTL/3 {
+		return nil
+	}
+	ok, err := l.d.Locks.Renew(ctx, p.tenant, webhook.LeaseName, p.token, l.cfg.LeaseTTL)
+	if err != nil {
+		return fmt.Errorf("renew the lease: %w", err)
+	}
+	if !ok {
+		return errLeaseLost
+	}
+	p.renewed = now
+	return nil
+}
+
 // endpoint walks the topics changed since the endpoint's scan mark and moves the mark to the
 // oldest event still undelivered, so a topic waiting for a retry or a seq is found again.
-func (l *Loop) endpoint(ctx context.Context, tenant string, e webhook.Endpoint) error {
+//
+// A topic that fails (its read, its cursor's write) is logged and left for the next pass while
+// the others go on; the mark then stays where it was, so that topic is found again.
+func (l *Loop) endpoint(ctx context.Context, p *pass, e webhook.Endpoint) error {
+	tenant := p.tenant
 	now := l.d.Clock.Now()
 	scan, found, err := l.d.Cursors.ScanMark(ctx, tenant, e.ID)
 	if err != nil {
@@ -158,17 +220,36 @@ func (l *Loop) endpoint(ctx context.Context, tenant string, e webhook.Endpoint) 
 		from = scan.ReplayFrom
 	}
 	since := scan.Mark.Add(-l.cfg.Settle)
-	next := now
-	for m := month.Of(since); m <= month.Of(now); m = m.Next() {
+	next, failed := now, false
+	fail := func(what string, err error) {
+		l.d.Log.WarnContext(ctx, "webhooks: left for the next pass", "tenant", tenant, "endpoint", e.ID, "what", what, "err", err)
+		failed = true
+	}
+	if e.Subscribed(webhook.MessageEdited) || e.Subscribed(webhook.MessageRecalled) {
+		pending, err := l.revisions(ctx, p, e, latest(from, since), now)
+		switch {
+		case errors.Is(err, errLeaseLost):
+			return err
+		case err != nil:
+			fail("edits and recalls", err)
+		case !pending.IsZero() && pending.Before(next):
+			next = pending
+		}
+	}
+	for m := month.Of(since); e.Subscribed(webhook.MessageCreated) && m <= month.Of(now); m = m.Next() {
 		for after := ""; ; {
 			topics, err := l.d.Changes.TopicsSince(ctx, tenant, m, since, after, l.cfg.Batch)
 			if err != nil {
 				return fmt.Errorf("changed topics of %s: %w", m, err)
 			}
 			for _, t := range topics {
-				pending, err := l.topic(ctx, tenant, e, from, t, now)
-				if err != nil {
+				pending, err := l.topic(ctx, p, e, from, t, now)
+				if errors.Is(err, errLeaseLost) {
 					return err
+				}
+				if err != nil {
+					fail(t, err)
+					continue
 				}
 				if !pending.IsZero() && pending.Before(next) {
 					next = pending
@@ -180,39 +261,85 @@ func (l *Loop) endpoint(ctx context.Context, tenant string, e webhook.Endpoint) 
 			after = topics[len(topics)-1]
 		}
 	}
+	if failed && scan.Mark.Before(next) {
+		next = scan.Mark
+	}
+	if err := l.keep(ctx, p); err != nil {
+		return err
+	}
 	if err := l.d.Cursors.SetScanMark(ctx, tenant, e.ID, next); err != nil {
 		return fmt.Errorf("set scan mark: %w", err)
 	}
+	l.report(tenant, e.ID, now.Sub(next))
 	return nil
+}
+
+// report sets the age of endpoint's oldest undelivered event (the scan mark: a retry waiting, a
+// seq not committed, a topic that failed), so an endpoint that is slow but never fails outright
+// is seen (docs/DESIGN.md issue-32 part 2 "Operators").
+func (l *Loop) report(tenant string, endpoint int64, age time.Duration) {
+	l.d.Metrics.Set("webhook_oldest_undelivered_seconds", max(age, 0).Seconds(), tenant, strconv.FormatInt(endpoint, 10))
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !slices.Contains(l.aged[tenant], endpoint) {
+		l.aged[tenant] = append(l.aged[tenant], endpoint)
+	}
+}
+
+// unreport zeroes the ages this node reported for tenant: another node delivers it now.
+func (l *Loop) unreport(tenant string) {
+	l.mu.Lock()
+	eps := l.aged[tenant]
+	delete(l.aged, tenant)
+	l.mu.Unlock()
+	for _, id := range eps {
+		l.d.Metrics.Set("webhook_oldest_undelivered_seconds", 0, tenant, strconv.FormatInt(id, 10))
+	}
 }
 
 // topic delivers topic's messages above the endpoint's cursor in seq order, one at a time,
 // and returns when the first one it could not deliver was created (zero when none is left).
 // It stops at a missing seq: every allocated seq ends as a message or a tombstone (DESIGN §4),
 // so waiting never skips one.
-func (l *Loop) topic(ctx context.Context, tenant string, e webhook.Endpoint, from time.Time, t string, now time.Time) (time.Time, error) {
+func (l *Loop) topic(ctx context.Context, p *pass, e webhook.Endpoint, from time.Time, t string, now time.Time) (time.Time, error) {
+	tenant := p.tenant
 	key := topicKey{tenant, e.ID, t}
 	if r, ok := l.retryOf(key); ok && now.Before(r.next) {
 		return r.pending, nil
 	}
+	if ok, err := l.readable(ctx, tenant, e, t); err != nil || !ok {
+		return time.Time{}, err
+	}
 	cur, known, err := l.d.Cursors.TopicCursor(ctx, tenant, e.ID, t)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("read cursor of %s: %w", t, err)
+	}
+	if !known {
+		if cur, err = l.start(ctx, tenant, t, from); err != nil {
+			return time.Time{}, err
+		}
+		if err := l.d.Cursors.SetTopicCursor(ctx, tenant, e.ID, t, cur); err != nil {
+			return time.Time{}, fmt.Errorf("set cursor of %s to %d: %w", t, cur, err)
+		}
 	}
 	res, err := l.d.History.Sync(ctx, history.SyncRequest{Tenant: tenant, Topic: t, Since: cur, Limit: l.cfg.Batch})
 	if err != nil {
 		return time.Time{}, fmt.Errorf("read %s after seq %d: %w", t, cur, err)
 	}
 	for _, m := range res.Messages {
-		// A topic met anew may begin in a month no longer kept, but only before from: a later
-		// first message must follow seq 0 like any other.
-		if m.Seq != cur+1 && (known || !m.CreatedAt.Before(from)) {
+		if m.Seq != cur+1 {
 			return m.CreatedAt, nil
 		}
-		// Tombstones close a seq without an event; messages from before from are not the
-		// endpoint's events.
-		if m.Status != message.StatusDeleted && !m.CreatedAt.Before(from) {
-			done, err := l.deliver(ctx, tenant, e, key, m, now)
+		if err := l.keep(ctx, p); err != nil {
+			return m.CreatedAt, err
+		}
+		// Tombstones close a seq without an event.
+		if m.Status != message.StatusDeleted {
+			ev, err := created(tenant, m)
+			if err != nil {
+				return m.CreatedAt, err
+			}
+			done, err := l.deliver(ctx, tenant, e, key, ev, m.Seq)
 			if err != nil || !done {
 				return m.CreatedAt, err
 			}
@@ -220,7 +347,7 @@ func (l *Loop) topic(ctx context.Context, tenant string, e webhook.Endpoint, fro
 		if err := l.d.Cursors.SetTopicCursor(ctx, tenant, e.ID, t, m.Seq); err != nil {
 			return m.CreatedAt, fmt.Errorf("set cursor of %s to %d: %w", t, m.Seq, err)
 		}
-		cur, known = m.Seq, true
+		cur = m.Seq
 	}
 	if res.HasMore {
 		return res.Messages[len(res.Messages)-1].CreatedAt, nil
@@ -228,21 +355,126 @@ func (l *Loop) topic(ctx context.Context, tenant string, e webhook.Endpoint, fro
 	return time.Time{}, nil
 }
 
-// deliver sends m's message.created once; done is true when the topic may move past m: a 2xx,
-// or the last attempt failed and m is now a dead letter.
-func (l *Loop) deliver(ctx context.Context, tenant string, e webhook.Endpoint, key topicKey, m message.Message, now time.Time) (bool, error) {
+// readable is whether endpoint e receives topic's events: every topic, or for an endpoint bound
+// to a bot those the bot may read, asked each time so a conversation it joins later is
+// delivered from then.
+func (l *Loop) readable(ctx context.Context, tenant string, e webhook.Endpoint, t string) (bool, error) {
+	if e.BotID == 0 {
+		return true, nil
+	}
+	switch _, err := l.d.Readers.ForRead(ctx, tenant, e.BotID, conversation.Address{Topic: t}); {
+	case apperr.CodeOf(err) == apperr.Forbidden || apperr.CodeOf(err) == apperr.NotFound:
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("may bot %d read %s: %w", e.BotID, t, err)
+	}
+	return true, nil
+}
+
+// revisions delivers the edits and recalls recorded from lower on, in the order of their
+// records, one at a time (docs/DESIGN.md issue-32 part 2 "Edits and recalls"); records are
+// read once older than Settle, so one committed late is still in order. It returns when the
+// first one it could not deliver was made (zero when none is left).
+func (l *Loop) revisions(ctx context.Context, p *pass, e webhook.Endpoint, lower, now time.Time) (time.Time, error) {
+	tenant := p.tenant
+	key := topicKey{tenant, e.ID, webhook.RevisionStream}
+	if r, ok := l.retryOf(key); ok && now.Before(r.next) {
+		return r.pending, nil
+	}
+	cur, _, err := l.d.Cursors.TopicCursor(ctx, tenant, e.ID, webhook.RevisionStream)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("read the revision cursor: %w", err)
+	}
+	page, err := l.d.Revisions.RevisionsAfter(ctx, tenant, cur, lower, now.Add(-l.cfg.Settle), l.cfg.Batch)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("read revisions after %d: %w", cur, err)
+	}
+	for _, r := range page {
+		if err := l.keep(ctx, p); err != nil {
+			return r.At, err
+		}
+		ok, err := l.readable(ctx, tenant, e, r.Topic)
+		if err != nil {
+			return r.At, err
+		}
+		if ok && e.Subscribed(r.Type()) {
+			data, err := json.Marshal(webhook.RevisionData{Topic: r.Topic, Seq: r.Seq, MsgID: r.MsgID, Version: r.Version, Editor: r.Editor,
+				Content: r.Content, EditedAt: r.At.UnixMilli()})
+			if err != nil {
+				return r.At, fmt.Errorf("encode revision %d: %w", r.ID, err)
+			}
+			ev := webhook.Event{ID: webhook.RevisionEventID(r), Type: r.Type(), Tenant: tenant, Topic: r.Topic, Seq: r.Seq, At: r.At.UnixMilli(), Data: data}
+			done, err := l.deliver(ctx, tenant, e, key, ev, r.ID)
+			if err != nil || !done {
+				return r.At, err
+			}
+		}
+		if err := l.d.Cursors.SetTopicCursor(ctx, tenant, e.ID, webhook.RevisionStream, r.ID); err != nil {
+			return r.At, fmt.Errorf("set the revision cursor to %d: %w", r.ID, err)
+		}
+	}
+	if len(page) == l.cfg.Batch {
+		return page[len(page)-1].At, nil
+	}
+	return time.Time{}, nil
+}
+
+// latest is the later of a and b.
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// start is the cursor of a topic new to the endpoint: the seq of its newest message created
+// before from (its events begin after it), found by paging back from the newest, so the cost
+// is the messages since from, never the topic's whole history (DESIGN issue-32 "Backlog from
+// MySQL"). A topic all of whose kept messages are from then starts before its oldest one.
+func (l *Loop) start(ctx context.Context, tenant, t string, from time.Time) (int64, error) {
+	oldest := int64(0)
+	for before := int64(0); ; {
+		page, err := l.d.History.History(ctx, history.HistoryRequest{Tenant: tenant, Topic: t, Before: before, Limit: l.cfg.Batch})
+		if err != nil {
+			return 0, fmt.Errorf("find where %s begins for the endpoint: %w", t, err)
+		}
+		for _, m := range page {
+			if m.CreatedAt.Before(from) {
+				return m.Seq, nil
+			}
+			oldest = m.Seq
+		}
+		if len(page) < l.cfg.Batch || oldest <= 1 {
+			return max(oldest-1, 0), nil
+		}
+		before = oldest
+	}
+}
+
+// created is m's message.created event.
+func created(tenant string, m message.Message) (webhook.Event, error) {
 	data, err := json.Marshal(m)
 	if err != nil {
-		return false, fmt.Errorf("encode %s seq %d: %w", m.Topic, m.Seq, err)
+		return webhook.Event{}, fmt.Errorf("encode %s seq %d: %w", m.Topic, m.Seq, err)
 	}
-	id := webhook.EventID(m.Topic, m.Seq, webhook.MessageCreated)
-	body, err := json.Marshal(webhook.Event{ID: id, Type: webhook.MessageCreated, Tenant: tenant, Topic: m.Topic, Seq: m.Seq,
-		At: m.CreatedAt.UnixMilli(), Data: data})
+	return webhook.Event{ID: webhook.EventID(m.Topic, m.Seq, webhook.MessageCreated), Type: webhook.MessageCreated, Tenant: tenant,
+		Topic: m.Topic, Seq: m.Seq, At: m.CreatedAt.UnixMilli(), Data: data}, nil
+}
+
+// deliver sends ev once; done is true when its stream (a topic, the revisions) may move past
+// it: a 2xx, or the last attempt failed and ev is now a dead letter. mark is the seq or
+// record id the retry count is kept for.
+func (l *Loop) deliver(ctx context.Context, tenant string, e webhook.Endpoint, key topicKey, ev webhook.Event, mark int64) (bool, error) {
+	id := ev.ID
+	body, err := json.Marshal(ev)
 	if err != nil {
 		return false, fmt.Errorf("encode event %s: %w", id, err)
 	}
-	headers := map[string]string{webhook.SignatureHeader: webhook.Sign(e.Secret, now, body), webhook.EventIDHeader: id}
+	// Signed as it leaves, not when the pass began: a receiver refuses a timestamp more than
+	// 5 minutes old, and a long pass is longer than that.
+	headers := map[string]string{webhook.SignatureHeader: webhook.Sign(e.Secret, l.d.Clock.Now(), body), webhook.EventIDHeader: id}
 	status, err := l.d.Sender.Post(ctx, e.URL, headers, body)
+	now := l.d.Clock.Now()
 	if err == nil && status >= 200 && status < 300 {
 		l.forget(key)
 		l.d.Metrics.Inc("webhook_deliveries_total", "ok")
@@ -253,9 +485,12 @@ func (l *Loop) deliver(ctx context.Context, tenant string, e webhook.Endpoint, k
 		failure = err.Error()
 	}
 	r, _ := l.retryOf(key)
+	if r.seq != mark {
+		r = retry{seq: mark}
+	}
 	r.attempts++
 	if r.attempts < l.cfg.MaxAttempts {
-		r.next, r.pending = now.Add(l.backoff(r.attempts)), m.CreatedAt
+		r.next, r.pending = now.Add(l.backoff(r.attempts)), time.UnixMilli(ev.At)
 		l.mu.Lock()
 		l.retries[key] = r
 		l.mu.Unlock()
@@ -263,7 +498,7 @@ func (l *Loop) deliver(ctx context.Context, tenant string, e webhook.Endpoint, k
 		return false, nil
 	}
 	l.forget(key)
-	d := webhook.DeadLetter{EndpointID: e.ID, Topic: m.Topic, Seq: m.Seq, Type: webhook.MessageCreated, Attempts: r.attempts, LastError: failure, At: now}
+	d := webhook.DeadLetter{EndpointID: e.ID, Topic: ev.Topic, Seq: ev.Seq, Type: ev.Type, Attempts: r.attempts, LastError: failure, At: now}
 	if err := l.d.Cursors.AddDeadLetter(ctx, tenant, d); err != nil {
 		return false, fmt.Errorf("dead letter %s: %w", id, err)
 	}

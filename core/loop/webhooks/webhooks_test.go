@@ -3,6 +3,8 @@ package webhooks_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"reflect"
@@ -13,10 +15,13 @@ import (
 	"time"
 
 	"github.com/imdhq/imd/adapters/memory"
+	"github.com/imdhq/imd/core/domain/apperr"
 	"github.com/imdhq/imd/core/domain/message"
 	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/social"
 	domain "github.com/imdhq/imd/core/domain/webhook"
 	"github.com/imdhq/imd/core/loop/webhooks"
+	"github.com/imdhq/imd/core/usecase/conversation"
 	"github.com/imdhq/imd/core/usecase/history"
 )
 
@@ -28,6 +33,7 @@ var t0 = time.Date(2030, 2, 3, 4, 5, 6, 0, time.UTC)
 type backlog struct {
 	mu     sync.Mutex
 	topics map[string][]message.Message
+	broken map[string]bool // topics whose reads fail
 }
 
 func (b *backlog) add(topic string, seq int64, at time.Time, status message.Status) {
@@ -54,6 +60,9 @@ func (b *backlog) TopicsSince(_ context.Context, _ string, m month.Month, since 
 func (b *backlog) Sync(_ context.Context, r history.SyncRequest) (history.SyncResult, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.broken[r.Topic] {
+		return history.SyncResult{}, errors.New("month table unreachable")
+	}
 	res := history.SyncResult{LastSeq: r.Since}
 	for _, m := range b.topics[r.Topic] {
 		if m.Seq <= r.Since {
@@ -69,6 +78,33 @@ func (b *backlog) Sync(_ context.Context, r history.SyncRequest) (history.SyncRe
 	return res, nil
 }
 
+// History pages back from Before, newest first, leaving tombstones out as history does.
+func (b *backlog) History(_ context.Context, r history.HistoryRequest) ([]message.Message, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.broken[r.Topic] {
+		return nil, errors.New("month table unreachable")
+	}
+	var out []message.Message
+	ms := b.topics[r.Topic]
+	for i := len(ms) - 1; i >= 0 && len(out) < r.Limit; i-- {
+		if (r.Before == 0 || ms[i].Seq < r.Before) && ms[i].Status != message.StatusDeleted {
+			out = append(out, ms[i])
+		}
+	}
+	return out, nil
+}
+
+// readers lets each user read the topics listed for it.
+type readers map[int64][]string
+
+func (r readers) ForRead(_ context.Context, _ string, user int64, a conversation.Address) (social.Conversation, error) {
+	if !slices.Contains(r[user], a.Topic) {
+		return social.Conversation{}, apperr.New(apperr.Forbidden, "not a member")
+	}
+	return social.Conversation{Topic: a.Topic}, nil
+}
+
 // receiver is the endpoint behind a ports.WebhookSender: it checks every signature and
 // answers each attempt of an event with the next status of its script (200 when none left).
 // The wire itself (net/http, the Go client's verifier) is adapters/httpclient's test.
@@ -76,6 +112,10 @@ type receiver struct {
 	t      *testing.T
 	clock  *memory.Clock
 	secret string
+
+	// tick is how long each request takes on the clock; onPost runs before each answer.
+	tick   time.Duration
+	onPost func()
 
 	mu       sync.Mutex
 	script   map[string][]int
@@ -89,8 +129,12 @@ func (r *receiver) Post(_ context.Context, url string, headers map[string]string
 		return http.StatusUnauthorized, nil
 	}
 	var e domain.Event
-	if err := json.Unmarshal(body, &e); err != nil || e.ID != headers[domain.EventIDHeader] || e.Type != domain.MessageCreated || e.Tenant != tenant {
+	if err := json.Unmarshal(body, &e); err != nil || e.ID != headers[domain.EventIDHeader] || !slices.Contains(domain.EventTypes, e.Type) || e.Tenant != tenant {
 		r.t.Errorf("event %s (%v), header id %q", body, err, headers[domain.EventIDHeader])
+	}
+	r.clock.Advance(r.tick)
+	if r.onPost != nil {
+		r.onPost()
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -120,13 +164,18 @@ type fixture struct {
 	metrics *memory.Metrics
 	locks   *memory.Locks
 	ep      domain.Endpoint
+
+	endpoints *memory.WebhookEndpoints
+	readers   readers
+	revs      *memory.WebhookRevisions
 }
 
 func newFixture(t *testing.T, script map[string][]int) *fixture {
 	t.Helper()
 	clock := memory.NewClock(t0)
-	f := &fixture{clock: clock, back: &backlog{topics: map[string][]message.Message{}}, cursors: memory.NewWebhookCursors(),
-		locks: memory.NewLocks(clock.Now), metrics: memory.NewMetrics()}
+	f := &fixture{clock: clock, back: &backlog{topics: map[string][]message.Message{}, broken: map[string]bool{}}, cursors: memory.NewWebhookCursors(),
+		locks: memory.NewLocks(clock.Now), metrics: memory.NewMetrics(), readers: readers{},
+		revs: memory.NewWebhookRevisions()}
 	f.recv = &receiver{t: t, clock: clock, secret: "whsec_test", script: script, attempts: map[string]int{}}
 	endpoints := memory.NewWebhookEndpoints()
 	f.ep = domain.Endpoint{ID: 1, URL: "https://hooks.example/in", Events: []domain.EventType{domain.MessageCreated}, Enabled: true, Secret: "whsec_test", CreatedAt: t0}
@@ -139,17 +188,28 @@ func newFixture(t *testing.T, script map[string][]int) *fixture {
 			t.Fatal(err)
 		}
 	}
-	f.loop = webhooks.New(webhooks.Config{FirstRetry: time.Second, MaxBackoff: 4 * time.Second, MaxAttempts: 3, Batch: 2},
-		webhooks.Deps{Endpoints: endpoints, Cursors: f.cursors, Changes: f.back, History: f.back, Sender: f.recv,
-			Locks: f.locks, Metrics: f.metrics, Clock: clock, Log: slog.New(slog.DiscardHandler)})
+	f.endpoints = endpoints
+	f.loop = f.node()
 	return f
+}
+
+// node is another node's loop over the same stores: its retry state is its own.
+func (f *fixture) node() *webhooks.Loop {
+	return webhooks.New(webhooks.Config{FirstRetry: time.Second, MaxBackoff: 4 * time.Second, MaxAttempts: 3, Batch: 2},
+		webhooks.Deps{Endpoints: f.endpoints, Cursors: f.cursors, Changes: f.back, History: f.back, Revisions: f.revs, Readers: f.readers, Sender: f.recv,
+			Locks: f.locks, Metrics: f.metrics, Clock: f.clock, Log: slog.New(slog.DiscardHandler)})
 }
 
 // pass runs one pass a minute of clock later, past any backoff.
 func (f *fixture) pass(t *testing.T) {
 	t.Helper()
+	f.passOf(t, f.loop)
+}
+
+func (f *fixture) passOf(t *testing.T, l *webhooks.Loop) {
+	t.Helper()
 	f.clock.Advance(time.Minute)
-	if err := f.loop.Pass(context.Background(), tenant); err != nil {
+	if err := l.Pass(context.Background(), tenant); err != nil {
 		t.Fatalf("Pass: %v", err)
 	}
 }
@@ -173,6 +233,7 @@ func wantTook(t *testing.T, f *fixture, want ...string) {
 
 func TestDeliversEachTopicInSeqOrderSigned(t *testing.T) {
 	f := newFixture(t, nil)
+	f.recv.tick = 4 * time.Minute                                    // each request signed as it leaves, not when the pass began
 	f.back.add("grp_1", 1, t0.Add(-time.Hour), message.StatusNormal) // before the endpoint existed
 	f.back.add("grp_1", 2, t0.Add(time.Second), message.StatusDeleted)
 	for seq := int64(3); seq <= 5; seq++ { // more than a page (Batch 2)
@@ -275,4 +336,149 @@ func TestReplayDeliversAgainFromItsPoint(t *testing.T) {
 	}
 	wantTook(t, f, "grp_1:1:message.created", "grp_1:2:message.created", "grp_1:3:message.created",
 		"grp_1:2:message.created", "grp_1:3:message.created")
+}
+
+// A pass longer than the lease renews it, so no other node takes the tenant mid-pass.
+func TestALongPassKeepsItsLease(t *testing.T) {
+	f := newFixture(t, nil)
+	f.recv.tick = 2 * time.Minute // the lease is 5 minutes; the pass takes 12
+	for i := range 6 {
+		f.back.add(fmt.Sprintf("grp_%d", i), 1, t0.Add(time.Second), message.StatusNormal)
+	}
+	posts := 0
+	f.recv.onPost = func() {
+		if posts++; posts == 5 {
+			if _, ok, err := f.locks.Acquire(context.Background(), tenant, domain.LeaseName, time.Minute); err != nil || ok {
+				t.Errorf("another node took the lease mid-pass: %v, %v", ok, err)
+			}
+		}
+	}
+	f.pass(t)
+	if n := len(f.recv.got()); n != 6 {
+		t.Fatalf("delivered %v, want all 6 in one pass", f.recv.got())
+	}
+}
+
+// The retry count is of one seq: when another node delivered it meanwhile, the next seq's
+// failures start a count of their own instead of dying early.
+func TestRetriesCountPerSeqAcrossNodes(t *testing.T) {
+	f := newFixture(t, map[string][]int{"grp_1:1:message.created": {500, 500}, "grp_1:2:message.created": {500, 500}})
+	f.back.add("grp_1", 1, t0.Add(time.Second), message.StatusNormal)
+	f.back.add("grp_1", 2, t0.Add(2*time.Second), message.StatusNormal)
+	f.pass(t)
+	f.pass(t) // this node: seq 1 failed twice of 3
+	f.passOf(t, f.node())
+	wantTook(t, f, "grp_1:1:message.created") // the other node: seq 1 taken, seq 2 failed once
+	f.pass(t)                                 // this node: seq 2's first failure here, not its third
+	if dead, _ := f.cursors.DeadLetters(context.Background(), tenant, 1, 10); len(dead) != 0 {
+		t.Fatalf("dead letters %+v: the count of seq 1 was charged to seq 2", dead)
+	}
+	f.pass(t)
+	wantTook(t, f, "grp_1:1:message.created", "grp_1:2:message.created")
+}
+
+// A topic that cannot be read is left for the next pass; the others are delivered, and the
+// scan mark stays so the failed topic is found again.
+func TestATopicThatFailsHoldsNoOther(t *testing.T) {
+	f := newFixture(t, nil)
+	f.back.add("grp_1", 1, t0.Add(time.Second), message.StatusNormal)
+	f.back.add("grp_2", 1, t0.Add(time.Second), message.StatusNormal)
+	f.back.broken["grp_1"] = true
+	for range 3 {
+		f.pass(t) // passes long after the settle window
+	}
+	wantTook(t, f, "grp_2:1:message.created")
+	f.back.broken["grp_1"] = false
+	f.pass(t)
+	wantTook(t, f, "grp_2:1:message.created", "grp_1:1:message.created")
+}
+
+// A topic new to the endpoint starts at its first message from the endpoint's creation, found
+// in one pass however long its history, not read from seq 1 a page per pass.
+func TestALongTopicNewToTheEndpointStartsAtItsPoint(t *testing.T) {
+	f := newFixture(t, nil)
+	for seq := int64(1); seq <= 60; seq++ {
+		f.back.add("grp_1", seq, t0.Add(-time.Hour+time.Duration(seq)*time.Second), message.StatusNormal)
+	}
+	f.back.add("grp_1", 61, t0.Add(time.Second), message.StatusNormal)
+	f.pass(t)
+	wantTook(t, f, "grp_1:61:message.created")
+}
+
+// An endpoint bound to a bot receives the events of the conversations the bot may read only,
+// and those of one it joins later from then on.
+func TestABotsEndpointSeesItsConversationsOnly(t *testing.T) {
+	f := newFixture(t, nil)
+	bound := f.ep
+	bound.BotID = 90
+	if err := f.endpoints.UpdateEndpoint(context.Background(), tenant, bound); err != nil {
+		t.Fatal(err)
+	}
+	f.readers[90] = []string{"grp_1"}
+	f.back.add("grp_1", 1, t0.Add(time.Second), message.StatusNormal)
+	f.back.add("grp_2", 1, t0.Add(time.Second), message.StatusNormal)
+	f.pass(t)
+	wantTook(t, f, "grp_1:1:message.created")
+	f.readers[90] = append(f.readers[90], "grp_2")
+	f.back.add("grp_2", 2, f.clock.Now(), message.StatusNormal)
+	f.pass(t)
+	wantTook(t, f, "grp_1:1:message.created", "grp_2:1:message.created", "grp_2:2:message.created")
+}
+
+// Edits and recalls go out in the order they were recorded, each edit of a message an event of
+// its own, only the types subscribed to, and a failed one holds the ones after it.
+func TestEditsAndRecallsInTheirOrder(t *testing.T) {
+	f := newFixture(t, map[string][]int{"grp_1:1:message.edited:2": {500}})
+	ep := f.ep
+	ep.Events = []domain.EventType{domain.MessageEdited, domain.MessageRecalled}
+	if err := f.endpoints.UpdateEndpoint(context.Background(), tenant, ep); err != nil {
+		t.Fatal(err)
+	}
+	f.back.add("grp_1", 1, t0.Add(time.Second), message.StatusNormal)                                                                                   // not subscribed: not sent
+	f.revs.Record(tenant, domain.Revision{ID: 1, Topic: "grp_1", Seq: 1, Version: 2, Content: json.RawMessage(`{"text":"a"}`), At: t0.Add(-time.Hour)}) // before the endpoint
+	f.revs.Record(tenant, domain.Revision{ID: 2, Topic: "grp_1", Seq: 1, Version: 2, Content: json.RawMessage(`{"text":"b"}`), At: t0.Add(2 * time.Second)})
+	f.revs.Record(tenant, domain.Revision{ID: 3, Topic: "grp_1", Seq: 1, Version: 3, Content: json.RawMessage(`{"text":"c"}`), At: t0.Add(3 * time.Second)})
+	f.revs.Record(tenant, domain.Revision{ID: 4, Topic: "grp_2", Seq: 7, Version: 2, Recall: true, At: t0.Add(4 * time.Second)})
+	f.pass(t)
+	wantTook(t, f) // the first edit failed; the rest waits behind it
+	f.pass(t)
+	f.pass(t) // a page (Batch 2) per pass
+	if got, want := f.recv.got(), []string{"grp_1:1:message.edited:2", "grp_1:1:message.edited:3", "grp_2:7:message.recalled:2"}; !slices.Equal(got, want) {
+		t.Fatalf("delivered %v, want %v in record order", got, want)
+	}
+	f.pass(t)
+	if n := len(f.recv.got()); n != 3 {
+		t.Fatalf("a quiet pass sent again: %v", f.recv.got())
+	}
+}
+
+// The age of the oldest undelivered event grows while a retry waits, is 0 once it is taken,
+// and a node that no longer holds the tenant reports 0, not its last age.
+func TestTheBacklogAgeGauge(t *testing.T) {
+	f := newFixture(t, map[string][]int{"grp_1:1:message.created": {500, 500}})
+	f.back.add("grp_1", 1, t0.Add(time.Second), message.StatusNormal)
+	age := func() float64 { return f.metrics.Count("webhook_oldest_undelivered_seconds", tenant, "1") }
+	f.pass(t)
+	if got := age(); got != 59 { // the event was made a second after t0, the pass ran at t0 + 1m
+		t.Fatalf("age after a failure = %v, want 59", got)
+	}
+	f.pass(t)
+	if got := age(); got != 119 {
+		t.Fatalf("age after a second failure = %v, want 119", got)
+	}
+	f.pass(t)
+	if got := age(); got != 0 {
+		t.Fatalf("age once taken = %v, want 0", got)
+	}
+	f.metrics.Set("webhook_oldest_undelivered_seconds", 42, tenant, "1")
+	f.clock.Advance(time.Minute)
+	if _, ok, err := f.locks.Acquire(context.Background(), tenant, domain.LeaseName, time.Hour); err != nil || !ok {
+		t.Fatalf("Acquire = %v, %v", ok, err)
+	}
+	if err := f.loop.Pass(context.Background(), tenant); err != nil {
+		t.Fatal(err)
+	}
+	if got := age(); got != 0 {
+		t.Fatalf("age reported by a node without the lease = %v, want 0", got)
+	}
 }

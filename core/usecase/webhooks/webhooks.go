@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/imdhq/imd/core/domain/apperr"
+	"github.com/imdhq/imd/core/domain/bot"
+	"github.com/imdhq/imd/core/domain/month"
 	"github.com/imdhq/imd/core/domain/webhook"
 	"github.com/imdhq/imd/ports"
 )
@@ -22,6 +24,8 @@ const secretPrefix = "whsec_"
 type Deps struct {
 	Store   ports.WebhookEndpoints
 	Cursors ports.WebhookCursors
+	Locks   ports.Locks
+	Bots    ports.Bots
 	IDs     ports.IDGenerator
 	Clock   ports.Clock
 }
@@ -41,6 +45,7 @@ type Settings struct {
 	Description string
 	Events      []webhook.EventType
 	Enabled     bool
+	BotID       int64
 }
 
 // Create stores a new endpoint with a fresh secret and returns it, secret included: the only
@@ -56,8 +61,8 @@ func (s *Service) Create(ctx context.Context, tenant string, set Settings) (webh
 	}
 	now := s.d.Clock.Now().UTC()
 	e := webhook.Endpoint{ID: id, URL: set.URL, Description: set.Description, Events: set.Events, Enabled: set.Enabled,
-		Secret: secret, CreatedAt: now, UpdatedAt: now}
-	if err := e.Validate(); err != nil {
+		BotID: set.BotID, Secret: secret, CreatedAt: now, UpdatedAt: now}
+	if err := s.validate(ctx, tenant, e); err != nil {
 		return webhook.Endpoint{}, err
 	}
 	if err := s.d.Store.CreateEndpoint(ctx, tenant, e); err != nil {
@@ -78,22 +83,42 @@ func (s *Service) List(ctx context.Context, tenant string) ([]webhook.Endpoint, 
 	return es, storeErr(err)
 }
 
-// Update replaces the settings of endpoint id, keeping its secret.
+// Update replaces the settings of endpoint id; the store never writes its secret (only
+// RotateSecret does), so an update racing a rotation keeps the rotated one. Two operators
+// changing one endpoint at once: the later write wins whole, which a settings form expects.
 func (s *Service) Update(ctx context.Context, tenant string, id int64, set Settings) (webhook.Endpoint, error) {
-	return s.change(ctx, tenant, id, func(e *webhook.Endpoint) error {
-		e.URL, e.Description, e.Events, e.Enabled = set.URL, set.Description, set.Events, set.Enabled
-		return nil
-	})
+	e, err := s.d.Store.Endpoint(ctx, tenant, id)
+	if err != nil {
+		return webhook.Endpoint{}, storeErr(err)
+	}
+	e.URL, e.Description, e.Events, e.Enabled, e.BotID = set.URL, set.Description, set.Events, set.Enabled, set.BotID
+	if err := s.validate(ctx, tenant, e); err != nil {
+		return webhook.Endpoint{}, err
+	}
+	e.UpdatedAt = s.d.Clock.Now().UTC()
+	if err := s.d.Store.UpdateEndpoint(ctx, tenant, e); err != nil {
+		return webhook.Endpoint{}, storeErr(err)
+	}
+	return e, nil
 }
 
 // RotateSecret gives endpoint id a fresh secret and returns the endpoint with it: the only
 // other answer that carries a secret.
 func (s *Service) RotateSecret(ctx context.Context, tenant string, id int64) (webhook.Endpoint, error) {
-	return s.change(ctx, tenant, id, func(e *webhook.Endpoint) error {
-		secret, err := newSecret()
-		e.Secret = secret
-		return err
-	})
+	secret, err := newSecret()
+	if err != nil {
+		return webhook.Endpoint{}, err
+	}
+	if err := s.d.Store.SetSecret(ctx, tenant, id, secret, s.d.Clock.Now().UTC()); err != nil {
+		return webhook.Endpoint{}, storeErr(err)
+	}
+	e, err := s.d.Store.Endpoint(ctx, tenant, id)
+	if err != nil {
+		return webhook.Endpoint{}, storeErr(err)
+	}
+	// Answered with the secret made here, whatever a later rotation wrote meanwhile.
+	e.Secret = secret
+	return e, nil
 }
 
 // DeadLetters lists the first limit events given up on for endpoint id, oldest first.
@@ -105,15 +130,34 @@ func (s *Service) DeadLetters(ctx context.Context, tenant string, id int64, limi
 	return ds, storeErr(err)
 }
 
+// replayLease is how long a replay may hold the delivery lease: two small writes.
+const replayLease = 30 * time.Second
+
 // Replay delivers endpoint id's events again from point on, each topic in order from its
 // first message at or after point (docs/DESIGN.md issue-32 part 2 "Replay from a point").
+// It holds the tenant's delivery lease while it resets the cursors, so no pass writes a cursor
+// over the reset; a pass holding it makes the replay 50301, to be tried again.
 func (s *Service) Replay(ctx context.Context, tenant string, id int64, point time.Time) error {
 	if _, err := s.d.Store.Endpoint(ctx, tenant, id); err != nil {
 		return storeErr(err)
 	}
+	if !month.Of(point).Valid() {
+		return apperr.New(apperr.InvalidArgument, "since must be a Unix ms time in a month imd keeps (from the year 2000)")
+	}
 	if point.After(s.d.Clock.Now()) {
 		return apperr.New(apperr.InvalidArgument, "since must not be in the future")
 	}
+	token, ok, err := s.d.Locks.Acquire(ctx, tenant, webhook.LeaseName, replayLease)
+	if err != nil {
+		return apperr.Wrap(apperr.Busy, "webhook lease unavailable", err)
+	}
+	if !ok {
+		return apperr.New(apperr.Busy, "a delivery pass holds the tenant's webhooks; try the replay again")
+	}
+	defer func() {
+		// The replay is done (or failed) either way; a failed release lapses in replayLease.
+		_ = s.d.Locks.Release(context.WithoutCancel(ctx), tenant, webhook.LeaseName, token)
+	}()
 	return storeErr(s.d.Cursors.Replay(ctx, tenant, id, point))
 }
 
@@ -126,24 +170,20 @@ func (s *Service) Delete(ctx context.Context, tenant string, id int64) error {
 	return storeErr(s.d.Cursors.Forget(ctx, tenant, id))
 }
 
-// change reads, edits, validates and writes back endpoint id. Two operators changing one
-// endpoint at once: the later write wins whole, which is what a settings form expects.
-func (s *Service) change(ctx context.Context, tenant string, id int64, edit func(*webhook.Endpoint) error) (webhook.Endpoint, error) {
-	e, err := s.d.Store.Endpoint(ctx, tenant, id)
-	if err != nil {
-		return webhook.Endpoint{}, storeErr(err)
-	}
-	if err := edit(&e); err != nil {
-		return webhook.Endpoint{}, err
-	}
+// validate checks e's fields and that the bot it is bound to is one: an endpoint bound to any
+// other user would hand its conversations to whoever holds the endpoint (40001).
+func (s *Service) validate(ctx context.Context, tenant string, e webhook.Endpoint) error {
 	if err := e.Validate(); err != nil {
-		return webhook.Endpoint{}, err
+		return err
 	}
-	e.UpdatedAt = s.d.Clock.Now().UTC()
-	if err := s.d.Store.UpdateEndpoint(ctx, tenant, e); err != nil {
-		return webhook.Endpoint{}, storeErr(err)
+	if e.BotID == 0 {
+		return nil
 	}
-	return e, nil
+	_, err := s.d.Bots.Bot(ctx, tenant, e.BotID)
+	if errors.Is(err, bot.ErrNotFound) {
+		return apperr.New(apperr.InvalidArgument, "bot_id is not a bot of the tenant")
+	}
+	return storeErr(err)
 }
 
 // storeErr passes webhook.ErrNotFound through and answers any other store failure 50301.

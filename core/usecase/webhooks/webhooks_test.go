@@ -16,9 +16,55 @@ import (
 const tenant = "acme"
 
 func newService() (*webhooks.Service, *memory.WebhookCursors) {
+	s, cursors, _ := newServiceWithLocks()
+	return s, cursors
+}
+
+func newServiceWithLocks() (*webhooks.Service, *memory.WebhookCursors, *memory.Locks) {
 	clock := memory.NewClock(time.Date(2030, 2, 3, 4, 5, 6, 0, time.UTC))
-	cursors := memory.NewWebhookCursors()
-	return webhooks.New(webhooks.Deps{Store: memory.NewWebhookEndpoints(), Cursors: cursors, IDs: memory.NewIDs(clock), Clock: clock}), cursors
+	cursors, locks := memory.NewWebhookCursors(), memory.NewLocks(clock.Now)
+	return webhooks.New(webhooks.Deps{Store: memory.NewWebhookEndpoints(), Cursors: cursors, Locks: locks, IDs: memory.NewIDs(clock), Clock: clock}), cursors, locks
+}
+
+// A replay point outside the months imd keeps (none given, 0, before 2000) or in the future is
+// 40001; a replay while a delivery pass holds the lease is 50301; neither moves the cursors.
+func TestReplayRefusals(t *testing.T) {
+	ctx := context.Background()
+	s, cursors, locks := newServiceWithLocks()
+	e, err := s.Create(ctx, tenant, valid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cursors.SetTopicCursor(ctx, tenant, e.ID, "grp_1", 7); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name  string
+		point time.Time
+		code  apperr.Code
+	}{
+		{"zero", time.UnixMilli(0), apperr.InvalidArgument},
+		{"before 2000", time.Date(1999, 12, 31, 23, 59, 0, 0, time.UTC), apperr.InvalidArgument},
+		{"future", time.Date(2030, 2, 4, 0, 0, 0, 0, time.UTC), apperr.InvalidArgument},
+		{"pass running", time.Date(2030, 2, 1, 0, 0, 0, 0, time.UTC), apperr.Busy},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.code == apperr.Busy {
+				token, ok, err := locks.Acquire(ctx, tenant, webhook.LeaseName, time.Minute)
+				if err != nil || !ok {
+					t.Fatalf("Acquire = %v, %v", ok, err)
+				}
+				defer func() { _ = locks.Release(ctx, tenant, webhook.LeaseName, token) }()
+			}
+			if err := s.Replay(ctx, tenant, e.ID, c.point); apperr.CodeOf(err) != c.code {
+				t.Fatalf("Replay = %v, want code %v", err, c.code)
+			}
+			if seq, ok, _ := cursors.TopicCursor(ctx, tenant, e.ID, "grp_1"); !ok || seq != 7 {
+				t.Fatalf("a refused replay moved the cursor: %d, %v", seq, ok)
+			}
+		})
+	}
 }
 
 var valid = webhooks.Settings{URL: "https://hooks.example/in", Events: []webhook.EventType{webhook.MessageCreated}, Enabled: true}
