@@ -549,6 +549,21 @@ func TestWebChatAcrossThreeNodes(t *testing.T) {
 	b.waitText("#pins", "who reads on node 3?", 15*time.Second)
 	b.shot("three-nodes-bob-sees-a-pin")
 
+	// Delivered while away (issue 31): Alice's page goes and her phone writes to Bob, whose page
+	// (on the group) gets it; back, her page shows ✓✓ from READ_STATE, no RECEIPT having reached it.
+	a.do(chromedp.Navigate("about:blank"))
+	alicePhone := nodes[1].Connect(ctx, aliceToken, 3)
+	if _, err := sendTo(ctx, alicePhone, bob, "alice-3n-away", "sent from my phone"); err != nil {
+		t.Fatal(err)
+	}
+	b.waitText(dialog(p2p, ".preview"), "sent from my phone", 15*time.Second)
+	alicePhone.Close()
+	a.do(chromedp.Navigate(a.url))
+	a.waitText("#status", "connected", 30*time.Second)
+	a.conversation(p2p, "Bob Builder")
+	a.waitFor("✓✓ for what was delivered while away", receipt("sent from my phone")+"?.dataset.state === 'delivered'", 15*time.Second)
+	a.shot("three-nodes-alice-sees-delivered-while-away")
+
 	// Bob leaves: Alice, on another node, sees him go.
 	b.do(chromedp.Navigate("about:blank"))
 	a.waitFor("bob's dot offline once he left", dot(dialog(p2p, ""), bob)+" === 'offline'", 15*time.Second)
