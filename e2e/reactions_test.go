@@ -221,6 +221,13 @@ func TestForwardCarriesTheOriginAndItsMedia(t *testing.T) {
 		t.Fatalf("forward from a group the user is not in: %v, want 40301", err)
 	}
 	refused(t, srv, readerToken, "POST", "/api/v1/messages/forward", back, 40301)
+	// Nor can the reader claim the origin by writing the reference into a SEND (issue 31): only
+	// the forward command sets content.forward.
+	forged := wire.SendMessageRequest{Topic: dest, ClientMsgID: "forged-1", Type: wire.TypeText,
+		Content: json.RawMessage(`{"text":"look","forward":{"topic":"` + origin + `","seq":1,"msg_id":1,"from":3201}}`)}
+	if _, err := r.Send(ctx, forged); codeOf(err) != wire.CodeInvalidArgument {
+		t.Fatalf("SEND with a client content.forward: %v, want 40001", err)
+	}
 	if msgs, _, err := r.SyncMessages(ctx, dest, 0, 50); err != nil || len(msgs) != 1 {
 		t.Fatalf("the destination holds %d messages (%v), want the one copy", len(msgs), err)
 	}

@@ -57,7 +57,7 @@ func TestReceiptsAcrossNodes(t *testing.T) {
 		t.Fatalf("read receipt %+v for %+v", got, first)
 	}
 	assertState(t, a, first.Topic, first.Seq, wire.ReadState{Topic: first.Topic, ConversationID: first.ConversationID,
-		Seq: first.Seq, Read: 1, Of: 1, Readers: []int64{bob}})
+		Seq: first.Seq, Read: 1, Of: 1, Readers: []int64{bob}, DeliveredSeq: first.Seq})
 
 	// Bob hides receipts: his next read reaches nobody and counts nowhere; shown again, it does.
 	yes, no := true, false
@@ -69,7 +69,7 @@ func TestReceiptsAcrossNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertState(t, a, hidden.Topic, hidden.Seq, wire.ReadState{Topic: hidden.Topic, ConversationID: hidden.ConversationID,
-		Seq: hidden.Seq, Read: 0, Of: 1})
+		Seq: hidden.Seq, Read: 0, Of: 1, DeliveredSeq: hidden.Seq}) // hidden from the counts, yet delivered
 	if _, err := b.Settings(ctx, wire.SettingsRequest{HideReceipts: &no}); err != nil {
 		t.Fatal(err)
 	}
@@ -120,6 +120,17 @@ func TestReceiptsAcrossNodes(t *testing.T) {
 	}
 	refused(t, two, ta, "POST", "/api/v1/read-state", map[string]any{"topic": group, "seq": "x"}, wire.CodeInvalidArgument)
 
+	// Delivered while the sender was away (issue 31): no RECEIPT reached alice, so READ_STATE
+	// tells her, on any node, once she is back.
+	a.Close()
+	var away wire.SendAck
+	mustCall(t, two, ta, "POST", "/api/v1/messages", map[string]any{"to_user": bob, "client_msg_id": "r-away", "type": "text", "content": map[string]string{"text": "while you were out"}}, &away)
+	back := one.Connect(ctx, ta, 1)
+	eventually(t, 15*time.Second, "delivered_seq of the message sent while away", func() bool {
+		st, err := back.ReadState(ctx, away.Topic, away.Seq)
+		return err == nil && st.DeliveredSeq == away.Seq && st.Read == 0
+	})
+
 	// The metrics moved on the node of each event: bob's ack and read on node 2, alice's queries on node 1.
 	for _, m := range []struct {
 		srv    *Server
@@ -147,5 +158,5 @@ func assertState(t *testing.T, c *client.Conn, topic string, seq int64, want wir
 
 func sameState(a, b wire.ReadState) bool {
 	return a.Topic == b.Topic && a.ConversationID == b.ConversationID && a.Seq == b.Seq && a.Read == b.Read &&
-		a.Of == b.Of && slices.Equal(a.Readers, b.Readers)
+		a.Of == b.Of && slices.Equal(a.Readers, b.Readers) && a.DeliveredSeq == b.DeliveredSeq
 }

@@ -48,6 +48,15 @@ func openChat(t *testing.T, srv *Server, name string, userID int64, nickname str
 	return u
 }
 
+// devSignIn mints a token for id through the development sign-in, creating the user with
+// nickname.
+func devSignIn(t *testing.T, srv *Server, id int64, nickname string) string {
+	t.Helper()
+	var got struct{ Token string }
+	mustCall(t, srv, "", "POST", "/dev/v1/tenants/"+srv.Tenant+"/signin", map[string]any{"user_id": id, "nickname": nickname}, &got)
+	return got.Token
+}
+
 // dialog is the selector of topic's entry in the conversation list, or of part within it.
 func dialog(topic, part string) string {
 	return ("#dialogs li[data-topic=" + jsString(topic) + "] " + part)
@@ -178,13 +187,7 @@ func TestWebChatInABrowser(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
-	// The development sign-in mints a token for an id, creating the user with a name.
-	signIn := func(id int64, nickname string) string {
-		var got struct{ Token string }
-		mustCall(t, srv, "", "POST", "/dev/v1/tenants/"+srv.Tenant+"/signin", map[string]any{"user_id": id, "nickname": nickname}, &got)
-		return got.Token
-	}
-	aliceToken, bobToken, carolToken := signIn(alice, "Alice Liddell"), signIn(bob, "Bob Builder"), signIn(carol, "Carol Phone")
+	aliceToken, bobToken, carolToken := devSignIn(t, srv, alice, "Alice Liddell"), devSignIn(t, srv, bob, "Bob Builder"), devSignIn(t, srv, carol, "Carol Phone")
 	srv.MustAdmin("POST", "/friendships", map[string]any{"user_a": alice, "user_b": bob}, nil)
 	var g struct{ Topic string }
 	mustCall(t, srv, aliceToken, "POST", "/api/v1/groups", map[string]any{"group_id": 77, "name": "Weekend trip", "members": []int64{bob, carol}}, &g)
@@ -476,4 +479,93 @@ func TestWebChatInABrowser(t *testing.T) {
 		t.Errorf("bob's dot in alice's header is %q once he left", state)
 	}
 	a.shot("alice-sees-bob-last-seen")
+}
+
+// TestWebChatAcrossThreeNodes: issue 31's "on one node or three". Three nodes of one tenant
+// (as `go tool task run NODES=3` runs them), Alice's browser on the first and Bob's on the
+// third: each sees the other come online, type, read (✓✓, "read by"), react and pin, every
+// event crossing nodes (DESIGN §11, §13).
+func TestWebChatAcrossThreeNodes(t *testing.T) {
+	nodes := startNodes(t, 3, map[string]string{"IMD_HTTP_DEV_SIGNIN": "true"})
+	const alice, bob, carol = 3201, 3202, 3203
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	aliceToken, bobToken := devSignIn(t, nodes[0], alice, "Alice Liddell"), devSignIn(t, nodes[2], bob, "Bob Builder")
+	devSignIn(t, nodes[1], carol, "Carol Phone")
+	nodes[1].MustAdmin("POST", "/friendships", map[string]any{"user_a": alice, "user_b": bob}, nil)
+	var g struct{ Topic string }
+	mustCall(t, nodes[1], aliceToken, "POST", "/api/v1/groups", map[string]any{"group_id": 78, "name": "Three nodes", "members": []int64{bob, carol}}, &g)
+	// Bob's phone, on the second node, opens both conversations and leaves.
+	phone := nodes[1].Connect(ctx, bobToken, 2)
+	if _, err := phone.Send(ctx, textMessage(g.Topic, "bob-3n-0", "hello group")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sendTo(ctx, phone, alice, "bob-3n-1", "hello across nodes"); err != nil {
+		t.Fatal(err)
+	}
+	phone.Close()
+	p2p := fmt.Sprintf("p2p_%d_%d", alice, bob)
+
+	a := openChat(t, nodes[0], "three-nodes-alice", alice, "", 11)
+	a.waitFor("bob's dot offline", dot(dialog(p2p, ""), bob)+" === 'offline'", 30*time.Second)
+	b := openChat(t, nodes[2], "three-nodes-bob", bob, "", 12)
+	a.waitFor("bob's dot online", dot(dialog(p2p, ""), bob)+" === 'online'", 30*time.Second)
+	b.waitFor("alice's dot online", dot(dialog(p2p, ""), alice)+" === 'online'", 30*time.Second)
+	a.shot("three-nodes-alice-sees-bob-online")
+
+	// Typing, then the message it ends with.
+	a.conversation(p2p, "Bob Builder")
+	b.conversation(p2p, "Alice Liddell")
+	b.do(chromedp.SendKeys(chromedp.CSS("#text"), "typing on node 3"))
+	a.waitText("#typing", "Bob Builder is typing…", 15*time.Second)
+	a.shot("three-nodes-alice-sees-bob-typing")
+	b.click("#compose-submit")
+	a.sees("typing on node 3")
+	a.waitFor("the typing line gone after a send", "document.querySelector('#typing').textContent === ''", 15*time.Second)
+
+	// P2P receipts: ✓✓ while Bob looks elsewhere, read once he opens the conversation.
+	b.conversation(g.Topic, "Three nodes")
+	a.say("did node 3 get this?")
+	a.waitFor("✓✓ delivered", receipt("did node 3 get this?")+"?.dataset.state === 'delivered'", 15*time.Second)
+	b.conversation(p2p, "Alice Liddell")
+	b.sees("did node 3 get this?")
+	a.waitFor("✓✓ read", receipt("did node 3 get this?")+"?.textContent === '✓✓ read'", 15*time.Second)
+	a.shot("three-nodes-alice-sees-read")
+
+	// Group receipts: read by 1 of the 2 others once Bob opens the group.
+	a.conversation(g.Topic, "Three nodes")
+	a.say("who reads on node 3?")
+	a.waitText("#messages > li:last-child .receipt", "read by 0 of 2", 15*time.Second)
+	b.conversation(g.Topic, "Three nodes")
+	b.sees("who reads on node 3?")
+	a.waitText("#messages > li:last-child .receipt", "read by 1 of 2", 15*time.Second)
+	a.shot("three-nodes-alice-sees-read-by")
+
+	// A reaction and a pin, each one topic event that crosses the nodes.
+	a.react("who reads on node 3?", "👍")
+	b.waitFor("alice's 👍 at bob's", reaction("who reads on node 3?", "👍")+" === '👍 1'", 15*time.Second)
+	b.shot("three-nodes-bob-sees-a-reaction")
+	a.act("pin", "who reads on node 3?")
+	b.waitText("#pins", "who reads on node 3?", 15*time.Second)
+	b.shot("three-nodes-bob-sees-a-pin")
+
+	// Delivered while away (issue 31): Alice's page goes and her phone writes to Bob, whose page
+	// (on the group) gets it; back, her page shows ✓✓ from READ_STATE, no RECEIPT having reached it.
+	a.do(chromedp.Navigate("about:blank"))
+	alicePhone := nodes[1].Connect(ctx, aliceToken, 3)
+	if _, err := sendTo(ctx, alicePhone, bob, "alice-3n-away", "sent from my phone"); err != nil {
+		t.Fatal(err)
+	}
+	b.waitText(dialog(p2p, ".preview"), "sent from my phone", 15*time.Second)
+	alicePhone.Close()
+	a.do(chromedp.Navigate(a.url))
+	a.waitText("#status", "connected", 30*time.Second)
+	a.conversation(p2p, "Bob Builder")
+	a.waitFor("✓✓ for what was delivered while away", receipt("sent from my phone")+"?.dataset.state === 'delivered'", 15*time.Second)
+	a.shot("three-nodes-alice-sees-delivered-while-away")
+
+	// Bob leaves: Alice, on another node, sees him go.
+	b.do(chromedp.Navigate("about:blank"))
+	a.waitFor("bob's dot offline once he left", dot(dialog(p2p, ""), bob)+" === 'offline'", 15*time.Second)
+	a.shot("three-nodes-alice-sees-bob-gone")
 }

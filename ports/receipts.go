@@ -14,4 +14,10 @@ type ReadReceipts interface {
 	// number and the first limit of their ids, ascending; none when limit is 0), and the
 	// number of members other than sender.
 	ReadBy(ctx context.Context, tenant string, conversationID, seq, sender int64, limit int) (dialog.Readers, error)
+	// RaiseDelivered moves user's delivered watermark of the conversation up to seq: a device
+	// of user acknowledged that message. Never lowered; a member it does not hold is a no-op.
+	RaiseDelivered(ctx context.Context, tenant string, conversationID, user, seq int64) error
+	// DeliveredTo is how far user's devices got the conversation's messages: the delivered
+	// watermark, or the read one where that is further (what was read was delivered).
+	DeliveredTo(ctx context.Context, tenant string, conversationID, user int64) (int64, error)
 }

@@ -15,8 +15,10 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/goccy/go-yaml"
 
+	"github.com/imdhq/imd/core/domain/msgref"
 	"github.com/imdhq/imd/core/domain/tenant"
 	"github.com/imdhq/imd/core/loop/retention"
+	"github.com/imdhq/imd/core/usecase/reactions"
 )
 
 // Config is the whole server configuration.
@@ -37,6 +39,7 @@ type Config struct {
 	Cluster     Cluster    `yaml:"cluster"`
 	Presence    Presence   `yaml:"presence"`
 	Receipts    Receipts   `yaml:"receipts"`
+	Reactions   Reactions  `yaml:"reactions"`
 	Push        Push       `yaml:"push"`
 	Message     Message    `yaml:"message"`
 	RateLimit   RateLimit  `yaml:"rate_limit"`
@@ -235,6 +238,16 @@ type Presence struct {
 // of at most group_limit members; bigger groups get the counts only.
 type Receipts struct {
 	GroupLimit int `yaml:"group_limit"`
+}
+
+// Reactions bounds reactions and pins (issue 31): at most per_message distinct emojis on one
+// message, per_user emojis of one user on one message, and pins_per_conversation pinned
+// messages in one conversation (its pinned list stays one short read). Past a bound an ADD is
+// refused, never an old one dropped.
+type Reactions struct {
+	PerMessage          int `yaml:"per_message"`
+	PerUser             int `yaml:"per_user"`
+	PinsPerConversation int `yaml:"pins_per_conversation"`
 }
 
 // Push is the system push service the deliver worker hands missed messages to (seed 003
@@ -486,6 +499,8 @@ func Default() Config {
 			HealLookback: time.Minute},
 		Cluster:  Cluster{LeaseTTL: 10 * time.Second, Backlog: 10_000},
 		Receipts: Receipts{GroupLimit: 200},
+		Reactions: Reactions{PerMessage: reactions.DefaultPerMessage, PerUser: reactions.DefaultPerUser,
+			PinsPerConversation: msgref.MaxPins},
 		Presence: Presence{GroupLimit: 200, TypingGroupLimit: 200, TypingExpires: 6 * time.Second, TypingPerDevice: 10,
 			TypingWindow: 10 * time.Second},
 		Push:     Push{Timeout: 2 * time.Second, Queue: 10_000, Attempts: 4, Backoff: time.Second, MaxBackoff: time.Minute, APNs: APNs{Host: "production"}},
@@ -553,6 +568,9 @@ func (c Config) Validate() error {
 	}
 	if c.MySQL.DSN == "" {
 		errs = append(errs, errors.New("mysql.dsn is required"))
+	}
+	if r := c.Reactions; r.PerMessage <= 0 || r.PerUser <= 0 || r.PinsPerConversation <= 0 {
+		errs = append(errs, errors.New("reactions.per_message, reactions.per_user and reactions.pins_per_conversation must be positive"))
 	}
 	if c.TCP.TLS != "off" && c.TCP.TLS != "native" {
 		errs = append(errs, errors.New("tcp.tls must be off or native"))

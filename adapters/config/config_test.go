@@ -89,6 +89,8 @@ func TestValidateRejects(t *testing.T) {
 		{"bad duration", []string{"IMD_DELIVER_TAKE_TIMEOUT=soon"}, "IMD_DELIVER_TAKE_TIMEOUT"},
 		{"no heal lookback", []string{"IMD_DELIVER_HEAL_LOOKBACK=0s"}, "heal_lookback"},
 		{"heal past the markers' life", []string{"IMD_DELIVER_DONE_TTL=2m", "IMD_DELIVER_HEAL_LOOKBACK=1m", "IMD_DELIVER_REPAIR_INTERVAL=10s", "IMD_DELIVER_REPAIR_SETTLE=41s"}, "at most done_ttl"},
+		{"no pins", []string{"IMD_REACTIONS_PINS_PER_CONVERSATION=0"}, "reactions.per_message, reactions.per_user and reactions.pins_per_conversation"},
+		{"negative reactions per user", []string{"IMD_REACTIONS_PER_USER=-1"}, "reactions.per_message"},
 		{"no recall window", []string{"IMD_MESSAGE_RECALL_WINDOW=0s"}, "recall_window"},
 		{"negative rate limit", []string{"IMD_RATE_LIMIT_PER_IP_MESSAGE_PER_SECOND=-1"}, "rate_limit"},
 		{"no handshake timeout", []string{"IMD_TCP_HANDSHAKE_TIMEOUT=0s"}, "handshake_timeout"},

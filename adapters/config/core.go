@@ -22,6 +22,7 @@ import (
 	"github.com/imdhq/imd/core/usecase/longsearch"
 	"github.com/imdhq/imd/core/usecase/modify"
 	"github.com/imdhq/imd/core/usecase/presence"
+	"github.com/imdhq/imd/core/usecase/reactions"
 	"github.com/imdhq/imd/core/usecase/receipts"
 	"github.com/imdhq/imd/core/usecase/tenantregistry"
 	"github.com/imdhq/imd/core/usecase/typing"
@@ -158,6 +159,12 @@ func (c Config) Typing() typing.Config {
 // ReadReceipts is the receipts section as the receipts use case's configuration.
 func (c Config) ReadReceipts() receipts.Config {
 	return receipts.Config{GroupLimit: c.Receipts.GroupLimit}
+}
+
+// ReactionLimits is the reactions section as the reactions use case's configuration.
+func (c Config) ReactionLimits() reactions.Config {
+	r := c.Reactions
+	return reactions.Config{PerMessage: r.PerMessage, PerUser: r.PerUser, MaxPins: r.PinsPerConversation}
 }
 
 // TenantRegistry is the configured tenants; the registry's own database is no tenant's name.

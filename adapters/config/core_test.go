@@ -3,6 +3,8 @@ package config
 import (
 	"testing"
 	"time"
+
+	"github.com/imdhq/imd/core/usecase/reactions"
 )
 
 // The core's configs carry the file's values (each translation checked on one value or two).
@@ -14,6 +16,7 @@ func TestCoreConfigs(t *testing.T) {
 	c.Shard.SeqHoleAfter, c.Uploads.MaxSize, c.Archive.ChunkRows = time.Hour, 5, 11
 	c.Archive.ChunkCache, c.Search.Queue, c.Cluster.Backlog = 13, 17, 19
 	c.Tenants = []Tenant{{Name: "acme"}}
+	c.Reactions = Reactions{PerMessage: 3, PerUser: 2, PinsPerConversation: 5}
 
 	checks := []struct {
 		name string
@@ -30,6 +33,7 @@ func TestCoreConfigs(t *testing.T) {
 		{"archive caches", c.ArchiveCaches().Chunks == 13},
 		{"search indexing", c.SearchIndexing().Queue == 17},
 		{"nodes", c.Nodes().Backlog == 19},
+		{"reactions", c.ReactionLimits() == reactions.Config{PerMessage: 3, PerUser: 2, MaxPins: 5}},
 		{"node loops", c.NodeLoops().Retention == c.Archive.RetentionInterval && c.NodeLoops().ShardCheck == c.Shard.CheckInterval &&
 			c.NodeLoops().SeqHoleSweep == c.Shard.SeqHoleSweepInterval},
 		{"tenants", len(c.TenantRegistry().Configured) == 1 && c.TenantRegistry().Configured[0].Database == c.Tenants[0].DatabaseName() &&

@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"slices"
+	"sync"
 
 	"github.com/imdhq/imd/core/domain/dialog"
 	"github.com/imdhq/imd/ports"
@@ -14,13 +15,16 @@ type Receipts struct {
 	dir      *Directory
 	reads    *ReadStore
 	settings *Presence
+
+	mu        sync.Mutex
+	delivered map[memberKey]int64
 }
 
 var _ ports.ReadReceipts = (*Receipts)(nil)
 
 // NewReceipts returns read receipts over those stores.
 func NewReceipts(dir *Directory, reads *ReadStore, settings *Presence) *Receipts {
-	return &Receipts{dir: dir, reads: reads, settings: settings}
+	return &Receipts{dir: dir, reads: reads, settings: settings, delivered: map[memberKey]int64{}}
 }
 
 // ReadBy implements ports.ReadReceipts.
@@ -51,4 +55,37 @@ func (r *Receipts) ReadBy(ctx context.Context, tenant string, conversationID, se
 		}
 	}
 	return out, nil
+}
+
+// member tells whether user is a member of the conversation.
+func (r *Receipts) member(tenant string, conversationID, user int64) bool {
+	r.dir.mu.Lock()
+	defer r.dir.mu.Unlock()
+	return r.dir.graph(tenant).members[conversationID][user]
+}
+
+// RaiseDelivered implements ports.ReadReceipts.
+func (r *Receipts) RaiseDelivered(_ context.Context, tenant string, conversationID, user, seq int64) error {
+	if !r.member(tenant, conversationID, user) {
+		return nil
+	}
+	k := memberKey{tenant, conversationID, user}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.delivered[k] = max(r.delivered[k], seq)
+	return nil
+}
+
+// DeliveredTo implements ports.ReadReceipts.
+func (r *Receipts) DeliveredTo(_ context.Context, tenant string, conversationID, user int64) (int64, error) {
+	if !r.member(tenant, conversationID, user) {
+		return 0, nil
+	}
+	k := memberKey{tenant, conversationID, user}
+	r.reads.mu.Lock()
+	read := r.reads.marks[k].seq
+	r.reads.mu.Unlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return max(r.delivered[k], read), nil
 }

@@ -2,6 +2,8 @@ package mysql
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 
 	"github.com/imdhq/imd/adapters/mysql/sqlcdb"
@@ -41,4 +43,32 @@ func (r *Receipts) ReadBy(ctx context.Context, tenant string, conversationID, se
 		return dialog.Readers{}, fmt.Errorf("reader ids of seq %d of conversation %d of %s: %w", seq, conversationID, tenant, err)
 	}
 	return out, nil
+}
+
+// RaiseDelivered implements ports.ReadReceipts: one conditional UPDATE of the member's row (0017).
+func (r *Receipts) RaiseDelivered(ctx context.Context, tenant string, conversationID, user, seq int64) error {
+	t, err := r.cluster.tenant(tenant)
+	if err != nil {
+		return err
+	}
+	if err := t.q.RaiseDelivered(ctx, sqlcdb.RaiseDeliveredParams{Seq: seq, ConversationID: conversationID, UserID: user}); err != nil {
+		return fmt.Errorf("delivered mark of user %d in conversation %d of %s: %w", user, conversationID, tenant, err)
+	}
+	return nil
+}
+
+// DeliveredTo implements ports.ReadReceipts; a user who is no member has 0.
+func (r *Receipts) DeliveredTo(ctx context.Context, tenant string, conversationID, user int64) (int64, error) {
+	t, err := r.cluster.tenant(tenant)
+	if err != nil {
+		return 0, err
+	}
+	seq, err := t.q.DeliveredSeq(ctx, sqlcdb.DeliveredSeqParams{ConversationID: conversationID, UserID: user})
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return 0, nil
+	case err != nil:
+		return 0, fmt.Errorf("delivered mark of user %d in conversation %d of %s: %w", user, conversationID, tenant, err)
+	}
+	return seq, nil
 }

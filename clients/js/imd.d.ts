@@ -268,6 +268,8 @@ export interface ReadState {
   read: number;
   of: number;
   readers?: number[];
+  /** P2P only: every message of yours up to this seq reached a device of the peer (✓✓), also while you were away. */
+  delivered_seq?: number;
 }
 
 export interface Events {

@@ -624,8 +624,9 @@ function onReceipt(p) {
 }
 
 // askReadState asks READ_STATE after one's newest messages of the open conversation, one at
-// a time: in P2P the newest the peer read answers for all before it (RECEIPT pushes are live
-// only, so after a load or reconnect this is where ✓✓ read comes from).
+// a time: in P2P the newest the peer read answers for all before it, and the peer's delivered
+// mark for every message up to it (RECEIPT pushes are live only, so after a load or reconnect
+// this is where ✓✓ and ✓✓ read come from).
 function askReadState() {
   const topic = app.current;
   if (app.readStateAsked === topic) return;
@@ -638,7 +639,11 @@ function askReadState() {
       if (topic !== app.current) return;
       if (!peerOf(topic)) {
         app.readBy.set(seq, s);
-      } else if (s.read) {
+        continue;
+      }
+      // The peer's delivered mark answers for every message up to it, delivered while away too.
+      if (s.delivered_seq) onReceipt({ topic, delivered_seq: s.delivered_seq });
+      if (s.read) {
         onReceipt({ topic, read_seq: seq });
         return;
       }

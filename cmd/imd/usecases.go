@@ -258,8 +258,8 @@ func newModify(cfg config.Config, p Ports, r messageReads, log *slog.Logger, res
 
 // newReactions keeps reactions and pins; history finds the message in any month and the send
 // path announces each change (issue 31).
-func newReactions(p Ports, log *slog.Logger, resolver *conversation.Resolver, h *history.Service, events *send.Service) *reactions.Service {
-	return reactions.New(reactions.Config{}, reactions.Deps{
+func newReactions(cfg config.Config, p Ports, log *slog.Logger, resolver *conversation.Resolver, h *history.Service, events *send.Service) *reactions.Service {
+	return reactions.New(cfg.ReactionLimits(), reactions.Deps{
 		Reactions: p.Reactions,
 		Pins:      p.Pins,
 		Groups:    p.Groups,

@@ -19,7 +19,8 @@
 #                    off:    Nginx terminates TLS, imd runs tcp.tls: off + proxy_protocol: true
 #                    native: TLS passes through, imd runs tcp.tls: native + proxy_protocol: true
 #                            with cert_file/key_file = <state>/nginx/certs/im.{crt,key}
-#   --imd-tcp A    IMD_NGINX_IMD_TCP   imd's TCP listener, host:port or unix:/path
+#   --imd-tcp A    IMD_NGINX_IMD_TCP   imd's TCP listener, host:port or unix:/path; several
+#                                      nodes comma-separated (run-nodes.sh)
 #                                                                   (default 127.0.0.1:9000)
 #                  a unix socket must be writable by Nginx's workers (user nobody)
 #   --imd-http A   IMD_NGINX_IMD_HTTP  imd's HTTP listener          (default 127.0.0.1:8080)

@@ -11,8 +11,9 @@
 #                    native - Nginx passes the TLS through, imd gets PROXY + TLS
 #   DOMAIN         serves im.DOMAIN and api.DOMAIN
 #   LISTEN         public stream listener: port, or addr:port (e.g. 443, 127.0.0.1:8443)
-#   IMD_TCP        imd's TCP listener: host:port or unix:/path
-#   IMD_HTTP       imd's HTTP listener: host:port
+#   IMD_TCP        imd's TCP listener: host:port or unix:/path; several nodes comma-separated
+#   IMD_HTTP       imd's HTTP listener: host:port; several nodes comma-separated (the order
+#                  of IMD_TCP's), each a server of one upstream (go tool task run NODES=3)
 #   API_HOP        loopback addr:port of the TLS-terminating HTTP server for api.DOMAIN
 #   IM_HOP         loopback addr:port of the TLS-terminating stream hop (used in mode off)
 #   SINK_HOP       loopback addr:port of the ssl_reject_handshake sink for unknown SNI
@@ -64,18 +65,25 @@ check() {
 }
 check DOMAIN '[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?'
 check LISTEN '([0-9]+|[0-9.]+:[0-9]+|\[[0-9A-Fa-f:]+\]:[0-9]+)'
-check IMD_TCP '(unix:/[^ ;{}]+|[A-Za-z0-9.:_-]+:[0-9]+|\[[0-9A-Fa-f:]+\]:[0-9]+)'
-check IMD_HTTP '([A-Za-z0-9.:_-]+:[0-9]+|\[[0-9A-Fa-f:]+\]:[0-9]+)'
+tcp_addr='(unix:/[^ ;{},]+|[A-Za-z0-9.:_-]+:[0-9]+|\[[0-9A-Fa-f:]+\]:[0-9]+)'
+http_addr='([A-Za-z0-9.:_-]+:[0-9]+|\[[0-9A-Fa-f:]+\]:[0-9]+)'
+check IMD_TCP "$tcp_addr(,$tcp_addr)*"
+check IMD_HTTP "$http_addr(,$http_addr)*"
 check API_HOP '(127\.[0-9.]+|\[::1\]):[0-9]+'
 check IM_HOP '(127\.[0-9.]+|\[::1\]):[0-9]+'
 check SINK_HOP '(127\.[0-9.]+|\[::1\]):[0-9]+'
 check CERT_DIR '/[^ ;{}]*'
 check RUN_DIR '/[^ ;{}]*'
 check LOG_DIR '/[^ ;{}]*'
+# servers LIST: one upstream server line per comma-separated address.
+servers() { printf '%s\n' "$1" | tr ',' '\n' | sed 's/.*/server &;/' | tr '\n' ' '; }
+IMD_TCP_SERVERS=$(servers "$IMD_TCP")
+IMD_HTTP_SERVERS=$(servers "$IMD_HTTP")
+
 case "$NGINX_MODULES" in *'{'* | *'}'*) die "NGINX_MODULES may hold load_module lines only" ;; esac
 
-export MODE DOMAIN LISTEN IMD_TCP IMD_HTTP API_HOP IM_HOP SINK_HOP CERT_DIR RUN_DIR LOG_DIR NGINX_MODULES IM_UPSTREAM
-vars='${NGINX_MODULES} ${RUN_DIR} ${LOG_DIR} ${LISTEN} ${DOMAIN} ${CERT_DIR} ${IM_UPSTREAM} ${API_HOP} ${IM_HOP} ${SINK_HOP} ${IMD_TCP} ${IMD_HTTP}'
+export MODE DOMAIN LISTEN IMD_TCP IMD_HTTP IMD_TCP_SERVERS IMD_HTTP_SERVERS API_HOP IM_HOP SINK_HOP CERT_DIR RUN_DIR LOG_DIR NGINX_MODULES IM_UPSTREAM
+vars='${NGINX_MODULES} ${RUN_DIR} ${LOG_DIR} ${LISTEN} ${DOMAIN} ${CERT_DIR} ${IM_UPSTREAM} ${API_HOP} ${IM_HOP} ${SINK_HOP} ${IMD_TCP} ${IMD_HTTP} ${IMD_TCP_SERVERS} ${IMD_HTTP_SERVERS}'
 
 if [ "$out" = - ]; then
 	rendered=$(envsubst "$vars" <"$template")

@@ -42,6 +42,7 @@ func ReadStore(t *testing.T, fresh func(t *testing.T) ReadFixture) {
 		{"mute flags", readMuted},
 		{"find by msg_id in a month", findByID},
 		{"readers come from the watermarks", readReaders},
+		{"the delivered watermark only rises", readDelivered},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -225,4 +226,31 @@ func readReaders(t *testing.T, f ReadFixture) {
 	}
 	check(1, 10, dialog.Readers{Read: 1, Of: 2, Users: []int64{2}})
 	check(3, 10, dialog.Readers{Read: 0, Of: 2, Users: []int64{}})
+}
+
+// readDelivered checks the delivered watermark of ports.ReadReceipts: it only rises, a read
+// past it counts as delivered, and a user who is no member has none.
+func readDelivered(t *testing.T, f ReadFixture) {
+	ctx := context.Background()
+	msgs := readGroup(t, f, 4)
+	check := func(user, want int64) {
+		t.Helper()
+		got, err := f.Receipts.DeliveredTo(ctx, f.Tenant, 500, user)
+		if err != nil || got != want {
+			t.Fatalf("DeliveredTo(user %d) = %d, %v; want %d", user, got, err, want)
+		}
+	}
+	check(2, 0)
+	for _, step := range []struct{ seq, want int64 }{{2, 2}, {1, 2}, {3, 3}} {
+		if err := f.Receipts.RaiseDelivered(ctx, f.Tenant, 500, 2, step.seq); err != nil {
+			t.Fatal(err)
+		}
+		check(2, step.want)
+	}
+	mustAdvance(t, f, 2, 4, msgs[3].MsgID, 4, true)
+	check(2, 4)
+	if err := f.Receipts.RaiseDelivered(ctx, f.Tenant, 500, 99, 3); err != nil {
+		t.Fatal(err)
+	}
+	check(99, 0)
 }

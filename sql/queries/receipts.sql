@@ -18,3 +18,15 @@ LIMIT ?;
 
 -- name: CountMembers :one
 SELECT COUNT(*) FROM t_conversation_members WHERE conversation_id = ? AND user_id <> ?;
+
+-- The delivered watermark (0017) only moves forward: a late ack of an older message changes
+-- nothing.
+-- name: RaiseDelivered :exec
+UPDATE t_conversation_members SET delivered_seq = CAST(sqlc.arg(seq) AS SIGNED)
+WHERE conversation_id = sqlc.arg(conversation_id) AND user_id = sqlc.arg(user_id)
+  AND delivered_seq < CAST(sqlc.arg(seq) AS SIGNED);
+
+-- A message read was delivered too, whether or not its ack was counted.
+-- name: DeliveredSeq :one
+SELECT CAST(GREATEST(delivered_seq, last_read_seq) AS SIGNED) AS delivered FROM t_conversation_members
+WHERE conversation_id = ? AND user_id = ?;

@@ -310,8 +310,9 @@ type TConversationMember struct {
 	JoinedAt       time.Time
 	Muted          int8
 	// owner/admin/member
-	Role       string
-	MutedUntil sql.NullTime
+	Role         string
+	MutedUntil   sql.NullTime
+	DeliveredSeq int64
 }
 
 type TDailyStat struct {

@@ -49,6 +49,24 @@ func (q *Queries) CountReaders(ctx context.Context, arg CountReadersParams) (int
 	return count, err
 }
 
+const deliveredSeq = `-- name: DeliveredSeq :one
+SELECT CAST(GREATEST(delivered_seq, last_read_seq) AS SIGNED) AS delivered FROM t_conversation_members
+WHERE conversation_id = ? AND user_id = ?
+`
+
+type DeliveredSeqParams struct {
+	ConversationID int64
+	UserID         int64
+}
+
+// A message read was delivered too, whether or not its ack was counted.
+func (q *Queries) DeliveredSeq(ctx context.Context, arg DeliveredSeqParams) (int64, error) {
+	row := q.db.QueryRowContext(ctx, deliveredSeq, arg.ConversationID, arg.UserID)
+	var delivered int64
+	err := row.Scan(&delivered)
+	return delivered, err
+}
+
 const listReaders = `-- name: ListReaders :many
 SELECT m.user_id FROM t_conversation_members m
 LEFT JOIN t_user_settings s ON s.user_id = m.user_id
@@ -91,4 +109,28 @@ func (q *Queries) ListReaders(ctx context.Context, arg ListReadersParams) ([]int
 		return nil, err
 	}
 	return items, nil
+}
+
+const raiseDelivered = `-- name: RaiseDelivered :exec
+UPDATE t_conversation_members SET delivered_seq = CAST(? AS SIGNED)
+WHERE conversation_id = ? AND user_id = ?
+  AND delivered_seq < CAST(? AS SIGNED)
+`
+
+type RaiseDeliveredParams struct {
+	Seq            int64
+	ConversationID int64
+	UserID         int64
+}
+
+// The delivered watermark (0017) only moves forward: a late ack of an older message changes
+// nothing.
+func (q *Queries) RaiseDelivered(ctx context.Context, arg RaiseDeliveredParams) error {
+	_, err := q.db.ExecContext(ctx, raiseDelivered,
+		arg.Seq,
+		arg.ConversationID,
+		arg.UserID,
+		arg.Seq,
+	)
+	return err
 }

@@ -37,7 +37,7 @@ func (d *Dispatcher) readState(ctx context.Context, r *request) (any, error) {
 func WireReadState(st receipts.State) wire.ReadState {
 	return wire.ReadState{
 		Topic: st.Topic, ConversationID: st.ConversationID, Seq: st.Seq,
-		Read: st.Readers.Read, Of: st.Readers.Of, Readers: st.Readers.Users,
+		Read: st.Readers.Read, Of: st.Readers.Of, Readers: st.Readers.Users, DeliveredSeq: st.DeliveredSeq,
 	}
 }
 

@@ -35,4 +35,7 @@ type ReadState struct {
 	Read           int     `json:"read"`
 	Of             int     `json:"of"`
 	Readers        []int64 `json:"readers,omitempty"`
+	// DeliveredSeq is, in P2P, how far the peer's devices got the conversation: every message
+	// of yours up to it is delivered (✓✓), also while you were away. Absent in groups.
+	DeliveredSeq int64 `json:"delivered_seq,omitempty"`
 }

@@ -11,7 +11,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"reflect"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/imdhq/imd/core/domain/apperr"
@@ -89,7 +91,15 @@ type Draft struct {
 	Mentions    []int64
 	MentionAll  bool
 	ReplySeq    int64
+	// Forward is the origin reference the server itself puts under content.forward: the
+	// forward command's, or the one the edited message already carries. Content may carry
+	// that one only, and none at all when this is nil, so a reference always comes from the
+	// server (issue 31 part 5, DESIGN §13 "Forwarding").
+	Forward json.RawMessage
 }
+
+// ForwardMember is the content member that holds a forwarded copy's origin reference.
+const ForwardMember = "forward"
 
 // Validate checks a draft against the content rules; it writes nothing.
 func (d Draft) Validate() error {
@@ -106,6 +116,9 @@ func (d Draft) Validate() error {
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(d.Content, &obj); err != nil || obj == nil {
 		return apperr.New(apperr.InvalidArgument, "content must be a JSON object")
+	}
+	if err := d.validateForward(d.Content); err != nil {
+		return err
 	}
 	if media {
 		var key string
@@ -131,6 +144,51 @@ func (d Draft) Validate() error {
 		return apperr.New(apperr.InvalidArgument, "reply_seq must not be negative")
 	}
 	return nil
+}
+
+// validateForward refuses a content.forward the server did not set. Any spelling counts (Go
+// decodes a member into a struct field whatever its case, so "Forward" would pass for one), and
+// every repeat of it (readers differ on which of two they keep), so each member is read in turn.
+func (d Draft) validateForward(content json.RawMessage) error {
+	refused := apperr.New(apperr.InvalidArgument, "content.forward is set by the server's forward command only")
+	dec := json.NewDecoder(bytes.NewReader(content))
+	if _, err := dec.Token(); err != nil { // the object's "{", which Validate has checked
+		return refused
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return refused
+		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return refused
+		}
+		name, _ := tok.(string)
+		if strings.EqualFold(name, ForwardMember) && (name != ForwardMember || d.Forward == nil || !SameJSON(raw, d.Forward)) {
+			return refused
+		}
+	}
+	return nil
+}
+
+// SameJSON tells whether two JSON texts hold the same value, whatever their spacing and
+// member order.
+func SameJSON(a, b json.RawMessage) bool {
+	var va, vb any
+	if json.Unmarshal(a, &va) != nil || json.Unmarshal(b, &vb) != nil {
+		return false
+	}
+	return reflect.DeepEqual(va, vb)
+}
+
+// ForwardOf is the origin reference content carries under content.forward, nil when none.
+func ForwardOf(content json.RawMessage) json.RawMessage {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(content, &obj) != nil {
+		return nil
+	}
+	return obj[ForwardMember]
 }
 
 // MaxImageSide bounds content.width and content.height.

@@ -40,6 +40,15 @@ func TestValidate(t *testing.T) {
 		{"thumbnail the original", Draft{ClientMsgID: "c", Type: "image", Content: image(`"thumb_key":"` + issuedKey + `"`)}, apperr.InvalidArgument},
 		{"thumbnail not a string", Draft{ClientMsgID: "c", Type: "image", Content: image(`"thumb_key":7`)}, apperr.InvalidArgument},
 		{"thumbnail as the key", Draft{ClientMsgID: "c", Type: "image", Content: json.RawMessage(`{"key":"` + issuedKey + `.thumb.jpg"}`)}, apperr.InvalidArgument},
+		// Issue 31: content.forward is the server's alone, in any spelling.
+		{"client forward", Draft{ClientMsgID: "c", Type: "text", Content: json.RawMessage(`{"text":"hi","forward":` + serverRef + `}`)}, apperr.InvalidArgument},
+		{"client Forward", Draft{ClientMsgID: "c", Type: "text", Content: json.RawMessage(`{"text":"hi","Forward":` + serverRef + `}`)}, apperr.InvalidArgument},
+		{"client forward null", Draft{ClientMsgID: "c", Type: "text", Content: json.RawMessage(`{"text":"hi","forward":null}`)}, apperr.InvalidArgument},
+		{"server forward", Draft{ClientMsgID: "c", Type: "text", Content: json.RawMessage(`{"text":"hi","forward":` + serverRef + `}`), Forward: json.RawMessage(serverRef)}, apperr.OK},
+		{"server forward reordered", Draft{ClientMsgID: "c", Type: "text", Content: json.RawMessage(`{"forward":{"seq":3,"topic":"grp_1","from":7,"msg_id":9}}`), Forward: json.RawMessage(serverRef)}, apperr.OK},
+		{"another forward than the server's", Draft{ClientMsgID: "c", Type: "text", Content: json.RawMessage(`{"forward":{"topic":"grp_2","seq":3,"msg_id":9,"from":7}}`), Forward: json.RawMessage(serverRef)}, apperr.InvalidArgument},
+		{"server forward beside a Forward", Draft{ClientMsgID: "c", Type: "text", Content: json.RawMessage(`{"forward":` + serverRef + `,"FORWARD":` + serverRef + `}`), Forward: json.RawMessage(serverRef)}, apperr.InvalidArgument},
+		{"server forward dropped", Draft{ClientMsgID: "c", Type: "text", Content: json.RawMessage(`{"text":"edited"}`), Forward: json.RawMessage(serverRef)}, apperr.OK},
 		{"zero width", Draft{ClientMsgID: "c", Type: "image", Content: image(`"width":0`)}, apperr.InvalidArgument},
 		{"fractional height", Draft{ClientMsgID: "c", Type: "image", Content: image(`"height":1.5`)}, apperr.InvalidArgument},
 		{"height beyond the bound", Draft{ClientMsgID: "c", Type: "image", Content: image(`"height":2000000`)}, apperr.InvalidArgument},
@@ -107,6 +116,51 @@ func FuzzMediaKey(f *testing.F) {
 		}
 		if !ok || !objectkey.Valid(key) || strings.Contains(key, "..") || strings.HasPrefix(key, "/") {
 			t.Fatalf("accepted %s draft %s references %q (ok %v)", typ, content, key, ok)
+		}
+	})
+}
+
+// serverRef is an origin reference as the forward command writes it.
+const serverRef = `{"topic":"grp_1","seq":3,"msg_id":9,"from":7}`
+
+// FuzzForwardFromServer: whatever content a client sends, a draft Validate accepts carries no
+// forward reference, in any spelling, unless the server set it, and then only the server's
+// (issue 31 part 5).
+func FuzzForwardFromServer(f *testing.F) {
+	for _, seed := range []string{
+		`{"text":"hi"}`, `{"forward":` + serverRef + `}`, `{"Forward":` + serverRef + `}`, `{"forward":null}`,
+		`{"forward":` + serverRef + `,"forward":{"topic":"grp_2","seq":1,"msg_id":1,"from":1}}`,
+		`{"forward":{"topic":"grp_2","seq":1,"msg_id":1,"from":1},"forward":` + serverRef + `}`, `{"fOrWaRd":1}`,
+	} {
+		f.Add(seed, false)
+		f.Add(seed, true)
+	}
+	f.Fuzz(func(t *testing.T, content string, server bool) {
+		d := Draft{ClientMsgID: "c", Type: "text", Content: json.RawMessage(content)}
+		if server {
+			d.Forward = json.RawMessage(serverRef)
+		}
+		if d.Validate() != nil {
+			return
+		}
+		// Every member as a streaming reader meets it, duplicates included.
+		dec := json.NewDecoder(strings.NewReader(content))
+		if _, err := dec.Token(); err != nil {
+			t.Fatalf("accepted content %s: %v", content, err)
+		}
+		for dec.More() {
+			tok, err := dec.Token()
+			if err != nil {
+				t.Fatalf("accepted content %s: %v", content, err)
+			}
+			var value json.RawMessage
+			if err := dec.Decode(&value); err != nil {
+				t.Fatalf("accepted content %s: %v", content, err)
+			}
+			name, _ := tok.(string)
+			if strings.EqualFold(name, ForwardMember) && (!server || name != ForwardMember || !SameJSON(value, d.Forward)) {
+				t.Fatalf("accepted content %s (server reference %v) carries %q: %s", content, server, name, value)
+			}
 		}
 	})
 }

@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/imdhq/imd/core/domain/apperr"
 	"github.com/imdhq/imd/core/domain/message"
@@ -69,14 +70,14 @@ func (s *Service) Forward(ctx context.Context, r Request) (send.Result, error) {
 	if err != nil {
 		return send.Result{}, err
 	}
-	content, err := withOrigin(orig)
+	content, ref, err := withOrigin(orig)
 	if err != nil {
 		return send.Result{}, err
 	}
 	return s.d.Sender.Send(ctx, send.Request{
 		Tenant: r.Tenant, From: r.User, FromDevice: r.Device, Address: r.To, MsgID: r.MsgID,
 		// Mentions and the reply refer to the origin's conversation, so the copy has none.
-		Draft: message.Draft{ClientMsgID: r.ClientMsgID, Type: orig.Type, Content: content},
+		Draft: message.Draft{ClientMsgID: r.ClientMsgID, Type: orig.Type, Content: content, Forward: ref},
 	})
 }
 
@@ -106,23 +107,30 @@ func (s *Service) origin(ctx context.Context, r Request) (message.Message, error
 	return m, nil
 }
 
-// withOrigin is the origin's content with the reference set under "forward"; a reference the
-// origin carried, itself a forward, gives way to the message forwarded now.
-func withOrigin(m message.Message) (json.RawMessage, error) {
+// withOrigin is the origin's content with the reference set under "forward", and the
+// reference; a reference the origin carried, itself a forward, gives way to the message
+// forwarded now.
+func withOrigin(m message.Message) (content, ref json.RawMessage, err error) {
 	fields := map[string]json.RawMessage{}
 	if len(m.Content) > 0 {
 		if err := json.Unmarshal(m.Content, &fields); err != nil {
-			return nil, apperr.Wrap(apperr.Internal, "internal error", fmt.Errorf("content of %s seq %d: %w", m.Topic, m.Seq, err))
+			return nil, nil, apperr.Wrap(apperr.Internal, "internal error", fmt.Errorf("content of %s seq %d: %w", m.Topic, m.Seq, err))
 		}
 	}
-	ref, err := json.Marshal(Origin{Topic: m.Topic, Seq: m.Seq, MsgID: m.MsgID, From: m.From})
-	if err != nil {
-		return nil, apperr.Wrap(apperr.Internal, "internal error", err)
+	// Any spelling of the member goes: the copy carries the server's reference alone.
+	for name := range fields {
+		if strings.EqualFold(name, message.ForwardMember) {
+			delete(fields, name)
+		}
 	}
-	fields["forward"] = ref
-	out, err := json.Marshal(fields)
+	ref, err = json.Marshal(Origin{Topic: m.Topic, Seq: m.Seq, MsgID: m.MsgID, From: m.From})
 	if err != nil {
-		return nil, apperr.Wrap(apperr.Internal, "internal error", err)
+		return nil, nil, apperr.Wrap(apperr.Internal, "internal error", err)
 	}
-	return out, nil
+	fields[message.ForwardMember] = ref
+	content, err = json.Marshal(fields)
+	if err != nil {
+		return nil, nil, apperr.Wrap(apperr.Internal, "internal error", err)
+	}
+	return content, ref, nil
 }

@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"reflect"
 	"strconv"
 	"time"
 
@@ -157,7 +156,7 @@ func (s *Service) Edit(ctx context.Context, r EditRequest) (message.Message, err
 			return message.Message{}, message.ErrNotFound
 		case cur.Status == message.StatusRecalled:
 			return message.Message{}, apperr.New(apperr.Conflict, "the message was recalled")
-		case cur.Version == r.Version+1 && !cur.EditedAt.IsZero() && sameJSON(cur.Content, r.Content):
+		case cur.Version == r.Version+1 && !cur.EditedAt.IsZero() && message.SameJSON(cur.Content, r.Content):
 			return message.Message{}, message.ErrUnchanged // this very edit committed before
 		case cur.Version != r.Version:
 			return message.Message{}, apperr.New(apperr.Conflict, fmt.Sprintf("the message is at version %d", cur.Version))
@@ -165,6 +164,8 @@ func (s *Service) Edit(ctx context.Context, r EditRequest) (message.Message, err
 		draft := message.Draft{
 			ClientMsgID: cur.ClientMsgID, Type: cur.Type, Content: r.Content,
 			Mentions: cur.Mentions, MentionAll: cur.MentionAll, ReplySeq: cur.ReplySeq,
+			// A forwarded copy keeps the reference the server gave it, and gets no other.
+			Forward: message.ForwardOf(cur.Content),
 		}
 		if err := draft.Validate(); err != nil {
 			return message.Message{}, err
@@ -389,14 +390,4 @@ func (s *Service) refused(label string, err error) error {
 func (s *Service) failed(label string, err error) error {
 	s.d.Metrics.Inc("message_modify_total", label, "failed")
 	return err
-}
-
-// sameJSON compares two JSON documents by meaning: MySQL may store a document with other
-// spacing and key order than it was sent with.
-func sameJSON(a, b json.RawMessage) bool {
-	var va, vb any
-	if json.Unmarshal(a, &va) != nil || json.Unmarshal(b, &vb) != nil {
-		return false
-	}
-	return reflect.DeepEqual(va, vb)
 }

@@ -100,6 +100,12 @@ func (s *Service) Delivered(ctx context.Context, tenant string, user int64, m *m
 	if !Tells(user, m) {
 		return
 	}
+	// Kept too, so a sender who was away learns it from READ_STATE (issue 31, DESIGN §13): a
+	// lost write only leaves that message at ✓ until a later ack or read, so it is logged, not
+	// retried.
+	if err := s.d.Receipts.RaiseDelivered(ctx, tenant, m.ConversationID, user, m.Seq); err != nil {
+		s.d.Log.WarnContext(ctx, "delivered mark not kept", "tenant", tenant, "user_id", user, "topic", m.Topic, "seq", m.Seq, "err", err)
+	}
 	s.push(ctx, tenant, m.From, "delivered", Receipt{Topic: m.Topic, ConversationID: m.ConversationID, UserID: user, DeliveredSeq: m.Seq})
 }
 
@@ -153,6 +159,9 @@ type State struct {
 	ConversationID int64
 	Seq            int64
 	Readers        dialog.Readers // Users listed only up to GroupLimit members
+	// DeliveredSeq is, in P2P, how far the peer's devices got the conversation (0 in groups):
+	// every message of the sender's up to it is delivered (✓✓).
+	DeliveredSeq int64
 }
 
 // ReadState answers who read message seq: only its sender may ask (40301 for any other
@@ -181,8 +190,14 @@ func (s *Service) ReadState(ctx context.Context, r StateRequest) (State, error) 
 	if err != nil {
 		return State{}, apperr.Wrap(apperr.Busy, "read state unavailable", err)
 	}
+	st := State{Topic: conv.Topic, ConversationID: conv.ID, Seq: r.Seq, Readers: readers}
+	if peer, ok := p2pPeer(conv.Topic, r.User); ok {
+		if st.DeliveredSeq, err = s.d.Receipts.DeliveredTo(ctx, r.Tenant, conv.ID, peer); err != nil {
+			return State{}, apperr.Wrap(apperr.Busy, "read state unavailable", err)
+		}
+	}
 	s.d.Metrics.Inc("read_state_queries_total")
-	return State{Topic: conv.Topic, ConversationID: conv.ID, Seq: r.Seq, Readers: readers}, nil
+	return st, nil
 }
 
 // listLimit is how many readers a READ_STATE of the topic lists: the peer in P2P, every

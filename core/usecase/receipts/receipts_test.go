@@ -157,6 +157,40 @@ func TestP2PReadAndDeliveredReachTheSender(t *testing.T) {
 	}
 }
 
+// TestReadStateTellsWhatWasDeliveredMeanwhile: RECEIPT is live only, so a sender who was away
+// when the peer's device acknowledged learns it from READ_STATE's delivered_seq; a read counts
+// as delivered, and groups have none (issue 31).
+func TestReadStateTellsWhatWasDeliveredMeanwhile(t *testing.T) {
+	w := newWorld(t, 3, 3, 200)
+	p2p := conversation.Address{ToUser: 2}
+	first, second, third := w.send(t, p2p, 1), w.send(t, p2p, 2), w.send(t, p2p, 3)
+	state := func(seq int64) receipts.State {
+		t.Helper()
+		st, err := w.svc.ReadState(t.Context(), receipts.StateRequest{Tenant: tenant, User: 1, Address: p2p, Seq: seq})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	if got := state(first.Seq).DeliveredSeq; got != 0 {
+		t.Fatalf("delivered_seq %d before any ack", got)
+	}
+	w.svc.Delivered(t.Context(), tenant, 2, &second)
+	w.svc.Delivered(t.Context(), tenant, 2, &first) // a late ack lowers nothing
+	if got := state(first.Seq).DeliveredSeq; got != second.Seq {
+		t.Fatalf("delivered_seq %d, want %d", got, second.Seq)
+	}
+	w.read(t, 2, third.Topic, third.Seq)
+	if got := state(third.Seq).DeliveredSeq; got != third.Seq {
+		t.Fatalf("delivered_seq %d after a read of %d", got, third.Seq)
+	}
+	g := w.send(t, conversation.Address{Topic: "grp_10"}, 4)
+	w.svc.Delivered(t.Context(), tenant, 2, &g)
+	if st, err := w.svc.ReadState(t.Context(), receipts.StateRequest{Tenant: tenant, User: 1, Address: conversation.Address{Topic: "grp_10"}, Seq: g.Seq}); err != nil || st.DeliveredSeq != 0 {
+		t.Fatalf("group read state %+v, %v: want no delivered_seq", st, err)
+	}
+}
+
 func TestHiddenReadsAndGroupReadsPushNothing(t *testing.T) {
 	w := newWorld(t, 3, 3, 200)
 	w.hide(t, 2)

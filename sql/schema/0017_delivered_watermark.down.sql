@@ -1,0 +1,1 @@
+ALTER TABLE t_conversation_members DROP COLUMN delivered_seq;
