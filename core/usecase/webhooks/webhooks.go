@@ -28,7 +28,17 @@ type Deps struct {
 	Bots    ports.Bots
 	IDs     ports.IDGenerator
 	Clock   ports.Clock
+	// ReplayWait is how long a replay waits for a running delivery pass to release the lease
+	// before it answers 50301; 0 means DefaultReplayWait.
+	ReplayWait time.Duration
 }
+
+// DefaultReplayWait outlasts a usual delivery pass (one request per due topic, each bounded by
+// webhooks.timeout), so an operator's replay seldom meets a pass it cannot wait out.
+const DefaultReplayWait = 10 * time.Second
+
+// replayPoll is how often a waiting replay tries the lease again.
+const replayPoll = 50 * time.Millisecond
 
 // MaxDeadLetters bounds a page of dead letters.
 const MaxDeadLetters = 100
@@ -136,7 +146,8 @@ const replayLease = 30 * time.Second
 // Replay delivers endpoint id's events again from point on, each topic in order from its
 // first message at or after point (docs/DESIGN.md issue-32 part 2 "Replay from a point").
 // It holds the tenant's delivery lease while it resets the cursors, so no pass writes a cursor
-// over the reset; a pass holding it makes the replay 50301, to be tried again.
+// over the reset; it waits up to ReplayWait for a running pass, then answers 50301, to be
+// tried again.
 func (s *Service) Replay(ctx context.Context, tenant string, id int64, point time.Time) error {
 	if _, err := s.d.Store.Endpoint(ctx, tenant, id); err != nil {
 		return storeErr(err)
@@ -147,18 +158,42 @@ func (s *Service) Replay(ctx context.Context, tenant string, id int64, point tim
 	if point.After(s.d.Clock.Now()) {
 		return apperr.New(apperr.InvalidArgument, "since must not be in the future")
 	}
-	token, ok, err := s.d.Locks.Acquire(ctx, tenant, webhook.LeaseName, replayLease)
+	token, err := s.replayLease(ctx, tenant)
 	if err != nil {
-		return apperr.Wrap(apperr.Busy, "webhook lease unavailable", err)
-	}
-	if !ok {
-		return apperr.New(apperr.Busy, "a delivery pass holds the tenant's webhooks; try the replay again")
+		return err
 	}
 	defer func() {
 		// The replay is done (or failed) either way; a failed release lapses in replayLease.
 		_ = s.d.Locks.Release(context.WithoutCancel(ctx), tenant, webhook.LeaseName, token)
 	}()
 	return storeErr(s.d.Cursors.Replay(ctx, tenant, id, point))
+}
+
+// replayLease takes the tenant's delivery lease for a replay, waiting out a running pass for up
+// to ReplayWait.
+func (s *Service) replayLease(ctx context.Context, tenant string) (string, error) {
+	wait := s.d.ReplayWait
+	if wait <= 0 {
+		wait = DefaultReplayWait
+	}
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	for {
+		token, ok, err := s.d.Locks.Acquire(ctx, tenant, webhook.LeaseName, replayLease)
+		if err != nil {
+			return "", apperr.Wrap(apperr.Busy, "webhook lease unavailable", err)
+		}
+		if ok {
+			return token, nil
+		}
+		select {
+		case <-deadline.C:
+			return "", apperr.New(apperr.Busy, "a delivery pass holds the tenant's webhooks; try the replay again")
+		case <-ctx.Done():
+			return "", apperr.Wrap(apperr.Busy, "replay ended while a delivery pass held the lease", ctx.Err())
+		case <-time.After(replayPoll):
+		}
+	}
 }
 
 // Delete removes endpoint id, then its progress and dead letters. The loop reads progress only

@@ -23,11 +23,43 @@ func newService() (*webhooks.Service, *memory.WebhookCursors) {
 func newServiceWithLocks() (*webhooks.Service, *memory.WebhookCursors, *memory.Locks) {
 	clock := memory.NewClock(time.Date(2030, 2, 3, 4, 5, 6, 0, time.UTC))
 	cursors, locks := memory.NewWebhookCursors(), memory.NewLocks(clock.Now)
-	return webhooks.New(webhooks.Deps{Store: memory.NewWebhookEndpoints(), Cursors: cursors, Locks: locks, IDs: memory.NewIDs(clock), Clock: clock}), cursors, locks
+	return webhooks.New(webhooks.Deps{Store: memory.NewWebhookEndpoints(), Cursors: cursors, Locks: locks, IDs: memory.NewIDs(clock), Clock: clock,
+		ReplayWait: 120 * time.Millisecond}), cursors, locks
+}
+
+// A replay waits out a delivery pass that releases the lease within ReplayWait, then resets.
+func TestReplayWaitsOutARunningPass(t *testing.T) {
+	ctx := context.Background()
+	s, cursors, locks := newServiceWithLocks()
+	e, err := s.Create(ctx, tenant, valid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cursors.SetTopicCursor(ctx, tenant, e.ID, "grp_1", 7); err != nil {
+		t.Fatal(err)
+	}
+	token, ok, err := locks.Acquire(ctx, tenant, webhook.LeaseName, time.Minute)
+	if err != nil || !ok {
+		t.Fatalf("Acquire = %v, %v", ok, err)
+	}
+	released := make(chan error, 1)
+	go func() {
+		time.Sleep(60 * time.Millisecond)
+		released <- locks.Release(ctx, tenant, webhook.LeaseName, token)
+	}()
+	if err := s.Replay(ctx, tenant, e.ID, time.Date(2030, 2, 1, 0, 0, 0, 0, time.UTC)); err != nil {
+		t.Fatalf("Replay = %v, want it to wait out the pass", err)
+	}
+	if err := <-released; err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := cursors.TopicCursor(ctx, tenant, e.ID, "grp_1"); ok {
+		t.Fatal("the replay did not reset the cursor")
+	}
 }
 
 // A replay point outside the months imd keeps (none given, 0, before 2000) or in the future is
-// 40001; a replay while a delivery pass holds the lease is 50301; neither moves the cursors.
+// 40001; a replay while a delivery pass holds the lease past ReplayWait is 50301; neither moves the cursors.
 func TestReplayRefusals(t *testing.T) {
 	ctx := context.Background()
 	s, cursors, locks := newServiceWithLocks()
