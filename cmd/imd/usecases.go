@@ -119,7 +119,7 @@ func newUploads(cfg config.Config, p Ports, resolver *conversation.Resolver) *up
 
 func newWebhooks(p Ports) *webhooks.Service {
 	return webhooks.New(webhooks.Deps{Store: p.WebhookEndpoints, Cursors: p.WebhookCursors, Locks: p.Locks, Bots: p.Bots, IDs: p.IDs,
-		Clock: p.Clock})
+		Clock: p.Clock, ReplayWait: webhooks.DefaultReplayWait})
 }
 
 func newPushTokenRegistry(p Ports) *nativepush.Registry {

@@ -29,7 +29,7 @@ type Deps struct {
 	IDs     ports.IDGenerator
 	Clock   ports.Clock
 	// ReplayWait is how long a replay waits for a running delivery pass to release the lease
-	// before it answers 50301; 0 means DefaultReplayWait.
+	// before it answers 50301 (DefaultReplayWait in production).
 	ReplayWait time.Duration
 }
 
@@ -172,11 +172,7 @@ func (s *Service) Replay(ctx context.Context, tenant string, id int64, point tim
 // replayLease takes the tenant's delivery lease for a replay, waiting out a running pass for up
 // to ReplayWait.
 func (s *Service) replayLease(ctx context.Context, tenant string) (string, error) {
-	wait := s.d.ReplayWait
-	if wait <= 0 {
-		wait = DefaultReplayWait
-	}
-	deadline := time.NewTimer(wait)
+	deadline := time.NewTimer(s.d.ReplayWait)
 	defer deadline.Stop()
 	for {
 		token, ok, err := s.d.Locks.Acquire(ctx, tenant, webhook.LeaseName, replayLease)
