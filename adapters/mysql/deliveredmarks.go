@@ -97,7 +97,10 @@ func writeMarks(batch []*markRaise) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(live[0].ctx), deliveredMarkTimeout)
 	defer cancel()
-	err := execDeliveredMarks(ctx, live[0].t.db, marksOf(live))
+	marks := marksOf(live)
+	// A batch's rows meet other transactions' locks more often than one row did; the UPDATE
+	// only raises, so a deadlock's victim is simply sent again.
+	err := retryTransient(func() error { return execDeliveredMarks(ctx, live[0].t.db, marks) })
 	for _, r := range live {
 		r.done <- err
 	}
