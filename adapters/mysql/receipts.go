@@ -13,12 +13,15 @@ import (
 
 // Receipts is ports.ReadReceipts over t_conversation_members and t_user_settings (0012): the
 // readers are a range of idx_conversation_read, hiders left out by their settings row.
-type Receipts struct{ cluster *Cluster }
+type Receipts struct {
+	cluster *Cluster
+	marks   *deliveredMarks
+}
 
 var _ ports.ReadReceipts = (*Receipts)(nil)
 
 // NewReceipts returns the read receipts of the provisioned tenants of c.
-func NewReceipts(c *Cluster) *Receipts { return &Receipts{cluster: c} }
+func NewReceipts(c *Cluster) *Receipts { return &Receipts{cluster: c, marks: newDeliveredMarks()} }
 
 // ReadBy implements ports.ReadReceipts: two counts and, when limit > 0, one page of ids.
 func (r *Receipts) ReadBy(ctx context.Context, tenant string, conversationID, seq, sender int64, limit int) (dialog.Readers, error) {
@@ -45,13 +48,14 @@ func (r *Receipts) ReadBy(ctx context.Context, tenant string, conversationID, se
 	return out, nil
 }
 
-// RaiseDelivered implements ports.ReadReceipts: one conditional UPDATE of the member's row (0017).
+// RaiseDelivered implements ports.ReadReceipts: the mark goes in the tenant's next batch of
+// delivered marks, one UPDATE for all of them (deliveredMarks), and returns once that is done.
 func (r *Receipts) RaiseDelivered(ctx context.Context, tenant string, conversationID, user, seq int64) error {
 	t, err := r.cluster.tenant(tenant)
 	if err != nil {
 		return err
 	}
-	if err := t.q.RaiseDelivered(ctx, sqlcdb.RaiseDeliveredParams{Seq: seq, ConversationID: conversationID, UserID: user}); err != nil {
+	if err := r.marks.raise(ctx, tenant, t, deliveredMark{conversationID: conversationID, user: user, seq: seq}); err != nil {
 		return fmt.Errorf("delivered mark of user %d in conversation %d of %s: %w", user, conversationID, tenant, err)
 	}
 	return nil

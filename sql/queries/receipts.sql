@@ -20,11 +20,17 @@ LIMIT ?;
 SELECT COUNT(*) FROM t_conversation_members WHERE conversation_id = ? AND user_id <> ?;
 
 -- The delivered watermark (0017) only moves forward: a late ack of an older message changes
--- nothing.
+-- nothing. /*ROW*/ groups repeat per batch row (see month_messages.sql): the acks that meet in
+-- flight go in one statement (issue 30 part 4), driven by the batch's keys through the unique
+-- key, as AdvanceConversations does by primary key.
 -- name: RaiseDelivered :exec
-UPDATE t_conversation_members SET delivered_seq = CAST(sqlc.arg(seq) AS SIGNED)
-WHERE conversation_id = sqlc.arg(conversation_id) AND user_id = sqlc.arg(user_id)
-  AND delivered_seq < CAST(sqlc.arg(seq) AS SIGNED);
+UPDATE (/*ROW*/(SELECT
+    CAST(sqlc.arg(conversation_id) AS SIGNED) AS conversation_id,
+    CAST(sqlc.arg(user_id) AS SIGNED) AS user_id,
+    CAST(sqlc.arg(seq) AS SIGNED) AS seq)) AS v
+STRAIGHT_JOIN t_conversation_members AS m FORCE INDEX (uk_conversation_members)
+    ON m.conversation_id = v.conversation_id AND m.user_id = v.user_id
+SET m.delivered_seq = GREATEST(m.delivered_seq, v.seq);
 
 -- A message read was delivered too, whether or not its ack was counted.
 -- name: DeliveredSeq :one

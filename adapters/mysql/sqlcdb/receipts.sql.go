@@ -112,25 +112,26 @@ func (q *Queries) ListReaders(ctx context.Context, arg ListReadersParams) ([]int
 }
 
 const raiseDelivered = `-- name: RaiseDelivered :exec
-UPDATE t_conversation_members SET delivered_seq = CAST(? AS SIGNED)
-WHERE conversation_id = ? AND user_id = ?
-  AND delivered_seq < CAST(? AS SIGNED)
+UPDATE (/*ROW*/(SELECT
+    CAST(? AS SIGNED) AS conversation_id,
+    CAST(? AS SIGNED) AS user_id,
+    CAST(? AS SIGNED) AS seq)) AS v
+STRAIGHT_JOIN t_conversation_members AS m FORCE INDEX (uk_conversation_members)
+    ON m.conversation_id = v.conversation_id AND m.user_id = v.user_id
+SET m.delivered_seq = GREATEST(m.delivered_seq, v.seq)
 `
 
 type RaiseDeliveredParams struct {
-	Seq            int64
 	ConversationID int64
 	UserID         int64
+	Seq            int64
 }
 
 // The delivered watermark (0017) only moves forward: a late ack of an older message changes
-// nothing.
+// nothing. /*ROW*/ groups repeat per batch row (see month_messages.sql): the acks that meet in
+// flight go in one statement (issue 30 part 4), driven by the batch's keys through the unique
+// key, as AdvanceConversations does by primary key.
 func (q *Queries) RaiseDelivered(ctx context.Context, arg RaiseDeliveredParams) error {
-	_, err := q.db.ExecContext(ctx, raiseDelivered,
-		arg.Seq,
-		arg.ConversationID,
-		arg.UserID,
-		arg.Seq,
-	)
+	_, err := q.db.ExecContext(ctx, raiseDelivered, arg.ConversationID, arg.UserID, arg.Seq)
 	return err
 }
