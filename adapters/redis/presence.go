@@ -81,6 +81,55 @@ func (n *Nodes) Renew(ctx context.Context, tenant, node string, ttl time.Duratio
 	return live, expired, was == 1, nil
 }
 
+// mendScript keeps the wholeness mark KEYS[1] and the heal end KEYS[2] by Redis TIME
+// (ports.NodeLeases.Mend): ARGV[1] the lease ms, ARGV[2] known, ARGV[3] owes; it answers 1
+// when the registry is whole.
+var mendScript = rueidis.NewLuaScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local heal = tonumber(redis.call('GET', KEYS[2]) or '0')
+if ARGV[3] == '1' then
+  redis.call('DEL', KEYS[1])
+  redis.call('SET', KEYS[2], math.max(heal, now + tonumber(ARGV[1])))
+  return 0
+end
+if redis.call('EXISTS', KEYS[1]) == 1 then return 1 end
+if heal == 0 and ARGV[2] == '0' or heal > 0 and now >= heal then
+  redis.call('SET', KEYS[1], '1')
+  redis.call('DEL', KEYS[2])
+  return 1
+end
+if heal == 0 then redis.call('SET', KEYS[2], now + tonumber(ARGV[1])) end
+return 0
+`)
+
+// Mend implements ports.NodeLeases.
+func (n *Nodes) Mend(ctx context.Context, tenant string, ttl time.Duration, known, owes bool) (bool, error) {
+	k, err := KeysOf(tenant)
+	if err != nil {
+		return false, fmt.Errorf("mend presence registry: %w", err)
+	}
+	whole, err := mendScript.Exec(ctx, n.c, []string{k.PresenceWhole(), k.PresenceHeal()},
+		[]string{strconv.FormatInt(max(ttl.Milliseconds(), 1), 10), flag(known), flag(owes)}).AsInt64()
+	if err != nil {
+		return false, fmt.Errorf("mend presence registry of %s: %w", tenant, err)
+	}
+	return whole == 1, nil
+}
+
+// Whole implements ports.Presence.
+func (n *Nodes) Whole(ctx context.Context, tenant string) (bool, error) {
+	k, err := KeysOf(tenant)
+	if err != nil {
+		return false, fmt.Errorf("presence registry: %w", err)
+	}
+	found, err := n.c.Do(ctx, n.c.B().Exists().Key(k.PresenceWhole()).Build()).AsInt64()
+	if err != nil {
+		return false, fmt.Errorf("presence registry of %s: %w", tenant, err)
+	}
+	return found == 1, nil
+}
+
 // releasePresenceScript deletes field ARGV[1] of KEYS[1] if its value is ARGV[2], and always drops
 // ARGV[3] from the node's devices KEYS[2]: the node no longer holds that device.
 var releasePresenceScript = rueidis.NewLuaScript(`
