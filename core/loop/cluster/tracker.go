@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -45,6 +46,10 @@ type Changes interface {
 	Arrived(ctx context.Context, tenant string, user int64)
 	// Left follows the removal of devices of users: those with none left went offline.
 	Left(ctx context.Context, tenant string, users []int64)
+	// Healed follows the registry becoming whole again after a loss (DESIGN §13 "Unknown until
+	// healed"): users are those connected here, whose state the heal establishes. It must not
+	// wait: the keeper calls it between renewals.
+	Healed(ctx context.Context, tenant string, users []int64)
 }
 
 // Tracker writes the presence of this node's connections (the session registry's observer)
@@ -159,6 +164,19 @@ func (t *Tracker) Restore(ctx context.Context, tenant string) (int, error) {
 		}
 	}
 	return restored, nil
+}
+
+// Users returns the users of tenant with a device connected here, sorted.
+func (t *Tracker) Users(tenant string) []int64 {
+	t.mu.Lock()
+	set := map[int64]bool{}
+	for k := range t.tokens {
+		if k.tenant == tenant {
+			set[k.user] = true
+		}
+	}
+	t.mu.Unlock()
+	return slices.Sorted(maps.Keys(set))
 }
 
 // Run writes queued removals until ctx ends, then the ones still queued.
