@@ -142,8 +142,11 @@ func (s *Service) Query(ctx context.Context, tenant string, asker int64, users [
 		return nil, apperr.Wrap(apperr.Busy, "presence records unavailable", err)
 	}
 	on, err := s.online(ctx, tenant, ids)
-	if err != nil {
-		s.d.Log.WarnContext(ctx, "presence registry unreadable or healing; states answered unknown", "tenant", tenant, "err", err)
+	switch {
+	case errors.Is(err, errIncomplete): // the keeper logged the loss; once a query, not at warn
+		s.d.Log.DebugContext(ctx, "presence registry healing; states answered unknown", "tenant", tenant)
+	case err != nil:
+		s.d.Log.WarnContext(ctx, "presence registry unreadable; states answered unknown", "tenant", tenant, "err", err)
 	}
 	out := make([]presence.Status, len(ids))
 	for i, u := range ids {
