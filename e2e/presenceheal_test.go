@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"slices"
 	"testing"
 	"time"
@@ -17,10 +16,7 @@ import (
 // pushes reach them; a user who left during the loss reads offline.
 func TestPresenceHealsAfterRedisLoss(t *testing.T) {
 	const lease = 3 * time.Second
-	nodes := startNodes(t, 2, map[string]string{"IMD_CLUSTER_LEASE_TTL": lease.String()})
-	one, two := nodes[0], nodes[1]
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	one, two, ctx := leasedPair(t, lease)
 	const alice, bob, carol = 320, 321, 322
 	ta, tb, tc := one.User(alice), one.User(bob), one.User(carol)
 	topic := one.Group(32, alice, bob, carol)
@@ -82,10 +78,7 @@ func TestPresenceHealsAfterRedisLoss(t *testing.T) {
 // alice online (node 1's heal) and carol offline with her last_seen (node 2's).
 func TestPresenceUnknownUntilTheRegistryHeals(t *testing.T) {
 	const lease = 3 * time.Second
-	nodes := startNodes(t, 2, map[string]string{"IMD_CLUSTER_LEASE_TTL": lease.String()})
-	one, two := nodes[0], nodes[1]
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	one, two, ctx := leasedPair(t, lease)
 	const alice, bob, carol = 330, 331, 332
 	ta, tb, tc := one.User(alice), one.User(bob), one.User(carol)
 	one.MustAdmin("POST", "/friendships", map[string]any{"user_a": alice, "user_b": bob}, nil)
