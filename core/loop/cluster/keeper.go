@@ -244,10 +244,16 @@ func (k *Keeper) restore(ctx context.Context, tenant string, lapsed bool) bool {
 	}
 	owed := k.owed[tenant]
 	k.mu.Unlock()
-	if !owed || k.d.Held == nil {
-		return owed
+	if !owed {
+		return false
 	}
-	n, err := k.d.Held.Restore(ctx, tenant)
+	var (
+		n   int // no Held: no device to claim again
+		err error
+	)
+	if k.d.Held != nil {
+		n, err = k.d.Held.Restore(ctx, tenant)
+	}
 	if err != nil {
 		k.d.Log.WarnContext(ctx, "devices not claimed again after a registry loss; retried next pass", "tenant", tenant, "restored", n, "err", err)
 		return true

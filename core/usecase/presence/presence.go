@@ -166,7 +166,8 @@ func (s *Service) Query(ctx context.Context, tenant string, asker int64, users [
 // Arriving reports whether user already has a device on a live node, before this node claims
 // another: only the first device makes the user come online. Asked before the claim, two
 // devices arriving at once on two nodes both announce (a repeat) rather than neither (a user
-// wrongly offline). Unreadable, it answers true: no announcement rather than a wrong one.
+// wrongly offline). Unreadable or healing, it answers true: no announcement rather than a
+// wrong one; the heal pushes the user's state after (Healed).
 func (s *Service) Arriving(ctx context.Context, tenant string, user int64) bool {
 	on, err := s.online(ctx, tenant, []int64{user})
 	if err != nil {
