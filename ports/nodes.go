@@ -48,6 +48,10 @@ type Presence interface {
 	// NodeLeases.Mend keeps): false from a loss (a flush, a restart, a failover) until every
 	// node had a lease to claim its devices again, so a missing entry does not mean offline.
 	Whole(ctx context.Context, tenant string) (bool, error)
+	// Entries returns the entries that name node, as the registry holds them: after a failover
+	// to a replica that lacks the last releases, some may be of devices the node no longer
+	// holds (DESIGN §13 "After a registry loss").
+	Entries(ctx context.Context, tenant, node string) ([]presence.Entry, error)
 }
 
 // NodeMessage is one envelope on a node's push channel.

@@ -195,6 +195,25 @@ func (n *Nodes) Restore(_ context.Context, name string, entries []presence.Entry
 	return restored, nil
 }
 
+// Entries implements ports.Presence.
+func (n *Nodes) Entries(_ context.Context, name, node string) ([]presence.Entry, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	s, err := n.of(name, node)
+	if err != nil {
+		return nil, fmt.Errorf("entries of node: %w", err)
+	}
+	var out []presence.Entry
+	for _, user := range slices.Sorted(maps.Keys(s.presence)) {
+		for _, device := range slices.Sorted(maps.Keys(s.presence[user])) {
+			if e := s.presence[user][device]; e.Node == node {
+				out = append(out, e)
+			}
+		}
+	}
+	return out, nil
+}
+
 // Lookup implements ports.Presence.
 func (n *Nodes) Lookup(_ context.Context, name string, users []int64) ([]presence.Entry, error) {
 	if !tenant.Valid(name) {

@@ -296,6 +296,56 @@ func (n *Nodes) Restore(ctx context.Context, tenant string, entries []presence.E
 	return restored, nil
 }
 
+// Entries implements ports.Presence: the node's devices sets of every slot group in one round
+// trip, then the field of each device in another; a field that names another node now (a
+// newer claim) or is gone is left out.
+func (n *Nodes) Entries(ctx context.Context, tenant, node string) ([]presence.Entry, error) {
+	k, err := nodeKeys(tenant, node)
+	if err != nil {
+		return nil, fmt.Errorf("entries of node: %w", err)
+	}
+	sets := make(rueidis.Commands, SlotGroups)
+	for g := range SlotGroups {
+		sets[g] = n.c.B().Smembers().Key(k.NodeDevices(node, g)).Build()
+	}
+	var (
+		gets    rueidis.Commands
+		devices []presence.Entry // devices[i]: the user and device of gets[i]
+	)
+	for _, r := range n.c.DoMulti(ctx, sets...) {
+		members, err := r.AsStrSlice()
+		if err != nil {
+			return nil, fmt.Errorf("entries of node %s in %s: %w", node, tenant, err)
+		}
+		for _, m := range members {
+			user, device, ok := strings.Cut(m, ":")
+			uid, uerr := strconv.ParseInt(user, 10, 64)
+			did, derr := strconv.ParseUint(device, 10, 64)
+			if ok && uerr == nil && derr == nil {
+				gets = append(gets, n.c.B().Hget().Key(k.Presence(uid)).Field(device).Build())
+				devices = append(devices, presence.Entry{User: uid, Device: did})
+			}
+		}
+	}
+	if len(gets) == 0 {
+		return nil, nil
+	}
+	var out []presence.Entry
+	for i, r := range n.c.DoMulti(ctx, gets...) {
+		v, err := r.ToString()
+		if rueidis.IsRedisNil(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("entries of node %s in %s: %w", node, tenant, err)
+		}
+		if e, err := presence.ParseValue(devices[i].User, devices[i].Device, v); err == nil && e.Node == node {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
 // Lookup implements ports.Presence with one HGETALL per user, in one round trip.
 func (n *Nodes) Lookup(ctx context.Context, tenant string, users []int64) ([]presence.Entry, error) {
 	k, err := KeysOf(tenant)

@@ -29,6 +29,29 @@ type NodesFixture struct {
 // Nodes checks ports.NodeLeases, ports.Presence, ports.NodeChannel, ports.DeliverLeases,
 // ports.NodeInspector and ports.DeliverLeaseHolders.
 func Nodes(t *testing.T, fresh func(t *testing.T) NodesFixture) {
+	t.Run("a node's entries are those that name it", func(t *testing.T) {
+		t.Parallel()
+		f := fresh(t)
+		ctx := t.Context()
+		if got, err := f.Presence.Entries(ctx, f.Tenant, "1-aa"); err != nil || len(got) != 0 {
+			t.Fatalf("a fresh tenant: %+v, %v", got, err)
+		}
+		kept := presence.Entry{User: 5, Device: 1, Node: "1-aa", Token: 1}
+		released := presence.Entry{User: 5, Device: 2, Node: "1-aa", Token: 2}
+		moved := presence.Entry{User: 6, Device: 1, Node: "1-aa", Token: 3}
+		for _, e := range []presence.Entry{kept, released, moved, {User: 6, Device: 1, Node: "2-bb", Token: 4}} {
+			if _, _, err := f.Presence.Claim(ctx, f.Tenant, e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := f.Presence.Release(ctx, f.Tenant, released); err != nil {
+			t.Fatal(err)
+		}
+		got, err := f.Presence.Entries(ctx, f.Tenant, "1-aa")
+		if err != nil || len(got) != 1 || got[0] != kept {
+			t.Fatalf("entries of 1-aa: %+v, %v; want only %+v (one released, one claimed since by 2-bb)", got, err, kept)
+		}
+	})
 	t.Run("the registry is whole only when no loss is healing", func(t *testing.T) {
 		t.Parallel()
 		f := fresh(t)

@@ -468,8 +468,8 @@ func (d *deployment) lookup(t *testing.T, user int64) []presence.Entry {
 // FLUSHALL does, which the next renewal finds by the lease lapsed, or the last claims, as a
 // failover to a lagging replica does, which the lineage tells. Each Keeper then claims its
 // connected devices again, so they have entries on live nodes once more; a device that left
-// during the loss, or while its entry was being written, stays gone, and one claimed since by
-// another node keeps that node's entry.
+// during the loss, or while its entry was being written, stays gone, one whose release the
+// failover lost is removed, and one claimed since by another node keeps that node's entry.
 func TestKeepersRestoreTheirDevicesAfterARegistryLoss(t *testing.T) {
 	for _, loss := range []struct {
 		name string
@@ -483,6 +483,10 @@ func TestKeepersRestoreTheirDevicesAfterARegistryLoss(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
+			}
+			// User 12 left node 2 before the failover; the release had not reached the replica.
+			if _, _, err := d.nodes.Claim(t.Context(), tenant, presence.Entry{User: 12, Device: 1, Node: "2-bb", Token: 99}); err != nil {
+				t.Fatal(err)
 			}
 			lineage.Replace()
 		}},
@@ -519,11 +523,16 @@ func TestKeepersRestoreTheirDevicesAfterARegistryLoss(t *testing.T) {
 				ka.pass(ctx)
 				kb.pass(ctx)
 			}
+			for _, n := range []*node{a, b} { // the removals the restores queued
+				for len(n.tracker.pending) > 0 {
+					n.tracker.apply(ctx, <-n.tracker.pending)
+				}
+			}
 
 			for _, c := range []struct {
 				user int64
 				node string // "": no entry
-			}{{7, "1-aa"}, {8, "2-bb"}, {9, ""}, {10, "1-aa"}, {11, ""}} {
+			}{{7, "1-aa"}, {8, "2-bb"}, {9, ""}, {10, "1-aa"}, {11, ""}, {12, ""}} {
 				got := d.lookup(t, c.user)
 				switch {
 				case c.node == "" && len(got) != 0:

@@ -139,7 +139,9 @@ const restoreBatch = 500
 // registry lost them while they stayed connected (DESIGN §13 "After a registry loss"). A
 // device that disconnected meanwhile is not among them, so it stays offline; one that
 // disconnects while its entry is being written, whose queued removal may have run first, is
-// removed again after. It returns how many entries it wrote.
+// removed again after. An entry of this node for a device it no longer holds — a release the
+// failover lost — is removed as a disconnection is, so it never reads online. It returns how
+// many entries it wrote.
 func (t *Tracker) Restore(ctx context.Context, tenant string) (int, error) {
 	self := t.view.Self()
 	t.mu.Lock()
@@ -161,6 +163,15 @@ func (t *Tracker) Restore(ctx context.Context, tenant string) (int, error) {
 		}
 		if err != nil {
 			return restored, fmt.Errorf("restore %d devices of %s: %w", len(held), tenant, err)
+		}
+	}
+	entries, err := t.presence.Entries(ctx, tenant, self)
+	if err != nil {
+		return restored, fmt.Errorf("restore devices of %s: %w", tenant, err)
+	}
+	for _, e := range entries {
+		if !t.holds(tenant, e.User, e.Device, e.Token) {
+			t.queue(change{tenant: tenant, entry: e})
 		}
 	}
 	return restored, nil
