@@ -109,21 +109,25 @@ func (s *Server) unreadInRedis(rc rueidis.Client, user, conversationID int64) in
 }
 
 // dropTenantKeys deletes every Redis key of the tenant, as a FLUSHALL would for it; other
-// tests share the server, so FLUSHALL itself is not an option.
+// tests share the server, so FLUSHALL itself is not an option. The keys are listed first and
+// deleted in one pipeline: deleted page by page, a node's renewal between two pages would
+// write again what a later page deletes (a node's presence claimed again, then lost with its
+// lease standing), a loss no FLUSHALL causes.
 func (s *Server) dropTenantKeys(rc rueidis.Client) {
 	s.t.Helper()
 	ctx := context.Background()
-	var cursor uint64
-	for {
+	var keys []string
+	for cursor := uint64(0); ; {
 		e, err := rc.Do(ctx, rc.B().Scan().Cursor(cursor).Match(s.keyPattern("*")).Count(1000).Build()).AsScanEntry()
 		if err != nil {
 			s.t.Fatal(err)
 		}
-		s.delKeys(rc, e.Elements)
+		keys = append(keys, e.Elements...)
 		if cursor = e.Cursor; cursor == 0 {
-			return
+			break
 		}
 	}
+	s.delKeys(rc, keys)
 }
 
 func TestInboxOfflineUserSeesTheConversationThenSyncsItsMessages(t *testing.T) {

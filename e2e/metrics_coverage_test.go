@@ -50,6 +50,8 @@ var movedBy = map[string]string{
 	// imd's own.
 	"presence_changes_total":                     "TestPresenceAndTypingAcrossNodes",
 	"presence_pushes_total":                      "TestPresenceAndTypingAcrossNodes",
+	"presence_unknown_total":                     "TestPresenceUnknownUntilTheRegistryHeals",
+	"presence_heal_pushes_total":                 "TestPresenceUnknownUntilTheRegistryHeals",
 	"typing_total":                               "TestPresenceAndTypingAcrossNodes",
 	"typing_pushes_total":                        "TestPresenceAndTypingAcrossNodes",
 	"receipts_pushed_total":                      "TestReceiptsAcrossNodes",

@@ -42,12 +42,19 @@ func awaitData[T any](t *testing.T, c *client.Conn, cmd uint16, limit time.Durat
 	}
 }
 
+// leasedPair starts two nodes whose leases run lease, and a context that ends with the test
+// (at most 3 minutes).
+func leasedPair(t *testing.T, lease time.Duration) (one, two *Server, ctx context.Context) {
+	t.Helper()
+	nodes := startNodes(t, 2, map[string]string{"IMD_CLUSTER_LEASE_TTL": lease.String()})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	return nodes[0], nodes[1], ctx
+}
+
 func TestPresenceAndTypingAcrossNodes(t *testing.T) {
 	const lease = 3 * time.Second
-	nodes := startNodes(t, 2, map[string]string{"IMD_CLUSTER_LEASE_TTL": lease.String()})
-	one, two := nodes[0], nodes[1]
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	one, two, ctx := leasedPair(t, lease)
 	const alice, bob, carol, dave = 310, 311, 312, 313
 	ta, tb, tc := one.User(alice), one.User(bob), one.User(carol)
 	one.User(dave)

@@ -22,6 +22,14 @@ type NodeLeases interface {
 	// many devices; two nodes retiring at once split them), so whoever removed a user's last
 	// device can tell others the user went offline (issue 31).
 	Retire(ctx context.Context, tenant, node string) (users []int64, err error)
+	// Mend keeps the registry's wholeness mark (DESIGN §13 "Unknown until healed") after node's
+	// renewal and reports whether the registry is whole: every live node's connected devices
+	// are in it. owes: this node found a loss (its lease lapsed after it had passed the tenant,
+	// or Redis failed over) or has not claimed its devices again yet; the registry is then not
+	// whole until a lease after the last node that owed. known: this node passed the tenant
+	// before, so it may hold devices; a node that did not, finding neither the mark nor a heal
+	// under way, takes the registry as whole (a new deployment or tenant).
+	Mend(ctx context.Context, tenant string, ttl time.Duration, known, owes bool) (whole bool, err error)
 }
 
 // Presence maps each connected (user, device) of a tenant to the node instance holding it.
@@ -36,6 +44,14 @@ type Presence interface {
 	// would, and leaves a device claimed since by another connection alone. It returns how many
 	// it recorded.
 	Restore(ctx context.Context, tenant string, entries []presence.Entry) (restored int, err error)
+	// Whole reports whether the registry holds every live node's devices (the mark
+	// NodeLeases.Mend keeps): false from a loss (a flush, a restart, a failover) until every
+	// node had a lease to claim its devices again, so a missing entry does not mean offline.
+	Whole(ctx context.Context, tenant string) (bool, error)
+	// Entries returns the entries that name node, as the registry holds them: after a failover
+	// to a replica that lacks the last releases, some may be of devices the node no longer
+	// holds (DESIGN §13 "After a registry loss").
+	Entries(ctx context.Context, tenant, node string) ([]presence.Entry, error)
 }
 
 // NodeMessage is one envelope on a node's push channel.

@@ -28,6 +28,8 @@ type nodesOf struct {
 	leases   map[string]time.Time                // node → lease end
 	presence map[int64]map[uint64]presence.Entry // user → device → entry
 	channels map[string]*nodeChannel
+	whole    bool      // the wholeness mark (ports.NodeLeases.Mend)
+	healEnd  time.Time // zero: no heal under way
 }
 
 type nodeChannel struct {
@@ -51,9 +53,11 @@ func (n *Nodes) of(name, node string) (*nodesOf, error) {
 	if !tenant.Valid(name) || !presence.ValidNode(node) {
 		return nil, fmt.Errorf("invalid tenant %q or node %q", name, node)
 	}
-	return stateOf(n.ts, name, func() *nodesOf {
-		return &nodesOf{leases: map[string]time.Time{}, presence: map[int64]map[uint64]presence.Entry{}, channels: map[string]*nodeChannel{}}
-	}), nil
+	return stateOf(n.ts, name, newNodesOf), nil
+}
+
+func newNodesOf() *nodesOf {
+	return &nodesOf{leases: map[string]time.Time{}, presence: map[int64]map[uint64]presence.Entry{}, channels: map[string]*nodeChannel{}}
 }
 
 // Renew implements ports.NodeLeases.
@@ -76,6 +80,43 @@ func (n *Nodes) Renew(_ context.Context, name, node string, ttl time.Duration) (
 		}
 	}
 	return live, expired, lapsed, nil
+}
+
+// Mend implements ports.NodeLeases with the Redis adapter's rules, on the registry's clock.
+func (n *Nodes) Mend(_ context.Context, name string, ttl time.Duration, known, owes bool) (bool, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !tenant.Valid(name) {
+		return false, fmt.Errorf("mend presence registry: invalid tenant %q", name)
+	}
+	s := stateOf(n.ts, name, newNodesOf)
+	now := n.clock()
+	switch {
+	case owes:
+		s.whole = false
+		if end := now.Add(ttl); end.After(s.healEnd) {
+			s.healEnd = end
+		}
+	case s.whole:
+	case s.healEnd.IsZero() && !known:
+		s.whole = true
+	case s.healEnd.IsZero():
+		s.healEnd = now.Add(ttl)
+	case !now.Before(s.healEnd):
+		s.whole, s.healEnd = true, time.Time{}
+	}
+	return s.whole, nil
+}
+
+// Whole implements ports.Presence.
+func (n *Nodes) Whole(_ context.Context, name string) (bool, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !tenant.Valid(name) {
+		return false, fmt.Errorf("presence registry: invalid tenant %q", name)
+	}
+	s, ok := n.ts[name]
+	return ok && s.whole, nil
 }
 
 // Retire implements ports.NodeLeases.
@@ -152,6 +193,25 @@ func (n *Nodes) Restore(_ context.Context, name string, entries []presence.Entry
 		}
 	}
 	return restored, nil
+}
+
+// Entries implements ports.Presence.
+func (n *Nodes) Entries(_ context.Context, name, node string) ([]presence.Entry, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	s, err := n.of(name, node)
+	if err != nil {
+		return nil, fmt.Errorf("entries of node: %w", err)
+	}
+	var out []presence.Entry
+	for _, user := range slices.Sorted(maps.Keys(s.presence)) {
+		for _, device := range slices.Sorted(maps.Keys(s.presence[user])) {
+			if e := s.presence[user][device]; e.Node == node {
+				out = append(out, e)
+			}
+		}
+	}
+	return out, nil
 }
 
 // Lookup implements ports.Presence.

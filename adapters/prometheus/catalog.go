@@ -92,6 +92,8 @@ func catalog() []spec {
 		{name: "cross_node_push_lag_seconds", kind: histogram, help: "Seconds from handing a push to another node's channel to that node reading it.", buckets: forwardLagBuckets},
 		{name: "presence_changes_total", kind: counter, help: "Users this node saw come online (first device on any node) or go offline (last device gone, or its node retired), by state (online|offline); issue 31.", labels: []string{"state"}},
 		{name: "presence_pushes_total", kind: counter, help: "PRESENCE pushes handed to devices (here, or to another node's channel) for presence changes."},
+		{name: "presence_unknown_total", kind: counter, help: "Presence states answered unknown because the registry was unreadable or healing from a loss (DESIGN §13 \"Unknown until healed\")."},
+		{name: "presence_heal_pushes_total", kind: counter, help: "Users whose state this node pushed after a registry heal (pushed), or left unpushed because the paced heal queue was full (dropped).", labels: []string{"result"}},
 		{name: "typing_total", kind: counter, help: "TYPING requests, by result (accepted|limited: over the per-device rate, answered 42901).", labels: []string{"result"}},
 		{name: "typing_pushes_total", kind: counter, help: "TYPING_NOTICE pushes handed to devices (here, or to another node's channel): the fan-out of typing."},
 		{name: "receipts_pushed_total", kind: counter, help: "RECEIPT pushes handed to devices (here, or to another node's channel), by kind (read|delivered).", labels: []string{"kind"}},

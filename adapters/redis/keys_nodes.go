@@ -10,6 +10,14 @@ import "strconv"
 // Nodes is the ZSET of the tenant's node instances, scored by the Unix ms their lease ends.
 func (k Keys) Nodes() string { return k.prefix + "nodes" }
 
+// PresenceWhole is the STRING whose presence says the registry is whole (DESIGN §13 "Unknown
+// until healed"): beside the node ZSET, so a loss that takes the leases takes it too.
+func (k Keys) PresenceWhole() string { return k.prefix + "presence:whole" }
+
+// PresenceHeal is the STRING holding the Unix ms a heal under way ends at, after which the
+// registry is whole again.
+func (k Keys) PresenceHeal() string { return k.prefix + "presence:heal" }
+
 // Presence is the HASH of one user's connected devices: field device id, value "node|token".
 func (k Keys) Presence(user int64) string { return k.user(user).prefix + "presence:" + itoa(user) }
 

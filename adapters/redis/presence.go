@@ -81,6 +81,55 @@ func (n *Nodes) Renew(ctx context.Context, tenant, node string, ttl time.Duratio
 	return live, expired, was == 1, nil
 }
 
+// mendScript keeps the wholeness mark KEYS[1] and the heal end KEYS[2] by Redis TIME
+// (ports.NodeLeases.Mend): ARGV[1] the lease ms, ARGV[2] known, ARGV[3] owes; it answers 1
+// when the registry is whole.
+var mendScript = rueidis.NewLuaScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local heal = tonumber(redis.call('GET', KEYS[2]) or '0')
+if ARGV[3] == '1' then
+  redis.call('DEL', KEYS[1])
+  redis.call('SET', KEYS[2], math.max(heal, now + tonumber(ARGV[1])))
+  return 0
+end
+if redis.call('EXISTS', KEYS[1]) == 1 then return 1 end
+if heal == 0 and ARGV[2] == '0' or heal > 0 and now >= heal then
+  redis.call('SET', KEYS[1], '1')
+  redis.call('DEL', KEYS[2])
+  return 1
+end
+if heal == 0 then redis.call('SET', KEYS[2], now + tonumber(ARGV[1])) end
+return 0
+`)
+
+// Mend implements ports.NodeLeases.
+func (n *Nodes) Mend(ctx context.Context, tenant string, ttl time.Duration, known, owes bool) (bool, error) {
+	k, err := KeysOf(tenant)
+	if err != nil {
+		return false, fmt.Errorf("mend presence registry: %w", err)
+	}
+	whole, err := mendScript.Exec(ctx, n.c, []string{k.PresenceWhole(), k.PresenceHeal()},
+		[]string{strconv.FormatInt(max(ttl.Milliseconds(), 1), 10), flag(known), flag(owes)}).AsInt64()
+	if err != nil {
+		return false, fmt.Errorf("mend presence registry of %s: %w", tenant, err)
+	}
+	return whole == 1, nil
+}
+
+// Whole implements ports.Presence.
+func (n *Nodes) Whole(ctx context.Context, tenant string) (bool, error) {
+	k, err := KeysOf(tenant)
+	if err != nil {
+		return false, fmt.Errorf("presence registry: %w", err)
+	}
+	found, err := n.c.Do(ctx, n.c.B().Exists().Key(k.PresenceWhole()).Build()).AsInt64()
+	if err != nil {
+		return false, fmt.Errorf("presence registry of %s: %w", tenant, err)
+	}
+	return found == 1, nil
+}
+
 // releasePresenceScript deletes field ARGV[1] of KEYS[1] if its value is ARGV[2], and always drops
 // ARGV[3] from the node's devices KEYS[2]: the node no longer holds that device.
 var releasePresenceScript = rueidis.NewLuaScript(`
@@ -245,6 +294,56 @@ func (n *Nodes) Restore(ctx context.Context, tenant string, entries []presence.E
 		restored += int(did)
 	}
 	return restored, nil
+}
+
+// Entries implements ports.Presence: the node's devices sets of every slot group in one round
+// trip, then the field of each device in another; a field that names another node now (a
+// newer claim) or is gone is left out.
+func (n *Nodes) Entries(ctx context.Context, tenant, node string) ([]presence.Entry, error) {
+	k, err := nodeKeys(tenant, node)
+	if err != nil {
+		return nil, fmt.Errorf("entries of node: %w", err)
+	}
+	sets := make(rueidis.Commands, SlotGroups)
+	for g := range SlotGroups {
+		sets[g] = n.c.B().Smembers().Key(k.NodeDevices(node, g)).Build()
+	}
+	var (
+		gets    rueidis.Commands
+		devices []presence.Entry // devices[i]: the user and device of gets[i]
+	)
+	for _, r := range n.c.DoMulti(ctx, sets...) {
+		members, err := r.AsStrSlice()
+		if err != nil {
+			return nil, fmt.Errorf("entries of node %s in %s: %w", node, tenant, err)
+		}
+		for _, m := range members {
+			user, device, ok := strings.Cut(m, ":")
+			uid, uerr := strconv.ParseInt(user, 10, 64)
+			did, derr := strconv.ParseUint(device, 10, 64)
+			if ok && uerr == nil && derr == nil {
+				gets = append(gets, n.c.B().Hget().Key(k.Presence(uid)).Field(device).Build())
+				devices = append(devices, presence.Entry{User: uid, Device: did})
+			}
+		}
+	}
+	if len(gets) == 0 {
+		return nil, nil
+	}
+	var out []presence.Entry
+	for i, r := range n.c.DoMulti(ctx, gets...) {
+		v, err := r.ToString()
+		if rueidis.IsRedisNil(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("entries of node %s in %s: %w", node, tenant, err)
+		}
+		if e, err := presence.ParseValue(devices[i].User, devices[i].Device, v); err == nil && e.Node == node {
+			out = append(out, e)
+		}
+	}
+	return out, nil
 }
 
 // Lookup implements ports.Presence with one HGETALL per user, in one round trip.

@@ -16,6 +16,7 @@ import (
 	"github.com/imdhq/imd/core/kit/jobs"
 	"github.com/imdhq/imd/core/loop/cluster"
 	"github.com/imdhq/imd/core/runtime"
+	"github.com/imdhq/imd/core/usecase/presence"
 	"github.com/imdhq/imd/core/usecase/tenantregistry"
 )
 
@@ -28,6 +29,7 @@ type running struct {
 	Held      held
 	Jobs      *jobs.Jobs
 	Cluster   *cluster.Loops
+	Presence  *presence.Service
 	Registry  *tenantregistry.Registry
 	Runtime   *runtime.Runtime
 	HTTP      *httpapi.Server
@@ -56,6 +58,10 @@ func lifecycle(lc fx.Lifecycle, c running) {
 	// 4. The node's cluster loops (lease, partitions, push channel): this node is known and holds
 	// its deliver partitions before the workers start, and lets them go after.
 	lc.Append(fx.Hook{OnStart: c.Cluster.Start, OnStop: c.Cluster.Stop})
+	// The paced presence pushes after a registry heal (DESIGN §13 "Unknown until healed"),
+	// which the keeper's passes start, stop before it.
+	heals := background.New(c.Presence.RunHeals)
+	lc.Append(fx.Hook{OnStart: heals.Start, OnStop: heals.Stop})
 	// 5. Every tenant the registry knows is readied before the runtime starts the loops.
 	lc.Append(fx.StartHook(c.Registry.Boot))
 	// 6. Every tenant's loops, before the listeners start and after they stop: every committed

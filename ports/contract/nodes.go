@@ -29,6 +29,65 @@ type NodesFixture struct {
 // Nodes checks ports.NodeLeases, ports.Presence, ports.NodeChannel, ports.DeliverLeases,
 // ports.NodeInspector and ports.DeliverLeaseHolders.
 func Nodes(t *testing.T, fresh func(t *testing.T) NodesFixture) {
+	t.Run("a node's entries are those that name it", func(t *testing.T) {
+		t.Parallel()
+		f := fresh(t)
+		ctx := t.Context()
+		if got, err := f.Presence.Entries(ctx, f.Tenant, "1-aa"); err != nil || len(got) != 0 {
+			t.Fatalf("a fresh tenant: %+v, %v", got, err)
+		}
+		kept := presence.Entry{User: 5, Device: 1, Node: "1-aa", Token: 1}
+		released := presence.Entry{User: 5, Device: 2, Node: "1-aa", Token: 2}
+		moved := presence.Entry{User: 6, Device: 1, Node: "1-aa", Token: 3}
+		for _, e := range []presence.Entry{kept, released, moved, {User: 6, Device: 1, Node: "2-bb", Token: 4}} {
+			if _, _, err := f.Presence.Claim(ctx, f.Tenant, e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := f.Presence.Release(ctx, f.Tenant, released); err != nil {
+			t.Fatal(err)
+		}
+		got, err := f.Presence.Entries(ctx, f.Tenant, "1-aa")
+		if err != nil || len(got) != 1 || got[0] != kept {
+			t.Fatalf("entries of 1-aa: %+v, %v; want only %+v (one released, one claimed since by 2-bb)", got, err, kept)
+		}
+	})
+	t.Run("the registry is whole only when no loss is healing", func(t *testing.T) {
+		t.Parallel()
+		f := fresh(t)
+		ctx := t.Context()
+		const ttl = 150 * time.Millisecond
+		whole := func(want bool, step string) {
+			t.Helper()
+			if got, err := f.Presence.Whole(ctx, f.Tenant); err != nil || got != want {
+				t.Fatalf("%s: whole %v, %v; want %v", step, got, err, want)
+			}
+		}
+		mend := func(known, owes, want bool, step string) {
+			t.Helper()
+			if got, err := f.Leases.Mend(ctx, f.Tenant, ttl, known, owes); err != nil || got != want {
+				t.Fatalf("%s: mend answered %v, %v; want %v", step, got, err, want)
+			}
+			whole(want, step)
+		}
+		whole(false, "never mended")
+		mend(true, false, false, "a known node finds no mark: a heal starts")
+		time.Sleep(2 * ttl)
+		mend(true, false, true, "a lease after, whole")
+		mend(false, false, true, "whole stays whole")
+		mend(true, true, false, "a node owes a restore")
+		time.Sleep(ttl / 2)
+		mend(true, true, false, "it owes again: the heal runs a lease from now")
+		time.Sleep(3 * ttl / 4)
+		mend(true, false, false, "less than a lease after the last debt")
+		time.Sleep(ttl / 2)
+		mend(false, false, true, "a lease after the last debt")
+
+		g := fresh(t)
+		if got, err := g.Leases.Mend(ctx, g.Tenant, ttl, false, false); err != nil || !got {
+			t.Fatalf("a new node on a new tenant: whole %v, %v", got, err)
+		}
+	})
 	t.Run("live nodes show their devices, backlog and partitions", func(t *testing.T) {
 		t.Parallel()
 		f := fresh(t)

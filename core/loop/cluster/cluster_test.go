@@ -468,8 +468,8 @@ func (d *deployment) lookup(t *testing.T, user int64) []presence.Entry {
 // FLUSHALL does, which the next renewal finds by the lease lapsed, or the last claims, as a
 // failover to a lagging replica does, which the lineage tells. Each Keeper then claims its
 // connected devices again, so they have entries on live nodes once more; a device that left
-// during the loss, or while its entry was being written, stays gone, and one claimed since by
-// another node keeps that node's entry.
+// during the loss, or while its entry was being written, stays gone, one whose release the
+// failover lost is removed, and one claimed since by another node keeps that node's entry.
 func TestKeepersRestoreTheirDevicesAfterARegistryLoss(t *testing.T) {
 	for _, loss := range []struct {
 		name string
@@ -483,6 +483,10 @@ func TestKeepersRestoreTheirDevicesAfterARegistryLoss(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
+			}
+			// User 12 left node 2 before the failover; the release had not reached the replica.
+			if _, _, err := d.nodes.Claim(t.Context(), tenant, presence.Entry{User: 12, Device: 1, Node: "2-bb", Token: 99}); err != nil {
+				t.Fatal(err)
 			}
 			lineage.Replace()
 		}},
@@ -519,11 +523,16 @@ func TestKeepersRestoreTheirDevicesAfterARegistryLoss(t *testing.T) {
 				ka.pass(ctx)
 				kb.pass(ctx)
 			}
+			for _, n := range []*node{a, b} { // the removals the restores queued
+				for len(n.tracker.pending) > 0 {
+					n.tracker.apply(ctx, <-n.tracker.pending)
+				}
+			}
 
 			for _, c := range []struct {
 				user int64
 				node string // "": no entry
-			}{{7, "1-aa"}, {8, "2-bb"}, {9, ""}, {10, "1-aa"}, {11, ""}} {
+			}{{7, "1-aa"}, {8, "2-bb"}, {9, ""}, {10, "1-aa"}, {11, ""}, {12, ""}} {
 				got := d.lookup(t, c.user)
 				switch {
 				case c.node == "" && len(got) != 0:
@@ -546,4 +555,61 @@ type restoring struct {
 func (r restoring) Restore(ctx context.Context, tenant string, entries []presence.Entry) (int, error) {
 	r.before()
 	return r.Nodes.Restore(ctx, tenant, entries)
+}
+
+// heals records what Keeper tells Changes of heals; the rest of Changes is not used here.
+type heals struct {
+	Changes
+	mu   sync.Mutex
+	told [][]int64
+}
+
+func (h *heals) Healed(_ context.Context, _ string, users []int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.told = append(h.told, users)
+}
+
+// TestKeeperTellsOfTheHealOnce (DESIGN §13 "Unknown until healed"): after a flush the
+// registry is not whole until a lease after the loss, then the keeper names the users
+// connected here once, so their state is pushed once.
+func TestKeeperTellsOfTheHealOnce(t *testing.T) {
+	const ttl = 300 * time.Millisecond
+	d := newDeployment()
+	q, err := memory.NewDeliverQueue(time.Now).WithPartitions(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := d.node("1-aa", 10, 7, 8)
+	told := &heals{}
+	k := NewKeeper(Config{LeaseTTL: ttl}, KeeperDeps{View: n.view, Nodes: d.nodes, Leases: q, Held: n.tracker, Changes: told,
+		Tenants: func() []string { return []string{tenant} }, Log: quiet})
+	ctx := t.Context()
+	whole := func(want bool, step string) {
+		t.Helper()
+		if got, err := d.nodes.Whole(ctx, tenant); err != nil || got != want {
+			t.Fatalf("%s: whole %v, %v; want %v", step, got, err, want)
+		}
+	}
+	k.pass(ctx)
+	k.pass(ctx)
+	whole(true, "a new deployment")
+
+	d.nodes.Lose()
+	whole(false, "flushed")
+	k.pass(ctx) // the lease lapsed: the devices are claimed again, the heal runs a lease
+	whole(false, "right after the restore")
+	if got := d.lookup(t, 7); len(got) != 1 {
+		t.Fatalf("user 7 not claimed again: %+v", got)
+	}
+	healed := time.Now()
+	for passes := 0; passes < 4 || len(told.told) == 0 && time.Since(healed) < 20*ttl; passes++ {
+		time.Sleep(ttl / 4) // renewed within its lease, as the keeper's ticker does
+		k.pass(ctx)
+	}
+	whole(true, "a lease after the loss")
+	k.pass(ctx)
+	if len(told.told) != 1 || !slices.Equal(told.told[0], []int64{7, 8}) {
+		t.Fatalf("keeper told of heals %v; want once, users 7 and 8", told.told)
+	}
 }

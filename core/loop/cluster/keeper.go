@@ -36,7 +36,8 @@ type KeeperDeps struct {
 	// Changes hears of the users whose devices a retired node held (issue 31); nil: nobody.
 	Changes Changes
 	// Held claims again the devices connected here once the registry lost this node's lease
-	// or Redis failed over (DESIGN §13 "After a registry loss"); nil: nothing is restored.
+	// or Redis failed over (DESIGN §13 "After a registry loss"), and names their users to
+	// Changes when the registry is whole again; nil: nothing is restored.
 	Held Held
 	// Lineage tells a Redis failover or restart (DESIGN §1.13), which may lose the last claims
 	// while the lease survives; nil: only a lapsed lease restores.
@@ -48,6 +49,8 @@ type KeeperDeps struct {
 type Held interface {
 	// Restore claims the tenant's devices connected here where the registry has no entry.
 	Restore(ctx context.Context, tenant string) (int, error)
+	// Users are the users of the tenant with a device connected here.
+	Users(tenant string) []int64
 }
 
 // Tenants are the names of the tenants this process serves, read on every pass so tenants
@@ -79,6 +82,7 @@ type Keeper struct {
 	parts map[partitionKey]*partitionState
 	seen  map[string]bool // tenants passed at least once
 	owed  map[string]bool // tenants whose lease lapsed and whose devices are not restored yet
+	whole map[string]bool // tenants whose registry the last pass found whole (Mend)
 
 	lineage string // the Redis lineage the last pass read; only passes touch it
 
@@ -88,7 +92,8 @@ type Keeper struct {
 
 // NewKeeper returns a stopped keeper.
 func NewKeeper(cfg Config, d KeeperDeps) *Keeper {
-	return &Keeper{cfg: cfg, d: d, parts: make(map[partitionKey]*partitionState), seen: make(map[string]bool), owed: make(map[string]bool)}
+	return &Keeper{cfg: cfg, d: d, parts: make(map[partitionKey]*partitionState), seen: make(map[string]bool), owed: make(map[string]bool),
+		whole: make(map[string]bool)}
 }
 
 // Start makes one pass, waits one interval and passes again, so the other nodes have seen this
@@ -167,6 +172,7 @@ func (k *Keeper) pass(ctx context.Context) {
 		live, expired, lapsed, err := k.d.Nodes.Renew(ctx, tenant, self, k.cfg.LeaseTTL)
 		if err != nil {
 			k.d.Log.WarnContext(ctx, "node lease not renewed", "tenant", tenant, "node", self, "err", err)
+			k.mend(ctx, tenant, false, false)
 			continue
 		}
 		// An earlier instance of this node_id is this node before a restart: dead for sure.
@@ -193,7 +199,8 @@ func (k *Keeper) pass(ctx context.Context) {
 		k.d.View.set(tenant, live)
 		// After the view forgot the dead nodes, so their entries no longer count as online.
 		k.left(ctx, tenant, retired)
-		k.restore(ctx, tenant, lapsed)
+		owed := k.restore(ctx, tenant, lapsed)
+		k.mend(ctx, tenant, true, owed)
 		k.holdPartitions(ctx, tenant, live)
 		k.mu.Lock()
 		k.seen[tenant] = true
@@ -229,11 +236,8 @@ func (k *Keeper) watchLineage(ctx context.Context) {
 
 // restore claims this node's devices again after its lease lapsed or Redis failed over, and
 // on later passes until that succeeds: the renewal that noticed has put the lease back, so
-// only owed remembers.
-func (k *Keeper) restore(ctx context.Context, tenant string, lapsed bool) {
-	if k.d.Held == nil {
-		return
-	}
+// only owed remembers. It reports whether this pass owed a restore.
+func (k *Keeper) restore(ctx context.Context, tenant string, lapsed bool) bool {
 	k.mu.Lock()
 	if lapsed && k.seen[tenant] {
 		k.owed[tenant] = true
@@ -241,17 +245,50 @@ func (k *Keeper) restore(ctx context.Context, tenant string, lapsed bool) {
 	owed := k.owed[tenant]
 	k.mu.Unlock()
 	if !owed {
-		return
+		return false
 	}
-	n, err := k.d.Held.Restore(ctx, tenant)
+	var (
+		n   int // no Held: no device to claim again
+		err error
+	)
+	if k.d.Held != nil {
+		n, err = k.d.Held.Restore(ctx, tenant)
+	}
 	if err != nil {
 		k.d.Log.WarnContext(ctx, "devices not claimed again after a registry loss; retried next pass", "tenant", tenant, "restored", n, "err", err)
-		return
+		return true
 	}
 	k.mu.Lock()
 	delete(k.owed, tenant)
 	k.mu.Unlock()
 	k.d.Log.WarnContext(ctx, "registry lost or failed over; devices connected here claimed again", "tenant", tenant, "restored", n)
+	return true
+}
+
+// mend keeps the registry's wholeness mark after this pass's renewal (DESIGN §13 "Unknown
+// until healed") and tells Changes of the users connected here when the registry, not whole
+// at the last pass, is whole again. renewed: the lease was renewed (a failed renewal, Redis
+// unreadable, counts as not whole, so the heal after it pushes too); owes: this pass found a
+// loss or still owes a restore.
+func (k *Keeper) mend(ctx context.Context, tenant string, renewed, owes bool) {
+	k.mu.Lock()
+	known := k.seen[tenant]
+	was, passed := k.whole[tenant]
+	k.mu.Unlock()
+	whole := false
+	if renewed {
+		var err error
+		if whole, err = k.d.Nodes.Mend(ctx, tenant, k.cfg.LeaseTTL, known, owes); err != nil {
+			k.d.Log.WarnContext(ctx, "presence registry mark not kept", "tenant", tenant, "err", err)
+		}
+	}
+	k.mu.Lock()
+	k.whole[tenant] = whole
+	k.mu.Unlock()
+	if whole && passed && !was && k.d.Changes != nil && k.d.Held != nil {
+		k.d.Log.InfoContext(ctx, "presence registry whole again", "tenant", tenant)
+		k.d.Changes.Healed(ctx, tenant, k.d.Held.Users(tenant))
+	}
 }
 
 // left tells Changes that users lost the devices a retired node held.

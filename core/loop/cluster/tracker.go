@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -45,6 +46,10 @@ type Changes interface {
 	Arrived(ctx context.Context, tenant string, user int64)
 	// Left follows the removal of devices of users: those with none left went offline.
 	Left(ctx context.Context, tenant string, users []int64)
+	// Healed follows the registry becoming whole again after a loss (DESIGN §13 "Unknown until
+	// healed"): users are those connected here, whose state the heal establishes. It must not
+	// wait: the keeper calls it between renewals.
+	Healed(ctx context.Context, tenant string, users []int64)
 }
 
 // Tracker writes the presence of this node's connections (the session registry's observer)
@@ -134,7 +139,9 @@ const restoreBatch = 500
 // registry lost them while they stayed connected (DESIGN §13 "After a registry loss"). A
 // device that disconnected meanwhile is not among them, so it stays offline; one that
 // disconnects while its entry is being written, whose queued removal may have run first, is
-// removed again after. It returns how many entries it wrote.
+// removed again after. An entry of this node for a device it no longer holds — a release the
+// failover lost — is removed as a disconnection is, so it never reads online. It returns how
+// many entries it wrote.
 func (t *Tracker) Restore(ctx context.Context, tenant string) (int, error) {
 	self := t.view.Self()
 	t.mu.Lock()
@@ -158,7 +165,29 @@ func (t *Tracker) Restore(ctx context.Context, tenant string) (int, error) {
 			return restored, fmt.Errorf("restore %d devices of %s: %w", len(held), tenant, err)
 		}
 	}
+	entries, err := t.presence.Entries(ctx, tenant, self)
+	if err != nil {
+		return restored, fmt.Errorf("restore devices of %s: %w", tenant, err)
+	}
+	for _, e := range entries {
+		if !t.holds(tenant, e.User, e.Device, e.Token) {
+			t.queue(change{tenant: tenant, entry: e})
+		}
+	}
 	return restored, nil
+}
+
+// Users returns the users of tenant with a device connected here, sorted.
+func (t *Tracker) Users(tenant string) []int64 {
+	t.mu.Lock()
+	set := map[int64]bool{}
+	for k := range t.tokens {
+		if k.tenant == tenant {
+			set[k.user] = true
+		}
+	}
+	t.mu.Unlock()
+	return slices.Sorted(maps.Keys(set))
 }
 
 // Run writes queued removals until ctx ends, then the ones still queued.

@@ -9,6 +9,7 @@ package presence
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -27,6 +28,12 @@ type Config struct {
 	GroupLimit int
 	// MaxQuery is how many users one query may name; more is 40001. Default 200.
 	MaxQuery int
+	// HealRate is how many users a second this node pushes the state of after a registry heal
+	// (DESIGN §13 "Unknown until healed"), so a heal is no storm. Default 200.
+	HealRate int
+	// HealQueue bounds the users waiting for such a push; more are not pushed (counted).
+	// Default 10,000.
+	HealQueue int
 }
 
 func (c Config) withDefaults() Config {
@@ -35,6 +42,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxQuery <= 0 {
 		c.MaxQuery = 200
+	}
+	if c.HealRate <= 0 {
+		c.HealRate = 200
+	}
+	if c.HealQueue <= 0 {
+		c.HealQueue = 10_000
 	}
 	return c
 }
@@ -67,15 +80,31 @@ type Deps struct {
 
 // Service answers presence queries and settings and pushes presence changes.
 type Service struct {
-	cfg Config
-	d   Deps
+	cfg   Config
+	d     Deps
+	heals *healQueue
 }
 
 // New returns the presence service.
-func New(cfg Config, d Deps) *Service { return &Service{cfg: cfg.withDefaults(), d: d} }
+func New(cfg Config, d Deps) *Service {
+	cfg = cfg.withDefaults()
+	return &Service{cfg: cfg, d: d, heals: newHealQueue(cfg.HealQueue)}
+}
 
-// online returns which of users have a device on a live node.
+// errIncomplete is the registry after a loss, before every node claimed its devices again.
+var errIncomplete = errors.New("presence registry not whole since a loss")
+
+// online returns which of users have a device on a live node. The registry not whole (a loss
+// healing) is errIncomplete: a missing entry may be a device not claimed again yet, and an
+// entry may be one whose removal the loss undid (DESIGN §13 "Unknown until healed").
 func (s *Service) online(ctx context.Context, tenant string, users []int64) (map[int64]bool, error) {
+	whole, err := s.d.Presence.Whole(ctx, tenant)
+	if err != nil {
+		return nil, fmt.Errorf("presence registry: %w", err)
+	}
+	if !whole {
+		return nil, errIncomplete
+	}
 	entries, err := s.d.Presence.Lookup(ctx, tenant, users)
 	if err != nil {
 		return nil, fmt.Errorf("presence of %d users: %w", len(users), err)
@@ -90,8 +119,8 @@ func (s *Service) online(ctx context.Context, tenant string, users []int64) (map
 }
 
 // Query answers QUERY_PRESENCE: one status per distinct id, in the order asked. The registry
-// unreadable makes every state unknown, never online; last_seen still comes from MySQL. A
-// user sees its own state even when hidden.
+// unreadable or not whole makes every state unknown, never online or offline; last_seen still
+// comes from MySQL. A user sees its own state even when hidden.
 func (s *Service) Query(ctx context.Context, tenant string, asker int64, users []int64) ([]presence.Status, error) {
 	if len(users) > s.cfg.MaxQuery {
 		return nil, apperr.New(apperr.InvalidArgument, fmt.Sprintf("at most %d user ids per presence query", s.cfg.MaxQuery))
@@ -113,7 +142,10 @@ func (s *Service) Query(ctx context.Context, tenant string, asker int64, users [
 		return nil, apperr.Wrap(apperr.Busy, "presence records unavailable", err)
 	}
 	on, err := s.online(ctx, tenant, ids)
-	if err != nil {
+	switch {
+	case errors.Is(err, errIncomplete): // the keeper logged the loss; once a query, not at warn
+		s.d.Log.DebugContext(ctx, "presence registry healing; states answered unknown", "tenant", tenant)
+	case err != nil:
 		s.d.Log.WarnContext(ctx, "presence registry unreadable; states answered unknown", "tenant", tenant, "err", err)
 	}
 	out := make([]presence.Status, len(ids))
@@ -125,6 +157,7 @@ func (s *Service) Query(ctx context.Context, tenant string, asker int64, users [
 		out[i] = presence.Seen(u, on[u], r)
 		if err != nil && !r.Hidden {
 			out[i].State = presence.Unknown
+			s.d.Metrics.Inc("presence_unknown_total")
 		}
 	}
 	return out, nil
@@ -133,7 +166,8 @@ func (s *Service) Query(ctx context.Context, tenant string, asker int64, users [
 // Arriving reports whether user already has a device on a live node, before this node claims
 // another: only the first device makes the user come online. Asked before the claim, two
 // devices arriving at once on two nodes both announce (a repeat) rather than neither (a user
-// wrongly offline). Unreadable, it answers true: no announcement rather than a wrong one.
+// wrongly offline). Unreadable or healing, it answers true: no announcement rather than a
+// wrong one; the heal pushes the user's state after (Healed).
 func (s *Service) Arriving(ctx context.Context, tenant string, user int64) bool {
 	on, err := s.online(ctx, tenant, []int64{user})
 	if err != nil {
@@ -150,15 +184,23 @@ func (s *Service) Arrived(ctx context.Context, tenant string, user int64) {
 }
 
 // Left follows the removal of devices of users (a connection closed, a dead node retired):
-// each user with no device left on a live node went offline. Unreadable, nobody is announced:
-// those who see them query or wait for the next change.
+// each user with no device left on a live node went offline. Unreadable or not whole, nobody
+// is announced yet: the users are seen now (last_seen) and wait for the heal, after which
+// their state is pushed (Healed).
 func (s *Service) Left(ctx context.Context, tenant string, users []int64) {
 	if len(users) == 0 {
 		return
 	}
 	on, err := s.online(ctx, tenant, users)
 	if err != nil {
-		s.d.Log.WarnContext(ctx, "presence not read after a release; no offline push", "tenant", tenant, "err", err)
+		s.d.Log.WarnContext(ctx, "presence not read after a release; offline pushed after the heal", "tenant", tenant, "err", err)
+		now := s.d.Clock.Now()
+		for _, u := range users {
+			if err := s.d.Records.Seen(ctx, tenant, u, now); err != nil {
+				s.d.Log.WarnContext(ctx, "last_seen not written", "tenant", tenant, "user_id", u, "err", err)
+			}
+		}
+		s.heals.wait(tenant, users, s.d.Metrics)
 		return
 	}
 	for _, u := range users {

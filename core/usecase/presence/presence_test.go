@@ -64,6 +64,7 @@ type world struct {
 	pusher  *memory.Pushes
 	clock   *memory.Clock
 	metrics *memory.Metrics
+	deps    presence.Deps // to build the service again with another config
 }
 
 // newWorld: user 1 is friends with 2; 1, 3 and 4 share group 10 (3 members); 1 and 5..8
@@ -93,6 +94,9 @@ func newWorldWith(t *testing.T, reg func(*memory.Nodes) ports.Presence, wrap fun
 		t.Fatal(err)
 	}
 	w := &world{nodes: memory.NewNodes(clock.Now), records: memory.NewPresence(), pusher: &memory.Pushes{}, clock: clock, metrics: memory.NewMetrics()}
+	if whole, err := w.nodes.Mend(ctx, tenant, time.Minute, false, false); err != nil || !whole { // a first node's first pass
+		t.Fatalf("a new registry: whole %v, %v", whole, err)
+	}
 	var p ports.Presence = w.nodes
 	if reg != nil {
 		p = reg(w.nodes)
@@ -101,11 +105,20 @@ func newWorldWith(t *testing.T, reg func(*memory.Nodes) ports.Presence, wrap fun
 	if wrap != nil {
 		settings = wrap(w.records)
 	}
-	w.svc = presence.New(presence.Config{GroupLimit: 4}, presence.Deps{
+	w.deps = presence.Deps{
 		Presence: p, Nodes: liveness{"1-aa": true, "2-bb": true}, Records: w.records, Settings: settings,
 		Friends: dir, Groups: dir, Members: dir, Pusher: w.pusher, Clock: clock, Metrics: w.metrics, Log: quiet,
-	})
+	}
+	w.svc = presence.New(presence.Config{GroupLimit: 4}, w.deps)
 	return w
+}
+
+// lose is a registry loss some node found (its lease lapsed), not healed yet.
+func (w *world) lose(t *testing.T) {
+	t.Helper()
+	if whole, err := w.nodes.Mend(t.Context(), tenant, time.Minute, true, true); err != nil || whole {
+		t.Fatalf("a loss: whole %v, %v", whole, err)
+	}
 }
 
 func (w *world) claim(t *testing.T, user int64, device uint64, node string) domain.Entry {
@@ -172,6 +185,7 @@ func TestQuery(t *testing.T) {
 		asker    int64
 		ids      []int64
 		hidden   []int64
+		lost     bool // the registry lost and not healed yet
 		want     []presence.WireStatus
 		code     apperr.Code
 	}{
@@ -184,6 +198,8 @@ func TestQuery(t *testing.T) {
 		{name: "registry down: unknown, never online; last_seen still known", asker: 9, ids: []int64{1, 2},
 			registry: func(n *memory.Nodes) ports.Presence { return failingPresence{n} },
 			want:     []presence.WireStatus{{UserID: 1, State: "unknown"}, {UserID: 2, State: "unknown", LastSeen: seen.UnixMilli()}}},
+		{name: "registry healing from a loss: unknown, never online or offline", asker: 9, ids: []int64{1, 2, 4}, lost: true,
+			want: []presence.WireStatus{{UserID: 1, State: "unknown"}, {UserID: 2, State: "unknown", LastSeen: seen.UnixMilli()}, {UserID: 4, State: "unknown"}}},
 		{name: "201 ids", asker: 9, ids: make([]int64, 201), code: apperr.InvalidArgument},
 		{name: "a zero id", asker: 9, ids: []int64{1, 0}, code: apperr.InvalidArgument},
 	}
@@ -201,6 +217,9 @@ func TestQuery(t *testing.T) {
 				if _, err := w.records.ChangeSettings(ctx, tenant, u, social.SettingsChange{HidePresence: &hide}); err != nil {
 					t.Fatal(err)
 				}
+			}
+			if tt.lost {
+				w.lose(t)
 			}
 			sts, err := w.svc.Query(ctx, tenant, tt.asker, tt.ids)
 			if apperr.CodeOf(err) != tt.code {
@@ -281,5 +300,85 @@ func TestConcurrentChangesOfOtherSettingsStand(t *testing.T) {
 	}
 	if s, err := w.records.Settings(ctx, tenant, 1); err != nil || s != (social.Settings{HidePresence: true, HideReceipts: true}) {
 		t.Fatalf("stored %+v, %v; want both hidden", s, err)
+	}
+}
+
+// waitPushes returns the pushes once there are n, failing after a few seconds.
+func waitPushes(t *testing.T, r *memory.Pushes, n int) []pushed {
+	t.Helper()
+	var got []pushed
+	for deadline := time.Now().Add(5 * time.Second); len(got) < n; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("pushes %+v; want %d", got, n)
+		}
+		got = append(got, take(t, r)...)
+	}
+	return got
+}
+
+// TestRegistryLossIsUnknownUntilTheHealThenPushed (DESIGN §13 "Unknown until healed"): while
+// the registry heals, queries answer unknown, an arrival and a departure announce nothing
+// (the departure is still seen in MySQL), and once it is whole the node pushes the state of
+// its connected users and of those who left meanwhile, paced and bounded.
+func TestRegistryLossIsUnknownUntilTheHealThenPushed(t *testing.T) {
+	w := newWorld(t, nil)
+	w.svc = presence.New(presence.Config{GroupLimit: 4, HealRate: 20, HealQueue: 2}, w.deps)
+	ctx := t.Context()
+	w.claim(t, 1, 1, "1-aa")
+	w.claim(t, 3, 1, "2-bb")
+
+	w.nodes.Lose() // FLUSHALL: the entries and the mark are gone
+	w.lose(t)      // a node's renewal found its lease lapsed
+	sts, err := w.svc.Query(ctx, tenant, 9, []int64{1, 3})
+	if err != nil || sts[0].State != domain.Unknown || sts[1].State != domain.Unknown {
+		t.Fatalf("while healing: %+v, %v; want both unknown", sts, err)
+	}
+	if n := w.metrics.Count("presence_unknown_total"); n != 2 {
+		t.Fatalf("presence_unknown_total %v; want 2", n)
+	}
+	if !w.svc.Arriving(ctx, tenant, 5) {
+		t.Fatal("an arrival while healing must not be announced")
+	}
+	w.clock.Advance(time.Minute)
+	w.svc.Left(ctx, tenant, []int64{3}) // user 3 left while the registry healed
+	if got := take(t, w.pusher); len(got) != 0 {
+		t.Fatalf("pushed %+v while healing", got)
+	}
+	left := w.clock.Now()
+	if recs, _ := w.records.Records(ctx, tenant, []int64{3}); !recs[3].LastSeen.Equal(left) {
+		t.Fatalf("last_seen of the user who left while healing: %v; want %v", recs[3].LastSeen, left)
+	}
+
+	// Node 1 claimed user 1 again; a lease after the loss the registry is whole.
+	w.claim(t, 1, 1, "1-aa")
+	w.clock.Advance(2 * time.Minute)
+	if whole, err := w.nodes.Mend(ctx, tenant, time.Minute, true, false); err != nil || !whole {
+		t.Fatalf("after a lease: whole %v, %v", whole, err)
+	}
+	start := time.Now()
+	w.svc.Healed(ctx, tenant, []int64{1, 5}) // 5 finds the queue full: user 3 waits in it already
+	run, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); w.svc.RunHeals(run) }()
+	defer func() { stop(); <-done }()
+	got := waitPushes(t, w.pusher, 2)
+	if elapsed := time.Since(start); elapsed < 90*time.Millisecond {
+		t.Errorf("two heal pushes in %v at 20 a second", elapsed)
+	}
+	want := []pushed{
+		{to: []int64{1, 4}, st: presence.WireStatus{UserID: 3, State: "offline", LastSeen: left.UnixMilli()}},
+		{to: []int64{2, 3, 4}, st: presence.WireStatus{UserID: 1, State: "online"}},
+	}
+	for i := range want {
+		if i >= len(got) || !slices.Equal(got[i].to, want[i].to) || got[i].st != want[i].st {
+			t.Fatalf("heal pushes %+v; want %+v", got, want)
+		}
+	}
+	if p, d := w.metrics.Count("presence_heal_pushes_total", "pushed"), w.metrics.Count("presence_heal_pushes_total", "dropped"); p != 2 || d != 1 {
+		t.Fatalf("heal pushes: pushed %v dropped %v; want 2 and 1", p, d)
+	}
+	sts, err = w.svc.Query(ctx, tenant, 9, []int64{1, 3})
+	if err != nil || sts[0].State != domain.Online || sts[1].State != domain.Offline {
+		t.Fatalf("after the heal: %+v, %v; want online, offline", sts, err)
 	}
 }
