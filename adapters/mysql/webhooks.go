@@ -331,3 +331,39 @@ func (s *WebhookRevisions) RevisionsAfter(ctx context.Context, tenant string, af
 	}
 	return out, nil
 }
+
+// recordEvent writes a member, friendship or report event into t_webhook_events through q,
+// the transaction of its change (docs/DESIGN.md issue-32 part 2 "Member, friendship and report
+// events").
+func recordEvent(ctx context.Context, q *sqlcdb.Queries, r webhook.Record) error {
+	return q.InsertWebhookEvent(ctx, sqlcdb.InsertWebhookEventParams{Type: string(r.Type), Topic: r.Topic, Data: r.Data, CreatedAt: r.At.UTC()})
+}
+
+// WebhookEvents implements ports.WebhookEvents over t_webhook_events.
+type WebhookEvents struct{ cluster *Cluster }
+
+var _ ports.WebhookEvents = (*WebhookEvents)(nil)
+
+// NewWebhookEvents returns the event reader of the provisioned tenants of c.
+func NewWebhookEvents(c *Cluster) *WebhookEvents { return &WebhookEvents{cluster: c} }
+
+// EventsAfter reads the recorded events after id after, made in [from, until).
+func (s *WebhookEvents) EventsAfter(ctx context.Context, tenant string, after int64, from, until time.Time, limit int) ([]webhook.Record, error) {
+	t, err := s.cluster.tenant(tenant)
+	if err != nil {
+		return nil, err
+	}
+	lim, err := limit32(limit)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := t.q.WebhookEvents(ctx, sqlcdb.WebhookEventsParams{ID: after, CreatedAt: from.UTC(), CreatedAt_2: until.UTC(), Limit: lim})
+	if err != nil {
+		return nil, fmt.Errorf("read webhook events after %d: %w", after, err)
+	}
+	out := make([]webhook.Record, len(rows))
+	for i, r := range rows {
+		out[i] = webhook.Record{ID: r.ID, Type: webhook.EventType(r.Type), Topic: r.Topic, Data: json.RawMessage(r.Data), At: r.CreatedAt.UTC()}
+	}
+	return out, nil
+}

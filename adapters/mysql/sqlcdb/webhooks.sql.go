@@ -112,6 +112,29 @@ func (q *Queries) InsertWebhookEndpoint(ctx context.Context, arg InsertWebhookEn
 	return err
 }
 
+const insertWebhookEvent = `-- name: InsertWebhookEvent :exec
+INSERT INTO t_webhook_events (type, topic, data, created_at) VALUES (?, ?, ?, ?)
+`
+
+type InsertWebhookEventParams struct {
+	Type      string
+	Topic     string
+	Data      []byte
+	CreatedAt time.Time
+}
+
+// A member, friendship or report event, written in the transaction of its change (issue 32
+// part 2 "Member, friendship and report events").
+func (q *Queries) InsertWebhookEvent(ctx context.Context, arg InsertWebhookEventParams) error {
+	_, err := q.db.ExecContext(ctx, insertWebhookEvent,
+		arg.Type,
+		arg.Topic,
+		arg.Data,
+		arg.CreatedAt,
+	)
+	return err
+}
+
 const replayWebhookScanMark = `-- name: ReplayWebhookScanMark :exec
 INSERT INTO t_webhook_scan_marks (endpoint_id, scanned_to, replay_from) VALUES (?, ?, ?)
 ON DUPLICATE KEY UPDATE scanned_to = VALUES(scanned_to), replay_from = VALUES(replay_from)
@@ -295,6 +318,56 @@ func (q *Queries) WebhookEndpoints(ctx context.Context) ([]TWebhookEndpoint, err
 			&i.CreatedAt,
 			&i.UpdatedAt,
 			&i.BotID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const webhookEvents = `-- name: WebhookEvents :many
+SELECT id, type, topic, data, created_at
+FROM t_webhook_events
+WHERE id > ? AND created_at >= ? AND created_at < ?
+ORDER BY id
+LIMIT ?
+`
+
+type WebhookEventsParams struct {
+	ID          int64
+	CreatedAt   time.Time
+	CreatedAt_2 time.Time
+	Limit       int32
+}
+
+// The recorded events after a webhook endpoint's event cursor, read like the revisions.
+func (q *Queries) WebhookEvents(ctx context.Context, arg WebhookEventsParams) ([]TWebhookEvent, error) {
+	rows, err := q.db.QueryContext(ctx, webhookEvents,
+		arg.ID,
+		arg.CreatedAt,
+		arg.CreatedAt_2,
+		arg.Limit,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []TWebhookEvent
+	for rows.Next() {
+		var i TWebhookEvent
+		if err := rows.Scan(
+			&i.ID,
+			&i.Type,
+			&i.Topic,
+			&i.Data,
+			&i.CreatedAt,
 		); err != nil {
 			return nil, err
 		}
