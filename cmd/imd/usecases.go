@@ -137,6 +137,7 @@ func newWebhookLoop(cfg config.Config, p Ports, h *history.Service, resolver *co
 		Changes:   p.RouteMirror,
 		History:   h,
 		Revisions: p.WebhookRevisions,
+		Events:    p.WebhookEvents,
 		Readers:   resolver,
 		Sender:    p.WebhookSender,
 		Locks:     p.Locks,
