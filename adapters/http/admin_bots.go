@@ -16,6 +16,7 @@ func (s *Server) botRoutes(t *echo.Group) {
 	t.GET("/bots", s.listBots)
 	t.POST("/bots", s.createBot)
 	t.POST("/bots/:bot_id/token", s.botToken)
+	t.DELETE("/bots/:bot_id", s.deleteBot)
 }
 
 func (s *Server) botService() (*bots.Service, error) {
@@ -93,4 +94,19 @@ func (s *Server) botToken(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, tokenJSON{Token: tok})
+}
+
+func (s *Server) deleteBot(c echo.Context) error {
+	svc, err := s.botService()
+	if err != nil {
+		return err
+	}
+	id, err := pathInt(c, "bot_id")
+	if err != nil {
+		return err
+	}
+	if err := svc.Delete(c.Request().Context(), c.Param("tenant"), id); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, empty)
 }
