@@ -261,7 +261,9 @@ type WebhookEvents struct {
 var _ ports.WebhookEvents = (*WebhookEvents)(nil)
 
 // NewWebhookEvents returns an empty record.
-func NewWebhookEvents() *WebhookEvents { return &WebhookEvents{tenants: make(map[string][]webhook.Record)} }
+func NewWebhookEvents() *WebhookEvents {
+	return &WebhookEvents{tenants: make(map[string][]webhook.Record)}
+}
 
 // Record adds r under the next id, as a change's transaction writes t_webhook_events, and
 // returns the id.
