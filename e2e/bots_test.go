@@ -154,7 +154,8 @@ func TestABotAnswersAPingThroughASignedWebhook(t *testing.T) {
 		t.Fatalf("the bot's endpoint got %d events of %s, a group it is not in", n, without)
 	}
 
-	// The operator finds the bot and its endpoint on the console's Webhooks page, and adds one.
+	// The operator finds the bot and its endpoint on the console's Webhooks page, adds one and
+	// deletes it.
 	br := signedInConsole(t, srv)
 	br.open("webhooks", "#bots-table tbody tr")
 	br.waitText("#bots-table", "pingbot", 30*time.Second)
@@ -163,6 +164,9 @@ func TestABotAnswersAPingThroughASignedWebhook(t *testing.T) {
 	br.waitText("#bot-add-result", "shown this once", 30*time.Second)
 	br.waitText("#bots-table", "second", 30*time.Second)
 	br.shot("bots")
+	br.submit("bot-delete", map[string]string{"bot-delete-bot_id": "901"})
+	br.click("#bot-delete-result .confirm-yes")
+	br.waitText("#bot-delete-result", "bot 901 deleted", 30*time.Second)
 }
 
 // TestEditsAndRecallsReachAnEndpoint: an edit and a recall made over the frame protocol reach
