@@ -80,12 +80,18 @@ func (s *Server) createBot(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
-func (s *Server) botToken(c echo.Context) error {
+// botTarget is the service and the bot id of a route under /bots/:bot_id.
+func (s *Server) botTarget(c echo.Context) (*bots.Service, int64, error) {
 	svc, err := s.botService()
 	if err != nil {
-		return err
+		return nil, 0, err
 	}
 	id, err := pathInt(c, "bot_id")
+	return svc, id, err
+}
+
+func (s *Server) botToken(c echo.Context) error {
+	svc, id, err := s.botTarget(c)
 	if err != nil {
 		return err
 	}
@@ -97,11 +103,7 @@ func (s *Server) botToken(c echo.Context) error {
 }
 
 func (s *Server) deleteBot(c echo.Context) error {
-	svc, err := s.botService()
-	if err != nil {
-		return err
-	}
-	id, err := pathInt(c, "bot_id")
+	svc, id, err := s.botTarget(c)
 	if err != nil {
 		return err
 	}

@@ -240,13 +240,20 @@ func (s *WebhookRevisions) Record(tenant string, r webhook.Revision) {
 func (s *WebhookRevisions) RevisionsAfter(_ context.Context, tenant string, after int64, from, until time.Time, limit int) ([]webhook.Revision, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []webhook.Revision
-	for _, r := range s.tenants[tenant] {
-		if len(out) < limit && r.ID > after && !r.At.Before(from) && r.At.Before(until) {
+	return window(s.tenants[tenant], after, from, until, limit, func(r webhook.Revision) (int64, time.Time) { return r.ID, r.At }), nil
+}
+
+// window lists the records of a stream, kept by id, with ids above after, made in [from,
+// until), at most limit.
+func window[T any](records []T, after int64, from, until time.Time, limit int, key func(T) (int64, time.Time)) []T {
+	var out []T
+	for _, r := range records {
+		id, at := key(r)
+		if len(out) < limit && id > after && !at.Before(from) && at.Before(until) {
 			out = append(out, r)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // WebhookEvents is an in-memory ports.WebhookEvents: the member, friendship and report events
@@ -288,11 +295,5 @@ func (s *WebhookEvents) record(tenant string, r webhook.Record) {
 func (s *WebhookEvents) EventsAfter(_ context.Context, tenant string, after int64, from, until time.Time, limit int) ([]webhook.Record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []webhook.Record
-	for _, r := range s.tenants[tenant] {
-		if len(out) < limit && r.ID > after && !r.At.Before(from) && r.At.Before(until) {
-			out = append(out, r)
-		}
-	}
-	return out, nil
+	return window(s.tenants[tenant], after, from, until, limit, func(r webhook.Record) (int64, time.Time) { return r.ID, r.At }), nil
 }
