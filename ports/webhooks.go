@@ -72,4 +72,7 @@ type WebhookEvents interface {
 	// EventsAfter lists at most limit records with id > after, made at or after from and
 	// before until, by id.
 	EventsAfter(ctx context.Context, tenant string, after int64, from, until time.Time, limit int) ([]webhook.Record, error)
+	// DeleteEventsBefore deletes at most limit records made before before, oldest first, and
+	// says how many it deleted.
+	DeleteEventsBefore(ctx context.Context, tenant string, before time.Time, limit int) (int, error)
 }

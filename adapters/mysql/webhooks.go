@@ -367,3 +367,20 @@ func (s *WebhookEvents) EventsAfter(ctx context.Context, tenant string, after in
 		return webhook.Record{ID: r.ID, Type: webhook.EventType(r.Type), Topic: r.Topic, Data: json.RawMessage(r.Data), At: r.CreatedAt.UTC()}
 	})
 }
+
+// DeleteEventsBefore deletes a batch of the records made before before, oldest first.
+func (s *WebhookEvents) DeleteEventsBefore(ctx context.Context, tenant string, before time.Time, limit int) (int, error) {
+	t, err := s.cluster.tenant(tenant)
+	if err != nil {
+		return 0, err
+	}
+	lim, err := limit32(limit)
+	if err != nil {
+		return 0, err
+	}
+	n, err := t.q.DeleteWebhookEventsBefore(ctx, sqlcdb.DeleteWebhookEventsBeforeParams{CreatedAt: before.UTC(), Limit: lim})
+	if err != nil {
+		return 0, fmt.Errorf("delete webhook events before %s: %w", before.UTC().Format(time.RFC3339), err)
+	}
+	return int(n), nil
+}

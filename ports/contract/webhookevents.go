@@ -19,7 +19,8 @@ type WebhookEventsFactory func(t *testing.T) (g SocialGraph, r ports.Reports, ev
 // WebhookEvents runs the contract of the member, friendship and report events (docs/DESIGN.md
 // issue-32 part 2 "Member, friendship and report events"): each change records one event of
 // what it did, in the order of the changes, and nothing when it changed nothing (a member
-// added again, a friendship made or ended twice, a repeated report, a P2P pair's rows).
+// added again, a friendship made or ended twice, a repeated report, a P2P pair's rows); old
+// records are deleted oldest first, a batch at a time.
 func WebhookEvents(t *testing.T, newStores WebhookEventsFactory) {
 	g, reports, events, tenant := newStores(t)
 	ctx := context.Background()
@@ -104,5 +105,14 @@ func WebhookEvents(t *testing.T, newStores WebhookEventsFactory) {
 	}
 	if page, err := events.EventsAfter(ctx, tenant, 0, from, got[0].At, 100); err != nil || len(page) != 0 {
 		t.Fatalf("EventsAfter until the first record = %+v, %v; want none", page, err)
+	}
+	if n, err := events.DeleteEventsBefore(ctx, tenant, until, 2); err != nil || n != 2 {
+		t.Fatalf("DeleteEventsBefore(limit 2) = %d, %v; want 2", n, err)
+	}
+	if n, err := events.DeleteEventsBefore(ctx, tenant, from, 100); err != nil || n != 0 {
+		t.Fatalf("DeleteEventsBefore(before them all) = %d, %v; want 0", n, err)
+	}
+	if left, err := events.EventsAfter(ctx, tenant, 0, from, until, 100); err != nil || len(left) != len(want)-2 || left[0].ID != got[2].ID {
+		t.Fatalf("after deleting the 2 oldest: %+v, %v; want records from the third", left, err)
 	}
 }

@@ -80,3 +80,7 @@ FROM t_webhook_events
 WHERE id > ? AND created_at >= ? AND created_at < ?
 ORDER BY id
 LIMIT ?;
+
+-- The events older than webhooks.keep_events, a batch at a time.
+-- name: DeleteWebhookEventsBefore :execrows
+DELETE FROM t_webhook_events WHERE created_at < ? ORDER BY id LIMIT ?;

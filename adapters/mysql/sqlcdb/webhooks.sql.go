@@ -32,6 +32,24 @@ func (q *Queries) DeleteWebhookEndpoint(ctx context.Context, id int64) (int64, e
 	return result.RowsAffected()
 }
 
+const deleteWebhookEventsBefore = `-- name: DeleteWebhookEventsBefore :execrows
+DELETE FROM t_webhook_events WHERE created_at < ? ORDER BY id LIMIT ?
+`
+
+type DeleteWebhookEventsBeforeParams struct {
+	CreatedAt time.Time
+	Limit     int32
+}
+
+// The events older than webhooks.keep_events, a batch at a time.
+func (q *Queries) DeleteWebhookEventsBefore(ctx context.Context, arg DeleteWebhookEventsBeforeParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, deleteWebhookEventsBefore, arg.CreatedAt, arg.Limit)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const deleteWebhookScanMark = `-- name: DeleteWebhookScanMark :exec
 DELETE FROM t_webhook_scan_marks WHERE endpoint_id = ?
 `

@@ -42,6 +42,8 @@ type Config struct {
 	// LeaseTTL is the lease a pass holds; a pass renews it each third of it, so a long pass
 	// keeps it and a dead node's lapses soon.
 	LeaseTTL time.Duration
+	// KeepEvents is how long the recorded member, friendship and report events are kept.
+	KeepEvents time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -54,6 +56,7 @@ func (c Config) withDefaults() Config {
 	def(&c.FirstRetry, time.Second)
 	def(&c.MaxBackoff, 10*time.Minute)
 	def(&c.LeaseTTL, 5*time.Minute)
+	def(&c.KeepEvents, 90*24*time.Hour)
 	if c.MaxAttempts <= 0 {
 		c.MaxAttempts = 8
 	}
@@ -108,6 +111,8 @@ type Loop struct {
 	// aged are the endpoints of each tenant whose backlog age this node reports, zeroed when
 	// another node holds the tenant so a stale age of this node does not alert.
 	aged map[string][]int64
+	// pruned is when this node last found no recorded event of a tenant left to prune.
+	pruned map[string]time.Time
 }
 
 type topicKey struct {
@@ -128,7 +133,7 @@ type retry struct {
 
 // New returns the loop.
 func New(cfg Config, d Deps) *Loop {
-	return &Loop{cfg: cfg.withDefaults(), d: d, retries: make(map[topicKey]retry), aged: make(map[string][]int64)}
+	return &Loop{cfg: cfg.withDefaults(), d: d, retries: make(map[topicKey]retry), aged: make(map[string][]int64), pruned: make(map[string]time.Time)}
 }
 
 // Pass delivers what is due to every enabled endpoint of tenant, when this node holds the
@@ -162,10 +167,42 @@ func (l *Loop) Pass(ctx context.Context, tenant string) error {
 			errs = append(errs, fmt.Errorf("webhooks of %s, endpoint %d: %w", tenant, e.ID, err))
 		}
 		if errors.Is(err, errLeaseLost) {
-			break
+			return errors.Join(errs...)
 		}
 	}
+	if err := l.prune(ctx, tenant); err != nil {
+		errs = append(errs, fmt.Errorf("webhooks of %s: %w", tenant, err))
+	}
 	return errors.Join(errs...)
+}
+
+// Pruning deletes at most pruneBatch recorded events per pass, and once none is left waits
+// pruneEvery before it looks again, so a quiet tenant costs one DELETE an hour.
+const (
+	pruneBatch = 1000
+	pruneEvery = time.Hour
+)
+
+// prune deletes the recorded events older than KeepEvents (docs/DESIGN.md issue-32 part 2
+// "Member, friendship and report events"): every tenant records them, endpoints or not.
+func (l *Loop) prune(ctx context.Context, tenant string) error {
+	now := l.d.Clock.Now()
+	l.mu.Lock()
+	last := l.pruned[tenant]
+	l.mu.Unlock()
+	if now.Sub(last) < pruneEvery {
+		return nil
+	}
+	n, err := l.d.Events.DeleteEventsBefore(ctx, tenant, now.Add(-l.cfg.KeepEvents), pruneBatch)
+	if err != nil {
+		return fmt.Errorf("prune the recorded events: %w", err)
+	}
+	if n < pruneBatch {
+		l.mu.Lock()
+		l.pruned[tenant] = now
+		l.mu.Unlock()
+	}
+	return nil
 }
 
 // errLeaseLost ends a pass whose lease lapsed or was taken: another node or a replay now owns

@@ -524,6 +524,19 @@ func TestABotsEndpointSeesItsOwnEventsOnly(t *testing.T) {
 	}
 }
 
+// Recorded events older than KeepEvents (90 days by default) are pruned by the pass, with or
+// without an endpoint subscribed to them.
+func TestRecordedEventsOlderThanKeptArePruned(t *testing.T) {
+	f := newFixture(t, nil)
+	old := f.events.Record(tenant, domain.MemberRecord(true, 1, []int64{5}, t0.Add(-91*24*time.Hour)))
+	kept := f.events.Record(tenant, domain.MemberRecord(true, 1, []int64{6}, t0.Add(-89*24*time.Hour)))
+	f.pass(t)
+	left, err := f.events.EventsAfter(context.Background(), tenant, 0, time.Time{}, f.clock.Now(), 10)
+	if err != nil || len(left) != 1 || left[0].ID != kept {
+		t.Fatalf("records left %+v, %v; want %d kept and %d pruned", left, err, kept, old)
+	}
+}
+
 // The age of the oldest undelivered event grows while a retry waits, is 0 once it is taken,
 // and a node that no longer holds the tenant reports 0, not its last age.
 func TestTheBacklogAgeGauge(t *testing.T) {
