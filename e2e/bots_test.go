@@ -154,7 +154,8 @@ func TestABotAnswersAPingThroughASignedWebhook(t *testing.T) {
 		t.Fatalf("the bot's endpoint got %d events of %s, a group it is not in", n, without)
 	}
 
-	// The operator finds the bot and its endpoint on the console's Webhooks page, and adds one.
+	// The operator finds the bot and its endpoint on the console's Webhooks page, adds one and
+	// deletes it.
 	br := signedInConsole(t, srv)
 	br.open("webhooks", "#bots-table tbody tr")
 	br.waitText("#bots-table", "pingbot", 30*time.Second)
@@ -163,6 +164,9 @@ func TestABotAnswersAPingThroughASignedWebhook(t *testing.T) {
 	br.waitText("#bot-add-result", "shown this once", 30*time.Second)
 	br.waitText("#bots-table", "second", 30*time.Second)
 	br.shot("bots")
+	br.submit("bot-delete", map[string]string{"bot-delete-bot_id": "901"})
+	br.click("#bot-delete-result .confirm-yes")
+	br.waitText("#bot-delete-result", "bot 901 deleted", 30*time.Second)
 }
 
 // TestEditsAndRecallsReachAnEndpoint: an edit and a recall made over the frame protocol reach
@@ -198,14 +202,8 @@ func TestEditsAndRecallsReachAnEndpoint(t *testing.T) {
 	hooks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		defer mu.Unlock()
-		body, err := webhook.ReadVerified(r, secret, time.Now())
 		var e event
-		if err == nil {
-			err = json.Unmarshal(body, &e)
-		}
-		if err != nil || e.ID != r.Header.Get(webhook.EventIDHeader) {
-			t.Errorf("event %s: %v", body, err)
-			w.WriteHeader(http.StatusBadRequest)
+		if !readEvent(t, w, r, secret, &e) {
 			return
 		}
 		if refuse {
@@ -249,4 +247,25 @@ func TestEditsAndRecallsReachAnEndpoint(t *testing.T) {
 		got[1].ID != topic+":2:message.recalled:2" || got[1].Type != "message.recalled" || got[1].Data.Seq != 2 {
 		t.Fatalf("events %+v, want the edit (text b) then the recall", got)
 	}
+}
+
+// readEvent reads a webhook request signed with secret into e, its id the Imd-Event-Id
+// header's; false, with a 400 answered and the test failed, when it is not.
+func readEvent(t *testing.T, w http.ResponseWriter, r *http.Request, secret string, e any) bool {
+	body, err := webhook.ReadVerified(r, secret, time.Now())
+	var id struct {
+		ID string `json:"id"`
+	}
+	if err == nil {
+		err = json.Unmarshal(body, e)
+	}
+	if err == nil {
+		err = json.Unmarshal(body, &id)
+	}
+	if err != nil || id.ID != r.Header.Get(webhook.EventIDHeader) {
+		t.Errorf("event %s: %v", body, err)
+		w.WriteHeader(http.StatusBadRequest)
+		return false
+	}
+	return true
 }

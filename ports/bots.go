@@ -14,4 +14,6 @@ type Bots interface {
 	Bot(ctx context.Context, tenant string, userID int64) (bot.Bot, error)
 	// Bots lists the tenant's bots by user id.
 	Bots(ctx context.Context, tenant string) ([]bot.Bot, error)
+	// DeleteBot removes the record that userID is a bot; bot.ErrNotFound when it is none.
+	DeleteBot(ctx context.Context, tenant string, userID int64) error
 }

@@ -62,3 +62,17 @@ type WebhookSender interface {
 	// that got no answer (refused, timed out).
 	Post(ctx context.Context, url string, headers map[string]string, body []byte) (status int, err error)
 }
+
+// WebhookEvents reads the member, friendship and report events of a tenant in the order they
+// were recorded (docs/DESIGN.md issue-32 part 2 "Member, friendship and report events"). The
+// stores of those changes (Directory, Groups, Friends, Reports) write each record in the
+// change's own transaction, only for what the change did: a user added who was a member
+// already, a friendship made twice or a repeated report records nothing.
+type WebhookEvents interface {
+	// EventsAfter lists at most limit records with id > after, made at or after from and
+	// before until, by id.
+	EventsAfter(ctx context.Context, tenant string, after int64, from, until time.Time, limit int) ([]webhook.Record, error)
+	// DeleteEventsBefore deletes at most limit records made before before, oldest first, and
+	// says how many it deleted.
+	DeleteEventsBefore(ctx context.Context, tenant string, before time.Time, limit int) (int, error)
+}

@@ -297,6 +297,9 @@ type Webhooks struct {
 	MaxAttempts int           `yaml:"max_attempts"`
 	// Timeout bounds one request to an endpoint.
 	Timeout time.Duration `yaml:"timeout"`
+	// KeepEvents is how long the member, friendship and report events stay in
+	// t_webhook_events, so a replay reaches that far back for them.
+	KeepEvents time.Duration `yaml:"keep_events"`
 }
 
 type Message struct {
@@ -520,7 +523,7 @@ func Default() Config {
 		Search:    Search{Dir: filepath.Join(os.TempDir(), "imd-search"), Queue: 10_000},
 		Migration: defaultMigration(),
 		Webhooks: Webhooks{Interval: time.Second, Settle: 10 * time.Second, FirstRetry: time.Second, MaxBackoff: 10 * time.Minute,
-			MaxAttempts: 8, Timeout: 10 * time.Second},
+			MaxAttempts: 8, Timeout: 10 * time.Second, KeepEvents: 90 * 24 * time.Hour},
 	}
 }
 
@@ -654,8 +657,9 @@ func (c Config) Validate() error {
 	if a := c.Push.APNs; a.Key != "" && (a.KeyID == "" || a.TeamID == "" || a.Host == "") {
 		errs = append(errs, errors.New("push.apns: key_id, team_id and host are required with a key"))
 	}
-	if w := c.Webhooks; w.Interval <= 0 || w.Settle <= 0 || w.FirstRetry <= 0 || w.MaxBackoff < w.FirstRetry || w.MaxAttempts <= 0 || w.Timeout <= 0 {
-		errs = append(errs, errors.New("webhooks: interval, settle, first_retry, max_attempts and timeout must be positive, max_backoff at least first_retry"))
+	if w := c.Webhooks; w.Interval <= 0 || w.Settle <= 0 || w.FirstRetry <= 0 || w.MaxBackoff < w.FirstRetry || w.MaxAttempts <= 0 || w.Timeout <= 0 ||
+		w.KeepEvents <= 0 {
+		errs = append(errs, errors.New("webhooks: interval, settle, first_retry, max_attempts, timeout and keep_events must be positive, max_backoff at least first_retry"))
 	}
 	if c.Shard.SeqHoleSweepInterval <= 0 || c.Shard.SeqHoleAfter <= 0 {
 		errs = append(errs, errors.New("shard.seq_hole_sweep_interval and shard.seq_hole_after must be positive"))

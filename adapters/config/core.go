@@ -108,7 +108,7 @@ func (c Config) MigrationDualRead() migration.DualReading {
 // WebhookDelivery is the pace of the webhook loop.
 func (c Config) WebhookDelivery() webhooks.Config {
 	w := c.Webhooks
-	return webhooks.Config{Settle: w.Settle, FirstRetry: w.FirstRetry, MaxBackoff: w.MaxBackoff, MaxAttempts: w.MaxAttempts}
+	return webhooks.Config{Settle: w.Settle, FirstRetry: w.FirstRetry, MaxBackoff: w.MaxBackoff, MaxAttempts: w.MaxAttempts, KeepEvents: w.KeepEvents}
 }
 
 // SeqHoleSweep is how old a seq hole must be before the sweeper closes it.

@@ -16,6 +16,7 @@ func (s *Server) botRoutes(t *echo.Group) {
 	t.GET("/bots", s.listBots)
 	t.POST("/bots", s.createBot)
 	t.POST("/bots/:bot_id/token", s.botToken)
+	t.DELETE("/bots/:bot_id", s.deleteBot)
 }
 
 func (s *Server) botService() (*bots.Service, error) {
@@ -79,12 +80,18 @@ func (s *Server) createBot(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
-func (s *Server) botToken(c echo.Context) error {
+// botTarget is the service and the bot id of a route under /bots/:bot_id.
+func (s *Server) botTarget(c echo.Context) (*bots.Service, int64, error) {
 	svc, err := s.botService()
 	if err != nil {
-		return err
+		return nil, 0, err
 	}
 	id, err := pathInt(c, "bot_id")
+	return svc, id, err
+}
+
+func (s *Server) botToken(c echo.Context) error {
+	svc, id, err := s.botTarget(c)
 	if err != nil {
 		return err
 	}
@@ -93,4 +100,15 @@ func (s *Server) botToken(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, tokenJSON{Token: tok})
+}
+
+func (s *Server) deleteBot(c echo.Context) error {
+	svc, id, err := s.botTarget(c)
+	if err != nil {
+		return err
+	}
+	if err := svc.Delete(c.Request().Context(), c.Param("tenant"), id); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, empty)
 }

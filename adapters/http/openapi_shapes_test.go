@@ -45,7 +45,7 @@ func adminBodies() []openapicheck.Body {
 	}
 	emptyOps := []string{
 		"addFriendship", "adminAddMembers", "setDialog", "adminRemoveFriendship", "adminBlock", "adminUnblock",
-		"adminRemoveMember", "adminSetRole", "adminMuteMember", "deleteWebhook", "replayWebhook",
+		"adminRemoveMember", "adminSetRole", "adminMuteMember", "deleteWebhook", "replayWebhook", "deleteBot",
 	}
 	return slices.Concat(
 		[]openapicheck.Body{openapicheck.Component[errorBody]("Error")},

@@ -60,3 +60,14 @@ func (s *Bots) Bots(_ context.Context, tenant string) ([]bot.Bot, error) {
 	}
 	return out, nil
 }
+
+// DeleteBot forgets that userID is a bot.
+func (s *Bots) DeleteBot(_ context.Context, tenant string, userID int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.tenants[tenant][userID]; !ok {
+		return bot.ErrNotFound
+	}
+	delete(s.tenants[tenant], userID)
+	return nil
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/imdhq/imd/core/domain/apperr"
 	"github.com/imdhq/imd/core/domain/social"
 	"github.com/imdhq/imd/core/domain/topic"
+	"github.com/imdhq/imd/core/domain/webhook"
 	"github.com/imdhq/imd/ports"
 )
 
@@ -16,6 +17,7 @@ import (
 type Directory struct {
 	mu      sync.Mutex
 	tenants map[string]*socialGraph
+	events  *WebhookEvents // nil: no webhook events recorded
 }
 
 type socialGraph struct {
@@ -34,6 +36,13 @@ var _ ports.Directory = (*Directory)(nil)
 
 // NewDirectory returns an empty directory; tenants appear on first use.
 func NewDirectory() *Directory { return &Directory{tenants: make(map[string]*socialGraph)} }
+
+// RecordEventsIn makes d record its member and friendship events in e, as the MySQL stores
+// write them with their changes (ports.WebhookEvents), and returns d.
+func (d *Directory) RecordEventsIn(e *WebhookEvents) *Directory {
+	d.events = e
+	return d
+}
 
 // graph returns the tenant's graph; the caller holds d.mu.
 func (d *Directory) graph(tenant string) *socialGraph {
@@ -104,8 +113,19 @@ func (d *Directory) AddFriendship(_ context.Context, tenant string, a, b int64) 
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.graph(tenant).friends[[2]int64{min(a, b), max(a, b)}] = true
+	d.befriend(tenant, d.graph(tenant), a, b)
 	return nil
+}
+
+// befriend records the pair and, when it is new, its friendship.changed event; the caller
+// holds d.mu.
+func (d *Directory) befriend(tenant string, sg *socialGraph, a, b int64) {
+	key := [2]int64{min(a, b), max(a, b)}
+	if sg.friends[key] {
+		return
+	}
+	sg.friends[key] = true
+	d.events.record(tenant, webhook.FriendshipRecord(a, b, true, millisNow()))
 }
 
 func (d *Directory) AreFriends(_ context.Context, tenant string, a, b int64) (bool, error) {
@@ -134,8 +154,16 @@ func (d *Directory) CreateGroup(_ context.Context, tenant string, g social.Group
 	}
 	sg.groups[g.ID] = g
 	sg.addConversation(conv)
-	sg.addMembers(conversationID, append([]int64{g.Owner}, members...))
+	added := sg.addMembers(conversationID, append([]int64{g.Owner}, members...))
+	d.recordMembers(tenant, true, g.ID, added)
 	return conv, nil
+}
+
+// recordMembers records the member.joined or member.left event of users, when there are any.
+func (d *Directory) recordMembers(tenant string, joined bool, groupID int64, users []int64) {
+	if len(users) > 0 {
+		d.events.record(tenant, webhook.MemberRecord(joined, groupID, users, millisNow()))
+	}
 }
 
 func (sg *socialGraph) addConversation(c social.Conversation) {
@@ -144,10 +172,16 @@ func (sg *socialGraph) addConversation(c social.Conversation) {
 	sg.members[c.ID] = make(map[int64]bool)
 }
 
-func (sg *socialGraph) addMembers(conversationID int64, users []int64) {
+// addMembers adds users and returns those who were no members before.
+func (sg *socialGraph) addMembers(conversationID int64, users []int64) []int64 {
+	var added []int64
 	for _, u := range users {
-		sg.members[conversationID][u] = true
+		if !sg.members[conversationID][u] {
+			sg.members[conversationID][u] = true
+			added = append(added, u)
+		}
 	}
+	return added
 }
 
 // AddMembers adds users to a group conversation; P2P membership is the pair itself.
@@ -169,7 +203,7 @@ func (d *Directory) AddMembers(_ context.Context, tenant string, topicName strin
 	if !ok {
 		return fmt.Errorf("conversation %s: %w", topicName, social.ErrNotFound)
 	}
-	sg.addMembers(id, users)
+	d.recordMembers(tenant, true, p.GroupID, sg.addMembers(id, users))
 	return nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/imdhq/imd/core/domain/apperr"
 	"github.com/imdhq/imd/core/domain/social"
 	"github.com/imdhq/imd/core/domain/topic"
+	"github.com/imdhq/imd/core/domain/webhook"
 	"github.com/imdhq/imd/ports"
 )
 
@@ -105,7 +106,12 @@ func firstAbove[T any](items []T, id func(T) int64, after int64, limit int) ([]T
 func (d *Directory) RemoveFriendship(_ context.Context, tenant string, a, b int64) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	delete(d.graph(tenant).friends, [2]int64{min(a, b), max(a, b)})
+	friends, key := d.graph(tenant).friends, [2]int64{min(a, b), max(a, b)}
+	if !friends[key] {
+		return nil
+	}
+	delete(friends, key)
+	d.events.record(tenant, webhook.FriendshipRecord(a, b, false, millisNow()))
 	return nil
 }
 
@@ -150,7 +156,7 @@ func (d *Directory) AcceptFriendRequest(_ context.Context, tenant string, from, 
 		return fmt.Errorf("friend request %d→%d: %w", from, to, social.ErrNotFound)
 	}
 	delete(sg.extras.requests, key)
-	sg.friends[[2]int64{min(from, to), max(from, to)}] = true
+	d.befriend(tenant, sg, from, to)
 	return nil
 }
 
@@ -304,11 +310,16 @@ func (d *Directory) GroupMember(_ context.Context, tenant string, groupID, user 
 // RemoveMembers removes users and what they carried (role, mute).
 func (d *Directory) RemoveMembers(_ context.Context, tenant string, groupID int64, users []int64) error {
 	return d.changeGroup(tenant, groupID, func(sg *socialGraph, _ social.Group, conv int64) error {
+		var removed []int64
 		for _, u := range users {
+			if sg.members[conv][u] {
+				removed = append(removed, u)
+			}
 			delete(sg.members[conv], u)
 			delete(sg.extras.roles[conv], u)
 			delete(sg.extras.mutes[conv], u)
 		}
+		d.recordMembers(tenant, false, groupID, removed)
 		return nil
 	})
 }

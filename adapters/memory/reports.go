@@ -10,6 +10,7 @@ import (
 
 	"github.com/imdhq/imd/core/domain/apperr"
 	"github.com/imdhq/imd/core/domain/social"
+	"github.com/imdhq/imd/core/domain/webhook"
 	"github.com/imdhq/imd/ports"
 )
 
@@ -17,12 +18,20 @@ import (
 type Reports struct {
 	mu      sync.Mutex
 	tenants map[string]map[int64]social.Report
+	events  *WebhookEvents // nil: no webhook events recorded
 }
 
 var _ ports.Reports = (*Reports)(nil)
 
 // NewReports returns an empty report store.
 func NewReports() *Reports { return &Reports{tenants: make(map[string]map[int64]social.Report)} }
+
+// RecordEventsIn makes s record a report.filed event in e for each new report, as the MySQL
+// store writes it with the report (ports.WebhookEvents), and returns s.
+func (s *Reports) RecordEventsIn(e *WebhookEvents) *Reports {
+	s.events = e
+	return s
+}
 
 // AddReport stores r unless its reporter reported the message before.
 func (s *Reports) AddReport(_ context.Context, tenant string, r social.Report) (social.Report, error) {
@@ -42,6 +51,7 @@ func (s *Reports) AddReport(_ context.Context, tenant string, r social.Report) (
 		return social.Report{}, apperr.New(apperr.Conflict, fmt.Sprintf("report id %d is taken", r.ID))
 	}
 	r.CreatedAt, r.UpdatedAt = r.CreatedAt.UTC().Truncate(time.Millisecond), r.UpdatedAt.UTC().Truncate(time.Millisecond)
+	s.events.record(tenant, webhook.ReportRecord(r))
 	all[r.ID] = r
 	return r, nil
 }

@@ -52,3 +52,10 @@ func TestPushTokensContract(t *testing.T) {
 func TestBotsContract(t *testing.T) {
 	contract.Bots(t, func(*testing.T) (ports.Bots, string) { return NewBots(), "acme" })
 }
+
+func TestWebhookEventsContract(t *testing.T) {
+	contract.WebhookEvents(t, func(*testing.T) (contract.SocialGraph, ports.Reports, ports.WebhookEvents, string) {
+		events := NewWebhookEvents()
+		return NewDirectory().RecordEventsIn(events), NewReports().RecordEventsIn(events), events, "acme"
+	})
+}

@@ -240,11 +240,75 @@ func (s *WebhookRevisions) Record(tenant string, r webhook.Revision) {
 func (s *WebhookRevisions) RevisionsAfter(_ context.Context, tenant string, after int64, from, until time.Time, limit int) ([]webhook.Revision, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []webhook.Revision
-	for _, r := range s.tenants[tenant] {
-		if len(out) < limit && r.ID > after && !r.At.Before(from) && r.At.Before(until) {
+	return window(s.tenants[tenant], after, from, until, limit, func(r webhook.Revision) (int64, time.Time) { return r.ID, r.At }), nil
+}
+
+// window lists the records of a stream, kept by id, with ids above after, made in [from,
+// until), at most limit.
+func window[T any](records []T, after int64, from, until time.Time, limit int, key func(T) (int64, time.Time)) []T {
+	var out []T
+	for _, r := range records {
+		id, at := key(r)
+		if len(out) < limit && id > after && !at.Before(from) && at.Before(until) {
 			out = append(out, r)
 		}
 	}
-	return out, nil
+	return out
+}
+
+// WebhookEvents is an in-memory ports.WebhookEvents: the member, friendship and report events
+// that the fakes' changes recorded (Directory.RecordEventsIn, Reports.RecordEventsIn) or
+// Record was given, each given the next id.
+type WebhookEvents struct {
+	mu      sync.Mutex
+	last    int64
+	tenants map[string][]webhook.Record
+}
+
+var _ ports.WebhookEvents = (*WebhookEvents)(nil)
+
+// NewWebhookEvents returns an empty record.
+func NewWebhookEvents() *WebhookEvents {
+	return &WebhookEvents{tenants: make(map[string][]webhook.Record)}
+}
+
+// Record adds r under the next id, as a change's transaction writes t_webhook_events, and
+// returns the id.
+func (s *WebhookEvents) Record(tenant string, r webhook.Record) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.last++
+	r.ID = s.last
+	s.tenants[tenant] = append(s.tenants[tenant], r)
+	return r.ID
+}
+
+// record adds the record a change made; a nil s records nothing (a fake wired without
+// webhook events).
+func (s *WebhookEvents) record(tenant string, r webhook.Record) {
+	if s != nil {
+		s.Record(tenant, r)
+	}
+}
+
+// EventsAfter lists the records after id after, made in [from, until), by id.
+func (s *WebhookEvents) EventsAfter(_ context.Context, tenant string, after int64, from, until time.Time, limit int) ([]webhook.Record, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return window(s.tenants[tenant], after, from, until, limit, func(r webhook.Record) (int64, time.Time) { return r.ID, r.At }), nil
+}
+
+// DeleteEventsBefore deletes at most limit records made before before, oldest first.
+func (s *WebhookEvents) DeleteEventsBefore(_ context.Context, tenant string, before time.Time, limit int) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	s.tenants[tenant] = slices.DeleteFunc(s.tenants[tenant], func(r webhook.Record) bool {
+		if n < limit && r.At.Before(before) {
+			n++
+			return true
+		}
+		return false
+	})
+	return n, nil
 }

@@ -73,3 +73,19 @@ func (s *Bots) Bots(ctx context.Context, tenant string) ([]bot.Bot, error) {
 func botOf(r sqlcdb.TBot) bot.Bot {
 	return bot.Bot{UserID: r.UserID, Name: r.Name, CreatedAt: r.CreatedAt.UTC()}
 }
+
+// DeleteBot deletes the bot's row; its user stays.
+func (s *Bots) DeleteBot(ctx context.Context, tenant string, userID int64) error {
+	t, err := s.cluster.tenant(tenant)
+	if err != nil {
+		return err
+	}
+	n, err := t.q.DeleteBot(ctx, userID)
+	if err != nil {
+		return fmt.Errorf("delete bot %d: %w", userID, err)
+	}
+	if n == 0 {
+		return bot.ErrNotFound
+	}
+	return nil
+}

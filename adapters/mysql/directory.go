@@ -11,6 +11,7 @@ import (
 	"github.com/imdhq/imd/core/domain/apperr"
 	"github.com/imdhq/imd/core/domain/social"
 	"github.com/imdhq/imd/core/domain/topic"
+	"github.com/imdhq/imd/core/domain/webhook"
 	"github.com/imdhq/imd/ports"
 )
 
@@ -73,7 +74,7 @@ func (d *Directory) AddFriendship(ctx context.Context, tenant string, a, b int64
 		return apperr.New(apperr.InvalidArgument, "a friendship needs two distinct users")
 	}
 	small, big := min(a, b), max(a, b)
-	err = t.q.AddFriendship(ctx, sqlcdb.AddFriendshipParams{UserSmall: small, UserBig: big, CreatedAt: d.now()})
+	err = inTx(ctx, t.db, func(q *sqlcdb.Queries) error { return befriend(ctx, q, small, big, d.now()) })
 	if err != nil {
 		return fmt.Errorf("add friendship %d-%d: %w", small, big, err)
 	}
@@ -113,10 +114,14 @@ func (d *Directory) CreateGroup(ctx context.Context, tenant string, g social.Gro
 		if err := insertConversation(ctx, q, conv); err != nil {
 			return err
 		}
-		if err := q.AddMember(ctx, sqlcdb.AddMemberParams{ConversationID: conversationID, UserID: g.Owner, JoinedAt: now, Role: roleOwner}); err != nil {
+		if _, err := q.AddMember(ctx, sqlcdb.AddMemberParams{ConversationID: conversationID, UserID: g.Owner, JoinedAt: now, Role: roleOwner}); err != nil {
 			return err
 		}
-		return addMembers(ctx, q, conversationID, members, now)
+		added, err := addMembers(ctx, q, conversationID, members, now)
+		if err != nil {
+			return err
+		}
+		return recordMembers(ctx, q, true, g.ID, append([]int64{g.Owner}, added...), now)
 	})
 	if isDuplicate(err, "") {
 		return social.Conversation{}, apperr.Wrap(apperr.Conflict, "group or conversation already exists", err)
@@ -134,16 +139,39 @@ func insertConversation(ctx context.Context, q *sqlcdb.Queries, conv social.Conv
 	})
 }
 
-func addMembers(ctx context.Context, q *sqlcdb.Queries, conversationID int64, users []int64, now time.Time) error {
+// addMembers adds users and returns those who were no members before.
+func addMembers(ctx context.Context, q *sqlcdb.Queries, conversationID int64, users []int64, now time.Time) ([]int64, error) {
+	var added []int64
 	for _, u := range users {
 		if u <= 0 {
-			return apperr.New(apperr.InvalidArgument, "member ids must be positive")
+			return nil, apperr.New(apperr.InvalidArgument, "member ids must be positive")
 		}
-		if err := q.AddMember(ctx, sqlcdb.AddMemberParams{ConversationID: conversationID, UserID: u, JoinedAt: now, Role: roleMember}); err != nil {
-			return err
+		n, err := q.AddMember(ctx, sqlcdb.AddMemberParams{ConversationID: conversationID, UserID: u, JoinedAt: now, Role: roleMember})
+		if err != nil {
+			return nil, err
+		}
+		if n > 0 {
+			added = append(added, u)
 		}
 	}
-	return nil
+	return added, nil
+}
+
+// befriend writes the pair's friendship and, when it is new, its friendship.changed event.
+func befriend(ctx context.Context, q *sqlcdb.Queries, small, big int64, now time.Time) error {
+	n, err := q.AddFriendship(ctx, sqlcdb.AddFriendshipParams{UserSmall: small, UserBig: big, CreatedAt: now})
+	if err != nil || n == 0 {
+		return err
+	}
+	return recordEvent(ctx, q, webhook.FriendshipRecord(small, big, true, now))
+}
+
+// recordMembers writes the member.joined or member.left event of users, when there are any.
+func recordMembers(ctx context.Context, q *sqlcdb.Queries, joined bool, groupID int64, users []int64, now time.Time) error {
+	if len(users) == 0 {
+		return nil
+	}
+	return recordEvent(ctx, q, webhook.MemberRecord(joined, groupID, users, now))
 }
 
 // AddMembers adds users to a group conversation; known members stay as they are. P2P
@@ -165,7 +193,13 @@ func (d *Directory) AddMembers(ctx context.Context, tenant string, topicName str
 		return err
 	}
 	now := d.now()
-	err = inTx(ctx, t.db, func(q *sqlcdb.Queries) error { return addMembers(ctx, q, conv.ID, users, now) })
+	err = inTx(ctx, t.db, func(q *sqlcdb.Queries) error {
+		added, err := addMembers(ctx, q, conv.ID, users, now)
+		if err != nil {
+			return err
+		}
+		return recordMembers(ctx, q, true, conv.GroupID, added, now)
+	})
 	if err != nil {
 		return fmt.Errorf("add members to %s: %w", topicName, err)
 	}
@@ -298,8 +332,9 @@ func (d *Directory) EnsureP2P(ctx context.Context, tenant string, a, b int64, id
 		case existing.Topic != conv.Topic:
 			return apperr.New(apperr.Conflict, fmt.Sprintf("conversation %d is %s, not %s", winner, existing.Topic, conv.Topic))
 		}
-		// Member rows carry each user's read state (seed 003 §14).
-		return addMembers(ctx, q, winner, []int64{small, big}, now)
+		// Member rows carry each user's read state (seed 003 §14); a pair's rows are no join.
+		_, err = addMembers(ctx, q, winner, []int64{small, big}, now)
+		return err
 	})
 	if err != nil {
 		return social.Conversation{}, fmt.Errorf("ensure p2p %d-%d: %w", small, big, err)

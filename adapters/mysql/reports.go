@@ -8,6 +8,7 @@ import (
 
 	"github.com/imdhq/imd/adapters/mysql/sqlcdb"
 	"github.com/imdhq/imd/core/domain/social"
+	"github.com/imdhq/imd/core/domain/webhook"
 	"github.com/imdhq/imd/ports"
 )
 
@@ -27,9 +28,15 @@ func (s *Reports) AddReport(ctx context.Context, tenant string, r social.Report)
 		return social.Report{}, err
 	}
 	r.CreatedAt, r.UpdatedAt = r.CreatedAt.UTC().Truncate(time.Millisecond), r.UpdatedAt.UTC().Truncate(time.Millisecond)
-	err = t.q.InsertReport(ctx, sqlcdb.InsertReportParams{
-		ID: r.ID, Reporter: r.Reporter, Topic: r.Topic, Seqid: r.Seq, Reason: r.Reason, Status: string(r.Status),
-		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+	// The report and its report.filed event commit together; a repeated report writes neither.
+	err = inTx(ctx, t.db, func(q *sqlcdb.Queries) error {
+		if err := q.InsertReport(ctx, sqlcdb.InsertReportParams{
+			ID: r.ID, Reporter: r.Reporter, Topic: r.Topic, Seqid: r.Seq, Reason: r.Reason, Status: string(r.Status),
+			CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		}); err != nil {
+			return err
+		}
+		return recordEvent(ctx, q, webhook.ReportRecord(r))
 	})
 	if isDuplicate(err, "uk_reporter_message") {
 		row, err := t.q.ReportByMessage(ctx, sqlcdb.ReportByMessageParams{Reporter: r.Reporter, Topic: r.Topic, Seqid: r.Seq})

@@ -11,6 +11,7 @@ import (
 	"github.com/imdhq/imd/adapters/mysql/sqlcdb"
 	"github.com/imdhq/imd/core/domain/apperr"
 	"github.com/imdhq/imd/core/domain/social"
+	"github.com/imdhq/imd/core/domain/webhook"
 	"github.com/imdhq/imd/ports"
 )
 
@@ -109,7 +110,14 @@ func (d *Directory) RemoveFriendship(ctx context.Context, tenant string, a, b in
 	if err != nil {
 		return err
 	}
-	if err := t.q.RemoveFriendship(ctx, sqlcdb.RemoveFriendshipParams{UserSmall: min(a, b), UserBig: max(a, b)}); err != nil {
+	err = inTx(ctx, t.db, func(q *sqlcdb.Queries) error {
+		n, err := q.RemoveFriendship(ctx, sqlcdb.RemoveFriendshipParams{UserSmall: min(a, b), UserBig: max(a, b)})
+		if err != nil || n == 0 {
+			return err
+		}
+		return recordEvent(ctx, q, webhook.FriendshipRecord(a, b, false, d.now()))
+	})
+	if err != nil {
 		return fmt.Errorf("remove friendship %d-%d: %w", a, b, err)
 	}
 	return nil
@@ -171,7 +179,7 @@ func (d *Directory) AcceptFriendRequest(ctx context.Context, tenant string, from
 		if n == 0 {
 			return social.ErrNotFound
 		}
-		return q.AddFriendship(ctx, sqlcdb.AddFriendshipParams{UserSmall: min(from, to), UserBig: max(from, to), CreatedAt: d.now()})
+		return befriend(ctx, q, min(from, to), max(from, to), d.now())
 	})
 	if err != nil {
 		return fmt.Errorf("accept friend request %d→%d: %w", from, to, err)
@@ -364,12 +372,17 @@ func (d *Directory) RemoveMembers(ctx context.Context, tenant string, groupID in
 		return err
 	}
 	err = inTx(ctx, t.db, func(q *sqlcdb.Queries) error {
+		var removed []int64
 		for _, u := range users {
-			if err := q.RemoveMember(ctx, sqlcdb.RemoveMemberParams{ConversationID: g.ConversationID, UserID: u}); err != nil {
+			n, err := q.RemoveMember(ctx, sqlcdb.RemoveMemberParams{ConversationID: g.ConversationID, UserID: u})
+			if err != nil {
 				return err
 			}
+			if n > 0 {
+				removed = append(removed, u)
+			}
 		}
-		return nil
+		return recordMembers(ctx, q, false, groupID, removed, d.now())
 	})
 	if err != nil {
 		return fmt.Errorf("remove members of group %d: %w", groupID, err)

@@ -104,3 +104,10 @@ func TestBotsContract(t *testing.T) {
 		return NewBots(c), tenant
 	})
 }
+
+func TestWebhookEventsContract(t *testing.T) {
+	contract.WebhookEvents(t, func(t *testing.T) (contract.SocialGraph, ports.Reports, ports.WebhookEvents, string) {
+		c, tenant := newTestCluster(t)
+		return NewDirectory(c), NewReports(c), NewWebhookEvents(c), tenant
+	})
+}

@@ -309,7 +309,23 @@ func NewWebhookRevisions(c *Cluster) *WebhookRevisions { return &WebhookRevision
 
 // RevisionsAfter reads the edits and recalls after id after, made in [from, until).
 func (s *WebhookRevisions) RevisionsAfter(ctx context.Context, tenant string, after int64, from, until time.Time, limit int) ([]webhook.Revision, error) {
-	t, err := s.cluster.tenant(tenant)
+	return recordsAfter(ctx, s.cluster, tenant, "revisions", after, limit, func(q *sqlcdb.Queries, lim int32) ([]sqlcdb.WebhookRevisionsRow, error) {
+		return q.WebhookRevisions(ctx, sqlcdb.WebhookRevisionsParams{ID: after, CreatedAt: from.UTC(), CreatedAt_2: until.UTC(), Limit: lim})
+	}, func(r sqlcdb.WebhookRevisionsRow) webhook.Revision {
+		rev := webhook.Revision{ID: r.ID, Topic: r.Topic, Seq: r.Seqid, MsgID: r.MessageID, Version: int(r.Version), Editor: r.Editor,
+			Recall: r.Action == string(message.ActionRecall), At: r.CreatedAt.UTC()}
+		if r.NewContent.Valid {
+			rev.Content = json.RawMessage(r.NewContent.String)
+		}
+		return rev
+	})
+}
+
+// recordsAfter reads a page of a recorded stream of tenant (the revisions, the events) with
+// read and converts its rows.
+func recordsAfter[R, T any](ctx context.Context, c *Cluster, tenant, what string, after int64, limit int,
+	read func(*sqlcdb.Queries, int32) ([]R, error), conv func(R) T) ([]T, error) {
+	t, err := c.tenant(tenant)
 	if err != nil {
 		return nil, err
 	}
@@ -317,17 +333,54 @@ func (s *WebhookRevisions) RevisionsAfter(ctx context.Context, tenant string, af
 	if err != nil {
 		return nil, err
 	}
-	rows, err := t.q.WebhookRevisions(ctx, sqlcdb.WebhookRevisionsParams{ID: after, CreatedAt: from.UTC(), CreatedAt_2: until.UTC(), Limit: lim})
+	rows, err := read(t.q, lim)
 	if err != nil {
-		return nil, fmt.Errorf("read revisions after %d: %w", after, err)
+		return nil, fmt.Errorf("read %s after %d: %w", what, after, err)
 	}
-	out := make([]webhook.Revision, len(rows))
+	out := make([]T, len(rows))
 	for i, r := range rows {
-		out[i] = webhook.Revision{ID: r.ID, Topic: r.Topic, Seq: r.Seqid, MsgID: r.MessageID, Version: int(r.Version), Editor: r.Editor,
-			Recall: r.Action == string(message.ActionRecall), At: r.CreatedAt.UTC()}
-		if r.NewContent.Valid {
-			out[i].Content = json.RawMessage(r.NewContent.String)
-		}
+		out[i] = conv(r)
 	}
 	return out, nil
+}
+
+// recordEvent writes a member, friendship or report event into t_webhook_events through q,
+// the transaction of its change (docs/DESIGN.md issue-32 part 2 "Member, friendship and report
+// events").
+func recordEvent(ctx context.Context, q *sqlcdb.Queries, r webhook.Record) error {
+	return q.InsertWebhookEvent(ctx, sqlcdb.InsertWebhookEventParams{Type: string(r.Type), Topic: r.Topic, Data: r.Data, CreatedAt: r.At.UTC()})
+}
+
+// WebhookEvents implements ports.WebhookEvents over t_webhook_events.
+type WebhookEvents struct{ cluster *Cluster }
+
+var _ ports.WebhookEvents = (*WebhookEvents)(nil)
+
+// NewWebhookEvents returns the event reader of the provisioned tenants of c.
+func NewWebhookEvents(c *Cluster) *WebhookEvents { return &WebhookEvents{cluster: c} }
+
+// EventsAfter reads the recorded events after id after, made in [from, until).
+func (s *WebhookEvents) EventsAfter(ctx context.Context, tenant string, after int64, from, until time.Time, limit int) ([]webhook.Record, error) {
+	return recordsAfter(ctx, s.cluster, tenant, "webhook events", after, limit, func(q *sqlcdb.Queries, lim int32) ([]sqlcdb.TWebhookEvent, error) {
+		return q.WebhookEvents(ctx, sqlcdb.WebhookEventsParams{ID: after, CreatedAt: from.UTC(), CreatedAt_2: until.UTC(), Limit: lim})
+	}, func(r sqlcdb.TWebhookEvent) webhook.Record {
+		return webhook.Record{ID: r.ID, Type: webhook.EventType(r.Type), Topic: r.Topic, Data: json.RawMessage(r.Data), At: r.CreatedAt.UTC()}
+	})
+}
+
+// DeleteEventsBefore deletes a batch of the records made before before, oldest first.
+func (s *WebhookEvents) DeleteEventsBefore(ctx context.Context, tenant string, before time.Time, limit int) (int, error) {
+	t, err := s.cluster.tenant(tenant)
+	if err != nil {
+		return 0, err
+	}
+	lim, err := limit32(limit)
+	if err != nil {
+		return 0, err
+	}
+	n, err := t.q.DeleteWebhookEventsBefore(ctx, sqlcdb.DeleteWebhookEventsBeforeParams{CreatedAt: before.UTC(), Limit: lim})
+	if err != nil {
+		return 0, fmt.Errorf("delete webhook events before %s: %w", before.UTC().Format(time.RFC3339), err)
+	}
+	return int(n), nil
 }

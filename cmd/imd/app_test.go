@@ -30,7 +30,8 @@ func memoryAdapters(t *testing.T, cfg config.Config) fx.Option {
 	clock := systemClock{}
 	shards := memory.NewShardStore()
 	store := memory.NewMessageStore(shards)
-	dir := memory.NewDirectory()
+	events := memory.NewWebhookEvents()
+	dir := memory.NewDirectory().RecordEventsIn(events)
 	months := memory.NewMonthState(clock.Now)
 	dellog := memory.NewDeleteLog(shards)
 	rows := memory.NewMonthRows(shards)
@@ -78,11 +79,12 @@ func memoryAdapters(t *testing.T, cfg config.Config) fx.Option {
 		Mailbox:           memory.NewMailbox(),
 		RouteMirror:       memory.NewRouteMirror(shards),
 		ShardHousekeeping: memory.NewHousekeeping(shards),
-		Reports:           memory.NewReports(),
+		Reports:           memory.NewReports().RecordEventsIn(events),
 		WebhookEndpoints:  memory.NewWebhookEndpoints(),
 		WebhookCursors:    memory.NewWebhookCursors(),
 		Bots:              memory.NewBots(),
 		WebhookRevisions:  memory.NewWebhookRevisions(),
+		WebhookEvents:     events,
 		Summaries:         summaries,
 		DailyCounter:      summaries,
 		TokenRevocations:  memory.NewRevocations(),

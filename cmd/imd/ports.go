@@ -71,6 +71,7 @@ type Ports struct {
 	WebhookCursors    ports.WebhookCursors
 	Bots              ports.Bots
 	WebhookRevisions  ports.WebhookRevisions
+	WebhookEvents     ports.WebhookEvents
 	Summaries         ports.Summaries
 	DailyCounter      ports.DailyCounter
 	TokenRevocations  ports.TokenRevocations
@@ -244,6 +245,7 @@ func openAdapters(cfg config.Config, log *slog.Logger) (Ports, held, error) {
 		WebhookCursors:    mysql.NewWebhookCursors(db),
 		Bots:              mysql.NewBots(db),
 		WebhookRevisions:  mysql.NewWebhookRevisions(db),
+		WebhookEvents:     mysql.NewWebhookEvents(db),
 		Summaries:         summaries,
 		DailyCounter:      summaries,
 		TokenRevocations:  mysql.NewRevocations(db),

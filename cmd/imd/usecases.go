@@ -126,8 +126,9 @@ func newPushTokenRegistry(p Ports) *nativepush.Registry {
 	return nativepush.NewRegistry(p.PushTokens, p.Clock)
 }
 
-func newBots(p Ports) *bots.Service {
-	return bots.New(bots.Deps{Users: p.Directory, Bots: p.Bots, Tokens: p.Tokens, Clock: p.Clock})
+func newBots(p Ports, users *authn.Service, sessions *cluster.Sessions) *bots.Service {
+	return bots.New(bots.Deps{Users: p.Directory, Bots: p.Bots, Tokens: p.Tokens, Revoker: users, Sessions: sessions,
+		Endpoints: p.WebhookEndpoints, Clock: p.Clock})
 }
 
 func newWebhookLoop(cfg config.Config, p Ports, h *history.Service, resolver *conversation.Resolver, log *slog.Logger) *webhookloop.Loop {
@@ -137,6 +138,7 @@ func newWebhookLoop(cfg config.Config, p Ports, h *history.Service, resolver *co
 		Changes:   p.RouteMirror,
 		History:   h,
 		Revisions: p.WebhookRevisions,
+		Events:    p.WebhookEvents,
 		Readers:   resolver,
 		Sender:    p.WebhookSender,
 		Locks:     p.Locks,

@@ -36,4 +36,13 @@ func Bots(t *testing.T, newStore func(t *testing.T) (ports.Bots, string)) {
 	if list, err := s.Bots(ctx, tenant); err != nil || !reflect.DeepEqual(list, []bot.Bot{b, a}) {
 		t.Fatalf("Bots = %+v, %v; want [b a] by id", list, err)
 	}
+	if err := s.DeleteBot(ctx, tenant, 90); err != nil {
+		t.Fatalf("DeleteBot(90): %v", err)
+	}
+	if err := s.DeleteBot(ctx, tenant, 90); !errors.Is(err, bot.ErrNotFound) {
+		t.Fatalf("DeleteBot of a deleted bot = %v, want bot.ErrNotFound", err)
+	}
+	if list, err := s.Bots(ctx, tenant); err != nil || !reflect.DeepEqual(list, []bot.Bot{b}) {
+		t.Fatalf("Bots after a delete = %+v, %v; want [b]", list, err)
+	}
 }

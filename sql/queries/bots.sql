@@ -8,3 +8,6 @@ SELECT * FROM t_bots WHERE user_id = ?;
 
 -- name: Bots :many
 SELECT * FROM t_bots ORDER BY user_id;
+
+-- name: DeleteBot :execrows
+DELETE FROM t_bots WHERE user_id = ?;

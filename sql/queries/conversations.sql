@@ -33,7 +33,7 @@ ON DUPLICATE KEY UPDATE conversation_id = conversation_id;
 -- name: P2PConversationID :one
 SELECT conversation_id FROM t_p2p_conversations WHERE user_small = ? AND user_big = ?;
 
--- name: AddMember :exec
+-- name: AddMember :execrows
 INSERT INTO t_conversation_members (conversation_id, user_id, joined_at, role)
 VALUES (?, ?, ?, ?)
 ON DUPLICATE KEY UPDATE user_id = user_id;

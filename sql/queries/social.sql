@@ -18,7 +18,7 @@ SELECT status FROM t_users WHERE user_id = ?;
 -- name: SetUserStatus :execrows
 UPDATE t_users SET status = ?, updated_at = ? WHERE user_id = ? AND status <> 3;
 
--- name: AddFriendship :exec
+-- name: AddFriendship :execrows
 INSERT INTO t_friendships (user_small, user_big, created_at)
 VALUES (?, ?, ?)
 ON DUPLICATE KEY UPDATE user_small = user_small;

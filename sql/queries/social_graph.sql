@@ -14,7 +14,7 @@ SELECT user_big FROM t_friendships WHERE user_small = ? AND user_big > ? ORDER B
 -- name: FriendsBelow :many
 SELECT user_small FROM t_friendships WHERE user_big = ? AND user_small > ? ORDER BY user_small LIMIT ?;
 
--- name: RemoveFriendship :exec
+-- name: RemoveFriendship :execrows
 DELETE FROM t_friendships WHERE user_small = ? AND user_big = ?;
 
 -- name: UpsertFriendRequest :exec
@@ -79,7 +79,7 @@ LIMIT ?;
 SELECT user_id, role, muted_until, joined_at FROM t_conversation_members
 WHERE conversation_id = ? AND user_id = ?;
 
--- name: RemoveMember :exec
+-- name: RemoveMember :execrows
 DELETE FROM t_conversation_members WHERE conversation_id = ? AND user_id = ?;
 
 -- name: SetMemberRole :execrows

@@ -67,3 +67,20 @@ FROM im_message_revisions
 WHERE id > ? AND created_at >= ? AND created_at < ? AND action IN ('edit', 'recall')
 ORDER BY id
 LIMIT ?;
+
+-- A member, friendship or report event, written in the transaction of its change (issue 32
+-- part 2 "Member, friendship and report events").
+-- name: InsertWebhookEvent :exec
+INSERT INTO t_webhook_events (type, topic, data, created_at) VALUES (?, ?, ?, ?);
+
+-- The recorded events after a webhook endpoint's event cursor, read like the revisions.
+-- name: WebhookEvents :many
+SELECT id, type, topic, data, created_at
+FROM t_webhook_events
+WHERE id > ? AND created_at >= ? AND created_at < ?
+ORDER BY id
+LIMIT ?;
+
+-- The events older than webhooks.keep_events, a batch at a time.
+-- name: DeleteWebhookEventsBefore :execrows
+DELETE FROM t_webhook_events WHERE created_at < ? ORDER BY id LIMIT ?;

@@ -324,7 +324,7 @@
   // pageWebhooks shows the tenant's event webhook endpoints (issue 32), adds one (its signing
   // secret shown this once: the admin API never returns it again), lists an endpoint's dead
   // letters and the node's delivery counters, and the tenant's bots (a bot's token, too, is
-  // shown once, when it is made).
+  // shown once, when it is made; a delete revokes its tokens).
   function pageWebhooks(root) {
     const list = el('table', { id: 'webhooks-table' });
     const bots = el('table', { id: 'bots-table' });
@@ -373,6 +373,12 @@
         const b = await admin('POST', '/bots', { bot_id: Number(v.bot_id), name: v.name });
         await refreshNow();
         return 'bot ' + b.bot_id + ' added; its token, shown this once: ' + b.token;
+      }),
+      form('bot-delete', [{ name: 'bot_id', label: 'Bot id', required: true, size: 12 }], 'Delete bot', async (v, result) => {
+        if (!await confirmIn(result, 'Delete bot ' + v.bot_id + '? Its tokens stop working and its connections close; its user stays.')) return 'cancelled';
+        await admin('DELETE', '/bots/' + seg(v.bot_id));
+        await refreshNow();
+        return 'bot ' + v.bot_id + ' deleted';
       }),
       el('h3', {}, 'Counters'), counters);
     return async () => {

@@ -466,6 +466,14 @@ type TWebhookEndpoint struct {
 	BotID     int64
 }
 
+type TWebhookEvent struct {
+	ID        int64
+	Type      string
+	Topic     string
+	Data      []byte
+	CreatedAt time.Time
+}
+
 type TWebhookScanMark struct {
 	EndpointID int64
 	ScannedTo  time.Time

@@ -48,6 +48,18 @@ func (q *Queries) Bots(ctx context.Context) ([]TBot, error) {
 	return items, nil
 }
 
+const deleteBot = `-- name: DeleteBot :execrows
+DELETE FROM t_bots WHERE user_id = ?
+`
+
+func (q *Queries) DeleteBot(ctx context.Context, userID int64) (int64, error) {
+	result, err := q.db.ExecContext(ctx, deleteBot, userID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const insertBot = `-- name: InsertBot :exec
 
 INSERT INTO t_bots (user_id, name, created_at) VALUES (?, ?, ?)

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-const addMember = `-- name: AddMember :exec
+const addMember = `-- name: AddMember :execrows
 INSERT INTO t_conversation_members (conversation_id, user_id, joined_at, role)
 VALUES (?, ?, ?, ?)
 ON DUPLICATE KEY UPDATE user_id = user_id
@@ -23,14 +23,17 @@ type AddMemberParams struct {
 	Role           string
 }
 
-func (q *Queries) AddMember(ctx context.Context, arg AddMemberParams) error {
-	_, err := q.db.ExecContext(ctx, addMember,
+func (q *Queries) AddMember(ctx context.Context, arg AddMemberParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, addMember,
 		arg.ConversationID,
 		arg.UserID,
 		arg.JoinedAt,
 		arg.Role,
 	)
-	return err
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
 }
 
 const advanceConversations = `-- name: AdvanceConversations :exec

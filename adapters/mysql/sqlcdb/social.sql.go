@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-const addFriendship = `-- name: AddFriendship :exec
+const addFriendship = `-- name: AddFriendship :execrows
 INSERT INTO t_friendships (user_small, user_big, created_at)
 VALUES (?, ?, ?)
 ON DUPLICATE KEY UPDATE user_small = user_small
@@ -22,9 +22,12 @@ type AddFriendshipParams struct {
 	CreatedAt time.Time
 }
 
-func (q *Queries) AddFriendship(ctx context.Context, arg AddFriendshipParams) error {
-	_, err := q.db.ExecContext(ctx, addFriendship, arg.UserSmall, arg.UserBig, arg.CreatedAt)
-	return err
+func (q *Queries) AddFriendship(ctx context.Context, arg AddFriendshipParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, addFriendship, arg.UserSmall, arg.UserBig, arg.CreatedAt)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
 }
 
 const areFriends = `-- name: AreFriends :one

@@ -579,7 +579,7 @@ func (q *Queries) RemoveBlock(ctx context.Context, arg RemoveBlockParams) error 
 	return err
 }
 
-const removeFriendship = `-- name: RemoveFriendship :exec
+const removeFriendship = `-- name: RemoveFriendship :execrows
 DELETE FROM t_friendships WHERE user_small = ? AND user_big = ?
 `
 
@@ -588,12 +588,15 @@ type RemoveFriendshipParams struct {
 	UserBig   int64
 }
 
-func (q *Queries) RemoveFriendship(ctx context.Context, arg RemoveFriendshipParams) error {
-	_, err := q.db.ExecContext(ctx, removeFriendship, arg.UserSmall, arg.UserBig)
-	return err
+func (q *Queries) RemoveFriendship(ctx context.Context, arg RemoveFriendshipParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, removeFriendship, arg.UserSmall, arg.UserBig)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
 }
 
-const removeMember = `-- name: RemoveMember :exec
+const removeMember = `-- name: RemoveMember :execrows
 DELETE FROM t_conversation_members WHERE conversation_id = ? AND user_id = ?
 `
 
@@ -602,9 +605,12 @@ type RemoveMemberParams struct {
 	UserID         int64
 }
 
-func (q *Queries) RemoveMember(ctx context.Context, arg RemoveMemberParams) error {
-	_, err := q.db.ExecContext(ctx, removeMember, arg.ConversationID, arg.UserID)
-	return err
+func (q *Queries) RemoveMember(ctx context.Context, arg RemoveMemberParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, removeMember, arg.ConversationID, arg.UserID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
 }
 
 const reportByMessage = `-- name: ReportByMessage :one

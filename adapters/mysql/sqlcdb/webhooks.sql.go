@@ -32,6 +32,24 @@ func (q *Queries) DeleteWebhookEndpoint(ctx context.Context, id int64) (int64, e
 	return result.RowsAffected()
 }
 
+const deleteWebhookEventsBefore = `-- name: DeleteWebhookEventsBefore :execrows
+DELETE FROM t_webhook_events WHERE created_at < ? ORDER BY id LIMIT ?
+`
+
+type DeleteWebhookEventsBeforeParams struct {
+	CreatedAt time.Time
+	Limit     int32
+}
+
+// The events older than webhooks.keep_events, a batch at a time.
+func (q *Queries) DeleteWebhookEventsBefore(ctx context.Context, arg DeleteWebhookEventsBeforeParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, deleteWebhookEventsBefore, arg.CreatedAt, arg.Limit)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const deleteWebhookScanMark = `-- name: DeleteWebhookScanMark :exec
 DELETE FROM t_webhook_scan_marks WHERE endpoint_id = ?
 `
@@ -108,6 +126,29 @@ func (q *Queries) InsertWebhookEndpoint(ctx context.Context, arg InsertWebhookEn
 		arg.Secret,
 		arg.CreatedAt,
 		arg.UpdatedAt,
+	)
+	return err
+}
+
+const insertWebhookEvent = `-- name: InsertWebhookEvent :exec
+INSERT INTO t_webhook_events (type, topic, data, created_at) VALUES (?, ?, ?, ?)
+`
+
+type InsertWebhookEventParams struct {
+	Type      string
+	Topic     string
+	Data      []byte
+	CreatedAt time.Time
+}
+
+// A member, friendship or report event, written in the transaction of its change (issue 32
+// part 2 "Member, friendship and report events").
+func (q *Queries) InsertWebhookEvent(ctx context.Context, arg InsertWebhookEventParams) error {
+	_, err := q.db.ExecContext(ctx, insertWebhookEvent,
+		arg.Type,
+		arg.Topic,
+		arg.Data,
+		arg.CreatedAt,
 	)
 	return err
 }
@@ -295,6 +336,56 @@ func (q *Queries) WebhookEndpoints(ctx context.Context) ([]TWebhookEndpoint, err
 			&i.CreatedAt,
 			&i.UpdatedAt,
 			&i.BotID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const webhookEvents = `-- name: WebhookEvents :many
+SELECT id, type, topic, data, created_at
+FROM t_webhook_events
+WHERE id > ? AND created_at >= ? AND created_at < ?
+ORDER BY id
+LIMIT ?
+`
+
+type WebhookEventsParams struct {
+	ID          int64
+	CreatedAt   time.Time
+	CreatedAt_2 time.Time
+	Limit       int32
+}
+
+// The recorded events after a webhook endpoint's event cursor, read like the revisions.
+func (q *Queries) WebhookEvents(ctx context.Context, arg WebhookEventsParams) ([]TWebhookEvent, error) {
+	rows, err := q.db.QueryContext(ctx, webhookEvents,
+		arg.ID,
+		arg.CreatedAt,
+		arg.CreatedAt_2,
+		arg.Limit,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []TWebhookEvent
+	for rows.Next() {
+		var i TWebhookEvent
+		if err := rows.Scan(
+			&i.ID,
+			&i.Type,
+			&i.Topic,
+			&i.Data,
+			&i.CreatedAt,
 		); err != nil {
 			return nil, err
 		}

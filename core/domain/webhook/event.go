@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/imdhq/imd/core/domain/social"
+	"github.com/imdhq/imd/core/domain/topic"
 )
 
 // Event is the JSON body of one webhook request. ID is the same on every retry of the event,
@@ -86,4 +89,76 @@ type DeadLetter struct {
 	Attempts   int
 	LastError  string
 	At         time.Time
+}
+
+// EventStream is the topic name under which an endpoint's cursor over the recorded member,
+// friendship and report events is kept beside its topic cursors, like RevisionStream.
+const EventStream = "~events"
+
+// Record is one member, friendship or report event as its change's own transaction wrote it
+// (t_webhook_events, docs/DESIGN.md issue-32 part 2 "Member, friendship and report events").
+// Topic is the group of a member event, the pair's P2P topic of a friendship and the reported
+// message's topic of a report.
+type Record struct {
+	ID    int64 // the record's id: the order of the stream
+	Type  EventType
+	Topic string
+	Data  json.RawMessage // the event's data, as documented in README "Event webhooks"
+	At    time.Time
+}
+
+// RecordEventID names a recorded event: `events:<id>:<type>`, the same on every retry and
+// replay of the record.
+func RecordEventID(r Record) string {
+	return fmt.Sprintf("events:%d:%s", r.ID, r.Type)
+}
+
+// MemberData is the data of a member.joined or member.left event: the users who joined or left
+// the group in one change (a group's creation names all its first members, the owner too).
+type MemberData struct {
+	Topic   string  `json:"topic"`
+	GroupID int64   `json:"group_id"`
+	Users   []int64 `json:"user_ids"`
+}
+
+// FriendshipData is the data of a friendship.changed event: the pair, smaller id first, and
+// whether they are friends after the change.
+type FriendshipData struct {
+	Users   [2]int64 `json:"user_ids"`
+	Friends bool     `json:"friends"`
+}
+
+// ReportData is the data of a report.filed event: the report as filed.
+type ReportData struct {
+	ReportID int64  `json:"report_id"`
+	Reporter int64  `json:"reporter"`
+	Topic    string `json:"topic"`
+	Seq      int64  `json:"seq"`
+	Reason   string `json:"reason"`
+}
+
+// MemberRecord is the record of users joining (joined) or leaving group groupID.
+func MemberRecord(joined bool, groupID int64, users []int64, at time.Time) Record {
+	t := MemberLeft
+	if joined {
+		t = MemberJoined
+	}
+	name := topic.ForGroup(groupID)
+	return record(t, name, MemberData{Topic: name, GroupID: groupID, Users: users}, at)
+}
+
+// FriendshipRecord is the record of a and b becoming friends or ceasing to be.
+func FriendshipRecord(a, b int64, friends bool, at time.Time) Record {
+	return record(FriendshipChanged, topic.ForPair(a, b), FriendshipData{Users: [2]int64{min(a, b), max(a, b)}, Friends: friends}, at)
+}
+
+// ReportRecord is the record of r being filed.
+func ReportRecord(r social.Report) Record {
+	return record(ReportFiled, r.Topic, ReportData{ReportID: r.ID, Reporter: r.Reporter, Topic: r.Topic, Seq: r.Seq, Reason: r.Reason}, r.CreatedAt)
+}
+
+// record encodes data, a struct of numbers and strings that always encodes.
+func record(t EventType, topicName string, data any, at time.Time) Record {
+	b, _ := json.Marshal(data)
+	return Record{Type: t, Topic: topicName, Data: b, At: at}
 }

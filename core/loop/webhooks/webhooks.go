@@ -1,7 +1,8 @@
 // Package webhooks delivers a tenant's events to its webhook endpoints (docs/DESIGN.md
 // issue-32 part 2): the backlog read from MySQL through the route mirror and the month tables,
 // one request in flight per endpoint and topic, a topic's cursor moved only by a 2xx, retries
-// with backoff, a dead letter after the last attempt. This part delivers message.created.
+// with backoff, a dead letter after the last attempt; edits and recalls, and the member,
+// friendship and report events, come from records their changes' transactions wrote.
 package webhooks
 
 import (
@@ -20,6 +21,7 @@ import (
 	"github.com/imdhq/imd/core/domain/message"
 	"github.com/imdhq/imd/core/domain/month"
 	"github.com/imdhq/imd/core/domain/social"
+	"github.com/imdhq/imd/core/domain/topic"
 	"github.com/imdhq/imd/core/domain/webhook"
 	"github.com/imdhq/imd/core/kit/periodic"
 	"github.com/imdhq/imd/core/usecase/conversation"
@@ -40,6 +42,8 @@ type Config struct {
 	// LeaseTTL is the lease a pass holds; a pass renews it each third of it, so a long pass
 	// keeps it and a dead node's lapses soon.
 	LeaseTTL time.Duration
+	// KeepEvents is how long the recorded member, friendship and report events are kept.
+	KeepEvents time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -52,6 +56,7 @@ func (c Config) withDefaults() Config {
 	def(&c.FirstRetry, time.Second)
 	def(&c.MaxBackoff, 10*time.Minute)
 	def(&c.LeaseTTL, 5*time.Minute)
+	def(&c.KeepEvents, 90*24*time.Hour)
 	if c.MaxAttempts <= 0 {
 		c.MaxAttempts = 8
 	}
@@ -86,6 +91,7 @@ type Deps struct {
 	Changes   ChangedTopics
 	History   Syncer
 	Revisions ports.WebhookRevisions
+	Events    ports.WebhookEvents
 	Readers   Readers
 	Sender    ports.WebhookSender
 	Locks     ports.Locks
@@ -105,6 +111,8 @@ type Loop struct {
 	// aged are the endpoints of each tenant whose backlog age this node reports, zeroed when
 	// another node holds the tenant so a stale age of this node does not alert.
 	aged map[string][]int64
+	// pruned is when this node last found no recorded event of a tenant left to prune.
+	pruned map[string]time.Time
 }
 
 type topicKey struct {
@@ -125,7 +133,7 @@ type retry struct {
 
 // New returns the loop.
 func New(cfg Config, d Deps) *Loop {
-	return &Loop{cfg: cfg.withDefaults(), d: d, retries: make(map[topicKey]retry), aged: make(map[string][]int64)}
+	return &Loop{cfg: cfg.withDefaults(), d: d, retries: make(map[topicKey]retry), aged: make(map[string][]int64), pruned: make(map[string]time.Time)}
 }
 
 // Pass delivers what is due to every enabled endpoint of tenant, when this node holds the
@@ -152,22 +160,49 @@ func (l *Loop) Pass(ctx context.Context, tenant string) error {
 	}
 	var errs []error
 	for _, e := range eps {
-		if !e.Enabled || !slices.ContainsFunc(e.Events, delivered) {
+		if !e.Enabled {
 			continue
 		}
 		if err := l.endpoint(ctx, p, e); err != nil {
 			errs = append(errs, fmt.Errorf("webhooks of %s, endpoint %d: %w", tenant, e.ID, err))
 		}
 		if errors.Is(err, errLeaseLost) {
-			break
+			return errors.Join(errs...)
 		}
+	}
+	if err := l.prune(ctx, tenant); err != nil {
+		errs = append(errs, fmt.Errorf("webhooks of %s: %w", tenant, err))
 	}
 	return errors.Join(errs...)
 }
 
-// delivered are the event types this loop sends; the others come in a later part.
-func delivered(t webhook.EventType) bool {
-	return t == webhook.MessageCreated || t == webhook.MessageEdited || t == webhook.MessageRecalled
+// Pruning deletes at most pruneBatch recorded events per pass, and once none is left waits
+// pruneEvery before it looks again, so a quiet tenant costs one DELETE an hour.
+const (
+	pruneBatch = 1000
+	pruneEvery = time.Hour
+)
+
+// prune deletes the recorded events older than KeepEvents (docs/DESIGN.md issue-32 part 2
+// "Member, friendship and report events"): every tenant records them, endpoints or not.
+func (l *Loop) prune(ctx context.Context, tenant string) error {
+	now := l.d.Clock.Now()
+	l.mu.Lock()
+	last := l.pruned[tenant]
+	l.mu.Unlock()
+	if now.Sub(last) < pruneEvery {
+		return nil
+	}
+	n, err := l.d.Events.DeleteEventsBefore(ctx, tenant, now.Add(-l.cfg.KeepEvents), pruneBatch)
+	if err != nil {
+		return fmt.Errorf("prune the recorded events: %w", err)
+	}
+	if n < pruneBatch {
+		l.mu.Lock()
+		l.pruned[tenant] = now
+		l.mu.Unlock()
+	}
+	return nil
 }
 
 // errLeaseLost ends a pass whose lease lapsed or was taken: another node or a replay now owns
@@ -225,13 +260,16 @@ func (l *Loop) endpoint(ctx context.Context, p *pass, e webhook.Endpoint) error 
 		l.d.Log.WarnContext(ctx, "webhooks: left for the next pass", "tenant", tenant, "endpoint", e.ID, "what", what, "err", err)
 		failed = true
 	}
-	if e.Subscribed(webhook.MessageEdited) || e.Subscribed(webhook.MessageRecalled) {
-		pending, err := l.revisions(ctx, p, e, latest(from, since), now)
+	for _, st := range l.streams() {
+		if !slices.ContainsFunc(e.Events, st.carries) {
+			continue
+		}
+		pending, err := l.stream(ctx, p, e, st, latest(from, since), now)
 		switch {
 		case errors.Is(err, errLeaseLost):
 			return err
 		case err != nil:
-			fail("edits and recalls", err)
+			fail(st.name, err)
 		case !pending.IsZero() && pending.Before(next):
 			next = pending
 		}
@@ -371,52 +409,133 @@ func (l *Loop) readable(ctx context.Context, tenant string, e webhook.Endpoint, 
 	return true, nil
 }
 
-// revisions delivers the edits and recalls recorded from lower on, in the order of their
-// records, one at a time (docs/DESIGN.md issue-32 part 2 "Edits and recalls"); records are
-// read once older than Settle, so one committed late is still in order. It returns when the
-// first one it could not deliver was made (zero when none is left).
-func (l *Loop) revisions(ctx context.Context, p *pass, e webhook.Endpoint, lower, now time.Time) (time.Time, error) {
+// recorded is a stream of records in the tenant database that the changes' own transactions
+// wrote: the edits and recalls (im_message_revisions) or the member, friendship and report
+// events (t_webhook_events). Each endpoint keeps one cursor over its record ids.
+type recorded struct {
+	name    string // the cursor's topic name
+	carries func(webhook.EventType) bool
+	// read lists at most limit events of records after id after, made in [from, until), by id.
+	read func(ctx context.Context, tenant string, after int64, from, until time.Time, limit int) ([]item, error)
+}
+
+// item is one record of a stream as the event it is.
+type item struct {
+	id int64
+	ev webhook.Event
+}
+
+// streams are the recorded streams an endpoint's pass walks besides the topics.
+func (l *Loop) streams() []recorded {
+	return []recorded{
+		{name: webhook.RevisionStream, carries: revised, read: l.revisionItems},
+		{name: webhook.EventStream, carries: recordedEvent, read: l.eventItems},
+	}
+}
+
+func revised(t webhook.EventType) bool {
+	return t == webhook.MessageEdited || t == webhook.MessageRecalled
+}
+
+func recordedEvent(t webhook.EventType) bool {
+	return t == webhook.MemberJoined || t == webhook.MemberLeft || t == webhook.FriendshipChanged || t == webhook.ReportFiled
+}
+
+// revisionItems are the edits and recalls as message.edited and message.recalled events (docs/DESIGN.md
+// issue-32 part 2 "Edits and recalls").
+func (l *Loop) revisionItems(ctx context.Context, tenant string, after int64, from, until time.Time, limit int) ([]item, error) {
+	page, err := l.d.Revisions.RevisionsAfter(ctx, tenant, after, from, until, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read revisions after %d: %w", after, err)
+	}
+	out := make([]item, len(page))
+	for i, r := range page {
+		data, err := json.Marshal(webhook.RevisionData{Topic: r.Topic, Seq: r.Seq, MsgID: r.MsgID, Version: r.Version, Editor: r.Editor,
+			Content: r.Content, EditedAt: r.At.UnixMilli()})
+		if err != nil {
+			return nil, fmt.Errorf("encode revision %d: %w", r.ID, err)
+		}
+		out[i] = item{id: r.ID, ev: webhook.Event{ID: webhook.RevisionEventID(r), Type: r.Type(), Tenant: tenant, Topic: r.Topic, Seq: r.Seq,
+			At: r.At.UnixMilli(), Data: data}}
+	}
+	return out, nil
+}
+
+// eventItems are the member, friendship and report events as recorded (docs/DESIGN.md
+// issue-32 part 2 "Member, friendship and report events"); their seq is the record's id.
+func (l *Loop) eventItems(ctx context.Context, tenant string, after int64, from, until time.Time, limit int) ([]item, error) {
+	page, err := l.d.Events.EventsAfter(ctx, tenant, after, from, until, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read webhook events after %d: %w", after, err)
+	}
+	out := make([]item, len(page))
+	for i, r := range page {
+		out[i] = item{id: r.ID, ev: webhook.Event{ID: webhook.RecordEventID(r), Type: r.Type, Tenant: tenant, Topic: r.Topic, Seq: r.ID,
+			At: r.At.UnixMilli(), Data: r.Data}}
+	}
+	return out, nil
+}
+
+// stream delivers the records of st made from lower on, in the order of their ids, one at a
+// time, a failed one holding the ones behind it; records are read once older than Settle, so
+// one committed late is still in order. It returns when the first one it could not deliver was
+// made (zero when none is left).
+func (l *Loop) stream(ctx context.Context, p *pass, e webhook.Endpoint, st recorded, lower, now time.Time) (time.Time, error) {
 	tenant := p.tenant
-	key := topicKey{tenant, e.ID, webhook.RevisionStream}
+	key := topicKey{tenant, e.ID, st.name}
 	if r, ok := l.retryOf(key); ok && now.Before(r.next) {
 		return r.pending, nil
 	}
-	cur, _, err := l.d.Cursors.TopicCursor(ctx, tenant, e.ID, webhook.RevisionStream)
+	cur, _, err := l.d.Cursors.TopicCursor(ctx, tenant, e.ID, st.name)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("read the revision cursor: %w", err)
+		return time.Time{}, fmt.Errorf("read the %s cursor: %w", st.name, err)
 	}
-	page, err := l.d.Revisions.RevisionsAfter(ctx, tenant, cur, lower, now.Add(-l.cfg.Settle), l.cfg.Batch)
+	page, err := st.read(ctx, tenant, cur, lower, now.Add(-l.cfg.Settle), l.cfg.Batch)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("read revisions after %d: %w", cur, err)
+		return time.Time{}, err
 	}
-	for _, r := range page {
+	for _, it := range page {
+		at := time.UnixMilli(it.ev.At)
 		if err := l.keep(ctx, p); err != nil {
-			return r.At, err
+			return at, err
 		}
-		ok, err := l.readable(ctx, tenant, e, r.Topic)
+		ok, err := l.visible(ctx, tenant, e, it.ev)
 		if err != nil {
-			return r.At, err
+			return at, err
 		}
-		if ok && e.Subscribed(r.Type()) {
-			data, err := json.Marshal(webhook.RevisionData{Topic: r.Topic, Seq: r.Seq, MsgID: r.MsgID, Version: r.Version, Editor: r.Editor,
-				Content: r.Content, EditedAt: r.At.UnixMilli()})
-			if err != nil {
-				return r.At, fmt.Errorf("encode revision %d: %w", r.ID, err)
-			}
-			ev := webhook.Event{ID: webhook.RevisionEventID(r), Type: r.Type(), Tenant: tenant, Topic: r.Topic, Seq: r.Seq, At: r.At.UnixMilli(), Data: data}
-			done, err := l.deliver(ctx, tenant, e, key, ev, r.ID)
+		if ok {
+			done, err := l.deliver(ctx, tenant, e, key, it.ev, it.id)
 			if err != nil || !done {
-				return r.At, err
+				return at, err
 			}
 		}
-		if err := l.d.Cursors.SetTopicCursor(ctx, tenant, e.ID, webhook.RevisionStream, r.ID); err != nil {
-			return r.At, fmt.Errorf("set the revision cursor to %d: %w", r.ID, err)
+		if err := l.d.Cursors.SetTopicCursor(ctx, tenant, e.ID, st.name, it.id); err != nil {
+			return at, fmt.Errorf("set the %s cursor to %d: %w", st.name, it.id, err)
 		}
 	}
 	if len(page) == l.cfg.Batch {
-		return page[len(page)-1].At, nil
+		return time.UnixMilli(page[len(page)-1].ev.At), nil
 	}
 	return time.Time{}, nil
+}
+
+// visible is whether endpoint e receives ev of a recorded stream: a type it subscribed to and,
+// for an endpoint bound to a bot, what the bot may see (docs/DESIGN.md issue-32 part 2 "Member,
+// friendship and report events"): a friendship of its own, a report never (moderation is the
+// operator's), the others when it may read their topic.
+func (l *Loop) visible(ctx context.Context, tenant string, e webhook.Endpoint, ev webhook.Event) (bool, error) {
+	switch {
+	case !e.Subscribed(ev.Type):
+		return false, nil
+	case e.BotID == 0:
+		return true, nil
+	case ev.Type == webhook.ReportFiled:
+		return false, nil
+	case ev.Type == webhook.FriendshipChanged:
+		pair, err := topic.Parse(ev.Topic)
+		return err == nil && (pair.UserA == e.BotID || pair.UserB == e.BotID), nil
+	}
+	return l.readable(ctx, tenant, e, ev.Topic)
 }
 
 // latest is the later of a and b.

@@ -168,6 +168,7 @@ type fixture struct {
 	endpoints *memory.WebhookEndpoints
 	readers   readers
 	revs      *memory.WebhookRevisions
+	events    *memory.WebhookEvents
 }
 
 func newFixture(t *testing.T, script map[string][]int) *fixture {
@@ -175,13 +176,12 @@ func newFixture(t *testing.T, script map[string][]int) *fixture {
 	clock := memory.NewClock(t0)
 	f := &fixture{clock: clock, back: &backlog{topics: map[string][]message.Message{}, broken: map[string]bool{}}, cursors: memory.NewWebhookCursors(),
 		locks: memory.NewLocks(clock.Now), metrics: memory.NewMetrics(), readers: readers{},
-		revs: memory.NewWebhookRevisions()}
+		revs: memory.NewWebhookRevisions(), events: memory.NewWebhookEvents()}
 	f.recv = &receiver{t: t, clock: clock, secret: "whsec_test", script: script, attempts: map[string]int{}}
 	endpoints := memory.NewWebhookEndpoints()
 	f.ep = domain.Endpoint{ID: 1, URL: "https://hooks.example/in", Events: []domain.EventType{domain.MessageCreated}, Enabled: true, Secret: "whsec_test", CreatedAt: t0}
 	others := []domain.Endpoint{
 		{ID: 2, URL: "https://hooks.example/off", Events: []domain.EventType{domain.MessageCreated}, Secret: "whsec_other", CreatedAt: t0},
-		{ID: 3, URL: "https://hooks.example/reports", Events: []domain.EventType{domain.ReportFiled}, Enabled: true, Secret: "whsec_other", CreatedAt: t0},
 	}
 	for _, e := range append(others, f.ep) {
 		if err := endpoints.CreateEndpoint(context.Background(), tenant, e); err != nil {
@@ -196,7 +196,7 @@ func newFixture(t *testing.T, script map[string][]int) *fixture {
 // node is another node's loop over the same stores: its retry state is its own.
 func (f *fixture) node() *webhooks.Loop {
 	return webhooks.New(webhooks.Config{FirstRetry: time.Second, MaxBackoff: 4 * time.Second, MaxAttempts: 3, Batch: 2},
-		webhooks.Deps{Endpoints: f.endpoints, Cursors: f.cursors, Changes: f.back, History: f.back, Revisions: f.revs, Readers: f.readers, Sender: f.recv,
+		webhooks.Deps{Endpoints: f.endpoints, Cursors: f.cursors, Changes: f.back, History: f.back, Revisions: f.revs, Events: f.events, Readers: f.readers, Sender: f.recv,
 			Locks: f.locks, Metrics: f.metrics, Clock: f.clock, Log: slog.New(slog.DiscardHandler)})
 }
 
@@ -257,10 +257,8 @@ func TestDeliversEachTopicInSeqOrderSigned(t *testing.T) {
 	if seq, ok, _ := f.cursors.TopicCursor(context.Background(), tenant, 1, "grp_2"); !ok || seq != 3 {
 		t.Fatalf("cursor of grp_2 = %d, %v; want 3", seq, ok)
 	}
-	for _, other := range []int64{2, 3} {
-		if _, ok, _ := f.cursors.ScanMark(context.Background(), tenant, other); ok {
-			t.Fatalf("endpoint %d (disabled or not subscribed) was scanned", other)
-		}
+	if _, ok, _ := f.cursors.ScanMark(context.Background(), tenant, 2); ok {
+		t.Fatal("the disabled endpoint was scanned")
 	}
 }
 
@@ -449,6 +447,93 @@ func TestEditsAndRecallsInTheirOrder(t *testing.T) {
 	f.pass(t)
 	if n := len(f.recv.got()); n != 3 {
 		t.Fatalf("a quiet pass sent again: %v", f.recv.got())
+	}
+}
+
+// subscribe makes the fixture's endpoint receive types, bound to bot (0: none).
+func (f *fixture) subscribe(t *testing.T, bot int64, types ...domain.EventType) {
+	t.Helper()
+	ep := f.ep
+	ep.Events, ep.BotID = types, bot
+	if err := f.endpoints.UpdateEndpoint(context.Background(), tenant, ep); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// recordEvents records a member join before the endpoint, then a join, a leave, a friendship
+// and a report after it, and returns their event ids from the join on.
+func (f *fixture) recordEvents() []string {
+	recs := []domain.Record{
+		domain.MemberRecord(true, 1, []int64{5}, t0.Add(-time.Hour)), // before the endpoint
+		domain.MemberRecord(true, 1, []int64{6, 7}, t0.Add(time.Second)),
+		domain.MemberRecord(false, 2, []int64{6}, t0.Add(2*time.Second)),
+		domain.FriendshipRecord(90, 5, true, t0.Add(3*time.Second)),
+		domain.ReportRecord(social.Report{ID: 77, Reporter: 6, Topic: "grp_1", Seq: 3, Reason: "spam", CreatedAt: t0.Add(4 * time.Second)}),
+		domain.FriendshipRecord(5, 6, false, t0.Add(5*time.Second)),
+	}
+	var ids []string
+	for i, r := range recs {
+		r.ID = f.events.Record(tenant, r)
+		if i > 0 {
+			ids = append(ids, domain.RecordEventID(r))
+		}
+	}
+	return ids
+}
+
+// Member, friendship and report events go out in the order they were recorded, from the
+// endpoint's creation, signed, a failed one holding the ones after it, and again from the
+// point of a replay.
+func TestMemberFriendshipAndReportEventsInTheirOrder(t *testing.T) {
+	f := newFixture(t, map[string][]int{"events:2:member.joined": {500}})
+	f.subscribe(t, 0, domain.MemberJoined, domain.MemberLeft, domain.FriendshipChanged, domain.ReportFiled)
+	want := f.recordEvents()
+	f.pass(t)
+	wantTook(t, f) // the first join failed; the rest waits behind it
+	for range 3 {
+		f.pass(t) // a page (Batch 2) per pass
+	}
+	if got := f.recv.got(); !slices.Equal(got, want) {
+		t.Fatalf("delivered %v, want %v in record order", got, want)
+	}
+	if err := f.cursors.Replay(context.Background(), tenant, f.ep.ID, t0.Add(3*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		f.pass(t)
+	}
+	if got, again := f.recv.got(), append(slices.Clone(want), want[2:]...); !slices.Equal(got, again) {
+		t.Fatalf("after a replay from the friendship delivered %v, want %v", got, again)
+	}
+}
+
+// An endpoint bound to a bot gets the member events of the groups the bot may read and its
+// own friendships, never a report; an unsubscribed type is passed over.
+func TestABotsEndpointSeesItsOwnEventsOnly(t *testing.T) {
+	f := newFixture(t, nil)
+	f.subscribe(t, 90, domain.MemberJoined, domain.FriendshipChanged, domain.ReportFiled)
+	f.readers[90] = []string{"grp_1", "grp_2"}
+	all := f.recordEvents()
+	for range 4 {
+		f.pass(t)
+	}
+	// The join of grp_1 and the bot's friendship; not the leave (unsubscribed), the report or
+	// a friendship of others.
+	if got, want := f.recv.got(), []string{all[0], all[2]}; !slices.Equal(got, want) {
+		t.Fatalf("delivered %v, want %v", got, want)
+	}
+}
+
+// Recorded events older than KeepEvents (90 days by default) are pruned by the pass, with or
+// without an endpoint subscribed to them.
+func TestRecordedEventsOlderThanKeptArePruned(t *testing.T) {
+	f := newFixture(t, nil)
+	old := f.events.Record(tenant, domain.MemberRecord(true, 1, []int64{5}, t0.Add(-91*24*time.Hour)))
+	kept := f.events.Record(tenant, domain.MemberRecord(true, 1, []int64{6}, t0.Add(-89*24*time.Hour)))
+	f.pass(t)
+	left, err := f.events.EventsAfter(context.Background(), tenant, 0, time.Time{}, f.clock.Now(), 10)
+	if err != nil || len(left) != 1 || left[0].ID != kept {
+		t.Fatalf("records left %+v, %v; want %d kept and %d pruned", left, err, kept, old)
 	}
 }
 

@@ -4,6 +4,7 @@ package bots
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/imdhq/imd/core/domain/apperr"
@@ -28,12 +29,20 @@ type Issuer interface {
 	Issue(id auth.Identity, ttl time.Duration) (string, error)
 }
 
+// Revoker denies every token of a user issued until now (authn.Service.RevokeUser).
+type Revoker interface {
+	RevokeUser(ctx context.Context, tenant string, user int64) (time.Time, error)
+}
+
 // Deps are the ports the service uses.
 type Deps struct {
-	Users  Users
-	Bots   ports.Bots
-	Tokens Issuer
-	Clock  ports.Clock
+	Users     Users
+	Bots      ports.Bots
+	Tokens    Issuer
+	Revoker   Revoker
+	Sessions  ports.UserSessions // nil: no live connection to close (tests)
+	Endpoints ports.WebhookEndpoints
+	Clock     ports.Clock
 }
 
 // Service makes bots and their tokens.
@@ -89,6 +98,38 @@ func (s *Service) Get(ctx context.Context, tenant string, userID int64) (bot.Bot
 		return bot.Bot{}, apperr.Wrap(apperr.Busy, "bot store unavailable", err)
 	}
 	return b, err
+}
+
+// Delete stops bot userID (docs/DESIGN.md issue-32 part 2 "Bots"): every token it was issued
+// is revoked and its connections closed, then its bot record goes. Its user stays, as the
+// author of what it sent (an operator deletes the user as any other, DESIGN §8.1). A webhook
+// endpoint still bound to it is 40901: it would otherwise go on receiving what the bot may
+// read. A failure part way leaves the bot listed, so the operator deletes it again.
+func (s *Service) Delete(ctx context.Context, tenant string, userID int64) error {
+	if _, err := s.Get(ctx, tenant, userID); err != nil {
+		return err
+	}
+	eps, err := s.d.Endpoints.Endpoints(ctx, tenant)
+	if err != nil {
+		return apperr.Wrap(apperr.Busy, "webhook endpoints unavailable", err)
+	}
+	for _, e := range eps {
+		if e.BotID == userID {
+			return apperr.New(apperr.Conflict, fmt.Sprintf("webhook endpoint %d is bound to this bot; delete it or bind it elsewhere first", e.ID))
+		}
+	}
+	if _, err := s.d.Revoker.RevokeUser(ctx, tenant, userID); err != nil {
+		return err
+	}
+	if s.d.Sessions != nil {
+		if err := s.d.Sessions.EndUser(ctx, tenant, userID, "bot deleted"); err != nil {
+			return apperr.Wrap(apperr.Busy, "the bot's tokens are revoked, but not every node was told to close its connections; retry", err)
+		}
+	}
+	if err := s.d.Bots.DeleteBot(ctx, tenant, userID); err != nil && apperr.CodeOf(err) != apperr.NotFound {
+		return apperr.Wrap(apperr.Busy, "bot store unavailable", err)
+	}
+	return nil
 }
 
 // List reads the tenant's bots.

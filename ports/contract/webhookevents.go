@@ -1,0 +1,118 @@
+package contract
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/imdhq/imd/core/domain/social"
+	"github.com/imdhq/imd/core/domain/webhook"
+	"github.com/imdhq/imd/ports"
+)
+
+// WebhookEventsFactory returns a social graph and a report store that record their webhook
+// events in the returned reader, and an empty tenant.
+type WebhookEventsFactory func(t *testing.T) (g SocialGraph, r ports.Reports, events ports.WebhookEvents, tenant string)
+
+// WebhookEvents runs the contract of the member, friendship and report events (docs/DESIGN.md
+// issue-32 part 2 "Member, friendship and report events"): each change records one event of
+// what it did, in the order of the changes, and nothing when it changed nothing (a member
+// added again, a friendship made or ended twice, a repeated report, a P2P pair's rows); old
+// records are deleted oldest first, a batch at a time.
+func WebhookEvents(t *testing.T, newStores WebhookEventsFactory) {
+	g, reports, events, tenant := newStores(t)
+	ctx := context.Background()
+	mustUsers(t, g, tenant, 1, 2, 3, 4)
+	report := social.Report{ID: 70, Reporter: 3, Topic: "grp_10", Seq: 2, Reason: "spam", Status: social.ReportOpen,
+		CreatedAt: time.Now().UTC().Truncate(time.Millisecond)}
+	report.UpdatedAt = report.CreatedAt
+	steps := []struct {
+		name string
+		do   func() error
+	}{
+		{"create group", func() error {
+			_, err := g.CreateGroup(ctx, tenant, social.Group{ID: 10, Owner: 1}, 1000, []int64{2, 3})
+			return err
+		}},
+		{"add a member and a known one", func() error { return g.AddMembers(ctx, tenant, "grp_10", []int64{3, 4}) }},
+		{"add a known member", func() error { return g.AddMembers(ctx, tenant, "grp_10", []int64{3}) }},
+		{"remove a member and a stranger", func() error { return g.RemoveMembers(ctx, tenant, 10, []int64{2, 42}) }},
+		{"remove a stranger", func() error { return g.RemoveMembers(ctx, tenant, 10, []int64{42}) }},
+		{"befriend", func() error { return g.AddFriendship(ctx, tenant, 2, 1) }},
+		{"befriend again", func() error { return g.AddFriendship(ctx, tenant, 1, 2) }},
+		{"request", func() error {
+			return g.RequestFriend(ctx, tenant, social.FriendRequest{From: 4, To: 3, CreatedAt: time.Now().UTC()})
+		}},
+		{"accept", func() error { return g.AcceptFriendRequest(ctx, tenant, 4, 3) }},
+		{"unfriend", func() error { return g.RemoveFriendship(ctx, tenant, 1, 2) }},
+		{"unfriend again", func() error { return g.RemoveFriendship(ctx, tenant, 1, 2) }},
+		{"a pair's conversation", func() error {
+			_, err := g.EnsureP2P(ctx, tenant, 1, 3, 3000)
+			return err
+		}},
+		{"report", func() error {
+			_, err := reports.AddReport(ctx, tenant, report)
+			return err
+		}},
+		{"report again", func() error {
+			again := report
+			again.ID = 71
+			_, err := reports.AddReport(ctx, tenant, again)
+			return err
+		}},
+	}
+	for _, s := range steps {
+		if err := s.do(); err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+	}
+	type event struct {
+		Type  webhook.EventType
+		Topic string
+		Data  any
+	}
+	want := []event{
+		{webhook.MemberJoined, "grp_10", webhook.MemberData{Topic: "grp_10", GroupID: 10, Users: []int64{1, 2, 3}}},
+		{webhook.MemberJoined, "grp_10", webhook.MemberData{Topic: "grp_10", GroupID: 10, Users: []int64{4}}},
+		{webhook.MemberLeft, "grp_10", webhook.MemberData{Topic: "grp_10", GroupID: 10, Users: []int64{2}}},
+		{webhook.FriendshipChanged, "p2p_1_2", webhook.FriendshipData{Users: [2]int64{1, 2}, Friends: true}},
+		{webhook.FriendshipChanged, "p2p_3_4", webhook.FriendshipData{Users: [2]int64{3, 4}, Friends: true}},
+		{webhook.FriendshipChanged, "p2p_1_2", webhook.FriendshipData{Users: [2]int64{1, 2}, Friends: false}},
+		{webhook.ReportFiled, "grp_10", webhook.ReportData{ReportID: 70, Reporter: 3, Topic: "grp_10", Seq: 2, Reason: "spam"}},
+	}
+	from, until := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC), time.Now().Add(time.Hour)
+	got, err := events.EventsAfter(ctx, tenant, 0, from, until, 100)
+	if err != nil {
+		t.Fatalf("EventsAfter: %v", err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("EventsAfter = %d records %+v, want %d", len(got), got, len(want))
+	}
+	for i, r := range got {
+		data := reflect.New(reflect.TypeOf(want[i].Data))
+		if err := json.Unmarshal(r.Data, data.Interface()); err != nil {
+			t.Fatalf("record %d data %s: %v", i, r.Data, err)
+		}
+		g := event{r.Type, r.Topic, data.Elem().Interface()}
+		if !reflect.DeepEqual(g, want[i]) || (i > 0 && r.ID <= got[i-1].ID) || r.At.IsZero() {
+			t.Fatalf("record %d = %+v (%+v), want %+v with an id above the last", i, r, g, want[i])
+		}
+	}
+	if page, err := events.EventsAfter(ctx, tenant, got[2].ID, from, until, 2); err != nil || len(page) != 2 || page[0].ID != got[3].ID || page[1].ID != got[4].ID {
+		t.Fatalf("EventsAfter(%d, limit 2) = %+v, %v; want records 3 and 4", got[2].ID, page, err)
+	}
+	if page, err := events.EventsAfter(ctx, tenant, 0, from, got[0].At, 100); err != nil || len(page) != 0 {
+		t.Fatalf("EventsAfter until the first record = %+v, %v; want none", page, err)
+	}
+	if n, err := events.DeleteEventsBefore(ctx, tenant, until, 2); err != nil || n != 2 {
+		t.Fatalf("DeleteEventsBefore(limit 2) = %d, %v; want 2", n, err)
+	}
+	if n, err := events.DeleteEventsBefore(ctx, tenant, from, 100); err != nil || n != 0 {
+		t.Fatalf("DeleteEventsBefore(before them all) = %d, %v; want 0", n, err)
+	}
+	if left, err := events.EventsAfter(ctx, tenant, 0, from, until, 100); err != nil || len(left) != len(want)-2 || left[0].ID != got[2].ID {
+		t.Fatalf("after deleting the 2 oldest: %+v, %v; want records from the third", left, err)
+	}
+}
