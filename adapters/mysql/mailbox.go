@@ -62,7 +62,9 @@ func validEvents(events []mailbox.Event) error {
 	return nil
 }
 
-// append assigns seqs to events in place and writes them: four statements whatever the batch.
+// append assigns seqs to events in place and writes them. Its transaction only locks heads
+// that exist, in user order, so appends never deadlock on one another; a user without a head
+// gets one first from ensureHeads, committed on its own, and the append starts again.
 func (b *Mailbox) append(ctx context.Context, db *sql.DB, events []mailbox.Event) error {
 	users := make([]int64, 0, len(events))
 	for _, e := range events {
@@ -72,13 +74,24 @@ func (b *Mailbox) append(ctx context.Context, db *sql.DB, events []mailbox.Event
 	users = slices.Compact(users)
 	now := b.now()
 
-	tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
+	missing, err := b.appendLocked(ctx, db, events, users, now)
+	if err != nil || len(missing) == 0 {
+		return err
 	}
-	defer tx.Rollback()
-	q := sqlcdb.New(tx)
+	if err := ensureHeads(ctx, db, missing, now); err != nil {
+		return err
+	}
+	if missing, err = b.appendLocked(ctx, db, events, users, now); err == nil && len(missing) > 0 {
+		err = fmt.Errorf("mailbox heads of %d users vanished while appending", len(missing))
+	}
+	return err
+}
 
+// ensureHeads makes the heads of users, each with seq 0, in its own statement: inserting a
+// new head beside another transaction's locks is what deadlocked when this ran inside the
+// append (InnoDB's gap and insert-intention locks on the unique key), and a head is made once
+// per user, so it need not commit with the user's first events.
+func ensureHeads(ctx context.Context, db *sql.DB, users []int64, now time.Time) error {
 	ensure := rowBatch{sep: sepValues}
 	for _, u := range users {
 		p := sqlcdb.EnsureMailboxHeadsParams{UserID: u, UpdatedAt: now}
@@ -86,19 +99,38 @@ func (b *Mailbox) append(ctx context.Context, db *sql.DB, events []mailbox.Event
 			return err
 		}
 	}
-	if err := ensure.exec(ctx, tx); err != nil {
+	if err := ensure.exec(ctx, db); err != nil {
 		return fmt.Errorf("create mailbox heads: %w", err)
 	}
+	return nil
+}
+
+// appendLocked runs the append's transaction: lock the heads, insert the events, advance the
+// heads. It returns, having written nothing, the users whose heads do not exist yet.
+func (b *Mailbox) appendLocked(ctx context.Context, db *sql.DB, events []mailbox.Event, users []int64, now time.Time) ([]int64, error) {
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	if err != nil {
+		return nil, fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback()
+	q := sqlcdb.New(tx)
+
 	rows, err := q.LockMailboxHeads(ctx, users)
 	if err != nil {
-		return fmt.Errorf("lock mailbox heads: %w", err)
+		return nil, fmt.Errorf("lock mailbox heads: %w", err)
 	}
 	heads := make(map[int64]int64, len(rows))
 	for _, r := range rows {
 		heads[r.UserID] = r.MailboxSeq
 	}
 	if len(heads) != len(users) {
-		return fmt.Errorf("locked %d mailbox heads of %d users", len(heads), len(users))
+		var missing []int64
+		for _, u := range users {
+			if _, ok := heads[u]; !ok {
+				missing = append(missing, u)
+			}
+		}
+		return missing, nil
 	}
 
 	ins := rowBatch{sep: sepValues}
@@ -113,26 +145,26 @@ func (b *Mailbox) append(ctx context.Context, db *sql.DB, events []mailbox.Event
 			CreatedAt:      e.CreatedAt.UTC().Truncate(time.Millisecond),
 		}
 		if err := ins.add(func(q *sqlcdb.Queries) error { return q.InsertMailboxEvents(ctx, p) }); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if err := ins.exec(ctx, tx); err != nil {
-		return fmt.Errorf("insert mailbox events: %w", err)
+		return nil, fmt.Errorf("insert mailbox events: %w", err)
 	}
-	set := rowBatch{sep: sepValues}
+	set := rowBatch{sep: sepUnion}
 	for _, u := range users {
 		p := sqlcdb.SetMailboxHeadsParams{UserID: u, MailboxSeq: heads[u], UpdatedAt: now}
 		if err := set.add(func(q *sqlcdb.Queries) error { return q.SetMailboxHeads(ctx, p) }); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if err := set.exec(ctx, tx); err != nil {
-		return fmt.Errorf("advance mailbox heads: %w", err)
+		return nil, fmt.Errorf("advance mailbox heads: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
+		return nil, fmt.Errorf("commit: %w", err)
 	}
-	return nil
+	return nil, nil
 }
 
 // Since reads the device's events and the all-devices events after a seq.

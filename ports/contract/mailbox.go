@@ -31,6 +31,7 @@ func Mailbox(t *testing.T, fresh func(t *testing.T) MailboxFixture) {
 		{"one seq per user across devices", mailboxSeqs},
 		{"a device reads its own and the all-devices events", mailboxSince},
 		{"concurrent appends get distinct seqs in order", mailboxConcurrent},
+		{"concurrent appends to new users that overlap all succeed", mailboxNewUsersConcurrent},
 		{"invalid events store nothing", mailboxInvalid},
 		{"cursors per device", mailboxCursors},
 	}
@@ -149,6 +150,43 @@ func mailboxConcurrent(t *testing.T, f MailboxFixture) {
 		all = slices.Compact(all)
 		if len(all) != n || all[0] != 1 || all[n-1] != n {
 			t.Fatalf("user %d seqs = %v, want 1..%d", user, all, n)
+		}
+	}
+}
+
+// mailboxNewUsersConcurrent is many groups made at once (a bench's setup, a burst of sign-ups):
+// each append names users no event has named yet, shared with other appends running beside it.
+// Each append must succeed: a lost one loses live MEMBER events.
+func mailboxNewUsersConcurrent(t *testing.T, f MailboxFixture) {
+	const groups, members = 24, 8
+	var wg sync.WaitGroup
+	errs := make(chan error, groups)
+	for g := range groups {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			events := make([]mailbox.Event, 0, members)
+			for m := range members {
+				// Group g has users 1000+g*3 .. +members-1: neighbours share five users.
+				events = append(events, f.event(int64(1000+g*3+m), mailbox.AllDevices, mailbox.Member))
+			}
+			_, err := f.Mailbox.Append(context.Background(), f.Tenant, events)
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("Append: %v", err)
+		}
+	}
+	for user := int64(1000); user < 1000+(groups-1)*3+members; user++ {
+		got := seqsOf(since(t, f, user, 0, 0, 100))
+		for i, seq := range got {
+			if seq != int64(i+1) {
+				t.Fatalf("user %d seqs = %v, want 1..%d", user, got, len(got))
+			}
 		}
 	}
 }

@@ -11,16 +11,24 @@ INSERT INTO t_device_sync_cursors (user_id, device_id, mailbox_seq, dialog_score
 VALUES /*ROW*/(?, 0, 0, 0, ?)
 ON DUPLICATE KEY UPDATE user_id = user_id;
 
+-- The unique key, forced: on a young table the optimizer scans the primary key (insertion
+-- order, not user order) and locks as it goes, so two appends of disjoint users deadlocked.
 -- name: LockMailboxHeads :many
-SELECT user_id, mailbox_seq FROM t_device_sync_cursors
+SELECT user_id, mailbox_seq FROM t_device_sync_cursors FORCE INDEX (uk_user_device)
 WHERE device_id = 0 AND user_id IN (sqlc.slice(user_ids))
 ORDER BY user_id
 FOR UPDATE;
 
+-- The heads exist and are locked (LockMailboxHeads): an UPDATE, not an upsert, so the append
+-- takes no gap lock that a new user's EnsureMailboxHeads would wait on (a deadlock when groups
+-- of new users are made at once). Rows joined by the unique key, as AdvanceConversations does.
 -- name: SetMailboxHeads :exec
-INSERT INTO t_device_sync_cursors (user_id, device_id, mailbox_seq, dialog_score, updated_at)
-VALUES /*ROW*/(?, 0, ?, 0, ?)
-ON DUPLICATE KEY UPDATE mailbox_seq = VALUES(mailbox_seq), updated_at = VALUES(updated_at);
+UPDATE (/*ROW*/(SELECT
+    CAST(sqlc.arg(user_id) AS SIGNED) AS user_id,
+    CAST(sqlc.arg(mailbox_seq) AS SIGNED) AS mailbox_seq,
+    CAST(sqlc.arg(updated_at) AS DATETIME(3)) AS updated_at)) AS v
+STRAIGHT_JOIN t_device_sync_cursors AS c FORCE INDEX (uk_user_device) ON c.user_id = v.user_id AND c.device_id = 0
+SET c.mailbox_seq = v.mailbox_seq, c.updated_at = v.updated_at;
 
 -- name: InsertMailboxEvents :exec
 INSERT INTO t_mailbox_events (id, user_id, device_id, seq, event_type, conversation_id, payload, created_at)

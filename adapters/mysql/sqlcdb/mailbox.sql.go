@@ -67,7 +67,7 @@ func (q *Queries) InsertMailboxEvents(ctx context.Context, arg InsertMailboxEven
 }
 
 const lockMailboxHeads = `-- name: LockMailboxHeads :many
-SELECT user_id, mailbox_seq FROM t_device_sync_cursors
+SELECT user_id, mailbox_seq FROM t_device_sync_cursors FORCE INDEX (uk_user_device)
 WHERE device_id = 0 AND user_id IN (/*SLICE:user_ids*/?)
 ORDER BY user_id
 FOR UPDATE
@@ -78,6 +78,8 @@ type LockMailboxHeadsRow struct {
 	MailboxSeq int64
 }
 
+// The unique key, forced: on a young table the optimizer scans the primary key (insertion
+// order, not user order) and locks as it goes, so two appends of disjoint users deadlocked.
 func (q *Queries) LockMailboxHeads(ctx context.Context, userIds []int64) ([]LockMailboxHeadsRow, error) {
 	query := lockMailboxHeads
 	var queryParams []interface{}
@@ -191,9 +193,12 @@ func (q *Queries) SaveSyncCursor(ctx context.Context, arg SaveSyncCursorParams) 
 }
 
 const setMailboxHeads = `-- name: SetMailboxHeads :exec
-INSERT INTO t_device_sync_cursors (user_id, device_id, mailbox_seq, dialog_score, updated_at)
-VALUES /*ROW*/(?, 0, ?, 0, ?)
-ON DUPLICATE KEY UPDATE mailbox_seq = VALUES(mailbox_seq), updated_at = VALUES(updated_at)
+UPDATE (/*ROW*/(SELECT
+    CAST(? AS SIGNED) AS user_id,
+    CAST(? AS SIGNED) AS mailbox_seq,
+    CAST(? AS DATETIME(3)) AS updated_at)) AS v
+STRAIGHT_JOIN t_device_sync_cursors AS c FORCE INDEX (uk_user_device) ON c.user_id = v.user_id AND c.device_id = 0
+SET c.mailbox_seq = v.mailbox_seq, c.updated_at = v.updated_at
 `
 
 type SetMailboxHeadsParams struct {
@@ -202,6 +207,9 @@ type SetMailboxHeadsParams struct {
 	UpdatedAt  time.Time
 }
 
+// The heads exist and are locked (LockMailboxHeads): an UPDATE, not an upsert, so the append
+// takes no gap lock that a new user's EnsureMailboxHeads would wait on (a deadlock when groups
+// of new users are made at once). Rows joined by the unique key, as AdvanceConversations does.
 func (q *Queries) SetMailboxHeads(ctx context.Context, arg SetMailboxHeadsParams) error {
 	_, err := q.db.ExecContext(ctx, setMailboxHeads, arg.UserID, arg.MailboxSeq, arg.UpdatedAt)
 	return err
