@@ -34,6 +34,8 @@ var tenantKeys = map[string]func(Keys) string{
 	"CompensationIDs":              Keys.CompensationIDs,
 	"Lock":                         func(k Keys) string { return k.Lock("{shard}") },
 	"Nodes":                        Keys.Nodes,
+	"PresenceWhole":                Keys.PresenceWhole,
+	"PresenceHeal":                 Keys.PresenceHeal,
 }
 
 // groupedKeys calls every key builder that places its key in a slot group of its own (DESIGN
