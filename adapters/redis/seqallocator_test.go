@@ -382,3 +382,100 @@ func TestAllocationGivenUpWhileQueuedIsNotSent(t *testing.T) {
 		t.Fatalf("the send after: %+v, %v; want seq 2 (the one that gave up took none)", a, err)
 	}
 }
+
+// TestBatchedSendsEachAsIfAlone: the sends of one seq script call each get what they would
+// have got alone, one call after another, in arrival order (issue 30 part 2, DESIGN §4 step 4):
+// consecutive seqs per topic, the dedup of a known client_msg_id (also of one sent earlier in
+// the same call), a reallocation, their own error for a topic without a counter, and one
+// active month moving forward through the call (an override's switch, a floor). The same
+// requests run one by one for one tenant and batched behind a held first call for another;
+// the outcomes must be equal, on a single Redis and on a Cluster.
+func TestBatchedSendsEachAsIfAlone(t *testing.T) {
+	const x = "grp_1"
+	var y, z string // other topics of x's slot group; z has no counter
+	for i := 2; z == ""; i++ {
+		if name := fmt.Sprint("grp_", i); TopicGroup(name) == TopicGroup(x) {
+			if y == "" {
+				y = name
+			} else {
+				z = name
+			}
+		}
+	}
+	m := month.Month(203106)
+	next, later := m.Next(), m.Next().Next().Next()
+	reqs := []seq.Request{
+		{Topic: x, ClientMsgID: "c0", MsgID: 1, MonthOverride: m},
+		{Topic: x, ClientMsgID: "c1", MsgID: 2, MonthOverride: m},
+		{Topic: x, ClientMsgID: "c0", MsgID: 3, MonthOverride: m}, // a retry of the first
+		{Topic: z, ClientMsgID: "c2", MsgID: 4, MonthOverride: m},
+		{Topic: x, ClientMsgID: "c3", MsgID: 5, MonthOverride: next}, // switches the group
+		{Topic: y, ClientMsgID: "c4", MsgID: 6, MonthOverride: m},    // never back
+		{Topic: x, ClientMsgID: "c1", MsgID: 7, MonthOverride: m, Reallocate: true},
+		{Topic: x, ClientMsgID: "c6", MsgID: 8, MonthOverride: m, Floor: later},
+		{Topic: x, ClientMsgID: "c1", MsgID: 9, MonthOverride: m}, // the reallocated record
+		{Topic: y, ClientMsgID: "c7", MsgID: 10, MonthOverride: m},
+	}
+	type outcome struct {
+		seq, msgID       int64
+		month            month.Month
+		existing, failed bool
+		missing          bool // seq.ErrCounterMissing
+	}
+	onEachRedis(t, func(t *testing.T, c rueidis.Client) {
+		prepare := func() string {
+			tenant := testTenant(t, c)
+			ms := NewMonthState(c)
+			activateMonth(t, ms, tenant, m)
+			if err := ms.MarkReady(t.Context(), tenant, TopicGroup(x), next); err != nil {
+				t.Fatal(err)
+			}
+			for _, topic := range []string{x, y} {
+				if err := NewSeqAllocator(c, time.Hour).Reseed(t.Context(), tenant, topic, 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return tenant
+		}
+		run := func(s *SeqAllocator, tenant string, i int) outcome {
+			req := reqs[i]
+			req.From, req.Hash = 3, "h"
+			a, err := s.Allocate(t.Context(), tenant, req)
+			switch {
+			case errors.Is(err, seq.ErrCounterMissing):
+				return outcome{missing: true}
+			case err != nil:
+				t.Errorf("send %d: %v", i, err)
+				return outcome{failed: true}
+			}
+			return outcome{seq: a.Seq, msgID: a.MsgID, month: a.Month, existing: a.Existing}
+		}
+
+		alone := prepare()
+		want := make([]outcome, len(reqs))
+		for i := range reqs {
+			want[i] = run(NewSeqAllocator(c, time.Hour), alone, i)
+		}
+
+		batched := prepare()
+		counter := &scriptCounter{Client: c}
+		gated := &gatedScripts{Client: counter, open: make(chan struct{})}
+		s := NewSeqAllocator(gated, time.Hour)
+		k, _ := topicKeys(batched, x)
+		got := make([]outcome, len(reqs))
+		var wg sync.WaitGroup
+		for i := range reqs {
+			wg.Go(func() { got[i] = run(s, batched, i) })
+			// Each send joins the queue before the next comes, so the arrival order is reqs'.
+			waitFor(t, func() bool { return queuedIn(s.batches, k.ActiveMonth()) == i })
+		}
+		close(gated.open)
+		wg.Wait()
+		if !slices.Equal(got, want) {
+			t.Errorf("batched outcomes\n%+v\nwant, as one by one,\n%+v", got, want)
+		}
+		if n := counter.scripts.Load(); n != 2 {
+			t.Errorf("%d script calls; want 2 (the first alone, then the rest together)", n)
+		}
+	})
+}
