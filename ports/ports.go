@@ -172,11 +172,15 @@ type Directory interface {
 	CreateUser(ctx context.Context, tenant string, u social.User) error
 	Users
 	UserStates
+	// AddFriendship makes a and b friends; only operators do, so its friendship.changed event
+	// has no actor.
 	AddFriendship(ctx context.Context, tenant string, a, b int64) error
 	AreFriends(ctx context.Context, tenant string, a, b int64) (bool, error)
-	// CreateGroup creates the group, its conversation and its members (owner included).
-	CreateGroup(ctx context.Context, tenant string, g social.Group, conversationID int64, members []int64) (social.Conversation, error)
-	AddMembers(ctx context.Context, tenant string, topic string, users []int64) error
+	// CreateGroup creates the group, its conversation and its members (owner included). by is
+	// the user creating it, 0 for an operator: the actor of its member.joined event (issue 32).
+	CreateGroup(ctx context.Context, tenant string, g social.Group, conversationID int64, members []int64, by int64) (social.Conversation, error)
+	// AddMembers adds users to a group; by is the user adding them, 0 for an operator.
+	AddMembers(ctx context.Context, tenant string, topic string, users []int64, by int64) error
 	Members(ctx context.Context, tenant, topic string) ([]int64, error)
 	IsMember(ctx context.Context, tenant, topic string, user int64) (bool, error)
 	// Conversation looks a conversation up by topic; social.ErrNotFound when absent.

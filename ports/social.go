@@ -28,14 +28,16 @@ type Profiles interface {
 type Friends interface {
 	// Friends lists a user's friends above after, ascending, at most limit.
 	Friends(ctx context.Context, tenant string, user, after int64, limit int) ([]int64, error)
-	// RemoveFriendship ends a friendship; ending none is no error.
-	RemoveFriendship(ctx context.Context, tenant string, a, b int64) error
+	// RemoveFriendship ends a friendship; ending none is no error. by is the user ending it, 0
+	// for an operator: the actor of its friendship.changed event (issue 32).
+	RemoveFriendship(ctx context.Context, tenant string, a, b, by int64) error
 	// RequestFriend records a pending request; asking again replaces its message and time.
 	RequestFriend(ctx context.Context, tenant string, r social.FriendRequest) error
 	// FriendRequests lists pending requests to the user (incoming) or from it, newest first.
 	FriendRequests(ctx context.Context, tenant string, user int64, incoming bool, limit int) ([]social.FriendRequest, error)
 	// AcceptFriendRequest removes the pending request from → to and records the friendship, in
-	// one transaction; social.ErrNotFound when no such request is pending.
+	// one transaction; social.ErrNotFound when no such request is pending. to accepts, so it is
+	// the actor of the friendship.changed event.
 	AcceptFriendRequest(ctx context.Context, tenant string, from, to int64) error
 	// DeleteFriendRequest removes the pending request from → to and reports whether one was.
 	DeleteFriendRequest(ctx context.Context, tenant string, from, to int64) (bool, error)
@@ -68,8 +70,9 @@ type Groups interface {
 	GroupMembers(ctx context.Context, tenant string, groupID, after int64, limit int) ([]social.Member, error)
 	// GroupMember is one member; social.ErrNotFound when the user is not a member.
 	GroupMember(ctx context.Context, tenant string, groupID, user int64) (social.Member, error)
-	// RemoveMembers removes users from the group; non-members are skipped.
-	RemoveMembers(ctx context.Context, tenant string, groupID int64, users []int64) error
+	// RemoveMembers removes users from the group; non-members are skipped. by is the user
+	// removing them (a member leaving is its own), 0 for an operator.
+	RemoveMembers(ctx context.Context, tenant string, groupID int64, users []int64, by int64) error
 	// SetRole changes a member's role; social.ErrNotFound when the user is not a member.
 	SetRole(ctx context.Context, tenant string, groupID, user int64, role social.Role) error
 	// MuteMember mutes a member until the given time; the zero time unmutes. social.ErrNotFound

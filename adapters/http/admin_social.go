@@ -143,7 +143,7 @@ func (s *Server) adminRemoveFriendship(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.d.Social.Directory.RemoveFriend(c.Request().Context(), c.Param("tenant"), a, b); err != nil {
+	if err := s.d.Social.Directory.RemoveFriendship(c.Request().Context(), c.Param("tenant"), a, b); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, empty)

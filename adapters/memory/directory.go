@@ -113,19 +113,19 @@ func (d *Directory) AddFriendship(_ context.Context, tenant string, a, b int64) 
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.befriend(tenant, d.graph(tenant), a, b)
+	d.befriend(tenant, d.graph(tenant), a, b, 0) // only operators: the event has no actor
 	return nil
 }
 
-// befriend records the pair and, when it is new, its friendship.changed event; the caller
-// holds d.mu.
-func (d *Directory) befriend(tenant string, sg *socialGraph, a, b int64) {
+// befriend records the pair and, when it is new, its friendship.changed event by user by (0:
+// an operator); the caller holds d.mu.
+func (d *Directory) befriend(tenant string, sg *socialGraph, a, b, by int64) {
 	key := [2]int64{min(a, b), max(a, b)}
 	if sg.friends[key] {
 		return
 	}
 	sg.friends[key] = true
-	d.events.record(tenant, webhook.FriendshipRecord(a, b, true, millisNow()))
+	d.events.record(tenant, webhook.FriendshipRecord(a, b, true, by, millisNow()))
 }
 
 func (d *Directory) AreFriends(_ context.Context, tenant string, a, b int64) (bool, error) {
@@ -135,7 +135,7 @@ func (d *Directory) AreFriends(_ context.Context, tenant string, a, b int64) (bo
 }
 
 // CreateGroup creates the group, its conversation and its members (owner included), or nothing.
-func (d *Directory) CreateGroup(_ context.Context, tenant string, g social.Group, conversationID int64, members []int64) (social.Conversation, error) {
+func (d *Directory) CreateGroup(_ context.Context, tenant string, g social.Group, conversationID int64, members []int64, by int64) (social.Conversation, error) {
 	if g.ID <= 0 || g.Owner <= 0 || conversationID <= 0 {
 		return social.Conversation{}, apperr.New(apperr.InvalidArgument, "group, owner and conversation ids must be positive")
 	}
@@ -155,14 +155,15 @@ func (d *Directory) CreateGroup(_ context.Context, tenant string, g social.Group
 	sg.groups[g.ID] = g
 	sg.addConversation(conv)
 	added := sg.addMembers(conversationID, append([]int64{g.Owner}, members...))
-	d.recordMembers(tenant, true, g.ID, added)
+	d.recordMembers(tenant, true, g.ID, added, by)
 	return conv, nil
 }
 
-// recordMembers records the member.joined or member.left event of users, when there are any.
-func (d *Directory) recordMembers(tenant string, joined bool, groupID int64, users []int64) {
+// recordMembers records the member.joined or member.left event of users by user by (0: an
+// operator), when there are any.
+func (d *Directory) recordMembers(tenant string, joined bool, groupID int64, users []int64, by int64) {
 	if len(users) > 0 {
-		d.events.record(tenant, webhook.MemberRecord(joined, groupID, users, millisNow()))
+		d.events.record(tenant, webhook.MemberRecord(joined, groupID, users, by, millisNow()))
 	}
 }
 
@@ -185,7 +186,7 @@ func (sg *socialGraph) addMembers(conversationID int64, users []int64) []int64 {
 }
 
 // AddMembers adds users to a group conversation; P2P membership is the pair itself.
-func (d *Directory) AddMembers(_ context.Context, tenant string, topicName string, users []int64) error {
+func (d *Directory) AddMembers(_ context.Context, tenant string, topicName string, users []int64, by int64) error {
 	p, err := topic.Parse(topicName)
 	if err != nil {
 		return apperr.Wrap(apperr.InvalidArgument, "invalid topic", err)
@@ -203,7 +204,7 @@ func (d *Directory) AddMembers(_ context.Context, tenant string, topicName strin
 	if !ok {
 		return fmt.Errorf("conversation %s: %w", topicName, social.ErrNotFound)
 	}
-	d.recordMembers(tenant, true, p.GroupID, sg.addMembers(id, users))
+	d.recordMembers(tenant, true, p.GroupID, sg.addMembers(id, users), by)
 	return nil
 }
 

@@ -103,7 +103,7 @@ func firstAbove[T any](items []T, id func(T) int64, after int64, limit int) ([]T
 }
 
 // RemoveFriendship ends a friendship.
-func (d *Directory) RemoveFriendship(_ context.Context, tenant string, a, b int64) error {
+func (d *Directory) RemoveFriendship(_ context.Context, tenant string, a, b, by int64) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	friends, key := d.graph(tenant).friends, [2]int64{min(a, b), max(a, b)}
@@ -111,7 +111,7 @@ func (d *Directory) RemoveFriendship(_ context.Context, tenant string, a, b int6
 		return nil
 	}
 	delete(friends, key)
-	d.events.record(tenant, webhook.FriendshipRecord(a, b, false, millisNow()))
+	d.events.record(tenant, webhook.FriendshipRecord(a, b, false, by, millisNow()))
 	return nil
 }
 
@@ -156,7 +156,7 @@ func (d *Directory) AcceptFriendRequest(_ context.Context, tenant string, from, 
 		return fmt.Errorf("friend request %d→%d: %w", from, to, social.ErrNotFound)
 	}
 	delete(sg.extras.requests, key)
-	d.befriend(tenant, sg, from, to)
+	d.befriend(tenant, sg, from, to, to)
 	return nil
 }
 
@@ -308,7 +308,7 @@ func (d *Directory) GroupMember(_ context.Context, tenant string, groupID, user 
 }
 
 // RemoveMembers removes users and what they carried (role, mute).
-func (d *Directory) RemoveMembers(_ context.Context, tenant string, groupID int64, users []int64) error {
+func (d *Directory) RemoveMembers(_ context.Context, tenant string, groupID int64, users []int64, by int64) error {
 	return d.changeGroup(tenant, groupID, func(sg *socialGraph, _ social.Group, conv int64) error {
 		var removed []int64
 		for _, u := range users {
@@ -319,7 +319,7 @@ func (d *Directory) RemoveMembers(_ context.Context, tenant string, groupID int6
 			delete(sg.extras.roles[conv], u)
 			delete(sg.extras.mutes[conv], u)
 		}
-		d.recordMembers(tenant, false, groupID, removed)
+		d.recordMembers(tenant, false, groupID, removed, by)
 		return nil
 	})
 }

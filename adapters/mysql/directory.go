@@ -74,7 +74,8 @@ func (d *Directory) AddFriendship(ctx context.Context, tenant string, a, b int64
 		return apperr.New(apperr.InvalidArgument, "a friendship needs two distinct users")
 	}
 	small, big := min(a, b), max(a, b)
-	err = inTx(ctx, t.db, func(q *sqlcdb.Queries) error { return befriend(ctx, q, small, big, d.now()) })
+	// Only operators make a friendship without a request: its event has no actor (by 0).
+	err = inTx(ctx, t.db, func(q *sqlcdb.Queries) error { return befriend(ctx, q, small, big, 0, d.now()) })
 	if err != nil {
 		return fmt.Errorf("add friendship %d-%d: %w", small, big, err)
 	}
@@ -95,7 +96,7 @@ func (d *Directory) AreFriends(ctx context.Context, tenant string, a, b int64) (
 
 // CreateGroup writes the group, its conversation and its members (owner included) in one
 // transaction. An existing group id or conversation id is a conflict.
-func (d *Directory) CreateGroup(ctx context.Context, tenant string, g social.Group, conversationID int64, members []int64) (social.Conversation, error) {
+func (d *Directory) CreateGroup(ctx context.Context, tenant string, g social.Group, conversationID int64, members []int64, by int64) (social.Conversation, error) {
 	t, err := d.cluster.tenant(tenant)
 	if err != nil {
 		return social.Conversation{}, err
@@ -121,7 +122,7 @@ func (d *Directory) CreateGroup(ctx context.Context, tenant string, g social.Gro
 		if err != nil {
 			return err
 		}
-		return recordMembers(ctx, q, true, g.ID, append([]int64{g.Owner}, added...), now)
+		return recordMembers(ctx, q, true, g.ID, append([]int64{g.Owner}, added...), by, now)
 	})
 	if isDuplicate(err, "") {
 		return social.Conversation{}, apperr.Wrap(apperr.Conflict, "group or conversation already exists", err)
@@ -157,26 +158,28 @@ func addMembers(ctx context.Context, q *sqlcdb.Queries, conversationID int64, us
 	return added, nil
 }
 
-// befriend writes the pair's friendship and, when it is new, its friendship.changed event.
-func befriend(ctx context.Context, q *sqlcdb.Queries, small, big int64, now time.Time) error {
+// befriend writes the pair's friendship and, when it is new, its friendship.changed event by
+// user by (0: an operator).
+func befriend(ctx context.Context, q *sqlcdb.Queries, small, big, by int64, now time.Time) error {
 	n, err := q.AddFriendship(ctx, sqlcdb.AddFriendshipParams{UserSmall: small, UserBig: big, CreatedAt: now})
 	if err != nil || n == 0 {
 		return err
 	}
-	return recordEvent(ctx, q, webhook.FriendshipRecord(small, big, true, now))
+	return recordEvent(ctx, q, webhook.FriendshipRecord(small, big, true, by, now))
 }
 
-// recordMembers writes the member.joined or member.left event of users, when there are any.
-func recordMembers(ctx context.Context, q *sqlcdb.Queries, joined bool, groupID int64, users []int64, now time.Time) error {
+// recordMembers writes the member.joined or member.left event of users by user by (0: an
+// operator), when there are any.
+func recordMembers(ctx context.Context, q *sqlcdb.Queries, joined bool, groupID int64, users []int64, by int64, now time.Time) error {
 	if len(users) == 0 {
 		return nil
 	}
-	return recordEvent(ctx, q, webhook.MemberRecord(joined, groupID, users, now))
+	return recordEvent(ctx, q, webhook.MemberRecord(joined, groupID, users, by, now))
 }
 
 // AddMembers adds users to a group conversation; known members stay as they are. P2P
 // membership is the pair itself and cannot change.
-func (d *Directory) AddMembers(ctx context.Context, tenant string, topicName string, users []int64) error {
+func (d *Directory) AddMembers(ctx context.Context, tenant string, topicName string, users []int64, by int64) error {
 	t, err := d.cluster.tenant(tenant)
 	if err != nil {
 		return err
@@ -198,7 +201,7 @@ func (d *Directory) AddMembers(ctx context.Context, tenant string, topicName str
 		if err != nil {
 			return err
 		}
-		return recordMembers(ctx, q, true, conv.GroupID, added, now)
+		return recordMembers(ctx, q, true, conv.GroupID, added, by, now)
 	})
 	if err != nil {
 		return fmt.Errorf("add members to %s: %w", topicName, err)

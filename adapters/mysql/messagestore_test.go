@@ -99,7 +99,7 @@ func TestBatchMixesOutcomesInOneTransaction(t *testing.T) {
 	s, c, tenant := newTestStore(t, MessageStoreOptions{})
 	ctx := context.Background()
 	dir := NewDirectory(c)
-	conv, err := dir.CreateGroup(ctx, tenant, social.Group{ID: 1, Owner: 7}, 500, nil)
+	conv, err := dir.CreateGroup(ctx, tenant, social.Group{ID: 1, Owner: 7}, 500, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func wantLastMessage(t *testing.T, c *Cluster, tenant string, conversationID, la
 func TestConversationMovesOnlyForward(t *testing.T) {
 	s, c, tenant := newTestStore(t, MessageStoreOptions{})
 	ctx := context.Background()
-	if _, err := NewDirectory(c).CreateGroup(ctx, tenant, social.Group{ID: 1, Owner: 7}, 500, nil); err != nil {
+	if _, err := NewDirectory(c).CreateGroup(ctx, tenant, social.Group{ID: 1, Owner: 7}, 500, nil, 0); err != nil {
 		t.Fatal(err)
 	}
 	newer, older := testMessage("grp_1", 5, 105), testMessage("grp_1", 4, 104)

@@ -105,7 +105,7 @@ func limit32(limit int) (int32, error) {
 }
 
 // RemoveFriendship deletes the pair row; a missing pair is no error.
-func (d *Directory) RemoveFriendship(ctx context.Context, tenant string, a, b int64) error {
+func (d *Directory) RemoveFriendship(ctx context.Context, tenant string, a, b, by int64) error {
 	t, err := d.cluster.tenant(tenant)
 	if err != nil {
 		return err
@@ -115,7 +115,7 @@ func (d *Directory) RemoveFriendship(ctx context.Context, tenant string, a, b in
 		if err != nil || n == 0 {
 			return err
 		}
-		return recordEvent(ctx, q, webhook.FriendshipRecord(a, b, false, d.now()))
+		return recordEvent(ctx, q, webhook.FriendshipRecord(a, b, false, by, d.now()))
 	})
 	if err != nil {
 		return fmt.Errorf("remove friendship %d-%d: %w", a, b, err)
@@ -179,7 +179,7 @@ func (d *Directory) AcceptFriendRequest(ctx context.Context, tenant string, from
 		if n == 0 {
 			return social.ErrNotFound
 		}
-		return befriend(ctx, q, min(from, to), max(from, to), d.now())
+		return befriend(ctx, q, min(from, to), max(from, to), to, d.now())
 	})
 	if err != nil {
 		return fmt.Errorf("accept friend request %d→%d: %w", from, to, err)
@@ -362,7 +362,7 @@ func (d *Directory) GroupMember(ctx context.Context, tenant string, groupID, use
 }
 
 // RemoveMembers deletes member rows, their read state with them.
-func (d *Directory) RemoveMembers(ctx context.Context, tenant string, groupID int64, users []int64) error {
+func (d *Directory) RemoveMembers(ctx context.Context, tenant string, groupID int64, users []int64, by int64) error {
 	t, err := d.cluster.tenant(tenant)
 	if err != nil {
 		return err
@@ -382,7 +382,7 @@ func (d *Directory) RemoveMembers(ctx context.Context, tenant string, groupID in
 				removed = append(removed, u)
 			}
 		}
-		return recordMembers(ctx, q, false, groupID, removed, d.now())
+		return recordMembers(ctx, q, false, groupID, removed, by, d.now())
 	})
 	if err != nil {
 		return fmt.Errorf("remove members of group %d: %w", groupID, err)

@@ -27,7 +27,7 @@ const (
 // seedLegacy creates the legacy group and loads its messages into the legacy table: the first
 // third created in August, the rest in September, seqs 1..legacyRows in created_at order.
 func (w *world) seedLegacy(ctx context.Context) error {
-	c, err := w.dir.CreateGroup(ctx, tenant, social.Group{ID: legacyGroup, Owner: 2}, 5000+legacyGroup, []int64{6})
+	c, err := w.dir.CreateGroup(ctx, tenant, social.Group{ID: legacyGroup, Owner: 2}, 5000+legacyGroup, []int64{6}, 0)
 	if err != nil {
 		return err
 	}

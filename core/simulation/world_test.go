@@ -214,7 +214,7 @@ func newWorld() (*world, error) {
 		}
 	}
 	for i, members := range [][]int64{{1, 2, 3, 4}, {3, 4, 5, 6}} {
-		c, err := w.dir.CreateGroup(ctx, tenant, social.Group{ID: int64(10 + i), Owner: members[0]}, int64(5000+i), members[1:])
+		c, err := w.dir.CreateGroup(ctx, tenant, social.Group{ID: int64(10 + i), Owner: members[0]}, int64(5000+i), members[1:], 0)
 		if err != nil {
 			return nil, err
 		}

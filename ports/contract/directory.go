@@ -131,7 +131,7 @@ func friendships(t *testing.T, d ports.Directory, tenant string) {
 
 func groups(t *testing.T, d ports.Directory, tenant string) {
 	ctx := context.Background()
-	conv, err := d.CreateGroup(ctx, tenant, social.Group{ID: 42, Owner: 1, Name: "team"}, 4200, []int64{3, 2, 1})
+	conv, err := d.CreateGroup(ctx, tenant, social.Group{ID: 42, Owner: 1, Name: "team"}, 4200, []int64{3, 2, 1}, 0)
 	if err != nil {
 		t.Fatalf("CreateGroup: %v", err)
 	}
@@ -157,11 +157,11 @@ func groups(t *testing.T, d ports.Directory, tenant string) {
 		}
 	}
 
-	_, err = d.CreateGroup(ctx, tenant, social.Group{ID: 42, Owner: 5}, 4201, nil)
+	_, err = d.CreateGroup(ctx, tenant, social.Group{ID: 42, Owner: 5}, 4201, nil, 0)
 	if apperr.CodeOf(err) != apperr.Conflict {
 		t.Fatalf("CreateGroup of a known group: err = %v, want code %d", err, apperr.Conflict)
 	}
-	_, err = d.CreateGroup(ctx, tenant, social.Group{ID: 43, Owner: 5}, 4200, nil)
+	_, err = d.CreateGroup(ctx, tenant, social.Group{ID: 43, Owner: 5}, 4200, nil, 0)
 	if apperr.CodeOf(err) != apperr.Conflict {
 		t.Fatalf("CreateGroup on a taken conversation id: err = %v, want code %d", err, apperr.Conflict)
 	}
@@ -172,18 +172,18 @@ func groups(t *testing.T, d ports.Directory, tenant string) {
 
 func addingMembers(t *testing.T, d ports.Directory, tenant string) {
 	ctx := context.Background()
-	if _, err := d.CreateGroup(ctx, tenant, social.Group{ID: 7, Owner: 1}, 700, nil); err != nil {
+	if _, err := d.CreateGroup(ctx, tenant, social.Group{ID: 7, Owner: 1}, 700, nil, 0); err != nil {
 		t.Fatalf("CreateGroup: %v", err)
 	}
 	wantMembers(t, d, tenant, "grp_7", 1)
-	if err := d.AddMembers(ctx, tenant, "grp_7", []int64{5, 4, 1}); err != nil {
+	if err := d.AddMembers(ctx, tenant, "grp_7", []int64{5, 4, 1}, 0); err != nil {
 		t.Fatalf("AddMembers: %v", err)
 	}
 	wantMembers(t, d, tenant, "grp_7", 1, 4, 5)
-	if err := d.AddMembers(ctx, tenant, "grp_8", []int64{5}); !errors.Is(err, social.ErrNotFound) {
+	if err := d.AddMembers(ctx, tenant, "grp_8", []int64{5}, 0); !errors.Is(err, social.ErrNotFound) {
 		t.Fatalf("AddMembers to an unknown group: err = %v, want social.ErrNotFound", err)
 	}
-	if err := d.AddMembers(ctx, tenant, "p2p_1_2", []int64{5}); err == nil {
+	if err := d.AddMembers(ctx, tenant, "p2p_1_2", []int64{5}, 0); err == nil {
 		t.Fatal("AddMembers to a P2P topic succeeded")
 	}
 }

@@ -380,7 +380,7 @@ func GroupOwners(t *testing.T, newOwners GroupOwnersFactory) {
 			t.Fatalf("CreateUser: %v", err)
 		}
 	}
-	if _, err := dir.CreateGroup(ctx, tenant, social.Group{ID: 10, Owner: 2}, 5000, []int64{1}); err != nil {
+	if _, err := dir.CreateGroup(ctx, tenant, social.Group{ID: 10, Owner: 2}, 5000, []int64{1}, 0); err != nil {
 		t.Fatalf("CreateGroup: %v", err)
 	}
 	if owner, err := owners.GroupOwner(ctx, tenant, 10); err != nil || owner != 2 {

@@ -61,7 +61,7 @@ func readGroup(t *testing.T, f ReadFixture, n int) []message.Message {
 			t.Fatal(err)
 		}
 	}
-	if _, err := f.Directory.CreateGroup(ctx, f.Tenant, social.Group{ID: 5, Owner: 1}, 500, []int64{2}); err != nil {
+	if _, err := f.Directory.CreateGroup(ctx, f.Tenant, social.Group{ID: 5, Owner: 1}, 500, []int64{2}, 0); err != nil {
 		t.Fatal(err)
 	}
 	writable(t, f.Shards, f.Tenant, monthA)
@@ -89,7 +89,7 @@ func mustAdvance(t *testing.T, f ReadFixture, user, seq, msgID int64, wantSeq in
 func readStates(t *testing.T, f ReadFixture) {
 	ctx := context.Background()
 	msgs := readGroup(t, f, 3)
-	if _, err := f.Directory.CreateGroup(ctx, f.Tenant, social.Group{ID: 6, Owner: 2}, 600, nil); err != nil {
+	if _, err := f.Directory.CreateGroup(ctx, f.Tenant, social.Group{ID: 6, Owner: 2}, 600, nil, 0); err != nil {
 		t.Fatal(err)
 	}
 	all, err := f.Reads.AllStates(ctx, f.Tenant, 2)
@@ -200,7 +200,7 @@ func findByID(t *testing.T, f ReadFixture) {
 func readReaders(t *testing.T, f ReadFixture) {
 	ctx := context.Background()
 	msgs := readGroup(t, f, 3)
-	if err := f.Directory.AddMembers(ctx, f.Tenant, "grp_5", []int64{3}); err != nil {
+	if err := f.Directory.AddMembers(ctx, f.Tenant, "grp_5", []int64{3}, 0); err != nil {
 		t.Fatal(err)
 	}
 	mustAdvance(t, f, 2, 2, msgs[1].MsgID, 2, true)

@@ -95,7 +95,7 @@ func friendLists(t *testing.T, g SocialGraph, tenant string) {
 	wantIDs(t, "Friends(5) after 3, limit 2", func() ([]int64, error) { return g.Friends(ctx, tenant, 5, 3, 2) }, 7, 9)
 	wantIDs(t, "Friends(9)", func() ([]int64, error) { return g.Friends(ctx, tenant, 9, 0, 100) }, 5)
 	for range 2 {
-		if err := g.RemoveFriendship(ctx, tenant, 9, 5); err != nil {
+		if err := g.RemoveFriendship(ctx, tenant, 9, 5, 0); err != nil {
 			t.Fatalf("RemoveFriendship: %v", err)
 		}
 	}
@@ -198,7 +198,7 @@ func blocksAndRelations(t *testing.T, g SocialGraph, tenant string) {
 func groupRolesAndMutes(t *testing.T, g SocialGraph, tenant string) {
 	ctx := context.Background()
 	now := time.Date(2030, 5, 6, 7, 8, 9, 0, time.UTC)
-	if _, err := g.CreateGroup(ctx, tenant, social.Group{ID: 10, Owner: 1, Name: "team"}, 1000, []int64{2, 3, 4}); err != nil {
+	if _, err := g.CreateGroup(ctx, tenant, social.Group{ID: 10, Owner: 1, Name: "team"}, 1000, []int64{2, 3, 4}, 0); err != nil {
 		t.Fatalf("CreateGroup: %v", err)
 	}
 	info, err := g.Group(ctx, tenant, 10)
@@ -289,7 +289,7 @@ func groupRolesAndMutes(t *testing.T, g SocialGraph, tenant string) {
 
 func ownershipTransfer(t *testing.T, g SocialGraph, tenant string) {
 	ctx := context.Background()
-	if _, err := g.CreateGroup(ctx, tenant, social.Group{ID: 30, Owner: 1}, 3000, []int64{2, 3}); err != nil {
+	if _, err := g.CreateGroup(ctx, tenant, social.Group{ID: 30, Owner: 1}, 3000, []int64{2, 3}, 0); err != nil {
 		t.Fatalf("CreateGroup: %v", err)
 	}
 	if err := g.SetRole(ctx, tenant, 30, 3, social.RoleAdmin); err != nil {
@@ -332,13 +332,13 @@ func ownershipTransfer(t *testing.T, g SocialGraph, tenant string) {
 func removingMembers(t *testing.T, g SocialGraph, tenant string) {
 	ctx := context.Background()
 	now := time.Now().UTC()
-	if _, err := g.CreateGroup(ctx, tenant, social.Group{ID: 20, Owner: 1}, 2000, []int64{2, 3}); err != nil {
+	if _, err := g.CreateGroup(ctx, tenant, social.Group{ID: 20, Owner: 1}, 2000, []int64{2, 3}, 0); err != nil {
 		t.Fatalf("CreateGroup: %v", err)
 	}
 	if err := g.SetRole(ctx, tenant, 20, 2, social.RoleAdmin); err != nil {
 		t.Fatalf("SetRole: %v", err)
 	}
-	if err := g.RemoveMembers(ctx, tenant, 20, []int64{2, 3, 42}); err != nil {
+	if err := g.RemoveMembers(ctx, tenant, 20, []int64{2, 3, 42}, 0); err != nil {
 		t.Fatalf("RemoveMembers: %v", err)
 	}
 	wantMembers(t, g, tenant, "grp_20", 1)
@@ -347,23 +347,23 @@ func removingMembers(t *testing.T, g SocialGraph, tenant string) {
 	}
 	wantPolicy(t, g, tenant, 20, now, social.GroupPolicy{Special: []social.Member{{UserID: 1, Role: social.RoleOwner}}})
 	// Adding a removed member again starts afresh: a plain member.
-	if err := g.AddMembers(ctx, tenant, "grp_20", []int64{2}); err != nil {
+	if err := g.AddMembers(ctx, tenant, "grp_20", []int64{2}, 0); err != nil {
 		t.Fatalf("AddMembers: %v", err)
 	}
 	if m, err := g.GroupMember(ctx, tenant, 20, 2); err != nil || m.Role != social.RoleMember {
 		t.Fatalf("re-added member = %+v, %v", m, err)
 	}
-	if err := g.RemoveMembers(ctx, tenant, 21, []int64{1}); !errors.Is(err, social.ErrNotFound) {
+	if err := g.RemoveMembers(ctx, tenant, 21, []int64{1}, 0); !errors.Is(err, social.ErrNotFound) {
 		t.Fatalf("RemoveMembers of an unknown group: err = %v", err)
 	}
 }
 
 func userConversations(t *testing.T, g SocialGraph, tenant string) {
 	ctx := context.Background()
-	if _, err := g.CreateGroup(ctx, tenant, social.Group{ID: 30, Owner: 1}, 3000, []int64{2}); err != nil {
+	if _, err := g.CreateGroup(ctx, tenant, social.Group{ID: 30, Owner: 1}, 3000, []int64{2}, 0); err != nil {
 		t.Fatalf("CreateGroup: %v", err)
 	}
-	if _, err := g.CreateGroup(ctx, tenant, social.Group{ID: 31, Owner: 2}, 3100, nil); err != nil {
+	if _, err := g.CreateGroup(ctx, tenant, social.Group{ID: 31, Owner: 2}, 3100, nil, 0); err != nil {
 		t.Fatalf("CreateGroup: %v", err)
 	}
 	if _, err := g.EnsureP2P(ctx, tenant, 1, 2, 3050); err != nil {

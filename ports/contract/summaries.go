@@ -51,7 +51,7 @@ func Summaries(t *testing.T, newSummaries SummariesFactory) {
 			t.Fatalf("CreateUser: %v", err)
 		}
 	}
-	if _, err := dir.CreateGroup(ctx, tenant, social.Group{ID: 1, Owner: 1}, 100, nil); err != nil {
+	if _, err := dir.CreateGroup(ctx, tenant, social.Group{ID: 1, Owner: 1}, 100, nil, 0); err != nil {
 		t.Fatalf("CreateGroup: %v", err)
 	}
 	if tot, err := s.Totals(ctx, tenant); err != nil || tot != (stats.Totals{Users: 3, Groups: 1}) {

@@ -19,7 +19,8 @@ type WebhookEventsFactory func(t *testing.T) (g SocialGraph, r ports.Reports, ev
 // WebhookEvents runs the contract of the member, friendship and report events (docs/DESIGN.md
 // issue-32 part 2 "Member, friendship and report events"): each change records one event of
 // what it did, in the order of the changes, and nothing when it changed nothing (a member
-// added again, a friendship made or ended twice, a repeated report, a P2P pair's rows); old
+// added again, a friendship made or ended twice, a repeated report, a P2P pair's rows), each
+// naming the user who acted (the accepting user of a request; none for an operator); old
 // records are deleted oldest first, a batch at a time.
 func WebhookEvents(t *testing.T, newStores WebhookEventsFactory) {
 	g, reports, events, tenant := newStores(t)
@@ -32,22 +33,22 @@ func WebhookEvents(t *testing.T, newStores WebhookEventsFactory) {
 		name string
 		do   func() error
 	}{
-		{"create group", func() error {
-			_, err := g.CreateGroup(ctx, tenant, social.Group{ID: 10, Owner: 1}, 1000, []int64{2, 3})
+		{"user 1 creates a group", func() error {
+			_, err := g.CreateGroup(ctx, tenant, social.Group{ID: 10, Owner: 1}, 1000, []int64{2, 3}, 1)
 			return err
 		}},
-		{"add a member and a known one", func() error { return g.AddMembers(ctx, tenant, "grp_10", []int64{3, 4}) }},
-		{"add a known member", func() error { return g.AddMembers(ctx, tenant, "grp_10", []int64{3}) }},
-		{"remove a member and a stranger", func() error { return g.RemoveMembers(ctx, tenant, 10, []int64{2, 42}) }},
-		{"remove a stranger", func() error { return g.RemoveMembers(ctx, tenant, 10, []int64{42}) }},
+		{"an operator adds a member and a known one", func() error { return g.AddMembers(ctx, tenant, "grp_10", []int64{3, 4}, 0) }},
+		{"add a known member", func() error { return g.AddMembers(ctx, tenant, "grp_10", []int64{3}, 0) }},
+		{"the owner removes a member and a stranger", func() error { return g.RemoveMembers(ctx, tenant, 10, []int64{2, 42}, 1) }},
+		{"remove a stranger", func() error { return g.RemoveMembers(ctx, tenant, 10, []int64{42}, 0) }},
 		{"befriend", func() error { return g.AddFriendship(ctx, tenant, 2, 1) }},
 		{"befriend again", func() error { return g.AddFriendship(ctx, tenant, 1, 2) }},
 		{"request", func() error {
 			return g.RequestFriend(ctx, tenant, social.FriendRequest{From: 4, To: 3, CreatedAt: time.Now().UTC()})
 		}},
-		{"accept", func() error { return g.AcceptFriendRequest(ctx, tenant, 4, 3) }},
-		{"unfriend", func() error { return g.RemoveFriendship(ctx, tenant, 1, 2) }},
-		{"unfriend again", func() error { return g.RemoveFriendship(ctx, tenant, 1, 2) }},
+		{"3 accepts", func() error { return g.AcceptFriendRequest(ctx, tenant, 4, 3) }},
+		{"2 unfriends", func() error { return g.RemoveFriendship(ctx, tenant, 1, 2, 2) }},
+		{"unfriend again", func() error { return g.RemoveFriendship(ctx, tenant, 1, 2, 0) }},
 		{"a pair's conversation", func() error {
 			_, err := g.EnsureP2P(ctx, tenant, 1, 3, 3000)
 			return err
@@ -74,12 +75,12 @@ func WebhookEvents(t *testing.T, newStores WebhookEventsFactory) {
 		Data  any
 	}
 	want := []event{
-		{webhook.MemberJoined, "grp_10", webhook.MemberData{Topic: "grp_10", GroupID: 10, Users: []int64{1, 2, 3}}},
+		{webhook.MemberJoined, "grp_10", webhook.MemberData{Topic: "grp_10", GroupID: 10, Users: []int64{1, 2, 3}, By: 1}},
 		{webhook.MemberJoined, "grp_10", webhook.MemberData{Topic: "grp_10", GroupID: 10, Users: []int64{4}}},
-		{webhook.MemberLeft, "grp_10", webhook.MemberData{Topic: "grp_10", GroupID: 10, Users: []int64{2}}},
+		{webhook.MemberLeft, "grp_10", webhook.MemberData{Topic: "grp_10", GroupID: 10, Users: []int64{2}, By: 1}},
 		{webhook.FriendshipChanged, "p2p_1_2", webhook.FriendshipData{Users: [2]int64{1, 2}, Friends: true}},
-		{webhook.FriendshipChanged, "p2p_3_4", webhook.FriendshipData{Users: [2]int64{3, 4}, Friends: true}},
-		{webhook.FriendshipChanged, "p2p_1_2", webhook.FriendshipData{Users: [2]int64{1, 2}, Friends: false}},
+		{webhook.FriendshipChanged, "p2p_3_4", webhook.FriendshipData{Users: [2]int64{3, 4}, Friends: true, By: 3}},
+		{webhook.FriendshipChanged, "p2p_1_2", webhook.FriendshipData{Users: [2]int64{1, 2}, Friends: false, By: 2}},
 		{webhook.ReportFiled, "grp_10", webhook.ReportData{ReportID: 70, Reporter: 3, Topic: "grp_10", Seq: 2, Reason: "spam"}},
 	}
 	from, until := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC), time.Now().Add(time.Hour)

@@ -125,7 +125,7 @@ func benchFanOut(b *testing.B, members int, dialogs ports.DialogStore, tenant st
 			b.Fatal(err)
 		}
 	}
-	if _, err := dir.CreateGroup(ctx, tenant, social.Group{ID: 1, Owner: 1}, 100, users[1:]); err != nil {
+	if _, err := dir.CreateGroup(ctx, tenant, social.Group{ID: 1, Owner: 1}, 100, users[1:], 0); err != nil {
 		b.Fatal(err)
 	}
 	reg := NewRegistry(Options{CompressMin: 512, AckTimeout: time.Minute, AckWindow: 1024}, noMetrics{}, log)

@@ -61,7 +61,7 @@ func newStack(t *testing.T, wrap ...func(ports.MessageStore) ports.MessageStore)
 	if err := dir.AddFriendship(ctx, "default", 1, 2); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := dir.CreateGroup(ctx, "default", social.Group{ID: 100, Owner: 1}, 5000, []int64{1, 2}); err != nil {
+	if _, err := dir.CreateGroup(ctx, "default", social.Group{ID: 100, Owner: 1}, 5000, []int64{1, 2}, 0); err != nil {
 		t.Fatal(err)
 	}
 	ids := memory.NewIDs(clock)

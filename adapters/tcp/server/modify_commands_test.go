@@ -41,7 +41,7 @@ func newModifyDeps(t *testing.T) Deps {
 			t.Fatal(err)
 		}
 	}
-	if _, err := dir.CreateGroup(ctx, "default", social.Group{ID: 100, Owner: 1}, 5000, []int64{2}); err != nil {
+	if _, err := dir.CreateGroup(ctx, "default", social.Group{ID: 100, Owner: 1}, 5000, []int64{2}, 0); err != nil {
 		t.Fatal(err)
 	}
 	ids := memory.NewIDs(clock)

@@ -114,18 +114,24 @@ func RecordEventID(r Record) string {
 }
 
 // MemberData is the data of a member.joined or member.left event: the users who joined or left
-// the group in one change (a group's creation names all its first members, the owner too).
+// the group in one change (a group's creation names all its first members, the owner too), and
+// By, the user who made the change: the member leaving, the owner or admin adding or removing
+// them, the user creating the group; 0 (absent) for an operator, as in the MEMBER mailbox
+// event (docs/DESIGN.md issue-32 part 2 "Member, friendship and report events").
 type MemberData struct {
 	Topic   string  `json:"topic"`
 	GroupID int64   `json:"group_id"`
 	Users   []int64 `json:"user_ids"`
+	By      int64   `json:"by,omitempty"`
 }
 
-// FriendshipData is the data of a friendship.changed event: the pair, smaller id first, and
-// whether they are friends after the change.
+// FriendshipData is the data of a friendship.changed event: the pair, smaller id first,
+// whether they are friends after the change, and By, the user who accepted or ended it (0,
+// absent, for an operator).
 type FriendshipData struct {
 	Users   [2]int64 `json:"user_ids"`
 	Friends bool     `json:"friends"`
+	By      int64    `json:"by,omitempty"`
 }
 
 // ReportData is the data of a report.filed event: the report as filed.
@@ -137,19 +143,21 @@ type ReportData struct {
 	Reason   string `json:"reason"`
 }
 
-// MemberRecord is the record of users joining (joined) or leaving group groupID.
-func MemberRecord(joined bool, groupID int64, users []int64, at time.Time) Record {
+// MemberRecord is the record of users joining (joined) or leaving group groupID by the change
+// of user by (0: an operator).
+func MemberRecord(joined bool, groupID int64, users []int64, by int64, at time.Time) Record {
 	t := MemberLeft
 	if joined {
 		t = MemberJoined
 	}
 	name := topic.ForGroup(groupID)
-	return record(t, name, MemberData{Topic: name, GroupID: groupID, Users: users}, at)
+	return record(t, name, MemberData{Topic: name, GroupID: groupID, Users: users, By: by}, at)
 }
 
-// FriendshipRecord is the record of a and b becoming friends or ceasing to be.
-func FriendshipRecord(a, b int64, friends bool, at time.Time) Record {
-	return record(FriendshipChanged, topic.ForPair(a, b), FriendshipData{Users: [2]int64{min(a, b), max(a, b)}, Friends: friends}, at)
+// FriendshipRecord is the record of a and b becoming friends or ceasing to be by the change of
+// user by (0: an operator).
+func FriendshipRecord(a, b int64, friends bool, by int64, at time.Time) Record {
+	return record(FriendshipChanged, topic.ForPair(a, b), FriendshipData{Users: [2]int64{min(a, b), max(a, b)}, Friends: friends, By: by}, at)
 }
 
 // ReportRecord is the record of r being filed.

@@ -158,7 +158,7 @@ func newFixture(t *testing.T) *fixture {
 		}
 	}
 	for i := int64(0); i < 2; i++ {
-		if _, err := dir.CreateGroup(ctx, tenant, social.Group{ID: 10 + i, Owner: 1}, 5000+i, []int64{2, 3, 4}); err != nil {
+		if _, err := dir.CreateGroup(ctx, tenant, social.Group{ID: 10 + i, Owner: 1}, 5000+i, []int64{2, 3, 4}, 0); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -70,7 +70,7 @@ func newFixture(t *testing.T, cfg listrepair.Config) *fixture {
 			t.Fatal(err)
 		}
 	}
-	if _, err := dir.CreateGroup(ctx, tenant, social.Group{ID: 7, Owner: 1}, conv, members[1:]); err != nil {
+	if _, err := dir.CreateGroup(ctx, tenant, social.Group{ID: 7, Owner: 1}, conv, members[1:], 0); err != nil {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -464,12 +464,12 @@ func (f *fixture) subscribe(t *testing.T, bot int64, types ...domain.EventType) 
 // and a report after it, and returns their event ids from the join on.
 func (f *fixture) recordEvents() []string {
 	recs := []domain.Record{
-		domain.MemberRecord(true, 1, []int64{5}, t0.Add(-time.Hour)), // before the endpoint
-		domain.MemberRecord(true, 1, []int64{6, 7}, t0.Add(time.Second)),
-		domain.MemberRecord(false, 2, []int64{6}, t0.Add(2*time.Second)),
-		domain.FriendshipRecord(90, 5, true, t0.Add(3*time.Second)),
+		domain.MemberRecord(true, 1, []int64{5}, 0, t0.Add(-time.Hour)), // before the endpoint
+		domain.MemberRecord(true, 1, []int64{6, 7}, 0, t0.Add(time.Second)),
+		domain.MemberRecord(false, 2, []int64{6}, 0, t0.Add(2*time.Second)),
+		domain.FriendshipRecord(90, 5, true, 0, t0.Add(3*time.Second)),
 		domain.ReportRecord(social.Report{ID: 77, Reporter: 6, Topic: "grp_1", Seq: 3, Reason: "spam", CreatedAt: t0.Add(4 * time.Second)}),
-		domain.FriendshipRecord(5, 6, false, t0.Add(5*time.Second)),
+		domain.FriendshipRecord(5, 6, false, 0, t0.Add(5*time.Second)),
 	}
 	var ids []string
 	for i, r := range recs {
@@ -528,8 +528,8 @@ func TestABotsEndpointSeesItsOwnEventsOnly(t *testing.T) {
 // without an endpoint subscribed to them.
 func TestRecordedEventsOlderThanKeptArePruned(t *testing.T) {
 	f := newFixture(t, nil)
-	old := f.events.Record(tenant, domain.MemberRecord(true, 1, []int64{5}, t0.Add(-91*24*time.Hour)))
-	kept := f.events.Record(tenant, domain.MemberRecord(true, 1, []int64{6}, t0.Add(-89*24*time.Hour)))
+	old := f.events.Record(tenant, domain.MemberRecord(true, 1, []int64{5}, 0, t0.Add(-91*24*time.Hour)))
+	kept := f.events.Record(tenant, domain.MemberRecord(true, 1, []int64{6}, 0, t0.Add(-89*24*time.Hour)))
 	f.pass(t)
 	left, err := f.events.EventsAfter(context.Background(), tenant, 0, time.Time{}, f.clock.Now(), 10)
 	if err != nil || len(left) != 1 || left[0].ID != kept {

@@ -33,7 +33,7 @@ func TestMembers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := dir.CreateGroup(ctx, "t1", social.Group{ID: 5, Owner: 3}, 500, []int64{2, 1}); err != nil {
+	if _, err := dir.CreateGroup(ctx, "t1", social.Group{ID: 5, Owner: 3}, 500, []int64{2, 1}, 0); err != nil {
 		t.Fatal(err)
 	}
 	clock := memory.NewClock(time.Date(2026, 5, 14, 10, 0, 0, 0, time.UTC))

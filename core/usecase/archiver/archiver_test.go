@@ -92,11 +92,11 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	dir := memory.NewDirectory()
-	conv, err := dir.CreateGroup(ctx, tenant, social.Group{ID: 10, Owner: 1}, 500, []int64{member})
+	conv, err := dir.CreateGroup(ctx, tenant, social.Group{ID: 10, Owner: 1}, 500, []int64{member}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := dir.CreateGroup(ctx, tenant, social.Group{ID: 11, Owner: 1}, 501, nil)
+	other, err := dir.CreateGroup(ctx, tenant, social.Group{ID: 11, Owner: 1}, 501, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

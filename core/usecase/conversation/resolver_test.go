@@ -49,11 +49,11 @@ func newFixture(t *testing.T) *fixture {
 	}
 	must(t, dir.Block(ctx, tenant, 6, 5))
 	must(t, dir.Block(ctx, tenant, 7, 8))
-	_, err := dir.CreateGroup(ctx, tenant, social.Group{ID: 10, Owner: 1}, 1000, []int64{2, 3, 4})
+	_, err := dir.CreateGroup(ctx, tenant, social.Group{ID: 10, Owner: 1}, 1000, []int64{2, 3, 4}, 0)
 	must(t, err)
 	must(t, dir.SetRole(ctx, tenant, 10, 2, social.RoleAdmin))
 	must(t, dir.MuteMember(ctx, tenant, 10, 4, clock.Now().Add(time.Hour)))
-	_, err = dir.CreateGroup(ctx, tenant, social.Group{ID: 20, Owner: 1}, 2000, []int64{2, 3})
+	_, err = dir.CreateGroup(ctx, tenant, social.Group{ID: 20, Owner: 1}, 2000, []int64{2, 3}, 0)
 	must(t, err)
 	must(t, dir.SetRole(ctx, tenant, 20, 2, social.RoleAdmin))
 	must(t, dir.SetMuteAll(ctx, tenant, 20, true))
@@ -219,7 +219,7 @@ func TestGroupRulesAreCachedUntilInvalidated(t *testing.T) {
 	}
 
 	// A removed member can neither send nor read once the group is invalidated.
-	must(t, f.dir.RemoveMembers(ctx, tenant, 10, []int64{3}))
+	must(t, f.dir.RemoveMembers(ctx, tenant, 10, []int64{3}, 0))
 	f.resolver.InvalidateGroup(tenant, "grp_10")
 	if got := send(3); got != apperr.Forbidden {
 		t.Fatalf("removed member send: code %d, want %d", got, apperr.Forbidden)

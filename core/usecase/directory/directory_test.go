@@ -59,6 +59,7 @@ type fixture struct {
 	dir      *memory.Directory
 	resolver *conversation.Resolver
 	events   *events
+	hooks    *memory.WebhookEvents // the webhook events the directory's changes recorded
 	clock    *memory.Clock
 	ended    *endings
 }
@@ -68,7 +69,8 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	clock := memory.NewClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
-	dir := memory.NewDirectory()
+	hooks := memory.NewWebhookEvents()
+	dir := memory.NewDirectory().RecordEventsIn(hooks)
 	for id := int64(1); id <= 6; id++ {
 		if err := dir.CreateUser(ctx, tenant, social.User{ID: id}); err != nil {
 			t.Fatal(err)
@@ -89,7 +91,7 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	ev.take(t)
-	return &fixture{svc: svc, dir: dir, resolver: resolver, events: ev, clock: clock, ended: ended}
+	return &fixture{svc: svc, dir: dir, resolver: resolver, events: ev, hooks: hooks, clock: clock, ended: ended}
 }
 
 func wantCode(t *testing.T, err error, want apperr.Code) {

@@ -115,12 +115,24 @@ func (s *Service) AddFriendship(ctx context.Context, tenant string, a, b int64) 
 	return nil
 }
 
-// RemoveFriend ends a friendship; P2P sends between the two stop at once on this node.
+// RemoveFriend ends user's friendship with other; P2P sends between the two stop at once on
+// this node.
 func (s *Service) RemoveFriend(ctx context.Context, tenant string, user, other int64) error {
+	return s.unfriend(ctx, tenant, user, user, other)
+}
+
+// RemoveFriendship ends the friendship of a and b (admin).
+func (s *Service) RemoveFriendship(ctx context.Context, tenant string, a, b int64) error {
+	return s.unfriend(ctx, tenant, Operator, a, b)
+}
+
+// unfriend ends the friendship of user and other by actor (Operator or user), the actor its
+// friendship.changed event names (issue 32).
+func (s *Service) unfriend(ctx context.Context, tenant string, actor, user, other int64) error {
 	if user == other || other <= 0 {
 		return apperr.New(apperr.InvalidArgument, "invalid user_id")
 	}
-	if err := s.d.Friends.RemoveFriendship(ctx, tenant, user, other); err != nil {
+	if err := s.d.Friends.RemoveFriendship(ctx, tenant, user, other, actor); err != nil {
 		return busy("remove friendship", err)
 	}
 	s.d.Resolver.InvalidatePair(tenant, user, other)

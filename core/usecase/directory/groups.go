@@ -62,7 +62,7 @@ func (s *Service) CreateGroup(ctx context.Context, tenant string, actor int64, g
 	if err != nil {
 		return social.Conversation{}, apperr.Wrap(apperr.Busy, "id generation failed", err)
 	}
-	c, err := s.d.Directory.CreateGroup(ctx, tenant, social.Group{ID: g.ID, Owner: g.Owner, Name: g.Name}, convID, all)
+	c, err := s.d.Directory.CreateGroup(ctx, tenant, social.Group{ID: g.ID, Owner: g.Owner, Name: g.Name}, convID, all, actor)
 	if err != nil {
 		return social.Conversation{}, busy("create group", err)
 	}
@@ -122,7 +122,7 @@ func (s *Service) AddMembers(ctx context.Context, tenant string, actor, groupID 
 	if err := RequireUsers(ctx, s.d.Directory, tenant, users...); err != nil {
 		return err
 	}
-	if err := s.d.Directory.AddMembers(ctx, tenant, c.Topic, users); err != nil {
+	if err := s.d.Directory.AddMembers(ctx, tenant, c.Topic, users, actor); err != nil {
 		return busy("add members", err)
 	}
 	s.d.Resolver.InvalidateGroup(tenant, c.Topic)
@@ -154,7 +154,7 @@ func (s *Service) RemoveMember(ctx context.Context, tenant string, actor, groupI
 			return err
 		}
 	}
-	if err := s.d.Groups.RemoveMembers(ctx, tenant, groupID, []int64{user}); err != nil {
+	if err := s.d.Groups.RemoveMembers(ctx, tenant, groupID, []int64{user}, actor); err != nil {
 		return busy("remove member", err)
 	}
 	// From here the removed user can neither send nor sync on this node.

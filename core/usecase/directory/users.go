@@ -78,7 +78,7 @@ func (s *Service) DeleteUser(ctx context.Context, tenant string, user int64) err
 		if m.Role == social.RoleOwner { // handed to the user since the check
 			return apperr.New(apperr.Conflict, fmt.Sprintf("the user owns group %d; transfer the ownership, then delete again", c.GroupID))
 		}
-		if err := s.d.Groups.RemoveMembers(ctx, tenant, c.GroupID, []int64{user}); err != nil {
+		if err := s.d.Groups.RemoveMembers(ctx, tenant, c.GroupID, []int64{user}, Operator); err != nil {
 			return busy("remove member", err)
 		}
 		s.d.Resolver.InvalidateGroup(tenant, c.Topic)
@@ -121,7 +121,7 @@ func (s *Service) endFriendships(ctx context.Context, tenant string, user int64)
 			return busy("list friends", err)
 		}
 		for _, f := range friends {
-			if err := s.RemoveFriend(ctx, tenant, user, f); err != nil {
+			if err := s.unfriend(ctx, tenant, Operator, user, f); err != nil {
 				return err
 			}
 			after = f

@@ -41,7 +41,7 @@ func TestFavoritesRecheckWhatTheUserMayRead(t *testing.T) {
 	if _, err := months.Advance(ctx, tenant, 0, m0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := dir.CreateGroup(ctx, tenant, social.Group{ID: 1, Owner: 1}, 100, []int64{2}); err != nil {
+	if _, err := dir.CreateGroup(ctx, tenant, social.Group{ID: 1, Owner: 1}, 100, []int64{2}, 0); err != nil {
 		t.Fatal(err)
 	}
 	for seq := int64(1); seq <= 3; seq++ {
@@ -86,7 +86,7 @@ func TestFavoritesRecheckWhatTheUserMayRead(t *testing.T) {
 			t.Fatalf("favorite seq %d readable %v, want seq %d readable %v", f.Seq, f.Message != nil, want.seq, want.readable)
 		}
 	}
-	if err := dir.RemoveMembers(ctx, tenant, 1, []int64{2}); err != nil {
+	if err := dir.RemoveMembers(ctx, tenant, 1, []int64{2}, 0); err != nil {
 		t.Fatal(err)
 	}
 	page, err = svc.List(ctx, tenant, 2, 0, 10)

@@ -61,7 +61,7 @@ func newWorld(t *testing.T) *world {
 		t.Fatal(err)
 	}
 	for g, members := range map[int64][]int64{10: {1, 2}, 11: {3}} {
-		if _, err := dir.CreateGroup(ctx, tenant, social.Group{ID: g, Owner: members[0]}, 5000+g, members[1:]); err != nil {
+		if _, err := dir.CreateGroup(ctx, tenant, social.Group{ID: g, Owner: members[0]}, 5000+g, members[1:], 0); err != nil {
 			t.Fatal(err)
 		}
 	}

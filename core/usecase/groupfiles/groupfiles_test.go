@@ -24,7 +24,7 @@ func TestFilesAreIndexedAfterCommitAndListedForMembers(t *testing.T) {
 	ctx := context.Background()
 	clock := memory.NewClock(time.Date(2031, 1, 2, 0, 0, 0, 0, time.UTC))
 	shards, dir := memory.NewShardStore(), memory.NewDirectory()
-	if _, err := dir.CreateGroup(ctx, tenant, social.Group{ID: 1, Owner: 1}, 100, []int64{2}); err != nil {
+	if _, err := dir.CreateGroup(ctx, tenant, social.Group{ID: 1, Owner: 1}, 100, []int64{2}, 0); err != nil {
 		t.Fatal(err)
 	}
 	dellog := memory.NewDeleteLog(shards)

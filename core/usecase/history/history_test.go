@@ -89,7 +89,7 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	dir := memory.NewDirectory()
-	conv, err := dir.CreateGroup(ctx, tenant, social.Group{ID: 10, Owner: 1}, 500, []int64{reader})
+	conv, err := dir.CreateGroup(ctx, tenant, social.Group{ID: 10, Owner: 1}, 500, []int64{reader}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,7 +62,7 @@ func newFixture(t *testing.T, groups int) *fixture {
 		}
 	}
 	for g := int64(1); g <= int64(groups); g++ {
-		if _, err := f.dir.CreateGroup(ctx, tenant, social.Group{ID: g, Owner: 2}, 100+g, []int64{1}); err != nil {
+		if _, err := f.dir.CreateGroup(ctx, tenant, social.Group{ID: g, Owner: 2}, 100+g, []int64{1}, 0); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -60,7 +60,7 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	for id, members := range map[int64][]int64{1: {2}, 2: {3}} {
-		if _, err := f.dir.CreateGroup(ctx, tenant, social.Group{ID: id, Owner: 1}, 100+id, members); err != nil {
+		if _, err := f.dir.CreateGroup(ctx, tenant, social.Group{ID: id, Owner: 1}, 100+id, members, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -176,7 +176,7 @@ func TestSearchReturnsOnlyWhatTheUserMayRead(t *testing.T) {
 		t.Errorf("the text before the edit: %v", got)
 	}
 	// Left the group: the index still names grp_1, but the re-check refuses it.
-	if err := f.dir.RemoveMembers(ctx, tenant, 1, []int64{2}); err != nil {
+	if err := f.dir.RemoveMembers(ctx, tenant, 1, []int64{2}, 0); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.search(2, "归档"); len(got) != 0 {

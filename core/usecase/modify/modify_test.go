@@ -138,7 +138,7 @@ func newFixture(t *testing.T, cfg modify.Config) *fixture {
 	if err := dir.AddFriendship(ctx, tenant, owner, member); err != nil {
 		t.Fatal(err)
 	}
-	c, err := dir.CreateGroup(ctx, tenant, social.Group{ID: 10, Owner: owner}, 5000, []int64{member})
+	c, err := dir.CreateGroup(ctx, tenant, social.Group{ID: 10, Owner: owner}, 5000, []int64{member}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -87,10 +87,10 @@ func newWorldWith(t *testing.T, reg func(*memory.Nodes) ports.Presence, wrap fun
 	if err := dir.AddFriendship(ctx, tenant, 1, 2); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := dir.CreateGroup(ctx, tenant, social.Group{ID: 10, Owner: 1}, 100, []int64{1, 3, 4}); err != nil {
+	if _, err := dir.CreateGroup(ctx, tenant, social.Group{ID: 10, Owner: 1}, 100, []int64{1, 3, 4}, 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := dir.CreateGroup(ctx, tenant, social.Group{ID: 11, Owner: 1}, 101, []int64{1, 5, 6, 7, 8}); err != nil {
+	if _, err := dir.CreateGroup(ctx, tenant, social.Group{ID: 11, Owner: 1}, 101, []int64{1, 5, 6, 7, 8}, 0); err != nil {
 		t.Fatal(err)
 	}
 	w := &world{nodes: memory.NewNodes(clock.Now), records: memory.NewPresence(), pusher: &memory.Pushes{}, clock: clock, metrics: memory.NewMetrics()}

@@ -77,7 +77,7 @@ func newFixture(t *testing.T) *fixture {
 		messages int
 	}{{10, 5000, []int64{2}, 3}, {11, 6000, []int64{3}, 1}}
 	for _, g := range groups {
-		c, err := dir.CreateGroup(ctx, tenant, social.Group{ID: g.id, Owner: 1}, g.conv, g.members)
+		c, err := dir.CreateGroup(ctx, tenant, social.Group{ID: g.id, Owner: 1}, g.conv, g.members, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

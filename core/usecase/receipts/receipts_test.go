@@ -84,7 +84,7 @@ func newWorld(tb testing.TB, users, members int64, limit int) *world {
 	for u := int64(2); u <= members; u++ {
 		in = append(in, u)
 	}
-	if _, err := dir.CreateGroup(ctx, tenant, social.Group{ID: 10, Owner: 1}, 100, in); err != nil {
+	if _, err := dir.CreateGroup(ctx, tenant, social.Group{ID: 10, Owner: 1}, 100, in, 0); err != nil {
 		tb.Fatal(err)
 	}
 	return w

@@ -42,7 +42,7 @@ func newFixture(t *testing.T) *reports.Service {
 			t.Fatal(err)
 		}
 	}
-	if _, err := dir.CreateGroup(ctx, tenant, social.Group{ID: 10, Owner: 1}, 1000, []int64{2}); err != nil {
+	if _, err := dir.CreateGroup(ctx, tenant, social.Group{ID: 10, Owner: 1}, 1000, []int64{2}, 0); err != nil {
 		t.Fatal(err)
 	}
 	ids := memory.NewIDs(clock)

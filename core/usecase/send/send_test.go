@@ -99,7 +99,7 @@ func newFixture(t *testing.T) *fixture {
 			t.Fatal(err)
 		}
 	}
-	c, err := f.dir.CreateGroup(ctx, tenant, social.Group{ID: 10, Owner: 1}, 5000, []int64{1, 2})
+	c, err := f.dir.CreateGroup(ctx, tenant, social.Group{ID: 10, Owner: 1}, 5000, []int64{1, 2}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

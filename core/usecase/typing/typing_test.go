@@ -41,10 +41,10 @@ func newWorld(t *testing.T) *world {
 	if err := dir.AddFriendship(ctx, tenant, 1, 2); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := dir.CreateGroup(ctx, tenant, social.Group{ID: 10, Owner: 1}, 100, []int64{1, 2, 3}); err != nil {
+	if _, err := dir.CreateGroup(ctx, tenant, social.Group{ID: 10, Owner: 1}, 100, []int64{1, 2, 3}, 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := dir.CreateGroup(ctx, tenant, social.Group{ID: 11, Owner: 1}, 101, []int64{1, 4, 5, 6, 7}); err != nil {
+	if _, err := dir.CreateGroup(ctx, tenant, social.Group{ID: 11, Owner: 1}, 101, []int64{1, 4, 5, 6, 7}, 0); err != nil {
 		t.Fatal(err)
 	}
 	// 3 is muted in group 10; 8 blocked its friend 1.

@@ -97,7 +97,7 @@ func newRights(t *testing.T) rights {
 			t.Fatal(err)
 		}
 	}
-	if _, err := dir.CreateGroup(ctx, "acme", social.Group{ID: 7, Owner: 1}, 70, []int64{1, 2}); err != nil {
+	if _, err := dir.CreateGroup(ctx, "acme", social.Group{ID: 7, Owner: 1}, 70, []int64{1, 2}, 0); err != nil {
 		t.Fatal(err)
 	}
 	r := rights{
