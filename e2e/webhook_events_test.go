@@ -1,10 +1,11 @@
 package e2e
 
 // Member, friendship and report events (issue 32 part 2, docs/DESIGN.md issue-32 "Member,
-// friendship and report events") through the real binary: a group made, a member added and
-// one leaving, a friendship made and ended and a message reported reach an endpoint as signed
-// events in the order they happened, a refused request retried; and a deleted bot's token
-// stops working.
+// friendship and report events") through the real binary: a group made, members added by an
+// operator and by an admin and one leaving, a friendship made and ended and a message
+// reported reach an endpoint as signed events in the order they happened, each naming the
+// user who acted (by; none for an operator), a refused request retried; and a deleted bot's
+// token stops working.
 
 import (
 	"context"
@@ -26,6 +27,7 @@ func TestMemberFriendshipAndReportEventsReachAnEndpoint(t *testing.T) {
 	defer cancel()
 	owner, member := srv.User(1), srv.User(2)
 	srv.User(3)
+	srv.User(4)
 
 	type event struct {
 		ID   string `json:"id"`
@@ -34,6 +36,7 @@ func TestMemberFriendshipAndReportEventsReachAnEndpoint(t *testing.T) {
 			Topic    string  `json:"topic"`
 			Users    []int64 `json:"user_ids"`
 			Friends  bool    `json:"friends"`
+			By       *int64  `json:"by"` // nil: absent
 			ReportID int64   `json:"report_id"`
 			Reporter int64   `json:"reporter"`
 			Reason   string  `json:"reason"`
@@ -73,6 +76,10 @@ func TestMemberFriendshipAndReportEventsReachAnEndpoint(t *testing.T) {
 
 	topic := srv.Group(61, 1, 2)
 	srv.MustAdmin("POST", "/groups/61/members", map[string]any{"user_ids": []int64{3, 2}}, nil) // 2 is a member already
+	srv.MustAdmin("PUT", "/groups/61/members/3/role", map[string]any{"role": "admin"}, nil)
+	if status, failure := call(t, srv, srv.Token(3), "POST", "/api/v1/groups/61/members", map[string]any{"user_ids": []int64{4}}, nil); status != http.StatusOK {
+		t.Fatalf("an admin adds: HTTP %d %+v", status, failure)
+	}
 	if status, failure := call(t, srv, member, "DELETE", "/api/v1/groups/61/members/2", nil, nil); status != http.StatusOK {
 		t.Fatalf("leave: HTTP %d %+v", status, failure)
 	}
@@ -89,10 +96,10 @@ func TestMemberFriendshipAndReportEventsReachAnEndpoint(t *testing.T) {
 	}
 	srv.MustAdmin("DELETE", "/friendships/1/3", nil, nil)
 
-	eventually(t, 30*time.Second, "six events delivered", func() bool {
+	eventually(t, 30*time.Second, "seven events delivered", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		return len(got) >= 6
+		return len(got) >= 7
 	})
 	mu.Lock()
 	defer mu.Unlock()
@@ -100,24 +107,26 @@ func TestMemberFriendshipAndReportEventsReachAnEndpoint(t *testing.T) {
 		typ     string
 		users   []int64
 		friends bool
+		by      int64 // 0: an operator's change, so no by at all
 	}{
-		{"member.joined", []int64{1, 2}, false},
-		{"member.joined", []int64{3}, false},
-		{"member.left", []int64{2}, false},
-		{"friendship.changed", []int64{1, 3}, true},
-		{"report.filed", nil, false},
-		{"friendship.changed", []int64{1, 3}, false},
+		{"member.joined", []int64{1, 2}, false, 0},
+		{"member.joined", []int64{3}, false, 0},
+		{"member.joined", []int64{4}, false, 3}, // by the admin
+		{"member.left", []int64{2}, false, 2},   // the member leaving
+		{"friendship.changed", []int64{1, 3}, true, 3},
+		{"report.filed", nil, false, 0},
+		{"friendship.changed", []int64{1, 3}, false, 0},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("events %+v, want %d", got, len(want))
 	}
 	for i, w := range want {
 		g := got[i]
-		if g.Type != w.typ || !slices.Equal(g.Data.Users, w.users) || g.Data.Friends != w.friends {
-			t.Fatalf("event %d = %+v, want %s of %v (friends %v)", i, g, w.typ, w.users, w.friends)
+		if g.Type != w.typ || !slices.Equal(g.Data.Users, w.users) || g.Data.Friends != w.friends || (g.Data.By == nil) != (w.by == 0) || (g.Data.By != nil && *g.Data.By != w.by) {
+			t.Fatalf("event %d = %+v, want %s of %v (friends %v) by %d", i, g, w.typ, w.users, w.friends, w.by)
 		}
 	}
-	if r := got[4].Data; r.Reporter != 3 || r.Topic != topic || r.Reason != "spam" || r.ReportID == 0 {
+	if r := got[5].Data; r.Reporter != 3 || r.Topic != topic || r.Reason != "spam" || r.ReportID == 0 {
 		t.Fatalf("report event %+v, want user 3's report of %s", r, topic)
 	}
 }
