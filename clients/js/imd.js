@@ -683,7 +683,8 @@ export class Client {
  * per client and query through it. Every entry it reads goes to onPresence (a state, as a
  * PRESENCE push is), the first answer's included. The users still unknown are asked again,
  * together in queries of at most 200 ids, after firstMs, then twice as long each time up to
- * maxMs; a user leaves the round once an answer or a PRESENCE push tells their state.
+ * maxMs; a user leaves the round once an answer or a PRESENCE push tells their state. Why
+ * opt-in and why the doubling: DESIGN §13 "Unknown until healed".
  */
 export class PresenceRefresher {
   constructor(client, onPresence, opts = {}) {

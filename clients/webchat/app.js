@@ -808,7 +808,7 @@ function paintDot(dot) {
 function presenceText(user) {
   const p = app.presence.get(user);
   if (p?.state === "online") return "online";
-  // Never "last seen" while unknown: a user may be online meanwhile (DESIGN §13 "Unknown until healed").
+  // Never "last seen" while unknown: the user may be online meanwhile (DESIGN §13 "Unknown until healed").
   if (p?.state === "unknown") return "status unknown";
   if (p?.state !== "offline") return "";
   return p.last_seen ? `last seen ${clock(p.last_seen)}` : "offline";
