@@ -335,3 +335,33 @@ export class Client {
   request<T = unknown>(cmd: number, body?: object): Promise<T>;
   stream<T = unknown>(cmd: number, body?: object): Promise<{ pages: unknown[]; data: T }>;
 }
+
+export interface PresenceRefresherOptions {
+  /** The wait before the first re-query of users answered "unknown" (default 2000 ms). */
+  firstMs?: number;
+  /** The longest wait; each round doubles the last up to it (default 30000 ms). */
+  maxMs?: number;
+  /** A clock for tests (default the global timers). */
+  setTimeout?: (fn: () => void, ms: number) => unknown;
+  clearTimeout?: (timer: unknown) => void;
+}
+
+/**
+ * Opt-in: asks again after the users the server answered "unknown" (its presence registry
+ * heals after a Redis loss), all of them together in queries of at most 200 ids, after 2 s,
+ * 4 s, 8 s … up to 30 s, until an answer or a PRESENCE push tells their state. Every entry
+ * it reads, the first answer's included, goes to onPresence; apply it as a push.
+ *
+ *   const watch = new PresenceRefresher(client, show);
+ *   client.on("presence", show);
+ *   await watch.query(idsOnScreen);
+ */
+export class PresenceRefresher {
+  constructor(client: Pick<Client, "presence" | "on" | "off">, onPresence: (p: Presence) => void, opts?: PresenceRefresherOptions);
+  /** Any number of ids, 200 a query; resolves with every entry (also given to onPresence). */
+  query(userIds: number[]): Promise<Presence[]>;
+  /** The users waiting to be asked again. */
+  readonly pending: number[];
+  /** Asks no more; the client stays as it is. */
+  stop(): void;
+}

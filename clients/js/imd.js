@@ -42,6 +42,8 @@ export const HEADER_LEN = 23;
 
 // DIALOG_REWIND_MS is how far below its dialog cursor catch-up asks (PROTOCOL §5 step 2).
 const DIALOG_REWIND_MS = 10_000;
+// PRESENCE_MAX is the most ids one QUERY_PRESENCE names (docs/PROTOCOL.md QUERY_PRESENCE).
+const PRESENCE_MAX = 200;
 // RECENT_MAX bounds the seqs a topic remembers above its watermark.
 const RECENT_MAX = 1024;
 export const MAX_BODY = 65536;
@@ -285,7 +287,10 @@ export class Client {
     return m?.seq === seq ? m : null;
   }
 
-  /** Who of userIds (at most 200) is online, and when the others were last seen (QUERY_PRESENCE). */
+  /**
+   * Who of userIds (at most 200) is online, and when the others were last seen (QUERY_PRESENCE).
+   * A state may be "unknown" while the server's registry heals: PresenceRefresher asks again.
+   */
   async presence(userIds) {
     const data = await this.request(Cmd.QUERY_PRESENCE, { user_ids: userIds });
     return data.presence ?? [];
@@ -670,4 +675,80 @@ export class Client {
   }
 
   storeKey(key) { return `imd:${this.opts.deviceId}:${key}`; }
+}
+
+/**
+ * PresenceRefresher asks again after the users whose presence the server answered `unknown`
+ * (its registry heals after a Redis loss, docs/PROTOCOL.md QUERY_PRESENCE): opt in with one
+ * per client and query through it. Every entry it reads goes to onPresence (a state, as a
+ * PRESENCE push is), the first answer's included. The users still unknown are asked again,
+ * together in queries of at most 200 ids, after firstMs, then twice as long each time up to
+ * maxMs; a user leaves the round once an answer or a PRESENCE push tells their state. Why
+ * opt-in and why the doubling: DESIGN §13 "Unknown until healed".
+ */
+export class PresenceRefresher {
+  constructor(client, onPresence, opts = {}) {
+    this.client = client;
+    this.onPresence = onPresence;
+    this.opts = { firstMs: 2000, maxMs: 30_000, setTimeout: globalThis.setTimeout.bind(globalThis), clearTimeout: globalThis.clearTimeout.bind(globalThis), ...opts };
+    this.unknown = new Set();
+    this.delay = this.opts.firstMs;
+    this.timer = null;
+    this.stopped = false;
+    this.onPush = (p) => this.unknown.delete(p.user_id);
+    client.on("presence", this.onPush);
+  }
+
+  /** Queries userIds (any number, 200 a query) and resolves with their entries. */
+  async query(userIds) {
+    const out = [];
+    try {
+      for (let i = 0; i < userIds.length; i += PRESENCE_MAX) {
+        const got = await this.client.presence(userIds.slice(i, i + PRESENCE_MAX));
+        for (const p of got) {
+          if (p.state === "unknown") this.unknown.add(p.user_id);
+          else this.unknown.delete(p.user_id);
+        }
+        for (const p of got) this.onPresence(p);
+        out.push(...got);
+      }
+    } finally {
+      this.schedule();
+    }
+    return out;
+  }
+
+  /** The users waiting to be asked again. */
+  get pending() { return [...this.unknown]; }
+
+  /** Asks no more; the client stays as it is. */
+  stop() {
+    this.stopped = true;
+    this.opts.clearTimeout(this.timer);
+    this.timer = null;
+    this.client.off("presence", this.onPush);
+  }
+
+  schedule() {
+    if (this.stopped || this.timer || this.asking) return;
+    if (this.unknown.size === 0) {
+      this.delay = this.opts.firstMs;
+      return;
+    }
+    this.timer = this.opts.setTimeout(() => this.again(), this.delay);
+  }
+
+  async again() {
+    this.timer = null;
+    this.asking = true;
+    this.delay = Math.min(this.opts.maxMs, this.delay * 2);
+    try {
+      if (!this.stopped) await this.query(this.pending);
+    } catch {
+      // Not connected, or timed out: the same users wait for the next round.
+    } finally {
+      this.asking = false;
+    }
+    this.schedule();
+  }
 }

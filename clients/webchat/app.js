@@ -15,7 +15,7 @@
 // time, edited mark, actions) and conversationHeader (the bar above the open conversation).
 // Presence, typing, read receipts, reactions, pins and forwarding (issue 31 part 6,
 // docs/DESIGN.md) use the SDK's commands for them (docs/PROTOCOL.md, QUERY_PRESENCE to READ_STATE).
-import { Client, Code } from "/sdk/imd.js";
+import { Client, Code, PresenceRefresher } from "/sdk/imd.js";
 
 const $ = (id) => document.getElementById(id);
 const saved = { token: "imd.chat.token", device: "imd.chat.device", tenant: "imd.chat.tenant" };
@@ -24,8 +24,6 @@ const PAGE = 30;
 // TYPING_EVERY is how often a typist repeats TYPING: a notice lasts its expires_in (6 s), so
 // "every few seconds" (docs/PROTOCOL.md, TYPING) keeps it shown, within 10 per 10 s.
 const TYPING_EVERY = 3000;
-// PRESENCE_MAX is the most ids one QUERY_PRESENCE takes (docs/PROTOCOL.md).
-const PRESENCE_MAX = 200;
 const EMOJIS = ["👍", "❤️", "😂", "😮", "😢", "🎉"];
 // LIVE_EVENTS change a shown message or the pins, never the list; a history page holds them
 // newest first, so their counts would go back in time: only live ones (in seq order) apply.
@@ -53,6 +51,7 @@ const app = {
   draft: null, // {kind: "reply"|"edit", message} or {kind: "image", file, width, height}
   connectedOnce: false,
   presence: new Map(), // user id → {state, last_seen}
+  presenceWatch: null, // the SDK's PresenceRefresher: asks again after users answered "unknown"
   typing: { topic: "", at: 0 }, // this user's last TYPING true
   typists: new Map(), // topic → Map(user id → expiry timer)
   typingDrawn: 0, // the latest renderTyping, so a slower earlier one gives way
@@ -196,6 +195,9 @@ async function signIn(token, device) {
   client.on("message", onMessage);
   client.on("read", onRead);
   client.on("presence", setPresence);
+  // A stopped client (kicked, or signed out) asks nothing more.
+  client.on("state", (s) => { if (s === "kicked" || s === "closed") app.presenceWatch?.stop(); });
+  app.presenceWatch = new PresenceRefresher(client, setPresence);
   client.on("typing", onTyping);
   client.on("dialogs", (ds) => { for (const d of ds) upsertDialog(d.topic, d); renderDialogs(); queryPresence(); });
   client.on("error", (e) => console.warn("imd:", e));
@@ -787,7 +789,9 @@ async function forward(m, topic) {
 
 // --- presence ---
 
-// presenceDot is a dot that setPresence keeps green while user is online.
+// presenceDot is a dot that setPresence keeps green while user is online, grey while offline,
+// hollow while the server answers "unknown" (its registry heals, docs/PROTOCOL.md
+// QUERY_PRESENCE), and hidden until the first answer.
 function presenceDot(user) {
   const dot = el("span", "dot");
   dot.dataset.user = String(user);
@@ -797,13 +801,15 @@ function presenceDot(user) {
 
 function paintDot(dot) {
   const user = Number(dot.dataset.user);
-  dot.dataset.state = app.presence.get(user)?.state ?? "unknown";
+  dot.dataset.state = app.presence.get(user)?.state ?? "";
   dot.title = presenceText(user);
 }
 
 function presenceText(user) {
   const p = app.presence.get(user);
   if (p?.state === "online") return "online";
+  // Never "last seen" while unknown: the user may be online meanwhile (DESIGN §13 "Unknown until healed").
+  if (p?.state === "unknown") return "status unknown";
   if (p?.state !== "offline") return "";
   return p.last_seen ? `last seen ${clock(p.last_seen)}` : "offline";
 }
@@ -815,14 +821,13 @@ function setPresence(p) {
 }
 
 // queryPresence asks after the people on screen: the peers in the conversation list and the
-// senders in the open conversation.
+// senders in the open conversation. Those answered "unknown" are asked again by the SDK's
+// PresenceRefresher, with backoff, until known.
 async function queryPresence() {
   const senders = [...app.messages.values()].map((m) => m.from);
   const users = [...new Set([...app.dialogs.keys()].map(peerOf).concat(senders))].filter((u) => u && u !== app.me);
   try {
-    for (let i = 0; i < users.length; i += PRESENCE_MAX) {
-      for (const p of await app.client.presence(users.slice(i, i + PRESENCE_MAX))) setPresence(p);
-    }
+    await app.presenceWatch.query(users);
   } catch (e) {
     console.warn("presence:", e);
   }

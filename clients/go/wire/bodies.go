@@ -229,7 +229,9 @@ type GetHistoryResponse struct {
 }
 
 // Presence states (PROTOCOL.md §3 QUERY_PRESENCE): online on any device of any node, offline
-// (with last_seen when known), or unknown while the server cannot tell.
+// (with last_seen when known), or unknown while the server cannot tell (its registry heals
+// after a Redis loss, DESIGN §13 "Unknown until healed"): show it as unknown, not offline,
+// and query again after a few seconds, backing off, until a state or a PRESENCE push comes.
 const (
 	PresenceOnline  = "online"
 	PresenceOffline = "offline"
@@ -250,7 +252,8 @@ type QueryPresenceResponse struct {
 }
 
 // Presence is one user's state: an entry of QUERY_PRESENCE and the data of the PRESENCE
-// push. LastSeen (Unix ms) is when the user was last known online; 0 when unknown or hidden.
+// push. LastSeen (Unix ms) is when the user was last known online, also beside an unknown
+// state; 0 when never seen or hidden.
 type Presence struct {
 	UserID   int64  `json:"user_id"`
 	State    string `json:"state"`

@@ -3,7 +3,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { deflateSync } from "node:zlib";
 
-import { Client, Cmd, Code, ImdError, MemoryStore, backoffDelay, decodeFrame, encodeFrame, envelopeOf } from "../imd.js";
+import { Client, Cmd, Code, ImdError, MemoryStore, PresenceRefresher, backoffDelay, decodeFrame, encodeFrame, envelopeOf } from "../imd.js";
 
 // FakeSocket is a WebSocket whose server side is the test: it sees the client's frames
 // (decoded, JSON bodies parsed) and answers with reply/push.
@@ -512,4 +512,115 @@ test("push tokens: setPushToken and deletePushToken are PUSH_TOKEN_SET and PUSH_
   s.reply(d, null, { code: Code.NOT_FOUND, msg: "no push token for this device" });
   await assert.rejects(gone, (e) => e instanceof ImdError && e.code === Code.NOT_FOUND);
   c.close();
+});
+
+// FakeClock holds the timers a PresenceRefresher sets; fire runs the one due and waits for
+// its round to settle.
+class FakeClock {
+  constructor() { this.timers = []; this.waits = []; }
+  setTimeout = (fn, ms) => { const t = { fn, ms }; this.timers.push(t); this.waits.push(ms); return t; };
+  clearTimeout = (t) => { this.timers = this.timers.filter((x) => x !== t); };
+  async fire() {
+    assert.equal(this.timers.length, 1, "one timer set");
+    this.timers.shift().fn();
+    for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+  }
+}
+
+// presenceServer is a client whose QUERY_PRESENCE answers each id with states[id] (a state, or
+// a function of the round), recording the ids of every query; emit plays a PRESENCE push.
+function presenceServer(states) {
+  const listeners = new Set();
+  const srv = {
+    queries: [],
+    fail: false,
+    on(name, fn) { assert.equal(name, "presence"); listeners.add(fn); return srv; },
+    off(name, fn) { listeners.delete(fn); return srv; },
+    push(p) { for (const fn of listeners) fn(p); },
+    listeners,
+    async presence(ids) {
+      assert.ok(ids.length <= 200, `a query of ${ids.length} ids`);
+      srv.queries.push(ids);
+      if (srv.fail) throw new ImdError(0, "not connected");
+      return ids.map((id) => ({ user_id: id, state: states.get(id) ?? "offline" }));
+    },
+  };
+  return srv;
+}
+
+test("PresenceRefresher asks again after unknown users with backoff until they are known", async (t) => {
+  const cases = [
+    { name: "backoff doubles from 2 s up to 30 s, then stops once known", unknownRounds: 6, waits: [2000, 4000, 8000, 16000, 30000, 30000] },
+    { name: "known at the first re-query", unknownRounds: 1, waits: [2000] },
+  ];
+  for (const tc of cases) {
+    await t.test(tc.name, async () => {
+      const states = new Map([[42, "unknown"], [43, "online"]]);
+      const srv = presenceServer(states);
+      const clock = new FakeClock();
+      const seen = [];
+      const w = new PresenceRefresher(srv, (p) => seen.push(`${p.user_id}:${p.state}`), { setTimeout: clock.setTimeout, clearTimeout: clock.clearTimeout });
+      const first = await w.query([42, 43]);
+      assert.deepEqual(first.map((p) => p.state), ["unknown", "online"]);
+      assert.deepEqual(w.pending, [42]);
+      for (let round = 1; round <= tc.unknownRounds; round++) {
+        if (round === tc.unknownRounds) states.set(42, "online");
+        await clock.fire();
+        assert.deepEqual(srv.queries.at(-1), [42], "only the unknown user is asked again");
+      }
+      assert.deepEqual(clock.waits, tc.waits);
+      assert.equal(clock.timers.length, 0, "nothing left to ask");
+      assert.deepEqual(w.pending, []);
+      assert.equal(seen.at(-1), "42:online");
+      // A later unknown answer starts again from the first wait.
+      states.set(44, "unknown");
+      await w.query([44]);
+      assert.equal(clock.waits.at(-1), 2000);
+      w.stop();
+      assert.equal(clock.timers.length, 0);
+      assert.equal(srv.listeners.size, 0);
+    });
+  }
+});
+
+test("PresenceRefresher batches at most 200 ids a query and drops users a push told about", async () => {
+  const ids = Array.from({ length: 250 }, (_, i) => i + 1);
+  const states = new Map(ids.map((id) => [id, "unknown"]));
+  const srv = presenceServer(states);
+  const clock = new FakeClock();
+  const w = new PresenceRefresher(srv, () => {}, { setTimeout: clock.setTimeout, clearTimeout: clock.clearTimeout });
+  await w.query(ids);
+  assert.deepEqual(srv.queries.map((q) => q.length), [200, 50]);
+  assert.equal(clock.timers.length, 1, "one timer for all of them");
+
+  srv.push({ user_id: 1, state: "online" });
+  srv.push({ user_id: 2, state: "offline", last_seen: 5 });
+  await clock.fire();
+  assert.deepEqual(srv.queries.slice(2).map((q) => q.length), [200, 48]);
+  assert.ok(!srv.queries.slice(2).flat().includes(1), "a pushed user is not asked again");
+
+  // A failed round keeps everyone for the next, a longer wait later.
+  srv.fail = true;
+  await clock.fire();
+  assert.equal(w.pending.length, 248);
+  srv.fail = false;
+  for (const id of ids) states.set(id, "offline");
+  await clock.fire();
+  assert.deepEqual(clock.waits, [2000, 4000, 8000]);
+  assert.deepEqual(w.pending, []);
+  assert.equal(clock.timers.length, 0);
+  w.stop();
+});
+
+test("PresenceRefresher asks nothing after stop", async () => {
+  const srv = presenceServer(new Map([[7, "unknown"]]));
+  const clock = new FakeClock();
+  const w = new PresenceRefresher(srv, () => {}, { setTimeout: clock.setTimeout, clearTimeout: clock.clearTimeout });
+  await w.query([7]);
+  const timer = clock.timers[0];
+  w.stop();
+  assert.equal(clock.timers.length, 0);
+  timer.fn(); // a timer that fired as it was cleared
+  await new Promise((r) => setImmediate(r));
+  assert.equal(srv.queries.length, 1);
 });
