@@ -27,8 +27,9 @@ func newServiceWithLocks() (*webhooks.Service, *memory.WebhookCursors, *memory.L
 		ReplayWait: 120 * time.Millisecond}), cursors, locks
 }
 
-// A replay waits out a delivery pass that releases the lease within ReplayWait, then resets.
-func TestReplayWaitsOutARunningPass(t *testing.T) {
+// endpointAtSeven makes an endpoint whose cursor of grp_1 stands at seq 7, for the replays.
+func endpointAtSeven(t *testing.T) (*webhooks.Service, *memory.WebhookCursors, *memory.Locks, webhook.Endpoint) {
+	t.Helper()
 	ctx := context.Background()
 	s, cursors, locks := newServiceWithLocks()
 	e, err := s.Create(ctx, tenant, valid)
@@ -38,6 +39,13 @@ func TestReplayWaitsOutARunningPass(t *testing.T) {
 	if err := cursors.SetTopicCursor(ctx, tenant, e.ID, "grp_1", 7); err != nil {
 		t.Fatal(err)
 	}
+	return s, cursors, locks, e
+}
+
+// A replay waits out a delivery pass that releases the lease within ReplayWait, then resets.
+func TestReplayWaitsOutARunningPass(t *testing.T) {
+	ctx := context.Background()
+	s, cursors, locks, e := endpointAtSeven(t)
 	token, ok, err := locks.Acquire(ctx, tenant, webhook.LeaseName, time.Minute)
 	if err != nil || !ok {
 		t.Fatalf("Acquire = %v, %v", ok, err)
@@ -62,14 +70,7 @@ func TestReplayWaitsOutARunningPass(t *testing.T) {
 // 40001; a replay while a delivery pass holds the lease past ReplayWait is 50301; neither moves the cursors.
 func TestReplayRefusals(t *testing.T) {
 	ctx := context.Background()
-	s, cursors, locks := newServiceWithLocks()
-	e, err := s.Create(ctx, tenant, valid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cursors.SetTopicCursor(ctx, tenant, e.ID, "grp_1", 7); err != nil {
-		t.Fatal(err)
-	}
+	s, cursors, locks, e := endpointAtSeven(t)
 	cases := []struct {
 		name  string
 		point time.Time
