@@ -225,13 +225,17 @@ type Cluster struct {
 // friends and the members of the user's groups of at most group_limit members (bigger groups
 // query); typing notices reach the other members of a conversation of at most
 // typing_group_limit members (bigger groups refuse TYPING), last typing_expires unless
-// renewed, and a device may send typing_per_device of them per typing_window.
+// renewed, and a device may send typing_per_device of them per typing_window. After a registry
+// loss heals, a node pushes the state of heal_rate users a second, at most heal_queue waiting
+// (docs/DESIGN.md §13 "Unknown until healed").
 type Presence struct {
 	GroupLimit       int           `yaml:"group_limit"`
 	TypingGroupLimit int           `yaml:"typing_group_limit"`
 	TypingExpires    time.Duration `yaml:"typing_expires"`
 	TypingPerDevice  int           `yaml:"typing_per_device"`
 	TypingWindow     time.Duration `yaml:"typing_window"`
+	HealRate         int           `yaml:"heal_rate"`
+	HealQueue        int           `yaml:"heal_queue"`
 }
 
 // Receipts sizes read receipts (issue 31): READ_STATE lists the readers of a message in groups
@@ -505,7 +509,7 @@ func Default() Config {
 		Reactions: Reactions{PerMessage: reactions.DefaultPerMessage, PerUser: reactions.DefaultPerUser,
 			PinsPerConversation: msgref.MaxPins},
 		Presence: Presence{GroupLimit: 200, TypingGroupLimit: 200, TypingExpires: 6 * time.Second, TypingPerDevice: 10,
-			TypingWindow: 10 * time.Second},
+			TypingWindow: 10 * time.Second, HealRate: 200, HealQueue: 10_000},
 		Push:     Push{Timeout: 2 * time.Second, Queue: 10_000, Attempts: 4, Backoff: time.Second, MaxBackoff: time.Minute, APNs: APNs{Host: "production"}},
 		Registry: Registry{Database: "imd_registry", RefreshInterval: 30 * time.Second},
 		Uploads: Uploads{Store: "fs", Dir: filepath.Join(os.TempDir(), "imd-uploads"), MaxSize: 100 << 20, URLTTL: 15 * time.Minute,

@@ -147,7 +147,8 @@ func (c Config) Nodes() cluster.Config {
 
 // PresenceFeed is the presence section as the presence use case's configuration.
 func (c Config) PresenceFeed() presence.Config {
-	return presence.Config{GroupLimit: c.Presence.GroupLimit}
+	p := c.Presence
+	return presence.Config{GroupLimit: p.GroupLimit, HealRate: p.HealRate, HealQueue: p.HealQueue}
 }
 
 // Typing is the presence section as the typing use case's configuration.
