@@ -266,8 +266,8 @@ func (k *Keeper) restore(ctx context.Context, tenant string, lapsed bool) bool {
 }
 
 // mend keeps the registry's wholeness mark after this pass's renewal (DESIGN §13 "Unknown
-// until healed") and tells Changes of the users connected here when the registry, not whole
-// at the last pass, is whole again. renewed: the lease was renewed (a failed renewal, Redis
+// until healed") and, when it is whole, tells Changes: of the users connected here too when it
+// was not whole at the last pass. renewed: the lease was renewed (a failed renewal, Redis
 // unreadable, counts as not whole, so the heal after it pushes too); owes: this pass found a
 // loss or still owes a restore.
 func (k *Keeper) mend(ctx context.Context, tenant string, renewed, owes bool) {
@@ -285,10 +285,15 @@ func (k *Keeper) mend(ctx context.Context, tenant string, renewed, owes bool) {
 	k.mu.Lock()
 	k.whole[tenant] = whole
 	k.mu.Unlock()
-	if whole && passed && !was && k.d.Changes != nil && k.d.Held != nil {
-		k.d.Log.InfoContext(ctx, "presence registry whole again", "tenant", tenant)
-		k.d.Changes.Healed(ctx, tenant, k.d.Held.Users(tenant))
+	if !whole || k.d.Changes == nil || k.d.Held == nil {
+		return
 	}
+	var users []int64
+	if passed && !was {
+		k.d.Log.InfoContext(ctx, "presence registry whole again", "tenant", tenant)
+		users = k.d.Held.Users(tenant)
+	}
+	k.d.Changes.Healed(ctx, tenant, users)
 }
 
 // left tells Changes that users lost the devices a retired node held.

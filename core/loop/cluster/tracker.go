@@ -46,8 +46,10 @@ type Changes interface {
 	Arrived(ctx context.Context, tenant string, user int64)
 	// Left follows the removal of devices of users: those with none left went offline.
 	Left(ctx context.Context, tenant string, users []int64)
-	// Healed follows the registry becoming whole again after a loss (DESIGN §13 "Unknown until
-	// healed"): users are those connected here, whose state the heal establishes. It must not
+	// Healed follows each keeper pass that found the registry whole (DESIGN §13 "Unknown until
+	// healed"): users are those connected here when it was not whole at the last pass, whose
+	// state the heal establishes, and none otherwise; changes that met the registry not whole
+	// in between, which this node's passes may never have seen, are pushed now. It must not
 	// wait: the keeper calls it between renewals.
 	Healed(ctx context.Context, tenant string, users []int64)
 }

@@ -91,9 +91,9 @@ func (q *healQueue) next() (healItem, bool) {
 	return it, true
 }
 
-// Healed follows the registry becoming whole again (cluster.Keeper): the users connected here,
-// and those whose change waited for the heal, get their state pushed by RunHeals. It does not
-// wait.
+// Healed follows a keeper pass that found the registry whole (cluster.Keeper): users (those
+// connected here, after a heal) and those whose change waited for a whole registry get their
+// state pushed by RunHeals. It does not wait.
 func (s *Service) Healed(_ context.Context, tenant string, users []int64) {
 	s.heals.release(tenant, users, s.d.Metrics)
 }

@@ -167,11 +167,13 @@ func (s *Service) Query(ctx context.Context, tenant string, asker int64, users [
 // another: only the first device makes the user come online. Asked before the claim, two
 // devices arriving at once on two nodes both announce (a repeat) rather than neither (a user
 // wrongly offline). Unreadable or healing, it answers true: no announcement rather than a
-// wrong one; the heal pushes the user's state after (Healed).
+// wrong one; the user waits, and the next keeper pass that finds the registry whole pushes
+// the user's state (Healed).
 func (s *Service) Arriving(ctx context.Context, tenant string, user int64) bool {
 	on, err := s.online(ctx, tenant, []int64{user})
 	if err != nil {
-		s.d.Log.WarnContext(ctx, "presence not read before a claim; no online push", "tenant", tenant, "user_id", user, "err", err)
+		s.d.Log.WarnContext(ctx, "presence not read before a claim; online pushed once whole", "tenant", tenant, "user_id", user, "err", err)
+		s.heals.wait(tenant, []int64{user}, s.d.Metrics)
 		return true
 	}
 	return on[user]

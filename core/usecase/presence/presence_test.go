@@ -322,7 +322,7 @@ func waitPushes(t *testing.T, r *memory.Pushes, n int) []pushed {
 // its connected users and of those who left meanwhile, paced and bounded.
 func TestRegistryLossIsUnknownUntilTheHealThenPushed(t *testing.T) {
 	w := newWorld(t, nil)
-	w.svc = presence.New(presence.Config{GroupLimit: 4, HealRate: 20, HealQueue: 2}, w.deps)
+	w.svc = presence.New(presence.Config{GroupLimit: 4, HealRate: 20, HealQueue: 3}, w.deps)
 	ctx := t.Context()
 	w.claim(t, 1, 1, "1-aa")
 	w.claim(t, 3, 1, "2-bb")
@@ -336,9 +336,10 @@ func TestRegistryLossIsUnknownUntilTheHealThenPushed(t *testing.T) {
 	if n := w.metrics.Count("presence_unknown_total"); n != 2 {
 		t.Fatalf("presence_unknown_total %v; want 2", n)
 	}
-	if !w.svc.Arriving(ctx, tenant, 5) {
+	if !w.svc.Arriving(ctx, tenant, 2) {
 		t.Fatal("an arrival while healing must not be announced")
 	}
+	w.claim(t, 2, 1, "2-bb") // user 2 arrived while the registry healed: pushed once whole
 	w.clock.Advance(time.Minute)
 	w.svc.Left(ctx, tenant, []int64{3}) // user 3 left while the registry healed
 	if got := take(t, w.pusher); len(got) != 0 {
@@ -356,16 +357,17 @@ func TestRegistryLossIsUnknownUntilTheHealThenPushed(t *testing.T) {
 		t.Fatalf("after a lease: whole %v, %v", whole, err)
 	}
 	start := time.Now()
-	w.svc.Healed(ctx, tenant, []int64{1, 5}) // 5 finds the queue full: user 3 waits in it already
+	w.svc.Healed(ctx, tenant, []int64{1, 5}) // 5 finds the queue full: users 2 and 3 wait in it already
 	run, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); w.svc.RunHeals(run) }()
 	defer func() { stop(); <-done }()
-	got := waitPushes(t, w.pusher, 2)
+	got := waitPushes(t, w.pusher, 3)
 	if elapsed := time.Since(start); elapsed < 90*time.Millisecond {
-		t.Errorf("two heal pushes in %v at 20 a second", elapsed)
+		t.Errorf("three heal pushes in %v at 20 a second", elapsed)
 	}
 	want := []pushed{
+		{to: []int64{1}, st: presence.WireStatus{UserID: 2, State: "online"}},
 		{to: []int64{1, 4}, st: presence.WireStatus{UserID: 3, State: "offline", LastSeen: left.UnixMilli()}},
 		{to: []int64{2, 3, 4}, st: presence.WireStatus{UserID: 1, State: "online"}},
 	}
@@ -374,8 +376,8 @@ func TestRegistryLossIsUnknownUntilTheHealThenPushed(t *testing.T) {
 			t.Fatalf("heal pushes %+v; want %+v", got, want)
 		}
 	}
-	if p, d := w.metrics.Count("presence_heal_pushes_total", "pushed"), w.metrics.Count("presence_heal_pushes_total", "dropped"); p != 2 || d != 1 {
-		t.Fatalf("heal pushes: pushed %v dropped %v; want 2 and 1", p, d)
+	if p, d := w.metrics.Count("presence_heal_pushes_total", "pushed"), w.metrics.Count("presence_heal_pushes_total", "dropped"); p != 3 || d != 1 {
+		t.Fatalf("heal pushes: pushed %v dropped %v; want 3 and 1", p, d)
 	}
 	sts, err = w.svc.Query(ctx, tenant, 9, []int64{1, 3})
 	if err != nil || sts[0].State != domain.Online || sts[1].State != domain.Offline {
