@@ -21,6 +21,7 @@ import (
 	"github.com/imdhq/imd/core/usecase/archiver"
 	"github.com/imdhq/imd/core/usecase/longsearch"
 	"github.com/imdhq/imd/core/usecase/modify"
+	"github.com/imdhq/imd/core/usecase/nativepush"
 	"github.com/imdhq/imd/core/usecase/presence"
 	"github.com/imdhq/imd/core/usecase/reactions"
 	"github.com/imdhq/imd/core/usecase/receipts"
@@ -109,6 +110,17 @@ func (c Config) MigrationDualRead() migration.DualReading {
 func (c Config) WebhookDelivery() webhooks.Config {
 	w := c.Webhooks
 	return webhooks.Config{Settle: w.Settle, FirstRetry: w.FirstRetry, MaxBackoff: w.MaxBackoff, MaxAttempts: w.MaxAttempts, KeepEvents: w.KeepEvents}
+}
+
+// NativePush is the push section as the native push sender's configuration: its pace and the
+// tenants whose alerts hide the message text.
+func (c Config) NativePush() nativepush.Config {
+	p := c.Push
+	hide := make(map[string]bool, len(p.HideContent))
+	for _, t := range p.HideContent {
+		hide[t] = true
+	}
+	return nativepush.Config{Queue: p.Queue, Attempts: p.Attempts, Backoff: p.Backoff, MaxBackoff: p.MaxBackoff, HideContent: hide}
 }
 
 // SeqHoleSweep is how old a seq hole must be before the sweeper closes it.

@@ -17,6 +17,8 @@ func TestCoreConfigs(t *testing.T) {
 	c.Archive.ChunkCache, c.Search.Queue, c.Cluster.Backlog = 13, 17, 19
 	c.Tenants = []Tenant{{Name: "acme"}}
 	c.Reactions = Reactions{PerMessage: 3, PerUser: 2, PinsPerConversation: 5}
+	c.Push.HideContent, c.Push.Attempts = []string{"acme"}, 7
+	c.Presence.HealRate = 23
 
 	checks := []struct {
 		name string
@@ -33,6 +35,8 @@ func TestCoreConfigs(t *testing.T) {
 		{"archive caches", c.ArchiveCaches().Chunks == 13},
 		{"search indexing", c.SearchIndexing().Queue == 17},
 		{"nodes", c.Nodes().Backlog == 19},
+		{"native push", c.NativePush().Attempts == 7 && c.NativePush().HideContent["acme"] && !c.NativePush().HideContent["other"]},
+		{"presence", c.PresenceFeed().HealRate == 23},
 		{"reactions", c.ReactionLimits() == reactions.Config{PerMessage: 3, PerUser: 2, MaxPins: 5}},
 		{"node loops", c.NodeLoops().Retention == c.Archive.RetentionInterval && c.NodeLoops().ShardCheck == c.Shard.CheckInterval &&
 			c.NodeLoops().SeqHoleSweep == c.Shard.SeqHoleSweepInterval},

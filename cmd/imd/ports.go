@@ -409,11 +409,7 @@ func withNativePush(cfg config.Config, next ports.PushNotifier, flushNext func(c
 	if len(providers) == 0 {
 		return next, flushNext, nil
 	}
-	hide := make(map[string]bool, len(p.HideContent))
-	for _, t := range p.HideContent {
-		hide[t] = true
-	}
-	s := nativepush.New(nativepush.Config{Queue: p.Queue, Attempts: p.Attempts, Backoff: p.Backoff, MaxBackoff: p.MaxBackoff, HideContent: hide}, nativepush.Deps{
+	s := nativepush.New(cfg.NativePush(), nativepush.Deps{
 		Tokens: tokens, Dialogs: dialogs, Providers: providers, Next: next, Metrics: met, Log: log, Sleep: nil,
 	})
 	return s, func(ctx context.Context) error {
