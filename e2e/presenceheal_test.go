@@ -86,8 +86,12 @@ func TestPresenceUnknownUntilTheRegistryHeals(t *testing.T) {
 	watcher := two.ConnectLive(ctx, tb, 1)
 	a := one.Connect(ctx, ta, 1)
 	c := two.Connect(ctx, tc, 1)
-	for _, u := range []int64{alice, carol} {
-		awaitData(t, watcher, wire.CmdPresence, 15*time.Second, func(p wire.Presence) bool { return p.UserID == u && p.State == wire.PresenceOnline })
+	// Carol's push is local to bob's node and may come before alice's: wait for both at once.
+	for online := map[int64]bool{}; len(online) < 2; {
+		p := awaitData(t, watcher, wire.CmdPresence, 15*time.Second, func(p wire.Presence) bool {
+			return (p.UserID == alice || p.UserID == carol) && p.State == wire.PresenceOnline
+		})
+		online[p.UserID] = true
 	}
 	unknownBefore := one.metricValue("presence_unknown_total") + two.metricValue("presence_unknown_total")
 	healedBefore := one.metricValue("presence_heal_pushes_total", "result", "pushed") + two.metricValue("presence_heal_pushes_total", "result", "pushed")
