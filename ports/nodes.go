@@ -44,10 +44,11 @@ type Presence interface {
 	// would, and leaves a device claimed since by another connection alone. It returns how many
 	// it recorded.
 	Restore(ctx context.Context, tenant string, entries []presence.Entry) (restored int, err error)
-	// Whole reports whether the registry holds every live node's devices (the mark
-	// NodeLeases.Mend keeps): false from a loss (a flush, a restart, a failover) until every
-	// node had a lease to claim its devices again, so a missing entry does not mean offline.
-	Whole(ctx context.Context, tenant string) (bool, error)
+	// LookupWhole is Lookup together with whether the registry holds every live node's
+	// devices (the mark NodeLeases.Mend keeps), in one round trip: whole is false from a loss
+	// (a flush, a restart, a failover) until every node had a lease to claim its devices again,
+	// so a missing entry does not mean offline. The mark is read after the entries.
+	LookupWhole(ctx context.Context, tenant string, users []int64) (entries []presence.Entry, whole bool, err error)
 	// Entries returns the entries that name node, as the registry holds them: after a failover
 	// to a replica that lacks the last releases, some may be of devices the node no longer
 	// holds (DESIGN §13 "After a registry loss").

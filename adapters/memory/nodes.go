@@ -108,17 +108,6 @@ func (n *Nodes) Mend(_ context.Context, name string, ttl time.Duration, known, o
 	return s.whole, nil
 }
 
-// Whole implements ports.Presence.
-func (n *Nodes) Whole(_ context.Context, name string) (bool, error) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if !tenant.Valid(name) {
-		return false, fmt.Errorf("presence registry: invalid tenant %q", name)
-	}
-	s, ok := n.ts[name]
-	return ok && s.whole, nil
-}
-
 // Retire implements ports.NodeLeases.
 func (n *Nodes) Retire(_ context.Context, name, node string) ([]int64, error) {
 	n.mu.Lock()
@@ -215,15 +204,21 @@ func (n *Nodes) Entries(_ context.Context, name, node string) ([]presence.Entry,
 }
 
 // Lookup implements ports.Presence.
-func (n *Nodes) Lookup(_ context.Context, name string, users []int64) ([]presence.Entry, error) {
+func (n *Nodes) Lookup(ctx context.Context, name string, users []int64) ([]presence.Entry, error) {
+	out, _, err := n.LookupWhole(ctx, name, users)
+	return out, err
+}
+
+// LookupWhole implements ports.Presence.
+func (n *Nodes) LookupWhole(_ context.Context, name string, users []int64) ([]presence.Entry, bool, error) {
 	if !tenant.Valid(name) {
-		return nil, fmt.Errorf("look presence up: invalid tenant %q", name)
+		return nil, false, fmt.Errorf("look presence up: invalid tenant %q", name)
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	s := n.ts[name]
 	if s == nil {
-		return nil, nil
+		return nil, false, nil
 	}
 	var out []presence.Entry
 	for _, u := range users {
@@ -231,7 +226,7 @@ func (n *Nodes) Lookup(_ context.Context, name string, users []int64) ([]presenc
 			out = append(out, s.presence[u][d])
 		}
 	}
-	return out, nil
+	return out, s.whole, nil
 }
 
 // Send implements ports.NodeChannel.

@@ -117,19 +117,6 @@ func (n *Nodes) Mend(ctx context.Context, tenant string, ttl time.Duration, know
 	return whole == 1, nil
 }
 
-// Whole implements ports.Presence.
-func (n *Nodes) Whole(ctx context.Context, tenant string) (bool, error) {
-	k, err := KeysOf(tenant)
-	if err != nil {
-		return false, fmt.Errorf("presence registry: %w", err)
-	}
-	found, err := n.c.Do(ctx, n.c.B().Exists().Key(k.PresenceWhole()).Build()).AsInt64()
-	if err != nil {
-		return false, fmt.Errorf("presence registry of %s: %w", tenant, err)
-	}
-	return found == 1, nil
-}
-
 // releasePresenceScript deletes field ARGV[1] of KEYS[1] if its value is ARGV[2], and always drops
 // ARGV[3] from the node's devices KEYS[2]: the node no longer holds that device.
 var releasePresenceScript = rueidis.NewLuaScript(`
@@ -355,12 +342,40 @@ func (n *Nodes) Lookup(ctx context.Context, tenant string, users []int64) ([]pre
 	if len(users) == 0 {
 		return nil, nil
 	}
-	cmds := make(rueidis.Commands, len(users))
-	for i, u := range users {
-		cmds[i] = n.c.B().Hgetall().Key(k.Presence(u)).Build()
+	return parseLookup(tenant, users, n.c.DoMulti(ctx, lookupCommands(n.c, k, users)...))
+}
+
+// LookupWhole implements ports.Presence: the mark's EXISTS rides in the lookup's pipeline,
+// after the entries (on one Redis it runs after them, so whole means no loss came first), to
+// save presence queries a round trip (issue 31).
+func (n *Nodes) LookupWhole(ctx context.Context, tenant string, users []int64) ([]presence.Entry, bool, error) {
+	k, err := KeysOf(tenant)
+	if err != nil {
+		return nil, false, fmt.Errorf("look presence up: %w", err)
 	}
+	cmds := append(lookupCommands(n.c, k, users), n.c.B().Exists().Key(k.PresenceWhole()).Build())
+	replies := n.c.DoMulti(ctx, cmds...)
+	found, err := replies[len(users)].AsInt64()
+	if err != nil {
+		return nil, false, fmt.Errorf("presence registry of %s: %w", tenant, err)
+	}
+	out, err := parseLookup(tenant, users, replies[:len(users)])
+	return out, found == 1, err
+}
+
+// lookupCommands reads users' presence hashes, with room for one command more.
+func lookupCommands(c rueidis.Client, k Keys, users []int64) rueidis.Commands {
+	cmds := make(rueidis.Commands, len(users), len(users)+1)
+	for i, u := range users {
+		cmds[i] = c.B().Hgetall().Key(k.Presence(u)).Build()
+	}
+	return cmds
+}
+
+// parseLookup reads the HGETALL replies of users' presence hashes.
+func parseLookup(tenant string, users []int64, replies []rueidis.RedisResult) ([]presence.Entry, error) {
 	var out []presence.Entry
-	for i, r := range n.c.DoMulti(ctx, cmds...) {
+	for i, r := range replies {
 		fields, err := r.AsStrMap()
 		if err != nil {
 			return nil, fmt.Errorf("look presence of %d up in %s: %w", users[i], tenant, err)

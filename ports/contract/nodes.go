@@ -59,7 +59,7 @@ func Nodes(t *testing.T, fresh func(t *testing.T) NodesFixture) {
 		const ttl = 150 * time.Millisecond
 		whole := func(want bool, step string) {
 			t.Helper()
-			if got, err := f.Presence.Whole(ctx, f.Tenant); err != nil || got != want {
+			if _, got, err := f.Presence.LookupWhole(ctx, f.Tenant, nil); err != nil || got != want {
 				t.Fatalf("%s: whole %v, %v; want %v", step, got, err, want)
 			}
 		}
@@ -219,6 +219,31 @@ func Nodes(t *testing.T, fresh func(t *testing.T) NodesFixture) {
 		}
 		if got, err := f.Presence.Lookup(ctx, f.Tenant, []int64{7, 8}); err != nil || len(got) != 1 || got[0] != moved {
 			t.Fatalf("after retire: %+v, %v; want only %+v", got, err, moved)
+		}
+	})
+
+	t.Run("a lookup with the mark answers the entries and whether the registry is whole", func(t *testing.T) {
+		t.Parallel()
+		f := fresh(t)
+		ctx := t.Context()
+		e := presence.Entry{User: 12, Device: 1, Node: "1-aa", Token: 6}
+		if _, _, err := f.Presence.Claim(ctx, f.Tenant, e); err != nil {
+			t.Fatal(err)
+		}
+		for _, step := range []struct {
+			name  string
+			mend  bool
+			whole bool
+		}{{"never mended", false, false}, {"mended by a new node", true, true}} {
+			if step.mend {
+				if _, err := f.Leases.Mend(ctx, f.Tenant, time.Second, false, false); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, whole, err := f.Presence.LookupWhole(ctx, f.Tenant, []int64{12, 13})
+			if err != nil || whole != step.whole || !slices.Equal(got, []presence.Entry{e}) {
+				t.Fatalf("%s: %+v, whole %v, %v; want %+v, whole %v", step.name, got, whole, err, e, step.whole)
+			}
 		}
 	})
 

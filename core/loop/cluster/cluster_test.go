@@ -591,7 +591,7 @@ func TestKeeperTellsOfTheHealOnce(t *testing.T) {
 	ctx := t.Context()
 	whole := func(want bool, step string) {
 		t.Helper()
-		if got, err := d.nodes.Whole(ctx, tenant); err != nil || got != want {
+		if _, got, err := d.nodes.LookupWhole(ctx, tenant, nil); err != nil || got != want {
 			t.Fatalf("%s: whole %v, %v; want %v", step, got, err, want)
 		}
 	}

@@ -98,16 +98,12 @@ var errIncomplete = errors.New("presence registry not whole since a loss")
 // healing) is errIncomplete: a missing entry may be a device not claimed again yet, and an
 // entry may be one whose removal the loss undid (DESIGN §13 "Unknown until healed").
 func (s *Service) online(ctx context.Context, tenant string, users []int64) (map[int64]bool, error) {
-	whole, err := s.d.Presence.Whole(ctx, tenant)
+	entries, whole, err := s.d.Presence.LookupWhole(ctx, tenant, users)
 	if err != nil {
-		return nil, fmt.Errorf("presence registry: %w", err)
+		return nil, fmt.Errorf("presence of %d users: %w", len(users), err)
 	}
 	if !whole {
 		return nil, errIncomplete
-	}
-	entries, err := s.d.Presence.Lookup(ctx, tenant, users)
-	if err != nil {
-		return nil, fmt.Errorf("presence of %d users: %w", len(users), err)
 	}
 	on := make(map[int64]bool, len(entries))
 	for _, e := range entries {

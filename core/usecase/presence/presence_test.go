@@ -53,8 +53,8 @@ func (l liveness) Live(_, node string) bool { return l[node] }
 // failingPresence is a registry that cannot be read (Redis down).
 type failingPresence struct{ ports.Presence }
 
-func (failingPresence) Lookup(context.Context, string, []int64) ([]domain.Entry, error) {
-	return nil, errors.New("redis: connection refused")
+func (failingPresence) LookupWhole(context.Context, string, []int64) ([]domain.Entry, bool, error) {
+	return nil, false, errors.New("redis: connection refused")
 }
 
 type world struct {
