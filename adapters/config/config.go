@@ -18,6 +18,7 @@ import (
 	"github.com/imdhq/imd/core/domain/msgref"
 	"github.com/imdhq/imd/core/domain/tenant"
 	"github.com/imdhq/imd/core/loop/retention"
+	"github.com/imdhq/imd/core/usecase/longsearch"
 	"github.com/imdhq/imd/core/usecase/reactions"
 )
 
@@ -460,6 +461,8 @@ type Search struct {
 	Dir string `yaml:"dir"`
 	// Queue bounds the index updates waiting after COMMIT; more are dropped (reindex repairs).
 	Queue int `yaml:"queue"`
+	// Writers is how many full batches are written into the indexes at once (issue 30 part 3).
+	Writers int `yaml:"writers"`
 }
 
 // Shutdown is how a node stops (docs/NODES.md "Rolling restarts"): on SIGTERM /readyz fails
@@ -524,7 +527,7 @@ func Default() Config {
 		Log:      LogOptions{Level: "info"},
 		Archive: Archive{Store: "fs", Dir: filepath.Join(os.TempDir(), "imd-archive"), ChunkRows: 1000,
 			ManifestCache: 64, ChunkCache: 256, StateTTL: 10 * time.Second},
-		Search:    Search{Dir: filepath.Join(os.TempDir(), "imd-search"), Queue: 10_000},
+		Search:    Search{Dir: filepath.Join(os.TempDir(), "imd-search"), Queue: 10_000, Writers: longsearch.DefaultWriters},
 		Migration: defaultMigration(),
 		Webhooks: Webhooks{Interval: time.Second, Settle: 10 * time.Second, FirstRetry: time.Second, MaxBackoff: 10 * time.Minute,
 			MaxAttempts: 8, Timeout: 10 * time.Second, KeepEvents: 90 * 24 * time.Hour},
@@ -710,8 +713,8 @@ func (a Archive) validate() error {
 }
 
 func (s Search) validate() error {
-	if s.Dir == "" || s.Queue <= 0 {
-		return errors.New("search.dir and a positive search.queue are required")
+	if s.Dir == "" || s.Queue <= 0 || s.Writers <= 0 {
+		return errors.New("search.dir, a positive search.queue and a positive search.writers are required")
 	}
 	return nil
 }

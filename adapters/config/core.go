@@ -147,9 +147,9 @@ func (c Config) ArchiveCaches() archivereader.Config {
 	return archivereader.Config{Manifests: c.Archive.ManifestCache, Chunks: c.Archive.ChunkCache, StateTTL: c.Archive.StateTTL}
 }
 
-// SearchIndexing bounds the index updates waiting after COMMIT.
+// SearchIndexing bounds the index updates waiting after COMMIT and the writes at once.
 func (c Config) SearchIndexing() longsearch.IndexerConfig {
-	return longsearch.IndexerConfig{Queue: c.Search.Queue}
+	return longsearch.IndexerConfig{Queue: c.Search.Queue, Writers: c.Search.Writers}
 }
 
 // Nodes is the node lease and the cross-node push backlog.

@@ -14,7 +14,7 @@ func TestCoreConfigs(t *testing.T) {
 	c.TCP.RequestTimeout, c.Deliver.MaxAttempts = 3*time.Second, 9
 	c.Message.RecallWindow, c.Migration.DualRead, c.Migration.BatchSize = time.Minute, true, 77
 	c.Shard.SeqHoleAfter, c.Uploads.MaxSize, c.Archive.ChunkRows = time.Hour, 5, 11
-	c.Archive.ChunkCache, c.Search.Queue, c.Cluster.Backlog = 13, 17, 19
+	c.Archive.ChunkCache, c.Search.Queue, c.Search.Writers, c.Cluster.Backlog = 13, 17, 3, 19
 	c.Tenants = []Tenant{{Name: "acme"}}
 	c.Reactions = Reactions{PerMessage: 3, PerUser: 2, PinsPerConversation: 5}
 	c.Push.HideContent, c.Push.Attempts = []string{"acme"}, 7
@@ -33,7 +33,7 @@ func TestCoreConfigs(t *testing.T) {
 		{"uploads", c.UploadLimits().MaxSize == 5},
 		{"archiving", c.Archiving().ChunkRows == 11 && c.Archiving().AheadMonths > 0},
 		{"archive caches", c.ArchiveCaches().Chunks == 13},
-		{"search indexing", c.SearchIndexing().Queue == 17},
+		{"search indexing", c.SearchIndexing().Queue == 17 && c.SearchIndexing().Writers == 3},
 		{"nodes", c.Nodes().Backlog == 19},
 		{"native push", c.NativePush().Attempts == 7 && c.NativePush().HideContent["acme"] && !c.NativePush().HideContent["other"]},
 		{"presence", c.PresenceFeed().HealRate == 23},

@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -22,17 +23,23 @@ import (
 // few hundred messages a second, writes every 200 ms kept the merger at 8–14 % of imd's CPU
 // (W3), every second at 2–4 %. A second's delay is nothing to a search over old messages; at
 // high rates the batch fills first anyway.
+//
+// DefaultWriters: building a write's segment runs on the writing goroutine, ~30–70 µs a
+// document, so one writer would cap a node at ~14–33 k messages a second (docs/BENCHMARKS.md
+// section 25, issue 30 part 3); full batches are written by up to this many at once.
 const (
-	DefaultQueue = 10_000
-	DefaultBatch = 256
-	DefaultFlush = time.Second
+	DefaultQueue   = 10_000
+	DefaultBatch   = 256
+	DefaultFlush   = time.Second
+	DefaultWriters = 4
 )
 
 // IndexerConfig tunes the feed.
 type IndexerConfig struct {
-	Queue int           // operations waiting; a full queue drops (the backfill repairs)
-	Batch int           // operations per index write
-	Flush time.Duration // longest wait before a partial batch is written
+	Queue   int           // operations waiting; a full queue drops (the backfill repairs)
+	Batch   int           // operations per index write
+	Flush   time.Duration // longest wait before a partial batch is written
+	Writers int           // batches written at once, when they come full
 }
 
 // Fetcher reads a message by topic+seq wherever it lives (core/usecase/history, as an admin).
@@ -50,6 +57,14 @@ type Indexer struct {
 	stop    context.CancelFunc
 	stopped chan struct{}
 	once    sync.Once
+
+	// order lets batches of additions only be written together, while a batch that removes
+	// or re-reads an edit waits for every earlier one and holds back every later one: the
+	// index then ends as the queue's order left it (a recall after its message, an edit after
+	// the last one). The collector takes it in queue order, before the write starts.
+	order   sync.RWMutex
+	writers chan struct{} // one token per write in flight
+	writing sync.WaitGroup
 }
 
 // op is one queued index change: a message to index, or a key to remove.
@@ -74,7 +89,11 @@ func NewIndexer(cfg IndexerConfig, index ports.SearchIndex, fetch Fetcher, metri
 	if cfg.Flush <= 0 {
 		cfg.Flush = DefaultFlush
 	}
-	return &Indexer{cfg: cfg, index: index, fetch: fetch, metrics: metrics, log: log, ops: make(chan op, cfg.Queue), stopped: make(chan struct{})}
+	if cfg.Writers <= 0 {
+		cfg.Writers = DefaultWriters
+	}
+	return &Indexer{cfg: cfg, index: index, fetch: fetch, metrics: metrics, log: log, ops: make(chan op, cfg.Queue), stopped: make(chan struct{}),
+		writers: make(chan struct{}, cfg.Writers)}
 }
 
 // Committed queues what a stored message changes in the index: a searchable message is
@@ -141,12 +160,38 @@ func (x *Indexer) run(ctx context.Context) {
 					drained = true
 				}
 			}
-			x.apply(context.WithoutCancel(ctx), batch)
+			x.dispatch(context.WithoutCancel(ctx), batch)
+			x.writing.Wait()
 			return
 		}
-		x.apply(ctx, batch)
-		batch = batch[:0]
+		if len(batch) > 0 {
+			// Stop cancels ctx while writes may be in flight; they finish, as the last does.
+			x.dispatch(context.WithoutCancel(ctx), batch)
+			batch = make([]op, 0, x.cfg.Batch)
+		}
 	}
+}
+
+// dispatch writes batch on a goroutine of its own once a writer is free and the batches it
+// must follow are written (see order). At a low rate the flush finds a batch rarely and alone,
+// so writes go one at a time as one writer's would, and make no more segments.
+func (x *Indexer) dispatch(ctx context.Context, batch []op) {
+	exclusive := slices.ContainsFunc(batch, func(o op) bool { return o.doc == nil })
+	x.writers <- struct{}{}
+	unlock := x.order.RUnlock
+	if exclusive {
+		x.order.Lock()
+		unlock = x.order.Unlock
+	} else {
+		x.order.RLock()
+	}
+	x.writing.Add(1)
+	go func() {
+		defer x.writing.Done()
+		defer func() { <-x.writers }()
+		defer unlock()
+		x.apply(ctx, batch)
+	}()
 }
 
 // apply writes a batch, per tenant in queue order: runs of additions and removals are each
