@@ -72,7 +72,8 @@ type WebhookEvents interface {
 	// EventsAfter lists at most limit records with id > after, made at or after from and
 	// before until, by id.
 	EventsAfter(ctx context.Context, tenant string, after int64, from, until time.Time, limit int) ([]webhook.Record, error)
-	// DeleteEventsBefore deletes at most limit records made before before, oldest first, and
-	// says how many it deleted.
-	DeleteEventsBefore(ctx context.Context, tenant string, before time.Time, limit int) (int, error)
+	// DeleteEventsBefore deletes at most limit records made before before with an id below
+	// below, oldest first, and says how many it deleted: below is the first record an endpoint
+	// has not passed yet, kept with everything after it (docs/DESIGN.md issue-32 part 2).
+	DeleteEventsBefore(ctx context.Context, tenant string, before time.Time, below int64, limit int) (int, error)
 }

@@ -81,6 +81,7 @@ WHERE id > ? AND created_at >= ? AND created_at < ?
 ORDER BY id
 LIMIT ?;
 
--- The events older than webhooks.keep_events, a batch at a time.
+-- The events older than webhooks.keep_events, a batch at a time, below the first one an
+-- enabled endpoint has not passed yet (issue 32 part 2 "Member, friendship and report events").
 -- name: DeleteWebhookEventsBefore :execrows
-DELETE FROM t_webhook_events WHERE created_at < ? ORDER BY id LIMIT ?;
+DELETE FROM t_webhook_events WHERE created_at < ? AND id < ? ORDER BY id LIMIT ?;

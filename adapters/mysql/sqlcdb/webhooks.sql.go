@@ -33,17 +33,19 @@ func (q *Queries) DeleteWebhookEndpoint(ctx context.Context, id int64) (int64, e
 }
 
 const deleteWebhookEventsBefore = `-- name: DeleteWebhookEventsBefore :execrows
-DELETE FROM t_webhook_events WHERE created_at < ? ORDER BY id LIMIT ?
+DELETE FROM t_webhook_events WHERE created_at < ? AND id < ? ORDER BY id LIMIT ?
 `
 
 type DeleteWebhookEventsBeforeParams struct {
 	CreatedAt time.Time
+	ID        int64
 	Limit     int32
 }
 
-// The events older than webhooks.keep_events, a batch at a time.
+// The events older than webhooks.keep_events, a batch at a time, below the first one an
+// enabled endpoint has not passed yet (issue 32 part 2 "Member, friendship and report events").
 func (q *Queries) DeleteWebhookEventsBefore(ctx context.Context, arg DeleteWebhookEventsBeforeParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, deleteWebhookEventsBefore, arg.CreatedAt, arg.Limit)
+	result, err := q.db.ExecContext(ctx, deleteWebhookEventsBefore, arg.CreatedAt, arg.ID, arg.Limit)
 	if err != nil {
 		return 0, err
 	}

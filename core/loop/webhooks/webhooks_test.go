@@ -525,15 +525,86 @@ func TestABotsEndpointSeesItsOwnEventsOnly(t *testing.T) {
 }
 
 // Recorded events older than KeepEvents (90 days by default) are pruned by the pass, with or
-// without an endpoint subscribed to them.
+// without an endpoint subscribed to them, except those an enabled endpoint subscribed to them
+// has yet to pass: they wait for it, and a disabled endpoint holds none (docs/DESIGN.md
+// issue-32 part 2 "Member, friendship and report events").
 func TestRecordedEventsOlderThanKeptArePruned(t *testing.T) {
-	f := newFixture(t, nil)
-	old := f.events.Record(tenant, domain.MemberRecord(true, 1, []int64{5}, 0, t0.Add(-91*24*time.Hour)))
-	kept := f.events.Record(tenant, domain.MemberRecord(true, 1, []int64{6}, 0, t0.Add(-89*24*time.Hour)))
-	f.pass(t)
-	left, err := f.events.EventsAfter(context.Background(), tenant, 0, time.Time{}, f.clock.Now(), 10)
-	if err != nil || len(left) != 1 || left[0].ID != kept {
-		t.Fatalf("records left %+v, %v; want %d kept and %d pruned", left, err, kept, old)
+	day := 24 * time.Hour
+	type ids struct{ old, older, kept int64 }
+	for _, tc := range []struct {
+		name string
+		// endpoint sets the endpoint up once the events are recorded; nil leaves it on
+		// message.created only.
+		endpoint func(t *testing.T, f *fixture, r ids)
+		want     func(r ids) []int64
+	}{
+		{"no endpoint takes them", nil, func(r ids) []int64 { return []int64{r.kept} }},
+		{"an endpoint behind, refused", func(t *testing.T, f *fixture, r ids) {
+			f.since(t, -100*day, domain.MemberJoined)
+			f.setCursor(t, r.older)
+			f.recv.script = map[string][]int{fmt.Sprintf("events:%d:member.joined", r.old): {500}}
+		}, func(r ids) []int64 { return []int64{r.old, r.kept} }},
+		{"an endpoint that passed them all", func(t *testing.T, f *fixture, r ids) {
+			f.since(t, -100*day, domain.MemberJoined)
+			f.setCursor(t, r.kept)
+		}, func(r ids) []int64 { return []int64{r.kept} }},
+		{"a disabled endpoint behind", func(t *testing.T, f *fixture, r ids) {
+			f.since(t, -100*day, domain.MemberJoined)
+			ep, err := f.endpoints.Endpoint(context.Background(), tenant, f.ep.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ep.Enabled = false
+			if err := f.endpoints.UpdateEndpoint(context.Background(), tenant, ep); err != nil {
+				t.Fatal(err)
+			}
+		}, func(r ids) []int64 { return []int64{r.kept} }},
+		{"an endpoint made after them, behind on its own", func(t *testing.T, f *fixture, r ids) {
+			f.since(t, -90*day-time.Hour, domain.MemberJoined)
+			f.recv.script = map[string][]int{fmt.Sprintf("events:%d:member.joined", r.kept): {500}}
+		}, func(r ids) []int64 { return []int64{r.kept} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, nil)
+			r := ids{
+				older: f.events.Record(tenant, domain.MemberRecord(true, 1, []int64{4}, 0, t0.Add(-95*day))),
+				old:   f.events.Record(tenant, domain.MemberRecord(true, 1, []int64{5}, 0, t0.Add(-91*day))),
+				kept:  f.events.Record(tenant, domain.MemberRecord(true, 1, []int64{6}, 0, t0.Add(-89*day))),
+			}
+			if tc.endpoint != nil {
+				tc.endpoint(t, f, r)
+			}
+			f.pass(t)
+			left, err := f.events.EventsAfter(context.Background(), tenant, 0, time.Time{}, f.clock.Now(), 10)
+			var got []int64
+			for _, e := range left {
+				got = append(got, e.ID)
+			}
+			if want := tc.want(r); err != nil || !slices.Equal(got, want) {
+				t.Fatalf("records left %v, %v; want %v (%+v)", got, err, want, r)
+			}
+		})
+	}
+}
+
+// since remakes the fixture's endpoint as made at t0 + at, subscribed to types.
+func (f *fixture) since(t *testing.T, at time.Duration, types ...domain.EventType) {
+	t.Helper()
+	ep := f.ep
+	ep.Events, ep.CreatedAt = types, t0.Add(at)
+	if err := f.endpoints.DeleteEndpoint(context.Background(), tenant, ep.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.endpoints.CreateEndpoint(context.Background(), tenant, ep); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// setCursor sets the endpoint's cursor over the recorded events to id.
+func (f *fixture) setCursor(t *testing.T, id int64) {
+	t.Helper()
+	if err := f.cursors.SetTopicCursor(context.Background(), tenant, f.ep.ID, domain.EventStream, id); err != nil {
+		t.Fatal(err)
 	}
 }
 
