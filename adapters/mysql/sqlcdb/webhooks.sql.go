@@ -70,6 +70,29 @@ func (q *Queries) DeleteWebhookTopicCursors(ctx context.Context, endpointID int6
 	return err
 }
 
+const firstWebhookEvent = `-- name: FirstWebhookEvent :one
+SELECT CAST(COALESCE(MIN(id), 0) AS SIGNED) AS id
+FROM t_webhook_events
+WHERE created_at >= ? AND created_at < ?
+`
+
+type FirstWebhookEventParams struct {
+	CreatedAt   time.Time
+	CreatedAt_2 time.Time
+}
+
+// The id of the first recorded event made in [from, until), 0 when none: where an endpoint's
+// read starts when its cursor lies before that window (a new or replayed endpoint), so it
+// does not walk every record made before it. MIN over a range of idx_created (created_at, and
+// the primary key InnoDB appends) reads only the window's index entries (issue 32 part 2
+// "Member, friendship and report events").
+func (q *Queries) FirstWebhookEvent(ctx context.Context, arg FirstWebhookEventParams) (int64, error) {
+	row := q.db.QueryRowContext(ctx, firstWebhookEvent, arg.CreatedAt, arg.CreatedAt_2)
+	var id int64
+	err := row.Scan(&id)
+	return id, err
+}
+
 const insertWebhookDeadLetter = `-- name: InsertWebhookDeadLetter :exec
 INSERT INTO t_webhook_dead_letters (endpoint_id, topic, seqid, event_type, attempts, last_error, created_at)
 VALUES (?, ?, ?, ?, ?, ?, ?)

@@ -234,7 +234,7 @@ func (l *Loop) held(ctx context.Context, tenant string, e webhook.Endpoint, befo
 	if err != nil {
 		return 0, fmt.Errorf("read the %s cursor of endpoint %d: %w", webhook.EventStream, e.ID, err)
 	}
-	first, err := l.d.Events.EventsAfter(ctx, tenant, cur, latest(from, since), before, 1)
+	first, err := l.eventsAfter(ctx, tenant, cur, latest(from, since), before, 1)
 	if err != nil {
 		return 0, fmt.Errorf("first event endpoint %d has yet to pass: %w", e.ID, err)
 	}
@@ -513,9 +513,9 @@ func (l *Loop) revisionItems(ctx context.Context, tenant string, after int64, fr
 // eventItems are the member, friendship and report events as recorded (docs/DESIGN.md
 // issue-32 part 2 "Member, friendship and report events"); their seq is the record's id.
 func (l *Loop) eventItems(ctx context.Context, tenant string, after int64, from, until time.Time, limit int) ([]item, error) {
-	page, err := l.d.Events.EventsAfter(ctx, tenant, after, from, until, limit)
+	page, err := l.eventsAfter(ctx, tenant, after, from, until, limit)
 	if err != nil {
-		return nil, fmt.Errorf("read webhook events after %d: %w", after, err)
+		return nil, err
 	}
 	out := make([]item, len(page))
 	for i, r := range page {
@@ -523,6 +523,29 @@ func (l *Loop) eventItems(ctx context.Context, tenant string, after int64, from,
 			At: r.At.UnixMilli(), Data: r.Data}}
 	}
 	return out, nil
+}
+
+// eventsAfter lists at most limit recorded events after id after made in [from, until), the
+// rows of EventsAfter, but read from just below the first record made in that window when after
+// is lower (docs/DESIGN.md issue-32 part 2 "Member, friendship and report events"): a new
+// endpoint has no cursor yet and a replay drops it, and a read by id from there would walk
+// every record made before the window, up to keep_events of them, each pass. The first record
+// is found through the index on the time, at the cost of the window's records: the endpoint's
+// own backlog. No record in the window, no read.
+func (l *Loop) eventsAfter(ctx context.Context, tenant string, after int64, from, until time.Time, limit int) ([]webhook.Record, error) {
+	first, found, err := l.d.Events.FirstEvent(ctx, tenant, from, until)
+	if err != nil {
+		return nil, fmt.Errorf("find the first webhook event made from %s: %w", from.UTC().Format(time.RFC3339), err)
+	}
+	if !found {
+		return nil, nil
+	}
+	after = max(after, first-1)
+	page, err := l.d.Events.EventsAfter(ctx, tenant, after, from, until, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read webhook events after %d: %w", after, err)
+	}
+	return page, nil
 }
 
 // stream delivers the records of st made from lower on, in the order of their ids, one at a
