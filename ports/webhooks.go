@@ -74,7 +74,7 @@ type WebhookEvents interface {
 	EventsAfter(ctx context.Context, tenant string, after int64, from, until time.Time, limit int) ([]webhook.Record, error)
 	// FirstEvent is the smallest id of the records made at or after from and before until,
 	// found false when there is none, at the cost of that window's records only: where a
-	// read with an id before the window starts (docs/DESIGN.md issue-32 part 2).
+	// read with no cursor yet starts (docs/DESIGN.md issue-32 part 2).
 	FirstEvent(ctx context.Context, tenant string, from, until time.Time) (id int64, found bool, err error)
 	// DeleteEventsBefore deletes at most limit records made before before with an id below
 	// below, oldest first, and says how many it deleted: below is the first record an endpoint

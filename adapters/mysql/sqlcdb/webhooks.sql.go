@@ -81,9 +81,9 @@ type FirstWebhookEventParams struct {
 	CreatedAt_2 time.Time
 }
 
-// The id of the first recorded event made in [from, until), 0 when none: where an endpoint's
-// read starts when its cursor lies before that window (a new or replayed endpoint), so it
-// does not walk every record made before it. MIN over a range of idx_created (created_at, and
+// The id of the first recorded event made in [from, until), 0 when none: where the read of an
+// endpoint with no event cursor yet (a new or replayed one) starts, so it does not walk every
+// record made before it. MIN over a range of idx_created (created_at, and
 // the primary key InnoDB appends) reads only the window's index entries (issue 32 part 2
 // "Member, friendship and report events").
 func (q *Queries) FirstWebhookEvent(ctx context.Context, arg FirstWebhookEventParams) (int64, error) {

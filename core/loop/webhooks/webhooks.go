@@ -526,21 +526,24 @@ func (l *Loop) eventItems(ctx context.Context, tenant string, after int64, from,
 }
 
 // eventsAfter lists at most limit recorded events after id after made in [from, until), the
-// rows of EventsAfter, but read from just below the first record made in that window when after
-// is lower (docs/DESIGN.md issue-32 part 2 "Member, friendship and report events"): a new
-// endpoint has no cursor yet and a replay drops it, and a read by id from there would walk
-// every record made before the window, up to keep_events of them, each pass. The first record
-// is found through the index on the time, at the cost of the window's records: the endpoint's
-// own backlog. No record in the window, no read.
+// rows of EventsAfter. After 0 is no cursor (ids start at 1): a new endpoint's, or one a replay
+// dropped. A read by id from there would walk every record made before the window, up to
+// keep_events of them, on every pass until the first one is passed, so it starts just below
+// the first record made in the window instead, found through the index on the time at the cost
+// of the window's records: the endpoint's own backlog, once (docs/DESIGN.md issue-32 part 2
+// "Member, friendship and report events"). No record in the window, no read. A cursor is read
+// from as it is: what follows it is what the endpoint has yet to pass.
 func (l *Loop) eventsAfter(ctx context.Context, tenant string, after int64, from, until time.Time, limit int) ([]webhook.Record, error) {
-	first, found, err := l.d.Events.FirstEvent(ctx, tenant, from, until)
-	if err != nil {
-		return nil, fmt.Errorf("find the first webhook event made from %s: %w", from.UTC().Format(time.RFC3339), err)
+	if after == 0 {
+		first, found, err := l.d.Events.FirstEvent(ctx, tenant, from, until)
+		if err != nil {
+			return nil, fmt.Errorf("find the first webhook event made from %s: %w", from.UTC().Format(time.RFC3339), err)
+		}
+		if !found {
+			return nil, nil
+		}
+		after = first - 1
 	}
-	if !found {
-		return nil, nil
-	}
-	after = max(after, first-1)
 	page, err := l.d.Events.EventsAfter(ctx, tenant, after, from, until, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read webhook events after %d: %w", after, err)
