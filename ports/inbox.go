@@ -28,6 +28,9 @@ type DialogStore interface {
 	// Changed returns up to limit dialogs of the user with a score above after, ascending by
 	// score (both ZSETs merged; ties by conversation id).
 	Changed(ctx context.Context, tenant string, user, after int64, limit int) ([]dialog.Entry, error)
+	// UnreadTotal is the sum of the user's unread counts over every dialog, read at once (the
+	// native push badge, docs/DESIGN.md issue-32 part 1 "Badge"); 0 for a user without lists.
+	UnreadTotal(ctx context.Context, tenant string, user int64) (int64, error)
 	// Built reports whether the user's list was built (or rebuilt) since Redis last lost it.
 	Built(ctx context.Context, tenant string, user int64) (bool, error)
 	// Rebuild writes the user's list from MySQL state and marks it built. replace=false merges:

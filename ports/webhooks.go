@@ -72,7 +72,12 @@ type WebhookEvents interface {
 	// EventsAfter lists at most limit records with id > after, made at or after from and
 	// before until, by id.
 	EventsAfter(ctx context.Context, tenant string, after int64, from, until time.Time, limit int) ([]webhook.Record, error)
-	// DeleteEventsBefore deletes at most limit records made before before, oldest first, and
-	// says how many it deleted.
-	DeleteEventsBefore(ctx context.Context, tenant string, before time.Time, limit int) (int, error)
+	// FirstEvent is the smallest id of the records made at or after from and before until,
+	// found false when there is none, at the cost of that window's records only: where a
+	// read with no cursor yet starts (docs/DESIGN.md issue-32 part 2).
+	FirstEvent(ctx context.Context, tenant string, from, until time.Time) (id int64, found bool, err error)
+	// DeleteEventsBefore deletes at most limit records made before before with an id below
+	// below, oldest first, and says how many it deleted: below is the first record an endpoint
+	// has not passed yet, kept with everything after it (docs/DESIGN.md issue-32 part 2).
+	DeleteEventsBefore(ctx context.Context, tenant string, before time.Time, below int64, limit int) (int, error)
 }

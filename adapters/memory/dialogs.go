@@ -215,6 +215,17 @@ func (s *DialogStore) Changed(_ context.Context, name string, user, after int64,
 	return out[:min(len(out), max(limit, 0))], err
 }
 
+// UnreadTotal sums the user's counts.
+func (s *DialogStore) UnreadTotal(_ context.Context, name string, user int64) (int64, error) {
+	var sum int64
+	err := s.onUser(name, user, func(l *lists) {
+		for _, n := range l.counts {
+			sum += n
+		}
+	})
+	return sum, err
+}
+
 // Built reports the user's marker.
 func (s *DialogStore) Built(_ context.Context, name string, user int64) (bool, error) {
 	var built bool

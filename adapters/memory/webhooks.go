@@ -298,13 +298,27 @@ func (s *WebhookEvents) EventsAfter(_ context.Context, tenant string, after int6
 	return window(s.tenants[tenant], after, from, until, limit, func(r webhook.Record) (int64, time.Time) { return r.ID, r.At }), nil
 }
 
-// DeleteEventsBefore deletes at most limit records made before before, oldest first.
-func (s *WebhookEvents) DeleteEventsBefore(_ context.Context, tenant string, before time.Time, limit int) (int, error) {
+// FirstEvent is the smallest id of the records made in [from, until).
+func (s *WebhookEvents) FirstEvent(_ context.Context, tenant string, from, until time.Time) (int64, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	first := int64(0) // ids start at 1
+	for _, r := range s.tenants[tenant] {
+		if !r.At.Before(from) && r.At.Before(until) && (first == 0 || r.ID < first) {
+			first = r.ID
+		}
+	}
+	return first, first > 0, nil
+}
+
+// DeleteEventsBefore deletes at most limit records made before before with an id below
+// below, oldest first.
+func (s *WebhookEvents) DeleteEventsBefore(_ context.Context, tenant string, before time.Time, below int64, limit int) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
 	s.tenants[tenant] = slices.DeleteFunc(s.tenants[tenant], func(r webhook.Record) bool {
-		if n < limit && r.At.Before(before) {
+		if n < limit && r.At.Before(before) && r.ID < below {
 			n++
 			return true
 		}

@@ -368,8 +368,24 @@ func (s *WebhookEvents) EventsAfter(ctx context.Context, tenant string, after in
 	})
 }
 
-// DeleteEventsBefore deletes a batch of the records made before before, oldest first.
-func (s *WebhookEvents) DeleteEventsBefore(ctx context.Context, tenant string, before time.Time, limit int) (int, error) {
+// FirstEvent is the smallest id of the records made in [from, until): a range of idx_created,
+// whose entries carry the id (docs/DESIGN.md issue-32 part 2).
+func (s *WebhookEvents) FirstEvent(ctx context.Context, tenant string, from, until time.Time) (int64, bool, error) {
+	t, err := s.cluster.tenant(tenant)
+	if err != nil {
+		return 0, false, err
+	}
+	id, err := t.q.FirstWebhookEvent(ctx, sqlcdb.FirstWebhookEventParams{CreatedAt: from.UTC(), CreatedAt_2: until.UTC()})
+	if err != nil {
+		return 0, false, fmt.Errorf("first webhook event made from %s: %w", from.UTC().Format(time.RFC3339), err)
+	}
+	// Ids start at 1, so 0 is the query's none.
+	return id, id > 0, nil
+}
+
+// DeleteEventsBefore deletes a batch of the records made before before with an id below
+// below, oldest first.
+func (s *WebhookEvents) DeleteEventsBefore(ctx context.Context, tenant string, before time.Time, below int64, limit int) (int, error) {
 	t, err := s.cluster.tenant(tenant)
 	if err != nil {
 		return 0, err
@@ -378,9 +394,9 @@ func (s *WebhookEvents) DeleteEventsBefore(ctx context.Context, tenant string, b
 	if err != nil {
 		return 0, err
 	}
-	n, err := t.q.DeleteWebhookEventsBefore(ctx, sqlcdb.DeleteWebhookEventsBeforeParams{CreatedAt: before.UTC(), Limit: lim})
+	n, err := t.q.DeleteWebhookEventsBefore(ctx, sqlcdb.DeleteWebhookEventsBeforeParams{CreatedAt: before.UTC(), ID: below, Limit: lim})
 	if err != nil {
-		return 0, fmt.Errorf("delete webhook events before %s: %w", before.UTC().Format(time.RFC3339), err)
+		return 0, fmt.Errorf("delete webhook events before %s below id %d: %w", before.UTC().Format(time.RFC3339), below, err)
 	}
 	return int(n), nil
 }

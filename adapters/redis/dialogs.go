@@ -645,6 +645,30 @@ func (s *DialogStore) details(ctx context.Context, k Keys, user int64, entries [
 	return nil
 }
 
+// UnreadTotal sums the user's unread-count HASH, read whole by one HVALS (docs/DESIGN.md
+// issue-32 part 1 "Badge"): it holds a field only for a dialog with unread messages (MarkRead
+// and RemoveDialog delete it), so the cost is the user's unread conversations, never the whole
+// list and no preview, and there is no total of its own to keep or rebuild.
+func (s *DialogStore) UnreadTotal(ctx context.Context, tenant string, user int64) (int64, error) {
+	k, err := KeysOf(tenant)
+	if err != nil {
+		return 0, fmt.Errorf("unread total: %w", err)
+	}
+	counts, err := s.c.Do(ctx, s.c.B().Hvals().Key(k.DialogUnreadCount(user)).Build()).AsStrSlice()
+	if err != nil {
+		return 0, fmt.Errorf("unread counts of %d in %s: %w", user, tenant, err)
+	}
+	var sum int64
+	for _, c := range counts {
+		n, err := strconv.ParseInt(c, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("unread count %q of %d in %s: %w", c, user, tenant, err)
+		}
+		sum += n
+	}
+	return sum, nil
+}
+
 // Built reports whether the user's list marker exists.
 func (s *DialogStore) Built(ctx context.Context, tenant string, user int64) (bool, error) {
 	k, err := KeysOf(tenant)

@@ -38,6 +38,7 @@ func DialogStore(t *testing.T, fresh func(t *testing.T) DialogFixture) {
 		{"mark read clears the count and keeps the score", markRead},
 		{"changed pages both lists by score", changedPages},
 		{"rebuild merges, replace resets", rebuilds},
+		{"the unread total sums every dialog", unreadTotal},
 		{"pins", pins},
 	}
 	for _, c := range cases {
@@ -477,6 +478,58 @@ func rebuilds(t *testing.T, f DialogFixture) {
 	}
 	if built, err := f.Dialogs.Built(ctx, f.Tenant, 3); err != nil || !built {
 		t.Fatalf("Built after an empty rebuild = %v, %v", built, err)
+	}
+}
+
+// unreadTotal: the total is over every dialog, however many (more than a page of Changed),
+// and follows a live count, a read and a rebuild.
+func unreadTotal(t *testing.T, f DialogFixture) {
+	ctx := context.Background()
+	total := func(user int64) int64 {
+		t.Helper()
+		n, err := f.Dialogs.UnreadTotal(ctx, f.Tenant, user)
+		if err != nil {
+			t.Fatalf("UnreadTotal(%d): %v", user, err)
+		}
+		return n
+	}
+	if n := total(2); n != 0 {
+		t.Fatalf("total without lists = %d, want 0", n)
+	}
+	// 1,200 conversations, 2 unread each, every fourth read and every fifth muted.
+	var (
+		states []dialog.State
+		want   int64
+	)
+	for conv := int64(1); conv <= 1_200; conv++ {
+		s := dialog.State{ConversationID: conv, Topic: fmt.Sprintf("grp_%d", conv), LastSeq: 3, LastMsgID: conv, LastMsgAt: time.UnixMilli(conv * 1000),
+			ReadSeq: 1, Muted: conv%5 == 0}
+		if conv%4 == 0 {
+			s.ReadSeq = 3
+		}
+		want += s.Unread()
+		states = append(states, s)
+	}
+	if err := f.Dialogs.Rebuild(ctx, f.Tenant, 2, states, true); err != nil {
+		t.Fatal(err)
+	}
+	if n := total(2); n != want {
+		t.Fatalf("total after the rebuild = %d, want %d", n, want)
+	}
+	u := dialogUpdate("m1", 1, 2_000_000, 1, dialog.Batch{Index: 0, Users: []int64{2}})
+	u.ConversationID, u.Preview.ConversationID = 5_000, 5_000 // a new dialog, not muted
+	apply(t, f, u)
+	if n := total(2); n != want+1 {
+		t.Fatalf("total after a message = %d, want %d", n, want+1)
+	}
+	if err := f.Dialogs.MarkRead(ctx, f.Tenant, 2, 1); err != nil {
+		t.Fatal(err)
+	}
+	if n := total(2); n != want+1-2 {
+		t.Fatalf("total after reading conversation 1 = %d, want %d", n, want+1-2)
+	}
+	if n := total(3); n != 0 {
+		t.Fatalf("another user's total = %d, want 0", n)
 	}
 }
 

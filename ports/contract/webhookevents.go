@@ -3,6 +3,7 @@ package contract
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"reflect"
 	"testing"
 	"time"
@@ -21,7 +22,8 @@ type WebhookEventsFactory func(t *testing.T) (g SocialGraph, r ports.Reports, ev
 // what it did, in the order of the changes, and nothing when it changed nothing (a member
 // added again, a friendship made or ended twice, a repeated report, a P2P pair's rows), each
 // naming the user who acted (the accepting user of a request; none for an operator); old
-// records are deleted oldest first, a batch at a time.
+// records are deleted oldest first, a batch at a time, never from the first one an endpoint
+// has not passed on; the first record made in a window of time is found by its time.
 func WebhookEvents(t *testing.T, newStores WebhookEventsFactory) {
 	g, reports, events, tenant := newStores(t)
 	ctx := context.Background()
@@ -104,16 +106,58 @@ func WebhookEvents(t *testing.T, newStores WebhookEventsFactory) {
 	if page, err := events.EventsAfter(ctx, tenant, got[2].ID, from, until, 2); err != nil || len(page) != 2 || page[0].ID != got[3].ID || page[1].ID != got[4].ID {
 		t.Fatalf("EventsAfter(%d, limit 2) = %+v, %v; want records 3 and 4", got[2].ID, page, err)
 	}
-	if page, err := events.EventsAfter(ctx, tenant, 0, from, got[0].At, 100); err != nil || len(page) != 0 {
-		t.Fatalf("EventsAfter until the first record = %+v, %v; want none", page, err)
+	// The report's time is its own, taken before the steps ran: the record made earliest may
+	// have the last id.
+	earliest := got[0].At
+	for _, r := range got {
+		if r.At.Before(earliest) {
+			earliest = r.At
+		}
 	}
-	if n, err := events.DeleteEventsBefore(ctx, tenant, until, 2); err != nil || n != 2 {
+	if page, err := events.EventsAfter(ctx, tenant, 0, from, earliest, 100); err != nil || len(page) != 0 {
+		t.Fatalf("EventsAfter until the earliest record = %+v, %v; want none", page, err)
+	}
+	// The first record made in a window: the smallest id made at or after from and before
+	// until, whatever came before it.
+	firstFrom := func(from, until time.Time) (int64, bool) {
+		for _, r := range got {
+			if !r.At.Before(from) && r.At.Before(until) {
+				return r.ID, true
+			}
+		}
+		return 0, false
+	}
+	for _, w := range []struct {
+		name        string
+		from, until time.Time
+	}{
+		{"all of them", from, until},
+		{"from the fourth", got[3].At, until},
+		{"from the last", got[len(got)-1].At, until},
+		{"up to the first", from, got[0].At},
+		{"up to the earliest", from, earliest},
+		{"after them", until, until.Add(time.Hour)},
+	} {
+		wantID, wantFound := firstFrom(w.from, w.until)
+		if id, found, err := events.FirstEvent(ctx, tenant, w.from, w.until); err != nil || id != wantID || found != wantFound {
+			t.Fatalf("FirstEvent %s = %d, %v, %v; want %d, %v", w.name, id, found, err, wantID, wantFound)
+		}
+	}
+	all := int64(math.MaxInt64)
+	if n, err := events.DeleteEventsBefore(ctx, tenant, until, all, 2); err != nil || n != 2 {
 		t.Fatalf("DeleteEventsBefore(limit 2) = %d, %v; want 2", n, err)
 	}
-	if n, err := events.DeleteEventsBefore(ctx, tenant, from, 100); err != nil || n != 0 {
+	if n, err := events.DeleteEventsBefore(ctx, tenant, from, all, 100); err != nil || n != 0 {
 		t.Fatalf("DeleteEventsBefore(before them all) = %d, %v; want 0", n, err)
 	}
 	if left, err := events.EventsAfter(ctx, tenant, 0, from, until, 100); err != nil || len(left) != len(want)-2 || left[0].ID != got[2].ID {
 		t.Fatalf("after deleting the 2 oldest: %+v, %v; want records from the third", left, err)
+	}
+	// An endpoint that has not passed the fifth record holds it and every one after it.
+	if n, err := events.DeleteEventsBefore(ctx, tenant, until, got[4].ID, 100); err != nil || n != 2 {
+		t.Fatalf("DeleteEventsBefore(below the fifth) = %d, %v; want the third and the fourth", n, err)
+	}
+	if left, err := events.EventsAfter(ctx, tenant, 0, from, until, 100); err != nil || len(left) != len(want)-4 || left[0].ID != got[4].ID {
+		t.Fatalf("after deleting below the fifth: %+v, %v; want records from the fifth", left, err)
 	}
 }

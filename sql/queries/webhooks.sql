@@ -81,6 +81,17 @@ WHERE id > ? AND created_at >= ? AND created_at < ?
 ORDER BY id
 LIMIT ?;
 
--- The events older than webhooks.keep_events, a batch at a time.
+-- The id of the first recorded event made in [from, until), 0 when none: where the read of an
+-- endpoint with no event cursor yet (a new or replayed one) starts, so it does not walk every
+-- record made before it. MIN over a range of idx_created (created_at, and
+-- the primary key InnoDB appends) reads only the window's index entries (issue 32 part 2
+-- "Member, friendship and report events").
+-- name: FirstWebhookEvent :one
+SELECT CAST(COALESCE(MIN(id), 0) AS SIGNED) AS id
+FROM t_webhook_events
+WHERE created_at >= ? AND created_at < ?;
+
+-- The events older than webhooks.keep_events, a batch at a time, below the first one an
+-- enabled endpoint has not passed yet (issue 32 part 2 "Member, friendship and report events").
 -- name: DeleteWebhookEventsBefore :execrows
-DELETE FROM t_webhook_events WHERE created_at < ? ORDER BY id LIMIT ?;
+DELETE FROM t_webhook_events WHERE created_at < ? AND id < ? ORDER BY id LIMIT ?;

@@ -33,17 +33,19 @@ func (q *Queries) DeleteWebhookEndpoint(ctx context.Context, id int64) (int64, e
 }
 
 const deleteWebhookEventsBefore = `-- name: DeleteWebhookEventsBefore :execrows
-DELETE FROM t_webhook_events WHERE created_at < ? ORDER BY id LIMIT ?
+DELETE FROM t_webhook_events WHERE created_at < ? AND id < ? ORDER BY id LIMIT ?
 `
 
 type DeleteWebhookEventsBeforeParams struct {
 	CreatedAt time.Time
+	ID        int64
 	Limit     int32
 }
 
-// The events older than webhooks.keep_events, a batch at a time.
+// The events older than webhooks.keep_events, a batch at a time, below the first one an
+// enabled endpoint has not passed yet (issue 32 part 2 "Member, friendship and report events").
 func (q *Queries) DeleteWebhookEventsBefore(ctx context.Context, arg DeleteWebhookEventsBeforeParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, deleteWebhookEventsBefore, arg.CreatedAt, arg.Limit)
+	result, err := q.db.ExecContext(ctx, deleteWebhookEventsBefore, arg.CreatedAt, arg.ID, arg.Limit)
 	if err != nil {
 		return 0, err
 	}
@@ -66,6 +68,29 @@ DELETE FROM t_webhook_cursors WHERE endpoint_id = ?
 func (q *Queries) DeleteWebhookTopicCursors(ctx context.Context, endpointID int64) error {
 	_, err := q.db.ExecContext(ctx, deleteWebhookTopicCursors, endpointID)
 	return err
+}
+
+const firstWebhookEvent = `-- name: FirstWebhookEvent :one
+SELECT CAST(COALESCE(MIN(id), 0) AS SIGNED) AS id
+FROM t_webhook_events
+WHERE created_at >= ? AND created_at < ?
+`
+
+type FirstWebhookEventParams struct {
+	CreatedAt   time.Time
+	CreatedAt_2 time.Time
+}
+
+// The id of the first recorded event made in [from, until), 0 when none: where the read of an
+// endpoint with no event cursor yet (a new or replayed one) starts, so it does not walk every
+// record made before it. MIN over a range of idx_created (created_at, and
+// the primary key InnoDB appends) reads only the window's index entries (issue 32 part 2
+// "Member, friendship and report events").
+func (q *Queries) FirstWebhookEvent(ctx context.Context, arg FirstWebhookEventParams) (int64, error) {
+	row := q.db.QueryRowContext(ctx, firstWebhookEvent, arg.CreatedAt, arg.CreatedAt_2)
+	var id int64
+	err := row.Scan(&id)
+	return id, err
 }
 
 const insertWebhookDeadLetter = `-- name: InsertWebhookDeadLetter :exec

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -170,7 +171,7 @@ func (l *Loop) Pass(ctx context.Context, tenant string) error {
 			return errors.Join(errs...)
 		}
 	}
-	if err := l.prune(ctx, tenant); err != nil {
+	if err := l.prune(ctx, tenant, eps); err != nil {
 		errs = append(errs, fmt.Errorf("webhooks of %s: %w", tenant, err))
 	}
 	return errors.Join(errs...)
@@ -184,8 +185,10 @@ const (
 )
 
 // prune deletes the recorded events older than KeepEvents (docs/DESIGN.md issue-32 part 2
-// "Member, friendship and report events"): every tenant records them, endpoints or not.
-func (l *Loop) prune(ctx context.Context, tenant string) error {
+// "Member, friendship and report events"): every tenant records them, endpoints or not. It
+// stops below the first one an enabled endpoint of eps subscribed to them has not passed, so
+// no event is lost before it was delivered or dead-lettered.
+func (l *Loop) prune(ctx context.Context, tenant string, eps []webhook.Endpoint) error {
 	now := l.d.Clock.Now()
 	l.mu.Lock()
 	last := l.pruned[tenant]
@@ -193,7 +196,16 @@ func (l *Loop) prune(ctx context.Context, tenant string) error {
 	if now.Sub(last) < pruneEvery {
 		return nil
 	}
-	n, err := l.d.Events.DeleteEventsBefore(ctx, tenant, now.Add(-l.cfg.KeepEvents), pruneBatch)
+	before := now.Add(-l.cfg.KeepEvents)
+	below := int64(math.MaxInt64)
+	for _, e := range eps {
+		held, err := l.held(ctx, tenant, e, before)
+		if err != nil {
+			return fmt.Errorf("prune the recorded events: %w", err)
+		}
+		below = min(below, held)
+	}
+	n, err := l.d.Events.DeleteEventsBefore(ctx, tenant, before, below, pruneBatch)
 	if err != nil {
 		return fmt.Errorf("prune the recorded events: %w", err)
 	}
@@ -203,6 +215,52 @@ func (l *Loop) prune(ctx context.Context, tenant string) error {
 		l.mu.Unlock()
 	}
 	return nil
+}
+
+// held is the id of the first recorded event made before before that endpoint e has yet to
+// pass (deliver or dead-letter), math.MaxInt64 when none: the events its stream still reads,
+// after its cursor and from where its reading begins. A disabled endpoint, or one not
+// subscribed to these events, holds none (docs/DESIGN.md issue-32 part 2 "Member, friendship
+// and report events"): it is not read, so it would hold them for ever.
+func (l *Loop) held(ctx context.Context, tenant string, e webhook.Endpoint, before time.Time) (int64, error) {
+	if !e.Enabled || !slices.ContainsFunc(e.Events, recordedEvent) {
+		return math.MaxInt64, nil
+	}
+	_, from, since, err := l.bounds(ctx, tenant, e)
+	if err != nil {
+		return 0, err
+	}
+	cur, _, err := l.d.Cursors.TopicCursor(ctx, tenant, e.ID, webhook.EventStream)
+	if err != nil {
+		return 0, fmt.Errorf("read the %s cursor of endpoint %d: %w", webhook.EventStream, e.ID, err)
+	}
+	first, err := l.eventsAfter(ctx, tenant, cur, latest(from, since), before, 1)
+	if err != nil {
+		return 0, fmt.Errorf("first event endpoint %d has yet to pass: %w", e.ID, err)
+	}
+	if len(first) == 0 {
+		return math.MaxInt64, nil
+	}
+	l.d.Log.WarnContext(ctx, "webhooks: an endpoint holds events past webhooks.keep_events", "tenant", tenant, "endpoint", e.ID,
+		"event", first[0].ID, "made", first[0].At)
+	return first[0].ID, nil
+}
+
+// bounds reads endpoint e's scan mark and says where its events begin (its creation, or the
+// point of its last replay) and from when a pass looks for changes (Settle before the mark).
+func (l *Loop) bounds(ctx context.Context, tenant string, e webhook.Endpoint) (scan webhook.Scan, from, since time.Time, err error) {
+	scan, found, err := l.d.Cursors.ScanMark(ctx, tenant, e.ID)
+	if err != nil {
+		return webhook.Scan{}, time.Time{}, time.Time{}, fmt.Errorf("read scan mark: %w", err)
+	}
+	if !found {
+		scan.Mark = e.CreatedAt
+	}
+	from = e.CreatedAt
+	if !scan.ReplayFrom.IsZero() {
+		from = scan.ReplayFrom
+	}
+	return scan, from, scan.Mark.Add(-l.cfg.Settle), nil
 }
 
 // errLeaseLost ends a pass whose lease lapsed or was taken: another node or a replay now owns
@@ -242,19 +300,10 @@ func (l *Loop) keep(ctx context.Context, p *pass) error {
 func (l *Loop) endpoint(ctx context.Context, p *pass, e webhook.Endpoint) error {
 	tenant := p.tenant
 	now := l.d.Clock.Now()
-	scan, found, err := l.d.Cursors.ScanMark(ctx, tenant, e.ID)
+	scan, from, since, err := l.bounds(ctx, tenant, e)
 	if err != nil {
-		return fmt.Errorf("read scan mark: %w", err)
+		return err
 	}
-	if !found {
-		scan.Mark = e.CreatedAt
-	}
-	// Events start at the endpoint's creation, or at the point of its last replay.
-	from := e.CreatedAt
-	if !scan.ReplayFrom.IsZero() {
-		from = scan.ReplayFrom
-	}
-	since := scan.Mark.Add(-l.cfg.Settle)
 	next, failed := now, false
 	fail := func(what string, err error) {
 		l.d.Log.WarnContext(ctx, "webhooks: left for the next pass", "tenant", tenant, "endpoint", e.ID, "what", what, "err", err)
@@ -464,9 +513,9 @@ func (l *Loop) revisionItems(ctx context.Context, tenant string, after int64, fr
 // eventItems are the member, friendship and report events as recorded (docs/DESIGN.md
 // issue-32 part 2 "Member, friendship and report events"); their seq is the record's id.
 func (l *Loop) eventItems(ctx context.Context, tenant string, after int64, from, until time.Time, limit int) ([]item, error) {
-	page, err := l.d.Events.EventsAfter(ctx, tenant, after, from, until, limit)
+	page, err := l.eventsAfter(ctx, tenant, after, from, until, limit)
 	if err != nil {
-		return nil, fmt.Errorf("read webhook events after %d: %w", after, err)
+		return nil, err
 	}
 	out := make([]item, len(page))
 	for i, r := range page {
@@ -474,6 +523,32 @@ func (l *Loop) eventItems(ctx context.Context, tenant string, after int64, from,
 			At: r.At.UnixMilli(), Data: r.Data}}
 	}
 	return out, nil
+}
+
+// eventsAfter lists at most limit recorded events after id after made in [from, until), the
+// rows of EventsAfter. After 0 is no cursor (ids start at 1): a new endpoint's, or one a replay
+// dropped. A read by id from there would walk every record made before the window, up to
+// keep_events of them, on every pass until the first one is passed, so it starts just below
+// the first record made in the window instead, found through the index on the time at the cost
+// of the window's records: the endpoint's own backlog, once (docs/DESIGN.md issue-32 part 2
+// "Member, friendship and report events"). No record in the window, no read. A cursor is read
+// from as it is: what follows it is what the endpoint has yet to pass.
+func (l *Loop) eventsAfter(ctx context.Context, tenant string, after int64, from, until time.Time, limit int) ([]webhook.Record, error) {
+	if after == 0 {
+		first, found, err := l.d.Events.FirstEvent(ctx, tenant, from, until)
+		if err != nil {
+			return nil, fmt.Errorf("find the first webhook event made from %s: %w", from.UTC().Format(time.RFC3339), err)
+		}
+		if !found {
+			return nil, nil
+		}
+		after = first - 1
+	}
+	page, err := l.d.Events.EventsAfter(ctx, tenant, after, from, until, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read webhook events after %d: %w", after, err)
+	}
+	return page, nil
 }
 
 // stream delivers the records of st made from lower on, in the order of their ids, one at a

@@ -169,6 +169,31 @@ type fixture struct {
 	readers   readers
 	revs      *memory.WebhookRevisions
 	events    *memory.WebhookEvents
+	reads     *eventReads
+}
+
+// eventReads is the fixture's record of events, noting the id each EventsAfter reads after: a
+// read by id walks every record above it.
+type eventReads struct {
+	*memory.WebhookEvents
+	mu     sync.Mutex
+	afters []int64
+}
+
+func (r *eventReads) EventsAfter(ctx context.Context, tenant string, after int64, from, until time.Time, limit int) ([]domain.Record, error) {
+	r.mu.Lock()
+	r.afters = append(r.afters, after)
+	r.mu.Unlock()
+	return r.WebhookEvents.EventsAfter(ctx, tenant, after, from, until, limit)
+}
+
+// took returns the ids read after since the last call, and forgets them.
+func (r *eventReads) took() []int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.afters
+	r.afters = nil
+	return out
 }
 
 func newFixture(t *testing.T, script map[string][]int) *fixture {
@@ -177,6 +202,7 @@ func newFixture(t *testing.T, script map[string][]int) *fixture {
 	f := &fixture{clock: clock, back: &backlog{topics: map[string][]message.Message{}, broken: map[string]bool{}}, cursors: memory.NewWebhookCursors(),
 		locks: memory.NewLocks(clock.Now), metrics: memory.NewMetrics(), readers: readers{},
 		revs: memory.NewWebhookRevisions(), events: memory.NewWebhookEvents()}
+	f.reads = &eventReads{WebhookEvents: f.events}
 	f.recv = &receiver{t: t, clock: clock, secret: "whsec_test", script: script, attempts: map[string]int{}}
 	endpoints := memory.NewWebhookEndpoints()
 	f.ep = domain.Endpoint{ID: 1, URL: "https://hooks.example/in", Events: []domain.EventType{domain.MessageCreated}, Enabled: true, Secret: "whsec_test", CreatedAt: t0}
@@ -196,7 +222,7 @@ func newFixture(t *testing.T, script map[string][]int) *fixture {
 // node is another node's loop over the same stores: its retry state is its own.
 func (f *fixture) node() *webhooks.Loop {
 	return webhooks.New(webhooks.Config{FirstRetry: time.Second, MaxBackoff: 4 * time.Second, MaxAttempts: 3, Batch: 2},
-		webhooks.Deps{Endpoints: f.endpoints, Cursors: f.cursors, Changes: f.back, History: f.back, Revisions: f.revs, Events: f.events, Readers: f.readers, Sender: f.recv,
+		webhooks.Deps{Endpoints: f.endpoints, Cursors: f.cursors, Changes: f.back, History: f.back, Revisions: f.revs, Events: f.reads, Readers: f.readers, Sender: f.recv,
 			Locks: f.locks, Metrics: f.metrics, Clock: f.clock, Log: slog.New(slog.DiscardHandler)})
 }
 
@@ -507,6 +533,58 @@ func TestMemberFriendshipAndReportEventsInTheirOrder(t *testing.T) {
 	}
 }
 
+// The recorded events are read from the first one made since the endpoint's creation, or since
+// the point of its replay, never by id from before the records made earlier: an endpoint has no
+// cursor over them then, and its passes would walk every record of keep_events (docs/DESIGN.md
+// issue-32 part 2 "Member, friendship and report events").
+func TestRecordedEventsAreReadFromTheEndpointsPoint(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		replay bool // from the record made an hour before the endpoint
+	}{
+		{"a new endpoint", false},
+		{"a replay", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, nil)
+			f.subscribe(t, 0, domain.MemberJoined)
+			type rec struct {
+				id    int64
+				event string
+			}
+			record := func(at time.Time) rec {
+				r := domain.MemberRecord(true, 1, []int64{5}, 0, at)
+				r.ID = f.events.Record(tenant, r)
+				return rec{r.ID, domain.RecordEventID(r)}
+			}
+			for i := range 200 {
+				record(t0.Add(-2*time.Hour + time.Duration(i)*time.Second))
+			}
+			point, made := record(t0.Add(-time.Hour)), record(t0.Add(time.Second))
+			wantFrom := func(what string, r rec) {
+				t.Helper()
+				if got := f.reads.took(); len(got) == 0 || got[0] != r.id-1 {
+					t.Fatalf("%s read after ids %v, want first after %d (from record %d on)", what, got, r.id-1, r.id)
+				}
+			}
+			f.pass(t)
+			wantFrom("the first pass", made)
+			want := []string{made.event}
+			if tc.replay {
+				if err := f.cursors.Replay(context.Background(), tenant, f.ep.ID, t0.Add(-time.Hour)); err != nil {
+					t.Fatal(err)
+				}
+				f.pass(t)
+				wantFrom("the pass after the replay", point)
+				want = append(want, point.event, made.event)
+			}
+			if got := f.recv.got(); !slices.Equal(got, want) {
+				t.Fatalf("delivered %v, want %v", got, want)
+			}
+		})
+	}
+}
+
 // An endpoint bound to a bot gets the member events of the groups the bot may read and its
 // own friendships, never a report; an unsubscribed type is passed over.
 func TestABotsEndpointSeesItsOwnEventsOnly(t *testing.T) {
@@ -525,15 +603,86 @@ func TestABotsEndpointSeesItsOwnEventsOnly(t *testing.T) {
 }
 
 // Recorded events older than KeepEvents (90 days by default) are pruned by the pass, with or
-// without an endpoint subscribed to them.
+// without an endpoint subscribed to them, except those an enabled endpoint subscribed to them
+// has yet to pass: they wait for it, and a disabled endpoint holds none (docs/DESIGN.md
+// issue-32 part 2 "Member, friendship and report events").
 func TestRecordedEventsOlderThanKeptArePruned(t *testing.T) {
-	f := newFixture(t, nil)
-	old := f.events.Record(tenant, domain.MemberRecord(true, 1, []int64{5}, 0, t0.Add(-91*24*time.Hour)))
-	kept := f.events.Record(tenant, domain.MemberRecord(true, 1, []int64{6}, 0, t0.Add(-89*24*time.Hour)))
-	f.pass(t)
-	left, err := f.events.EventsAfter(context.Background(), tenant, 0, time.Time{}, f.clock.Now(), 10)
-	if err != nil || len(left) != 1 || left[0].ID != kept {
-		t.Fatalf("records left %+v, %v; want %d kept and %d pruned", left, err, kept, old)
+	day := 24 * time.Hour
+	type ids struct{ old, older, kept int64 }
+	for _, tc := range []struct {
+		name string
+		// endpoint sets the endpoint up once the events are recorded; nil leaves it on
+		// message.created only.
+		endpoint func(t *testing.T, f *fixture, r ids)
+		want     func(r ids) []int64
+	}{
+		{"no endpoint takes them", nil, func(r ids) []int64 { return []int64{r.kept} }},
+		{"an endpoint behind, refused", func(t *testing.T, f *fixture, r ids) {
+			f.since(t, -100*day, domain.MemberJoined)
+			f.setCursor(t, r.older)
+			f.recv.script = map[string][]int{fmt.Sprintf("events:%d:member.joined", r.old): {500}}
+		}, func(r ids) []int64 { return []int64{r.old, r.kept} }},
+		{"an endpoint that passed them all", func(t *testing.T, f *fixture, r ids) {
+			f.since(t, -100*day, domain.MemberJoined)
+			f.setCursor(t, r.kept)
+		}, func(r ids) []int64 { return []int64{r.kept} }},
+		{"a disabled endpoint behind", func(t *testing.T, f *fixture, r ids) {
+			f.since(t, -100*day, domain.MemberJoined)
+			ep, err := f.endpoints.Endpoint(context.Background(), tenant, f.ep.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ep.Enabled = false
+			if err := f.endpoints.UpdateEndpoint(context.Background(), tenant, ep); err != nil {
+				t.Fatal(err)
+			}
+		}, func(r ids) []int64 { return []int64{r.kept} }},
+		{"an endpoint made after them, behind on its own", func(t *testing.T, f *fixture, r ids) {
+			f.since(t, -90*day-time.Hour, domain.MemberJoined)
+			f.recv.script = map[string][]int{fmt.Sprintf("events:%d:member.joined", r.kept): {500}}
+		}, func(r ids) []int64 { return []int64{r.kept} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, nil)
+			r := ids{
+				older: f.events.Record(tenant, domain.MemberRecord(true, 1, []int64{4}, 0, t0.Add(-95*day))),
+				old:   f.events.Record(tenant, domain.MemberRecord(true, 1, []int64{5}, 0, t0.Add(-91*day))),
+				kept:  f.events.Record(tenant, domain.MemberRecord(true, 1, []int64{6}, 0, t0.Add(-89*day))),
+			}
+			if tc.endpoint != nil {
+				tc.endpoint(t, f, r)
+			}
+			f.pass(t)
+			left, err := f.events.EventsAfter(context.Background(), tenant, 0, time.Time{}, f.clock.Now(), 10)
+			var got []int64
+			for _, e := range left {
+				got = append(got, e.ID)
+			}
+			if want := tc.want(r); err != nil || !slices.Equal(got, want) {
+				t.Fatalf("records left %v, %v; want %v (%+v)", got, err, want, r)
+			}
+		})
+	}
+}
+
+// since remakes the fixture's endpoint as made at t0 + at, subscribed to types.
+func (f *fixture) since(t *testing.T, at time.Duration, types ...domain.EventType) {
+	t.Helper()
+	ep := f.ep
+	ep.Events, ep.CreatedAt = types, t0.Add(at)
+	if err := f.endpoints.DeleteEndpoint(context.Background(), tenant, ep.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.endpoints.CreateEndpoint(context.Background(), tenant, ep); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// setCursor sets the endpoint's cursor over the recorded events to id.
+func (f *fixture) setCursor(t *testing.T, id int64) {
+	t.Helper()
+	if err := f.cursors.SetTopicCursor(context.Background(), tenant, f.ep.ID, domain.EventStream, id); err != nil {
+		t.Fatal(err)
 	}
 }
 

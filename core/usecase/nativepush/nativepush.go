@@ -28,15 +28,12 @@ type Config struct {
 	SendTimeout time.Duration // per try; default 10s
 	// HideContent names the tenants whose alerts carry a title only, never message text.
 	HideContent map[string]bool
-	// BadgeScan bounds the dialogs summed into a badge; default 1,000.
-	BadgeScan int
 }
 
 func (c Config) withDefaults() Config {
 	c.Queue = orDefault(c.Queue, 10_000)
 	c.Senders = orDefault(c.Senders, 4)
 	c.Attempts = orDefault(c.Attempts, 4)
-	c.BadgeScan = orDefault(c.BadgeScan, 1_000)
 	c.Backoff = orDefault(c.Backoff, 500*time.Millisecond)
 	c.MaxBackoff = orDefault(c.MaxBackoff, 30*time.Second)
 	c.SendTimeout = orDefault(c.SendTimeout, 10*time.Second)
@@ -151,17 +148,13 @@ func (s *Service) alert(ctx context.Context, tenant string, n delivery.Notificat
 	}
 }
 
-// badge is the user's unread total over their first BadgeScan dialogs; 0 when the lists
-// cannot be read (an alert without a count beats none).
+// badge is the user's unread total over every dialog (docs/DESIGN.md issue-32 part 1
+// "Badge"); 0 when the lists cannot be read (an alert without a count beats none).
 func (s *Service) badge(ctx context.Context, tenant string, user int64) int {
-	entries, err := s.d.Dialogs.Changed(ctx, tenant, user, 0, s.cfg.BadgeScan)
+	sum, err := s.d.Dialogs.UnreadTotal(ctx, tenant, user)
 	if err != nil {
 		s.d.Log.DebugContext(ctx, "native push: badge not read", "tenant", tenant, "user", user, "err", err)
 		return 0
-	}
-	var sum int64
-	for _, e := range entries {
-		sum += e.Unread
 	}
 	return int(min(sum, 1<<31-1))
 }

@@ -35,18 +35,29 @@ func (p *provider) Send(_ context.Context, a pushtoken.Alert) error {
 	return nil
 }
 
-// dialogs answers Changed with fixed unread counts per user.
-type dialogs struct {
-	ports.DialogStore
-	unread map[int64][]int64
-}
-
-func (d dialogs) Changed(_ context.Context, _ string, user, _ int64, _ int) ([]dialog.Entry, error) {
-	var out []dialog.Entry
-	for i, n := range d.unread[user] {
-		out = append(out, dialog.Entry{ConversationID: int64(i + 1), Unread: n})
+// badgeDialogs are user 1's lists: more dialogs than one page of them (1,500), each with seq
+// unread messages but every third read and every fifth muted (counting nothing), so the badge
+// is their exact total (docs/DESIGN.md issue-32 part 1 "Badge").
+func badgeDialogs(t *testing.T) (ports.DialogStore, int) {
+	t.Helper()
+	var (
+		states []dialog.State
+		want   int
+	)
+	for conv := int64(1); conv <= 1_500; conv++ {
+		s := dialog.State{ConversationID: conv, Topic: fmt.Sprintf("grp_%d", conv), LastSeq: conv%4 + 1, LastMsgAt: time.UnixMilli(conv * 1000),
+			Muted: conv%5 == 0}
+		if conv%3 == 0 {
+			s.ReadSeq = s.LastSeq
+		}
+		want += int(s.Unread())
+		states = append(states, s)
 	}
-	return out, nil
+	d := memory.NewDialogStore(time.Now)
+	if err := d.Rebuild(context.Background(), "acme", 1, states, true); err != nil {
+		t.Fatal(err)
+	}
+	return d, want
 }
 
 func TestService(t *testing.T) {
@@ -89,8 +100,9 @@ func TestService(t *testing.T) {
 			next := memory.NewNotifier()
 			metrics := memory.NewMetrics()
 			var waits []time.Duration
+			dialogs, badge := badgeDialogs(t)
 			s := New(Config{Senders: 1, Attempts: 3, Backoff: time.Second, HideContent: map[string]bool{"acme": tc.hide}}, Deps{
-				Tokens: tokens, Dialogs: dialogs{unread: map[int64][]int64{1: {2, 5}}},
+				Tokens: tokens, Dialogs: dialogs,
 				Providers: map[pushtoken.Platform]ports.PushProvider{pushtoken.APNs: p, pushtoken.FCM: p},
 				Next:      next, Metrics: metrics, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 				Sleep: func(_ context.Context, d time.Duration) error { waits = append(waits, d); return nil },
@@ -109,8 +121,8 @@ func TestService(t *testing.T) {
 				t.Fatalf("sent %d alerts; want %d", len(p.sent), tc.wantSent)
 			}
 			for _, a := range p.sent {
-				if a.Badge != 7 || a.CollapseID != "c42" || a.Body != tc.wantBody || a.Title == "" || a.Token.User != 1 {
-					t.Fatalf("alert %+v: want badge 7, collapse c42, body %q", a, tc.wantBody)
+				if a.Badge != badge || a.CollapseID != "c42" || a.Body != tc.wantBody || a.Title == "" || a.Token.User != 1 {
+					t.Fatalf("alert %+v: want badge %d, collapse c42, body %q", a, badge, tc.wantBody)
 				}
 			}
 			for l, want := range tc.wantMetrics {
