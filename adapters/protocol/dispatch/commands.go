@@ -35,6 +35,8 @@ func (d *Dispatcher) auth(ctx context.Context, r *request) (data any, err error)
 	}
 	r.identity = session.Identity{Tenant: who.Tenant, User: who.UserID, Device: req.DeviceID}
 	subscribed := c.out.Subscribe(req.Subscribe)
+	c.out.HoldPushes()
+	r.holdsPushes = true
 	if d.sessions.Bind(c.out, r.identity) {
 		d.log.InfoContext(c.ctx, "device connection replaced", "user_id", who.UserID, "device_id", req.DeviceID,
 			"connection_id", c.id, "real_ip", c.realIP.String())

@@ -29,6 +29,9 @@ type request struct {
 	identity session.Identity // zero before AUTH
 	traceID  string
 	started  time.Time
+	// holdsPushes: AUTH held the connection's pushes (session.Conn.HoldPushes); the answer
+	// releases them once queued.
+	holdsPushes bool
 
 	// Filled in by handlers for the log line (seed 003 §17).
 	topic          string
@@ -132,6 +135,9 @@ type shrinkable interface {
 // and client-facing message, with the command that ends r (PROTOCOL §2).
 func (d *Dispatcher) respond(r *request, data any, err error) {
 	f, err := d.encodeResponse(r, data, err)
+	if r.holdsPushes {
+		defer r.conn.out.ReleasePushes() // the pushes that found the device bound go after the answer
+	}
 	if f != nil {
 		if sendErr := r.conn.out.Send(f); sendErr != nil {
 			d.logRequest(r, apperr.CodeOf(err), errors.Join(err, sendErr))

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 
 	"github.com/imdhq/imd/clients/go/frame"
@@ -82,6 +83,14 @@ type Conn struct {
 
 	// subscribed: the live push kinds named at AUTH; set before Bind publishes the connection.
 	subscribed []delivery.Kind
+
+	// holding: between HoldPushes and ReleasePushes, pushes wait in held, in order. AUTH binds
+	// the device before its answer is queued (so its presence is claimed before the client
+	// learns it is signed in), and a push that finds it bound then must not reach the socket
+	// before that answer: the client reads its AUTH answer first.
+	holding atomic.Bool
+	holdMu  sync.Mutex
+	held    [][]byte
 }
 
 // NewConn wraps link. id is the connection id used in logs.
@@ -145,6 +154,43 @@ func (c *Conn) Send(f []byte) error {
 // takes the frames up to the first one over its limits, which it drops with all after it, and
 // offer returns how many it took.
 func (c *Conn) offer(bufs [][]byte) int {
+	if c.holding.Load() {
+		c.holdMu.Lock()
+		defer c.holdMu.Unlock()
+		if c.holding.Load() {
+			return c.hold(bufs)
+		}
+	}
+	return c.offerNow(bufs)
+}
+
+// hold keeps push frames (header, body pairs) until ReleasePushes, up to the connection's
+// frame limit, and returns how many it kept. Call it with holdMu held.
+func (c *Conn) hold(bufs [][]byte) int {
+	room := max(0, 2*c.limits.Frames-len(c.held))
+	kept := min(len(bufs), room) &^ 1
+	c.held = append(c.held, bufs[:kept]...)
+	return kept / 2
+}
+
+// HoldPushes makes pushes wait until ReleasePushes (AUTH, between binding the device and
+// queueing the answer).
+func (c *Conn) HoldPushes() { c.holding.Store(true) }
+
+// ReleasePushes queues the pushes held since HoldPushes, in order, behind what was queued
+// meanwhile (the AUTH answer), and lets later ones through.
+func (c *Conn) ReleasePushes() {
+	c.holdMu.Lock()
+	defer c.holdMu.Unlock()
+	if len(c.held) > 0 {
+		c.offerNow(c.held)
+		c.held = nil
+	}
+	c.holding.Store(false)
+}
+
+// offerNow is offer past the hold.
+func (c *Conn) offerNow(bufs [][]byte) int {
 	took, size := 0, int64(0)
 	for i := 0; i+1 < len(bufs); i += 2 {
 		n := int64(len(bufs[i]) + len(bufs[i+1]))

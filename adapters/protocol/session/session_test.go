@@ -2,6 +2,7 @@ package session
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -335,6 +336,51 @@ func TestResponsesIgnoreLimits(t *testing.T) {
 	}
 	if n := len(fc.frames(t)); n != 3 {
 		t.Fatalf("%d responses written, want 3", n)
+	}
+}
+
+// TestPushesHeldUntilTheAuthAnswer: a device bound by AUTH before its answer is queued reads
+// the answer first; the pushes that found it bound meanwhile follow in order, and later pushes
+// go straight through.
+func TestPushesHeldUntilTheAuthAnswer(t *testing.T) {
+	fx := newFixture()
+	fc := &fakeConn{}
+	c := NewConn(1, fc, roomy, fx.metrics)
+	c.HoldPushes()
+	fx.reg.Bind(c, Identity{"t", 1, 1})
+	to := delivery.Target{Recipients: []int64{1}}
+	for seq := range int64(3) {
+		if rep := fx.reg.Push(t.Context(), "t", to, msgPush(seq+1)); rep.Delivered != 1 {
+			t.Fatalf("held push %d: %+v, want it taken", seq+1, rep)
+		}
+	}
+	if n := len(fc.frames(t)); n != 0 {
+		t.Fatalf("%d frames written while held", n)
+	}
+	answer, err := frame.Append(nil, wire.ResponseCommand(wire.CmdAuth), 1, 1, []byte(`{}`), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Send(answer); err != nil {
+		t.Fatal(err)
+	}
+	c.ReleasePushes()
+	fx.reg.Push(t.Context(), "t", to, msgPush(4))
+	var got []string
+	for _, f := range fc.frames(t) {
+		var env struct {
+			Data struct{ Seq int64 } `json:"data"`
+		}
+		if f.Command == wire.CmdMessage {
+			if err := json.Unmarshal(f.Body, &env); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got = append(got, fmt.Sprintf("%d/%d", f.Command, env.Data.Seq))
+	}
+	want := []string{fmt.Sprintf("%d/0", wire.ResponseCommand(wire.CmdAuth)), "6/1", "6/2", "6/3", "6/4"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("frames %v, want %v", got, want)
 	}
 }
 
