@@ -84,6 +84,11 @@ func (c Config) DeliverWorkers() deliver.Config {
 		SendBound: c.TCP.RequestTimeout + sendBoundSkew, RepairWindow: d.RepairWindow}
 }
 
+// AckWait is how long a live push waits for its PUSH_ACK before the native alert (push.ack_wait).
+func (c Config) AckWait() deliver.AckWaitConfig {
+	return deliver.AckWaitConfig{Wait: c.Push.AckWait}
+}
+
 // ListRepair is the list repair's pace and window (deliver.repair_*).
 func (c Config) ListRepair() listrepair.Config {
 	d := c.Deliver
@@ -159,7 +164,8 @@ func (c Config) Typing() typing.Config {
 
 // ReadReceipts is the receipts section as the receipts use case's configuration.
 func (c Config) ReadReceipts() receipts.Config {
-	return receipts.Config{GroupLimit: c.Receipts.GroupLimit}
+	// Group acks are kept only while the ack wait reads them (DESIGN issue-32 "Native push").
+	return receipts.Config{GroupLimit: c.Receipts.GroupLimit, KeepGroupAcks: c.Push.AckWait > 0}
 }
 
 // ReactionLimits is the reactions section as the reactions use case's configuration.

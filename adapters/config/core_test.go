@@ -17,6 +17,7 @@ func TestCoreConfigs(t *testing.T) {
 	c.Archive.ChunkCache, c.Search.Queue, c.Cluster.Backlog = 13, 17, 19
 	c.Tenants = []Tenant{{Name: "acme"}}
 	c.Reactions = Reactions{PerMessage: 3, PerUser: 2, PinsPerConversation: 5}
+	c.Push.AckWait = 3 * time.Second
 
 	checks := []struct {
 		name string
@@ -33,6 +34,7 @@ func TestCoreConfigs(t *testing.T) {
 		{"archive caches", c.ArchiveCaches().Chunks == 13},
 		{"search indexing", c.SearchIndexing().Queue == 17},
 		{"nodes", c.Nodes().Backlog == 19},
+		{"ack wait", c.AckWait().Wait == 3*time.Second && c.ReadReceipts().KeepGroupAcks},
 		{"reactions", c.ReactionLimits() == reactions.Config{PerMessage: 3, PerUser: 2, MaxPins: 5}},
 		{"node loops", c.NodeLoops().Retention == c.Archive.RetentionInterval && c.NodeLoops().ShardCheck == c.Shard.CheckInterval &&
 			c.NodeLoops().SeqHoleSweep == c.Shard.SeqHoleSweepInterval},

@@ -106,6 +106,7 @@ func catalog() []spec {
 		{name: "push_notify_total", kind: counter, help: "System-push webhook posts, by outcome (ok|failed|dropped).", labels: []string{"status"}},
 		// Native push (issue 32): alerts to APNs and FCM.
 		{name: "push_send_total", kind: counter, help: "Native push alerts, by provider (apns|fcm; none: before a provider was chosen) and result (ok; invalid: the token is no more and was removed; retry: 429/5xx/no answer, tried again after a backoff; dead: the last attempt failed, a dead letter; dropped: the queue was full; failed: the tokens were not read).", labels: []string{"provider", "result"}},
+		{name: "push_ack_wait_total", kind: counter, help: "Users a live MESSAGE push reached, once their wait for its PUSH_ACK (push.ack_wait) ended, by result (acked: a device acknowledged or the user read it in time, no alert; alerted: handed to the native push as an offline user's; dropped: the node's waits were full, no alert; failed: the watermark or the notifier failed, no alert).", labels: []string{"result"}},
 		{name: "message_sync_total", kind: counter, help: "SYNC_MESSAGES requests served (frames, client and admin HTTP API)."},
 		{name: "message_send_total", kind: counter, help: "SEND_MESSAGE requests (frames and the client HTTP API), by outcome: ok or the error code of PROTOCOL §5.", labels: []string{"status"}, values: []string{"ok", "50001", "50301"}},
 		{name: "send_ack_latency", kind: histogram, help: "Seconds from SEND_MESSAGE received to SEND_ACK written.", buckets: latencyBuckets},

@@ -56,7 +56,7 @@ func Application(cfg config.Config, log *slog.Logger) fx.Option {
 			newPresence, newTyping, newReceipts,
 
 			// Every tenant's loops, run by core/runtime.
-			newSeqHoles, newListRepair, newWebhookLoop, newDeliverDeps, newRuntime,
+			newSeqHoles, newListRepair, newWebhookLoop, newAckWait, newDeliverDeps, newRuntime,
 
 			// The listeners.
 			newTCPServer, newWebSocket, newHTTPServer, newSocialOps, newShardOps, newArchiveOps, newReferenceOps,

@@ -570,7 +570,7 @@ func newSeqHoles(cfg config.Config, p Ports, r messageReads, log *slog.Logger) *
 // newDeliverDeps is what each tenant's deliver workers are built from when its loop starts;
 // the fallback of the cross-node receiver acts with the same.
 func newDeliverDeps(p Ports, log *slog.Logger, pusher *cluster.LatePusher, mailer *inbox.Mailer,
-	members *membership.Cache, inFlight *inflight.Sends, owner *cluster.Keeper,
+	members *membership.Cache, inFlight *inflight.Sends, owner *cluster.Keeper, ackWait *deliver.AckWait,
 ) deliver.Deps {
 	return deliver.Deps{
 		Queue:    p.DeliverQueue,
@@ -586,7 +586,20 @@ func newDeliverDeps(p Ports, log *slog.Logger, pusher *cluster.LatePusher, maile
 		Pending:  p.PendingSeqs,
 		Owner:    owner,
 		Gaps:     p.ListGaps,
+		AckWait:  ackWait,
 	}
+}
+
+// newAckWait is the node's wait for the PUSH_ACKs of live pushes before their native alerts
+// (DESIGN issue-32 "Native push"); nil when push.ack_wait is 0.
+func newAckWait(cfg config.Config, p Ports, log *slog.Logger) *deliver.AckWait {
+	return deliver.NewAckWait(cfg.AckWait(), deliver.AckWaitDeps{
+		Watermarks: p.ReadReceipts,
+		Notifier:   p.PushNotifier,
+		Clock:      p.Clock,
+		Metrics:    p.Metrics,
+		Log:        log,
+	})
 }
 
 // newListRepair re-applies to the lists what a lost deliver job never did (seed 003 §20 item 13).

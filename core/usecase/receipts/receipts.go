@@ -29,6 +29,10 @@ type Config struct {
 	// GroupLimit is the largest group whose READ_STATE lists the readers; bigger groups get
 	// the counts only. Default 200.
 	GroupLimit int
+	// KeepGroupAcks keeps the PUSH_ACKs of group messages too, on the acknowledging user's
+	// delivered watermark, which no receipt shows: the ack wait of native push reads it
+	// (DESIGN issue-32 "Native push"). Off, a group ack costs nothing.
+	KeepGroupAcks bool
 }
 
 func (c Config) withDefaults() Config {
@@ -94,10 +98,11 @@ func (s *Service) Read(ctx context.Context, tenant string, user int64, w dialog.
 }
 
 // Delivered follows a PUSH_ACK of a device of user for m: in P2P the sender learns m reached a
-// device. Acks of the sender's own devices (they get its messages too) and of group messages
-// say nothing to anyone. hide_receipts does not stop it: it hides reading, not being online.
+// device. Acks of the sender's own devices (they get its messages too) say nothing to anyone;
+// acks of group messages are kept only with KeepGroupAcks and pushed to no one.
+// hide_receipts does not stop it: it hides reading, not being online.
 func (s *Service) Delivered(ctx context.Context, tenant string, user int64, m *message.Message) {
-	if !Tells(user, m) {
+	if !s.Hears(user, m) {
 		return
 	}
 	// Kept too, so a sender who was away learns it from READ_STATE (issue 31, DESIGN §13): a
@@ -106,13 +111,21 @@ func (s *Service) Delivered(ctx context.Context, tenant string, user int64, m *m
 	if err := s.d.Receipts.RaiseDelivered(ctx, tenant, m.ConversationID, user, m.Seq); err != nil {
 		s.d.Log.WarnContext(ctx, "delivered mark not kept", "tenant", tenant, "user_id", user, "topic", m.Topic, "seq", m.Seq, "err", err)
 	}
-	s.push(ctx, tenant, m.From, "delivered", Receipt{Topic: m.Topic, ConversationID: m.ConversationID, UserID: user, DeliveredSeq: m.Seq})
+	if tells(user, m) {
+		s.push(ctx, tenant, m.From, "delivered", Receipt{Topic: m.Topic, ConversationID: m.ConversationID, UserID: user, DeliveredSeq: m.Seq})
+	}
 }
 
-// Tells reports whether a PUSH_ACK of user for m makes a delivered receipt: a P2P message of
-// the peer. The transports ask before handing the ack over, so the acks of a message to a group
-// of 10,000 cost no task each.
-func Tells(user int64, m *message.Message) bool {
+// Hears reports whether Delivered does anything with a PUSH_ACK of user for m: one that tells,
+// or, with KeepGroupAcks, any ack of another user's message. The transports ask before handing
+// the ack over, so without it the acks of a message to a group of 10,000 cost no task each.
+func (s *Service) Hears(user int64, m *message.Message) bool {
+	return tells(user, m) || (s.cfg.KeepGroupAcks && m != nil && m.From != user)
+}
+
+// tells reports whether a PUSH_ACK of user for m makes a delivered receipt: a P2P message of
+// the peer.
+func tells(user int64, m *message.Message) bool {
 	if m == nil || m.From == user {
 		return false
 	}

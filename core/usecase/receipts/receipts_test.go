@@ -23,6 +23,7 @@ import (
 	"github.com/imdhq/imd/core/usecase/read"
 	"github.com/imdhq/imd/core/usecase/receipts"
 	"github.com/imdhq/imd/core/usecase/send"
+	"github.com/imdhq/imd/ports"
 )
 
 const tenant = "acme"
@@ -35,11 +36,18 @@ type world struct {
 	pushes   *memory.Pushes
 	settings *memory.Presence
 	metrics  *memory.Metrics
+	marks    ports.ReadReceipts
 }
 
 // newWorld creates users 1..users, friends 1 and 2, and group 10 (conversation 100) of the
 // users 1..members; READ_STATE lists readers up to limit members.
 func newWorld(tb testing.TB, users, members int64, limit int) *world {
+	tb.Helper()
+	return newWorldWith(tb, users, members, receipts.Config{GroupLimit: limit})
+}
+
+// newWorldWith is newWorld with the receipts configured by cfg.
+func newWorldWith(tb testing.TB, users, members int64, cfg receipts.Config) *world {
 	tb.Helper()
 	ctx := context.Background()
 	clock := memory.NewClock(time.Date(2026, 5, 14, 10, 0, 0, 0, time.UTC))
@@ -64,8 +72,9 @@ func newWorld(tb testing.TB, users, members int64, limit int) *world {
 	})
 	hist := history.New(history.Deps{Store: store, Routes: routes, Months: months, Metrics: w.metrics, Resolver: resolver, Log: log})
 	marks := memory.NewReadStore(dir, shards)
-	w.svc = receipts.New(receipts.Config{GroupLimit: limit}, receipts.Deps{
-		Resolver: resolver, History: hist, Members: cache, Receipts: memory.NewReceipts(dir, marks, w.settings),
+	w.marks = memory.NewReceipts(dir, marks, w.settings)
+	w.svc = receipts.New(cfg, receipts.Deps{
+		Resolver: resolver, History: hist, Members: cache, Receipts: w.marks,
 		Settings: w.settings, Pusher: w.pushes, Metrics: w.metrics, Log: log,
 	})
 	w.reads = read.New(read.Deps{
@@ -188,6 +197,27 @@ func TestReadStateTellsWhatWasDeliveredMeanwhile(t *testing.T) {
 	w.svc.Delivered(t.Context(), tenant, 2, &g)
 	if st, err := w.svc.ReadState(t.Context(), receipts.StateRequest{Tenant: tenant, User: 1, Address: conversation.Address{Topic: "grp_10"}, Seq: g.Seq}); err != nil || st.DeliveredSeq != 0 {
 		t.Fatalf("group read state %+v, %v: want no delivered_seq", st, err)
+	}
+}
+
+// TestGroupAcksKeptOnlyForTheAckWait: with KeepGroupAcks (push.ack_wait on) a group PUSH_ACK
+// raises the acknowledging member's delivered watermark, which the native push's ack wait
+// reads (DESIGN issue-32 "Native push"), and still tells no one; without it, it costs nothing.
+func TestGroupAcksKeptOnlyForTheAckWait(t *testing.T) {
+	for _, keep := range []bool{false, true} {
+		w := newWorldWith(t, 3, 3, receipts.Config{KeepGroupAcks: keep})
+		g := w.send(t, conversation.Address{Topic: "grp_10"}, 1)
+		if w.svc.Hears(2, &g) != keep || w.svc.Hears(1, &g) {
+			t.Fatalf("keep %v: Hears(member) = %v, Hears(sender) = %v", keep, w.svc.Hears(2, &g), w.svc.Hears(1, &g))
+		}
+		w.svc.Delivered(t.Context(), tenant, 2, &g)
+		got, err := w.marks.DeliveredTo(t.Context(), tenant, g.ConversationID, 2)
+		if want := map[bool]int64{false: 0, true: g.Seq}[keep]; err != nil || got != want {
+			t.Fatalf("keep %v: delivered watermark %d, %v; want %d", keep, got, err, want)
+		}
+		if r := w.receiptsOf(t); len(r) != 0 {
+			t.Fatalf("keep %v: a group ack pushed %+v", keep, r)
+		}
 	}
 }
 

@@ -1,0 +1,191 @@
+package deliver
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/imdhq/imd/core/domain/delivery"
+	"github.com/imdhq/imd/core/domain/dialog"
+	"github.com/imdhq/imd/ports"
+)
+
+// AckWaitConfig tunes the wait for a live push's acknowledgement (DESIGN issue-32 "Native
+// push", "Connected but silent").
+type AckWaitConfig struct {
+	// Wait is how long a user's devices have to acknowledge or read a live MESSAGE push
+	// before the user gets the native alert; 0 switches the rule off.
+	Wait time.Duration
+	// Cap bounds the users waiting on this node; past it a wait is dropped (counted), and
+	// that user gets no alert for that message. Default 100,000.
+	Cap int
+}
+
+// Watermarks tell how far a user's devices got a conversation: the delivered watermark that
+// PUSH_ACK raises, or the read one where that is further (ports.ReadReceipts.DeliveredTo).
+type Watermarks interface {
+	DeliveredTo(ctx context.Context, tenant string, conversationID, user int64) (int64, error)
+}
+
+// AckWaitDeps are what the wait uses.
+type AckWaitDeps struct {
+	Watermarks Watermarks
+	Notifier   ports.PushNotifier
+	Clock      ports.Clock
+	Metrics    ports.Metrics
+	Log        *slog.Logger
+}
+
+// Results of push_ack_wait_total.
+const (
+	ackWaitAlerted = "alerted" // nobody acked or read in time: handed to the notifier
+	ackWaitAcked   = "acked"   // a device acked or the user read in time: no alert
+	ackWaitDropped = "dropped" // the node's waits were at Cap: no alert
+	ackWaitFailed  = "failed"  // the watermark or the notifier failed: no alert
+)
+
+// ackKey is one user's wait for one message.
+type ackKey struct {
+	tenant, topic string
+	user, seq     int64
+}
+
+type ackEntry struct {
+	key     ackKey
+	due     time.Time
+	preview dialog.Preview
+}
+
+// AckWait holds, per node, the users a live MESSAGE push reached and who have not yet been
+// checked: once Wait has passed, those whose watermark did not reach the message get the
+// native alert an offline user gets (issue 32: "sent only when no device of the user took the
+// live push"). Waits live in memory only: a restart forgets them (no alert, never a second
+// one), and the once-per-job fallback plus the key set keep it to one wait per user and
+// message on a node.
+type AckWait struct {
+	cfg AckWaitConfig
+	d   AckWaitDeps
+
+	mu    sync.Mutex
+	queue []ackEntry // queue[head:] wait, in due order: every wait lasts the same Wait
+	head  int
+	keys  map[ackKey]struct{}
+}
+
+// NewAckWait returns the wait; nil when cfg.Wait is 0 (the rule is off).
+func NewAckWait(cfg AckWaitConfig, d AckWaitDeps) *AckWait {
+	if cfg.Wait <= 0 {
+		return nil
+	}
+	if cfg.Cap <= 0 {
+		cfg.Cap = 100_000
+	}
+	return &AckWait{cfg: cfg, d: d, keys: make(map[ackKey]struct{})}
+}
+
+// Expect starts the wait of users, whom p's message was pushed to live. A nil wait does
+// nothing.
+func (a *AckWait) Expect(tenant string, users []int64, p dialog.Preview) {
+	if a == nil || len(users) == 0 {
+		return
+	}
+	due := a.d.Clock.Now().Add(a.cfg.Wait)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, u := range users {
+		k := ackKey{tenant: tenant, topic: p.Topic, user: u, seq: p.Seq}
+		if _, ok := a.keys[k]; ok {
+			continue
+		}
+		if len(a.keys) >= a.cfg.Cap {
+			a.d.Metrics.Inc("push_ack_wait_total", ackWaitDropped)
+			continue
+		}
+		a.keys[k] = struct{}{}
+		a.queue = append(a.queue, ackEntry{key: k, due: due, preview: p})
+	}
+}
+
+// take removes and returns the waits that ended by now.
+func (a *AckWait) take(now time.Time) []ackEntry {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	end := a.head
+	for end < len(a.queue) && !a.queue[end].due.After(now) {
+		end++
+	}
+	out := make([]ackEntry, end-a.head)
+	copy(out, a.queue[a.head:end])
+	for i := a.head; i < end; i++ {
+		delete(a.keys, a.queue[i].key)
+		a.queue[i] = ackEntry{}
+	}
+	a.head = end
+	if a.head > len(a.queue)/2 {
+		a.queue = append(a.queue[:0], a.queue[a.head:]...)
+		a.head = 0
+	}
+	return out
+}
+
+// Check ends the waits due by now: a user whose watermark reached the message is done, the
+// others of each message go to the notifier in one notification, as the offline ones did.
+func (a *AckWait) Check(ctx context.Context, now time.Time) {
+	type msgKey struct {
+		tenant string
+		msgID  int64
+	}
+	var order []msgKey
+	notes := map[msgKey]*delivery.Notification{}
+	for _, e := range a.take(now) {
+		got, err := a.d.Watermarks.DeliveredTo(ctx, e.key.tenant, e.preview.ConversationID, e.key.user)
+		switch {
+		case err != nil:
+			// No alert: with the store down every connected user would get one.
+			a.d.Metrics.Inc("push_ack_wait_total", ackWaitFailed)
+			a.d.Log.DebugContext(ctx, "ack wait: watermark not read", "tenant", e.key.tenant, "user", e.key.user, "err", err)
+			continue
+		case got >= e.key.seq:
+			a.d.Metrics.Inc("push_ack_wait_total", ackWaitAcked)
+			continue
+		}
+		k := msgKey{e.key.tenant, e.preview.MsgID}
+		n, ok := notes[k]
+		if !ok {
+			n = &delivery.Notification{Preview: e.preview}
+			notes[k] = n
+			order = append(order, k)
+		}
+		n.Users = append(n.Users, e.key.user)
+	}
+	for _, k := range order {
+		n := notes[k]
+		result := ackWaitAlerted
+		if err := a.d.Notifier.Notify(ctx, k.tenant, *n); err != nil {
+			result = ackWaitFailed
+			a.d.Log.DebugContext(ctx, "ack wait: notification failed", "tenant", k.tenant, "msg_id", k.msgID, "users", len(n.Users), "err", err)
+		}
+		for range n.Users {
+			a.d.Metrics.Inc("push_ack_wait_total", result)
+		}
+	}
+}
+
+// Run checks the waits until ctx ends, a tenth of Wait apart (10ms to 1s), so an alert comes
+// at most that late. A nil wait returns at once.
+func (a *AckWait) Run(ctx context.Context) {
+	if a == nil {
+		return
+	}
+	t := time.NewTicker(min(max(a.cfg.Wait/10, 10*time.Millisecond), time.Second))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			a.Check(ctx, a.d.Clock.Now())
+		}
+	}
+}
