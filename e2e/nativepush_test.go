@@ -10,6 +10,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -19,6 +21,7 @@ import (
 
 	"github.com/imdhq/imd/adapters/apns/apnstest"
 	"github.com/imdhq/imd/adapters/fcm/fcmtest"
+	"github.com/imdhq/imd/clients/go/frame"
 	"github.com/imdhq/imd/clients/go/wire"
 )
 
@@ -27,6 +30,8 @@ const (
 	apnsOnline  = "2222222222222222222222222222222222222222222222222222222222222222"
 	apnsGone    = "3333333333333333333333333333333333333333333333333333333333333333"
 	fcmOffline  = "fcm-token-offline"
+	apnsAcker   = "4444444444444444444444444444444444444444444444444444444444444444"
+	apnsSilent  = "5555555555555555555555555555555555555555555555555555555555555555"
 )
 
 // pushTokenCall sends a push-token request as the user and returns its status.
@@ -60,22 +65,7 @@ func TestNativePushReachesOfflineDevicesOnly(t *testing.T) {
 	defer fcm.Close()
 	apns.Unregister(apnsGone)
 
-	dir := t.TempDir()
-	write := func(name string, b []byte) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	srv := Start(t, Options{Env: map[string]string{
-		"IMD_PUSH_APNS_KEY_FILE": write("apns.p8", apns.KeyPEM()), "IMD_PUSH_APNS_KEY_ID": apnstest.KeyID,
-		"IMD_PUSH_APNS_TEAM_ID": apnstest.TeamID, "IMD_PUSH_APNS_HOST": apns.URL,
-		"IMD_PUSH_FCM_CREDENTIALS_FILE": write("fcm.json", fcm.ServiceAccountJSON()), "IMD_PUSH_FCM_ENDPOINT": fcm.URL,
-		"IMD_PUSH_BACKOFF": "100ms",
-		// The fakes' certificate is the roots imd trusts, as an operator's CA bundle would be.
-		"SSL_CERT_FILE": write("roots.pem", append(apns.CertPEM(), fcm.CertPEM()...)),
-	}})
+	srv := Start(t, Options{Env: nativePushEnv(t, apns, fcm, nil)})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
@@ -165,6 +155,96 @@ func TestNativePushReachesOfflineDevicesOnly(t *testing.T) {
 	}
 	if code := pushTokenCall(t, srv, tokens[iphone], http.MethodDelete, "?device_id=iphone", nil); code != http.StatusOK {
 		t.Fatalf("DELETE of a registered token: HTTP %d, want 200", code)
+	}
+}
+
+// nativePushEnv points imd at the local APNs and, when fcm is set, FCM, with extra on top.
+func nativePushEnv(t *testing.T, apns *apnstest.Server, fcm *fcmtest.Server, extra map[string]string) map[string]string {
+	t.Helper()
+	dir := t.TempDir()
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	roots := apns.CertPEM()
+	env := map[string]string{
+		"IMD_PUSH_APNS_KEY_FILE": write("apns.p8", apns.KeyPEM()), "IMD_PUSH_APNS_KEY_ID": apnstest.KeyID,
+		"IMD_PUSH_APNS_TEAM_ID": apnstest.TeamID, "IMD_PUSH_APNS_HOST": apns.URL,
+		"IMD_PUSH_BACKOFF": "100ms",
+	}
+	if fcm != nil {
+		env["IMD_PUSH_FCM_CREDENTIALS_FILE"] = write("fcm.json", fcm.ServiceAccountJSON())
+		env["IMD_PUSH_FCM_ENDPOINT"] = fcm.URL
+		roots = append(roots, fcm.CertPEM()...)
+	}
+	// The fakes' certificate is the roots imd trusts, as an operator's CA bundle would be.
+	env["SSL_CERT_FILE"] = write("roots.pem", roots)
+	maps.Copy(env, extra)
+	return env
+}
+
+// TestNativePushWhenNoDeviceAcked (issue 32: "sent only when no device of the user took the
+// live push"; tinode/chat#685): two members of a group are connected when a message comes.
+// One device acknowledges it (the Go client's PUSH_ACK); the other, a backgrounded phone,
+// never does. Once push.ack_wait has passed, the silent one's phone gets the APNs alert an
+// offline user would, with the badge and collapse id; the acking one's gets nothing.
+func TestNativePushWhenNoDeviceAcked(t *testing.T) {
+	apns, err := apnstest.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer apns.Close()
+	srv := Start(t, Options{Env: nativePushEnv(t, apns, nil, map[string]string{"IMD_PUSH_ACK_WAIT": "1s"})})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	const sender, acker, silent = 3301, 3302, 3303
+	tokens := map[int64]string{sender: srv.User(sender), acker: srv.User(acker), silent: srv.User(silent)}
+	for u, tok := range map[int64]string{acker: apnsAcker, silent: apnsSilent} {
+		body := map[string]any{"device_id": "phone", "platform": "apns", "app_id": apnstest.Topic, "token": tok}
+		if code := pushTokenCall(t, srv, tokens[u], http.MethodPut, "", body); code != http.StatusOK {
+			t.Fatalf("PUT push token of %d: HTTP %d", u, code)
+		}
+	}
+	group := srv.Group(3301, sender, acker, silent)
+	a := srv.Connect(ctx, tokens[sender], 1)
+	srv.Connect(ctx, tokens[acker], 1) // acknowledges every MESSAGE
+	// The silent phone authenticates by hand and then never reads nor acknowledges a push.
+	raw, err := net.Dial("tcp", srv.TCPAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	body, _ := json.Marshal(wire.AuthRequest{Token: tokens[silent], DeviceID: 1})
+	auth, err := frame.Append(nil, wire.CmdAuth, 1, 1, body, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Write(auth); err != nil {
+		t.Fatal(err)
+	}
+	awaitResponse(t, raw, 1)
+
+	var ack wire.SendAck
+	rises(t, srv, func() {
+		if ack, err = a.Send(ctx, textMessage(group, "aw-1", "are you there?")); err != nil {
+			t.Fatalf("send: %v", err)
+		}
+		eventually(t, 15*time.Second, "an APNs alert after the ack wait", func() bool { return len(apns.Accepted()) >= 1 })
+	}, metric("push_ack_wait_total", "result", "alerted"), metric("push_ack_wait_total", "result", "acked"),
+		metric("push_send_total", "provider", "apns", "result", "ok"))
+	time.Sleep(1500 * time.Millisecond) // room for an alert that should not come
+	ap := apns.Accepted()
+	if len(ap) != 1 || ap[0].Token != apnsSilent {
+		t.Fatalf("APNs got %+v; want one request, for the silent phone", ap)
+	}
+	aps, _ := ap[0].Payload["aps"].(map[string]any)
+	alert, _ := aps["alert"].(map[string]any)
+	if aps["badge"] != float64(1) || alert["body"] != "are you there?" || ap[0].CollapseID != "c"+jsonNumber(ack.ConversationID) {
+		t.Fatalf("APNs payload %+v, collapse %q; want badge 1, the text, collapse per conversation", ap[0].Payload, ap[0].CollapseID)
 	}
 }
 
