@@ -4,14 +4,14 @@ package e2e
 // (adapters/apns/apnstest, adapters/fcm/fcmtest) that verify the provider token, the OAuth
 // grant and the payload as the real ones do: a message to a group turns into exactly one
 // request per offline device's token, with the user's unread total as badge; a device that
-// took the message live gets none; a token APNs answers 410 for is removed.
+// took the message live and acknowledged it gets none; a token APNs answers 410 for is
+// removed; a connected device that never acknowledges gets the alert once push.ack_wait ends.
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"maps"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -21,7 +21,6 @@ import (
 
 	"github.com/imdhq/imd/adapters/apns/apnstest"
 	"github.com/imdhq/imd/adapters/fcm/fcmtest"
-	"github.com/imdhq/imd/clients/go/frame"
 	"github.com/imdhq/imd/clients/go/wire"
 )
 
@@ -212,30 +211,25 @@ func TestNativePushWhenNoDeviceAcked(t *testing.T) {
 	group := srv.Group(3301, sender, acker, silent)
 	a := srv.Connect(ctx, tokens[sender], 1)
 	srv.Connect(ctx, tokens[acker], 1) // acknowledges every MESSAGE
-	// The silent phone authenticates by hand and then never reads nor acknowledges a push.
-	raw, err := net.Dial("tcp", srv.TCPAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	body, _ := json.Marshal(wire.AuthRequest{Token: tokens[silent], DeviceID: 1})
-	auth, err := frame.Append(nil, wire.CmdAuth, 1, 1, body, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := raw.Write(auth); err != nil {
-		t.Fatal(err)
-	}
-	awaitResponse(t, raw, 1)
+	// The silent phone authenticates, then never reads nor acknowledges a push.
+	dialStuck(t, srv, tokens[silent], 1)
 
 	var ack wire.SendAck
+	var took time.Duration
 	rises(t, srv, func() {
+		start := time.Now()
 		if ack, err = a.Send(ctx, textMessage(group, "aw-1", "are you there?")); err != nil {
 			t.Fatalf("send: %v", err)
 		}
 		eventually(t, 15*time.Second, "an APNs alert after the ack wait", func() bool { return len(apns.Accepted()) >= 1 })
+		took = time.Since(start)
 	}, metric("push_ack_wait_total", "result", "alerted"), metric("push_ack_wait_total", "result", "acked"),
 		metric("push_send_total", "provider", "apns", "result", "ok"))
+	// Not before the wait (1s), and soon after it: the check runs a tenth of the wait apart.
+	if took < time.Second {
+		t.Fatalf("the alert came %v after the send, before the ack wait ended", took)
+	}
+	t.Logf("send to APNs alert: %v (push.ack_wait 1s)", took)
 	time.Sleep(1500 * time.Millisecond) // room for an alert that should not come
 	ap := apns.Accepted()
 	if len(ap) != 1 || ap[0].Token != apnsSilent {

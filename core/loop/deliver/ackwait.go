@@ -8,6 +8,7 @@ import (
 
 	"github.com/imdhq/imd/core/domain/delivery"
 	"github.com/imdhq/imd/core/domain/dialog"
+	"github.com/imdhq/imd/core/kit/periodic"
 	"github.com/imdhq/imd/ports"
 )
 
@@ -178,14 +179,7 @@ func (a *AckWait) Run(ctx context.Context) {
 	if a == nil {
 		return
 	}
-	t := time.NewTicker(min(max(a.cfg.Wait/10, 10*time.Millisecond), time.Second))
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			a.Check(ctx, a.d.Clock.Now())
-		}
-	}
+	periodic.Every(ctx, min(max(a.cfg.Wait/10, 10*time.Millisecond), time.Second), func(ctx context.Context) {
+		a.Check(ctx, a.d.Clock.Now())
+	})
 }
