@@ -3,6 +3,7 @@ package deliver
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -23,10 +24,11 @@ type AckWaitConfig struct {
 	Cap int
 }
 
-// Watermarks tell how far a user's devices got a conversation: the delivered watermark that
-// PUSH_ACK raises, or the read one where that is further (ports.ReadReceipts.DeliveredTo).
+// Watermarks tell how far users' devices got a conversation: the delivered watermark that
+// PUSH_ACK raises, or the read one where that is further (ports.ReadReceipts), several users
+// in one read.
 type Watermarks interface {
-	DeliveredTo(ctx context.Context, tenant string, conversationID, user int64) (int64, error)
+	DeliveredToUsers(ctx context.Context, tenant string, conversationID int64, users []int64) (map[int64]int64, error)
 }
 
 // AckWaitDeps are what the wait uses.
@@ -130,46 +132,65 @@ func (a *AckWait) take(now time.Time) []ackEntry {
 	return out
 }
 
-// Check ends the waits due by now: a user whose watermark reached the message is done, the
-// others of each message go to the notifier in one notification, as the offline ones did.
+// Check ends the waits due by now: the users of each message are read in one go; those whose
+// watermark reached it are done, the others go to the notifier in one notification, as the
+// offline ones did.
 func (a *AckWait) Check(ctx context.Context, now time.Time) {
 	type msgKey struct {
 		tenant string
 		msgID  int64
 	}
 	var order []msgKey
-	notes := map[msgKey]*delivery.Notification{}
+	waits := map[msgKey]*delivery.Notification{}
 	for _, e := range a.take(now) {
-		got, err := a.d.Watermarks.DeliveredTo(ctx, e.key.tenant, e.preview.ConversationID, e.key.user)
-		switch {
-		case err != nil:
-			// No alert: with the store down every connected user would get one.
-			a.d.Metrics.Inc("push_ack_wait_total", ackWaitFailed)
-			a.d.Log.DebugContext(ctx, "ack wait: watermark not read", "tenant", e.key.tenant, "user", e.key.user, "err", err)
-			continue
-		case got >= e.key.seq:
-			a.d.Metrics.Inc("push_ack_wait_total", ackWaitAcked)
-			continue
-		}
 		k := msgKey{e.key.tenant, e.preview.MsgID}
-		n, ok := notes[k]
+		n, ok := waits[k]
 		if !ok {
 			n = &delivery.Notification{Preview: e.preview}
-			notes[k] = n
+			waits[k] = n
 			order = append(order, k)
 		}
 		n.Users = append(n.Users, e.key.user)
 	}
 	for _, k := range order {
-		n := notes[k]
-		result := ackWaitAlerted
-		if err := a.d.Notifier.Notify(ctx, k.tenant, *n); err != nil {
-			result = ackWaitFailed
-			a.d.Log.DebugContext(ctx, "ack wait: notification failed", "tenant", k.tenant, "msg_id", k.msgID, "users", len(n.Users), "err", err)
+		n := waits[k]
+		for users := range slices.Chunk(n.Users, maxAckWaitRead) {
+			a.alert(ctx, k.tenant, delivery.Notification{Users: users, Preview: n.Preview})
 		}
-		for range n.Users {
-			a.d.Metrics.Inc("push_ack_wait_total", result)
-		}
+	}
+}
+
+// maxAckWaitRead bounds the users of one watermark read (and so of one notification).
+const maxAckWaitRead = 1000
+
+// alert reads the watermarks of n's users and notifies those it does not show at n's message.
+func (a *AckWait) alert(ctx context.Context, tenant string, n delivery.Notification) {
+	p := n.Preview
+	marks, err := a.d.Watermarks.DeliveredToUsers(ctx, tenant, p.ConversationID, n.Users)
+	if err != nil {
+		// No alert: with the store down every connected user would get one.
+		a.count(ackWaitFailed, len(n.Users))
+		a.d.Log.DebugContext(ctx, "ack wait: watermarks not read", "tenant", tenant, "msg_id", p.MsgID, "users", len(n.Users), "err", err)
+		return
+	}
+	waited := len(n.Users)
+	silent := slices.DeleteFunc(n.Users, func(u int64) bool { return marks[u] >= p.Seq })
+	a.count(ackWaitAcked, waited-len(silent))
+	if len(silent) == 0 {
+		return
+	}
+	n.Users = silent
+	if err := a.d.Notifier.Notify(ctx, tenant, n); err != nil {
+		a.count(ackWaitFailed, len(silent))
+		a.d.Log.DebugContext(ctx, "ack wait: notification failed", "tenant", tenant, "msg_id", p.MsgID, "users", len(silent), "err", err)
+		return
+	}
+	a.count(ackWaitAlerted, len(silent))
+}
+
+func (a *AckWait) count(result string, n int) {
+	for range n {
+		a.d.Metrics.Inc("push_ack_wait_total", result)
 	}
 }
 

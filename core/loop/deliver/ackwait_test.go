@@ -17,17 +17,23 @@ import (
 	"github.com/imdhq/imd/core/usecase/inbox"
 )
 
-// watermarks is a memory store of DeliveredTo: how far each user got conversation 9.
+// watermarks is a memory store of DeliveredToUsers: how far each user got conversation 9.
 type watermarks struct {
-	mu   sync.Mutex
-	seqs map[int64]int64
-	err  error
+	mu    sync.Mutex
+	seqs  map[int64]int64
+	err   error
+	reads int
 }
 
-func (w *watermarks) DeliveredTo(_ context.Context, _ string, _, user int64) (int64, error) {
+func (w *watermarks) DeliveredToUsers(_ context.Context, _ string, _ int64, users []int64) (map[int64]int64, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.seqs[user], w.err
+	w.reads++
+	out := map[int64]int64{}
+	for _, u := range users {
+		out[u] = w.seqs[u]
+	}
+	return out, w.err
 }
 
 func (w *watermarks) raise(user, seq int64) {
@@ -109,6 +115,9 @@ func TestAckWaitAlertsOnlyWhoTookNothing(t *testing.T) {
 			if tc.wantAlert == nil && len(got) != 0 || tc.wantAlert != nil && (len(got) != 1 || !slices.Equal(got[0], tc.wantAlert)) {
 				t.Fatalf("ack-wait notifications %v; want one for %v", got, tc.wantAlert)
 			}
+			if want := map[bool]int{false: 1, true: 0}[tc.notPush]; marks.reads != want {
+				t.Errorf("%d watermark reads; want %d (one per message)", marks.reads, want)
+			}
 			for _, r := range []string{ackWaitAlerted, ackWaitAcked, ackWaitDropped, ackWaitFailed} {
 				if c := metrics.Count("push_ack_wait_total", r); c != tc.wantResult[r] {
 					t.Errorf("push_ack_wait_total{result=%q} = %v; want %v", r, c, tc.wantResult[r])
@@ -151,4 +160,28 @@ func TestAckWaitOncePerUserAndMessage(t *testing.T) {
 
 func previewOf(seq int64) dialog.Preview {
 	return dialog.Preview{Topic: "grp_1", ConversationID: 9, Seq: seq, MsgID: 100 + seq}
+}
+
+// The users of one message are read and notified maxAckWaitRead at a time, so a large group
+// costs a few reads of the unique key, not one per member.
+func TestAckWaitReadsInChunks(t *testing.T) {
+	clock := memory.NewClock(time.Date(2026, 5, 14, 10, 0, 0, 0, time.UTC))
+	marks, notifier, metrics := &watermarks{seqs: map[int64]int64{}}, memory.NewNotifier(), memory.NewMetrics()
+	w := NewAckWait(AckWaitConfig{Wait: time.Second}, AckWaitDeps{Watermarks: marks, Notifier: notifier, Clock: clock, Metrics: metrics,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	users := make([]int64, maxAckWaitRead+500)
+	for i := range users {
+		users[i] = int64(i + 2)
+	}
+	marks.raise(2, 4)
+	w.Expect(tenant, users, previewOf(4))
+	clock.Advance(time.Second)
+	w.Check(context.Background(), clock.Now())
+	got := notifier.Users()
+	if marks.reads != 2 || len(got) != 2 || len(got[0])+len(got[1]) != len(users)-1 {
+		t.Fatalf("%d reads, notifications of %d users; want 2 reads and all but the acked one", marks.reads, len(got))
+	}
+	if metrics.Count("push_ack_wait_total", ackWaitAlerted) != float64(len(users)-1) || metrics.Count("push_ack_wait_total", ackWaitAcked) != 1 {
+		t.Fatal("push_ack_wait_total does not count every user once")
+	}
 }
