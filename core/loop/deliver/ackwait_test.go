@@ -185,3 +185,23 @@ func TestAckWaitReadsInChunks(t *testing.T) {
 		t.Fatal("push_ack_wait_total does not count every user once")
 	}
 }
+
+// Through the deliver worker: user 4 is offline and 3's device refuses the frame, so both are
+// notified at once; 2 took it live and is notified only once the wait ends without an ack.
+func TestWorkerWaitsForTheAcksOfWhomItReached(t *testing.T) {
+	f := newFixture(t)
+	marks := &watermarks{seqs: map[int64]int64{}}
+	f.ackWait = NewAckWait(AckWaitConfig{Wait: 10 * time.Second}, AckWaitDeps{Watermarks: marks, Notifier: f.notifier, Clock: f.clock, Metrics: f.metrics, Log: f.log})
+	f.workers = f.newWorkers(Config{MaxAttempts: 3, DoneTTL: time.Minute}, f.queue)
+	f.pusher.online = map[int64][]uint64{1: {1, 2}, 2: {1}, 3: {1}}
+	f.pusher.failing = map[delivery.Device]bool{dev(3, 1): true}
+	f.run(t, f.messageJob())
+	if got := f.notifier.Users(); len(got) != 1 || !slices.Equal(got[0], []int64{3, 4}) {
+		t.Fatalf("notifications at once %v; want [[3 4]]", got)
+	}
+	f.clock.Advance(10 * time.Second)
+	f.ackWait.Check(context.Background(), f.clock.Now())
+	if got := f.notifier.Users(); len(got) != 2 || !slices.Equal(got[1], []int64{2}) {
+		t.Fatalf("notifications after the wait %v; want a second, for 2 alone (1 sent it)", got)
+	}
+}

@@ -114,14 +114,10 @@ func (f *Fallback) notify(ctx context.Context, tenant string, u delivery.Unreach
 	for _, d := range u.Failed {
 		users = append(users, d.User)
 	}
-	users = f.alertable(u, users)
+	users = alertable(u, users)
 	preview := dialog.PreviewOf(*u.Message)
 	if f.ackWait != nil && len(u.Recipients) > 0 {
-		live := slices.DeleteFunc(slices.Clone(u.Recipients), func(user int64) bool {
-			_, found := slices.BinarySearch(users, user)
-			return found || slices.Contains(u.Offline, user)
-		})
-		f.ackWait.Expect(tenant, f.alertable(u, live), preview)
+		f.ackWait.Expect(tenant, alertable(u, reached(u)), preview)
 	}
 	if len(users) == 0 {
 		return
@@ -136,10 +132,29 @@ func (f *Fallback) notify(ctx context.Context, tenant string, u delivery.Unreach
 	f.metrics.Inc("deliver_notify_total", "ok")
 }
 
+// reached are u's recipients the push reached on every connected device: neither offline nor
+// with a device that refused it. A set, as a group's lists may be long.
+func reached(u delivery.Unreached) []int64 {
+	missed := make(map[int64]bool, len(u.Offline)+len(u.Failed))
+	for _, user := range u.Offline {
+		missed[user] = true
+	}
+	for _, d := range u.Failed {
+		missed[d.User] = true
+	}
+	out := make([]int64, 0, len(u.Recipients))
+	for _, user := range u.Recipients {
+		if !missed[user] {
+			out = append(out, user)
+		}
+	}
+	return out
+}
+
 // alertable keeps of users, sorted and once each, those a notification of u's message may go
 // to: never the sender, nor users who muted the conversation unless the message mentions them
 // (issue 32: a mention gets through a mute).
-func (f *Fallback) alertable(u delivery.Unreached, users []int64) []int64 {
+func alertable(u delivery.Unreached, users []int64) []int64 {
 	m := u.Message
 	users = slices.DeleteFunc(users, func(user int64) bool {
 		return user == u.From || (u.Muted[user] && !m.MentionAll && !slices.Contains(m.Mentions, user))
