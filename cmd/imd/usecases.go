@@ -595,6 +595,7 @@ func newDeliverDeps(p Ports, log *slog.Logger, pusher *cluster.LatePusher, maile
 func newAckWait(cfg config.Config, p Ports, log *slog.Logger) *deliver.AckWait {
 	return deliver.NewAckWait(cfg.AckWait(), deliver.AckWaitDeps{
 		Watermarks: p.ReadReceipts,
+		Marks:      p.DeliverQueue,
 		Notifier:   p.PushNotifier,
 		Clock:      p.Clock,
 		Metrics:    p.Metrics,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -34,6 +35,10 @@ type Watermarks interface {
 // AckWaitDeps are what the wait uses.
 type AckWaitDeps struct {
 	Watermarks Watermarks
+	// Marks (the deliver queue's done marks) say which users were already told of a message:
+	// by another node's fallback, for a device that refused the frame there, or by another
+	// node's wait. Shared, so a user is alerted once whichever node pushed.
+	Marks      doneMarker
 	Notifier   ports.PushNotifier
 	Clock      ports.Clock
 	Metrics    ports.Metrics
@@ -46,6 +51,7 @@ const (
 	ackWaitAcked   = "acked"   // a device acked or the user read in time: no alert
 	ackWaitDropped = "dropped" // the node's waits were at Cap: no alert
 	ackWaitFailed  = "failed"  // the watermark or the notifier failed: no alert
+	ackWaitTold    = "told"    // already told by a fallback or a wait elsewhere: no second alert
 )
 
 // ackKey is one user's wait for one message.
@@ -179,6 +185,24 @@ func (a *AckWait) alert(ctx context.Context, tenant string, n delivery.Notificat
 	if len(silent) == 0 {
 		return
 	}
+	first, err := a.d.Marks.MarkDone(ctx, tenant, a.markTTL(), toldKeys(p.MsgID, silent)...)
+	if err != nil {
+		// Alerted anyway, as the fallback acts when its mark fails: a second alert only for a
+		// user another node already told, never for every user.
+		a.d.Log.DebugContext(ctx, "ack wait: told marks not set; alerting anyway", "tenant", tenant, "msg_id", p.MsgID, "err", err)
+		first = nil
+	}
+	untold := silent[:0]
+	for i, u := range silent {
+		if first == nil || first[i] {
+			untold = append(untold, u)
+		}
+	}
+	a.count(ackWaitTold, len(silent)-len(untold))
+	if len(untold) == 0 {
+		return
+	}
+	silent = untold
 	n.Users = silent
 	if err := a.d.Notifier.Notify(ctx, tenant, n); err != nil {
 		a.count(ackWaitFailed, len(silent))
@@ -192,6 +216,29 @@ func (a *AckWait) count(result string, n int) {
 	for range n {
 		a.d.Metrics.Inc("push_ack_wait_total", result)
 	}
+}
+
+// Told marks users as told of message msgID by a fallback's notification, so that no node's
+// wait alerts them again for it. A nil wait does nothing; a mark that cannot be set is logged.
+func (a *AckWait) Told(ctx context.Context, tenant string, msgID int64, users []int64) {
+	if a == nil || len(users) == 0 {
+		return
+	}
+	if _, err := a.d.Marks.MarkDone(ctx, tenant, a.markTTL(), toldKeys(msgID, users)...); err != nil {
+		a.d.Log.DebugContext(ctx, "ack wait: told marks not set", "tenant", tenant, "msg_id", msgID, "err", err)
+	}
+}
+
+// markTTL keeps a told mark past the end of every wait it may meet.
+func (a *AckWait) markTTL() time.Duration { return 2*a.cfg.Wait + time.Minute }
+
+// toldKeys are the done keys saying each of users was told of msgID.
+func toldKeys(msgID int64, users []int64) []string {
+	keys := make([]string, len(users))
+	for i, u := range users {
+		keys[i] = "told" + strconv.FormatInt(u, 10) + ":" + strconv.FormatInt(msgID, 10)
+	}
+	return keys
 }
 
 // Run checks the waits until ctx ends, a tenth of Wait apart (10ms to 1s), so an alert comes

@@ -55,6 +55,7 @@ func TestAckWaitAlertsOnlyWhoTookNothing(t *testing.T) {
 		mentions   []int64
 		notPush    bool
 		cap        int
+		told       []int64 // users another node's fallback already told
 		storeErr   error
 		wantAlert  []int64 // the users of the one ack-wait notification; nil: none
 		wantResult map[string]float64
@@ -76,6 +77,8 @@ func TestAckWaitAlertsOnlyWhoTookNothing(t *testing.T) {
 		{name: "NotPush kinds wait for nothing", notPush: true, wantResult: map[string]float64{}},
 		{name: "over the cap: dropped and counted", cap: 2, wantAlert: []int64{2, 3},
 			wantResult: map[string]float64{"alerted": 2, "dropped": 1}},
+		{name: "told by another node: no second alert", told: []int64{3}, wantAlert: []int64{2, 4},
+			wantResult: map[string]float64{"alerted": 2, "told": 1}},
 		{name: "watermark unreadable: no alert", storeErr: errors.New("mysql down"),
 			wantResult: map[string]float64{"failed": 3}},
 	}
@@ -86,9 +89,10 @@ func TestAckWaitAlertsOnlyWhoTookNothing(t *testing.T) {
 			log := slog.New(slog.NewTextHandler(io.Discard, nil))
 			metrics, notifier := memory.NewMetrics(), memory.NewNotifier()
 			marks := &watermarks{seqs: map[int64]int64{}, err: tc.storeErr}
-			wait := NewAckWait(AckWaitConfig{Wait: waitFor, Cap: tc.cap}, AckWaitDeps{Watermarks: marks, Notifier: notifier, Clock: clock, Metrics: metrics, Log: log})
+			wait := NewAckWait(AckWaitConfig{Wait: waitFor, Cap: tc.cap}, AckWaitDeps{Watermarks: marks, Marks: memory.NewDeliverQueue(clock.Now), Notifier: notifier, Clock: clock, Metrics: metrics, Log: log})
 			mailer := inbox.NewMailer(inbox.MailerDeps{Mailbox: memory.NewMailbox(), Pusher: &fakePusher{}, IDs: memory.NewIDs(clock), Clock: clock, Log: log})
 			f := NewFallback(Config{}, Deps{Queue: memory.NewDeliverQueue(clock.Now), Mailer: mailer, Notifier: notifier, Metrics: metrics, Log: log, AckWait: wait})
+			wait.Told(context.Background(), tenant, 104, tc.told)
 
 			f.Act(context.Background(), tenant, delivery.Unreached{
 				Message: &message.Message{Topic: "grp_1", ConversationID: 9, Seq: 4, MsgID: 104, Type: "text", From: 1, Mentions: tc.mentions},
@@ -118,7 +122,7 @@ func TestAckWaitAlertsOnlyWhoTookNothing(t *testing.T) {
 			if want := map[bool]int{false: 1, true: 0}[tc.notPush]; marks.reads != want {
 				t.Errorf("%d watermark reads; want %d (one per message)", marks.reads, want)
 			}
-			for _, r := range []string{ackWaitAlerted, ackWaitAcked, ackWaitDropped, ackWaitFailed} {
+			for _, r := range []string{ackWaitAlerted, ackWaitAcked, ackWaitDropped, ackWaitFailed, ackWaitTold} {
 				if c := metrics.Count("push_ack_wait_total", r); c != tc.wantResult[r] {
 					t.Errorf("push_ack_wait_total{result=%q} = %v; want %v", r, c, tc.wantResult[r])
 				}
@@ -132,7 +136,7 @@ func TestAckWaitAlertsOnlyWhoTookNothing(t *testing.T) {
 func TestAckWaitOncePerUserAndMessage(t *testing.T) {
 	clock := memory.NewClock(time.Date(2026, 5, 14, 10, 0, 0, 0, time.UTC))
 	metrics, notifier := memory.NewMetrics(), memory.NewNotifier()
-	d := AckWaitDeps{Watermarks: &watermarks{seqs: map[int64]int64{}}, Notifier: notifier, Clock: clock, Metrics: metrics,
+	d := AckWaitDeps{Watermarks: &watermarks{seqs: map[int64]int64{}}, Marks: memory.NewDeliverQueue(clock.Now), Notifier: notifier, Clock: clock, Metrics: metrics,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	if NewAckWait(AckWaitConfig{}, d) != nil {
 		t.Fatal("a wait of 0 is not off")
@@ -167,7 +171,7 @@ func previewOf(seq int64) dialog.Preview {
 func TestAckWaitReadsInChunks(t *testing.T) {
 	clock := memory.NewClock(time.Date(2026, 5, 14, 10, 0, 0, 0, time.UTC))
 	marks, notifier, metrics := &watermarks{seqs: map[int64]int64{}}, memory.NewNotifier(), memory.NewMetrics()
-	w := NewAckWait(AckWaitConfig{Wait: time.Second}, AckWaitDeps{Watermarks: marks, Notifier: notifier, Clock: clock, Metrics: metrics,
+	w := NewAckWait(AckWaitConfig{Wait: time.Second}, AckWaitDeps{Watermarks: marks, Marks: memory.NewDeliverQueue(clock.Now), Notifier: notifier, Clock: clock, Metrics: metrics,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	users := make([]int64, maxAckWaitRead+500)
 	for i := range users {
@@ -191,7 +195,7 @@ func TestAckWaitReadsInChunks(t *testing.T) {
 func TestWorkerWaitsForTheAcksOfWhomItReached(t *testing.T) {
 	f := newFixture(t)
 	marks := &watermarks{seqs: map[int64]int64{}}
-	f.ackWait = NewAckWait(AckWaitConfig{Wait: 10 * time.Second}, AckWaitDeps{Watermarks: marks, Notifier: f.notifier, Clock: f.clock, Metrics: f.metrics, Log: f.log})
+	f.ackWait = NewAckWait(AckWaitConfig{Wait: 10 * time.Second}, AckWaitDeps{Watermarks: marks, Marks: f.queue, Notifier: f.notifier, Clock: f.clock, Metrics: f.metrics, Log: f.log})
 	f.workers = f.newWorkers(Config{MaxAttempts: 3, DoneTTL: time.Minute}, f.queue)
 	f.pusher.online = map[int64][]uint64{1: {1, 2}, 2: {1}, 3: {1}}
 	f.pusher.failing = map[delivery.Device]bool{dev(3, 1): true}
@@ -203,5 +207,36 @@ func TestWorkerWaitsForTheAcksOfWhomItReached(t *testing.T) {
 	f.ackWait.Check(context.Background(), f.clock.Now())
 	if got := f.notifier.Users(); len(got) != 2 || !slices.Equal(got[1], []int64{2}) {
 		t.Fatalf("notifications after the wait %v; want a second, for 2 alone (1 sent it)", got)
+	}
+}
+
+// Two nodes share the done marks. Node A pushed to users 2 and 3 and waits for both; node B
+// held their devices: 2's refused the frame, so B's fallback told 2 at once. When A's wait
+// ends, 2 is not told again and 3 is alerted. Node C's wait for the same message (a job run
+// again elsewhere) alerts nobody a second time.
+func TestAckWaitAlertsOnceAcrossNodes(t *testing.T) {
+	clock := memory.NewClock(time.Date(2026, 5, 14, 10, 0, 0, 0, time.UTC))
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	shared, notifier, metrics := memory.NewDeliverQueue(clock.Now), memory.NewNotifier(), memory.NewMetrics()
+	marks := &watermarks{seqs: map[int64]int64{}}
+	node := func() *AckWait {
+		return NewAckWait(AckWaitConfig{Wait: time.Second}, AckWaitDeps{Watermarks: marks, Marks: shared, Notifier: notifier, Clock: clock, Metrics: metrics, Log: log})
+	}
+	a, c := node(), node()
+	mailer := inbox.NewMailer(inbox.MailerDeps{Mailbox: memory.NewMailbox(), Pusher: &fakePusher{}, IDs: memory.NewIDs(clock), Clock: clock, Log: log})
+	b := NewFallback(Config{}, Deps{Queue: shared, Mailer: mailer, Notifier: notifier, Metrics: metrics, Log: log, AckWait: node()})
+
+	m := &message.Message{Topic: "grp_1", ConversationID: 9, Seq: 4, MsgID: 104, Type: "text", From: 1}
+	a.Expect(tenant, []int64{2, 3}, dialog.PreviewOf(*m))
+	c.Expect(tenant, []int64{2, 3}, dialog.PreviewOf(*m))
+	b.ActOnce(context.Background(), tenant, "m104@b", delivery.Unreached{Message: m, From: 1, Failed: []delivery.Device{{User: 2, Device: 1}}})
+	clock.Advance(time.Second)
+	a.Check(context.Background(), clock.Now())
+	c.Check(context.Background(), clock.Now())
+	if got := notifier.Users(); len(got) != 2 || !slices.Equal(got[0], []int64{2}) || !slices.Equal(got[1], []int64{3}) {
+		t.Fatalf("notifications %v; want [[2] [3]]: 2 by B's fallback, 3 by one wait", got)
+	}
+	if metrics.Count("push_ack_wait_total", ackWaitTold) != 3 || metrics.Count("push_ack_wait_total", ackWaitAlerted) != 1 {
+		t.Fatal("push_ack_wait_total: want 3 told (2 on A, 2 and 3 on C) and 1 alerted")
 	}
 }

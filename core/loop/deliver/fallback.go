@@ -119,6 +119,15 @@ func (f *Fallback) notify(ctx context.Context, tenant string, u delivery.Unreach
 	if f.ackWait != nil && len(u.Recipients) > 0 {
 		f.ackWait.Expect(tenant, alertable(u, reached(u)), preview)
 	}
+	if f.ackWait != nil && len(u.Failed) > 0 {
+		// The node that pushed may be waiting for these users too, having handed their frame
+		// to this node's channel: it must not alert them a second time.
+		failed := make([]int64, len(u.Failed))
+		for i, d := range u.Failed {
+			failed[i] = d.User
+		}
+		f.ackWait.Told(ctx, tenant, u.Message.MsgID, alertable(u, failed))
+	}
 	if len(users) == 0 {
 		return
 	}
