@@ -38,11 +38,11 @@ type AckWaitDeps struct {
 	// Marks (the deliver queue's done marks) say which users were already told of a message:
 	// by another node's fallback, for a device that refused the frame there, or by another
 	// node's wait. Shared, so a user is alerted once whichever node pushed.
-	Marks      doneMarker
-	Notifier   ports.PushNotifier
-	Clock      ports.Clock
-	Metrics    ports.Metrics
-	Log        *slog.Logger
+	Marks    doneMarker
+	Notifier ports.PushNotifier
+	Clock    ports.Clock
+	Metrics  ports.Metrics
+	Log      *slog.Logger
 }
 
 // Results of push_ack_wait_total.
