@@ -70,8 +70,8 @@ type ackEntry struct {
 // checked: once Wait has passed, those whose watermark did not reach the message get the
 // native alert an offline user gets (issue 32: "sent only when no device of the user took the
 // live push"). Waits live in memory only: a restart forgets them (no alert, never a second
-// one), and the once-per-job fallback plus the key set keep it to one wait per user and
-// message on a node.
+// one). The once-per-job fallback and the key set keep it to one wait per user and message on
+// a node, and the told marks (Deps.Marks) to one alert across nodes (DESIGN issue-32).
 type AckWait struct {
 	cfg AckWaitConfig
 	d   AckWaitDeps
