@@ -164,8 +164,7 @@ func (c Config) Typing() typing.Config {
 
 // ReadReceipts is the receipts section as the receipts use case's configuration.
 func (c Config) ReadReceipts() receipts.Config {
-	// Group acks are kept only while the ack wait reads them (DESIGN issue-32 "Native push").
-	return receipts.Config{GroupLimit: c.Receipts.GroupLimit, KeepGroupAcks: c.Push.AckWait > 0}
+	return receipts.Config{GroupLimit: c.Receipts.GroupLimit}
 }
 
 // ReactionLimits is the reactions section as the reactions use case's configuration.

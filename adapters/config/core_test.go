@@ -34,7 +34,7 @@ func TestCoreConfigs(t *testing.T) {
 		{"archive caches", c.ArchiveCaches().Chunks == 13},
 		{"search indexing", c.SearchIndexing().Queue == 17},
 		{"nodes", c.Nodes().Backlog == 19},
-		{"ack wait", c.AckWait().Wait == 3*time.Second && c.ReadReceipts().KeepGroupAcks},
+		{"ack wait", c.AckWait().Wait == 3*time.Second},
 		{"reactions", c.ReactionLimits() == reactions.Config{PerMessage: 3, PerUser: 2, MaxPins: 5}},
 		{"node loops", c.NodeLoops().Retention == c.Archive.RetentionInterval && c.NodeLoops().ShardCheck == c.Shard.CheckInterval &&
 			c.NodeLoops().SeqHoleSweep == c.Shard.SeqHoleSweepInterval},

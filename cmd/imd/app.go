@@ -33,7 +33,7 @@ func Application(cfg config.Config, log *slog.Logger) fx.Option {
 			newDailyStats, newMembership, newResolver, newDirectory, newTenantRegistry, newAuthn, newUploads,
 			newReports,
 			// Event webhooks, bots and native push tokens (issue 32).
-			newWebhooks, newBots, newPushTokenRegistry,
+			newWebhooks, newBots, newPushTokenRegistry, newTokenHolders,
 
 			// The send path and what reads and changes messages.
 			newShardManager, newRouteRepairs, newSend, newHistory, newAdmin, newModify, newReactions, newForward, newInbox, newMailer,

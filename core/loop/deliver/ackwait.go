@@ -20,8 +20,8 @@ type AckWaitConfig struct {
 	// Wait is how long a user's devices have to acknowledge or read a live MESSAGE push
 	// before the user gets the native alert; 0 switches the rule off.
 	Wait time.Duration
-	// Cap bounds the users waiting on this node; past it a wait is dropped (counted), and
-	// that user gets no alert for that message. Default 100,000.
+	// Cap bounds the token holders waiting on this node; past it a wait is dropped (counted),
+	// and that user gets no alert for that message. Default 100,000.
 	Cap int
 }
 
@@ -32,8 +32,17 @@ type Watermarks interface {
 	DeliveredToUsers(ctx context.Context, tenant string, conversationID int64, users []int64) (map[int64]int64, error)
 }
 
+// TokenHolders says, in memory, whether a user holds a native push token
+// (core/usecase/nativepush.Holders).
+type TokenHolders interface {
+	Has(tenant string, user int64) bool
+}
+
 // AckWaitDeps are what the wait uses.
 type AckWaitDeps struct {
+	// Holders are the users a wait is started for: only they can get an alert, so a user
+	// without a push token costs the wait nothing (DESIGN issue-32 "Native push").
+	Holders    TokenHolders
 	Watermarks Watermarks
 	// Marks (the deliver queue's done marks) say which users were already told of a message:
 	// by another node's fallback, for a device that refused the frame there, or by another
@@ -93,8 +102,8 @@ func NewAckWait(cfg AckWaitConfig, d AckWaitDeps) *AckWait {
 	return &AckWait{cfg: cfg, d: d, keys: make(map[ackKey]struct{})}
 }
 
-// Expect starts the wait of users, whom p's message was pushed to live. A nil wait does
-// nothing.
+// Expect starts the wait of those of users, whom p's message was pushed to live, who hold a
+// push token. A nil wait does nothing.
 func (a *AckWait) Expect(tenant string, users []int64, p dialog.Preview) {
 	if a == nil || len(users) == 0 {
 		return
@@ -103,6 +112,9 @@ func (a *AckWait) Expect(tenant string, users []int64, p dialog.Preview) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, u := range users {
+		if !a.d.Holders.Has(tenant, u) {
+			continue
+		}
 		k := ackKey{tenant: tenant, topic: p.Topic, user: u, seq: p.Seq}
 		if _, ok := a.keys[k]; ok {
 			continue

@@ -36,6 +36,11 @@ func (w *watermarks) DeliveredToUsers(_ context.Context, _ string, _ int64, user
 	return out, w.err
 }
 
+// holdersBut: every user holds a push token but these.
+type holdersBut []int64
+
+func (h holdersBut) Has(_ string, user int64) bool { return !slices.Contains(h, user) }
+
 func (w *watermarks) raise(user, seq int64) {
 	w.mu.Lock()
 	w.seqs[user] = max(w.seqs[user], seq)
@@ -56,6 +61,7 @@ func TestAckWaitAlertsOnlyWhoTookNothing(t *testing.T) {
 		notPush    bool
 		cap        int
 		told       []int64 // users another node's fallback already told
+		tokenless  []int64 // users holding no push token
 		storeErr   error
 		wantAlert  []int64 // the users of the one ack-wait notification; nil: none
 		wantResult map[string]float64
@@ -77,6 +83,11 @@ func TestAckWaitAlertsOnlyWhoTookNothing(t *testing.T) {
 		{name: "NotPush kinds wait for nothing", notPush: true, wantResult: map[string]float64{}},
 		{name: "over the cap: dropped and counted", cap: 2, wantAlert: []int64{2, 3},
 			wantResult: map[string]float64{"alerted": 2, "dropped": 1}},
+		{name: "token-less users wait for nothing", tokenless: []int64{3}, wantAlert: []int64{2, 4},
+			wantResult: map[string]float64{"alerted": 2}},
+		{name: "nobody holds a token: no wait, no read", tokenless: []int64{2, 3, 4, 5}, wantResult: map[string]float64{}},
+		{name: "the cap counts token holders only", cap: 2, tokenless: []int64{3}, wantAlert: []int64{2, 4},
+			wantResult: map[string]float64{"alerted": 2}},
 		{name: "told by another node: no second alert", told: []int64{3}, wantAlert: []int64{2, 4},
 			wantResult: map[string]float64{"alerted": 2, "told": 1}},
 		{name: "watermark unreadable: no alert", storeErr: errors.New("mysql down"),
@@ -89,7 +100,7 @@ func TestAckWaitAlertsOnlyWhoTookNothing(t *testing.T) {
 			log := slog.New(slog.NewTextHandler(io.Discard, nil))
 			metrics, notifier := memory.NewMetrics(), memory.NewNotifier()
 			marks := &watermarks{seqs: map[int64]int64{}, err: tc.storeErr}
-			wait := NewAckWait(AckWaitConfig{Wait: waitFor, Cap: tc.cap}, AckWaitDeps{Watermarks: marks, Marks: memory.NewDeliverQueue(clock.Now), Notifier: notifier, Clock: clock, Metrics: metrics, Log: log})
+			wait := NewAckWait(AckWaitConfig{Wait: waitFor, Cap: tc.cap}, AckWaitDeps{Holders: holdersBut(tc.tokenless), Watermarks: marks, Marks: memory.NewDeliverQueue(clock.Now), Notifier: notifier, Clock: clock, Metrics: metrics, Log: log})
 			mailer := inbox.NewMailer(inbox.MailerDeps{Mailbox: memory.NewMailbox(), Pusher: &fakePusher{}, IDs: memory.NewIDs(clock), Clock: clock, Log: log})
 			f := NewFallback(Config{}, Deps{Queue: memory.NewDeliverQueue(clock.Now), Mailer: mailer, Notifier: notifier, Metrics: metrics, Log: log, AckWait: wait})
 			wait.Told(context.Background(), tenant, 104, tc.told)
@@ -119,7 +130,7 @@ func TestAckWaitAlertsOnlyWhoTookNothing(t *testing.T) {
 			if tc.wantAlert == nil && len(got) != 0 || tc.wantAlert != nil && (len(got) != 1 || !slices.Equal(got[0], tc.wantAlert)) {
 				t.Fatalf("ack-wait notifications %v; want one for %v", got, tc.wantAlert)
 			}
-			if want := map[bool]int{false: 1, true: 0}[tc.notPush]; marks.reads != want {
+			if want := map[bool]int{false: 1, true: 0}[len(tc.wantResult) == 0]; marks.reads != want {
 				t.Errorf("%d watermark reads; want %d (one per message)", marks.reads, want)
 			}
 			for _, r := range []string{ackWaitAlerted, ackWaitAcked, ackWaitDropped, ackWaitFailed, ackWaitTold} {
@@ -136,7 +147,7 @@ func TestAckWaitAlertsOnlyWhoTookNothing(t *testing.T) {
 func TestAckWaitOncePerUserAndMessage(t *testing.T) {
 	clock := memory.NewClock(time.Date(2026, 5, 14, 10, 0, 0, 0, time.UTC))
 	metrics, notifier := memory.NewMetrics(), memory.NewNotifier()
-	d := AckWaitDeps{Watermarks: &watermarks{seqs: map[int64]int64{}}, Marks: memory.NewDeliverQueue(clock.Now), Notifier: notifier, Clock: clock, Metrics: metrics,
+	d := AckWaitDeps{Holders: holdersBut(nil), Watermarks: &watermarks{seqs: map[int64]int64{}}, Marks: memory.NewDeliverQueue(clock.Now), Notifier: notifier, Clock: clock, Metrics: metrics,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	if NewAckWait(AckWaitConfig{}, d) != nil {
 		t.Fatal("a wait of 0 is not off")
@@ -171,7 +182,7 @@ func previewOf(seq int64) dialog.Preview {
 func TestAckWaitReadsInChunks(t *testing.T) {
 	clock := memory.NewClock(time.Date(2026, 5, 14, 10, 0, 0, 0, time.UTC))
 	marks, notifier, metrics := &watermarks{seqs: map[int64]int64{}}, memory.NewNotifier(), memory.NewMetrics()
-	w := NewAckWait(AckWaitConfig{Wait: time.Second}, AckWaitDeps{Watermarks: marks, Marks: memory.NewDeliverQueue(clock.Now), Notifier: notifier, Clock: clock, Metrics: metrics,
+	w := NewAckWait(AckWaitConfig{Wait: time.Second}, AckWaitDeps{Holders: holdersBut(nil), Watermarks: marks, Marks: memory.NewDeliverQueue(clock.Now), Notifier: notifier, Clock: clock, Metrics: metrics,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	users := make([]int64, maxAckWaitRead+500)
 	for i := range users {
@@ -195,7 +206,7 @@ func TestAckWaitReadsInChunks(t *testing.T) {
 func TestWorkerWaitsForTheAcksOfWhomItReached(t *testing.T) {
 	f := newFixture(t)
 	marks := &watermarks{seqs: map[int64]int64{}}
-	f.ackWait = NewAckWait(AckWaitConfig{Wait: 10 * time.Second}, AckWaitDeps{Watermarks: marks, Marks: f.queue, Notifier: f.notifier, Clock: f.clock, Metrics: f.metrics, Log: f.log})
+	f.ackWait = NewAckWait(AckWaitConfig{Wait: 10 * time.Second}, AckWaitDeps{Holders: holdersBut(nil), Watermarks: marks, Marks: f.queue, Notifier: f.notifier, Clock: f.clock, Metrics: f.metrics, Log: f.log})
 	f.workers = f.newWorkers(Config{MaxAttempts: 3, DoneTTL: time.Minute}, f.queue)
 	f.pusher.online = map[int64][]uint64{1: {1, 2}, 2: {1}, 3: {1}}
 	f.pusher.failing = map[delivery.Device]bool{dev(3, 1): true}
@@ -220,7 +231,7 @@ func TestAckWaitAlertsOnceAcrossNodes(t *testing.T) {
 	shared, notifier, metrics := memory.NewDeliverQueue(clock.Now), memory.NewNotifier(), memory.NewMetrics()
 	marks := &watermarks{seqs: map[int64]int64{}}
 	node := func() *AckWait {
-		return NewAckWait(AckWaitConfig{Wait: time.Second}, AckWaitDeps{Watermarks: marks, Marks: shared, Notifier: notifier, Clock: clock, Metrics: metrics, Log: log})
+		return NewAckWait(AckWaitConfig{Wait: time.Second}, AckWaitDeps{Holders: holdersBut(nil), Watermarks: marks, Marks: shared, Notifier: notifier, Clock: clock, Metrics: metrics, Log: log})
 	}
 	a, c := node(), node()
 	mailer := inbox.NewMailer(inbox.MailerDeps{Mailbox: memory.NewMailbox(), Pusher: &fakePusher{}, IDs: memory.NewIDs(clock), Clock: clock, Log: log})

@@ -29,10 +29,6 @@ type Config struct {
 	// GroupLimit is the largest group whose READ_STATE lists the readers; bigger groups get
 	// the counts only. Default 200.
 	GroupLimit int
-	// KeepGroupAcks keeps the PUSH_ACKs of group messages too, on the acknowledging user's
-	// delivered watermark, which no receipt shows: the ack wait of native push reads it
-	// (DESIGN issue-32 "Native push"). Off, a group ack costs nothing.
-	KeepGroupAcks bool
 }
 
 func (c Config) withDefaults() Config {
@@ -47,6 +43,12 @@ type Members interface {
 	Members(ctx context.Context, tenant, topic string) ([]int64, error)
 }
 
+// TokenHolders says, in memory, whether a user holds a native push token
+// (core/usecase/nativepush.Holders).
+type TokenHolders interface {
+	Has(tenant string, user int64) bool
+}
+
 // Deps are what receipts use.
 type Deps struct {
 	Resolver *conversation.Resolver
@@ -55,8 +57,12 @@ type Deps struct {
 	Receipts ports.ReadReceipts
 	Settings ports.UserSettings
 	Pusher   ports.DevicePusher
-	Metrics  ports.Metrics
-	Log      *slog.Logger
+	// Holders keep the group PUSH_ACKs of the users holding a push token, on their delivered
+	// watermark, which no receipt shows: the ack wait of native push reads it (DESIGN issue-32
+	// "Native push"). nil (the ack wait off): a group ack costs nothing.
+	Holders TokenHolders
+	Metrics ports.Metrics
+	Log     *slog.Logger
 }
 
 // Service pushes receipts and answers READ_STATE.
@@ -99,10 +105,10 @@ func (s *Service) Read(ctx context.Context, tenant string, user int64, w dialog.
 
 // Delivered follows a PUSH_ACK of a device of user for m: in P2P the sender learns m reached a
 // device. Acks of the sender's own devices (they get its messages too) say nothing to anyone;
-// acks of group messages are kept only with KeepGroupAcks and pushed to no one.
+// acks of group messages are kept only for a token holder (Deps.Holders) and pushed to no one.
 // hide_receipts does not stop it: it hides reading, not being online.
 func (s *Service) Delivered(ctx context.Context, tenant string, user int64, m *message.Message) {
-	if !s.Hears(user, m) {
+	if !s.Hears(tenant, user, m) {
 		return
 	}
 	// Kept too, so a sender who was away learns it from READ_STATE (issue 31, DESIGN §13): a
@@ -117,10 +123,11 @@ func (s *Service) Delivered(ctx context.Context, tenant string, user int64, m *m
 }
 
 // Hears reports whether Delivered does anything with a PUSH_ACK of user for m: one that tells,
-// or, with KeepGroupAcks, any ack of another user's message. The transports ask before handing
-// the ack over, so without it the acks of a message to a group of 10,000 cost no task each.
-func (s *Service) Hears(user int64, m *message.Message) bool {
-	return tells(user, m) || (s.cfg.KeepGroupAcks && m != nil && m.From != user)
+// or any ack of another user's message by a token holder. The transports ask before handing
+// the ack over, so the acks of a message to a group of 10,000 cost no task each but those of
+// its token holders. In memory only: it is asked on the connection's reader.
+func (s *Service) Hears(tenant string, user int64, m *message.Message) bool {
+	return tells(user, m) || (m != nil && m.From != user && s.d.Holders != nil && s.d.Holders.Has(tenant, user))
 }
 
 // tells reports whether a PUSH_ACK of user for m makes a delivered receipt: a P2P message of
