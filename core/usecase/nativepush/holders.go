@@ -33,10 +33,10 @@ const holdersOverlap = time.Minute
 
 // Holders is the node's set, per tenant, of the users holding at least one push token: the
 // ack wait and the group acks cost something only for them, as only they can get an alert
-// (DESIGN issue-32 "Native push", "Cost"). A tenant's set is loaded in the background on its
-// first use; until then its users count as token-less. This node's registrations and removals
-// change it at once, other nodes' by the next Refresh (a removal by the next Reload). A nil
-// Holders holds nobody: the ack wait is off.
+// (DESIGN issue-32 "Native push", "Only token holders pay for it"). A tenant's set is loaded
+// in the background on its first use; until then its users count as token-less. This node's
+// registrations and removals change it at once, other nodes' by the next Refresh (a removal
+// by the next Reload). A nil Holders holds nobody: the ack wait is off.
 type Holders struct {
 	cfg    HoldersConfig
 	tokens ports.PushTokens

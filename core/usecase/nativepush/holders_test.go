@@ -161,3 +161,29 @@ func TestNilHolders(t *testing.T) {
 		t.Fatal("a nil Holders holds user 1")
 	}
 }
+
+// TestHoldersRunLoadsOnFirstUse: Run loads a tenant as soon as it is first asked for, without
+// waiting for the next refresh, and returns when its ctx ends.
+func TestHoldersRunLoadsOnFirstUse(t *testing.T) {
+	clock := memory.NewClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
+	tokens := memory.NewPushTokens()
+	if err := tokens.PutToken(t.Context(), "acme", pushtoken.Token{User: 1, DeviceID: "phone", Platform: pushtoken.FCM, Token: "t", UpdatedAt: clock.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	h := NewHolders(HoldersConfig{Refresh: time.Hour}, tokens, clock, slog.New(slog.DiscardHandler))
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { h.Run(ctx); close(done) }()
+	if h.Has("acme", 1) {
+		t.Fatal("holder before the load")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !h.Has("acme", 1) {
+		if time.Now().After(deadline) {
+			t.Fatal("not loaded within 5s of the first question")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	<-done
+}
