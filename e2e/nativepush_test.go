@@ -189,7 +189,8 @@ func nativePushEnv(t *testing.T, apns *apnstest.Server, fcm *fcmtest.Server, ext
 // live push"; tinode/chat#685): two members of a group are connected when a message comes.
 // One device acknowledges it (the Go client's PUSH_ACK); the other, a backgrounded phone,
 // never does. Once push.ack_wait has passed, the silent one's phone gets the APNs alert an
-// offline user would, with the badge and collapse id; the acking one's gets nothing.
+// offline user would, with the badge and collapse id; the acking one's gets nothing. A third,
+// silent member with no push token gets no wait at all (DESIGN issue-32 "Native push").
 func TestNativePushWhenNoDeviceAcked(t *testing.T) {
 	apns, err := apnstest.New()
 	if err != nil {
@@ -200,19 +201,29 @@ func TestNativePushWhenNoDeviceAcked(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
-	const sender, acker, silent = 3301, 3302, 3303
-	tokens := map[int64]string{sender: srv.User(sender), acker: srv.User(acker), silent: srv.User(silent)}
+	const sender, acker, silent, tokenless = 3301, 3302, 3303, 3304
+	tokens := map[int64]string{sender: srv.User(sender), acker: srv.User(acker), silent: srv.User(silent), tokenless: srv.User(tokenless)}
 	for u, tok := range map[int64]string{acker: apnsAcker, silent: apnsSilent} {
 		body := map[string]any{"device_id": "phone", "platform": "apns", "app_id": apnstest.Topic, "token": tok}
 		if code := pushTokenCall(t, srv, tokens[u], http.MethodPut, "", body); code != http.StatusOK {
 			t.Fatalf("PUT push token of %d: HTTP %d", u, code)
 		}
 	}
-	group := srv.Group(3301, sender, acker, silent)
+	group := srv.Group(3301, sender, acker, silent, tokenless)
 	a := srv.Connect(ctx, tokens[sender], 1)
 	srv.Connect(ctx, tokens[acker], 1) // acknowledges every MESSAGE
 	// The silent phone authenticates, then never reads nor acknowledges a push.
 	dialStuck(t, srv, tokens[silent], 1)
+	// So does a member with no push token: no alert can reach them, so they get no wait.
+	dialStuck(t, srv, tokens[tokenless], 1)
+	waits := func() float64 {
+		var n float64
+		for _, r := range []string{"alerted", "acked", "dropped", "failed", "told"} {
+			n += srv.metricValue("push_ack_wait_total", "result", r)
+		}
+		return n
+	}
+	waitsBefore := waits()
 
 	var ack wire.SendAck
 	var took time.Duration
@@ -234,6 +245,9 @@ func TestNativePushWhenNoDeviceAcked(t *testing.T) {
 	ap := apns.Accepted()
 	if len(ap) != 1 || ap[0].Token != apnsSilent {
 		t.Fatalf("APNs got %+v; want one request, for the silent phone", ap)
+	}
+	if n := waits() - waitsBefore; n != 2 {
+		t.Fatalf("%v ack waits ended; want 2, the token holders' (none for the token-less member)", n)
 	}
 	aps, _ := ap[0].Payload["aps"].(map[string]any)
 	alert, _ := aps["alert"].(map[string]any)
