@@ -92,6 +92,7 @@ var movedBy = map[string]string{
 	"webhook_oldest_undelivered_seconds":         "TestEditsAndRecallsReachAnEndpoint",
 	"webhook_deliveries_total":                   "TestWebhooksDeliverSignedInOrderWithRetriesAndDeadLetters",
 	"push_send_total":                            "TestNativePushReachesOfflineDevicesOnly",
+	"push_ack_wait_total":                        "TestNativePushWhenNoDeviceAcked",
 	"media_thumbnail_refused_total":              "TestImageThumbnails",
 	"media_thumbnail_seconds":                    "TestImageThumbnails",
 	"deliver_list_gap_total":                     "TestLostDeliverPartitionIsRepaired",

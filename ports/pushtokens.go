@@ -2,6 +2,7 @@ package ports
 
 import (
 	"context"
+	"time"
 
 	"github.com/imdhq/imd/core/domain/pushtoken"
 )
@@ -18,6 +19,9 @@ type PushTokens interface {
 	DeleteTokenValue(ctx context.Context, tenant string, platform pushtoken.Platform, token string) error
 	// TokensOf lists the tokens of users, by user then device.
 	TokensOf(ctx context.Context, tenant string, users []int64) ([]pushtoken.Token, error)
+	// UsersWithTokens lists, ascending and once each, the users with a token registered or
+	// replaced at or after since (the zero time: every user with a token).
+	UsersWithTokens(ctx context.Context, tenant string, since time.Time) ([]int64, error)
 	AddDeadLetter(ctx context.Context, tenant string, d pushtoken.DeadLetter) error
 	// DeadLetters lists the provider's dead letters, newest first, at most limit.
 	DeadLetters(ctx context.Context, tenant string, provider pushtoken.Platform, limit int) ([]pushtoken.DeadLetter, error)

@@ -20,4 +20,7 @@ type ReadReceipts interface {
 	// DeliveredTo is how far user's devices got the conversation's messages: the delivered
 	// watermark, or the read one where that is further (what was read was delivered).
 	DeliveredTo(ctx context.Context, tenant string, conversationID, user int64) (int64, error)
+	// DeliveredToUsers is DeliveredTo for several users of one conversation in one read, by
+	// user; a user who is no member is left out (none: 0).
+	DeliveredToUsers(ctx context.Context, tenant string, conversationID int64, users []int64) (map[int64]int64, error)
 }

@@ -272,6 +272,10 @@ type Push struct {
 	Attempts   int           `yaml:"attempts"`
 	Backoff    time.Duration `yaml:"backoff"`
 	MaxBackoff time.Duration `yaml:"max_backoff"`
+	// AckWait is how long a user whose devices took a MESSAGE live has to acknowledge or read
+	// it before the user gets the alert an offline user gets (docs/DESIGN.md issue-32 "Native
+	// push"); 0 switches that off.
+	AckWait time.Duration `yaml:"ack_wait"`
 }
 
 // APNs is the provider key (.p8) of an Apple developer team: IMD_PUSH_APNS_KEY_FILE names the
@@ -513,7 +517,7 @@ func Default() Config {
 			PinsPerConversation: msgref.MaxPins},
 		Presence: Presence{GroupLimit: 200, TypingGroupLimit: 200, TypingExpires: 6 * time.Second, TypingPerDevice: 10,
 			TypingWindow: 10 * time.Second, HealRate: 200, HealQueue: 10_000},
-		Push:     Push{Timeout: 2 * time.Second, Queue: 10_000, Attempts: 4, Backoff: time.Second, MaxBackoff: time.Minute, APNs: APNs{Host: "production"}},
+		Push:     Push{Timeout: 2 * time.Second, Queue: 10_000, Attempts: 4, Backoff: time.Second, MaxBackoff: time.Minute, AckWait: 10 * time.Second, APNs: APNs{Host: "production"}},
 		Registry: Registry{Database: "imd_registry", RefreshInterval: 30 * time.Second},
 		Uploads: Uploads{Store: "fs", Dir: filepath.Join(os.TempDir(), "imd-uploads"), MaxSize: 100 << 20, URLTTL: 15 * time.Minute,
 			Thumbnails: Thumbnails{Side: 320, MaxBytes: 25 << 20, MaxPixels: 40_000_000, Workers: 2}},
@@ -660,6 +664,9 @@ func (c Config) Validate() error {
 	}
 	if p := c.Push; p.Attempts <= 0 || p.Backoff <= 0 || p.MaxBackoff < p.Backoff {
 		errs = append(errs, errors.New("push: attempts and backoff must be positive, max_backoff at least backoff"))
+	}
+	if c.Push.AckWait < 0 {
+		errs = append(errs, errors.New("push.ack_wait must not be negative (0 switches it off)"))
 	}
 	if a := c.Push.APNs; a.Key != "" && (a.KeyID == "" || a.TeamID == "" || a.Host == "") {
 		errs = append(errs, errors.New("push.apns: key_id, team_id and host are required with a key"))

@@ -37,7 +37,7 @@ func TestEnvOverrides(t *testing.T) {
 		"IMD_MYSQL_DSN=u:p@tcp(h:1)/", "IMD_TCP_ADDR=unix:/tmp/x.sock", "IMD_TCP_PROXY_PROTOCOL=true",
 		"IMD_DELIVER_TAKE_TIMEOUT=2s", "IMD_NODE_ID=7", "IMD_TENANTS=a:db_a,b:db_b:imd:pw@tcp(10.0.0.2:3306)/?parseTime=true", "PATH=/bin",
 		"IMD_MESSAGE_RECALL_WINDOW=5m", "IMD_RATE_LIMIT_PER_IP_AUTH_PER_SECOND=9", "IMD_TCP_PUSH_ACK_TIMEOUT=45s",
-		"IMD_SHARD_SEQ_HOLE_SWEEP_INTERVAL=200ms", "IMD_SHUTDOWN_DRAIN_WINDOW=2s",
+		"IMD_SHARD_SEQ_HOLE_SWEEP_INTERVAL=200ms", "IMD_SHUTDOWN_DRAIN_WINDOW=2s", "IMD_PUSH_ACK_WAIT=1500ms",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -65,6 +65,7 @@ func TestEnvOverrides(t *testing.T) {
 		{"seq hole age default", cfg.Shard.SeqHoleAfter, 10 * time.Minute},
 		{"drain window", cfg.Shutdown.DrainWindow, 2 * time.Second},
 		{"unready grace default", cfg.Shutdown.UnreadyGrace, 5 * time.Second},
+		{"push ack wait", cfg.Push.AckWait, 1500 * time.Millisecond},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {
@@ -91,6 +92,7 @@ func TestValidateRejects(t *testing.T) {
 		{"heal past the markers' life", []string{"IMD_DELIVER_DONE_TTL=2m", "IMD_DELIVER_HEAL_LOOKBACK=1m", "IMD_DELIVER_REPAIR_INTERVAL=10s", "IMD_DELIVER_REPAIR_SETTLE=41s"}, "at most done_ttl"},
 		{"no pins", []string{"IMD_REACTIONS_PINS_PER_CONVERSATION=0"}, "reactions.per_message, reactions.per_user and reactions.pins_per_conversation"},
 		{"negative reactions per user", []string{"IMD_REACTIONS_PER_USER=-1"}, "reactions.per_message"},
+		{"negative push ack wait", []string{"IMD_PUSH_ACK_WAIT=-1s"}, "push.ack_wait"},
 		{"no recall window", []string{"IMD_MESSAGE_RECALL_WINDOW=0s"}, "recall_window"},
 		{"negative rate limit", []string{"IMD_RATE_LIMIT_PER_IP_MESSAGE_PER_SECOND=-1"}, "rate_limit"},
 		{"no handshake timeout", []string{"IMD_TCP_HANDSHAKE_TIMEOUT=0s"}, "handshake_timeout"},

@@ -85,6 +85,11 @@ func (c Config) DeliverWorkers() deliver.Config {
 		SendBound: c.TCP.RequestTimeout + sendBoundSkew, RepairWindow: d.RepairWindow}
 }
 
+// AckWait is how long a live push waits for its PUSH_ACK before the native alert (push.ack_wait).
+func (c Config) AckWait() deliver.AckWaitConfig {
+	return deliver.AckWaitConfig{Wait: c.Push.AckWait}
+}
+
 // ListRepair is the list repair's pace and window (deliver.repair_*).
 func (c Config) ListRepair() listrepair.Config {
 	d := c.Deliver

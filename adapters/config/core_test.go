@@ -19,6 +19,7 @@ func TestCoreConfigs(t *testing.T) {
 	c.Reactions = Reactions{PerMessage: 3, PerUser: 2, PinsPerConversation: 5}
 	c.Push.HideContent, c.Push.Attempts = []string{"acme"}, 7
 	c.Presence.HealRate = 23
+	c.Push.AckWait = 3 * time.Second
 
 	checks := []struct {
 		name string
@@ -37,6 +38,7 @@ func TestCoreConfigs(t *testing.T) {
 		{"nodes", c.Nodes().Backlog == 19},
 		{"native push", c.NativePush().Attempts == 7 && c.NativePush().HideContent["acme"] && !c.NativePush().HideContent["other"]},
 		{"presence", c.PresenceFeed().HealRate == 23},
+		{"ack wait", c.AckWait().Wait == 3*time.Second},
 		{"reactions", c.ReactionLimits() == reactions.Config{PerMessage: 3, PerUser: 2, MaxPins: 5}},
 		{"node loops", c.NodeLoops().Retention == c.Archive.RetentionInterval && c.NodeLoops().ShardCheck == c.Shard.CheckInterval &&
 			c.NodeLoops().SeqHoleSweep == c.Shard.SeqHoleSweepInterval},

@@ -5,6 +5,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/imdhq/imd/core/domain/pushtoken"
 	"github.com/imdhq/imd/ports"
@@ -66,6 +67,20 @@ func (s *PushTokens) TokensOf(_ context.Context, tenant string, users []int64) (
 		return cmp.Or(cmp.Compare(a.User, b.User), cmp.Compare(a.DeviceID, b.DeviceID))
 	})
 	return out, nil
+}
+
+// UsersWithTokens lists the users of the tokens updated since.
+func (s *PushTokens) UsersWithTokens(_ context.Context, tenant string, since time.Time) ([]int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []int64
+	for _, t := range s.tokens[tenant] {
+		if !t.UpdatedAt.Before(since) {
+			out = append(out, t.User)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
 }
 
 // AddDeadLetter appends d with the next id.

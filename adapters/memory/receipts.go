@@ -89,3 +89,14 @@ func (r *Receipts) DeliveredTo(_ context.Context, tenant string, conversationID,
 	defer r.mu.Unlock()
 	return max(r.delivered[k], read), nil
 }
+
+// DeliveredToUsers implements ports.ReadReceipts.
+func (r *Receipts) DeliveredToUsers(ctx context.Context, tenant string, conversationID int64, users []int64) (map[int64]int64, error) {
+	out := make(map[int64]int64, len(users))
+	for _, u := range users {
+		if r.member(tenant, conversationID, u) {
+			out[u], _ = r.DeliveredTo(ctx, tenant, conversationID, u)
+		}
+	}
+	return out, nil
+}

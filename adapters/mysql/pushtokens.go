@@ -78,6 +78,19 @@ func (s *PushTokens) TokensOf(ctx context.Context, tenant string, users []int64)
 	return out, nil
 }
 
+// UsersWithTokens reads the users of the rows updated since.
+func (s *PushTokens) UsersWithTokens(ctx context.Context, tenant string, since time.Time) ([]int64, error) {
+	db, err := s.cluster.tenant(tenant)
+	if err != nil {
+		return nil, err
+	}
+	users, err := db.q.UsersWithPushTokens(ctx, since.UTC())
+	if err != nil {
+		return nil, fmt.Errorf("read users with push tokens since %v: %w", since, err)
+	}
+	return users, nil
+}
+
 // AddDeadLetter inserts d, its error cut to the column.
 func (s *PushTokens) AddDeadLetter(ctx context.Context, tenant string, d pushtoken.DeadLetter) error {
 	db, err := s.cluster.tenant(tenant)

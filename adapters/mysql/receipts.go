@@ -76,3 +76,23 @@ func (r *Receipts) DeliveredTo(ctx context.Context, tenant string, conversationI
 	}
 	return seq, nil
 }
+
+// DeliveredToUsers implements ports.ReadReceipts: one range of the unique key.
+func (r *Receipts) DeliveredToUsers(ctx context.Context, tenant string, conversationID int64, users []int64) (map[int64]int64, error) {
+	out := make(map[int64]int64, len(users))
+	if len(users) == 0 {
+		return out, nil
+	}
+	t, err := r.cluster.tenant(tenant)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := t.q.DeliveredSeqs(ctx, sqlcdb.DeliveredSeqsParams{ConversationID: conversationID, UserIds: users})
+	if err != nil {
+		return nil, fmt.Errorf("delivered marks of %d users in conversation %d of %s: %w", len(users), conversationID, tenant, err)
+	}
+	for _, row := range rows {
+		out[row.UserID] = row.Delivered
+	}
+	return out, nil
+}

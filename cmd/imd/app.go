@@ -33,7 +33,7 @@ func Application(cfg config.Config, log *slog.Logger) fx.Option {
 			newDailyStats, newMembership, newResolver, newDirectory, newTenantRegistry, newAuthn, newUploads,
 			newReports,
 			// Event webhooks, bots and native push tokens (issue 32).
-			newWebhooks, newBots, newPushTokenRegistry,
+			newWebhooks, newBots, newPushTokenRegistry, newTokenHolders,
 
 			// The send path and what reads and changes messages.
 			newShardManager, newRouteRepairs, newSend, newHistory, newAdmin, newModify, newReactions, newForward, newInbox, newMailer,
@@ -56,7 +56,7 @@ func Application(cfg config.Config, log *slog.Logger) fx.Option {
 			newPresence, newTyping, newReceipts,
 
 			// Every tenant's loops, run by core/runtime.
-			newSeqHoles, newListRepair, newWebhookLoop, newDeliverDeps, newRuntime,
+			newSeqHoles, newListRepair, newWebhookLoop, newAckWait, newDeliverDeps, newRuntime,
 
 			// The listeners.
 			newTCPServer, newWebSocket, newHTTPServer, newSocialOps, newShardOps, newArchiveOps, newReferenceOps,

@@ -58,6 +58,7 @@ var depsStructs = map[string]reflect.Type{
 	"cluster.PusherDeps":    reflect.TypeFor[cluster.PusherDeps](),
 	"cluster.ReceiverDeps":  reflect.TypeFor[cluster.ReceiverDeps](),
 	"deliver.Deps":          reflect.TypeFor[deliver.Deps](),
+	"deliver.AckWaitDeps":   reflect.TypeFor[deliver.AckWaitDeps](),
 	"directory.Deps":        reflect.TypeFor[directory.Deps](),
 	"favorites.Deps":        reflect.TypeFor[favorites.Deps](),
 	"forward.Deps":          reflect.TypeFor[forward.Deps](),

@@ -15,7 +15,9 @@ import (
 	"github.com/imdhq/imd/core/kit/background"
 	"github.com/imdhq/imd/core/kit/jobs"
 	"github.com/imdhq/imd/core/loop/cluster"
+	"github.com/imdhq/imd/core/loop/deliver"
 	"github.com/imdhq/imd/core/runtime"
+	"github.com/imdhq/imd/core/usecase/nativepush"
 	"github.com/imdhq/imd/core/usecase/presence"
 	"github.com/imdhq/imd/core/usecase/tenantregistry"
 )
@@ -32,6 +34,8 @@ type running struct {
 	Presence  *presence.Service
 	Registry  *tenantregistry.Registry
 	Runtime   *runtime.Runtime
+	AckWait   *deliver.AckWait
+	Holders   *nativepush.Holders
 	HTTP      *httpapi.Server
 	TCP       *tcpserver.Server
 	WebSocket *websocket.Endpoint
@@ -64,6 +68,13 @@ func lifecycle(lc fx.Lifecycle, c running) {
 	lc.Append(fx.Hook{OnStart: heals.Start, OnStop: heals.Stop})
 	// 5. Every tenant the registry knows is readied before the runtime starts the loops.
 	lc.Append(fx.StartHook(c.Registry.Boot))
+	// The native alerts of live pushes nobody acknowledged (DESIGN issue-32 "Native push"):
+	// checked while the deliver workers that start the waits run; waits left at stop are
+	// forgotten, never alerted twice.
+	// The push token holders it waits for are loaded and refreshed meanwhile.
+	ackWait, holders := background.New(c.AckWait.Run), background.New(c.Holders.Run)
+	lc.Append(fx.Hook{OnStart: holders.Start, OnStop: holders.Stop})
+	lc.Append(fx.Hook{OnStart: ackWait.Start, OnStop: ackWait.Stop})
 	// 6. Every tenant's loops, before the listeners start and after they stop: every committed
 	// message reaches the index feed and the deliver consumers, every push the listener gives up
 	// becomes a mailbox row, no send is counted after the last stats flush.

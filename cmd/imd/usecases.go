@@ -122,8 +122,17 @@ func newWebhooks(p Ports) *webhooks.Service {
 		Clock: p.Clock, ReplayWait: webhooks.DefaultReplayWait})
 }
 
-func newPushTokenRegistry(p Ports) *nativepush.Registry {
-	return nativepush.NewRegistry(p.PushTokens, p.Clock)
+func newPushTokenRegistry(p Ports, holders *nativepush.Holders) *nativepush.Registry {
+	return nativepush.NewRegistry(p.PushTokens, p.Clock, holders)
+}
+
+// newTokenHolders is the node's set of the users holding a push token, whom alone the ack wait
+// costs anything (DESIGN issue-32 "Native push"); nil when push.ack_wait is 0.
+func newTokenHolders(cfg config.Config, p Ports, log *slog.Logger) *nativepush.Holders {
+	if cfg.AckWait().Wait <= 0 {
+		return nil
+	}
+	return nativepush.NewHolders(nativepush.HoldersConfig{}, p.PushTokens, p.Clock, log)
 }
 
 func newBots(p Ports, users *authn.Service, sessions *cluster.Sessions) *bots.Service {
@@ -501,7 +510,7 @@ func newTyping(cfg config.Config, p Ports, log *slog.Logger, resolver *conversat
 // newReceipts pushes P2P read and delivered receipts through the cross-node pusher, like
 // typing, and answers READ_STATE from the members' watermarks (issue 31).
 func newReceipts(cfg config.Config, p Ports, log *slog.Logger, resolver *conversation.Resolver, h *history.Service,
-	members *membership.Cache, pusher *cluster.LatePusher,
+	members *membership.Cache, pusher *cluster.LatePusher, holders *nativepush.Holders,
 ) *receipts.Service {
 	return receipts.New(cfg.ReadReceipts(), receipts.Deps{
 		Resolver: resolver,
@@ -510,6 +519,7 @@ func newReceipts(cfg config.Config, p Ports, log *slog.Logger, resolver *convers
 		Receipts: p.ReadReceipts,
 		Settings: p.UserSettings,
 		Pusher:   pusher,
+		Holders:  holders,
 		Metrics:  p.Metrics,
 		Log:      log,
 	})
@@ -570,7 +580,7 @@ func newSeqHoles(cfg config.Config, p Ports, r messageReads, log *slog.Logger) *
 // newDeliverDeps is what each tenant's deliver workers are built from when its loop starts;
 // the fallback of the cross-node receiver acts with the same.
 func newDeliverDeps(p Ports, log *slog.Logger, pusher *cluster.LatePusher, mailer *inbox.Mailer,
-	members *membership.Cache, inFlight *inflight.Sends, owner *cluster.Keeper,
+	members *membership.Cache, inFlight *inflight.Sends, owner *cluster.Keeper, ackWait *deliver.AckWait,
 ) deliver.Deps {
 	return deliver.Deps{
 		Queue:    p.DeliverQueue,
@@ -586,7 +596,22 @@ func newDeliverDeps(p Ports, log *slog.Logger, pusher *cluster.LatePusher, maile
 		Pending:  p.PendingSeqs,
 		Owner:    owner,
 		Gaps:     p.ListGaps,
+		AckWait:  ackWait,
 	}
+}
+
+// newAckWait is the node's wait for the PUSH_ACKs of live pushes before their native alerts
+// (DESIGN issue-32 "Native push"); nil when push.ack_wait is 0.
+func newAckWait(cfg config.Config, p Ports, log *slog.Logger, holders *nativepush.Holders) *deliver.AckWait {
+	return deliver.NewAckWait(cfg.AckWait(), deliver.AckWaitDeps{
+		Holders:    holders,
+		Watermarks: p.ReadReceipts,
+		Marks:      p.DeliverQueue,
+		Notifier:   p.PushNotifier,
+		Clock:      p.Clock,
+		Metrics:    p.Metrics,
+		Log:        log,
+	})
 }
 
 // newListRepair re-applies to the lists what a lost deliver job never did (seed 003 §20 item 13).

@@ -14,7 +14,8 @@ import (
 type PushTokensFactory func(t *testing.T) (s ports.PushTokens, tenant string)
 
 // PushTokens runs the push token contract: one token per user and device, replaced by a new
-// registration; removal by device and by token value; dead letters newest first per provider.
+// registration; the users holding tokens, all or updated since a time; removal by device and
+// by token value; dead letters newest first per provider.
 func PushTokens(t *testing.T, newStore PushTokensFactory) {
 	s, tenant := newStore(t)
 	ctx := context.Background()
@@ -37,6 +38,19 @@ func PushTokens(t *testing.T, newStore PushTokensFactory) {
 	}
 	if got, err := s.TokensOf(ctx, tenant, nil); err != nil || len(got) != 0 {
 		t.Fatalf("TokensOf(nil) = %+v, %v", got, err)
+	}
+	for _, c := range []struct {
+		since time.Time
+		want  []int64
+	}{
+		{time.Time{}, []int64{1, 2}},      // every holder, user 1 once for two devices
+		{at, []int64{1, 2}},               // at the since time counts
+		{at.Add(time.Second), []int64{1}}, // only the replaced token is newer
+		{at.Add(2 * time.Minute), nil},    // nothing newer
+	} {
+		if got, err := s.UsersWithTokens(ctx, tenant, c.since); err != nil || !reflect.DeepEqual(got, c.want) && len(got)+len(c.want) > 0 {
+			t.Fatalf("UsersWithTokens(%v) = %v, %v; want %v", c.since, got, err, c.want)
+		}
 	}
 	if err := s.DeleteTokenValue(ctx, tenant, pushtoken.FCM, "shared"); err != nil {
 		t.Fatalf("DeleteTokenValue: %v", err)

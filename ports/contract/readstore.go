@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -253,4 +254,13 @@ func readDelivered(t *testing.T, f ReadFixture) {
 		t.Fatal(err)
 	}
 	check(99, 0)
+	// Several at once: a member with no mark (the owner, 1) has 0, users who are no member
+	// are left out.
+	got, err := f.Receipts.DeliveredToUsers(ctx, f.Tenant, 500, []int64{1, 2, 3, 99})
+	if want := map[int64]int64{1: 0, 2: 4}; err != nil || !maps.Equal(got, want) {
+		t.Fatalf("DeliveredToUsers = %v, %v; want %v", got, err, want)
+	}
+	if got, err := f.Receipts.DeliveredToUsers(ctx, f.Tenant, 500, nil); err != nil || len(got) != 0 {
+		t.Fatalf("DeliveredToUsers(none) = %v, %v; want none", got, err)
+	}
 }

@@ -15,6 +15,9 @@ DELETE FROM t_push_tokens WHERE platform = ? AND token = ?;
 -- name: PushTokensOfUsers :many
 SELECT * FROM t_push_tokens WHERE user_id IN (sqlc.slice(users)) ORDER BY user_id, device_id;
 
+-- name: UsersWithPushTokens :many
+SELECT DISTINCT user_id FROM t_push_tokens WHERE updated_at >= ? ORDER BY user_id;
+
 -- name: InsertPushDeadLetter :exec
 INSERT INTO t_push_dead_letters (provider, user_id, device_id, msg_id, attempts, last_error, created_at)
 VALUES (?, ?, ?, ?, ?, ?, ?);

@@ -36,3 +36,9 @@ SET m.delivered_seq = GREATEST(m.delivered_seq, v.seq);
 -- name: DeliveredSeq :one
 SELECT CAST(GREATEST(delivered_seq, last_read_seq) AS SIGNED) AS delivered FROM t_conversation_members
 WHERE conversation_id = ? AND user_id = ?;
+
+-- The same for several members at once, by the unique key (conversation_id, user_id): the
+-- native push's ack wait reads the users of one message together (issue 32).
+-- name: DeliveredSeqs :many
+SELECT user_id, CAST(GREATEST(delivered_seq, last_read_seq) AS SIGNED) AS delivered FROM t_conversation_members
+WHERE conversation_id = sqlc.arg(conversation_id) AND user_id IN (sqlc.slice(user_ids));

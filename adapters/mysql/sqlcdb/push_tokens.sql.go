@@ -190,3 +190,30 @@ func (q *Queries) UpsertPushToken(ctx context.Context, arg UpsertPushTokenParams
 	)
 	return err
 }
+
+const usersWithPushTokens = `-- name: UsersWithPushTokens :many
+SELECT DISTINCT user_id FROM t_push_tokens WHERE updated_at >= ? ORDER BY user_id
+`
+
+func (q *Queries) UsersWithPushTokens(ctx context.Context, updatedAt time.Time) ([]int64, error) {
+	rows, err := q.db.QueryContext(ctx, usersWithPushTokens, updatedAt)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var user_id int64
+		if err := rows.Scan(&user_id); err != nil {
+			return nil, err
+		}
+		items = append(items, user_id)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}

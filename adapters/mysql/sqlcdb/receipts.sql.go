@@ -7,6 +7,7 @@ package sqlcdb
 
 import (
 	"context"
+	"strings"
 )
 
 const countMembers = `-- name: CountMembers :one
@@ -65,6 +66,57 @@ func (q *Queries) DeliveredSeq(ctx context.Context, arg DeliveredSeqParams) (int
 	var delivered int64
 	err := row.Scan(&delivered)
 	return delivered, err
+}
+
+const deliveredSeqs = `-- name: DeliveredSeqs :many
+SELECT user_id, CAST(GREATEST(delivered_seq, last_read_seq) AS SIGNED) AS delivered FROM t_conversation_members
+WHERE conversation_id = ? AND user_id IN (/*SLICE:user_ids*/?)
+`
+
+type DeliveredSeqsParams struct {
+	ConversationID int64
+	UserIds        []int64
+}
+
+type DeliveredSeqsRow struct {
+	UserID    int64
+	Delivered int64
+}
+
+// The same for several members at once, by the unique key (conversation_id, user_id): the
+// native push's ack wait reads the users of one message together (issue 32).
+func (q *Queries) DeliveredSeqs(ctx context.Context, arg DeliveredSeqsParams) ([]DeliveredSeqsRow, error) {
+	query := deliveredSeqs
+	var queryParams []interface{}
+	queryParams = append(queryParams, arg.ConversationID)
+	if len(arg.UserIds) > 0 {
+		for _, v := range arg.UserIds {
+			queryParams = append(queryParams, v)
+		}
+		query = strings.Replace(query, "/*SLICE:user_ids*/?", strings.Repeat(",?", len(arg.UserIds))[1:], 1)
+	} else {
+		query = strings.Replace(query, "/*SLICE:user_ids*/?", "NULL", 1)
+	}
+	rows, err := q.db.QueryContext(ctx, query, queryParams...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []DeliveredSeqsRow
+	for rows.Next() {
+		var i DeliveredSeqsRow
+		if err := rows.Scan(&i.UserID, &i.Delivered); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const listReaders = `-- name: ListReaders :many

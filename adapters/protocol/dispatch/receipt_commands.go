@@ -41,12 +41,13 @@ func WireReadState(st receipts.State) wire.ReadState {
 	}
 }
 
-// delivered hands an acknowledged P2P MESSAGE to the receipts on the task pool, off the
-// connection's reader: the PUSH_ACK itself is answered by nothing (PROTOCOL §3). A full pool
-// drops the receipt, which is live only.
+// delivered hands an acknowledged MESSAGE the receipts hear of (P2P, and a token holder's
+// group ones while native push waits for acks) to them on the task pool, off the connection's
+// reader: the PUSH_ACK itself is answered by nothing (PROTOCOL §3). A full pool drops the
+// receipt, which is live only.
 func (d *Dispatcher) delivered(c *Client, m *message.Message) {
 	id := c.out.Identity()
-	if d.deps.Receipts == nil || !receipts.Tells(id.User, m) {
+	if d.deps.Receipts == nil || !d.deps.Receipts.Hears(id.Tenant, id.User, m) {
 		return
 	}
 	_ = d.pool.Submit(func() {

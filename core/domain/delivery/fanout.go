@@ -34,6 +34,10 @@ type Unreached struct {
 	Muted      map[int64]bool
 	Failed     []Device
 	Offline    []int64
+	// Recipients are everyone the push was for; those neither Offline nor Failed took it
+	// live and get the system push only if no device of theirs acknowledges it in time
+	// (deliver.AckWait). Nil: none is waited for (a node pushing for another).
+	Recipients []int64
 }
 
 // Notification asks the system push service (APNs, FCM, …) to tell users about a message

@@ -25,6 +25,7 @@ type Fallback struct {
 	done     doneMarker
 	mailer   *inbox.Mailer
 	notifier ports.PushNotifier
+	ackWait  *AckWait
 	metrics  ports.Metrics
 	log      *slog.Logger
 }
@@ -35,7 +36,7 @@ type doneMarker interface {
 
 // NewFallback returns the fallback of workers built with cfg and d.
 func NewFallback(cfg Config, d Deps) *Fallback {
-	return &Fallback{doneTTL: cfg.withDefaults().DoneTTL, done: d.Queue, mailer: d.Mailer, notifier: d.Notifier, metrics: d.Metrics, log: d.Log}
+	return &Fallback{doneTTL: cfg.withDefaults().DoneTTL, done: d.Queue, mailer: d.Mailer, notifier: d.Notifier, ackWait: d.AckWait, metrics: d.Metrics, log: d.Log}
 }
 
 // durableTimeout bounds the fallback's writes once they no longer follow their caller's
@@ -101,9 +102,10 @@ func (f *Fallback) recordMissed(ctx context.Context, tenant string, u delivery.U
 }
 
 // notify hands the message to the system push service for recipients it did not reach: offline
-// users and users with a failed device, never the sender or users who muted the conversation
-// unless the message mentions them (issue 32: a mention gets through a mute). Topic events (a
-// recall, an edit) are no news worth a notification.
+// users and users with a failed device. The users it reached wait for their devices' PUSH_ACK
+// (AckWait) and get the same notification if none comes in time (issue 32: "sent only when no
+// device of the user took the live push"). Topic events (a recall, an edit) are no news worth
+// a notification.
 func (f *Fallback) notify(ctx context.Context, tenant string, u delivery.Unreached) {
 	if u.NotPush || !dialog.CountsAsUnread(*u.Message) {
 		return
@@ -112,16 +114,24 @@ func (f *Fallback) notify(ctx context.Context, tenant string, u delivery.Unreach
 	for _, d := range u.Failed {
 		users = append(users, d.User)
 	}
-	m := u.Message
-	users = slices.DeleteFunc(users, func(user int64) bool {
-		return user == u.From || (u.Muted[user] && !m.MentionAll && !slices.Contains(m.Mentions, user))
-	})
+	users = alertable(u, users)
+	preview := dialog.PreviewOf(*u.Message)
+	if f.ackWait != nil && len(u.Recipients) > 0 {
+		f.ackWait.Expect(tenant, alertable(u, reached(u)), preview)
+	}
+	if f.ackWait != nil && len(u.Failed) > 0 {
+		// The node that pushed may be waiting for these users too, having handed their frame
+		// to this node's channel: it must not alert them a second time.
+		failed := make([]int64, len(u.Failed))
+		for i, d := range u.Failed {
+			failed[i] = d.User
+		}
+		f.ackWait.Told(ctx, tenant, u.Message.MsgID, alertable(u, failed))
+	}
 	if len(users) == 0 {
 		return
 	}
-	slices.Sort(users)
-	users = slices.Compact(users)
-	if err := f.notifier.Notify(ctx, tenant, delivery.Notification{Users: users, Preview: dialog.PreviewOf(*u.Message)}); err != nil {
+	if err := f.notifier.Notify(ctx, tenant, delivery.Notification{Users: users, Preview: preview}); err != nil {
 		// Counted, and logged at debug only: a push service that is down would otherwise
 		// log once per message.
 		f.metrics.Inc("deliver_notify_total", "failed")
@@ -129,4 +139,35 @@ func (f *Fallback) notify(ctx context.Context, tenant string, u delivery.Unreach
 		return
 	}
 	f.metrics.Inc("deliver_notify_total", "ok")
+}
+
+// reached are u's recipients the push reached on every connected device: neither offline nor
+// with a device that refused it. A set, as a group's lists may be long.
+func reached(u delivery.Unreached) []int64 {
+	missed := make(map[int64]bool, len(u.Offline)+len(u.Failed))
+	for _, user := range u.Offline {
+		missed[user] = true
+	}
+	for _, d := range u.Failed {
+		missed[d.User] = true
+	}
+	out := make([]int64, 0, len(u.Recipients))
+	for _, user := range u.Recipients {
+		if !missed[user] {
+			out = append(out, user)
+		}
+	}
+	return out
+}
+
+// alertable keeps of users, sorted and once each, those a notification of u's message may go
+// to: never the sender, nor users who muted the conversation unless the message mentions them
+// (issue 32: a mention gets through a mute).
+func alertable(u delivery.Unreached, users []int64) []int64 {
+	m := u.Message
+	users = slices.DeleteFunc(users, func(user int64) bool {
+		return user == u.From || (u.Muted[user] && !m.MentionAll && !slices.Contains(m.Mentions, user))
+	})
+	slices.Sort(users)
+	return slices.Compact(users)
 }

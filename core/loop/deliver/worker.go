@@ -78,6 +78,9 @@ type Deps struct {
 	// Gaps records the seqs a consumer goes past without their jobs, for the list repair
 	// (seed 003 §20 item 13); nil records none.
 	Gaps ports.ListGaps
+	// AckWait alerts the users a live push reached whose devices did not acknowledge it in
+	// time (DESIGN issue-32 "Native push"); nil: they get none.
+	AckWait *AckWait
 }
 
 // Owner hands partitions to one node at a time, so each topic has one consumer in the whole
@@ -397,6 +400,7 @@ func (w *Workers) handle(ctx context.Context, behind map[string]bool, jobs ...de
 			w.fallback.Act(ctx, job.Tenant, delivery.Unreached{
 				Message: job.Message, From: job.From, NotMailbox: job.NotMailbox, NotPush: job.NotPush,
 				Muted: muted[job.ConversationID], Failed: out.FailedDevices, Offline: out.OfflineUsers,
+				Recipients: targets[i].recipients,
 			})
 		}
 	}

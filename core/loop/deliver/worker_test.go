@@ -142,6 +142,7 @@ type fixture struct {
 	mailbox  *memory.Mailbox
 	metrics  *memory.Metrics
 	workers  *Workers
+	ackWait  *AckWait // nil: no ack wait
 	msg      message.Message
 }
 
@@ -187,7 +188,7 @@ func (f *fixture) newWorkers(cfg Config, queue ports.DeliverQueue) *Workers {
 	return New(cfg, Deps{
 		Queue: queue, Pusher: f.pusher, Dialogs: f.dialogs, Notifier: f.notifier,
 		Mailer:  inbox.NewMailer(inbox.MailerDeps{Mailbox: f.mailbox, Pusher: f.pusher, IDs: memory.NewIDs(f.clock), Clock: f.clock, Log: f.log}),
-		Members: f.members, Metrics: f.metrics, Clock: f.clock, Log: f.log, Gaps: f.dialogs,
+		Members: f.members, Metrics: f.metrics, Clock: f.clock, Log: f.log, Gaps: f.dialogs, AckWait: f.ackWait,
 	})
 }
 

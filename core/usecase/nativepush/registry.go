@@ -11,13 +11,14 @@ import (
 // Registry registers and removes a device's push token: PUT/DELETE /api/v1/push-tokens and
 // the PUSH_TOKEN_SET/PUSH_TOKEN_DELETE frames (docs/PROTOCOL.md) answer through it.
 type Registry struct {
-	tokens ports.PushTokens
-	clock  ports.Clock
+	tokens  ports.PushTokens
+	clock   ports.Clock
+	holders *Holders // told of each change at once; nil: none to tell
 }
 
-// NewRegistry returns the registry over tokens.
-func NewRegistry(tokens ports.PushTokens, clock ports.Clock) *Registry {
-	return &Registry{tokens: tokens, clock: clock}
+// NewRegistry returns the registry over tokens, keeping holders up to date.
+func NewRegistry(tokens ports.PushTokens, clock ports.Clock, holders *Holders) *Registry {
+	return &Registry{tokens: tokens, clock: clock, holders: holders}
 }
 
 // Register parses body (pushtoken.ParseRegistration: bad input is 40001 and changes nothing)
@@ -31,6 +32,7 @@ func (r *Registry) Register(ctx context.Context, tenant string, user int64, body
 	if err := r.tokens.PutToken(ctx, tenant, t); err != nil {
 		return pushtoken.Token{}, apperr.Wrap(apperr.Busy, "push token not stored", err)
 	}
+	r.holders.Added(tenant, user)
 	return t, nil
 }
 
@@ -46,7 +48,20 @@ func (r *Registry) Unregister(ctx context.Context, tenant string, user int64, de
 	if !removed {
 		return apperr.New(apperr.NotFound, "no push token for this device")
 	}
+	r.forget(ctx, tenant, user)
 	return nil
+}
+
+// forget takes user out of the holders when this was their last token. Unread, or with a
+// token left, they stay: a holder too many costs a wait, never a wrong alert (DESIGN issue-32
+// "Native push").
+func (r *Registry) forget(ctx context.Context, tenant string, user int64) {
+	if r.holders == nil {
+		return
+	}
+	if left, err := r.tokens.TokensOf(ctx, tenant, []int64{user}); err == nil && len(left) == 0 {
+		r.holders.Removed(tenant, user)
+	}
 }
 
 // MaxDeadLetters is the most dead letters one read lists.

@@ -43,6 +43,12 @@ type Members interface {
 	Members(ctx context.Context, tenant, topic string) ([]int64, error)
 }
 
+// TokenHolders says, in memory, whether a user holds a native push token
+// (core/usecase/nativepush.Holders).
+type TokenHolders interface {
+	Has(tenant string, user int64) bool
+}
+
 // Deps are what receipts use.
 type Deps struct {
 	Resolver *conversation.Resolver
@@ -51,8 +57,12 @@ type Deps struct {
 	Receipts ports.ReadReceipts
 	Settings ports.UserSettings
 	Pusher   ports.DevicePusher
-	Metrics  ports.Metrics
-	Log      *slog.Logger
+	// Holders keep the group PUSH_ACKs of the users holding a push token, on their delivered
+	// watermark, which no receipt shows: the ack wait of native push reads it (DESIGN issue-32
+	// "Native push"). nil (the ack wait off): a group ack costs nothing.
+	Holders TokenHolders
+	Metrics ports.Metrics
+	Log     *slog.Logger
 }
 
 // Service pushes receipts and answers READ_STATE.
@@ -94,10 +104,11 @@ func (s *Service) Read(ctx context.Context, tenant string, user int64, w dialog.
 }
 
 // Delivered follows a PUSH_ACK of a device of user for m: in P2P the sender learns m reached a
-// device. Acks of the sender's own devices (they get its messages too) and of group messages
-// say nothing to anyone. hide_receipts does not stop it: it hides reading, not being online.
+// device. Acks of the sender's own devices (they get its messages too) say nothing to anyone;
+// acks of group messages are kept only for a token holder (Deps.Holders) and pushed to no one.
+// hide_receipts does not stop it: it hides reading, not being online.
 func (s *Service) Delivered(ctx context.Context, tenant string, user int64, m *message.Message) {
-	if !Tells(user, m) {
+	if !s.Hears(tenant, user, m) {
 		return
 	}
 	// Kept too, so a sender who was away learns it from READ_STATE (issue 31, DESIGN §13): a
@@ -106,13 +117,22 @@ func (s *Service) Delivered(ctx context.Context, tenant string, user int64, m *m
 	if err := s.d.Receipts.RaiseDelivered(ctx, tenant, m.ConversationID, user, m.Seq); err != nil {
 		s.d.Log.WarnContext(ctx, "delivered mark not kept", "tenant", tenant, "user_id", user, "topic", m.Topic, "seq", m.Seq, "err", err)
 	}
-	s.push(ctx, tenant, m.From, "delivered", Receipt{Topic: m.Topic, ConversationID: m.ConversationID, UserID: user, DeliveredSeq: m.Seq})
+	if tells(user, m) {
+		s.push(ctx, tenant, m.From, "delivered", Receipt{Topic: m.Topic, ConversationID: m.ConversationID, UserID: user, DeliveredSeq: m.Seq})
+	}
 }
 
-// Tells reports whether a PUSH_ACK of user for m makes a delivered receipt: a P2P message of
-// the peer. The transports ask before handing the ack over, so the acks of a message to a group
-// of 10,000 cost no task each.
-func Tells(user int64, m *message.Message) bool {
+// Hears reports whether Delivered does anything with a PUSH_ACK of user for m: one that tells,
+// or any ack of another user's message by a token holder. The transports ask before handing
+// the ack over, so the acks of a message to a group of 10,000 cost no task each but those of
+// its token holders. In memory only: it is asked on the connection's reader.
+func (s *Service) Hears(tenant string, user int64, m *message.Message) bool {
+	return tells(user, m) || (m != nil && m.From != user && s.d.Holders != nil && s.d.Holders.Has(tenant, user))
+}
+
+// tells reports whether a PUSH_ACK of user for m makes a delivered receipt: a P2P message of
+// the peer.
+func tells(user int64, m *message.Message) bool {
 	if m == nil || m.From == user {
 		return false
 	}

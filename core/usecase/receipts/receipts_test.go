@@ -23,6 +23,7 @@ import (
 	"github.com/imdhq/imd/core/usecase/read"
 	"github.com/imdhq/imd/core/usecase/receipts"
 	"github.com/imdhq/imd/core/usecase/send"
+	"github.com/imdhq/imd/ports"
 )
 
 const tenant = "acme"
@@ -35,11 +36,18 @@ type world struct {
 	pushes   *memory.Pushes
 	settings *memory.Presence
 	metrics  *memory.Metrics
+	marks    ports.ReadReceipts
 }
 
 // newWorld creates users 1..users, friends 1 and 2, and group 10 (conversation 100) of the
 // users 1..members; READ_STATE lists readers up to limit members.
 func newWorld(tb testing.TB, users, members int64, limit int) *world {
+	tb.Helper()
+	return newWorldWith(tb, users, members, limit, nil)
+}
+
+// newWorldWith is newWorld whose receipts know the push token holders.
+func newWorldWith(tb testing.TB, users, members int64, limit int, holders receipts.TokenHolders) *world {
 	tb.Helper()
 	ctx := context.Background()
 	clock := memory.NewClock(time.Date(2026, 5, 14, 10, 0, 0, 0, time.UTC))
@@ -64,9 +72,10 @@ func newWorld(tb testing.TB, users, members int64, limit int) *world {
 	})
 	hist := history.New(history.Deps{Store: store, Routes: routes, Months: months, Metrics: w.metrics, Resolver: resolver, Log: log})
 	marks := memory.NewReadStore(dir, shards)
+	w.marks = memory.NewReceipts(dir, marks, w.settings)
 	w.svc = receipts.New(receipts.Config{GroupLimit: limit}, receipts.Deps{
-		Resolver: resolver, History: hist, Members: cache, Receipts: memory.NewReceipts(dir, marks, w.settings),
-		Settings: w.settings, Pusher: w.pushes, Metrics: w.metrics, Log: log,
+		Resolver: resolver, History: hist, Members: cache, Receipts: w.marks,
+		Settings: w.settings, Pusher: w.pushes, Metrics: w.metrics, Log: log, Holders: holders,
 	})
 	w.reads = read.New(read.Deps{
 		Resolver: resolver, History: hist, Finder: store, IDs: ids, Shards: shards, Reads: marks,
@@ -188,6 +197,51 @@ func TestReadStateTellsWhatWasDeliveredMeanwhile(t *testing.T) {
 	w.svc.Delivered(t.Context(), tenant, 2, &g)
 	if st, err := w.svc.ReadState(t.Context(), receipts.StateRequest{Tenant: tenant, User: 1, Address: conversation.Address{Topic: "grp_10"}, Seq: g.Seq}); err != nil || st.DeliveredSeq != 0 {
 		t.Fatalf("group read state %+v, %v: want no delivered_seq", st, err)
+	}
+}
+
+// holders are the users holding a push token, of the tenant acme.
+type holders map[int64]bool
+
+func (h holders) Has(t string, user int64) bool { return t == tenant && h[user] }
+
+// TestGroupAcksKeptOnlyForTokenHolders: a group PUSH_ACK raises the acknowledging member's
+// delivered watermark, which the native push's ack wait reads (DESIGN issue-32 "Native push"),
+// only when the member holds a push token; it tells no one, and costs nothing for the others
+// or with the ack wait off (no holders). A P2P ack is heard either way.
+func TestGroupAcksKeptOnlyForTokenHolders(t *testing.T) {
+	tests := []struct {
+		name    string
+		holders receipts.TokenHolders
+		kept    map[int64]bool // the members whose group ack is heard and kept
+	}{
+		{name: "ack wait off", holders: nil, kept: map[int64]bool{2: false, 3: false}},
+		{name: "no holder", holders: holders{}, kept: map[int64]bool{2: false, 3: false}},
+		{name: "member 2 holds a token", holders: holders{2: true}, kept: map[int64]bool{2: true, 3: false}},
+		{name: "the sender holds one", holders: holders{1: true, 3: true}, kept: map[int64]bool{2: false, 3: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorldWith(t, 3, 3, 200, tt.holders)
+			p := w.send(t, conversation.Address{ToUser: 2}, 1)
+			g := w.send(t, conversation.Address{Topic: "grp_10"}, 1)
+			if !w.svc.Hears(tenant, 2, &p) || w.svc.Hears(tenant, 1, &g) || w.svc.Hears("other", 2, &g) {
+				t.Fatal("a P2P ack not heard, or the sender's own group ack, or another tenant's, heard")
+			}
+			for member, kept := range tt.kept {
+				if got := w.svc.Hears(tenant, member, &g); got != kept {
+					t.Fatalf("Hears(member %d) = %v; want %v", member, got, kept)
+				}
+				w.svc.Delivered(t.Context(), tenant, member, &g)
+				got, err := w.marks.DeliveredTo(t.Context(), tenant, g.ConversationID, member)
+				if want := map[bool]int64{false: 0, true: g.Seq}[kept]; err != nil || got != want {
+					t.Fatalf("member %d: delivered watermark %d, %v; want %d", member, got, err, want)
+				}
+			}
+			if r := w.receiptsOf(t); len(r) != 0 {
+				t.Fatalf("a group ack pushed %+v", r)
+			}
+		})
 	}
 }
 
