@@ -18,11 +18,12 @@ end
 // luaAdvance moves active_month forward to target only when target's table is ready, and
 // never backward (DESIGN §1, seed 000 §4.7). It returns the resulting active month or false.
 // known, when given, is active_key's value the caller read in the same script (one GET less).
-// Months are six-digit strings, small enough to compare as numbers.
+// Months are six-digit strings, small enough to compare as numbers; an equal one needs no
+// conversion (the common case of every allocation).
 const luaAdvance = `
 local function advance(active_key, ready_key, target, known)
   local active = known or redis.call('GET', active_key)
-  if (not active or tonumber(active) < tonumber(target))
+  if (not active or (active ~= target and tonumber(active) < tonumber(target)))
       and redis.call('SISMEMBER', ready_key, target) == 1 then
     redis.call('SET', active_key, target)
     return target
