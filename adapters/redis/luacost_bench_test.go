@@ -28,8 +28,9 @@ import (
 // job, acked mark, settle), taken from the queue and acked, and applied to the recipients'
 // lists in one pass. Per step it reports, per message, the server's CPU (INFO cpu: <step>-µs),
 // and the time INFO commandstats gives the scripts (<step>-lua-µs: EVALSHA less the commands
-// they ran, so the interpreter's and the redis.call bridge's own share). Run it against a
-// Redis no one else uses: the server's counters are global.
+// they ran, so the interpreter's and the redis.call bridge's own share), and a fixed script's
+// (calib) to compare runs by. Run it against a Redis no one else uses: the server's counters
+// are global.
 func BenchmarkSendPathRedis(b *testing.B) {
 	for _, shape := range []string{"t1", "w1"} {
 		b.Run(shape, func(b *testing.B) { benchSendPath(b, shape) })
@@ -80,8 +81,8 @@ func benchSendPath(b *testing.B, shape string) {
 	}
 	hot := NewHotCache(c, HotCacheOptions{Window: time.Hour, MaxPerTopic: 200})
 	follow, lists, routes := NewCommitFollowUp(queue, hot), NewDialogStore(c), NewRouteCache(c)
-	steps := []string{"alloc", "followup", "take", "lists"}
-	var total [4]stepCost
+	steps := []string{"alloc", "followup", "take", "lists", "calib"}
+	var total [5]stepCost
 	idle := stepCost{}
 	msgs := 0
 	seeded := map[string]bool{}
@@ -174,6 +175,11 @@ func benchSendPath(b *testing.B, shape string) {
 				b.Fatal(err)
 			}
 		})
+		step(4, func() {
+			if err := c.Do(ctx, c.B().Eval().Script(calibrationScript).Numkeys(0).Build()).Error(); err != nil {
+				b.Fatal(err)
+			}
+		})
 		msgs += len(ms)
 	}
 	for i, name := range steps {
@@ -182,6 +188,17 @@ func benchSendPath(b *testing.B, shape string) {
 		b.ReportMetric(float64((t.script-t.inner).Microseconds())/float64(msgs), name+"-lua-µs/msg")
 	}
 }
+
+// calibrationScript is the same work in every build: its µs per message (calib) moves only
+// with the box's speed of the moment, so that the steps of runs taken under different load
+// compare as their ratio to it.
+const calibrationScript = `
+local s = 0
+for i = 1, 400 do
+  if redis.call('SISMEMBER', 'calibration:none', tostring(i)) == 0 then s = s + 1 end
+end
+return s
+`
 
 // stepCost is the server's counters: its CPU, the time of its script calls, and of the
 // commands they and the benchmark ran (INFO itself left out).
