@@ -26,11 +26,12 @@ import (
 // w1 (P2P pairs): a round of 40 messages, one per sender, is allocated and settled
 // concurrently (as the send path's batches form), followed up concurrently (route, hot entry,
 // job, acked mark, settle), taken from the queue and acked, and applied to the recipients'
-// lists in one pass. Per step it reports, per message, the server's CPU (INFO cpu: <step>-µs),
-// and the time INFO commandstats gives the scripts (<step>-lua-µs: EVALSHA less the commands
-// they ran, so the interpreter's and the redis.call bridge's own share), and a fixed script's
-// (calib) to compare runs by. Run it against a Redis no one else uses: the server's counters
-// are global.
+// lists in one pass. Per step and message it reports the server's CPU (INFO cpu:
+// <step>-µs), the time INFO commandstats gives the scripts less the commands they ran
+// (<step>-lua-µs: the interpreter's and the redis.call bridge's own share), the commands
+// (<step>-cmds: those the scripts ran, and the step's own), and a fixed script's CPU (calib),
+// to compare runs by. Run it against a Redis no one else uses: the server's counters are
+// global.
 func BenchmarkSendPathRedis(b *testing.B) {
 	for _, shape := range []string{"t1", "w1"} {
 		b.Run(shape, func(b *testing.B) { benchSendPath(b, shape) })
@@ -186,6 +187,7 @@ func benchSendPath(b *testing.B, shape string) {
 		t := total[i].minus(idle)
 		b.ReportMetric(float64(t.cpu.Microseconds())/float64(msgs), name+"-µs/msg")
 		b.ReportMetric(float64((t.script-t.inner).Microseconds())/float64(msgs), name+"-lua-µs/msg")
+		b.ReportMetric(float64(t.calls)/float64(msgs), name+"-cmds/msg")
 	}
 }
 
@@ -202,14 +204,18 @@ return s
 
 // stepCost is the server's counters: its CPU, the time of its script calls, and of the
 // commands they and the benchmark ran (INFO itself left out).
-type stepCost struct{ cpu, script, inner time.Duration }
+// calls counts those commands.
+type stepCost struct {
+	cpu, script, inner time.Duration
+	calls              int64
+}
 
 func (s stepCost) plus(o stepCost) stepCost {
-	return stepCost{s.cpu + o.cpu, s.script + o.script, s.inner + o.inner}
+	return stepCost{s.cpu + o.cpu, s.script + o.script, s.inner + o.inner, s.calls + o.calls}
 }
 
 func (s stepCost) minus(o stepCost) stepCost {
-	return stepCost{s.cpu - o.cpu, s.script - o.script, s.inner - o.inner}
+	return stepCost{s.cpu - o.cpu, s.script - o.script, s.inner - o.inner, s.calls - o.calls}
 }
 
 func readStepCost(b *testing.B, c rueidis.Client) stepCost {
@@ -223,19 +229,26 @@ func readStepCost(b *testing.B, c rueidis.Client) stepCost {
 		if !ok || !strings.HasPrefix(name, "cmdstat_") {
 			continue
 		}
-		_, usec, _ := strings.Cut(rest, "usec=")
-		usec, _, _ = strings.Cut(usec, ",")
-		n, err := strconv.ParseInt(usec, 10, 64)
-		if err != nil {
-			b.Fatalf("commandstats %q: %v", line, err)
-		}
-		switch d := time.Duration(n) * time.Microsecond; name {
+		calls, usec := statField(b, rest, "calls="), statField(b, rest, "usec=")
+		switch d := time.Duration(usec) * time.Microsecond; name {
 		case "cmdstat_evalsha", "cmdstat_eval":
 			s.script += d
 		case "cmdstat_info":
 		default:
 			s.inner += d
+			s.calls += calls
 		}
 	}
 	return s
+}
+
+// statField reads one number of a commandstats line ("calls=3,usec=10,…").
+func statField(b *testing.B, line, name string) int64 {
+	_, v, _ := strings.Cut(line, name)
+	v, _, _ = strings.Cut(v, ",")
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		b.Fatalf("commandstats %q: %s: %v", line, name, err)
+	}
+	return n
 }
