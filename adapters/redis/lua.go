@@ -4,7 +4,8 @@ package redis
 // scripts that call it (the commit follow-up calls most of them). Redis runs Lua 5.1, whose
 // numbers are doubles: an int64 past 2^53 would round, and tostring() prints anything past
 // 10^14 in exponent form. So seqs and msg_ids travel as decimal strings, are compared as
-// strings, and are never fed through arithmetic.
+// strings, and are never fed through arithmetic; a number Redis answers is turned into one
+// only below 2^53, with string.format('%d'), where a double holds it exactly.
 
 // luaDecLess compares two canonical non-negative decimal strings (as strconv and INCR write
 // them) without converting them to numbers.

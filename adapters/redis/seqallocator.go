@@ -164,9 +164,10 @@ local function allocate(idem_key, seq_key, pending_key, a)
     return {'nomonth'}
   end
   active_now = active
-  redis.call('INCR', seq_key)
-  -- GET, not INCR's reply: INCR comes back as a Lua double.
-  local s = redis.call('GET', seq_key)
+  -- INCR comes back as a Lua double, exact below 2^53 (and only there, since rounding keeps
+  -- order): formatted there, read back with GET past it (lua.go).
+  local n = redis.call('INCR', seq_key)
+  local s = n < 9007199254740992 and string.format('%d', n) or redis.call('GET', seq_key)
   redis.call('HSET', idem_key, 'seq', s, 'month', active, 'msg_id', msg_id, 'hash', hash, 'state', 'allocated')
   redis.call('PEXPIRE', idem_key, ARGV[a + 3])
   mark(s)

@@ -479,3 +479,32 @@ func TestBatchedSendsEachAsIfAlone(t *testing.T) {
 		}
 	})
 }
+
+// TestSeqsAround2Pow53AreExact: the allocation formats INCR's reply below 2^53 and reads the
+// counter back past it (lua.go), so the seqs on both sides of the edge come back exact.
+func TestSeqsAround2Pow53AreExact(t *testing.T) {
+	c := testClient(t)
+	tenant := testTenant(t, c)
+	s, ms := NewSeqAllocator(c, time.Minute), NewMonthState(c)
+	now, err := ms.Now(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	activateMonth(t, ms, tenant, month.Of(now))
+	const edge = int64(1) << 53
+	for i, floor := range []int64{edge - 3, edge - 2, edge - 1, edge, edge + 1} {
+		topic := fmt.Sprintf("grp_%d", i+1)
+		if err := s.Reseed(t.Context(), tenant, topic, floor); err != nil {
+			t.Fatal(err)
+		}
+		for n := range int64(2) {
+			a, err := s.Allocate(t.Context(), tenant, seq.Request{Topic: topic, From: 1, ClientMsgID: strconv.FormatInt(n, 10), MsgID: 1, Hash: "h"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.Seq != floor+1+n {
+				t.Fatalf("after reseed to %d, allocation %d got seq %d; want %d", floor, n, a.Seq, floor+1+n)
+			}
+		}
+	}
+}
