@@ -112,10 +112,10 @@ local function add_hot(key, seq, member)
   redis.call('ZADD', key, seq, member)
 end
 local function trim_hot(key, created_ms, window_ms, max_per_topic)
-  local over = redis.call('ZCARD', key) - tonumber(max_per_topic)
-  if over > 0 then
-    redis.call('ZREMRANGEBYRANK', key, 0, over - 1)
-  end
+  -- All but the newest max_per_topic: a negative rank counts from the top, and a range that
+  -- ends before rank 0 removes nothing (one command where ZCARD then the trim were two;
+  -- max_per_topic is at least 1, NewHotCache).
+  redis.call('ZREMRANGEBYRANK', key, 0, -1 - tonumber(max_per_topic))
   local cutoff = tonumber(created_ms) - tonumber(window_ms)
   -- Most puts find nothing stale: look at the oldest entry before reading 64 of them.
   local first = redis.call('ZRANGE', key, 0, 0)[1]
