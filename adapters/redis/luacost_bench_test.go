@@ -15,7 +15,6 @@ import (
 	"github.com/imdhq/imd/core/domain/delivery"
 	"github.com/imdhq/imd/core/domain/dialog"
 	"github.com/imdhq/imd/core/domain/message"
-	"github.com/imdhq/imd/core/domain/month"
 	"github.com/imdhq/imd/core/domain/route"
 	"github.com/imdhq/imd/core/domain/seq"
 	"github.com/imdhq/imd/ports"
@@ -70,12 +69,7 @@ func benchSendPath(b *testing.B, shape string) {
 	c := testClient(b)
 	tenant := testTenant(b, c)
 	ctx := context.Background()
-	seqs, ms := NewSeqAllocator(c, time.Minute), NewMonthState(c)
-	now, err := ms.Now(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	activateMonth(b, ms, tenant, month.Of(now))
+	seqs := allocatorThisMonth(b, c, tenant)
 	queue, err := NewDeliverQueue(c).WithPartitions(8)
 	if err != nil {
 		b.Fatal(err)

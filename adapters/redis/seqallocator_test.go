@@ -121,12 +121,7 @@ func BenchmarkAllocate(b *testing.B) {
 	c := testClient(b)
 	tenant := testTenant(b, c)
 	ctx := context.Background()
-	s, ms := NewSeqAllocator(c, time.Minute), NewMonthState(c)
-	now, err := ms.Now(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	activateMonth(b, ms, tenant, month.Of(now))
+	s := allocatorThisMonth(b, c, tenant)
 	const topics = 64
 	for i := range topics {
 		if err := s.Reseed(ctx, tenant, fmt.Sprintf("grp_%d", i+1), 0); err != nil {
@@ -485,12 +480,7 @@ func TestBatchedSendsEachAsIfAlone(t *testing.T) {
 func TestSeqsAround2Pow53AreExact(t *testing.T) {
 	c := testClient(t)
 	tenant := testTenant(t, c)
-	s, ms := NewSeqAllocator(c, time.Minute), NewMonthState(c)
-	now, err := ms.Now(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	activateMonth(t, ms, tenant, month.Of(now))
+	s := allocatorThisMonth(t, c, tenant)
 	const edge = int64(1) << 53
 	for i, floor := range []int64{edge - 3, edge - 2, edge - 1, edge, edge + 1} {
 		topic := fmt.Sprintf("grp_%d", i+1)
@@ -507,4 +497,17 @@ func TestSeqsAround2Pow53AreExact(t *testing.T) {
 			}
 		}
 	}
+}
+
+// allocatorThisMonth is an allocator (idempotency records kept a minute) of tenant, whose
+// active month is Redis's current one.
+func allocatorThisMonth(tb testing.TB, c rueidis.Client, tenant string) *SeqAllocator {
+	tb.Helper()
+	ms := NewMonthState(c)
+	now, err := ms.Now(context.Background())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	activateMonth(tb, ms, tenant, month.Of(now))
+	return NewSeqAllocator(c, time.Minute)
 }
