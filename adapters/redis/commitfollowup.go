@@ -69,7 +69,7 @@ local function outcome(ok, err)
 end
 -- The merged route updates and the hot trims, each with the replies (and part) it answers for.
 -- The functions below are made once per call, so that a follow-up makes no closure and no
--- table but its reply (issue 30 part 2: Lua's own work is most of the script's time).
+-- table of indexes (issue 30 part 2: what a script allocates, Redis's Lua collects again).
 local routes, trims, order = {}, {}, {}
 local function later(tbl, id, out, part, k, x, first, merge)
   local e = tbl[id]
