@@ -68,56 +68,61 @@ local function outcome(ok, err)
   return tostring(err)
 end
 -- The merged route updates and the hot trims, each with the replies (and part) it answers for.
+-- The functions below are made once per call, so that a follow-up makes no closure and no
+-- table of indexes (issue 30 part 2: what a script allocates, Redis's Lua collects again).
 local routes, trims, order = {}, {}, {}
-local function later(tbl, id, out, part, first, merge)
+local function later(tbl, id, out, part, k, x, first, merge)
   local e = tbl[id]
   if not e then
-    e = first()
+    e = first(k, x)
     e.outs, e.part = {}, part
     tbl[id] = e
     order[#order + 1] = e
   else
-    merge(e)
+    merge(e, x)
   end
   e.outs[#e.outs + 1] = out
   out[part] = 'ok'
 end
+local function first_route(r, x)
+  return {f = apply_route, args = {KEYS[r], KEYS[r + 1], ARGV[x], ARGV[x + 1], ARGV[x + 2], ARGV[x + 3], ARGV[x + 4], ARGV[x + 5]}}
+end
+local function merge_route(e, x)
+  local g = e.args
+  g[4], g[5], g[6], g[7], g[8] = merge_range(g[4], g[5], g[6], g[7], g[8], {ARGV[x + 1], ARGV[x + 2], ARGV[x + 3], ARGV[x + 4], ARGV[x + 5]})
+end
+local function first_trim(h, x)
+  return {f = trim_hot, args = {KEYS[h], ARGV[x + 2], ARGV[x + 3], ARGV[x + 4]}}
+end
+local function merge_trim(e, x)
+  if tonumber(ARGV[x + 2]) > tonumber(e.args[2]) then e.args[2] = ARGV[x + 2] end
+end
+local ONE = string.byte('1')
 local function follow_up(flags, k, a, last)
-  local function has(i) return string.sub(flags, i, i) == '1' end
-  local route, hot, job, acked, settle
-  if has(1) then route = {k, a}; k = k + 2; a = a + 6 end
-  if has(2) then hot = {k, a}; k = k + 1; a = a + 5 end
-  if has(3) then job = {k, a}; k = k + 1; a = a + 1 end
-  if has(4) then acked = k; k = k + 1 end
-  if has(5) then settle = {k, a} end
+  local f1, f2, f3, f4, f5 = string.byte(flags, 1, 5)
+  local route, hot, job, acked, settle -- each part's first KEYS index, when present
+  local route_a, hot_a, job_a, settle_a -- and its first ARGV index
+  if f1 == ONE then route, route_a = k, a; k = k + 2; a = a + 6 end
+  if f2 == ONE then hot, hot_a = k, a; k = k + 1; a = a + 5 end
+  if f3 == ONE then job, job_a = k, a; k = k + 1; a = a + 1 end
+  if f4 == ONE then acked = k; k = k + 1 end
+  if f5 == ONE then settle, settle_a = k, a end
   local out = {'', '', '', '', ''}
-  local function run(i, f, ...) out[i] = outcome(pcall(f, ...)) end
-  if job then run(3, push_job, KEYS[job[1]], ARGV[job[2]]) end
+  if job then out[3] = outcome(pcall(push_job, KEYS[job], ARGV[job_a])) end
   local queued = not job or out[3] == 'ok'
   if acked then
-    if queued then run(4, mark_acked, KEYS[acked]) else out[4] = 'skip' end
+    if queued then out[4] = outcome(pcall(mark_acked, KEYS[acked])) else out[4] = 'skip' end
   end
   if settle then
-    if queued then run(5, settle_marks, KEYS[settle[1]], settle[2], last) else out[5] = 'skip' end
+    if queued then out[5] = outcome(pcall(settle_marks, KEYS[settle], settle_a, last)) else out[5] = 'skip' end
   end
   if route then
-    local r, x = route[1], route[2]
-    later(routes, KEYS[r] .. ' ' .. ARGV[x], out, 1, function()
-      return {f = apply_route, args = {KEYS[r], KEYS[r + 1], ARGV[x], ARGV[x + 1], ARGV[x + 2], ARGV[x + 3], ARGV[x + 4], ARGV[x + 5]}}
-    end, function(e)
-      local g = e.args
-      g[4], g[5], g[6], g[7], g[8] = merge_range(g[4], g[5], g[6], g[7], g[8], {ARGV[x + 1], ARGV[x + 2], ARGV[x + 3], ARGV[x + 4], ARGV[x + 5]})
-    end)
+    later(routes, KEYS[route] .. ' ' .. ARGV[route_a], out, 1, route, route_a, first_route, merge_route)
   end
   if hot then
-    local key, x = KEYS[hot[1]], hot[2]
-    run(2, add_hot, key, ARGV[x], ARGV[x + 1])
+    out[2] = outcome(pcall(add_hot, KEYS[hot], ARGV[hot_a], ARGV[hot_a + 1]))
     if out[2] == 'ok' then
-      later(trims, key, out, 2, function()
-        return {f = trim_hot, args = {key, ARGV[x + 2], ARGV[x + 3], ARGV[x + 4]}}
-      end, function(e)
-        if tonumber(ARGV[x + 2]) > tonumber(e.args[2]) then e.args[2] = ARGV[x + 2] end
-      end)
+      later(trims, KEYS[hot], out, 2, hot, hot_a, first_trim, merge_trim)
     end
   end
   return out

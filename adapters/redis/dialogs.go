@@ -71,14 +71,39 @@ local function moved(from, conv, score)
   return score
 end
 
+-- dec is the decimal string of an integer, remembered from where the call read it (ARGV, a
+-- mark) or made once (issue 30 part 2: a number-to-string conversion costs Redis about what a
+-- redis.call does, and every mark written is rebuilt from numbers).
+local decs = {}
+local function dec(n)
+  local s = decs[n]
+  if not s then
+    s = string.format('%d', n)
+    decs[n] = s
+  end
+  return s
+end
+local function num(s)
+  local n = tonumber(s)
+  decs[n] = s
+  return n
+end
+
 local function parse(raw)
   local m = {ranges = {}, untl = 0}
   if not raw then return m end
-  local untl, body = string.match(raw, '^(%d+)|(.*)$')
+  -- One range is the common case: one match reads it.
+  local untl, lo, hi = string.match(raw, '^(%d+)|(%d+)-(%d+)$')
+  if untl then
+    m.untl, m.ranges[1] = num(untl), {num(lo), num(hi)}
+    return m
+  end
+  local body
+  untl, body = string.match(raw, '^(%d+)|(.*)$')
   if not untl then return m end
-  m.untl = tonumber(untl)
+  m.untl = num(untl)
   for lo, hi in string.gmatch(body, '(%d+)-(%d+)') do
-    m.ranges[#m.ranges + 1] = {tonumber(lo), tonumber(hi)}
+    m.ranges[#m.ranges + 1] = {num(lo), num(hi)}
   end
   return m
 end
@@ -138,6 +163,9 @@ for r = 1, tonumber(ARGV[1]) do
       if not marks[toread[i]] then marks[toread[i]] = parse(was[i - from + 1]) end
     end
   end
+  local seqs = {} -- the run's seqs, read once for all its batches
+  for j = 1, m do seqs[j] = num(ARGV[a + 2 + 4 * j]) end
+  decs[ttl] = ARGV[a]
   local out = {}
   for b = 1, nb do
     local n = tonumber(ARGV[p + 2 + 2 * b])
@@ -145,7 +173,7 @@ for r = 1, tonumber(ARGV[1]) do
     local rs = marks[mk].ranges
     local firsts, score, counted, own = {}, nil, 0, {}
     for j = 1, m do
-      local seq = tonumber(ARGV[a + 2 + 4 * j])
+      local seq = seqs[j]
       local first = not has(rs, seq)
       firsts[j] = first and 1 or 0
       if first then
@@ -177,7 +205,7 @@ for r = 1, tonumber(ARGV[1]) do
           redis.call('ZADD', read, 'GT', moved(unread, conv, score), conv)
         else
           redis.call('ZADD', unread, 'GT', moved(read, conv, score), conv)
-          redis.call('HINCRBY', cnt, conv, c)
+          redis.call('HINCRBY', cnt, conv, dec(c))
         end
       end
     end
@@ -194,8 +222,8 @@ if next(dirty) then
     local mark = marks[mk]
     local untl = math.max(mark.untl, now + ttl)
     local parts = {}
-    for i, r in ipairs(mark.ranges) do parts[i] = r[1] .. '-' .. r[2] end
-    redis.call('SET', mk, untl .. '|' .. table.concat(parts, ','), 'PX', untl - now)
+    for i, r in ipairs(mark.ranges) do parts[i] = dec(r[1]) .. '-' .. dec(r[2]) end
+    redis.call('SET', mk, dec(untl) .. '|' .. table.concat(parts, ','), 'PX', dec(untl - now))
   end
 end
 return runs

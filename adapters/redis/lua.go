@@ -4,7 +4,8 @@ package redis
 // scripts that call it (the commit follow-up calls most of them). Redis runs Lua 5.1, whose
 // numbers are doubles: an int64 past 2^53 would round, and tostring() prints anything past
 // 10^14 in exponent form. So seqs and msg_ids travel as decimal strings, are compared as
-// strings, and are never fed through arithmetic.
+// strings, and are never fed through arithmetic; a number Redis answers is turned into one
+// only below 2^53, with string.format('%d'), where a double holds it exactly.
 
 // luaDecLess compares two canonical non-negative decimal strings (as strconv and INCR write
 // them) without converting them to numbers.
@@ -18,11 +19,12 @@ end
 // luaAdvance moves active_month forward to target only when target's table is ready, and
 // never backward (DESIGN §1, seed 000 §4.7). It returns the resulting active month or false.
 // known, when given, is active_key's value the caller read in the same script (one GET less).
-// Months are six-digit strings, small enough to compare as numbers.
+// Months are six-digit strings, small enough to compare as numbers; an equal one needs no
+// conversion (the common case of every allocation).
 const luaAdvance = `
 local function advance(active_key, ready_key, target, known)
   local active = known or redis.call('GET', active_key)
-  if (not active or tonumber(active) < tonumber(target))
+  if (not active or (active ~= target and tonumber(active) < tonumber(target)))
       and redis.call('SISMEMBER', ready_key, target) == 1 then
     redis.call('SET', active_key, target)
     return target
@@ -110,10 +112,10 @@ local function add_hot(key, seq, member)
   redis.call('ZADD', key, seq, member)
 end
 local function trim_hot(key, created_ms, window_ms, max_per_topic)
-  local over = redis.call('ZCARD', key) - tonumber(max_per_topic)
-  if over > 0 then
-    redis.call('ZREMRANGEBYRANK', key, 0, over - 1)
-  end
+  -- All but the newest max_per_topic: a negative rank counts from the top, and a range that
+  -- ends before rank 0 removes nothing (one command where ZCARD then the trim were two;
+  -- max_per_topic is at least 1, NewHotCache).
+  redis.call('ZREMRANGEBYRANK', key, 0, -1 - tonumber(max_per_topic))
   local cutoff = tonumber(created_ms) - tonumber(window_ms)
   -- Most puts find nothing stale: look at the oldest entry before reading 64 of them.
   local first = redis.call('ZRANGE', key, 0, 0)[1]

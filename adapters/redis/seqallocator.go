@@ -60,8 +60,12 @@ func NewSeqAllocator(c rueidis.Client, idemTTL time.Duration) *SeqAllocator {
 // table the catalog made writable, so it joins the ready set), attempt, pending ms (empty: no
 // mark).
 var allocateScript = rueidis.NewLuaScript(luaAdvance + luaDueSwitch + luaUTCMonth + `
--- One TIME per call at most: the months and the pending marks read the same clock.
-local time
+-- One TIME per call at most: the months and the pending marks read the same clock. What is
+-- derived from it is derived once per call too (issue 30 part 2: turning a number into a
+-- string costs Redis about what a redis.call does): the ms, the calendar month, and each
+-- decimal string of the ms plus an offset.
+local time, now_ms, utc_now
+local ms_strs = {}
 local function clock()
   if not time then
     time = redis.call('TIME')
@@ -69,8 +73,19 @@ local function clock()
   return time
 end
 local function clock_ms()
-  local t = clock()
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  if not now_ms then
+    local t = clock()
+    now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  return now_ms
+end
+local function clock_ms_str(plus)
+  local s = ms_strs[plus]
+  if not s then
+    s = string.format('%d', clock_ms() + plus)
+    ms_strs[plus] = s
+  end
+  return s
 end
 local active_key, ready_key, switch_key = KEYS[1], KEYS[2], KEYS[3]
 -- What the call's earlier sends learnt, so that the sends of one call (issue 30 part 2) read
@@ -84,16 +99,15 @@ local function allocate(idem_key, seq_key, pending_key, a)
     if ARGV[a + 8] == '' then
       return
     end
-    local now = clock_ms()
     local ttl = tonumber(ARGV[a + 8])
     local pttl = pending_ttl[pending_key]
     if pttl then
-      redis.call('ZADD', pending_key, now + ttl, s .. ':' .. ARGV[a + 7])
+      redis.call('ZADD', pending_key, clock_ms_str(ttl), s .. ':' .. ARGV[a + 7])
     else
       -- Settled sends leave no marks, so the key is often gone (-2): nothing to prune then.
       pttl = redis.call('PTTL', pending_key)
-      local pruned = pttl ~= -2 and redis.call('ZREMRANGEBYSCORE', pending_key, '-inf', now) > 0
-      redis.call('ZADD', pending_key, now + ttl, s .. ':' .. ARGV[a + 7])
+      local pruned = pttl ~= -2 and redis.call('ZREMRANGEBYSCORE', pending_key, '-inf', clock_ms_str(0)) > 0
+      redis.call('ZADD', pending_key, clock_ms_str(ttl), s .. ':' .. ARGV[a + 7])
       if pruned then
         -- Pruning may have emptied the key, so ZADD made a new one without an expiry.
         pttl = redis.call('PTTL', pending_key)
@@ -101,7 +115,7 @@ local function allocate(idem_key, seq_key, pending_key, a)
     end
     -- Never shorten: a node configured with a longer request timeout marked before.
     if pttl < ttl then
-      redis.call('PEXPIRE', pending_key, ttl)
+      redis.call('PEXPIRE', pending_key, ARGV[a + 8])
       pttl = ttl
     end
     pending_ttl[pending_key] = pttl
@@ -142,20 +156,22 @@ local function allocate(idem_key, seq_key, pending_key, a)
   end
   local now = ARGV[a + 5]
   if now == '' then
-    now = utc_month(tonumber(clock()[1]))
+    utc_now = utc_now or utc_month(tonumber(clock()[1]))
+    now = utc_now
   end
   local active = advance(active_key, ready_key, now, current)
   if not active then
     return {'nomonth'}
   end
   active_now = active
-  redis.call('INCR', seq_key)
-  -- GET, not INCR's reply: INCR comes back as a Lua double.
-  local s = redis.call('GET', seq_key)
+  -- INCR comes back as a Lua double, exact below 2^53 (and only there, since rounding keeps
+  -- order): formatted there, read back with GET past it (lua.go).
+  local n = redis.call('INCR', seq_key)
+  local s = n < 9007199254740992 and string.format('%d', n) or redis.call('GET', seq_key)
   redis.call('HSET', idem_key, 'seq', s, 'month', active, 'msg_id', msg_id, 'hash', hash, 'state', 'allocated')
   redis.call('PEXPIRE', idem_key, ARGV[a + 3])
   mark(s)
-  return {'ok', s, active, msg_id, hash, '0', '0', tostring(clock_ms())}
+  return {'ok', s, active, msg_id, hash, '0', '0', clock_ms_str(0)}
 end
 local out = {}
 for i = 1, (#KEYS - 3) / 3 do

@@ -121,12 +121,7 @@ func BenchmarkAllocate(b *testing.B) {
 	c := testClient(b)
 	tenant := testTenant(b, c)
 	ctx := context.Background()
-	s, ms := NewSeqAllocator(c, time.Minute), NewMonthState(c)
-	now, err := ms.Now(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	activateMonth(b, ms, tenant, month.Of(now))
+	s := allocatorThisMonth(b, c, tenant)
 	const topics = 64
 	for i := range topics {
 		if err := s.Reseed(ctx, tenant, fmt.Sprintf("grp_%d", i+1), 0); err != nil {
@@ -478,4 +473,41 @@ func TestBatchedSendsEachAsIfAlone(t *testing.T) {
 			t.Errorf("%d script calls; want 2 (the first alone, then the rest together)", n)
 		}
 	})
+}
+
+// TestSeqsAround2Pow53AreExact: the allocation formats INCR's reply below 2^53 and reads the
+// counter back past it (lua.go), so the seqs on both sides of the edge come back exact.
+func TestSeqsAround2Pow53AreExact(t *testing.T) {
+	c := testClient(t)
+	tenant := testTenant(t, c)
+	s := allocatorThisMonth(t, c, tenant)
+	const edge = int64(1) << 53
+	for i, floor := range []int64{edge - 3, edge - 2, edge - 1, edge, edge + 1} {
+		topic := fmt.Sprintf("grp_%d", i+1)
+		if err := s.Reseed(t.Context(), tenant, topic, floor); err != nil {
+			t.Fatal(err)
+		}
+		for n := range int64(2) {
+			a, err := s.Allocate(t.Context(), tenant, seq.Request{Topic: topic, From: 1, ClientMsgID: strconv.FormatInt(n, 10), MsgID: 1, Hash: "h"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.Seq != floor+1+n {
+				t.Fatalf("after reseed to %d, allocation %d got seq %d; want %d", floor, n, a.Seq, floor+1+n)
+			}
+		}
+	}
+}
+
+// allocatorThisMonth is an allocator (idempotency records kept a minute) of tenant, whose
+// active month is Redis's current one.
+func allocatorThisMonth(tb testing.TB, c rueidis.Client, tenant string) *SeqAllocator {
+	tb.Helper()
+	ms := NewMonthState(c)
+	now, err := ms.Now(context.Background())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	activateMonth(tb, ms, tenant, month.Of(now))
+	return NewSeqAllocator(c, time.Minute)
 }
