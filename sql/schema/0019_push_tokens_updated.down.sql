@@ -1,0 +1,1 @@
+ALTER TABLE t_push_tokens DROP KEY idx_updated;
