@@ -54,6 +54,11 @@ type WebhookRevisions interface {
 	// RevisionsAfter lists at most limit records with id > after, made at or after from and
 	// before until, by id.
 	RevisionsAfter(ctx context.Context, tenant string, after int64, from, until time.Time, limit int) ([]webhook.Revision, error)
+	// FirstRevision is the smallest id of the revisions made at or after from and before
+	// until, found false when there is none, at the cost of that window's records only: where a
+	// read with no cursor yet starts (docs/DESIGN.md issue-32 part 2). A store that keeps other
+	// revisions than edits and recalls may count them: the read after it passes them over.
+	FirstRevision(ctx context.Context, tenant string, from, until time.Time) (id int64, found bool, err error)
 }
 
 // WebhookSender posts one signed webhook request.

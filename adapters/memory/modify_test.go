@@ -3,6 +3,8 @@ package memory
 import (
 	"testing"
 
+	"github.com/imdhq/imd/core/domain/webhook"
+
 	"github.com/imdhq/imd/ports"
 	"github.com/imdhq/imd/ports/contract"
 )
@@ -25,6 +27,18 @@ func TestMessageEditorContract(t *testing.T) {
 				return out
 			},
 		}
+	})
+}
+
+func TestWebhookRevisionsContract(t *testing.T) {
+	contract.WebhookRevisions(t, func(*testing.T) (ports.WebhookRevisions, func(*testing.T, webhook.Revision) int64, string) {
+		revs, last := NewWebhookRevisions(), int64(0)
+		return revs, func(_ *testing.T, r webhook.Revision) int64 {
+			last++
+			r.ID = last
+			revs.Record("acme", r)
+			return r.ID
+		}, "acme"
 	})
 }
 

@@ -240,8 +240,19 @@ func (s *WebhookRevisions) Record(tenant string, r webhook.Revision) {
 func (s *WebhookRevisions) RevisionsAfter(_ context.Context, tenant string, after int64, from, until time.Time, limit int) ([]webhook.Revision, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return window(s.tenants[tenant], after, from, until, limit, func(r webhook.Revision) (int64, time.Time) { return r.ID, r.At }), nil
+	return window(s.tenants[tenant], after, from, until, limit, revisionKey), nil
 }
+
+// FirstRevision is the smallest id of the records made in [from, until).
+func (s *WebhookRevisions) FirstRevision(_ context.Context, tenant string, from, until time.Time) (int64, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return first(s.tenants[tenant], from, until, revisionKey)
+}
+
+func revisionKey(r webhook.Revision) (int64, time.Time) { return r.ID, r.At }
+
+func recordKey(r webhook.Record) (int64, time.Time) { return r.ID, r.At }
 
 // window lists the records of a stream, kept by id, with ids above after, made in [from,
 // until), at most limit.
@@ -254,6 +265,19 @@ func window[T any](records []T, after int64, from, until time.Time, limit int, k
 		}
 	}
 	return out
+}
+
+// first is the smallest id of the records of a stream made in [from, until), found false when
+// there is none; it never fails.
+func first[T any](records []T, from, until time.Time, key func(T) (int64, time.Time)) (int64, bool, error) {
+	out, found := int64(0), false
+	for _, r := range records {
+		id, at := key(r)
+		if !at.Before(from) && at.Before(until) && (!found || id < out) {
+			out, found = id, true
+		}
+	}
+	return out, found, nil
 }
 
 // WebhookEvents is an in-memory ports.WebhookEvents: the member, friendship and report events
@@ -295,20 +319,14 @@ func (s *WebhookEvents) record(tenant string, r webhook.Record) {
 func (s *WebhookEvents) EventsAfter(_ context.Context, tenant string, after int64, from, until time.Time, limit int) ([]webhook.Record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return window(s.tenants[tenant], after, from, until, limit, func(r webhook.Record) (int64, time.Time) { return r.ID, r.At }), nil
+	return window(s.tenants[tenant], after, from, until, limit, recordKey), nil
 }
 
 // FirstEvent is the smallest id of the records made in [from, until).
 func (s *WebhookEvents) FirstEvent(_ context.Context, tenant string, from, until time.Time) (int64, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	first := int64(0) // ids start at 1
-	for _, r := range s.tenants[tenant] {
-		if !r.At.Before(from) && r.At.Before(until) && (first == 0 || r.ID < first) {
-			first = r.ID
-		}
-	}
-	return first, first > 0, nil
+	return first(s.tenants[tenant], from, until, recordKey)
 }
 
 // DeleteEventsBefore deletes at most limit records made before before with an id below

@@ -7,6 +7,7 @@ import (
 
 	"github.com/imdhq/imd/core/domain/message"
 	"github.com/imdhq/imd/core/domain/month"
+	"github.com/imdhq/imd/core/domain/webhook"
 	"github.com/imdhq/imd/ports"
 	"github.com/imdhq/imd/ports/contract"
 )
@@ -24,6 +25,37 @@ func TestMessageEditorContract(t *testing.T) {
 			},
 		}
 	})
+}
+
+func TestWebhookRevisionsContract(t *testing.T) {
+	contract.WebhookRevisions(t, func(t *testing.T) (ports.WebhookRevisions, func(*testing.T, webhook.Revision) int64, string) {
+		c, tenant := newTestCluster(t)
+		db := rawDB(t, c, tenant)
+		return NewWebhookRevisions(c), func(t *testing.T, r webhook.Revision) int64 {
+			t.Helper()
+			return insertRevision(t, db, r)
+		}, tenant
+	})
+}
+
+// insertRevision writes r as the message editor's transaction writes its row, the month
+// that of its time.
+func insertRevision(t *testing.T, db *sql.DB, r webhook.Revision) int64 {
+	t.Helper()
+	action, content := message.ActionEdit, sql.NullString{String: string(r.Content), Valid: r.Content != nil}
+	if r.Recall {
+		action = message.ActionRecall
+	}
+	res, err := db.Exec(`INSERT INTO im_message_revisions (topic, shard_month, seqid, message_id, version, editor, action, new_content, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, r.Topic, r.At.UTC().Format("200601"), r.Seq, r.MsgID, r.Version, r.Editor, string(action), content, r.At.UTC())
+	if err != nil {
+		t.Fatalf("insert revision: %v", err)
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		t.Fatalf("revision id: %v", err)
+	}
+	return id
 }
 
 // readRevisions reads im_message_revisions directly: no port reads it yet.

@@ -321,6 +321,15 @@ func (s *WebhookRevisions) RevisionsAfter(ctx context.Context, tenant string, af
 	})
 }
 
+// FirstRevision is the smallest id of the revisions made in [from, until), deletes included: a
+// range of idx_created (0016), whose entries carry the id but not the action (docs/DESIGN.md
+// issue-32 part 2).
+func (s *WebhookRevisions) FirstRevision(ctx context.Context, tenant string, from, until time.Time) (int64, bool, error) {
+	return firstRecord(ctx, s.cluster, tenant, "revision", from, func(q *sqlcdb.Queries) (int64, error) {
+		return q.FirstWebhookRevision(ctx, sqlcdb.FirstWebhookRevisionParams{CreatedAt: from.UTC(), CreatedAt_2: until.UTC()})
+	})
+}
+
 // recordsAfter reads a page of a recorded stream of tenant (the revisions, the events) with
 // read and converts its rows.
 func recordsAfter[R, T any](ctx context.Context, c *Cluster, tenant, what string, after int64, limit int,
@@ -371,15 +380,22 @@ func (s *WebhookEvents) EventsAfter(ctx context.Context, tenant string, after in
 // FirstEvent is the smallest id of the records made in [from, until): a range of idx_created,
 // whose entries carry the id (docs/DESIGN.md issue-32 part 2).
 func (s *WebhookEvents) FirstEvent(ctx context.Context, tenant string, from, until time.Time) (int64, bool, error) {
-	t, err := s.cluster.tenant(tenant)
+	return firstRecord(ctx, s.cluster, tenant, "webhook event", from, func(q *sqlcdb.Queries) (int64, error) {
+		return q.FirstWebhookEvent(ctx, sqlcdb.FirstWebhookEventParams{CreatedAt: from.UTC(), CreatedAt_2: until.UTC()})
+	})
+}
+
+// firstRecord reads with first the smallest id of a recorded stream of tenant made in a window
+// from from: the query's 0 is none, as ids start at 1.
+func firstRecord(ctx context.Context, c *Cluster, tenant, what string, from time.Time, first func(*sqlcdb.Queries) (int64, error)) (int64, bool, error) {
+	t, err := c.tenant(tenant)
 	if err != nil {
 		return 0, false, err
 	}
-	id, err := t.q.FirstWebhookEvent(ctx, sqlcdb.FirstWebhookEventParams{CreatedAt: from.UTC(), CreatedAt_2: until.UTC()})
+	id, err := first(t.q)
 	if err != nil {
-		return 0, false, fmt.Errorf("first webhook event made from %s: %w", from.UTC().Format(time.RFC3339), err)
+		return 0, false, fmt.Errorf("first %s made from %s: %w", what, from.UTC().Format(time.RFC3339), err)
 	}
-	// Ids start at 1, so 0 is the query's none.
 	return id, id > 0, nil
 }
 

@@ -108,41 +108,16 @@ func WebhookEvents(t *testing.T, newStores WebhookEventsFactory) {
 	}
 	// The report's time is its own, taken before the steps ran: the record made earliest may
 	// have the last id.
-	earliest := got[0].At
-	for _, r := range got {
-		if r.At.Before(earliest) {
-			earliest = r.At
-		}
+	made := make([]stamped, len(got))
+	for i, r := range got {
+		made[i] = stamped{r.ID, r.At}
 	}
-	if page, err := events.EventsAfter(ctx, tenant, 0, from, earliest, 100); err != nil || len(page) != 0 {
+	if page, err := events.EventsAfter(ctx, tenant, 0, from, earliest(made), 100); err != nil || len(page) != 0 {
 		t.Fatalf("EventsAfter until the earliest record = %+v, %v; want none", page, err)
 	}
-	// The first record made in a window: the smallest id made at or after from and before
-	// until, whatever came before it.
-	firstFrom := func(from, until time.Time) (int64, bool) {
-		for _, r := range got {
-			if !r.At.Before(from) && r.At.Before(until) {
-				return r.ID, true
-			}
-		}
-		return 0, false
-	}
-	for _, w := range []struct {
-		name        string
-		from, until time.Time
-	}{
-		{"all of them", from, until},
-		{"from the fourth", got[3].At, until},
-		{"from the last", got[len(got)-1].At, until},
-		{"up to the first", from, got[0].At},
-		{"up to the earliest", from, earliest},
-		{"after them", until, until.Add(time.Hour)},
-	} {
-		wantID, wantFound := firstFrom(w.from, w.until)
-		if id, found, err := events.FirstEvent(ctx, tenant, w.from, w.until); err != nil || id != wantID || found != wantFound {
-			t.Fatalf("FirstEvent %s = %d, %v, %v; want %d, %v", w.name, id, found, err, wantID, wantFound)
-		}
-	}
+	firstInWindows(t, "FirstEvent", made, from, until, func(from, until time.Time) (int64, bool, error) {
+		return events.FirstEvent(ctx, tenant, from, until)
+	})
 	all := int64(math.MaxInt64)
 	if n, err := events.DeleteEventsBefore(ctx, tenant, until, all, 2); err != nil || n != 2 {
 		t.Fatalf("DeleteEventsBefore(limit 2) = %d, %v; want 2", n, err)
@@ -159,5 +134,53 @@ func WebhookEvents(t *testing.T, newStores WebhookEventsFactory) {
 	}
 	if left, err := events.EventsAfter(ctx, tenant, 0, from, until, 100); err != nil || len(left) != len(want)-4 || left[0].ID != got[4].ID {
 		t.Fatalf("after deleting below the fifth: %+v, %v; want records from the fifth", left, err)
+	}
+}
+
+// stamped is a record of a stream as the checks of its windows see it: its id and its time.
+type stamped struct {
+	id int64
+	at time.Time
+}
+
+// earliest is the time of the record made first, whatever its id.
+func earliest(made []stamped) time.Time {
+	out := made[0].at
+	for _, r := range made {
+		if r.at.Before(out) {
+			out = r.at
+		}
+	}
+	return out
+}
+
+// firstInWindows checks first, the first record of a stream made in a window of time, against
+// made (by id, all made in [from, until)): the smallest id made at or after from and before
+// until, whatever came before it.
+func firstInWindows(t *testing.T, name string, made []stamped, from, until time.Time, first func(from, until time.Time) (int64, bool, error)) {
+	t.Helper()
+	firstFrom := func(from, until time.Time) (int64, bool) {
+		for _, r := range made {
+			if !r.at.Before(from) && r.at.Before(until) {
+				return r.id, true
+			}
+		}
+		return 0, false
+	}
+	for _, w := range []struct {
+		name        string
+		from, until time.Time
+	}{
+		{"all of them", from, until},
+		{"from the fourth", made[3].at, until},
+		{"from the last", made[len(made)-1].at, until},
+		{"up to the first", from, made[0].at},
+		{"up to the earliest", from, earliest(made)},
+		{"after them", until, until.Add(time.Hour)},
+	} {
+		wantID, wantFound := firstFrom(w.from, w.until)
+		if id, found, err := first(w.from, w.until); err != nil || id != wantID || found != wantFound {
+			t.Fatalf("%s %s = %d, %v, %v; want %d, %v", name, w.name, id, found, err, wantID, wantFound)
+		}
 	}
 }

@@ -68,6 +68,17 @@ WHERE id > ? AND created_at >= ? AND created_at < ? AND action IN ('edit', 'reca
 ORDER BY id
 LIMIT ?;
 
+-- The id of the first revision made in [from, until), 0 when none: where the read of an
+-- endpoint with no revision cursor yet (a new or replayed one) starts, so it does not walk every
+-- revision made before it. MIN over a range of idx_created (0016: created_at, and the primary
+-- key InnoDB appends) reads only the window's index entries; the action is left out, as it is
+-- not in that index: a delete found first only starts the read a little earlier (issue 32
+-- part 2 "Edits and recalls").
+-- name: FirstWebhookRevision :one
+SELECT CAST(COALESCE(MIN(id), 0) AS SIGNED) AS id
+FROM im_message_revisions
+WHERE created_at >= ? AND created_at < ?;
+
 -- A member, friendship or report event, written in the transaction of its change (issue 32
 -- part 2 "Member, friendship and report events").
 -- name: InsertWebhookEvent :exec

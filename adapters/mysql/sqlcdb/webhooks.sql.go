@@ -93,6 +93,30 @@ func (q *Queries) FirstWebhookEvent(ctx context.Context, arg FirstWebhookEventPa
 	return id, err
 }
 
+const firstWebhookRevision = `-- name: FirstWebhookRevision :one
+SELECT CAST(COALESCE(MIN(id), 0) AS SIGNED) AS id
+FROM im_message_revisions
+WHERE created_at >= ? AND created_at < ?
+`
+
+type FirstWebhookRevisionParams struct {
+	CreatedAt   time.Time
+	CreatedAt_2 time.Time
+}
+
+// The id of the first revision made in [from, until), 0 when none: where the read of an
+// endpoint with no revision cursor yet (a new or replayed one) starts, so it does not walk every
+// revision made before it. MIN over a range of idx_created (0016: created_at, and the primary
+// key InnoDB appends) reads only the window's index entries; the action is left out, as it is
+// not in that index: a delete found first only starts the read a little earlier (issue 32
+// part 2 "Edits and recalls").
+func (q *Queries) FirstWebhookRevision(ctx context.Context, arg FirstWebhookRevisionParams) (int64, error) {
+	row := q.db.QueryRowContext(ctx, firstWebhookRevision, arg.CreatedAt, arg.CreatedAt_2)
+	var id int64
+	err := row.Scan(&id)
+	return id, err
+}
+
 const insertWebhookDeadLetter = `-- name: InsertWebhookDeadLetter :exec
 INSERT INTO t_webhook_dead_letters (endpoint_id, topic, seqid, event_type, attempts, last_error, created_at)
 VALUES (?, ?, ?, ?, ?, ?, ?)

@@ -491,11 +491,15 @@ func recordedEvent(t webhook.EventType) bool {
 }
 
 // revisionItems are the edits and recalls as message.edited and message.recalled events (docs/DESIGN.md
-// issue-32 part 2 "Edits and recalls").
+// issue-32 part 2 "Edits and recalls"), read like the recorded events (readFromFirst).
 func (l *Loop) revisionItems(ctx context.Context, tenant string, after int64, from, until time.Time, limit int) ([]item, error) {
-	page, err := l.d.Revisions.RevisionsAfter(ctx, tenant, after, from, until, limit)
+	page, err := readFromFirst("revision", after, from,
+		func() (int64, bool, error) { return l.d.Revisions.FirstRevision(ctx, tenant, from, until) },
+		func(after int64) ([]webhook.Revision, error) {
+			return l.d.Revisions.RevisionsAfter(ctx, tenant, after, from, until, limit)
+		})
 	if err != nil {
-		return nil, fmt.Errorf("read revisions after %d: %w", after, err)
+		return nil, err
 	}
 	out := make([]item, len(page))
 	for i, r := range page {
@@ -526,27 +530,40 @@ func (l *Loop) eventItems(ctx context.Context, tenant string, after int64, from,
 }
 
 // eventsAfter lists at most limit recorded events after id after made in [from, until), the
-// rows of EventsAfter. After 0 is no cursor (ids start at 1): a new endpoint's, or one a replay
-// dropped. A read by id from there would walk every record made before the window, up to
-// keep_events of them, on every pass until the first one is passed, so it starts just below
-// the first record made in the window instead, found through the index on the time at the cost
-// of the window's records: the endpoint's own backlog, once (docs/DESIGN.md issue-32 part 2
-// "Member, friendship and report events"). No record in the window, no read. A cursor is read
-// from as it is: what follows it is what the endpoint has yet to pass.
+// rows of EventsAfter, read from the first one in the window when there is no cursor
+// (readFromFirst).
 func (l *Loop) eventsAfter(ctx context.Context, tenant string, after int64, from, until time.Time, limit int) ([]webhook.Record, error) {
+	return readFromFirst("webhook event", after, from,
+		func() (int64, bool, error) { return l.d.Events.FirstEvent(ctx, tenant, from, until) },
+		func(after int64) ([]webhook.Record, error) {
+			return l.d.Events.EventsAfter(ctx, tenant, after, from, until, limit)
+		})
+}
+
+// readFromFirst reads a page of a recorded stream (the revisions, the events) of the window
+// from from with read, after id after. After 0 is no cursor (ids start at 1): a new endpoint's,
+// or one a replay dropped. A read by id from there would walk every record made before the
+// window, on every pass until the first one is passed, so it starts just below the first
+// record made in the window instead, which first finds through the index on the time at the
+// cost of the window's records: the endpoint's own backlog, once (docs/DESIGN.md issue-32
+// part 2 "Edits and recalls", "Member, friendship and report events"). No record in the
+// window, no read. A cursor is read from as it is: what follows it is what the endpoint has
+// yet to pass.
+func readFromFirst[T any](what string, after int64, from time.Time,
+	first func() (int64, bool, error), read func(after int64) ([]T, error)) ([]T, error) {
 	if after == 0 {
-		first, found, err := l.d.Events.FirstEvent(ctx, tenant, from, until)
+		id, found, err := first()
 		if err != nil {
-			return nil, fmt.Errorf("find the first webhook event made from %s: %w", from.UTC().Format(time.RFC3339), err)
+			return nil, fmt.Errorf("find the first %s made from %s: %w", what, from.UTC().Format(time.RFC3339), err)
 		}
 		if !found {
 			return nil, nil
 		}
-		after = first - 1
+		after = id - 1
 	}
-	page, err := l.d.Events.EventsAfter(ctx, tenant, after, from, until, limit)
+	page, err := read(after)
 	if err != nil {
-		return nil, fmt.Errorf("read webhook events after %d: %w", after, err)
+		return nil, fmt.Errorf("read %ss after %d: %w", what, after, err)
 	}
 	return page, nil
 }

@@ -170,30 +170,52 @@ type fixture struct {
 	revs      *memory.WebhookRevisions
 	events    *memory.WebhookEvents
 	reads     *eventReads
+	revReads  *revisionReads
+	lastRev   int64 // the last revision id a test recorded
 }
 
-// eventReads is the fixture's record of events, noting the id each EventsAfter reads after: a
-// read by id walks every record above it.
-type eventReads struct {
-	*memory.WebhookEvents
+// afterLog notes the id each read of a recorded stream reads after: a read by id walks every
+// record above it.
+type afterLog struct {
 	mu     sync.Mutex
 	afters []int64
 }
 
-func (r *eventReads) EventsAfter(ctx context.Context, tenant string, after int64, from, until time.Time, limit int) ([]domain.Record, error) {
+func (r *afterLog) note(after int64) {
 	r.mu.Lock()
 	r.afters = append(r.afters, after)
 	r.mu.Unlock()
-	return r.WebhookEvents.EventsAfter(ctx, tenant, after, from, until, limit)
 }
 
 // took returns the ids read after since the last call, and forgets them.
-func (r *eventReads) took() []int64 {
+func (r *afterLog) took() []int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := r.afters
 	r.afters = nil
 	return out
+}
+
+// eventReads is the fixture's record of events, noting each EventsAfter.
+type eventReads struct {
+	*memory.WebhookEvents
+	afterLog
+}
+
+func (r *eventReads) EventsAfter(ctx context.Context, tenant string, after int64, from, until time.Time, limit int) ([]domain.Record, error) {
+	r.note(after)
+	return r.WebhookEvents.EventsAfter(ctx, tenant, after, from, until, limit)
+}
+
+// revisionReads is the fixture's record of revisions, noting each RevisionsAfter.
+type revisionReads struct {
+	*memory.WebhookRevisions
+	afterLog
+}
+
+func (r *revisionReads) RevisionsAfter(ctx context.Context, tenant string, after int64, from, until time.Time, limit int) ([]domain.Revision, error) {
+	r.note(after)
+	return r.WebhookRevisions.RevisionsAfter(ctx, tenant, after, from, until, limit)
 }
 
 func newFixture(t *testing.T, script map[string][]int) *fixture {
@@ -203,6 +225,7 @@ func newFixture(t *testing.T, script map[string][]int) *fixture {
 		locks: memory.NewLocks(clock.Now), metrics: memory.NewMetrics(), readers: readers{},
 		revs: memory.NewWebhookRevisions(), events: memory.NewWebhookEvents()}
 	f.reads = &eventReads{WebhookEvents: f.events}
+	f.revReads = &revisionReads{WebhookRevisions: f.revs}
 	f.recv = &receiver{t: t, clock: clock, secret: "whsec_test", script: script, attempts: map[string]int{}}
 	endpoints := memory.NewWebhookEndpoints()
 	f.ep = domain.Endpoint{ID: 1, URL: "https://hooks.example/in", Events: []domain.EventType{domain.MessageCreated}, Enabled: true, Secret: "whsec_test", CreatedAt: t0}
@@ -222,7 +245,7 @@ func newFixture(t *testing.T, script map[string][]int) *fixture {
 // node is another node's loop over the same stores: its retry state is its own.
 func (f *fixture) node() *webhooks.Loop {
 	return webhooks.New(webhooks.Config{FirstRetry: time.Second, MaxBackoff: 4 * time.Second, MaxAttempts: 3, Batch: 2},
-		webhooks.Deps{Endpoints: f.endpoints, Cursors: f.cursors, Changes: f.back, History: f.back, Revisions: f.revs, Events: f.reads, Readers: f.readers, Sender: f.recv,
+		webhooks.Deps{Endpoints: f.endpoints, Cursors: f.cursors, Changes: f.back, History: f.back, Revisions: f.revReads, Events: f.reads, Readers: f.readers, Sender: f.recv,
 			Locks: f.locks, Metrics: f.metrics, Clock: f.clock, Log: slog.New(slog.DiscardHandler)})
 }
 
@@ -533,55 +556,71 @@ func TestMemberFriendshipAndReportEventsInTheirOrder(t *testing.T) {
 	}
 }
 
-// The recorded events are read from the first one made since the endpoint's creation, or since
-// the point of its replay, never by id from before the records made earlier: an endpoint has no
-// cursor over them then, and its passes would walk every record of keep_events (docs/DESIGN.md
-// issue-32 part 2 "Member, friendship and report events").
+// The recorded streams, the member events and the edits, are read from the first record made
+// since the endpoint's creation, or since the point of its replay, never by id from before the
+// records made earlier: an endpoint has no cursor over them then, and its passes would walk
+// every record kept (docs/DESIGN.md issue-32 part 2 "Edits and recalls", "Member, friendship
+// and report events").
 func TestRecordedEventsAreReadFromTheEndpointsPoint(t *testing.T) {
-	for _, tc := range []struct {
+	type rec struct {
+		id    int64
+		event string
+	}
+	streams := []struct {
 		name   string
-		replay bool // from the record made an hour before the endpoint
+		types  []domain.EventType
+		record func(f *fixture, at time.Time) rec
+		reads  func(f *fixture) *afterLog
 	}{
-		{"a new endpoint", false},
-		{"a replay", true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, nil)
-			f.subscribe(t, 0, domain.MemberJoined)
-			type rec struct {
-				id    int64
-				event string
-			}
-			record := func(at time.Time) rec {
-				r := domain.MemberRecord(true, 1, []int64{5}, 0, at)
-				r.ID = f.events.Record(tenant, r)
-				return rec{r.ID, domain.RecordEventID(r)}
-			}
-			for i := range 200 {
-				record(t0.Add(-2*time.Hour + time.Duration(i)*time.Second))
-			}
-			point, made := record(t0.Add(-time.Hour)), record(t0.Add(time.Second))
-			wantFrom := func(what string, r rec) {
-				t.Helper()
-				if got := f.reads.took(); len(got) == 0 || got[0] != r.id-1 {
-					t.Fatalf("%s read after ids %v, want first after %d (from record %d on)", what, got, r.id-1, r.id)
+		{"member events", []domain.EventType{domain.MemberJoined}, func(f *fixture, at time.Time) rec {
+			r := domain.MemberRecord(true, 1, []int64{5}, 0, at)
+			r.ID = f.events.Record(tenant, r)
+			return rec{r.ID, domain.RecordEventID(r)}
+		}, func(f *fixture) *afterLog { return &f.reads.afterLog }},
+		{"edits", []domain.EventType{domain.MessageEdited}, func(f *fixture, at time.Time) rec {
+			f.lastRev++ // the ids im_message_revisions gives
+			r := domain.Revision{ID: f.lastRev, Topic: "grp_1", Seq: f.lastRev, Version: 2, Content: json.RawMessage(`{"text":"a"}`), At: at}
+			f.revs.Record(tenant, r)
+			return rec{r.ID, domain.RevisionEventID(r)}
+		}, func(f *fixture) *afterLog { return &f.revReads.afterLog }},
+	}
+	for _, st := range streams {
+		for _, tc := range []struct {
+			name   string
+			replay bool // from the record made an hour before the endpoint
+		}{
+			{"a new endpoint", false},
+			{"a replay", true},
+		} {
+			t.Run(st.name+"/"+tc.name, func(t *testing.T) {
+				f := newFixture(t, nil)
+				f.subscribe(t, 0, st.types...)
+				for i := range 200 {
+					st.record(f, t0.Add(-2*time.Hour+time.Duration(i)*time.Second))
 				}
-			}
-			f.pass(t)
-			wantFrom("the first pass", made)
-			want := []string{made.event}
-			if tc.replay {
-				if err := f.cursors.Replay(context.Background(), tenant, f.ep.ID, t0.Add(-time.Hour)); err != nil {
-					t.Fatal(err)
+				point, made := st.record(f, t0.Add(-time.Hour)), st.record(f, t0.Add(time.Second))
+				wantFrom := func(what string, r rec) {
+					t.Helper()
+					if got := st.reads(f).took(); len(got) == 0 || got[0] != r.id-1 {
+						t.Fatalf("%s read after ids %v, want first after %d (from record %d on)", what, got, r.id-1, r.id)
+					}
 				}
 				f.pass(t)
-				wantFrom("the pass after the replay", point)
-				want = append(want, point.event, made.event)
-			}
-			if got := f.recv.got(); !slices.Equal(got, want) {
-				t.Fatalf("delivered %v, want %v", got, want)
-			}
-		})
+				wantFrom("the first pass", made)
+				want := []string{made.event}
+				if tc.replay {
+					if err := f.cursors.Replay(context.Background(), tenant, f.ep.ID, t0.Add(-time.Hour)); err != nil {
+						t.Fatal(err)
+					}
+					f.pass(t)
+					wantFrom("the pass after the replay", point)
+					want = append(want, point.event, made.event)
+				}
+				if got := f.recv.got(); !slices.Equal(got, want) {
+					t.Fatalf("delivered %v, want %v", got, want)
+				}
+			})
+		}
 	}
 }
 
