@@ -42,24 +42,31 @@ func NewDialogStore(c rueidis.Client) *DialogStore {
 // they would one after another: a user's count grows by the new ones not sent by the user and
 // not silent; with none of those the dialog is only re-scored where it is. A dialog keeps the
 // higher of its old and new score, so a late older message never moves it back. The preview
-// moves forward only, so setting it again on a repeat changes nothing. It returns, per run,
+// moves forward only, so setting it again on a repeat changes nothing. It returns, per part,
 // {first (0/1) per message, muted users} per batch; muted users are reported even on a repeat.
 // The common case, a dialog already in unread, costs four calls per user whatever the number
 // of messages.
+//
 // A batch's marks are the seqs of the conversation it applied, as at most maxMarkRanges ranges
-// of seqs in one STRING per conversation, batch and group (Keys.DeliverListSeqs): a message is
+// "lo-hi,lo-hi,…" in a field of one HASH per conversation (Keys.DeliverListMarks; per slot group
+// on a cluster, one for every batch on one node; the field names batch and group): a message is
 // named by its seq in its conversation's topic as well as by its job (DESIGN §1.3, issue 30), so
-// a run's marks cost one MGET and one SET PX per batch whatever the number of messages, where a
-// STRING per message and batch cost a SET per message and group. The value is
-// "<until ms>|lo-hi,lo-hi,…": until is the latest expiry any write asked (now + its ttl, by
-// Redis's TIME), so a short-lived job's write never cuts the life a behind job's seq was given.
-// Past maxMarkRanges the oldest range is forgotten, as an old marker's TTL forgot it.
-// KEYS, per run: the batches' marks in batch order; the preview (when the run sets none, any
-// key of the call's group: it is not touched); then unread, read, unreadcnt, muted per user.
-// ARGV: the run count, then per run: marks ttl ms, conversation, message count m, then score,
+// a part's marks cost one HMGET and one HSET whatever the number of its messages and batches.
+// The batches of a small group usually hold the same ranges, so what a run does to a mark is
+// worked out once per distinct value. Field x is the HASH's expiry in Unix ms by Redis's TIME:
+// it is moved, to now + twice the longest ttl written, only when a write asks for more than it
+// has left, so the marks live at least as long as any write asked (a behind job's repair
+// window) at one PEXPIREAT per ttl. Past maxMarkRanges the oldest range is forgotten, as an old
+// marker's TTL forgot it. A batch without a field reads the STRING the code before kept per
+// batch (Keys.DeliverListSeqs, "<until ms>|<ranges>"), so a job the old code applied counts
+// nobody again when the new code retries it through a rolling upgrade (DESIGN, issue 30).
+// KEYS, per part: the marks HASH; the preview (when the part sets none, the HASH again: it is
+// not touched); the batches' old marks in batch order; then unread, read, unreadcnt, muted per
+// user.
+// ARGV: the part count, then per part: marks ttl ms, conversation, message count m, then score,
 // sender, silent (0/1) and seq per message, then the preview's seq and JSON (empty for none),
-// the batch count, index and user count per batch, then one user id per user, batch after
-// batch.
+// the batch count, field (placedBatch.field) and user count per batch, then one user id per
+// user, batch after batch.
 var applyListsScript = newBatchScript(`
 local MAX_RANGES = ` + strconv.Itoa(maxMarkRanges) + `
 -- moved takes the dialog out of from, returning the score it should keep there or elsewhere.
@@ -89,23 +96,16 @@ local function num(s)
   return n
 end
 
-local function parse(raw)
-  local m = {ranges = {}, untl = 0}
-  if not raw then return m end
+-- parse reads the ranges of a mark; '' is none.
+local function parse(v)
   -- One range is the common case: one match reads it.
-  local untl, lo, hi = string.match(raw, '^(%d+)|(%d+)-(%d+)$')
-  if untl then
-    m.untl, m.ranges[1] = num(untl), {num(lo), num(hi)}
-    return m
+  local lo, hi = string.match(v, '^(%d+)-(%d+)$')
+  if lo then return {{num(lo), num(hi)}} end
+  local rs = {}
+  for l, h in string.gmatch(v, '(%d+)-(%d+)') do
+    rs[#rs + 1] = {num(l), num(h)}
   end
-  local body
-  untl, body = string.match(raw, '^(%d+)|(.*)$')
-  if not untl then return m end
-  m.untl = num(untl)
-  for lo, hi in string.gmatch(body, '(%d+)-(%d+)') do
-    m.ranges[#m.ranges + 1] = {num(lo), num(hi)}
-  end
-  return m
+  return rs
 end
 
 local function has(rs, s)
@@ -134,16 +134,66 @@ local function add(rs, s)
   while #rs > MAX_RANGES do table.remove(rs, 1) end
 end
 
--- marks[key] holds a batch's ranges as read, then as this call changed them, so a message
--- repeated in a run, or in two runs of the call, still acts once per batch.
-local marks, dirty = {}, {}
-local runs = {}
-local a, k = 2, 1 -- where the run's ARGV and KEYS begin
+-- hashes[key] is a marks HASH as read, then as this call changed it: f[field] its value (''
+-- for none), x its expiry as read, floor the latest until of the old marks it took in, and
+-- ttl, once a field changed, the longest ttl a change asked. A message repeated in a part, or
+-- in two parts of the call, still acts once per batch.
+local hashes = {}
+local function marks_of(key, fields, olds)
+  local h = hashes[key]
+  if not h then
+    h = {f = {}, floor = 0}
+    hashes[key] = h
+  end
+  local want, at = {}, {}
+  if not h.read then want[1] = 'x' end
+  for i, field in ipairs(fields) do
+    if h.f[field] == nil then
+      want[#want + 1] = field
+      at[#want] = i
+    end
+  end
+  if #want == 0 then return h end
+  local got = redis.call('HMGET', key, unpack(want))
+  if not h.read then
+    h.read, h.x = true, got[1] and num(got[1]) or 0
+  end
+  local old, oldat = {}, {}
+  for j = 1, #want do
+    local i = at[j]
+    if i then
+      if got[j] then
+        h.f[fields[i]] = got[j]
+      else
+        old[#old + 1], oldat[#old + 1] = olds[i], fields[i]
+      end
+    end
+  end
+  for from = 1, #old, 1000 do -- unpack takes a few thousand values at most
+    local to = math.min(from + 999, #old)
+    local was = redis.call('MGET', unpack(old, from, to))
+    for i = from, to do
+      local raw, v = was[i - from + 1], ''
+      if raw then
+        local untl, rs = string.match(raw, '^(%d+)|(.*)$')
+        if untl then
+          v = rs
+          h.floor = math.max(h.floor, num(untl))
+        end
+      end
+      h.f[oldat[i]] = v
+    end
+  end
+  return h
+end
+
+local out = {}
+local a, k = 2, 1 -- where the part's ARGV and KEYS begin
 for r = 1, tonumber(ARGV[1]) do
   local ttl, conv, m = tonumber(ARGV[a]), ARGV[a + 1], tonumber(ARGV[a + 2])
   local p = a + 3 + 4 * m
   local nb = tonumber(ARGV[p + 2])
-  local preview = KEYS[k + nb]
+  local hkey, preview = KEYS[k], KEYS[k + 1]
   if ARGV[p + 1] ~= '' then
     local cur = redis.call('GET', preview)
     local seq = cur and string.match(cur, '"seq":(%d+)')
@@ -151,42 +201,58 @@ for r = 1, tonumber(ARGV[1]) do
       redis.call('SET', preview, ARGV[p + 1])
     end
   end
-  local key, arg = k + nb + 1, p + 3 + 2 * nb
-  local toread = {}
-  for i = k, k + nb - 1 do
-    if not marks[KEYS[i]] then toread[#toread + 1] = KEYS[i] end
+  local fields, olds = {}, {}
+  for b = 1, nb do
+    fields[b], olds[b] = ARGV[p + 1 + 2 * b], KEYS[k + 1 + b]
   end
-  for from = 1, #toread, 1000 do -- unpack takes a few thousand values at most
-    local to = math.min(from + 999, #toread)
-    local was = redis.call('MGET', unpack(toread, from, to))
-    for i = from, to do
-      if not marks[toread[i]] then marks[toread[i]] = parse(was[i - from + 1]) end
-    end
-  end
-  local seqs = {} -- the run's seqs, read once for all its batches
+  local h = marks_of(hkey, fields, olds)
+  local seqs = {} -- the part's seqs, read once for all its batches
   for j = 1, m do seqs[j] = num(ARGV[a + 2 + 4 * j]) end
   decs[ttl] = ARGV[a]
-  local out = {}
-  for b = 1, nb do
-    local n = tonumber(ARGV[p + 2 + 2 * b])
-    local mk = KEYS[k + b - 1]
-    local rs = marks[mk].ranges
-    local firsts, score, counted, own = {}, nil, 0, {}
+  -- What the part's messages do to a mark depends on its value alone: worked out once per value.
+  local done = {}
+  local function apply(v)
+    local rs = parse(v)
+    local t = {firsts = {}, counted = 0, own = {}, v = v}
     for j = 1, m do
       local seq = seqs[j]
       local first = not has(rs, seq)
-      firsts[j] = first and 1 or 0
+      t.firsts[j] = first and 1 or 0
       if first then
         add(rs, seq)
-        dirty[mk] = math.max(dirty[mk] or 0, ttl)
+        t.changed = true
         local s, sender, silent = ARGV[a - 1 + 4 * j], ARGV[a + 4 * j], ARGV[a + 1 + 4 * j] == '1'
-        if not score or tonumber(s) > tonumber(score) then score = s end
+        if not t.score or tonumber(s) > tonumber(t.score) then t.score = s end
         if not silent then
-          counted = counted + 1
-          own[sender] = (own[sender] or 0) + 1
+          t.counted = t.counted + 1
+          t.own[sender] = (t.own[sender] or 0) + 1
         end
       end
     end
+    if t.changed then
+      local parts = {}
+      for i, x in ipairs(rs) do parts[i] = dec(x[1]) .. '-' .. dec(x[2]) end
+      t.v = table.concat(parts, ',')
+    end
+    return t
+  end
+  local key, arg = k + 2 + nb, p + 3 + 2 * nb
+  local answers = {}
+  for b = 1, nb do
+    local n = tonumber(ARGV[p + 2 + 2 * b])
+    local v = h.f[fields[b]]
+    local t = done[v]
+    if not t then
+      t = apply(v)
+      done[v] = t
+    end
+    if t.changed then
+      h.f[fields[b]] = t.v
+      h.dirty = h.dirty or {}
+      h.dirty[fields[b]] = true
+      h.ttl = math.max(h.ttl or 0, ttl)
+    end
+    local score, counted, own = t.score, t.counted, t.own
     local muted = {}
     for i = 0, n - 1 do
       local unread, read, cnt, mset = KEYS[key + 4 * i], KEYS[key + 1 + 4 * i], KEYS[key + 2 + 4 * i], KEYS[key + 3 + 4 * i]
@@ -210,23 +276,32 @@ for r = 1, tonumber(ARGV[1]) do
       end
     end
     key, arg = key + 4 * n, arg + n
-    out[b] = {firsts, muted}
+    answers[b] = {t.firsts, muted}
   end
-  runs[r] = out
+  out[r] = answers
   a, k = arg, key
 end
-if next(dirty) then
-  local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  for mk, ttl in pairs(dirty) do
-    local mark = marks[mk]
-    local untl = math.max(mark.untl, now + ttl)
-    local parts = {}
-    for i, r in ipairs(mark.ranges) do parts[i] = dec(r[1]) .. '-' .. dec(r[2]) end
-    redis.call('SET', mk, dec(untl) .. '|' .. table.concat(parts, ','), 'PX', dec(untl - now))
+local now
+for hkey, h in pairs(hashes) do
+  if h.dirty then
+    if not now then
+      local t = redis.call('TIME')
+      now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    end
+    local set = {}
+    for field in pairs(h.dirty) do
+      set[#set + 1], set[#set + 2] = field, h.f[field]
+    end
+    local expire
+    if math.max(now + h.ttl, h.floor) > h.x then
+      expire = dec(math.max(now + 2 * h.ttl, h.floor))
+      set[#set + 1], set[#set + 2] = 'x', expire
+    end
+    redis.call('HSET', hkey, unpack(set))
+    if expire then redis.call('PEXPIREAT', hkey, expire) end
   end
 end
-return runs
+return out
 `)
 
 // maxMarkRanges bounds the seq ranges a batch's marks keep per conversation: ranges are
@@ -240,11 +315,12 @@ const maxScriptUsers = 256
 
 // Apply updates the previews and lists in one pipelined round trip, in one script call per
 // slot group its recipients live in on a cluster, one for all on one node (or more, of up to
-// maxScriptUsers each): a batch's users
-// of group g act once per message under the marks DeliverListSeqs(conversation, batch, g), so a
-// job applied twice, or half applied and retried, counts each user once (DESIGN §5, §11). dialog.BatchesOf splits users
-// the way UserGroup does, so a batch is normally in one group; a batch spread over several is
-// First when any of its groups acted now. Consecutive updates of one conversation with the
+// maxScriptUsers each): a batch's users of group g act once per message under the field
+// (batch, g) of the marks DeliverListMarks(conversation, g) on a cluster, of
+// DeliverListMarks(conversation, the conversation's group) on one node, so a job applied twice,
+// or half applied and retried, counts each user once (DESIGN §5, §11). dialog.BatchesOf
+// splits users the way UserGroup does, so a batch is normally in one group; a batch spread
+// over several is First when any of its groups acted now. Consecutive updates of one conversation with the
 // same recipient batches run together, which is what makes a backlog of a big group cheap to
 // catch up on.
 func (s *DialogStore) Apply(ctx context.Context, tenant string, us ...dialog.Update) ([]dialog.Applied, error) {
@@ -274,7 +350,7 @@ func (s *DialogStore) Apply(ctx context.Context, tenant string, us ...dialog.Upd
 			return nil, fmt.Errorf("encode preview of conversation %d: %w", newest.ConversationID, err)
 		}
 		home := ConversationGroup(newest.ConversationID)
-		placed := placeBatches(run[0].Batches)
+		placed := s.place(run[0].Batches, home)
 		for g := range SlotGroups {
 			if len(placed[g]) == 0 && g != home {
 				continue
@@ -360,12 +436,19 @@ func (s *DialogStore) callGroup(g int) int {
 // placedBatch is the part of a batch in one slot group, and where the batch stands in its
 // update.
 type placedBatch struct {
-	pos int
+	pos   int
+	group int // its users' slot group
 	dialog.Batch
 }
 
-// placeBatches splits batches by the slot groups of their users, keeping their order.
-func placeBatches(bs []dialog.Batch) [SlotGroups][]placedBatch {
+// field names its marks in the marks HASH: batch and group, since a mark counts the users of
+// one batch in one group (Apply).
+func (b placedBatch) field() string { return strconv.Itoa(b.Index) + ":" + strconv.Itoa(b.group) }
+
+// place splits batches by the slot groups of their users, keeping their order. On one node
+// every part goes with the conversation's group home, so that one HASH holds the marks of all
+// its batches and a run's part reads and writes them once.
+func (s *DialogStore) place(bs []dialog.Batch, home int) [SlotGroups][]placedBatch {
 	var out [SlotGroups][]placedBatch
 	for pos, b := range bs {
 		var users [SlotGroups][]int64
@@ -375,7 +458,11 @@ func placeBatches(bs []dialog.Batch) [SlotGroups][]placedBatch {
 		}
 		for g, us := range users {
 			if len(us) > 0 {
-				out[g] = append(out[g], placedBatch{pos: pos, Batch: dialog.Batch{Index: b.Index, Users: us}})
+				at := g
+				if s.oneNode {
+					at = home
+				}
+				out[at] = append(out[at], placedBatch{pos: pos, group: g, Batch: dialog.Batch{Index: b.Index, Users: us}})
 			}
 		}
 	}
@@ -427,26 +514,25 @@ func (c scriptCall) argv() []string { return append([]string{strconv.Itoa(c.part
 // slot group g.
 func (c *scriptCall) add(k Keys, g int, run []dialog.Update, batches []placedBatch, p previewArgs, i, users int) {
 	u := run[0]
-	c.keys = slices.Grow(c.keys, len(batches)+1+4*users)
+	c.keys = slices.Grow(c.keys, 2+len(batches)+4*users)
 	c.args = slices.Grow(c.args, 6+4*len(run)+2*len(batches)+users)
 	c.args = append(c.args, strconv.FormatInt(u.OnceTTL.Milliseconds(), 10), itoa(u.ConversationID), strconv.Itoa(len(run)))
-	for _, b := range batches {
-		c.keys = append(c.keys, k.DeliverListSeqs(u.ConversationID, b.Index, g))
-	}
 	for _, m := range run {
 		c.args = append(c.args, itoa(m.Score), itoa(m.Sender), flag(m.Silent), itoa(m.Preview.Seq))
 	}
+	marks := k.DeliverListMarks(u.ConversationID, g)
 	preview := k.DialogPreview(u.ConversationID)
 	if p.json == "" {
-		// Not touched, and a key of another group would fail on a cluster: the part has a batch
-		// (only the preview's own group gets a part without one).
-		preview = k.DeliverListSeqs(u.ConversationID, batches[0].Index, g)
+		preview = marks // not touched, and a key of another group would fail on a cluster
 	}
-	c.keys = append(c.keys, preview)
+	c.keys = append(c.keys, marks, preview)
+	for _, b := range batches {
+		c.keys = append(c.keys, k.DeliverListSeqs(u.ConversationID, b.Index, b.group))
+	}
 	c.args = append(c.args, p.seq, p.json, strconv.Itoa(len(batches)))
 	positions := make([]int, len(batches))
 	for j, b := range batches {
-		c.args = append(c.args, strconv.Itoa(b.Index), strconv.Itoa(len(b.Users)))
+		c.args = append(c.args, b.field(), strconv.Itoa(len(b.Users)))
 		positions[j] = b.pos
 	}
 	for _, b := range batches {

@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -28,7 +29,9 @@ func TestListGapsContract(t *testing.T) {
 }
 
 // A batch's marks expire with the job's done marker (dialog.Update.OnceTTL): they are written
-// once per call, after the batches acted, and must not be left without a TTL.
+// once per call, after the batches acted, and must not be left without a TTL. On a cluster each
+// batch's users are in their slot group, with its marks; on one node one HASH of the
+// conversation's group holds every batch's.
 func TestDialogMarkersExpire(t *testing.T) {
 	onEachRedis(t, func(t *testing.T, c rueidis.Client) {
 		tenant := testTenant(t, c)
@@ -43,16 +46,70 @@ func TestDialogMarkersExpire(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		marks := map[int]string{2: k.DeliverListMarks(42, 2), 3: k.DeliverListMarks(42, 3)}
+		if c.Mode() != rueidis.ClientModeCluster {
+			marks = map[int]string{2: k.DeliverListMarks(42, ConversationGroup(42)), 3: k.DeliverListMarks(42, ConversationGroup(42))}
+		}
 		ctx := t.Context()
-		for _, g := range []int{2, 3} { // each batch's users are in their slot group, with its marker
-			marker := k.DeliverListSeqs(u.ConversationID, g, g)
-			if n, err := c.Do(ctx, c.B().Exists().Key(marker).Build()).AsInt64(); err != nil || n != 1 {
-				t.Fatalf("marker of batch %d: %d, %v; want it set", g, n, err)
+		for b, key := range marks {
+			v, err := c.Do(ctx, c.B().Hget().Key(key).Field(strconv.Itoa(b)+":"+strconv.Itoa(b)).Build()).ToString()
+			if err != nil || v != "1-1" {
+				t.Fatalf("marks of batch %d in %s: %q, %v; want 1-1", b, key, v, err)
 			}
-			ttl, err := c.Do(ctx, c.B().Pttl().Key(marker).Build()).AsInt64()
-			if err != nil || ttl <= 0 || ttl > time.Minute.Milliseconds() {
-				t.Fatalf("marker TTL %d ms, %v: want one within a minute", ttl, err)
+			ttl, err := c.Do(ctx, c.B().Pttl().Key(key).Build()).AsInt64()
+			if err != nil || ttl < time.Minute.Milliseconds()-5000 || ttl > 2*time.Minute.Milliseconds() {
+				t.Fatalf("marks TTL %d ms, %v: want one of a minute to two", ttl, err)
 			}
+		}
+	})
+}
+
+// TestDialogOldMarksCount: a batch whose marks the code before kept (a STRING per batch,
+// Keys.DeliverListSeqs) is read by them until it has a field of its own, so a job applied
+// before a rolling upgrade and retried after counts nobody twice; the marks taken in live as
+// long as the old ones were to.
+func TestDialogOldMarksCount(t *testing.T) {
+	onEachRedis(t, func(t *testing.T, c rueidis.Client) {
+		tenant := testTenant(t, c)
+		s := NewDialogStore(c)
+		k, _ := KeysOf(tenant)
+		ctx := t.Context()
+		const conv = 42
+		until := time.Now().Add(time.Hour).UnixMilli()
+		old := k.DeliverListSeqs(conv, 2, 2)
+		if err := c.Do(ctx, c.B().Set().Key(old).Value(itoa(until)+"|1-3").Px(time.Hour).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		apply := func(seq int64) bool {
+			t.Helper()
+			got, err := s.Apply(ctx, tenant, dialog.Update{ConversationID: conv, Score: 1000 * seq, Sender: 1, Once: "m" + itoa(seq), OnceTTL: time.Minute,
+				Preview: dialog.Preview{ConversationID: conv, Seq: seq, From: 1, CreatedAt: 1000 * seq},
+				Batches: []dialog.Batch{{Index: 2, Users: []int64{2}}, {Index: 3, Users: []int64{3}}}})
+			if err != nil || len(got) != 2 {
+				t.Fatalf("apply seq %d: %v, %v", seq, got, err)
+			}
+			if seq <= 3 && got[0].First {
+				t.Errorf("seq %d: batch 2 acted again on what the old marks hold", seq)
+			}
+			return got[1].First
+		}
+		for _, seq := range []int64{2, 4} {
+			if !apply(seq) {
+				t.Errorf("seq %d: batch 3, without old marks, did not act", seq)
+			}
+		}
+		if n, err := c.Do(ctx, c.B().Hget().Key(k.DialogUnreadCount(2)).Field(itoa(conv)).Build()).ToString(); err != nil || n != "1" {
+			t.Errorf("user 2's count %q, %v: want 1 (seq 4 only)", n, err)
+		}
+		key := k.DeliverListMarks(conv, 2)
+		if c.Mode() != rueidis.ClientModeCluster {
+			key = k.DeliverListMarks(conv, ConversationGroup(conv))
+		}
+		if v, err := c.Do(ctx, c.B().Hget().Key(key).Field("2:2").Build()).ToString(); err != nil || v != "1-4" {
+			t.Errorf("batch 2's marks %q, %v: want the old ones and seq 4, 1-4", v, err)
+		}
+		if ttl, err := c.Do(ctx, c.B().Pttl().Key(key).Build()).AsInt64(); err != nil || ttl <= 50*time.Minute.Milliseconds() {
+			t.Errorf("marks TTL %d ms, %v: want the old marks' hour", ttl, err)
 		}
 	})
 }
@@ -141,11 +198,14 @@ func TestDialogMarksAreSeqRanges(t *testing.T) {
 					}
 				}
 				k, _ := KeysOf(tenant)
-				raw, err := c.Do(t.Context(), c.B().Get().Key(k.DeliverListSeqs(conv, 2, 2)).Build()).ToString()
+				key := k.DeliverListMarks(conv, 2)
+				if c.Mode() != rueidis.ClientModeCluster {
+					key = k.DeliverListMarks(conv, ConversationGroup(conv))
+				}
+				ranges, err := c.Do(t.Context(), c.B().Hget().Key(key).Field("2:2").Build()).ToString()
 				if err != nil {
 					t.Fatal(err)
 				}
-				_, ranges, _ := strings.Cut(raw, "|")
 				if n := strings.Count(ranges, ",") + 1; n > maxMarkRanges {
 					t.Errorf("%d ranges kept: %q", n, ranges)
 				}
@@ -155,8 +215,8 @@ func TestDialogMarksAreSeqRanges(t *testing.T) {
 				// A longer-lived write, then a shorter one: the marks live as long as the longer.
 				applySeq(1000, time.Hour)
 				applySeq(1001, time.Minute)
-				ttl, err := c.Do(t.Context(), c.B().Pttl().Key(k.DeliverListSeqs(conv, 2, 2)).Build()).AsInt64()
-				if err != nil || ttl <= time.Minute.Milliseconds() || ttl > time.Hour.Milliseconds() {
+				ttl, err := c.Do(t.Context(), c.B().Pttl().Key(key).Build()).AsInt64()
+				if err != nil || ttl <= time.Minute.Milliseconds() || ttl > 2*time.Hour.Milliseconds() {
 					t.Errorf("marks TTL %d ms, %v: want the hour's", ttl, err)
 				}
 			})

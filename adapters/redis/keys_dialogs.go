@@ -47,9 +47,17 @@ func (k Keys) DialogBuilt(user int64) string {
 	return k.user(user).prefix + "dialog:built:" + itoa(user)
 }
 
-// DeliverListSeqs holds the seqs of conversation conv that recipient batch b applied to the
-// lists of the batch's users in slot group g, as ranges (a STRING, short TTL, applyListsScript):
-// each group's script keeps its own.
+// DeliverListMarks is the HASH of the seqs of conversation conv that each recipient batch (a
+// field) applied to the lists of its users in slot group g, as ranges (short TTL,
+// applyListsScript): on a cluster each group's script keeps its own, on one node the
+// conversation's group holds every batch's.
+func (k Keys) DeliverListMarks(conv int64, g int) string {
+	return k.Group(g).prefix + "deliver:listmarks:" + itoa(conv)
+}
+
+// DeliverListSeqs is where the code before DeliverListMarks kept batch b's marks, a STRING per
+// batch in its users' group g: read while a batch has no field, so that a rolling upgrade
+// counts nobody twice (applyListsScript).
 func (k Keys) DeliverListSeqs(conv int64, b, g int) string {
 	return k.Group(g).prefix + "deliver:listseqs:" + itoa(conv) + ":" + strconv.Itoa(b)
 }

@@ -51,6 +51,7 @@ func TestGroupedKeysLayout(t *testing.T) {
 		{k.DeliverLease(3, 16), "im:{acme~3}:deliver:lease:16:3"},
 		{k.DeliverDead(5), "im:{acme~5}:deliver:dead"},
 		{k.DeliverDone("m42"), "im:{acme~" + strconv.Itoa(TopicGroup("m42")) + "}:deliver:done:m42"},
+		{k.DeliverListMarks(42, 9), "im:{acme~9}:deliver:listmarks:42"},
 		{k.DeliverListSeqs(42, 9, 9), "im:{acme~9}:deliver:listseqs:42:9"},
 		{k.DialogUnread(65), "im:{acme~1}:dialog:unread:65"},
 		{k.DialogPreview(66), "im:{acme~2}:dialog:preview:66"},

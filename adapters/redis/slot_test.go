@@ -52,6 +52,7 @@ var groupedKeys = map[string]struct {
 	"DeliverLease":        {func(k Keys) string { return k.DeliverLease(70, 128) }, 70 % SlotGroups},
 	"DeliverDead":         {func(k Keys) string { return k.DeliverDead(6) }, 6},
 	"DeliverDone":         {func(k Keys) string { return k.DeliverDone("{m42}") }, TopicGroup("{m42}")},
+	"DeliverListMarks":    {func(k Keys) string { return k.DeliverListMarks(42, 9) }, 9},
 	"DeliverListSeqs":     {func(k Keys) string { return k.DeliverListSeqs(42, 9, 9) }, 9},
 	"DialogUnread":        {func(k Keys) string { return k.DialogUnread(130) }, 2},
 	"DialogRead":          {func(k Keys) string { return k.DialogRead(130) }, 2},
