@@ -211,3 +211,56 @@ func TestFollowUpCallsPerNode(t *testing.T) {
 		}
 	})
 }
+
+// TestAckedMarkOnlyFlagsARecord: the acked mark flags the record the allocation wrote, keeping
+// its fields and expiry, and leaves nothing where no record is (expired, or lost with Redis).
+func TestAckedMarkOnlyFlagsARecord(t *testing.T) {
+	onEachRedis(t, func(t *testing.T, c rueidis.Client) {
+		tenant := testTenant(t, c)
+		ctx := t.Context()
+		f := NewCommitFollowUp(NewDeliverQueue(c), NewHotCache(c, HotCacheOptions{Window: time.Hour, MaxPerTopic: 10}))
+		for _, tc := range []struct {
+			name   string
+			record bool
+		}{{"a record", true}, {"none", false}} {
+			t.Run(tc.name, func(t *testing.T) {
+				topic := "grp_" + strconv.Itoa(len(tc.name))
+				k, err := topicKeys(tenant, topic)
+				if err != nil {
+					t.Fatal(err)
+				}
+				key := k.Idem(topic, 7, "c1")
+				if tc.record {
+					if err := c.Do(ctx, c.B().Hset().Key(key).FieldValue().FieldValue("seq", "5").FieldValue("month", "203106").
+						FieldValue("msg_id", "9").FieldValue("hash", "h").FieldValue("state", "allocated").Build()).Error(); err != nil {
+						t.Fatal(err)
+					}
+					if err := c.Do(ctx, c.B().Pexpire().Key(key).Milliseconds(time.Hour.Milliseconds()).Build()).Error(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				r := f.Apply(ctx, tenant, ports.FollowUp{Acked: &ports.AckedMark{Topic: topic, From: 7, ClientMsgID: "c1"}})
+				if r.Acked != nil {
+					t.Fatalf("acked mark: %v", r.Acked)
+				}
+				got, err := c.Do(ctx, c.B().Hgetall().Key(key).Build()).AsStrMap()
+				if err != nil {
+					t.Fatal(err)
+				}
+				ttl, err := c.Do(ctx, c.B().Pttl().Key(key).Build()).AsInt64()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !tc.record {
+					if len(got) != 0 || ttl != -2 {
+						t.Errorf("record %v (ttl %d); want none", got, ttl)
+					}
+					return
+				}
+				if got["state"] != "acked" || got["seq"] != "5" || got["msg_id"] != "9" || ttl <= 0 {
+					t.Errorf("record %v (ttl %d ms); want it acked with its fields and expiry", got, ttl)
+				}
+			})
+		}
+	})
+}

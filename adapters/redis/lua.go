@@ -137,11 +137,14 @@ end
 `
 
 // luaMarkAcked flags an existing idempotency record as acked (ports.FollowUp.Acked); an
-// expired record is not recreated, because without its seq it would be a lie.
+// expired record is not recreated, because without its seq it would be a lie. Every record
+// has its state field (allocateScript writes all five), so HSET adding a field means there was
+// no record: what it made goes again, in the same script. One command where EXISTS and HSET
+// were two (issue 30 part 2).
 const luaMarkAcked = `
 local function mark_acked(idem_key)
-  if redis.call('EXISTS', idem_key) == 1 then
-    redis.call('HSET', idem_key, 'state', 'acked')
+  if redis.call('HSET', idem_key, 'state', 'acked') == 1 then
+    redis.call('DEL', idem_key)
   end
 end
 `
