@@ -94,9 +94,3 @@ type MigrationStore interface {
 	// runner (on any node) holds it. A process that dies loses its lease.
 	Lease(ctx context.Context, tenant string) (release func(), ok bool, err error)
 }
-
-// CounterAdder adds more than one to a counter at once, e.g. the rows one batch copied; the
-// name is one of the Metrics catalog.
-type CounterAdder interface {
-	Add(name string, value float64, labels ...string)
-}

@@ -242,6 +242,9 @@ type MonthState interface {
 // Metrics records the seed metrics (000 §11, 003 §17) by name.
 type Metrics interface {
 	Inc(name string, labels ...string)
+	// Add adds value (≥ 0) to a counter at once: the rows one batch copied, the frames one
+	// write carried, where an Inc each would look the counter up again per event.
+	Add(name string, value float64, labels ...string)
 	Observe(name string, value float64, labels ...string)
 	Set(name string, value float64, labels ...string)
 }

@@ -31,7 +31,7 @@ func TestMigrationRoutes(t *testing.T) {
 	months := memory.NewMonthState(clock.Now)
 	svc := migration.New(migration.Config{}, migration.Deps{
 		Store: jobs, Shards: shards, Months: months, Seq: memory.NewSeqAllocator(months, clock.Now),
-		Metrics: memory.NewMetrics(), Counters: memory.NewMetrics(), IDs: memory.NewIDs(clock), Clock: clock,
+		Metrics: memory.NewMetrics(), IDs: memory.NewIDs(clock), Clock: clock,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), DualRead: true,
 	})
 	h := newHarness(t, Config{AdminKey: adminKey}, Deps{Migration: svc})

@@ -28,6 +28,13 @@ func (m *Metrics) Inc(name string, labels ...string) {
 	m.mu.Unlock()
 }
 
+// Add adds value to a counter.
+func (m *Metrics) Add(name string, v float64, labels ...string) {
+	m.mu.Lock()
+	m.counts[metricKey(name, labels)] += v
+	m.mu.Unlock()
+}
+
 // Observe counts observations (the values are not kept).
 func (m *Metrics) Observe(name string, _ float64, labels ...string) { m.Inc(name, labels...) }
 

@@ -129,7 +129,7 @@ func (f *migFixture) service() *migration.Service {
 	})
 	return migration.New(f.cfg, migration.Deps{
 		Store: f.jobs, Shards: f.shards, Months: f.months, Seq: f.seqs, Routes: repair,
-		Metrics: f.metrics, Counters: f.metrics, IDs: memory.NewIDs(wallClock{}), Clock: wallClock{}, Log: log, DualRead: true,
+		Metrics: f.metrics, IDs: memory.NewIDs(wallClock{}), Clock: wallClock{}, Log: log, DualRead: true,
 	})
 }
 

@@ -79,47 +79,53 @@ func New(log *slog.Logger) *Metrics {
 
 // Inc adds one to a counter.
 func (m *Metrics) Inc(name string, labels ...string) {
-	v, ok := m.counters[name]
-	if !ok {
-		m.warnOnce("Inc", name, fmt.Errorf("not a declared %s", counter))
+	if c, ok := series[prometheus.Counter](m, "Inc", name, counter, m.counters, labels); ok {
+		c.Inc()
+	}
+}
+
+// Add adds value (≥ 0) to a counter.
+func (m *Metrics) Add(name string, value float64, labels ...string) {
+	if value < 0 {
+		m.warnOnce("Add", name, fmt.Errorf("negative value %v", value)) // a counter never goes down
 		return
 	}
-	c, err := v.GetMetricWithLabelValues(labels...)
-	if err != nil {
-		m.warnOnce("Inc", name, err)
-		return
+	if c, ok := series[prometheus.Counter](m, "Add", name, counter, m.counters, labels); ok {
+		c.Add(value)
 	}
-	c.Inc()
 }
 
 // Observe records one histogram sample.
 func (m *Metrics) Observe(name string, value float64, labels ...string) {
-	v, ok := m.histograms[name]
-	if !ok {
-		m.warnOnce("Observe", name, fmt.Errorf("not a declared %s", histogram))
-		return
+	if h, ok := series[prometheus.Observer](m, "Observe", name, histogram, m.histograms, labels); ok {
+		h.Observe(value)
 	}
-	h, err := v.GetMetricWithLabelValues(labels...)
-	if err != nil {
-		m.warnOnce("Observe", name, err)
-		return
-	}
-	h.Observe(value)
 }
 
 // Set sets a gauge.
 func (m *Metrics) Set(name string, value float64, labels ...string) {
-	v, ok := m.gauges[name]
+	if g, ok := series[prometheus.Gauge](m, "Set", name, gauge, m.gauges, labels); ok {
+		g.Set(value)
+	}
+}
+
+// series is the series of the declared metric name with labels, of one of the vectors vecs;
+// a misuse (an undeclared name, the wrong labels) is warned of once, as op, and gives none.
+func series[S any, V interface {
+	GetMetricWithLabelValues(...string) (S, error)
+}](m *Metrics, op, name string, k kind, vecs map[string]V, labels []string) (S, bool) {
+	var none S
+	v, ok := vecs[name]
 	if !ok {
-		m.warnOnce("Set", name, fmt.Errorf("not a declared %s", gauge))
-		return
+		m.warnOnce(op, name, fmt.Errorf("not a declared %s", k))
+		return none, false
 	}
-	g, err := v.GetMetricWithLabelValues(labels...)
+	s, err := v.GetMetricWithLabelValues(labels...)
 	if err != nil {
-		m.warnOnce("Set", name, err)
-		return
+		m.warnOnce(op, name, err)
+		return none, false
 	}
-	g.Set(value)
+	return s, true
 }
 
 // Handler serves the registry in the Prometheus exposition format. A collector failing

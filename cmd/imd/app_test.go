@@ -137,7 +137,6 @@ func memoryAdapters(t *testing.T, cfg config.Config) fx.Option {
 		Tokens:         tokens,
 		TokenInspector: tokens,
 		Metrics:        metrics,
-		CounterAdder:   metrics,
 		MetricsHandler: metrics.Handler(),
 		SearchIndex:    memory.NewSearchIndex(),
 		BlobStore:      memory.NewBlobStore(),

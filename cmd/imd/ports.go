@@ -129,7 +129,6 @@ type Ports struct {
 	Tokens         ports.Tokens
 	TokenInspector ports.TokenInspector
 	Metrics        ports.Metrics
-	CounterAdder   ports.CounterAdder
 	MetricsHandler http.Handler
 	SearchIndex    ports.SearchIndex
 	BlobStore      ports.BlobStore
@@ -300,7 +299,6 @@ func openAdapters(cfg config.Config, log *slog.Logger) (Ports, held, error) {
 		Tokens:         tokens,
 		TokenInspector: tokens,
 		Metrics:        metrics,
-		CounterAdder:   metrics,
 		MetricsHandler: metrics.Handler(),
 		SearchIndex:    index,
 		BlobStore:      blobs,

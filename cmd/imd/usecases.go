@@ -429,7 +429,6 @@ func newMigration(cfg config.Config, p Ports, log *slog.Logger, routes *routerep
 		Seq:      p.SeqAllocator,
 		Routes:   routes,
 		Metrics:  p.Metrics,
-		Counters: p.CounterAdder,
 		IDs:      p.IDs,
 		Clock:    p.Clock,
 		Log:      log,

@@ -324,7 +324,7 @@ func (w *world) boot(g *gate) *node {
 	})
 	n.migration = migration.New(migration.Config{BatchSize: legacyBatch, RowsPerSecond: -1}, migration.Deps{
 		Store: gatedMigrations{MigrationStore: w.legacy, g: g}, Shards: gatedShards{ShardStore: w.shards, g: g}, Months: months,
-		Seq: gatedSeq{SeqAllocator: w.seqs, g: g}, Routes: repair, Metrics: w.metrics, Counters: w.metrics, IDs: w.ids,
+		Seq: gatedSeq{SeqAllocator: w.seqs, g: g}, Routes: repair, Metrics: w.metrics, IDs: w.ids,
 		Clock: w.clock, Log: w.log, DualRead: true,
 	})
 	n.inbox = inbox.New(inbox.Deps{Dialogs: dialogs, Reads: reads, Mailbox: mbox, Clock: w.clock, Metrics: w.metrics, Log: w.log})

@@ -45,6 +45,7 @@ func (d *discardConn) Close() error { return nil }
 type noMetrics struct{}
 
 func (noMetrics) Inc(string, ...string)              {}
+func (noMetrics) Add(string, float64, ...string)     {}
 func (noMetrics) Observe(string, float64, ...string) {}
 func (noMetrics) Set(string, float64, ...string)     {}
 

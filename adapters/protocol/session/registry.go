@@ -96,9 +96,7 @@ func (r *Registry) unacked(id Identity, msgs []*message.Message, closed bool) {
 		return
 	}
 	if !closed {
-		for range msgs {
-			r.metrics.Inc("push_ack_timeout_total")
-		}
+		r.metrics.Add("push_ack_timeout_total", float64(len(msgs)))
 	}
 	f := r.onUnacked.Load()
 	if f == nil {

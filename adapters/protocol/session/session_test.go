@@ -112,6 +112,11 @@ func (c *counter) Inc(name string, _ ...string) {
 	c.counts[name]++
 	c.mu.Unlock()
 }
+func (c *counter) Add(name string, n float64, _ ...string) {
+	c.mu.Lock()
+	c.counts[name] += int(n)
+	c.mu.Unlock()
+}
 func (c *counter) Observe(string, float64, ...string) {}
 func (c *counter) Set(string, float64, ...string)     {}
 

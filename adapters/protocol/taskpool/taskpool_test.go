@@ -24,6 +24,7 @@ func (c *counter) Inc(name string, _ ...string) {
 	c.counts[name]++
 	c.mu.Unlock()
 }
+func (c *counter) Add(string, float64, ...string)     {}
 func (c *counter) Observe(string, float64, ...string) {}
 func (c *counter) Set(name string, v float64, _ ...string) {
 	c.mu.Lock()

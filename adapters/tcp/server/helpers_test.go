@@ -73,6 +73,12 @@ func (m *fakeMetrics) Inc(name string, _ ...string) {
 	m.mu.Unlock()
 }
 
+func (m *fakeMetrics) Add(name string, n float64, _ ...string) {
+	m.mu.Lock()
+	m.counts[name] += n
+	m.mu.Unlock()
+}
+
 func (m *fakeMetrics) Observe(name string, _ float64, _ ...string) {
 	m.mu.Lock()
 	m.counts[name]++

@@ -159,16 +159,10 @@ func (r *Receiver) handle(ctx context.Context, tenant string, body []byte) {
 	case envPushes:
 		pushes := env.addressed()
 		for i, out := range r.d.Local.PushReach(ctx, tenant, pushes...) {
-			for range out.Delivered {
-				r.d.Metrics.Inc("cross_node_push_total", resultDelivered)
-			}
+			r.d.Metrics.Add("cross_node_push_total", float64(out.Delivered), resultDelivered)
 			// A recipient gone from here since the lookup reconnects elsewhere and syncs.
-			for range out.Offline {
-				r.d.Metrics.Inc("cross_node_push_total", resultGone)
-			}
-			for range out.FailedDevices {
-				r.d.Metrics.Inc("cross_node_push_total", resultFailed)
-			}
+			r.d.Metrics.Add("cross_node_push_total", float64(out.Offline), resultGone)
+			r.d.Metrics.Add("cross_node_push_total", float64(len(out.FailedDevices)), resultFailed)
 			if a := pushes[i]; a.Push.Kind == delivery.KindMessage && len(out.FailedDevices) > 0 {
 				r.d.Fallback.ActOnce(ctx, tenant, r.onceKey(a.Push.Message), delivery.Unreached{
 					Message: a.Push.Message, From: a.Target.Sender, NotMailbox: a.Target.NotMailbox, NotPush: a.Target.NotPush,

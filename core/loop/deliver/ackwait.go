@@ -225,9 +225,7 @@ func (a *AckWait) alert(ctx context.Context, tenant string, n delivery.Notificat
 }
 
 func (a *AckWait) count(result string, n int) {
-	for range n {
-		a.d.Metrics.Inc("push_ack_wait_total", result)
-	}
+	a.d.Metrics.Add("push_ack_wait_total", float64(n), result)
 }
 
 // Told marks users as told of message msgID by a fallback's notification, so that no node's

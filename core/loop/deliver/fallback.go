@@ -96,9 +96,7 @@ func (f *Fallback) recordMissed(ctx context.Context, tenant string, u delivery.U
 		f.log.ErrorContext(ctx, "missed-message rows not written", "tenant", tenant, "msg_id", m.MsgID, "devices", len(u.Failed), "err", err)
 		return
 	}
-	for range events {
-		f.metrics.Inc("deliver_mailbox_total", "ok")
-	}
+	f.metrics.Add("deliver_mailbox_total", float64(len(events)), "ok")
 }
 
 // notify hands the message to the system push service for recipients it did not reach: offline

@@ -110,8 +110,6 @@ collect:
 			m.log.ErrorContext(ctx, "unacknowledged pushes not recorded", "tenant", tenant, "rows", len(events), "err", err)
 			continue
 		}
-		for range events {
-			m.metrics.Inc("deliver_mailbox_total", "ok")
-		}
+		m.metrics.Add("deliver_mailbox_total", float64(len(events)), "ok")
 	}
 }

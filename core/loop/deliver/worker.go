@@ -246,9 +246,7 @@ func (w *Workers) noteGaps(ctx context.Context, tenant string, gaps []dialog.Gap
 		w.d.Log.WarnContext(ctx, "deliver gaps not recorded yet", "tenant", tenant, "gaps", len(gaps), "err", err)
 		return gaps
 	}
-	for range gaps {
-		w.d.Metrics.Inc("deliver_list_gap_total")
-	}
+	w.d.Metrics.Add("deliver_list_gap_total", float64(len(gaps)))
 	return nil
 }
 

@@ -84,8 +84,6 @@ type Deps struct {
 	Seq     ports.SeqAllocator
 	Routes  Routes
 	Metrics ports.Metrics
-	// Counters adds rows to migration_rows_total many at once.
-	Counters ports.CounterAdder
 	// IDs decodes msg_ids, so the plan can warn of legacy ids imd's own would sort before.
 	IDs   ports.IDGenerator
 	Clock ports.Clock

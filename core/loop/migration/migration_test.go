@@ -102,7 +102,7 @@ func newFixture(t *testing.T) *fixture {
 	})
 	f.deps = migration.Deps{
 		Store: f.legacy, Shards: f.shards, Months: f.months, Seq: f.seqs, Routes: repair,
-		Metrics: f.metrics, Counters: f.metrics, IDs: memory.NewIDs(clock), Clock: clock, Log: log, DualRead: true,
+		Metrics: f.metrics, IDs: memory.NewIDs(clock), Clock: clock, Log: log, DualRead: true,
 	}
 	return f
 }
@@ -367,7 +367,7 @@ func TestRowsCounterCountsTheJob(t *testing.T) {
 
 	// The next process, with its own registry, resumes the job.
 	next := memory.NewMetrics()
-	f.deps.Metrics, f.deps.Counters = next, next
+	f.deps.Metrics = next
 	svc := f.service()
 	f.run(svc)
 	if _, err := svc.Resume(context.Background(), tenant); err != nil {

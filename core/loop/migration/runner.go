@@ -344,7 +344,7 @@ func (s *Service) addRows(c countedRows, copied, skipped, failed int64) countedR
 		have   *int64
 	}{{"copied", copied, &c.copied}, {"skipped", skipped, &c.skipped}, {"failed", failed, &c.failed}} {
 		if add.n > 0 {
-			s.d.Counters.Add("migration_rows_total", float64(add.n), add.status)
+			s.d.Metrics.Add("migration_rows_total", float64(add.n), add.status)
 			*add.have += add.n
 		}
 	}

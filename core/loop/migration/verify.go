@@ -102,7 +102,7 @@ func (r *runner) verifyMonths(ctx context.Context, months []month.Month, from le
 		if rep.OK() {
 			continue
 		}
-		r.s.d.Counters.Add("migration_verify_mismatches_total", float64(len(rep.Mismatches))+float64(rep.Unlisted))
+		r.s.d.Metrics.Add("migration_verify_mismatches_total", float64(len(rep.Mismatches))+float64(rep.Unlisted))
 		msg := describe(rep)
 		r.s.d.Log.ErrorContext(ctx, "migration stopped: verification mismatch", "tenant", r.tenant, "month", m.String(), "report", msg)
 		if _, err := r.s.setPhase(ctx, r.tenant, legacy.PhaseChange{

@@ -195,9 +195,7 @@ func (s *Service) Drain(ctx context.Context, tenant string) (int, error) {
 		}
 		repaired++
 	}
-	for range repaired {
-		s.d.Metrics.Inc("group_message_route_repair_total")
-	}
+	s.d.Metrics.Add("group_message_route_repair_total", float64(repaired))
 	s.reportBacklog(ctx, tenant)
 	return repaired, errs
 }

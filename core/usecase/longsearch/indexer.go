@@ -247,9 +247,7 @@ func (x *Indexer) count(ctx context.Context, err error, status string, n int) {
 		status = "failed"
 		x.log.WarnContext(ctx, "search index write failed; the backfill repairs it", "err", err)
 	}
-	for range n {
-		x.metrics.Inc("message_search_index_total", status)
-	}
+	x.metrics.Add("message_search_index_total", float64(n), status)
 }
 
 // Backfill indexes stored messages directly (reindex of stored months).

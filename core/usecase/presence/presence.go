@@ -250,9 +250,7 @@ func (s *Service) push(ctx context.Context, tenant string, st presence.Status) {
 		Target: delivery.Target{Recipients: audience, NotMailbox: true, NotPush: true},
 		Push:   delivery.Push{Kind: delivery.KindPresence, Data: data},
 	})
-	for range out[0].Delivered {
-		s.d.Metrics.Inc("presence_pushes_total")
-	}
+	s.d.Metrics.Add("presence_pushes_total", float64(out[0].Delivered))
 }
 
 // audiencePage is how many friends or group conversations one read lists.

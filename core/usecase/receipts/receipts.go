@@ -160,9 +160,7 @@ func (s *Service) push(ctx context.Context, tenant string, to int64, kind string
 		Target: delivery.Target{Recipients: []int64{to}, NotMailbox: true, NotPush: true},
 		Push:   delivery.Push{Kind: delivery.KindReceipt, Data: data},
 	})
-	for range out[0].Delivered {
-		s.d.Metrics.Inc("receipts_pushed_total", kind)
-	}
+	s.d.Metrics.Add("receipts_pushed_total", float64(out[0].Delivered), kind)
 }
 
 // StateRequest is one READ_STATE: a message of a conversation.

@@ -141,9 +141,7 @@ func (s *Service) Typing(ctx context.Context, r Request) (time.Duration, error) 
 		Target: delivery.Target{Recipients: others, Sender: r.User, ExcludeDevice: r.Device, NotMailbox: true, NotPush: true},
 		Push:   delivery.Push{Kind: delivery.KindTyping, Data: data},
 	})
-	for range out[0].Delivered {
-		s.d.Metrics.Inc("typing_pushes_total")
-	}
+	s.d.Metrics.Add("typing_pushes_total", float64(out[0].Delivered))
 	return s.cfg.Expires, nil
 }
 
