@@ -425,23 +425,26 @@ func (q *DeliverQueue) MarkDone(ctx context.Context, tenant string, ttl time.Dur
 	return first, nil
 }
 
-// Done reads deliver:done:{key} of each key (EXISTS), all in one round trip.
+// Done reads deliver:done:{key} of each key, all in one round trip: one MGET per slot (one on
+// one node), where an EXISTS per key cost Redis a command per resent job of a pass after a
+// crash (issue 30 part 2).
 func (q *DeliverQueue) Done(ctx context.Context, tenant string, keys ...string) ([]bool, error) {
 	k, err := KeysOf(tenant)
 	if err != nil {
 		return nil, fmt.Errorf("read deliver done marks: %w", err)
 	}
-	cmds := make(rueidis.Commands, len(keys))
+	names := make([]string, len(keys))
 	for i, key := range keys {
-		cmds[i] = q.c.B().Exists().Key(k.DeliverDone(key)).Build()
+		names[i] = k.DeliverDone(key)
+	}
+	got, err := rueidis.MGet(q.c, ctx, names)
+	if err != nil {
+		return nil, fmt.Errorf("read deliver done marks of %d jobs in %s: %w", len(keys), tenant, err)
 	}
 	done := make([]bool, len(keys))
-	for i, r := range q.c.DoMulti(ctx, cmds...) {
-		n, err := r.AsInt64()
-		if err != nil {
-			return nil, fmt.Errorf("read deliver done mark %s in %s: %w", keys[i], tenant, err)
-		}
-		done[i] = n > 0
+	for i, name := range names {
+		v, ok := got[name]
+		done[i] = ok && !v.IsNil()
 	}
 	return done, nil
 }
