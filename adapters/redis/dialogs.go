@@ -145,6 +145,8 @@ local function marks_of(key, fields, olds)
     h = {f = {}, floor = 0}
     hashes[key] = h
   end
+  -- A part with no batch (the preview's own on a cluster) reads nothing.
+  if #fields == 0 then return h end
   local want, at = {}, {}
   if not h.read then want[1] = 'x' end
   for i, field in ipairs(fields) do
