@@ -167,10 +167,9 @@ func (c *Conn) offer(bufs [][]byte) int {
 // hold keeps push frames (header, body pairs) until ReleasePushes, up to the connection's
 // frame limit, and returns how many it kept. Call it with holdMu held.
 func (c *Conn) hold(bufs [][]byte) int {
-	room := max(0, 2*c.limits.Frames-len(c.held))
-	kept := min(len(bufs), room) &^ 1
-	c.held = append(c.held, bufs[:kept]...)
-	return kept / 2
+	frames := max(0, min(len(bufs)/2, c.limits.Frames-len(c.held)/2))
+	c.held = append(c.held, bufs[:2*frames]...)
+	return frames
 }
 
 // HoldPushes makes pushes wait until ReleasePushes (AUTH, between binding the device and

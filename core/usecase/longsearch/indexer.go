@@ -185,13 +185,11 @@ func (x *Indexer) dispatch(ctx context.Context, batch []op) {
 	} else {
 		x.order.RLock()
 	}
-	x.writing.Add(1)
-	go func() {
-		defer x.writing.Done()
+	x.writing.Go(func() {
 		defer func() { <-x.writers }()
 		defer unlock()
 		x.apply(ctx, batch)
-	}()
+	})
 }
 
 // apply writes a batch, per tenant in queue order: runs of additions and removals are each
