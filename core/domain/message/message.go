@@ -113,14 +113,17 @@ func (d Draft) Validate() error {
 	if len(d.Content) > MaxContentSize {
 		return apperr.New(apperr.TooLarge, "content exceeds 64 KB")
 	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(d.Content, &obj); err != nil || obj == nil {
+	if !isObject(d.Content) {
 		return apperr.New(apperr.InvalidArgument, "content must be a JSON object")
 	}
 	if err := d.validateForward(d.Content); err != nil {
 		return err
 	}
 	if media {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(d.Content, &obj); err != nil {
+			return apperr.New(apperr.InvalidArgument, "content must be a JSON object")
+		}
 		var key string
 		if err := json.Unmarshal(obj["key"], &key); err != nil || key == "" {
 			return apperr.New(apperr.InvalidArgument, "media content must reference an object-store key")
@@ -150,6 +153,9 @@ func (d Draft) Validate() error {
 // decodes a member into a struct field whatever its case, so "Forward" would pass for one), and
 // every repeat of it (readers differ on which of two they keep), so each member is read in turn.
 func (d Draft) validateForward(content json.RawMessage) error {
+	if !mayNameForward(content) {
+		return nil
+	}
 	refused := apperr.New(apperr.InvalidArgument, "content.forward is set by the server's forward command only")
 	dec := json.NewDecoder(bytes.NewReader(content))
 	if _, err := dec.Token(); err != nil { // the object's "{", which Validate has checked
@@ -170,6 +176,38 @@ func (d Draft) validateForward(content json.RawMessage) error {
 		}
 	}
 	return nil
+}
+
+// isObject tells whether content is one valid JSON object, as decoding it into a map would,
+// without building the map: only media content needs its members (issue 30 part 4).
+func isObject(content json.RawMessage) bool {
+	t := bytes.TrimLeft(content, " \t\r\n")
+	return len(t) > 0 && t[0] == '{' && json.Valid(content)
+}
+
+// mayNameForward is false when no member of content can be named forward in any spelling, so
+// validateForward need not read them one by one (issue 30 part 4). A name spells it only with
+// the seven ASCII letters in some case (no other rune folds to one of them), and without a
+// backslash in content every name is the bytes it is written as.
+func mayNameForward(content []byte) bool {
+	if bytes.IndexByte(content, '\\') >= 0 {
+		return true
+	}
+	for i := 0; i+len(ForwardMember) <= len(content); i++ {
+		if content[i]|0x20 == 'f' && asciiEqualFold(content[i:i+len(ForwardMember)], ForwardMember) {
+			return true
+		}
+	}
+	return false
+}
+
+func asciiEqualFold(b []byte, lower string) bool {
+	for i := range len(lower) {
+		if b[i]|0x20 != lower[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // SameJSON tells whether two JSON texts hold the same value, whatever their spacing and

@@ -140,6 +140,10 @@ func FuzzForwardFromServer(f *testing.F) {
 		if server {
 			d.Forward = json.RawMessage(serverRef)
 		}
+		var members map[string]json.RawMessage
+		if want := json.Unmarshal([]byte(content), &members) == nil && members != nil; isObject(json.RawMessage(content)) != want {
+			t.Fatalf("isObject(%s) = %v, decoding into a map says %v", content, !want, want)
+		}
 		if d.Validate() != nil {
 			return
 		}
@@ -163,6 +167,39 @@ func FuzzForwardFromServer(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestMayNameForward: the quick look says no only where no member can spell forward.
+func TestMayNameForward(t *testing.T) {
+	tests := []struct {
+		content string
+		want    bool
+	}{
+		{`{"text":"hi"}`, false},
+		{`{"text":"你好，转发"}`, false},
+		{`{"forward":1}`, true},
+		{`{"FoRwArD":1}`, true},
+		{`{"text":"forward this"}`, true}, // a value may say it: then every member is read
+		{`{"\u0066orward":1}`, true},      // an escape may spell it
+		{`{"text":"a\nb"}`, true},
+		{`{"forwar":1}`, false},
+	}
+	for _, tt := range tests {
+		if got := mayNameForward([]byte(tt.content)); got != tt.want {
+			t.Errorf("mayNameForward(%s) = %v, want %v", tt.content, got, tt.want)
+		}
+	}
+}
+
+// BenchmarkValidateText is a text message's content check, on every SEND_MESSAGE.
+func BenchmarkValidateText(b *testing.B) {
+	d := Draft{ClientMsgID: "c-1", Type: "text", Content: json.RawMessage(`{"text":"` + strings.Repeat("hello ", 16) + `"}`)}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := d.Validate(); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 func TestValidateAppend(t *testing.T) {
