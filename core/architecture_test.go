@@ -107,6 +107,8 @@ var edges = map[edge]string{
 	{"core/usecase/receipts", "core/usecase/conversation"}:   "who read a message is asked in a conversation the sender is in",
 	{"core/usecase/receipts", "core/usecase/history"}:        "READ_STATE names a stored message: its sender, or 40401",
 	{"core/usecase/uploads", "core/usecase/conversation"}:    "a download is for those who may read a conversation that references the key",
+	{"core/store/messagereads", "core/store/dualread"}:       "every message read merges the legacy table through dual read while it is on",
+	{"core/store/messagereads", "core/store/archivereader"}:  "every message read goes to the archive for archived months, in front of dual read",
 	{"core/usecase/admin", "core/loop/shardmanager"}:         "an operator's advance of the active month is the shard manager's, under its lifecycle lock",
 	{"core/usecase/archiver", "core/loop/shardmanager"}:      "the sealed → archived change and the backlog that holds sealing back are the shard manager's",
 }

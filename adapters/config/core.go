@@ -18,6 +18,7 @@ import (
 	"github.com/imdhq/imd/core/loop/webhooks"
 	"github.com/imdhq/imd/core/runtime"
 	"github.com/imdhq/imd/core/store/archivereader"
+	"github.com/imdhq/imd/core/store/messagereads"
 	"github.com/imdhq/imd/core/usecase/archiver"
 	"github.com/imdhq/imd/core/usecase/longsearch"
 	"github.com/imdhq/imd/core/usecase/modify"
@@ -109,6 +110,12 @@ func (c Config) MigrationJob() migration.Config {
 // MigrationDualRead says whether this node merges the legacy table into reads.
 func (c Config) MigrationDualRead() migration.DualReading {
 	return migration.DualReading(c.Migration.DualRead)
+}
+
+// MessageReads says whether every message read merges the legacy table (seed 000 §9) and
+// how long a tenant's legacy status is trusted.
+func (c Config) MessageReads() messagereads.Config {
+	return messagereads.Config{DualRead: c.Migration.DualRead, StatusTTL: c.Migration.StatusTTL}
 }
 
 // WebhookDelivery is the pace of the webhook loop.

@@ -22,6 +22,7 @@ import (
 	"github.com/imdhq/imd/core/loop/shardmanager"
 	webhookloop "github.com/imdhq/imd/core/loop/webhooks"
 	"github.com/imdhq/imd/core/runtime"
+	"github.com/imdhq/imd/core/store/messagereads"
 	"github.com/imdhq/imd/core/usecase/admin"
 	"github.com/imdhq/imd/core/usecase/archiver"
 	"github.com/imdhq/imd/core/usecase/authn"
@@ -77,6 +78,7 @@ var depsStructs = map[string]reflect.Type{
 	"inbox.MailerDeps":      reflect.TypeFor[inbox.MailerDeps](),
 	"listrepair.Deps":       reflect.TypeFor[listrepair.Deps](),
 	"longsearch.SearchDeps": reflect.TypeFor[longsearch.SearchDeps](),
+	"messagereads.Deps":     reflect.TypeFor[messagereads.Deps](),
 	"migration.Deps":        reflect.TypeFor[migration.Deps](),
 	"modify.Deps":           reflect.TypeFor[modify.Deps](),
 	"reactions.Deps":        reflect.TypeFor[reactions.Deps](),

@@ -31,6 +31,7 @@ import (
 	"github.com/imdhq/imd/core/runtime"
 	"github.com/imdhq/imd/core/store/archivereader"
 	"github.com/imdhq/imd/core/store/dualread"
+	"github.com/imdhq/imd/core/store/messagereads"
 	"github.com/imdhq/imd/core/usecase/conversation"
 	"github.com/imdhq/imd/core/usecase/nativepush"
 	"github.com/imdhq/imd/ports"
@@ -41,10 +42,11 @@ import (
 // from the memory fakes (app_test.go). A use case takes Ports whole and picks its fields by
 // name, so go-to-definition on any port a use case reads leads here, and the literal in
 // openAdapters names the adapter behind it. The message reads are the exception: the use
-// cases read messages through messageReads (below), which dual read and the archive wrap.
+// cases read messages through messagereads.Reads (newMessageReads), which dual read and the
+// archive wrap.
 type Ports struct {
 	// MySQL: the month tables (one *mysql.MessageStore).
-	MessageStore  ports.MessageStore // raw: use cases read through messageReads
+	MessageStore  ports.MessageStore // raw: use cases read through messagereads.Reads
 	MessageSearch ports.MessageSearch
 	MessageFinder ports.MessageFinder
 	MessageEditor ports.MessageEditor
@@ -419,30 +421,19 @@ func withNativePush(cfg config.Config, next ports.PushNotifier, flushNext func(c
 	}, nil
 }
 
-// messageReads are the message ports every use case reads and changes messages through.
-type messageReads struct {
-	// Store, Search and Finder are the month tables, merged with the legacy table while
-	// migration.dual_read is on (seed 000 §9).
-	Store  ports.MessageStore
-	Search ports.MessageSearch
-	Finder ports.MessageFinder
-	// Archived is Store and Search reading sealed months from the archive too: history's.
-	Archived *archivereader.Store
-	// Editor changes a message: a legacy message is copied first while dual read is on, and a
-	// message of an archived month needs a restore first.
-	Editor ports.MessageEditor
-}
-
-// newMessageReads wraps the month tables' ports in dual read (when on) and the archive.
-func newMessageReads(cfg config.Config, p Ports, reader *archivereader.Reader, states *archivereader.States, log *slog.Logger) messageReads {
-	r := messageReads{Store: p.MessageStore, Search: p.MessageSearch, Finder: p.MessageFinder}
-	editor := p.MessageEditor
-	if cfg.Migration.DualRead {
-		src := dualread.NewSource(p.LegacyMessages, p.Clock, cfg.Migration.StatusTTL, log)
-		r.Store, r.Search, r.Finder = dualread.NewStore(r.Store, src), dualread.NewSearch(r.Search, src), dualread.NewFinder(r.Finder, src)
-		editor = dualread.NewEditor(editor, src, p.MigrationCopier)
-	}
-	r.Archived = archivereader.NewStore(r.Store, r.Search, reader, states)
-	r.Editor = archivereader.NewEditor(editor, states)
-	return r
+// newMessageReads hands the month tables' ports to the chain every use case reads messages
+// through (dual read when on, then the archive).
+func newMessageReads(cfg config.Config, p Ports, reader *archivereader.Reader, states *archivereader.States, log *slog.Logger) messagereads.Reads {
+	return messagereads.New(cfg.MessageReads(), messagereads.Deps{
+		Store:   p.MessageStore,
+		Search:  p.MessageSearch,
+		Finder:  p.MessageFinder,
+		Editor:  p.MessageEditor,
+		Legacy:  p.LegacyMessages,
+		Copier:  p.MigrationCopier,
+		Clock:   p.Clock,
+		Archive: reader,
+		States:  states,
+		Log:     log,
+	})
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/imdhq/imd/core/runtime"
 	"github.com/imdhq/imd/core/store/archivereader"
 	"github.com/imdhq/imd/core/store/membership"
+	"github.com/imdhq/imd/core/store/messagereads"
 	"github.com/imdhq/imd/core/usecase/admin"
 	"github.com/imdhq/imd/core/usecase/archiver"
 	"github.com/imdhq/imd/core/usecase/authn"
@@ -50,7 +51,7 @@ import (
 )
 
 // Each constructor here builds one component of the core from Ports (the adapters,
-// ports.go), messageReads and the components it calls, every Deps field by name; fx calls it
+// ports.go), messagereads.Reads and the components it calls, every Deps field by name; fx calls it
 // once, when a component that takes its result is built.
 
 // The social graph, the tenant registry, authentication, uploads and reports.
@@ -177,7 +178,7 @@ func newShardManager(cfg config.Config, p Ports, log *slog.Logger, repairs *rout
 	})
 }
 
-func newRouteRepairs(cfg config.Config, p Ports, r messageReads, log *slog.Logger) *routerepair.Service {
+func newRouteRepairs(cfg config.Config, p Ports, r messagereads.Reads, log *slog.Logger) *routerepair.Service {
 	return routerepair.New(cfg.RouteRepairs(), routerepair.Deps{
 		Queue:   p.RouteRepairQueue,
 		Store:   r.Store,
@@ -191,7 +192,7 @@ func newRouteRepairs(cfg config.Config, p Ports, r messageReads, log *slog.Logge
 
 // newSend is the send path; after COMMIT it tells the daily counter, the long-term index and
 // the group files.
-func newSend(cfg config.Config, p Ports, r messageReads, log *slog.Logger, resolver *conversation.Resolver,
+func newSend(cfg config.Config, p Ports, r messagereads.Reads, log *slog.Logger, resolver *conversation.Resolver,
 	months *shardmanager.Manager, repairs *routerepair.Service, inFlight *inflight.Sends,
 	stats *dailystats.Counter, index *longsearch.Indexer, files *groupfiles.Service, media *uploads.Service,
 ) *send.Service {
@@ -217,7 +218,7 @@ func newSend(cfg config.Config, p Ports, r messageReads, log *slog.Logger, resol
 
 // newHistory reads archived months from the archive: its store and search are the
 // archive-aware store.
-func newHistory(p Ports, r messageReads, log *slog.Logger, resolver *conversation.Resolver, repairs *routerepair.Service) *history.Service {
+func newHistory(p Ports, r messagereads.Reads, log *slog.Logger, resolver *conversation.Resolver, repairs *routerepair.Service) *history.Service {
 	return history.New(history.Deps{
 		Store:    r.Archived,
 		Routes:   p.RouteFiller,
@@ -248,7 +249,7 @@ func newAdmin(p Ports, routes *routerepair.Service, manager *shardmanager.Manage
 
 // newModify recalls, edits and deletes; history locates a message's month and the send path
 // writes the change's event into the topic.
-func newModify(cfg config.Config, p Ports, r messageReads, log *slog.Logger, resolver *conversation.Resolver,
+func newModify(cfg config.Config, p Ports, r messagereads.Reads, log *slog.Logger, resolver *conversation.Resolver,
 	h *history.Service, events *send.Service, media *uploads.Service,
 ) *modify.Service {
 	return modify.New(cfg.Recall(), modify.Deps{
@@ -304,7 +305,7 @@ func newMailer(p Ports, log *slog.Logger, pusher *cluster.LatePusher) *inbox.Mai
 	return inbox.NewMailer(inbox.MailerDeps{Mailbox: p.Mailbox, Pusher: pusher, IDs: p.IDs, Clock: p.Clock, Log: log})
 }
 
-func newRead(p Ports, r messageReads, log *slog.Logger, resolver *conversation.Resolver, h *history.Service,
+func newRead(p Ports, r messagereads.Reads, log *slog.Logger, resolver *conversation.Resolver, h *history.Service,
 	seen *receipts.Service,
 ) *read.Service {
 	return read.New(read.Deps{
@@ -352,7 +353,7 @@ func newGroupFiles(p Ports, log *slog.Logger, resolver *conversation.Resolver) *
 	})
 }
 
-func newArchiver(cfg config.Config, p Ports, r messageReads, log *slog.Logger, manager *shardmanager.Manager,
+func newArchiver(cfg config.Config, p Ports, r messagereads.Reads, log *slog.Logger, manager *shardmanager.Manager,
 	reader *archivereader.Reader, states *archivereader.States, repairs *routerepair.Service,
 ) *archiver.Service {
 	return archiver.New(cfg.Archiving(), archiver.Deps{
@@ -391,7 +392,7 @@ func newRetention(cfg config.Config, p Ports, log *slog.Logger, a *archiver.Serv
 
 // newReindex backfills the long-term index, the group files and the media references from
 // every month, archived ones included.
-func newReindex(p Ports, r messageReads, index *longsearch.Indexer, files *groupfiles.Service, media *uploads.Service) *reindex.Service {
+func newReindex(p Ports, r messagereads.Reads, index *longsearch.Indexer, files *groupfiles.Service, media *uploads.Service) *reindex.Service {
 	return reindex.New(reindex.Deps{
 		Catalog: p.ShardStore,
 		Mirror:  p.RouteMirror,
@@ -419,7 +420,7 @@ func newFavorites(p Ports, h *history.Service) *favorites.Service {
 func newReplies(p Ports, h *history.Service) *replies.Service { return replies.New(h, p.HiddenRanges) }
 
 // The legacy single-table migration (seed 000 §9): the job and its supervisor; the dual-read
-// decorators are in newMessageReads.
+// decorators are core/store/messagereads (newMessageReads).
 
 func newMigration(cfg config.Config, p Ports, log *slog.Logger, routes *routerepair.Service) *migration.Service {
 	return migration.New(cfg.MigrationJob(), migration.Deps{
@@ -564,7 +565,7 @@ func newReceiver(p Ports, log *slog.Logger, view *cluster.View, local *tcpserver
 
 // Every tenant's loops, run by core/runtime.
 
-func newSeqHoles(cfg config.Config, p Ports, r messageReads, log *slog.Logger) *seqholes.Sweeper {
+func newSeqHoles(cfg config.Config, p Ports, r messagereads.Reads, log *slog.Logger) *seqholes.Sweeper {
 	return seqholes.New(cfg.SeqHoleSweep(), seqholes.Deps{
 		Holes:   p.SeqHoles,
 		Store:   r.Store,
