@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -386,7 +385,7 @@ func newPushNotifier(cfg config.Config, met ports.Metrics, log *slog.Logger) (po
 }
 
 // withNativePush puts native APNs/FCM alerts (docs/DESIGN.md issue-32 "Native push") in front
-// of next when a provider has credentials; its flush closes the alerts' queue, then next's.
+// of next when a provider has credentials; closing them flushes next's queue too.
 func withNativePush(cfg config.Config, next ports.PushNotifier, flushNext func(context.Context) error,
 	tokens ports.PushTokens, dialogs ports.DialogStore, met ports.Metrics, log *slog.Logger,
 ) (ports.PushNotifier, func(context.Context) error, error) {
@@ -410,15 +409,9 @@ func withNativePush(cfg config.Config, next ports.PushNotifier, flushNext func(c
 		return next, flushNext, nil
 	}
 	s := nativepush.New(cfg.NativePush(), nativepush.Deps{
-		Tokens: tokens, Dialogs: dialogs, Providers: providers, Next: next, Metrics: met, Log: log, Sleep: nil,
+		Tokens: tokens, Dialogs: dialogs, Providers: providers, Next: next, FlushNext: flushNext, Metrics: met, Log: log, Sleep: nil,
 	})
-	return s, func(ctx context.Context) error {
-		err := s.Close(ctx)
-		if flushNext != nil {
-			err = errors.Join(err, flushNext(ctx))
-		}
-		return err
-	}, nil
+	return s, s.Close, nil
 }
 
 // newMessageReads hands the month tables' ports to the chain every use case reads messages

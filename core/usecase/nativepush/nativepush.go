@@ -55,9 +55,12 @@ type Deps struct {
 	// Providers by platform; a platform without one has its tokens skipped.
 	Providers map[pushtoken.Platform]ports.PushProvider
 	// Next gets every notification first (the JSON webhook or a no-op).
-	Next    ports.PushNotifier
-	Metrics ports.Metrics
-	Log     *slog.Logger
+	Next ports.PushNotifier
+	// FlushNext flushes Next's own queue (the JSON webhook's) at Close, after the alerts'
+	// queue, so a stop loses neither (seed 003 §18); nil when Next queues nothing.
+	FlushNext func(ctx context.Context) error
+	Metrics   ports.Metrics
+	Log       *slog.Logger
 	// Sleep waits between tries; nil: a timer that ctx ends.
 	Sleep func(ctx context.Context, d time.Duration) error
 }
@@ -233,9 +236,18 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// Close stops taking notifications and waits for the queued ones until ctx ends, then
-// cuts the senders' waits short.
+// Close stops taking notifications and waits for the queued ones until ctx ends, then cuts
+// the senders' waits short; then it flushes Next's queue (FlushNext), and returns both errors.
 func (s *Service) Close(ctx context.Context) error {
+	err := s.closeQueue(ctx)
+	if s.d.FlushNext != nil {
+		err = errors.Join(err, s.d.FlushNext(ctx))
+	}
+	return err
+}
+
+// closeQueue stops the alerts' queue and waits for its senders until ctx ends.
+func (s *Service) closeQueue(ctx context.Context) error {
 	s.mu.Lock()
 	if !s.closed {
 		s.closed = true

@@ -2,6 +2,7 @@ package nativepush
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -144,6 +145,84 @@ func TestService(t *testing.T) {
 			}
 			if tc.wantDead != 0 {
 				t.Errorf("dead letters off by %d", tc.wantDead)
+			}
+		})
+	}
+}
+
+// blocked is a provider whose sends wait until the service cuts them short.
+type blocked struct{}
+
+func (blocked) Send(ctx context.Context, _ pushtoken.Alert) error { <-ctx.Done(); return ctx.Err() }
+
+// TestCloseFlushesItsQueueThenNexts: at stop the alerts' queue is flushed first, then Next's
+// (the JSON webhook's), and the errors of both come back.
+func TestCloseFlushesItsQueueThenNexts(t *testing.T) {
+	webhookLate := errors.New("push webhook: 3 notifications not posted")
+	tests := []struct {
+		name      string
+		stuck     bool  // the alerts' senders are still sending when the stop's time is up
+		flushNext bool  // Next has a queue of its own
+		nextErr   error // what flushing it returns
+		wantErrs  []error
+	}{
+		{name: "no queue behind", flushNext: false},
+		{name: "both flushed", flushNext: true},
+		{name: "next's error", flushNext: true, nextErr: webhookLate, wantErrs: []error{webhookLate}},
+		{name: "both errors joined", stuck: true, flushNext: true, nextErr: webhookLate, wantErrs: []error{context.Canceled, webhookLate}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			tokens := memory.NewPushTokens()
+			if err := tokens.PutToken(ctx, "acme", pushtoken.Token{User: 1, DeviceID: "phone", Platform: pushtoken.APNs, AppID: "a", Token: "apns-1"}); err != nil {
+				t.Fatal(err)
+			}
+			sent := &provider{}
+			var apns ports.PushProvider = sent
+			if tc.stuck {
+				apns = blocked{}
+			}
+			var flushed []int // the alerts sent when Next was flushed
+			d := Deps{
+				Tokens: tokens, Dialogs: memory.NewDialogStore(time.Now),
+				Providers: map[pushtoken.Platform]ports.PushProvider{pushtoken.APNs: apns},
+				Next:      memory.NewNotifier(), Metrics: memory.NewMetrics(), Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+			}
+			if tc.flushNext {
+				d.FlushNext = func(context.Context) error {
+					sent.mu.Lock()
+					defer sent.mu.Unlock()
+					flushed = append(flushed, len(sent.sent))
+					return tc.nextErr
+				}
+			}
+			s := New(Config{Senders: 1}, d)
+			if err := s.Notify(ctx, "acme", delivery.Notification{Users: []int64{1}, Preview: dialog.Preview{ConversationID: 42, MsgID: 7, Text: "hi"}}); err != nil {
+				t.Fatalf("Notify: %v", err)
+			}
+			closeCtx := ctx
+			if tc.stuck {
+				var cancel context.CancelFunc
+				closeCtx, cancel = context.WithCancel(ctx)
+				cancel()
+			}
+			err := s.Close(closeCtx)
+			if len(tc.wantErrs) == 0 && err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+			for _, want := range tc.wantErrs {
+				if !errors.Is(err, want) {
+					t.Errorf("Close: %v; want it to carry %v", err, want)
+				}
+			}
+			switch {
+			case !tc.flushNext && flushed != nil:
+				t.Errorf("flushed a Next without a queue: %v", flushed)
+			case tc.flushNext && len(flushed) != 1:
+				t.Errorf("Next flushed %d times; want once", len(flushed))
+			case tc.flushNext && !tc.stuck && flushed[0] != 1:
+				t.Errorf("Next flushed with %d alerts sent; want after the queued alert was", flushed[0])
 			}
 		})
 	}
