@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/imdhq/imd/core/domain/tenant"
+	"github.com/imdhq/imd/core/kit/drain"
 	"github.com/imdhq/imd/core/loop/cluster"
 	"github.com/imdhq/imd/core/loop/deliver"
 	"github.com/imdhq/imd/core/loop/listrepair"
@@ -110,6 +111,12 @@ func (c Config) MigrationJob() migration.Config {
 // MigrationDualRead says whether this node merges the legacy table into reads.
 func (c Config) MigrationDualRead() migration.DualReading {
 	return migration.DualReading(c.Migration.DualRead)
+}
+
+// Drain is the stop's wait for the balancer, then its spread of the clients' reconnects
+// (docs/NODES.md "Rolling restarts").
+func (c Config) Drain() drain.Config {
+	return drain.Config{UnreadyGrace: c.Shutdown.UnreadyGrace, Window: c.Shutdown.DrainWindow}
 }
 
 // MessageReads says whether every message read merges the legacy table (seed 000 §9) and

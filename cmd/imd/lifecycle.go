@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"log/slog"
-	"sync"
-	"time"
 
 	"go.uber.org/fx"
 
@@ -13,6 +11,7 @@ import (
 	tcpserver "github.com/imdhq/imd/adapters/tcp/server"
 	"github.com/imdhq/imd/adapters/websocket"
 	"github.com/imdhq/imd/core/kit/background"
+	"github.com/imdhq/imd/core/kit/drain"
 	"github.com/imdhq/imd/core/kit/jobs"
 	"github.com/imdhq/imd/core/loop/cluster"
 	"github.com/imdhq/imd/core/loop/deliver"
@@ -98,7 +97,7 @@ func lifecycle(lc fx.Lifecycle, c running) {
 	// Between readiness withdrawn and the listeners' stop, while everything still serves: the
 	// balancer's health check sees /readyz fail, then the clients are told to reconnect in
 	// small random batches (docs/NODES.md "Rolling restarts").
-	lc.Append(fx.StopHook(func(ctx context.Context) { drainClients(ctx, c.Config.Shutdown, c.Log, c.TCP, c.WebSocket) }))
+	lc.Append(fx.StopHook(func(ctx context.Context) { drain.Clients(ctx, c.Config.Drain(), c.Log, c.TCP, c.WebSocket) }))
 	lc.Append(fx.Hook{OnStart: c.HTTP.MarkReady, OnStop: c.HTTP.WithdrawReady})
 	// 8. The metrics-only listener, when http.metrics_addr is set.
 	if addr := c.Config.HTTP.MetricsAddr; addr != "" {
@@ -116,28 +115,4 @@ func lifecycle(lc fx.Lifecycle, c running) {
 		},
 		OnStop: func(context.Context) error { c.Log.Info("shutting down"); return nil },
 	})
-}
-
-// drainer is a listener whose clients can be told to reconnect over a window.
-type drainer interface {
-	Drain(ctx context.Context, window time.Duration)
-}
-
-// drainClients waits out shutdown.unready_grace, then drains every listener over
-// shutdown.drain_window at once, each its own clients.
-func drainClients(ctx context.Context, cfg config.Shutdown, log *slog.Logger, listeners ...drainer) {
-	log.InfoContext(ctx, "draining", "unready_grace", cfg.UnreadyGrace, "drain_window", cfg.DrainWindow)
-	grace := time.NewTimer(cfg.UnreadyGrace)
-	defer grace.Stop()
-	select {
-	case <-grace.C:
-	case <-ctx.Done():
-		return
-	}
-	var wg sync.WaitGroup
-	for _, l := range listeners {
-		wg.Go(func() { l.Drain(ctx, cfg.DrainWindow) })
-	}
-	wg.Wait()
-	log.InfoContext(ctx, "clients drained")
 }
