@@ -86,13 +86,7 @@ func lifecycle(lc fx.Lifecycle, c running) {
 	lc.Append(fx.StopHook(c.WebSocket.Stop))
 	// A frame listener that stopped accepting ends the process (exit 1) for its supervisor to
 	// restart; readiness has already dropped through tcp.Serving.
-	watch := background.New(func(ctx context.Context) {
-		select {
-		case <-c.TCP.Lost():
-			_ = c.Exit.Shutdown(fx.ExitCode(1))
-		case <-ctx.Done():
-		}
-	})
+	watch := background.OnClose(c.TCP.Lost(), func() { _ = c.Exit.Shutdown(fx.ExitCode(1)) })
 	lc.Append(fx.Hook{OnStart: watch.Start, OnStop: watch.Stop})
 	// Between readiness withdrawn and the listeners' stop, while everything still serves: the
 	// balancer's health check sees /readyz fail, then the clients are told to reconnect in

@@ -16,6 +16,19 @@ type Task struct {
 // New returns run, to be started and stopped once.
 func New(run func(ctx context.Context)) *Task { return &Task{run: run} }
 
+// OnClose returns a Task that calls act once ch closes, unless it is stopped first: how a
+// component that cannot go on (a frame listener that stopped accepting) ends the process for
+// its supervisor to restart (seed 003 §18).
+func OnClose(ch <-chan struct{}, act func()) *Task {
+	return New(func(ctx context.Context) {
+		select {
+		case <-ch:
+			act()
+		case <-ctx.Done():
+		}
+	})
+}
+
 // Start launches run; its ctx ends at Stop, not with the start context.
 func (b *Task) Start(context.Context) error {
 	var ctx context.Context

@@ -35,3 +35,40 @@ func TestBackgroundRunsFromStartUntilStop(t *testing.T) {
 		t.Fatal("Stop returned before run did")
 	}
 }
+
+func TestOnCloseActsOnceTheChannelClosesUnlessStopped(t *testing.T) {
+	tests := []struct {
+		name    string
+		closed  bool // the channel closes while the task runs
+		wantAct bool
+	}{
+		{name: "closed: acts", closed: true, wantAct: true},
+		{name: "stopped first: does not act", closed: false, wantAct: false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			lost, acted := make(chan struct{}), make(chan struct{})
+			b := OnClose(lost, func() { close(acted) })
+			if err := b.Start(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if tc.closed {
+				close(lost)
+				<-acted
+			}
+			if err := b.Stop(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-acted:
+				if !tc.wantAct {
+					t.Fatal("acted after Stop without the channel closing")
+				}
+			default:
+				if tc.wantAct {
+					t.Fatal("did not act on the closed channel")
+				}
+			}
+		})
+	}
+}
