@@ -20,7 +20,7 @@ const fileSuffix = "_FILE"
 var toolingVars = []string{
 	"IMD_CONFIG",                        // the config file, read by cmd/imd
 	"IMD_TEST_", "IMD_REQUIRE_SERVICES", // tests (deploy/local/services.sh env)
-	"IMD_STATE_DIR", "IMD_MYSQL_PORT", "IMD_REDIS_PORT", "IMD_S3_PORT", "IMD_SERVICES_BASIC", // deploy/local/services.sh
+	"IMD_STATE_DIR", "IMD_MYSQL_PORT", "IMD_REDIS_PORT", "IMD_S3_PORT", "IMD_SERVICES_BASIC", "IMD_CLUSTER_MASTERS", // deploy/local/services.sh
 	"IMD_NGINX_",                                                                  // deploy/local/nginx.sh
 	"IMD_DOMAIN", "IMD_CERT_DIR", "IMD_MYSQL_PASSWORD", "IMD_MYSQL_ROOT_PASSWORD", // deploy/compose.yaml
 }

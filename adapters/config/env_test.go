@@ -52,6 +52,7 @@ func TestToolingVariablesIgnored(t *testing.T) {
 	_, err := Load(writeConfig(t, validYAML), []string{
 		"IMD_CONFIG=/etc/imd.yaml", "IMD_TEST_MYSQL_DSN=x", "IMD_REQUIRE_SERVICES=1", "IMD_MYSQL_PORT=1",
 		"IMD_REDIS_PORT=2", "IMD_S3_PORT=3", "IMD_STATE_DIR=/tmp", "IMD_NGINX_MODE=tls", "IMD_DOMAIN=example.com",
+		"IMD_CLUSTER_MASTERS=6",
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -40,6 +40,11 @@
 #                         of `nginx.sh certs`); the clients speak TLS to imd directly, each
 #                         connection opening with a PROXY v2 header, as behind Nginx's TLS
 #                         passthrough
+#   BENCH_REDIS [single]  cluster: the tenant on the Redis Cluster of services.sh instead of the one
+#                         Redis (IMD_CLUSTER_MASTERS [3] masters on IMD_REDIS_PORT + 1…N, started by
+#                         `services.sh cluster-up` with the same environment), as DESIGN §11 spreads
+#                         it; every master is measured (redis:<port> in the reports, summed in the
+#                         summary's redis columns), and the ceiling line is the busiest master's
 #   BENCH_PROFILE [0]     1: imd's CPU profile over each measured window (taken by imctl when
 #                         the window opens) and its allocation profile after it, as
 #                         <run>.cpu.pprof and <run>.allocs.pprof, the load generator's CPU
@@ -80,7 +85,28 @@ log "building imd and imctl"
 go build -o "$out/bin/" ./cmd/imd ./cmd/imctl
 
 mysql_pid="$(pid_from_file "$STATE_DIR/mariadb/mariadb.pid" mariadbd)" || die "MariaDB is not running (go tool task services)"
-redis_pid="$(pid_from_file "$STATE_DIR/redis/redis.pid" redis-server)" || die "Redis is not running (go tool task services)"
+# The tenant's Redis: one server, or every master of the cluster (BENCH_REDIS), each watched as
+# a process of its own.
+redis_ports=() redis_pids="" redis_conf="$STATE_DIR/redis/redis.conf"
+case "${BENCH_REDIS:-single}" in
+single)
+	redis_ports=("$REDIS_PORT")
+	redis_pids="redis=$(pid_from_file "$STATE_DIR/redis/redis.pid" redis-server)" || die "Redis is not running (go tool task services)"
+	;;
+cluster)
+	for ((i = 1; i <= ${IMD_CLUSTER_MASTERS:-3}; i++)); do
+		port=$((REDIS_PORT + i))
+		redis_ports+=("$port")
+		pid="$(pid_from_file "$STATE_DIR/redis-cluster/$port/redis.pid" redis-server)" ||
+			die "the Redis Cluster's master on $port is not running (services.sh cluster-up, same IMD_STATE_DIR, IMD_REDIS_PORT and IMD_CLUSTER_MASTERS)"
+		redis_pids+="${redis_pids:+,}redis:$port=$pid"
+	done
+	redis_conf="$STATE_DIR/redis-cluster/${redis_ports[0]}/redis.conf"
+	;;
+*) die "BENCH_REDIS must be single or cluster, not ${BENCH_REDIS}" ;;
+esac
+redis_addrs="$(printf '127.0.0.1:%s,' "${redis_ports[@]}")"
+redis_addrs="${redis_addrs%,}"
 
 {
 	echo "cores: $(nproc)"
@@ -90,7 +116,8 @@ redis_pid="$(pid_from_file "$STATE_DIR/redis/redis.pid" redis-server)" || die "R
 	echo "go: $(go env GOVERSION)"
 	echo "mariadb: $(mariadb --version 2>/dev/null || echo unknown)"
 	echo "redis: $(redis-server --version 2>/dev/null || echo unknown)"
-	echo "durability: innodb_flush_log_at_trx_commit=$(grep -m1 innodb_flush_log_at_trx_commit "$STATE_DIR/mariadb/my.cnf" | awk '{print $3}'), redis appendfsync $(grep -m1 '^appendfsync' "$STATE_DIR/redis/redis.conf" | awk '{print $2}')"
+	echo "durability: innodb_flush_log_at_trx_commit=$(grep -m1 innodb_flush_log_at_trx_commit "$STATE_DIR/mariadb/my.cnf" | awk '{print $3}'), redis appendfsync $(grep -m1 '^appendfsync' "$redis_conf" | awk '{print $2}')"
+	echo "redis servers: $redis_addrs (${BENCH_REDIS:-single})"
 	echo "load average before the runs: $(cut -d' ' -f1-3 /proc/loadavg)"
 } >"$out/machine.txt"
 cat "$out/machine.txt" >&2
@@ -155,8 +182,11 @@ cleanup() {
 	fi
 	if [[ "${BENCH_KEEP:-0}" != 1 ]]; then
 		mariadb -h127.0.0.1 -P"$MYSQL_PORT" -uimd -pimd -e "DROP DATABASE IF EXISTS \`imd_$tenant\`" 2>/dev/null || true
-		# The tenant's own tag {tenant} and its slot groups' {tenant~g} (DESIGN §11).
-		redis-cli -p "$REDIS_PORT" --scan --pattern "im:{$tenant[}~]*" | xargs -r -n 500 redis-cli -p "$REDIS_PORT" del >/dev/null || true
+		# The tenant's own tag {tenant} and its slot groups' {tenant~g} (DESIGN §11), a command
+		# per key: on a cluster one master's keys lie in many slots.
+		for port in "${redis_ports[@]}"; do
+			redis-cli -p "$port" --scan --pattern "im:{$tenant[}~]*" | awk '{print "UNLINK " $0}' | redis-cli -p "$port" >/dev/null || true
+		done
 		rm -rf "$out"/search* "$out/archive" "$out/uploads"
 	fi
 }
@@ -169,7 +199,7 @@ for ((i = 0; i < nodes; i++)); do
 	((i == 0)) || logfile="$out/imd$((i + 1)).log" search="$out/search$((i + 1))"
 	env "${imd_env[@]}" IMD_TENANTS="$tenant:imd_$tenant" IMD_NODE_ID="$((i + 1))" \
 		IMD_MYSQL_DSN="imd:imd@tcp(127.0.0.1:$MYSQL_PORT)/?parseTime=true&multiStatements=true" \
-		IMD_REDIS_ADDR="127.0.0.1:$REDIS_PORT" IMD_HTTP_ADDR="${http_addrs[i]}" IMD_TCP_ADDR="${tcp_addrs[i]}" \
+		IMD_REDIS_ADDR="$redis_addrs" IMD_HTTP_ADDR="${http_addrs[i]}" IMD_TCP_ADDR="${tcp_addrs[i]}" \
 		IMD_SEARCH_DIR="$search" IMD_ARCHIVE_DIR="$out/archive" IMD_UPLOADS_DIR="$out/uploads" \
 		"$out/bin/imd" --config "$CONFIG" >"$logfile" 2>&1 &
 	imd_pids+=($!)
@@ -182,15 +212,17 @@ imd_pid="${imd_pids[0]}"
 
 # drained: the tenant's deliver lists are empty, so one run's backlog never counts in the next.
 drained() {
-	local key n
-	# the tenant's own tag and its slot groups' (docs/DESIGN.md §11)
-	for key in $(redis-cli -p "$REDIS_PORT" --scan --pattern "im:{$tenant[}~]*:deliver:*"); do
-		case "$key" in
-		*:deliver:queue* | *:deliver:processing*)
-			n="$(redis-cli -p "$REDIS_PORT" llen "$key")"
-			[[ "$n" == 0 ]] || return 1
-			;;
-		esac
+	local key n port
+	for port in "${redis_ports[@]}"; do
+		# the tenant's own tag and its slot groups' (docs/DESIGN.md §11)
+		for key in $(redis-cli -p "$port" --scan --pattern "im:{$tenant[}~]*:deliver:*"); do
+			case "$key" in
+			*:deliver:queue* | *:deliver:processing*)
+				n="$(redis-cli -p "$port" llen "$key")"
+				[[ "$n" == 0 ]] || return 1
+				;;
+			esac
+		done
 	done
 }
 
@@ -237,7 +269,7 @@ for run in "${runs[@]}"; do
 	for ((i = 1; i < nodes; i++)); do
 		pids+=",imd$((i + 1))=${imd_pids[i]}"
 	done
-	pids+=",mariadbd=$mysql_pid,redis=$redis_pid"
+	pids+=",mariadbd=$mysql_pid,$redis_pids"
 	if [[ "$via" == nginx ]]; then
 		n=0
 		for worker in $(pgrep -P "$(cat "$STATE_DIR/nginx/nginx.pid")" nginx); do
@@ -247,7 +279,7 @@ for run in "${runs[@]}"; do
 	if ! "$out/bin/imctl" bench "${args[@]}" \
 		--http "http://$HTTP_ADDR" "${client_args[@]}" --tenant "$tenant" --admin-key "$ADMIN_KEY" \
 		--duration "$duration" --warmup "$WARMUP" --source-ips "$SOURCE_IPS" \
-		--pids "$pids" --redis "127.0.0.1:$REDIS_PORT" --mysql-dsn "imd:imd@tcp(127.0.0.1:$MYSQL_PORT)/" \
+		--pids "$pids" --redis "$redis_addrs" --mysql-dsn "imd:imd@tcp(127.0.0.1:$MYSQL_PORT)/" \
 		--json "$out/$name.json" --md "$out/$name.md" >/dev/null; then
 		failed+=("$name")
 	fi

@@ -20,6 +20,9 @@
 #   IMD_MYSQL_PORT  MariaDB TCP port (default: 13306); the second MariaDB listens on it + 1
 #   IMD_REDIS_PORT  Redis TCP port   (default: 16379); the cluster's masters on it + 1..3,
 #                   their cluster bus ports 10000 above (Redis' own rule)
+#   IMD_CLUSTER_MASTERS  the cluster's masters (default: 3, what the tests use); a bench's
+#                   cluster of more (bench.sh BENCH_REDIS=cluster) lives in a state directory
+#                   of its own, since a cluster keeps the masters it was made with
 #   IMD_S3_PORT     S3 TCP port      (default: MariaDB's port + 5000)
 #   IMD_SERVICES_BASIC=1  only the first MariaDB, Redis and S3 (a test's private services
 #                   on random ports, whose cluster bus ports might not exist)
@@ -62,10 +65,11 @@ REDIS_CNF="$REDIS_DIR/redis.conf"
 REDIS_PID="$REDIS_DIR/redis.pid"
 REDIS_LOG="$REDIS_DIR/redis.log"
 
-# The Redis Cluster: three masters, no replicas (README: a stopped master comes back from its
-# AOF), one directory per port under redis-cluster/.
+# The Redis Cluster: three masters (IMD_CLUSTER_MASTERS), no replicas (README: a stopped master
+# comes back from its AOF), one directory per port under redis-cluster/.
 CLUSTER_DIR="$STATE_DIR/redis-cluster"
-CLUSTER_PORTS=($((REDIS_PORT + 1)) $((REDIS_PORT + 2)) $((REDIS_PORT + 3)))
+CLUSTER_PORTS=()
+for ((i = 1; i <= ${IMD_CLUSTER_MASTERS:-3}; i++)); do CLUSTER_PORTS+=($((REDIS_PORT + i))); done
 
 TLS_DIR="$STATE_DIR/tls"
 
@@ -95,6 +99,7 @@ NOFILE=65536       # open-file limit of the servers
 LOG_TAG=services
 # shellcheck source=deploy/local/lib.sh
 source "$SCRIPT_DIR/lib.sh"
+((${#CLUSTER_PORTS[@]} >= 3)) || die "IMD_CLUSTER_MASTERS must be 3 or more (a Redis Cluster's least)"
 
 # pid_of FILE: print the pid in FILE if that process is alive and is the server
 # the file belongs to (a stale pid file may name a reused pid).
@@ -552,7 +557,7 @@ EOF
 }
 
 usage() {
-	sed -n '2,26p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+	sed -n '2,29p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
 	exit 2
 }
 

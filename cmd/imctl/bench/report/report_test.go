@@ -9,6 +9,7 @@ import (
 
 	"github.com/imdhq/imd/cmd/imctl/bench/hist"
 	"github.com/imdhq/imd/cmd/imctl/bench/procstat"
+	"github.com/imdhq/imd/cmd/imctl/bench/serverwork"
 	"github.com/imdhq/imd/cmd/imctl/bench/verify"
 )
 
@@ -251,5 +252,80 @@ func TestWriteSummary(t *testing.T) {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("summary lacks %q:\n%s", want, buf.String())
 		}
+	}
+}
+
+// TestClusterRun: a run on a Redis Cluster (bench.sh BENCH_REDIS=cluster) shows each master's
+// share, sets the ceiling by the busiest, and sums the masters into the summary's redis columns.
+func TestClusterRun(t *testing.T) {
+	tests := []struct {
+		name      string
+		masters   []serverwork.Redis
+		wantLines []string
+		absent    []string
+	}{
+		{
+			name:    "one Redis",
+			masters: []serverwork.Redis{{Addr: "127.0.0.1:16379", Commands: 370_000, MainThreadCPU: 2.469}},
+			wantLines: []string{
+				"| Redis | commands (scripts' own included) | 29.97 | 370,000 |",
+				"Ceiling: the busiest Redis main thread spends 200 µs per ACKed message, so one Redis core carries at most 5,000 msg/s (1 s ÷ 200 µs).",
+			},
+			absent: []string{"Redis masters"},
+		},
+		{
+			name: "three masters",
+			masters: []serverwork.Redis{
+				{Addr: "127.0.0.1:16380", Commands: 123_450, MainThreadCPU: 0.61725},
+				{Addr: "127.0.0.1:16381", Commands: 246_900, MainThreadCPU: 1.2345},
+				{Addr: "127.0.0.1:16382", Commands: 12_345, MainThreadCPU: 0.61725},
+			},
+			wantLines: []string{
+				"| Redis (3 masters) | main-thread CPU µs, all masters | 200.00 | 2.47 s |",
+				"| master | commands per ACKed msg | main-thread µs per ACKed msg | share of the masters' CPU |",
+				"| 127.0.0.1:16380 | 10.00 | 50 | 25% |",
+				"| 127.0.0.1:16381 | 20.00 | 100 | 50% |",
+				"| 127.0.0.1:16382 | 1.00 | 50 | 25% |",
+				"Ceiling: the busiest of the 3 Redis masters spends 100 µs of its main thread per ACKed message, so with each master on a core of its own the tenant's Redis work stops at 10,000 msg/s (1 s ÷ 100 µs).",
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := sample()
+			r.Acked = 12345
+			r.ServerWork = &serverwork.Snapshot{Redis: tt.masters}
+			var b bytes.Buffer
+			if err := WriteMarkdown(&b, r); err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range tt.wantLines {
+				if !strings.Contains(b.String(), want) {
+					t.Errorf("markdown lacks %q:\n%s", want, b.String())
+				}
+			}
+			for _, not := range tt.absent {
+				if strings.Contains(b.String(), not) {
+					t.Errorf("markdown has %q:\n%s", not, b.String())
+				}
+			}
+		})
+	}
+
+	// The masters' processes, named redis:<port>, are the summary's redis.
+	r := sample()
+	r.Judge()
+	r.Processes = []procstat.Usage{{Target: procstat.Target{Name: "imd", PID: 42}, CPUCores: 0.79, PeakRSSMB: 90},
+		{Target: procstat.Target{Name: "redis:16380", PID: 50}, CPUCores: 0.25}, {Target: procstat.Target{Name: "redis:16381", PID: 51}, CPUCores: 0.5},
+		{Target: procstat.Target{Name: "redisx", PID: 52}, CPUCores: 9}}
+	r.Window = []procstat.Usage{{Target: procstat.Target{Name: "imd", PID: 42}, CPUSeconds: 5, CPUCores: 0.5},
+		{Target: procstat.Target{Name: "redis:16380", PID: 50}, CPUSeconds: 1, CPUCores: 0.1},
+		{Target: procstat.Target{Name: "redis:16381", PID: 51}, CPUSeconds: 1, CPUCores: 0.1}}
+	var buf bytes.Buffer
+	if err := WriteSummary(&buf, []Report{r}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "| w1 | users=4 | PASS | 1,235 | 1,234 | 12.5 | — | — | 0.79 | — | 0.75 | — | 90 | 405 | — | 162 | — | 567 |"; !strings.Contains(buf.String(), want) {
+		t.Errorf("summary lacks %q:\n%s", want, buf.String())
 	}
 }

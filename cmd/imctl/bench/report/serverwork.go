@@ -66,13 +66,42 @@ func writeServerWork(b *strings.Builder, r Report) {
 			[]string{"MySQL", "InnoDB fsyncs", per(float64(m.Fsyncs)), Thousands(m.Fsyncs)})
 	}
 	table(b, []string{"server", "figure", "per ACKed msg", "window"}, rows)
+	if len(w.Redis) > 1 {
+		writeMasters(b, r)
+	}
 	if us, ceiling, ok := r.RedisCeiling(); ok {
-		fmt.Fprintf(b, "\nCeiling: the busiest Redis main thread spends %.0f µs per ACKed message, so one Redis core carries at most %s msg/s (1 s ÷ %.0f µs).\n",
-			us, rate(ceiling), us)
+		if len(w.Redis) > 1 {
+			fmt.Fprintf(b, "\nCeiling: the busiest of the %d Redis masters spends %.0f µs of its main thread per ACKed message, so with each master on a core of its own the tenant's Redis work stops at %s msg/s (1 s ÷ %.0f µs).\n",
+				len(w.Redis), us, rate(ceiling), us)
+		} else {
+			fmt.Fprintf(b, "\nCeiling: the busiest Redis main thread spends %.0f µs per ACKed message, so one Redis core carries at most %s msg/s (1 s ÷ %.0f µs).\n",
+				us, rate(ceiling), us)
+		}
 	}
 	if len(all) > 0 {
 		writeRedisCommands(b, r, all)
 	}
+}
+
+// writeMasters shows how a tenant's Redis work spread over the masters of a cluster (DESIGN
+// §11, issue 30 part 1): each master's share of the commands and of the main-thread CPU, by
+// which the busiest one sets the ceiling.
+func writeMasters(b *strings.Builder, r Report) {
+	var cpu float64
+	for _, s := range r.ServerWork.Redis {
+		cpu += s.MainThreadCPU
+	}
+	b.WriteString("\nRedis masters (measured window)\n\n")
+	var rows [][]string
+	for _, s := range r.ServerWork.Redis {
+		share := "—"
+		if cpu > 0 {
+			share = fmt.Sprintf("%.0f%%", 100*s.MainThreadCPU/cpu)
+		}
+		rows = append(rows, []string{s.Addr, fmt.Sprintf("%.2f", float64(s.Commands)/float64(r.Acked)),
+			fmt.Sprintf("%.0f", s.MainThreadCPU*1e6/float64(r.Acked)), share})
+	}
+	table(b, []string{"master", "commands per ACKed msg", "main-thread µs per ACKed msg", "share of the masters' CPU"}, rows)
 }
 
 // writeRedisCommands lists the commands Redis spent most time in.

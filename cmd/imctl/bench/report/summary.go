@@ -88,20 +88,39 @@ func (r Report) otherP99() string {
 }
 
 func (r Report) cores(name string) string {
+	var cores float64
+	found := false
 	for _, p := range r.Processes {
-		if p.Name == name && p.Err == "" {
-			return fmt.Sprintf("%.2f", p.CPUCores)
+		if ofProcess(p.Name, name) && p.Err == "" {
+			cores, found = cores+p.CPUCores, true
 		}
 	}
-	return "—"
+	if !found {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f", cores)
 }
 
 // micros is the named process's CPU µs per ACKed message over the measured window.
 func (r Report) micros(name string) string {
-	if c, ok := r.Cost(name); ok {
-		return micros(c.MicrosPerMsg)
+	var us float64
+	found := false
+	for _, c := range r.Costs() {
+		if ofProcess(c.Name, name) {
+			us, found = us+c.MicrosPerMsg, true
+		}
 	}
-	return "—"
+	if !found {
+		return "—"
+	}
+	return micros(us)
+}
+
+// ofProcess tells whether a measured target is the summary's process name: the process
+// itself, or one of several that together play its part, named name:instance (the masters
+// of a Redis Cluster, "redis:16380"; bench.sh BENCH_REDIS=cluster).
+func ofProcess(target, name string) bool {
+	return target == name || strings.HasPrefix(target, name+":")
 }
 
 func (r Report) peakRSS(name string) string {
