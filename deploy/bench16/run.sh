@@ -31,6 +31,10 @@
 # BENCH16_WARMUP, BENCH16_DURATION (seconds); BENCH16_W1_USERS (4000); BENCH16_POOL (e.g. 8G);
 # BENCH16_MYSQL_PORT, BENCH16_REDIS_PORT, BENCH16_HTTP_PORT, BENCH16_TCP_PORT;
 # BENCH16_UNXZ=1 (unpack with ./unxz even where xz exists);
+# BENCH16_REDIS_MASTERS=N (3 or more): the tenant on a Redis Cluster of N masters (no replicas;
+# ports BENCH16_REDIS_PORT … + N-1, cluster bus ports 10000 above, the slots split evenly), as
+# DESIGN §11 spreads a tenant, instead of one Redis; every master is measured (redis:<port>),
+# the redis column sums them and each report's ceiling line is the busiest master's;
 # BENCH16_SMOKE=1: a quick check of the kit itself: ports 41306/41379/41080/41900, tiny
 # workloads, 1 s warm-up, 3 s window, 256M buffer pool, unpacked to /tmp/bench16-smoke.
 set -u
@@ -41,7 +45,7 @@ SMOKE="${BENCH16_SMOKE:-0}"
 T0=$SECONDS
 
 case "${1:-}" in -h | --help)
-	sed -n '2,35p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+	sed -n '2,39p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 	exit 0
 	;;
 esac
@@ -66,6 +70,13 @@ BUDGET="${BENCH16_BUDGET:-$BUDGET}" W1_USERS="${BENCH16_W1_USERS:-$W1_USERS}" PO
 for v in MYSQL_PORT REDIS_PORT HTTP_PORT TCP_PORT WARMUP DURATION BUDGET W1_USERS; do
 	[[ "${!v}" =~ ^[0-9]+$ ]] || { echo "$v must be a whole number (seconds for times), not '${!v}'" >&2; exit 2; }
 done
+MASTERS="${BENCH16_REDIS_MASTERS:-1}"
+[[ "$MASTERS" =~ ^[0-9]+$ ]] && ((MASTERS == 1 || MASTERS >= 3)) ||
+	{ echo "BENCH16_REDIS_MASTERS must be 1 (one Redis) or 3 or more (a Redis Cluster's least), not '$MASTERS'" >&2; exit 2; }
+REDIS_PORTS=()
+for ((i = 0; i < MASTERS; i++)); do REDIS_PORTS+=($((REDIS_PORT + i))); done
+REDIS_ADDRS="$(printf '127.0.0.1:%s,' "${REDIS_PORTS[@]}")"
+REDIS_ADDRS="${REDIS_ADDRS%,}"
 if [[ -z "$POOL" ]]; then # 8G, or a quarter of the memory where that is less
 	mem_mb=$(awk '/^MemTotal:/ {print int($2 / 1024)}' /proc/meminfo 2>/dev/null)
 	POOL=8192M
@@ -79,7 +90,7 @@ LD="$B/lib/ld-linux-x86-64.so.2"
 PROG="$B.progress.log" # outside $B, which is removed before unpacking
 DEADLINE=$((T0 + BUDGET))
 RESERVE=50 # seconds kept for stopping the servers and collecting the logs
-MDB_PID="" RDS_PID="" IMD_PID="" SAMPLER_PID="" WATCHDOG_PID=""
+MDB_PID="" RDS_PIDS=() IMD_PID="" SAMPLER_PID="" WATCHDOG_PID=""
 IMD_STARTS=0
 NCPU=$(grep -c '^cpu[0-9]' /proc/stat 2>/dev/null || nproc)
 TENANT="b16_$(date +%s)"
@@ -140,19 +151,46 @@ resp() {
 	printf '*%d\r\n' $# >&"$fd"
 	for a in "$@"; do printf '$%d\r\n%s\r\n' "${#a}" "$a" >&"$fd"; done
 }
-redis_ping() {
+# redis_ask PORT ARGS...: one command's reply, its lines without CR (a bulk string's text
+# lines after its length line); fails without a reply.
+redis_ask() {
+	local port=$1
+	shift
 	(
-		exec 3<>"/dev/tcp/127.0.0.1/$REDIS_PORT" || exit 1
-		resp 3 PING
-		IFS= read -r -t 2 l <&3 && [[ "$l" == +PONG* ]]
+		exec 3<>"/dev/tcp/127.0.0.1/$port" || exit 1
+		resp 3 "$@"
+		IFS= read -r -t 2 l <&3 || exit 1
+		echo "${l%$'\r'}"
+		if [[ "$l" == '$'* ]]; then
+			while IFS= read -r -t 0.2 l <&3; do echo "${l%$'\r'}"; done
+		fi
 	) 2>/dev/null
+}
+PING_PORT=$REDIS_PORT
+redis_ping() { [[ "$(redis_ask "$PING_PORT" PING)" == +PONG* ]]; }
+# cluster_ok: every master says cluster_state:ok and knows all the others.
+cluster_ok() {
+	local port info
+	for port in "${REDIS_PORTS[@]}"; do
+		info="$(redis_ask "$port" CLUSTER INFO)"
+		[[ "$info" == *cluster_state:ok* && "$info" == *"cluster_known_nodes:$MASTERS"* ]] || return 1
+	done
 }
 # deliver_backlog: jobs in the tenant's deliver lists (queued or taken, not acknowledged). Two
 # narrow KEYS patterns: bash reads a socket a byte at a time, and deliver:* also matches a key
 # per message.
 deliver_backlog() {
+	local port n total=0
+	for port in "${REDIS_PORTS[@]}"; do
+		n=$(node_backlog "$port") || return 1
+		total=$((total + n))
+	done
+	echo "$total"
+}
+# node_backlog PORT: deliver_backlog of the keys one Redis (one master of a cluster) holds.
+node_backlog() {
 	(
-		exec 3<>"/dev/tcp/127.0.0.1/$REDIS_PORT" || exit 1
+		exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
 		local pat l n i k keys=() total=0
 		for pat in queue processing; do
 			resp 3 KEYS "im:{$TENANT[}~]*:deliver:$pat*" # every slot group (DESIGN §11)
@@ -226,7 +264,7 @@ machine_info() {
 			echo "--- block devices (rotational):"
 			for d in /sys/block/*; do [[ -e "$d/queue/rotational" && "${d##*/}" != loop* && "${d##*/}" != zram* && "${d##*/}" != ram* ]] && echo "  ${d##*/} rotational=$(cat "$d/queue/rotational") scheduler=$(cat "$d/queue/scheduler" 2>/dev/null)"; done
 			echo "--- tools: xz=$(command -v xz || echo none) lscpu=$(command -v lscpu || echo none) free=$(command -v free || echo none)"
-			echo "--- smoke=$SMOKE budget=${BUDGET}s dir=$B out=$OUT ports mysql=$MYSQL_PORT redis=$REDIS_PORT http=$HTTP_PORT tcp=$TCP_PORT pool=$POOL"
+			echo "--- smoke=$SMOKE budget=${BUDGET}s dir=$B out=$OUT ports mysql=$MYSQL_PORT redis=$REDIS_ADDRS http=$HTTP_PORT tcp=$TCP_PORT pool=$POOL"
 		fi
 	} >>"$OUT/machine.txt" 2>&1
 }
@@ -312,14 +350,39 @@ start_mariadb() {
 	wait_for "$(step_timeout 120 5 || echo 5)" "$MDB_PID" mdb_up
 }
 
+# start_redis: the one Redis in $RUN, or each master of the cluster in $RUN/m<port> (its
+# conf, pid, log and AOF), then the cluster made of them: each master takes its share of the
+# slots, the first meets the others, and all must agree (cluster_ok).
 start_redis() {
-	mkdir -p "$RUN/redis"
-	render "$B/conf/redis.conf" "$REDIS_PORT" >"$RUN/redis.conf"
-	(cd "$RUN" && exec env OPENSSL_CONF="$B/conf/openssl.cnf" "$LD" --library-path "$B/lib" "$B/bin/redis-server" \
-		"$RUN/redis.conf") </dev/null >"$RUN/redis.out" 2>&1 &
-	RDS_PID=$!
-	echo "$RDS_PID" >>"$RUN/pids"
-	wait_for "$(step_timeout 30 5 || echo 5)" "$RDS_PID" redis_ping
+	local port dir pid
+	for port in "${REDIS_PORTS[@]}"; do
+		dir="$RUN"
+		((MASTERS == 1)) || dir="$RUN/m$port"
+		mkdir -p "$dir/redis"
+		sed -e "s|@RUN@|$dir|g" -e "s|@PORT@|$port|g" "$B/conf/redis.conf" >"$dir/redis.conf"
+		if ((MASTERS > 1)); then
+			printf '%s\n' 'cluster-enabled yes' 'cluster-config-file nodes.conf' 'cluster-node-timeout 5000' \
+				'cluster-require-full-coverage no' >>"$dir/redis.conf"
+		fi
+		(cd "$dir" && exec env OPENSSL_CONF="$B/conf/openssl.cnf" "$LD" --library-path "$B/lib" "$B/bin/redis-server" \
+			"$dir/redis.conf") </dev/null >"$dir/redis.out" 2>&1 &
+		pid=$!
+		RDS_PIDS+=("$pid")
+		echo "$pid" >>"$RUN/pids"
+		PING_PORT=$port
+		wait_for "$(step_timeout 30 5 || echo 5)" "$pid" redis_ping || return 1
+	done
+	((MASTERS > 1)) || return 0
+	local i per=$((16384 / MASTERS)) lo hi
+	for ((i = 0; i < MASTERS; i++)); do
+		lo=$((i * per)) hi=$(((i + 1) * per - 1))
+		((i == MASTERS - 1)) && hi=16383
+		[[ "$(redis_ask "${REDIS_PORTS[i]}" CLUSTER ADDSLOTSRANGE "$lo" "$hi")" == +OK ]] || return 1
+	done
+	for port in "${REDIS_PORTS[@]:1}"; do
+		[[ "$(redis_ask "$REDIS_PORT" CLUSTER MEET 127.0.0.1 "$port")" == +OK ]] || return 1
+	done
+	wait_for "$(step_timeout 60 5 || echo 5)" "${RDS_PIDS[0]}" cluster_ok
 }
 
 start_imd() {
@@ -331,7 +394,7 @@ start_imd() {
 		IMD_HTTP_ADDR="127.0.0.1:$HTTP_PORT" IMD_TCP_ADDR="127.0.0.1:$TCP_PORT" \
 		IMD_SEARCH_DIR="$d/search" IMD_ARCHIVE_DIR="$d/archive" IMD_UPLOADS_DIR="$d/uploads" \
 		IMD_MYSQL_DSN="imd:imd@tcp(127.0.0.1:$MYSQL_PORT)/?parseTime=true&multiStatements=true" \
-		IMD_REDIS_ADDR="127.0.0.1:$REDIS_PORT" \
+		IMD_REDIS_ADDR="$REDIS_ADDRS" \
 		"$B/bin/imd" --config "$B/conf/imd.bench.yaml") </dev/null >>"$RUN/imd.log" 2>&1 &
 	IMD_PID=$!
 	echo "$IMD_PID" >>"$RUN/pids"
@@ -400,6 +463,12 @@ record() {
 	if [[ -s "$W/$label.json" ]]; then
 		cat "$W/$label.json" >>"$OUT/reports.json"
 		while IFS='=' read -r k val; do D[$k]=$val; done < <(digest "$W/$label.json")
+	fi
+	# The masters of a cluster (redis:<port>) are the redis column together.
+	if [[ -z "${D[win_redis]:-}" ]]; then
+		for k in "${!D[@]}"; do
+			[[ "$k" == win_redis:* ]] && D[win_redis]=$(awk -v a="${D[win_redis]:-0}" -v b="${D[$k]}" 'BEGIN {printf "%.4f", a + b}')
+		done
 	fi
 	read -r win peak steal <<<"$(busy_cores "$from" "$to")"
 	if [[ -z "${D[pass]:-}" ]]; then
@@ -503,14 +572,19 @@ workload() {
 	done
 	[[ "$b" == 0 ]] || sum "$(printf '%-11s note: deliver backlog of the tenant %s after %ss; it runs anyway' "$label" "${b:-unknown}" "$DRAIN_MAX")"
 	t=$(step_timeout "$t" 5) || t=5
-	pids="imd=$IMD_PID,mariadbd=$MDB_PID,redis=$RDS_PID"
+	pids="imd=$IMD_PID,mariadbd=$MDB_PID"
+	if ((MASTERS == 1)); then
+		pids+=",redis=${RDS_PIDS[0]}"
+	else
+		for ((i = 0; i < MASTERS; i++)); do pids+=",redis:${REDIS_PORTS[i]}=${RDS_PIDS[i]}"; done
+	fi
 	say "$label: imctl bench ${args[*]} (warm-up ${WARMUP}s, window ${DURATION}s, timeout ${t}s)"
 	s=$SECONDS from=$EPOCHREALTIME
 	# imctl measures itself too (as "imctl"): the load generator shares the machine.
 	timeout -k 5 "$t" "$B/bin/imctl" --http "http://127.0.0.1:$HTTP_PORT" --tcp "127.0.0.1:$TCP_PORT" \
 		--tenant "$TENANT" --admin-key "$ADMIN_KEY" bench "${args[@]}" --warmup "${WARMUP}s" --duration "${DURATION}s" \
 		--source-ips "$SRC_IPS" --pids "$pids" --json "$W/$label.json" --md "$W/$label.md" \
-		--redis "127.0.0.1:$REDIS_PORT" --mysql-dsn "imd:imd@tcp(127.0.0.1:$MYSQL_PORT)/" \
+		--redis "$REDIS_ADDRS" --mysql-dsn "imd:imd@tcp(127.0.0.1:$MYSQL_PORT)/" \
 		</dev/null >"$W/$label.out" 2>"$W/$label.err"
 	rc=$?
 	to=$EPOCHREALTIME
@@ -527,7 +601,8 @@ finish() {
 	FINISHED=1
 	say "stopping the servers"
 	stop_pid imd "$IMD_PID" 8
-	stop_pid redis "$RDS_PID" 5
+	local p
+	for p in "${RDS_PIDS[@]}"; do stop_pid redis "$p" 5; done
 	stop_pid mariadbd "$MDB_PID" 15
 	alive "$SAMPLER_PID" && kill "$SAMPLER_PID" 2>/dev/null
 	alive "$WATCHDOG_PID" && kill "$WATCHDOG_PID" 2>/dev/null
@@ -546,7 +621,7 @@ finish() {
 				pb = $2; pt = $3; ps = $4; have = 1 }' "$W/cpu.samples"
 		fi
 		local f
-		for f in mariadb.log mariadbd.out redis.log redis.out imd.log; do
+		for f in mariadb.log mariadbd.out redis.log redis.out $(cd "$RUN" 2>/dev/null && echo m*/redis.log m*/redis.out) imd.log; do
 			[[ -f "$RUN/$f" ]] || continue
 			echo
 			echo "===== tail -n 100 $f ($(wc -l <"$RUN/$f") lines, $(wc -c <"$RUN/$f") bytes) ====="
@@ -612,7 +687,9 @@ sum "unpack       ok in $((SECONDS - s))s ($(du -sh "$B" 2>/dev/null | cut -f1))
 say "unpacked in $((SECONDS - s))s"
 
 busy=()
-for port in "$MYSQL_PORT" "$REDIS_PORT" "$HTTP_PORT" "$TCP_PORT"; do
+cluster_bus=()
+((MASTERS == 1)) || for port in "${REDIS_PORTS[@]}"; do cluster_bus+=($((port + 10000))); done
+for port in "$MYSQL_PORT" "${REDIS_PORTS[@]}" "${cluster_bus[@]}" "$HTTP_PORT" "$TCP_PORT"; do
 	tcp_open 127.0.0.1 "$port" && busy+=("$port")
 done
 if ((${#busy[@]})); then
@@ -649,11 +726,11 @@ fi
 
 s=$SECONDS
 if ((servers)) && start_redis; then
-	say "redis up: pid $RDS_PID, 127.0.0.1:$REDIS_PORT (in $((SECONDS - s))s)"
-	sum "redis        up: pid $RDS_PID in $((SECONDS - s))s; $(loader_check redis-server "$RDS_PID")"
+	say "redis up: pids ${RDS_PIDS[*]}, $REDIS_ADDRS (in $((SECONDS - s))s)"
+	sum "redis        up: $MASTERS $( ((MASTERS == 1)) && echo server || echo 'cluster masters') $REDIS_ADDRS, pids ${RDS_PIDS[*]} in $((SECONDS - s))s; $(loader_check redis-server "${RDS_PIDS[0]}")"
 elif ((servers)); then
 	servers=0
-	sum "redis        FAIL: $(tail -n 3 "$RUN/redis.log" "$RUN/redis.out" 2>/dev/null | tr '\n' ' ' | cut -c1-300)"
+	sum "redis        FAIL: $(cd "$RUN" && tail -n 3 redis.log redis.out m*/redis.log m*/redis.out 2>/dev/null | tr '\n' ' ' | cut -c1-300)"
 	say "redis failed to start"
 fi
 
