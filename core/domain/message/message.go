@@ -194,21 +194,14 @@ func mayNameForward(content []byte) bool {
 		return true
 	}
 	for i := 0; i+len(ForwardMember) <= len(content); i++ {
-		if content[i]|0x20 == 'f' && asciiEqualFold(content[i:i+len(ForwardMember)], ForwardMember) {
+		if content[i]|0x20 == 'f' && bytes.EqualFold(content[i:i+len(ForwardMember)], forwardBytes) {
 			return true
 		}
 	}
 	return false
 }
 
-func asciiEqualFold(b []byte, lower string) bool {
-	for i := range len(lower) {
-		if b[i]|0x20 != lower[i] {
-			return false
-		}
-	}
-	return true
-}
+var forwardBytes = []byte(ForwardMember)
 
 // SameJSON tells whether two JSON texts hold the same value, whatever their spacing and
 // member order.

@@ -38,9 +38,9 @@ func writeServerWork(b *strings.Builder, r Report) {
 	b.WriteString("\nServer work per ACKed message (measured window)\n\n")
 	var rows [][]string
 	all := map[string]serverwork.Command{} // every master's, summed
+	var cpu float64                        // every master's main thread, s
 	if len(w.Redis) > 0 {
 		var commands, reads int64
-		var cpu float64
 		for _, s := range w.Redis {
 			commands += s.Commands
 			reads += s.Reads
@@ -67,7 +67,7 @@ func writeServerWork(b *strings.Builder, r Report) {
 	}
 	table(b, []string{"server", "figure", "per ACKed msg", "window"}, rows)
 	if len(w.Redis) > 1 {
-		writeMasters(b, r)
+		writeMasters(b, r, cpu)
 	}
 	if us, ceiling, ok := r.RedisCeiling(); ok {
 		if len(w.Redis) > 1 {
@@ -85,12 +85,8 @@ func writeServerWork(b *strings.Builder, r Report) {
 
 // writeMasters shows how a tenant's Redis work spread over the masters of a cluster (DESIGN
 // §11, issue 30 part 1): each master's share of the commands and of the main-thread CPU, by
-// which the busiest one sets the ceiling.
-func writeMasters(b *strings.Builder, r Report) {
-	var cpu float64
-	for _, s := range r.ServerWork.Redis {
-		cpu += s.MainThreadCPU
-	}
+// which the busiest one sets the ceiling. cpu is the masters' main-thread CPU together.
+func writeMasters(b *strings.Builder, r Report, cpu float64) {
 	b.WriteString("\nRedis masters (measured window)\n\n")
 	var rows [][]string
 	for _, s := range r.ServerWork.Redis {
