@@ -5,8 +5,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
-	"time"
 
 	"github.com/imdhq/imd/adapters/mysql/sqlcdb"
 )
@@ -15,101 +13,25 @@ import (
 // locks long.
 const maxDeliveredMarks = 256
 
-// deliveredMarkTimeout bounds one batch's UPDATE: it runs for every caller in it, so no one
-// caller's context cancels it.
-const deliveredMarkTimeout = 5 * time.Second
-
-// deliveredMarks gathers the delivered marks of each tenant (every PUSH_ACK of a P2P message,
-// DESIGN §13 "Read receipts") into shared UPDATEs (issue 30 part 4): the first mark of an idle
-// tenant goes at once, alone; the marks that come while one of the tenant is in flight queue up
-// and go together in the next, as soon as that one returns. One autocommit UPDATE per ack cost
-// imd a round trip and MariaDB a transaction and a log flush each (DESIGN, issue 30).
-type deliveredMarks struct {
-	mu      sync.Mutex
-	waiting map[string][]*markRaise // by tenant; present while a batch of the tenant runs
-}
-
-func newDeliveredMarks() *deliveredMarks {
-	return &deliveredMarks{waiting: map[string][]*markRaise{}}
-}
-
 // deliveredMark raises user's delivered watermark of the conversation to seq.
 type deliveredMark struct{ conversationID, user, seq int64 }
 
-type markRaise struct {
-	ctx  context.Context // the caller's: one that gave up before its batch left is not sent
-	t    *tenantDB       // the tenant's database when the mark came
-	mark deliveredMark
-	done chan error // buffered
-}
-
-// raise runs m in the tenant's next batch and returns its outcome; ctx bounds the wait.
-func (d *deliveredMarks) raise(ctx context.Context, tenant string, t *tenantDB, m deliveredMark) error {
-	req := &markRaise{ctx: ctx, t: t, mark: m, done: make(chan error, 1)}
-	d.mu.Lock()
-	if q, busy := d.waiting[tenant]; busy {
-		d.waiting[tenant] = append(q, req)
-		d.mu.Unlock()
-	} else {
-		d.waiting[tenant] = nil
-		d.mu.Unlock()
-		go d.run(tenant, []*markRaise{req})
-	}
-	select {
-	case err := <-req.done:
+// raiseDelivered raises the delivered watermark of mark (every PUSH_ACK of a P2P message,
+// DESIGN §13 "Read receipts") and waits for the COMMIT of the transaction that carries it
+// (marker): the tenant's next group-commit batch, or an UPDATE of the marks that met while no
+// batch was coming.
+func (s *MessageStore) raiseDelivered(ctx context.Context, tenant string, mark deliveredMark) error {
+	req := newMarkReq(mark)
+	if err := s.addMark(tenant, func(m *marker) { addMark(m, &m.delivered, req) }); err != nil {
 		return err
-	case <-ctx.Done():
-		return ctx.Err()
 	}
-}
-
-// run writes batch, then the marks that queued meanwhile, until none is left.
-func (d *deliveredMarks) run(tenant string, batch []*markRaise) {
-	for {
-		writeMarks(batch)
-		d.mu.Lock()
-		q := d.waiting[tenant]
-		if len(q) == 0 {
-			delete(d.waiting, tenant)
-			d.mu.Unlock()
-			return
-		}
-		n := min(len(q), maxDeliveredMarks)
-		batch = q[:n:n]
-		d.waiting[tenant] = q[n:]
-		d.mu.Unlock()
-	}
-}
-
-// writeMarks sends the marks of batch whose callers still wait in one UPDATE, on the database
-// of the first, and answers each.
-func writeMarks(batch []*markRaise) {
-	live := batch[:0:0]
-	for _, r := range batch {
-		if err := r.ctx.Err(); err != nil {
-			r.done <- err
-			continue
-		}
-		live = append(live, r)
-	}
-	if len(live) == 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(live[0].ctx), deliveredMarkTimeout)
-	defer cancel()
-	marks := marksOf(live)
-	// A batch's rows meet other transactions' locks more often than one row did; the UPDATE
-	// only raises, so a deadlock's victim is simply sent again.
-	err := retryTransient(func() error { return execDeliveredMarks(ctx, live[0].t.db, marks) })
-	for _, r := range live {
-		r.done <- err
-	}
+	return req.wait(ctx)
 }
 
 // marksOf is one mark per member row, the highest seq, in key order: a row is named once in
 // an UPDATE (a multi-table UPDATE changes a row once, whichever match comes first), and every
 // batch locks rows in the same order.
-func marksOf(batch []*markRaise) []deliveredMark {
+func marksOf(batch []*markReq[deliveredMark]) []deliveredMark {
 	out := make([]deliveredMark, 0, len(batch))
 	for _, r := range batch {
 		out = append(out, r.mark)
@@ -122,8 +44,10 @@ func marksOf(batch []*markRaise) []deliveredMark {
 	})
 }
 
-// execDeliveredMarks sends the UPDATE that raises marks (sql/queries/receipts.sql).
-func execDeliveredMarks(ctx context.Context, db sqlcdb.DBTX, marks []deliveredMark) error {
+// execDeliveredMarks sends the UPDATE that raises batch's marks (sql/queries/receipts.sql). It
+// only raises, so marks that race or come late never lower a watermark.
+func execDeliveredMarks(ctx context.Context, db sqlcdb.DBTX, batch []*markReq[deliveredMark]) error {
+	marks := marksOf(batch)
 	upd := rowBatch{sep: sepUnion}
 	for _, m := range marks {
 		p := sqlcdb.RaiseDeliveredParams{ConversationID: m.conversationID, UserID: m.user, Seq: m.seq}

@@ -21,9 +21,9 @@ func TestMarksOf(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var batch []*markRaise
+			var batch []*markReq[deliveredMark]
 			for _, m := range tt.in {
-				batch = append(batch, &markRaise{mark: m})
+				batch = append(batch, newMarkReq(m))
 			}
 			got := marksOf(batch)
 			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
@@ -31,6 +31,14 @@ func TestMarksOf(t *testing.T) {
 			}
 		})
 	}
+}
+
+// newTestReceipts is the receipts of c, their delivered marks written by a message store of
+// their own.
+func newTestReceipts(tb testing.TB, c *Cluster) *Receipts {
+	store := NewMessageStore(c, MessageStoreOptions{})
+	tb.Cleanup(func() { store.Close() })
+	return NewReceipts(c, store)
 }
 
 // insertMembers makes users 1..n members of conv with no delivered mark.
@@ -56,7 +64,7 @@ func TestRaiseDeliveredConcurrent(t *testing.T) {
 	}
 	insertMembers(t, db, conv, users)
 	insertMembers(t, db, conv+1, 1)
-	r := NewReceipts(c)
+	r := newTestReceipts(t, c)
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	for u := int64(1); u <= users; u++ {
@@ -92,14 +100,16 @@ func BenchmarkRaiseDelivered(b *testing.B) {
 		b.Fatal(err)
 	}
 	insertMembers(b, db, conv, users)
-	r := NewReceipts(c)
+	r := newTestReceipts(b, c)
 	ctx := context.Background()
 	for _, tt := range []struct {
 		name  string
 		raise func(m deliveredMark) error
 	}{
 		{"batched", func(m deliveredMark) error { return r.RaiseDelivered(ctx, tenant, m.conversationID, m.user, m.seq) }},
-		{"one-per-ack", func(m deliveredMark) error { return execDeliveredMarks(ctx, db.db, []deliveredMark{m}) }},
+		{"one-per-ack", func(m deliveredMark) error {
+			return execDeliveredMarks(ctx, db.db, []*markReq[deliveredMark]{newMarkReq(m)})
+		}},
 	} {
 		b.Run(tt.name, func(b *testing.B) {
 			var seq, stmts0 atomic.Int64

@@ -81,7 +81,7 @@ type writer struct {
 	opts  MessageStoreOptions
 	stats *writerStats
 	t     *tenantDB
-	marks *queuedMarker // the tenant's, carried by the batch transactions
+	marks *marker // the tenant's, carried by the batch transactions
 	month month.Month
 	reqs  chan *appendReq // closed by MessageStore.Close
 	// activeSince is the month's ActiveSince as this writer's last batch read it, in Unix
@@ -227,8 +227,8 @@ func (w *writer) writeAlone(r *appendReq, carryMarks bool) (ports.AppendResult, 
 }
 
 // write runs one batch transaction (DESIGN §4 step 5). It fails as a whole, or answers each
-// request, in request order. With carryMarks it also writes the tenant's waiting queued marks
-// and settles them once the transaction has ended.
+// request, in request order. With carryMarks it also writes the tenant's waiting marks, queued
+// and delivered, and settles them once the transaction has ended.
 func (w *writer) write(ctx context.Context, reqs []*appendReq, carryMarks bool) (answers []appendResp, err error) {
 	if err := w.recordActive(ctx, reqs); err != nil {
 		return nil, err
@@ -240,7 +240,7 @@ func (w *writer) write(ctx context.Context, reqs []*appendReq, carryMarks bool) 
 	if err != nil {
 		return nil, fmt.Errorf("begin batch in %s: %w", w.month, err)
 	}
-	var marks []*markReq
+	var marks carried
 	defer func() {
 		if err != nil {
 			tx.Rollback()
@@ -271,7 +271,7 @@ func (w *writer) write(ctx context.Context, reqs []*appendReq, carryMarks bool) 
 	// cycles left need one batch to resend what another marks (and the reverse, or the
 	// same request in both), which InnoDB breaks and the writer retries alone.
 	if carryMarks {
-		if marks, err = w.marks.carry(ctx, tx); err != nil {
+		if marks.queued, err = carryWaiting(ctx, w.marks, &w.marks.queued, tx); err != nil {
 			return nil, err
 		}
 	}
@@ -284,6 +284,15 @@ func (w *writer) write(ctx context.Context, reqs []*appendReq, carryMarks bool) 
 			return nil, err
 		}
 		if err := b.apply(ctx, tx, table, w.month); err != nil {
+			return nil, err
+		}
+	}
+	// The delivered marks' member rows are locked last, in key order like every delivered
+	// mark UPDATE: after the conversation rows, the order in which a new conversation's
+	// transaction inserts its rows; no other transaction locks a member row and then a row
+	// the batch takes (DESIGN, issue 30).
+	if carryMarks {
+		if marks.delivered, err = carryWaiting(ctx, w.marks, &w.marks.delivered, tx); err != nil {
 			return nil, err
 		}
 	}

@@ -14,7 +14,7 @@ func TestReadStoreContract(t *testing.T) {
 		return contract.ReadFixture{
 			Tenant: tenant, Reads: NewReadStore(c), Finder: store,
 			Directory: NewDirectory(c), Store: store, Shards: NewShardStore(c),
-			Receipts: NewReceipts(c), Settings: NewPresence(c),
+			Receipts: NewReceipts(c, store), Settings: NewPresence(c),
 		}
 	})
 }

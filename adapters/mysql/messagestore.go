@@ -57,7 +57,7 @@ type MessageStore struct {
 
 	writersMu sync.Mutex
 	writers   map[writerKey]*writer
-	markers   map[string]*queuedMarker // per tenant
+	markers   map[string]*marker // per tenant
 	writing   sync.WaitGroup
 	marking   sync.WaitGroup
 
@@ -108,7 +108,7 @@ func NewMessageStore(c *Cluster, opts MessageStoreOptions) *MessageStore {
 	if opts.DedupTTL <= 0 {
 		opts.DedupTTL = DefaultDedupTTL
 	}
-	return &MessageStore{cluster: c, opts: opts, writers: make(map[writerKey]*writer), markers: make(map[string]*queuedMarker)}
+	return &MessageStore{cluster: c, opts: opts, writers: make(map[writerKey]*writer), markers: make(map[string]*marker)}
 }
 
 // Append queues the message to the writer of its tenant and month and waits for the batch

@@ -22,7 +22,7 @@ type stalledWriter struct {
 	tenant string
 	db     *sql.DB
 	lock   *sql.Tx
-	marker *queuedMarker
+	marker *marker
 	// stalled answers the stuck batch's append.
 	stalled chan error
 }
@@ -38,6 +38,7 @@ func stallWriter(t *testing.T) *stalledWriter {
 		t.Fatal(err)
 	}
 	f.marker = s.marker(tenant, td)
+	insertMembers(t, td, deliveredConv(testMessage("grp_1", 1, 0)), 8) // the sender of testMessage is 7
 	// READ COMMITTED: the row only, not the gaps other topics insert into.
 	if f.lock, err = f.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted}); err != nil {
 		t.Fatal(err)
@@ -67,15 +68,66 @@ func stallWriter(t *testing.T) *stalledWriter {
 // release lets the stuck batch commit; releasing again does nothing.
 func (f *stalledWriter) release() { f.lock.Rollback() }
 
-// mark starts MarkQueued and returns once the mark waits for a transaction.
-func (f *stalledWriter) mark(t *testing.T, m message.Message) chan error {
+// markKind is one kind of mark a marker writes, made for a message m.
+type markKind struct {
+	name string
+	// start begins the mark of m.
+	start func(f *stalledWriter, m message.Message) error
+	// waiting is the marks of the kind that wait for a transaction (marker.mu held).
+	waiting func(m *marker) int
+	// kept reports whether the mark of m is in the database.
+	kept func(t *testing.T, f *stalledWriter, m message.Message) bool
+	// stuckCarries: the stuck batch waits before the point where it carries marks of the kind,
+	// so once released it carries one that still waits, where another kind's goes alone.
+	stuckCarries bool
+}
+
+// markKinds: the queued flag of m's dedup record, and the delivered mark of m's sender in the
+// conversation deliveredConv(m), whose member row exists only for seq 1.
+var markKinds = []markKind{
+	{
+		name: "queued",
+		start: func(f *stalledWriter, m message.Message) error {
+			return f.s.MarkQueued(context.Background(), f.tenant, m.Topic, m.From, m.ClientMsgID)
+		},
+		waiting: func(m *marker) int { return len(m.queued.waiting) },
+		kept: func(t *testing.T, f *stalledWriter, m message.Message) bool {
+			return dedupStatus(t, f.db, m) == dedupQueued
+		},
+	},
+	{
+		name: "delivered",
+		start: func(f *stalledWriter, m message.Message) error {
+			return f.s.raiseDelivered(context.Background(), f.tenant, deliveredMark{conversationID: deliveredConv(m), user: m.From, seq: m.Seq})
+		},
+		waiting:      func(m *marker) int { return len(m.delivered.waiting) },
+		stuckCarries: true, // delivered marks go after the mirror rows it waits for
+		kept: func(t *testing.T, f *stalledWriter, m message.Message) bool {
+			var seq int64
+			err := f.db.QueryRow("SELECT delivered_seq FROM t_conversation_members WHERE conversation_id = ? AND user_id = ?", deliveredConv(m), m.From).Scan(&seq)
+			if errors.Is(err, sql.ErrNoRows) {
+				return false
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			return seq == m.Seq
+		},
+	},
+}
+
+// deliveredConv is the conversation of the delivered mark of m.
+func deliveredConv(m message.Message) int64 { return 600 + m.Seq }
+
+// mark starts a mark of kind k and returns once it waits for a transaction.
+func (f *stalledWriter) mark(t *testing.T, k markKind, m message.Message) chan error {
 	t.Helper()
 	done := make(chan error, 1)
-	go func() { done <- f.s.MarkQueued(context.Background(), f.tenant, m.Topic, m.From, m.ClientMsgID) }()
+	go func() { done <- k.start(f, m) }()
 	waitFor(t, "the mark to wait", func() bool {
 		f.marker.mu.Lock()
 		defer f.marker.mu.Unlock()
-		return len(f.marker.waiting) > 0
+		return k.waiting(f.marker) > 0
 	})
 	return done
 }
@@ -123,10 +175,10 @@ func answered(done chan error, within time.Duration) (bool, error) {
 	}
 }
 
-// TestQueuedMarkWaitingForABatch: a mark that arrives while a batch runs is written by the
-// next batch transaction, or alone once no batch is left, and answered only after a COMMIT
-// that holds it.
-func TestQueuedMarkWaitingForABatch(t *testing.T) {
+// TestMarkWaitingForABatch: a mark of either kind that arrives while a batch runs is written
+// by the next batch transaction, or alone once no batch is left, and answered only after a
+// COMMIT that holds it.
+func TestMarkWaitingForABatch(t *testing.T) {
 	stored := testMessage("grp_1", 1, 101)
 	tests := []struct {
 		name string
@@ -137,7 +189,10 @@ func TestQueuedMarkWaitingForABatch(t *testing.T) {
 		beforeRelease bool
 		// alone: transactions of its own the mark took.
 		alone int64
-		want  string
+		// kept: the mark is in the database once answered.
+		kept bool
+		// only: the one kind the case is for, "" for both.
+		only string
 	}{
 		{
 			name: "rides the next batch",
@@ -145,10 +200,11 @@ func TestQueuedMarkWaitingForABatch(t *testing.T) {
 			meanwhile: func(t *testing.T, f *stalledWriter) {
 				mustStore(t, f.s, f.tenant, testMessage("grp_2", 1, 201))
 			},
-			beforeRelease: true, want: dedupQueued,
+			beforeRelease: true, kept: true,
 		},
 		{
 			name: "a resend in the same batch sees it",
+			only: "queued",
 			mark: stored,
 			meanwhile: func(t *testing.T, f *stalledWriter) {
 				res, err := f.s.Append(context.Background(), f.tenant, stored, "h-"+stored.ClientMsgID)
@@ -156,7 +212,7 @@ func TestQueuedMarkWaitingForABatch(t *testing.T) {
 					t.Fatalf("resend: outcome %d, queued %v, err %v; want AlreadyStored, queued", res.Outcome, res.Queued, err)
 				}
 			},
-			beforeRelease: true, want: dedupQueued,
+			beforeRelease: true, kept: true,
 		},
 		{
 			name: "a missing record is no error",
@@ -164,10 +220,11 @@ func TestQueuedMarkWaitingForABatch(t *testing.T) {
 			meanwhile: func(t *testing.T, f *stalledWriter) {
 				mustStore(t, f.s, f.tenant, testMessage("grp_2", 1, 201))
 			},
-			beforeRelease: true, want: "",
+			beforeRelease: true, kept: false,
 		},
 		{
 			name: "a rolled-back batch leaves it to a transaction of its own",
+			only: "queued", // carried before the batch's own statements
 			mark: stored,
 			meanwhile: func(t *testing.T, f *stalledWriter) {
 				_, err := f.s.Append(context.Background(), f.tenant, testMessage("grp_1", 1, 102), "h")
@@ -175,13 +232,25 @@ func TestQueuedMarkWaitingForABatch(t *testing.T) {
 					t.Fatalf("append of a taken seq: %v, want seq.ErrTaken", err)
 				}
 			},
-			beforeRelease: true, alone: 1, want: dedupQueued,
+			beforeRelease: true, alone: 1, kept: true,
+		},
+		{
+			name: "a batch that fails before the marks leaves it waiting",
+			only: "delivered", // carried after the batch's own statements
+			mark: stored,
+			meanwhile: func(t *testing.T, f *stalledWriter) {
+				_, err := f.s.Append(context.Background(), f.tenant, testMessage("grp_1", 1, 102), "h")
+				if !errors.Is(err, seq.ErrTaken) {
+					t.Fatalf("append of a taken seq: %v, want seq.ErrTaken", err)
+				}
+			},
+			alone: 1, kept: true,
 		},
 		{
 			name:      "with no batch coming it goes alone after the running one",
 			mark:      stored,
 			meanwhile: func(*testing.T, *stalledWriter) {},
-			alone:     1, want: dedupQueued,
+			alone:     1, kept: true,
 		},
 		{
 			name: "Close writes it",
@@ -194,43 +263,52 @@ func TestQueuedMarkWaitingForABatch(t *testing.T) {
 					return f.s.closed
 				})
 			},
-			alone: 1, want: dedupQueued,
+			alone: 1, kept: true,
 		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			f := stallWriter(t)
-			mustStore(t, f.s, f.tenant, stored)
-			before := f.s.Stats().MarkTransactions
-			done := f.mark(t, tt.mark)
-			tt.meanwhile(t, f)
-			ok, err := answered(done, 200*time.Millisecond)
-			if ok != tt.beforeRelease {
-				t.Fatalf("answered before the stuck batch ended: %v, want %v", ok, tt.beforeRelease)
+	for _, k := range markKinds {
+		for _, tt := range tests {
+			if tt.only != "" && tt.only != k.name {
+				continue
 			}
-			if !ok {
-				if got := dedupStatus(t, f.db, tt.mark); got != dedupStored {
-					t.Fatalf("status %q before the mark was answered, want %q", got, dedupStored)
+			t.Run(k.name+"/"+tt.name, func(t *testing.T) {
+				f := stallWriter(t)
+				mustStore(t, f.s, f.tenant, stored)
+				before := f.s.Stats().MarkTransactions
+				done := f.mark(t, k, tt.mark)
+				tt.meanwhile(t, f)
+				ok, err := answered(done, 200*time.Millisecond)
+				if ok != tt.beforeRelease {
+					t.Fatalf("answered before the stuck batch ended: %v, want %v", ok, tt.beforeRelease)
+				}
+				if !ok {
+					if k.kept(t, f, tt.mark) {
+						t.Fatal("kept before the mark was answered")
+					}
+					f.release()
+					if ok, err = answered(done, 10*time.Second); !ok {
+						t.Fatal("mark not answered after the stuck batch ended")
+					}
+				}
+				if err != nil {
+					t.Fatalf("mark: %v", err)
+				}
+				if got := k.kept(t, f, tt.mark); got != tt.kept {
+					t.Fatalf("kept %v once the mark was answered, want %v", got, tt.kept)
+				}
+				alone := tt.alone
+				if k.stuckCarries && !tt.beforeRelease {
+					alone = 0
+				}
+				if got := f.s.Stats().MarkTransactions - before; got != alone {
+					t.Fatalf("%d mark transactions of their own, want %d", got, alone)
 				}
 				f.release()
-				if ok, err = answered(done, 10*time.Second); !ok {
-					t.Fatal("mark not answered after the stuck batch ended")
+				if err := <-f.stalled; err != nil {
+					t.Fatalf("stuck append: %v", err)
 				}
-			}
-			if err != nil {
-				t.Fatalf("MarkQueued: %v", err)
-			}
-			if got := dedupStatus(t, f.db, tt.mark); got != tt.want {
-				t.Fatalf("status %q once MarkQueued returned, want %q", got, tt.want)
-			}
-			if got := f.s.Stats().MarkTransactions - before; got != tt.alone {
-				t.Fatalf("%d mark transactions of their own, want %d", got, tt.alone)
-			}
-			f.release()
-			if err := <-f.stalled; err != nil {
-				t.Fatalf("stuck append: %v", err)
-			}
-		})
+			})
+		}
 	}
 }
 
@@ -261,13 +339,21 @@ func TestQueuedMarkIdleWriter(t *testing.T) {
 	}
 }
 
-// TestQueuedMarksWithConcurrentSends: senders on shared topics store, mark and resend as the
-// send path does, so marks meet inserts, resends' locking reads and each other in concurrent
-// batches; none may fail or be lost, and every resend after a mark sees it.
-func TestQueuedMarksWithConcurrentSends(t *testing.T) {
+// TestMarksWithConcurrentSends: senders on shared topics store, mark and resend as the send
+// path does, and raise a delivered mark in a conversation of the topic as its acks do, so marks
+// meet inserts, resends' locking reads and each other in concurrent batches; none may fail or
+// be lost, every resend after a mark sees it, and each member row ends at its highest mark.
+func TestMarksWithConcurrentSends(t *testing.T) {
 	const senders, perSender, topics = 16, 40, 4
 	s, c, tenant := newTestStore(t, MessageStoreOptions{})
 	ctx := context.Background()
+	td, err := c.tenant(tenant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for tp := range topics {
+		insertMembers(t, td, int64(700+tp), 100+senders)
+	}
 	var seqs [topics]atomic.Int64
 	var msgIDs atomic.Int64
 	var mu sync.Mutex
@@ -284,6 +370,10 @@ func TestQueuedMarksWithConcurrentSends(t *testing.T) {
 					errs <- err
 					return
 				}
+				if err := s.raiseDelivered(ctx, tenant, deliveredMark{conversationID: int64(700 + tp), user: m.From, seq: m.Seq}); err != nil {
+					errs <- fmt.Errorf("delivered mark of %s seq %d: %w", m.Topic, m.Seq, err)
+					return
+				}
 				mu.Lock()
 				sent = append(sent, m)
 				mu.Unlock()
@@ -296,9 +386,20 @@ func TestQueuedMarksWithConcurrentSends(t *testing.T) {
 		t.Error(err)
 	}
 	db := rawDB(t, c, tenant)
+	highest := map[[2]int64]int64{}
 	for _, m := range sent {
 		if got := dedupStatus(t, db, m); got != dedupQueued {
 			t.Errorf("%s seq %d: status %q, want %q", m.Topic, m.Seq, got, dedupQueued)
+		}
+		var tp int64
+		fmt.Sscanf(m.Topic, "grp_%d", &tp)
+		k := [2]int64{700 + tp, m.From}
+		highest[k] = max(highest[k], m.Seq)
+	}
+	for k, want := range highest {
+		var got int64
+		if err := db.QueryRow("SELECT delivered_seq FROM t_conversation_members WHERE conversation_id = ? AND user_id = ?", k[0], k[1]).Scan(&got); err != nil || got != want {
+			t.Errorf("member %d of %d delivered %d, %v; want %d", k[1], k[0], got, err, want)
 		}
 	}
 	st := s.Stats()

@@ -15,13 +15,17 @@ import (
 // readers are a range of idx_conversation_read, hiders left out by their settings row.
 type Receipts struct {
 	cluster *Cluster
-	marks   *deliveredMarks
+	// store's marker writes the delivered marks, in the tenant's group-commit transactions
+	store *MessageStore
 }
 
 var _ ports.ReadReceipts = (*Receipts)(nil)
 
-// NewReceipts returns the read receipts of the provisioned tenants of c.
-func NewReceipts(c *Cluster) *Receipts { return &Receipts{cluster: c, marks: newDeliveredMarks()} }
+// NewReceipts returns the read receipts of the provisioned tenants of c, whose delivered marks
+// store writes.
+func NewReceipts(c *Cluster, store *MessageStore) *Receipts {
+	return &Receipts{cluster: c, store: store}
+}
 
 // ReadBy implements ports.ReadReceipts: two counts and, when limit > 0, one page of ids.
 func (r *Receipts) ReadBy(ctx context.Context, tenant string, conversationID, seq, sender int64, limit int) (dialog.Readers, error) {
@@ -48,14 +52,11 @@ func (r *Receipts) ReadBy(ctx context.Context, tenant string, conversationID, se
 	return out, nil
 }
 
-// RaiseDelivered implements ports.ReadReceipts: the mark goes in the tenant's next batch of
-// delivered marks, one UPDATE for all of them (deliveredMarks), and returns once that is done.
+// RaiseDelivered implements ports.ReadReceipts: the mark goes in the tenant's next
+// group-commit transaction, or with the marks that meet while none is coming (marker), and
+// returns once that committed.
 func (r *Receipts) RaiseDelivered(ctx context.Context, tenant string, conversationID, user, seq int64) error {
-	t, err := r.cluster.tenant(tenant)
-	if err != nil {
-		return err
-	}
-	if err := r.marks.raise(ctx, tenant, t, deliveredMark{conversationID: conversationID, user: user, seq: seq}); err != nil {
+	if err := r.store.raiseDelivered(ctx, tenant, deliveredMark{conversationID: conversationID, user: user, seq: seq}); err != nil {
 		return fmt.Errorf("delivered mark of user %d in conversation %d of %s: %w", user, conversationID, tenant, err)
 	}
 	return nil

@@ -31,7 +31,7 @@ func BenchmarkReadBy10000(b *testing.B) {
 	if _, err := t.db.ExecContext(ctx, "ANALYZE TABLE t_conversation_members"); err != nil {
 		b.Fatal(err)
 	}
-	r := NewReceipts(c)
+	r := newTestReceipts(b, c)
 	for _, limit := range []int{0, 200} {
 		b.Run(fmt.Sprintf("limit-%d", limit), func(b *testing.B) {
 			for range b.N {

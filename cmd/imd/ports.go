@@ -262,7 +262,7 @@ func openAdapters(cfg config.Config, log *slog.Logger) (Ports, held, error) {
 		MigrationCopier:   migrations,
 		PresenceRecords:   seen,
 		UserSettings:      seen,
-		ReadReceipts:      mysql.NewReceipts(db),
+		ReadReceipts:      mysql.NewReceipts(db, messages),
 		TenantStore:       registry,
 
 		Ready:               redisadapter.Ready(rdb),
