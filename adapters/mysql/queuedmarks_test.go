@@ -175,6 +175,14 @@ func answered(done chan error, within time.Duration) (bool, error) {
 	}
 }
 
+// appendTakenSeq sends a batch that fails: its message takes a seq the store holds.
+func appendTakenSeq(t *testing.T, f *stalledWriter) {
+	_, err := f.s.Append(context.Background(), f.tenant, testMessage("grp_1", 1, 102), "h")
+	if !errors.Is(err, seq.ErrTaken) {
+		t.Fatalf("append of a taken seq: %v, want seq.ErrTaken", err)
+	}
+}
+
 // TestMarkWaitingForABatch: a mark of either kind that arrives while a batch runs is written
 // by the next batch transaction, or alone once no batch is left, and answered only after a
 // COMMIT that holds it.
@@ -223,28 +231,18 @@ func TestMarkWaitingForABatch(t *testing.T) {
 			beforeRelease: true, kept: false,
 		},
 		{
-			name: "a rolled-back batch leaves it to a transaction of its own",
-			only: "queued", // carried before the batch's own statements
-			mark: stored,
-			meanwhile: func(t *testing.T, f *stalledWriter) {
-				_, err := f.s.Append(context.Background(), f.tenant, testMessage("grp_1", 1, 102), "h")
-				if !errors.Is(err, seq.ErrTaken) {
-					t.Fatalf("append of a taken seq: %v, want seq.ErrTaken", err)
-				}
-			},
+			name:          "a rolled-back batch leaves it to a transaction of its own",
+			only:          "queued", // carried before the batch's own statements
+			mark:          stored,
+			meanwhile:     appendTakenSeq,
 			beforeRelease: true, alone: 1, kept: true,
 		},
 		{
-			name: "a batch that fails before the marks leaves it waiting",
-			only: "delivered", // carried after the batch's own statements
-			mark: stored,
-			meanwhile: func(t *testing.T, f *stalledWriter) {
-				_, err := f.s.Append(context.Background(), f.tenant, testMessage("grp_1", 1, 102), "h")
-				if !errors.Is(err, seq.ErrTaken) {
-					t.Fatalf("append of a taken seq: %v, want seq.ErrTaken", err)
-				}
-			},
-			alone: 1, kept: true,
+			name:      "a batch that fails before the marks leaves it waiting",
+			only:      "delivered", // carried after the batch's own statements
+			mark:      stored,
+			meanwhile: appendTakenSeq,
+			alone:     1, kept: true,
 		},
 		{
 			name:      "with no batch coming it goes alone after the running one",
