@@ -179,8 +179,8 @@ func (m *marker) run() {
 			draining = true
 		}
 		for c := m.next(draining); len(c.queued)+len(c.delivered) > 0; c = m.next(draining) {
-			answerMarks(c.queued, writeAlone(m, &m.queued, c.queued))
-			answerMarks(c.delivered, writeAlone(m, &m.delivered, c.delivered))
+			answerMarks(c.queued, writeMarksAlone(m, &m.queued, c.queued))
+			answerMarks(c.delivered, writeMarksAlone(m, &m.delivered, c.delivered))
 		}
 		if draining {
 			return
@@ -197,8 +197,8 @@ func (m *marker) next(draining bool) carried {
 	return carried{queued: m.queued.take(waiting), delivered: m.delivered.take(waiting)}
 }
 
-// writeAlone sends the UPDATE of batch, marks of q, as a statement of its own.
-func writeAlone[M any](m *marker, q *markQueue[M], batch []*markReq[M]) error {
+// writeMarksAlone sends the UPDATE of batch, marks of q, as a statement of its own.
+func writeMarksAlone[M any](m *marker, q *markQueue[M], batch []*markReq[M]) error {
 	if len(batch) == 0 {
 		return nil
 	}

@@ -67,7 +67,7 @@ var Stages = []Stage{
 	{"decode", "frames in, request bodies, draft validation and the ACK out (adapters/protocol, dispatch, frame servers' reads)", Owner,
 		regexp.MustCompile(imd + `(adapters/protocol(/dispatch|/frame|/session\.\(\*Conn\))?\.|adapters/tcp/server\.\(\*(events|Server)\)\.(OnTraffic|readFrames)|core/domain/message\.Draft\.)`)},
 	{"post-commit", "after the COMMIT: deliver enqueue, route, hot cache, marks, dialogs and other listeners (the rest of core/usecase/send)", Owner,
-		regexp.MustCompile(imd + `(core/usecase/send\.|adapters/mysql\.\(\*queuedMarker\))`)},
+		regexp.MustCompile(imd + `(core/usecase/send\.|adapters/mysql\.\(\*marker\))`)},
 
 	{"redis client I/O", "rueidis's pipe goroutines reading and writing for every caller", Fallback,
 		regexp.MustCompile(`^github\.com/redis/rueidis\.`)},

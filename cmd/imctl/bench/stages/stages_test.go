@@ -30,7 +30,7 @@ func TestStageOf(t *testing.T) {
 		{"request body", []string{"encoding/json.Unmarshal", pkg + "adapters/protocol/dispatch.decodeBody", pkg + "adapters/protocol/dispatch.(*Dispatcher).sendMessage"}, "decode"},
 		{"frames in on the event loop", []string{pkg + "adapters/tcp/server.(*Server).readFrames", pkg + "adapters/tcp/server.(*events).OnTraffic", "github.com/panjf2000/gnet/v2.(*eventloop).read"}, "decode"},
 		{"group commit through sqlc", []string{"github.com/go-sql-driver/mysql.(*mysqlConn).Exec", pkg + "adapters/mysql/sqlcdb.(*Queries).InsertMessages", pkg + "adapters/mysql.(*batchWrite).apply", pkg + "adapters/mysql.(*writer).commit"}, "group commit"},
-		{"mark queued through sqlc is post-commit", []string{pkg + "adapters/mysql/sqlcdb.(*Queries).MarkQueued", pkg + "adapters/mysql.(*queuedMarker).write", pkg + "adapters/mysql.(*queuedMarker).run"}, "post-commit"},
+		{"mark queued through sqlc is post-commit", []string{pkg + "adapters/mysql/sqlcdb.(*Queries).MarkQueued", pkg + "adapters/mysql.writeMarksAlone[...]", pkg + "adapters/mysql.(*marker).run"}, "post-commit"},
 		{"deliver enqueue", []string{pkg + "adapters/redis.(*DeliverQueue).Push", pkg + "core/usecase/send.(*Service).enqueue", pkg + "core/usecase/send.(*Service).post"}, "post-commit"},
 		{"deliver consumer", []string{pkg + "adapters/redis.(*DeliverQueue).TakeMore", pkg + "core/loop/deliver.(*Workers).take", pkg + "core/loop/deliver.(*Workers).consume"}, "deliver"},
 		{"push from a deliver consumer", []string{pkg + "adapters/protocol/session.(*Registry).push", pkg + "adapters/protocol/session.(*Registry).PushReach", pkg + "core/loop/cluster.(*Pusher).PushReach", pkg + "core/loop/deliver.(*Workers).handle"}, "push"},
