@@ -3,9 +3,7 @@ package config
 import (
 	"bytes"
 	"testing"
-	"time"
 
-	"github.com/imdhq/imd/adapters/protocol/ratelimit"
 	"github.com/imdhq/imd/core/loop/retention"
 )
 
@@ -13,17 +11,9 @@ import (
 func TestTranslations(t *testing.T) {
 	c := Default()
 	c.TokenSecret, c.HTTP.Addr = "token", "127.0.0.1:8080"
-	c.RateLimit.MessagePerSecond, c.RateLimit.PerIP.HistoryPerMinute, c.RateLimit.PerIP.HTTPPerSecond = 7, 9, 11
 	c.Archive.Retention = Retention{KeepOnlineMonths: 3, PurgeAfterMonths: 12}
 	c.Archive.TenantRetention = map[string]Retention{"acme": {KeepOnlineMonths: 1}}
 
-	f := c.RateLimit.Frames()
-	if f.Device.Send != (ratelimit.Rate{Count: 7, Per: time.Second}) || f.IP.History != (ratelimit.Rate{Count: 9, Per: time.Minute}) {
-		t.Errorf("frame budgets %+v", f)
-	}
-	if _, ip := c.RateLimit.HTTP(); ip != (ratelimit.Rate{Count: 11, Per: time.Second}) {
-		t.Errorf("HTTP IP budget %+v", ip)
-	}
 	if p := c.Archive.Retention.Policy(); p != (retention.Policy{KeepOnlineMonths: 3, PurgeAfterMonths: 12}) {
 		t.Errorf("policy %+v", p)
 	}

@@ -3,9 +3,11 @@ package main
 import (
 	"crypto/tls"
 	"log/slog"
+	"time"
 
 	"github.com/imdhq/imd/adapters/config"
 	httpapi "github.com/imdhq/imd/adapters/http"
+	"github.com/imdhq/imd/adapters/protocol/ratelimit"
 	tcpserver "github.com/imdhq/imd/adapters/tcp/server"
 	"github.com/imdhq/imd/adapters/websocket"
 	jssdk "github.com/imdhq/imd/clients/js"
@@ -93,9 +95,36 @@ func tcpConfig(cfg config.Config) (tcpserver.Config, error) {
 		Multicore: c.Multicore, CompressMin: c.CompressMinSize, OutboundFrames: c.OutboundLimit,
 		Workers: cfg.TaskPool.Workers, Queue: cfg.TaskPool.Queue, RequestTimeout: c.RequestTimeout,
 		TLS: certs, ProxyTimeout: c.ProxyTimeout, HandshakeTimeout: c.HandshakeTimeout, PushAckTimeout: c.PushAckTimeout,
-		RateLimits: cfg.RateLimit.Frames(),
+		RateLimits: frameBudgets(cfg.RateLimit),
 	}, nil
 }
+
+// frameBudgets is the rate_limit section as the frame commands' budgets, per device and per
+// client IP (TCP and WebSocket share the dispatcher that enforces them).
+func frameBudgets(r config.RateLimit) tcpserver.RateLimits {
+	budgets := func(msgPerSec, authPerSec, inboxPerMin, syncPerMin, historyPerMin int) tcpserver.Budgets {
+		return tcpserver.Budgets{
+			Send:         perSecond(msgPerSec),
+			Auth:         perSecond(authPerSec),
+			SyncInbox:    perMinute(inboxPerMin),
+			SyncMessages: perMinute(syncPerMin),
+			History:      perMinute(historyPerMin),
+		}
+	}
+	ip := r.PerIP
+	return tcpserver.RateLimits{
+		Device: budgets(r.MessagePerSecond, r.AuthPerSecond, r.SyncInboxPerMinute, r.SyncMessagesPerMinute, r.HistoryPerMinute),
+		IP:     budgets(ip.MessagePerSecond, ip.AuthPerSecond, ip.SyncInboxPerMinute, ip.SyncMessagesPerMinute, ip.HistoryPerMinute),
+	}
+}
+
+// clientBudgets is the rate_limit section as the client HTTP API's budgets.
+func clientBudgets(r config.RateLimit) httpapi.ClientRateLimits {
+	return httpapi.ClientRateLimits{User: perSecond(r.HTTPPerSecond), IP: perSecond(r.PerIP.HTTPPerSecond)}
+}
+
+func perSecond(n int) ratelimit.Rate { return ratelimit.Rate{Count: n, Per: time.Second} }
+func perMinute(n int) ratelimit.Rate { return ratelimit.Rate{Count: n, Per: time.Minute} }
 
 func newWebSocket(cfg config.Config, p Ports, log *slog.Logger, tcp *tcpserver.Server) *websocket.Endpoint {
 	w := cfg.HTTP.WebSocket
@@ -110,9 +139,8 @@ func newHTTPServer(cfg config.Config, p Ports, log *slog.Logger, tcp *tcpserver.
 	social httpapi.SocialDeps, shards httpapi.ShardOps, archive httpapi.ArchiveOps, refs httpapi.ReferenceOps,
 	nodes httpapi.NodeOps, hooks *webhooks.Service, pushTokens *nativepush.Registry, bots *bots.Service,
 ) *httpapi.Server {
-	user, ip := cfg.RateLimit.HTTP()
 	return httpapi.New(httpapi.Config{
-		Addr: cfg.HTTP.Addr, AdminAddr: cfg.HTTP.AdminAddr, AdminKey: cfg.AdminKey, RateLimits: httpapi.ClientRateLimits{User: user, IP: ip},
+		Addr: cfg.HTTP.Addr, AdminAddr: cfg.HTTP.AdminAddr, AdminKey: cfg.AdminKey, RateLimits: clientBudgets(cfg.RateLimit),
 		DevSignIn: cfg.HTTP.DevSignIn,
 	}, httpapi.Deps{
 		Admin:          adm,
