@@ -44,8 +44,8 @@ func NewDialogStore(c rueidis.Client) *DialogStore {
 // higher of its old and new score, so a late older message never moves it back. The preview
 // moves forward only, so setting it again on a repeat changes nothing. It returns, per part,
 // {first (0/1) per message, muted users} per batch; muted users are reported even on a repeat.
-// The common case, a dialog already in unread, costs four calls per user whatever the number
-// of messages.
+// The common case, a dialog already in unread, costs three calls per user (mute, list, count)
+// whatever the number of messages.
 //
 // A batch's marks are the seqs of the conversation it applied, as at most maxMarkRanges ranges
 // "lo-hi,lo-hi,…" in a field of one HASH per conversation (Keys.DeliverListMarks; per slot group
@@ -69,13 +69,16 @@ func NewDialogStore(c rueidis.Client) *DialogStore {
 // user, batch after batch.
 var applyListsScript = newBatchScript(`
 local MAX_RANGES = ` + strconv.Itoa(maxMarkRanges) + `
--- moved takes the dialog out of from, returning the score it should keep there or elsewhere.
-local function moved(from, conv, score)
-  local prev = redis.call('ZSCORE', from, conv)
-  if not prev then return score end
-  redis.call('ZREM', from, conv)
-  if tonumber(prev) > tonumber(score) then return prev end
-  return score
+-- put scores the dialog in into and takes it out of other, keeping the higher score. A dialog is
+-- in one of the two lists, so when ZADD finds it already in into (the common case: another
+-- message to an unread dialog) other cannot hold it and is not looked at (issue 30 part 2: one
+-- command less per recipient and run).
+local function put(into, other, conv, score)
+  if redis.call('ZADD', into, 'GT', score, conv) == 0 then return end
+  local prev = redis.call('ZSCORE', other, conv)
+  if not prev then return end
+  redis.call('ZREM', other, conv)
+  if tonumber(prev) > tonumber(score) then redis.call('ZADD', into, 'GT', prev, conv) end
 end
 
 -- dec is the decimal string of an integer, remembered from where the call read it (ARGV, a
@@ -270,9 +273,9 @@ for r = 1, tonumber(ARGV[1]) do
             redis.call('ZADD', read, 'GT', score, conv)
           end
         elseif is_muted then
-          redis.call('ZADD', read, 'GT', moved(unread, conv, score), conv)
+          put(read, unread, conv, score)
         else
-          redis.call('ZADD', unread, 'GT', moved(read, conv, score), conv)
+          put(unread, read, conv, score)
           redis.call('HINCRBY', cnt, conv, dec(c))
         end
       end

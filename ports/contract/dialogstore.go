@@ -232,10 +232,29 @@ func silentUpdate(t *testing.T, f DialogFixture) {
 }
 
 func scoresOnlyUp(t *testing.T, f DialogFixture) {
-	apply(t, f, dialogUpdate("m2", 2, 2000, 1, dialog.Batch{Index: 0, Users: []int64{2}}))
-	apply(t, f, dialogUpdate("m1", 1, 1000, 1, dialog.Batch{Index: 0, Users: []int64{2}}))
-	if e := entryOf(t, f, 2); e.Score != 2000 || e.Unread != 2 || e.Preview.Seq != 2 {
-		t.Fatalf("after a late older message: %+v, want score 2000, 2 unread, preview of seq 2", e)
+	ctx := context.Background()
+	users := dialog.Batch{Index: 0, Users: []int64{2, 3, 4}}
+	apply(t, f, dialogUpdate("m3", 3, 3000, 1, users))
+	// 3 has read it and 4 muted it, so the late message moves their dialogs between the lists.
+	if err := f.Dialogs.MarkRead(ctx, f.Tenant, 3, dialogConv); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Dialogs.SetMuted(ctx, f.Tenant, 4, dialogConv, true); err != nil {
+		t.Fatal(err)
+	}
+	apply(t, f, dialogUpdate("m1", 1, 1000, 1, users))
+	for _, c := range []struct {
+		user   int64
+		unread int64
+	}{{2, 2}, {3, 1}, {4, 1}} {
+		if e := entryOf(t, f, c.user); e.Score != 3000 || e.Unread != c.unread || e.Preview.Seq != 3 {
+			t.Fatalf("user %d after a late older message: %+v, want score 3000, %d unread, preview of seq 3", c.user, e, c.unread)
+		}
+	}
+	for _, user := range users.Users { // in one of the two lists, not both
+		if page := changed(t, f, user, 0, 10); len(page) != 1 || page[0].ConversationID != dialogConv {
+			t.Fatalf("user %d lists %+v, want the conversation once", user, page)
+		}
 	}
 }
 
