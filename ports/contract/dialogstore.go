@@ -233,7 +233,7 @@ func silentUpdate(t *testing.T, f DialogFixture) {
 
 func scoresOnlyUp(t *testing.T, f DialogFixture) {
 	ctx := context.Background()
-	users := dialog.Batch{Index: 0, Users: []int64{2, 3, 4}}
+	users := dialog.Batch{Index: 0, Users: []int64{1, 2, 3, 4}}
 	apply(t, f, dialogUpdate("m3", 3, 3000, 1, users))
 	// 3 has read it and 4 muted it, so the late message moves their dialogs between the lists.
 	if err := f.Dialogs.MarkRead(ctx, f.Tenant, 3, dialogConv); err != nil {
@@ -246,9 +246,19 @@ func scoresOnlyUp(t *testing.T, f DialogFixture) {
 	for _, c := range []struct {
 		user   int64
 		unread int64
-	}{{2, 2}, {3, 1}, {4, 1}} {
+	}{{1, 0}, {2, 2}, {3, 1}, {4, 1}} {
 		if e := entryOf(t, f, c.user); e.Score != 3000 || e.Unread != c.unread || e.Preview.Seq != 3 {
 			t.Fatalf("user %d after a late older message: %+v, want score 3000, %d unread, preview of seq 3", c.user, e, c.unread)
+		}
+	}
+	// 2, with unread messages, sends: a late older message of its own moves nothing, a newer
+	// one moves the dialog up where it is, and neither counts for 2.
+	for _, m := range []struct {
+		seq, score, want int64
+	}{{2, 2000, 3000}, {4, 4000, 4000}} {
+		apply(t, f, dialogUpdate(fmt.Sprintf("m%d", m.seq), m.seq, m.score, 2, users))
+		if e := entryOf(t, f, 2); e.Score != m.want || e.Unread != 2 {
+			t.Fatalf("sender 2 after its message of score %d: %+v, want score %d, 2 unread", m.score, e, m.want)
 		}
 	}
 	for _, user := range users.Users { // in one of the two lists, not both
