@@ -146,6 +146,34 @@ func (r Route) MaxSeq() int64 {
 	return m
 }
 
+// GapWithin reports whether a seq in [lo, hi] lies between two segments of the route, where no
+// month routes it. In the mirror such seqs are holes no send stored. In a cache they may also be
+// a segment the cache lost: a Redis rollback (DESIGN §1.13) can drop a month's segment while a
+// later send adds the next month's. Seqs below the first segment are no gap: a month's purge
+// (seed 000 §3.3 rule 5) removes the oldest ones, and a cache that lost a topic's first
+// segment lost the whole route, since a send never creates a missing one (RouteCache.Apply).
+func (r Route) GapWithin(lo, hi int64) bool {
+	for i := 1; i < len(r); i++ {
+		from, to := r[i-1].MaxSeq+1, r[i].MinSeq-1
+		if from <= to && from <= hi && to >= lo {
+			return true
+		}
+	}
+	return false
+}
+
+// Covers reports whether r routes every seq of other to other's month: each segment of other
+// lies within r's segment of the same month. Counts and times may differ.
+func (r Route) Covers(other Route) bool {
+	for _, o := range other {
+		i := slices.IndexFunc(r, func(s Segment) bool { return s.Month == o.Month })
+		if i < 0 || r[i].MinSeq > o.MinSeq || r[i].MaxSeq < o.MaxSeq {
+			return false
+		}
+	}
+	return true
+}
+
 // Overlapping reports the first pair of segments whose seq ranges intersect; month segments
 // of one topic must never overlap (seed 000 §12.15).
 func (r Route) Overlapping() (a, b Segment, found bool) {

@@ -187,3 +187,55 @@ func TestGrow(t *testing.T) {
 		})
 	}
 }
+
+func TestGapWithin(t *testing.T) {
+	holed := Normalize([]Segment{
+		{Month: 202609, MinSeq: 3, MaxSeq: 10},
+		{Month: 202610, MinSeq: 14, MaxSeq: 20},
+		{Month: 202611, MinSeq: 21, MaxSeq: 30},
+	})
+	cases := []struct {
+		r      Route
+		lo, hi int64
+		want   bool
+	}{
+		{twoMonths, 1, 1 << 62, false}, // contiguous
+		{holed, 1, 2, false},           // below the first segment: purged, not a gap
+		{holed, 1, 1 << 62, true},
+		{holed, 11, 11, true},
+		{holed, 13, 13, true},
+		{holed, 14, 1 << 62, false},
+		{holed, 1, 10, false},
+		{holed, 31, 40, false}, // past the newest: the read's own business (history plan)
+		{nil, 1, 1 << 62, false},
+	}
+	for _, c := range cases {
+		if got := c.r.GapWithin(c.lo, c.hi); got != c.want {
+			t.Errorf("%v.GapWithin(%d, %d) = %v, want %v", c.r, c.lo, c.hi, got, c.want)
+		}
+	}
+}
+
+func TestCovers(t *testing.T) {
+	mirror := twoMonths
+	cases := []struct {
+		name   string
+		cached Route
+		want   bool
+	}{
+		{"the same", twoMonths, true},
+		{"wider, counts apart", Route{{Month: 202609, MinSeq: 1, MaxSeq: 10086, Count: 1}, {Month: 202610, MinSeq: 10000, MaxSeq: 13000}}, true},
+		{"a month missing", twoMonths[:1], false},
+		{"a month cut short", Route{twoMonths[0], {Month: 202610, MinSeq: 10087, MaxSeq: 11999}}, false},
+		{"a month starting late", Route{twoMonths[0], {Month: 202610, MinSeq: 10088, MaxSeq: 12000}}, false},
+		{"none", nil, false},
+	}
+	for _, c := range cases {
+		if got := c.cached.Covers(mirror); got != c.want {
+			t.Errorf("%s: Covers = %v, want %v", c.name, got, c.want)
+		}
+	}
+	if !twoMonths.Covers(nil) {
+		t.Error("a route does not cover an empty one")
+	}
+}

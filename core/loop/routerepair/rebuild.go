@@ -55,32 +55,13 @@ func (s *Service) rebuild(ctx context.Context, tenant, topic string) (route.Rout
 	return nil, fmt.Errorf("rebuild route of %s: %w (%d attempts)", topic, errRacing, rebuildAttempts)
 }
 
-// covers reports whether the cached route routes every seq of the mirror to its month: each
-// mirror segment's range lies within the cached segment of the same month. Counts and times
-// are informational and may lag.
+// covers reports whether the cached route routes every seq of the mirror to its month (and a
+// topic the mirror does not know has no cached route either).
 func covers(cached route.Route, found bool, mirror route.Route) bool {
 	if len(mirror) == 0 {
 		return !found
 	}
-	if !found {
-		return false
-	}
-	for _, m := range mirror {
-		c, ok := segmentOf(cached, m)
-		if !ok || c.MinSeq > m.MinSeq || c.MaxSeq < m.MaxSeq {
-			return false
-		}
-	}
-	return true
-}
-
-func segmentOf(r route.Route, want route.Segment) (route.Segment, bool) {
-	for _, s := range r {
-		if s.Month == want.Month {
-			return s, true
-		}
-	}
-	return route.Segment{}, false
+	return found && cached.Covers(mirror)
 }
 
 // RebuildTenant rebuilds the route of every topic in the tenant's mirror, a page at a time,

@@ -131,7 +131,7 @@ func (s *Service) checkRoute(ctx context.Context, tenant, topic string) (string,
 		result = resultMismatch
 	case !found && len(mirror) > 0:
 		result = resultMissing
-	case found && wider(cached, mirror):
+	case found && !mirror.Covers(cached): // the cache routes a seq the mirror does not hold
 		result = resultMismatch
 	case !covers(cached, found, mirror):
 		result = resultStale
@@ -145,15 +145,14 @@ func (s *Service) checkRoute(ctx context.Context, tenant, topic string) (string,
 	return result, nil
 }
 
-// wider reports whether the cached route routes a seq the mirror does not hold.
-func wider(cached, mirror route.Route) bool {
-	for _, c := range cached {
-		m, ok := segmentOf(mirror, c)
-		if !ok || c.MinSeq < m.MinSeq || c.MaxSeq > m.MaxSeq {
-			return true
+// segmentOf is r's segment of want's month.
+func segmentOf(r route.Route, want route.Segment) (route.Segment, bool) {
+	for _, s := range r {
+		if s.Month == want.Month {
+			return s, true
 		}
 	}
-	return false
+	return route.Segment{}, false
 }
 
 // auditTables compares the topic's mirror segments of months with the month tables and

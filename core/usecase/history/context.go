@@ -43,7 +43,7 @@ func (s *Service) Context(ctx context.Context, r ContextRequest) ([]message.Mess
 	}
 	st := newStats()
 	defer s.observe(st)
-	rt, err := s.route(ctx, r.Tenant, r.Topic)
+	rt, err := s.route(ctx, r.Tenant, r.Topic, anySeq)
 	if err != nil {
 		return nil, err
 	}

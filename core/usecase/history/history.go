@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 
 	"github.com/imdhq/imd/core/domain/apperr"
 	"github.com/imdhq/imd/core/domain/message"
@@ -114,7 +115,7 @@ func (s *Service) Sync(ctx context.Context, r SyncRequest) (SyncResult, error) {
 	}
 	st := newStats()
 	defer s.observe(st)
-	rt, err := s.route(ctx, r.Tenant, r.Topic)
+	rt, err := s.route(ctx, r.Tenant, r.Topic, seqSpan{r.Since + 1, math.MaxInt64})
 	if err != nil {
 		return SyncResult{}, err
 	}
@@ -151,7 +152,11 @@ func (s *Service) History(ctx context.Context, r HistoryRequest) ([]message.Mess
 	}
 	st := newStats()
 	defer s.observe(st)
-	rt, err := s.route(ctx, r.Tenant, r.Topic)
+	below := seqSpan{1, math.MaxInt64}
+	if r.Before > 0 {
+		below.hi = r.Before - 1
+	}
+	rt, err := s.route(ctx, r.Tenant, r.Topic, below)
 	if err != nil {
 		return nil, err
 	}
@@ -196,7 +201,7 @@ func (s *Service) Locate(ctx context.Context, tenant, topic string, seq int64) (
 }
 
 func (s *Service) locate(ctx context.Context, tenant, topic string, seq int64, st *stats) (month.Month, error) {
-	rt, err := s.route(ctx, tenant, topic)
+	rt, err := s.route(ctx, tenant, topic, seqSpan{seq, seq})
 	if err != nil {
 		return 0, err
 	}
@@ -205,7 +210,7 @@ func (s *Service) locate(ctx context.Context, tenant, topic string, seq int64, s
 	}
 	// A stale Redis route may not know the newest month yet, and an unrouted topic may be in
 	// any recent month: look the seq up in each month that may hold it, newest first.
-	pl, err := s.plan(ctx, tenant, rt, nil, true, true)
+	pl, err := s.plan(ctx, tenant, topic, rt, nil, true, true)
 	if err != nil {
 		return 0, err
 	}
@@ -237,12 +242,23 @@ func (s *Service) authorize(ctx context.Context, tenant string, user int64, name
 	return err
 }
 
-// route returns the topic's month segments: Redis first, else the MySQL mirror, which is then
-// written back to Redis unless a route appeared there meanwhile (seed 000 §3.4 rule 3). A topic
-// the mirror does not know either gets an empty route and a repair request.
-func (s *Service) route(ctx context.Context, tenant, topic string) (route.Route, error) {
+// seqSpan is the seqs of a topic a read may return, both ends included.
+type seqSpan struct{ lo, hi int64 }
+
+// anySeq is the span of a read that may return any seq of the topic.
+var anySeq = seqSpan{1, math.MaxInt64}
+
+// route returns the topic's month segments for a read of the seqs in span: Redis first, else
+// the MySQL mirror, which is then written back to Redis unless a route appeared there meanwhile
+// (seed 000 §3.4 rule 3). A topic the mirror does not know either gets an empty route and a
+// repair request. A Redis route with a gap between two segments inside span is checked against
+// the mirror first (acrossGap).
+func (s *Service) route(ctx context.Context, tenant, topic string, span seqSpan) (route.Route, error) {
 	rt, found, err := s.d.Routes.Segments(ctx, tenant, topic)
 	if err == nil && found {
+		if rt.GapWithin(span.lo, span.hi) {
+			return s.acrossGap(ctx, tenant, topic, rt), nil
+		}
 		return rt, nil
 	}
 	if err != nil {
@@ -268,6 +284,28 @@ func (s *Service) route(ctx context.Context, tenant, topic string) (route.Route,
 		s.d.Metrics.Inc("group_message_route_rebuild_total", "ok")
 	}
 	return rt, nil
+}
+
+// acrossGap is the route for a read that crosses a gap between two segments of the cached
+// one. Such a gap is seqs no send stored (holes the sweeper closes, in the mirror first), or a
+// segment Redis lost in a rollback while a later send added the next month's (DESIGN §1.13):
+// read by the cached route, a sync would skip that month's messages for good, since nothing
+// else makes the cache route them. Only the mirror tells the two apart. It is read after the
+// cache, so it routes every seq the cache does; where it routes more, the read follows it and
+// the cached route is queued for a rebuild. Unreadable, the cached route is the best there is.
+func (s *Service) acrossGap(ctx context.Context, tenant, topic string, cached route.Route) route.Route {
+	mirror, err := s.d.Store.Segments(ctx, tenant, topic)
+	if err != nil {
+		s.d.Log.WarnContext(ctx, "route mirror unavailable, reading across a gap of the redis route", "topic", topic, "err", err)
+		return cached
+	}
+	if cached.Covers(mirror) {
+		return cached
+	}
+	s.d.Metrics.Inc("group_message_route_miss_total")
+	s.d.Log.WarnContext(ctx, "redis route misses seqs the mirror routes, rebuilding it", "topic", topic)
+	s.requestRepair(ctx, tenant, topic)
+	return mirror
 }
 
 // requestRepair queues a route rebuild; losing the request costs only a later rebuild, so a

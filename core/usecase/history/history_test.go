@@ -474,6 +474,82 @@ func TestUnroutedTopicReadsRecentMonthsOnly(t *testing.T) {
 	}
 }
 
+// TestReadsFollowTheMirrorWhereARolledBackRouteMisses: a Redis rollback (DESIGN §1.13) can
+// leave a topic's cached route without a month a later send did not bring back (a gap between
+// two segments) or months behind the active one. Reads then follow the mirror and ask for a
+// rebuild; a gap the mirror has too (seqs no send stored) costs a mirror read and nothing else.
+func TestReadsFollowTheMirrorWhereARolledBackRouteMisses(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		name   string
+		stored map[month.Month][]int64 // the topic's seqs by month
+		cached route.Route             // the Redis route after the rollback
+		want   []int64                 // what a sync from 0 returns
+		repair bool
+	}{
+		{
+			name:   "a month lost between two",
+			stored: map[month.Month][]int64{m0.Add(-2): {1, 2}, m0.Add(-1): {3, 4}, m0: {5, 6}},
+			cached: route.Route{{Month: m0.Add(-2), MinSeq: 1, MaxSeq: 2, Count: 2}, {Month: m0, MinSeq: 5, MaxSeq: 6, Count: 2}},
+			want:   seqs(1, 6), repair: true,
+		},
+		{
+			name:   "a month cut short before the next",
+			stored: map[month.Month][]int64{m0.Add(-1): {1, 2, 3, 4}, m0: {5, 6}},
+			cached: route.Route{{Month: m0.Add(-1), MinSeq: 1, MaxSeq: 2, Count: 2}, {Month: m0, MinSeq: 5, MaxSeq: 6, Count: 2}},
+			want:   seqs(1, 6), repair: true,
+		},
+		{
+			name:   "months behind the active one, past the speculative reach",
+			stored: map[month.Month][]int64{m0.Add(-3): {1, 2}, m1: {3}},
+			cached: route.Route{{Month: m0.Add(-3), MinSeq: 1, MaxSeq: 2, Count: 2}},
+			want:   seqs(1, 3), repair: true,
+		},
+		{
+			name:   "holes no send stored",
+			stored: map[month.Month][]int64{m0.Add(-2): {1, 2}, m0: {5, 6}},
+			cached: route.Route{{Month: m0.Add(-2), MinSeq: 1, MaxSeq: 2, Count: 2}, {Month: m0, MinSeq: 5, MaxSeq: 6, Count: 2}},
+			want:   []int64{1, 2, 5, 6},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t)
+			const topic = "grp_11"
+			for m, ss := range c.stored {
+				for _, sq := range ss {
+					f.append(topic, sq, m)
+				}
+			}
+			if err := f.routes.Replace(ctx, tenant, topic, c.cached); err != nil {
+				t.Fatal(err)
+			}
+			svc := f.svc()
+			got, err := svc.Sync(ctx, history.SyncRequest{Tenant: tenant, Topic: topic, Limit: 50})
+			if err != nil || !slices.Equal(seqsOf(got.Messages), c.want) {
+				t.Fatalf("Sync = %v, %v; want %v", seqsOf(got.Messages), err, c.want)
+			}
+			back, err := svc.History(ctx, history.HistoryRequest{Tenant: tenant, Topic: topic, Limit: 50})
+			newestFirst := slices.Clone(c.want)
+			slices.Reverse(newestFirst)
+			if err != nil || !slices.Equal(seqsOf(back), newestFirst) {
+				t.Fatalf("History = %v, %v; want %v", seqsOf(back), err, newestFirst)
+			}
+			for _, sq := range c.want {
+				if m, err := svc.Get(ctx, tenant, 0, topic, sq); err != nil || m.Seq != sq {
+					t.Fatalf("Get(%d) = %+v, %v", sq, m, err)
+				}
+			}
+			if got := f.repairs.requested(); (len(got) > 0) != c.repair || slices.ContainsFunc(got, func(s string) bool { return s != topic }) {
+				t.Fatalf("repairs requested for %v, want some for %s: %v", got, topic, c.repair)
+			}
+			if n := f.metrics.Count("group_message_route_miss_total"); (n > 0) != c.repair {
+				t.Fatalf("%v route misses counted, want some: %v", n, c.repair)
+			}
+		})
+	}
+}
+
 // hiddenRoute reports every route as missing while the cache below holds one, as when a
 // concurrent reader rebuilt the route between this reader's miss and its write-back.
 type hiddenRoute struct{ *memory.RouteCache }

@@ -40,7 +40,7 @@ func (s *Service) read(ctx context.Context, p page, rt route.Route, st *stats) (
 	// Seqs a stale route does not know yet are above its newest seq; a backward page below
 	// that cannot need them.
 	pastRoute := !p.desc || p.cursor == 0 || p.cursor > rt.MaxSeq()+1
-	pl, err := s.plan(ctx, p.tenant, rt, routed, p.desc, pastRoute)
+	pl, err := s.plan(ctx, p.tenant, p.topic, rt, routed, p.desc, pastRoute)
 	if err != nil {
 		return nil, err
 	}
@@ -86,12 +86,13 @@ type plan struct {
 
 // plan adds to the routed months what a stale route may hide, bounded by the active month
 // (never a scan of all tables, seed 000 §6.4):
-//   - with a route, when the read may need seqs past the route's newest (pastRoute): the
-//     months after its newest segment up to the active month, and that newest month itself,
-//     since a route update that failed after COMMIT must not hide the newest messages;
+//   - with a route, when the read may need seqs past the route's newest (pastRoute): that
+//     newest month itself, since a route update that failed after COMMIT must not hide the
+//     newest messages, and, when the newest is older than the active month, the later months
+//     the mirror routes (behindActive);
 //   - with no route at all (neither Redis nor the mirror knows the topic): the active month and
 //     the ones before it, RecentMonths in all.
-func (s *Service) plan(ctx context.Context, tenant string, rt route.Route, routed []month.Month, newestFirst, pastRoute bool) (plan, error) {
+func (s *Service) plan(ctx context.Context, tenant, topic string, rt route.Route, routed []month.Month, newestFirst, pastRoute bool) (plan, error) {
 	if len(rt) > 0 && !pastRoute {
 		return plan{months: routed}, nil
 	}
@@ -114,12 +115,11 @@ func (s *Service) plan(ctx context.Context, tenant string, rt route.Route, route
 		for _, seg := range rt {
 			newest = max(newest, seg.Month)
 		}
-		for m := newest; m < active && len(pl.speculative) < maxUnroutedMonths; {
-			m = m.Next()
-			pl.speculative[m] = true
-		}
 		if !slices.Contains(pl.months, newest) {
 			pl.months = append(pl.months, newest)
+		}
+		if newest < active {
+			s.behindActive(ctx, tenant, topic, rt, newest, active, &pl)
 		}
 	}
 	for m := range pl.speculative {
@@ -131,6 +131,34 @@ func (s *Service) plan(ctx context.Context, tenant string, rt route.Route, route
 		slices.Reverse(pl.months)
 	}
 	return pl, nil
+}
+
+// behindActive adds the months after newest, the route's newest, that may hold the topic's
+// newer seqs. The mirror names them: a Redis route can lag any number of months after a
+// rollback to an old state (DESIGN §1.13), and one query of the mirror costs less than a query
+// of each month table since newest. Where the mirror routes more than the cached route, that
+// route is queued for a rebuild. Without the mirror, the months up to active are read on
+// speculation, maxUnroutedMonths at most.
+func (s *Service) behindActive(ctx context.Context, tenant, topic string, rt route.Route, newest, active month.Month, pl *plan) {
+	mirror, err := s.d.Store.Segments(ctx, tenant, topic)
+	if err != nil {
+		s.d.Log.WarnContext(ctx, "route mirror unavailable, reading the months after the route on speculation", "topic", topic, "err", err)
+		for m := newest; m < active && len(pl.speculative) < maxUnroutedMonths; {
+			m = m.Next()
+			pl.speculative[m] = true
+		}
+		return
+	}
+	for _, seg := range mirror {
+		if seg.Month > newest {
+			pl.months = append(pl.months, seg.Month)
+		}
+	}
+	if !rt.Covers(mirror) {
+		s.d.Metrics.Inc("group_message_route_miss_total")
+		s.d.Log.WarnContext(ctx, "redis route misses seqs the mirror routes, rebuilding it", "topic", topic)
+		s.requestRepair(ctx, tenant, topic)
+	}
 }
 
 // maxUnroutedMonths bounds the months read past a route's newest segment.
