@@ -31,15 +31,33 @@ import (
 
 // Field names of an indexed document.
 const (
-	fieldText    = "text"
-	fieldTopic   = "topic"
-	fieldMonth   = "month"
-	fieldCreated = "created" // Unix ms, for ranges and newest-first order
-	// fieldOrder is the seq as a fixed-width decimal keyword: it only breaks ties of created in
-	// the sort, which one term does as well as the 17 a numeric field writes.
+	fieldText  = "text"
+	fieldTopic = "topic"
+	fieldMonth = "month"
+	// fieldOrder is the seq as a fixed-width decimal keyword: it only breaks ties of the creation
+	// time in the sort, which one term does as well as the 17 a numeric field writes.
 	fieldOrder = "order"
+	// fieldCreated is the creation time in Unix ms as a number, in the indexes created before
+	// timeFields; they keep it.
+	fieldCreated = "created"
 	// fieldSeq is the numeric seq of the indexes created before fieldOrder; they keep it.
 	fieldSeq = "seq"
+)
+
+// timeFields hold a document's creation time as fixed-width decimal keywords, one term each:
+// the Unix ms, then the ms divided by 10^3, 10^6 and 10^9. The first sorts newest first; a
+// time range is a few term ranges over them (timeRange). A numeric field writes 17 terms for
+// the same (docs/BENCHMARKS.md, change 43).
+var timeFields = [...]string{"at", "at_1e3", "at_1e6", "at_1e9"}
+
+// timeStep is how much coarser each of timeFields is than the one before.
+const timeStep = 1000
+
+// timeWidth is the digits of a creation time in Unix ms, enough until the year 2286; maxTime
+// is the latest time a keyword holds.
+const (
+	timeWidth = 13
+	maxTime   = 1e13 - 1
 )
 
 // orderWidth is the digits of the largest int64, so the keyword sorts as the number does.
@@ -75,9 +93,30 @@ type Index struct {
 // was created with.
 type tenantIndex struct {
 	bleve.Index
-	numericSeq bool // created before fieldOrder: the seq is the numeric fieldSeq
+	shape shape
 	// unpersisted counts the writes Bleve has not yet persisted.
 	unpersisted *sync.WaitGroup
+}
+
+// shape is how an index's documents hold the creation time and the seq, by when it was created.
+type shape int
+
+const (
+	numericSeq  shape = iota // numeric fieldCreated and fieldSeq
+	numericTime              // numeric fieldCreated, keyword fieldOrder
+	keywordTime              // keyword timeFields and fieldOrder: what a new index gets
+)
+
+// shapeOf tells an index's shape by the fields its mapping has.
+func shapeOf(m mapping.IndexMapping) shape {
+	switch {
+	case m.FieldMappingForPath(timeFields[0]).Type != "":
+		return keywordTime
+	case m.FieldMappingForPath(fieldOrder).Type != "":
+		return numericTime
+	default:
+		return numericSeq
+	}
 }
 
 var _ ports.SearchIndex = (*Index)(nil)
@@ -93,15 +132,24 @@ func New(dir string) (*Index, error) {
 	return &Index{dir: dir, tenants: map[string]tenantIndex{}}, nil
 }
 
-// docMapping is the one document type: analyzed text, exact topic, month and order, numeric
-// time. No query reads the composite _all field (every query names its field), so none is
-// written: it cost a visit of every field per document.
+// docMapping is the one document type of a new index: analyzed text, exact topic, month,
+// time and order. No query reads the composite _all field (every query names its field), so
+// none is written: it cost a visit of every field per document. Only what a search sorts by
+// keeps doc values.
 func docMapping() *mapping.IndexMappingImpl {
 	_, exact, _ := fieldMappings()
-	return indexMapping(func(doc *mapping.DocumentMapping) {
-		doc.AddFieldMappingsAt(fieldOrder, exact)
-		doc.AddSubDocumentMapping("_all", bleve.NewDocumentDisabledMapping())
-	})
+	bare := bleve.NewKeywordFieldMapping()
+	bare.Analyzer = keyword.Name
+	bare.Store, bare.IncludeInAll, bare.DocValues = false, false, false
+	m := indexMapping(bare)
+	doc := m.DefaultMapping
+	doc.AddFieldMappingsAt(timeFields[0], exact)
+	for _, f := range timeFields[1:] {
+		doc.AddFieldMappingsAt(f, bare)
+	}
+	doc.AddFieldMappingsAt(fieldOrder, exact)
+	doc.AddSubDocumentMapping("_all", bleve.NewDocumentDisabledMapping())
+	return m
 }
 
 // fieldMappings are the kinds of field a document has, none of them stored: text analyzed by
@@ -118,16 +166,14 @@ func fieldMappings() (text, exact, num *mapping.FieldMapping) {
 	return text, exact, num
 }
 
-// indexMapping is an index of the one document type, nothing dynamic: the fields every index
-// has (text, topic, month, creation time), then what the given version adds.
-func indexMapping(version func(doc *mapping.DocumentMapping)) *mapping.IndexMappingImpl {
-	text, exact, num := fieldMappings()
+// indexMapping is an index of the one document type, nothing dynamic, with the fields every
+// shape has (text, and topic and month as exact keywords); the shape adds the rest.
+func indexMapping(exact *mapping.FieldMapping) *mapping.IndexMappingImpl {
+	text, _, _ := fieldMappings()
 	doc := bleve.NewDocumentStaticMapping()
 	doc.AddFieldMappingsAt(fieldText, text)
 	doc.AddFieldMappingsAt(fieldTopic, exact)
 	doc.AddFieldMappingsAt(fieldMonth, exact)
-	doc.AddFieldMappingsAt(fieldCreated, num)
-	version(doc)
 	m := bleve.NewIndexMapping()
 	m.DefaultMapping = doc
 	m.DefaultAnalyzer = cjk.AnalyzerName
@@ -160,7 +206,7 @@ func (x *Index) of(name string) (tenantIndex, error) {
 	if err != nil {
 		return tenantIndex{}, fmt.Errorf("open search index of %s: %w", name, err)
 	}
-	t := tenantIndex{Index: idx, numericSeq: idx.Mapping().FieldMappingForPath(fieldOrder).Type == "", unpersisted: new(sync.WaitGroup)}
+	t := tenantIndex{Index: idx, shape: shapeOf(idx.Mapping()), unpersisted: new(sync.WaitGroup)}
 	x.tenants[name] = t
 	return t, nil
 }
@@ -168,6 +214,18 @@ func (x *Index) of(name string) (tenantIndex, error) {
 func docID(topic string, seq int64) string { return topic + "/" + strconv.FormatInt(seq, 10) }
 
 type document struct {
+	Text  string `json:"text"`
+	Topic string `json:"topic"`
+	Month string `json:"month"`
+	At    string `json:"at"`
+	At1e3 string `json:"at_1e3"`
+	At1e6 string `json:"at_1e6"`
+	At1e9 string `json:"at_1e9"`
+	Order string `json:"order"`
+}
+
+// numericTimeDocument is the document of an index with a numeric creation time.
+type numericTimeDocument struct {
 	Text    string  `json:"text"`
 	Topic   string  `json:"topic"`
 	Month   string  `json:"month"`
@@ -175,8 +233,8 @@ type document struct {
 	Order   string  `json:"order"`
 }
 
-// legacyDocument is the document of an index with a numeric seq.
-type legacyDocument struct {
+// numericSeqDocument is the document of an index with a numeric seq.
+type numericSeqDocument struct {
 	Text    string  `json:"text"`
 	Topic   string  `json:"topic"`
 	Month   string  `json:"month"`
@@ -186,24 +244,84 @@ type legacyDocument struct {
 
 // documentOf is d in the shape idx was created with.
 func (idx tenantIndex) documentOf(d fulltext.Doc) any {
-	created := float64(d.CreatedAt.UnixMilli())
-	if idx.numericSeq {
-		return legacyDocument{Text: d.Text, Topic: d.Topic, Month: d.Month.String(), Created: created, Seq: float64(d.Seq)}
+	ms := min(max(d.CreatedAt.UnixMilli(), 0), maxTime)
+	switch idx.shape {
+	case numericSeq:
+		return numericSeqDocument{Text: d.Text, Topic: d.Topic, Month: d.Month.String(), Created: float64(ms), Seq: float64(d.Seq)}
+	case numericTime:
+		return numericTimeDocument{Text: d.Text, Topic: d.Topic, Month: d.Month.String(), Created: float64(ms), Order: padded(d.Seq, orderWidth)}
 	}
-	return document{Text: d.Text, Topic: d.Topic, Month: d.Month.String(), Created: created, Order: fmt.Sprintf("%0*d", orderWidth, d.Seq)}
+	return document{
+		Text: d.Text, Topic: d.Topic, Month: d.Month.String(),
+		At: timeTerm(0, ms), At1e3: timeTerm(1, ms/timeStep), At1e6: timeTerm(2, ms/(timeStep*timeStep)), At1e9: timeTerm(3, ms/(timeStep*timeStep*timeStep)),
+		Order: padded(d.Seq, orderWidth),
+	}
+}
+
+// padded is v in decimal, zero-padded to width digits, so that keywords sort as numbers do.
+func padded(v int64, width int) string {
+	s := strconv.FormatInt(v, 10)
+	if len(s) >= width {
+		return s
+	}
+	return strings.Repeat("0", width-len(s)) + s
+}
+
+// timeTerm is the keyword of timeFields[level] for v, a time already divided to that level.
+func timeTerm(level int, v int64) string { return padded(v, timeWidth-3*level) }
+
+// timeRange matches lo ≤ creation time ≤ hi (Unix ms, within 0…maxTime) in an index of the
+// keyword shape: the finest field covers the ms up to the first whole second and after the
+// last, the next field the seconds up to the first and after the last whole 1,000 s, and so
+// on, and the coarsest field what is left between. That is at most seven term ranges, each
+// over at most 999 distinct terms and only those some document has.
+func timeRange(lo, hi int64) query.Query {
+	var parts []query.Query
+	unit := int64(1)
+	for level := 0; lo <= hi; level++ {
+		if level == len(timeFields)-1 {
+			parts = append(parts, termRange(level, lo/unit, hi/unit))
+			break
+		}
+		next := unit * timeStep
+		if lo%next != 0 {
+			end := min(hi, (lo/next+1)*next-1)
+			parts = append(parts, termRange(level, lo/unit, end/unit))
+			lo = end + 1
+		}
+		if lo <= hi && (hi+1)%next != 0 {
+			start := max(lo, (hi+1)/next*next)
+			parts = append(parts, termRange(level, start/unit, hi/unit))
+			hi = start - 1
+		}
+		unit = next
+	}
+	if len(parts) == 0 {
+		return bleve.NewMatchNoneQuery()
+	}
+	return bleve.NewDisjunctionQuery(parts...)
+}
+
+// termRange matches the documents whose timeFields[level] is within lo…hi.
+func termRange(level int, lo, hi int64) query.Query {
+	inclusive := true
+	r := bleve.NewTermRangeInclusiveQuery(timeTerm(level, lo), timeTerm(level, hi), &inclusive, &inclusive)
+	r.SetField(timeFields[level])
+	return r
 }
 
 // sortOrder is newest first: by creation time, then seq, then id.
 func (idx tenantIndex) sortOrder() search.SortOrder {
+	created := &search.SortField{Field: timeFields[0], Desc: true, Type: search.SortFieldAsString}
 	tie := &search.SortField{Field: fieldOrder, Desc: true, Type: search.SortFieldAsString}
-	if idx.numericSeq {
+	switch idx.shape {
+	case numericSeq:
+		created = &search.SortField{Field: fieldCreated, Desc: true, Type: search.SortFieldAsNumber}
 		tie = &search.SortField{Field: fieldSeq, Desc: true, Type: search.SortFieldAsNumber}
+	case numericTime:
+		created = &search.SortField{Field: fieldCreated, Desc: true, Type: search.SortFieldAsNumber}
 	}
-	return search.SortOrder{
-		&search.SortField{Field: fieldCreated, Desc: true, Type: search.SortFieldAsNumber},
-		tie,
-		&search.SortDocID{Desc: true},
-	}
+	return search.SortOrder{created, tie, &search.SortDocID{Desc: true}}
 }
 
 // Index writes the documents in one batch.
@@ -316,19 +434,7 @@ func (x *Index) Search(ctx context.Context, tenantName string, q fulltext.Query)
 		must = append(must, bleve.NewDisjunctionQuery(topics...))
 	}
 	if !q.From.IsZero() || !q.To.IsZero() {
-		var lo, hi *float64
-		if !q.From.IsZero() {
-			v := float64(q.From.UnixMilli())
-			lo = &v
-		}
-		if !q.To.IsZero() {
-			v := float64(q.To.UnixMilli())
-			hi = &v
-		}
-		inclusive, exclusive := true, false
-		r := bleve.NewNumericRangeInclusiveQuery(lo, hi, &inclusive, &exclusive)
-		r.SetField(fieldCreated)
-		must = append(must, r)
+		must = append(must, idx.createdWithin(q.From, q.To))
 	}
 	req := bleve.NewSearchRequestOptions(bleve.NewConjunctionQuery(must...), q.Limit, q.Offset, false)
 	req.SortByCustom(idx.sortOrder())
@@ -346,6 +452,24 @@ func (x *Index) Search(ctx context.Context, tenantName string, q fulltext.Query)
 		hits = append(hits, fulltext.Hit{Topic: h.ID[:i], Seq: seq})
 	}
 	return hits, nil
+}
+
+// createdWithin matches from ≤ creation time < to, each bound only when set.
+func (idx tenantIndex) createdWithin(from, to time.Time) query.Query {
+	lo, hi := int64(0), int64(maxTime)
+	if !from.IsZero() {
+		lo = max(from.UnixMilli(), 0)
+	}
+	if !to.IsZero() {
+		hi = min(to.UnixMilli()-1, maxTime)
+	}
+	if idx.shape == keywordTime {
+		return timeRange(lo, hi)
+	}
+	flo, fhi, inclusive := float64(lo), float64(hi), true
+	r := bleve.NewNumericRangeInclusiveQuery(&flo, &fhi, &inclusive, &inclusive)
+	r.SetField(fieldCreated)
+	return r
 }
 
 // Close closes every open index.

@@ -25,37 +25,61 @@ func TestSearchIndexContract(t *testing.T) {
 	})
 }
 
-// TestIndexWithNumericSeqContract: an index created before the seq became a keyword keeps its
-// numeric seq, and everything still works on it.
-func TestIndexWithNumericSeqContract(t *testing.T) {
-	contract.SearchIndex(t, func(t *testing.T) ports.SearchIndex {
-		dir := t.TempDir()
-		for _, tenant := range []string{"t1", "t2"} {
-			idx, err := bleve.New(filepath.Join(dir, tenant+".bleve"), numericSeqMapping())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := idx.Close(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		x, err := New(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { x.Close() })
-		if idx, err := x.of("t1"); err != nil || !idx.numericSeq {
-			t.Fatalf("an index with a numeric seq opened as %+v, %v", idx, err)
-		}
-		return x
-	})
+// TestOlderShapesContract: an index created before the seq or the creation time became
+// keywords keeps the shape it was created with, and everything still works on it.
+func TestOlderShapesContract(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		shape   shape
+		mapping func() *mapping.IndexMappingImpl
+	}{
+		{"numeric seq", numericSeq, numericSeqMapping},
+		{"numeric time", numericTime, numericTimeMapping},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			contract.SearchIndex(t, func(t *testing.T) ports.SearchIndex {
+				dir := t.TempDir()
+				for _, tenant := range []string{"t1", "t2"} {
+					idx, err := bleve.New(filepath.Join(dir, tenant+".bleve"), tc.mapping())
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := idx.Close(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				x, err := New(dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { x.Close() })
+				if idx, err := x.of("t1"); err != nil || idx.shape != tc.shape {
+					t.Fatalf("an index of the %s shape opened as %+v, %v", tc.name, idx, err)
+				}
+				return x
+			})
+		})
+	}
 }
 
 // numericSeqMapping is the mapping indexes were created with before fieldOrder and without
 // the _all field disabled.
 func numericSeqMapping() *mapping.IndexMappingImpl {
-	_, _, num := fieldMappings()
-	return indexMapping(func(doc *mapping.DocumentMapping) { doc.AddFieldMappingsAt(fieldSeq, num) })
+	_, exact, num := fieldMappings()
+	m := indexMapping(exact)
+	m.DefaultMapping.AddFieldMappingsAt(fieldCreated, num)
+	m.DefaultMapping.AddFieldMappingsAt(fieldSeq, num)
+	return m
+}
+
+// numericTimeMapping is the mapping indexes were created with before timeFields.
+func numericTimeMapping() *mapping.IndexMappingImpl {
+	_, exact, num := fieldMappings()
+	m := indexMapping(exact)
+	m.DefaultMapping.AddFieldMappingsAt(fieldCreated, num)
+	m.DefaultMapping.AddFieldMappingsAt(fieldOrder, exact)
+	m.DefaultMapping.AddSubDocumentMapping("_all", bleve.NewDocumentDisabledMapping())
+	return m
 }
 
 // TestIndexSurvivesReopening: the index lives on disk; a restarted server finds what it
@@ -78,7 +102,7 @@ func TestIndexSurvivesReopening(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer y.Close()
-	if idx, err := y.of("t1"); err != nil || idx.numericSeq {
+	if idx, err := y.of("t1"); err != nil || idx.shape != keywordTime {
 		t.Fatalf("a new index reopened as %+v, %v", idx, err)
 	}
 	hits, err := y.Search(ctx, "t1", fulltext.Query{Text: "索引", Limit: 5})

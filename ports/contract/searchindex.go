@@ -1,8 +1,10 @@
 package contract
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -98,4 +100,60 @@ func SearchIndex(t *testing.T, newIndex func(t *testing.T) ports.SearchIndex) {
 			t.Fatalf("the other tenant's index: %v %v", other, err)
 		}
 	})
+	t.Run("time ranges at every scale", func(t *testing.T) {
+		timeRanges(t, x, tenant)
+	})
+}
+
+// timeRanges indexes messages around a whole 10^9 ms at distances from milliseconds to weeks and
+// checks random ranges from ms-wide to weeks-wide, open on either side, against the documents
+// they hold: an index may cut a range into coarser and finer parts, and none may lose or add a
+// message at their edges.
+func timeRanges(t *testing.T, x ports.SearchIndex, tenant string) {
+	ctx := context.Background()
+	rnd := rand.New(rand.NewPCG(30, 43))
+	const anchor = 1_944_000_000_000 // Unix ms, a whole 10^9
+	scales := []int64{1, 10, 1_000, 1_000_000, 1_000_000_000, 3_000_000_000}
+	offset := func() int64 {
+		s := scales[rnd.IntN(len(scales))]
+		return rnd.Int64N(2*s+1) - s
+	}
+	docs := make([]fulltext.Doc, 400)
+	for i := range docs {
+		docs[i] = fulltext.Doc{Topic: "rng_1", Seq: int64(i + 1), Month: 203112, Text: "tick", CreatedAt: time.UnixMilli(anchor + offset())}
+	}
+	if err := x.Index(ctx, tenant, docs); err != nil {
+		t.Fatal(err)
+	}
+	newestFirst := slices.Clone(docs)
+	slices.SortFunc(newestFirst, func(a, b fulltext.Doc) int {
+		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), cmp.Compare(b.Seq, a.Seq))
+	})
+	for range 300 {
+		from := docs[rnd.IntN(len(docs))].CreatedAt.Add(time.Duration(rnd.Int64N(3)-1) * time.Millisecond)
+		to := from.Add(time.Duration(rnd.Int64N(2*scales[rnd.IntN(len(scales))]+1)) * time.Millisecond)
+		switch rnd.IntN(6) {
+		case 0:
+			from = time.Time{}
+		case 1:
+			to = time.Time{}
+		}
+		var want []int64
+		for _, d := range newestFirst {
+			if (from.IsZero() || !d.CreatedAt.Before(from)) && (to.IsZero() || d.CreatedAt.Before(to)) {
+				want = append(want, d.Seq)
+			}
+		}
+		hits, err := x.Search(ctx, tenant, fulltext.Query{Text: "tick", From: from, To: to, Limit: len(docs) + 1})
+		if err != nil {
+			t.Fatalf("Search from %d to %d: %v", from.UnixMilli(), to.UnixMilli(), err)
+		}
+		got := make([]int64, len(hits))
+		for i, h := range hits {
+			got[i] = h.Seq
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("from %d to %d (ms): %d hits %v, want %d %v", from.UnixMilli(), to.UnixMilli(), len(got), got, len(want), want)
+		}
+	}
 }
