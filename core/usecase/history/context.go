@@ -43,16 +43,17 @@ func (s *Service) Context(ctx context.Context, r ContextRequest) ([]message.Mess
 	}
 	st := newStats()
 	defer s.observe(st)
-	rt, err := s.route(ctx, r.Tenant, r.Topic, anySeq)
+	tg := &target{tenant: r.Tenant, topic: r.Topic}
+	rt, err := s.route(ctx, tg, anySeq)
 	if err != nil {
 		return nil, err
 	}
-	before, err := s.read(ctx, page{tenant: r.Tenant, topic: r.Topic, viewer: r.User, cursor: r.Seq, need: n, desc: true}, rt, st)
+	before, err := s.read(ctx, page{target: tg, viewer: r.User, cursor: r.Seq, need: n, desc: true}, rt, st)
 	if err != nil {
 		return nil, err
 	}
 	// The forward side starts at the target itself, so it is found (and filtered) like its neighbours.
-	after, err := s.read(ctx, page{tenant: r.Tenant, topic: r.Topic, viewer: r.User, cursor: r.Seq - 1, need: n + 1}, rt, st)
+	after, err := s.read(ctx, page{target: tg, viewer: r.User, cursor: r.Seq - 1, need: n + 1}, rt, st)
 	if err != nil {
 		return nil, err
 	}

@@ -115,12 +115,13 @@ func (s *Service) Sync(ctx context.Context, r SyncRequest) (SyncResult, error) {
 	}
 	st := newStats()
 	defer s.observe(st)
-	rt, err := s.route(ctx, r.Tenant, r.Topic, seqSpan{r.Since + 1, math.MaxInt64})
+	tg := &target{tenant: r.Tenant, topic: r.Topic}
+	rt, err := s.route(ctx, tg, seqSpan{r.Since + 1, math.MaxInt64})
 	if err != nil {
 		return SyncResult{}, err
 	}
 	// One more than the page tells whether more follows.
-	p := page{tenant: r.Tenant, topic: r.Topic, viewer: r.User, cursor: r.Since, need: limit + 1, tombstones: true}
+	p := page{target: tg, viewer: r.User, cursor: r.Since, need: limit + 1, tombstones: true}
 	out, err := s.read(ctx, p, rt, st)
 	if err != nil {
 		return SyncResult{}, err
@@ -156,11 +157,12 @@ func (s *Service) History(ctx context.Context, r HistoryRequest) ([]message.Mess
 	if r.Before > 0 {
 		below.hi = r.Before - 1
 	}
-	rt, err := s.route(ctx, r.Tenant, r.Topic, below)
+	tg := &target{tenant: r.Tenant, topic: r.Topic}
+	rt, err := s.route(ctx, tg, below)
 	if err != nil {
 		return nil, err
 	}
-	p := page{tenant: r.Tenant, topic: r.Topic, viewer: r.User, cursor: r.Before, need: limit, desc: true}
+	p := page{target: tg, viewer: r.User, cursor: r.Before, need: limit, desc: true}
 	return s.read(ctx, p, rt, st)
 }
 
@@ -179,7 +181,7 @@ func (s *Service) Get(ctx context.Context, tenant string, user int64, topic stri
 	}
 	st := newStats()
 	defer s.observe(st)
-	m, err := s.locate(ctx, tenant, topic, seq, st)
+	m, err := s.locate(ctx, &target{tenant: tenant, topic: topic}, seq, st)
 	if err != nil {
 		return message.Message{}, err
 	}
@@ -197,11 +199,11 @@ func (s *Service) Get(ctx context.Context, tenant string, user int64, topic stri
 // Locate returns the month whose table holds seq of topic, by the route (seed 000 §6.4); it
 // checks no permission. message.ErrNotFound when no month can hold it.
 func (s *Service) Locate(ctx context.Context, tenant, topic string, seq int64) (month.Month, error) {
-	return s.locate(ctx, tenant, topic, seq, newStats())
+	return s.locate(ctx, &target{tenant: tenant, topic: topic}, seq, newStats())
 }
 
-func (s *Service) locate(ctx context.Context, tenant, topic string, seq int64, st *stats) (month.Month, error) {
-	rt, err := s.route(ctx, tenant, topic, seqSpan{seq, seq})
+func (s *Service) locate(ctx context.Context, tg *target, seq int64, st *stats) (month.Month, error) {
+	rt, err := s.route(ctx, tg, seqSpan{seq, seq})
 	if err != nil {
 		return 0, err
 	}
@@ -210,12 +212,12 @@ func (s *Service) locate(ctx context.Context, tenant, topic string, seq int64, s
 	}
 	// A stale Redis route may not know the newest month yet, and an unrouted topic may be in
 	// any recent month: look the seq up in each month that may hold it, newest first.
-	pl, err := s.plan(ctx, tenant, topic, rt, nil, true, true)
+	pl, err := s.plan(ctx, tg, rt, nil, true, true)
 	if err != nil {
 		return 0, err
 	}
 	for _, m := range pl.months {
-		_, err := s.d.Store.Get(ctx, tenant, m, topic, seq)
+		_, err := s.d.Store.Get(ctx, tg.tenant, m, tg.topic, seq)
 		switch {
 		case err == nil:
 			return m, nil
@@ -224,7 +226,7 @@ func (s *Service) locate(ctx context.Context, tenant, topic string, seq int64, s
 		}
 		st.touch(m)
 		if apperr.CodeOf(err) != apperr.NotFound {
-			return 0, apperr.Wrap(apperr.Busy, "message storage unavailable", fmt.Errorf("locate %s seq %d in %s: %w", topic, seq, m, err))
+			return 0, apperr.Wrap(apperr.Busy, "message storage unavailable", fmt.Errorf("locate %s seq %d in %s: %w", tg.topic, seq, m, err))
 		}
 	}
 	return 0, message.ErrNotFound
@@ -248,35 +250,55 @@ type seqSpan struct{ lo, hi int64 }
 // anySeq is the span of a read that may return any seq of the topic.
 var anySeq = seqSpan{1, math.MaxInt64}
 
+// target is the topic one request reads, and what the request learned of its route mirror:
+// MySQL is asked for the mirror at most once a request, however many of its steps consult it
+// (a missing Redis route, a gap in one, the months behind the active one, each side of a
+// context read). A later read could only add seqs newer than every seq the request returns.
+type target struct {
+	tenant, topic string
+	mirrorRead    bool
+	mirror        route.Route
+	mirrorErr     error
+}
+
+// mirror returns the topic's route mirror, read on the request's first call.
+func (s *Service) mirror(ctx context.Context, tg *target) (route.Route, error) {
+	if !tg.mirrorRead {
+		tg.mirror, tg.mirrorErr = s.d.Store.Segments(ctx, tg.tenant, tg.topic)
+		tg.mirrorRead = true
+	}
+	return tg.mirror, tg.mirrorErr
+}
+
 // route returns the topic's month segments for a read of the seqs in span: Redis first, else
 // the MySQL mirror, which is then written back to Redis unless a route appeared there meanwhile
 // (seed 000 §3.4 rule 3). A topic the mirror does not know either gets an empty route and a
 // repair request. A Redis route with a gap between two segments inside span is checked against
 // the mirror first (acrossGap).
-func (s *Service) route(ctx context.Context, tenant, topic string, span seqSpan) (route.Route, error) {
-	rt, found, err := s.d.Routes.Segments(ctx, tenant, topic)
+func (s *Service) route(ctx context.Context, tg *target, span seqSpan) (route.Route, error) {
+	rt, found, err := s.d.Routes.Segments(ctx, tg.tenant, tg.topic)
 	if err == nil && found {
 		if rt.GapWithin(span.lo, span.hi) {
-			return s.acrossGap(ctx, tenant, topic, rt), nil
+			return s.acrossGap(ctx, tg, rt), nil
 		}
 		return rt, nil
 	}
 	if err != nil {
-		s.d.Log.WarnContext(ctx, "redis route unavailable, reading mirror", "topic", topic, "err", err)
+		s.d.Log.WarnContext(ctx, "redis route unavailable, reading mirror", "topic", tg.topic, "err", err)
 	}
 	s.d.Metrics.Inc("group_message_route_miss_total")
-	rt, err = s.d.Store.Segments(ctx, tenant, topic)
+	rt, err = s.mirror(ctx, tg)
 	if err != nil {
 		s.d.Metrics.Inc("group_message_route_rebuild_total", "failed")
 		return nil, apperr.Wrap(apperr.Busy, "message route unavailable", err)
 	}
 	if len(rt) == 0 {
-		s.requestRepair(ctx, tenant, topic)
+		s.requestRepair(ctx, tg.tenant, tg.topic)
 		return nil, nil
 	}
 	// A plain overwrite could put back a mirror snapshot older than a route another reader
 	// rebuilt and later sends extended.
-	written, err := s.d.Routes.ReplaceIfMissing(ctx, tenant, topic, rt)
+	written, err := s.d.Routes.ReplaceIfMissing(ctx, tg.tenant, tg.topic, rt)
 	switch {
 	case err != nil:
 		s.d.Metrics.Inc("group_message_route_rebuild_total", "failed")
@@ -293,18 +315,18 @@ func (s *Service) route(ctx context.Context, tenant, topic string, span seqSpan)
 // else makes the cache route them. Only the mirror tells the two apart. It is read after the
 // cache, so it routes every seq the cache does; where it routes more, the read follows it and
 // the cached route is queued for a rebuild. Unreadable, the cached route is the best there is.
-func (s *Service) acrossGap(ctx context.Context, tenant, topic string, cached route.Route) route.Route {
-	mirror, err := s.d.Store.Segments(ctx, tenant, topic)
+func (s *Service) acrossGap(ctx context.Context, tg *target, cached route.Route) route.Route {
+	mirror, err := s.mirror(ctx, tg)
 	if err != nil {
-		s.d.Log.WarnContext(ctx, "route mirror unavailable, reading across a gap of the redis route", "topic", topic, "err", err)
+		s.d.Log.WarnContext(ctx, "route mirror unavailable, reading across a gap of the redis route", "topic", tg.topic, "err", err)
 		return cached
 	}
 	if cached.Covers(mirror) {
 		return cached
 	}
 	s.d.Metrics.Inc("group_message_route_miss_total")
-	s.d.Log.WarnContext(ctx, "redis route misses seqs the mirror routes, rebuilding it", "topic", topic)
-	s.requestRepair(ctx, tenant, topic)
+	s.d.Log.WarnContext(ctx, "redis route misses seqs the mirror routes, rebuilding it", "topic", tg.topic)
+	s.requestRepair(ctx, tg.tenant, tg.topic)
 	return mirror
 }
 

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -545,6 +546,87 @@ func TestReadsFollowTheMirrorWhereARolledBackRouteMisses(t *testing.T) {
 			}
 			if n := f.metrics.Count("group_message_route_miss_total"); (n > 0) != c.repair {
 				t.Fatalf("%v route misses counted, want some: %v", n, c.repair)
+			}
+		})
+	}
+}
+
+// countedMirror counts the reads of the route mirror.
+type countedMirror struct {
+	*memory.MessageStore
+	reads *atomic.Int64
+}
+
+func (c countedMirror) Segments(ctx context.Context, tenant, topic string) (route.Route, error) {
+	c.reads.Add(1)
+	return c.MessageStore.Segments(ctx, tenant, topic)
+}
+
+// TestARequestReadsTheMirrorOnce: a request may consult the route mirror for a route Redis
+// lost, for a gap in the cached one, for the months behind the active one and on each side of
+// a context read; MySQL is asked once a request, and the reads still find every message.
+func TestARequestReadsTheMirrorOnce(t *testing.T) {
+	ctx := context.Background()
+	const topic = "grp_11"
+	cases := []struct {
+		name   string
+		cached route.Route // nil: Redis has no route for the topic
+	}{
+		{"the redis route lost", nil},
+		{"a gap, and months behind the active one", route.Route{
+			{Month: m0.Add(-3), MinSeq: 1, MaxSeq: 2, Count: 2}, {Month: m0.Add(-1), MinSeq: 5, MaxSeq: 6, Count: 2},
+		}},
+	}
+	requests := []struct {
+		name string
+		do   func(*history.Service) ([]int64, error)
+		want []int64
+	}{
+		{"sync", func(svc *history.Service) ([]int64, error) {
+			res, err := svc.Sync(ctx, history.SyncRequest{Tenant: tenant, Topic: topic, Limit: 50})
+			return seqsOf(res.Messages), err
+		}, seqs(1, 7)},
+		{"history", func(svc *history.Service) ([]int64, error) {
+			got, err := svc.History(ctx, history.HistoryRequest{Tenant: tenant, Topic: topic, Limit: 50})
+			return seqsOf(got), err
+		}, []int64{7, 6, 5, 4, 3, 2, 1}},
+		{"context", func(svc *history.Service) ([]int64, error) {
+			got, err := svc.Context(ctx, history.ContextRequest{Tenant: tenant, Topic: topic, Seq: 5, N: 2})
+			return seqsOf(got), err
+		}, seqs(3, 7)},
+		{"get", func(svc *history.Service) ([]int64, error) {
+			m, err := svc.Get(ctx, tenant, 0, topic, 7)
+			return []int64{m.Seq}, err
+		}, []int64{7}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t)
+			for m, ss := range map[month.Month][]int64{m0.Add(-3): {1, 2}, m0.Add(-2): {3, 4}, m0.Add(-1): {5, 6}, m0: {7}} {
+				for _, sq := range ss {
+					f.append(topic, sq, m)
+				}
+			}
+			reads := new(atomic.Int64)
+			f.deps.Store = countedMirror{f.store, reads}
+			if c.cached == nil {
+				f.deps.Routes = hiddenRoute{f.routes}
+			}
+			svc := f.svc()
+			for _, r := range requests {
+				if c.cached != nil {
+					if err := f.routes.Replace(ctx, tenant, topic, c.cached); err != nil {
+						t.Fatal(err)
+					}
+				}
+				reads.Store(0)
+				got, err := r.do(svc)
+				if err != nil || !slices.Equal(got, r.want) {
+					t.Fatalf("%s = %v, %v; want %v", r.name, got, err, r.want)
+				}
+				if n := reads.Load(); n != 1 {
+					t.Fatalf("%s read the mirror %d times, want once", r.name, n)
+				}
 			}
 		})
 	}

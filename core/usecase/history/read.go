@@ -18,12 +18,12 @@ import (
 // page is one directional read of a topic: the need messages after cursor (ascending), or
 // before it (descending; cursor 0 starts at the newest).
 type page struct {
-	tenant, topic string
-	viewer        int64 // hides the viewer's deleted ranges; 0 hides none
-	cursor        int64 // exclusive
-	need          int
-	desc          bool
-	tombstones    bool // also return status deleted, as sync does so clients see no gap
+	*target
+	viewer     int64 // hides the viewer's deleted ranges; 0 hides none
+	cursor     int64 // exclusive
+	need       int
+	desc       bool
+	tombstones bool // also return status deleted, as sync does so clients see no gap
 }
 
 // read answers a page from the hot cache when it covers the page whole, else from the month
@@ -40,7 +40,7 @@ func (s *Service) read(ctx context.Context, p page, rt route.Route, st *stats) (
 	// Seqs a stale route does not know yet are above its newest seq; a backward page below
 	// that cannot need them.
 	pastRoute := !p.desc || p.cursor == 0 || p.cursor > rt.MaxSeq()+1
-	pl, err := s.plan(ctx, p.tenant, p.topic, rt, routed, p.desc, pastRoute)
+	pl, err := s.plan(ctx, p.target, rt, routed, p.desc, pastRoute)
 	if err != nil {
 		return nil, err
 	}
@@ -92,13 +92,13 @@ type plan struct {
 //     the mirror routes (behindActive);
 //   - with no route at all (neither Redis nor the mirror knows the topic): the active month and
 //     the ones before it, RecentMonths in all.
-func (s *Service) plan(ctx context.Context, tenant, topic string, rt route.Route, routed []month.Month, newestFirst, pastRoute bool) (plan, error) {
+func (s *Service) plan(ctx context.Context, tg *target, rt route.Route, routed []month.Month, newestFirst, pastRoute bool) (plan, error) {
 	if len(rt) > 0 && !pastRoute {
 		return plan{months: routed}, nil
 	}
-	active, found, err := s.d.Months.Active(ctx, tenant)
+	active, found, err := s.d.Months.Active(ctx, tg.tenant)
 	if err != nil {
-		s.d.Log.WarnContext(ctx, "active month unavailable", "tenant", tenant, "err", err)
+		s.d.Log.WarnContext(ctx, "active month unavailable", "tenant", tg.tenant, "err", err)
 	}
 	pl := plan{months: slices.Clone(routed), speculative: make(map[month.Month]bool)}
 	switch {
@@ -119,7 +119,7 @@ func (s *Service) plan(ctx context.Context, tenant, topic string, rt route.Route
 			pl.months = append(pl.months, newest)
 		}
 		if newest < active {
-			s.behindActive(ctx, tenant, topic, rt, newest, active, &pl)
+			s.behindActive(ctx, tg, rt, newest, active, &pl)
 		}
 	}
 	for m := range pl.speculative {
@@ -139,10 +139,10 @@ func (s *Service) plan(ctx context.Context, tenant, topic string, rt route.Route
 // of each month table since newest. Where the mirror routes more than the cached route, that
 // route is queued for a rebuild. Without the mirror, the months up to active are read on
 // speculation, maxUnroutedMonths at most.
-func (s *Service) behindActive(ctx context.Context, tenant, topic string, rt route.Route, newest, active month.Month, pl *plan) {
-	mirror, err := s.d.Store.Segments(ctx, tenant, topic)
+func (s *Service) behindActive(ctx context.Context, tg *target, rt route.Route, newest, active month.Month, pl *plan) {
+	mirror, err := s.mirror(ctx, tg)
 	if err != nil {
-		s.d.Log.WarnContext(ctx, "route mirror unavailable, reading the months after the route on speculation", "topic", topic, "err", err)
+		s.d.Log.WarnContext(ctx, "route mirror unavailable, reading the months after the route on speculation", "topic", tg.topic, "err", err)
 		for m := newest; m < active && len(pl.speculative) < maxUnroutedMonths; {
 			m = m.Next()
 			pl.speculative[m] = true
@@ -156,8 +156,8 @@ func (s *Service) behindActive(ctx context.Context, tenant, topic string, rt rou
 	}
 	if !rt.Covers(mirror) {
 		s.d.Metrics.Inc("group_message_route_miss_total")
-		s.d.Log.WarnContext(ctx, "redis route misses seqs the mirror routes, rebuilding it", "topic", topic)
-		s.requestRepair(ctx, tenant, topic)
+		s.d.Log.WarnContext(ctx, "redis route misses seqs the mirror routes, rebuilding it", "topic", tg.topic)
+		s.requestRepair(ctx, tg.tenant, tg.topic)
 	}
 }
 

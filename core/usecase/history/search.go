@@ -60,7 +60,7 @@ func (s *Service) Search(ctx context.Context, r SearchRequest) ([]message.Messag
 	st := newStats()
 	defer s.observe(st)
 	if r.Topic != "" {
-		rt, err := s.route(ctx, r.Tenant, r.Topic, anySeq)
+		rt, err := s.route(ctx, &target{tenant: r.Tenant, topic: r.Topic}, anySeq)
 		if err != nil {
 			return nil, err
 		}
