@@ -3,14 +3,12 @@ package bleveindex
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/mapping"
 
 	"github.com/imdhq/imd/core/domain/fulltext"
@@ -106,18 +104,7 @@ func BenchmarkSearchTimeRange(b *testing.B) {
 		name    string
 		mapping func() *mapping.IndexMappingImpl
 	}{{"keyword", docMapping}, {"numeric", numericTimeMapping}} {
-		dir := b.TempDir()
-		idx, err := bleve.New(filepath.Join(dir, "t1.bleve"), sh.mapping())
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := idx.Close(); err != nil {
-			b.Fatal(err)
-		}
-		x, err := New(dir)
-		if err != nil {
-			b.Fatal(err)
-		}
+		x := createdWith(b, sh.mapping, "t1")
 		ctx := context.Background()
 		batch := make([]fulltext.Doc, 256)
 		for seq := int64(0); seq < docs; {

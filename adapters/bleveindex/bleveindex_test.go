@@ -38,20 +38,7 @@ func TestOlderShapesContract(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			contract.SearchIndex(t, func(t *testing.T) ports.SearchIndex {
-				dir := t.TempDir()
-				for _, tenant := range []string{"t1", "t2"} {
-					idx, err := bleve.New(filepath.Join(dir, tenant+".bleve"), tc.mapping())
-					if err != nil {
-						t.Fatal(err)
-					}
-					if err := idx.Close(); err != nil {
-						t.Fatal(err)
-					}
-				}
-				x, err := New(dir)
-				if err != nil {
-					t.Fatal(err)
-				}
+				x := createdWith(t, tc.mapping, "t1", "t2")
 				t.Cleanup(func() { x.Close() })
 				if idx, err := x.of("t1"); err != nil || idx.shape != tc.shape {
 					t.Fatalf("an index of the %s shape opened as %+v, %v", tc.name, idx, err)
@@ -60,6 +47,27 @@ func TestOlderShapesContract(t *testing.T) {
 			})
 		})
 	}
+}
+
+// createdWith is an Index over a new directory where the tenants' indexes were created with
+// the given mapping, as by an older build.
+func createdWith(tb testing.TB, m func() *mapping.IndexMappingImpl, tenants ...string) *Index {
+	tb.Helper()
+	dir := tb.TempDir()
+	for _, tenant := range tenants {
+		idx, err := bleve.New(filepath.Join(dir, tenant+".bleve"), m())
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if err := idx.Close(); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	x, err := New(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return x
 }
 
 // numericSeqMapping is the mapping indexes were created with before fieldOrder and without
