@@ -50,8 +50,12 @@ const (
 // the same (docs/BENCHMARKS.md, change 43).
 var timeFields = [...]string{"at", "at_1e3", "at_1e6", "at_1e9"}
 
-// timeStep is how much coarser each of timeFields is than the one before.
-const timeStep = 1000
+// timeStep is how much coarser each of timeFields is than the one before: timeStepDigits
+// decimal digits.
+const (
+	timeStep       = 1000
+	timeStepDigits = 3
+)
 
 // timeWidth is the digits of a creation time in Unix ms, enough until the year 2286; maxTime
 // is the latest time a keyword holds.
@@ -251,11 +255,21 @@ func (idx tenantIndex) documentOf(d fulltext.Doc) any {
 	case numericTime:
 		return numericTimeDocument{Text: d.Text, Topic: d.Topic, Month: d.Month.String(), Created: float64(ms), Order: padded(d.Seq, orderWidth)}
 	}
+	at := timeTerms(ms)
 	return document{
 		Text: d.Text, Topic: d.Topic, Month: d.Month.String(),
-		At: timeTerm(0, ms), At1e3: timeTerm(1, ms/timeStep), At1e6: timeTerm(2, ms/(timeStep*timeStep)), At1e9: timeTerm(3, ms/(timeStep*timeStep*timeStep)),
+		At: at[0], At1e3: at[1], At1e6: at[2], At1e9: at[3],
 		Order: padded(d.Seq, orderWidth),
 	}
+}
+
+// timeTerms are the keywords of timeFields for a creation time of ms.
+func timeTerms(ms int64) (terms [len(timeFields)]string) {
+	for level := range terms {
+		terms[level] = timeTerm(level, ms)
+		ms /= timeStep
+	}
+	return terms
 }
 
 // padded is v in decimal, zero-padded to width digits, so that keywords sort as numbers do.
@@ -267,8 +281,9 @@ func padded(v int64, width int) string {
 	return strings.Repeat("0", width-len(s)) + s
 }
 
-// timeTerm is the keyword of timeFields[level] for v, a time already divided to that level.
-func timeTerm(level int, v int64) string { return padded(v, timeWidth-3*level) }
+// timeTerm is the keyword of timeFields[level] for v, a time already divided to that level:
+// each level has timeStepDigits digits fewer than the one before.
+func timeTerm(level int, v int64) string { return padded(v, timeWidth-timeStepDigits*level) }
 
 // timeRange matches lo ≤ creation time ≤ hi (Unix ms, within 0…maxTime) in an index of the
 // keyword shape: the finest field covers the ms up to the first whole second and after the
