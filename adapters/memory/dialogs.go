@@ -138,7 +138,7 @@ func (s *DialogStore) applyOne(name string, t *userLists, u dialog.Update) []dia
 		for _, user := range b.Users {
 			l := t.user(user)
 			muted := l.muted[u.ConversationID]
-			if muted {
+			if muted && user != u.Sender {
 				a.Muted = append(a.Muted, user)
 			}
 			if first {

@@ -43,9 +43,10 @@ func NewDialogStore(c rueidis.Client) *DialogStore {
 // not silent; with none of those the dialog is only re-scored where it is. A dialog keeps the
 // higher of its old and new score, so a late older message never moves it back. The preview
 // moves forward only, so setting it again on a repeat changes nothing. It returns, per part,
-// {first (0/1) per message, muted users} per batch; muted users are reported even on a repeat.
+// {first (0/1) per message, muted users} per batch; muted users are reported even on a repeat,
+// all but the one who sent every message of the part, if one did (ports.DialogStore.Apply).
 // The common case, a dialog already in unread, costs three calls per user (mute, list, count)
-// whatever the number of messages.
+// whatever the number of messages; the sender's own, two (where it is, then the list).
 //
 // A batch's marks are the seqs of the conversation it applied, as at most maxMarkRanges ranges
 // "lo-hi,lo-hi,…" in a field of one HASH per conversation (Keys.DeliverListMarks; per slot group
@@ -200,10 +201,12 @@ for r = 1, tonumber(ARGV[1]) do
   local nb = tonumber(ARGV[p + 2])
   local hkey, preview = KEYS[k], KEYS[k + 1]
   if ARGV[p + 1] ~= '' then
-    local cur = redis.call('GET', preview)
+    -- Set, then put back a preview of a later or the same seq: one command where GET and SET
+    -- were two, since a preview mostly moves forward (issue 30 part 2).
+    local cur = redis.call('SET', preview, ARGV[p + 1], 'GET')
     local seq = cur and string.match(cur, '"seq":(%d+)')
-    if not (seq and tonumber(seq) >= tonumber(ARGV[p])) then
-      redis.call('SET', preview, ARGV[p + 1])
+    if seq and tonumber(seq) >= tonumber(ARGV[p]) then
+      redis.call('SET', preview, cur)
     end
   end
   local fields, olds = {}, {}
@@ -213,6 +216,16 @@ for r = 1, tonumber(ARGV[1]) do
   local h = marks_of(hkey, fields, olds)
   local seqs = {} -- the part's seqs, read once for all its batches
   for j = 1, m do seqs[j] = num(ARGV[a + 2 + 4 * j]) end
+  -- sole is the user who sent every message of the part, if one did: no message alerts them,
+  -- so their mute matters to nobody and is not looked up (issue 30 part 2: one command less
+  -- per run, in a P2P run one of two).
+  local sole = ARGV[a + 4]
+  for j = 2, m do
+    if ARGV[a + 4 * j] ~= sole then
+      sole = nil
+      break
+    end
+  end
   decs[ttl] = ARGV[a]
   -- What the part's messages do to a mark depends on its value alone: worked out once per value.
   local done = {}
@@ -262,7 +275,7 @@ for r = 1, tonumber(ARGV[1]) do
     for i = 0, n - 1 do
       local unread, read, cnt, mset = KEYS[key + 4 * i], KEYS[key + 1 + 4 * i], KEYS[key + 2 + 4 * i], KEYS[key + 3 + 4 * i]
       local user = ARGV[arg + i]
-      local is_muted = redis.call('SISMEMBER', mset, conv) == 1
+      local is_muted = user ~= sole and redis.call('SISMEMBER', mset, conv) == 1
       if is_muted then muted[#muted + 1] = user end
       if score then
         local c = counted - (own[user] or 0)

@@ -214,6 +214,16 @@ func mutedGoesToRead(t *testing.T, f DialogFixture) {
 	if e := entryOf(t, f, 2); e.Unread != 1 || e.Muted {
 		t.Fatalf("unmuted user: %+v, want 1 unread", e)
 	}
+	// A lone update's sender is no one to alert: their mute is not reported.
+	if err := f.Dialogs.SetMuted(ctx, f.Tenant, 2, dialogConv, true); err != nil {
+		t.Fatal(err)
+	}
+	if own := apply(t, f, dialogUpdate("m5", 5, 5000, 2, dialog.Batch{Index: 0, Users: []int64{2, 3}})); len(own[0].Muted) != 0 {
+		t.Fatalf("muted on the sender's own message = %v, want none", own[0].Muted)
+	}
+	if e := entryOf(t, f, 2); e.Unread != 1 || e.Score != 5000 || !e.Muted {
+		t.Fatalf("muted sender: %+v, want the count kept, re-scored, muted", e)
+	}
 }
 
 func silentUpdate(t *testing.T, f DialogFixture) {

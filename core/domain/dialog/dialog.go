@@ -161,7 +161,8 @@ type Batch struct {
 type Applied struct {
 	// First is false when an earlier attempt applied the batch already; nothing changed now.
 	First bool
-	// Muted lists the batch's users who muted the conversation (whether or not First).
+	// Muted lists the batch's users who muted the conversation (whether or not First), whom the
+	// message may alert: the sender may be left out, since no alert goes to them.
 	Muted []int64
 }
 
