@@ -214,17 +214,13 @@ for r = 1, tonumber(ARGV[1]) do
     fields[b], olds[b] = ARGV[p + 1 + 2 * b], KEYS[k + 1 + b]
   end
   local h = marks_of(hkey, fields, olds)
-  local seqs = {} -- the part's seqs, read once for all its batches
-  for j = 1, m do seqs[j] = num(ARGV[a + 2 + 4 * j]) end
-  -- sole is the user who sent every message of the part, if one did: no message alerts them,
-  -- so their mute matters to nobody and is not looked up (issue 30 part 2: one command less
-  -- per run, in a P2P run one of two).
-  local sole = ARGV[a + 4]
-  for j = 2, m do
-    if ARGV[a + 4 * j] ~= sole then
-      sole = nil
-      break
-    end
+  -- seqs are the part's seqs, read once for all its batches. sole is the user who sent every
+  -- message of the part, if one did: no message alerts them, so their mute matters to nobody
+  -- and is not looked up (issue 30 part 2: one command less per run, in a P2P run one of two).
+  local seqs, sole = {}, ARGV[a + 4]
+  for j = 1, m do
+    seqs[j] = num(ARGV[a + 2 + 4 * j])
+    if ARGV[a + 4 * j] ~= sole then sole = nil end
   end
   decs[ttl] = ARGV[a]
   -- What the part's messages do to a mark depends on its value alone: worked out once per value.
