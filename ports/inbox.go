@@ -19,8 +19,9 @@ type DialogStore interface {
 	// read ZSET, any other dialog moves to the unread ZSET with its count +1. Scores never go
 	// down. Each batch acts at most once per message, atomically with its mark; the
 	// preview moves forward by seq only. Results: one per update and batch, in that order; a
-	// result's Muted leaves out the update's sender where its batch applied a run of updates
-	// all from that sender (a lone update's sender, always): its mute decides no alert.
+	// result's Muted may leave out the update's sender, whose mute decides no alert: it does
+	// for a lone update, and a store that applies a run of updates at once may still list a
+	// sender who sent only some of them (the Redis store, adapters/redis/dialogs.go).
 	Apply(ctx context.Context, tenant string, us ...dialog.Update) ([]dialog.Applied, error)
 	// AppliedSeq is the seq of the conversation's preview: the newest message applied to its
 	// lists (or the last one MySQL knew at a rebuild); 0 when there is none.
