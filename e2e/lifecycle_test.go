@@ -118,9 +118,11 @@ func TestLifecycleFailedRouteUpdateIsRepairedFromTheQueue(t *testing.T) {
 	eventually(t, 10*time.Second, "route repaired", func() bool {
 		return srv.routeMeta(rc, c.topic)[Month(0)] == "1,4,4"
 	})
-	if srv.metricValue("group_message_route_repair_total") <= repairedBefore {
-		t.Fatal("the route was not repaired through the repair queue")
-	}
+	// A repair pass counts its topics once it has written their routes and finished their
+	// tickets, so the counter can trail the route by a Redis round trip.
+	eventually(t, 10*time.Second, "the route repaired through the repair queue", func() bool {
+		return srv.metricValue("group_message_route_repair_total") > repairedBefore
+	})
 	eventually(t, 5*time.Second, "repair backlog empty", func() bool {
 		return srv.metricValue("group_message_route_repair_backlog", "tenant", srv.Tenant) == 0
 	})
