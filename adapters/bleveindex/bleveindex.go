@@ -139,12 +139,12 @@ func New(dir string) (*Index, error) {
 // docMapping is the one document type of a new index: analyzed text, exact topic, month,
 // time and order. No query reads the composite _all field (every query names its field), so
 // none is written: it cost a visit of every field per document. Only what a search sorts by
-// keeps doc values.
+// keeps doc values, and no field keeps term vectors.
 func docMapping() *mapping.IndexMappingImpl {
 	_, exact, _ := fieldMappings()
 	bare := bleve.NewKeywordFieldMapping()
 	bare.Analyzer = keyword.Name
-	bare.Store, bare.IncludeInAll, bare.DocValues = false, false, false
+	bare.Store, bare.IncludeInAll, bare.DocValues, bare.IncludeTermVectors = false, false, false, false
 	m := indexMapping(bare)
 	doc := m.DefaultMapping
 	doc.AddFieldMappingsAt(timeFields[0], exact)
@@ -157,14 +157,18 @@ func docMapping() *mapping.IndexMappingImpl {
 }
 
 // fieldMappings are the kinds of field a document has, none of them stored: text analyzed by
-// the CJK analyzer, exact keywords, numbers.
+// the CJK analyzer, exact keywords, numbers. Term vectors (positions, for phrases and
+// highlights) and the text's doc values (its terms per document, for sorting or faceting by
+// it) are written by Bleve's defaults but read by no search, which matches terms and sorts by
+// time and order: they cost a new index about a tenth of its CPU per document and half its
+// size on disk (docs/BENCHMARKS.md, change 46). An index keeps the mapping it was made with.
 func fieldMappings() (text, exact, num *mapping.FieldMapping) {
 	text = bleve.NewTextFieldMapping()
 	text.Analyzer = cjk.AnalyzerName
-	text.Store, text.IncludeInAll, text.IncludeTermVectors = false, false, false
+	text.Store, text.IncludeInAll, text.IncludeTermVectors, text.DocValues = false, false, false, false
 	exact = bleve.NewKeywordFieldMapping()
 	exact.Analyzer = keyword.Name
-	exact.Store, exact.IncludeInAll = false, false
+	exact.Store, exact.IncludeInAll, exact.IncludeTermVectors = false, false, false
 	num = bleve.NewNumericFieldMapping()
 	num.Store, num.IncludeInAll = false, false
 	return text, exact, num

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/analysis/analyzer/keyword"
 	"github.com/blevesearch/bleve/v2/mapping"
 
 	"github.com/imdhq/imd/core/domain/fulltext"
@@ -35,6 +36,7 @@ func TestOlderShapesContract(t *testing.T) {
 	}{
 		{"numeric seq", numericSeq, numericSeqMapping},
 		{"numeric time", numericTime, numericTimeMapping},
+		{"keyword time with term vectors and the text's doc values", keywordTime, func() *mapping.IndexMappingImpl { return withBleveDefaults(docMapping()) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			contract.SearchIndex(t, func(t *testing.T) ports.SearchIndex {
@@ -77,7 +79,7 @@ func numericSeqMapping() *mapping.IndexMappingImpl {
 	m := indexMapping(exact)
 	m.DefaultMapping.AddFieldMappingsAt(fieldCreated, num)
 	m.DefaultMapping.AddFieldMappingsAt(fieldSeq, num)
-	return m
+	return withBleveDefaults(m)
 }
 
 // numericTimeMapping is the mapping indexes were created with before timeFields.
@@ -87,7 +89,47 @@ func numericTimeMapping() *mapping.IndexMappingImpl {
 	m.DefaultMapping.AddFieldMappingsAt(fieldCreated, num)
 	m.DefaultMapping.AddFieldMappingsAt(fieldOrder, exact)
 	m.DefaultMapping.AddSubDocumentMapping("_all", bleve.NewDocumentDisabledMapping())
+	return withBleveDefaults(m)
+}
+
+// withBleveDefaults turns back on what indexes were created with before change 46
+// (docs/BENCHMARKS.md): the text's doc values and every keyword's term vectors, Bleve's
+// defaults.
+func withBleveDefaults(m *mapping.IndexMappingImpl) *mapping.IndexMappingImpl {
+	for _, fields := range m.DefaultMapping.Properties {
+		for _, f := range fields.Fields {
+			if f.Type != "text" {
+				continue
+			}
+			if f.Analyzer == keyword.Name {
+				f.IncludeTermVectors = true
+			} else {
+				f.DocValues = true
+			}
+		}
+	}
 	return m
+}
+
+// TestNewIndexWritesOnlyWhatSearchReads: a new index writes no term vectors, and doc values
+// only for what a search sorts by (the creation time and the order), so that a document costs
+// no more than a search needs (change 46); an index made so still sorts newest first
+// (contract).
+func TestNewIndexWritesOnlyWhatSearchReads(t *testing.T) {
+	m := docMapping()
+	sorted := map[string]bool{timeFields[0]: true, fieldOrder: true}
+	mapped := 0
+	for name, fields := range m.DefaultMapping.Properties {
+		for _, f := range fields.Fields {
+			mapped++
+			if f.IncludeTermVectors || f.DocValues != sorted[name] || f.Store || f.IncludeInAll {
+				t.Errorf("field %s: term vectors %v, doc values %v, stored %v, in _all %v; want doc values %v only", name, f.IncludeTermVectors, f.DocValues, f.Store, f.IncludeInAll, sorted[name])
+			}
+		}
+	}
+	if mapped != 8 {
+		t.Errorf("%d fields mapped, want 8: text, topic, month, the four times and order", mapped)
+	}
 }
 
 // TestIndexSurvivesReopening: the index lives on disk; a restarted server finds what it
