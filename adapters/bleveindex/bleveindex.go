@@ -142,14 +142,13 @@ func New(dir string) (*Index, error) {
 // keeps doc values, and no field keeps term vectors.
 func docMapping() *mapping.IndexMappingImpl {
 	_, exact, _ := fieldMappings()
-	bare := bleve.NewKeywordFieldMapping()
-	bare.Analyzer = keyword.Name
-	bare.Store, bare.IncludeInAll, bare.DocValues, bare.IncludeTermVectors = false, false, false, false
-	m := indexMapping(bare)
+	bare := *exact // an exact keyword that nothing sorts by
+	bare.DocValues = false
+	m := indexMapping(&bare)
 	doc := m.DefaultMapping
 	doc.AddFieldMappingsAt(timeFields[0], exact)
 	for _, f := range timeFields[1:] {
-		doc.AddFieldMappingsAt(f, bare)
+		doc.AddFieldMappingsAt(f, &bare)
 	}
 	doc.AddFieldMappingsAt(fieldOrder, exact)
 	doc.AddSubDocumentMapping("_all", bleve.NewDocumentDisabledMapping())
